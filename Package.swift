@@ -1,0 +1,53 @@
+// swift-tools-version:6.0
+// MeowCare store/sync pair: a device's Core Data stack (store-service) and a CloudKit
+// stand-in (sync-service), speaking length-prefixed JSON over Unix sockets.
+// No package dependencies by design: the toolchain and Debian's C libraries only.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "MeowCare",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "store-service", targets: ["store-service"]),
+        .executable(name: "sync-service", targets: ["sync-service"]),
+        .executable(name: "meowctl", targets: ["meowctl"]),
+        .executable(name: "meow-bench", targets: ["meow-bench"]),
+        .library(name: "MeowWire", targets: ["MeowWire"]),
+    ],
+    targets: [
+        // C helpers Glibc does not expose to Swift (SO_PEERCRED's struct ucred, accept4).
+        .target(name: "CShim", path: "Shared/CShim"),
+        .systemLibrary(
+            name: "CSQLite", path: "Shared/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite"], path: "Shared/SQLiteKit", swiftSettings: strict),
+        // The wire protocol and its Swift client: all a client needs.
+        .target(name: "MeowWire", dependencies: ["CShim"], path: "Shared/MeowWire", swiftSettings: strict),
+        // Listener, connections, lifecycle, signals, logging, options.
+        .target(name: "ServiceRuntime", dependencies: ["MeowWire", "CShim"], path: "Shared/ServiceRuntime", swiftSettings: strict),
+
+        .target(name: "StoreServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "SQLiteKit"],
+                path: "Services/StoreServiceKit", swiftSettings: strict),
+        .target(name: "SyncServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "SQLiteKit"],
+                path: "Services/SyncServiceKit", swiftSettings: strict),
+        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
+        .executableTarget(name: "store-service", dependencies: ["StoreServiceKit", "ServiceRuntime"],
+                          path: "Services/store-service", swiftSettings: strict),
+        .executableTarget(name: "sync-service", dependencies: ["SyncServiceKit", "ServiceRuntime"],
+                          path: "Services/sync-service", swiftSettings: strict),
+        .executableTarget(name: "meowctl", dependencies: ["MeowCtlKit"], path: "Services/meowctl", swiftSettings: strict),
+
+        // Benchmarks: a raw C echo server with the same framing is the same-run baseline.
+        .executableTarget(name: "echo-baseline", path: "Benchmarks/echo-baseline"),
+        .executableTarget(name: "meow-bench", dependencies: ["MeowWire", "SQLiteKit"],
+                          path: "Benchmarks/meow-bench", swiftSettings: strict),
+
+        .target(name: "TestSupport", dependencies: ["MeowWire"], path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "MeowWireTests", dependencies: ["MeowWire"], path: "Tests/MeowWireTests", swiftSettings: strict),
+        .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"], path: "Tests/SQLiteKitTests", swiftSettings: strict),
+        .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire"],
+                    path: "Tests/IntegrationTests", swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,22 @@
+#ifndef MEOW_CSHIM_H
+#define MEOW_CSHIM_H
+#include <sys/types.h>
+
+/// Peer credentials of a connected Unix socket (SO_PEERCRED). Returns 0 or -1 with errno set.
+int meow_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
+
+/// accept4(..., SOCK_CLOEXEC): not visible from Swift's Glibc module without _GNU_SOURCE.
+int meow_accept_cloexec(int fd);
+
+/// sd_listen_fds(): the number of sockets systemd passed (from fd 3), or 0 when LISTEN_PID is not
+/// this process. Unsets LISTEN_PID/LISTEN_FDS/LISTEN_FDNAMES so children do not inherit them.
+int meow_listen_fds(void);
+
+/// Whether fd is a listening Unix stream socket (checks the socket, not just the number).
+int meow_is_unix_listener(int fd);
+
+/// Sets SO_SNDTIMEO / SO_RCVTIMEO in milliseconds (0 disables).
+int meow_set_send_timeout(int fd, int milliseconds);
+int meow_set_receive_timeout(int fd, int milliseconds);
+
+#endif

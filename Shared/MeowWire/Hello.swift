@@ -1,0 +1,60 @@
+/// `hello` params: the protocol version range the client speaks, its name, and an optional
+/// credential (the sync-service authenticates users with it).
+public struct HelloParams: Codable, Sendable {
+    public var minVersion: Int
+    public var maxVersion: Int
+    public var client: String
+    public var credential: String?
+
+    public init(minVersion: Int = WireLimits.minProtocolVersion, maxVersion: Int = WireLimits.maxProtocolVersion,
+                client: String, credential: String? = nil) {
+        self.minVersion = minVersion
+        self.maxVersion = maxVersion
+        self.client = client
+        self.credential = credential
+    }
+}
+
+/// `hello` result: who answered, the version chosen, limits and features.
+public struct HelloResult: Codable, Sendable {
+    public var service: String
+    public var version: String
+    public var `protocol`: String
+    public var protocolVersion: Int
+    public var connectionID: Int
+    public var limits: Limits
+    public var features: [String]
+    /// Event topics this service can push after `subscribe`.
+    public var topics: [String]
+    /// The user the credential identified, if the service has users.
+    public var user: String?
+
+    public init(service: String, version: String, protocolVersion: Int, connectionID: Int, limits: Limits,
+                features: [String], topics: [String], user: String?) {
+        self.service = service
+        self.version = version
+        self.protocol = WireLimits.protocolName
+        self.protocolVersion = protocolVersion
+        self.connectionID = connectionID
+        self.limits = limits
+        self.features = features
+        self.topics = topics
+        self.user = user
+    }
+
+    public struct Limits: Codable, Sendable {
+        public var maxFrameBytes: Int
+        public var maxConnections: Int
+        public var maxEventQueueBytes: Int
+        public var sendTimeoutMilliseconds: Int
+        public var frameTimeoutMilliseconds: Int
+        public init(maxFrameBytes: Int, maxConnections: Int, maxEventQueueBytes: Int,
+                    sendTimeoutMilliseconds: Int, frameTimeoutMilliseconds: Int) {
+            self.maxFrameBytes = maxFrameBytes
+            self.maxConnections = maxConnections
+            self.maxEventQueueBytes = maxEventQueueBytes
+            self.sendTimeoutMilliseconds = sendTimeoutMilliseconds
+            self.frameTimeoutMilliseconds = frameTimeoutMilliseconds
+        }
+    }
+}

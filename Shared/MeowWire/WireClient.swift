@@ -1,0 +1,199 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// A client for either service: hello, typed requests, pipelining, events, timeouts.
+///
+/// A reader thread matches replies to requests by id, so any number of requests may be in
+/// flight at once; events arrive on `events`.
+///
+/// ```swift
+/// let client = try WireClient(socketPath: "/tmp/meow/store.sock")
+/// let hello = try await client.hello(client: "my-tool")
+/// let pong: PingResult = try await client.call("ping", Empty(), as: PingResult.self)
+/// ```
+public final class WireClient: Sendable {
+    public typealias Completion = @Sendable (Result<JSONValue, WireError>) -> Void
+
+    public let socketPath: String
+    public let defaultTimeout: Duration
+    public let events: AsyncStream<WireEvent>
+
+    private let fd: Int32
+    private let eventContinuation: AsyncStream<WireEvent>.Continuation
+    private let state = Mutex(State())
+    private let writeLock = Mutex(())
+    private let maxFrameBytes: Int
+
+    private struct State {
+        var nextID = 1
+        var pending: [RequestID: Completion] = [:]
+        var closedError: WireError?
+    }
+
+    /// Connects (no hello yet: call `hello`, or send raw requests to see what a service says).
+    public init(socketPath: String, timeout: Duration = .seconds(30),
+                maxFrameBytes: Int = WireLimits.defaultMaxFrameBytes) throws(WireError) {
+        self.socketPath = socketPath
+        self.defaultTimeout = timeout
+        self.maxFrameBytes = maxFrameBytes
+        fd = try UnixSocket.connect(path: socketPath)
+        (events, eventContinuation) = AsyncStream.makeStream(of: WireEvent.self, bufferingPolicy: .unbounded)
+        let thread = Thread { [self] in readLoop() }
+        thread.name = "wire-client-reader"
+        thread.start()
+    }
+
+    deinit {
+        Glibc.close(fd)
+    }
+
+    /// Closes the connection; pending requests fail with `connectionClosed`.
+    public func close() {
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    // MARK: Requests
+
+    /// Sends hello and returns the service's answer.
+    @discardableResult
+    public func hello(client: String, credential: String? = nil,
+                      minVersion: Int = WireLimits.minProtocolVersion,
+                      maxVersion: Int = WireLimits.maxProtocolVersion) async throws(WireError) -> HelloResult {
+        try await call("hello", HelloParams(minVersion: minVersion, maxVersion: maxVersion, client: client,
+                                            credential: credential), as: HelloResult.self)
+    }
+
+    /// Sends one request and decodes its result as `R`.
+    public func call<P: Encodable, R: Decodable>(_ op: String, _ params: P, as type: R.Type,
+                                                 timeout: Duration? = nil) async throws(WireError) -> R {
+        let value = try await call(op, params, timeout: timeout)
+        do {
+            return try value.decode(R.self)
+        } catch {
+            throw WireError(.internalError, "The reply to '\(op)' did not decode as \(R.self): \(error)")
+        }
+    }
+
+    /// Sends one request and returns its result as JSON.
+    public func call<P: Encodable>(_ op: String, _ params: P, timeout: Duration? = nil) async throws(WireError) -> JSONValue {
+        let result: Result<JSONValue, WireError> = await withCheckedContinuation { continuation in
+            send(op, params, timeout: timeout) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Blocking form of `call`, for command-line tools and threads outside Swift concurrency.
+    public func callBlocking<P: Encodable>(_ op: String, _ params: P, timeout: Duration? = nil) throws(WireError) -> JSONValue {
+        let box = Mutex<Result<JSONValue, WireError>?>(nil)
+        let semaphore = DispatchSemaphore(value: 0)
+        send(op, params, timeout: timeout) { result in
+            box.withLock { $0 = result }
+            semaphore.signal()
+        }
+        semaphore.wait()
+        return try box.withLock { $0! }.get()
+    }
+
+    /// Sends a request without waiting; `completion` runs on the reader thread (or a timer) once.
+    @discardableResult
+    public func send<P: Encodable>(_ op: String, _ params: P, timeout: Duration? = nil,
+                                   completion: @escaping Completion) -> RequestID {
+        let id: RequestID = state.withLock { state in
+            defer { state.nextID += 1 }
+            return .int(state.nextID)
+        }
+        let body: [UInt8]
+        do {
+            body = Array(try JSONEncoder().encode(RequestEnvelope(id: id, op: op, params: params)))
+        } catch {
+            completion(.failure(WireError(.invalidArguments, "Could not encode params for '\(op)': \(error)")))
+            return id
+        }
+        let closed: WireError? = state.withLock { state in
+            if let error = state.closedError { return error }
+            state.pending[id] = completion
+            return nil
+        }
+        if let closed { completion(.failure(closed)); return id }
+        let limit = timeout ?? defaultTimeout
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(limit.nanoseconds))) { [weak self] in
+            guard let self, let pending = self.state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
+            pending(.failure(WireError(.timedOut, "No reply to '\(op)' (id \(id)) within \(limit).")))
+        }
+        if !writeFrame(body) {
+            failAll(WireError(.connectionClosed, "The connection to \(socketPath) closed while sending '\(op)'."))
+        }
+        return id
+    }
+
+    /// Writes raw bytes unchanged (tests use this to send malformed input).
+    public func writeRaw(_ bytes: [UInt8]) -> Bool {
+        writeLock.withLock { _ in UnixSocket.writeAll(fd: fd, bytes) == .written }
+    }
+
+    private func writeFrame(_ body: [UInt8]) -> Bool {
+        writeRaw(FrameEncoder.frame(body))
+    }
+
+    // MARK: Reading
+
+    private func readLoop() {
+        var decoder = FrameDecoder(maxFrameBytes: maxFrameBytes)
+        let jsonDecoder = JSONDecoder()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var closeReason = WireError(.connectionClosed, "The service closed the connection (\(socketPath)).")
+        reading: while true {
+            let n = buffer.withUnsafeMutableBytes { UnixSocket.read(fd: fd, into: $0) }
+            if n <= 0 { break }
+            decoder.append(buffer[0..<n])
+            do {
+                while let frame = try decoder.nextFrame() {
+                    guard let message = try? jsonDecoder.decode(IncomingMessage.self, from: Data(frame)) else { continue }
+                    dispatch(message)
+                }
+            } catch {
+                closeReason = error.wireError
+                break reading
+            }
+        }
+        failAll(closeReason)
+        eventContinuation.finish()
+    }
+
+    private func dispatch(_ message: IncomingMessage) {
+        if let name = message.event, message.ok == nil {
+            eventContinuation.yield(WireEvent(name: name, seq: message.seq ?? 0, data: message.data ?? .object([:])))
+            return
+        }
+        let outcome: Result<JSONValue, WireError> = message.ok == true
+            ? .success(message.result ?? .object([:]))
+            : .failure(message.error ?? WireError(.internalError, "An error reply without an error object."))
+        guard let id = message.id else {
+            // A connection-level error (id null): the service is about to close; tell everyone.
+            if case let .failure(error) = outcome { failAll(error) }
+            return
+        }
+        if let completion = state.withLock({ $0.pending.removeValue(forKey: id) }) {
+            completion(outcome)
+        }
+    }
+
+    private func failAll(_ error: WireError) {
+        let pending = state.withLock { state -> [Completion] in
+            if state.closedError == nil { state.closedError = error }
+            defer { state.pending.removeAll() }
+            return Array(state.pending.values)
+        }
+        for completion in pending { completion(.failure(error)) }
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,190 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import MeowWire
+
+/// Serves one connection on its own thread: reads frames, answers requests in order (so
+/// pipelined requests are answered as they were sent), writes replies batched per read.
+final class Connection {
+    let handle: ConnectionHandle
+    private let server: ServiceServer
+    private let registry: OperationRegistry
+    private let configuration: ServiceConfiguration
+    private let logger: Logger
+    private let decoder = JSONDecoder()
+    private let encoder = JSONEncoder()
+    private var outbound: [UInt8] = []
+
+    init(handle: ConnectionHandle, server: ServiceServer) {
+        self.handle = handle
+        self.server = server
+        self.registry = server.registry
+        self.configuration = server.configuration
+        self.logger = Logger(label: "\(server.definition.name).connection")
+        decoder.userInfo[IncomingRequest.registryKey] = registry
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+    }
+
+    func serve() {
+        let fd = handle.fd
+        var frames = FrameDecoder(maxFrameBytes: configuration.maxFrameBytes)
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        reading: while true {
+            if frames.bufferedByteCount > 0,
+               !UnixSocket.waitReadable(fd: fd, timeoutMilliseconds: Int32(configuration.frameTimeoutMilliseconds)) {
+                closeWithFrameError(.truncatedFrame(expected: expectedLength(frames), received: frames.bufferedByteCount - 4))
+                break
+            }
+            let n = buffer.withUnsafeMutableBytes { UnixSocket.read(fd: fd, into: $0) }
+            if n <= 0 {
+                if frames.bufferedByteCount > 0 {
+                    closeWithFrameError(.truncatedFrame(expected: expectedLength(frames), received: max(0, frames.bufferedByteCount - 4)))
+                }
+                break
+            }
+            frames.append(buffer[0..<n])
+            do {
+                while let body = try frames.nextFrame() {
+                    handleFrame(body)
+                    if outbound.count > 256 * 1024 { flush() }
+                }
+                flush()
+            } catch {
+                flush()
+                closeWithFrameError(error)
+                break reading
+            }
+        }
+        flush()
+    }
+
+    /// The length the buffered partial frame announced (for the truncatedFrame message).
+    private func expectedLength(_ frames: FrameDecoder) -> Int {
+        frames.announcedLength ?? 0
+    }
+
+    private func closeWithFrameError(_ error: FrameError) {
+        logger.info("frame error; closing connection", ["connection": .int(handle.id), "code": .string(error.wireError.code.rawValue)])
+        send(ErrorReply(id: nil, error: error.wireError))
+        flush()
+    }
+
+    private func flush() {
+        guard !outbound.isEmpty else { return }
+        handle.write(outbound)
+        outbound.removeAll(keepingCapacity: true)
+    }
+
+    private func send<T: Encodable>(_ message: T) {
+        do {
+            let body = try encoder.encode(message)
+            FrameEncoder.appendFrame(body, to: &outbound)
+        } catch {
+            logger.error("could not encode a reply", ["error": .string("\(error)")])
+        }
+    }
+
+    // MARK: Requests
+
+    func handleFrame(_ body: [UInt8]) {
+        let request: IncomingRequest
+        do {
+            request = try decoder.decode(IncomingRequest.self, from: Data(body))
+        } catch {
+            send(ErrorReply(id: nil, error: Self.bodyError(body, error)))
+            return
+        }
+        if let fieldError = request.fieldError {
+            send(ErrorReply(id: request.id, error: fieldError))
+            return
+        }
+        guard let id = request.id, let op = request.op else { return }
+        do {
+            let result = try perform(op: op, id: id, request: request)
+            send(SuccessReply(id: id, result: AnyEncodable(result)))
+        } catch let error as WireError {
+            send(ErrorReply(id: id, error: error))
+        } catch let error as ServiceError {
+            logger.info("request failed", ["op": .string(op), "code": .string(error.wire.code.rawValue), "origin": .string(error.origin)])
+            send(ErrorReply(id: id, error: error.wire))
+        } catch {
+            logger.error("unmapped error; answered internalError", ["op": .string(op), "error": .string(String(reflecting: error))])
+            send(ErrorReply(id: id, error: WireError(.internalError, "The service failed on '\(op)': \(error)")))
+        }
+    }
+
+    private func perform(op: String, id: RequestID, request: IncomingRequest) throws -> any Encodable & Sendable {
+        guard op == "hello" || handle.helloDone else {
+            throw WireError(.helloRequired, "Send hello first: {\"id\":1,\"op\":\"hello\",\"params\":{\"minVersion\":1,\"maxVersion\":1,\"client\":\"<your name>\"}}.",
+                            details: ["op": .string(op)])
+        }
+        guard let entry = registry.entry(op) else {
+            throw WireError(.unknownOp, "\(server.definition.name) has no op named '\(op)'. The ops it answers are listed by 'info' (result.ops).",
+                            details: ["op": .string(op)])
+        }
+        switch entry.access {
+        case .afterHello: break
+        case .authenticated:
+            guard handle.principal != nil else {
+                throw WireError(.notAuthenticated, "'\(op)' needs a user: send hello with params.credential set to a user's credential.",
+                                details: ["op": .string(op)])
+            }
+        case .admin:
+            guard let principal = handle.principal else {
+                throw WireError(.notAuthenticated, "'\(op)' is an admin operation: send hello with the admin credential.", details: ["op": .string(op)])
+            }
+            guard principal.isAdmin else {
+                throw WireError(.permissionFailure, "'\(op)' is an admin operation and user '\(principal.user)' is not the admin.",
+                                details: ["op": .string(op), "user": .string(principal.user)])
+            }
+        }
+        guard let params = request.params else { throw WireError(.internalError, "params were not decoded for '\(op)'") }
+        let context = RequestContext(requestID: id, op: op, connection: handle, logger: logger)
+        return try entry.run(try params.get(), context)
+    }
+
+    /// Why a body is not a request: invalid UTF-8, invalid JSON, or JSON that is not an object.
+    static func bodyError(_ body: [UInt8], _ error: any Error) -> WireError {
+        if String(validating: body, as: UTF8.self) == nil {
+            return WireError(.invalidUTF8, "The frame's body is not valid UTF-8; a body must be one UTF-8 JSON object.")
+        }
+        if case let DecodingError.typeMismatch(_, context) = error, context.codingPath.isEmpty {
+            let first = body.first { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }
+            let kind: String
+            switch first {
+            case UInt8(ascii: "["): kind = "an array"
+            case UInt8(ascii: "\""): kind = "a string"
+            case UInt8(ascii: "t"), UInt8(ascii: "f"): kind = "a boolean"
+            case UInt8(ascii: "n"): kind = "null"
+            default: kind = "a number"
+            }
+            return WireError(.notAnObject, "The frame's body is \(kind); it must be a JSON object {\"id\":…,\"op\":…,\"params\":{…}}.",
+                             details: ["found": .string(kind)])
+        }
+        return WireError(.invalidJSON, "The frame's body is not valid JSON (\(body.count) bytes). A body must be one JSON object.",
+                         details: ["bytes": .int(body.count)])
+    }
+}
+
+/// Type-erases a handler's result for the reply envelope.
+struct AnyEncodable: Encodable {
+    let value: any Encodable
+    init(_ value: any Encodable) { self.value = value }
+    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+}
+
+/// An error raised inside a service: the wire error it becomes, plus where it was raised (for
+/// logs only; never sent to peers).
+public struct ServiceError: Error, Sendable {
+    public var wire: WireError
+    public var file: String
+    public var line: Int
+    public init(_ code: ErrorCode, _ message: String, details: [String: JSONValue] = [:],
+                file: String = #fileID, line: Int = #line) {
+        self.wire = WireError(code, message, details: details)
+        self.file = file
+        self.line = line
+    }
+    public var origin: String { "\(file):\(line)" }
+}

@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import MeowWire
+
+/// `ping` result.
+public struct PingResult: Codable, Sendable {
+    public var pong: Bool
+    public var echo: JSONValue?
+}
+
+struct PingParams: Codable, Sendable {
+    var echo: JSONValue?
+}
+
+/// `subscribe` / `unsubscribe` params and result.
+public struct TopicsParams: Codable, Sendable {
+    public var topics: [String]
+}
+
+/// `health` result.
+public struct HealthResult: Codable, Sendable {
+    public var status: String
+    public var ready: Bool
+    public var checks: [HealthCheck]
+}
+
+/// The ops every service answers: hello, ping, health, info, subscribe, unsubscribe.
+enum CoreOperations {
+    static func register(in registry: inout OperationRegistry, definition: any ServiceDefinition,
+                         configuration: ServiceConfiguration, statistics: ServerStatistics, events: EventHub) {
+        let limits = HelloResult.Limits(
+            maxFrameBytes: configuration.maxFrameBytes, maxConnections: configuration.maxConnections,
+            maxEventQueueBytes: configuration.maxEventQueueBytes,
+            sendTimeoutMilliseconds: configuration.sendTimeoutMilliseconds,
+            frameTimeoutMilliseconds: configuration.frameTimeoutMilliseconds)
+        let topics = [EventHub.serviceTopic] + definition.topics
+
+        registry.register("hello", params: HelloParams.self, summary: "Opens the conversation; must come first.") { params, context in
+            guard !context.connection.helloDone else {
+                throw WireError(.helloAlreadyDone, "This connection already said hello; open a new connection to change user or version.")
+            }
+            let chosen = min(params.maxVersion, WireLimits.maxProtocolVersion)
+            guard params.minVersion <= params.maxVersion, chosen >= max(params.minVersion, WireLimits.minProtocolVersion) else {
+                throw WireError(.unsupportedVersion,
+                                "This service speaks protocol versions \(WireLimits.minProtocolVersion)–\(WireLimits.maxProtocolVersion); the client asked for \(params.minVersion)–\(params.maxVersion).",
+                                details: ["supported": ["min": .int(WireLimits.minProtocolVersion), "max": .int(WireLimits.maxProtocolVersion)],
+                                          "requested": ["min": .int(params.minVersion), "max": .int(params.maxVersion)]])
+            }
+            let principal = try definition.authenticate(credential: params.credential, connection: context.connection)
+            context.connection.completeHello(client: params.client, version: chosen, principal: principal)
+            context.logger.info("hello", ["connection": .int(context.connection.id), "client": .string(params.client),
+                                          "user": principal.map { .string($0.user) } ?? .null])
+            return HelloResult(service: definition.name, version: definition.version, protocolVersion: chosen,
+                               connectionID: context.connection.id, limits: limits,
+                               features: definition.features, topics: topics, user: principal?.user)
+        }
+
+        registry.register("ping", params: PingParams.self, summary: "Answers at once; echoes params.echo.") { params, _ in
+            PingResult(pong: true, echo: params.echo)
+        }
+
+        registry.register("health", params: Empty.self, summary: "Ready or not, and why.") { _, _ in
+            var checks = [HealthCheck(name: "listener", ok: true, detail: "accepting connections on \(statistics.socketPath)")]
+            checks += definition.healthChecks()
+            let ready = checks.allSatisfy(\.ok)
+            return HealthResult(status: ready ? "ready" : "notReady", ready: ready, checks: checks)
+        }
+
+        registry.register("info", params: Empty.self, summary: "Version, uptime, persistence, connections.") { _, _ in
+            let counts = statistics.snapshot
+            var persistence: [String: JSONValue] = ["mode": .string(configuration.persistence.modeName)]
+            if case let .dataDirectory(dir) = configuration.persistence { persistence["dataDir"] = .string(dir) }
+            var info: [String: JSONValue] = [
+                "service": .string(definition.name),
+                "version": .string(definition.version),
+                "pid": .int(Int(getpid())),
+                "startedAt": .string(statistics.startedAt.formatted(.iso8601)),
+                "uptimeSeconds": .double((Date().timeIntervalSince(statistics.startedAt) * 1000).rounded() / 1000),
+                "protocol": ["name": .string(WireLimits.protocolName), "minVersion": .int(WireLimits.minProtocolVersion),
+                             "maxVersion": .int(WireLimits.maxProtocolVersion)],
+                "socket": ["path": .string(statistics.socketPath), "activation": .string(counts.activation)],
+                "persistence": .object(persistence),
+                "connections": ["open": .int(events.count), "accepted": .int(counts.accepted),
+                                "refused": .int(counts.refused), "limit": .int(configuration.maxConnections)],
+                "topics": .array(topics.map { .string($0) }),
+            ]
+            info["ops"] = .array(statistics.opNames.map { .string($0) })
+            for (key, value) in definition.infoDetails() {
+                if key == "persistence", case let .object(extra) = value {
+                    info["persistence"] = .object(persistence.merging(extra) { _, new in new })
+                } else {
+                    info[key] = value
+                }
+            }
+            return info
+        }
+
+        registry.register("subscribe", params: TopicsParams.self, summary: "Starts events for the given topics.") { params, context in
+            for (index, topic) in params.topics.enumerated() where !topics.contains(topic) {
+                throw WireError(.invalidField, "Unknown topic '\(topic)'. Topics: \(topics.joined(separator: ", ")).",
+                                details: ["field": .string("params.topics[\(index)]"), "topics": .array(topics.map { .string($0) })])
+            }
+            return TopicsParams(topics: context.connection.subscribe(params.topics).sorted())
+        }
+        registry.register("unsubscribe", params: TopicsParams.self, summary: "Stops events for the given topics.") { params, context in
+            TopicsParams(topics: context.connection.unsubscribe(params.topics).sorted())
+        }
+    }
+}
+

@@ -1,0 +1,150 @@
+import FoundationEssentials
+import MeowWire
+
+/// Who may call an operation.
+public enum OperationAccess: Sendable {
+    /// Any connection that has said hello.
+    case afterHello
+    /// A connection whose hello carried a valid credential (the sync-service's users).
+    case authenticated
+    /// A connection authenticated with the admin credential.
+    case admin
+}
+
+/// What a handler sees of the request it serves.
+public struct RequestContext: Sendable {
+    public let requestID: RequestID
+    public let op: String
+    public let connection: ConnectionHandle
+    public let logger: Logger
+}
+
+/// The table of operations a service answers. Params are decoded in the same pass as the
+/// envelope (the entry's decoder runs inside the envelope's `init(from:)`), which keeps a
+/// request to one JSON parse.
+///
+/// ```swift
+/// registry.register("ping", params: Empty.self) { _, context in PingResult(...) }
+/// ```
+public struct OperationRegistry: Sendable {
+    struct Entry: Sendable {
+        let name: String
+        let access: OperationAccess
+        let summary: String
+        let decodeParams: @Sendable (KeyedDecodingContainer<IncomingRequest.Keys>, Bool) throws -> any Sendable
+        let run: @Sendable (any Sendable, RequestContext) throws -> any Encodable & Sendable
+    }
+
+    private(set) var entries: [String: Entry] = [:]
+
+    public init() {}
+
+    /// Registers `name`. The handler runs on the connection's thread; it may block.
+    public mutating func register<Params: Decodable & Sendable, Result: Encodable & Sendable>(
+        _ name: String, params: Params.Type, access: OperationAccess = .afterHello, summary: String = "",
+        handler: @escaping @Sendable (Params, RequestContext) throws -> Result
+    ) {
+        precondition(entries[name] == nil, "operation \(name) registered twice")
+        entries[name] = Entry(
+            name: name, access: access, summary: summary,
+            decodeParams: { container, present in
+                if present { return try container.decode(Params.self, forKey: .params) }
+                return try JSONDecoder().decode(Params.self, from: Data("{}".utf8))
+            },
+            run: { params, context in try handler(params as! Params, context) })
+    }
+
+    func entry(_ name: String) -> Entry? { entries[name] }
+
+    public var names: [String] { entries.keys.sorted() }
+}
+
+/// A request as the service reads it. Field problems are kept, not thrown, so the reply can
+/// still carry the request's id.
+struct IncomingRequest: Decodable {
+    enum Keys: String, CodingKey { case id, op, params }
+    static let registryKey = CodingUserInfoKey(rawValue: "meow.registry")!
+
+    var id: RequestID?
+    var op: String?
+    var params: Result<any Sendable, WireError>?
+    var fieldError: WireError?
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        do {
+            id = try container.decodeIfPresent(RequestID.self, forKey: .id)
+            if id == nil { fieldError = WireError(.missingField, "The request has no id; add \"id\": <integer or string>.", details: ["field": "id"]) }
+        } catch {
+            fieldError = WireError(.invalidField, "id must be an integer or a string.", details: ["field": "id"])
+        }
+        do {
+            op = try container.decodeIfPresent(String.self, forKey: .op)
+            if op == nil, fieldError == nil {
+                fieldError = WireError(.missingField, "The request has no op; add \"op\": \"<name>\".", details: ["field": "op"])
+            }
+        } catch {
+            if fieldError == nil { fieldError = WireError(.invalidField, "op must be a string.", details: ["field": "op"]) }
+        }
+        guard fieldError == nil, let op, let registry = decoder.userInfo[Self.registryKey] as? OperationRegistry,
+              let entry = registry.entry(op) else { return }
+        let present = container.contains(.params) && !((try? container.decodeNil(forKey: .params)) ?? false)
+        do {
+            params = .success(try entry.decodeParams(container, present))
+        } catch let error as WireError {
+            params = .failure(error)
+        } catch let error as DecodingError {
+            params = .failure(error.wireError(op: op))
+        } catch {
+            params = .failure(WireError(.invalidField, "params for '\(op)': \(error)"))
+        }
+    }
+}
+
+extension DecodingError {
+    /// Maps a decoding failure to missingField / invalidField with the JSON path of the field.
+    func wireError(op: String) -> WireError {
+        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
+            var keys = codingPath
+            if let last { keys.append(last) }
+            var text = ""
+            for key in keys {
+                if let index = key.intValue { text += "[\(index)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
+            }
+            return text.isEmpty ? "params" : text
+        }
+        switch self {
+        case let .keyNotFound(key, context):
+            let field = path(context.codingPath, key)
+            return WireError(.missingField, "'\(op)' needs \(field).", details: ["field": .string(field), "op": .string(op)])
+        case let .valueNotFound(type, context):
+            let field = path(context.codingPath)
+            return WireError(.missingField, "'\(op)': \(field) is null; it must be \(Self.typeName(type)).",
+                             details: ["field": .string(field), "op": .string(op)])
+        case let .typeMismatch(type, context):
+            let field = path(context.codingPath)
+            return WireError(.invalidField, "'\(op)': \(field) must be \(Self.typeName(type)).",
+                             details: ["field": .string(field), "op": .string(op), "expected": .string(Self.typeName(type))])
+        case let .dataCorrupted(context):
+            let field = path(context.codingPath)
+            return WireError(.invalidField, "'\(op)': \(field): \(context.debugDescription)",
+                             details: ["field": .string(field), "op": .string(op)])
+        @unknown default:
+            return WireError(.invalidField, "'\(op)': \(self)")
+        }
+    }
+
+    static func typeName(_ type: Any.Type) -> String {
+        let name = String(describing: type)
+        switch name {
+        case "String": return "a string"
+        case "Int", "Int64", "UInt64", "Int32", "UInt32", "UInt": return "an integer"
+        case "Double", "Float": return "a number"
+        case "Bool": return "a boolean"
+        default:
+            if name.hasPrefix("Array") || name.hasPrefix("[") { return "an array" }
+            if name.hasPrefix("Dictionary") { return "an object" }
+            return "a \(name) value"
+        }
+    }
+}

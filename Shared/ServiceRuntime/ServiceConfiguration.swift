@@ -1,0 +1,100 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MeowWire
+
+/// The options every service shares: where it listens, where its data lives, and its limits.
+public struct ServiceConfiguration: Sendable {
+    public enum Persistence: Sendable, Equatable {
+        case dataDirectory(String)
+        case inMemory
+        public var modeName: String { self == .inMemory ? "inMemory" : "sqlite" }
+    }
+
+    public var socketPath: String
+    public var persistence: Persistence
+    public var maxFrameBytes = WireLimits.defaultMaxFrameBytes
+    public var maxConnections = 256
+    /// A client that does not take a frame within this time is disconnected.
+    public var sendTimeoutMilliseconds = 10_000
+    /// A frame begun but not finished within this time closes the connection (truncatedFrame).
+    public var frameTimeoutMilliseconds = 30_000
+    /// Events queued for one slow reader beyond this are dropped and replaced by `resyncRequired`.
+    public var maxEventQueueBytes = 8 * 1024 * 1024
+    /// Peer uids allowed besides the service's own; nil allows any uid.
+    public var allowedUIDs: Set<UInt32>? = []
+    /// How long shutdown waits for in-flight requests before closing anyway.
+    public var shutdownGraceMilliseconds = 10_000
+
+    public init(socketPath: String, persistence: Persistence) {
+        self.socketPath = socketPath
+        self.persistence = persistence
+    }
+
+    /// The options above, for a service's command-line parser.
+    public static let commandLineOptions: [CommandLineParser.Option] = [
+        .init("socket", value: "PATH", help: "Unix socket to listen on (directory created 0700; socket 0600). Ignored under systemd socket activation."),
+        .init("data-dir", value: "DIR", help: "Keep data in SQLite files under DIR (created 0700 if missing)."),
+        .init("in-memory", help: "Keep everything in memory; nothing is written to disk (tests)."),
+        .init("max-frame-bytes", value: "N", help: "Largest frame accepted, in bytes (default 16777216)."),
+        .init("max-connections", value: "N", help: "Connections served at once; more are refused with tooManyConnections (default 256)."),
+        .init("send-timeout-ms", value: "MS", help: "Disconnect a client that does not read a frame within MS (default 10000)."),
+        .init("frame-timeout-ms", value: "MS", help: "Close a connection whose frame stays incomplete for MS (default 30000)."),
+        .init("max-event-queue-bytes", value: "N", help: "Events buffered for a slow reader before resyncRequired (default 8388608)."),
+        .init("allow-uid", value: "UID", help: "Also accept peers with this uid (repeatable). By default only the service's own uid.", repeatable: true),
+        .init("allow-any-uid", help: "Accept peers of any uid (SO_PEERCRED is still logged)."),
+        .init("log-level", value: "LEVEL", help: "trace, debug, info (default), notice, warning or error."),
+        .init("help", help: "Show this help and exit."),
+        .init("version", help: "Print the version and exit."),
+    ]
+
+    /// Reads the shared options. `defaultSocket` is used when --socket is absent.
+    public static func from(_ options: ParsedOptions, defaultSocket: String) throws(UsageError) -> ServiceConfiguration {
+        let dataDir = options.value("data-dir")
+        let inMemory = options.has("in-memory")
+        let persistence: Persistence
+        switch (dataDir, inMemory) {
+        case (nil, true): persistence = .inMemory
+        case let (dir?, false): persistence = .dataDirectory(dir)
+        case (_?, true): throw UsageError("Choose one of --data-dir DIR and --in-memory, not both.")
+        case (nil, false): throw UsageError("Pass --data-dir DIR to keep data in SQLite files, or --in-memory for a throwaway instance.")
+        }
+        var configuration = ServiceConfiguration(socketPath: options.value("socket") ?? defaultSocket, persistence: persistence)
+        configuration.maxFrameBytes = try options.int("max-frame-bytes", default: configuration.maxFrameBytes, range: 64...(1 << 30))
+        configuration.maxConnections = try options.int("max-connections", default: configuration.maxConnections, range: 1...65536)
+        configuration.sendTimeoutMilliseconds = try options.int("send-timeout-ms", default: configuration.sendTimeoutMilliseconds, range: 1...3_600_000)
+        configuration.frameTimeoutMilliseconds = try options.int("frame-timeout-ms", default: configuration.frameTimeoutMilliseconds, range: 1...3_600_000)
+        configuration.maxEventQueueBytes = try options.int("max-event-queue-bytes", default: configuration.maxEventQueueBytes, range: 1024...(1 << 31))
+        if options.has("allow-any-uid") {
+            configuration.allowedUIDs = nil
+        } else {
+            var uids: Set<UInt32> = []
+            for text in options.all("allow-uid") {
+                guard let uid = UInt32(text) else { throw UsageError("--allow-uid must be a numeric uid; got '\(text)'.") }
+                uids.insert(uid)
+            }
+            configuration.allowedUIDs = uids
+        }
+        if let level = options.value("log-level") {
+            guard let parsed = Logger.Level(name: level) else {
+                throw UsageError("--log-level must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", ")); got '\(level)'.")
+            }
+            Logger.minimumLevel = parsed
+        }
+        return configuration
+    }
+
+    /// Whether a peer of `uid` may connect: the service's own uid always may.
+    public func allows(uid: UInt32) -> Bool {
+        guard let allowedUIDs else { return true }
+        return uid == getuid() || allowedUIDs.contains(uid)
+    }
+
+    /// A per-user default socket path: $XDG_RUNTIME_DIR/meowcare/NAME.sock, else /tmp/meowcare-UID/NAME.sock.
+    public static func defaultSocketPath(for service: String) -> String {
+        if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty {
+            return "\(runtime)/meowcare/\(service).sock"
+        }
+        return "/tmp/meowcare-\(getuid())/\(service).sock"
+    }
+}

@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MeowWire
+
+/// What each executable's main.swift calls: parse options, start, serve, exit 0 on SIGTERM.
+public enum ServiceMain {
+    /// Parses the arguments; prints help or version and exits, or exits 64 on a usage mistake.
+    public static func parseOptions(_ parser: CommandLineParser, version: String,
+                                    arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> ParsedOptions {
+        do {
+            let options = try parser.parse(arguments)
+            if options.has("help") { print(parser.helpText); exit(0) }
+            if options.has("version") { print("\(parser.command) \(version)"); exit(0) }
+            return options
+        } catch {
+            printError("\(parser.command): \(error.message)")
+            exit(64)
+        }
+    }
+
+    /// Like `ServiceConfiguration.from`, exiting 64 with the message on a mistake.
+    public static func configuration(_ options: ParsedOptions, command: String) -> ServiceConfiguration {
+        do {
+            return try ServiceConfiguration.from(options, defaultSocket: ServiceConfiguration.defaultSocketPath(for: command))
+        } catch {
+            printError("\(command): \(error.message)")
+            exit(64)
+        }
+    }
+
+    /// Runs the service until SIGTERM/SIGINT, then exits 0; exits 1 if it cannot start.
+    public static func run(_ definition: any ServiceDefinition, configuration: ServiceConfiguration) -> Never {
+        let logger = Logger(label: definition.name)
+        do {
+            let server = try ServiceServer(definition: definition, configuration: configuration)
+            ShutdownSignals.install { signal in
+                logger.info("signal received", ["signal": .string(signal == SIGTERM ? "SIGTERM" : "SIGINT")])
+                server.shutdown()
+            }
+            try server.run()
+            exit(0)
+        } catch {
+            logger.critical("could not start", ["error": .string("\(error)")])
+            exit(1)
+        }
+    }
+
+    public static func printError(_ text: String) {
+        var line = Array(text.utf8)
+        line.append(0x0A)
+        _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
+}
