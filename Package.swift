@@ -47,6 +47,10 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["MeowWire"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "MeowWireTests", dependencies: ["MeowWire"], path: "Tests/MeowWireTests", swiftSettings: strict),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"], path: "Tests/SQLiteKitTests", swiftSettings: strict),
+        .testTarget(name: "StoreServiceTests", dependencies: ["StoreServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
+                    path: "Tests/StoreServiceTests", swiftSettings: strict),
+        .testTarget(name: "SyncServiceTests", dependencies: ["SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
+                    path: "Tests/SyncServiceTests", swiftSettings: strict),
         .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire"],
                     path: "Tests/IntegrationTests", swiftSettings: strict),
     ]

@@ -1,1 +1,127 @@
 import CSQLite
+
+/// One SQLite connection. Not thread-safe by design: give each database one owner (an actor or
+/// a lock) that serialises its use, as Core Data and CloudKit serialise a store's writes.
+///
+/// Durability: WAL journal with `synchronous=FULL`, so a transaction is on disk when COMMIT
+/// returns (NORMAL could lose the last commits on power loss, and we acknowledge writes).
+///
+/// ```swift
+/// let db = try Database(path: "/data/app.sqlite")
+/// try db.inTransaction {
+///     try db.execute("INSERT INTO t(a) VALUES (?)", [1])
+///     return .commit
+/// }
+/// ```
+public final class Database {
+    let handle: OpaquePointer
+    public let path: String
+    private var statementCache: [String: Statement] = [:]
+
+    /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory only.
+    public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        var db: OpaquePointer?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+            | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let code = sqlite3_open_v2(path, &db, flags, nil)
+        guard code == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(resultCode: code, message: message, sql: nil)
+        }
+        self.handle = db
+        self.path = path
+        sqlite3_busy_timeout(db, 5000)
+        if path != ":memory:" && !readOnly {
+            try execute("PRAGMA journal_mode=WAL")
+            try execute("PRAGMA synchronous=FULL")
+        }
+        try execute("PRAGMA foreign_keys=ON")
+    }
+
+    /// An in-memory database: nothing touches the disk.
+    public static func inMemory() throws(SQLiteError) -> Database { try Database(path: ":memory:") }
+
+    deinit {
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
+
+    /// Runs one or more statements without parameters (schema, pragmas).
+    public func execute(_ sql: String) throws(SQLiteError) {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+        guard code == SQLITE_OK else {
+            let message = errorMessage.map { String(cString: $0) } ?? lastMessage
+            sqlite3_free(errorMessage)
+            throw SQLiteError(resultCode: code, message: message, sql: sql)
+        }
+    }
+
+    /// Runs one statement with parameters, using a cached prepared statement.
+    public func execute(_ sql: String, _ values: [any SQLBindable]) throws(SQLiteError) {
+        try cached(sql).run(values)
+    }
+
+    /// Runs a query with parameters and returns every row.
+    public func query(_ sql: String, _ values: [any SQLBindable] = []) throws(SQLiteError) -> [Row] {
+        try cached(sql).query(values)
+    }
+
+    /// The first column of the first row, or nil.
+    public func scalar(_ sql: String, _ values: [any SQLBindable] = []) throws(SQLiteError) -> SQLValue? {
+        try query(sql, values).first?.values.first
+    }
+
+    /// A new prepared statement (not cached).
+    public func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+        try Statement(database: self, sql: sql, persistent: false)
+    }
+
+    /// A prepared statement kept for reuse; statements are the hot path for repeated writes.
+    public func cached(_ sql: String) throws(SQLiteError) -> Statement {
+        if let statement = statementCache[sql] { return statement }
+        let statement = try Statement(database: self, sql: sql, persistent: true)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    public enum TransactionOutcome: Sendable { case commit, rollback }
+
+    /// Runs `body` in one transaction (BEGIN IMMEDIATE: the write lock is taken up front, so
+    /// a transaction never fails half-way on a lock upgrade). Rolls back and rethrows the
+    /// first error; `.rollback` undoes without an error.
+    public func inTransaction<T>(_ body: () throws -> (TransactionOutcome, T)) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let (outcome, value) = try body()
+            switch outcome {
+            case .commit: try execute("COMMIT")
+            case .rollback: try execute("ROLLBACK")
+            }
+            return value
+        } catch {
+            if isInTransaction { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// The common case: commit when `body` returns, roll back if it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try inTransaction { (.commit, try body()) }
+    }
+
+    /// `PRAGMA integrity_check`: "ok" when the file is sound.
+    public func integrityCheck() throws(SQLiteError) -> String {
+        try scalar("PRAGMA integrity_check")?.string ?? "no answer"
+    }
+
+    /// The SQLite library version, e.g. "3.40.1".
+    public static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+}

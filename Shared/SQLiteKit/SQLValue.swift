@@ -1,0 +1,54 @@
+/// A value SQLite stores: its five storage classes.
+public enum SQLValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+
+    public var int: Int? { if case let .integer(v) = self { return Int(v) }; return nil }
+    public var int64: Int64? { if case let .integer(v) = self { return v }; return nil }
+    public var double: Double? {
+        switch self {
+        case let .real(v): return v
+        case let .integer(v): return Double(v)
+        default: return nil
+        }
+    }
+    public var string: String? { if case let .text(v) = self { return v }; return nil }
+    public var bytes: [UInt8]? {
+        switch self {
+        case let .blob(v): return v
+        case let .text(v): return Array(v.utf8)
+        default: return nil
+        }
+    }
+    public var isNull: Bool { self == .null }
+}
+
+/// Swift values that bind as SQL values.
+public protocol SQLBindable {
+    var sqlValue: SQLValue { get }
+}
+extension Int: SQLBindable { public var sqlValue: SQLValue { .integer(Int64(self)) } }
+extension Int64: SQLBindable { public var sqlValue: SQLValue { .integer(self) } }
+extension Double: SQLBindable { public var sqlValue: SQLValue { .real(self) } }
+extension String: SQLBindable { public var sqlValue: SQLValue { .text(self) } }
+extension Bool: SQLBindable { public var sqlValue: SQLValue { .integer(self ? 1 : 0) } }
+extension SQLValue: SQLBindable { public var sqlValue: SQLValue { self } }
+extension Optional: SQLBindable where Wrapped: SQLBindable {
+    public var sqlValue: SQLValue { self?.sqlValue ?? .null }
+}
+extension Array: SQLBindable where Element == UInt8 { public var sqlValue: SQLValue { .blob(self) } }
+
+/// One result row: values by column index or name.
+public struct Row: Sendable {
+    public let columns: [String]
+    public let values: [SQLValue]
+
+    public subscript(index: Int) -> SQLValue { values[index] }
+    public subscript(name: String) -> SQLValue {
+        guard let index = columns.firstIndex(of: name) else { return .null }
+        return values[index]
+    }
+}

@@ -1,0 +1,113 @@
+import CSQLite
+
+/// A prepared statement. Owns its handle (finalized on deinit). Bind, then step.
+///
+/// ```swift
+/// let insert = try db.prepare("INSERT INTO t(a, b) VALUES (?, ?)")
+/// try insert.run([1, "x"])
+/// ```
+public final class Statement {
+    let handle: OpaquePointer
+    public let sql: String
+    private unowned let database: Database
+
+    init(database: Database, sql: String, persistent: Bool) throws(SQLiteError) {
+        var statement: OpaquePointer?
+        let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
+        let code = sqlite3_prepare_v3(database.handle, sql, -1, flags, &statement, nil)
+        guard code == SQLITE_OK, let statement else {
+            throw SQLiteError(resultCode: code, message: database.lastMessage, sql: sql)
+        }
+        self.handle = statement
+        self.sql = sql
+        self.database = database
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    /// Binds values to the `?` parameters in order (clearing earlier bindings).
+    public func bind(_ values: [any SQLBindable]) throws(SQLiteError) {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let code: Int32
+            switch value.sqlValue {
+            case .null: code = sqlite3_bind_null(handle, index)
+            case let .integer(v): code = sqlite3_bind_int64(handle, index, v)
+            case let .real(v): code = sqlite3_bind_double(handle, index, v)
+            case let .text(v): code = sqlite3_bind_text(handle, index, v, -1, Self.transient)
+            case let .blob(v):
+                code = v.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Self.transient) }
+            }
+            guard code == SQLITE_OK else { throw SQLiteError(resultCode: code, message: database.lastMessage, sql: sql) }
+        }
+    }
+
+    /// Steps once: true while a row is available.
+    public func step() throws(SQLiteError) -> Bool {
+        let code = sqlite3_step(handle)
+        switch code {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let message = database.lastMessage
+            sqlite3_reset(handle)
+            throw SQLiteError(resultCode: sqlite3_extended_errcode(database.handle), message: message, sql: sql)
+        }
+    }
+
+    /// Binds and runs to completion (for statements that return no rows).
+    public func run(_ values: [any SQLBindable] = []) throws(SQLiteError) {
+        try bind(values)
+        while try step() {}
+        sqlite3_reset(handle)
+    }
+
+    /// Binds, runs and collects every row.
+    public func query(_ values: [any SQLBindable] = []) throws(SQLiteError) -> [Row] {
+        try bind(values)
+        var rows: [Row] = []
+        let names = columnNames
+        while try step() { rows.append(Row(columns: names, values: currentValues())) }
+        sqlite3_reset(handle)
+        return rows
+    }
+
+    /// Binds, steps and calls `body` for each row without collecting them (for large scans).
+    public func forEach(_ values: [any SQLBindable] = [], _ body: (Statement) throws -> Void) throws {
+        try bind(values)
+        defer { sqlite3_reset(handle) }
+        while try step() { try body(self) }
+    }
+
+    public var columnNames: [String] {
+        (0..<sqlite3_column_count(handle)).map { String(cString: sqlite3_column_name(handle, $0)) }
+    }
+
+    public func currentValues() -> [SQLValue] {
+        (0..<sqlite3_column_count(handle)).map { value(at: Int($0)) }
+    }
+
+    public func value(at index: Int) -> SQLValue {
+        let column = Int32(index)
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, column))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, column))
+        case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(handle, column)))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(handle, column))
+            guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return .blob([]) }
+            return .blob(Array(UnsafeRawBufferPointer(start: pointer, count: count)))
+        default: return .null
+        }
+    }
+
+    public func int64(at index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(index)) }
+    public func string(at index: Int) -> String? {
+        guard let text = sqlite3_column_text(handle, Int32(index)) else { return nil }
+        return String(cString: text)
+    }
+}
