@@ -1,1 +1,155 @@
-public enum MeowCtl {}
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import MeowWire
+
+/// meowctl: the command-line tool for people and scripts. `call`, `watch` and `tap` work at the
+/// socket level against either service.
+public enum MeowCtl {
+    static let usage = """
+    meowctl — talk to a store-service or sync-service over its Unix socket
+
+    Usage:
+      meowctl call  --socket PATH [--credential C] [--timeout SECONDS] [--raw] OP [PARAMS_JSON]
+          Says hello, sends one request, prints the reply as readable JSON.
+          Exit 0 on an ok reply, 1 on an error reply, 2 if the service cannot be reached.
+      meowctl watch --socket PATH [--credential C] [--topic T ...] [--count N]
+          Subscribes (default: every topic the service offers) and prints each event as one
+          JSON line as it arrives. --count N exits after N events.
+      meowctl tap   --listen PATH --to PATH [--log FILE]
+          A transparent proxy: clients connect to --listen, bytes go to --to unchanged (malformed
+          ones included), and every frame in both directions is logged as one JSON line with time,
+          connection and direction (to stdout, or --log FILE).
+
+    Every command takes --help. Exit codes: 0 ok, 1 error reply, 2 unreachable, 64 usage.
+    """
+
+    /// Runs meowctl with the given arguments (without the program name); returns the exit code.
+    public static func main(_ arguments: [String]) async -> Int32 {
+        guard let command = arguments.first, command != "--help", command != "-h", command != "help" else {
+            print(usage)
+            return arguments.isEmpty ? 64 : 0
+        }
+        let rest = Array(arguments.dropFirst())
+        if rest.contains("--help") {
+            print(usage)
+            return 0
+        }
+        do {
+            switch command {
+            case "call": try await CallCommand.run(rest)
+            case "watch": try await WatchCommand.run(rest)
+            case "tap": try TapCommand.run(rest)
+            case "--version", "version": print("meowctl \(MeowVersion.current)")
+            default: throw CommandError.usage("Unknown command '\(command)'. Commands: call, watch, tap.")
+            }
+            return 0
+        } catch let error as CommandError {
+            switch error {
+            case let .usage(message): printError("meowctl: \(message)\nRun 'meowctl --help' for usage.")
+            case let .unavailable(message): printError("meowctl: \(message)")
+            case .errorReply: break
+            }
+            return error.exitCode
+        } catch {
+            printError("meowctl: \(error)")
+            return 2
+        }
+    }
+
+    static func printError(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    static func prettyJSON(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "\(value)"
+    }
+
+    static func compactJSON(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "\(value)"
+    }
+
+    /// Connects and says hello; failures become exit code 2 (or 1 for an error reply to hello).
+    static func connect(socket: String, credential: String?, timeout: Duration) async throws(CommandError) -> (WireClient, HelloResult) {
+        let client: WireClient
+        do {
+            client = try WireClient(socketPath: socket, timeout: timeout)
+        } catch {
+            throw .unavailable(error.message)
+        }
+        do {
+            let hello = try await client.hello(client: "meowctl", credential: credential)
+            return (client, hello)
+        } catch {
+            print(prettyJSON(["id": .string("hello"), "ok": false, "error": try! JSONValue(encoding: error)] as [String: JSONValue]))
+            client.close()
+            if error.code == .connectionClosed || error.code == .timedOut { throw .unavailable(error.message) }
+            throw .errorReply
+        }
+    }
+}
+
+enum CallCommand {
+    static func run(_ arguments: [String]) async throws(CommandError) {
+        let args = try Arguments(arguments, flags: ["raw"])
+        try args.check(known: ["socket", "credential", "timeout", "raw"], command: "call")
+        let socket = try args.required("socket", for: "call")
+        guard let op = args.positional.first else { throw .usage("meowctl call needs an OP, e.g. meowctl call --socket PATH ping") }
+        guard args.positional.count <= 2 else { throw .usage("meowctl call takes OP and at most one PARAMS_JSON argument (quote it).") }
+        var params: JSONValue = .object([:])
+        if args.positional.count == 2 {
+            guard let parsed = try? JSONDecoder().decode(JSONValue.self, from: Data(args.positional[1].utf8)), parsed.objectValue != nil else {
+                throw .usage("PARAMS_JSON must be a JSON object, e.g. '{\"echo\": 1}'; got: \(args.positional[1])")
+            }
+            params = parsed
+        }
+        let seconds = Double(args.value("timeout") ?? "30") ?? 30
+        let (client, _) = try await MeowCtl.connect(socket: socket, credential: args.value("credential"),
+                                                    timeout: .milliseconds(Int(seconds * 1000)))
+        defer { client.close() }
+        do {
+            let result = try await client.call(op, params)
+            let reply: JSONValue = ["ok": true, "result": result]
+            print(args.has("raw") ? MeowCtl.compactJSON(reply) : MeowCtl.prettyJSON(reply))
+        } catch {
+            let reply: JSONValue = ["ok": false, "error": (try? JSONValue(encoding: error)) ?? .null]
+            print(args.has("raw") ? MeowCtl.compactJSON(reply) : MeowCtl.prettyJSON(reply))
+            if error.code == .connectionClosed || error.code == .timedOut { throw .unavailable(error.message) }
+            throw .errorReply
+        }
+    }
+}
+
+enum WatchCommand {
+    static func run(_ arguments: [String]) async throws(CommandError) {
+        let args = try Arguments(arguments, flags: [])
+        try args.check(known: ["socket", "credential", "topic", "count"], command: "watch")
+        let socket = try args.required("socket", for: "watch")
+        let limit = args.value("count").flatMap(Int.init)
+        let (client, hello) = try await MeowCtl.connect(socket: socket, credential: args.value("credential"), timeout: .seconds(30))
+        defer { client.close() }
+        let topics = args.all("topic").isEmpty ? hello.topics : args.all("topic")
+        do {
+            let subscribed = try await client.call("subscribe", ["topics": JSONValue.array(topics.map { .string($0) })])
+            MeowCtl.printError("meowctl: watching \(hello.service) (\(socket)), topics: \(subscribed["topics"].map(MeowCtl.compactJSON) ?? "[]")")
+        } catch {
+            print(MeowCtl.prettyJSON(["ok": false, "error": (try? JSONValue(encoding: error)) ?? .null] as [String: JSONValue]))
+            throw .errorReply
+        }
+        var seen = 0
+        for await event in client.events {
+            let line: JSONValue = ["ts": .string(Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))),
+                                   "event": .string(event.name), "seq": .int(Int(event.seq)), "data": event.data]
+            print(MeowCtl.compactJSON(line))
+            fflush(nil)
+            seen += 1
+            if let limit, seen >= limit { return }
+        }
+        throw .unavailable("The service closed the connection.")
+    }
+}

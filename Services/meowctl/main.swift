@@ -1,1 +1,4 @@
-print("meowctl")
+import Foundation
+import MeowCtlKit
+
+exit(await MeowCtl.main(Array(CommandLine.arguments.dropFirst())))
