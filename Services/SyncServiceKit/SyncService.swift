@@ -1,21 +1,182 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import MeowWire
 import ServiceRuntime
+import SQLiteKit
+import Synchronization
+
+/// Sync-specific settings, from the command line.
+public struct SyncSettings: Sendable {
+    /// The credential whose hello makes a connection the admin; nil disables admin ops.
+    public var adminCredential: String?
+    /// A JSON file of users to create at start-up: {"users":[{"user":…,"credential":…,"accountStatus":…}]}.
+    public var usersFile: String?
+    /// Appends every request to this file as a JSON line.
+    public var requestLogFile: String?
+    public var limits = CloudLimits()
+    public init() {}
+}
 
 /// One iCloud container as the server sees it: every user's private and shared databases.
 public final class SyncService: ServiceDefinition {
     public let name = "sync-service"
     public let version = MeowVersion.current
     public static let versionString = MeowVersion.current
+    public static let adminUser = "_admin"
+    public static let databaseChangesTopic = "databaseChanges"
     public let configuration: ServiceConfiguration
+    public let settings: SyncSettings
+    private let engineBox = Mutex<CloudEngine?>(nil)
+    private let requestLogBox = Mutex<RequestLog?>(nil)
+    private let logger = Logger(label: "sync-service")
 
-    public init(configuration: ServiceConfiguration) {
+    public init(configuration: ServiceConfiguration, settings: SyncSettings = SyncSettings()) {
         self.configuration = configuration
+        self.settings = settings
     }
 
     public static let commandLine = CommandLineParser(
         command: "sync-service",
         summary: "a local CloudKit: private and shared databases for many users, over a Unix socket",
-        options: ServiceConfiguration.commandLineOptions)
+        options: ServiceConfiguration.commandLineOptions + [
+            .init("admin-credential", value: "SECRET", help: "Credential whose hello makes a connection the admin (admin.* ops). Without it admin ops are refused."),
+            .init("users", value: "FILE", help: "JSON file of users created at start-up: {\"users\":[{\"user\":\"alice\",\"credential\":\"…\"}]}."),
+            .init("request-log", value: "FILE", help: "Append every request (user, database, zone, op, result, permission reasons) to FILE as JSON lines."),
+            .init("retention", value: "SECONDS", help: "History kept for change tokens (default 2592000); older tokens get changeTokenExpired."),
+            .init("max-items", value: "N", help: "Items per records.modify request (default 400)."),
+            .init("max-request-bytes", value: "N", help: "Record bytes per records.modify request (default 2097152)."),
+            .init("max-record-bytes", value: "N", help: "Bytes per record (default 1048576)."),
+            .init("max-participants", value: "N", help: "Participants per share (default 100)."),
+        ])
 
-    public func registerOperations(in registry: inout OperationRegistry) {}
+    /// Reads the sync-specific options (exits 64 with a message on a mistake).
+    public static func settings(from options: ParsedOptions) throws(UsageError) -> SyncSettings {
+        var settings = SyncSettings()
+        settings.adminCredential = options.value("admin-credential")
+        settings.usersFile = options.value("users")
+        settings.requestLogFile = options.value("request-log")
+        settings.limits.retentionSeconds = try options.int("retention", default: settings.limits.retentionSeconds, range: 0...(1 << 40))
+        settings.limits.maxItemsPerRequest = try options.int("max-items", default: settings.limits.maxItemsPerRequest, range: 1...1_000_000)
+        settings.limits.maxRequestBytes = try options.int("max-request-bytes", default: settings.limits.maxRequestBytes, range: 1...(1 << 31))
+        settings.limits.maxRecordBytes = try options.int("max-record-bytes", default: settings.limits.maxRecordBytes, range: 1...(1 << 31))
+        settings.limits.maxParticipants = try options.int("max-participants", default: settings.limits.maxParticipants, range: 1...100_000)
+        return settings
+    }
+
+    /// Like `settings(from:)`, exiting 64 with the message on a mistake.
+    public static func settingsOrExit(_ options: ParsedOptions) -> SyncSettings {
+        do {
+            return try settings(from: options)
+        } catch {
+            ServiceMain.printError("sync-service: \(error.message)")
+            exit(64)
+        }
+    }
+
+    public var features: [String] { ["users", "zones", "records", "changes", "shares", "subscriptions", "admin"] }
+    public var topics: [String] { [Self.databaseChangesTopic] }
+
+    public func start(events: EventHub) throws {
+        let database: Database
+        switch configuration.persistence {
+        case .inMemory:
+            database = try Database.inMemory()
+        case let .dataDirectory(dir):
+            if mkdir(dir, 0o700) != 0 && errno != EEXIST {
+                throw WireError(.internalError, "Cannot create the data directory \(dir): \(String(cString: strerror(errno))).")
+            }
+            database = try Database(path: "\(dir)/cloud.sqlite")
+        }
+        let engine = try CloudEngine(database: database, limits: settings.limits)
+        if let file = settings.usersFile { try Self.loadUsers(file: file, into: engine) }
+        engine.onChange { notices in
+            for notice in notices {
+                let data = DatabaseChangedEvent(scope: notice.scope, zoneID: notice.zoneID.presented(to: notice.user), seq: notice.seq)
+                events.publish(topic: Self.databaseChangesTopic, event: "databaseChanged", data: data) { $0.principal?.user == notice.user }
+            }
+        }
+        let requestLog = try RequestLog(path: settings.requestLogFile)
+        engineBox.withLock { $0 = engine }
+        requestLogBox.withLock { $0 = requestLog }
+        logger.info("cloud opened", ["users": .int((try? engine.listUsers().count) ?? 0)])
+    }
+
+    /// The engine, once `start` opened it (tests may use it directly).
+    public var engine: CloudEngine {
+        get throws {
+            guard let engine = engineBox.withLock({ $0 }) else { throw WireError(.serviceUnavailable, "The cloud is not open yet.") }
+            return engine
+        }
+    }
+
+    static func loadUsers(file: String, into engine: CloudEngine) throws {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw WireError(.invalidArguments, "Cannot read the users file \(file).")
+        }
+        struct UsersFile: Decodable {
+            struct User: Decodable { var user: String; var credential: String; var accountStatus: AccountStatus? }
+            var users: [User]
+        }
+        let parsed = try JSONDecoder().decode(UsersFile.self, from: data)
+        for entry in parsed.users {
+            if engine.accountStatus(of: entry.user) == nil { try engine.createUser(entry.user, credential: entry.credential) }
+            if let status = entry.accountStatus { _ = try engine.setAccountStatus(entry.user, status) }
+        }
+    }
+
+    public func authenticate(credential: String?, connection: ConnectionHandle) throws -> Principal? {
+        guard let credential else { return nil }
+        if let admin = settings.adminCredential, credential == admin { return Principal(user: Self.adminUser, isAdmin: true) }
+        guard let user = try engine.user(forCredential: credential) else {
+            throw WireError(.notAuthenticated, "The credential does not belong to any user of this sync-service.")
+        }
+        return Principal(user: user)
+    }
+
+    public func healthChecks() -> [HealthCheck] {
+        let open = engineBox.withLock { $0 != nil }
+        return [HealthCheck(name: "cloud", ok: open, detail: open ? "cloud database open" : "cloud database not open")]
+    }
+
+    public func infoDetails() -> [String: JSONValue] {
+        var details: [String: JSONValue] = ["adminEnabled": .bool(settings.adminCredential != nil)]
+        if case let .dataDirectory(dir) = configuration.persistence { details["database"] = .string("\(dir)/cloud.sqlite") }
+        if let limits = try? JSONValue(encoding: engineBox.withLock({ $0 })?.limits()) { details["limits"] = limits }
+        return details
+    }
+
+    public func registerOperations(in registry: inout OperationRegistry) {
+        SyncOperations(service: self).register(in: &registry)
+    }
+
+    /// Runs one request through the engine and the request log.
+    func run<R>(_ context: RequestContext, checkAccount: Bool, _ body: (CloudEngine, String, RequestTrace) throws -> R) throws -> R {
+        let user = context.connection.principal?.user
+        let trace = RequestTrace()
+        let engine = try engine
+        do {
+            if checkAccount, let user { try engine.requireAvailableAccount(user) }
+            let result = try body(engine, user ?? "", trace)
+            requestLogBox.withLock { $0 }?.record(connection: context.connection.id, user: user, op: context.op, trace: trace, code: "ok", time: engine.now())
+            return result
+        } catch {
+            let code = (error as? WireError)?.code.rawValue ?? (error as? ServiceError)?.wire.code.rawValue ?? "internalError"
+            requestLogBox.withLock { $0 }?.record(connection: context.connection.id, user: user, op: context.op, trace: trace, code: code, time: engine.now())
+            throw error
+        }
+    }
+
+    func requestLog() throws -> RequestLog {
+        guard let log = requestLogBox.withLock({ $0 }) else { throw WireError(.serviceUnavailable, "The request log is not open yet.") }
+        return log
+    }
+}
+
+/// The `databaseChanged` event: a hint that a zone of one of the user's databases changed.
+public struct DatabaseChangedEvent: Codable, Sendable {
+    public var scope: DatabaseScope
+    public var zoneID: ZoneID
+    public var seq: Int64
 }

@@ -3,4 +3,5 @@ import SyncServiceKit
 
 let options = ServiceMain.parseOptions(SyncService.commandLine, version: SyncService.versionString)
 let configuration = ServiceMain.configuration(options, command: "sync-service")
-ServiceMain.run(SyncService(configuration: configuration), configuration: configuration)
+let settings = SyncService.settingsOrExit(options)
+ServiceMain.run(SyncService(configuration: configuration, settings: settings), configuration: configuration)

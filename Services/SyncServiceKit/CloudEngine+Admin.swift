@@ -1,0 +1,204 @@
+import FoundationEssentials
+import MeowWire
+import SQLiteKit
+
+public struct ResetParams: Codable, Sendable {
+    /// "all" (every zone, record and share; users stay), "user" (one user's zones and
+    /// participations) or "zone" (one zone, reported as purged).
+    public var scope: String
+    public var user: String?
+    public var zoneID: ZoneID?
+    public init(scope: String, user: String? = nil, zoneID: ZoneID? = nil) {
+        self.scope = scope
+        self.user = user
+        self.zoneID = zoneID
+    }
+}
+
+public struct ResetResult: Codable, Sendable {
+    public var zonesRemoved: Int
+}
+
+/// The whole cloud as JSON: every table's rows as arrays of column values.
+public struct CloudSnapshot: Codable, Sendable {
+    public var format: String
+    public var schemaVersion: Int
+    public var tables: [String: [[JSONValue]]]
+}
+
+public struct SnapshotResult: Codable, Sendable {
+    public var snapshot: CloudSnapshot
+}
+
+public struct ImportResult: Codable, Sendable {
+    public var users: Int
+    public var zones: Int
+    public var records: Int
+}
+
+public struct LimitsParams: Codable, Sendable {
+    public var maxItemsPerRequest: Int?
+    public var maxRequestBytes: Int?
+    public var maxRecordBytes: Int?
+    public var maxParticipants: Int?
+    public var maxZonesPerUser: Int?
+    public var retentionSeconds: Int?
+    public var defaultFetchLimit: Int?
+    public init() {}
+}
+
+public struct ClockParams: Codable, Sendable {
+    /// Seconds since 1970 to fix the clock at; null returns to the real clock.
+    public var now: Double?
+    /// Moves the clock forward from its current reading (fixes it there).
+    public var advanceSeconds: Double?
+    public init(now: Double? = nil, advanceSeconds: Double? = nil) {
+        self.now = now
+        self.advanceSeconds = advanceSeconds
+    }
+}
+
+public struct ClockResult: Codable, Sendable {
+    public var now: Double
+    public var fixed: Bool
+}
+
+extension CloudEngine {
+    /// admin.reset: removes state; everyone who saw a removed zone sees it deleted (a zone reset: purged).
+    public func reset(_ params: ResetParams) throws -> ResetResult {
+        try write { state in
+            let zones: [ZoneRow]
+            var kind = "deleted"
+            switch params.scope {
+            case "all":
+                zones = try state.db.query("SELECT id, owner, name, horizon FROM zones").map(CloudState.zoneRow)
+            case "user":
+                guard let user = params.user else { throw WireError(.invalidArguments, "A user reset needs params.user.") }
+                zones = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE owner = ?", [user]).map(CloudState.zoneRow)
+                let joined = try state.db.query("SELECT DISTINCT zone, share FROM participants WHERE user = ? AND role != 'owner'", [user])
+                for row in joined {
+                    if let zone = try state.zone(id: row[0].int64 ?? 0), let share = row[1].string {
+                        try state.setAcceptance(zone: zone, share: share, user: user, to: .removed)
+                    }
+                }
+            case "zone":
+                guard let zoneID = params.zoneID, zoneID.ownerName != ZoneID.defaultOwner,
+                      let zone = try state.zone(owner: zoneID.ownerName, name: zoneID.zoneName) else {
+                    throw WireError(.zoneNotFound, "A zone reset needs params.zoneID with a real ownerName and an existing zone.")
+                }
+                zones = [zone]
+                kind = "purged"
+            default:
+                throw WireError(.invalidArguments, "params.scope must be all, user or zone.")
+            }
+            for zone in zones { try state.removeZone(zone, kind: kind) }
+            if params.scope == "all" {
+                try state.db.execute("DELETE FROM database_changes")
+                try state.db.execute("UPDATE meta SET value = ? WHERE key = 'databaseHorizon'", [state.seq])
+            }
+            for zone in zones where zone.isDefaultZone {
+                _ = try state.ensureZone(owner: zone.owner, name: ZoneID.defaultZoneName)
+            }
+            return ResetResult(zonesRemoved: zones.count)
+        }
+    }
+
+    /// admin.exportSnapshot: every table, as one JSON value.
+    public func exportSnapshot() throws -> SnapshotResult {
+        try read { state in
+            var tables: [String: [[JSONValue]]] = [:]
+            for table in CloudSchema.snapshotTables {
+                tables[table.name] = try state.db.query("SELECT \(table.columns.joined(separator: ", ")) FROM \(table.name)").map { row in
+                    row.values.map(Self.json)
+                }
+            }
+            return SnapshotResult(snapshot: CloudSnapshot(format: "meowcare-cloud-snapshot", schemaVersion: CloudSchema.version, tables: tables))
+        }
+    }
+
+    /// admin.importSnapshot: replaces the whole state with a snapshot, in one transaction.
+    public func importSnapshot(_ snapshot: CloudSnapshot) throws -> ImportResult {
+        guard snapshot.format == "meowcare-cloud-snapshot", snapshot.schemaVersion == CloudSchema.version else {
+            throw WireError(.invalidArguments, "Not a snapshot of schema version \(CloudSchema.version) (format meowcare-cloud-snapshot).")
+        }
+        let result = try write { state in
+            for table in CloudSchema.snapshotTables { try state.db.execute("DELETE FROM \(table.name)") }
+            for table in CloudSchema.snapshotTables {
+                let placeholders = Array(repeating: "?", count: table.columns.count).joined(separator: ", ")
+                let sql = "INSERT INTO \(table.name)(\(table.columns.joined(separator: ", "))) VALUES (\(placeholders))"
+                for row in snapshot.tables[table.name] ?? [] {
+                    guard row.count == table.columns.count else {
+                        throw WireError(.invalidArguments, "Table \(table.name): each row needs \(table.columns.count) values.")
+                    }
+                    try state.db.execute(sql, row.map(Self.sql))
+                }
+            }
+            let imported = try state.db.scalar("SELECT value FROM meta WHERE key = 'seq'")?.int64 ?? 0
+            // Tags must never repeat: keep counting from whichever sequence is higher.
+            state.seq = max(state.seq, imported)
+            try state.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('seq', ?)", [state.seq])
+            try state.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('databaseHorizon', 0)")
+            try state.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schemaVersion', \(CloudSchema.version))")
+            return ImportResult(users: try state.db.scalar("SELECT count(*) FROM users")?.int ?? 0,
+                                zones: try state.db.scalar("SELECT count(*) FROM zones")?.int ?? 0,
+                                records: try state.db.scalar("SELECT count(*) FROM records WHERE deleted = 0")?.int ?? 0)
+        }
+        try reloadAccounts()
+        return result
+    }
+
+    /// admin.setLimits: changes the given limits; returns them all.
+    public func setLimits(_ params: LimitsParams) throws -> CloudLimits {
+        try read { state in
+            var limits = state.limits
+            func apply(_ value: Int?, _ keyPath: WritableKeyPath<CloudLimits, Int>, _ name: String, min: Int) throws {
+                guard let value else { return }
+                guard value >= min else { throw WireError(.invalidArguments, "\(name) must be at least \(min).") }
+                limits[keyPath: keyPath] = value
+            }
+            try apply(params.maxItemsPerRequest, \.maxItemsPerRequest, "maxItemsPerRequest", min: 1)
+            try apply(params.maxRequestBytes, \.maxRequestBytes, "maxRequestBytes", min: 1)
+            try apply(params.maxRecordBytes, \.maxRecordBytes, "maxRecordBytes", min: 1)
+            try apply(params.maxParticipants, \.maxParticipants, "maxParticipants", min: 1)
+            try apply(params.maxZonesPerUser, \.maxZonesPerUser, "maxZonesPerUser", min: 1)
+            try apply(params.retentionSeconds, \.retentionSeconds, "retentionSeconds", min: 0)
+            try apply(params.defaultFetchLimit, \.defaultFetchLimit, "defaultFetchLimit", min: 1)
+            state.limits = limits
+            return limits
+        }
+    }
+
+    public func limits() -> CloudLimits {
+        (try? locked { $0.limits }) ?? CloudLimits()
+    }
+
+    /// admin.expireChangeTokens: every token issued so far answers changeTokenExpired (tests).
+    public func expireChangeTokens() throws -> Empty {
+        try write { state in
+            try state.db.execute("UPDATE zones SET horizon = ?", [state.seq + 1])
+            try state.db.execute("UPDATE meta SET value = ? WHERE key = 'databaseHorizon'", [state.seq + 1])
+            _ = state.nextSeq()
+            return Empty()
+        }
+    }
+
+    static func json(_ value: SQLValue) -> JSONValue {
+        switch value {
+        case .null: return .null
+        case let .integer(number): return .int(Int(number))
+        case let .real(number): return .double(number)
+        case let .text(text): return .string(text)
+        case let .blob(bytes): return .string(Data(bytes).base64EncodedString())
+        }
+    }
+
+    static func sql(_ value: JSONValue) -> SQLValue {
+        switch value {
+        case let .int(number): return .integer(Int64(number))
+        case let .double(number): return .real(number)
+        case let .string(text): return .text(text)
+        case let .bool(flag): return .integer(flag ? 1 : 0)
+        default: return .null
+        }
+    }
+}

@@ -1,0 +1,250 @@
+import MeowWire
+import SQLiteKit
+
+public struct FetchRecordsParams: Codable, Sendable {
+    public var database: DatabaseScope
+    public var recordIDs: [RecordID]
+    public init(database: DatabaseScope, recordIDs: [RecordID]) {
+        self.database = database
+        self.recordIDs = recordIDs
+    }
+}
+
+public struct FetchRecordsResult: Codable, Sendable {
+    public var records: [CloudRecord]
+}
+
+public struct FetchZoneChangesParams: Codable, Sendable {
+    public var database: DatabaseScope
+    public var zoneID: ZoneID
+    /// The token of the last page applied; absent or null means "from the beginning".
+    public var since: String?
+    /// Most records (changed + deleted) per page.
+    public var limit: Int?
+    public init(database: DatabaseScope, zoneID: ZoneID, since: String? = nil, limit: Int? = nil) {
+        self.database = database
+        self.zoneID = zoneID
+        self.since = since
+        self.limit = limit
+    }
+}
+
+public struct DeletedRecord: Codable, Sendable, Hashable {
+    public var recordName: String
+    public var recordType: String
+}
+
+public struct FetchZoneChangesResult: Codable, Sendable {
+    public var changed: [CloudRecord]
+    public var deleted: [DeletedRecord]
+    public var token: String
+    public var moreComing: Bool
+}
+
+public struct FetchDatabaseChangesParams: Codable, Sendable {
+    public var database: DatabaseScope
+    public var since: String?
+    public var limit: Int?
+    public init(database: DatabaseScope, since: String? = nil, limit: Int? = nil) {
+        self.database = database
+        self.since = since
+        self.limit = limit
+    }
+}
+
+public struct FetchDatabaseChangesResult: Codable, Sendable {
+    public var changedZones: [ZoneID]
+    public var deletedZones: [ZoneID]
+    public var purgedZones: [ZoneID]
+    public var token: String
+    public var moreComing: Bool
+}
+
+extension CloudEngine {
+    /// records.fetch: records by ID; missing ones are unknownItem inside partialFailure.
+    public func fetchRecords(caller: String, _ params: FetchRecordsParams, trace: RequestTrace? = nil) throws -> FetchRecordsResult {
+        trace?.database = params.database.rawValue
+        let (records, errors) = try read { state -> ([CloudRecord], [String: JSONValue]) in
+            var records: [CloudRecord] = []
+            var errors: [String: JSONValue] = [:]
+            var zones: [ZoneID: ZoneRow] = [:]
+            for id in params.recordIDs {
+                do {
+                    let key = id.zoneID.resolved(caller: caller)
+                    let zone = try zones[key] ?? state.openZone(id.zoneID, scope: params.database, caller: caller, trace: trace)
+                    zones[key] = zone
+                    guard let stored = try state.liveRecord(zone: zone.id, name: id.recordName) else {
+                        throw WireError(.unknownItem, "Record '\(id.recordName)' does not exist in zone \(zone.name).")
+                    }
+                    if params.database == .shared {
+                        let share = try state.governingShare(zone: zone.id, from: stored.name)
+                        try state.requireSharedAccess(zone: zone, share: share, caller: caller, write: false, record: stored.name, trace: trace)
+                    }
+                    records.append(try state.render(stored, zone: zone, caller: caller))
+                } catch var error as WireError {
+                    error.details["recordName"] = .string(id.recordName)
+                    error.details["zoneID"] = state.zoneJSON(id.zoneID)
+                    errors[id.recordName] = try JSONValue(encoding: error)
+                }
+            }
+            return (records, errors)
+        }
+        if !errors.isEmpty {
+            throw WireError(.partialFailure, "\(errors.count) of \(params.recordIDs.count) records could not be fetched.",
+                            details: ["partialErrors": .object(errors), "records": try JSONValue(encoding: records)])
+        }
+        return FetchRecordsResult(records: records)
+    }
+
+    /// changes.fetchZone: records changed and deleted since a zone token, one page at a time.
+    /// An index range scan on (zone, seq): the cost follows the changes, not the zone's size.
+    public func fetchZoneChanges(caller: String, _ params: FetchZoneChangesParams, trace: RequestTrace? = nil) throws -> FetchZoneChangesResult {
+        trace?.database = params.database.rawValue
+        return try write { state in
+            let zone = try state.openZone(params.zoneID, scope: params.database, caller: caller, trace: trace)
+            guard !zone.isDefaultZone else {
+                throw WireError(.invalidArguments, "_defaultZone does not support change fetching; use a custom zone.")
+            }
+            let horizon = try state.pruneTombstones(zone: zone)
+            var after: Int64 = 0
+            if let since = params.since {
+                guard let token = ZoneToken(since) else {
+                    throw WireError(.invalidArguments, "params.since is not a zone change token from this service.")
+                }
+                guard token.zone == zone.id, token.seq >= horizon || token.horizon == horizon else {
+                    throw WireError(.changeTokenExpired, "The change token is too old (or from an earlier incarnation of the zone); fetch again from nil.",
+                                    details: ["zoneID": state.zoneJSON(params.zoneID)])
+                }
+                after = token.seq
+            }
+            let limit = max(1, min(params.limit ?? state.limits.defaultFetchLimit, 10_000))
+            let sql = params.since == nil
+                ? "SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND seq > ? AND deleted = 0 ORDER BY seq LIMIT ?"
+                : "SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND seq > ? ORDER BY seq LIMIT ?"
+            let rows = try state.db.query(sql, [zone.id, after, Int64(limit + 1)])
+            let moreComing = rows.count > limit
+            var changed: [CloudRecord] = []
+            var deleted: [DeletedRecord] = []
+            var last = after
+            var shareOf: [String: Bool] = [:]
+            for row in rows.prefix(limit) {
+                let stored = StoredRecord(row: row)
+                last = stored.seq
+                if stored.deleted {
+                    deleted.append(DeletedRecord(recordName: stored.name, recordType: stored.type))
+                    continue
+                }
+                if params.database == .shared, !(try state.visibleToParticipant(stored, zone: zone, caller: caller, cache: &shareOf)) { continue }
+                changed.append(try state.render(stored, zone: zone, caller: caller))
+            }
+            if !moreComing { last = max(last, try state.zoneHighWater(zone: zone.id, after: after)) }
+            return FetchZoneChangesResult(changed: changed, deleted: deleted, token: ZoneToken(zone: zone.id, seq: last, horizon: horizon).text,
+                                          moreComing: moreComing)
+        }
+    }
+
+    /// changes.fetchDatabase: zones changed, deleted and purged since a database token.
+    public func fetchDatabaseChanges(caller: String, _ params: FetchDatabaseChangesParams, trace: RequestTrace? = nil) throws -> FetchDatabaseChangesResult {
+        trace?.database = params.database.rawValue
+        return try write { state in
+            let horizon = try state.pruneDatabaseChanges()
+            var after: Int64 = 0
+            if let since = params.since {
+                let parts = since.dropFirst().split(separator: ".")
+                guard since.hasPrefix("d"), parts.count == 2, let seq = Int64(parts[0]), let issuedHorizon = Int64(parts[1]) else {
+                    throw WireError(.invalidArguments, "params.since is not a database change token from this service.")
+                }
+                guard seq >= horizon || issuedHorizon == horizon else {
+                    throw WireError(.changeTokenExpired, "The database change token is too old; fetch again from nil.")
+                }
+                after = seq
+            }
+            let limit = max(1, min(params.limit ?? state.limits.defaultFetchLimit, 10_000))
+            let sql = params.since == nil
+                ? "SELECT owner, zone_name, kind, seq FROM database_changes WHERE user = ? AND scope = ? AND seq > ? AND kind = 'changed' ORDER BY seq LIMIT ?"
+                : "SELECT owner, zone_name, kind, seq FROM database_changes WHERE user = ? AND scope = ? AND seq > ? ORDER BY seq LIMIT ?"
+            let rows = try state.db.query(sql, [caller, params.database.rawValue, after, Int64(limit + 1)])
+            let moreComing = rows.count > limit
+            var result = FetchDatabaseChangesResult(changedZones: [], deletedZones: [], purgedZones: [], token: "", moreComing: moreComing)
+            var last = after
+            for row in rows.prefix(limit) {
+                let zoneID = ZoneID(zoneName: row[1].string ?? "", ownerName: row[0].string ?? "").presented(to: caller)
+                last = row[3].int64 ?? last
+                switch row[2].string {
+                case "deleted": result.deletedZones.append(zoneID)
+                case "purged": result.purgedZones.append(zoneID)
+                default: result.changedZones.append(zoneID)
+                }
+            }
+            if !moreComing { last = max(last, state.seq) }
+            result.token = "d\(last).\(horizon)"
+            return result
+        }
+    }
+}
+
+/// A zone change token: the zone's row id (a recreated zone gets a new one), the sequence
+/// reached, and the zone's horizon when it was issued. A token is still good when nothing
+/// after its sequence was dropped: its sequence is at or above the horizon, or the horizon has
+/// not moved since it was issued.
+struct ZoneToken {
+    var zone: Int64
+    var seq: Int64
+    var horizon: Int64
+    init(zone: Int64, seq: Int64, horizon: Int64) {
+        self.zone = zone
+        self.seq = seq
+        self.horizon = horizon
+    }
+    init?(_ text: String) {
+        let parts = text.split(separator: ".")
+        guard parts.count == 3, parts[0].hasPrefix("z"), let zone = Int64(parts[0].dropFirst()), let seq = Int64(parts[1]),
+              let horizon = Int64(parts[2]) else { return nil }
+        self.zone = zone
+        self.seq = seq
+        self.horizon = horizon
+    }
+    var text: String { "z\(zone).\(seq).\(horizon)" }
+}
+
+extension CloudState {
+    /// Drops tombstones older than the retention and returns the zone's horizon (tokens below it expired).
+    func pruneTombstones(zone: ZoneRow) throws -> Int64 {
+        let cutoff = now - Double(limits.retentionSeconds)
+        guard let dropped = try db.scalar("SELECT max(seq) FROM records WHERE zone = ? AND deleted = 1 AND modified < ?", [zone.id, cutoff])?.int64 else {
+            return zone.horizon
+        }
+        try db.execute("DELETE FROM records WHERE zone = ? AND deleted = 1 AND modified < ?", [zone.id, cutoff])
+        let horizon = max(zone.horizon, dropped)
+        try db.execute("UPDATE zones SET horizon = ? WHERE id = ?", [horizon, zone.id])
+        return horizon
+    }
+
+    /// Drops zone deletions older than the retention from the database change log; returns the horizon.
+    func pruneDatabaseChanges() throws -> Int64 {
+        let cutoff = now - Double(limits.retentionSeconds)
+        var horizon = try db.scalar("SELECT value FROM meta WHERE key = 'databaseHorizon'")?.int64 ?? 0
+        if let dropped = try db.scalar("SELECT max(seq) FROM database_changes WHERE kind != 'changed' AND changed < ?", [cutoff])?.int64 {
+            try db.execute("DELETE FROM database_changes WHERE kind != 'changed' AND changed < ?", [cutoff])
+            horizon = max(horizon, dropped)
+            try db.execute("UPDATE meta SET value = ? WHERE key = 'databaseHorizon'", [horizon])
+        }
+        return horizon
+    }
+
+    /// The zone's newest sequence after `after` (so a caught-up token stays put when nothing changed).
+    func zoneHighWater(zone: Int64, after: Int64) throws -> Int64 {
+        try db.scalar("SELECT max(seq) FROM records WHERE zone = ?", [zone])?.int64 ?? after
+    }
+
+    /// Whether a participant sees a record: zone-wide shares show everything; hierarchy shares
+    /// show the records under a root whose share the caller accepted.
+    func visibleToParticipant(_ record: StoredRecord, zone: ZoneRow, caller: String, cache: inout [String: Bool]) throws -> Bool {
+        guard let share = try governingShare(zone: zone.id, from: record.name) else { return false }
+        if let known = cache[share] { return known }
+        let part = try participation(zone: zone.id, share: share, user: caller)
+        let visible = part.map { $0.acceptance == Acceptance.accepted.rawValue && $0.permission != SharePermission.none.rawValue } ?? false
+        cache[share] = visible
+        return visible
+    }
+}

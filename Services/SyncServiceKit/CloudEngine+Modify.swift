@@ -1,0 +1,443 @@
+import FoundationEssentials
+import MeowWire
+
+public enum SavePolicy: String, Codable, Sendable {
+    /// Compare change tags (CloudKit's default).
+    case ifServerRecordUnchanged
+    /// Write only the keys sent (a null value removes the key); no tag comparison.
+    case changedKeys
+    /// Write every key as sent; no tag comparison.
+    case allKeys
+}
+
+public struct DeleteItem: Codable, Sendable, Hashable {
+    public var recordName: String
+    public var zoneID: ZoneID
+    public init(recordName: String, zoneID: ZoneID) {
+        self.recordName = recordName
+        self.zoneID = zoneID
+    }
+}
+
+public struct ModifyParams: Codable, Sendable {
+    public var database: DatabaseScope
+    public var saves: [CloudRecord]?
+    public var deletes: [DeleteItem]?
+    public var savePolicy: SavePolicy?
+    /// Per-zone atomic batches (default true); `_defaultZone` is never atomic.
+    public var atomic: Bool?
+    public init(database: DatabaseScope, saves: [CloudRecord]? = nil, deletes: [DeleteItem]? = nil,
+                savePolicy: SavePolicy? = nil, atomic: Bool? = nil) {
+        self.database = database
+        self.saves = saves
+        self.deletes = deletes
+        self.savePolicy = savePolicy
+        self.atomic = atomic
+    }
+}
+
+public struct ModifyResult: Codable, Sendable {
+    public var saved: [CloudRecord]
+    public var deleted: [RecordID]
+}
+
+/// The outcome of one modify request before it is turned into a reply.
+struct ModifyOutcome: Sendable {
+    var saved: [CloudRecord] = []
+    var deleted: [RecordID] = []
+    var errors: [String: WireError] = [:]
+}
+
+extension CloudEngine {
+    /// records.modify: saves and deletes answered per SEMANTICS.md B3 (see docs/protocol-sync-service.md).
+    /// Items that fail are reported inside one `partialFailure`; everything else is committed.
+    public func modifyRecords(caller: String, _ params: ModifyParams, trace: RequestTrace? = nil) throws -> ModifyResult {
+        let saves = params.saves ?? []
+        let deletes = params.deletes ?? []
+        trace?.database = params.database.rawValue
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var encoded: [String?] = []
+        var requestBytes = 0
+        for record in saves {
+            if FieldValidation.problem(in: record.fields) != nil {
+                encoded.append(nil)
+                continue
+            }
+            let json = String(decoding: try encoder.encode(record.fields.filter { !$0.value.isNull }), as: UTF8.self)
+            requestBytes += json.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
+            encoded.append(json)
+        }
+        let outcome = try write { state -> ModifyOutcome in
+            let limits = state.limits
+            guard saves.count + deletes.count <= limits.maxItemsPerRequest else {
+                throw WireError(.limitExceeded, "The request has \(saves.count + deletes.count) items; at most \(limits.maxItemsPerRequest) are allowed. Split it in half and retry.",
+                                details: ["items": .int(saves.count + deletes.count), "maxItems": .int(limits.maxItemsPerRequest)])
+            }
+            guard requestBytes <= limits.maxRequestBytes else {
+                throw WireError(.limitExceeded, "The request carries \(requestBytes) bytes of records; at most \(limits.maxRequestBytes) are allowed. Split it in half and retry.",
+                                details: ["bytes": .int(requestBytes), "maxBytes": .int(limits.maxRequestBytes)])
+            }
+            var batch = ModifyBatch(state: state, caller: caller, scope: params.database,
+                                    policy: params.savePolicy ?? .ifServerRecordUnchanged, atomic: params.atomic ?? true, trace: trace)
+            return try batch.run(saves: saves, encodedFields: encoded, deletes: deletes)
+        }
+        if !outcome.errors.isEmpty {
+            var errors: [String: JSONValue] = [:]
+            for (key, error) in outcome.errors { errors[key] = try JSONValue(encoding: error) }
+            throw WireError(.partialFailure, "\(outcome.errors.count) of \(saves.count + deletes.count) items failed.",
+                            details: ["partialErrors": .object(errors),
+                                      "saved": try JSONValue(encoding: outcome.saved),
+                                      "deleted": try JSONValue(encoding: outcome.deleted)])
+        }
+        return ModifyResult(saved: outcome.saved, deleted: outcome.deleted)
+    }
+}
+
+/// One records.modify request being decided and applied, zone by zone.
+struct ModifyBatch {
+    let state: CloudState
+    let caller: String
+    let scope: DatabaseScope
+    let policy: SavePolicy
+    let atomic: Bool
+    let trace: RequestTrace?
+
+    enum Item {
+        case save(CloudRecord, fieldsJSON: String?)
+        case delete(DeleteItem)
+        var recordName: String {
+            switch self {
+            case let .save(record, _): return record.recordName
+            case let .delete(item): return item.recordName
+            }
+        }
+        var zoneID: ZoneID {
+            switch self {
+            case let .save(record, _): return record.zoneID
+            case let .delete(item): return item.zoneID
+            }
+        }
+    }
+
+    enum Plan {
+        case save(CloudRecord, fieldsJSON: String, share: String?, existing: StoredRecord?)
+        case delete(StoredRecord?)
+        case leaveShare(String)
+    }
+
+    init(state: CloudState, caller: String, scope: DatabaseScope, policy: SavePolicy, atomic: Bool, trace: RequestTrace?) {
+        self.state = state
+        self.caller = caller
+        self.scope = scope
+        self.policy = policy
+        self.atomic = atomic
+        self.trace = trace
+    }
+
+    mutating func run(saves: [CloudRecord], encodedFields: [String?], deletes: [DeleteItem]) throws -> ModifyOutcome {
+        var items: [Item] = zip(saves, encodedFields).map { .save($0, fieldsJSON: $1) }
+        items += deletes.map { .delete($0) }
+        let keys = Self.errorKeys(items, caller: caller)
+        var order: [ZoneID] = []
+        var byZone: [ZoneID: [Int]] = [:]
+        for (index, item) in items.enumerated() {
+            let zone = item.zoneID.resolved(caller: caller)
+            if byZone[zone] == nil { order.append(zone) }
+            byZone[zone, default: []].append(index)
+        }
+        var outcome = ModifyOutcome()
+        for zoneID in order {
+            let indices = byZone[zoneID] ?? []
+            let zone: ZoneRow
+            do {
+                zone = try state.openZone(items[indices[0]].zoneID, scope: scope, caller: caller, trace: trace)
+            } catch let error as WireError {
+                for index in indices { outcome.errors[keys[index]] = itemError(error, items[index]) }
+                continue
+            }
+            try process(zone: zone, indices: indices, items: items, keys: keys, outcome: &outcome)
+        }
+        return outcome
+    }
+
+    /// Error map keys: the record name, or owner/zone/name when a name repeats across zones.
+    static func errorKeys(_ items: [Item], caller: String) -> [String] {
+        var counts: [String: Set<ZoneID>] = [:]
+        for item in items { counts[item.recordName, default: []].insert(item.zoneID.resolved(caller: caller)) }
+        return items.map { item in
+            (counts[item.recordName]?.count ?? 0) > 1
+                ? "\(item.zoneID.ownerName)/\(item.zoneID.zoneName)/\(item.recordName)" : item.recordName
+        }
+    }
+
+    func itemError(_ error: WireError, _ item: Item) -> WireError {
+        var error = error
+        error.details["recordName"] = .string(item.recordName)
+        error.details["zoneID"] = state.zoneJSON(item.zoneID)
+        return error
+    }
+
+    private mutating func process(zone: ZoneRow, indices: [Int], items: [Item], keys: [String], outcome: inout ModifyOutcome) throws {
+        var pending: [String: CloudRecord] = [:]
+        var deleteNames: Set<String> = []
+        var duplicates: Set<String> = []
+        for index in indices {
+            let name = items[index].recordName
+            if pending[name] != nil || deleteNames.contains(name) { duplicates.insert(name) }
+            switch items[index] {
+            case let .save(record, _): pending[name] = record
+            case .delete: deleteNames.insert(name)
+            }
+        }
+        var plans: [Int: Plan] = [:]
+        var failures: [Int: WireError] = [:]
+        for index in indices {
+            do {
+                if duplicates.contains(items[index].recordName) {
+                    throw WireError(.invalidArguments, "Record '\(items[index].recordName)' appears more than once in the request.")
+                }
+                switch items[index] {
+                case let .save(record, fieldsJSON):
+                    plans[index] = try planSave(record, fieldsJSON: fieldsJSON, zone: zone, pending: pending, deleteNames: deleteNames)
+                case let .delete(item):
+                    plans[index] = try planDelete(item, zone: zone, deleteNames: deleteNames)
+                }
+            } catch let error as WireError {
+                failures[index] = itemError(error, items[index])
+            }
+        }
+        let isAtomic = atomic && !zone.isDefaultZone
+        if !isAtomic { cascadeFailures(indices: indices, items: items, plans: &plans, failures: &failures) }
+        if isAtomic && !failures.isEmpty {
+            for index in indices {
+                outcome.errors[keys[index]] = failures[index] ?? itemError(
+                    WireError(.batchRequestFailed, "Not saved: another item of this atomic zone failed, so the zone is unchanged."), items[index])
+            }
+            return
+        }
+        for (index, error) in failures { outcome.errors[keys[index]] = error }
+        guard !plans.isEmpty else { return }
+        try apply(zone: zone, indices: indices, items: items, plans: plans, outcome: &outcome)
+    }
+
+    /// In a non-atomic zone, a save whose parent failed (or a delete whose child's delete failed) fails too.
+    private func cascadeFailures(indices: [Int], items: [Item], plans: inout [Int: Plan], failures: inout [Int: WireError]) {
+        var changed = true
+        while changed {
+            changed = false
+            let failedNames = Set(failures.keys.map { items[$0].recordName })
+            for index in indices where plans[index] != nil {
+                guard case let .save(record, _) = items[index], let parent = record.parent?.recordName,
+                      failedNames.contains(parent) else { continue }
+                plans[index] = nil
+                failures[index] = itemError(WireError(.referenceViolation, "The parent '\(parent)' of '\(record.recordName)' failed to save."), items[index])
+                changed = true
+            }
+        }
+    }
+
+    // MARK: Deciding
+
+    private func planSave(_ record: CloudRecord, fieldsJSON: String?, zone: ZoneRow, pending: [String: CloudRecord],
+                          deleteNames: Set<String>) throws -> Plan {
+        if let problem = FieldValidation.problem(in: record.fields) { throw WireError(.invalidArguments, "Record '\(record.recordName)': \(problem).") }
+        guard !record.recordName.isEmpty, !record.recordType.isEmpty else {
+            throw WireError(.invalidArguments, "A record needs a non-empty recordName and recordType.")
+        }
+        guard let fieldsJSON else { throw WireError(.invalidArguments, "Record '\(record.recordName)' has invalid fields.") }
+        let limit = state.limits.maxRecordBytes
+        guard fieldsJSON.utf8.count <= limit else {
+            throw WireError(.limitExceeded, "Record '\(record.recordName)' is \(fieldsJSON.utf8.count) bytes; a record may hold at most \(limit).",
+                            details: ["bytes": .int(fieldsJSON.utf8.count), "maxRecordBytes": .int(limit)])
+        }
+        let existing = try state.record(zone: zone.id, name: record.recordName)
+        let live = existing.flatMap { $0.deleted ? nil : $0 }
+        if let live, live.type != record.recordType && (live.type == CloudRecord.shareRecordType || record.isShare) {
+            throw WireError(.invalidArguments, "Record '\(record.recordName)' cannot change between a share and a non-share record.")
+        }
+        let share = record.isShare ? nil : (record.share?.recordName ?? live?.share)
+        if scope == .shared {
+            try checkSharedSave(record, live: live, share: share, zone: zone, pending: pending)
+        } else {
+            trace?.decide(true, "owner writes own zone", zone: zone.zoneID, record: record.recordName)
+        }
+        if record.isShare { try checkNewShare(record, live: live, zone: zone, pending: pending) }
+        if let share, share != live?.share { try checkNewRoot(record, share: share, live: live, zone: zone, pending: pending) }
+        if let share, let up = try state.governingShare(zone: zone.id, from: record.parent?.recordName, pending: pending), up != share {
+            throw WireError(.alreadyShared, "Record '\(record.recordName)' is the root of share '\(share)' and its parent is already in share '\(up)'; a record can be in one share only.",
+                            details: ["share": .string(share), "otherShare": .string(up)])
+        }
+        try checkTag(record, live: live, existing: existing, zone: zone)
+        if let parent = record.parent?.recordName {
+            guard parent != record.recordName else { throw WireError(.invalidArguments, "Record '\(parent)' cannot be its own parent.") }
+            let inRequest = pending[parent] != nil
+            let stored = try state.liveRecord(zone: zone.id, name: parent) != nil
+            guard inRequest || (stored && !deleteNames.contains(parent)) else {
+                throw WireError(.referenceViolation, "The parent '\(parent)' of '\(record.recordName)' does not exist in zone \(zone.name).",
+                                details: ["parent": .string(parent)])
+            }
+        }
+        var merged = fieldsJSON
+        if policy == .changedKeys, !record.isShare, let live {
+            var fields = state.decodeFields(live.fields)
+            for (name, value) in record.fields { fields[name] = value.isNull ? nil : value }
+            merged = try state.encodeFields(fields)
+        }
+        return .save(record, fieldsJSON: merged, share: share, existing: existing)
+    }
+
+    private func checkSharedSave(_ record: CloudRecord, live: StoredRecord?, share: String?, zone: ZoneRow, pending: [String: CloudRecord]) throws {
+        if record.isShare || share != live?.share {
+            let reason = "only the owner can create or change a share"
+            trace?.decide(false, reason, zone: zone.zoneID, record: record.recordName)
+            throw WireError(.permissionFailure, "\(caller) may not write '\(record.recordName)': \(reason).", details: ["reason": .string(reason)])
+        }
+        let target = try state.governingShare(zone: zone.id, from: record.recordName, pending: pending)
+        try state.requireSharedAccess(zone: zone, share: target, caller: caller, write: true, record: record.recordName, trace: trace)
+        if live != nil {
+            let origin = try state.governingShare(zone: zone.id, from: record.recordName)
+            if origin != target {
+                try state.requireSharedAccess(zone: zone, share: origin, caller: caller, write: true, record: record.recordName, trace: trace)
+            }
+        }
+    }
+
+    private func checkNewShare(_ record: CloudRecord, live: StoredRecord?, zone: ZoneRow, pending: [String: CloudRecord]) throws {
+        guard live == nil else { return }
+        guard !zone.isDefaultZone else {
+            throw WireError(.invalidArguments, "Shares live in custom zones; _defaultZone cannot hold a share.")
+        }
+        if record.recordName == CloudRecord.zoneShareName {
+            if let other = try state.db.scalar("SELECT name FROM shares WHERE zone = ?", [zone.id])?.string {
+                throw WireError(.alreadyShared, "Zone \(zone.name) already has share '\(other)'; a zone-wide share would put its records in two shares.",
+                                details: ["otherShare": .string(other)])
+            }
+            return
+        }
+        guard pending.values.contains(where: { $0.share?.recordName == record.recordName && !$0.isShare }) else {
+            throw WireError(.invalidArguments, "A new share '\(record.recordName)' must be saved together with its root record (a record whose share references it) in the same request.")
+        }
+    }
+
+    private func checkNewRoot(_ record: CloudRecord, share: String, live: StoredRecord?, zone: ZoneRow, pending: [String: CloudRecord]) throws {
+        if let current = live?.share, current != share {
+            throw WireError(.alreadyShared, "Record '\(record.recordName)' is already the root of share '\(current)'.",
+                            details: ["otherShare": .string(current)])
+        }
+        let shareExists = try state.db.scalar("SELECT 1 FROM shares WHERE zone = ? AND name = ?", [zone.id, share]) != nil
+        guard shareExists || pending[share]?.isShare == true else {
+            throw WireError(.invalidArguments, "Record '\(record.recordName)' references share '\(share)', which is neither stored nor in this request.")
+        }
+        if let root = try state.db.scalar("SELECT root FROM shares WHERE zone = ? AND name = ?", [zone.id, share])?.string, root != record.recordName {
+            throw WireError(.alreadyShared, "Share '\(share)' already has root '\(root)'.", details: ["otherRoot": .string(root)])
+        }
+    }
+
+    private func checkTag(_ record: CloudRecord, live: StoredRecord?, existing: StoredRecord?, zone: ZoneRow) throws {
+        let effective = record.isShare ? .ifServerRecordUnchanged : policy
+        guard effective == .ifServerRecordUnchanged else { return }
+        switch (live, record.recordChangeTag) {
+        case let (live?, tag?) where tag == live.tag:
+            return
+        case let (live?, tag?):
+            var client = record
+            client.zoneID = record.zoneID
+            let ancestor = try state.ancestor(zone: zone, name: record.recordName, tag: tag, current: nil, caller: caller)
+            throw WireError(.serverRecordChanged,
+                            "Record '\(record.recordName)' changed on the server (server tag \(live.tag), client tag \(tag)); merge and retry with the server's tag.",
+                            details: ["serverRecord": try JSONValue(encoding: state.render(live, zone: zone, caller: caller)),
+                                      "clientRecord": try JSONValue(encoding: client),
+                                      "ancestorRecord": try ancestor.map { try JSONValue(encoding: $0) } ?? .null])
+        case let (live?, nil):
+            throw WireError(.serverRejectedRequest,
+                            "Record '\(record.recordName)' already exists on the server but the save carries no change tag (a new record with a taken name); fetch it and merge.",
+                            details: ["serverRecord": try JSONValue(encoding: state.render(live, zone: zone, caller: caller))])
+        case let (nil, tag?):
+            throw WireError(.unknownItem, "Record '\(record.recordName)' does not exist on the server (it was deleted) but the save carries change tag \(tag).",
+                            details: ["deleted": .bool(existing?.deleted == true)])
+        case (nil, nil):
+            return
+        }
+    }
+
+    private func planDelete(_ item: DeleteItem, zone: ZoneRow, deleteNames: Set<String>) throws -> Plan {
+        guard let live = try state.liveRecord(zone: zone.id, name: item.recordName) else { return .delete(nil) }
+        if scope == .shared {
+            if live.type == CloudRecord.shareRecordType {
+                guard try state.participation(zone: zone.id, share: live.name, user: caller) != nil else {
+                    let reason = "\(caller) is not a participant of share \(live.name)"
+                    trace?.decide(false, reason, zone: zone.zoneID, record: live.name)
+                    throw WireError(.permissionFailure, "\(caller) may not delete share '\(live.name)': \(reason).", details: ["reason": .string(reason)])
+                }
+                trace?.decide(true, "participant deleting the share leaves it", zone: zone.zoneID, record: live.name)
+                return .leaveShare(live.name)
+            }
+            let share = try state.governingShare(zone: zone.id, from: live.name)
+            try state.requireSharedAccess(zone: zone, share: share, caller: caller, write: true, record: live.name, trace: trace)
+            if live.share != nil {
+                let reason = "only the owner can delete the root of a share"
+                trace?.decide(false, reason, zone: zone.zoneID, record: live.name)
+                throw WireError(.permissionFailure, "\(caller) may not delete '\(live.name)': \(reason).", details: ["reason": .string(reason)])
+            }
+        } else {
+            trace?.decide(true, "owner deletes in own zone", zone: zone.zoneID, record: live.name)
+        }
+        let orphans = try state.liveChildren(zone: zone.id, of: live.name).filter { !deleteNames.contains($0) }
+        guard orphans.isEmpty else {
+            throw WireError(.referenceViolation, "Deleting '\(live.name)' would leave \(orphans.count) child record(s) behind; delete them in the same request.",
+                            details: ["children": .array(orphans.prefix(20).map { .string($0) })])
+        }
+        return .delete(live)
+    }
+
+    // MARK: Applying
+
+    private func apply(zone: ZoneRow, indices: [Int], items: [Item], plans: [Int: Plan], outcome: inout ModifyOutcome) throws {
+        var savedNames: Set<String> = []
+        var parentsToBump: [String] = []
+        var savedStored: [(StoredRecord, Int)] = []
+        for index in indices {
+            guard case let .save(record, fieldsJSON, share, existing)? = plans[index] else { continue }
+            let stored = try state.storeRecord(zone: zone, name: record.recordName, type: record.recordType, fieldsJSON: fieldsJSON,
+                                               parent: record.parent?.recordName, share: share, previous: existing, user: caller)
+            savedNames.insert(record.recordName)
+            savedStored.append((stored, index))
+            if let parent = record.parent?.recordName, !parentsToBump.contains(parent) { parentsToBump.append(parent) }
+            if record.isShare && existing.flatMap({ $0.deleted ? nil : $0 }) == nil {
+                let root = plans.values.lazy.compactMap { plan -> String? in
+                    if case let .save(candidate, _, share, _) = plan, share == record.recordName, !candidate.isShare { return candidate.recordName }
+                    return nil
+                }.first
+                try state.createShare(zone: zone, name: record.recordName, root: root)
+            }
+        }
+        for parent in parentsToBump where !savedNames.contains(parent) {
+            try state.bumpRecord(zone: zone, name: parent, user: caller)
+        }
+        for index in indices {
+            switch plans[index] {
+            case let .delete(live?)?:
+                if live.type == CloudRecord.shareRecordType {
+                    try state.endShare(zone: zone, name: live.name, user: caller)
+                } else {
+                    if let share = live.share { try state.endShare(zone: zone, name: share, user: caller) }
+                    try state.tombstone(zone: zone, name: live.name, user: caller)
+                }
+                outcome.deleted.append(RecordID(recordName: live.name, zoneID: items[index].zoneID))
+            case .delete(nil)?:
+                outcome.deleted.append(RecordID(recordName: items[index].recordName, zoneID: items[index].zoneID))
+            case let .leaveShare(share)?:
+                try state.setAcceptance(zone: zone, share: share, user: caller, to: .removed)
+                outcome.deleted.append(RecordID(recordName: share, zoneID: items[index].zoneID))
+            default:
+                continue
+            }
+        }
+        for (stored, _) in savedStored {
+            let current = try state.liveRecord(zone: zone.id, name: stored.name) ?? stored
+            outcome.saved.append(try state.render(current, zone: zone, caller: caller))
+        }
+        try state.touchZone(zone)
+    }
+}

@@ -1,0 +1,267 @@
+import MeowWire
+
+/// Params of the share and participant ops: which share (its zone and record name), and for
+/// participant ops the user and permission.
+public struct ShareParams: Codable, Sendable {
+    public var database: DatabaseScope?
+    public var zoneID: ZoneID
+    public var shareName: String?
+    public var user: String?
+    public var permission: String?
+    public init(database: DatabaseScope? = nil, zoneID: ZoneID, shareName: String? = nil, user: String? = nil, permission: String? = nil) {
+        self.database = database
+        self.zoneID = zoneID
+        self.shareName = shareName
+        self.user = user
+        self.permission = permission
+    }
+    var share: String { shareName ?? CloudRecord.zoneShareName }
+}
+
+public struct ShareResult: Codable, Sendable {
+    public var share: CloudRecord
+}
+
+public struct Invitation: Codable, Sendable, Hashable {
+    public var zoneID: ZoneID
+    public var shareName: String
+    public var rootRecordName: String?
+    public var role: String
+    public var permission: String
+    public var acceptanceStatus: String
+}
+
+public struct InvitationsResult: Codable, Sendable {
+    public var invitations: [Invitation]
+}
+
+extension CloudEngine {
+    /// participants.add: the owner invites a user (pending until they accept).
+    public func addParticipant(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
+        try ownerShareOp(caller: caller, params, trace: trace) { state, zone in
+            let user = try requireUser(params.user, state: state)
+            guard user != caller else { throw WireError(.invalidArguments, "The owner is already the share's owner participant.") }
+            let permission = try Self.permission(params.permission, allowNone: false)
+            let active = try state.db.scalar("SELECT count(*) FROM participants WHERE zone = ? AND share = ? AND acceptance != 'removed' AND user != ?",
+                                             [zone.id, params.share, user])?.int ?? 0
+            guard active + 1 <= state.limits.maxParticipants else {
+                throw WireError(.tooManyParticipants, "Share '\(params.share)' already has \(active) participants; at most \(state.limits.maxParticipants) are allowed.",
+                                details: ["maxParticipants": .int(state.limits.maxParticipants)])
+            }
+            let existing = try state.participation(zone: zone.id, share: params.share, user: user)
+            let acceptance = existing?.acceptance == Acceptance.accepted.rawValue ? "accepted" : "pending"
+            try state.db.execute("INSERT OR REPLACE INTO participants(zone, share, user, role, permission, acceptance) VALUES (?, ?, ?, 'privateUser', ?, ?)",
+                                 [zone.id, params.share, user, permission.rawValue, acceptance])
+        }
+    }
+
+    /// participants.setPermission: the owner changes a participant's permission.
+    public func setParticipantPermission(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
+        try ownerShareOp(caller: caller, params, trace: trace) { state, zone in
+            let user = try requireUser(params.user, state: state)
+            let permission = try Self.permission(params.permission, allowNone: true)
+            guard try state.participation(zone: zone.id, share: params.share, user: user) != nil, user != caller else {
+                throw WireError(.unknownItem, "\(user) is not a participant of share '\(params.share)'.")
+            }
+            try state.db.execute("UPDATE participants SET permission = ? WHERE zone = ? AND share = ? AND user = ?",
+                                 [permission.rawValue, zone.id, params.share, user])
+        }
+    }
+
+    /// participants.remove: the owner removes a participant; the zone leaves their shared database.
+    public func removeParticipant(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
+        try ownerShareOp(caller: caller, params, trace: trace) { state, zone in
+            let user = try requireUser(params.user, state: state)
+            guard try state.participation(zone: zone.id, share: params.share, user: user) != nil, user != caller else {
+                throw WireError(.unknownItem, "\(user) is not a participant of share '\(params.share)'.")
+            }
+            try state.setAcceptance(zone: zone, share: params.share, user: user, to: .removed, bump: false)
+        }
+    }
+
+    /// shares.setPublicPermission: none, readOnly or readWrite; none removes every participant.
+    public func setPublicPermission(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
+        try ownerShareOp(caller: caller, params, trace: trace) { state, zone in
+            let permission = try Self.permission(params.permission, allowNone: true)
+            try state.db.execute("UPDATE shares SET public_permission = ? WHERE zone = ? AND name = ?", [permission.rawValue, zone.id, params.share])
+            if permission == .none {
+                let users = try state.db.query("SELECT user FROM participants WHERE zone = ? AND share = ? AND role != 'owner' AND acceptance != 'removed'",
+                                               [zone.id, params.share]).compactMap { $0[0].string }
+                for user in users { try state.setAcceptance(zone: zone, share: params.share, user: user, to: .removed, bump: false) }
+            }
+        }
+    }
+
+    /// shares.accept: an invited user (or anyone, when the public permission allows) accepts;
+    /// the zone appears in their shared database.
+    public func acceptShare(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
+        try write { state in
+            let zone = try participantZone(state, caller: caller, params, trace: trace)
+            if let part = try state.participation(zone: zone.id, share: params.share, user: caller), part.acceptance != Acceptance.removed.rawValue {
+                trace?.decide(true, "invited participant accepts", zone: zone.zoneID, record: params.share)
+            } else {
+                let publicPermission = try state.db.scalar("SELECT public_permission FROM shares WHERE zone = ? AND name = ?",
+                                                           [zone.id, params.share])?.string ?? "none"
+                guard publicPermission != SharePermission.none.rawValue else {
+                    trace?.decide(false, "not invited and the share is not public", zone: zone.zoneID, record: params.share)
+                    throw WireError(.permissionFailure, "\(caller) is not invited to share '\(params.share)' and it is not public.",
+                                    details: ["reason": "not invited and the share is not public"])
+                }
+                trace?.decide(true, "public share with permission \(publicPermission)", zone: zone.zoneID, record: params.share)
+                try state.db.execute("INSERT OR REPLACE INTO participants(zone, share, user, role, permission, acceptance) VALUES (?, ?, ?, 'publicUser', ?, 'pending')",
+                                     [zone.id, params.share, caller, publicPermission])
+            }
+            try state.setAcceptance(zone: zone, share: params.share, user: caller, to: .accepted)
+            return ShareResult(share: try state.shareRecord(zone: zone, name: params.share, caller: caller))
+        }
+    }
+
+    /// shares.leave: a participant leaves (as deleting the share from the shared database does).
+    public func leaveShare(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
+        try write { state in
+            let zone = try participantZone(state, caller: caller, params, trace: trace)
+            guard try state.participation(zone: zone.id, share: params.share, user: caller) != nil else {
+                throw WireError(.unknownItem, "\(caller) is not a participant of share '\(params.share)'.")
+            }
+            try state.setAcceptance(zone: zone, share: params.share, user: caller, to: .removed)
+            return ShareResult(share: try state.shareRecord(zone: zone, name: params.share, caller: caller))
+        }
+    }
+
+    /// shares.fetch: the share record with its participants (owner: private database; participant: shared).
+    public func fetchShare(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
+        try read { state in
+            let scope = params.database ?? .private
+            let zone = try state.openZone(params.zoneID, scope: scope, caller: caller, trace: trace)
+            if scope == .shared {
+                try state.requireSharedAccess(zone: zone, share: params.share, caller: caller, write: false, record: params.share, trace: trace)
+            }
+            return ShareResult(share: try state.shareRecord(zone: zone, name: params.share, caller: caller))
+        }
+    }
+
+    /// shares.invitations: every share that invited the caller and that they have not left.
+    public func invitations(caller: String) throws -> InvitationsResult {
+        try read { state in
+            let rows = try state.db.query("""
+                SELECT z.owner, z.name, p.share, s.root, p.role, p.permission, p.acceptance
+                FROM participants p JOIN zones z ON z.id = p.zone JOIN shares s ON s.zone = p.zone AND s.name = p.share
+                WHERE p.user = ? AND p.role != 'owner' AND p.acceptance != 'removed' ORDER BY z.owner, z.name, p.share
+                """, [caller])
+            return InvitationsResult(invitations: rows.map {
+                Invitation(zoneID: ZoneID(zoneName: $0[1].string ?? "", ownerName: $0[0].string ?? ""), shareName: $0[2].string ?? "",
+                           rootRecordName: $0[3].string, role: $0[4].string ?? "", permission: $0[5].string ?? "",
+                           acceptanceStatus: $0[6].string ?? "")
+            })
+        }
+    }
+
+    // MARK: Helpers
+
+    private func ownerShareOp(caller: String, _ params: ShareParams, trace: RequestTrace?,
+                              _ body: (CloudState, ZoneRow) throws -> Void) throws -> ShareResult {
+        try write { state in
+            guard (params.database ?? .private) == .private else {
+                trace?.decide(false, "only the owner manages a share, through the private database")
+                throw WireError(.permissionFailure, "Only the share's owner changes participants or the public permission, through the private database.",
+                                details: ["reason": "only the owner manages a share"])
+            }
+            let zone = try state.openZone(params.zoneID, scope: .private, caller: caller, trace: trace)
+            guard try state.liveRecord(zone: zone.id, name: params.share)?.type == CloudRecord.shareRecordType else {
+                throw WireError(.unknownItem, "Zone \(zone.name) has no share '\(params.share)'.", details: ["shareName": .string(params.share)])
+            }
+            trace?.decide(true, "owner manages own share", zone: zone.zoneID, record: params.share)
+            try body(state, zone)
+            try state.bumpRecord(zone: zone, name: params.share, user: caller)
+            try state.touchZone(zone)
+            return ShareResult(share: try state.shareRecord(zone: zone, name: params.share, caller: caller))
+        }
+    }
+
+    private func participantZone(_ state: CloudState, caller: String, _ params: ShareParams, trace: RequestTrace?) throws -> ZoneRow {
+        let zoneID = params.zoneID.resolved(caller: caller)
+        trace?.noteZone(zoneID)
+        guard zoneID.ownerName != caller else {
+            throw WireError(.invalidArguments, "\(caller) owns this share; owners do not accept or leave their own shares.")
+        }
+        guard let zone = try state.zone(owner: zoneID.ownerName, name: zoneID.zoneName) else { throw state.zoneNotFound(params.zoneID) }
+        guard try state.liveRecord(zone: zone.id, name: params.share)?.type == CloudRecord.shareRecordType else {
+            throw WireError(.unknownItem, "Zone \(zone.name) of \(zone.owner) has no share '\(params.share)'.", details: ["shareName": .string(params.share)])
+        }
+        return zone
+    }
+
+    private func requireUser(_ user: String?, state: CloudState) throws -> String {
+        guard let user, try state.db.scalar("SELECT 1 FROM users WHERE name = ?", [user]) != nil else {
+            throw WireError(.invalidArguments, "params.user must name an existing user.", details: ["user": user.map { .string($0) } ?? .null])
+        }
+        return user
+    }
+
+    static func permission(_ text: String?, allowNone: Bool) throws -> SharePermission {
+        guard let text, let permission = SharePermission(rawValue: text), allowNone || permission != .none else {
+            throw WireError(.invalidArguments, "params.permission must be \(allowNone ? "none, " : "")readOnly or readWrite.")
+        }
+        return permission
+    }
+}
+
+extension CloudState {
+    func shareInfo(zone: ZoneRow, name: String) throws -> ShareInfo? {
+        guard let row = try db.query("SELECT root, public_permission FROM shares WHERE zone = ? AND name = ?", [zone.id, name]).first else { return nil }
+        let participants = try db.query("SELECT user, role, permission, acceptance FROM participants WHERE zone = ? AND share = ? ORDER BY role != 'owner', user",
+                                        [zone.id, name]).map {
+            ShareParticipant(userRecordName: $0[0].string ?? "", role: $0[1].string ?? "", permission: $0[2].string ?? "", acceptanceStatus: $0[3].string ?? "")
+        }
+        return ShareInfo(owner: zone.owner, publicPermission: row[1].string ?? "none", rootRecordName: row[0].string, participants: participants)
+    }
+
+    func shareRecord(zone: ZoneRow, name: String, caller: String) throws -> CloudRecord {
+        guard let stored = try liveRecord(zone: zone.id, name: name), stored.type == CloudRecord.shareRecordType else {
+            throw WireError(.unknownItem, "Zone \(zone.name) has no share '\(name)'.")
+        }
+        return try render(stored, zone: zone, caller: caller)
+    }
+
+    func createShare(zone: ZoneRow, name: String, root: String?) throws {
+        try db.execute("INSERT OR REPLACE INTO shares(zone, name, root, public_permission) VALUES (?, ?, ?, 'none')", [zone.id, name, root])
+        try db.execute("INSERT OR REPLACE INTO participants(zone, share, user, role, permission, acceptance) VALUES (?, ?, ?, 'owner', 'readWrite', 'accepted')",
+                       [zone.id, name, zone.owner])
+    }
+
+    /// Ends a share: its participants lose the zone (if no other share of it is theirs), the
+    /// share record becomes a tombstone and the root no longer references it.
+    func endShare(zone: ZoneRow, name: String, user: String) throws {
+        let root = try db.scalar("SELECT root FROM shares WHERE zone = ? AND name = ?", [zone.id, name])?.string
+        let users = try db.query("SELECT user FROM participants WHERE zone = ? AND share = ? AND acceptance = 'accepted' AND role != 'owner'",
+                                 [zone.id, name]).compactMap { $0[0].string }
+        try db.execute("DELETE FROM participants WHERE zone = ? AND share = ?", [zone.id, name])
+        try db.execute("DELETE FROM shares WHERE zone = ? AND name = ?", [zone.id, name])
+        for participant in users { try zoneLeftIfLastShare(zone: zone, user: participant) }
+        if try liveRecord(zone: zone.id, name: name) != nil { try tombstone(zone: zone, name: name, user: user) }
+        if let root, let rootRecord = try liveRecord(zone: zone.id, name: root), rootRecord.share == name {
+            try bumpRecord(zone: zone, name: root, user: user, share: .some(nil))
+        }
+    }
+
+    /// Moves a participant to `acceptance`, logging the zone's arrival in or departure from
+    /// their shared database.
+    func setAcceptance(zone: ZoneRow, share: String, user: String, to acceptance: Acceptance, bump: Bool = true) throws {
+        try db.execute("UPDATE participants SET acceptance = ? WHERE zone = ? AND share = ? AND user = ?",
+                       [acceptance.rawValue, zone.id, share, user])
+        if acceptance == .accepted {
+            try logDatabaseChange(user: user, scope: .shared, zone: zone, kind: "changed", seq: nextSeq())
+        } else {
+            try zoneLeftIfLastShare(zone: zone, user: user)
+        }
+        if bump {
+            try bumpRecord(zone: zone, name: share, user: user)
+            try touchZone(zone)
+        }
+    }
+
+    private func zoneLeftIfLastShare(zone: ZoneRow, user: String) throws {
+        let stillIn = try db.scalar("SELECT 1 FROM participants WHERE zone = ? AND user = ? AND acceptance = 'accepted'", [zone.id, user]) != nil
+        if !stillIn { try logDatabaseChange(user: user, scope: .shared, zone: zone, kind: "deleted", seq: nextSeq()) }
+    }
+}

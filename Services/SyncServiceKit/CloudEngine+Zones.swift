@@ -1,0 +1,131 @@
+import MeowWire
+import SQLiteKit
+
+public struct ZonesParams: Codable, Sendable {
+    public var database: DatabaseScope
+    public var zoneIDs: [ZoneID]?
+    /// zones.delete only: report the zones as purged (the owner's devices must not re-upload).
+    public var purge: Bool?
+    public init(database: DatabaseScope, zoneIDs: [ZoneID]? = nil, purge: Bool? = nil) {
+        self.database = database
+        self.zoneIDs = zoneIDs
+        self.purge = purge
+    }
+}
+
+public struct ZoneInfo: Codable, Sendable, Hashable {
+    public var zoneID: ZoneID
+    /// "atomic" and "fetchChanges" for custom zones, "sharing" for zones that can hold shares.
+    public var capabilities: [String]
+    /// The zone-wide share's record name when the zone has one.
+    public var zoneShare: String?
+}
+
+public struct ZonesResult: Codable, Sendable {
+    public var zones: [ZoneInfo]
+    public var deleted: [ZoneID]?
+}
+
+extension CloudEngine {
+    /// zones.save: creates custom zones in the caller's private database (saving an existing zone changes nothing).
+    public func saveZones(caller: String, _ params: ZonesParams, trace: RequestTrace? = nil) throws -> ZonesResult {
+        guard params.database == .private else {
+            throw WireError(.permissionFailure, "Zones are created in the private database; the shared database only shows zones others shared.")
+        }
+        let ids = params.zoneIDs ?? []
+        return try write { state in
+            var saved: [ZoneInfo] = []
+            for requested in ids {
+                let zoneID = requested.resolved(caller: caller)
+                trace?.noteZone(zoneID)
+                guard zoneID.ownerName == caller else {
+                    throw WireError(.permissionFailure, "PrivateDB can't be used to access another user's zone (\(zoneID.zoneName) of \(zoneID.ownerName)).")
+                }
+                guard !zoneID.zoneName.isEmpty else { throw WireError(.invalidArguments, "A zone needs a non-empty zoneName.") }
+                let count = try state.db.scalar("SELECT count(*) FROM zones WHERE owner = ?", [caller])?.int ?? 0
+                let (zone, created) = try state.ensureZone(owner: caller, name: zoneID.zoneName)
+                if created {
+                    guard count < state.limits.maxZonesPerUser else {
+                        throw WireError(.quotaExceeded, "\(caller) already has \(count) zones; the limit is \(state.limits.maxZonesPerUser).",
+                                        details: ["maxZones": .int(state.limits.maxZonesPerUser)])
+                    }
+                    try state.touchZone(zone)
+                }
+                saved.append(try state.zoneInfo(zone, caller: caller))
+            }
+            return ZonesResult(zones: saved)
+        }
+    }
+
+    /// zones.fetch: the listed zones (each must exist and be reachable), or every zone of the database.
+    public func fetchZones(caller: String, _ params: ZonesParams, trace: RequestTrace? = nil) throws -> ZonesResult {
+        try read { state in
+            if let ids = params.zoneIDs {
+                var zones: [ZoneInfo] = []
+                var errors: [String: JSONValue] = [:]
+                for id in ids {
+                    do {
+                        let zone = try state.openZone(id, scope: params.database, caller: caller, trace: trace)
+                        zones.append(try state.zoneInfo(zone, caller: caller))
+                    } catch let error as WireError {
+                        errors[id.zoneName] = try JSONValue(encoding: error)
+                    }
+                }
+                if !errors.isEmpty {
+                    throw WireError(.partialFailure, "\(errors.count) of \(ids.count) zones could not be fetched.",
+                                    details: ["partialErrors": .object(errors), "zones": try JSONValue(encoding: zones)])
+                }
+                return ZonesResult(zones: zones)
+            }
+            let rows: [Row]
+            switch params.database {
+            case .private:
+                rows = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE owner = ? ORDER BY name", [caller])
+            case .shared:
+                rows = try state.db.query("""
+                    SELECT DISTINCT z.id, z.owner, z.name, z.horizon FROM zones z JOIN participants p ON p.zone = z.id
+                    WHERE p.user = ? AND p.acceptance = 'accepted' AND z.owner != ? ORDER BY z.owner, z.name
+                    """, [caller, caller])
+            }
+            return ZonesResult(zones: try rows.map { try state.zoneInfo(CloudState.zoneRow($0), caller: caller) })
+        }
+    }
+
+    /// zones.delete: removes zones of the caller's private database with their records and
+    /// shares; participants see the zone deleted from their shared database.
+    public func deleteZones(caller: String, _ params: ZonesParams, trace: RequestTrace? = nil) throws -> ZonesResult {
+        guard params.database == .private else {
+            throw WireError(.permissionFailure, "Only the owner deletes a zone, through the private database; a participant leaves the share instead.")
+        }
+        return try write { state in
+            var deleted: [ZoneID] = []
+            for id in params.zoneIDs ?? [] {
+                let zone = try state.openZone(id, scope: .private, caller: caller, trace: trace)
+                guard !zone.isDefaultZone else {
+                    throw WireError(.invalidArguments, "The default zone cannot be deleted.", details: ["zoneID": state.zoneJSON(id)])
+                }
+                try state.removeZone(zone, kind: params.purge == true ? "purged" : "deleted")
+                deleted.append(id)
+            }
+            return ZonesResult(zones: [], deleted: deleted)
+        }
+    }
+}
+
+extension CloudState {
+    func zoneInfo(_ zone: ZoneRow, caller: String) throws -> ZoneInfo {
+        let hasZoneShare = try db.scalar("SELECT 1 FROM shares WHERE zone = ? AND name = ?", [zone.id, CloudRecord.zoneShareName]) != nil
+        return ZoneInfo(zoneID: zone.zoneID.presented(to: caller),
+                        capabilities: zone.isDefaultZone ? [] : ["atomic", "fetchChanges", "sharing"],
+                        zoneShare: hasZoneShare ? CloudRecord.zoneShareName : nil)
+    }
+
+    /// Deletes a zone and everything in it; logs `kind` (deleted or purged) for everyone who saw it.
+    func removeZone(_ zone: ZoneRow, kind: String) throws {
+        try touchZone(zone, kind: kind)
+        for table in ["records", "record_versions", "shares", "participants"] {
+            try db.execute("DELETE FROM \(table) WHERE zone = ?", [zone.id])
+        }
+        try db.execute("DELETE FROM zones WHERE id = ?", [zone.id])
+    }
+}

@@ -1,0 +1,212 @@
+import FoundationEssentials
+import MeowWire
+import SQLiteKit
+import Synchronization
+
+/// A change a subscribed connection hears about: one zone of one user's database changed.
+public struct ChangeNotice: Codable, Sendable, Hashable {
+    public var user: String
+    public var scope: DatabaseScope
+    public var zoneID: ZoneID
+    public var seq: Int64
+}
+
+/// The cloud's rules over its SQLite state: users, zones, records, shares, changes.
+///
+/// One serial owner (a `Mutex` around the database): every request's reads and writes run in
+/// one critical section and every modify is one transaction, so two users racing on one zone
+/// get CloudKit's answers (a change tag conflict), never a torn write. Decoding and encoding of
+/// frames happen outside the lock, on each connection's thread.
+///
+/// ```swift
+/// let engine = try CloudEngine(database: .inMemory())
+/// try engine.createUser("alice", credential: "a-secret")
+/// _ = try engine.saveZones(caller: "alice", SaveZonesParams(database: .private, zones: [...]))
+/// ```
+public final class CloudEngine: Sendable {
+    /// Guards `cloud`: every use of the database happens inside this lock.
+    private let lock = Mutex(())
+    private let cloud: CloudState
+    private let accounts = Mutex([String: Account]())
+    private let fixedClock = Mutex<Double?>(nil)
+    private let listener = Mutex<(@Sendable ([ChangeNotice]) -> Void)?>(nil)
+
+    struct Account: Sendable {
+        var credential: String
+        var status: AccountStatus
+    }
+
+    public init(database: sending Database, limits: CloudLimits = CloudLimits()) throws {
+        try CloudSchema.create(in: database)
+        let seq = try database.scalar("SELECT value FROM meta WHERE key = 'seq'")?.int64 ?? 0
+        cloud = CloudState(db: database, seq: seq, limits: limits)
+        try reloadAccounts()
+    }
+
+    /// Called after each committed change with the notices to publish.
+    public func onChange(_ body: @escaping @Sendable ([ChangeNotice]) -> Void) {
+        listener.withLock { $0 = body }
+    }
+
+    // MARK: Clock
+
+    /// Seconds since 1970: the injected time when one is set, else the real clock.
+    public func now() -> Double {
+        fixedClock.withLock { $0 } ?? Date().timeIntervalSince1970
+    }
+
+    /// Fixes the clock at `seconds` (nil returns to the real clock).
+    public func setClock(_ seconds: Double?) {
+        fixedClock.withLock { $0 = seconds }
+    }
+
+    // MARK: Running work
+
+    /// Runs `body` inside the lock and one transaction; publishes its notices after commit.
+    func write<T: Sendable>(_ body: (CloudState) throws -> T) throws -> T {
+        let now = now()
+        let (value, notices) = try locked { state throws -> (T, [ChangeNotice]) in
+            state.now = now
+            state.notices = []
+            let startSeq = state.seq
+            do {
+                let value = try state.db.transaction {
+                    let value = try body(state)
+                    if state.seq != startSeq {
+                        try state.db.execute("UPDATE meta SET value = ? WHERE key = 'seq'", [state.seq])
+                    }
+                    return value
+                }
+                return (value, state.notices)
+            } catch {
+                state.notices = []
+                throw error
+            }
+        }
+        if !notices.isEmpty, let listener = listener.withLock({ $0 }) { listener(notices) }
+        return value
+    }
+
+    /// Runs a read inside the lock (no transaction needed: one connection, one owner).
+    func read<T: Sendable>(_ body: (CloudState) throws -> T) throws -> T {
+        let now = now()
+        return try locked { state throws -> T in
+            state.now = now
+            return try body(state)
+        }
+    }
+
+    /// The one way to the database: inside the lock.
+    func locked<T: Sendable>(_ body: (CloudState) throws -> T) throws -> T {
+        try lock.withLock { _ throws -> T in try body(cloud) }
+    }
+
+    // MARK: Accounts
+
+    func reloadAccounts() throws {
+        let rows = try locked { state throws -> [Row] in
+            try state.db.query("SELECT name, credential, status FROM users")
+        }
+        var loaded: [String: Account] = [:]
+        for row in rows {
+            loaded[row["name"].string ?? ""] = Account(credential: row["credential"].string ?? "",
+                                                       status: AccountStatus(rawValue: row["status"].string ?? "") ?? .available)
+        }
+        accounts.withLock { $0 = loaded }
+    }
+
+    /// The user whose credential this is, or nil.
+    public func user(forCredential credential: String) -> String? {
+        accounts.withLock { accounts in accounts.first { $0.value.credential == credential }?.key }
+    }
+
+    public func accountStatus(of user: String) -> AccountStatus? {
+        accounts.withLock { $0[user]?.status }
+    }
+
+    /// Throws CloudKit's error for a user whose account is not available.
+    public func requireAvailableAccount(_ user: String) throws {
+        switch accountStatus(of: user) {
+        case .available: return
+        case .noAccount:
+            throw WireError(.notAuthenticated, "User '\(user)' has no iCloud account (account status noAccount).",
+                            details: ["user": .string(user), "accountStatus": "noAccount"])
+        case .temporarilyUnavailable:
+            throw WireError(.accountTemporarilyUnavailable, "User '\(user)''s account is temporarily unavailable; retry later.",
+                            details: ["user": .string(user), "accountStatus": "temporarilyUnavailable"])
+        case nil:
+            throw WireError(.notAuthenticated, "User '\(user)' no longer exists.", details: ["user": .string(user)])
+        }
+    }
+
+    /// Creates a user with a credential and a private database holding `_defaultZone`.
+    @discardableResult
+    public func createUser(_ name: String, credential: String) throws -> UserSummary {
+        guard !name.isEmpty, name != ZoneID.defaultOwner, !credential.isEmpty else {
+            throw WireError(.invalidArguments, "A user needs a non-empty name (not \(ZoneID.defaultOwner)) and a non-empty credential.")
+        }
+        try write { state in
+            if try state.db.scalar("SELECT 1 FROM users WHERE name = ?", [name]) != nil {
+                throw WireError(.constraintViolation, "User '\(name)' already exists.", details: ["user": .string(name)])
+            }
+            if try state.db.scalar("SELECT 1 FROM users WHERE credential = ?", [credential]) != nil {
+                throw WireError(.constraintViolation, "Another user already has this credential.", details: ["user": .string(name)])
+            }
+            try state.db.execute("INSERT INTO users(name, credential, status, created) VALUES (?, ?, 'available', ?)",
+                                 [name, credential, state.now])
+            _ = try state.ensureZone(owner: name, name: ZoneID.defaultZoneName)
+        }
+        accounts.withLock { $0[name] = Account(credential: credential, status: .available) }
+        return UserSummary(user: name, accountStatus: .available)
+    }
+
+    public func setAccountStatus(_ user: String, _ status: AccountStatus) throws -> UserSummary {
+        try write { state in
+            try state.db.execute("UPDATE users SET status = ? WHERE name = ?", [status.rawValue, user])
+            if state.db.changes == 0 { throw WireError(.unknownItem, "No user named '\(user)'.", details: ["user": .string(user)]) }
+        }
+        accounts.withLock { $0[user]?.status = status }
+        return UserSummary(user: user, accountStatus: status)
+    }
+
+    public func listUsers() throws -> [UserSummary] {
+        try read { state in
+            try state.db.query("SELECT name, status FROM users ORDER BY name").map {
+                UserSummary(user: $0["name"].string ?? "", accountStatus: AccountStatus(rawValue: $0["status"].string ?? "") ?? .available)
+            }
+        }
+    }
+}
+
+public struct UserSummary: Codable, Sendable, Hashable {
+    public var user: String
+    public var accountStatus: AccountStatus
+}
+
+/// What the lock guards: the database and the sequence counter.
+/// @unchecked Sendable: CloudEngine only reaches it inside `locked`, one thread at a time.
+final class CloudState: @unchecked Sendable {
+    let db: Database
+    var seq: Int64
+    var limits: CloudLimits
+    var now: Double = 0
+    var notices: [ChangeNotice] = []
+    let encoder: JSONEncoder
+    let decoder = JSONDecoder()
+
+    init(db: Database, seq: Int64, limits: CloudLimits) {
+        self.db = db
+        self.seq = seq
+        self.limits = limits
+        encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    }
+
+    func nextSeq() -> Int64 {
+        seq += 1
+        return seq
+    }
+
+    /// A change tag: the write's sequence number in base 36 (unique for ever; never reused).
+    static func tag(for seq: Int64) -> String { String(seq, radix: 36) }
+}

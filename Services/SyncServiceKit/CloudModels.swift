@@ -1,0 +1,191 @@
+import FoundationEssentials
+import MeowWire
+
+/// The two databases a user reaches. (CloudKit's public database is not modelled.)
+public enum DatabaseScope: String, Codable, Sendable, Hashable {
+    case `private`, shared
+}
+
+/// A zone's identity: (zoneName, ownerName). `__defaultOwner__` means the caller.
+public struct ZoneID: Codable, Sendable, Hashable {
+    public static let defaultOwner = "__defaultOwner__"
+    public static let defaultZoneName = "_defaultZone"
+    public static let coreDataZoneName = "com.apple.coredata.cloudkit.zone"
+
+    public var zoneName: String
+    public var ownerName: String
+
+    public init(zoneName: String, ownerName: String = ZoneID.defaultOwner) {
+        self.zoneName = zoneName
+        self.ownerName = ownerName
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        zoneName = try container.decode(String.self, forKey: .zoneName)
+        ownerName = try container.decodeIfPresent(String.self, forKey: .ownerName) ?? ZoneID.defaultOwner
+    }
+
+    /// The real owner: `__defaultOwner__` replaced by the caller.
+    func resolved(caller: String) -> ZoneID {
+        ownerName == ZoneID.defaultOwner ? ZoneID(zoneName: zoneName, ownerName: caller) : self
+    }
+
+    /// As the caller sees it: their own zones carry `__defaultOwner__`.
+    func presented(to caller: String) -> ZoneID {
+        ownerName == caller ? ZoneID(zoneName: zoneName, ownerName: ZoneID.defaultOwner) : self
+    }
+
+    var isDefaultOrCoreDataZone: Bool {
+        zoneName == ZoneID.defaultZoneName || zoneName == ZoneID.coreDataZoneName
+    }
+}
+
+/// A reference to another record of the same zone (`parent`, `share`, reference fields).
+public struct RecordReference: Codable, Sendable, Hashable {
+    public var recordName: String
+    public var action: String?
+    public init(recordName: String, action: String? = nil) {
+        self.recordName = recordName
+        self.action = action
+    }
+}
+
+/// A record's identity in requests: recordName + zoneID.
+public struct RecordID: Codable, Sendable, Hashable {
+    public var recordName: String
+    public var zoneID: ZoneID
+    public init(recordName: String, zoneID: ZoneID) {
+        self.recordName = recordName
+        self.zoneID = zoneID
+    }
+}
+
+/// One participant of a share, as the owner and participants see it.
+public struct ShareParticipant: Codable, Sendable, Hashable {
+    public var userRecordName: String
+    public var role: String          // owner, privateUser, publicUser
+    public var permission: String    // none, readOnly, readWrite
+    public var acceptanceStatus: String  // pending, accepted, removed
+}
+
+/// Server-maintained part of a `cloudkit.share` record.
+public struct ShareInfo: Codable, Sendable, Hashable {
+    public var owner: String
+    public var publicPermission: String
+    public var rootRecordName: String?
+    public var participants: [ShareParticipant]
+}
+
+/// A record on the wire. `fields` maps a field name to `{"type": …, "value": …}`; field types
+/// the server does not know are kept and returned unchanged.
+public struct CloudRecord: Codable, Sendable, Hashable {
+    public static let shareRecordType = "cloudkit.share"
+    public static let zoneShareName = "cloudkit.zoneshare"
+
+    public var recordName: String
+    public var zoneID: ZoneID
+    public var recordType: String
+    public var fields: [String: JSONValue]
+    public var recordChangeTag: String?
+    public var creationDate: Double?
+    public var modificationDate: Double?
+    public var creatorUserRecordName: String?
+    public var lastModifiedUserRecordName: String?
+    public var parent: RecordReference?
+    public var share: RecordReference?
+    public var shareInfo: ShareInfo?
+
+    public init(recordName: String, zoneID: ZoneID, recordType: String, fields: [String: JSONValue] = [:],
+                recordChangeTag: String? = nil, parent: RecordReference? = nil, share: RecordReference? = nil) {
+        self.recordName = recordName
+        self.zoneID = zoneID
+        self.recordType = recordType
+        self.fields = fields
+        self.recordChangeTag = recordChangeTag
+        self.parent = parent
+        self.share = share
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        recordName = try c.decode(String.self, forKey: .recordName)
+        zoneID = try c.decode(ZoneID.self, forKey: .zoneID)
+        recordType = try c.decode(String.self, forKey: .recordType)
+        fields = try c.decodeIfPresent([String: JSONValue].self, forKey: .fields) ?? [:]
+        recordChangeTag = try c.decodeIfPresent(String.self, forKey: .recordChangeTag)
+        creationDate = try c.decodeIfPresent(Double.self, forKey: .creationDate)
+        modificationDate = try c.decodeIfPresent(Double.self, forKey: .modificationDate)
+        creatorUserRecordName = try c.decodeIfPresent(String.self, forKey: .creatorUserRecordName)
+        lastModifiedUserRecordName = try c.decodeIfPresent(String.self, forKey: .lastModifiedUserRecordName)
+        parent = try c.decodeIfPresent(RecordReference.self, forKey: .parent)
+        share = try c.decodeIfPresent(RecordReference.self, forKey: .share)
+        shareInfo = try c.decodeIfPresent(ShareInfo.self, forKey: .shareInfo)
+    }
+
+    var isShare: Bool { recordType == CloudRecord.shareRecordType }
+    var recordID: RecordID { RecordID(recordName: recordName, zoneID: zoneID) }
+}
+
+/// Field types the server checks; any other type is stored as given.
+enum FieldValidation {
+    static func problem(in fields: [String: JSONValue]) -> String? {
+        for (name, field) in fields {
+            if field.isNull { continue }  // null in changedKeys means "remove this field"
+            guard let object = field.objectValue, let type = object["type"]?.stringValue else {
+                return "field '\(name)' must be an object {\"type\": …, \"value\": …}"
+            }
+            if let problem = check(type: type, value: object["value"] ?? .null) { return "field '\(name)': \(problem)" }
+        }
+        return nil
+    }
+
+    private static func check(type: String, value: JSONValue) -> String? {
+        switch type {
+        case "string": return value.stringValue == nil ? "a string field needs a string value" : nil
+        case "int64": if case .int = value { return nil }; return "an int64 field needs an integer value"
+        case "double", "date": return value.doubleValue == nil ? "a \(type) field needs a number value" : nil
+        case "bytes": return value.stringValue == nil ? "a bytes field needs a base64 string value" : nil
+        case "reference": return value["recordName"]?.stringValue == nil ? "a reference needs {\"recordName\": …}" : nil
+        case "list":
+            guard let items = value.arrayValue else { return "a list field needs an array value" }
+            for item in items {
+                guard let object = item.objectValue, let itemType = object["type"]?.stringValue else {
+                    return "list items must be {\"type\": …, \"value\": …}"
+                }
+                if let problem = check(type: itemType, value: object["value"] ?? .null) { return problem }
+            }
+            return nil
+        default: return nil
+        }
+    }
+}
+
+/// Limits of one container; `admin.setLimits` changes them at run time.
+public struct CloudLimits: Codable, Sendable, Hashable {
+    public var maxItemsPerRequest = 400
+    public var maxRequestBytes = 2 * 1024 * 1024
+    public var maxRecordBytes = 1024 * 1024
+    public var maxParticipants = 100
+    public var maxZonesPerUser = 1000
+    /// Deleted-record tombstones and superseded versions older than this are dropped; tokens
+    /// from before the dropped history answer changeTokenExpired.
+    public var retentionSeconds = 30 * 24 * 3600
+    public var defaultFetchLimit = 400
+
+    public init() {}
+}
+
+/// Account states a user can be put in (CKAccountStatus).
+public enum AccountStatus: String, Codable, Sendable {
+    case available, noAccount, temporarilyUnavailable
+}
+
+/// Share permissions and acceptance states.
+enum SharePermission: String, Codable, Sendable {
+    case none, readOnly, readWrite
+}
+
+enum Acceptance: String, Codable, Sendable {
+    case pending, accepted, removed
+}

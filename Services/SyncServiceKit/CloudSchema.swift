@@ -1,0 +1,66 @@
+import SQLiteKit
+
+/// The whole cloud in one SQLite database.
+///
+/// Every write takes the next value of one container-wide sequence (`meta.seq`): a record's
+/// row keeps the sequence of its last write, so "changes since a token" is an index range scan
+/// on `(zone, seq)` whose cost depends on the changes, not on the zone's size. Deleted records
+/// stay as tombstones (`deleted = 1`) until the retention drops them; the zone's `horizon` then
+/// moves past them and older tokens answer changeTokenExpired.
+enum CloudSchema {
+    static let version = 1
+
+    static let statements = """
+    CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS users(
+        name TEXT PRIMARY KEY, credential TEXT NOT NULL UNIQUE,
+        status TEXT NOT NULL DEFAULT 'available', created REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS zones(
+        id INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, name TEXT NOT NULL,
+        created REAL NOT NULL, horizon INTEGER NOT NULL DEFAULT 0, UNIQUE(owner, name));
+    CREATE TABLE IF NOT EXISTS records(
+        zone INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, fields TEXT,
+        tag TEXT NOT NULL, seq INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
+        created REAL NOT NULL, creator TEXT NOT NULL, modified REAL NOT NULL, modifier TEXT NOT NULL,
+        parent TEXT, share TEXT, PRIMARY KEY(zone, name)) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS records_by_seq ON records(zone, seq);
+    CREATE INDEX IF NOT EXISTS records_by_parent ON records(zone, parent) WHERE parent IS NOT NULL;
+    CREATE INDEX IF NOT EXISTS tombstones_by_age ON records(zone, modified) WHERE deleted = 1;
+    CREATE TABLE IF NOT EXISTS record_versions(
+        zone INTEGER NOT NULL, name TEXT NOT NULL, tag TEXT NOT NULL, body TEXT NOT NULL,
+        superseded REAL NOT NULL, PRIMARY KEY(zone, name, tag)) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS record_versions_by_age ON record_versions(superseded);
+    CREATE TABLE IF NOT EXISTS shares(
+        zone INTEGER NOT NULL, name TEXT NOT NULL, root TEXT,
+        public_permission TEXT NOT NULL DEFAULT 'none', PRIMARY KEY(zone, name));
+    CREATE TABLE IF NOT EXISTS participants(
+        zone INTEGER NOT NULL, share TEXT NOT NULL, user TEXT NOT NULL, role TEXT NOT NULL,
+        permission TEXT NOT NULL, acceptance TEXT NOT NULL, PRIMARY KEY(zone, share, user));
+    CREATE INDEX IF NOT EXISTS participants_by_user ON participants(user);
+    CREATE TABLE IF NOT EXISTS database_changes(
+        user TEXT NOT NULL, scope TEXT NOT NULL, owner TEXT NOT NULL, zone_name TEXT NOT NULL,
+        kind TEXT NOT NULL, seq INTEGER NOT NULL, changed REAL NOT NULL,
+        PRIMARY KEY(user, scope, owner, zone_name));
+    CREATE INDEX IF NOT EXISTS database_changes_by_seq ON database_changes(user, scope, seq);
+    """
+
+    /// Tables a snapshot carries, with their columns, in an order that imports cleanly.
+    static let snapshotTables: [(name: String, columns: [String])] = [
+        ("users", ["name", "credential", "status", "created"]),
+        ("zones", ["id", "owner", "name", "created", "horizon"]),
+        ("records", ["zone", "name", "type", "fields", "tag", "seq", "deleted", "created", "creator",
+                     "modified", "modifier", "parent", "share"]),
+        ("record_versions", ["zone", "name", "tag", "body", "superseded"]),
+        ("shares", ["zone", "name", "root", "public_permission"]),
+        ("participants", ["zone", "share", "user", "role", "permission", "acceptance"]),
+        ("database_changes", ["user", "scope", "owner", "zone_name", "kind", "seq", "changed"]),
+        ("meta", ["key", "value"]),
+    ]
+
+    static func create(in db: Database) throws {
+        try db.execute(statements)
+        try db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schemaVersion', \(version))")
+        try db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('seq', 0)")
+        try db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('databaseHorizon', 0)")
+    }
+}

@@ -1,0 +1,135 @@
+import MeowWire
+
+/// What one request touched and every permission decision taken for it, with its reason:
+/// the request log's raw material. Used on one thread (the request's).
+public final class RequestTrace {
+    public var database: String?
+    public var zones: [String] = []
+    public var decisions: [JSONValue] = []
+
+    public init() {}
+
+    func noteZone(_ zone: ZoneID) {
+        let text = "\(zone.ownerName)/\(zone.zoneName)"
+        if !zones.contains(text) { zones.append(text) }
+    }
+
+    func decide(_ allowed: Bool, _ reason: String, zone: ZoneID? = nil, record: String? = nil) {
+        var entry: [String: JSONValue] = ["decision": .string(allowed ? "allowed" : "denied"), "reason": .string(reason)]
+        if let zone { entry["zone"] = .string("\(zone.ownerName)/\(zone.zoneName)") }
+        if let record { entry["recordName"] = .string(record) }
+        decisions.append(.object(entry))
+    }
+}
+
+/// Seed 002's fault text, which the shared database's refusals carry.
+public let sharedDatabaseDefaultZoneFault = "Illegal attempt to work with the core-data or default zone in the shared database"
+
+extension CloudState {
+    /// Resolves a zone for `caller` in `scope`, enforcing who may reach it at all. In the
+    /// shared database the caller must be an accepted participant of some share of the zone;
+    /// per-record rights are checked by `requireSharedAccess`.
+    func openZone(_ requested: ZoneID, scope: DatabaseScope, caller: String, trace: RequestTrace?) throws -> ZoneRow {
+        let zoneID = requested.resolved(caller: caller)
+        trace?.noteZone(zoneID)
+        switch scope {
+        case .private:
+            guard zoneID.ownerName == caller else {
+                trace?.decide(false, "private database of \(caller) cannot reach a zone owned by \(zoneID.ownerName)", zone: zoneID)
+                throw WireError(.permissionFailure, "PrivateDB can't be used to access another user's zone (\(zoneID.zoneName) of \(zoneID.ownerName)); use the shared database.",
+                                details: ["zoneID": zoneJSON(requested)])
+            }
+            guard let zone = try zone(owner: caller, name: zoneID.zoneName) else { throw zoneNotFound(requested) }
+            return zone
+        case .shared:
+            if requested.isDefaultOrCoreDataZone {
+                trace?.decide(false, "the shared database has no default or core-data zone", zone: zoneID)
+                throw WireError(.permissionFailure,
+                                "\(sharedDatabaseDefaultZoneFault): <CKRecordZoneID: zoneName=\(requested.zoneName), ownerName=\(requested.ownerName)>",
+                                details: ["zoneID": zoneJSON(requested)])
+            }
+            guard zoneID.ownerName != caller else {
+                trace?.decide(false, "own zone addressed through the shared database", zone: zoneID)
+                throw WireError(.permissionFailure, "The shared database only holds zones other users shared with \(caller); \(caller)'s own zone \(zoneID.zoneName) is in the private database.",
+                                details: ["zoneID": zoneJSON(requested)])
+            }
+            guard let zone = try zone(owner: zoneID.ownerName, name: zoneID.zoneName) else { throw zoneNotFound(requested) }
+            let states = try db.query("SELECT acceptance FROM participants WHERE zone = ? AND user = ?", [zone.id, caller]).compactMap { $0[0].string }
+            guard states.contains(Acceptance.accepted.rawValue) else {
+                let reason = states.isEmpty ? "\(caller) is not a participant of any share in this zone"
+                    : "\(caller)'s participation is \(states.contains("pending") ? "pending (not accepted)" : "removed")"
+                trace?.decide(false, reason, zone: zoneID)
+                throw WireError(.permissionFailure, "\(caller) cannot use zone \(zoneID.zoneName) of \(zoneID.ownerName): \(reason).",
+                                details: ["zoneID": zoneJSON(requested), "reason": .string(reason)])
+            }
+            return zone
+        }
+    }
+
+    func zoneNotFound(_ zoneID: ZoneID) -> WireError {
+        WireError(.zoneNotFound, "Zone '\(zoneID.zoneName)' (owner \(zoneID.ownerName)) does not exist.", details: ["zoneID": zoneJSON(zoneID)])
+    }
+
+    /// The share a record belongs to: the zone-wide share, else the first `share` found walking
+    /// up the parent chain from `name` (records of the current request win over stored ones).
+    func governingShare(zone: Int64, from name: String?, pending: [String: CloudRecord] = [:]) throws -> String? {
+        if try db.scalar("SELECT 1 FROM shares WHERE zone = ? AND name = ?", [zone, CloudRecord.zoneShareName]) != nil {
+            return CloudRecord.zoneShareName
+        }
+        var current = name
+        var seen: Set<String> = []
+        while let name = current, seen.insert(name).inserted {
+            if let record = pending[name] {
+                if record.isShare { return record.recordName }
+                if let share = record.share?.recordName { return share }
+                current = record.parent?.recordName
+            } else if let record = try liveRecord(zone: zone, name: name) {
+                if record.type == CloudRecord.shareRecordType { return record.name }
+                if let share = record.share { return share }
+                current = record.parent
+            } else {
+                return nil
+            }
+        }
+        return nil
+    }
+
+    /// The caller's participation in one share, or nil.
+    func participation(zone: Int64, share: String, user: String) throws -> (permission: String, acceptance: String, role: String)? {
+        guard let row = try db.query("SELECT permission, acceptance, role FROM participants WHERE zone = ? AND share = ? AND user = ?",
+                                     [zone, share, user]).first else { return nil }
+        return (row[0].string ?? "none", row[1].string ?? "pending", row[2].string ?? "privateUser")
+    }
+
+    /// Checks that a shared-database caller may read (or write) a record governed by `share`.
+    func requireSharedAccess(zone: ZoneRow, share: String?, caller: String, write: Bool, record: String, trace: RequestTrace?) throws {
+        guard let share else {
+            let reason = "record is outside any share"
+            trace?.decide(false, reason, zone: zone.zoneID, record: record)
+            throw WireError(.permissionFailure, "Record '\(record)' is not in a share \(caller) participates in (\(reason)); the shared database only holds shared records.",
+                            details: ["recordName": .string(record), "reason": .string(reason)])
+        }
+        let reason: String
+        if let part = try participation(zone: zone.id, share: share, user: caller) {
+            if part.acceptance != Acceptance.accepted.rawValue {
+                reason = "participant of share \(share) is \(part.acceptance)"
+            } else if write && part.permission != SharePermission.readWrite.rawValue {
+                reason = "participant of share \(share) has permission \(part.permission)"
+            } else if !write && part.permission == SharePermission.none.rawValue {
+                reason = "participant of share \(share) has permission none"
+            } else {
+                trace?.decide(true, "accepted participant of share \(share) with permission \(part.permission)", zone: zone.zoneID, record: record)
+                return
+            }
+        } else {
+            reason = "\(caller) is not a participant of share \(share)"
+        }
+        trace?.decide(false, reason, zone: zone.zoneID, record: record)
+        throw WireError(.permissionFailure, "\(caller) may not \(write ? "write" : "read") record '\(record)': \(reason).",
+                        details: ["recordName": .string(record), "share": .string(share), "reason": .string(reason)])
+    }
+
+    func zoneJSON(_ zoneID: ZoneID) -> JSONValue {
+        ["zoneName": .string(zoneID.zoneName), "ownerName": .string(zoneID.ownerName)]
+    }
+}

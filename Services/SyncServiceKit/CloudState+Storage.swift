@@ -1,0 +1,182 @@
+import FoundationEssentials
+import MeowWire
+import SQLiteKit
+
+/// A zone row.
+struct ZoneRow: Sendable, Hashable {
+    var id: Int64
+    var owner: String
+    var name: String
+    var horizon: Int64
+    var zoneID: ZoneID { ZoneID(zoneName: name, ownerName: owner) }
+    /// `_defaultZone` is neither atomic nor change-fetchable, as in CloudKit.
+    var isDefaultZone: Bool { name == ZoneID.defaultZoneName }
+}
+
+/// A record row (live or tombstone) as stored.
+struct StoredRecord: Sendable {
+    var name: String
+    var type: String
+    var fields: String?
+    var tag: String
+    var seq: Int64
+    var deleted: Bool
+    var created: Double
+    var creator: String
+    var modified: Double
+    var modifier: String
+    var parent: String?
+    var share: String?
+
+    static let columns = "name, type, fields, tag, seq, deleted, created, creator, modified, modifier, parent, share"
+}
+
+extension StoredRecord {
+    init(row: Row) {
+        name = row[0].string ?? ""
+        type = row[1].string ?? ""
+        fields = row[2].string
+        tag = row[3].string ?? ""
+        seq = row[4].int64 ?? 0
+        deleted = row[5].int64 == 1
+        created = row[6].double ?? 0
+        creator = row[7].string ?? ""
+        modified = row[8].double ?? 0
+        modifier = row[9].string ?? ""
+        parent = row[10].string
+        share = row[11].string
+    }
+}
+
+extension CloudState {
+    // MARK: Zones
+
+    func zone(owner: String, name: String) throws -> ZoneRow? {
+        try db.query("SELECT id, owner, name, horizon FROM zones WHERE owner = ? AND name = ?", [owner, name]).first.map(Self.zoneRow)
+    }
+
+    func zone(id: Int64) throws -> ZoneRow? {
+        try db.query("SELECT id, owner, name, horizon FROM zones WHERE id = ?", [id]).first.map(Self.zoneRow)
+    }
+
+    static func zoneRow(_ row: Row) -> ZoneRow {
+        ZoneRow(id: row[0].int64 ?? 0, owner: row[1].string ?? "", name: row[2].string ?? "", horizon: row[3].int64 ?? 0)
+    }
+
+    /// The zone, created if missing. Returns whether it was created.
+    func ensureZone(owner: String, name: String) throws -> (ZoneRow, created: Bool) {
+        if let existing = try zone(owner: owner, name: name) { return (existing, false) }
+        try db.execute("INSERT INTO zones(owner, name, created, horizon) VALUES (?, ?, ?, 0)", [owner, name, now])
+        let row = ZoneRow(id: db.lastInsertRowID, owner: owner, name: name, horizon: 0)
+        return (row, true)
+    }
+
+    // MARK: Records
+
+    func record(zone: Int64, name: String) throws -> StoredRecord? {
+        try db.query("SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND name = ?", [zone, name]).first.map(StoredRecord.init)
+    }
+
+    func liveRecord(zone: Int64, name: String) throws -> StoredRecord? {
+        guard let record = try record(zone: zone, name: name), !record.deleted else { return nil }
+        return record
+    }
+
+    func encodeFields(_ fields: [String: JSONValue]) throws -> String {
+        String(decoding: try encoder.encode(fields), as: UTF8.self)
+    }
+
+    func decodeFields(_ text: String?) -> [String: JSONValue] {
+        guard let text else { return [:] }
+        return (try? decoder.decode([String: JSONValue].self, from: Data(text.utf8))) ?? [:]
+    }
+
+    /// The wire form of a stored record as `caller` sees it (share records carry `shareInfo`).
+    func render(_ stored: StoredRecord, zone: ZoneRow, caller: String) throws -> CloudRecord {
+        var record = CloudRecord(recordName: stored.name, zoneID: zone.zoneID.presented(to: caller),
+                                 recordType: stored.type, fields: decodeFields(stored.fields),
+                                 recordChangeTag: stored.tag,
+                                 parent: stored.parent.map { RecordReference(recordName: $0) },
+                                 share: stored.share.map { RecordReference(recordName: $0) })
+        record.creationDate = stored.created
+        record.modificationDate = stored.modified
+        record.creatorUserRecordName = stored.creator
+        record.lastModifiedUserRecordName = stored.modifier
+        if record.isShare { record.shareInfo = try shareInfo(zone: zone, name: stored.name) }
+        return record
+    }
+
+    /// Writes a record's new version; the superseded one is kept for serverRecordChanged's ancestor.
+    func storeRecord(zone: ZoneRow, name: String, type: String, fieldsJSON: String, parent: String?, share: String?,
+                     previous: StoredRecord?, user: String) throws -> StoredRecord {
+        if let previous, !previous.deleted {
+            let body = try render(previous, zone: zone, caller: zone.owner)
+            try db.execute("INSERT OR REPLACE INTO record_versions(zone, name, tag, body, superseded) VALUES (?, ?, ?, ?, ?)",
+                           [zone.id, name, previous.tag, String(decoding: try encoder.encode(body), as: UTF8.self), now])
+        }
+        let seq = nextSeq()
+        let live = previous.flatMap { $0.deleted ? nil : $0 }
+        let stored = StoredRecord(name: name, type: type, fields: fieldsJSON, tag: Self.tag(for: seq), seq: seq, deleted: false,
+                                  created: live?.created ?? now, creator: live?.creator ?? user,
+                                  modified: now, modifier: user, parent: parent, share: share)
+        try db.execute("""
+            INSERT OR REPLACE INTO records(zone, name, type, fields, tag, seq, deleted, created, creator, modified, modifier, parent, share)
+            VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)
+            """, [zone.id, name, type, fieldsJSON, stored.tag, seq, stored.created, stored.creator, now, user, parent, share])
+        return stored
+    }
+
+    /// Gives a live record a new change tag (a child was saved under it, or its share changed).
+    func bumpRecord(zone: ZoneRow, name: String, user: String, share: String?? = .none) throws {
+        guard let current = try liveRecord(zone: zone.id, name: name) else { return }
+        let newShare: String? = share ?? current.share
+        _ = try storeRecord(zone: zone, name: name, type: current.type, fieldsJSON: current.fields ?? "{}",
+                            parent: current.parent, share: newShare, previous: current, user: user)
+    }
+
+    /// Turns a record into a tombstone (kept for change fetching until the retention drops it).
+    func tombstone(zone: ZoneRow, name: String, user: String) throws {
+        let seq = nextSeq()
+        try db.execute("UPDATE records SET deleted = 1, fields = NULL, tag = ?, seq = ?, modified = ?, modifier = ?, share = NULL WHERE zone = ? AND name = ?",
+                       [Self.tag(for: seq), seq, now, user, zone.id, name])
+        try db.execute("DELETE FROM record_versions WHERE zone = ? AND name = ?", [zone.id, name])
+    }
+
+    /// The version of a record whose tag was `tag`, if it is still kept.
+    func ancestor(zone: ZoneRow, name: String, tag: String, current: StoredRecord?, caller: String) throws -> CloudRecord? {
+        if let current, current.tag == tag, !current.deleted { return try render(current, zone: zone, caller: caller) }
+        guard let body = try db.scalar("SELECT body FROM record_versions WHERE zone = ? AND name = ? AND tag = ?", [zone.id, name, tag])?.string,
+              var record = try? decoder.decode(CloudRecord.self, from: Data(body.utf8)) else { return nil }
+        record.zoneID = zone.zoneID.presented(to: caller)
+        return record
+    }
+
+    func liveChildren(zone: Int64, of name: String) throws -> [String] {
+        try db.query("SELECT name FROM records WHERE zone = ? AND parent = ? AND deleted = 0", [zone, name]).compactMap { $0[0].string }
+    }
+
+    // MARK: Database change log
+
+    /// Records that `zone` changed (or was deleted/purged) for its owner's private database and
+    /// for every user who sees it in their shared database, and queues their notices.
+    func touchZone(_ zone: ZoneRow, kind: String = "changed") throws {
+        let seq = nextSeq()
+        try logDatabaseChange(user: zone.owner, scope: .private, zone: zone, kind: kind, seq: seq)
+        for user in try acceptedUsers(zone: zone.id) where user != zone.owner {
+            try logDatabaseChange(user: user, scope: .shared, zone: zone, kind: kind == "purged" ? "deleted" : kind, seq: seq)
+        }
+    }
+
+    func logDatabaseChange(user: String, scope: DatabaseScope, zone: ZoneRow, kind: String, seq: Int64) throws {
+        try db.execute("""
+            INSERT INTO database_changes(user, scope, owner, zone_name, kind, seq, changed) VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(user, scope, owner, zone_name) DO UPDATE SET kind = excluded.kind, seq = excluded.seq, changed = excluded.changed
+            """, [user, scope.rawValue, zone.owner, zone.name, kind, seq, now])
+        notices.append(ChangeNotice(user: user, scope: scope, zoneID: zone.zoneID, seq: seq))
+    }
+
+    /// Users with an accepted participation in any share of the zone.
+    func acceptedUsers(zone: Int64) throws -> [String] {
+        try db.query("SELECT DISTINCT user FROM participants WHERE zone = ? AND acceptance = 'accepted'", [zone]).compactMap { $0[0].string }
+    }
+}

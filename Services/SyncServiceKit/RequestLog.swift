@@ -1,0 +1,88 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import MeowWire
+import Synchronization
+
+/// One request as the operator sees it: who, where, what, the answer, and every permission
+/// decision with its reason.
+public struct RequestLogEntry: Codable, Sendable {
+    public var seq: Int
+    public var time: Double
+    public var connection: Int
+    public var user: String?
+    public var op: String
+    public var database: String?
+    public var zones: [String]
+    public var code: String
+    public var permissions: [JSONValue]
+}
+
+public struct RequestLogParams: Codable, Sendable {
+    /// Only entries after this sequence number.
+    public var after: Int?
+    public var limit: Int?
+}
+
+public struct RequestLogResult: Codable, Sendable {
+    public var entries: [RequestLogEntry]
+    /// The same entries as JSON lines.
+    public var jsonLines: String
+}
+
+/// The last `capacity` requests in memory, and every request appended to a file as a JSON line
+/// when `--request-log FILE` is given.
+public final class RequestLog: Sendable {
+    private struct State {
+        var entries: [RequestLogEntry] = []
+        var next = 1
+    }
+
+    private let state = Mutex(State())
+    private let capacity: Int
+    private let file: Mutex<UnsafeMutablePointer<FILE>?>
+
+    public init(capacity: Int = 10_000, path: String? = nil) throws {
+        self.capacity = capacity
+        var handle: UnsafeMutablePointer<FILE>?
+        if let path {
+            handle = fopen(path, "a")
+            if handle == nil { throw WireError(.internalError, "Cannot open the request log \(path): \(String(cString: strerror(errno))).") }
+        }
+        file = Mutex(handle)
+    }
+
+    deinit {
+        file.withLock { if let handle = $0 { fclose(handle) } }
+    }
+
+    func record(connection: Int, user: String?, op: String, trace: RequestTrace, code: String, time: Double) {
+        let entry = state.withLock { state -> RequestLogEntry in
+            let entry = RequestLogEntry(seq: state.next, time: time, connection: connection, user: user, op: op, database: trace.database,
+                                        zones: trace.zones, code: code, permissions: trace.decisions)
+            state.next += 1
+            state.entries.append(entry)
+            if state.entries.count > capacity { state.entries.removeFirst(state.entries.count - capacity) }
+            return entry
+        }
+        file.withLock { handle in
+            guard let handle, let line = Self.line(entry) else { return }
+            fputs(line + "\n", handle)
+            fflush(handle)
+        }
+    }
+
+    public func entries(after: Int?, limit: Int?) -> RequestLogResult {
+        let selected = state.withLock { state in
+            Array(state.entries.filter { $0.seq > (after ?? 0) }.prefix(max(1, limit ?? 1000)))
+        }
+        return RequestLogResult(entries: selected, jsonLines: selected.compactMap(Self.line).joined(separator: "\n"))
+    }
+
+    static func line(_ entry: RequestLogEntry) -> String? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(entry)).map { String(decoding: $0, as: UTF8.self) }
+    }
+}

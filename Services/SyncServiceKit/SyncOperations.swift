@@ -1,0 +1,88 @@
+import MeowWire
+import ServiceRuntime
+
+public struct CreateUserParams: Codable, Sendable {
+    public var user: String
+    public var credential: String
+}
+
+public struct AccountStatusParams: Codable, Sendable {
+    public var user: String
+    public var status: AccountStatus
+}
+
+public struct UsersResult: Codable, Sendable {
+    public var users: [UserSummary]
+}
+
+public struct ImportSnapshotParams: Codable, Sendable {
+    public var snapshot: CloudSnapshot
+}
+
+/// The sync-service's operation table: users' ops (access `.authenticated`, account status
+/// checked on every request) and admin ops (access `.admin`).
+struct SyncOperations {
+    let service: SyncService
+
+    func register(in registry: inout OperationRegistry) {
+        let service = service
+        func user<P: Decodable & Sendable, R: Encodable & Sendable>(
+            _ name: String, _ type: P.Type, _ summary: String,
+            _ body: @escaping @Sendable (CloudEngine, String, P, RequestTrace) throws -> R
+        ) {
+            registry.register(name, params: type, access: .authenticated, summary: summary) { params, context in
+                try service.run(context, checkAccount: true) { engine, caller, trace in try body(engine, caller, params, trace) }
+            }
+        }
+        func admin<P: Decodable & Sendable, R: Encodable & Sendable>(
+            _ name: String, _ type: P.Type, _ summary: String,
+            _ body: @escaping @Sendable (CloudEngine, P) throws -> R
+        ) {
+            registry.register(name, params: type, access: .admin, summary: summary) { params, context in
+                try service.run(context, checkAccount: false) { engine, _, _ in try body(engine, params) }
+            }
+        }
+
+        user("zones.save", ZonesParams.self, "Creates custom zones in the private database.") { try $0.saveZones(caller: $1, $2, trace: $3) }
+        user("zones.fetch", ZonesParams.self, "Fetches the listed zones, or every zone of a database.") { try $0.fetchZones(caller: $1, $2, trace: $3) }
+        user("zones.delete", ZonesParams.self, "Deletes (or purges) zones of the private database.") { try $0.deleteZones(caller: $1, $2, trace: $3) }
+        user("records.modify", ModifyParams.self, "Saves and deletes records (CloudKit's decision table).") { try $0.modifyRecords(caller: $1, $2, trace: $3) }
+        user("records.fetch", FetchRecordsParams.self, "Fetches records by ID.") { try $0.fetchRecords(caller: $1, $2, trace: $3) }
+        user("changes.fetchZone", FetchZoneChangesParams.self, "Records changed and deleted since a zone token.") { try $0.fetchZoneChanges(caller: $1, $2, trace: $3) }
+        user("changes.fetchDatabase", FetchDatabaseChangesParams.self, "Zones changed, deleted, purged since a database token.") {
+            try $0.fetchDatabaseChanges(caller: $1, $2, trace: $3)
+        }
+        user("shares.fetch", ShareParams.self, "A share record with its participants.") { try $0.fetchShare(caller: $1, $2, trace: $3) }
+        user("shares.accept", ShareParams.self, "Accepts a share; its zone appears in the shared database.") { try $0.acceptShare(caller: $1, $2, trace: $3) }
+        user("shares.leave", ShareParams.self, "Leaves a share; its zone leaves the shared database.") { try $0.leaveShare(caller: $1, $2, trace: $3) }
+        user("shares.setPublicPermission", ShareParams.self, "Owner: none, readOnly or readWrite for anyone who accepts.") {
+            try $0.setPublicPermission(caller: $1, $2, trace: $3)
+        }
+        user("shares.invitations", Empty.self, "Shares the caller is invited to or has accepted.") { engine, caller, _, _ in try engine.invitations(caller: caller) }
+        user("participants.add", ShareParams.self, "Owner: invites a user with a permission.") { try $0.addParticipant(caller: $1, $2, trace: $3) }
+        user("participants.setPermission", ShareParams.self, "Owner: changes a participant's permission.") {
+            try $0.setParticipantPermission(caller: $1, $2, trace: $3)
+        }
+        user("participants.remove", ShareParams.self, "Owner: removes a participant.") { try $0.removeParticipant(caller: $1, $2, trace: $3) }
+
+        admin("admin.createUser", CreateUserParams.self, "Creates a user with a credential.") { try $0.createUser($1.user, credential: $1.credential) }
+        admin("admin.setAccountStatus", AccountStatusParams.self, "available, noAccount or temporarilyUnavailable.") { try $0.setAccountStatus($1.user, $1.status) }
+        admin("admin.listUsers", Empty.self, "Every user and account status.") { engine, _ in UsersResult(users: try engine.listUsers()) }
+        admin("admin.reset", ResetParams.self, "Removes everything, one user's data, or one zone.") { try $0.reset($1) }
+        admin("admin.exportSnapshot", Empty.self, "The whole cloud as one JSON snapshot.") { engine, _ in try engine.exportSnapshot() }
+        admin("admin.importSnapshot", ImportSnapshotParams.self, "Replaces the whole cloud with a snapshot.") { try $0.importSnapshot($1.snapshot) }
+        admin("admin.setClock", ClockParams.self, "Fixes, advances or releases the clock.") { engine, params in
+            if let advance = params.advanceSeconds {
+                engine.setClock(engine.now() + advance)
+            } else {
+                engine.setClock(params.now)
+            }
+            return ClockResult(now: engine.now(), fixed: params.now != nil || params.advanceSeconds != nil)
+        }
+        admin("admin.setLimits", LimitsParams.self, "Changes limits; returns them all.") { try $0.setLimits($1) }
+        admin("admin.expireChangeTokens", Empty.self, "Every token issued so far answers changeTokenExpired.") { engine, _ in try engine.expireChangeTokens() }
+        registry.register("admin.requestLog", params: RequestLogParams.self, access: .admin, summary: "Recent requests with permission decisions.") { params, _ in
+            try service.requestLog().entries(after: params.after, limit: params.limit)
+        }
+    }
+}
