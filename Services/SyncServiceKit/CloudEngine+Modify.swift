@@ -281,7 +281,9 @@ struct ModifyBatch {
         var merged = fieldsJSON
         if policy == .changedKeys, !record.isShare, let live {
             var fields = state.decodeFields(live.fields)
-            for (name, value) in record.fields { fields[name] = value.isNull ? nil : value }
+            for (name, value) in record.fields {
+                if value.isNull { fields.removeValue(forKey: name) } else { fields[name] = value }
+            }
             merged = try state.encodeFields(fields)
         }
         return .save(record, fieldsJSON: merged, share: share, existing: existing)

@@ -1,0 +1,206 @@
+import MeowWire
+import Testing
+@testable import SyncServiceKit
+
+/// SEMANTICS.md B3, row by row, against the rules engine in-process.
+@Suite struct ModifyDecisionTableTests {
+    let cloud: CloudFixture
+    init() throws {
+        cloud = try CloudFixture()
+        try cloud.makeZone()
+    }
+
+    @Test func missingRecordWithoutTagIsInsertedAndMatchingTagSavesWithNewTag() throws {
+        let inserted = try #require(try cloud.save([record("a", title: "one")]).saved.first)
+        let tag = try #require(inserted.recordChangeTag)
+        #expect(inserted.creatorUserRecordName == "owner")
+        let updated = try #require(try cloud.save([record("a", title: "two", tag: tag)]).saved.first)
+        #expect(updated.recordChangeTag != tag)
+        #expect(title(try cloud.fetch("a")) == "two")
+        #expect(updated.creationDate == inserted.creationDate)
+    }
+
+    @Test func staleTagIsServerRecordChangedWithServerClientAndAncestor() throws {
+        let base = try #require(try cloud.save([record("a", title: "base")]).saved.first?.recordChangeTag)
+        try cloud.save([record("a", title: "server edit", tag: base)])
+        let error = wireError { try cloud.save([record("a", title: "client edit", tag: base)]) }
+        let item = try #require(partialErrors(error)["a"])
+        #expect(item.code == .serverRecordChanged)
+        #expect(item.details["ckErrorCode"] == 14)
+        #expect(item.details["serverRecord"]?["fields"]?["CD_title"]?["value"] == "server edit")
+        #expect(item.details["clientRecord"]?["fields"]?["CD_title"]?["value"] == "client edit")
+        #expect(item.details["ancestorRecord"]?["fields"]?["CD_title"]?["value"] == "base")
+        #expect(title(try cloud.fetch("a")) == "server edit")
+    }
+
+    @Test func takenNameWithoutTagIsServerRejectedRequest() throws {
+        try cloud.save([record("a")])
+        let item = partialErrors(wireError { try cloud.save([record("a", title: "again")]) })["a"]
+        #expect(item?.code == .serverRejectedRequest)
+        #expect(item?.details["ckErrorCode"] == 15)
+    }
+
+    @Test func deletedRecordSavedWithTagIsUnknownItem() throws {
+        let tag = try #require(try cloud.save([record("a")]).saved.first?.recordChangeTag)
+        try cloud.delete(["a"])
+        let item = partialErrors(wireError { try cloud.save([record("a", title: "edit", tag: tag)]) })["a"]
+        #expect(item?.code == .unknownItem)
+    }
+
+    @Test func missingZoneIsZoneNotFound() throws {
+        let item = partialErrors(wireError { try cloud.save([record("a", zone: ZoneID(zoneName: "Nope"))]) })["a"]
+        #expect(item?.code == .zoneNotFound)
+        #expect(item?.details["ckErrorCode"] == 26)
+    }
+
+    @Test func tooManyItemsOrBytesIsLimitExceededForTheWholeRequest() throws {
+        let many = (0..<401).map { record("r\($0)") }
+        let error = wireError { try cloud.save(many) }
+        #expect(error?.code == .limitExceeded)
+        #expect(error?.details["ckErrorCode"] == 27)
+        #expect(partialErrors(wireError { _ = try cloud.fetch("r0") })["r0"]?.code == .unknownItem)
+
+        var limits = LimitsParams()
+        limits.maxRequestBytes = 100
+        _ = try cloud.engine.setLimits(limits)
+        let bytes = wireError { try cloud.save([record("big", title: String(repeating: "x", count: 200))]) }
+        #expect(bytes?.code == .limitExceeded)
+    }
+
+    @Test func oversizedRecordIsLimitExceededForThatItem() throws {
+        var limits = LimitsParams()
+        limits.maxRecordBytes = 64
+        _ = try cloud.engine.setLimits(limits)
+        let error = wireError { try cloud.save([record("big", title: String(repeating: "x", count: 100))], atomic: false) }
+        #expect(partialErrors(error)["big"]?.code == .limitExceeded)
+    }
+
+    @Test func parentMissingIsReferenceViolation() throws {
+        let item = partialErrors(wireError { try cloud.save([record("child", parent: "ghost")]) })["child"]
+        #expect(item?.code == .referenceViolation)
+        #expect(item?.details["ckErrorCode"] == 31)
+    }
+
+    @Test func parentSavedInTheSameRequestIsAccepted() throws {
+        let result = try cloud.save([record("child", parent: "session"), record("session", type: "CD_CareSession")])
+        #expect(result.saved.count == 2)
+    }
+
+    @Test func deletingAParentThatLeavesChildrenBehindIsReferenceViolation() throws {
+        try cloud.save([record("session", type: "CD_CareSession"), record("e1", parent: "session"), record("e2", parent: "session")])
+        let item = partialErrors(wireError { try cloud.delete(["session"]) })["session"]
+        #expect(item?.code == .referenceViolation)
+        #expect(try cloud.fetch("session") != nil)
+        let deleted = try cloud.delete(["e1", "e2", "session"])
+        #expect(deleted.deleted.count == 3)
+    }
+
+    @Test func childSaveBumpsTheParentsTag() throws {
+        let parentTag = try #require(try cloud.save([record("session", type: "CD_CareSession")]).saved.first?.recordChangeTag)
+        try cloud.save([record("e1", parent: "session")])
+        let after = try #require(try cloud.fetch("session"))
+        #expect(after.recordChangeTag != parentTag)
+    }
+
+    @Test func atomicZoneFailureFailsTheRestWithBatchRequestFailedAndOtherZonesCommit() throws {
+        try cloud.makeZone("Other")
+        let base = try #require(try cloud.save([record("a", title: "base")]).saved.first?.recordChangeTag)
+        try cloud.save([record("a", title: "server", tag: base)])
+        let error = wireError {
+            try cloud.save([record("a", title: "stale", tag: base), record("new"), record("elsewhere", zone: ZoneID(zoneName: "Other"))])
+        }
+        let items = partialErrors(error)
+        #expect(items["a"]?.code == .serverRecordChanged)
+        #expect(items["new"]?.code == .batchRequestFailed)
+        #expect(items["new"]?.details["ckErrorCode"] == 22)
+        #expect(items["elsewhere"] == nil)
+        #expect(error?.details["saved"]?.arrayValue?.count == 1)
+        #expect(partialErrors(wireError { _ = try cloud.fetch("new") })["new"]?.code == .unknownItem)
+        #expect(try cloud.fetch("elsewhere", zone: ZoneID(zoneName: "Other")) != nil)
+    }
+
+    @Test func nonAtomicRequestAndDefaultZoneSaveTheGoodItems() throws {
+        try cloud.save([record("a")])
+        let error = wireError { try cloud.save([record("a", title: "no tag"), record("b")], atomic: false) }
+        #expect(partialErrors(error)["a"]?.code == .serverRejectedRequest)
+        #expect(try cloud.fetch("b") != nil)
+
+        let defaultZone = ZoneID(zoneName: ZoneID.defaultZoneName)
+        try cloud.save([record("x", zone: defaultZone)])
+        let defaultError = wireError { try cloud.save([record("x", zone: defaultZone), record("y", zone: defaultZone)]) }
+        #expect(partialErrors(defaultError)["x"]?.code == .serverRejectedRequest)
+        #expect(try cloud.fetch("y", zone: defaultZone) != nil)
+    }
+
+    @Test func changedKeysMergesWithoutComparingTags() throws {
+        var first = record("a", title: "t")
+        first.fields["CD_count"] = ["type": "int64", "value": 1]
+        try cloud.save([first])
+        var partial = CloudRecord(recordName: "a", zoneID: ZoneID(zoneName: "Zone"), recordType: "CD_CareEvent",
+                                  fields: ["CD_count": ["type": "int64", "value": 2]], recordChangeTag: "stale")
+        try cloud.save([partial], policy: .changedKeys)
+        var stored = try #require(try cloud.fetch("a"))
+        #expect(title(stored) == "t")
+        #expect(stored.fields["CD_count"]?["value"] == 2)
+        partial.fields = ["CD_title": nil]
+        try cloud.save([partial], policy: .changedKeys)
+        stored = try #require(try cloud.fetch("a"))
+        #expect(stored.fields["CD_title"] == nil)
+    }
+
+    @Test func allKeysOverwritesWithoutComparingTags() throws {
+        var first = record("a", title: "t")
+        first.fields["CD_count"] = ["type": "int64", "value": 1]
+        try cloud.save([first])
+        try cloud.save([record("a", title: "replaced")], policy: .allKeys)
+        let stored = try #require(try cloud.fetch("a"))
+        #expect(title(stored) == "replaced")
+        #expect(stored.fields["CD_count"] == nil)
+    }
+
+    @Test func unknownFieldTypesAndNamesRoundTripUnchanged() throws {
+        var odd = record("a")
+        odd.fields["CD_future"] = ["type": "location", "value": ["latitude": 25.03, "longitude": 121.56]]
+        odd.fields["CD_when"] = ["type": "date", "value": 1_780_000_000.5]
+        odd.fields["CD_tags"] = ["type": "list", "value": [["type": "string", "value": "cat"]]]
+        try cloud.save([odd])
+        let stored = try #require(try cloud.fetch("a"))
+        #expect(stored.fields == odd.fields)
+    }
+
+    @Test func malformedKnownFieldTypeIsInvalidArguments() throws {
+        var bad = record("a")
+        bad.fields["CD_count"] = ["type": "int64", "value": "seven"]
+        #expect(partialErrors(wireError { try cloud.save([bad]) })["a"]?.code == .invalidArguments)
+    }
+
+    @Test func privateDatabaseCannotReachAnotherUsersZone() throws {
+        let error = wireError { try cloud.save([record("a", zone: ZoneID(zoneName: "Zone", ownerName: "owner"))], as: "alice") }
+        let item = partialErrors(error)["a"]
+        #expect(item?.code == .permissionFailure)
+        #expect(item?.message.contains("PrivateDB can't be used to access another user's zone") == true)
+    }
+
+    @Test func partialErrorsAreKeyedByRecordNameAndByZoneWhenNamesRepeat() throws {
+        try cloud.makeZone("Other")
+        let error = wireError {
+            try cloud.save([record("dup", tag: "x"), record("dup", zone: ZoneID(zoneName: "Other"), tag: "x")], atomic: false)
+        }
+        let keys = Set(partialErrors(error).keys)
+        #expect(keys == ["__defaultOwner__/Zone/dup", "__defaultOwner__/Other/dup"])
+    }
+
+    @Test func deletingAMissingRecordSucceeds() throws {
+        let result = try cloud.delete(["never-existed"])
+        #expect(result.deleted.map(\.recordName) == ["never-existed"])
+    }
+
+    @Test func accountStatusTurnsRequestsIntoCloudKitErrors() throws {
+        _ = try cloud.engine.setAccountStatus("alice", .noAccount)
+        #expect(wireError { try cloud.engine.requireAvailableAccount("alice") }?.code == .notAuthenticated)
+        _ = try cloud.engine.setAccountStatus("alice", .temporarilyUnavailable)
+        #expect(wireError { try cloud.engine.requireAvailableAccount("alice") }?.code == .accountTemporarilyUnavailable)
+        _ = try cloud.engine.setAccountStatus("alice", .available)
+        #expect(wireError { try cloud.engine.requireAvailableAccount("alice") } == nil)
+    }
+}

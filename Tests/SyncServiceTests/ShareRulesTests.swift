@@ -1,0 +1,173 @@
+import MeowWire
+import Testing
+@testable import SyncServiceKit
+
+/// SEMANTICS.md B5 and the shared-database rows of B3, against the rules engine in-process.
+@Suite struct ShareRulesTests {
+    let cloud: CloudFixture
+    init() throws {
+        cloud = try CloudFixture()
+        try cloud.makeZone()
+    }
+
+    /// The owner shares a session hierarchy (root "session" with share "share-1").
+    func shareSession(with users: [(String, String)], accept: Bool = true) throws {
+        try cloud.save([record("session", type: "CD_CareSession", share: "share-1"),
+                        CloudRecord(recordName: "share-1", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)])
+        for (user, permission) in users {
+            _ = try cloud.engine.addParticipant(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1", user: user, permission: permission))
+            if accept { _ = try cloud.engine.acceptShare(caller: user, ShareParams(zoneID: ownerZone, shareName: "share-1")) }
+        }
+    }
+
+    @Test func sharedDatabaseDefaultAndCoreDataZonesAreRefusedWithSeed002Text() throws {
+        for zoneName in [ZoneID.defaultZoneName, ZoneID.coreDataZoneName] {
+            let error = wireError { try cloud.save([record("e", zone: ZoneID(zoneName: zoneName))], as: "alice", database: .shared) }
+            let item = try #require(partialErrors(error)["e"])
+            #expect(item.code == .permissionFailure)
+            #expect(item.message.contains("Illegal attempt to work with the core-data or default zone in the shared database"))
+        }
+    }
+
+    @Test func sharedDatabaseRecordOutsideAnyShareIsPermissionFailure() throws {
+        try shareSession(with: [("alice", "readWrite")])
+        let item = partialErrors(wireError { try cloud.save([record("loose", zone: ownerZone)], as: "alice", database: .shared) })["loose"]
+        #expect(item?.code == .permissionFailure)
+        #expect(item?.details["reason"] == "record is outside any share")
+    }
+
+    @Test func readWriteParticipantSavesIntoTheHierarchyAndTheOwnerSeesIt() throws {
+        try shareSession(with: [("alice", "readWrite")])
+        try cloud.save([record("e1", zone: ownerZone, parent: "session")], as: "alice", database: .shared)
+        let seen = try #require(try cloud.fetch("e1"))
+        #expect(seen.lastModifiedUserRecordName == "alice")
+        #expect(seen.zoneID == ZoneID(zoneName: "Zone"))
+        let fromAlice = try #require(try cloud.fetch("e1", zone: ownerZone, as: "alice", database: .shared))
+        #expect(fromAlice.zoneID == ownerZone)
+    }
+
+    @Test(arguments: ["readOnly", "pending", "removed", "stranger"])
+    func writesByAnythingButAnAcceptedReadWriteParticipantArePermissionFailure(kind: String) throws {
+        switch kind {
+        case "readOnly": try shareSession(with: [("alice", "readOnly")])
+        case "pending": try shareSession(with: [("alice", "readWrite")], accept: false)
+        case "removed":
+            try shareSession(with: [("alice", "readWrite")])
+            _ = try cloud.engine.removeParticipant(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1", user: "alice"))
+        default: try shareSession(with: [("bob", "readWrite")])
+        }
+        let error = wireError { try cloud.save([record("e1", zone: ownerZone, parent: "session")], as: "alice", database: .shared) }
+        #expect(partialErrors(error)["e1"]?.code == .permissionFailure)
+        #expect(partialErrors(wireError { _ = try cloud.fetch("e1") })["e1"]?.code == .unknownItem)
+    }
+
+    @Test func aNewShareWithoutItsRootIsInvalidArguments() throws {
+        let error = wireError {
+            try cloud.save([CloudRecord(recordName: "share-1", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)])
+        }
+        #expect(partialErrors(error)["share-1"]?.code == .invalidArguments)
+        #expect(partialErrors(error)["share-1"]?.details["ckErrorCode"] == 12)
+    }
+
+    @Test func aRecordInTwoSharesIsAlreadyShared() throws {
+        try shareSession(with: [])
+        let zoneWide = wireError {
+            try cloud.save([CloudRecord(recordName: CloudRecord.zoneShareName, zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)])
+        }
+        #expect(partialErrors(zoneWide)[CloudRecord.zoneShareName]?.code == .alreadyShared)
+        let nested = wireError {
+            try cloud.save([record("inner", parent: "session", share: "share-2"),
+                            CloudRecord(recordName: "share-2", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)])
+        }
+        #expect(partialErrors(nested)["inner"]?.code == .alreadyShared)
+        #expect(partialErrors(nested)["inner"]?.details["ckErrorCode"] == 30)
+    }
+
+    @Test func moreParticipantsThanTheLimitIsTooManyParticipants() throws {
+        var limits = LimitsParams()
+        limits.maxParticipants = 3  // the owner counts as one
+        _ = try cloud.engine.setLimits(limits)
+        try shareSession(with: [("alice", "readOnly"), ("bob", "readOnly")])
+        let error = wireError {
+            _ = try cloud.engine.addParticipant(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1", user: "carol", permission: "readOnly"))
+        }
+        #expect(error?.code == .tooManyParticipants)
+        #expect(error?.details["ckErrorCode"] == 29)
+    }
+
+    @Test func onlyTheOwnerDeletesTheRootAndAParticipantDeletingTheShareLeaves() throws {
+        try shareSession(with: [("alice", "readWrite")])
+        let rootDelete = wireError { try cloud.delete(["session"], zone: ownerZone, as: "alice", database: .shared) }
+        #expect(partialErrors(rootDelete)["session"]?.code == .permissionFailure)
+        try cloud.delete(["share-1"], zone: ownerZone, as: "alice", database: .shared)
+        #expect(try cloud.engine.fetchZones(caller: "alice", ZonesParams(database: .shared)).zones.isEmpty)
+        let share = try cloud.engine.fetchShare(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1")).share
+        #expect(share.shareInfo?.participants.first { $0.userRecordName == "alice" }?.acceptanceStatus == "removed")
+    }
+
+    @Test func theOwnerDeletingTheRootEndsTheShareForParticipants() throws {
+        try shareSession(with: [("alice", "readWrite")])
+        try cloud.save([record("e1", parent: "session")])
+        let before = try cloud.engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .shared))
+        #expect(before.changedZones == [ownerZone])
+        try cloud.delete(["e1", "session"])
+        let after = try cloud.engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .shared, since: before.token))
+        #expect(after.deletedZones == [ownerZone])
+        #expect(partialErrors(wireError { _ = try cloud.fetch("share-1") })["share-1"]?.code == .unknownItem)
+    }
+
+    @Test func publicPermissionNoneRemovesEveryParticipant() throws {
+        try shareSession(with: [("alice", "readWrite"), ("bob", "readOnly")])
+        let share = try cloud.engine.setPublicPermission(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1", permission: "none")).share
+        let states = share.shareInfo?.participants.filter { $0.role != "owner" }.map(\.acceptanceStatus)
+        #expect(states == ["removed", "removed"])
+        #expect(try cloud.engine.fetchZones(caller: "bob", ZonesParams(database: .shared)).zones.isEmpty)
+    }
+
+    @Test func aPublicShareCanBeAcceptedByAnyUser() throws {
+        try shareSession(with: [])
+        _ = try cloud.engine.setPublicPermission(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1", permission: "readOnly"))
+        let share = try cloud.engine.acceptShare(caller: "carol", ShareParams(zoneID: ownerZone, shareName: "share-1")).share
+        #expect(share.shareInfo?.participants.contains { $0.userRecordName == "carol" && $0.role == "publicUser" && $0.acceptanceStatus == "accepted" } == true)
+        #expect(partialErrors(wireError { try cloud.save([record("x", zone: ownerZone, parent: "session")], as: "carol", database: .shared) })["x"]?.code == .permissionFailure)
+    }
+
+    @Test func aShareRecordIsAlwaysSavedIfServerRecordUnchanged() throws {
+        try shareSession(with: [])
+        let error = wireError {
+            try cloud.save([CloudRecord(recordName: "share-1", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType, recordChangeTag: "stale")],
+                           policy: .allKeys)
+        }
+        #expect(partialErrors(error)["share-1"]?.code == .serverRecordChanged)
+    }
+
+    @Test func hierarchyParticipantsSeeOnlyTheirHierarchy() throws {
+        try shareSession(with: [("alice", "readOnly")])
+        try cloud.save([record("e1", parent: "session"), record("private-note")])
+        let changes = try cloud.engine.fetchZoneChanges(caller: "alice", FetchZoneChangesParams(database: .shared, zoneID: ownerZone))
+        #expect(Set(changes.changed.map(\.recordName)) == ["session", "share-1", "e1"])
+    }
+
+    @Test func zoneWideShareShowsTheWholeZoneInTheSharedDatabase() throws {
+        try cloud.save([record("a"), record("b")])
+        try cloud.shareZone(with: [("alice", "readWrite")])
+        let zones = try cloud.engine.fetchZones(caller: "alice", ZonesParams(database: .shared)).zones
+        #expect(zones.map(\.zoneID) == [ownerZone])
+        #expect(zones.first?.zoneShare == CloudRecord.zoneShareName)
+        try cloud.save([record("c", zone: ownerZone)], as: "alice", database: .shared)
+        let changes = try cloud.engine.fetchZoneChanges(caller: "alice", FetchZoneChangesParams(database: .shared, zoneID: ownerZone))
+        #expect(Set(changes.changed.map(\.recordName)) == ["a", "b", "c", CloudRecord.zoneShareName])
+    }
+
+    @Test func downgradedParticipantIsRefusedAndTheServerIsUnchanged() throws {
+        try cloud.save([record("a", title: "owner's")])
+        try cloud.shareZone(with: [("alice", "readWrite")])
+        let tag = try #require(try cloud.fetch("a")?.recordChangeTag)
+        _ = try cloud.engine.setParticipantPermission(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: CloudRecord.zoneShareName,
+                                                                                    user: "alice", permission: "readOnly"))
+        let error = wireError { try cloud.save([record("a", zone: ownerZone, title: "alice's", tag: tag), record("new", zone: ownerZone)], as: "alice", database: .shared) }
+        #expect(partialErrors(error)["a"]?.code == .permissionFailure)
+        #expect(partialErrors(error)["new"]?.code == .permissionFailure)
+        #expect(title(try cloud.fetch("a")) == "owner's")
+    }
+}
