@@ -159,7 +159,9 @@ extension CloudState {
 
     /// Records that `zone` changed (or was deleted/purged) for its owner's private database and
     /// for every user who sees it in their shared database, and queues their notices.
+    /// `_defaultZone` has no change fetching, so it is never reported.
     func touchZone(_ zone: ZoneRow, kind: String = "changed") throws {
+        guard !zone.isDefaultZone else { return }
         let seq = nextSeq()
         try logDatabaseChange(user: zone.owner, scope: .private, zone: zone, kind: kind, seq: seq)
         for user in try acceptedUsers(zone: zone.id) where user != zone.owner {

@@ -1,0 +1,166 @@
+import MeowWire
+import SQLiteKit
+import TestSupport
+import Testing
+@testable import SyncServiceKit
+
+/// SEMANTICS.md B4: zone and database changes, tokens, paging, expiry; persistence and snapshots.
+@Suite struct ChangeFetchingTests {
+    let cloud: CloudFixture
+    let zone = ZoneID(zoneName: "Zone")
+    init() throws {
+        cloud = try CloudFixture()
+        try cloud.makeZone()
+    }
+
+    func changes(since token: String? = nil, limit: Int? = nil, as user: String = "owner") throws -> FetchZoneChangesResult {
+        try cloud.engine.fetchZoneChanges(caller: user, FetchZoneChangesParams(database: .private, zoneID: zone, since: token, limit: limit))
+    }
+
+    @Test func zoneChangesPageWithMoreComingAndResumeFromTheLastToken() throws {
+        try cloud.save((0..<10).map { record("r\($0)") })
+        var names: [String] = []
+        var token: String?
+        var pages = 0
+        while true {
+            let page = try changes(since: token, limit: 3)
+            names += page.changed.map(\.recordName)
+            token = page.token
+            pages += 1
+            if !page.moreComing { break }
+        }
+        #expect(pages == 4)
+        #expect(names == (0..<10).map { "r\($0)" })
+        #expect(try changes(since: token).changed.isEmpty)
+    }
+
+    @Test func deletionsAreReportedWithNameAndTypeAndEditsOnce() throws {
+        try cloud.save([record("a"), record("b")])
+        let token = try changes().token
+        let tag = try #require(try cloud.fetch("b")?.recordChangeTag)
+        try cloud.delete(["a"])
+        try cloud.save([record("b", title: "edited", tag: tag)])
+        let next = try changes(since: token)
+        #expect(next.deleted == [DeletedRecord(recordName: "a", recordType: "CD_CareEvent")])
+        #expect(next.changed.map(\.recordName) == ["b"])
+        #expect(title(next.changed.first) == "edited")
+    }
+
+    @Test func forcedExpiryAnswersChangeTokenExpiredAndARefetchFromNilRecovers() throws {
+        try cloud.save([record("a")])
+        let token = try changes().token
+        _ = try cloud.engine.expireChangeTokens()
+        let error = wireError { _ = try changes(since: token) }
+        #expect(error?.code == .changeTokenExpired)
+        #expect(error?.details["ckErrorCode"] == 21)
+        let fresh = try changes()
+        #expect(fresh.changed.map(\.recordName) == ["a"])
+        try cloud.save([record("b")])
+        #expect(try changes(since: fresh.token).changed.map(\.recordName) == ["b"])
+    }
+
+    @Test func tokensOlderThanTheRetentionExpireOnceTheirTombstonesAreDropped() throws {
+        var limits = LimitsParams()
+        limits.retentionSeconds = 60
+        _ = try cloud.engine.setLimits(limits)
+        cloud.engine.setClock(1_800_000_000)
+        try cloud.save([record("a"), record("b")])
+        let token = try changes().token
+        try cloud.delete(["a"])
+        let recent = try changes(since: token)
+        #expect(recent.deleted.map(\.recordName) == ["a"])
+        cloud.engine.setClock(1_800_000_000 + 120)
+        #expect(wireError { _ = try changes(since: token) }?.code == .changeTokenExpired)
+        #expect(try changes(since: recent.token).deleted.isEmpty)
+    }
+
+    @Test func aRecreatedZoneExpiresTokensOfTheOldOne() throws {
+        try cloud.save([record("a")])
+        let token = try changes().token
+        _ = try cloud.engine.deleteZones(caller: "owner", ZonesParams(database: .private, zoneIDs: [zone]))
+        #expect(wireError { _ = try changes(since: token) }?.code == .zoneNotFound)
+        try cloud.makeZone()
+        #expect(wireError { _ = try changes(since: token) }?.code == .changeTokenExpired)
+    }
+
+    @Test func theDefaultZoneHasNoChangeFetching() throws {
+        let error = wireError {
+            _ = try cloud.engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: ZoneID(zoneName: ZoneID.defaultZoneName)))
+        }
+        #expect(error?.code == .invalidArguments)
+    }
+
+    @Test func databaseChangesReportChangedDeletedAndPurgedZones() throws {
+        let start = try cloud.engine.fetchDatabaseChanges(caller: "owner", FetchDatabaseChangesParams(database: .private))
+        #expect(start.changedZones.map(\.zoneName) == ["Zone"])
+        try cloud.makeZone("Second")
+        try cloud.makeZone("Third")
+        try cloud.save([record("a")])
+        let middle = try cloud.engine.fetchDatabaseChanges(caller: "owner", FetchDatabaseChangesParams(database: .private, since: start.token))
+        #expect(Set(middle.changedZones.map(\.zoneName)) == ["Second", "Third", "Zone"])
+        _ = try cloud.engine.deleteZones(caller: "owner", ZonesParams(database: .private, zoneIDs: [ZoneID(zoneName: "Second")]))
+        _ = try cloud.engine.deleteZones(caller: "owner", ZonesParams(database: .private, zoneIDs: [ZoneID(zoneName: "Third")], purge: true))
+        let end = try cloud.engine.fetchDatabaseChanges(caller: "owner", FetchDatabaseChangesParams(database: .private, since: middle.token))
+        #expect(end.deletedZones.map(\.zoneName) == ["Second"])
+        #expect(end.purgedZones.map(\.zoneName) == ["Third"])
+        #expect(end.changedZones.isEmpty)
+        let paged = try cloud.engine.fetchDatabaseChanges(caller: "owner", FetchDatabaseChangesParams(database: .private, since: start.token, limit: 1))
+        #expect(paged.moreComing)
+    }
+
+    @Test func otherUsersChangesDoNotShowInMyDatabase() throws {
+        let start = try cloud.engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .private))
+        try cloud.save([record("a")])
+        let next = try cloud.engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .private, since: start.token))
+        #expect(next.changedZones.isEmpty)
+        #expect(try cloud.engine.fetchZones(caller: "alice", ZonesParams(database: .private)).zones.map(\.zoneID.zoneName) == [ZoneID.defaultZoneName])
+    }
+
+    @Test func everythingAndTokensSurviveReopeningTheDatabaseFile() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("cloud.sqlite")
+        var token: String
+        var tag: String
+        do {
+            let first = try CloudFixture(path: path)
+            try first.makeZone()
+            try first.save([record("a"), record("b")])
+            token = try first.engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: zone)).token
+            tag = try #require(try first.fetch("b")?.recordChangeTag)
+        }
+        let reopened = try CloudFixture(path: path)
+        #expect(reopened.engine.user(forCredential: "alice-secret") == "alice")
+        try reopened.save([record("c")])
+        let next = try reopened.engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: zone, since: token))
+        #expect(next.changed.map(\.recordName) == ["c"])
+        #expect(next.changed.first?.recordChangeTag != tag)
+        try reopened.save([record("b", title: "after restart", tag: tag)])
+    }
+
+    @Test func snapshotExportThenImportReproducesTheCloud() throws {
+        try cloud.save([record("session", type: "CD_CareSession"), record("e1", parent: "session")])
+        try cloud.shareZone(with: [("alice", "readWrite")])
+        let snapshot = try cloud.engine.exportSnapshot().snapshot
+        let other = try CloudEngine(database: Database.inMemory())
+        let imported = try other.importSnapshot(snapshot)
+        #expect(imported.users == 4)
+        #expect(other.user(forCredential: "alice-secret") == "alice")
+        let records = try other.fetchRecords(caller: "alice", FetchRecordsParams(database: .shared, recordIDs: [RecordID(recordName: "e1", zoneID: ownerZone)])).records
+        #expect(records.first?.parent?.recordName == "session")
+        let original = try #require(try cloud.fetch("e1"))
+        #expect(records.first?.recordChangeTag == original.recordChangeTag)
+        let again = try other.exportSnapshot().snapshot
+        #expect(again.tables["records"] == snapshot.tables["records"])
+        #expect(again.tables["participants"] == snapshot.tables["participants"])
+    }
+
+    @Test func resetOfOneZoneIsReportedAsPurged() throws {
+        let start = try cloud.engine.fetchDatabaseChanges(caller: "owner", FetchDatabaseChangesParams(database: .private))
+        _ = try cloud.engine.reset(ResetParams(scope: "zone", zoneID: ownerZone))
+        let next = try cloud.engine.fetchDatabaseChanges(caller: "owner", FetchDatabaseChangesParams(database: .private, since: start.token))
+        #expect(next.purgedZones == [zone])
+        _ = try cloud.engine.reset(ResetParams(scope: "all"))
+        #expect(try cloud.engine.fetchZones(caller: "owner", ZonesParams(database: .private)).zones.map(\.zoneID.zoneName) == [ZoneID.defaultZoneName])
+        #expect(cloud.engine.user(forCredential: "owner-secret") == "owner")
+    }
+}
