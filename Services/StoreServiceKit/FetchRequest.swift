@@ -1,0 +1,214 @@
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// A fetch: entity, optional predicate and sort, limit/offset, and the stores to search
+/// (Core Data's affectedStores; both when absent).
+public struct FetchRequest: Codable, Sendable {
+    public struct SortDescriptor: Codable, Sendable {
+        public var key: String
+        public var ascending: Bool?
+    }
+    public var entity: String
+    public var predicate: String?
+    public var arguments: [JSONValue]?
+    public var sortDescriptors: [SortDescriptor]?
+    public var limit: Int?
+    public var offset: Int?
+    public var stores: [String]?
+    /// Registers the results in this context (so later edits are checked against what was read).
+    public var context: String?
+}
+
+/// Runs fetches inside SQLite. Every page is a LIMIT/OFFSET query that streams rows, so memory
+/// stays bounded by the page size; across two stores an unsorted fetch takes the stores in load
+/// order, and a sorted one merges two sorted streams.
+struct FetchExecutor {
+    let stores: StoreSet
+    let request: FetchRequest
+
+    struct Hit {
+        var store: Int
+        var row: PersistentStore.StoredRow
+    }
+
+    private var entity: EntityDescription {
+        get throws {
+            guard let entity = stores.model.entity(named: request.entity) else { throw StoreError.unknownEntity(request.entity, model: stores.model) }
+            return entity
+        }
+    }
+
+    private func candidateStores(_ entity: EntityDescription) throws -> [Int] {
+        var indices = Array(stores.list.indices)
+        if let names = request.stores { indices = try names.map { try stores.index(named: $0) } }
+        return indices.filter { stores.list[$0].holds(entity.name) }
+    }
+
+    private func checkPaging() throws {
+        if let limit = request.limit, limit < 0 { throw ServiceError(.invalidField, "limit must be 0 or more (0 means no limit).", details: ["field": "params.limit"]) }
+        if let offset = request.offset, offset < 0 { throw ServiceError(.invalidField, "offset must be 0 or more.", details: ["field": "params.offset"]) }
+    }
+
+    private struct Query {
+        var sql: String
+        var values: [SQLValue]
+        var sortCount: Int
+    }
+
+    private func query(_ entity: EntityDescription, store: PersistentStore, predicate: Predicate?, select: String) throws -> Query {
+        var builder = StoreQueryBuilder(store: store, model: stores.model, entity: entity, predicateText: request.predicate ?? "")
+        let whereClause = try predicate.map { try builder.sql(for: $0) } ?? "1"
+        var orderTerms: [String] = []
+        var sortColumns: [String] = []
+        for descriptor in request.sortDescriptors ?? [] {
+            let keyPath = descriptor.key.split(separator: ".").map(String.init)
+            let column = StoreQueryBuilder.column(try builder.resolve(keyPath))
+            sortColumns.append(column)
+            orderTerms.append("\(column) \(descriptor.ascending == false ? "DESC" : "ASC")")
+        }
+        orderTerms.append("t0.z_pk ASC")
+        let extra = sortColumns.isEmpty ? "" : ", " + sortColumns.joined(separator: ", ")
+        let sql = "SELECT \(select)\(extra) FROM \(PersistentStore.table(entity.name)) t0 \(builder.joins.joined(separator: " ")) WHERE \(whereClause) ORDER BY \(orderTerms.joined(separator: ", "))"
+        return Query(sql: sql, values: builder.values, sortCount: sortColumns.count)
+    }
+
+    private var parsedPredicate: Predicate? {
+        get throws {
+            guard let text = request.predicate, !text.trimmingCharacters(in: .whitespaces).isEmpty else { return nil }
+            return try Predicate.parse(text, arguments: request.arguments ?? [])
+        }
+    }
+
+    func count() throws -> Int {
+        try checkPaging()
+        let entity = try entity
+        let predicate = try parsedPredicate
+        var total = 0
+        for index in try candidateStores(entity) {
+            let store = stores.list[index]
+            var builder = StoreQueryBuilder(store: store, model: stores.model, entity: entity, predicateText: request.predicate ?? "")
+            let whereClause = try predicate.map { try builder.sql(for: $0) } ?? "1"
+            let sql = "SELECT COUNT(*) FROM \(PersistentStore.table(entity.name)) t0 \(builder.joins.joined(separator: " ")) WHERE \(whereClause)"
+            total += try store.database.scalar(sql, builder.values)?.int ?? 0
+        }
+        return total
+    }
+
+    /// The matching rows of one page, in order.
+    func run() throws -> [Hit] {
+        try checkPaging()
+        let entity = try entity
+        let predicate = try parsedPredicate
+        let candidates = try candidateStores(entity)
+        let limit = (request.limit ?? 0) == 0 ? Int.max : request.limit!
+        var offset = request.offset ?? 0
+        let count = entity.storedPropertyNames.count
+        var hits: [Hit] = []
+        hits.reserveCapacity(min(limit, 4096))
+        let sorted = !(request.sortDescriptors ?? []).isEmpty
+        if candidates.count <= 1 || !sorted {
+            for index in candidates {
+                guard hits.count < limit else { break }
+                let store = stores.list[index]
+                var q = try query(entity, store: store, predicate: predicate, select: store.selectList(entity))
+                if offset > 0, candidates.count > 1 {
+                    // Skip whole stores that lie entirely before the offset.
+                    let countSQL = "SELECT COUNT(*) FROM (\(q.sql))"
+                    let inStore = try store.database.scalar(countSQL, q.values)?.int ?? 0
+                    if inStore <= offset { offset -= inStore; continue }
+                }
+                q.sql += " LIMIT ? OFFSET ?"
+                q.values += [.integer(limit == Int.max ? -1 : Int64(limit - hits.count)), .integer(Int64(offset))]
+                offset = 0
+                let statement = try store.database.prepare(q.sql)
+                try statement.forEach(q.values) { hits.append(Hit(store: index, row: PersistentStore.row(from: $0, propertyCount: count))) }
+            }
+            return hits
+        }
+        // Sorted across stores: merge the stores' sorted streams, each limited to offset+limit rows.
+        var streams: [(index: Int, statement: Statement, sortCount: Int)] = []
+        for index in candidates {
+            let store = stores.list[index]
+            var q = try query(entity, store: store, predicate: predicate, select: store.selectList(entity))
+            q.sql += " LIMIT ?"
+            q.values.append(.integer(limit == Int.max ? -1 : Int64(offset + limit)))
+            let statement = try store.database.prepare(q.sql)
+            try statement.bind(q.values)
+            streams.append((index, statement, q.sortCount))
+        }
+        var heads: [(row: PersistentStore.StoredRow, keys: [SQLValue])?] = []
+        for stream in streams { heads.append(try Self.next(stream.statement, count: count, sortCount: stream.sortCount)) }
+        let ascending = (request.sortDescriptors ?? []).map { $0.ascending != false }
+        while hits.count < limit {
+            var best: Int?
+            for (position, head) in heads.enumerated() {
+                guard let head else { continue }
+                guard let current = best, let other = heads[current] else { best = position; continue }
+                if Self.precedes(head.keys, other.keys, ascending: ascending) { best = position }
+            }
+            guard let chosen = best, let head = heads[chosen] else { break }
+            if offset > 0 { offset -= 1 } else { hits.append(Hit(store: streams[chosen].index, row: head.row)) }
+            heads[chosen] = try Self.next(streams[chosen].statement, count: count, sortCount: streams[chosen].sortCount)
+        }
+        return hits
+    }
+
+    private static func next(_ statement: Statement, count: Int, sortCount: Int) throws -> (row: PersistentStore.StoredRow, keys: [SQLValue])? {
+        guard try statement.step() else { return nil }
+        let row = PersistentStore.row(from: statement, propertyCount: count)
+        let keys = (0..<sortCount).map { statement.value(at: 4 + count + $0) }
+        return (row, keys)
+    }
+
+    /// SQLite's ordering: NULL < numbers < text (binary) < blob.
+    static func precedes(_ a: [SQLValue], _ b: [SQLValue], ascending: [Bool]) -> Bool {
+        for (index, (left, right)) in zip(a, b).enumerated() {
+            let order = compare(left, right)
+            if order == 0 { continue }
+            return ascending[index] ? order < 0 : order > 0
+        }
+        return false
+    }
+
+    static func compare(_ a: SQLValue, _ b: SQLValue) -> Int {
+        func rank(_ v: SQLValue) -> Int {
+            switch v {
+            case .null: return 0
+            case .integer, .real: return 1
+            case .text: return 2
+            case .blob: return 3
+            }
+        }
+        if rank(a) != rank(b) { return rank(a) < rank(b) ? -1 : 1 }
+        switch (a, b) {
+        case let (.integer(x), .integer(y)): return x == y ? 0 : (x < y ? -1 : 1)
+        case let (.text(x), .text(y)):
+            if x == y { return 0 }
+            return x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : 1
+        case let (.blob(x), .blob(y)):
+            if x == y { return 0 }
+            return x.lexicographicallyPrecedes(y) ? -1 : 1
+        default:
+            let x = a.double ?? 0, y = b.double ?? 0
+            return x == y ? 0 : (x < y ? -1 : 1)
+        }
+    }
+
+    /// The wire form of a fetched row.
+    static func record(_ hit: Hit, entity: EntityDescription, stores: StoreSet) -> ObjectRecord {
+        let store = stores.list[hit.store]
+        var values: [String: JSONValue] = [:]
+        values.reserveCapacity(entity.storedPropertyNames.count)
+        for (index, attribute) in entity.attributes.enumerated() {
+            values[attribute.name] = AttributeCoding.jsonValue(hit.row.values[index], type: attribute.type)
+        }
+        for (offset, relationship) in entity.toOneRelationships.enumerated() {
+            let value = hit.row.values[entity.attributes.count + offset]
+            values[relationship.name] = value.int64.map { .string(store.objectID(relationship.destination, $0).uri) } ?? .null
+        }
+        return ObjectRecord(objectID: store.objectID(entity.name, hit.row.primaryKey).uri, entity: entity.name, store: store.name,
+                            version: Int(hit.row.version), uuid: hit.row.uuid, zone: hit.row.zone, values: values,
+                            isInserted: nil, isDeleted: nil, hasChanges: nil)
+    }
+}

@@ -1,0 +1,220 @@
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// An object as one context sees it: identity, store, the snapshot it read, and its unsaved edits.
+/// Values are in storage form; a to-one relationship's value is the destination's object-ID URI
+/// as text (or null), so temporary destinations work before the save.
+final class ContextObject {
+    var id: ObjectID
+    let entity: EntityDescription
+    /// The store: from an assign (temporary IDs) or the permanent ID.
+    var store: Int?
+    var isInserted: Bool
+    var isDeleted = false
+    var version: Int64
+    var snapshot: [String: SQLValue]
+    var changes: [String: SQLValue] = [:]
+    let uuid: String
+    var zone: String?
+    /// Why the object has its store, when it got one before the save (assign, obtainPermanentIDs).
+    var routing: StoreRouter.Decision?
+    /// Registration order, so saves and routing are deterministic.
+    let sequence: Int
+
+    init(id: ObjectID, entity: EntityDescription, store: Int?, isInserted: Bool, version: Int64,
+         snapshot: [String: SQLValue], uuid: String, zone: String?, sequence: Int) {
+        self.id = id
+        self.entity = entity
+        self.store = store
+        self.isInserted = isInserted
+        self.version = version
+        self.snapshot = snapshot
+        self.uuid = uuid
+        self.zone = zone
+        self.sequence = sequence
+    }
+
+    func value(_ name: String) -> SQLValue { changes[name] ?? snapshot[name] ?? .null }
+    var hasChanges: Bool { isInserted || isDeleted || !changes.isEmpty }
+}
+
+/// One unit of work (NSManagedObjectContext) owned by one connection: inserted, fetched and
+/// edited objects, a merge policy, and the author/name its saves write into history.
+final class ManagedObjectContext {
+    let id: String
+    var name: String?
+    var author: String
+    var mergePolicy: MergePolicy
+    private(set) var objects: [String: ContextObject] = [:]
+    private var nextSequence = 0
+
+    init(id: String, name: String?, author: String, mergePolicy: MergePolicy) {
+        self.id = id
+        self.name = name
+        self.author = author
+        self.mergePolicy = mergePolicy
+    }
+
+    var pending: [ContextObject] { objects.values.filter(\.hasChanges).sorted { $0.sequence < $1.sequence } }
+    var registered: [ContextObject] { objects.values.sorted { $0.sequence < $1.sequence } }
+
+    func lookup(_ uri: String) -> ContextObject? { objects[uri] }
+
+    func register(_ object: ContextObject) { objects[object.id.uri] = object }
+
+    func forget(_ uri: String) { objects.removeValue(forKey: uri) }
+
+    func rename(_ object: ContextObject, to id: ObjectID) {
+        objects.removeValue(forKey: object.id.uri)
+        object.id = id
+        objects[id.uri] = object
+    }
+
+    /// Renames and points every registered relationship value at the new ID (used when a new
+    /// object gets its permanent ID before the save).
+    func renameRewritingReferences(_ object: ContextObject, to id: ObjectID) {
+        let old = SQLValue.text(object.id.uri)
+        rename(object, to: id)
+        let new = SQLValue.text(id.uri)
+        for other in objects.values {
+            for (key, value) in other.changes where value == old { other.changes[key] = new }
+            for (key, value) in other.snapshot where value == old { other.snapshot[key] = new }
+        }
+    }
+
+    func takeSequence() -> Int {
+        nextSequence += 1
+        return nextSequence
+    }
+
+    /// Drops every unsaved change: inserted objects go, edits and deletions are undone.
+    func rollback() {
+        for object in objects.values {
+            if object.isInserted { objects.removeValue(forKey: object.id.uri); continue }
+            object.changes = [:]
+            object.isDeleted = false
+        }
+    }
+
+    /// Forgets every registered object (Core Data's reset): frees memory between pages.
+    func reset() { objects.removeAll() }
+
+    /// Inserts a new object with a temporary ID and the model's default values.
+    func insert(entity: EntityDescription) -> ContextObject {
+        var defaults: [String: SQLValue] = [:]
+        for attribute in entity.attributes {
+            // Defaults were checked when the model was loaded.
+            defaults[attribute.name] = attribute.defaultValue.flatMap { try? AttributeCoding.storageValue($0, for: attribute, entity: entity.name) } ?? .null
+        }
+        let object = ContextObject(id: .newTemporary(entity: entity.name), entity: entity, store: nil, isInserted: true, version: 0,
+                                   snapshot: defaults, uuid: UUID().uuidString, zone: nil, sequence: takeSequence())
+        register(object)
+        return object
+    }
+
+    /// The object for `uri`: registered here, or read from its store and registered.
+    func object(_ uri: String, stores: StoreSet) throws -> ContextObject {
+        if let object = objects[uri] { return object }
+        guard let id = ObjectID(uri: uri) else {
+            throw ServiceError(.invalidField, "'\(uri.prefix(120))' is not an object ID; object IDs look like x-coredata://<storeUUID>/<Entity>/p<n> or x-coredata:///<Entity>/t<UUID>.",
+                               details: ["objectID": .string(String(uri.prefix(200)))])
+        }
+        guard case let .permanent(storeUUID, entityName, key) = id else {
+            throw StoreError.unknownObject(uri, "this temporary ID was not inserted in this context (temporary IDs belong to the context that inserted them; after a save use the permanent ID the save returned).")
+        }
+        guard let entity = stores.model.entity(named: entityName) else { throw StoreError.unknownEntity(entityName, model: stores.model) }
+        guard let storeIndex = stores.index(uuid: storeUUID) else {
+            throw StoreError.unknownObject(uri, "no loaded store has identifier \(storeUUID) (store.list shows the loaded stores).")
+        }
+        let store = stores.list[storeIndex]
+        guard store.holds(entityName), let row = try store.read(entity, primaryKey: key) else {
+            throw StoreError.unknownObject(uri, "it is not in the \(store.name) store (never saved, or deleted).")
+        }
+        let object = ContextObject(id: id, entity: entity, store: storeIndex, isInserted: false, version: row.version,
+                                   snapshot: Self.contextValues(row, entity: entity, store: store), uuid: row.uuid,
+                                   zone: row.zone, sequence: takeSequence())
+        register(object)
+        return object
+    }
+
+    /// A stored row's values in context form (relationships as object-ID URIs).
+    static func contextValues(_ row: PersistentStore.StoredRow, entity: EntityDescription, store: PersistentStore) -> [String: SQLValue] {
+        var values: [String: SQLValue] = [:]
+        for (index, name) in entity.storedPropertyNames.enumerated() {
+            let value = row.values[index]
+            if index >= entity.attributes.count, let key = value.int64 {
+                let destination = entity.toOneRelationships[index - entity.attributes.count].destination
+                values[name] = .text(store.objectID(destination, key).uri)
+            } else {
+                values[name] = value
+            }
+        }
+        return values
+    }
+
+    /// Checks and converts `values` for `object`, then applies them all (or none).
+    func set(_ values: [String: JSONValue], on object: ContextObject, model: ManagedObjectModel) throws {
+        guard !object.isDeleted else {
+            throw StoreError.unknownObject(object.id.uri, "it was deleted in this context; rollback the context to undo the deletion.")
+        }
+        var converted: [String: SQLValue] = [:]
+        for (key, value) in values {
+            if let attribute = object.entity.attribute(key) {
+                converted[key] = try AttributeCoding.storageValue(value, for: attribute, entity: object.entity.name)
+            } else if let relationship = object.entity.relationship(key) {
+                guard !relationship.toMany else {
+                    throw ServiceError(.invalidField, "\(object.entity.name).\(key) is to-many; set its inverse \(relationship.destination).\(relationship.inverse ?? "?") on each destination object instead.",
+                                       details: ["entity": .string(object.entity.name), "property": .string(key)])
+                }
+                if value == .null { converted[key] = .null; continue }
+                guard let text = value.stringValue, let target = ObjectID(uri: text) else {
+                    throw StoreError.invalidValue(entity: object.entity.name, property: key, "expected an object ID string or null, got \(AttributeCoding.describe(value)).")
+                }
+                guard target.entity == relationship.destination else {
+                    throw StoreError.invalidValue(entity: object.entity.name, property: key, "expected a \(relationship.destination) object ID, got a \(target.entity).")
+                }
+                if target.isTemporary, objects[text] == nil {
+                    throw StoreError.unknownObject(text, "this temporary ID was not inserted in this context.")
+                }
+                converted[key] = .text(text)
+            } else {
+                throw StoreError.unknownProperty(key, entity: object.entity)
+            }
+        }
+        for (key, value) in converted {
+            if object.snapshot[key] == value { object.changes.removeValue(forKey: key) } else { object.changes[key] = value }
+        }
+    }
+
+    /// The wire form of an object as this context sees it (pending edits included).
+    func record(_ object: ContextObject, stores: StoreSet) -> ObjectRecord {
+        var values: [String: JSONValue] = [:]
+        for attribute in object.entity.attributes {
+            values[attribute.name] = AttributeCoding.jsonValue(object.value(attribute.name), type: attribute.type)
+        }
+        for relationship in object.entity.toOneRelationships {
+            values[relationship.name] = object.value(relationship.name).string.map { .string($0) } ?? .null
+        }
+        return ObjectRecord(objectID: object.id.uri, entity: object.entity.name,
+                            store: object.store.map { stores.list[$0].name }, version: Int(object.version),
+                            uuid: object.uuid, zone: object.zone, values: values,
+                            isInserted: object.isInserted, isDeleted: object.isDeleted, hasChanges: object.hasChanges)
+    }
+}
+
+/// An object on the wire.
+public struct ObjectRecord: Sendable, Codable, Equatable {
+    public var objectID: String
+    public var entity: String
+    public var store: String?
+    public var version: Int
+    /// The stable business id (record name for the cloud mirror).
+    public var uuid: String
+    public var zone: String?
+    public var values: [String: JSONValue]
+    public var isInserted: Bool?
+    public var isDeleted: Bool?
+    public var hasChanges: Bool?
+}

@@ -1,0 +1,57 @@
+import FoundationEssentials
+
+extension ManagedObjectModel {
+    /// MeowCare's model, used when no `--model` file is given. The same text is a valid model
+    /// file: `store-service --print-model > m.json` gives a starting point for another app.
+    public static let meowCareJSON = #"""
+    {
+      "name": "MeowCare",
+      "entities": [
+        {
+          "name": "CareSession",
+          "attributes": [
+            {"name": "id", "type": "string", "optional": false, "preservesValueInHistoryOnDeletion": true},
+            {"name": "title", "type": "string", "optional": false, "defaultValue": "Care"},
+            {"name": "createdAt", "type": "date"},
+            {"name": "isDefault", "type": "boolean", "optional": false, "defaultValue": false}
+          ],
+          "relationships": [
+            {"name": "events", "destination": "CareEvent", "toMany": true, "inverse": "session", "deleteRule": "cascade"}
+          ],
+          "indexes": [["id"], ["isDefault"]]
+        },
+        {
+          "name": "CareEvent",
+          "attributes": [
+            {"name": "id", "type": "string", "optional": false, "preservesValueInHistoryOnDeletion": true},
+            {"name": "eventTypeRaw", "type": "string", "optional": false,
+             "allowedValues": ["bloodGlucose", "insulin", "feeding", "water", "medication", "weight", "litter",
+                               "vomit", "symptom", "vetVisit", "vaccination", "grooming", "play", "note"]},
+            {"name": "occurredAt", "type": "date", "optional": false},
+            {"name": "updatedAt", "type": "date", "optional": false},
+            {"name": "value", "type": "double"},
+            {"name": "note", "type": "string"}
+          ],
+          "relationships": [
+            {"name": "session", "destination": "CareSession", "inverse": "events", "deleteRule": "nullify"}
+          ],
+          "indexes": [["session", "occurredAt"], ["id"], ["occurredAt"]]
+        }
+      ],
+      "configurations": [
+        {"name": "Private", "scope": "private", "entities": ["CareSession", "CareEvent"]},
+        {"name": "Shared", "scope": "shared", "entities": ["CareSession", "CareEvent"]}
+      ],
+      "orphanRepair": {
+        "childEntity": "CareEvent", "relationship": "session", "parentEntity": "CareSession",
+        "defaultFlag": "isDefault", "defaultValues": {"id": "default-session", "title": "Default"}
+      }
+    }
+    """#
+
+    /// The embedded MeowCare model.
+    public static func meowCare() -> ManagedObjectModel {
+        // The embedded text is checked by a test; failing here is a programming error.
+        try! load(json: Data(meowCareJSON.utf8))
+    }
+}

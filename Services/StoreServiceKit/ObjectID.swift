@@ -1,0 +1,51 @@
+import FoundationEssentials
+
+/// A managed object's identity in Core Data's URI form.
+///
+/// - temporary (inserted, not yet saved): `x-coredata:///CareEvent/t3F2…`
+/// - permanent (bound to one store): `x-coredata://<storeUUID>/CareEvent/p42`
+public enum ObjectID: Hashable, Sendable, CustomStringConvertible {
+    case temporary(entity: String, token: String)
+    case permanent(storeUUID: String, entity: String, primaryKey: Int64)
+
+    public static func newTemporary(entity: String) -> ObjectID {
+        .temporary(entity: entity, token: UUID().uuidString)
+    }
+
+    public var entity: String {
+        switch self {
+        case let .temporary(entity, _), let .permanent(_, entity, _): return entity
+        }
+    }
+
+    public var isTemporary: Bool { if case .temporary = self { return true }; return false }
+
+    public var storeUUID: String? { if case let .permanent(store, _, _) = self { return store }; return nil }
+    public var primaryKey: Int64? { if case let .permanent(_, _, key) = self { return key }; return nil }
+
+    public var uri: String {
+        switch self {
+        case let .temporary(entity, token): return "x-coredata:///\(entity)/t\(token)"
+        case let .permanent(store, entity, key): return "x-coredata://\(store)/\(entity)/p\(key)"
+        }
+    }
+
+    public var description: String { uri }
+
+    /// Parses the URI form; nil when it is not an object ID.
+    public init?(uri: String) {
+        guard uri.hasPrefix("x-coredata://") else { return nil }
+        let parts = uri.dropFirst("x-coredata://".count).split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[1].isEmpty, parts[2].count > 1 else { return nil }
+        let entity = String(parts[1])
+        let last = parts[2]
+        let tail = String(last.dropFirst())
+        if parts[0].isEmpty {
+            guard last.first == "t", !tail.isEmpty else { return nil }
+            self = .temporary(entity: entity, token: tail)
+        } else {
+            guard last.first == "p", let key = Int64(tail), key > 0 else { return nil }
+            self = .permanent(storeUUID: String(parts[0]), entity: entity, primaryKey: key)
+        }
+    }
+}

@@ -1,0 +1,177 @@
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// What an orphan repair did.
+public struct OrphanRepairReport: Codable, Sendable {
+    public struct Skipped: Codable, Sendable {
+        public var objectID: String
+        public var store: String
+        public var reason: String
+    }
+    /// The default parent (MeowCare: the default CareSession).
+    public var session: String
+    public var sessionCreated: Bool
+    public var attached: Int
+    /// The attached objects (at most 1000 listed; `truncated` says when more were attached).
+    public var attachedObjectIDs: [String]
+    /// Unsaved orphans that had no store and were assigned to the session's store first.
+    public var assigned: [String]
+    public var skipped: [Skipped]
+    public var skippedCount: Int
+    public var truncated: Bool
+}
+
+/// Seed 000's repair: ensure the default parent, then attach every orphan to it. An orphan is
+/// assigned to a store only if its ID is temporary and it has no store (to the session's store,
+/// else the private store); saved orphans only get the relationship. Orphans in a store other
+/// than the session's are left as they are and reported (a relationship across stores is not
+/// allowed) — the [choice] documented in docs/differences-core-data.md.
+struct OrphanRepair {
+    let rule: OrphanRepairRule
+    let stores: StoreSet
+    static let listLimit = 1000
+    static let crossStoreReason = "crossStore: the default session is in another store and relationships cannot cross stores; left unattached"
+
+    private var model: ManagedObjectModel { stores.model }
+
+    private func defaultParentValues(_ parent: EntityDescription) throws -> [String: SQLValue] {
+        var values: [String: SQLValue] = [:]
+        for attribute in parent.attributes {
+            let given = rule.defaultValues[attribute.name] ?? attribute.defaultValue ?? .null
+            values[attribute.name] = try AttributeCoding.storageValue(given, for: attribute, entity: parent.name)
+        }
+        values[rule.defaultFlag] = .integer(1)
+        for attribute in parent.attributes where !attribute.optional && values[attribute.name] == .null {
+            throw ServiceError(.validationMissingMandatoryProperty,
+                               "orphanRepair.defaultValues must give \(parent.name).\(attribute.name), a required attribute without a default.",
+                               details: ["coreDataCode": 1570, "entity": .string(parent.name), "property": .string(attribute.name)])
+        }
+        return values
+    }
+
+    /// Repairs directly in the stores, in one SQLite transaction (the start-up repair; fast for
+    /// many orphans: one UPDATE plus one history row per orphan).
+    func runInStores(author: String) throws -> (OrphanRepairReport, [RemoteChangeNotice]) {
+        guard let privateIndex = stores.privateIndex else { throw ServiceError(.unknownStore, "No private store is loaded.") }
+        let store = stores.list[privateIndex]
+        let parent = model.entity(named: rule.parentEntity)!
+        let child = model.entity(named: rule.childEntity)!
+        let parentTable = PersistentStore.table(parent.name)
+        let childTable = PersistentStore.table(child.name)
+        let column = "\"r_\(rule.relationship)\""
+        var report = OrphanRepairReport(session: "", sessionCreated: false, attached: 0, attachedObjectIDs: [], assigned: [],
+                                        skipped: [], skippedCount: 0, truncated: false)
+        var notices: [RemoteChangeNotice] = []
+        try store.database.transaction {
+            var token: Int64?
+            func historyToken() throws -> Int64 {
+                if let token { return token }
+                let new = try store.beginHistoryTransaction(author: author, contextName: "orphanRepair")
+                token = new
+                return new
+            }
+            var changed: [String] = []
+            var sessionKey = try store.database.scalar("SELECT z_pk FROM \(parentTable) WHERE \"a_\(rule.defaultFlag)\" = 1 ORDER BY z_pk LIMIT 1")?.int64
+            if sessionKey == nil {
+                let values = try defaultParentValues(parent)
+                let key = try store.allocatePrimaryKeys(parent.name, count: 1)
+                let uuid = UUID().uuidString
+                let row = PersistentStore.StoredRow(primaryKey: key, version: 1, uuid: uuid, zone: nil,
+                                                    values: parent.storedPropertyNames.map { values[$0] ?? .null })
+                try store.insert(parent, row: row)
+                try store.recordChange(token: try historyToken(), kind: .insert, entity: parent.name, primaryKey: key, uuid: uuid,
+                                       changed: parent.attributes.map(\.name).filter { values[$0] != .null }, tombstone: nil)
+                sessionKey = key
+                report.sessionCreated = true
+                changed.append(store.objectID(parent.name, key).uri)
+            }
+            let session = sessionKey!
+            report.session = store.objectID(parent.name, session).uri
+            let listed = try store.database.query("SELECT z_pk FROM \(childTable) WHERE \(column) IS NULL ORDER BY z_pk LIMIT ?", [Self.listLimit + 1])
+            if !listed.isEmpty {
+                try store.database.execute("""
+                    INSERT INTO z_change(token, kind, entity, pk, uuid, changed)
+                    SELECT ?, 'update', ?, z_pk, z_uuid, ? FROM \(childTable) WHERE \(column) IS NULL
+                    """, [try historyToken(), child.name, "[\"\(rule.relationship)\"]"])
+                try store.database.execute("UPDATE \(childTable) SET \(column) = ?, z_version = z_version + 1 WHERE \(column) IS NULL", [session])
+                report.attached = store.database.changes
+                report.attachedObjectIDs = listed.prefix(Self.listLimit).compactMap { $0[0].int64 }.map { store.objectID(child.name, $0).uri }
+                report.truncated = report.attached > Self.listLimit
+                changed += report.attachedObjectIDs
+            }
+            if let token {
+                notices.append(RemoteChangeNotice(store: store.name, storeUUID: store.uuid, token: Int(token), author: author,
+                                                  contextName: "orphanRepair", changedObjectIDs: changed))
+            }
+        }
+        for (index, other) in stores.list.enumerated() where index != privateIndex && other.holds(child.name) {
+            let table = PersistentStore.table(child.name)
+            report.skippedCount += try other.database.scalar("SELECT COUNT(*) FROM \(table) WHERE \(column) IS NULL")?.int ?? 0
+            for row in try other.database.query("SELECT z_pk FROM \(table) WHERE \(column) IS NULL ORDER BY z_pk LIMIT ?", [Self.listLimit]) {
+                report.skipped.append(.init(objectID: other.objectID(child.name, row[0].int64 ?? 0).uri, store: other.name, reason: Self.crossStoreReason))
+            }
+        }
+        return (report, notices)
+    }
+
+    /// Repairs inside a context, exactly as seed 000's fixed code does; the client then saves.
+    func runInContext(_ context: ManagedObjectContext) throws -> OrphanRepairReport {
+        guard let privateIndex = stores.privateIndex else { throw ServiceError(.unknownStore, "No private store is loaded.") }
+        let parent = model.entity(named: rule.parentEntity)!
+        let child = model.entity(named: rule.childEntity)!
+        var report = OrphanRepairReport(session: "", sessionCreated: false, attached: 0, attachedObjectIDs: [], assigned: [],
+                                        skipped: [], skippedCount: 0, truncated: false)
+        // ensureDefaultSession: one in the context, else one in a store, else a new one.
+        var session = context.registered.first { $0.entity.name == parent.name && !$0.isDeleted && $0.value(rule.defaultFlag) == .integer(1) }
+        if session == nil {
+            let table = PersistentStore.table(parent.name)
+            for store in stores.list where store.holds(parent.name) && session == nil {
+                if let key = try store.database.scalar("SELECT z_pk FROM \(table) WHERE \"a_\(rule.defaultFlag)\" = 1 ORDER BY z_pk LIMIT 1")?.int64 {
+                    session = try context.object(store.objectID(parent.name, key).uri, stores: stores)
+                }
+            }
+        }
+        if session == nil {
+            let created = context.insert(entity: parent)
+            created.snapshot = try defaultParentValues(parent)
+            report.sessionCreated = true
+            session = created
+        }
+        let defaultSession = session!
+        report.session = defaultSession.id.uri
+        // The target store: the session's store ?? the private store.
+        let target = defaultSession.store ?? privateIndex
+        if defaultSession.store == nil {
+            defaultSession.store = target
+            defaultSession.routing = .init(store: target, reason: .assigned, detail: "orphan repair: a new default session goes to the private store")
+        }
+        // Saved orphans from the stores join the context; unsaved ones are already in it.
+        let column = "\"r_\(rule.relationship)\""
+        for store in stores.list where store.holds(child.name) {
+            for row in try store.database.query("SELECT z_pk FROM \(PersistentStore.table(child.name)) WHERE \(column) IS NULL ORDER BY z_pk") {
+                _ = try context.object(store.objectID(child.name, row[0].int64 ?? 0).uri, stores: stores)
+            }
+        }
+        let orphans = context.registered.filter { $0.entity.name == child.name && !$0.isDeleted && $0.value(rule.relationship) == .null }
+        for orphan in orphans {
+            if orphan.id.isTemporary && orphan.store == nil {
+                orphan.store = target
+                orphan.routing = .init(store: target, reason: .assigned, detail: "orphan repair: assigned to the default session's store")
+                report.assigned.append(orphan.id.uri)
+            }
+            guard orphan.store == target else {
+                report.skippedCount += 1
+                if report.skipped.count < Self.listLimit {
+                    report.skipped.append(.init(objectID: orphan.id.uri, store: orphan.store.map { stores.list[$0].name } ?? "", reason: Self.crossStoreReason))
+                }
+                continue
+            }
+            orphan.changes[rule.relationship] = .text(defaultSession.id.uri)
+            report.attached += 1
+            if report.attachedObjectIDs.count < Self.listLimit { report.attachedObjectIDs.append(orphan.id.uri) } else { report.truncated = true }
+        }
+        return report
+    }
+}

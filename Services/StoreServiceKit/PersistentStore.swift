@@ -1,0 +1,213 @@
+import FoundationEssentials
+import MeowWire
+import SQLiteKit
+
+/// One persistent store: one SQLite file (or one in-memory database) holding the entities of
+/// one model configuration, with its own identity, history and share metadata.
+///
+/// Storage layout (why): one table per entity, `e_<Entity>`, with a column per attribute
+/// (`a_<name>`) and per to-one relationship (`r_<name>`, the destination's primary key in the
+/// same store — cross-store relationships are refused, so a plain integer suffices). Rows are
+/// real SQLite rows, so predicates, sorts and limit/offset run inside SQLite and stream; the
+/// model's indexes become SQLite indexes. System columns: `z_pk` (the `p<n>` of the object ID),
+/// `z_version` (optimistic locking, bumped by every save), `z_uuid` (the stable business id the
+/// cloud mirror uses as record name) and `z_zone` (the cloud zone of shared objects).
+/// Primary keys come from `z_primarykey` (Core Data's Z_PRIMARYKEY), so a permanent ID can be
+/// handed out before the save.
+///
+/// `@unchecked Sendable`: a store is reachable only through `PersistentStoreCoordinator`,
+/// whose lock is held for every use, so no two threads touch its database at once.
+final class PersistentStore: @unchecked Sendable {
+    let url: String
+    let filePath: String?
+    let configuration: StoreConfiguration
+    let model: ManagedObjectModel
+    let database: Database
+    private(set) var uuid: String = ""
+    /// The entities this store holds, by name.
+    let entities: [String: EntityDescription]
+
+    var name: String { configuration.name }
+    var scope: StoreScope { configuration.scope }
+
+    /// Opens (creating if needed) the store at `filePath`, or an in-memory store when nil.
+    init(url: String, filePath: String?, configuration: StoreConfiguration, model: ManagedObjectModel) throws {
+        self.url = url
+        self.filePath = filePath
+        self.configuration = configuration
+        self.model = model
+        database = try filePath.map { try Database(path: $0) } ?? Database.inMemory()
+        var entities: [String: EntityDescription] = [:]
+        for name in configuration.entities { entities[name] = model.entity(named: name) }
+        self.entities = entities
+        try createSchema()
+    }
+
+    static func table(_ entity: String) -> String { "\"e_\(entity)\"" }
+    static func column(_ property: String, entity: EntityDescription) -> String {
+        entity.attribute(property) != nil ? "\"a_\(property)\"" : "\"r_\(property)\""
+    }
+
+    private static func sqlType(_ type: AttributeType) -> String {
+        switch type {
+        case .string, .date: return "TEXT"
+        case .integer, .boolean: return "INTEGER"
+        case .double: return "REAL"
+        }
+    }
+
+    private func createSchema() throws {
+        try database.transaction {
+            try database.execute("""
+                CREATE TABLE IF NOT EXISTS z_metadata(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS z_primarykey(entity TEXT PRIMARY KEY, max INTEGER NOT NULL);
+                CREATE TABLE IF NOT EXISTS z_transaction(token INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT NOT NULL,
+                    author TEXT NOT NULL, context_name TEXT);
+                CREATE TABLE IF NOT EXISTS z_change(id INTEGER PRIMARY KEY, token INTEGER NOT NULL, kind TEXT NOT NULL,
+                    entity TEXT NOT NULL, pk INTEGER NOT NULL, uuid TEXT NOT NULL, changed TEXT, tombstone TEXT);
+                CREATE INDEX IF NOT EXISTS z_change_token ON z_change(token);
+                CREATE TABLE IF NOT EXISTS z_share(zone_name TEXT PRIMARY KEY, owner_name TEXT NOT NULL,
+                    permission TEXT NOT NULL, updated_at TEXT NOT NULL);
+                """)
+            for entity in entities.values.sorted(by: { $0.name < $1.name }) {
+                let table = Self.table(entity.name)
+                var columns = ["z_pk INTEGER PRIMARY KEY", "z_version INTEGER NOT NULL", "z_uuid TEXT NOT NULL UNIQUE", "z_zone TEXT"]
+                columns += entity.attributes.map { "\"a_\($0.name)\" \(Self.sqlType($0.type))" }
+                columns += entity.toOneRelationships.map { "\"r_\($0.name)\" INTEGER" }
+                try database.execute("CREATE TABLE IF NOT EXISTS \(table)(\(columns.joined(separator: ", ")))")
+                // Lightweight migration: add the columns a newer model has.
+                let existing = Set(try database.query("SELECT name FROM pragma_table_info('e_\(entity.name)')").compactMap { $0[0].string })
+                for attribute in entity.attributes where !existing.contains("a_\(attribute.name)") {
+                    try database.execute("ALTER TABLE \(table) ADD COLUMN \"a_\(attribute.name)\" \(Self.sqlType(attribute.type))")
+                }
+                for relationship in entity.toOneRelationships where !existing.contains("r_\(relationship.name)") {
+                    try database.execute("ALTER TABLE \(table) ADD COLUMN \"r_\(relationship.name)\" INTEGER")
+                }
+                for relationship in entity.toOneRelationships {
+                    try database.execute("CREATE INDEX IF NOT EXISTS \"i_\(entity.name)_\(relationship.name)\" ON \(table)(\"r_\(relationship.name)\")")
+                }
+                for index in entity.indexes {
+                    let name = "i_\(entity.name)_" + index.joined(separator: "_")
+                    let columns = index.map { Self.column($0, entity: entity) }.joined(separator: ", ")
+                    try database.execute("CREATE INDEX IF NOT EXISTS \"\(name)\" ON \(table)(\(columns))")
+                }
+                try database.execute("INSERT OR IGNORE INTO z_primarykey(entity, max) VALUES (?, 0)", [entity.name])
+            }
+            if let stored = try database.scalar("SELECT value FROM z_metadata WHERE key = 'storeUUID'")?.string {
+                uuid = stored
+            } else {
+                uuid = UUID().uuidString
+                try database.execute("INSERT INTO z_metadata(key, value) VALUES ('storeUUID', ?)", [uuid])
+                try database.execute("INSERT INTO z_metadata(key, value) VALUES ('model', ?)", [model.name])
+                try database.execute("INSERT INTO z_metadata(key, value) VALUES ('configuration', ?)", [configuration.name])
+            }
+        }
+    }
+
+    func holds(_ entity: String) -> Bool { entities[entity] != nil }
+
+    // MARK: Rows
+
+    /// A stored row: system columns and the values of `entity.storedPropertyNames`, in order.
+    struct StoredRow {
+        var primaryKey: Int64
+        var version: Int64
+        var uuid: String
+        var zone: String?
+        var values: [SQLValue]
+    }
+
+    func selectList(_ entity: EntityDescription, alias: String = "t0") -> String {
+        (["z_pk", "z_version", "z_uuid", "z_zone"].map { "\(alias).\($0)" }
+            + entity.storedPropertyNames.map { "\(alias).\(Self.column($0, entity: entity))" }).joined(separator: ", ")
+    }
+
+    static func row(from statement: Statement, propertyCount: Int) -> StoredRow {
+        StoredRow(primaryKey: statement.int64(at: 0), version: statement.int64(at: 1), uuid: statement.string(at: 2) ?? "",
+                  zone: statement.string(at: 3), values: (0..<propertyCount).map { statement.value(at: 4 + $0) })
+    }
+
+    func read(_ entity: EntityDescription, primaryKey: Int64) throws -> StoredRow? {
+        let statement = try database.cached("SELECT \(selectList(entity)) FROM \(Self.table(entity.name)) t0 WHERE t0.z_pk = ?")
+        var found: StoredRow?
+        let count = entity.storedPropertyNames.count
+        try statement.forEach([primaryKey]) { found = Self.row(from: $0, propertyCount: count) }
+        return found
+    }
+
+    func exists(_ entity: String, primaryKey: Int64) throws -> Bool {
+        try database.scalar("SELECT 1 FROM \(Self.table(entity)) WHERE z_pk = ?", [primaryKey]) != nil
+    }
+
+    /// Reserves `count` primary keys for `entity`; returns the first.
+    func allocatePrimaryKeys(_ entity: String, count: Int) throws -> Int64 {
+        try database.execute("UPDATE z_primarykey SET max = max + ? WHERE entity = ?", [count, entity])
+        let max = try database.scalar("SELECT max FROM z_primarykey WHERE entity = ?", [entity])?.int64 ?? Int64(count)
+        return max - Int64(count) + 1
+    }
+
+    func insert(_ entity: EntityDescription, row: StoredRow) throws {
+        let names = entity.storedPropertyNames
+        let columns = (["z_pk", "z_version", "z_uuid", "z_zone"] + names.map { Self.column($0, entity: entity) }).joined(separator: ", ")
+        let marks = Array(repeating: "?", count: names.count + 4).joined(separator: ", ")
+        let statement = try database.cached("INSERT INTO \(Self.table(entity.name))(\(columns)) VALUES (\(marks))")
+        var values: [any SQLBindable] = [row.primaryKey, row.version, row.uuid, SQLValue(row.zone)]
+        values.reserveCapacity(names.count + 4)
+        for value in row.values { values.append(value) }
+        try statement.run(values)
+    }
+
+    /// Writes `changes` (property name → storage value) and sets the version.
+    func update(_ entity: EntityDescription, primaryKey: Int64, changes: [(String, SQLValue)], version: Int64, zone: String?? = nil) throws {
+        var assignments = ["z_version = ?"]
+        var values: [any SQLBindable] = [version]
+        if let zone { assignments.append("z_zone = ?"); values.append(SQLValue(zone)) }
+        for (name, value) in changes {
+            assignments.append("\(Self.column(name, entity: entity)) = ?")
+            values.append(value)
+        }
+        values.append(primaryKey)
+        try database.execute("UPDATE \(Self.table(entity.name)) SET \(assignments.joined(separator: ", ")) WHERE z_pk = ?", values)
+    }
+
+    func delete(_ entity: String, primaryKey: Int64) throws {
+        try database.execute("DELETE FROM \(Self.table(entity)) WHERE z_pk = ?", [primaryKey])
+    }
+
+    /// Primary keys of `entity` rows whose to-one `relationship` points at `primaryKey`.
+    func referencing(_ entity: String, relationship: String, primaryKey: Int64) throws -> [Int64] {
+        try database.query("SELECT z_pk FROM \(Self.table(entity)) WHERE \"r_\(relationship)\" = ?", [primaryKey]).compactMap { $0[0].int64 }
+    }
+
+    func objectID(_ entity: String, _ primaryKey: Int64) -> ObjectID {
+        .permanent(storeUUID: uuid, entity: entity, primaryKey: primaryKey)
+    }
+
+    // MARK: History
+
+    /// Starts a history transaction inside the current SQLite transaction; returns its token.
+    func beginHistoryTransaction(author: String, contextName: String?) throws -> Int64 {
+        let now = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        try database.execute("INSERT INTO z_transaction(timestamp, author, context_name) VALUES (?, ?, ?)",
+                             [now, author, SQLValue(contextName)])
+        return database.lastInsertRowID
+    }
+
+    func recordChange(token: Int64, kind: ChangeKind, entity: String, primaryKey: Int64, uuid: String,
+                      changed: [String]?, tombstone: [String: JSONValue]?) throws {
+        let changedText = changed.map { "[" + $0.map { "\"\($0)\"" }.joined(separator: ",") + "]" }
+        let tombstoneText = try tombstone.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+        try database.execute("INSERT INTO z_change(token, kind, entity, pk, uuid, changed, tombstone) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             [token, kind.rawValue, entity, primaryKey, uuid, SQLValue(changedText), SQLValue(tombstoneText)])
+    }
+
+    var lastToken: Int64 {
+        (try? database.scalar("SELECT seq FROM sqlite_sequence WHERE name = 'z_transaction'")?.int64) ?? 0
+    }
+}
+
+enum ChangeKind: String, Sendable, Codable { case insert, update, delete }
+
+extension SQLValue {
+    init(_ text: String?) { self = text.map { .text($0) } ?? .null }
+}

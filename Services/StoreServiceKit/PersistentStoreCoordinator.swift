@@ -1,0 +1,94 @@
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+import Synchronization
+
+/// The device's stores in load order, behind one lock: like Core Data's coordinator, it
+/// serialises every read and write of its stores, so a save sees and writes a consistent state.
+///
+/// ```swift
+/// let coordinator = PersistentStoreCoordinator(model: .meowCare())
+/// try coordinator.addStore(configuration: "Private", url: "/data/MeowCare-Private.sqlite", filePath: "/data/MeowCare-Private.sqlite")
+/// ```
+public final class PersistentStoreCoordinator: Sendable {
+    public let model: ManagedObjectModel
+    private let state = Mutex(Stores())
+
+    struct Stores: ~Copyable {
+        var list: [PersistentStore] = []
+    }
+
+    public init(model: ManagedObjectModel) {
+        self.model = model
+    }
+
+    /// Loads the store of `configuration` from `filePath` (nil: in memory). Fails with 134081
+    /// "Can't add the same store twice" when a loaded store has the same URL or identifier.
+    @discardableResult
+    public func addStore(configuration name: String, url: String, filePath: String?) throws -> StoreDescription {
+        guard let configuration = model.configurations.first(where: { $0.name == name }) else {
+            throw ServiceError(.unknownStore, "The model has no configuration '\(name)'.", details: ["configuration": .string(name)])
+        }
+        return try state.withLock { stores in
+            if let loaded = stores.list.first(where: { $0.url == url }) {
+                throw StoreError.coreData(.storeAlreadyAdded, 134081, StoreError.duplicateStoreMessage,
+                                          ["url": .string(url), "storeUUID": .string(loaded.uuid)])
+            }
+            let store = try PersistentStore(url: url, filePath: filePath, configuration: configuration, model: model)
+            if let loaded = stores.list.first(where: { $0.uuid == store.uuid }) {
+                throw StoreError.coreData(.storeAlreadyAdded, 134081, StoreError.duplicateStoreMessage,
+                                          ["url": .string(url), "storeUUID": .string(store.uuid), "loadedURL": .string(loaded.url)])
+            }
+            stores.list.append(store)
+            return StoreDescription(store)
+        }
+    }
+
+    /// Runs `body` with the stores, in load order, holding the coordinator's lock.
+    func withStores<T>(_ body: (StoreSet) throws -> T) throws -> T {
+        try state.withLock { stores in try body(StoreSet(list: stores.list, model: model)) }
+    }
+
+    public var storeDescriptions: [StoreDescription] {
+        state.withLock { $0.list.map(StoreDescription.init) }
+    }
+}
+
+/// The stores as an operation sees them while holding the coordinator's lock.
+struct StoreSet {
+    let list: [PersistentStore]
+    let model: ManagedObjectModel
+
+    var privateIndex: Int? { list.firstIndex { $0.scope == .private } }
+
+    func index(uuid: String) -> Int? { list.firstIndex { $0.uuid == uuid } }
+
+    /// A store by configuration name, store UUID or URL.
+    func index(named name: String) throws -> Int {
+        if let index = list.firstIndex(where: { $0.name == name || $0.uuid == name || $0.url == name }) { return index }
+        throw ServiceError(.unknownStore, "No loaded store is named '\(name)'. Stores: \(list.map(\.name).joined(separator: ", ")) (a configuration name, store UUID or URL).",
+                           details: ["store": .string(name), "stores": .array(list.map { .string($0.name) })])
+    }
+}
+
+/// What a client learns about a store (`store.list`, `info`).
+public struct StoreDescription: Sendable, Codable, Hashable {
+    public var name: String
+    public var scope: StoreScope
+    public var url: String
+    public var storeUUID: String
+    public var path: String?
+    public var entities: [String]
+    public var lastHistoryToken: Int
+
+    init(_ store: PersistentStore) {
+        name = store.name
+        scope = store.scope
+        url = store.url
+        storeUUID = store.uuid
+        path = store.filePath
+        entities = store.configuration.entities
+        lastHistoryToken = Int(store.lastToken)
+    }
+}

@@ -1,0 +1,370 @@
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// A fetch predicate in a subset of NSPredicate's format language:
+/// comparisons (`==` `=` `!=` `<>` `<` `<=` `>` `>=`, `BEGINSWITH` `ENDSWITH` `CONTAINS`, with an
+/// optional `[c]` for case-insensitive), `IN {…}`, `AND`/`&&`, `OR`/`||`, `NOT`/`!`, parentheses,
+/// `nil`/`NULL` tests, `TRUEPREDICATE`/`FALSEPREDICATE`, `%@` placeholders filled from
+/// `arguments`, and key paths through to-one relationships (`session.id`). A to-one relationship
+/// compares with an object ID string or nil.
+///
+/// ```swift
+/// let p = try Predicate.parse("session.id == %@ AND value > 100", arguments: ["default-session"])
+/// ```
+indirect enum Predicate: Sendable, Equatable {
+    case constant(Bool)
+    case and([Predicate])
+    case or([Predicate])
+    case not(Predicate)
+    case compare(keyPath: [String], op: ComparisonOperator, value: JSONValue, caseInsensitive: Bool)
+    case within(keyPath: [String], values: [JSONValue])
+
+    enum ComparisonOperator: String, Sendable, Equatable {
+        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+        case beginsWith = "BEGINSWITH", endsWith = "ENDSWITH", contains = "CONTAINS"
+    }
+
+    static func parse(_ text: String, arguments: [JSONValue] = []) throws -> Predicate {
+        var parser = PredicateParser(text: text, arguments: arguments)
+        return try parser.parseAll()
+    }
+}
+
+func predicateError(_ message: String, _ text: String, at offset: Int? = nil) -> ServiceError {
+    var details: [String: JSONValue] = ["predicate": .string(text)]
+    if let offset { details["offset"] = .int(offset) }
+    return ServiceError(.invalidPredicate, "Invalid predicate: \(message)", details: details)
+}
+
+private struct PredicateParser {
+    enum Token: Equatable {
+        case word(String)       // identifiers, key paths and keywords
+        case string(String)
+        case number(JSONValue)
+        case symbol(String)     // == != < <= > >= = <> ( ) { } , && || ! [c]
+        case placeholder
+        case end
+    }
+
+    let text: String
+    var arguments: [JSONValue]
+    var tokens: [(Token, Int)] = []
+    var position = 0
+    var argumentIndex = 0
+
+    init(text: String, arguments: [JSONValue]) {
+        self.text = text
+        self.arguments = arguments
+    }
+
+    mutating func parseAll() throws -> Predicate {
+        guard text.utf8.count <= 16_384 else { throw predicateError("longer than 16384 bytes.", String(text.prefix(64))) }
+        try tokenize()
+        let result = try parseOr()
+        guard case .end = current else { throw predicateError("unexpected \(describe(current)) after a complete predicate.", text, at: offset) }
+        guard argumentIndex == arguments.count else {
+            throw predicateError("\(arguments.count) arguments given but the predicate has \(argumentIndex) %@ placeholders.", text)
+        }
+        return result
+    }
+
+    var current: Token { tokens[position].0 }
+    var offset: Int { tokens[position].1 }
+
+    func describe(_ token: Token) -> String {
+        switch token {
+        case let .word(word): return "'\(word)'"
+        case let .string(text): return "the string \"\(text)\""
+        case .number: return "a number"
+        case let .symbol(symbol): return "'\(symbol)'"
+        case .placeholder: return "%@"
+        case .end: return "the end"
+        }
+    }
+
+    mutating func tokenize() throws {
+        let bytes = Array(text.utf8)
+        var index = 0
+        func isWordByte(_ b: UInt8) -> Bool {
+            b == UInt8(ascii: "_") || b == UInt8(ascii: ".") || (b >= 48 && b <= 57) || ((b | 0x20) >= 97 && (b | 0x20) <= 122) || b >= 0x80
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            let start = index
+            if byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D { index += 1; continue }
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {
+                var value: [UInt8] = []
+                index += 1
+                var closed = false
+                while index < bytes.count {
+                    if bytes[index] == UInt8(ascii: "\\"), index + 1 < bytes.count { value.append(bytes[index + 1]); index += 2; continue }
+                    if bytes[index] == byte { closed = true; index += 1; break }
+                    value.append(bytes[index]); index += 1
+                }
+                guard closed else { throw predicateError("a string starting at offset \(start) is not closed.", text, at: start) }
+                tokens.append((.string(String(decoding: value, as: UTF8.self)), start))
+                continue
+            }
+            if (byte >= 48 && byte <= 57) || (byte == UInt8(ascii: "-") && index + 1 < bytes.count && bytes[index + 1] >= 48 && bytes[index + 1] <= 57) {
+                index += 1
+                while index < bytes.count, (bytes[index] >= 48 && bytes[index] <= 57) || bytes[index] == UInt8(ascii: ".") || (bytes[index] | 0x20) == UInt8(ascii: "e") { index += 1 }
+                let literal = String(decoding: bytes[start..<index], as: UTF8.self)
+                if let integer = Int(literal) { tokens.append((.number(.int(integer)), start)) }
+                else if let real = Double(literal) { tokens.append((.number(.double(real)), start)) }
+                else { throw predicateError("'\(literal)' is not a number.", text, at: start) }
+                continue
+            }
+            if byte == UInt8(ascii: "%"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "@") {
+                tokens.append((.placeholder, start)); index += 2; continue
+            }
+            if byte == UInt8(ascii: "["), let close = bytes[index...].firstIndex(of: UInt8(ascii: "]")) {
+                let flags = String(decoding: bytes[(index + 1)..<close], as: UTF8.self).lowercased()
+                guard flags == "c" || flags == "cd" || flags == "d" else { throw predicateError("unknown modifier [\(flags)]; use [c].", text, at: start) }
+                tokens.append((.symbol("[c]"), start)); index = close + 1; continue
+            }
+            let two = index + 1 < bytes.count ? String(decoding: bytes[index...(index + 1)], as: UTF8.self) : ""
+            if ["==", "!=", "<=", ">=", "<>", "&&", "||", "=<", "=>"].contains(two) {
+                let normal = ["=<": "<=", "=>": ">=", "<>": "!="][two] ?? two
+                tokens.append((.symbol(normal), start)); index += 2; continue
+            }
+            if "=<>(){},!".utf8.contains(byte) {
+                tokens.append((.symbol(byte == UInt8(ascii: "=") ? "==" : String(UnicodeScalar(byte))), start)); index += 1; continue
+            }
+            if isWordByte(byte) {
+                while index < bytes.count, isWordByte(bytes[index]) { index += 1 }
+                tokens.append((.word(String(decoding: bytes[start..<index], as: UTF8.self)), start))
+                continue
+            }
+            throw predicateError("unexpected character '\(String(decoding: [byte], as: UTF8.self))' at offset \(start).", text, at: start)
+        }
+        tokens.append((.end, bytes.count))
+    }
+
+    func isKeyword(_ token: Token, _ words: String...) -> Bool {
+        if case let .word(word) = token { return words.contains(word.uppercased()) }
+        return false
+    }
+
+    mutating func parseOr() throws -> Predicate {
+        var terms = [try parseAnd()]
+        while isKeyword(current, "OR") || current == .symbol("||") { position += 1; terms.append(try parseAnd()) }
+        return terms.count == 1 ? terms[0] : .or(terms)
+    }
+
+    mutating func parseAnd() throws -> Predicate {
+        var terms = [try parseNot()]
+        while isKeyword(current, "AND") || current == .symbol("&&") { position += 1; terms.append(try parseNot()) }
+        return terms.count == 1 ? terms[0] : .and(terms)
+    }
+
+    mutating func parseNot() throws -> Predicate {
+        if isKeyword(current, "NOT") || current == .symbol("!") { position += 1; return .not(try parseNot()) }
+        return try parsePrimary()
+    }
+
+    mutating func parsePrimary() throws -> Predicate {
+        if current == .symbol("(") {
+            position += 1
+            let inner = try parseOr()
+            guard current == .symbol(")") else { throw predicateError("expected ')' at offset \(offset), found \(describe(current)).", text, at: offset) }
+            position += 1
+            return inner
+        }
+        if isKeyword(current, "TRUEPREDICATE") { position += 1; return .constant(true) }
+        if isKeyword(current, "FALSEPREDICATE") { position += 1; return .constant(false) }
+        guard case let .word(path) = current, !isKeyword(current, "AND", "OR", "NOT", "IN") else {
+            throw predicateError("expected a key path at offset \(offset), found \(describe(current)).", text, at: offset)
+        }
+        let keyPath = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard keyPath.allSatisfy({ !$0.isEmpty }) else { throw predicateError("'\(path)' is not a key path.", text, at: offset) }
+        position += 1
+        if isKeyword(current, "IN") {
+            position += 1
+            return .within(keyPath: keyPath, values: try parseList())
+        }
+        let op: ComparisonOperatorParse
+        switch current {
+        case let .symbol(symbol) where ["==", "!=", "<", "<=", ">", ">="].contains(symbol):
+            op = .init(Predicate.ComparisonOperator(rawValue: symbol)!)
+        case let .word(word) where ["BEGINSWITH", "ENDSWITH", "CONTAINS"].contains(word.uppercased()):
+            op = .init(Predicate.ComparisonOperator(rawValue: word.uppercased())!)
+        default:
+            throw predicateError("expected an operator after '\(path)' at offset \(offset), found \(describe(current)).", text, at: offset)
+        }
+        position += 1
+        var caseInsensitive = false
+        if current == .symbol("[c]") { caseInsensitive = true; position += 1 }
+        let value = try parseValue()
+        return .compare(keyPath: keyPath, op: op.op, value: value, caseInsensitive: caseInsensitive)
+    }
+
+    struct ComparisonOperatorParse { let op: Predicate.ComparisonOperator; init(_ op: Predicate.ComparisonOperator) { self.op = op } }
+
+    mutating func parseList() throws -> [JSONValue] {
+        if current == .placeholder {
+            let value = try nextArgument()
+            guard case let .array(values) = value else { throw predicateError("the argument for IN %@ must be an array.", text, at: offset) }
+            return values
+        }
+        guard current == .symbol("{") else { throw predicateError("expected '{' or %@ after IN at offset \(offset).", text, at: offset) }
+        position += 1
+        var values: [JSONValue] = []
+        if current == .symbol("}") { position += 1; return values }
+        while true {
+            values.append(try parseValue())
+            if current == .symbol(",") { position += 1; continue }
+            guard current == .symbol("}") else { throw predicateError("expected ',' or '}' at offset \(offset), found \(describe(current)).", text, at: offset) }
+            position += 1
+            return values
+        }
+    }
+
+    mutating func nextArgument() throws -> JSONValue {
+        guard argumentIndex < arguments.count else {
+            throw predicateError("the predicate has more %@ placeholders than the \(arguments.count) arguments given.", text, at: offset)
+        }
+        defer { argumentIndex += 1; position += 1 }
+        return arguments[argumentIndex]
+    }
+
+    mutating func parseValue() throws -> JSONValue {
+        switch current {
+        case let .string(value): position += 1; return .string(value)
+        case let .number(value): position += 1; return value
+        case .placeholder: return try nextArgument()
+        case .word where isKeyword(current, "NIL", "NULL"): position += 1; return .null
+        case .word where isKeyword(current, "TRUE", "YES"): position += 1; return .bool(true)
+        case .word where isKeyword(current, "FALSE", "NO"): position += 1; return .bool(false)
+        default: throw predicateError("expected a value at offset \(offset), found \(describe(current)).", text, at: offset)
+        }
+    }
+}
+
+/// Builds one SELECT for one store: the joins a predicate's and sort's key paths need, the WHERE
+/// clause and its bound values.
+struct StoreQueryBuilder {
+    let store: PersistentStore
+    let model: ManagedObjectModel
+    let entity: EntityDescription
+    let predicateText: String
+    private(set) var joins: [String] = []
+    private var aliases: [String: String] = ["": "t0"]
+    private(set) var values: [SQLValue] = []
+
+    init(store: PersistentStore, model: ManagedObjectModel, entity: EntityDescription, predicateText: String) {
+        self.store = store
+        self.model = model
+        self.entity = entity
+        self.predicateText = predicateText
+    }
+
+    enum Resolved {
+        case attribute(column: String, AttributeDescription)
+        case relationship(column: String, RelationshipDescription)
+    }
+
+    /// Resolves `a.b.c`: every step but the last must be a to-one relationship.
+    mutating func resolve(_ keyPath: [String]) throws -> Resolved {
+        var current = entity
+        var alias = "t0"
+        var walked: [String] = []
+        for (index, key) in keyPath.enumerated() {
+            let isLast = index == keyPath.count - 1
+            if isLast, let attribute = current.attribute(key) {
+                return .attribute(column: "\(alias).\"a_\(key)\"", attribute)
+            }
+            guard let relationship = current.relationship(key) else {
+                throw ServiceError(.unknownAttribute, "\(current.name) has no attribute or relationship '\(key)' (in key path '\(keyPath.joined(separator: "."))').",
+                                   details: ["entity": .string(current.name), "property": .string(key), "predicate": .string(predicateText)])
+            }
+            guard !relationship.toMany else {
+                throw predicateError("'\(keyPath.joined(separator: "."))' goes through the to-many relationship \(current.name).\(key); only to-one key paths are supported.", predicateText)
+            }
+            if isLast { return .relationship(column: "\(alias).\"r_\(key)\"", relationship) }
+            walked.append(key)
+            let path = walked.joined(separator: ".")
+            let destination = model.entity(named: relationship.destination)!
+            if let existing = aliases[path] {
+                alias = existing
+            } else {
+                let next = "t\(aliases.count)"
+                joins.append("LEFT JOIN \(PersistentStore.table(destination.name)) \(next) ON \(next).z_pk = \(alias).\"r_\(key)\"")
+                aliases[path] = next
+                alias = next
+            }
+            current = destination
+        }
+        throw predicateError("empty key path.", predicateText)
+    }
+
+    /// The storage value a literal compares as; nil when it can never match in this store.
+    private func literal(_ value: JSONValue, for resolved: Resolved, keyPath: [String]) throws -> SQLValue? {
+        switch resolved {
+        case let .attribute(_, attribute):
+            var relaxed = attribute
+            relaxed.allowedValues = nil
+            do {
+                return try AttributeCoding.storageValue(value, for: relaxed, entity: entity.name)
+            } catch let error as ServiceError {
+                throw predicateError("\(keyPath.joined(separator: ".")): \(error.wire.message)", predicateText)
+            }
+        case let .relationship(_, relationship):
+            if value == .null { return .null }
+            guard let text = value.stringValue, let id = ObjectID(uri: text) else {
+                throw predicateError("\(keyPath.joined(separator: ".")) is a relationship; compare it with an object ID string or nil.", predicateText)
+            }
+            guard id.storeUUID == store.uuid, id.entity == relationship.destination, let key = id.primaryKey else { return nil }
+            return .integer(key)
+        }
+    }
+
+    mutating func sql(for predicate: Predicate) throws -> String {
+        switch predicate {
+        case let .constant(flag): return flag ? "1" : "0"
+        case let .and(terms): return "(" + (try terms.map { try sql(for: $0) }).joined(separator: " AND ") + ")"
+        case let .or(terms): return "(" + (try terms.map { try sql(for: $0) }).joined(separator: " OR ") + ")"
+        case let .not(term): return "(NOT \(try sql(for: term)))"
+        case let .within(keyPath, list):
+            let resolved = try resolve(keyPath)
+            let column = Self.column(resolved)
+            var marks: [String] = []
+            for item in list {
+                guard let value = try literal(item, for: resolved, keyPath: keyPath), value != .null else { continue }
+                values.append(value)
+                marks.append("?")
+            }
+            return marks.isEmpty ? "0" : "\(column) IN (\(marks.joined(separator: ", ")))"
+        case let .compare(keyPath, op, value, caseInsensitive):
+            let resolved = try resolve(keyPath)
+            var column = Self.column(resolved)
+            guard let bound = try literal(value, for: resolved, keyPath: keyPath) else {
+                return op == .notEqual ? "1" : "0"
+            }
+            if bound == .null {
+                switch op {
+                case .equal: return "\(column) IS NULL"
+                case .notEqual: return "\(column) IS NOT NULL"
+                default: throw predicateError("\(keyPath.joined(separator: ".")) \(op.rawValue) nil: only == and != compare with nil.", predicateText)
+                }
+            }
+            var mark = "?"
+            if caseInsensitive { column = "lower(\(column))"; mark = "lower(?)" }
+            values.append(bound)
+            switch op {
+            case .equal: return "\(column) = \(mark)"
+            case .notEqual: return "(\(column) IS NULL OR \(column) != \(mark))"
+            case .less, .lessOrEqual, .greater, .greaterOrEqual: return "\(column) \(op.rawValue) \(mark)"
+            case .beginsWith: values.append(bound); return "substr(\(column), 1, length(\(mark))) = \(mark)"
+            case .endsWith: values.append(bound); return "substr(\(column), -length(\(mark))) = \(mark)"
+            case .contains: return "instr(\(column), \(mark)) > 0"
+            }
+        }
+    }
+
+    static func column(_ resolved: Resolved) -> String {
+        switch resolved {
+        case let .attribute(column, _), let .relationship(column, _): return column
+        }
+    }
+}

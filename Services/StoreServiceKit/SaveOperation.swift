@@ -1,0 +1,473 @@
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// What `context.save` answers: where each new object went and why, what was written, how
+/// conflicts were merged, and the history transaction of each store.
+public struct SaveResult: Codable, Sendable {
+    public struct Inserted: Codable, Sendable {
+        public var temporaryID: String
+        public var objectID: String
+        public var entity: String
+        public var store: String
+        public var reason: StoreRouter.Reason
+        public var detail: String
+    }
+    public struct Merged: Codable, Sendable {
+        public var objectID: String
+        public var policy: MergePolicy
+        /// Properties written from the context.
+        public var written: [String]
+        /// The context's edits that were not written (the store's value won, or the row was gone).
+        public var dropped: [String]
+        public var oldVersion: Int
+        public var newVersion: Int?
+    }
+    public struct Transaction: Codable, Sendable {
+        public var store: String
+        public var storeUUID: String
+        public var token: Int
+    }
+    public var inserted: [Inserted] = []
+    public var updated: [String] = []
+    public var deleted: [String] = []
+    public var merged: [Merged] = []
+    public var transactions: [Transaction] = []
+}
+
+/// The `remoteChange` event: a store changed (by another connection, or later the cloud mirror).
+public struct RemoteChangeNotice: Codable, Sendable {
+    public var store: String
+    public var storeUUID: String
+    public var token: Int
+    public var author: String
+    public var contextName: String?
+    public var changedObjectIDs: [String]
+}
+
+/// One save of one context: validate, route, check stores and permissions, then write every
+/// store's part in its own SQLite transaction, all committed only when every part succeeded.
+struct SaveOperation {
+    let context: ManagedObjectContext
+    let stores: StoreSet
+    let router: StoreRouter
+    let logger: Logger
+
+    private var model: ManagedObjectModel { stores.model }
+
+    func run() throws -> (SaveResult, [RemoteChangeNotice]) {
+        let pending = context.pending
+        let inserted = pending.filter { $0.isInserted && !$0.isDeleted }
+        let deleted = pending.filter { !$0.isInserted && $0.isDeleted }
+        let updated = pending.filter { !$0.isInserted && !$0.isDeleted && !$0.changes.isEmpty }
+        let discarded = pending.filter { $0.isInserted && $0.isDeleted }
+        guard !(inserted.isEmpty && deleted.isEmpty && updated.isEmpty) else {
+            for object in discarded { context.forget(object.id.uri) }
+            return (SaveResult(), [])
+        }
+        try validate(inserted: inserted, updated: updated)
+        let decisions = try route(inserted: inserted, updated: updated)
+        func storeIndex(of object: ContextObject) -> Int { object.isInserted ? decisions[object.id.uri]!.store : object.store! }
+        func storeIndex(ofTarget uri: String) throws -> Int {
+            if let target = context.lookup(uri) { return storeIndex(of: target) }
+            guard let id = ObjectID(uri: uri), let uuid = id.storeUUID, let index = stores.index(uuid: uuid) else {
+                throw StoreError.unknownObject(uri, "it is not in a loaded store.")
+            }
+            return index
+        }
+
+        // Cross-store relationships are refused before anything is written (133010).
+        for object in inserted + updated {
+            let own = storeIndex(of: object)
+            for relationship in object.entity.toOneRelationships {
+                guard object.isInserted || object.changes[relationship.name] != nil,
+                      let target = object.value(relationship.name).string else { continue }
+                let other = try storeIndex(ofTarget: target)
+                if other != own {
+                    throw StoreError.coreData(.crossStoreRelationship, 133010, StoreError.crossStoreMessage, [
+                        "objectID": .string(object.id.uri), "relationship": .string("\(object.entity.name).\(relationship.name)"),
+                        "destinationID": .string(target), "store": .string(stores.list[own].name),
+                        "destinationStore": .string(stores.list[other].name),
+                        "hint": .string("Both ends of a relationship must be in one store: assign the new object to \(stores.list[other].name), or move it with object.moveToStore."),
+                    ])
+                }
+            }
+        }
+
+        let zones = try checkPermissions(inserted: inserted, updated: updated, deleted: deleted, storeIndex: storeIndex)
+
+        var involved = Set((inserted + updated + deleted).map(storeIndex))
+        involved = Set(involved.sorted())
+        var result = SaveResult()
+        var tokens: [Int: Int64] = [:]
+        var changedIDs: [Int: [String]] = [:]
+        var conflicts: [JSONValue] = []
+        var newIDs: [String: ObjectID] = [:]
+        var finalStates: [(ContextObject, [String: SQLValue], Int64)] = []
+        var forgotten: [String] = []
+
+        func token(_ index: Int) throws -> Int64 {
+            if let token = tokens[index] { return token }
+            let token = try stores.list[index].beginHistoryTransaction(author: context.author, contextName: context.name)
+            tokens[index] = token
+            return token
+        }
+
+        let order = involved.sorted()
+        for index in order { try stores.list[index].database.execute("BEGIN IMMEDIATE") }
+        do {
+            // Permanent IDs for the new objects, per store and entity (Z_PRIMARYKEY style).
+            var groups: [String: [ContextObject]] = [:]
+            for object in inserted where object.id.isTemporary {
+                groups["\(storeIndex(of: object))/\(object.entity.name)", default: []].append(object)
+            }
+            for (_, members) in groups.sorted(by: { $0.key < $1.key }) {
+                let store = stores.list[storeIndex(of: members[0])]
+                var key = try store.allocatePrimaryKeys(members[0].entity.name, count: members.count)
+                for object in members {
+                    newIDs[object.id.uri] = store.objectID(object.entity.name, key)
+                    key += 1
+                }
+            }
+            func finalURI(_ uri: String) -> String { newIDs[uri]?.uri ?? uri }
+            func storedValue(_ value: SQLValue, relationship: RelationshipDescription, store: PersistentStore) throws -> SQLValue {
+                guard let uri = value.string else { return .null }
+                if let id = newIDs[uri] { return .integer(id.primaryKey!) }
+                guard let id = ObjectID(uri: uri), let key = id.primaryKey else { throw StoreError.unknownObject(uri, "not a saved object.") }
+                if context.lookup(uri)?.isInserted != true, try !store.exists(relationship.destination, primaryKey: key) {
+                    throw StoreError.unknownObject(uri, "the destination of \(relationship.name) is no longer in the \(store.name) store (deleted).")
+                }
+                return .integer(key)
+            }
+
+            for object in inserted {
+                let index = storeIndex(of: object)
+                let store = stores.list[index]
+                let id = newIDs[object.id.uri] ?? object.id
+                var values: [SQLValue] = []
+                var contextValues: [String: SQLValue] = [:]
+                var changed: [String] = []
+                for attribute in object.entity.attributes {
+                    let value = object.value(attribute.name)
+                    values.append(value)
+                    contextValues[attribute.name] = value
+                    if value != .null { changed.append(attribute.name) }
+                }
+                for relationship in object.entity.toOneRelationships {
+                    let value = object.value(relationship.name)
+                    values.append(try storedValue(value, relationship: relationship, store: store))
+                    contextValues[relationship.name] = value.string.map { .text(finalURI($0)) } ?? .null
+                    if value != .null { changed.append(relationship.name) }
+                }
+                try store.insert(object.entity, row: .init(primaryKey: id.primaryKey!, version: 1, uuid: object.uuid,
+                                                           zone: zones[object.id.uri] ?? object.zone, values: values))
+                try store.recordChange(token: try token(index), kind: .insert, entity: object.entity.name, primaryKey: id.primaryKey!,
+                                       uuid: object.uuid, changed: changed, tombstone: nil)
+                changedIDs[index, default: []].append(id.uri)
+                let decision = decisions[object.id.uri]!
+                result.inserted.append(.init(temporaryID: object.id.uri, objectID: id.uri, entity: object.entity.name,
+                                             store: store.name, reason: decision.reason, detail: decision.detail))
+                finalStates.append((object, contextValues, 1))
+            }
+
+            for object in updated {
+                let index = storeIndex(of: object)
+                let store = stores.list[index]
+                let key = object.id.primaryKey!
+                guard let row = try store.read(object.entity, primaryKey: key) else {
+                    if context.mergePolicy == .error {
+                        conflicts.append(conflict(object, stored: nil, storedVersion: nil))
+                    } else {
+                        result.merged.append(.init(objectID: object.id.uri, policy: context.mergePolicy, written: [],
+                                                   dropped: object.changes.keys.sorted(), oldVersion: Int(object.version), newVersion: nil))
+                        forgotten.append(object.id.uri)
+                    }
+                    continue
+                }
+                let stored = ManagedObjectContext.contextValues(row, entity: object.entity, store: store)
+                var writes = object.changes
+                if row.version != object.version {
+                    switch context.mergePolicy.resolve(snapshot: object.snapshot, changes: object.changes, stored: stored) {
+                    case .conflict:
+                        conflicts.append(conflict(object, stored: stored, storedVersion: row.version))
+                        continue
+                    case let .write(properties):
+                        writes = properties
+                    }
+                }
+                let effective = writes.filter { stored[$0.key] != $0.value }
+                var final = stored
+                var newVersion = row.version
+                if !effective.isEmpty {
+                    newVersion = row.version + 1
+                    var columns: [(String, SQLValue)] = []
+                    for name in object.entity.storedPropertyNames {
+                        guard let value = effective[name] else { continue }
+                        if let relationship = object.entity.relationship(name) {
+                            columns.append((name, try storedValue(value, relationship: relationship, store: store)))
+                            final[name] = value.string.map { .text(finalURI($0)) } ?? .null
+                        } else {
+                            columns.append((name, value))
+                            final[name] = value
+                        }
+                    }
+                    try store.update(object.entity, primaryKey: key, changes: columns, version: newVersion)
+                    try store.recordChange(token: try token(index), kind: .update, entity: object.entity.name, primaryKey: key,
+                                           uuid: object.uuid, changed: effective.keys.sorted(), tombstone: nil)
+                    changedIDs[index, default: []].append(object.id.uri)
+                    result.updated.append(object.id.uri)
+                }
+                if row.version != object.version {
+                    result.merged.append(.init(objectID: object.id.uri, policy: context.mergePolicy, written: writes.keys.sorted(),
+                                               dropped: object.changes.keys.filter { writes[$0] == nil }.sorted(),
+                                               oldVersion: Int(object.version), newVersion: Int(newVersion)))
+                }
+                finalStates.append((object, final, newVersion))
+            }
+
+            var deletedKeys: Set<String> = []
+            for object in deleted {
+                let index = storeIndex(of: object)
+                let store = stores.list[index]
+                guard let row = try store.read(object.entity, primaryKey: object.id.primaryKey!) else {
+                    forgotten.append(object.id.uri)
+                    continue
+                }
+                if row.version != object.version {
+                    switch context.mergePolicy {
+                    case .error:
+                        conflicts.append(conflict(object, stored: ManagedObjectContext.contextValues(row, entity: object.entity, store: store),
+                                                  storedVersion: row.version))
+                        continue
+                    case .rollback:
+                        result.merged.append(.init(objectID: object.id.uri, policy: .rollback, written: [], dropped: ["(delete)"],
+                                                   oldVersion: Int(object.version), newVersion: Int(row.version)))
+                        continue
+                    default: break
+                    }
+                }
+                let gone = try deleteCascading(object.entity, primaryKey: row.primaryKey, storeIndex: index,
+                                               token: try token(index), deletedKeys: &deletedKeys, changedIDs: &changedIDs)
+                result.deleted.append(contentsOf: gone)
+                forgotten.append(contentsOf: gone)
+            }
+
+            if !conflicts.isEmpty {
+                throw StoreError.coreData(.mergeConflict, 133020, StoreError.mergeMessage, [
+                    "conflicts": .array(conflicts), "mergePolicy": .string(context.mergePolicy.rawValue),
+                    "hint": .string("Another save changed these objects since this context read them. Refetch (object.get after context.refresh or a new context) and redo the edits, or open the context with another mergePolicy."),
+                ])
+            }
+            for index in order { try stores.list[index].database.execute("COMMIT") }
+        } catch {
+            for index in order where stores.list[index].database.isInTransaction {
+                try? stores.list[index].database.execute("ROLLBACK")
+            }
+            throw error
+        }
+
+        // Committed: bring the context up to date.
+        for (object, values, version) in finalStates {
+            if object.isInserted { object.store = decisions[object.id.uri]?.store }
+            if let id = newIDs[object.id.uri] { context.rename(object, to: id) }
+            object.isInserted = false
+            object.routing = nil
+            object.snapshot = values
+            object.changes = [:]
+            object.version = version
+        }
+        for uri in forgotten { context.forget(uri) }
+        for object in discarded { context.forget(object.id.uri) }
+
+        var notices: [RemoteChangeNotice] = []
+        for index in order {
+            guard let token = tokens[index] else { continue }
+            let store = stores.list[index]
+            result.transactions.append(.init(store: store.name, storeUUID: store.uuid, token: Int(token)))
+            notices.append(RemoteChangeNotice(store: store.name, storeUUID: store.uuid, token: Int(token), author: context.author,
+                                              contextName: context.name, changedObjectIDs: changedIDs[index] ?? []))
+        }
+        return (result, notices)
+    }
+
+    // MARK: Steps
+
+    private func validate(inserted: [ContextObject], updated: [ContextObject]) throws {
+        var problems: [ServiceError] = []
+        for object in inserted + updated {
+            for attribute in object.entity.attributes where !attribute.optional {
+                guard object.isInserted || object.changes[attribute.name] != nil else { continue }
+                if object.value(attribute.name) == .null {
+                    problems.append(StoreError.coreData(.validationMissingMandatoryProperty, 1570,
+                                                        "\(object.entity.name).\(attribute.name) is a required value; set it before saving.",
+                                                        ["objectID": .string(object.id.uri), "entity": .string(object.entity.name), "property": .string(attribute.name)]))
+                }
+            }
+            for relationship in object.entity.toOneRelationships where !relationship.optional {
+                guard object.isInserted || object.changes[relationship.name] != nil else { continue }
+                if object.value(relationship.name) == .null {
+                    problems.append(StoreError.coreData(.validationMissingMandatoryProperty, 1570,
+                                                        "\(object.entity.name).\(relationship.name) is a required relationship; set it before saving.",
+                                                        ["objectID": .string(object.id.uri), "entity": .string(object.entity.name), "property": .string(relationship.name)]))
+                }
+            }
+        }
+        if problems.count == 1 { throw problems[0] }
+        if problems.count > 1 {
+            throw StoreError.coreData(.validationMultipleErrors, 1560, "\(problems.count) validation errors; nothing was saved. Fix each one listed in details.errors.",
+                                      ["errors": .array(problems.map { problem in
+                                          var entry = problem.wire.details
+                                          entry["code"] = .string(problem.wire.code.rawValue)
+                                          entry["message"] = .string(problem.wire.message)
+                                          return .object(entry)
+                                      })])
+        }
+    }
+
+    private func route(inserted: [ContextObject], updated: [ContextObject]) throws -> [String: StoreRouter.Decision] {
+        var position: [String: Int] = [:]
+        for (index, object) in inserted.enumerated() { position[object.id.uri] = index }
+        var inputs = inserted.map { StoreRouter.Input(entity: $0.entity.name, assigned: $0.store, links: []) }
+        func target(_ uri: String) -> StoreRouter.LinkTarget? {
+            if let index = position[uri] { return .newObject(index) }
+            if let object = context.lookup(uri), let store = object.store { return .store(store) }
+            if let id = ObjectID(uri: uri), let uuid = id.storeUUID, let store = stores.index(uuid: uuid) { return .store(store) }
+            return nil
+        }
+        for (index, object) in inserted.enumerated() {
+            for relationship in object.entity.toOneRelationships {
+                guard let uri = object.value(relationship.name).string, let link = target(uri) else { continue }
+                inputs[index].links.append((relationship.name, link))
+                // The inverse direction: a new destination follows the source's store.
+                if case let .newObject(other) = link { inputs[other].links.append((relationship.inverse ?? relationship.name, .newObject(index))) }
+            }
+        }
+        for object in updated {
+            guard let store = object.store else { continue }
+            for relationship in object.entity.toOneRelationships {
+                guard let uri = object.changes[relationship.name]?.string, let index = position[uri] else { continue }
+                inputs[index].links.append((relationship.inverse ?? relationship.name, .store(store)))
+            }
+        }
+        let decisions = try router.route(inputs)
+        var byURI: [String: StoreRouter.Decision] = [:]
+        var summary: [String: Int] = [:]
+        for (index, object) in inserted.enumerated() {
+            let decision = object.routing ?? decisions[index]
+            byURI[object.id.uri] = decision
+            summary["\(stores.list[decision.store].name).\(decision.reason.rawValue)", default: 0] += 1
+            logger.debug("store routing", ["objectID": .string(object.id.uri), "entity": .string(object.entity.name),
+                                          "store": .string(stores.list[decision.store].name), "reason": .string(decision.reason.rawValue),
+                                          "detail": .string(decision.detail), "mode": .string(router.mode.rawValue)])
+        }
+        if !summary.isEmpty {
+            logger.info("store routing", ["mode": .string(router.mode.rawValue), "context": .string(context.id),
+                                          "decisions": .object(summary.mapValues { .int($0) })])
+        }
+        return byURI
+    }
+
+    /// Zones of shared-store objects (new ones inherit their related object's zone), after
+    /// checking the user may change them: the share's permission must be readWrite.
+    private func checkPermissions(inserted: [ContextObject], updated: [ContextObject], deleted: [ContextObject],
+                                  storeIndex: (ContextObject) -> Int) throws -> [String: String] {
+        var zones: [String: String] = [:]
+        func zone(ofTarget uri: String) throws -> String? {
+            if let object = context.lookup(uri) { return object.isInserted ? zones[uri] ?? object.zone : object.zone }
+            guard let id = ObjectID(uri: uri), let uuid = id.storeUUID, let index = stores.index(uuid: uuid),
+                  let entity = model.entity(named: id.entity), let key = id.primaryKey else { return nil }
+            return try stores.list[index].read(entity, primaryKey: key)?.zone
+        }
+        for object in inserted where stores.list[storeIndex(object)].scope == .shared {
+            var found = object.zone
+            for relationship in object.entity.toOneRelationships where found == nil {
+                if let uri = object.value(relationship.name).string { found = try zone(ofTarget: uri) }
+            }
+            if let found { zones[object.id.uri] = found }
+        }
+        for (objects, action) in [(inserted, "insert"), (updated, "update"), (deleted, "delete")] {
+            for object in objects {
+                let store = stores.list[storeIndex(object)]
+                guard store.scope == .shared, let zone = zones[object.id.uri] ?? object.zone else { continue }
+                let permission = try SharePermissions.permission(zone: zone, in: store)
+                guard permission == .readWrite else {
+                    throw ServiceError(.permissionFailure,
+                                       "This user's permission on shared zone '\(zone)' is \(permission.rawValue); the \(action) of \(object.id.uri) was refused and nothing was saved. Ask the share's owner for read-write access.",
+                                       details: ["objectID": .string(object.id.uri), "zone": .string(zone), "permission": .string(permission.rawValue),
+                                                 "action": .string(action), "store": .string(store.name)])
+                }
+            }
+        }
+        return zones
+    }
+
+    private func conflict(_ object: ContextObject, stored: [String: SQLValue]?, storedVersion: Int64?) -> JSONValue {
+        [
+            "objectID": .string(object.id.uri), "entity": .string(object.entity.name),
+            "snapshot": .object(wireValues(object.snapshot, entity: object.entity)),
+            "changes": .object(wireValues(object.changes, entity: object.entity)),
+            "storedSnapshot": stored.map { .object(wireValues($0, entity: object.entity)) } ?? .null,
+            "oldVersion": .int(Int(object.version)), "newVersion": storedVersion.map { .int(Int($0)) } ?? .null,
+        ]
+    }
+
+    private func wireValues(_ values: [String: SQLValue], entity: EntityDescription) -> [String: JSONValue] {
+        var out: [String: JSONValue] = [:]
+        for (key, value) in values {
+            if let attribute = entity.attribute(key) { out[key] = AttributeCoding.jsonValue(value, type: attribute.type) }
+            else { out[key] = value.string.map { .string($0) } ?? .null }
+        }
+        return out
+    }
+
+    /// Deletes a row and applies its relationships' delete rules; returns the deleted IDs.
+    private func deleteCascading(_ entity: EntityDescription, primaryKey: Int64, storeIndex: Int, token: Int64,
+                                 deletedKeys: inout Set<String>, changedIDs: inout [Int: [String]]) throws -> [String] {
+        let store = stores.list[storeIndex]
+        let id = store.objectID(entity.name, primaryKey)
+        guard deletedKeys.insert(id.uri).inserted, let row = try store.read(entity, primaryKey: primaryKey) else { return [] }
+        var gone: [String] = []
+        for relationship in entity.relationships {
+            let destination = model.entity(named: relationship.destination)!
+            guard store.holds(destination.name) else { continue }
+            var related: [Int64] = []
+            if relationship.toMany, let inverse = relationship.inverse {
+                related = try store.referencing(destination.name, relationship: inverse, primaryKey: primaryKey)
+            } else if !relationship.toMany, let index = entity.storedPropertyNames.firstIndex(of: relationship.name), let key = row.values[index].int64 {
+                related = [key]
+            }
+            guard !related.isEmpty else { continue }
+            switch relationship.deleteRule {
+            case .deny:
+                throw StoreError.coreData(.validationRelationshipDeniedDelete, 1600,
+                                          "\(entity.name).\(relationship.name) has the deny delete rule and still has \(related.count) object(s); remove them before deleting \(id.uri).",
+                                          ["objectID": .string(id.uri), "relationship": .string(relationship.name)])
+            case .cascade:
+                for key in related {
+                    gone += try deleteCascading(destination, primaryKey: key, storeIndex: storeIndex, token: token,
+                                                deletedKeys: &deletedKeys, changedIDs: &changedIDs)
+                }
+            case .nullify:
+                guard relationship.toMany, let inverse = relationship.inverse else { continue }
+                for key in related where !deletedKeys.contains(store.objectID(destination.name, key).uri) {
+                    guard let child = try store.read(destination, primaryKey: key) else { continue }
+                    try store.update(destination, primaryKey: key, changes: [(inverse, .null)], version: child.version + 1)
+                    try store.recordChange(token: token, kind: .update, entity: destination.name, primaryKey: key, uuid: child.uuid,
+                                           changed: [inverse], tombstone: nil)
+                    changedIDs[storeIndex, default: []].append(store.objectID(destination.name, key).uri)
+                }
+            }
+        }
+        var tombstone: [String: JSONValue] = ["uuid": .string(row.uuid)]
+        if let zone = row.zone { tombstone["zone"] = .string(zone) }
+        for (index, attribute) in entity.attributes.enumerated() where attribute.preservesValueInHistoryOnDeletion {
+            tombstone[attribute.name] = AttributeCoding.jsonValue(row.values[index], type: attribute.type)
+        }
+        try store.delete(entity.name, primaryKey: primaryKey)
+        try store.recordChange(token: token, kind: .delete, entity: entity.name, primaryKey: primaryKey, uuid: row.uuid,
+                               changed: nil, tombstone: tombstone)
+        changedIDs[storeIndex, default: []].append(id.uri)
+        return [id.uri] + gone
+    }
+}

@@ -1,0 +1,62 @@
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// A participant's permission on a share (CKShare.ParticipantPermission).
+public enum SharePermission: String, Sendable, Codable, CaseIterable {
+    case none, readOnly, readWrite
+}
+
+/// Share metadata the shared store keeps per cloud zone (filled by the mirror; settable with
+/// `share.setMetadata`), and NSPersistentCloudKitContainer's permission predicates over it.
+enum SharePermissions {
+    /// The permission on `zone`; a zone the store has no metadata for is `none`.
+    static func permission(zone: String, in store: PersistentStore) throws -> SharePermission {
+        guard let text = try store.database.scalar("SELECT permission FROM z_share WHERE zone_name = ?", [zone])?.string else { return .none }
+        return SharePermission(rawValue: text) ?? .none
+    }
+
+    static func setMetadata(zone: String, owner: String, permission: SharePermission, in store: PersistentStore) throws {
+        let now = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        try store.database.execute("""
+            INSERT INTO z_share(zone_name, owner_name, permission, updated_at) VALUES (?, ?, ?, ?)
+            ON CONFLICT(zone_name) DO UPDATE SET owner_name = excluded.owner_name, permission = excluded.permission, updated_at = excluded.updated_at
+            """, [zone, owner, permission.rawValue, now])
+    }
+
+    static func shares(in store: PersistentStore) throws -> [ShareMetadata] {
+        try store.database.query("SELECT zone_name, owner_name, permission FROM z_share ORDER BY zone_name").map {
+            ShareMetadata(zoneName: $0[0].string ?? "", ownerName: $0[1].string ?? "", permission: SharePermission(rawValue: $0[2].string ?? "") ?? .none)
+        }
+    }
+
+    /// canModifyManagedObjects(in:): always for the private store; for the shared store, when
+    /// some share there is read-write.
+    static func canModify(_ store: PersistentStore) throws -> Bool {
+        if store.scope == .private { return true }
+        return try store.database.scalar("SELECT 1 FROM z_share WHERE permission = 'readWrite' LIMIT 1") != nil
+    }
+
+    /// canUpdateRecord / canDeleteRecord(forManagedObjectWith:): temporary IDs and private-store
+    /// objects yes; shared-store objects when their zone's share is read-write. (Apple's answer
+    /// for a temporary ID is yes even in a read-only share; the save closes that gap.)
+    static func canChange(_ object: ContextObject?, id: ObjectID, stores: StoreSet) throws -> Bool {
+        if id.isTemporary { return true }
+        guard let uuid = id.storeUUID, let index = stores.index(uuid: uuid) else { return false }
+        let store = stores.list[index]
+        if store.scope == .private { return true }
+        var zone = object?.zone
+        if object == nil, let entity = stores.model.entity(named: id.entity), let key = id.primaryKey {
+            zone = try store.read(entity, primaryKey: key)?.zone
+        }
+        guard let zone else { return try canModify(store) }
+        return try permission(zone: zone, in: store) == .readWrite
+    }
+}
+
+public struct ShareMetadata: Sendable, Codable, Hashable {
+    public var zoneName: String
+    public var ownerName: String
+    public var permission: SharePermission
+}

@@ -1,0 +1,128 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import Synchronization
+
+/// The running store-service: the coordinator, the routing rule, the event hub, and each
+/// connection's contexts.
+final class StoreEngine: Sendable {
+    static let remoteChangeTopic = "remoteChange"
+    static let contextsKey = "store.contexts"
+
+    let coordinator: PersistentStoreCoordinator
+    let router: StoreRouter
+    let events: EventHub
+    let logger = Logger(label: "store-service.store")
+
+    init(coordinator: PersistentStoreCoordinator, routing: RoutingMode, events: EventHub) {
+        self.coordinator = coordinator
+        self.events = events
+        router = StoreRouter(mode: routing, stores: coordinator.storeDescriptions.map {
+            StoreRouter.StoreInfo(name: $0.name, scope: $0.scope, entities: Set($0.entities))
+        })
+    }
+
+    var model: ManagedObjectModel { coordinator.model }
+
+    /// Opens both stores of `model` in `loadOrder`: files `<Model>-<Configuration>.sqlite` in
+    /// `directory`, or in-memory stores with distinct URLs (seed 000: two in-memory stores with
+    /// one identity would collide).
+    static func openStores(model: ManagedObjectModel, persistence: ServiceConfiguration.Persistence,
+                           loadOrder: [StoreScope]) throws -> PersistentStoreCoordinator {
+        let coordinator = PersistentStoreCoordinator(model: model)
+        let memoryDirectory = "memory:///\(model.name)-InMemory-\(UUID().uuidString)"
+        if case let .dataDirectory(directory) = persistence { try makeDirectory(directory) }
+        for scope in loadOrder {
+            let configuration = model.configuration(scope: scope)
+            let fileName = "\(model.name)-\(configuration.name).sqlite"
+            switch persistence {
+            case let .dataDirectory(directory):
+                let path = "\(directory)/\(fileName)"
+                try coordinator.addStore(configuration: configuration.name, url: "file://\(path)", filePath: path)
+            case .inMemory:
+                try coordinator.addStore(configuration: configuration.name, url: "\(memoryDirectory)/\(fileName)", filePath: nil)
+            }
+        }
+        return coordinator
+    }
+
+    private static func makeDirectory(_ path: String) throws {
+        var current = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            current += "/\(part)"
+            guard mkdir(current, 0o700) == 0 || errno == EEXIST else {
+                throw ServiceError(.internalError, "Cannot create the data directory \(current): \(String(cString: strerror(errno))).")
+            }
+        }
+    }
+
+    // MARK: Contexts
+
+    func contexts(_ connection: ConnectionHandle) -> ContextTable {
+        if let table = connection.attachment(Self.contextsKey, as: ContextTable.self) { return table }
+        let table = ContextTable()
+        connection.setAttachment(Self.contextsKey, table)
+        return table
+    }
+
+    /// Runs `body` with the connection's context `id` and the stores (context lock, then the
+    /// coordinator's lock: always in this order).
+    func withContext<T: Sendable>(_ connection: ConnectionHandle, _ id: String,
+                                  _ body: (ManagedObjectContext, StoreSet) throws -> T) throws -> T {
+        try contexts(connection).with(id) { context in
+            try coordinator.withStores { stores in try body(context, stores) }
+        }
+    }
+
+    func publish(_ notices: [RemoteChangeNotice], from connection: ConnectionHandle?) {
+        for notice in notices {
+            events.publish(topic: Self.remoteChangeTopic, event: Self.remoteChangeTopic, data: notice) { $0.id != connection?.id }
+        }
+    }
+}
+
+/// One connection's open contexts. A connection's requests run one at a time on its thread;
+/// the lock keeps the table safe anyway (and the coordinator's lock is only taken inside it).
+final class ContextTable: Sendable {
+    static let maxContexts = 64
+    private let state = Mutex(Contexts())
+
+    struct Contexts: ~Copyable {
+        var byID: [String: ManagedObjectContext] = [:]
+        var next = 1
+    }
+
+    func open(name: String?, author: String, mergePolicy: MergePolicy) throws -> String {
+        try state.withLock { contexts in
+            guard contexts.byID.count < Self.maxContexts else {
+                throw ServiceError(.limitExceeded, "This connection has \(Self.maxContexts) open contexts; close some with context.close.",
+                                   details: ["limit": .int(Self.maxContexts)])
+            }
+            let id = "c\(contexts.next)"
+            contexts.next += 1
+            contexts.byID[id] = ManagedObjectContext(id: id, name: name, author: author, mergePolicy: mergePolicy)
+            return id
+        }
+    }
+
+    func close(_ id: String) throws {
+        try state.withLock { contexts in
+            guard contexts.byID.removeValue(forKey: id) != nil else { throw Self.unknown(id) }
+        }
+    }
+
+    func with<T: Sendable>(_ id: String, _ body: (ManagedObjectContext) throws -> T) throws -> T {
+        try state.withLock { contexts in
+            guard let context = contexts.byID[id] else { throw Self.unknown(id) }
+            return try body(context)
+        }
+    }
+
+    static func unknown(_ id: String) -> ServiceError {
+        ServiceError(.unknownContext, "No open context '\(id)' on this connection; open one with context.open (contexts belong to the connection that opened them).",
+                     details: ["context": .string(id)])
+    }
+}

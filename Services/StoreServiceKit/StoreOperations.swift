@@ -1,0 +1,465 @@
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+// Params and results of the store-service's operations (docs/protocol-store-service.md).
+
+struct ContextOpenParams: Codable, Sendable {
+    var name: String?
+    var author: String?
+    var mergePolicy: MergePolicy?
+}
+struct ContextOpenResult: Codable, Sendable {
+    var context: String
+    var name: String?
+    var author: String
+    var mergePolicy: MergePolicy
+}
+struct ContextParams: Codable, Sendable { var context: String }
+struct ContextStateResult: Codable, Sendable {
+    var context: String
+    var registeredObjects: Int
+}
+struct ClosedResult: Codable, Sendable { var closed: Bool }
+
+struct InsertItem: Codable, Sendable {
+    var entity: String
+    var values: [String: JSONValue]?
+    var store: String?
+}
+struct InsertParams: Codable, Sendable {
+    var context: String
+    var entity: String?
+    var values: [String: JSONValue]?
+    var store: String?
+    var objects: [InsertItem]?
+}
+struct InsertResult: Codable, Sendable {
+    var objectID: String?
+    var objectIDs: [String]?
+}
+struct AssignParams: Codable, Sendable {
+    var context: String
+    var objectID: String
+    var store: String
+}
+struct AssignResult: Codable, Sendable {
+    var objectID: String
+    var store: String
+}
+struct SetParams: Codable, Sendable {
+    var context: String
+    var objectID: String
+    var values: [String: JSONValue]
+}
+struct ObjectParams: Codable, Sendable {
+    var context: String?
+    var objectID: String
+}
+struct DeleteResult: Codable, Sendable {
+    var objectID: String
+    var isDeleted: Bool
+}
+struct ObtainParams: Codable, Sendable {
+    var context: String
+    var objectIDs: [String]
+}
+struct ObtainResult: Codable, Sendable {
+    struct Entry: Codable, Sendable {
+        var temporaryID: String
+        var objectID: String
+        var store: String
+        var reason: StoreRouter.Reason
+    }
+    var objects: [Entry]
+}
+struct MoveParams: Codable, Sendable {
+    var context: String
+    var objectID: String
+    var store: String
+    var values: [String: JSONValue]?
+}
+struct MoveResult: Codable, Sendable {
+    var objectID: String
+    var deletedObjectID: String
+    var store: String
+}
+struct FetchResult: Codable, Sendable { var objects: [ObjectRecord] }
+struct CountResult: Codable, Sendable { var count: Int }
+struct HistoryFetchParams: Codable, Sendable {
+    var store: String?
+    var afterToken: Int?
+    var limit: Int?
+}
+struct HistoryFetchResult: Codable, Sendable {
+    var transactions: [HistoryTransaction]
+    /// The newest token per store (what to pass as afterToken next time).
+    var lastTokens: [String: Int]
+}
+struct HistoryPurgeParams: Codable, Sendable {
+    var store: String
+    var beforeToken: Int
+}
+struct HistoryPurgeResult: Codable, Sendable {
+    var store: String
+    var purgedTransactions: Int
+}
+struct RepairParams: Codable, Sendable { var context: String? }
+struct ShareParams: Codable, Sendable {
+    var zoneName: String
+    var ownerName: String?
+    var permission: SharePermission
+    var objectIDs: [String]?
+}
+struct ShareResult: Codable, Sendable {
+    var zoneName: String
+    var permission: SharePermission
+    var zonedObjects: Int
+}
+struct ShareListResult: Codable, Sendable { var shares: [ShareMetadata] }
+struct PermissionParams: Codable, Sendable {
+    var context: String?
+    var objectIDs: [String]?
+}
+struct PermissionResult: Codable, Sendable {
+    struct Entry: Codable, Sendable {
+        var objectID: String
+        var canUpdateRecord: Bool
+        var canDeleteRecord: Bool
+    }
+    var canModifyManagedObjects: [String: Bool]
+    var objects: [Entry]
+}
+struct StoreListResult: Codable, Sendable {
+    var stores: [StoreDescription]
+    var routing: RoutingMode
+}
+
+extension StoreService {
+    func registerStoreOperations(in registry: inout OperationRegistry) {
+        registry.register("context.open", params: ContextOpenParams.self, summary: "Opens a context (unit of work) with a merge policy.") { [self] params, request in
+            let engine = try engine()
+            let author = params.author ?? "app"
+            let policy = params.mergePolicy ?? .error
+            let id = try engine.contexts(request.connection).open(name: params.name, author: author, mergePolicy: policy)
+            return ContextOpenResult(context: id, name: params.name, author: author, mergePolicy: policy)
+        }
+        registry.register("context.save", params: ContextParams.self, summary: "Saves the context's changes in one transaction.") { [self] params, request in
+            let engine = try engine()
+            let (result, notices) = try engine.withContext(request.connection, params.context) { context, stores in
+                let outcome = try SaveOperation(context: context, stores: stores, router: engine.router, logger: engine.logger).run()
+                return (outcome.0, outcome.1)
+            }
+            engine.publish(notices, from: request.connection)
+            return result
+        }
+        registry.register("context.rollback", params: ContextParams.self, summary: "Drops the context's unsaved changes.") { [self] params, request in
+            try engine().contexts(request.connection).with(params.context) { context in
+                context.rollback()
+                return ContextStateResult(context: params.context, registeredObjects: context.registered.count)
+            }
+        }
+        registry.register("context.reset", params: ContextParams.self, summary: "Forgets every registered object.") { [self] params, request in
+            try engine().contexts(request.connection).with(params.context) { context in
+                context.reset()
+                return ContextStateResult(context: params.context, registeredObjects: 0)
+            }
+        }
+        registry.register("context.close", params: ContextParams.self, summary: "Closes the context; unsaved changes are dropped.") { [self] params, request in
+            try engine().contexts(request.connection).close(params.context)
+            return ClosedResult(closed: true)
+        }
+
+        registry.register("object.insert", params: InsertParams.self, summary: "Inserts new objects (temporary IDs); optionally assigns a store.") { [self] params, request in
+            let engine = try engine()
+            return try engine.withContext(request.connection, params.context) { context, stores in
+                let single = params.objects == nil
+                var items = params.objects ?? []
+                if single {
+                    guard let entity = params.entity else {
+                        throw ServiceError(.missingField, "'object.insert' needs entity (or objects: [{entity, values}]).", details: ["field": "params.entity"])
+                    }
+                    items = [InsertItem(entity: entity, values: params.values, store: params.store)]
+                }
+                var created: [ContextObject] = []
+                do {
+                    for (index, item) in items.enumerated() {
+                        do {
+                            guard let entity = stores.model.entity(named: item.entity) else { throw StoreError.unknownEntity(item.entity, model: stores.model) }
+                            let target = try item.store.map { try stores.index(named: $0) }
+                            if let target, !stores.list[target].holds(entity.name) { throw Self.entityNotInStore(entity.name, stores.list[target]) }
+                            let object = context.insert(entity: entity)
+                            created.append(object)
+                            try context.set(item.values ?? [:], on: object, model: stores.model)
+                            if let target {
+                                object.store = target
+                                object.routing = .init(store: target, reason: .assigned, detail: "assigned to \(stores.list[target].name) at insert")
+                            }
+                        } catch let error as ServiceError where !single {
+                            var wrapped = error
+                            wrapped.wire.details["index"] = .int(index)
+                            wrapped.wire.message = "objects[\(index)]: \(error.wire.message) Nothing was inserted."
+                            throw wrapped
+                        }
+                    }
+                } catch {
+                    for object in created { context.forget(object.id.uri) }
+                    throw error
+                }
+                return single ? InsertResult(objectID: created[0].id.uri) : InsertResult(objectIDs: created.map(\.id.uri))
+            }
+        }
+        registry.register("object.assign", params: AssignParams.self, summary: "Chooses the store of a new object (Core Data's assign(_:to:)).") { [self] params, request in
+            try engine().withContext(request.connection, params.context) { context, stores in
+                let target = try stores.index(named: params.store)
+                let store = stores.list[target]
+                if let id = ObjectID(uri: params.objectID), !id.isTemporary {
+                    // Rule 1: a permanent ID never moves, even to the store it is already in.
+                    let original = id.storeUUID.flatMap { stores.index(uuid: $0) }.map { stores.list[$0].url } ?? "unknown store \(id.storeUUID ?? "")"
+                    throw ServiceError(.invalidReassignment, StoreError.reassignMessage, details: [
+                        "objectID": .string(params.objectID), "newStoreURL": .string(store.url), "originalStoreURL": .string(original),
+                        "exception": "NSInvalidArgumentException",
+                        "hint": .string("assign is only for new objects. To move a saved object use object.moveToStore (a delete plus an insert)."),
+                    ])
+                }
+                let object = try context.object(params.objectID, stores: stores)
+                if let current = object.id.storeUUID {
+                    throw ServiceError(.invalidReassignment, StoreError.reassignMessage, details: [
+                        "objectID": .string(object.id.uri), "newStoreURL": .string(store.url), "originalStoreURL": .string(current)])
+                }
+                guard store.holds(object.entity.name) else { throw Self.entityNotInStore(object.entity.name, store) }
+                object.store = target
+                object.routing = .init(store: target, reason: .assigned, detail: "assigned to \(store.name)")
+                return AssignResult(objectID: object.id.uri, store: store.name)
+            }
+        }
+        registry.register("object.set", params: SetParams.self, summary: "Sets attributes and to-one relationships.") { [self] params, request in
+            try engine().withContext(request.connection, params.context) { context, stores in
+                let object = try context.object(params.objectID, stores: stores)
+                try context.set(params.values, on: object, model: stores.model)
+                return context.record(object, stores: stores)
+            }
+        }
+        registry.register("object.delete", params: ObjectParams.self, summary: "Marks an object deleted (applied at save).") { [self] params, request in
+            guard let contextID = params.context else { throw ServiceError(.missingField, "'object.delete' needs context.", details: ["field": "params.context"]) }
+            return try engine().withContext(request.connection, contextID) { context, stores in
+                let object = try context.object(params.objectID, stores: stores)
+                if object.isInserted { context.forget(object.id.uri) } else { object.isDeleted = true }
+                return DeleteResult(objectID: object.id.uri, isDeleted: true)
+            }
+        }
+        registry.register("object.get", params: ObjectParams.self, summary: "One object by ID (as the context sees it, or as stored).") { [self] params, request in
+            let engine = try engine()
+            if let contextID = params.context {
+                return try engine.withContext(request.connection, contextID) { context, stores in
+                    context.record(try context.object(params.objectID, stores: stores), stores: stores)
+                }
+            }
+            return try engine.coordinator.withStores { stores in
+                let scratch = ManagedObjectContext(id: "", name: nil, author: "", mergePolicy: .error)
+                var record = scratch.record(try scratch.object(params.objectID, stores: stores), stores: stores)
+                record.isInserted = nil
+                record.isDeleted = nil
+                record.hasChanges = nil
+                return record
+            }
+        }
+        registry.register("object.obtainPermanentIDs", params: ObtainParams.self, summary: "Gives new objects permanent IDs now; fixes their store.") { [self] params, request in
+            let engine = try engine()
+            return try engine.withContext(request.connection, params.context) { context, stores in
+                try Self.obtainPermanentIDs(params.objectIDs, context: context, stores: stores, router: engine.router)
+            }
+        }
+        registry.register("object.moveToStore", params: MoveParams.self, summary: "Moves a saved object: delete here, insert a copy there (same uuid).") { [self] params, request in
+            try engine().withContext(request.connection, params.context) { context, stores in
+                let target = try stores.index(named: params.store)
+                let object = try context.object(params.objectID, stores: stores)
+                guard !object.isInserted else {
+                    throw ServiceError(.invalidField, "\(object.id.uri) is not saved yet; use object.assign to choose its store.", details: ["objectID": .string(object.id.uri)])
+                }
+                guard object.store != target else {
+                    throw ServiceError(.invalidField, "\(object.id.uri) is already in \(stores.list[target].name).", details: ["objectID": .string(object.id.uri)])
+                }
+                guard stores.list[target].holds(object.entity.name) else { throw Self.entityNotInStore(object.entity.name, stores.list[target]) }
+                let copy = ContextObject(id: .newTemporary(entity: object.entity.name), entity: object.entity, store: target, isInserted: true,
+                                         version: 0, snapshot: [:], uuid: object.uuid, zone: nil, sequence: context.takeSequence())
+                for attribute in object.entity.attributes { copy.snapshot[attribute.name] = object.value(attribute.name) }
+                for relationship in object.entity.toOneRelationships { copy.snapshot[relationship.name] = .null }
+                copy.routing = .init(store: target, reason: .assigned, detail: "moved from \(stores.list[object.store!].name)")
+                context.register(copy)
+                do {
+                    try context.set(params.values ?? [:], on: copy, model: stores.model)
+                } catch {
+                    context.forget(copy.id.uri)
+                    throw error
+                }
+                object.isDeleted = true
+                return MoveResult(objectID: copy.id.uri, deletedObjectID: object.id.uri, store: stores.list[target].name)
+            }
+        }
+
+        registry.register("fetch", params: FetchRequest.self, summary: "Objects of an entity matching a predicate; sorted, paged, from some or all stores.") { [self] params, request in
+            let engine = try engine()
+            let run = { (stores: StoreSet, context: ManagedObjectContext?) throws -> FetchResult in
+                guard let entity = stores.model.entity(named: params.entity) else { throw StoreError.unknownEntity(params.entity, model: stores.model) }
+                let hits = try FetchExecutor(stores: stores, request: params).run()
+                var objects: [ObjectRecord] = []
+                objects.reserveCapacity(hits.count)
+                for hit in hits {
+                    guard let context else { objects.append(FetchExecutor.record(hit, entity: entity, stores: stores)); continue }
+                    let uri = stores.list[hit.store].objectID(entity.name, hit.row.primaryKey).uri
+                    if let registered = context.lookup(uri) {
+                        objects.append(context.record(registered, stores: stores))
+                    } else {
+                        let object = ContextObject(id: ObjectID(uri: uri)!, entity: entity, store: hit.store, isInserted: false, version: hit.row.version,
+                                                   snapshot: ManagedObjectContext.contextValues(hit.row, entity: entity, store: stores.list[hit.store]),
+                                                   uuid: hit.row.uuid, zone: hit.row.zone, sequence: context.takeSequence())
+                        context.register(object)
+                        objects.append(context.record(object, stores: stores))
+                    }
+                }
+                return FetchResult(objects: objects)
+            }
+            if let contextID = params.context {
+                return try engine.withContext(request.connection, contextID) { context, stores in try run(stores, context) }
+            }
+            return try engine.coordinator.withStores { stores in try run(stores, nil) }
+        }
+        registry.register("fetch.count", params: FetchRequest.self, summary: "How many objects a fetch would return (limit/offset ignored).") { [self] params, _ in
+            try engine().coordinator.withStores { stores in
+                var unpaged = params
+                unpaged.limit = nil
+                unpaged.offset = nil
+                return CountResult(count: try FetchExecutor(stores: stores, request: unpaged).count())
+            }
+        }
+
+        registry.register("history.fetch", params: HistoryFetchParams.self, summary: "History transactions after a token.") { [self] params, _ in
+            try engine().coordinator.withStores { stores in
+                let limit = params.limit ?? 1000
+                guard (1...10_000).contains(limit) else {
+                    throw ServiceError(.invalidField, "limit must be from 1 to 10000.", details: ["field": "params.limit"])
+                }
+                let indices = try params.store.map { [try stores.index(named: $0)] } ?? Array(stores.list.indices)
+                var result = HistoryFetchResult(transactions: [], lastTokens: [:])
+                for index in indices {
+                    let store = stores.list[index]
+                    result.transactions += try PersistentHistory.fetch(store, afterToken: params.afterToken, limit: limit)
+                    result.lastTokens[store.name] = Int(store.lastToken)
+                }
+                return result
+            }
+        }
+        registry.register("history.purge", params: HistoryPurgeParams.self, summary: "Deletes a store's history before a token.") { [self] params, _ in
+            try engine().coordinator.withStores { stores in
+                let store = stores.list[try stores.index(named: params.store)]
+                return HistoryPurgeResult(store: store.name, purgedTransactions: try PersistentHistory.purge(store, beforeToken: params.beforeToken))
+            }
+        }
+
+        registry.register("repair.orphans", params: RepairParams.self, summary: "Seed 000's repair: attach orphans to the default session.") { [self] params, request in
+            let engine = try engine()
+            guard let rule = engine.model.orphanRepair else {
+                throw ServiceError(.invalidField, "Model '\(engine.model.name)' defines no orphanRepair rule.", details: ["model": .string(engine.model.name)])
+            }
+            if let contextID = params.context {
+                return try engine.withContext(request.connection, contextID) { context, stores in
+                    try OrphanRepair(rule: rule, stores: stores).runInContext(context)
+                }
+            }
+            let (report, notices) = try engine.coordinator.withStores { stores in
+                try OrphanRepair(rule: rule, stores: stores).runInStores(author: "app")
+            }
+            engine.publish(notices, from: request.connection)
+            return report
+        }
+
+        registry.register("share.setMetadata", params: ShareParams.self, summary: "Records a share zone's permission in the shared store (mirror fills this).") { [self] params, _ in
+            try engine().coordinator.withStores { stores in
+                guard let index = stores.list.firstIndex(where: { $0.scope == .shared }) else { throw ServiceError(.unknownStore, "No shared store is loaded.") }
+                let store = stores.list[index]
+                guard !params.zoneName.isEmpty else { throw ServiceError(.invalidField, "zoneName must not be empty.", details: ["field": "params.zoneName"]) }
+                var zoned = 0
+                try store.database.transaction {
+                    try SharePermissions.setMetadata(zone: params.zoneName, owner: params.ownerName ?? "__defaultOwner__", permission: params.permission, in: store)
+                    for uri in params.objectIDs ?? [] {
+                        guard let id = ObjectID(uri: uri), id.storeUUID == store.uuid, let key = id.primaryKey, store.holds(id.entity) else {
+                            throw StoreError.unknownObject(uri, "share.setMetadata.objectIDs must be saved objects of the \(store.name) store.")
+                        }
+                        try store.database.execute("UPDATE \(PersistentStore.table(id.entity)) SET z_zone = ? WHERE z_pk = ?", [params.zoneName, key])
+                        guard store.database.changes == 1 else { throw StoreError.unknownObject(uri, "it is not in the \(store.name) store.") }
+                        zoned += 1
+                    }
+                }
+                return ShareResult(zoneName: params.zoneName, permission: params.permission, zonedObjects: zoned)
+            }
+        }
+        registry.register("share.list", params: Empty.self, summary: "The share metadata the shared store keeps.") { [self] _, _ in
+            try engine().coordinator.withStores { stores in
+                ShareListResult(shares: try stores.list.filter { $0.scope == .shared }.flatMap { try SharePermissions.shares(in: $0) })
+            }
+        }
+        registry.register("permission.check", params: PermissionParams.self, summary: "canModifyManagedObjects / canUpdateRecord / canDeleteRecord.") { [self] params, request in
+            let engine = try engine()
+            let check = { (stores: StoreSet, context: ManagedObjectContext?) throws -> PermissionResult in
+                var result = PermissionResult(canModifyManagedObjects: [:], objects: [])
+                for store in stores.list { result.canModifyManagedObjects[store.name] = try SharePermissions.canModify(store) }
+                for uri in params.objectIDs ?? [] {
+                    let object = context?.lookup(uri)
+                    guard let id = object?.id ?? ObjectID(uri: uri) else {
+                        throw ServiceError(.invalidField, "'\(uri)' is not an object ID.", details: ["objectID": .string(uri)])
+                    }
+                    let allowed = try SharePermissions.canChange(object, id: id, stores: stores)
+                    result.objects.append(.init(objectID: uri, canUpdateRecord: allowed, canDeleteRecord: allowed))
+                }
+                return result
+            }
+            if let contextID = params.context {
+                return try engine.withContext(request.connection, contextID) { context, stores in try check(stores, context) }
+            }
+            return try engine.coordinator.withStores { stores in try check(stores, nil) }
+        }
+
+        registry.register("store.list", params: Empty.self, summary: "The loaded stores in load order.") { [self] _, _ in
+            let engine = try engine()
+            return StoreListResult(stores: engine.coordinator.storeDescriptions, routing: engine.router.mode)
+        }
+        registry.register("model.get", params: Empty.self, summary: "The data model in use.") { [self] _, _ in
+            try engine().model
+        }
+    }
+
+    static func entityNotInStore(_ entity: String, _ store: PersistentStore) -> ServiceError {
+        ServiceError(.entityNotInStore, StoreError.entityNotInStoreMessage, details: [
+            "entity": .string(entity), "store": .string(store.name), "storeURL": .string(store.url),
+            "storeEntities": .array(store.configuration.entities.map { .string($0) }), "exception": "NSInvalidArgumentException"])
+    }
+
+    static func obtainPermanentIDs(_ uris: [String], context: ManagedObjectContext, stores: StoreSet, router: StoreRouter) throws -> ObtainResult {
+        var result = ObtainResult(objects: [])
+        let objects = try uris.map { try context.object($0, stores: stores) }
+        for object in objects where object.id.isTemporary {
+            let decision: StoreRouter.Decision
+            if let store = object.store {
+                decision = object.routing ?? .init(store: store, reason: .assigned, detail: "assigned")
+            } else {
+                var links: [(relationship: String, target: StoreRouter.LinkTarget)] = []
+                for relationship in object.entity.toOneRelationships {
+                    guard let uri = object.value(relationship.name).string else { continue }
+                    if let related = context.lookup(uri), let store = related.store { links.append((relationship.name, .store(store))) }
+                    else if let id = ObjectID(uri: uri), let uuid = id.storeUUID, let store = stores.index(uuid: uuid) { links.append((relationship.name, .store(store))) }
+                }
+                decision = try router.route([.init(entity: object.entity.name, assigned: nil, links: links)])[0]
+            }
+            let store = stores.list[decision.store]
+            let key = try store.database.transaction { try store.allocatePrimaryKeys(object.entity.name, count: 1) }
+            let old = object.id.uri
+            context.renameRewritingReferences(object, to: store.objectID(object.entity.name, key))
+            object.store = decision.store
+            object.routing = decision
+            result.objects.append(.init(temporaryID: old, objectID: object.id.uri, store: store.name, reason: decision.reason))
+        }
+        return result
+    }
+}

@@ -1,0 +1,123 @@
+import MeowWire
+import ServiceRuntime
+
+/// How a new object without an explicit assign finds its store.
+public enum RoutingMode: String, Sendable, Codable, CaseIterable {
+    /// Explicit assign, else the store of a related object, else the private store (seed 002's rule).
+    case deterministic
+    /// Like deterministic, but an object with neither an assign nor a related object is refused
+    /// when more than one store could hold it.
+    case strict
+    /// Core Data's behaviour: related object, else the first store in load order that holds the
+    /// entity — with the shared store loaded first this reproduces seed 002's bug.
+    case legacy
+}
+
+/// The routing rule, apart from any store: given the new objects and what they are related to,
+/// decide each one's store and say why.
+///
+/// ```swift
+/// let router = StoreRouter(mode: .deterministic, stores: [.init(name: "Private", scope: .private, entities: ["CareEvent"])])
+/// let decisions = try router.route([.init(entity: "CareEvent", assigned: nil, links: [])])
+/// ```
+public struct StoreRouter: Sendable {
+    public struct StoreInfo: Sendable {
+        public var name: String
+        public var scope: StoreScope
+        public var entities: Set<String>
+        public init(name: String, scope: StoreScope, entities: Set<String>) {
+            self.name = name
+            self.scope = scope
+            self.entities = entities
+        }
+    }
+
+    public enum Reason: String, Sendable, Codable {
+        case assigned, relatedObject, privateStoreDefault, onlyStoreWithEntity, loadOrder
+    }
+
+    public struct Decision: Sendable, Equatable {
+        public var store: Int
+        public var reason: Reason
+        public var detail: String
+    }
+
+    /// What a relationship of a new object points at: another new object (by index in the
+    /// routed list) or an object already in a store.
+    public enum LinkTarget: Sendable {
+        case newObject(Int)
+        case store(Int)
+    }
+
+    public struct Input: Sendable {
+        public var entity: String
+        public var assigned: Int?
+        public var links: [(relationship: String, target: LinkTarget)]
+        public init(entity: String, assigned: Int?, links: [(relationship: String, target: LinkTarget)]) {
+            self.entity = entity
+            self.assigned = assigned
+            self.links = links
+        }
+    }
+
+    public let mode: RoutingMode
+    public let stores: [StoreInfo]
+
+    public init(mode: RoutingMode, stores: [StoreInfo]) {
+        self.mode = mode
+        self.stores = stores
+    }
+
+    public func route(_ inputs: [Input]) throws -> [Decision] {
+        var decisions: [Decision?] = inputs.map { input in
+            input.assigned.map { Decision(store: $0, reason: .assigned, detail: "assigned to \(stores[$0].name)") }
+        }
+        // Pull unassigned objects into the store of a related object, to a fixed point (a new
+        // event related to a new session that was assigned follows the session).
+        var progress = true
+        while progress {
+            progress = false
+            for (index, input) in inputs.enumerated() where decisions[index] == nil {
+                for link in input.links {
+                    let store: Int?
+                    switch link.target {
+                    case let .store(s): store = s
+                    case let .newObject(other): store = decisions[other]?.store
+                    }
+                    guard let store, stores[store].entities.contains(input.entity) else { continue }
+                    decisions[index] = Decision(store: store, reason: .relatedObject,
+                                                detail: "related object via \(input.entity).\(link.relationship) is in \(stores[store].name)")
+                    progress = true
+                    break
+                }
+            }
+        }
+        return try inputs.enumerated().map { index, input in
+            if let decision = decisions[index] { return decision }
+            return try fallback(entity: input.entity)
+        }
+    }
+
+    /// Where an object with neither an assign nor a related store goes.
+    public func fallback(entity: String) throws -> Decision {
+        let candidates = stores.indices.filter { stores[$0].entities.contains(entity) }
+        guard let first = candidates.first else {
+            throw ServiceError(.entityNotInStore, "No loaded store holds entity \(entity); check the model's configurations.",
+                               details: ["entity": .string(entity)])
+        }
+        if candidates.count == 1 {
+            return Decision(store: first, reason: .onlyStoreWithEntity, detail: "\(stores[first].name) is the only store holding \(entity)")
+        }
+        switch mode {
+        case .legacy:
+            return Decision(store: first, reason: .loadOrder, detail: "first store in load order holding \(entity) (Core Data's behaviour)")
+        case .strict:
+            throw ServiceError(.ambiguousStoreAssignment,
+                               "A new \(entity) has no assigned store and no related object with a store; \(candidates.map { stores[$0].name }.joined(separator: " and ")) could hold it. Assign it with object.assign (or relate it to an object that has a store) before saving.",
+                               details: ["entity": .string(entity), "stores": .array(candidates.map { .string(stores[$0].name) })])
+        case .deterministic:
+            let target = candidates.first { stores[$0].scope == .private } ?? first
+            return Decision(store: target, reason: .privateStoreDefault, detail: "new objects default to the private store")
+        }
+    }
+}
