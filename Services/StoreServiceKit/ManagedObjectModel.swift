@@ -191,6 +191,11 @@ extension ManagedObjectModel {
             }
         }
         for entity in entities {
+            for relationship in entity.relationships where self.entity(named: relationship.destination) == nil {
+                throw ModelError("\(entity.name).\(relationship.name): destination entity '\(relationship.destination)' is not in the model.")
+            }
+        }
+        for entity in entities {
             for relationship in entity.relationships {
                 let place = "\(entity.name).\(relationship.name)"
                 guard let destination = self.entity(named: relationship.destination) else {

@@ -1,0 +1,105 @@
+import Foundation
+import MeowWire
+import SQLiteKit
+import ServiceRuntime
+@testable import StoreServiceKit
+import Testing
+
+@Suite("Routing, merge and predicate rules (in-process)")
+struct RuleTests {
+    let stores = [StoreRouter.StoreInfo(name: "Private", scope: .private, entities: ["CareEvent", "CareSession"]),
+                  StoreRouter.StoreInfo(name: "Shared", scope: .shared, entities: ["CareEvent", "CareSession"])]
+    // Load order shared first, as when the shared store happens to finish loading first.
+    var sharedFirst: [StoreRouter.StoreInfo] { stores.reversed() }
+
+    @Test func deterministicRoutingPrefersAssignThenRelatedThenPrivate() throws {
+        let router = StoreRouter(mode: .deterministic, stores: stores)
+        let decisions = try router.route([
+            .init(entity: "CareEvent", assigned: 1, links: []),
+            .init(entity: "CareEvent", assigned: nil, links: [("session", .store(1))]),
+            .init(entity: "CareEvent", assigned: nil, links: []),
+            .init(entity: "CareEvent", assigned: nil, links: [("session", .newObject(0))]),
+        ])
+        #expect(decisions.map(\.store) == [1, 1, 0, 1])
+        #expect(decisions.map(\.reason) == [.assigned, .relatedObject, .privateStoreDefault, .relatedObject])
+        // Load order does not matter to the deterministic rule.
+        let reordered = StoreRouter(mode: .deterministic, stores: sharedFirst)
+        #expect(try reordered.route([.init(entity: "CareEvent", assigned: nil, links: [])])[0].store == 1)
+    }
+
+    @Test func strictRoutingRefusesAnAmbiguousInsert() throws {
+        let router = StoreRouter(mode: .strict, stores: stores)
+        #expect(try router.route([.init(entity: "CareEvent", assigned: nil, links: [("session", .store(1))])])[0].store == 1)
+        let error = #expect(throws: ServiceError.self) { try router.route([.init(entity: "CareEvent", assigned: nil, links: [])]) }
+        #expect(error?.wire.code == .ambiguousStoreAssignment)
+    }
+
+    @Test func legacyRoutingTakesTheFirstLoadedStoreLikeCoreData() throws {
+        let router = StoreRouter(mode: .legacy, stores: sharedFirst)
+        let decision = try router.route([.init(entity: "CareEvent", assigned: nil, links: [])])[0]
+        #expect(router.stores[decision.store].name == "Shared")
+        #expect(decision.reason == .loadOrder)
+    }
+
+    @Test func routingWithOneCandidateStoreNeedsNoChoice() throws {
+        let onlyPrivate = [StoreRouter.StoreInfo(name: "Private", scope: .private, entities: ["Cat"]),
+                           StoreRouter.StoreInfo(name: "Shared", scope: .shared, entities: ["CareEvent"])]
+        let decision = try StoreRouter(mode: .strict, stores: onlyPrivate).route([.init(entity: "CareEvent", assigned: nil, links: [])])[0]
+        #expect(decision.store == 1)
+        #expect(decision.reason == .onlyStoreWithEntity)
+    }
+
+    // snapshot: what the context read; the store then changed `note`; the context changed `note` and `value`.
+    let snapshot: [String: SQLValue] = ["note": .text("a"), "value": .real(1), "id": .text("e1")]
+    let stored: [String: SQLValue] = ["note": .text("store"), "value": .real(1), "id": .text("e1-renamed")]
+    let changes: [String: SQLValue] = ["note": .text("mine"), "value": .real(2)]
+
+    @Test func mergePoliciesDecideConflictingPropertiesAsCoreDataDoes() {
+        #expect(MergePolicy.error.resolve(snapshot: snapshot, changes: changes, stored: stored) == .conflict)
+        #expect(MergePolicy.rollback.resolve(snapshot: snapshot, changes: changes, stored: stored) == .write([:]))
+        // Store trump: the store's note wins; value only the context changed, so it stays.
+        #expect(MergePolicy.mergeByPropertyStoreTrump.resolve(snapshot: snapshot, changes: changes, stored: stored) == .write(["value": .real(2)]))
+        // Object trump: both of the context's edits win; id (only the store changed it) is not written.
+        #expect(MergePolicy.mergeByPropertyObjectTrump.resolve(snapshot: snapshot, changes: changes, stored: stored) == .write(changes))
+        // Overwrite: the whole in-memory object, including the id as the context read it.
+        #expect(MergePolicy.overwrite.resolve(snapshot: snapshot, changes: changes, stored: stored)
+                == .write(["note": .text("mine"), "value": .real(2), "id": .text("e1")]))
+    }
+
+    @Test func predicatesParseTheNSPredicateSubset() throws {
+        let parsed = try Predicate.parse("session.id == %@ AND (value > 10 OR note == nil) AND NOT eventTypeRaw IN {'note', \"play\"}",
+                                         arguments: ["default-session"])
+        #expect(parsed == .and([
+            .compare(keyPath: ["session", "id"], op: .equal, value: "default-session", caseInsensitive: false),
+            .or([.compare(keyPath: ["value"], op: .greater, value: 10, caseInsensitive: false),
+                 .compare(keyPath: ["note"], op: .equal, value: .null, caseInsensitive: false)]),
+            .not(.within(keyPath: ["eventTypeRaw"], values: ["note", "play"])),
+        ]))
+        #expect(try Predicate.parse("note BEGINSWITH[c] 'ab' || value <= -1.5") == .or([
+            .compare(keyPath: ["note"], op: .beginsWith, value: "ab", caseInsensitive: true),
+            .compare(keyPath: ["value"], op: .lessOrEqual, value: -1.5, caseInsensitive: false),
+        ]))
+    }
+
+    @Test(arguments: ["value >", "value == 'a", "(value == 1", "value ~ 3", "value == 1 extra", "value == %@"])
+    func malformedPredicatesAreRefusedWithAReason(_ text: String) {
+        let error = #expect(throws: ServiceError.self) { try Predicate.parse(text) }
+        #expect(error?.wire.code == .invalidPredicate)
+        #expect(error?.wire.message.hasPrefix("Invalid predicate: ") == true)
+    }
+
+    @Test func addingTheSameStoreTwiceFailsWith134081() throws {
+        let coordinator = PersistentStoreCoordinator(model: .meowCare())
+        try coordinator.addStore(configuration: "Private", url: "memory:///a/MeowCare-Private.sqlite", filePath: nil)
+        let error = #expect(throws: ServiceError.self) {
+            try coordinator.addStore(configuration: "Shared", url: "memory:///a/MeowCare-Private.sqlite", filePath: nil)
+        }
+        #expect(error?.wire.code == .storeAlreadyAdded)
+        #expect(error?.wire.message == "Can't add the same store twice")
+        #expect(error?.wire.details["coreDataCode"] == 134081)
+        // Two in-memory stores with distinct URLs load side by side, with distinct identities.
+        try coordinator.addStore(configuration: "Shared", url: "memory:///a/MeowCare-Shared.sqlite", filePath: nil)
+        let identities = Set(coordinator.storeDescriptions.map(\.storeUUID))
+        #expect(identities.count == 2)
+    }
+}
