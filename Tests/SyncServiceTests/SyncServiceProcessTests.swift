@@ -1,0 +1,237 @@
+import Foundation
+import MeowWire
+import TestSupport
+import Testing
+
+/// The real `sync-service` binary over its socket: one test per group of rules.
+@Suite(.timeLimit(.minutes(3))) struct SyncServiceProcessTests {
+    let dir = TemporaryDirectory(prefix: "sy")
+    static let admin = "admin-secret"
+
+    func start(dataDir: Bool = false, extra: [String] = []) async throws -> ServiceProcess {
+        let users = #"{"users":[{"user":"owner","credential":"owner-secret"},{"user":"alice","credential":"alice-secret"},{"user":"bob","credential":"bob-secret"}]}"#
+        try users.write(toFile: dir.file("users.json"), atomically: true, encoding: .utf8)
+        let persistence = dataDir ? ["--data-dir", dir.file("data")] : ["--in-memory"]
+        return try await ServiceProcess.start("sync-service", ["--socket", dir.file("s.sock"), "--admin-credential", Self.admin,
+                                                               "--users", dir.file("users.json")] + persistence + extra)
+    }
+
+    func connect(_ credential: String?) async throws -> WireClient {
+        let client = try WireClient(socketPath: dir.file("s.sock"))
+        try await client.hello(client: "sync-tests", credential: credential)
+        return client
+    }
+
+    func failure(_ body: () async throws -> Void) async -> WireError? {
+        do {
+            try await body()
+            return nil
+        } catch let error as WireError {
+            return error
+        } catch {
+            return WireError(.internalError, "\(error)")
+        }
+    }
+
+    static let zone: JSONValue = ["zoneName": "Zone"]
+    static let ownerZone: JSONValue = ["zoneName": "Zone", "ownerName": "owner"]
+
+    static func event(_ name: String, zone: JSONValue = SyncServiceProcessTests.zone, tag: String? = nil, parent: String? = nil,
+                      title: String = "note") -> JSONValue {
+        var record: [String: JSONValue] = ["recordName": .string(name), "zoneID": zone, "recordType": "CD_CareEvent",
+                                           "fields": ["CD_title": ["type": "string", "value": .string(title)]]]
+        if let tag { record["recordChangeTag"] = .string(tag) }
+        if let parent { record["parent"] = ["recordName": .string(parent)] }
+        return .object(record)
+    }
+
+    @Test func credentialsAccountStatusAndAdminAccess() async throws {
+        let service = try await start()
+        let anonymous = try await connect(nil)
+        _ = try await anonymous.call("ping", Empty())
+        let anonymousError = await failure { _ = try await anonymous.call("zones.fetch", ["database": "private"] as JSONValue) }
+        #expect(anonymousError?.code == .notAuthenticated)
+        #expect(anonymousError?.details["ckErrorCode"] == 9)
+
+        let bad = try WireClient(socketPath: dir.file("s.sock"))
+        #expect(await failure { try await bad.hello(client: "t", credential: "wrong") }?.code == .notAuthenticated)
+
+        let alice = try await connect("alice-secret")
+        #expect(await failure { _ = try await alice.call("admin.listUsers", Empty()) }?.code == .permissionFailure)
+
+        let admin = try await connect(Self.admin)
+        _ = try await admin.call("admin.createUser", ["user": "dave", "credential": "dave-secret"] as JSONValue)
+        let dave = try await connect("dave-secret")
+        let zones = try await dave.call("zones.fetch", ["database": "private"] as JSONValue)
+        #expect(zones["zones"]?.arrayValue?.first?["zoneID"]?["zoneName"] == "_defaultZone")
+
+        _ = try await admin.call("admin.setAccountStatus", ["user": "dave", "status": "noAccount"] as JSONValue)
+        #expect(await failure { _ = try await dave.call("zones.fetch", ["database": "private"] as JSONValue) }?.code == .notAuthenticated)
+        _ = try await admin.call("admin.setAccountStatus", ["user": "dave", "status": "temporarilyUnavailable"] as JSONValue)
+        let unavailable = await failure { _ = try await dave.call("zones.fetch", ["database": "private"] as JSONValue) }
+        #expect(unavailable?.code == .accountTemporarilyUnavailable)
+        #expect(unavailable?.details["ckErrorCode"] == 36)
+        for client in [anonymous, bad, alice, admin, dave] { client.close() }
+        #expect(await service.stop() == 0)
+    }
+
+    @Test func recordsDecisionTableOverTheWire() async throws {
+        let service = try await start()
+        let owner = try await connect("owner-secret")
+        _ = try await owner.call("zones.save", ["database": "private", "zoneIDs": [Self.zone]] as JSONValue)
+        let saved = try await owner.call("records.modify", ["database": "private", "saves": [Self.event("a", title: "base")]] as JSONValue)
+        let tag = try #require(saved["saved"]?.arrayValue?.first?["recordChangeTag"]?.stringValue)
+        _ = try await owner.call("records.modify", ["database": "private", "saves": [Self.event("a", tag: tag, title: "server")]] as JSONValue)
+        let conflict = await failure {
+            _ = try await owner.call("records.modify", ["database": "private", "saves": [Self.event("a", tag: tag, title: "client"), Self.event("b")]] as JSONValue)
+        }
+        #expect(conflict?.code == .partialFailure)
+        #expect(conflict?.details["ckErrorCode"] == 2)
+        let items = conflict?.details["partialErrors"]
+        #expect(items?["a"]?["code"] == "serverRecordChanged")
+        #expect(items?["a"]?["details"]?["ancestorRecord"]?["fields"]?["CD_title"]?["value"] == "base")
+        #expect(items?["b"]?["code"] == "batchRequestFailed")
+
+        let admin = try await connect(Self.admin)
+        _ = try await admin.call("admin.setLimits", ["maxItemsPerRequest": 2] as JSONValue)
+        let tooMany = await failure {
+            _ = try await owner.call("records.modify", ["database": "private", "saves": [Self.event("x"), Self.event("y"), Self.event("z")]] as JSONValue)
+        }
+        #expect(tooMany?.code == .limitExceeded)
+
+        let alice = try await connect("alice-secret")
+        let refused = await failure {
+            _ = try await alice.call("records.modify", ["database": "shared", "saves": [Self.event("e", zone: ["zoneName": "com.apple.coredata.cloudkit.zone"])]] as JSONValue)
+        }
+        #expect(refused?.details["partialErrors"]?["e"]?["message"]?.stringValue?.contains(
+            "Illegal attempt to work with the core-data or default zone in the shared database") == true)
+        for client in [owner, admin, alice] { client.close() }
+        #expect(await service.stop() == 0)
+    }
+
+    @Test func sharingLifecycleAcrossThreeUsersWithPermissionReasonsInTheRequestLog() async throws {
+        let service = try await start(extra: ["--request-log", dir.file("requests.jsonl")])
+        let owner = try await connect("owner-secret")
+        let alice = try await connect("alice-secret")
+        let bob = try await connect("bob-secret")
+        _ = try await owner.call("zones.save", ["database": "private", "zoneIDs": [Self.zone]] as JSONValue)
+        let share: JSONValue = ["recordName": "share-1", "zoneID": Self.zone, "recordType": "cloudkit.share"]
+        var root = Self.event("session")
+        if case var .object(fields) = root { fields["share"] = ["recordName": "share-1"]; root = .object(fields) }
+        _ = try await owner.call("records.modify", ["database": "private", "saves": [root, share]] as JSONValue)
+        for (user, permission) in [("alice", "readWrite"), ("bob", "readOnly")] {
+            _ = try await owner.call("participants.add", ["zoneID": Self.zone, "shareName": "share-1", "user": .string(user), "permission": .string(permission)] as JSONValue)
+        }
+        let invitations = try await alice.call("shares.invitations", Empty())
+        #expect(invitations["invitations"]?.arrayValue?.first?["acceptanceStatus"] == "pending")
+        _ = try await alice.call("shares.accept", ["zoneID": Self.ownerZone, "shareName": "share-1"] as JSONValue)
+        _ = try await bob.call("shares.accept", ["zoneID": Self.ownerZone, "shareName": "share-1"] as JSONValue)
+
+        let aliceZones = try await alice.call("changes.fetchDatabase", ["database": "shared"] as JSONValue)
+        #expect(aliceZones["changedZones"] == [Self.ownerZone])
+        _ = try await alice.call("records.modify", ["database": "shared", "saves": [Self.event("e1", zone: Self.ownerZone, parent: "session")]] as JSONValue)
+        let bobWrite = await failure {
+            _ = try await bob.call("records.modify", ["database": "shared", "saves": [Self.event("e2", zone: Self.ownerZone, parent: "session")]] as JSONValue)
+        }
+        #expect(bobWrite?.details["partialErrors"]?["e2"]?["code"] == "permissionFailure")
+        let bobView = try await bob.call("changes.fetchZone", ["database": "shared", "zoneID": Self.ownerZone] as JSONValue)
+        #expect(Set(bobView["changed"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue } ?? []) == ["session", "share-1", "e1"])
+        let ownerView = try await owner.call("records.fetch", ["database": "private", "recordIDs": [["recordName": "e1", "zoneID": Self.zone]]] as JSONValue)
+        #expect(ownerView["records"]?.arrayValue?.first?["lastModifiedUserRecordName"] == "alice")
+
+        _ = try await owner.call("participants.remove", ["zoneID": Self.zone, "shareName": "share-1", "user": "alice"] as JSONValue)
+        let aliceAfter = try await alice.call("changes.fetchDatabase", ["database": "shared", "since": aliceZones["token"] ?? .null] as JSONValue)
+        #expect(aliceAfter["deletedZones"] == [Self.ownerZone])
+        let removedWrite = await failure {
+            _ = try await alice.call("records.modify", ["database": "shared", "saves": [Self.event("e3", zone: Self.ownerZone, parent: "session")]] as JSONValue)
+        }
+        #expect(removedWrite?.details["partialErrors"]?["e3"]?["code"] == "permissionFailure")
+
+        let admin = try await connect(Self.admin)
+        let log = try await admin.call("admin.requestLog", Empty())
+        let entries: [JSONValue] = log["entries"]?.arrayValue ?? []
+        var reasons: [String] = []
+        for entry in entries {
+            for decision in entry["permissions"]?.arrayValue ?? [] where decision["decision"] == "denied" {
+                reasons.append(decision["reason"]?.stringValue ?? "")
+            }
+        }
+        #expect(reasons.contains("participant of share share-1 has permission readOnly"))
+        #expect(reasons.contains("alice's participation is removed"))
+        let bobEntry = log["entries"]?.arrayValue?.first { $0["user"] == "bob" && $0["op"] == "records.modify" }
+        #expect(bobEntry?["code"] == "partialFailure")
+        #expect(bobEntry?["database"] == "shared")
+        #expect(bobEntry?["zones"] == ["owner/Zone"])
+        let fileLines = try String(contentsOfFile: dir.file("requests.jsonl"), encoding: .utf8).split(separator: "\n")
+        #expect(fileLines.contains { $0.contains("has permission readOnly") })
+        for client in [owner, alice, bob, admin] { client.close() }
+        #expect(await service.stop() == 0)
+    }
+
+    @Test func subscribersHearAboutChangesToTheirOwnDatabases() async throws {
+        let service = try await start()
+        let owner = try await connect("owner-secret")
+        let listener = try await connect("owner-secret")
+        let bob = try await connect("bob-secret")
+        _ = try await listener.call("subscribe", ["topics": ["databaseChanges"]] as JSONValue)
+        _ = try await bob.call("subscribe", ["topics": ["databaseChanges"]] as JSONValue)
+        _ = try await owner.call("zones.save", ["database": "private", "zoneIDs": [Self.zone]] as JSONValue)
+        _ = try await bob.call("zones.save", ["database": "private", "zoneIDs": [["zoneName": "BobZone"]]] as JSONValue)
+        var ownerEvents = listener.events.makeAsyncIterator()
+        let first = await ownerEvents.next()
+        #expect(first?.name == "databaseChanged")
+        #expect(first?.data["scope"] == "private")
+        #expect(first?.data["zoneID"] == ["zoneName": "Zone", "ownerName": "__defaultOwner__"])
+        var bobEvents = bob.events.makeAsyncIterator()
+        let bobFirst = await bobEvents.next()
+        #expect(bobFirst?.data["zoneID"]?["zoneName"] == "BobZone")
+        for client in [owner, listener, bob] { client.close() }
+        #expect(await service.stop() == 0)
+    }
+
+    @Test func aRestartKeepsRecordsTokensAndUsers() async throws {
+        var service = try await start(dataDir: true)
+        var owner = try await connect("owner-secret")
+        let admin = try await connect(Self.admin)
+        _ = try await admin.call("admin.createUser", ["user": "erin", "credential": "erin-secret"] as JSONValue)
+        _ = try await owner.call("zones.save", ["database": "private", "zoneIDs": [Self.zone]] as JSONValue)
+        _ = try await owner.call("records.modify", ["database": "private", "saves": [Self.event("a")]] as JSONValue)
+        let token = try await owner.call("changes.fetchZone", ["database": "private", "zoneID": Self.zone] as JSONValue)["token"] ?? .null
+        owner.close()
+        admin.close()
+        #expect(await service.stop() == 0)
+
+        service = try await start(dataDir: true)
+        owner = try await connect("owner-secret")
+        let erin = try await connect("erin-secret")
+        _ = try await owner.call("records.modify", ["database": "private", "saves": [Self.event("b")]] as JSONValue)
+        let next = try await owner.call("changes.fetchZone", ["database": "private", "zoneID": Self.zone, "since": token] as JSONValue)
+        #expect(next["changed"]?.arrayValue?.map { $0["recordName"] } == ["b"])
+        owner.close()
+        erin.close()
+        #expect(await service.stop() == 0)
+    }
+
+    @Test func aSnapshotExportedFromOneInstanceImportsIntoAnother() async throws {
+        let first = try await start()
+        let owner = try await connect("owner-secret")
+        _ = try await owner.call("zones.save", ["database": "private", "zoneIDs": [Self.zone]] as JSONValue)
+        _ = try await owner.call("records.modify", ["database": "private", "saves": [Self.event("a", title: "kept")]] as JSONValue)
+        var admin = try await connect(Self.admin)
+        let snapshot = try await admin.call("admin.exportSnapshot", Empty())["snapshot"] ?? .null
+        owner.close()
+        admin.close()
+        #expect(await first.stop() == 0)
+
+        let second = try await ServiceProcess.start("sync-service", ["--socket", dir.file("s.sock"), "--in-memory", "--admin-credential", Self.admin])
+        admin = try await connect(Self.admin)
+        let imported = try await admin.call("admin.importSnapshot", ["snapshot": snapshot] as JSONValue)
+        #expect(imported["records"] == 1)
+        let ownerAgain = try await connect("owner-secret")
+        let fetched = try await ownerAgain.call("records.fetch", ["database": "private", "recordIDs": [["recordName": "a", "zoneID": Self.zone]]] as JSONValue)
+        #expect(fetched["records"]?.arrayValue?.first?["fields"]?["CD_title"]?["value"] == "kept")
+        admin.close()
+        ownerAgain.close()
+        #expect(await second.stop() == 0)
+    }
+}
