@@ -50,6 +50,15 @@ public final class PersistentStoreCoordinator: Sendable {
         try state.withLock { stores in try body(StoreSet(list: stores.list, model: model)) }
     }
 
+    /// Folds each store's WAL into its main file (a clean shutdown leaves single-file stores).
+    public func checkpoint() {
+        state.withLock { stores in
+            for store in stores.list where store.filePath != nil {
+                try? store.database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+        }
+    }
+
     public var storeDescriptions: [StoreDescription] {
         state.withLock { $0.list.map(StoreDescription.init) }
     }

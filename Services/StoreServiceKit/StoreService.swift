@@ -56,6 +56,10 @@ public final class StoreService: ServiceDefinition {
         running.withLock { $0 = engine }
     }
 
+    public func stop() {
+        try? engine().coordinator.checkpoint()
+    }
+
     public func registerOperations(in registry: inout OperationRegistry) {
         registerStoreOperations(in: &registry)
     }

@@ -1,0 +1,176 @@
+import Foundation
+import MeowWire
+import StoreServiceKit
+import Testing
+import TestSupport
+
+@Suite("Assign rules, routing and cross-store refusal over the socket")
+struct AssignAndRoutingTests {
+    /// MeowCare's model, but the shared configuration holds no CareSession.
+    static func modelWithoutSharedSessions(in directory: TemporaryDirectory) throws -> String {
+        let path = directory.file("model.json")
+        let text = ManagedObjectModel.meowCareJSON.replacingOccurrences(
+            of: #"{"name": "Shared", "scope": "shared", "entities": ["CareSession", "CareEvent"]}"#,
+            with: #"{"name": "Shared", "scope": "shared", "entities": ["CareEvent"]}"#)
+        #expect(text != ManagedObjectModel.meowCareJSON)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func assignRulesFollowCoreDataOrder() async throws {
+        let directory = TemporaryDirectory()
+        let model = try Self.modelWithoutSharedSessions(in: directory)
+        let store = try await StoreFixture.start(["--model", model], directory: directory)
+        let client = try await store.client()
+        let context = try await client.openContext()
+
+        // A temporary object may be assigned again; the last call wins.
+        let event = try await client.insertEvent(context, id: "e1")
+        try await client.call("object.assign", ["context": .string(context), "objectID": .string(event), "store": "Shared"])
+        try await client.call("object.assign", ["context": .string(context), "objectID": .string(event), "store": "Private"])
+
+        // Rule 2: the store's configuration must hold the entity.
+        let session = try await client.insertSession(context, id: "s1")
+        let missing = try await client.failure("object.assign", ["context": .string(context), "objectID": .string(session), "store": "Shared"])
+        #expect(missing.code == .entityNotInStore)
+        #expect(missing.message == "Can't assign an object to a store that does not contain the object's entity.")
+
+        let saved = try await client.save(context)
+        let inserted = try #require(saved["inserted"]?.arrayValue?.first { $0["temporaryID"] == .string(event) })
+        #expect(inserted["store"] == "Private")
+        #expect(inserted["reason"] == "assigned")
+        let permanent = try #require(inserted["objectID"]?.stringValue)
+
+        // Rule 1: a permanent ID is refused even for the store it is already in.
+        let same = try await client.failure("object.assign", ["context": .string(context), "objectID": .string(permanent), "store": "Private"])
+        #expect(same.code == .invalidReassignment)
+        #expect(same.message == "Can't reassign an object to a different store once it has been saved.")
+        #expect(same.details["newStoreURL"] == same.details["originalStoreURL"])
+        #expect(same.details["objectID"] == .string(permanent))
+
+        // "Once saved" really means "once permanent": obtainPermanentIDs fixes the store too.
+        let early = try await client.insertEvent(context, id: "e2")
+        let obtained = try await client.call("object.obtainPermanentIDs", ["context": .string(context), "objectIDs": [.string(early)]])
+        let earlyPermanent = try #require(obtained["objects"]?[0]?["objectID"]?.stringValue)
+        #expect(earlyPermanent.contains("/CareEvent/p"))
+        let refused = try await client.failure("object.assign", ["context": .string(context), "objectID": .string(earlyPermanent), "store": "Shared"])
+        #expect(refused.code == .invalidReassignment)
+        let second = try await client.save(context)
+        #expect(second["inserted"]?[0]?["objectID"] == .string(earlyPermanent))
+        client.close()
+        _ = await store.stop()
+    }
+
+    @Test func deterministicRoutingFollowsRelatedObjectElsePrivate() async throws {
+        let store = try await StoreFixture.start()
+        let client = try await store.client()
+        let context = try await client.openContext()
+        let sharedSession = try await client.insertSession(context, id: "shared-s", store: "Shared")
+        let withSession = try await client.insertEvent(context, id: "e-shared", extra: ["session": .string(sharedSession)])
+        let alone = try await client.insertEvent(context, id: "e-alone")
+        let saved = try await client.save(context)
+        let byTemporary = Dictionary(uniqueKeysWithValues: (saved["inserted"]?.arrayValue ?? []).map { ($0["temporaryID"]!.stringValue!, $0) })
+        #expect(byTemporary[withSession]?["store"] == "Shared")
+        #expect(byTemporary[withSession]?["reason"] == "relatedObject")
+        #expect(byTemporary[alone]?["store"] == "Private")
+        #expect(byTemporary[alone]?["reason"] == "privateStoreDefault")
+        #expect(await store.process.waitForLine(containing: "\"msg\":\"store routing\"") != nil)
+        client.close()
+        _ = await store.stop()
+    }
+
+    @Test func strictRoutingRefusesAnAmbiguousInsertAndWritesNothing() async throws {
+        let store = try await StoreFixture.start(["--routing", "strict"])
+        let client = try await store.client()
+        let context = try await client.openContext()
+        _ = try await client.insertEvent(context, id: "assigned", store: "Private")
+        _ = try await client.insertEvent(context, id: "ambiguous")
+        let error = try await client.failure("context.save", ["context": .string(context)])
+        #expect(error.code == .ambiguousStoreAssignment)
+        #expect(try await client.count("CareEvent") == 0)
+        client.close()
+        _ = await store.stop()
+    }
+
+    @Test func legacyRoutingReproducesSeed002WhenTheSharedStoreLoadsFirst() async throws {
+        let store = try await StoreFixture.start(["--routing", "legacy", "--load-order", "shared,private"])
+        let client = try await store.client()
+        let context = try await client.openContext()
+        _ = try await client.insertEvent(context, id: "lost")
+        let saved = try await client.save(context)
+        #expect(saved["inserted"]?[0]?["store"] == "Shared")
+        #expect(saved["inserted"]?[0]?["reason"] == "loadOrder")
+        client.close()
+        _ = await store.stop()
+    }
+
+    @Test func crossStoreRelationshipIsRefusedAtSaveAndNothingIsWritten() async throws {
+        let store = try await StoreFixture.start()
+        let client = try await store.client()
+        let context = try await client.openContext()
+        let temporarySession = try await client.insertSession(context, id: "shared-s", store: "Shared")
+        let session = try StoreClient.permanentID(try await client.save(context), temporarySession)
+
+        let event = try await client.insertEvent(context, id: "e1", store: "Private", extra: ["session": .string(session)])
+        let other = try await client.insertEvent(context, id: "e2", store: "Shared", extra: ["session": .string(session)])
+        let error = try await client.failure("context.save", ["context": .string(context)])
+        #expect(error.code == .crossStoreRelationship)
+        #expect(error.message == "CoreData does not support persistent cross-store relationships")
+        #expect(error.details["coreDataCode"] == 133010)
+        #expect(error.details["objectID"] == .string(event))
+        #expect(try await client.count("CareEvent") == 0)
+        #expect(try await client.get(other, context: context)["isInserted"] == true)
+
+        // The context keeps its changes; fixing the assignment lets the same save through.
+        try await client.call("object.assign", ["context": .string(context), "objectID": .string(event), "store": "Shared"])
+        _ = try await client.save(context)
+        #expect(try await client.count("CareEvent", stores: ["Shared"]) == 2)
+        client.close()
+        _ = await store.stop()
+    }
+
+    @Test func movingAnEventToASharedSessionIsADeletePlusAnInsert() async throws {
+        let store = try await StoreFixture.start()
+        let client = try await store.client()
+        let context = try await client.openContext()
+        let sharedSession = try await client.insertSession(context, id: "shared-s", store: "Shared")
+        let event = try await client.insertEvent(context, id: "move-me")
+        let saved = try await client.save(context)
+        let eventID = try StoreClient.permanentID(saved, event)
+        let sessionID = try StoreClient.permanentID(saved, sharedSession)
+        let uuid = try await client.get(eventID)["uuid"]
+
+        let moved = try await client.call("object.moveToStore", ["context": .string(context), "objectID": .string(eventID), "store": "Shared",
+                                                                  "values": ["session": .string(sessionID)]])
+        let after = try await client.save(context)
+        #expect(after["deleted"] == [.string(eventID)])
+        let newID = try StoreClient.permanentID(after, try #require(moved["objectID"]?.stringValue))
+        let copy = try await client.get(newID)
+        #expect(copy["store"] == "Shared")
+        #expect(copy["uuid"] == uuid)
+        #expect(copy["values"]?["id"] == "move-me")
+        #expect(try await client.count("CareEvent", stores: ["Private"]) == 0)
+        let history = try await client.call("history.fetch", ["store": "Private"])
+        let kinds = (history["transactions"]?.arrayValue ?? []).flatMap { $0["changes"]?.arrayValue ?? [] }.compactMap { $0["kind"]?.stringValue }
+        #expect(kinds.last == "delete")
+        client.close()
+        _ = await store.stop()
+    }
+
+    @Test func loadingTheSameStoreIdentityTwiceStopsStartUp() async throws {
+        let directory = TemporaryDirectory()
+        let first = try await StoreFixture.start(onDisk: true, directory: directory)
+        #expect(await first.stop() == 0)
+        let data = try #require(first.dataDirectory)
+        // A copied file carries the private store's identifier into the shared store's place.
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: "\(data)/MeowCare-Shared.sqlite\(suffix)") }
+        try FileManager.default.removeItem(atPath: "\(data)/MeowCare-Shared.sqlite")
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: "\(data)/MeowCare-Private.sqlite\(suffix)") {
+            try FileManager.default.copyItem(atPath: "\(data)/MeowCare-Private.sqlite\(suffix)", toPath: "\(data)/MeowCare-Shared.sqlite\(suffix)")
+        }
+        let second = try ServiceProcess("store-service", ["--socket", directory.file("s2.sock"), "--data-dir", data])
+        let status = await second.waitForExit(timeout: 10)
+        #expect(status == 1)
+        #expect(second.lines.contains { $0.contains("Can't add the same store twice") })
+    }
+}
