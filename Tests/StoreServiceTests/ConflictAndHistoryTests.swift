@@ -1,0 +1,153 @@
+import Foundation
+import MeowWire
+import Testing
+import TestSupport
+
+@Suite("Merge policies, history and remote-change events (two connections)")
+struct ConflictAndHistoryTests {
+    struct Expected: Sendable, CustomStringConvertible {
+        var policy: String
+        var note: String
+        var eventType: String
+        var value: Double
+        var description: String { policy }
+    }
+
+    // The store's save changed note and eventTypeRaw; the context changed note and value.
+    static let matrix: [Expected] = [
+        Expected(policy: "mergeByPropertyStoreTrump", note: "theirs", eventType: "play", value: 2),
+        Expected(policy: "mergeByPropertyObjectTrump", note: "mine", eventType: "play", value: 2),
+        Expected(policy: "overwrite", note: "mine", eventType: "note", value: 2),
+        Expected(policy: "rollback", note: "theirs", eventType: "play", value: 1),
+    ]
+
+    /// Saves one event on `a`, reads it in a context of `b` with `policy`, then `a` changes it.
+    static func conflictingSetup(_ a: StoreClient, _ b: StoreClient, policy: String) async throws -> (String, String) {
+        let writer = try await a.openContext()
+        let temporary = try await a.insertEvent(writer, id: "e1", extra: ["note": "a", "value": 1])
+        let event = try StoreClient.permanentID(try await a.save(writer), temporary)
+
+        let reader = try await b.openContext(policy)
+        let fetched = try await b.call("fetch", ["entity": "CareEvent", "predicate": "id == 'e1'", "context": .string(reader)])
+        #expect(fetched["objects"]?[0]?["version"] == 1)
+
+        try await a.call("object.set", ["context": .string(writer), "objectID": .string(event), "values": ["note": "theirs", "eventTypeRaw": "play"]])
+        _ = try await a.save(writer)
+        try await b.call("object.set", ["context": .string(reader), "objectID": .string(event), "values": ["note": "mine", "value": 2]])
+        return (event, reader)
+    }
+
+    @Test(arguments: matrix)
+    func mergePolicyDecidesBetweenTwoConnections(_ expected: Expected) async throws {
+        let store = try await StoreFixture.start()
+        let a = try await store.client("a")
+        let b = try await store.client("b")
+        let (event, reader) = try await Self.conflictingSetup(a, b, policy: expected.policy)
+        let saved = try await b.save(reader)
+        #expect(saved["merged"]?[0]?["objectID"] == .string(event))
+        let values = try #require(try await a.get(event)["values"])
+        #expect(values["note"] == .string(expected.note))
+        #expect(values["eventTypeRaw"] == .string(expected.eventType))
+        #expect(values["value"]?.doubleValue == expected.value)
+        // The context now sees the merged object and can save again without a conflict.
+        try await b.call("object.set", ["context": .string(reader), "objectID": .string(event), "values": ["value": 3]])
+        _ = try await b.save(reader)
+        a.close(); b.close()
+        _ = await store.stop()
+    }
+
+    @Test func errorPolicyFailsWithCouldNotMergeChangesAndTheConflictList() async throws {
+        let store = try await StoreFixture.start()
+        let a = try await store.client("a")
+        let b = try await store.client("b")
+        let (event, reader) = try await Self.conflictingSetup(a, b, policy: "error")
+        let error = try await b.failure("context.save", ["context": .string(reader)])
+        #expect(error.code == .mergeConflict)
+        #expect(error.message == "Could not merge changes.")
+        #expect(error.details["coreDataCode"] == 133020)
+        let conflict = try #require(error.details["conflicts"]?[0])
+        #expect(conflict["objectID"] == .string(event))
+        #expect(conflict["oldVersion"] == 1)
+        #expect(conflict["newVersion"] == 2)
+        #expect(conflict["snapshot"]?["note"] == "a")
+        #expect(conflict["storedSnapshot"]?["note"] == "theirs")
+        // Nothing of the failed save was written.
+        let values = try #require(try await a.get(event)["values"])
+        #expect(values["note"] == "theirs")
+        #expect(values["value"]?.doubleValue == 1)
+        a.close(); b.close()
+        _ = await store.stop()
+    }
+
+    @Test func historyRecordsEverySaveAndPurgeKeepsTokensMonotonic() async throws {
+        let store = try await StoreFixture.start(["--no-orphan-repair"])
+        let client = try await store.client()
+        let context = try await client.call("context.open", ["name": "editor", "author": "app"])["context"]!
+        let first = try await client.insertEvent(context.stringValue!, id: "h1")
+        let saved = try await client.save(context.stringValue!)
+        let event = try StoreClient.permanentID(saved, first)
+        let token1 = try #require(saved["transactions"]?[0]?["token"]?.intValue)
+        try await client.call("object.set", ["context": context, "objectID": .string(event), "values": ["note": "edited"]])
+        let token2 = try #require(try await client.save(context.stringValue!)["transactions"]?[0]?["token"]?.intValue)
+        try await client.call("object.delete", ["context": context, "objectID": .string(event)])
+        let token3 = try #require(try await client.save(context.stringValue!)["transactions"]?[0]?["token"]?.intValue)
+        #expect(token1 < token2 && token2 < token3)
+
+        let history = try await client.call("history.fetch", ["store": "Private", "afterToken": .int(token1 - 1)])
+        let transactions = try #require(history["transactions"]?.arrayValue)
+        #expect(transactions.map { $0["token"]?.intValue } == [token1, token2, token3])
+        #expect(transactions[0]["author"] == "app")
+        #expect(transactions[0]["contextName"] == "editor")
+        #expect(transactions[0]["changes"]?[0]?["kind"] == "insert")
+        #expect(transactions[1]["changes"]?[0]?["changedProperties"] == ["note"])
+        #expect(transactions[2]["changes"]?[0]?["kind"] == "delete")
+        #expect(transactions[2]["changes"]?[0]?["tombstone"]?["id"] == "h1")
+
+        let purged = try await client.call("history.purge", ["store": "Private", "beforeToken": .int(token3)])
+        #expect(purged["purgedTransactions"] == 2)
+        let remaining = try await client.call("history.fetch", ["store": "Private"])
+        #expect(remaining["transactions"]?.arrayValue?.map { $0["token"]?.intValue } == [token3])
+        _ = try await client.insertEvent(context.stringValue!, id: "h2")
+        let token4 = try #require(try await client.save(context.stringValue!)["transactions"]?[0]?["token"]?.intValue)
+        #expect(token4 > token3)
+        client.close()
+        _ = await store.stop()
+    }
+
+    @Test func remoteChangeGoesToOtherSubscribedConnectionsNotTheSaver() async throws {
+        let store = try await StoreFixture.start()
+        let listener = try RawConnection(path: store.socket)
+        try listener.hello(client: "listener")
+        listener.send(["id": 1, "op": "subscribe", "params": ["topics": ["remoteChange"]]])
+        #expect(try listener.nextMessage()["ok"] == true)
+        let saver = try RawConnection(path: store.socket)
+        try saver.hello(client: "saver")
+        saver.send(["id": 1, "op": "subscribe", "params": ["topics": ["remoteChange"]]])
+        #expect(try saver.nextMessage()["ok"] == true)
+
+        func save(_ connection: RawConnection, id: String) async throws -> JSONValue {
+            await offThread {
+                connection.send(["id": 2, "op": "context.open", "params": [:]])
+                let context = (try? connection.nextMessage())?["result"]?["context"] ?? .null
+                connection.send(["id": 3, "op": "object.insert", "params": ["context": context, "entity": "CareEvent", "values": [
+                    "id": .string(id), "eventTypeRaw": "feeding", "occurredAt": "2026-07-27T08:00:00Z", "updatedAt": "2026-07-27T08:00:00Z"]]])
+                _ = try? connection.nextMessage()
+                connection.send(["id": 4, "op": "context.save", "params": ["context": context]])
+                return (try? connection.nextMessage()) ?? .null
+            }
+        }
+        let saved = try await save(saver, id: "from-saver")
+        #expect(saved["ok"] == true)
+        let event = await offThread { try? listener.nextMessage() }
+        #expect(event?["event"] == "remoteChange")
+        #expect(event?["data"]?["store"] == "Private")
+        #expect(event?["data"]?["token"] == saved["result"]?["transactions"]?[0]?["token"])
+        #expect(event?["data"]?["changedObjectIDs"] == [saved["result"]?["inserted"]?[0]?["objectID"] ?? .null])
+
+        // The saver's next event is the listener's save, never its own.
+        let other = try await save(listener, id: "from-listener")
+        let next = await offThread { try? saver.nextMessage() }
+        #expect(next?["data"]?["token"] == other["result"]?["transactions"]?[0]?["token"])
+        _ = await store.stop()
+    }
+}
