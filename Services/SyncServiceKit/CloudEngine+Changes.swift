@@ -209,8 +209,10 @@ struct ZoneToken {
 
 extension CloudState {
     /// Drops tombstones older than the retention and returns the zone's horizon (tokens below it expired).
+    /// Superseded versions (serverRecordChanged's ancestors) older than the retention go too.
     func pruneTombstones(zone: ZoneRow) throws -> Int64 {
         let cutoff = now - Double(limits.retentionSeconds)
+        try db.execute("DELETE FROM record_versions WHERE superseded < ? AND zone = ?", [cutoff, zone.id])
         guard let dropped = try db.scalar("SELECT max(seq) FROM records WHERE zone = ? AND deleted = 1 AND modified < ?", [zone.id, cutoff])?.int64 else {
             return zone.horizon
         }

@@ -1,4 +1,5 @@
 import MeowWire
+import TestSupport
 import Testing
 @testable import SyncServiceKit
 
@@ -202,5 +203,69 @@ import Testing
         #expect(wireError { try cloud.engine.requireAvailableAccount("alice") }?.code == .accountTemporarilyUnavailable)
         _ = try cloud.engine.setAccountStatus("alice", .available)
         #expect(wireError { try cloud.engine.requireAvailableAccount("alice") } == nil)
+    }
+}
+
+/// Choices of ours that CloudKit does not document, pinned.
+@Suite struct CloudChoicesTests {
+    let cloud: CloudFixture
+    init() throws {
+        cloud = try CloudFixture()
+        try cloud.makeZone()
+    }
+
+    @Test func datesComeFromTheInjectableClockInSecondsSince1970() throws {
+        cloud.engine.setClock(1_780_000_000)
+        let saved = try #require(try cloud.save([record("a")]).saved.first)
+        #expect(saved.creationDate == 1_780_000_000)
+        cloud.engine.setClock(1_780_000_100)
+        let edited = try #require(try cloud.save([record("a", title: "b", tag: saved.recordChangeTag)]).saved.first)
+        #expect(edited.creationDate == 1_780_000_000)
+        #expect(edited.modificationDate == 1_780_000_100)
+    }
+
+    @Test func theAncestorIsNullOnceItsVersionIsOlderThanTheRetention() throws {
+        var limits = LimitsParams()
+        limits.retentionSeconds = 60
+        _ = try cloud.engine.setLimits(limits)
+        cloud.engine.setClock(1_780_000_000)
+        let base = try #require(try cloud.save([record("a", title: "base")]).saved.first?.recordChangeTag)
+        try cloud.save([record("a", title: "server", tag: base)])
+        cloud.engine.setClock(1_780_000_500)
+        _ = try cloud.engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: ZoneID(zoneName: "Zone")))
+        let item = partialErrors(wireError { try cloud.save([record("a", title: "client", tag: base)]) })["a"]
+        #expect(item?.code == .serverRecordChanged)
+        #expect(item?.details["ancestorRecord"] == .null)
+        #expect(item?.details["serverRecord"]?["fields"]?["CD_title"]?["value"] == "server")
+    }
+
+    @Test func theSharedDatabaseDoesNotReachTheCallersOwnZones() throws {
+        let item = partialErrors(wireError { try cloud.save([record("a", zone: ownerZone)], database: .shared) })["a"]
+        #expect(item?.code == .permissionFailure)
+    }
+
+    @Test func twoUsersRacingOnOneRecordGetOneSaveAndServerRecordChanged() async throws {
+        try cloud.shareZone(with: [("alice", "readWrite"), ("bob", "readWrite")])
+        let tag = try #require(try cloud.save([record("a", title: "base")]).saved.first?.recordChangeTag)
+        let engine = cloud.engine
+        let outcomes = await withTaskGroup(of: String.self) { group in
+            for (index, user) in ["owner", "alice", "bob", "owner", "alice", "bob"].enumerated() {
+                group.addTask {
+                    await offThread {
+                        let database: DatabaseScope = user == "owner" ? .private : .shared
+                        let zone = user == "owner" ? ZoneID(zoneName: "Zone") : ownerZone
+                        let error = wireError {
+                            _ = try engine.modifyRecords(caller: user, ModifyParams(database: database, saves: [record("a", zone: zone, title: "\(user)\(index)", tag: tag)]))
+                        }
+                        return partialErrors(error)["a"]?.code.rawValue ?? (error == nil ? "saved" : error!.code.rawValue)
+                    }
+                }
+            }
+            var all: [String] = []
+            for await outcome in group { all.append(outcome) }
+            return all
+        }
+        #expect(outcomes.filter { $0 == "saved" }.count == 1)
+        #expect(outcomes.filter { $0 == "serverRecordChanged" }.count == 5)
     }
 }
