@@ -373,8 +373,9 @@ struct SaveOperation {
     private func checkPermissions(inserted: [ContextObject], updated: [ContextObject], deleted: [ContextObject],
                                   storeIndex: (ContextObject) -> Int) throws -> [String: String] {
         var zones: [String: String] = [:]
+        // Zones are read from the store: share metadata may have changed since the context read the row.
         func zone(ofTarget uri: String) throws -> String? {
-            if let object = context.lookup(uri) { return object.isInserted ? zones[uri] ?? object.zone : object.zone }
+            if let object = context.lookup(uri), object.isInserted { return zones[uri] ?? object.zone }
             guard let id = ObjectID(uri: uri), let uuid = id.storeUUID, let index = stores.index(uuid: uuid),
                   let entity = model.entity(named: id.entity), let key = id.primaryKey else { return nil }
             return try stores.list[index].read(entity, primaryKey: key)?.zone
@@ -386,10 +387,13 @@ struct SaveOperation {
             }
             if let found { zones[object.id.uri] = found }
         }
+        for object in updated + deleted where stores.list[storeIndex(object)].scope == .shared {
+            if let zone = try zone(ofTarget: object.id.uri) { zones[object.id.uri] = zone }
+        }
         for (objects, action) in [(inserted, "insert"), (updated, "update"), (deleted, "delete")] {
             for object in objects {
                 let store = stores.list[storeIndex(object)]
-                guard store.scope == .shared, let zone = zones[object.id.uri] ?? object.zone else { continue }
+                guard store.scope == .shared, let zone = zones[object.id.uri] else { continue }
                 let permission = try SharePermissions.permission(zone: zone, in: store)
                 guard permission == .readWrite else {
                     throw ServiceError(.permissionFailure,
