@@ -121,7 +121,7 @@ struct ModifyBatch {
     }
 
     enum Plan {
-        case save(CloudRecord, fieldsJSON: String, share: String?, existing: StoredRecord?)
+        case save(CloudRecord, fieldsJSON: String, fields: [String: JSONValue], share: String?, existing: StoredRecord?)
         case delete(StoredRecord?)
         case leaveShare(String)
     }
@@ -278,15 +278,14 @@ struct ModifyBatch {
                                 details: ["parent": .string(parent)])
             }
         }
-        var merged = fieldsJSON
         if policy == .changedKeys, !record.isShare, let live {
             var fields = state.decodeFields(live.fields)
             for (name, value) in record.fields {
                 if value.isNull { fields.removeValue(forKey: name) } else { fields[name] = value }
             }
-            merged = try state.encodeFields(fields)
+            return .save(record, fieldsJSON: try state.encodeFields(fields), fields: fields, share: share, existing: existing)
         }
-        return .save(record, fieldsJSON: merged, share: share, existing: existing)
+        return .save(record, fieldsJSON: fieldsJSON, fields: record.fields.filter { !$0.value.isNull }, share: share, existing: existing)
     }
 
     private func checkSharedSave(_ record: CloudRecord, live: StoredRecord?, share: String?, zone: ZoneRow, pending: [String: CloudRecord]) throws {
@@ -398,17 +397,17 @@ struct ModifyBatch {
     private func apply(zone: ZoneRow, indices: [Int], items: [Item], plans: [Int: Plan], outcome: inout ModifyOutcome) throws {
         var savedNames: Set<String> = []
         var parentsToBump: [String] = []
-        var savedStored: [(StoredRecord, Int)] = []
+        var savedStored: [(StoredRecord, [String: JSONValue])] = []
         for index in indices {
-            guard case let .save(record, fieldsJSON, share, existing)? = plans[index] else { continue }
+            guard case let .save(record, fieldsJSON, fields, share, existing)? = plans[index] else { continue }
             let stored = try state.storeRecord(zone: zone, name: record.recordName, type: record.recordType, fieldsJSON: fieldsJSON,
                                                parent: record.parent?.recordName, share: share, previous: existing, user: caller)
             savedNames.insert(record.recordName)
-            savedStored.append((stored, index))
+            savedStored.append((stored, fields))
             if let parent = record.parent?.recordName, !parentsToBump.contains(parent) { parentsToBump.append(parent) }
             if record.isShare && existing.flatMap({ $0.deleted ? nil : $0 }) == nil {
                 let root = plans.values.lazy.compactMap { plan -> String? in
-                    if case let .save(candidate, _, share, _) = plan, share == record.recordName, !candidate.isShare { return candidate.recordName }
+                    if case let .save(candidate, _, _, share, _) = plan, share == record.recordName, !candidate.isShare { return candidate.recordName }
                     return nil
                 }.first
                 try state.createShare(zone: zone, name: record.recordName, root: root)
@@ -436,9 +435,11 @@ struct ModifyBatch {
                 continue
             }
         }
-        for (stored, _) in savedStored {
-            let current = try state.liveRecord(zone: zone.id, name: stored.name) ?? stored
-            outcome.saved.append(try state.render(current, zone: zone, caller: caller))
+        for (stored, fields) in savedStored {
+            // Share records and roots may have changed again in this request (share created or ended).
+            let changedSince = stored.type == CloudRecord.shareRecordType || stored.share != nil
+            let current = changedSince ? try state.liveRecord(zone: zone.id, name: stored.name) ?? stored : stored
+            outcome.saved.append(try state.render(current, zone: zone, caller: caller, fields: changedSince ? nil : fields))
         }
         try state.touchZone(zone)
     }

@@ -112,7 +112,7 @@ public struct CloudRecord: Codable, Sendable, Hashable {
         recordName = try c.decode(String.self, forKey: .recordName)
         zoneID = try c.decode(ZoneID.self, forKey: .zoneID)
         recordType = try c.decode(String.self, forKey: .recordType)
-        fields = try c.decodeIfPresent([String: JSONValue].self, forKey: .fields) ?? [:]
+        fields = try c.decodeIfPresent([String: FieldDecoding].self, forKey: .fields)?.mapValues(\.value) ?? [:]
         recordChangeTag = try c.decodeIfPresent(String.self, forKey: .recordChangeTag)
         creationDate = try c.decodeIfPresent(Double.self, forKey: .creationDate)
         modificationDate = try c.decodeIfPresent(Double.self, forKey: .modificationDate)
@@ -188,4 +188,67 @@ enum SharePermission: String, Codable, Sendable {
 
 enum Acceptance: String, Codable, Sendable {
     case pending, accepted, removed
+}
+
+/// Decodes one field `{"type": …, "value": …}` guided by its type. JSONValue's own decoder finds
+/// a value's kind by trying each in turn, and every failed try throws, which is slow on Linux;
+/// records are the hot path, so known types decode in one step. Unknown types and mismatched
+/// values fall back to the generic decoder (and the field check then reports the mismatch).
+struct FieldDecoding: Decodable {
+    let value: JSONValue
+
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    struct Reference: Decodable {
+        var recordName: String
+        var action: String?
+    }
+
+    init(from decoder: any Decoder) throws {
+        if try decoder.singleValueContainer().decodeNil() {
+            value = .null
+            return
+        }
+        let container = try decoder.container(keyedBy: Key.self)
+        let typeKey = Key(stringValue: "type")
+        let type = container.contains(typeKey) ? try? container.decode(String.self, forKey: typeKey) : nil
+        var object: [String: JSONValue] = [:]
+        for key in container.allKeys {
+            if key.stringValue == "type", let type {
+                object["type"] = .string(type)
+            } else if key.stringValue == "value" {
+                object["value"] = try Self.decodeValue(container, key, type: type)
+            } else {
+                object[key.stringValue] = try container.decode(JSONValue.self, forKey: key)
+            }
+        }
+        value = .object(object)
+    }
+
+    private static func decodeValue(_ container: KeyedDecodingContainer<Key>, _ key: Key, type: String?) throws -> JSONValue {
+        switch type {
+        case "string", "bytes":
+            if let text = try? container.decode(String.self, forKey: key) { return .string(text) }
+        case "int64":
+            if let number = try? container.decode(Int.self, forKey: key) { return .int(number) }
+        case "double", "date":
+            if let number = try? container.decode(Double.self, forKey: key) { return .double(number) }
+        case "reference":
+            if let reference = try? container.decode(Reference.self, forKey: key) {
+                var object: [String: JSONValue] = ["recordName": .string(reference.recordName)]
+                if let action = reference.action { object["action"] = .string(action) }
+                return .object(object)
+            }
+        case "list":
+            if let items = try? container.decode([FieldDecoding].self, forKey: key) { return .array(items.map(\.value)) }
+        default:
+            break
+        }
+        return try container.decode(JSONValue.self, forKey: key)
+    }
 }

@@ -88,13 +88,14 @@ extension CloudState {
 
     func decodeFields(_ text: String?) -> [String: JSONValue] {
         guard let text else { return [:] }
-        return (try? decoder.decode([String: JSONValue].self, from: Data(text.utf8))) ?? [:]
+        return (try? decoder.decode([String: FieldDecoding].self, from: Data(text.utf8)))?.mapValues(\.value) ?? [:]
     }
 
     /// The wire form of a stored record as `caller` sees it (share records carry `shareInfo`).
-    func render(_ stored: StoredRecord, zone: ZoneRow, caller: String) throws -> CloudRecord {
+    /// `fields` saves decoding the stored JSON when the caller already has the values.
+    func render(_ stored: StoredRecord, zone: ZoneRow, caller: String, fields: [String: JSONValue]? = nil) throws -> CloudRecord {
         var record = CloudRecord(recordName: stored.name, zoneID: zone.zoneID.presented(to: caller),
-                                 recordType: stored.type, fields: decodeFields(stored.fields),
+                                 recordType: stored.type, fields: fields ?? decodeFields(stored.fields),
                                  recordChangeTag: stored.tag,
                                  parent: stored.parent.map { RecordReference(recordName: $0) },
                                  share: stored.share.map { RecordReference(recordName: $0) })
