@@ -81,6 +81,10 @@ struct SyncOperations {
         }
         admin("admin.setLimits", LimitsParams.self, "Changes limits; returns them all.") { try $0.setLimits($1) }
         admin("admin.expireChangeTokens", Empty.self, "Every token issued so far answers changeTokenExpired.") { engine, _ in try engine.expireChangeTokens() }
+        admin("admin.injectFault", InjectedFault.self, "The next matching user requests fail with a transient error.") { _, fault in
+            try service.faults.arm(fault)
+        }
+        admin("admin.clearFaults", Empty.self, "Disarms every injected fault.") { _, _ in service.faults.clear() }
         registry.register("admin.requestLog", params: RequestLogParams.self, access: .admin, summary: "Recent requests with permission decisions.") { params, _ in
             try service.requestLog().entries(after: params.after, limit: params.limit)
         }

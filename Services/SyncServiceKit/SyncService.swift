@@ -31,6 +31,8 @@ public final class SyncService: ServiceDefinition {
     private let engineBox = Mutex<CloudEngine?>(nil)
     private let requestLogBox = Mutex<RequestLog?>(nil)
     private let logger = Logger(label: "sync-service")
+    /// Transient failures armed by `admin.injectFault`.
+    public let faults = FaultInjector()
 
     public init(configuration: ServiceConfiguration, settings: SyncSettings = SyncSettings()) {
         self.configuration = configuration
@@ -158,7 +160,16 @@ public final class SyncService: ServiceDefinition {
         let engine = try engine
         do {
             if checkAccount, let user { try engine.requireAvailableAccount(user) }
+            let fault = checkAccount ? faults.take(op: context.op, user: user) : nil
+            if let fault, fault.afterApplying != true {
+                trace.decide(false, "injected fault \(fault.code)")
+                throw FaultInjector.error(for: fault, op: context.op)
+            }
             let result = try body(engine, user ?? "", trace)
+            if let fault {
+                trace.decide(false, "injected fault \(fault.code) after applying")
+                throw FaultInjector.error(for: fault, op: context.op)
+            }
             requestLogBox.withLock { $0 }?.record(connection: context.connection.id, user: user, op: context.op, trace: trace, code: "ok", time: engine.now())
             return result
         } catch {

@@ -234,4 +234,34 @@ import Testing
         ownerAgain.close()
         #expect(await second.stop() == 0)
     }
+
+    @Test func injectedTransientFaultsCarryRetryAfterAndServerResponseLostStillApplies() async throws {
+        let service = try await start()
+        let owner = try await connect("owner-secret")
+        let admin = try await connect(Self.admin)
+        _ = try await owner.call("zones.save", ["database": "private", "zoneIDs": [Self.zone]] as JSONValue)
+        _ = try await admin.call("admin.injectFault", ["code": "requestRateLimited", "op": "records.modify", "user": "owner", "retryAfterSeconds": 3] as JSONValue)
+        let limited = await failure {
+            _ = try await owner.call("records.modify", ["database": "private", "saves": [Self.event("a")]] as JSONValue)
+        }
+        #expect(limited?.code == .requestRateLimited)
+        #expect(limited?.details["ckErrorCode"] == 7)
+        #expect(limited?.details["retryAfterSeconds"]?.doubleValue == 3)
+        let fetchMissing = await failure {
+            _ = try await owner.call("records.fetch", ["database": "private", "recordIDs": [["recordName": "a", "zoneID": Self.zone]]] as JSONValue)
+        }
+        #expect(fetchMissing?.code == .partialFailure)
+
+        _ = try await admin.call("admin.injectFault", ["code": "serverResponseLost", "op": "records.modify", "afterApplying": true] as JSONValue)
+        let lost = await failure {
+            _ = try await owner.call("records.modify", ["database": "private", "saves": [Self.event("a")]] as JSONValue)
+        }
+        #expect(lost?.code == .serverResponseLost)
+        let fetched = try await owner.call("records.fetch", ["database": "private", "recordIDs": [["recordName": "a", "zoneID": Self.zone]]] as JSONValue)
+        #expect(fetched["records"]?.arrayValue?.count == 1)
+        _ = try await owner.call("records.modify", ["database": "private", "saves": [Self.event("b")]] as JSONValue)
+        owner.close()
+        admin.close()
+        #expect(await service.stop() == 0)
+    }
 }
