@@ -7,7 +7,9 @@ import SQLiteKit
 /// Values are in storage form; a to-one relationship's value is the destination's object-ID URI
 /// as text (or null), so temporary destinations work before the save.
 final class ContextObject {
-    var id: ObjectID
+    var id: ObjectID { didSet { uri = id.uri } }
+    /// `id.uri`, kept because it is the context's key and used on every hot path.
+    private(set) var uri: String
     let entity: EntityDescription
     /// The store: from an assign (temporary IDs) or the permanent ID.
     var store: Int?
@@ -26,6 +28,7 @@ final class ContextObject {
     init(id: ObjectID, entity: EntityDescription, store: Int?, isInserted: Bool, version: Int64,
          snapshot: [String: SQLValue], uuid: String, zone: String?, sequence: Int) {
         self.id = id
+        self.uri = id.uri
         self.entity = entity
         self.store = store
         self.isInserted = isInserted
@@ -49,6 +52,7 @@ final class ManagedObjectContext {
     var mergePolicy: MergePolicy
     private(set) var objects: [String: ContextObject] = [:]
     private var nextSequence = 0
+    private var uuids = RandomUUIDSource()
 
     init(id: String, name: String?, author: String, mergePolicy: MergePolicy) {
         self.id = id
@@ -62,12 +66,12 @@ final class ManagedObjectContext {
 
     func lookup(_ uri: String) -> ContextObject? { objects[uri] }
 
-    func register(_ object: ContextObject) { objects[object.id.uri] = object }
+    func register(_ object: ContextObject) { objects[object.uri] = object }
 
     func forget(_ uri: String) { objects.removeValue(forKey: uri) }
 
     func rename(_ object: ContextObject, to id: ObjectID) {
-        objects.removeValue(forKey: object.id.uri)
+        objects.removeValue(forKey: object.uri)
         object.id = id
         objects[id.uri] = object
     }
@@ -75,7 +79,7 @@ final class ManagedObjectContext {
     /// Renames and points every registered relationship value at the new ID (used when a new
     /// object gets its permanent ID before the save).
     func renameRewritingReferences(_ object: ContextObject, to id: ObjectID) {
-        let old = SQLValue.text(object.id.uri)
+        let old = SQLValue.text(object.uri)
         rename(object, to: id)
         let new = SQLValue.text(id.uri)
         for other in objects.values {
@@ -92,7 +96,7 @@ final class ManagedObjectContext {
     /// Drops every unsaved change: inserted objects go, edits and deletions are undone.
     func rollback() {
         for object in objects.values {
-            if object.isInserted { objects.removeValue(forKey: object.id.uri); continue }
+            if object.isInserted { objects.removeValue(forKey: object.uri); continue }
             object.changes = [:]
             object.isDeleted = false
         }
@@ -103,15 +107,26 @@ final class ManagedObjectContext {
 
     /// Inserts a new object with a temporary ID and the model's default values.
     func insert(entity: EntityDescription) -> ContextObject {
-        var defaults: [String: SQLValue] = [:]
-        for attribute in entity.attributes {
-            // Defaults were checked when the model was loaded.
-            defaults[attribute.name] = attribute.defaultValue.flatMap { try? AttributeCoding.storageValue($0, for: attribute, entity: entity.name) } ?? .null
-        }
-        let object = ContextObject(id: .newTemporary(entity: entity.name), entity: entity, store: nil, isInserted: true, version: 0,
-                                   snapshot: defaults, uuid: UUID().uuidString, zone: nil, sequence: takeSequence())
+        let defaults = defaultValues(entity)
+        // One UUID serves as the temporary ID's token and the stable business id.
+        let token = uuids.next()
+        let object = ContextObject(id: .temporary(entity: entity.name, token: token), entity: entity, store: nil, isInserted: true, version: 0,
+                                   snapshot: defaults, uuid: token, zone: nil, sequence: takeSequence())
         register(object)
         return object
+    }
+
+    private var defaultsByEntity: [String: [String: SQLValue]] = [:]
+
+    /// The model's default values of `entity` in storage form (checked when the model loaded).
+    private func defaultValues(_ entity: EntityDescription) -> [String: SQLValue] {
+        if let cached = defaultsByEntity[entity.name] { return cached }
+        var defaults: [String: SQLValue] = [:]
+        for attribute in entity.attributes {
+            defaults[attribute.name] = attribute.defaultValue.flatMap { try? AttributeCoding.storageValue($0, for: attribute, entity: entity.name) } ?? .null
+        }
+        defaultsByEntity[entity.name] = defaults
+        return defaults
     }
 
     /// The object for `uri`: registered here, or read from its store and registered.
@@ -157,7 +172,7 @@ final class ManagedObjectContext {
     /// Checks and converts `values` for `object`, then applies them all (or none).
     func set(_ values: [String: JSONValue], on object: ContextObject, model: ManagedObjectModel) throws {
         guard !object.isDeleted else {
-            throw StoreError.unknownObject(object.id.uri, "it was deleted in this context; rollback the context to undo the deletion.")
+            throw StoreError.unknownObject(object.uri, "it was deleted in this context; rollback the context to undo the deletion.")
         }
         var converted: [String: SQLValue] = [:]
         for (key, value) in values {
@@ -197,7 +212,7 @@ final class ManagedObjectContext {
         for relationship in object.entity.toOneRelationships {
             values[relationship.name] = object.value(relationship.name).string.map { .string($0) } ?? .null
         }
-        return ObjectRecord(objectID: object.id.uri, entity: object.entity.name,
+        return ObjectRecord(objectID: object.uri, entity: object.entity.name,
                             store: object.store.map { stores.list[$0].name }, version: Int(object.version),
                             uuid: object.uuid, zone: object.zone, values: values,
                             isInserted: object.isInserted, isDeleted: object.isDeleted, hasChanges: object.hasChanges)

@@ -140,7 +140,7 @@ struct OrphanRepair {
             session = created
         }
         let defaultSession = session!
-        report.session = defaultSession.id.uri
+        report.session = defaultSession.uri
         // The target store: the session's store ?? the private store.
         let target = defaultSession.store ?? privateIndex
         if defaultSession.store == nil {
@@ -159,18 +159,18 @@ struct OrphanRepair {
             if orphan.id.isTemporary && orphan.store == nil {
                 orphan.store = target
                 orphan.routing = .init(store: target, reason: .assigned, detail: "orphan repair: assigned to the default session's store")
-                report.assigned.append(orphan.id.uri)
+                report.assigned.append(orphan.uri)
             }
             guard orphan.store == target else {
                 report.skippedCount += 1
                 if report.skipped.count < Self.listLimit {
-                    report.skipped.append(.init(objectID: orphan.id.uri, store: orphan.store.map { stores.list[$0].name } ?? "", reason: Self.crossStoreReason))
+                    report.skipped.append(.init(objectID: orphan.uri, store: orphan.store.map { stores.list[$0].name } ?? "", reason: Self.crossStoreReason))
                 }
                 continue
             }
-            orphan.changes[rule.relationship] = .text(defaultSession.id.uri)
+            orphan.changes[rule.relationship] = .text(defaultSession.uri)
             report.attached += 1
-            if report.attachedObjectIDs.count < Self.listLimit { report.attachedObjectIDs.append(orphan.id.uri) } else { report.truncated = true }
+            if report.attachedObjectIDs.count < Self.listLimit { report.attachedObjectIDs.append(orphan.uri) } else { report.truncated = true }
         }
         return report
     }

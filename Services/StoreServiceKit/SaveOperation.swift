@@ -6,13 +6,12 @@ import SQLiteKit
 /// What `context.save` answers: where each new object went and why, what was written, how
 /// conflicts were merged, and the history transaction of each store.
 public struct SaveResult: Codable, Sendable {
+    /// Where a new object went and why (the reason's detail is in the store-routing log line).
     public struct Inserted: Codable, Sendable {
         public var temporaryID: String
         public var objectID: String
-        public var entity: String
         public var store: String
         public var reason: StoreRouter.Reason
-        public var detail: String
     }
     public struct Merged: Codable, Sendable {
         public var objectID: String
@@ -63,12 +62,12 @@ struct SaveOperation {
         let updated = pending.filter { !$0.isInserted && !$0.isDeleted && !$0.changes.isEmpty }
         let discarded = pending.filter { $0.isInserted && $0.isDeleted }
         guard !(inserted.isEmpty && deleted.isEmpty && updated.isEmpty) else {
-            for object in discarded { context.forget(object.id.uri) }
+            for object in discarded { context.forget(object.uri) }
             return (SaveResult(), [])
         }
         try validate(inserted: inserted, updated: updated)
         let decisions = try route(inserted: inserted, updated: updated)
-        func storeIndex(of object: ContextObject) -> Int { object.isInserted ? decisions[object.id.uri]!.store : object.store! }
+        func storeIndex(of object: ContextObject) -> Int { object.isInserted ? decisions[object.uri]!.store : object.store! }
         func storeIndex(ofTarget uri: String) throws -> Int {
             if let target = context.lookup(uri) { return storeIndex(of: target) }
             guard let id = ObjectID(uri: uri), let uuid = id.storeUUID, let index = stores.index(uuid: uuid) else {
@@ -86,7 +85,7 @@ struct SaveOperation {
                 let other = try storeIndex(ofTarget: target)
                 if other != own {
                     throw StoreError.coreData(.crossStoreRelationship, 133010, StoreError.crossStoreMessage, [
-                        "objectID": .string(object.id.uri), "relationship": .string("\(object.entity.name).\(relationship.name)"),
+                        "objectID": .string(object.uri), "relationship": .string("\(object.entity.name).\(relationship.name)"),
                         "destinationID": .string(target), "store": .string(stores.list[own].name),
                         "destinationStore": .string(stores.list[other].name),
                         "hint": .string("Both ends of a relationship must be in one store: assign the new object to \(stores.list[other].name), or move it with object.moveToStore."),
@@ -126,7 +125,7 @@ struct SaveOperation {
                 let store = stores.list[storeIndex(of: members[0])]
                 var key = try store.allocatePrimaryKeys(members[0].entity.name, count: members.count)
                 for object in members {
-                    newIDs[object.id.uri] = store.objectID(object.entity.name, key)
+                    newIDs[object.uri] = store.objectID(object.entity.name, key)
                     key += 1
                 }
             }
@@ -144,7 +143,7 @@ struct SaveOperation {
             for object in inserted {
                 let index = storeIndex(of: object)
                 let store = stores.list[index]
-                let id = newIDs[object.id.uri] ?? object.id
+                let id = newIDs[object.uri] ?? object.id
                 var values: [SQLValue] = []
                 var contextValues: [String: SQLValue] = [:]
                 var changed: [String] = []
@@ -161,13 +160,13 @@ struct SaveOperation {
                     if value != .null { changed.append(relationship.name) }
                 }
                 try store.insert(object.entity, row: .init(primaryKey: id.primaryKey!, version: 1, uuid: object.uuid,
-                                                           zone: zones[object.id.uri] ?? object.zone, values: values))
+                                                           zone: zones[object.uri] ?? object.zone, values: values))
                 try store.recordChange(token: try token(index), kind: .insert, entity: object.entity.name, primaryKey: id.primaryKey!,
                                        uuid: object.uuid, changed: changed, tombstone: nil)
-                changedIDs[index, default: []].append(id.uri)
-                let decision = decisions[object.id.uri]!
-                result.inserted.append(.init(temporaryID: object.id.uri, objectID: id.uri, entity: object.entity.name,
-                                             store: store.name, reason: decision.reason, detail: decision.detail))
+                let permanentURI = id.uri
+                changedIDs[index, default: []].append(permanentURI)
+                let decision = decisions[object.uri]!
+                result.inserted.append(.init(temporaryID: object.uri, objectID: permanentURI, store: store.name, reason: decision.reason))
                 finalStates.append((object, contextValues, 1))
             }
 
@@ -179,9 +178,9 @@ struct SaveOperation {
                     if context.mergePolicy == .error {
                         conflicts.append(conflict(object, stored: nil, storedVersion: nil))
                     } else {
-                        result.merged.append(.init(objectID: object.id.uri, policy: context.mergePolicy, written: [],
+                        result.merged.append(.init(objectID: object.uri, policy: context.mergePolicy, written: [],
                                                    dropped: object.changes.keys.sorted(), oldVersion: Int(object.version), newVersion: nil))
-                        forgotten.append(object.id.uri)
+                        forgotten.append(object.uri)
                     }
                     continue
                 }
@@ -215,11 +214,11 @@ struct SaveOperation {
                     try store.update(object.entity, primaryKey: key, changes: columns, version: newVersion)
                     try store.recordChange(token: try token(index), kind: .update, entity: object.entity.name, primaryKey: key,
                                            uuid: object.uuid, changed: effective.keys.sorted(), tombstone: nil)
-                    changedIDs[index, default: []].append(object.id.uri)
-                    result.updated.append(object.id.uri)
+                    changedIDs[index, default: []].append(object.uri)
+                    result.updated.append(object.uri)
                 }
                 if row.version != object.version {
-                    result.merged.append(.init(objectID: object.id.uri, policy: context.mergePolicy, written: writes.keys.sorted(),
+                    result.merged.append(.init(objectID: object.uri, policy: context.mergePolicy, written: writes.keys.sorted(),
                                                dropped: object.changes.keys.filter { writes[$0] == nil }.sorted(),
                                                oldVersion: Int(object.version), newVersion: Int(newVersion)))
                 }
@@ -231,7 +230,7 @@ struct SaveOperation {
                 let index = storeIndex(of: object)
                 let store = stores.list[index]
                 guard let row = try store.read(object.entity, primaryKey: object.id.primaryKey!) else {
-                    forgotten.append(object.id.uri)
+                    forgotten.append(object.uri)
                     continue
                 }
                 if row.version != object.version {
@@ -241,7 +240,7 @@ struct SaveOperation {
                                                   storedVersion: row.version))
                         continue
                     case .rollback:
-                        result.merged.append(.init(objectID: object.id.uri, policy: .rollback, written: [], dropped: ["(delete)"],
+                        result.merged.append(.init(objectID: object.uri, policy: .rollback, written: [], dropped: ["(delete)"],
                                                    oldVersion: Int(object.version), newVersion: Int(row.version)))
                         continue
                     default: break
@@ -269,8 +268,8 @@ struct SaveOperation {
 
         // Committed: bring the context up to date.
         for (object, values, version) in finalStates {
-            if object.isInserted { object.store = decisions[object.id.uri]?.store }
-            if let id = newIDs[object.id.uri] { context.rename(object, to: id) }
+            if object.isInserted { object.store = decisions[object.uri]?.store }
+            if let id = newIDs[object.uri] { context.rename(object, to: id) }
             object.isInserted = false
             object.routing = nil
             object.snapshot = values
@@ -278,7 +277,7 @@ struct SaveOperation {
             object.version = version
         }
         for uri in forgotten { context.forget(uri) }
-        for object in discarded { context.forget(object.id.uri) }
+        for object in discarded { context.forget(object.uri) }
 
         var notices: [RemoteChangeNotice] = []
         for index in order {
@@ -301,7 +300,7 @@ struct SaveOperation {
                 if object.value(attribute.name) == .null {
                     problems.append(StoreError.coreData(.validationMissingMandatoryProperty, 1570,
                                                         "\(object.entity.name).\(attribute.name) is a required value; set it before saving.",
-                                                        ["objectID": .string(object.id.uri), "entity": .string(object.entity.name), "property": .string(attribute.name)]))
+                                                        ["objectID": .string(object.uri), "entity": .string(object.entity.name), "property": .string(attribute.name)]))
                 }
             }
             for relationship in object.entity.toOneRelationships where !relationship.optional {
@@ -309,7 +308,7 @@ struct SaveOperation {
                 if object.value(relationship.name) == .null {
                     problems.append(StoreError.coreData(.validationMissingMandatoryProperty, 1570,
                                                         "\(object.entity.name).\(relationship.name) is a required relationship; set it before saving.",
-                                                        ["objectID": .string(object.id.uri), "entity": .string(object.entity.name), "property": .string(relationship.name)]))
+                                                        ["objectID": .string(object.uri), "entity": .string(object.entity.name), "property": .string(relationship.name)]))
                 }
             }
         }
@@ -327,7 +326,7 @@ struct SaveOperation {
 
     private func route(inserted: [ContextObject], updated: [ContextObject]) throws -> [String: StoreRouter.Decision] {
         var position: [String: Int] = [:]
-        for (index, object) in inserted.enumerated() { position[object.id.uri] = index }
+        for (index, object) in inserted.enumerated() { position[object.uri] = index }
         var inputs = inserted.map { StoreRouter.Input(entity: $0.entity.name, assigned: $0.store, links: []) }
         func target(_ uri: String) -> StoreRouter.LinkTarget? {
             if let index = position[uri] { return .newObject(index) }
@@ -355,9 +354,10 @@ struct SaveOperation {
         var summary: [String: Int] = [:]
         for (index, object) in inserted.enumerated() {
             let decision = object.routing ?? decisions[index]
-            byURI[object.id.uri] = decision
+            byURI[object.uri] = decision
             summary["\(stores.list[decision.store].name).\(decision.reason.rawValue)", default: 0] += 1
-            logger.debug("store routing", ["objectID": .string(object.id.uri), "entity": .string(object.entity.name),
+            guard Logger.minimumLevel <= .debug else { continue }
+            logger.debug("store routing", ["objectID": .string(object.uri), "entity": .string(object.entity.name),
                                           "store": .string(stores.list[decision.store].name), "reason": .string(decision.reason.rawValue),
                                           "detail": .string(decision.detail), "mode": .string(router.mode.rawValue)])
         }
@@ -385,20 +385,20 @@ struct SaveOperation {
             for relationship in object.entity.toOneRelationships where found == nil {
                 if let uri = object.value(relationship.name).string { found = try zone(ofTarget: uri) }
             }
-            if let found { zones[object.id.uri] = found }
+            if let found { zones[object.uri] = found }
         }
         for object in updated + deleted where stores.list[storeIndex(object)].scope == .shared {
-            if let zone = try zone(ofTarget: object.id.uri) { zones[object.id.uri] = zone }
+            if let zone = try zone(ofTarget: object.uri) { zones[object.uri] = zone }
         }
         for (objects, action) in [(inserted, "insert"), (updated, "update"), (deleted, "delete")] {
             for object in objects {
                 let store = stores.list[storeIndex(object)]
-                guard store.scope == .shared, let zone = zones[object.id.uri] else { continue }
+                guard store.scope == .shared, let zone = zones[object.uri] else { continue }
                 let permission = try SharePermissions.permission(zone: zone, in: store)
                 guard permission == .readWrite else {
                     throw ServiceError(.permissionFailure,
-                                       "This user's permission on shared zone '\(zone)' is \(permission.rawValue); the \(action) of \(object.id.uri) was refused and nothing was saved. Ask the share's owner for read-write access.",
-                                       details: ["objectID": .string(object.id.uri), "zone": .string(zone), "permission": .string(permission.rawValue),
+                                       "This user's permission on shared zone '\(zone)' is \(permission.rawValue); the \(action) of \(object.uri) was refused and nothing was saved. Ask the share's owner for read-write access.",
+                                       details: ["objectID": .string(object.uri), "zone": .string(zone), "permission": .string(permission.rawValue),
                                                  "action": .string(action), "store": .string(store.name)])
                 }
             }
@@ -408,7 +408,7 @@ struct SaveOperation {
 
     private func conflict(_ object: ContextObject, stored: [String: SQLValue]?, storedVersion: Int64?) -> JSONValue {
         [
-            "objectID": .string(object.id.uri), "entity": .string(object.entity.name),
+            "objectID": .string(object.uri), "entity": .string(object.entity.name),
             "snapshot": .object(wireValues(object.snapshot, entity: object.entity)),
             "changes": .object(wireValues(object.changes, entity: object.entity)),
             "storedSnapshot": stored.map { .object(wireValues($0, entity: object.entity)) } ?? .null,

@@ -25,13 +25,13 @@ struct ClosedResult: Codable, Sendable { var closed: Bool }
 
 struct InsertItem: Codable, Sendable {
     var entity: String
-    var values: [String: JSONValue]?
+    var values: AttributeValues?
     var store: String?
 }
 struct InsertParams: Codable, Sendable {
     var context: String
     var entity: String?
-    var values: [String: JSONValue]?
+    var values: AttributeValues?
     var store: String?
     var objects: [InsertItem]?
 }
@@ -51,7 +51,7 @@ struct AssignResult: Codable, Sendable {
 struct SetParams: Codable, Sendable {
     var context: String
     var objectID: String
-    var values: [String: JSONValue]
+    var values: AttributeValues
 }
 struct ObjectParams: Codable, Sendable {
     var context: String?
@@ -78,7 +78,7 @@ struct MoveParams: Codable, Sendable {
     var context: String
     var objectID: String
     var store: String
-    var values: [String: JSONValue]?
+    var values: AttributeValues?
 }
 struct MoveResult: Codable, Sendable {
     var objectID: String
@@ -191,7 +191,7 @@ extension StoreService {
                             if let target, !stores.list[target].holds(entity.name) { throw Self.entityNotInStore(entity.name, stores.list[target]) }
                             let object = context.insert(entity: entity)
                             created.append(object)
-                            try context.set(item.values ?? [:], on: object, model: stores.model)
+                            try context.set(item.values?.values ?? [:], on: object, model: stores.model)
                             if let target {
                                 object.store = target
                                 object.routing = .init(store: target, reason: .assigned, detail: "assigned to \(stores.list[target].name) at insert")
@@ -204,10 +204,10 @@ extension StoreService {
                         }
                     }
                 } catch {
-                    for object in created { context.forget(object.id.uri) }
+                    for object in created { context.forget(object.uri) }
                     throw error
                 }
-                return single ? InsertResult(objectID: created[0].id.uri) : InsertResult(objectIDs: created.map(\.id.uri))
+                return single ? InsertResult(objectID: created[0].uri) : InsertResult(objectIDs: created.map(\.uri))
             }
         }
         registry.register("object.assign", params: AssignParams.self, summary: "Chooses the store of a new object (Core Data's assign(_:to:)).") { [self] params, request in
@@ -226,18 +226,18 @@ extension StoreService {
                 let object = try context.object(params.objectID, stores: stores)
                 if let current = object.id.storeUUID {
                     throw ServiceError(.invalidReassignment, StoreError.reassignMessage, details: [
-                        "objectID": .string(object.id.uri), "newStoreURL": .string(store.url), "originalStoreURL": .string(current)])
+                        "objectID": .string(object.uri), "newStoreURL": .string(store.url), "originalStoreURL": .string(current)])
                 }
                 guard store.holds(object.entity.name) else { throw Self.entityNotInStore(object.entity.name, store) }
                 object.store = target
                 object.routing = .init(store: target, reason: .assigned, detail: "assigned to \(store.name)")
-                return AssignResult(objectID: object.id.uri, store: store.name)
+                return AssignResult(objectID: object.uri, store: store.name)
             }
         }
         registry.register("object.set", params: SetParams.self, summary: "Sets attributes and to-one relationships.") { [self] params, request in
             try engine().withContext(request.connection, params.context) { context, stores in
                 let object = try context.object(params.objectID, stores: stores)
-                try context.set(params.values, on: object, model: stores.model)
+                try context.set(params.values.values, on: object, model: stores.model)
                 return context.record(object, stores: stores)
             }
         }
@@ -245,8 +245,8 @@ extension StoreService {
             guard let contextID = params.context else { throw ServiceError(.missingField, "'object.delete' needs context.", details: ["field": "params.context"]) }
             return try engine().withContext(request.connection, contextID) { context, stores in
                 let object = try context.object(params.objectID, stores: stores)
-                if object.isInserted { context.forget(object.id.uri) } else { object.isDeleted = true }
-                return DeleteResult(objectID: object.id.uri, isDeleted: true)
+                if object.isInserted { context.forget(object.uri) } else { object.isDeleted = true }
+                return DeleteResult(objectID: object.uri, isDeleted: true)
             }
         }
         registry.register("object.get", params: ObjectParams.self, summary: "One object by ID (as the context sees it, or as stored).") { [self] params, request in
@@ -276,10 +276,10 @@ extension StoreService {
                 let target = try stores.index(named: params.store)
                 let object = try context.object(params.objectID, stores: stores)
                 guard !object.isInserted else {
-                    throw ServiceError(.invalidField, "\(object.id.uri) is not saved yet; use object.assign to choose its store.", details: ["objectID": .string(object.id.uri)])
+                    throw ServiceError(.invalidField, "\(object.uri) is not saved yet; use object.assign to choose its store.", details: ["objectID": .string(object.uri)])
                 }
                 guard object.store != target else {
-                    throw ServiceError(.invalidField, "\(object.id.uri) is already in \(stores.list[target].name).", details: ["objectID": .string(object.id.uri)])
+                    throw ServiceError(.invalidField, "\(object.uri) is already in \(stores.list[target].name).", details: ["objectID": .string(object.uri)])
                 }
                 guard stores.list[target].holds(object.entity.name) else { throw Self.entityNotInStore(object.entity.name, stores.list[target]) }
                 let copy = ContextObject(id: .newTemporary(entity: object.entity.name), entity: object.entity, store: target, isInserted: true,
@@ -289,13 +289,13 @@ extension StoreService {
                 copy.routing = .init(store: target, reason: .assigned, detail: "moved from \(stores.list[object.store!].name)")
                 context.register(copy)
                 do {
-                    try context.set(params.values ?? [:], on: copy, model: stores.model)
+                    try context.set(params.values?.values ?? [:], on: copy, model: stores.model)
                 } catch {
-                    context.forget(copy.id.uri)
+                    context.forget(copy.uri)
                     throw error
                 }
                 object.isDeleted = true
-                return MoveResult(objectID: copy.id.uri, deletedObjectID: object.id.uri, store: stores.list[target].name)
+                return MoveResult(objectID: copy.uri, deletedObjectID: object.uri, store: stores.list[target].name)
             }
         }
 
@@ -454,11 +454,11 @@ extension StoreService {
             }
             let store = stores.list[decision.store]
             let key = try store.database.transaction { try store.allocatePrimaryKeys(object.entity.name, count: 1) }
-            let old = object.id.uri
+            let old = object.uri
             context.renameRewritingReferences(object, to: store.objectID(object.entity.name, key))
             object.store = decision.store
             object.routing = decision
-            result.objects.append(.init(temporaryID: old, objectID: object.id.uri, store: store.name, reason: decision.reason))
+            result.objects.append(.init(temporaryID: old, objectID: object.uri, store: store.name, reason: decision.reason))
         }
         return result
     }
