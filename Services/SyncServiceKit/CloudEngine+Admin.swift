@@ -149,27 +149,21 @@ extension CloudEngine {
 
     /// admin.setLimits: changes the given limits; returns them all.
     public func setLimits(_ params: LimitsParams) throws -> CloudLimits {
-        try read { state in
-            var limits = state.limits
-            func apply(_ value: Int?, _ keyPath: WritableKeyPath<CloudLimits, Int>, _ name: String, min: Int) throws {
-                guard let value else { return }
-                guard value >= min else { throw WireError(.invalidArguments, "\(name) must be at least \(min).") }
-                limits[keyPath: keyPath] = value
-            }
-            try apply(params.maxItemsPerRequest, \.maxItemsPerRequest, "maxItemsPerRequest", min: 1)
-            try apply(params.maxRequestBytes, \.maxRequestBytes, "maxRequestBytes", min: 1)
-            try apply(params.maxRecordBytes, \.maxRecordBytes, "maxRecordBytes", min: 1)
-            try apply(params.maxParticipants, \.maxParticipants, "maxParticipants", min: 1)
-            try apply(params.maxZonesPerUser, \.maxZonesPerUser, "maxZonesPerUser", min: 1)
-            try apply(params.retentionSeconds, \.retentionSeconds, "retentionSeconds", min: 0)
-            try apply(params.defaultFetchLimit, \.defaultFetchLimit, "defaultFetchLimit", min: 1)
-            state.limits = limits
-            return limits
+        var limits = limits()
+        func apply(_ value: Int?, _ keyPath: WritableKeyPath<CloudLimits, Int>, _ name: String, min: Int) throws {
+            guard let value else { return }
+            guard value >= min else { throw WireError(.invalidArguments, "\(name) must be at least \(min).") }
+            limits[keyPath: keyPath] = value
         }
-    }
-
-    public func limits() -> CloudLimits {
-        (try? locked { $0.limits }) ?? CloudLimits()
+        try apply(params.maxItemsPerRequest, \.maxItemsPerRequest, "maxItemsPerRequest", min: 1)
+        try apply(params.maxRequestBytes, \.maxRequestBytes, "maxRequestBytes", min: 1)
+        try apply(params.maxRecordBytes, \.maxRecordBytes, "maxRecordBytes", min: 1)
+        try apply(params.maxParticipants, \.maxParticipants, "maxParticipants", min: 1)
+        try apply(params.maxZonesPerUser, \.maxZonesPerUser, "maxZonesPerUser", min: 1)
+        try apply(params.retentionSeconds, \.retentionSeconds, "retentionSeconds", min: 0)
+        try apply(params.defaultFetchLimit, \.defaultFetchLimit, "defaultFetchLimit", min: 1)
+        setLimits(limits)
+        return limits
     }
 
     /// admin.expireChangeTokens: every token issued so far answers changeTokenExpired (tests).

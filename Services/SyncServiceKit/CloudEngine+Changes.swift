@@ -100,12 +100,21 @@ extension CloudEngine {
     /// An index range scan on (zone, seq): the cost follows the changes, not the zone's size.
     public func fetchZoneChanges(caller: String, _ params: FetchZoneChangesParams, trace: RequestTrace? = nil) throws -> FetchZoneChangesResult {
         trace?.database = params.database.rawValue
-        return try write { state in
+        let expired = try read { state in
+            let zone = try state.openZone(params.zoneID, scope: params.database, caller: caller, trace: nil)
+            return try state.hasExpiredHistory(zone: zone) ? zone.id : nil
+        }
+        if let expired {
+            try write { state in
+                if let zone = try state.zone(id: expired) { _ = try state.pruneTombstones(zone: zone) }
+            }
+        }
+        return try read { state in
             let zone = try state.openZone(params.zoneID, scope: params.database, caller: caller, trace: trace)
             guard !zone.isDefaultZone else {
                 throw WireError(.invalidArguments, "_defaultZone does not support change fetching; use a custom zone.")
             }
-            let horizon = try state.pruneTombstones(zone: zone)
+            let horizon = zone.horizon
             var after: Int64 = 0
             if let since = params.since {
                 guard let token = ZoneToken(since) else {
@@ -118,9 +127,7 @@ extension CloudEngine {
                 after = token.seq
             }
             let limit = max(1, min(params.limit ?? state.limits.defaultFetchLimit, 10_000))
-            let sql = params.since == nil
-                ? "SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND seq > ? AND deleted = 0 ORDER BY seq LIMIT ?"
-                : "SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND seq > ? ORDER BY seq LIMIT ?"
+            let sql = params.since == nil ? CloudState.liveRecordsAfterSQL : CloudState.changesAfterSQL
             let rows = try state.db.query(sql, [zone.id, after, Int64(limit + 1)])
             let moreComing = rows.count > limit
             var changed: [CloudRecord] = []
@@ -146,8 +153,11 @@ extension CloudEngine {
     /// changes.fetchDatabase: zones changed, deleted and purged since a database token.
     public func fetchDatabaseChanges(caller: String, _ params: FetchDatabaseChangesParams, trace: RequestTrace? = nil) throws -> FetchDatabaseChangesResult {
         trace?.database = params.database.rawValue
-        return try write { state in
-            let horizon = try state.pruneDatabaseChanges()
+        if try read({ try $0.hasExpiredDatabaseChanges() }) {
+            try write { state in _ = try state.pruneDatabaseChanges() }
+        }
+        return try read { state in
+            let horizon = try state.databaseHorizon()
             var after: Int64 = 0
             if let since = params.since {
                 let parts = since.dropFirst().split(separator: ".")
@@ -176,7 +186,7 @@ extension CloudEngine {
                 default: result.changedZones.append(zoneID)
                 }
             }
-            if !moreComing { last = max(last, state.seq) }
+            if !moreComing { last = max(last, try state.storedSeq()) }
             result.token = "d\(last).\(horizon)"
             return result
         }
@@ -208,11 +218,15 @@ struct ZoneToken {
 }
 
 extension CloudState {
+    /// A zone's changes after a sequence: a range scan of the (zone, seq) index.
+    static let changesAfterSQL = "SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND seq > ? ORDER BY seq LIMIT ?"
+    static let liveRecordsAfterSQL = "SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND seq > ? AND deleted = 0 ORDER BY seq LIMIT ?"
+
     /// Drops tombstones older than the retention and returns the zone's horizon (tokens below it expired).
     /// Superseded versions (serverRecordChanged's ancestors) older than the retention go too.
     func pruneTombstones(zone: ZoneRow) throws -> Int64 {
         let cutoff = now - Double(limits.retentionSeconds)
-        try db.execute("DELETE FROM record_versions WHERE superseded < ? AND zone = ?", [cutoff, zone.id])
+        try db.execute("DELETE FROM record_versions WHERE zone = ? AND superseded < ?", [zone.id, cutoff])
         guard let dropped = try db.scalar("SELECT max(seq) FROM records WHERE zone = ? AND deleted = 1 AND modified < ?", [zone.id, cutoff])?.int64 else {
             return zone.horizon
         }
@@ -222,10 +236,31 @@ extension CloudState {
         return horizon
     }
 
+    /// Whether tombstones or superseded versions of the zone are older than the retention.
+    func hasExpiredHistory(zone: ZoneRow) throws -> Bool {
+        let cutoff = now - Double(limits.retentionSeconds)
+        return try db.scalar("SELECT 1 FROM records WHERE zone = ? AND deleted = 1 AND modified < ? LIMIT 1", [zone.id, cutoff]) != nil
+            || db.scalar("SELECT 1 FROM record_versions WHERE zone = ? AND superseded < ? LIMIT 1", [zone.id, cutoff]) != nil
+    }
+
+    func hasExpiredDatabaseChanges() throws -> Bool {
+        let cutoff = now - Double(limits.retentionSeconds)
+        return try db.scalar("SELECT 1 FROM database_changes WHERE kind != 'changed' AND changed < ? LIMIT 1", [cutoff]) != nil
+    }
+
+    func databaseHorizon() throws -> Int64 {
+        try db.scalar("SELECT value FROM meta WHERE key = 'databaseHorizon'")?.int64 ?? 0
+    }
+
+    /// The last committed sequence (readers do not share the writer's counter).
+    func storedSeq() throws -> Int64 {
+        try db.scalar("SELECT value FROM meta WHERE key = 'seq'")?.int64 ?? 0
+    }
+
     /// Drops zone deletions older than the retention from the database change log; returns the horizon.
     func pruneDatabaseChanges() throws -> Int64 {
         let cutoff = now - Double(limits.retentionSeconds)
-        var horizon = try db.scalar("SELECT value FROM meta WHERE key = 'databaseHorizon'")?.int64 ?? 0
+        var horizon = try databaseHorizon()
         if let dropped = try db.scalar("SELECT max(seq) FROM database_changes WHERE kind != 'changed' AND changed < ?", [cutoff])?.int64 {
             try db.execute("DELETE FROM database_changes WHERE kind != 'changed' AND changed < ?", [cutoff])
             horizon = max(horizon, dropped)

@@ -13,10 +13,12 @@ public struct ChangeNotice: Codable, Sendable, Hashable {
 
 /// The cloud's rules over its SQLite state: users, zones, records, shares, changes.
 ///
-/// One serial owner (a `Mutex` around the database): every request's reads and writes run in
-/// one critical section and every modify is one transaction, so two users racing on one zone
-/// get CloudKit's answers (a change tag conflict), never a torn write. Decoding and encoding of
-/// frames happen outside the lock, on each connection's thread.
+/// One writer (a `Mutex` around the read-write connection): every modify is decided and
+/// applied in one critical section and one transaction, so two users racing on one zone get
+/// CloudKit's answers (a change tag conflict), never a torn write. Fetches run in parallel on
+/// read-only connections (file databases in WAL mode), each inside one read transaction so a
+/// page and its token come from one snapshot. Decoding and encoding of frames happen outside
+/// any lock, on each connection's thread.
 ///
 /// ```swift
 /// let engine = try CloudEngine(database: .inMemory())
@@ -24,9 +26,20 @@ public struct ChangeNotice: Codable, Sendable, Hashable {
 /// _ = try engine.saveZones(caller: "alice", SaveZonesParams(database: .private, zones: [...]))
 /// ```
 public final class CloudEngine: Sendable {
-    /// Guards `cloud`: every use of the database happens inside this lock.
+    /// Guards `cloud`: every use of the read-write connection happens inside this lock.
     private let lock = Mutex(())
     private let cloud: CloudState
+    /// Read-only connections for fetches; empty for an in-memory database (reads use `cloud`).
+    private let readers: [Reader]
+    private let nextReader = Atomic<Int>(0)
+    private let currentLimits: Mutex<CloudLimits>
+
+    /// One read-only connection and the lock that gives it to one request at a time.
+    final class Reader: Sendable {
+        let lock = Mutex(())
+        let state: CloudState
+        init(state: CloudState) { self.state = state }
+    }
     private let accounts = Mutex([String: Account]())
     private let fixedClock = Mutex<Double?>(nil)
     private let listener = Mutex<(@Sendable ([ChangeNotice]) -> Void)?>(nil)
@@ -36,10 +49,16 @@ public final class CloudEngine: Sendable {
         var status: AccountStatus
     }
 
-    public init(database: sending Database, limits: CloudLimits = CloudLimits()) throws {
+    /// `readers` read-only connections serve fetches when the database is a file.
+    public init(database: sending Database, limits: CloudLimits = CloudLimits(), readers: Int = 4) throws {
         try CloudSchema.create(in: database)
         let seq = try database.scalar("SELECT value FROM meta WHERE key = 'seq'")?.int64 ?? 0
+        let path = database.path
         cloud = CloudState(db: database, seq: seq, limits: limits)
+        currentLimits = Mutex(limits)
+        self.readers = path == ":memory:" ? [] : try (0..<readers).map { _ in
+            Reader(state: CloudState(db: try Database(path: path, readOnly: true), seq: 0, limits: limits))
+        }
         try reloadAccounts()
     }
 
@@ -65,8 +84,10 @@ public final class CloudEngine: Sendable {
     /// Runs `body` inside the lock and one transaction; publishes its notices after commit.
     func write<T: Sendable>(_ body: (CloudState) throws -> T) throws -> T {
         let now = now()
+        let limits = limits()
         let (value, notices) = try locked { state throws -> (T, [ChangeNotice]) in
             state.now = now
+            state.limits = limits
             state.notices = []
             let startSeq = state.seq
             do {
@@ -87,13 +108,36 @@ public final class CloudEngine: Sendable {
         return value
     }
 
-    /// Runs a read inside the lock (no transaction needed: one connection, one owner).
+    /// Runs a read in one read transaction on a read-only connection (or, in memory, under the
+    /// writer's lock). Must not write.
     func read<T: Sendable>(_ body: (CloudState) throws -> T) throws -> T {
         let now = now()
-        return try locked { state throws -> T in
+        let limits = limits()
+        guard !readers.isEmpty else {
+            return try locked { state throws -> T in
+                state.now = now
+                state.limits = limits
+                return try body(state)
+            }
+        }
+        let reader = readers[nextReader.add(1, ordering: .relaxed).oldValue % readers.count]
+        return try reader.lock.withLock { _ throws -> T in
+            let state = reader.state
             state.now = now
+            state.limits = limits
+            try state.db.execute("BEGIN")
+            defer { try? state.db.execute("COMMIT") }
             return try body(state)
         }
+    }
+
+    /// The limits in force.
+    public func limits() -> CloudLimits {
+        currentLimits.withLock { $0 }
+    }
+
+    func setLimits(_ limits: CloudLimits) {
+        currentLimits.withLock { $0 = limits }
     }
 
     /// The one way to the database: inside the lock.

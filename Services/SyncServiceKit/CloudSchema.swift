@@ -29,7 +29,7 @@ enum CloudSchema {
     CREATE TABLE IF NOT EXISTS record_versions(
         zone INTEGER NOT NULL, name TEXT NOT NULL, tag TEXT NOT NULL, body TEXT NOT NULL,
         superseded REAL NOT NULL, PRIMARY KEY(zone, name, tag)) WITHOUT ROWID;
-    CREATE INDEX IF NOT EXISTS record_versions_by_age ON record_versions(superseded);
+    CREATE INDEX IF NOT EXISTS record_versions_by_zone_age ON record_versions(zone, superseded);
     CREATE TABLE IF NOT EXISTS shares(
         zone INTEGER NOT NULL, name TEXT NOT NULL, root TEXT,
         public_permission TEXT NOT NULL DEFAULT 'none', PRIMARY KEY(zone, name));
@@ -42,6 +42,7 @@ enum CloudSchema {
         kind TEXT NOT NULL, seq INTEGER NOT NULL, changed REAL NOT NULL,
         PRIMARY KEY(user, scope, owner, zone_name));
     CREATE INDEX IF NOT EXISTS database_changes_by_seq ON database_changes(user, scope, seq);
+    CREATE INDEX IF NOT EXISTS zone_removals_by_age ON database_changes(changed) WHERE kind != 'changed';
     """
 
     /// Tables a snapshot carries, with their columns, in an order that imports cleanly.

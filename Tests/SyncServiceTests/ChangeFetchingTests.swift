@@ -164,3 +164,54 @@ import Testing
         #expect(cloud.engine.user(forCredential: "owner-secret") == "owner")
     }
 }
+
+/// The cloud in a file: fetches on read-only connections, cost independent of zone size.
+@Suite struct FileBackedCloudTests {
+    let dir = TemporaryDirectory()
+
+    @Test func fetchingChangesIsAnIndexRangeScanOnZoneAndSequence() throws {
+        let cloud = try CloudFixture(path: dir.file("cloud.sqlite"))
+        for sql in [CloudState.changesAfterSQL, CloudState.liveRecordsAfterSQL] {
+            let plan = try cloud.engine.locked { state in
+                try state.db.query("EXPLAIN QUERY PLAN " + sql, [Int64(1), Int64(0), Int64(10)]).map { $0["detail"].string ?? "" }
+            }
+            #expect(plan.contains { $0.contains("USING INDEX records_by_seq (zone=? AND seq>?)") }, "\(plan)")
+            #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
+        }
+    }
+
+    @Test func readsOnReaderConnectionsSeeEveryCommittedWriteAndExpireOldTokens() async throws {
+        let cloud = try CloudFixture(path: dir.file("cloud.sqlite"))
+        try cloud.makeZone()
+        var limits = LimitsParams()
+        limits.retentionSeconds = 60
+        _ = try cloud.engine.setLimits(limits)
+        cloud.engine.setClock(1_780_000_000)
+        let zone = ZoneID(zoneName: "Zone")
+        var token = try cloud.engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: zone)).token
+        for index in 0..<20 {
+            try cloud.save([record("r\(index)")])
+            let page = try cloud.engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: zone, since: token))
+            #expect(page.changed.map(\.recordName) == ["r\(index)"])
+            token = page.token
+        }
+        let engine = cloud.engine
+        let counts = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    await offThread {
+                        (try? engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: zone)).changed.count) ?? -1
+                    }
+                }
+            }
+            var all: [Int] = []
+            for await count in group { all.append(count) }
+            return all
+        }
+        #expect(counts == Array(repeating: 20, count: 8))
+        try cloud.delete(["r0"])
+        cloud.engine.setClock(1_780_000_500)
+        let error = wireError { _ = try engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: zone, since: token)) }
+        #expect(error?.code == .changeTokenExpired)
+    }
+}
