@@ -1,0 +1,74 @@
+import Foundation
+import MeowWire
+import Testing
+import TestSupport
+
+@Suite("Documented choices (differences-core-data.md)")
+struct SemanticsChoicesTests {
+    @Test func notEqualMatchesNilAndFetchReadsSavedStateOnly() async throws {
+        let store = try await StoreFixture.start(["--no-orphan-repair"])
+        let client = try await store.client()
+        let context = try await client.openContext()
+        _ = try await client.insertEvent(context, id: "with-note", extra: ["note": "x"])
+        _ = try await client.insertEvent(context, id: "no-note")
+        #expect(try await client.count("CareEvent") == 0)
+        _ = try await client.save(context)
+        // NSPredicate's in-memory meaning: nil != 'x' is true.
+        #expect(try await client.count("CareEvent", predicate: "note != 'x'") == 1)
+        #expect(try await client.count("CareEvent", predicate: "note == nil") == 1)
+        // A pending edit is not seen by a fetch until it is saved.
+        let found = try await client.call("fetch", ["entity": "CareEvent", "predicate": "id == 'no-note'"])
+        let id = try #require(found["objects"]?[0]?["objectID"])
+        try await client.call("object.set", ["context": .string(context), "objectID": id, "values": ["note": "x"]])
+        #expect(try await client.count("CareEvent", predicate: "note == 'x'") == 1)
+        _ = try await client.save(context)
+        #expect(try await client.count("CareEvent", predicate: "note == 'x'") == 2)
+        client.close()
+        _ = await store.stop()
+    }
+
+    @Test func editOfAnObjectDeletedElsewhereIsDroppedUnlessThePolicyIsError() async throws {
+        let store = try await StoreFixture.start()
+        let a = try await store.client("a")
+        let b = try await store.client("b")
+        let writer = try await a.openContext()
+        let temporary = try await a.insertEvent(writer, id: "doomed")
+        let event = try StoreClient.permanentID(try await a.save(writer), temporary)
+        let strict = try await b.openContext("error")
+        let lenient = try await b.openContext("mergeByPropertyObjectTrump")
+        for context in [strict, lenient] {
+            try await b.call("object.set", ["context": .string(context), "objectID": .string(event), "values": ["note": "late edit"]])
+        }
+        try await a.call("object.delete", ["context": .string(writer), "objectID": .string(event)])
+        _ = try await a.save(writer)
+
+        let error = try await b.failure("context.save", ["context": .string(strict)])
+        #expect(error.code == .mergeConflict)
+        #expect(error.details["conflicts"]?[0]?["storedSnapshot"] == .null)
+        let merged = try await b.save(lenient)
+        #expect(merged["merged"]?[0]?["dropped"] == ["note"])
+        #expect(try await b.count("CareEvent") == 0)
+        a.close(); b.close()
+        _ = await store.stop()
+    }
+
+    @Test func deletingASessionCascadesToItsEventsWithTombstones() async throws {
+        let store = try await StoreFixture.start(["--no-orphan-repair"])
+        let client = try await store.client()
+        let context = try await client.openContext()
+        let session = try await client.insertSession(context, id: "s")
+        _ = try await client.insertEvent(context, id: "child-1", extra: ["session": .string(session)])
+        _ = try await client.insertEvent(context, id: "child-2", extra: ["session": .string(session)])
+        let saved = try await client.save(context)
+        let sessionID = try StoreClient.permanentID(saved, session)
+        try await client.call("object.delete", ["context": .string(context), "objectID": .string(sessionID)])
+        let deleted = try await client.save(context)
+        #expect(deleted["deleted"]?.arrayValue?.count == 3)
+        #expect(try await client.count("CareEvent") == 0)
+        let history = try await client.call("history.fetch", ["store": "Private", "afterToken": deleted["transactions"]?[0]?["token"].map { .int(($0.intValue ?? 1) - 1) } ?? 0])
+        let tombstones = (history["transactions"]?[0]?["changes"]?.arrayValue ?? []).compactMap { $0["tombstone"]?["id"]?.stringValue }
+        #expect(Set(tombstones) == ["s", "child-1", "child-2"])
+        client.close()
+        _ = await store.stop()
+    }
+}
