@@ -174,3 +174,17 @@ struct AssignAndRoutingTests {
         #expect(second.lines.contains { $0.contains("Can't add the same store twice") })
     }
 }
+
+@Suite("Start-up with a bad model")
+struct BadModelStartUpTests {
+    @Test func aBadModelFileStopsStartUpNamingTheProblem() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("bad.json")
+        try #"{"name": "Cats", "entities": [{"name": "Cat", "relationships": [{"name": "owner", "destination": "Human"}]}], "configurations": []}"#
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try await runTool("store-service", ["--socket", directory.file("s.sock"), "--in-memory", "--model", path], timeout: 20)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("Cat.owner: destination entity 'Human' is not in the model."))
+        #expect(!FileManager.default.fileExists(atPath: directory.file("s.sock")))
+    }
+}
