@@ -55,8 +55,6 @@ extension CloudEngine {
         let saves = params.saves ?? []
         let deletes = params.deletes ?? []
         trace?.database = params.database.rawValue
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var encoded: [String?] = []
         var requestBytes = 0
         for record in saves {
@@ -64,7 +62,7 @@ extension CloudEngine {
                 encoded.append(nil)
                 continue
             }
-            let json = String(decoding: try encoder.encode(record.fields.filter { !$0.value.isNull }), as: UTF8.self)
+            let json = FieldsJSON.text(record.fields.filter { !$0.value.isNull })
             requestBytes += json.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
             encoded.append(json)
         }

@@ -83,7 +83,7 @@ extension CloudState {
     }
 
     func encodeFields(_ fields: [String: JSONValue]) throws -> String {
-        String(decoding: try encoder.encode(fields), as: UTF8.self)
+        FieldsJSON.text(fields)
     }
 
     func decodeFields(_ text: String?) -> [String: JSONValue] {

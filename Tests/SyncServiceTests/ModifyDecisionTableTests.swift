@@ -1,3 +1,4 @@
+import FoundationEssentials
 import MeowWire
 import TestSupport
 import Testing
@@ -267,5 +268,21 @@ import Testing
         }
         #expect(outcomes.filter { $0 == "saved" }.count == 1)
         #expect(outcomes.filter { $0 == "serverRecordChanged" }.count == 5)
+    }
+}
+
+@Suite struct FieldsJSONTests {
+    @Test func writtenFieldsReadBackIdentically() throws {
+        let fields: [String: JSONValue] = [
+            "text": ["type": "string", "value": "quote \" backslash \\ newline \n tab \t bell \u{07} 貓 🐱"],
+            "int": ["type": "int64", "value": -9_007_199_254_740_993],
+            "double": ["type": "double", "value": 0.1],
+            "big": ["type": "double", "value": 1.5e300],
+            "list": ["type": "list", "value": [["type": "string", "value": "a"], ["type": "int64", "value": 2]]],
+            "odd": ["type": "location", "value": ["lat": 25.03, "flag": true, "none": nil]],
+        ]
+        let text = FieldsJSON.text(fields)
+        let back = try JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8))
+        #expect(back == fields)
     }
 }
