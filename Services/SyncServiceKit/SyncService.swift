@@ -159,6 +159,9 @@ public final class SyncService: ServiceDefinition {
         let trace = RequestTrace()
         let engine = try engine
         do {
+            if checkAccount, context.connection.principal?.isAdmin == true {
+                throw WireError(.permissionFailure, "The admin credential only opens admin.* ops; say hello with a user's credential for '\(context.op)'.")
+            }
             if checkAccount, let user { try engine.requireAvailableAccount(user) }
             let fault = checkAccount ? faults.take(op: context.op, user: user) : nil
             if let fault, fault.afterApplying != true {

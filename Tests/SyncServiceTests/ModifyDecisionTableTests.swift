@@ -240,6 +240,15 @@ import Testing
         #expect(item?.details["serverRecord"]?["fields"]?["CD_title"]?["value"] == "server")
     }
 
+    @Test func moreZonesThanTheLimitIsQuotaExceeded() throws {
+        var limits = LimitsParams()
+        limits.maxZonesPerUser = 2
+        _ = try cloud.engine.setLimits(limits)
+        let error = wireError { try cloud.makeZone("Third") }
+        #expect(error?.code == .quotaExceeded)
+        #expect(try cloud.makeZone("Zone") == ZoneID(zoneName: "Zone"))
+    }
+
     @Test func theSharedDatabaseDoesNotReachTheCallersOwnZones() throws {
         let item = partialErrors(wireError { try cloud.save([record("a", zone: ownerZone)], database: .shared) })["a"]
         #expect(item?.code == .permissionFailure)

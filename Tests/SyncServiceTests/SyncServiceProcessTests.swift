@@ -60,6 +60,7 @@ import Testing
         #expect(await failure { _ = try await alice.call("admin.listUsers", Empty()) }?.code == .permissionFailure)
 
         let admin = try await connect(Self.admin)
+        #expect(await failure { _ = try await admin.call("zones.fetch", ["database": "private"] as JSONValue) }?.code == .permissionFailure)
         _ = try await admin.call("admin.createUser", ["user": "dave", "credential": "dave-secret"] as JSONValue)
         let dave = try await connect("dave-secret")
         let zones = try await dave.call("zones.fetch", ["database": "private"] as JSONValue)
