@@ -265,4 +265,43 @@ import Testing
         admin.close()
         #expect(await service.stop() == 0)
     }
+
+    @Test func zoneChangesPageByTokenAndExpireByRetentionOrByForce() async throws {
+        let service = try await start(extra: ["--retention", "60"])
+        let owner = try await connect("owner-secret")
+        let admin = try await connect(Self.admin)
+        _ = try await admin.call("admin.setClock", ["now": 1_780_000_000] as JSONValue)
+        _ = try await owner.call("zones.save", ["database": "private", "zoneIDs": [Self.zone]] as JSONValue)
+        let saves: [JSONValue] = (0..<7).map { Self.event("r\($0)") }
+        _ = try await owner.call("records.modify", ["database": "private", "saves": .array(saves)] as JSONValue)
+        var names: [String] = []
+        var token: JSONValue = .null
+        var more = true
+        while more {
+            let page = try await owner.call("changes.fetchZone", ["database": "private", "zoneID": Self.zone, "since": token, "limit": 3] as JSONValue)
+            names += page["changed"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue } ?? []
+            token = page["token"] ?? .null
+            more = page["moreComing"] == true
+        }
+        #expect(names == (0..<7).map { "r\($0)" })
+
+        _ = try await owner.call("records.modify", ["database": "private", "deletes": [["recordName": "r0", "zoneID": Self.zone]]] as JSONValue)
+        _ = try await admin.call("admin.setClock", ["advanceSeconds": 120] as JSONValue)
+        let expired = await failure {
+            _ = try await owner.call("changes.fetchZone", ["database": "private", "zoneID": Self.zone, "since": token] as JSONValue)
+        }
+        #expect(expired?.code == .changeTokenExpired)
+        #expect(expired?.details["ckErrorCode"] == 21)
+        let fresh = try await owner.call("changes.fetchZone", ["database": "private", "zoneID": Self.zone] as JSONValue)
+        #expect(fresh["changed"]?.arrayValue?.count == 6)
+        let database = try await owner.call("changes.fetchDatabase", ["database": "private"] as JSONValue)
+        _ = try await admin.call("admin.expireChangeTokens", Empty())
+        for (op, since) in [("changes.fetchZone", fresh["token"] ?? .null), ("changes.fetchDatabase", database["token"] ?? .null)] {
+            let forced = await failure { _ = try await owner.call(op, ["database": "private", "zoneID": Self.zone, "since": since] as JSONValue) }
+            #expect(forced?.code == .changeTokenExpired, "\(op)")
+        }
+        owner.close()
+        admin.close()
+        #expect(await service.stop() == 0)
+    }
 }
