@@ -19,6 +19,7 @@ public struct PeerCredentials: Sendable, Hashable, Codable {
 public final class ConnectionHandle: Sendable {
     public let id: Int
     public let peer: PeerCredentials
+    private static let logger = Logger(label: "connection")
     let fd: Int32
     private let maxEventQueueBytes: Int
     private let writeLock = Mutex(())
@@ -82,6 +83,9 @@ public final class ConnectionHandle: Sendable {
     @discardableResult
     func write(_ bytes: [UInt8]) -> Bool {
         let outcome = writeLock.withLock { _ in UnixSocket.writeAll(fd: fd, bytes) }
+        if outcome == .timedOut {
+            Self.logger.warning("disconnecting a client that stopped reading (send timeout)", ["connection": .int(id)])
+        }
         if outcome != .written { markBroken() }
         return outcome == .written
     }

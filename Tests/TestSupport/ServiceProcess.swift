@@ -112,7 +112,9 @@ public final class ServiceProcess: @unchecked Sendable {
     /// SIGKILL: no clean-up, as in a crash.
     public func kill() {
         if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        // Bounded: a test must never hang on a child, even on an overloaded machine.
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning && Date() < deadline { usleep(1000) }
     }
 
     public func signal(_ number: Int32) {

@@ -1,0 +1,62 @@
+import Foundation
+import SQLiteKit
+import Testing
+
+@Suite("SQLiteKit")
+struct DatabaseTests {
+    @Test("a transaction commits all of its statements")
+    func commit() throws {
+        let db = try Database.inMemory()
+        try db.execute("CREATE TABLE t(a INTEGER, b TEXT)")
+        try db.transaction {
+            try db.execute("INSERT INTO t VALUES (?, ?)", [1, "x"])
+            try db.execute("INSERT INTO t VALUES (?, ?)", [2, nil as String?])
+        }
+        let rows = try db.query("SELECT a, b FROM t ORDER BY a")
+        #expect(rows.map { $0["a"].int } == [1, 2])
+        #expect(rows[1]["b"] == .null)
+    }
+
+    @Test("a throwing transaction leaves nothing behind and rethrows the first error")
+    func rollbackOnError() throws {
+        let db = try Database.inMemory()
+        try db.execute("CREATE TABLE t(a INTEGER PRIMARY KEY)")
+        #expect(throws: SQLiteError.self) {
+            try db.transaction {
+                try db.execute("INSERT INTO t VALUES (?)", [1])
+                try db.execute("INSERT INTO t VALUES (?)", [1])  // constraint violation
+            }
+        }
+        #expect(try db.scalar("SELECT count(*) FROM t")?.int == 0)
+        #expect(!db.isInTransaction)
+    }
+
+    @Test("a file database uses WAL and synchronous=FULL, and its data survives reopening")
+    func durability() throws {
+        let dir = NSTemporaryDirectory() + "sqlkit-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let db = try Database(path: dir + "/a.sqlite")
+            #expect(try db.scalar("PRAGMA journal_mode")?.string == "wal")
+            #expect(try db.scalar("PRAGMA synchronous")?.int == 2)
+            try db.execute("CREATE TABLE t(v BLOB)")
+            try db.execute("INSERT INTO t VALUES (?)", [[UInt8]([1, 2, 3])])
+        }
+        let reopened = try Database(path: dir + "/a.sqlite")
+        #expect(try reopened.scalar("SELECT v FROM t")?.bytes == [1, 2, 3])
+        #expect(try reopened.integrityCheck() == "ok")
+    }
+
+    @Test("errors carry the result code and the SQL")
+    func errors() throws {
+        let db = try Database.inMemory()
+        do {
+            try db.execute("SELECT * FROM missing", [])
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.sql == "SELECT * FROM missing")
+            #expect(error.message.contains("no such table"))
+        }
+    }
+}
