@@ -26,6 +26,8 @@ public struct ModifyParams: Codable, Sendable {
     public var savePolicy: SavePolicy?
     /// Per-zone atomic batches (default true); `_defaultZone` is never atomic.
     public var atomic: Bool?
+    /// false: saved records come back without `fields` (metadata and tags only; smaller replies).
+    public var returnFields: Bool?
     public init(database: DatabaseScope, saves: [CloudRecord]? = nil, deletes: [DeleteItem]? = nil,
                 savePolicy: SavePolicy? = nil, atomic: Bool? = nil) {
         self.database = database
@@ -78,7 +80,14 @@ extension CloudEngine {
             }
             var batch = ModifyBatch(state: state, caller: caller, scope: params.database,
                                     policy: params.savePolicy ?? .ifServerRecordUnchanged, atomic: params.atomic ?? true, trace: trace)
-            return try batch.run(saves: saves, encodedFields: encoded, deletes: deletes)
+            var outcome = try batch.run(saves: saves, encodedFields: encoded, deletes: deletes)
+            if params.returnFields == false {
+                for index in outcome.saved.indices {
+                    outcome.saved[index].fields = [:]
+                    outcome.saved[index].omitsFields = true
+                }
+            }
+            return outcome
         }
         if !outcome.errors.isEmpty {
             var errors: [String: JSONValue] = [:]

@@ -123,6 +123,31 @@ public struct CloudRecord: Codable, Sendable, Hashable {
         shareInfo = try c.decodeIfPresent(ShareInfo.self, forKey: .shareInfo)
     }
 
+    /// When set, `fields` is left out of the encoded record (records.modify with
+    /// `"returnFields": false`: the client keeps the fields it sent and takes the metadata).
+    var omitsFields = false
+
+    enum CodingKeys: String, CodingKey {
+        case recordName, zoneID, recordType, fields, recordChangeTag, creationDate, modificationDate
+        case creatorUserRecordName, lastModifiedUserRecordName, parent, share, shareInfo
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(recordName, forKey: .recordName)
+        try c.encode(zoneID, forKey: .zoneID)
+        try c.encode(recordType, forKey: .recordType)
+        if !omitsFields { try c.encode(fields, forKey: .fields) }
+        try c.encodeIfPresent(recordChangeTag, forKey: .recordChangeTag)
+        try c.encodeIfPresent(creationDate, forKey: .creationDate)
+        try c.encodeIfPresent(modificationDate, forKey: .modificationDate)
+        try c.encodeIfPresent(creatorUserRecordName, forKey: .creatorUserRecordName)
+        try c.encodeIfPresent(lastModifiedUserRecordName, forKey: .lastModifiedUserRecordName)
+        try c.encodeIfPresent(parent, forKey: .parent)
+        try c.encodeIfPresent(share, forKey: .share)
+        try c.encodeIfPresent(shareInfo, forKey: .shareInfo)
+    }
+
     var isShare: Bool { recordType == CloudRecord.shareRecordType }
     var recordID: RecordID { RecordID(recordName: recordName, zoneID: zoneID) }
 }

@@ -240,6 +240,17 @@ import Testing
         #expect(item?.details["serverRecord"]?["fields"]?["CD_title"]?["value"] == "server")
     }
 
+    @Test func returnFieldsFalseAnswersMetadataWithoutFields() throws {
+        var params = ModifyParams(database: .private, saves: [record("a")])
+        params.returnFields = false
+        let saved = try #require(try cloud.engine.modifyRecords(caller: "owner", params).saved.first)
+        let json = try JSONValue(encoding: saved)
+        #expect(json["fields"] == nil)
+        #expect(json["recordChangeTag"]?.stringValue == saved.recordChangeTag)
+        #expect(title(try cloud.fetch("a")) == "note")
+        #expect(try JSONValue(encoding: try #require(try cloud.fetch("a")))["fields"] != nil)
+    }
+
     @Test func moreZonesThanTheLimitIsQuotaExceeded() throws {
         var limits = LimitsParams()
         limits.maxZonesPerUser = 2
