@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine lacks to build and test MeowCare: SQLite's headers (the storage
+# engine), python3 (the protocol example), systemd-socket-activate and setpriv (activation and
+# peer-uid tests). Idempotent; apt-get runs only when something is missing.
+set -euo pipefail
+
+missing=()
+dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing+=(libsqlite3-dev)
+command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v systemd-socket-activate >/dev/null 2>&1 || missing+=(systemd)
+command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+  for dir in /opt/swift/usr/bin /usr/share/swift/usr/bin; do
+    [ -x "$dir/swift" ] && export PATH="$dir:$PATH" && break
+  done
+fi
+command -v swift >/dev/null 2>&1 || { echo "setup: no Swift toolchain found (need Swift 6.x on PATH)" >&2; exit 1; }
