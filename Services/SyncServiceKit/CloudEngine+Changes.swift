@@ -138,6 +138,7 @@ extension CloudEngine {
                 let stored = StoredRecord(row: row)
                 last = stored.seq
                 if stored.deleted {
+                    if params.database == .shared, !(try state.shareVisible(stored.share, zone: zone, caller: caller, cache: &shareOf)) { continue }
                     deleted.append(DeletedRecord(recordName: stored.name, recordType: stored.type))
                     continue
                 }
@@ -277,7 +278,12 @@ extension CloudState {
     /// Whether a participant sees a record: zone-wide shares show everything; hierarchy shares
     /// show the records under a root whose share the caller accepted.
     func visibleToParticipant(_ record: StoredRecord, zone: ZoneRow, caller: String, cache: inout [String: Bool]) throws -> Bool {
-        guard let share = try governingShare(zone: zone.id, from: record.name) else { return false }
+        try shareVisible(try governingShare(zone: zone.id, from: record.name), zone: zone, caller: caller, cache: &cache)
+    }
+
+    /// Whether the caller is an accepted participant (permission above none) of `share`.
+    func shareVisible(_ share: String?, zone: ZoneRow, caller: String, cache: inout [String: Bool]) throws -> Bool {
+        guard let share else { return false }
         if let known = cache[share] { return known }
         let part = try participation(zone: zone.id, share: share, user: caller)
         let visible = part.map { $0.acceptance == Acceptance.accepted.rawValue && $0.permission != SharePermission.none.rawValue } ?? false

@@ -136,10 +136,13 @@ extension CloudState {
     }
 
     /// Turns a record into a tombstone (kept for change fetching until the retention drops it).
+    /// A tombstone's `share` is the share the record was in, so only that share's participants
+    /// hear of the deletion.
     func tombstone(zone: ZoneRow, name: String, user: String) throws {
+        let share = try governingShare(zone: zone.id, from: name)
         let seq = nextSeq()
-        try db.execute("UPDATE records SET deleted = 1, fields = NULL, tag = ?, seq = ?, modified = ?, modifier = ?, share = NULL WHERE zone = ? AND name = ?",
-                       [Self.tag(for: seq), seq, now, user, zone.id, name])
+        try db.execute("UPDATE records SET deleted = 1, fields = NULL, tag = ?, seq = ?, modified = ?, modifier = ?, share = ? WHERE zone = ? AND name = ?",
+                       [Self.tag(for: seq), seq, now, user, share, zone.id, name])
         try db.execute("DELETE FROM record_versions WHERE zone = ? AND name = ?", [zone.id, name])
     }
 

@@ -146,6 +146,9 @@ import Testing
         try cloud.save([record("e1", parent: "session"), record("private-note")])
         let changes = try cloud.engine.fetchZoneChanges(caller: "alice", FetchZoneChangesParams(database: .shared, zoneID: ownerZone))
         #expect(Set(changes.changed.map(\.recordName)) == ["session", "share-1", "e1"])
+        try cloud.delete(["e1", "private-note"])
+        let next = try cloud.engine.fetchZoneChanges(caller: "alice", FetchZoneChangesParams(database: .shared, zoneID: ownerZone, since: changes.token))
+        #expect(next.deleted.map(\.recordName) == ["e1"])
     }
 
     @Test func zoneWideShareShowsTheWholeZoneInTheSharedDatabase() throws {
