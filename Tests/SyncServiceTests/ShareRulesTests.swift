@@ -173,4 +173,27 @@ import Testing
         #expect(partialErrors(error)["new"]?.code == .permissionFailure)
         #expect(title(try cloud.fetch("a")) == "owner's")
     }
+
+    @Test func theOwnerDeletingTheShareRecordStopsSharingAndClearsTheRoot() throws {
+        try shareSession(with: [("alice", "readWrite")])
+        let start = try cloud.engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .shared))
+        try cloud.delete(["share-1"])
+        #expect(try cloud.fetch("session")?.share == nil)
+        let next = try cloud.engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .shared, since: start.token))
+        #expect(next.deletedZones == [ownerZone])
+        let write = wireError { try cloud.save([record("e1", zone: ownerZone, parent: "session")], as: "alice", database: .shared) }
+        #expect(partialErrors(write)["e1"]?.code == .permissionFailure)
+        try cloud.save([record("session", type: "CD_CareSession", tag: try cloud.fetch("session")?.recordChangeTag, share: "share-2"),
+                        CloudRecord(recordName: "share-2", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)])
+        #expect(try cloud.fetch("session")?.share?.recordName == "share-2")
+    }
+
+    @Test func resettingAUserRemovesTheirZonesFromParticipantsAndTheirParticipations() throws {
+        try shareSession(with: [("alice", "readWrite")])
+        let start = try cloud.engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .shared))
+        _ = try cloud.engine.reset(ResetParams(scope: "user", user: "owner"))
+        let next = try cloud.engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .shared, since: start.token))
+        #expect(next.deletedZones == [ownerZone])
+        #expect(try cloud.engine.fetchZones(caller: "owner", ZonesParams(database: .private)).zones.map(\.zoneID.zoneName) == [ZoneID.defaultZoneName])
+    }
 }
