@@ -1,0 +1,11 @@
+/// The benchmark suites, in the order they run.
+struct BenchmarkSuite: Sendable {
+    let name: String
+    let run: @Sendable (_ quick: Bool) throws -> Void
+}
+
+enum Benchmarks {
+    static let all: [BenchmarkSuite] = [
+        BenchmarkSuite(name: "ping", run: PingBenchmark.run),
+    ]
+}

@@ -1,0 +1,109 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import MeowWire
+import Synchronization
+
+/// A child process (service or baseline) for the length of a benchmark.
+final class Child {
+    let process = Process()
+    let socket: String
+
+    init(_ executable: String, _ arguments: [String], socket: String) throws {
+        self.socket = socket
+        process.executableURL = URL(fileURLWithPath: Self.binaryDirectory + "/" + executable)
+        process.arguments = arguments
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        // Ready when a connection succeeds (bounded: 30 s).
+        let deadline = Date().addingTimeInterval(30)
+        while true {
+            if let fd = try? UnixSocket.connect(path: socket) { close(fd); break }
+            guard Date() < deadline, process.isRunning else { throw BenchError("\(executable) did not start") }
+            usleep(2000)
+        }
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    static var binaryDirectory: String {
+        if let dir = ProcessInfo.processInfo.environment["MEOW_BIN_DIR"] { return dir }
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return (exe as NSString).deletingLastPathComponent
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A raw client: frames in and out, no JSON decoding on the reply path, so the figures measure
+/// the server side (and the same client code measures the baseline).
+/// @unchecked Sendable: one thread writes while one other reads (the pipelined run); the decoder
+/// and buffer are only touched by the reading thread.
+final class RawClient: @unchecked Sendable {
+    let fd: Int32
+    private var decoder = FrameDecoder(maxFrameBytes: 1 << 30)
+    private var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+
+    init(socket: String) throws {
+        fd = try UnixSocket.connect(path: socket)
+    }
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) throws {
+        guard UnixSocket.writeAll(fd: fd, bytes) == .written else { throw BenchError("write failed") }
+    }
+
+    /// Blocks for the next frame body.
+    func receive() throws -> [UInt8] {
+        while true {
+            if let frame = try decoder.nextFrame() { return frame }
+            let n = buffer.withUnsafeMutableBytes { UnixSocket.read(fd: fd, into: $0) }
+            guard n > 0 else { throw BenchError("connection closed") }
+            decoder.append(buffer[0..<n])
+        }
+    }
+
+    /// Sends hello (the baseline echo just echoes it back).
+    func hello() throws {
+        try send(FrameEncoder.frame(Array(#"{"id":0,"op":"hello","params":{"minVersion":1,"maxVersion":1,"client":"meow-bench"}}"#.utf8)))
+        _ = try receive()
+    }
+}
+
+/// Results gathered from several threads.
+final class Collector: Sendable {
+    private let state = Mutex<(latencies: Latencies, failure: String?)>((Latencies(), nil))
+    func add(_ latencies: Latencies) { state.withLock { $0.latencies.merge(latencies) } }
+    func fail(_ error: any Error) { state.withLock { $0.failure = "\(error)" } }
+    var latencies: Latencies { state.withLock { $0.latencies } }
+    var failure: String? { state.withLock { $0.failure } }
+}
+
+/// Latency samples → percentiles.
+struct Latencies: Sendable {
+    var samples: [UInt64] = []
+    mutating func add(_ nanoseconds: UInt64) { samples.append(nanoseconds) }
+    mutating func merge(_ other: Latencies) { samples += other.samples }
+    func percentile(_ p: Double) -> Double {
+        guard !samples.isEmpty else { return 0 }
+        let sorted = samples.sorted()
+        return Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1000
+    }
+}
+
+@inline(__always) func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+func format(_ value: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", value) }
+
+/// One line of a result table.
+func row(_ columns: [String], widths: [Int]) -> String {
+    zip(columns, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: " ")
+}
