@@ -108,21 +108,26 @@ struct FetchExecutor {
         hits.reserveCapacity(min(limit, 4096))
         let sorted = !(request.sortDescriptors ?? []).isEmpty
         if candidates.count <= 1 || !sorted {
+            // Stores in load order, each by primary key. A store is counted only when the page
+            // starts beyond its end (to carry the rest of the offset into the next store).
             for index in candidates {
                 guard hits.count < limit else { break }
                 let store = stores.list[index]
                 var q = try query(entity, store: store, predicate: predicate, select: store.selectList(entity))
-                if offset > 0, candidates.count > 1 {
-                    // Skip whole stores that lie entirely before the offset.
-                    let countSQL = "SELECT COUNT(*) FROM (\(q.sql))"
-                    let inStore = try store.database.scalar(countSQL, q.values)?.int ?? 0
-                    if inStore <= offset { offset -= inStore; continue }
+                let pageSQL = q.sql + " LIMIT ? OFFSET ?"
+                let pageValues = q.values + [.integer(limit == Int.max ? -1 : Int64(limit - hits.count)), .integer(Int64(offset))]
+                let before = hits.count
+                let statement = try store.database.prepare(pageSQL)
+                try statement.forEach(pageValues) { hits.append(Hit(store: index, row: PersistentStore.row(from: $0, propertyCount: count))) }
+                if hits.count > before || offset == 0 {
+                    offset = 0
+                    continue
                 }
-                q.sql += " LIMIT ? OFFSET ?"
-                q.values += [.integer(limit == Int.max ? -1 : Int64(limit - hits.count)), .integer(Int64(offset))]
-                offset = 0
-                let statement = try store.database.prepare(q.sql)
-                try statement.forEach(q.values) { hits.append(Hit(store: index, row: PersistentStore.row(from: $0, propertyCount: count))) }
+                var builder = StoreQueryBuilder(store: store, model: stores.model, entity: entity, predicateText: request.predicate ?? "")
+                let whereClause = try predicate.map { try builder.sql(for: $0) } ?? "1"
+                q.sql = "SELECT COUNT(*) FROM \(PersistentStore.table(entity.name)) t0 \(builder.joins.joined(separator: " ")) WHERE \(whereClause)"
+                let inStore = try store.database.scalar(q.sql, builder.values)?.int ?? 0
+                offset = max(0, offset - inStore)
             }
             return hits
         }

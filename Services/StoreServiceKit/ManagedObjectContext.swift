@@ -102,6 +102,31 @@ final class ManagedObjectContext {
         }
     }
 
+    /// Re-reads registered saved objects from their stores (refresh(_:mergeChanges: true)):
+    /// snapshots and versions become the stored ones, unsaved edits stay on top, objects deleted
+    /// in the store are forgotten. Returns how many were refreshed and forgotten.
+    func refresh(_ uris: [String]?, stores: StoreSet) throws -> (refreshed: Int, forgotten: Int) {
+        let targets = try uris.map { try $0.map { uri in
+            guard let object = objects[uri] else { throw StoreError.unknownObject(uri, "it is not registered in this context.") }
+            return object
+        } } ?? registered
+        var refreshed = 0, forgotten = 0
+        for object in targets where !object.isInserted {
+            guard let index = object.store, let key = object.id.primaryKey,
+                  let row = try stores.list[index].read(object.entity, primaryKey: key) else {
+                forget(object.uri)
+                forgotten += 1
+                continue
+            }
+            object.snapshot = Self.contextValues(row, entity: object.entity, store: stores.list[index])
+            object.version = row.version
+            object.zone = row.zone
+            for (key, value) in object.changes where object.snapshot[key] == value { object.changes.removeValue(forKey: key) }
+            refreshed += 1
+        }
+        return (refreshed, forgotten)
+    }
+
     /// Forgets every registered object (Core Data's reset): frees memory between pages.
     func reset() { objects.removeAll() }
 

@@ -255,7 +255,7 @@ struct SaveOperation {
             if !conflicts.isEmpty {
                 throw StoreError.coreData(.mergeConflict, 133020, StoreError.mergeMessage, [
                     "conflicts": .array(conflicts), "mergePolicy": .string(context.mergePolicy.rawValue),
-                    "hint": .string("Another save changed these objects since this context read them. Refetch (object.get after context.refresh or a new context) and redo the edits, or open the context with another mergePolicy."),
+                    "hint": .string("Another save changed these objects since this context read them. Call context.refresh to read the stored values (your edits are kept and saving again overwrites), or context.rollback and redo the edits, or open the context with another mergePolicy."),
                 ])
             }
             for index in order { try stores.list[index].database.execute("COMMIT") }

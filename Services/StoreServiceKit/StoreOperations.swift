@@ -22,6 +22,14 @@ struct ContextStateResult: Codable, Sendable {
     var registeredObjects: Int
 }
 struct ClosedResult: Codable, Sendable { var closed: Bool }
+struct RefreshParams: Codable, Sendable {
+    var context: String
+    var objectIDs: [String]?
+}
+struct RefreshResult: Codable, Sendable {
+    var refreshed: Int
+    var forgotten: Int
+}
 
 struct InsertItem: Codable, Sendable {
     var entity: String
@@ -158,6 +166,12 @@ extension StoreService {
             try engine().contexts(request.connection).with(params.context) { context in
                 context.rollback()
                 return ContextStateResult(context: params.context, registeredObjects: context.registered.count)
+            }
+        }
+        registry.register("context.refresh", params: RefreshParams.self, summary: "Re-reads registered objects from the stores; unsaved edits stay.") { [self] params, request in
+            try engine().withContext(request.connection, params.context) { context, stores in
+                let (refreshed, forgotten) = try context.refresh(params.objectIDs, stores: stores)
+                return RefreshResult(refreshed: refreshed, forgotten: forgotten)
             }
         }
         registry.register("context.reset", params: ContextParams.self, summary: "Forgets every registered object.") { [self] params, request in

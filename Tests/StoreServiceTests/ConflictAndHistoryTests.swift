@@ -75,6 +75,15 @@ struct ConflictAndHistoryTests {
         let values = try #require(try await a.get(event)["values"])
         #expect(values["note"] == "theirs")
         #expect(values["value"]?.doubleValue == 1)
+
+        // context.refresh reads the stored row under the context's edits; the save then goes through.
+        let refreshed = try await b.call("context.refresh", ["context": .string(reader)])
+        #expect(refreshed["refreshed"] == 1)
+        _ = try await b.save(reader)
+        let after = try #require(try await a.get(event)["values"])
+        #expect(after["note"] == "mine")
+        #expect(after["value"]?.doubleValue == 2)
+        #expect(after["eventTypeRaw"] == "play")
         a.close(); b.close()
         _ = await store.stop()
     }
