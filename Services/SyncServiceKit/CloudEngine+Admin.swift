@@ -66,7 +66,7 @@ public struct ClockResult: Codable, Sendable {
 extension CloudEngine {
     /// admin.reset: removes state; everyone who saw a removed zone sees it deleted (a zone reset: purged).
     public func reset(_ params: ResetParams) throws -> ResetResult {
-        try write { state in
+        try locks.exclusive { try write { state in
             let zones: [ZoneRow]
             var kind = "deleted"
             switch params.scope {
@@ -100,7 +100,7 @@ extension CloudEngine {
                 _ = try state.ensureZone(owner: zone.owner, name: ZoneID.defaultZoneName)
             }
             return ResetResult(zonesRemoved: zones.count)
-        }
+        } }
     }
 
     /// admin.exportSnapshot: every table, as one JSON value.
@@ -121,7 +121,7 @@ extension CloudEngine {
         guard snapshot.format == "meowcare-cloud-snapshot", snapshot.schemaVersion == CloudSchema.version else {
             throw WireError(.invalidArguments, "Not a snapshot of schema version \(CloudSchema.version) (format meowcare-cloud-snapshot).")
         }
-        let result = try write { state in
+        let result = try locks.exclusive { try write { state in
             for table in CloudSchema.snapshotTables { try state.db.execute("DELETE FROM \(table.name)") }
             for table in CloudSchema.snapshotTables {
                 let placeholders = Array(repeating: "?", count: table.columns.count).joined(separator: ", ")
@@ -142,7 +142,7 @@ extension CloudEngine {
             return ImportResult(users: try state.db.scalar("SELECT count(*) FROM users")?.int ?? 0,
                                 zones: try state.db.scalar("SELECT count(*) FROM zones")?.int ?? 0,
                                 records: try state.db.scalar("SELECT count(*) FROM records WHERE deleted = 0")?.int ?? 0)
-        }
+        } }
         try reloadAccounts()
         return result
     }

@@ -68,26 +68,35 @@ extension CloudEngine {
             requestBytes += json.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
             encoded.append(json)
         }
-        let outcome = try write { state -> ModifyOutcome in
-            let limits = state.limits
-            guard saves.count + deletes.count <= limits.maxItemsPerRequest else {
-                throw WireError(.limitExceeded, "The request has \(saves.count + deletes.count) items; at most \(limits.maxItemsPerRequest) are allowed. Split it in half and retry.",
-                                details: ["items": .int(saves.count + deletes.count), "maxItems": .int(limits.maxItemsPerRequest)])
-            }
-            guard requestBytes <= limits.maxRequestBytes else {
-                throw WireError(.limitExceeded, "The request carries \(requestBytes) bytes of records; at most \(limits.maxRequestBytes) are allowed. Split it in half and retry.",
-                                details: ["bytes": .int(requestBytes), "maxBytes": .int(limits.maxRequestBytes)])
-            }
-            var batch = ModifyBatch(state: state, caller: caller, scope: params.database,
-                                    policy: params.savePolicy ?? .ifServerRecordUnchanged, atomic: params.atomic ?? true, trace: trace)
-            var outcome = try batch.run(saves: saves, encodedFields: encoded, deletes: deletes)
-            if params.returnFields == false {
-                for index in outcome.saved.indices {
-                    outcome.saved[index].fields = [:]
-                    outcome.saved[index].omitsFields = true
+        let policy = params.savePolicy ?? .ifServerRecordUnchanged
+        let atomic = params.atomic ?? true
+        let zones = saves.map { $0.zoneID.resolved(caller: caller) } + deletes.map { $0.zoneID.resolved(caller: caller) }
+        var outcome = try locks.withZones(zones) {
+            // Decide on a read-only connection (these zones cannot change: their locks are
+            // held), then apply the plans in one transaction on the writer.
+            let decision = try read { state -> ModifyDecision in
+                let limits = state.limits
+                guard saves.count + deletes.count <= limits.maxItemsPerRequest else {
+                    throw WireError(.limitExceeded, "The request has \(saves.count + deletes.count) items; at most \(limits.maxItemsPerRequest) are allowed. Split it in half and retry.",
+                                    details: ["items": .int(saves.count + deletes.count), "maxItems": .int(limits.maxItemsPerRequest)])
                 }
+                guard requestBytes <= limits.maxRequestBytes else {
+                    throw WireError(.limitExceeded, "The request carries \(requestBytes) bytes of records; at most \(limits.maxRequestBytes) are allowed. Split it in half and retry.",
+                                    details: ["bytes": .int(requestBytes), "maxBytes": .int(limits.maxRequestBytes)])
+                }
+                let batch = ModifyBatch(state: state, caller: caller, scope: params.database, policy: policy, atomic: atomic, trace: trace)
+                return try batch.decide(saves: saves, encodedFields: encoded, deletes: deletes)
             }
-            return outcome
+            return try write { state -> ModifyOutcome in
+                let batch = ModifyBatch(state: state, caller: caller, scope: params.database, policy: policy, atomic: atomic, trace: trace)
+                return try batch.apply(decision)
+            }
+        }
+        if params.returnFields == false {
+            for index in outcome.saved.indices {
+                outcome.saved[index].fields = [:]
+                outcome.saved[index].omitsFields = true
+            }
         }
         if !outcome.errors.isEmpty {
             var errors: [String: JSONValue] = [:]
@@ -101,7 +110,20 @@ extension CloudEngine {
     }
 }
 
-/// One records.modify request being decided and applied, zone by zone.
+/// What a modify decided before applying anything: per zone, the plan of each item that
+/// passed, and the errors of those that did not.
+struct ModifyDecision: Sendable {
+    struct Zone: Sendable {
+        var zone: ZoneRow
+        var indices: [Int]
+        var plans: [Int: ModifyBatch.Plan]
+    }
+    var items: [ModifyBatch.Item]
+    var zones: [Zone] = []
+    var errors: [String: WireError] = [:]
+}
+
+/// One records.modify request, decided on a snapshot and then applied, zone by zone.
 struct ModifyBatch {
     let state: CloudState
     let caller: String
@@ -110,7 +132,7 @@ struct ModifyBatch {
     let atomic: Bool
     let trace: RequestTrace?
 
-    enum Item {
+    enum Item: Sendable {
         case save(CloudRecord, fieldsJSON: String?)
         case delete(DeleteItem)
         var recordName: String {
@@ -127,7 +149,7 @@ struct ModifyBatch {
         }
     }
 
-    enum Plan {
+    enum Plan: Sendable {
         case save(CloudRecord, fieldsJSON: String, fields: [String: JSONValue], share: String?, existing: StoredRecord?)
         case delete(StoredRecord?)
         case leaveShare(String)
@@ -142,7 +164,8 @@ struct ModifyBatch {
         self.trace = trace
     }
 
-    mutating func run(saves: [CloudRecord], encodedFields: [String?], deletes: [DeleteItem]) throws -> ModifyOutcome {
+    /// Decides every item against the current state; writes nothing.
+    func decide(saves: [CloudRecord], encodedFields: [String?], deletes: [DeleteItem]) throws -> ModifyDecision {
         var items: [Item] = zip(saves, encodedFields).map { .save($0, fieldsJSON: $1) }
         items += deletes.map { .delete($0) }
         let keys = Self.errorKeys(items, caller: caller)
@@ -153,17 +176,34 @@ struct ModifyBatch {
             if byZone[zone] == nil { order.append(zone) }
             byZone[zone, default: []].append(index)
         }
-        var outcome = ModifyOutcome()
+        var decision = ModifyDecision(items: items)
         for zoneID in order {
             let indices = byZone[zoneID] ?? []
             let zone: ZoneRow
             do {
                 zone = try state.openZone(items[indices[0]].zoneID, scope: scope, caller: caller, trace: trace)
             } catch let error as WireError {
-                for index in indices { outcome.errors[keys[index]] = itemError(error, items[index]) }
+                for index in indices { decision.errors[keys[index]] = itemError(error, items[index]) }
                 continue
             }
-            try process(zone: zone, indices: indices, items: items, keys: keys, outcome: &outcome)
+            let (plans, failures) = try decide(zone: zone, indices: indices, items: items)
+            for (index, error) in failures { decision.errors[keys[index]] = error }
+            if !plans.isEmpty { decision.zones.append(ModifyDecision.Zone(zone: zone, indices: indices, plans: plans)) }
+        }
+        return decision
+    }
+
+    /// Applies the plans of a decision; the caller holds the write transaction.
+    func apply(_ decision: ModifyDecision) throws -> ModifyOutcome {
+        var outcome = ModifyOutcome()
+        outcome.errors = decision.errors
+        let keys = Self.errorKeys(decision.items, caller: caller)
+        for zone in decision.zones {
+            guard let current = try state.zone(id: zone.zone.id), current.owner == zone.zone.owner, current.name == zone.zone.name else {
+                for index in zone.plans.keys { outcome.errors[keys[index]] = itemError(state.zoneNotFound(decision.items[index].zoneID), decision.items[index]) }
+                continue
+            }
+            try apply(zone: zone.zone, indices: zone.indices, items: decision.items, plans: zone.plans, outcome: &outcome)
         }
         return outcome
     }
@@ -185,7 +225,7 @@ struct ModifyBatch {
         return error
     }
 
-    private mutating func process(zone: ZoneRow, indices: [Int], items: [Item], keys: [String], outcome: inout ModifyOutcome) throws {
+    private func decide(zone: ZoneRow, indices: [Int], items: [Item]) throws -> (plans: [Int: Plan], failures: [Int: WireError]) {
         var pending: [String: CloudRecord] = [:]
         var deleteNames: Set<String> = []
         var duplicates: Set<String> = []
@@ -217,15 +257,13 @@ struct ModifyBatch {
         let isAtomic = atomic && !zone.isDefaultZone
         if !isAtomic { cascadeFailures(indices: indices, items: items, plans: &plans, failures: &failures) }
         if isAtomic && !failures.isEmpty {
-            for index in indices {
-                outcome.errors[keys[index]] = failures[index] ?? itemError(
+            for index in indices where failures[index] == nil {
+                failures[index] = itemError(
                     WireError(.batchRequestFailed, "Not saved: another item of this atomic zone failed, so the zone is unchanged."), items[index])
             }
-            return
+            return ([:], failures)
         }
-        for (index, error) in failures { outcome.errors[keys[index]] = error }
-        guard !plans.isEmpty else { return }
-        try apply(zone: zone, indices: indices, items: items, plans: plans, outcome: &outcome)
+        return (plans, failures)
     }
 
     /// In a non-atomic zone, a save whose parent failed (or a delete whose child's delete failed) fails too.

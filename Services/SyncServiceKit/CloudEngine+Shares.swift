@@ -95,7 +95,7 @@ extension CloudEngine {
     /// shares.accept: an invited user (or anyone, when the public permission allows) accepts;
     /// the zone appears in their shared database.
     public func acceptShare(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
-        try write { state in
+        try locks.withZones([params.zoneID.resolved(caller: caller)]) { try write { state in
             let zone = try participantZone(state, caller: caller, params, trace: trace)
             if let part = try state.participation(zone: zone.id, share: params.share, user: caller), part.acceptance != Acceptance.removed.rawValue {
                 trace?.decide(true, "invited participant accepts", zone: zone.zoneID, record: params.share)
@@ -113,19 +113,19 @@ extension CloudEngine {
             }
             try state.setAcceptance(zone: zone, share: params.share, user: caller, to: .accepted)
             return ShareResult(share: try state.shareRecord(zone: zone, name: params.share, caller: caller))
-        }
+        } }
     }
 
     /// shares.leave: a participant leaves (as deleting the share from the shared database does).
     public func leaveShare(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
-        try write { state in
+        try locks.withZones([params.zoneID.resolved(caller: caller)]) { try write { state in
             let zone = try participantZone(state, caller: caller, params, trace: trace)
             guard try state.participation(zone: zone.id, share: params.share, user: caller) != nil else {
                 throw WireError(.unknownItem, "\(caller) is not a participant of share '\(params.share)'.")
             }
             try state.setAcceptance(zone: zone, share: params.share, user: caller, to: .removed)
             return ShareResult(share: try state.shareRecord(zone: zone, name: params.share, caller: caller))
-        }
+        } }
     }
 
     /// shares.fetch: the share record with its participants (owner: private database; participant: shared).
@@ -160,7 +160,7 @@ extension CloudEngine {
 
     private func ownerShareOp(caller: String, _ params: ShareParams, trace: RequestTrace?,
                               _ body: (CloudState, ZoneRow) throws -> Void) throws -> ShareResult {
-        try write { state in
+        try locks.withZones([params.zoneID.resolved(caller: caller)]) { try write { state in
             guard (params.database ?? .private) == .private else {
                 trace?.decide(false, "only the owner manages a share, through the private database")
                 throw WireError(.permissionFailure, "Only the share's owner changes participants or the public permission, through the private database.",
@@ -175,7 +175,7 @@ extension CloudEngine {
             try state.bumpRecord(zone: zone, name: params.share, user: caller)
             try state.touchZone(zone)
             return ShareResult(share: try state.shareRecord(zone: zone, name: params.share, caller: caller))
-        }
+        } }
     }
 
     private func participantZone(_ state: CloudState, caller: String, _ params: ShareParams, trace: RequestTrace?) throws -> ZoneRow {

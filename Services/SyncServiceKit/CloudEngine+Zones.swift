@@ -33,7 +33,7 @@ extension CloudEngine {
             throw WireError(.permissionFailure, "Zones are created in the private database; the shared database only shows zones others shared.")
         }
         let ids = params.zoneIDs ?? []
-        return try write { state in
+        return try locks.withZones(ids.map { $0.resolved(caller: caller) }) { try write { state in
             var saved: [ZoneInfo] = []
             for requested in ids {
                 let zoneID = requested.resolved(caller: caller)
@@ -54,7 +54,7 @@ extension CloudEngine {
                 saved.append(try state.zoneInfo(zone, caller: caller))
             }
             return ZonesResult(zones: saved)
-        }
+        } }
     }
 
     /// zones.fetch: the listed zones (each must exist and be reachable), or every zone of the database.
@@ -97,9 +97,10 @@ extension CloudEngine {
         guard params.database == .private else {
             throw WireError(.permissionFailure, "Only the owner deletes a zone, through the private database; a participant leaves the share instead.")
         }
-        return try write { state in
+        let ids = params.zoneIDs ?? []
+        return try locks.withZones(ids.map { $0.resolved(caller: caller) }) { try write { state in
             var deleted: [ZoneID] = []
-            for id in params.zoneIDs ?? [] {
+            for id in ids {
                 let zone = try state.openZone(id, scope: .private, caller: caller, trace: trace)
                 guard !zone.isDefaultZone else {
                     throw WireError(.invalidArguments, "The default zone cannot be deleted.", details: ["zoneID": state.zoneJSON(id)])
@@ -108,7 +109,7 @@ extension CloudEngine {
                 deleted.append(id)
             }
             return ZonesResult(zones: [], deleted: deleted)
-        }
+        } }
     }
 }
 

@@ -13,12 +13,13 @@ public struct ChangeNotice: Codable, Sendable, Hashable {
 
 /// The cloud's rules over its SQLite state: users, zones, records, shares, changes.
 ///
-/// One writer (a `Mutex` around the read-write connection): every modify is decided and
-/// applied in one critical section and one transaction, so two users racing on one zone get
-/// CloudKit's answers (a change tag conflict), never a torn write. Fetches run in parallel on
-/// read-only connections (file databases in WAL mode), each inside one read transaction so a
-/// page and its token come from one snapshot. Decoding and encoding of frames happen outside
-/// any lock, on each connection's thread.
+/// Writes of one zone are serialised by its zone lock (`WriteLocks`); a modify decides on a
+/// read-only connection while holding that lock and then applies its plan in one transaction
+/// on the one writer connection, so two users racing on one zone get CloudKit's answers (a
+/// change tag conflict), never a torn write, while other zones' modifies decide in parallel.
+/// Fetches run in parallel on read-only connections (file databases in WAL mode), each inside
+/// one read transaction so a page and its token come from one snapshot. Decoding and encoding
+/// of frames happen outside any lock, on each connection's thread.
 ///
 /// ```swift
 /// let engine = try CloudEngine(database: .inMemory())
@@ -33,6 +34,8 @@ public final class CloudEngine: Sendable {
     private let readers: [Reader]
     private let nextReader = Atomic<Int>(0)
     private let currentLimits: Mutex<CloudLimits>
+    /// Per-zone serialisation of writes (see WriteLocks).
+    let locks = WriteLocks()
 
     /// One read-only connection and the lock that gives it to one request at a time.
     final class Reader: Sendable {

@@ -214,4 +214,47 @@ import Testing
         let error = wireError { _ = try engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: zone, since: token)) }
         #expect(error?.code == .changeTokenExpired)
     }
+
+    @Test func concurrentModifiesOfManyZonesAndOneRecordStayConsistent() async throws {
+        let cloud = try CloudFixture(path: dir.file("cloud.sqlite"))
+        for name in ["A", "B", "C"] { try cloud.makeZone(name) }
+        let tag = try #require(try cloud.save([record("shared-record", zone: ZoneID(zoneName: "A"))]).saved.first?.recordChangeTag)
+        let engine = cloud.engine
+        let results = await withTaskGroup(of: [String].self) { group in
+            for worker in 0..<6 {
+                group.addTask {
+                    await offThread {
+                        var outcomes: [String] = []
+                        let zone = ZoneID(zoneName: ["A", "B", "C"][worker % 3])
+                        for step in 0..<10 {
+                            let saved = wireError {
+                                _ = try engine.modifyRecords(caller: "owner", ModifyParams(database: .private, saves: [record("w\(worker)-\(step)", zone: zone)]))
+                            }
+                            outcomes.append(saved == nil ? "saved" : saved!.code.rawValue)
+                        }
+                        let race = wireError {
+                            _ = try engine.modifyRecords(caller: "owner", ModifyParams(database: .private, saves: [record("shared-record", zone: ZoneID(zoneName: "A"), title: "w\(worker)", tag: tag)]))
+                        }
+                        outcomes.append(race == nil ? "raceWon" : partialErrors(race)["shared-record"]?.code.rawValue ?? race!.code.rawValue)
+                        return outcomes
+                    }
+                }
+            }
+            var all: [String] = []
+            for await outcomes in group { all += outcomes }
+            return all
+        }
+        #expect(results.filter { $0 == "saved" }.count == 60)
+        #expect(results.filter { $0 == "raceWon" }.count == 1)
+        #expect(results.filter { $0 == "serverRecordChanged" }.count == 5)
+        var total = 0
+        for name in ["A", "B", "C"] {
+            total += try engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: ZoneID(zoneName: name), limit: 1000)).changed.count
+        }
+        #expect(total == 61)
+        let tags = try ["A", "B", "C"].flatMap { name in
+            try engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: ZoneID(zoneName: name), limit: 1000)).changed.compactMap(\.recordChangeTag)
+        }
+        #expect(Set(tags).count == tags.count)
+    }
 }
