@@ -131,12 +131,12 @@ final class ManagedObjectContext {
     func reset() { objects.removeAll() }
 
     /// Inserts a new object with a temporary ID and the model's default values.
-    func insert(entity: EntityDescription) -> ContextObject {
+    func insert(entity: EntityDescription, uuid: String? = nil, zone: String? = nil) -> ContextObject {
         let defaults = defaultValues(entity)
         // One UUID serves as the temporary ID's token and the stable business id.
         let token = uuids.next()
         let object = ContextObject(id: .temporary(entity: entity.name, token: token), entity: entity, store: nil, isInserted: true, version: 0,
-                                   snapshot: defaults, uuid: token, zone: nil, sequence: takeSequence())
+                                   snapshot: defaults, uuid: uuid ?? token, zone: zone, sequence: takeSequence())
         register(object)
         return object
     }

@@ -76,6 +76,15 @@ public struct AttributeDescription: Sendable, Codable {
 
     enum CodingKeys: String, CodingKey { case name, type, optional, defaultValue, allowedValues, preservesValueInHistoryOnDeletion }
 
+    public init(name: String, type: AttributeType, optional: Bool = true) {
+        self.name = name
+        self.type = type
+        self.optional = optional
+        self.allowedValues = nil
+        self.defaultValue = nil
+        self.preservesValueInHistoryOnDeletion = false
+    }
+
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         name = try container.decode(String.self, forKey: .name)

@@ -274,6 +274,10 @@ struct StoreQueryBuilder {
             if isLast, let attribute = current.attribute(key) {
                 return .attribute(column: "\(alias).\"a_\(key)\"", attribute)
             }
+            // The system columns: the stable business id and the cloud zone (for the mirror).
+            if isLast, key == "uuid" || key == "zone", current.relationship(key) == nil {
+                return .attribute(column: "\(alias).z_\(key)", Self.systemAttribute(key))
+            }
             guard let relationship = current.relationship(key) else {
                 throw ServiceError(.unknownAttribute, "\(current.name) has no attribute or relationship '\(key)' (in key path '\(keyPath.joined(separator: "."))').",
                                    details: ["entity": .string(current.name), "property": .string(key), "predicate": .string(predicateText)])
@@ -296,6 +300,10 @@ struct StoreQueryBuilder {
             current = destination
         }
         throw predicateError("empty key path.", predicateText)
+    }
+
+    static func systemAttribute(_ name: String) -> AttributeDescription {
+        AttributeDescription(name: name, type: .string)
     }
 
     /// The storage value a literal compares as; nil when it can never match in this store.

@@ -25,6 +25,8 @@ extension ErrorCode {
     public static let validationRelationshipDeniedDelete: ErrorCode = "validationRelationshipDeniedDelete"
     /// NSValidationStringPatternMatchingError 1680 (a string outside the attribute's allowed values).
     public static let validationStringPatternMatching: ErrorCode = "validationStringPatternMatching"
+    /// NSManagedObjectConstraintMergeError 133021: a second object with the same business id (uuid) in one store.
+    public static let uniquenessConstraint: ErrorCode = "uniquenessConstraint"
     public static let unknownEntity: ErrorCode = "unknownEntity"
     public static let unknownAttribute: ErrorCode = "unknownAttribute"
     public static let unknownObject: ErrorCode = "unknownObject"

@@ -35,12 +35,18 @@ struct InsertItem: Codable, Sendable {
     var entity: String
     var values: AttributeValues?
     var store: String?
+    /// The stable business id (cloud record name) when it already exists, e.g. on import.
+    var uuid: String?
+    /// The cloud zone (import into the shared store).
+    var zone: String?
 }
 struct InsertParams: Codable, Sendable {
     var context: String
     var entity: String?
     var values: AttributeValues?
     var store: String?
+    var uuid: String?
+    var zone: String?
     var objects: [InsertItem]?
 }
 struct InsertResult: Codable, Sendable {
@@ -194,7 +200,7 @@ extension StoreService {
                     guard let entity = params.entity else {
                         throw ServiceError(.missingField, "'object.insert' needs entity (or objects: [{entity, values}]).", details: ["field": "params.entity"])
                     }
-                    items = [InsertItem(entity: entity, values: params.values, store: params.store)]
+                    items = [InsertItem(entity: entity, values: params.values, store: params.store, uuid: params.uuid, zone: params.zone)]
                 }
                 var created: [ContextObject] = []
                 do {
@@ -203,7 +209,10 @@ extension StoreService {
                             guard let entity = stores.model.entity(named: item.entity) else { throw StoreError.unknownEntity(item.entity, model: stores.model) }
                             let target = try item.store.map { try stores.index(named: $0) }
                             if let target, !stores.list[target].holds(entity.name) { throw Self.entityNotInStore(entity.name, stores.list[target]) }
-                            let object = context.insert(entity: entity)
+                            if let uuid = item.uuid, uuid.isEmpty || uuid.utf8.count > 255 {
+                                throw ServiceError(.invalidField, "uuid must be 1 to 255 bytes.", details: ["field": "params.uuid"])
+                            }
+                            let object = context.insert(entity: entity, uuid: item.uuid, zone: item.zone)
                             created.append(object)
                             try context.set(item.values?.values ?? [:], on: object, model: stores.model)
                             if let target {

@@ -72,3 +72,36 @@ struct SemanticsChoicesTests {
         _ = await store.stop()
     }
 }
+
+@Suite("Hooks for the cloud mirror")
+struct MirrorHookTests {
+    @Test func importsKeepTheirUUIDAndZoneAndSkipThePermissionCheck() async throws {
+        let store = try await StoreFixture.start()
+        let client = try await store.client()
+        try await client.call("share.setMetadata", ["zoneName": "share-Z", "permission": "readOnly"])
+        let sync = try #require(try await client.call("context.open", ["author": "sync", "name": "import"])["context"]?.stringValue)
+        let values: JSONValue = ["id": "s-remote"]
+        let session = try #require(try await client.call("object.insert", ["context": .string(sync), "entity": "CareSession", "store": "Shared",
+                                                                           "uuid": "REC-1", "zone": "share-Z", "values": values])["objectID"]?.stringValue)
+        let saved = try await client.save(sync)
+        let sessionID = try StoreClient.permanentID(saved, session)
+        let fetched = try await client.call("fetch", ["entity": "CareSession", "predicate": "uuid == 'REC-1' AND zone == 'share-Z'"])
+        #expect(fetched["objects"]?[0]?["objectID"] == .string(sessionID))
+        let history = try await client.call("history.fetch", ["store": "Shared"])
+        #expect(history["transactions"]?.arrayValue?.last?["author"] == "sync")
+
+        // The same record name twice in one store is a uniqueness conflict, not a duplicate.
+        _ = try await client.call("object.insert", ["context": .string(sync), "entity": "CareSession", "store": "Shared",
+                                                    "uuid": "REC-1", "values": values])
+        let duplicate = try await client.failure("context.save", ["context": .string(sync)])
+        #expect(duplicate.code == "uniquenessConstraint")
+        #expect(duplicate.details["coreDataCode"] == 133021)
+
+        // The app's own edit of the read-only share is still refused.
+        let app = try await client.openContext()
+        try await client.call("object.set", ["context": .string(app), "objectID": .string(sessionID), "values": ["title": "mine"]])
+        #expect(try await client.failure("context.save", ["context": .string(app)]).code == .permissionFailure)
+        client.close()
+        _ = await store.stop()
+    }
+}
