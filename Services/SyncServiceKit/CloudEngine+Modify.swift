@@ -387,13 +387,11 @@ struct ModifyBatch {
         case let (live?, tag?) where tag == live.tag:
             return
         case let (live?, tag?):
-            var client = record
-            client.zoneID = record.zoneID
-            let ancestor = try state.ancestor(zone: zone, name: record.recordName, tag: tag, current: nil, caller: caller)
+            let ancestor = try state.ancestor(zone: zone, name: record.recordName, tag: tag, caller: caller)
             throw WireError(.serverRecordChanged,
                             "Record '\(record.recordName)' changed on the server (server tag \(live.tag), client tag \(tag)); merge and retry with the server's tag.",
                             details: ["serverRecord": try JSONValue(encoding: state.render(live, zone: zone, caller: caller)),
-                                      "clientRecord": try JSONValue(encoding: client),
+                                      "clientRecord": try JSONValue(encoding: record),
                                       "ancestorRecord": try ancestor.map { try JSONValue(encoding: $0) } ?? .null])
         case let (live?, nil):
             throw WireError(.serverRejectedRequest,

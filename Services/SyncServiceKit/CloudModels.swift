@@ -149,7 +149,6 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     }
 
     var isShare: Bool { recordType == CloudRecord.shareRecordType }
-    var recordID: RecordID { RecordID(recordName: recordName, zoneID: zoneID) }
 }
 
 /// Field types the server checks; any other type is stored as given.

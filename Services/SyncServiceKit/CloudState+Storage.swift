@@ -147,8 +147,7 @@ extension CloudState {
     }
 
     /// The version of a record whose tag was `tag`, if it is still kept.
-    func ancestor(zone: ZoneRow, name: String, tag: String, current: StoredRecord?, caller: String) throws -> CloudRecord? {
-        if let current, current.tag == tag, !current.deleted { return try render(current, zone: zone, caller: caller) }
+    func ancestor(zone: ZoneRow, name: String, tag: String, caller: String) throws -> CloudRecord? {
         guard let body = try db.scalar("SELECT body FROM record_versions WHERE zone = ? AND name = ? AND tag = ?", [zone.id, name, tag])?.string,
               var record = try? decoder.decode(CloudRecord.self, from: Data(body.utf8)) else { return nil }
         record.zoneID = zone.zoneID.presented(to: caller)
