@@ -33,6 +33,9 @@ public struct SaveResult: Codable, Sendable {
     public var deleted: [String] = []
     public var merged: [Merged] = []
     public var transactions: [Transaction] = []
+    /// New shared-store objects outside any share zone (seed 002's stray inserts): saved, but the
+    /// cloud mirror cannot export them (the shared database has no default zone of the user's own).
+    public var unexportable: [String]?
 }
 
 /// The `remoteChange` event: a store changed (by another connection, or later the cloud mirror).
@@ -172,6 +175,10 @@ struct SaveOperation {
                 try store.recordChange(token: try token(index), kind: .insert, entity: object.entity.name, primaryKey: id.primaryKey!,
                                        uuid: object.uuid, changed: changed, tombstone: nil)
                 let permanentURI = id.uri
+                if store.scope == .shared, zones[object.uri] ?? object.zone == nil {
+                    if result.unexportable == nil { result.unexportable = [] }
+                    result.unexportable!.append(permanentURI)
+                }
                 changedIDs[index, default: []].append(permanentURI)
                 let decision = decisions[object.uri]!
                 result.inserted.append(.init(temporaryID: object.uri, objectID: permanentURI, store: store.name, reason: decision.reason))
@@ -287,6 +294,11 @@ struct SaveOperation {
         for uri in forgotten { context.forget(uri) }
         for object in discarded { context.forget(object.uri) }
 
+        if let stray = result.unexportable {
+            logger.notice("new shared-store objects have no share zone and cannot be exported",
+                          ["count": .int(stray.count), "first": .string(stray[0]),
+                           "hint": "assign new objects to the private store, or relate them to an object in a share"])
+        }
         var notices: [RemoteChangeNotice] = []
         for index in order {
             guard let token = tokens[index] else { continue }

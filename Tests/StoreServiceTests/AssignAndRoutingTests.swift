@@ -100,6 +100,8 @@ struct AssignAndRoutingTests {
         let saved = try await client.save(context)
         #expect(saved["inserted"]?[0]?["store"] == "Shared")
         #expect(saved["inserted"]?[0]?["reason"] == "loadOrder")
+        // Not silently stuck: the save reports it cannot be exported (no share zone).
+        #expect(saved["unexportable"] == [saved["inserted"]?[0]?["objectID"] ?? .null])
         client.close()
         _ = await store.stop()
     }
