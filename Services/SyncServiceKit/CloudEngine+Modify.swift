@@ -119,6 +119,8 @@ struct ModifyDecision: Sendable {
         var plans: [Int: ModifyBatch.Plan]
     }
     var items: [ModifyBatch.Item]
+    /// Each item's key in `partialErrors`.
+    var keys: [String]
     var zones: [Zone] = []
     var errors: [String: WireError] = [:]
 }
@@ -176,7 +178,7 @@ struct ModifyBatch {
             if byZone[zone] == nil { order.append(zone) }
             byZone[zone, default: []].append(index)
         }
-        var decision = ModifyDecision(items: items)
+        var decision = ModifyDecision(items: items, keys: keys)
         for zoneID in order {
             let indices = byZone[zoneID] ?? []
             let zone: ZoneRow
@@ -197,7 +199,7 @@ struct ModifyBatch {
     func apply(_ decision: ModifyDecision) throws -> ModifyOutcome {
         var outcome = ModifyOutcome()
         outcome.errors = decision.errors
-        let keys = Self.errorKeys(decision.items, caller: caller)
+        let keys = decision.keys
         for zone in decision.zones {
             guard let current = try state.zone(id: zone.zone.id), current.owner == zone.zone.owner, current.name == zone.zone.name else {
                 for index in zone.plans.keys { outcome.errors[keys[index]] = itemError(state.zoneNotFound(decision.items[index].zoneID), decision.items[index]) }
@@ -210,10 +212,15 @@ struct ModifyBatch {
 
     /// Error map keys: the record name, or owner/zone/name when a name repeats across zones.
     static func errorKeys(_ items: [Item], caller: String) -> [String] {
-        var counts: [String: Set<ZoneID>] = [:]
-        for item in items { counts[item.recordName, default: []].insert(item.zoneID.resolved(caller: caller)) }
+        var firstZone: [String: ZoneID] = [:]
+        firstZone.reserveCapacity(items.count)
+        var repeated: Set<String> = []
+        for item in items {
+            let zone = item.zoneID.resolved(caller: caller)
+            if let seen = firstZone.updateValue(zone, forKey: item.recordName), seen != zone { repeated.insert(item.recordName) }
+        }
         return items.map { item in
-            (counts[item.recordName]?.count ?? 0) > 1
+            repeated.contains(item.recordName)
                 ? "\(item.zoneID.ownerName)/\(item.zoneID.zoneName)/\(item.recordName)" : item.recordName
         }
     }
@@ -227,6 +234,7 @@ struct ModifyBatch {
 
     private func decide(zone: ZoneRow, indices: [Int], items: [Item]) throws -> (plans: [Int: Plan], failures: [Int: WireError]) {
         var pending: [String: CloudRecord] = [:]
+        pending.reserveCapacity(indices.count)
         var deleteNames: Set<String> = []
         var duplicates: Set<String> = []
         for index in indices {
@@ -238,6 +246,7 @@ struct ModifyBatch {
             }
         }
         var plans: [Int: Plan] = [:]
+        plans.reserveCapacity(indices.count)
         var failures: [Int: WireError] = [:]
         for index in indices {
             do {
