@@ -257,4 +257,41 @@ import Testing
         }
         #expect(Set(tags).count == tags.count)
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func mixedConcurrentWorkFinishesAndLeavesASoundDatabase() async throws {
+        let cloud = try CloudFixture(path: dir.file("cloud.sqlite"))
+        try cloud.makeZone()
+        try cloud.shareZone(with: [("alice", "readWrite"), ("bob", "readOnly")])
+        let engine = cloud.engine
+        let zone = ZoneID(zoneName: "Zone")
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    await offThread {
+                        for step in 0..<15 {
+                            switch (worker + step) % 5 {
+                            case 0: _ = try? engine.modifyRecords(caller: "owner", ModifyParams(database: .private, saves: [record("o\(worker)-\(step)", zone: zone)]))
+                            case 1: _ = try? engine.modifyRecords(caller: "alice", ModifyParams(database: .shared, saves: [record("a\(worker)-\(step)", zone: ownerZone)]))
+                            case 2: _ = try? engine.fetchZoneChanges(caller: "bob", FetchZoneChangesParams(database: .shared, zoneID: ownerZone))
+                            case 3:
+                                _ = try? engine.leaveShare(caller: "bob", ShareParams(zoneID: ownerZone))
+                                _ = try? engine.addParticipant(caller: "owner", ShareParams(zoneID: zone, user: "bob", permission: "readOnly"))
+                                _ = try? engine.acceptShare(caller: "bob", ShareParams(zoneID: ownerZone))
+                            default:
+                                _ = try? engine.saveZones(caller: "owner", ZonesParams(database: .private, zoneIDs: [ZoneID(zoneName: "Z\(worker)")]))
+                                _ = try? engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .shared))
+                            }
+                        }
+                        if worker == 0 { _ = try? engine.reset(ResetParams(scope: "zone", zoneID: ZoneID(zoneName: "Z1", ownerName: "owner"))) }
+                    }
+                }
+            }
+        }
+        let check = try engine.locked { try $0.db.integrityCheck() }
+        #expect(check == "ok")
+        let changes = try engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: zone, limit: 1000))
+        #expect(changes.changed.contains { $0.recordName.hasPrefix("o") })
+        #expect(changes.changed.contains { $0.recordName.hasPrefix("a") })
+    }
 }
