@@ -88,6 +88,7 @@ extension CloudState {
 
     func decodeFields(_ text: String?) -> [String: JSONValue] {
         guard let text else { return [:] }
+        if let object = FieldsJSON.parse(text)?.objectValue { return object }
         return (try? decoder.decode([String: FieldDecoding].self, from: Data(text.utf8)))?.mapValues(\.value) ?? [:]
     }
 

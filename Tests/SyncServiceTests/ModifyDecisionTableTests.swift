@@ -304,5 +304,14 @@ import Testing
         let text = FieldsJSON.text(fields)
         let back = try JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8))
         #expect(back == fields)
+        #expect(FieldsJSON.parse(text) == .object(fields))
+    }
+
+    @Test func theReaderHandlesEscapesSurrogatesAndRejectsBrokenText() {
+        #expect(FieldsJSON.parse(#" {"a" : "\ud83d\udc31 \u00e9 \/ \"q\" \\" , "b":[1, -2.5e3, true, false, null, {}]} "#)
+                == ["a": "🐱 é / \"q\" \\", "b": [1, -2500.0, true, false, nil, [:]]])
+        for broken in [#"{"a":1"#, #"{"a" 1}"#, #"["x",]"#, #""\ud83d""#, #"{"a":tru}"#, #"[1] 2"#, ""] {
+            #expect(FieldsJSON.parse(broken) == Optional<JSONValue>.none, "\(broken)")
+        }
     }
 }
