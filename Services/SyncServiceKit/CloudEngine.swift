@@ -189,8 +189,8 @@ public final class CloudEngine: Sendable {
     /// Creates a user with a credential and a private database holding `_defaultZone`.
     @discardableResult
     public func createUser(_ name: String, credential: String) throws -> UserSummary {
-        guard !name.isEmpty, name != ZoneID.defaultOwner, !credential.isEmpty else {
-            throw WireError(.invalidArguments, "A user needs a non-empty name (not \(ZoneID.defaultOwner)) and a non-empty credential.")
+        guard !name.isEmpty, !name.hasPrefix("_"), !name.contains("/"), !credential.isEmpty else {
+            throw WireError(.invalidArguments, "A user needs a non-empty name that does not start with '_' or contain '/' (reserved for \(ZoneID.defaultOwner), the admin and error keys) and a non-empty credential.")
         }
         try write { state in
             if try state.db.scalar("SELECT 1 FROM users WHERE name = ?", [name]) != nil {

@@ -251,6 +251,13 @@ import Testing
         #expect(try JSONValue(encoding: try #require(try cloud.fetch("a")))["fields"] != nil)
     }
 
+    @Test func reservedOrTakenUserNamesAndCredentialsAreRefused() throws {
+        #expect(wireError { try cloud.engine.createUser("_admin", credential: "x") }?.code == .invalidArguments)
+        #expect(wireError { try cloud.engine.createUser("a/b", credential: "x") }?.code == .invalidArguments)
+        #expect(wireError { try cloud.engine.createUser("alice", credential: "new") }?.code == .constraintViolation)
+        #expect(wireError { try cloud.engine.createUser("dora", credential: "alice-secret") }?.code == .constraintViolation)
+    }
+
     @Test func moreZonesThanTheLimitIsQuotaExceeded() throws {
         var limits = LimitsParams()
         limits.maxZonesPerUser = 2
