@@ -18,6 +18,7 @@ public final class ServiceProcess: @unchecked Sendable {
     private var output: [String] = []
     private var stdoutText = ""
     private var openPipes = 2
+    private var exited = false
     private var finished: Bool { openPipes == 0 }
 
     public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
@@ -33,6 +34,9 @@ public final class ServiceProcess: @unchecked Sendable {
         process.standardError = errorPipe
         process.standardOutput = outputPipe
         process.standardInput = FileHandle.nullDevice
+        process.terminationHandler = { [weak self, condition] _ in
+            condition.lock(); self?.markExited(); condition.broadcast(); condition.unlock()
+        }
         try process.run()
         drain(errorPipe.fileHandleForReading, isStderr: true)
         drain(outputPipe.fileHandleForReading, isStderr: false)
@@ -74,6 +78,8 @@ public final class ServiceProcess: @unchecked Sendable {
         thread.start()
     }
 
+    private func markExited() { exited = true }
+
     /// Every stderr line so far.
     public var lines: [String] {
         condition.lock(); defer { condition.unlock() }
@@ -96,7 +102,7 @@ public final class ServiceProcess: @unchecked Sendable {
                     if output[scanned].contains(text) { return output[scanned] }
                     scanned += 1
                 }
-                if finished || !condition.wait(until: deadline) { return nil }
+                if finished || exited || !condition.wait(until: deadline) { return nil }
             }
         }
     }
@@ -121,15 +127,18 @@ public final class ServiceProcess: @unchecked Sendable {
         Foundation.kill(process.processIdentifier, number)
     }
 
-    /// Waits for the process to exit (its stderr reaches EOF when it does).
+    /// Waits for the process to exit, then (up to a second) for its output pipes to drain.
+    /// Grandchildren that inherited the pipes may hold them open; exit is what counts.
     public func waitForExit(timeout: TimeInterval = 20) async -> Int32? {
         await offThread { [self] in
             let deadline = Date().addingTimeInterval(timeout)
             condition.lock()
-            while !finished { if !condition.wait(until: deadline) { break } }
+            while !exited { if !condition.wait(until: deadline) { break } }
+            let drained = Date().addingTimeInterval(1)
+            while exited && !finished { if !condition.wait(until: drained) { break } }
+            let didExit = exited
             condition.unlock()
-            while process.isRunning && Date() < deadline { usleep(1000) }  // reaping lags EOF by a moment
-            return process.isRunning ? nil : process.terminationStatus
+            return didExit ? process.terminationStatus : nil
         }
     }
 

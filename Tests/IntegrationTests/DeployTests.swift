@@ -1,0 +1,45 @@
+import Foundation
+import TestSupport
+import Testing
+
+@Suite("deploy/meowcare-local")
+struct DeployTests {
+    static let script = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("deploy/meowcare-local").path
+
+    func run(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let tool = try ServiceProcess("/bin/bash", [Self.script] + arguments, environment: ["MEOW_BIN_DIR": Binaries.directory])
+        guard let status = await tool.waitForExit(timeout: 120) else {
+            tool.kill()
+            throw TestFailure("meowcare-local \(arguments) did not finish")
+        }
+        return (status, tool.standardOutput, tool.lines.joined(separator: "\n"))
+    }
+
+    @Test("up waits for health and reports every service; status sees them ready; down leaves nothing running",
+          arguments: [["--in-memory"], []])
+    func upStatusDown(persistence: [String]) async throws {
+        let directory = TemporaryDirectory(prefix: "dep")
+        let up = try await run(["up", "--dir", directory.path] + persistence)
+        #expect(up.status == 0, "\(up.stderr)")
+        for name in ["sync-service", "device-a", "device-b", "device-p"] {
+            #expect(up.stdout.contains(name))
+            #expect(FileManager.default.fileExists(atPath: "\(directory.path)/sockets/\(name).sock"))
+        }
+        let pids = try FileManager.default.contentsOfDirectory(atPath: "\(directory.path)/pids").compactMap {
+            Int32(try String(contentsOfFile: "\(directory.path)/pids/\($0)", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        #expect(pids.count == 4)
+        let status = try await run(["status", "--dir", directory.path])
+        #expect(status.status == 0)
+        #expect(status.stdout.components(separatedBy: "ready").count - 1 == 4)
+        let down = try await run(["down", "--dir", directory.path])
+        #expect(down.status == 0, "\(down.stderr)")
+        for pid in pids { #expect(kill(pid, 0) != 0, "process \(pid) is still running") }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: "\(directory.path)/sockets").isEmpty)
+        if persistence.isEmpty {
+            #expect(FileManager.default.fileExists(atPath: "\(directory.path)/data/device-a"))
+        }
+    }
+}
