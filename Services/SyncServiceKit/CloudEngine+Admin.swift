@@ -4,7 +4,8 @@ import SQLiteKit
 
 public struct ResetParams: Codable, Sendable {
     /// "all" (every zone, record and share; users stay), "user" (one user's zones and
-    /// participations) or "zone" (one zone, reported as purged).
+    /// participations), "zone" (one zone, reported as purged) or "encryptedData" (the user's
+    /// custom zones, reported to them as encryptedDataReset: their devices re-upload).
     public var scope: String
     public var user: String?
     public var zoneID: ZoneID?
@@ -81,6 +82,11 @@ extension CloudEngine {
                         try state.setAcceptance(zone: zone, share: share, user: user, to: .removed)
                     }
                 }
+            case "encryptedData":
+                guard let user = params.user else { throw WireError(.invalidArguments, "An encrypted-data reset needs params.user.") }
+                zones = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE owner = ? AND name != ?",
+                                           [user, ZoneID.defaultZoneName]).map(CloudState.zoneRow)
+                kind = "encryptedDataReset"
             case "zone":
                 guard let zoneID = params.zoneID, zoneID.ownerName != ZoneID.defaultOwner,
                       let zone = try state.zone(owner: zoneID.ownerName, name: zoneID.zoneName) else {
@@ -89,7 +95,7 @@ extension CloudEngine {
                 zones = [zone]
                 kind = "purged"
             default:
-                throw WireError(.invalidArguments, "params.scope must be all, user or zone.")
+                throw WireError(.invalidArguments, "params.scope must be all, user, zone or encryptedData.")
             }
             for zone in zones { try state.removeZone(zone, kind: kind) }
             if params.scope == "all" {

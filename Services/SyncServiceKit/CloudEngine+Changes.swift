@@ -56,6 +56,9 @@ public struct FetchDatabaseChangesResult: Codable, Sendable {
     public var changedZones: [ZoneID]
     public var deletedZones: [ZoneID]
     public var purgedZones: [ZoneID]
+    /// Zones deleted because the owner reset their encrypted data: keep the local rows and
+    /// upload them all again into a recreated zone.
+    public var encryptedDataResetZones: [ZoneID]
     public var token: String
     public var moreComing: Bool
 }
@@ -176,7 +179,8 @@ extension CloudEngine {
                 : "SELECT owner, zone_name, kind, seq FROM database_changes WHERE user = ? AND scope = ? AND seq > ? ORDER BY seq LIMIT ?"
             let rows = try state.db.query(sql, [caller, params.database.rawValue, after, Int64(limit + 1)])
             let moreComing = rows.count > limit
-            var result = FetchDatabaseChangesResult(changedZones: [], deletedZones: [], purgedZones: [], token: "", moreComing: moreComing)
+            var result = FetchDatabaseChangesResult(changedZones: [], deletedZones: [], purgedZones: [], encryptedDataResetZones: [],
+                                                    token: "", moreComing: moreComing)
             var last = after
             for row in rows.prefix(limit) {
                 let zoneID = ZoneID(zoneName: row[1].string ?? "", ownerName: row[0].string ?? "").presented(to: caller)
@@ -184,6 +188,7 @@ extension CloudEngine {
                 switch row[2].string {
                 case "deleted": result.deletedZones.append(zoneID)
                 case "purged": result.purgedZones.append(zoneID)
+                case "encryptedDataReset": result.encryptedDataResetZones.append(zoneID)
                 default: result.changedZones.append(zoneID)
                 }
             }

@@ -169,7 +169,7 @@ extension CloudState {
         let seq = nextSeq()
         try logDatabaseChange(user: zone.owner, scope: .private, zone: zone, kind: kind, seq: seq)
         for user in try acceptedUsers(zone: zone.id) where user != zone.owner {
-            try logDatabaseChange(user: user, scope: .shared, zone: zone, kind: kind == "purged" ? "deleted" : kind, seq: seq)
+            try logDatabaseChange(user: user, scope: .shared, zone: zone, kind: kind == "changed" ? kind : "deleted", seq: seq)
         }
     }
 

@@ -154,6 +154,20 @@ import Testing
         #expect(again.tables["participants"] == snapshot.tables["participants"])
     }
 
+    @Test func anEncryptedDataResetIsReportedSoDevicesReupload() throws {
+        try cloud.save([record("a")])
+        try cloud.shareZone(with: [("alice", "readOnly")])
+        let start = try cloud.engine.fetchDatabaseChanges(caller: "owner", FetchDatabaseChangesParams(database: .private))
+        let aliceStart = try cloud.engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .shared))
+        _ = try cloud.engine.reset(ResetParams(scope: "encryptedData", user: "owner"))
+        let next = try cloud.engine.fetchDatabaseChanges(caller: "owner", FetchDatabaseChangesParams(database: .private, since: start.token))
+        #expect(next.encryptedDataResetZones == [zone])
+        #expect(next.deletedZones.isEmpty && next.purgedZones.isEmpty)
+        let aliceNext = try cloud.engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .shared, since: aliceStart.token))
+        #expect(aliceNext.deletedZones == [ownerZone])
+        #expect(partialErrors(wireError { try cloud.save([record("b")]) })["b"]?.code == .zoneNotFound)
+    }
+
     @Test func resetOfOneZoneIsReportedAsPurged() throws {
         let start = try cloud.engine.fetchDatabaseChanges(caller: "owner", FetchDatabaseChangesParams(database: .private))
         _ = try cloud.engine.reset(ResetParams(scope: "zone", zoneID: ownerZone))
