@@ -7,5 +7,6 @@ struct BenchmarkSuite: Sendable {
 enum Benchmarks {
     static let all: [BenchmarkSuite] = [
         BenchmarkSuite(name: "ping", run: PingBenchmark.run),
+        BenchmarkSuite(name: "cloud", run: CloudBenchmark.run),
     ]
 }

@@ -1,0 +1,124 @@
+import Foundation
+import MeowWire
+import SQLiteKit
+
+/// sync-service: modify requests of 400 records beside raw SQLite inserts of the same rows with
+/// the same durability (WAL, synchronous=FULL, one transaction per 400); and the cost of
+/// fetching 1 change from a zone of 100,000 records beside the same from a zone of 100.
+enum CloudBenchmark {
+    static let zone = "com.apple.coredata.cloudkit.zone"
+
+    static func run(_ quick: Bool) throws {
+        let directory = NSTemporaryDirectory() + "mb-cloud-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory + "/cloud", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let users = #"{"users":[{"user":"owner","credential":"owner-secret"},{"user":"small","credential":"small-secret"}]}"#
+        try users.write(toFile: directory + "/users.json", atomically: true, encoding: .utf8)
+        let service = try Child("sync-service", ["--socket", directory + "/sync.sock", "--data-dir", directory + "/cloud",
+                                                 "--users", directory + "/users.json", "--log-level", "warning"],
+                                socket: directory + "/sync.sock")
+        defer { service.stop() }
+
+        let total = quick ? 8_000 : 100_000
+        print("sync-service — records.modify of 400 records vs raw SQLite inserts of the same rows (WAL, synchronous=FULL)")
+        let owner = try Session(socket: service.socket, credential: "owner-secret")
+        try owner.createZone()
+        let started = now()
+        var index = 0
+        while index < total {
+            let count = min(400, total - index)
+            try owner.modify((index..<(index + count)).map { record(name: "E\($0)", value: $0) })
+            index += count
+        }
+        let serviceRate = Double(total) / (Double(now() - started) / 1e9)
+        let rawRate = try rawSQLiteRate(directory: directory, total: total)
+        let widths = [34, 14, 16, 24]
+        print(row(["", "raw SQLite", "sync-service", "ratio"], widths: widths))
+        print(row(["records/s (\(total) in 400s)", format(rawRate, 0), format(serviceRate, 0), format(serviceRate / rawRate, 2)], widths: widths))
+
+        // Fetch cost: 1 change on top of a zone of `total` records vs a zone of 100.
+        let small = try Session(socket: service.socket, credential: "small-secret")
+        try small.createZone()
+        try small.modify((0..<100).map { record(name: "S\($0)", value: $0) })
+        let iterations = quick ? 50 : 300
+        let big = try fetchOneChange(owner, iterations: iterations)
+        let little = try fetchOneChange(small, iterations: iterations)
+        print(row(["fetch 1 change: p50 µs", "zone of 100", "zone of \(total)", "ratio"], widths: widths))
+        print(row(["", format(little), format(big), format(big / little, 2) + "× (target ≤ 2×)"], widths: widths))
+        print("")
+    }
+
+    static func record(name: String, value: Int) -> String {
+        #"{"recordName":"\#(name)","zoneID":{"zoneName":"\#(zone)"},"recordType":"CD_CareEvent","fields":{"CD_id":{"type":"string","value":"\#(name)"},"CD_eventTypeRaw":{"type":"string","value":"bloodGlucose"},"CD_value":{"type":"double","value":\#(value)},"CD_occurredAt":{"type":"date","value":1780000000},"CD_note":{"type":"string","value":"before breakfast"}}}"#
+    }
+
+    /// One user's connection, requests pre-encoded as frames.
+    final class Session {
+        let client: RawClient
+        var nextID = 1
+        init(socket: String, credential: String) throws {
+            client = try RawClient(socket: socket)
+            try client.send(FrameEncoder.frame(Array(#"{"id":0,"op":"hello","params":{"minVersion":1,"maxVersion":1,"client":"meow-bench","credential":"\#(credential)"}}"#.utf8)))
+            _ = try client.receive()
+        }
+        @discardableResult
+        func call(_ op: String, _ params: String) throws -> JSONValue {
+            nextID += 1
+            try client.send(FrameEncoder.frame(Array(#"{"id":\#(nextID),"op":"\#(op)","params":\#(params)}"#.utf8)))
+            let reply = try JSONDecoder().decode(JSONValue.self, from: Data(try client.receive()))
+            guard reply["ok"] == true else { throw BenchError("\(op) failed: \(reply)") }
+            return reply["result"] ?? .null
+        }
+        func createZone() throws {
+            try call("zones.save", #"{"database":"private","zoneIDs":[{"zoneName":"\#(zone)"}]}"#)
+        }
+        func modify(_ records: [String]) throws {
+            try call("records.modify", #"{"database":"private","returnFields":false,"savePolicy":"allKeys","saves":[\#(records.joined(separator: ","))]}"#)
+        }
+        func token() throws -> String {
+            var since = "null"
+            while true {
+                let page = try call("changes.fetchZone", #"{"database":"private","zoneID":{"zoneName":"\#(zone)"},"since":\#(since),"limit":10000}"#)
+                guard let token = page["token"]?.stringValue else { throw BenchError("no token") }
+                if page["moreComing"] != true { return token }
+                since = "\"\(token)\""
+            }
+        }
+    }
+
+    /// p50 of fetching exactly one new change since a fresh token.
+    static func fetchOneChange(_ session: Session, iterations: Int) throws -> Double {
+        var token = try session.token()
+        var latencies = Latencies()
+        for iteration in 0..<iterations {
+            try session.modify([record(name: "Hot", value: iteration)])
+            let t0 = now()
+            let page = try session.call("changes.fetchZone", #"{"database":"private","zoneID":{"zoneName":"\#(zone)"},"since":"\#(token)"}"#)
+            latencies.add(now() - t0)
+            guard page["changed"]?.arrayValue?.count == 1, let next = page["token"]?.stringValue else {
+                throw BenchError("expected exactly one change, got \(page)")
+            }
+            token = next
+        }
+        return latencies.percentile(0.5)
+    }
+
+    /// The same rows straight into SQLite: name, zone, type, fields JSON; 400 per transaction.
+    static func rawSQLiteRate(directory: String, total: Int) throws -> Double {
+        let db = try Database(path: directory + "/raw.sqlite")
+        try db.execute("CREATE TABLE records(zone TEXT, name TEXT, type TEXT, tag INTEGER, fields BLOB, PRIMARY KEY(zone, name))")
+        let insert = try db.prepare("INSERT INTO records(zone, name, type, tag, fields) VALUES (?, ?, ?, ?, ?)")
+        let started = now()
+        var index = 0
+        while index < total {
+            let end = min(index + 400, total)
+            try db.transaction {
+                for i in index..<end {
+                    try insert.run([zone, "E\(i)", "CD_CareEvent", i, Array(record(name: "E\(i)", value: i).utf8)])
+                }
+            }
+            index = end
+        }
+        return Double(total) / (Double(now() - started) / 1e9)
+    }
+}
