@@ -22,6 +22,10 @@ public enum MeowCtl {
           ones included), and every frame in both directions is logged as one JSON line with time,
           connection and direction (to stdout, or --log FILE).
 
+      meowctl demo  --dir DIR
+          Tells the MeowCare story against a local deployment (deploy/meowcare-local up --dir DIR),
+          checking every step; exit 0 only if every check passed. deploy/demo.sh runs it all.
+
     Every command takes --help. Exit codes: 0 ok, 1 error reply, 2 unreachable, 64 usage.
     """
 
@@ -41,8 +45,9 @@ public enum MeowCtl {
             case "call": try await CallCommand.run(rest)
             case "watch": try await WatchCommand.run(rest)
             case "tap": try TapCommand.run(rest)
+            case "demo": try await DemoCommand.run(rest)
             case "--version", "version": print("meowctl \(MeowVersion.current)")
-            default: throw CommandError.usage("Unknown command '\(command)'. Commands: call, watch, tap.")
+            default: throw CommandError.usage("Unknown command '\(command)'. Commands: call, watch, tap, demo.")
             }
             return 0
         } catch let error as CommandError {

@@ -85,6 +85,11 @@ public final class WireClient: Sendable {
         return try result.get()
     }
 
+    /// Sends one request whose params are a JSON object literal.
+    public func call(_ op: String, _ params: [String: JSONValue], timeout: Duration? = nil) async throws(WireError) -> JSONValue {
+        try await call(op, JSONValue.object(params), timeout: timeout)
+    }
+
     /// Blocking form of `call`, for command-line tools and threads outside Swift concurrency.
     public func callBlocking<P: Encodable>(_ op: String, _ params: P, timeout: Duration? = nil) throws(WireError) -> JSONValue {
         let box = Mutex<Result<JSONValue, WireError>?>(nil)

@@ -1,0 +1,141 @@
+import Foundation
+import MeowWire
+
+/// The MeowCare story, chapter by chapter, against a local deployment: Olivia owns devices A
+/// and B, Pablo owns device P; one sync-service is the cloud.
+struct MeowCareDemo {
+    let deployment: Deployment
+    let transcript: DemoTranscript
+
+    static let privateZone = "com.apple.coredata.cloudkit.zone"
+
+    func tell() async {
+        var sessionID = ""
+        await transcript.run("1. Olivia logs blood-glucose readings on device A") {
+            let deviceA = try await Device(deployment, "device-a")
+            defer { deviceA.client.close() }
+            let context = try await deviceA.openContext()
+            let session = try await deviceA.insert(context, "CareSession",
+                                                    ["id": "mochi", "title": "Mochi's care log", "isDefault": false])
+            for (value, time) in [(182.0, "07:30"), (165.0, "12:10"), (143.0, "19:45")] {
+                _ = try await deviceA.insert(context, "CareEvent", [
+                    "id": .string("bg-\(time)"), "eventTypeRaw": "bloodGlucose", "value": .double(value),
+                    "occurredAt": .string("2026-11-30T\(time):00Z"), "updatedAt": .string("2026-11-30T\(time):00Z"),
+                    "session": .string(session)])
+                transcript.say("insert CareEvent bloodGlucose \(Int(value)) mg/dL at \(time) (no store assigned)")
+            }
+            let saved = try await deviceA.save(context)
+            let inserted = saved["inserted"]?.arrayValue ?? []
+            for entry in inserted {
+                transcript.say("saved \(entry["objectID"]?.stringValue ?? "?") → \(entry["store"]?.stringValue ?? "?") store (\(entry["reason"]?.stringValue ?? "?"))")
+            }
+            transcript.check(inserted.count == 4 && inserted.allSatisfy { $0["store"] == "Private" },
+                             "the session and its 3 readings are in the private store, routed deterministically (seed 002's rule)")
+            sessionID = inserted.first { $0["objectID"]?.stringValue?.contains("/CareSession/") == true }?["objectID"]?.stringValue ?? ""
+            let count = try await deviceA.count("CareEvent", predicate: "session.id == 'mochi' AND eventTypeRaw == 'bloodGlucose'")
+            transcript.check(count == 3, "device A fetches 3 readings of Mochi's session (fetch across both stores)")
+        }
+
+        await transcript.run("2. Device B sees them") {
+            let deviceB = try await Device(deployment, "device-b")
+            defer { deviceB.client.close() }
+            guard try await deviceB.has("sync.now") else {
+                transcript.skip("this store-service build has no cloud mirror (sync.* ops); devices do not sync yet")
+                return
+            }
+            let deviceA = try await Device(deployment, "device-a")
+            defer { deviceA.client.close() }
+            _ = try await deviceA.client.call("sync.now", Empty())
+            _ = try await deviceB.client.call("sync.now", Empty())
+            let count = try await deviceB.count("CareEvent", predicate: "session.id == 'mochi'")
+            transcript.check(count == 3, "device B has Mochi's 3 readings after sync")
+        }
+
+        await CloudSharingChapters(deployment: deployment, transcript: transcript).tell()
+        await SeedChapters(deployment: deployment, transcript: transcript).tell()
+        await transcript.run("7. Two edits of the same reading, resolved field by field") {
+            try await conflictChapter()
+        }
+        _ = sessionID
+    }
+
+    /// Two contexts on device A edit the same reading; the later save's merge policy decides per
+    /// property (Core Data's mergeByPropertyObjectTrump, MeowCare's choice).
+    private func conflictChapter() async throws {
+        let device = try await Device(deployment, "device-a")
+        defer { device.client.close() }
+        let reading = try await device.fetch("CareEvent", predicate: "id == 'bg-07:30'")
+        guard let objectID = reading.first?["objectID"]?.stringValue else {
+            transcript.check(false, "the 07:30 reading exists on device A")
+            return
+        }
+        let kitchen = try await device.openContext(policy: "mergeByPropertyObjectTrump")
+        let phone = try await device.openContext(policy: "mergeByPropertyObjectTrump")
+        _ = try await device.set(kitchen, objectID, ["note": "before breakfast"])
+        _ = try await device.set(phone, objectID, ["value": 176.0, "note": "re-measured"])
+        transcript.say("context 'kitchen' sets note = \"before breakfast\"; context 'phone' sets value = 176, note = \"re-measured\"")
+        _ = try await device.save(kitchen)
+        transcript.say("'kitchen' saves first")
+        let merged = try await device.save(phone)
+        let written = merged["merged"]?.arrayValue?.first?["written"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        transcript.say("'phone' saves second: conflict on the row's version; policy mergeByPropertyObjectTrump writes \(written)")
+        let final = try await device.fetch("CareEvent", predicate: "id == 'bg-07:30'").first?["values"]
+        transcript.say("stored: value = \(final?["value"]?.doubleValue.map { String(Int($0)) } ?? "nil"), note = \(final?["note"]?.stringValue ?? "nil")")
+        transcript.check(final?["value"] == 176.0 && final?["note"] == "re-measured",
+                         "both properties both contexts changed were decided by the policy (the saving context's values win)")
+    }
+}
+
+/// A store-service as the demo uses it.
+struct Device {
+    let name: String
+    let client: WireClient
+
+    init(_ deployment: Deployment, _ name: String) async throws {
+        self.name = name
+        client = try await deployment.connect(name)
+    }
+
+    init(name: String, client: WireClient) {
+        self.name = name
+        self.client = client
+    }
+
+    func has(_ op: String) async throws -> Bool {
+        let info = try await client.call("info", Empty())
+        return info["ops"]?.arrayValue?.contains(.string(op)) == true
+    }
+
+    func openContext(policy: String = "mergeByPropertyObjectTrump", author: String? = nil) async throws -> String {
+        var params: [String: JSONValue] = ["name": "demo", "mergePolicy": .string(policy)]
+        if let author { params["author"] = .string(author) }
+        return try await client.call("context.open", params)["context"]?.stringValue ?? ""
+    }
+
+    func insert(_ context: String, _ entity: String, _ values: [String: JSONValue], store: String? = nil,
+                uuid: String? = nil, zone: String? = nil) async throws -> String {
+        var params: [String: JSONValue] = ["context": .string(context), "entity": .string(entity), "values": .object(values)]
+        if let store { params["store"] = .string(store) }
+        if let uuid { params["uuid"] = .string(uuid) }
+        if let zone { params["zone"] = .string(zone) }
+        return try await client.call("object.insert", params)["objectID"]?.stringValue ?? ""
+    }
+
+    func set(_ context: String, _ objectID: String, _ values: [String: JSONValue]) async throws -> JSONValue {
+        try await client.call("object.set", ["context": .string(context), "objectID": .string(objectID), "values": .object(values)])
+    }
+
+    func save(_ context: String) async throws -> JSONValue {
+        try await client.call("context.save", ["context": context])
+    }
+
+    func fetch(_ entity: String, predicate: String, stores: [String]? = nil) async throws -> [JSONValue] {
+        var params: [String: JSONValue] = ["entity": .string(entity), "predicate": .string(predicate)]
+        if let stores { params["stores"] = .array(stores.map { .string($0) }) }
+        return try await client.call("fetch", params)["objects"]?.arrayValue ?? []
+    }
+
+    func count(_ entity: String, predicate: String) async throws -> Int {
+        try await client.call("fetch.count", ["entity": .string(entity), "predicate": .string(predicate)])["count"]?.intValue ?? -1
+    }
+}
