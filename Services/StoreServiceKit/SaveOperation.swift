@@ -13,6 +13,15 @@ public struct SaveResult: Codable, Sendable {
         public var store: String
         public var reason: StoreRouter.Reason
     }
+    /// New objects that went to one store for one reason, in insertion order: `objectIDs[i]` is
+    /// the permanent ID of `temporaryIDs[i]` (`context.save` with `groupInserted`). For bulk
+    /// saves: 2 strings per object instead of an object with 4, which clients parse much faster.
+    public struct InsertedGroup: Codable, Sendable {
+        public var store: String
+        public var reason: StoreRouter.Reason
+        public var temporaryIDs: [String]
+        public var objectIDs: [String]
+    }
     public struct Merged: Codable, Sendable {
         public var objectID: String
         public var policy: MergePolicy
@@ -28,7 +37,8 @@ public struct SaveResult: Codable, Sendable {
         public var storeUUID: String
         public var token: Int
     }
-    public var inserted: [Inserted] = []
+    public var inserted: [Inserted]?
+    public var insertedGroups: [InsertedGroup]?
     public var updated: [String] = []
     public var deleted: [String] = []
     public var merged: [Merged] = []
@@ -55,6 +65,8 @@ struct SaveOperation {
     let stores: StoreSet
     let router: StoreRouter
     let logger: Logger
+    /// Report new objects as `insertedGroups` instead of `inserted`.
+    var groupInserted = false
 
     private var model: ManagedObjectModel { stores.model }
     /// The author the cloud mirror writes with.
@@ -68,7 +80,9 @@ struct SaveOperation {
         let discarded = pending.filter { $0.isInserted && $0.isDeleted }
         guard !(inserted.isEmpty && deleted.isEmpty && updated.isEmpty) else {
             for object in discarded { context.forget(object.uri) }
-            return (SaveResult(), [])
+            var empty = SaveResult()
+            if groupInserted { empty.insertedGroups = [] } else { empty.inserted = [] }
+            return (empty, [])
         }
         try validate(inserted: inserted, updated: updated)
         let decisions = try route(inserted: inserted, updated: updated)
@@ -101,8 +115,7 @@ struct SaveOperation {
 
         let zones = try checkPermissions(inserted: inserted, updated: updated, deleted: deleted, storeIndex: storeIndex)
 
-        var involved = Set((inserted + updated + deleted).map(storeIndex))
-        involved = Set(involved.sorted())
+        let order = Set((inserted + updated + deleted).map(storeIndex)).sorted()
         var result = SaveResult()
         var tokens: [Int: Int64] = [:]
         var changedIDs: [Int: [String]] = [:]
@@ -110,6 +123,8 @@ struct SaveOperation {
         var newIDs: [String: ObjectID] = [:]
         var finalStates: [(ContextObject, [String: SQLValue], Int64)] = []
         var forgotten: [String] = []
+        var insertedList: [SaveResult.Inserted] = []
+        var insertedGroups: [SaveResult.InsertedGroup] = []
 
         func token(_ index: Int) throws -> Int64 {
             if let token = tokens[index] { return token }
@@ -118,9 +133,8 @@ struct SaveOperation {
             return token
         }
 
-        let order = involved.sorted()
-        for index in order { try stores.list[index].database.execute("BEGIN IMMEDIATE") }
         do {
+            for index in order { try stores.list[index].database.execute("BEGIN IMMEDIATE") }
             // Permanent IDs for the new objects, per store and entity (Z_PRIMARYKEY style).
             var groups: [String: [ContextObject]] = [:]
             for object in inserted where object.id.isTemporary {
@@ -181,7 +195,16 @@ struct SaveOperation {
                 }
                 changedIDs[index, default: []].append(permanentURI)
                 let decision = decisions[object.uri]!
-                result.inserted.append(.init(temporaryID: object.uri, objectID: permanentURI, store: store.name, reason: decision.reason))
+                if groupInserted {
+                    if let group = insertedGroups.lastIndex(where: { $0.store == store.name && $0.reason == decision.reason }) {
+                        insertedGroups[group].temporaryIDs.append(object.uri)
+                        insertedGroups[group].objectIDs.append(permanentURI)
+                    } else {
+                        insertedGroups.append(.init(store: store.name, reason: decision.reason, temporaryIDs: [object.uri], objectIDs: [permanentURI]))
+                    }
+                } else {
+                    insertedList.append(.init(temporaryID: object.uri, objectID: permanentURI, store: store.name, reason: decision.reason))
+                }
                 finalStates.append((object, contextValues, 1))
             }
 
@@ -274,6 +297,7 @@ struct SaveOperation {
                 ])
             }
             for index in order { try stores.list[index].database.execute("COMMIT") }
+            if groupInserted { result.insertedGroups = insertedGroups } else { result.inserted = insertedList }
         } catch {
             for index in order where stores.list[index].database.isInTransaction {
                 try? stores.list[index].database.execute("ROLLBACK")

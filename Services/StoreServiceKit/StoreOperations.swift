@@ -17,6 +17,10 @@ struct ContextOpenResult: Codable, Sendable {
     var mergePolicy: MergePolicy
 }
 struct ContextParams: Codable, Sendable { var context: String }
+struct SaveParams: Codable, Sendable {
+    var context: String
+    var groupInserted: Bool?
+}
 struct ContextStateResult: Codable, Sendable {
     var context: String
     var registeredObjects: Int
@@ -159,10 +163,11 @@ extension StoreService {
             let id = try engine.contexts(request.connection).open(name: params.name, author: author, mergePolicy: policy)
             return ContextOpenResult(context: id, name: params.name, author: author, mergePolicy: policy)
         }
-        registry.register("context.save", params: ContextParams.self, summary: "Saves the context's changes in one transaction.") { [self] params, request in
+        registry.register("context.save", params: SaveParams.self, summary: "Saves the context's changes in one transaction.") { [self] params, request in
             let engine = try engine()
             let (result, notices) = try engine.withContext(request.connection, params.context) { context, stores in
-                let outcome = try SaveOperation(context: context, stores: stores, router: engine.router, logger: engine.logger).run()
+                let outcome = try SaveOperation(context: context, stores: stores, router: engine.router, logger: engine.logger,
+                                                groupInserted: params.groupInserted ?? false).run()
                 return (outcome.0, outcome.1)
             }
             engine.publish(notices, from: request.connection)

@@ -36,10 +36,10 @@ struct AssignAndRoutingTests {
         #expect(missing.message == "Can't assign an object to a store that does not contain the object's entity.")
 
         let saved = try await client.save(context)
-        let inserted = try #require(saved["inserted"]?.arrayValue?.first { $0["temporaryID"] == .string(event) })
-        #expect(inserted["store"] == "Private")
-        #expect(inserted["reason"] == "assigned")
-        let permanent = try #require(inserted["objectID"]?.stringValue)
+        let inserted = try StoreClient.insertion(saved, event)
+        #expect(inserted.store == "Private")
+        #expect(inserted.reason == "assigned")
+        let permanent = inserted.objectID
 
         // Rule 1: a permanent ID is refused even for the store it is already in.
         let same = try await client.failure("object.assign", ["context": .string(context), "objectID": .string(permanent), "store": "Private"])
@@ -56,7 +56,7 @@ struct AssignAndRoutingTests {
         let refused = try await client.failure("object.assign", ["context": .string(context), "objectID": .string(earlyPermanent), "store": "Shared"])
         #expect(refused.code == .invalidReassignment)
         let second = try await client.save(context)
-        #expect(second["inserted"]?[0]?["objectID"] == .string(earlyPermanent))
+        #expect(StoreClient.insertions(second).map(\.objectID) == [earlyPermanent])
         client.close()
         _ = await store.stop()
     }
@@ -69,11 +69,10 @@ struct AssignAndRoutingTests {
         let withSession = try await client.insertEvent(context, id: "e-shared", extra: ["session": .string(sharedSession)])
         let alone = try await client.insertEvent(context, id: "e-alone")
         let saved = try await client.save(context)
-        let byTemporary = Dictionary(uniqueKeysWithValues: (saved["inserted"]?.arrayValue ?? []).map { ($0["temporaryID"]!.stringValue!, $0) })
-        #expect(byTemporary[withSession]?["store"] == "Shared")
-        #expect(byTemporary[withSession]?["reason"] == "relatedObject")
-        #expect(byTemporary[alone]?["store"] == "Private")
-        #expect(byTemporary[alone]?["reason"] == "privateStoreDefault")
+        #expect(try StoreClient.insertion(saved, withSession).store == "Shared")
+        #expect(try StoreClient.insertion(saved, withSession).reason == "relatedObject")
+        #expect(try StoreClient.insertion(saved, alone).store == "Private")
+        #expect(try StoreClient.insertion(saved, alone).reason == "privateStoreDefault")
         #expect(await store.process.waitForLine(containing: "\"msg\":\"store routing\"") != nil)
         client.close()
         _ = await store.stop()
@@ -98,10 +97,11 @@ struct AssignAndRoutingTests {
         let context = try await client.openContext()
         _ = try await client.insertEvent(context, id: "lost")
         let saved = try await client.save(context)
-        #expect(saved["inserted"]?[0]?["store"] == "Shared")
-        #expect(saved["inserted"]?[0]?["reason"] == "loadOrder")
+        let inserted = try #require(StoreClient.insertions(saved).first)
+        #expect(inserted.store == "Shared")
+        #expect(inserted.reason == "loadOrder")
         // Not silently stuck: the save reports it cannot be exported (no share zone).
-        #expect(saved["unexportable"] == [saved["inserted"]?[0]?["objectID"] ?? .null])
+        #expect(saved["unexportable"] == [.string(inserted.objectID)])
         client.close()
         _ = await store.stop()
     }

@@ -51,9 +51,9 @@ struct OrphanRepairTests {
         #expect(report["assigned"] == [.string(temporary)])
         #expect(report["attached"] == 1)
         let saved = try await client.save(context)
-        let inserted = try #require(saved["inserted"]?.arrayValue?.first)
-        #expect(inserted["store"] == "Private")
-        #expect(inserted["reason"] == "assigned")
+        let inserted = try StoreClient.insertion(saved, temporary)
+        #expect(inserted.store == "Private")
+        #expect(inserted.reason == "assigned")
         client.close()
         _ = await store.stop()
     }

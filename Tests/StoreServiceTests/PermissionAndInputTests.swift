@@ -134,8 +134,11 @@ struct PermissionAndInputTests {
                                                               "occurredAt": "2026-07-27T08:00:00Z", "updatedAt": "2026-07-27T08:00:00Z"]])
         }
         try await client.call("object.insert", ["context": .string(context), "objects": .array(objects)])
-        let saved = try await client.save(context)
-        #expect(saved["inserted"]?.arrayValue?.count == 50)
+        let saved = try await client.call("context.save", ["context": .string(context), "groupInserted": true])
+        #expect(StoreClient.insertions(saved).count == 50)
+        #expect(saved["insertedGroups"]?.arrayValue?.count == 1)
+        #expect(saved["insertedGroups"]?[0]?["store"] == "Private")
+        #expect(saved["inserted"] == nil)
         first.process.kill()
         client.close()
 

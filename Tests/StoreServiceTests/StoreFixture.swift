@@ -80,10 +80,38 @@ struct StoreClient: Sendable {
         try await call("context.save", ["context": .string(context)])
     }
 
+    struct Insertion: Equatable {
+        var temporaryID: String
+        var objectID: String
+        var store: String
+        var reason: String
+    }
+
+    /// A save result's inserted objects (from `inserted`, or flattened from `insertedGroups`).
+    static func insertions(_ save: JSONValue) -> [Insertion] {
+        if let list = save["inserted"]?.arrayValue {
+            return list.map {
+                Insertion(temporaryID: $0["temporaryID"]?.stringValue ?? "", objectID: $0["objectID"]?.stringValue ?? "",
+                          store: $0["store"]?.stringValue ?? "", reason: $0["reason"]?.stringValue ?? "")
+            }
+        }
+        return (save["insertedGroups"]?.arrayValue ?? []).flatMap { group -> [Insertion] in
+            let temporary = group["temporaryIDs"]?.arrayValue ?? []
+            let permanent = group["objectIDs"]?.arrayValue ?? []
+            return zip(temporary, permanent).map {
+                Insertion(temporaryID: $0.stringValue ?? "", objectID: $1.stringValue ?? "",
+                          store: group["store"]?.stringValue ?? "", reason: group["reason"]?.stringValue ?? "")
+            }
+        }
+    }
+
+    static func insertion(_ save: JSONValue, _ temporaryID: String) throws -> Insertion {
+        try #require(insertions(save).first { $0.temporaryID == temporaryID })
+    }
+
     /// The permanent ID a save gave the object inserted as `temporaryID`.
     static func permanentID(_ save: JSONValue, _ temporaryID: String) throws -> String {
-        let entry = save["inserted"]?.arrayValue?.first { $0["temporaryID"]?.stringValue == temporaryID }
-        return try #require(entry?["objectID"]?.stringValue)
+        try insertion(save, temporaryID).objectID
     }
 
     func get(_ objectID: String, context: String? = nil) async throws(WireError) -> JSONValue {
