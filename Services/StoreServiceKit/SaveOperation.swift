@@ -14,7 +14,7 @@ public struct SaveResult: Codable, Sendable {
         public var reason: StoreRouter.Reason
     }
     /// New objects that went to one store for one reason, in insertion order: `objectIDs[i]` is
-    /// the permanent ID of `temporaryIDs[i]` (`context.save` with `groupInserted`). For bulk
+    /// the permanent ID of `temporaryIDs[i]` (`context.save` with `report: "grouped"`). For bulk
     /// saves: 2 strings per object instead of an object with 4, which clients parse much faster.
     public struct InsertedGroup: Codable, Sendable {
         public var store: String
@@ -39,13 +39,35 @@ public struct SaveResult: Codable, Sendable {
     }
     public var inserted: [Inserted]?
     public var insertedGroups: [InsertedGroup]?
-    public var updated: [String] = []
-    public var deleted: [String] = []
+    public var updated: [String]? = []
+    public var deleted: [String]? = []
+    public var insertedCount = 0
+    public var updatedCount = 0
+    public var deletedCount = 0
     public var merged: [Merged] = []
     public var transactions: [Transaction] = []
     /// New shared-store objects outside any share zone (seed 002's stray inserts): saved, but the
     /// cloud mirror cannot export them (the shared database has no default zone of the user's own).
     public var unexportable: [String]?
+}
+
+/// How much a save result lists: `objects` (default; one entry per new object), `grouped` (new
+/// objects grouped by store and reason), `summary` (counts and transactions only: for bulk
+/// imports, whose clients would otherwise parse thousands of IDs they do not need).
+public enum SaveReport: String, Sendable, Codable, CaseIterable {
+    case objects, grouped, summary
+
+    func shape(_ result: SaveResult, inserted: [SaveResult.Inserted], groups: [SaveResult.InsertedGroup]) -> SaveResult {
+        var result = result
+        switch self {
+        case .objects: result.inserted = inserted
+        case .grouped: result.insertedGroups = groups
+        case .summary:
+            result.updated = nil
+            result.deleted = nil
+        }
+        return result
+    }
 }
 
 /// The `remoteChange` event: a store changed (by another connection, or later the cloud mirror).
@@ -65,8 +87,7 @@ struct SaveOperation {
     let stores: StoreSet
     let router: StoreRouter
     let logger: Logger
-    /// Report new objects as `insertedGroups` instead of `inserted`.
-    var groupInserted = false
+    var report: SaveReport = .objects
 
     private var model: ManagedObjectModel { stores.model }
     /// The author the cloud mirror writes with.
@@ -80,9 +101,7 @@ struct SaveOperation {
         let discarded = pending.filter { $0.isInserted && $0.isDeleted }
         guard !(inserted.isEmpty && deleted.isEmpty && updated.isEmpty) else {
             for object in discarded { context.forget(object.uri) }
-            var empty = SaveResult()
-            if groupInserted { empty.insertedGroups = [] } else { empty.inserted = [] }
-            return (empty, [])
+            return (report.shape(SaveResult(), inserted: [], groups: []), [])
         }
         try validate(inserted: inserted, updated: updated)
         let decisions = try route(inserted: inserted, updated: updated)
@@ -195,14 +214,15 @@ struct SaveOperation {
                 }
                 changedIDs[index, default: []].append(permanentURI)
                 let decision = decisions[object.uri]!
-                if groupInserted {
+                result.insertedCount += 1
+                if report == .grouped {
                     if let group = insertedGroups.lastIndex(where: { $0.store == store.name && $0.reason == decision.reason }) {
                         insertedGroups[group].temporaryIDs.append(object.uri)
                         insertedGroups[group].objectIDs.append(permanentURI)
                     } else {
                         insertedGroups.append(.init(store: store.name, reason: decision.reason, temporaryIDs: [object.uri], objectIDs: [permanentURI]))
                     }
-                } else {
+                } else if report == .objects {
                     insertedList.append(.init(temporaryID: object.uri, objectID: permanentURI, store: store.name, reason: decision.reason))
                 }
                 finalStates.append((object, contextValues, 1))
@@ -253,7 +273,8 @@ struct SaveOperation {
                     try store.recordChange(token: try token(index), kind: .update, entity: object.entity.name, primaryKey: key,
                                            uuid: object.uuid, changed: effective.keys.sorted(), tombstone: nil)
                     changedIDs[index, default: []].append(object.uri)
-                    result.updated.append(object.uri)
+                    result.updated?.append(object.uri)
+                    result.updatedCount += 1
                 }
                 if row.version != object.version {
                     result.merged.append(.init(objectID: object.uri, policy: context.mergePolicy, written: writes.keys.sorted(),
@@ -286,7 +307,8 @@ struct SaveOperation {
                 }
                 let gone = try deleteCascading(object.entity, primaryKey: row.primaryKey, storeIndex: index,
                                                token: try token(index), deletedKeys: &deletedKeys, changedIDs: &changedIDs)
-                result.deleted.append(contentsOf: gone)
+                result.deleted?.append(contentsOf: gone)
+                result.deletedCount += gone.count
                 forgotten.append(contentsOf: gone)
             }
 
@@ -297,7 +319,7 @@ struct SaveOperation {
                 ])
             }
             for index in order { try stores.list[index].database.execute("COMMIT") }
-            if groupInserted { result.insertedGroups = insertedGroups } else { result.inserted = insertedList }
+            result = report.shape(result, inserted: insertedList, groups: insertedGroups)
         } catch {
             for index in order where stores.list[index].database.isInTransaction {
                 try? stores.list[index].database.execute("ROLLBACK")

@@ -19,7 +19,7 @@ struct ContextOpenResult: Codable, Sendable {
 struct ContextParams: Codable, Sendable { var context: String }
 struct SaveParams: Codable, Sendable {
     var context: String
-    var groupInserted: Bool?
+    var report: SaveReport?
 }
 struct ContextStateResult: Codable, Sendable {
     var context: String
@@ -52,10 +52,13 @@ struct InsertParams: Codable, Sendable {
     var uuid: String?
     var zone: String?
     var objects: [InsertItem]?
+    /// false: answer only the count (bulk inserts whose IDs the client does not need).
+    var returnObjectIDs: Bool?
 }
 struct InsertResult: Codable, Sendable {
     var objectID: String?
     var objectIDs: [String]?
+    var insertedCount: Int
 }
 struct AssignParams: Codable, Sendable {
     var context: String
@@ -167,7 +170,7 @@ extension StoreService {
             let engine = try engine()
             let (result, notices) = try engine.withContext(request.connection, params.context) { context, stores in
                 let outcome = try SaveOperation(context: context, stores: stores, router: engine.router, logger: engine.logger,
-                                                groupInserted: params.groupInserted ?? false).run()
+                                                report: params.report ?? .objects).run()
                 return (outcome.0, outcome.1)
             }
             engine.publish(notices, from: request.connection)
@@ -235,7 +238,9 @@ extension StoreService {
                     for object in created { context.forget(object.uri) }
                     throw error
                 }
-                return single ? InsertResult(objectID: created[0].uri) : InsertResult(objectIDs: created.map(\.uri))
+                if params.returnObjectIDs == false { return InsertResult(insertedCount: created.count) }
+                return single ? InsertResult(objectID: created[0].uri, insertedCount: 1)
+                    : InsertResult(objectIDs: created.map(\.uri), insertedCount: created.count)
             }
         }
         registry.register("object.assign", params: AssignParams.self, summary: "Chooses the store of a new object (Core Data's assign(_:to:)).") { [self] params, request in
