@@ -105,3 +105,30 @@ struct MirrorHookTests {
         _ = await store.stop()
     }
 }
+
+@Suite("Saves across both stores")
+struct TwoStoreSaveTests {
+    @Test func aSaveTouchingBothStoresWritesNeitherWhenOnePartFails() async throws {
+        let store = try await StoreFixture.start(["--no-orphan-repair"])
+        let a = try await store.client("a")
+        let b = try await store.client("b")
+        let writer = try await a.openContext()
+        let temporary = try await a.insertEvent(writer, id: "shared-e", store: "Shared")
+        let shared = try StoreClient.permanentID(try await a.save(writer), temporary)
+
+        // b reads the shared event, then a changes it: b's save will conflict in the Shared store.
+        let context = try await b.openContext("error")
+        try await b.call("object.set", ["context": .string(context), "objectID": .string(shared), "values": ["note": "b"]])
+        try await a.call("object.set", ["context": .string(writer), "objectID": .string(shared), "values": ["note": "a"]])
+        _ = try await a.save(writer)
+        _ = try await b.insertEvent(context, id: "private-e", store: "Private")
+
+        let error = try await b.failure("context.save", ["context": .string(context)])
+        #expect(error.code == .mergeConflict)
+        #expect(try await b.count("CareEvent", stores: ["Private"]) == 0)
+        let history = try await b.call("history.fetch", ["store": "Private"])
+        #expect(history["transactions"] == [])
+        a.close(); b.close()
+        _ = await store.stop()
+    }
+}
