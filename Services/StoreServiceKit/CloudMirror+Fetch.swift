@@ -1,0 +1,238 @@
+import Foundation
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// What one `sync.fetch` did.
+struct MirrorFetchReport: Codable, Sendable {
+    var changedRecords = 0
+    var deletedRecords = 0
+    /// Records whose unsent local edits were merged with the fetched copy.
+    var merged = 0
+    var pages = 0
+    var zonesRemoved: [String] = []
+    var zonesReset: [String] = []
+    var tokensExpired = 0
+}
+
+extension CloudMirror {
+    /// Fetches the private then the shared database.
+    func fetchAll() throws -> MirrorFetchReport {
+        var report = MirrorFetchReport()
+        for scope in [StoreScope.private, .shared] {
+            try fetchDatabase(scope, report: &report)
+        }
+        return report
+    }
+
+    private struct DatabaseChanges: Codable {
+        var changedZones: [MirrorZoneID]
+        var deletedZones: [MirrorZoneID]
+        var purgedZones: [MirrorZoneID]?
+        var encryptedDataResetZones: [MirrorZoneID]?
+        var token: String
+        var moreComing: Bool
+    }
+
+    private struct ZoneChanges: Codable {
+        struct Deleted: Codable { var recordName: String; var recordType: String }
+        var changed: [MirrorRecord]
+        var deleted: [Deleted]
+        var token: String
+        var moreComing: Bool
+    }
+
+    private func storeName(_ scope: StoreScope) throws -> String? {
+        try withStores { stores in Self.storeIndex(scope, in: stores).map { stores.list[$0].name } }
+    }
+
+    private func state<T>(_ scope: StoreScope, _ body: (MirrorState, Int, StoreSet) throws -> T) throws -> T {
+        try withStores { stores in
+            guard let index = Self.storeIndex(scope, in: stores) else { throw ServiceError(.unknownStore, "No \(scope.rawValue) store is loaded.") }
+            return try body(MirrorState(stores.list[index]), index, stores)
+        }
+    }
+
+    func fetchDatabase(_ scope: StoreScope, report: inout MirrorFetchReport) throws {
+        guard try storeName(scope) != nil else { return }
+        let database = scope == .private ? "private" : "shared"
+        while true {
+            let token = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) }
+            var params: [String: JSONValue] = ["database": .string(database)]
+            if let token { params["since"] = .string(token) }
+            let reply: JSONValue
+            switch attempt("changes.fetchDatabase", .object(params)) {
+            case let .success(value): reply = value
+            case let .failure(error) where error.code == .changeTokenExpired && token != nil:
+                report.tokensExpired += 1
+                try state(scope) { state, _, _ in try state.setValue(MirrorState.databaseTokenKey, nil) }
+                continue
+            case let .failure(error): throw error
+            }
+            let changes = try reply.decode(DatabaseChanges.self)
+            for zone in changes.deletedZones { try removeZone(zone, scope: scope, purged: false, report: &report) }
+            for zone in changes.purgedZones ?? [] { try removeZone(zone, scope: scope, purged: true, report: &report) }
+            for zone in changes.encryptedDataResetZones ?? [] {
+                try state(scope) { state, _, _ in
+                    try state.store.database.transaction { try requeueZone(zone, state: state) }
+                }
+                progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
+                report.zonesReset.append(zone.key)
+            }
+            for zone in changes.changedZones { try fetchZone(zone, scope: scope, database: database, report: &report) }
+            try state(scope) { state, _, _ in try state.setValue(MirrorState.databaseTokenKey, changes.token) }
+            if !changes.moreComing { break }
+        }
+    }
+
+    private func fetchZone(_ zone: MirrorZoneID, scope: StoreScope, database: String, report: inout MirrorFetchReport) throws {
+        while true {
+            let token = try state(scope) { state, _, _ in try state.value(MirrorState.zoneTokenKey(zone)) }
+            var params: [String: JSONValue] = ["database": .string(database), "zoneID": try JSONValue(encoding: zone)]
+            if let token { params["since"] = .string(token) }
+            let reply: JSONValue
+            switch attempt("changes.fetchZone", .object(params)) {
+            case let .success(value): reply = value
+            case let .failure(error) where error.code == .changeTokenExpired && token != nil:
+                // SEMANTICS C9: refetch from nil; applying is idempotent, so nothing doubles.
+                report.tokensExpired += 1
+                try state(scope) { state, _, _ in try state.setValue(MirrorState.zoneTokenKey(zone), nil) }
+                continue
+            case let .failure(error) where error.code == .zoneNotFound:
+                try removeZone(zone, scope: scope, purged: false, report: &report)
+                return
+            case let .failure(error): throw error
+            }
+            let page = try reply.decode(ZoneChanges.self)
+            report.pages += 1
+            // The page is applied (committed) before its token is saved: a crash in between
+            // fetches the page again, and applying it twice changes nothing.
+            try applyPage(page.changed, deleted: page.deleted.map { ($0.recordName, $0.recordType) }, zone: zone, scope: scope, report: &report)
+            try state(scope) { state, _, _ in try state.setValue(MirrorState.zoneTokenKey(zone), page.token) }
+            if !page.moreComing { break }
+        }
+    }
+
+    /// Applies one page of zone changes to the scope's store.
+    private func applyPage(_ changed: [MirrorRecord], deleted: [(String, String)], zone: MirrorZoneID, scope: StoreScope,
+                           report: inout MirrorFetchReport) throws {
+        let me = user
+        try state(scope) { state, index, stores in
+            let store = state.store
+            try ingest(store)
+            var local: [LocalChange] = []
+            var afterSave: [() throws -> Void] = []
+            for record in changed {
+                if record.isShare {
+                    if store.scope == .shared, let info = record.shareInfo,
+                       let mine = info.participants.first(where: { $0.userRecordName == me }) {
+                        let permission = SharePermission(rawValue: mine.permission) ?? .none
+                        try SharePermissions.setMetadata(zone: record.zoneID.zoneName, owner: record.zoneID.ownerName, permission: permission, in: store)
+                    }
+                    continue
+                }
+                guard let entityName = record.entityName, let entity = store.model.entity(named: entityName), store.holds(entityName) else { continue }
+                let uuid = record.recordName
+                let meta = try state.meta(uuid)
+                if let tag = meta?.changeTag, tag == record.recordChangeTag { continue }
+                var fields = record.fields ?? [:]
+                var times = MirrorRecordCoding.times(record.fields)
+                var keepPending = false
+                if let pending = try state.pending(uuid: uuid) {
+                    if pending.kind == .delete {
+                        if options.deletePolicy(entity.name) == .deleteWins {
+                            // The local delete stands; remember the server's tag and send the delete.
+                            afterSave.append {
+                                try state.setMeta(.init(uuid: uuid, entity: entity.name, zone: record.zoneID, changeTag: record.recordChangeTag,
+                                                        serverFields: record.fields))
+                            }
+                            continue
+                        }
+                    } else if let client = try Self.currentFields(entity: entity, uuid: uuid, state: state) {
+                        let outcome = try merge(server: record, client: MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType, fields: client),
+                                                ancestor: meta?.serverFields, pending: pending, state: state)
+                        fields = outcome.fields
+                        times = outcome.times
+                        keepPending = outcome.clientWon
+                        report.merged += 1
+                    }
+                }
+                local.append(LocalChange(uuid: uuid, entity: entity, fields: fields, zone: record.zoneID.zoneName))
+                let keep = keepPending
+                let stamps = times
+                afterSave.append {
+                    try state.setMeta(.init(uuid: uuid, entity: entity.name, zone: record.zoneID, changeTag: record.recordChangeTag,
+                                            serverFields: record.fields))
+                    try state.setFieldTimes(uuid, stamps)
+                    if !keep { try state.dropPending(uuid) }
+                }
+                report.changedRecords += 1
+            }
+            for (uuid, recordType) in deleted {
+                guard let entityName = MirrorRecord(recordName: uuid, zoneID: zone, recordType: recordType).entityName,
+                      let entity = store.model.entity(named: entityName) else { continue }
+                if let pending = try state.pending(uuid: uuid), pending.kind != .delete, options.deletePolicy(entity.name) == .resurrect {
+                    // Scenario 20 with resurrect: the local edit re-creates the record.
+                    afterSave.append { try state.dropMeta(uuid) }
+                    continue
+                }
+                guard try state.meta(uuid) != nil || state.primaryKey(entity: entity.name, uuid: uuid) != nil else { continue }
+                local.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil))
+                afterSave.append { try state.dropMeta(uuid); try state.dropPending(uuid) }
+                report.deletedRecords += 1
+            }
+            let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
+            if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }
+            try store.database.transaction { for step in afterSave { try step() } }
+            // The mirror's own import is history too; it is never exported.
+            try ingest(store)
+        }
+    }
+
+    /// A zone is gone (deleted, purged, or the user left / was removed / the share ended): its
+    /// local rows are removed, its queued changes discarded (never moved elsewhere) and its
+    /// token forgotten (SEMANTICS C9, scenarios 25, 41, 42).
+    func removeZone(_ zone: MirrorZoneID, scope: StoreScope, purged: Bool, report: inout MirrorFetchReport) throws {
+        try state(scope) { state, index, stores in
+            let store = state.store
+            try ingest(store)
+            var local: [LocalChange] = []
+            var uuids: [String] = []
+            if store.scope == .shared {
+                for entity in store.entities.values {
+                    let rows = try store.database.query("SELECT z_uuid FROM \(PersistentStore.table(entity.name)) WHERE z_zone = ?", [zone.zoneName])
+                    for row in rows {
+                        guard let uuid = row[0].string else { continue }
+                        uuids.append(uuid)
+                        local.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil))
+                    }
+                }
+            } else {
+                for meta in try state.metas(inZone: zone) {
+                    guard let entity = store.model.entity(named: meta.entity) else { continue }
+                    uuids.append(meta.uuid)
+                    local.append(LocalChange(uuid: meta.uuid, entity: entity, fields: nil, zone: nil))
+                }
+            }
+            for meta in try state.metas(inZone: zone) where !uuids.contains(meta.uuid) { uuids.append(meta.uuid) }
+            try applyLocally(local, storeIndex: index, stores: stores)
+            try store.database.transaction {
+                for uuid in uuids {
+                    try state.dropMeta(uuid)
+                    try state.dropPending(uuid)
+                }
+                for pending in try state.allPending() where pending.zone == zone { try state.dropPending(pending.uuid) }
+                try state.setValue(MirrorState.zoneTokenKey(zone), nil)
+                if store.scope == .shared {
+                    try store.database.execute("DELETE FROM z_share WHERE zone_name = ?", [zone.zoneName])
+                } else {
+                    try state.dropShare(zone: zone.zoneName)
+                }
+            }
+            // The wipe's own history (author sync) is not exported.
+            try ingest(store)
+        }
+        progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
+        report.zonesRemoved.append((purged ? "purged:" : "") + zone.key)
+    }
+}

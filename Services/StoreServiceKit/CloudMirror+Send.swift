@@ -1,0 +1,357 @@
+import Foundation
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// What one `sync.send` did.
+struct MirrorSendReport: Codable, Sendable {
+    var saved = 0
+    var deleted = 0
+    /// Entries merged after serverRecordChanged / serverRejectedRequest.
+    var conflictsResolved = 0
+    /// Local changes the server refused (permissionFailure) and the device undid.
+    var reverted = 0
+    /// Entries dropped without a request (their row is gone, or never reached the server).
+    var dropped = 0
+    /// Entries waiting for a retry-after moment.
+    var deferred = 0
+    var requests = 0
+    var pending = 0
+    /// Seconds until the earliest deferred entry may be sent.
+    var retryAfterSeconds: Double?
+}
+
+extension CloudMirror {
+    static let transientCodes: Set<ErrorCode> = [.serviceUnavailable, .requestRateLimited, .zoneBusy]
+
+    /// Sends both stores' queues.
+    func sendAll() throws -> MirrorSendReport {
+        var report = MirrorSendReport()
+        for scope in [StoreScope.private, .shared] {
+            try send(scope: scope, report: &report)
+        }
+        return report
+    }
+
+    /// One outgoing item of a batch.
+    private struct Item {
+        var pending: MirrorState.Pending
+        var entity: EntityDescription
+        /// The record to save (nil: a delete).
+        var record: MirrorRecord?
+        /// A delete: of the record itself, or of its old copy when it moves to another zone.
+        var delete: MirrorZoneID?
+    }
+
+    private func send(scope: StoreScope, report: inout MirrorSendReport) throws {
+        var skipped: Set<String> = []
+        var rounds = 0
+        while rounds < 10_000 {
+            rounds += 1
+            let now = Date().timeIntervalSince1970
+            let limit = progress.withLock { $0.batchLimit }
+            guard let (storeName, database, items) = try withStores({ stores -> (String, String, [Item])? in
+                guard let index = Self.storeIndex(scope, in: stores) else { return nil }
+                let store = stores.list[index]
+                try ingest(store)
+                let items = try buildBatch(store: store, now: now, limit: limit, skipped: skipped, report: &report)
+                return (store.name, Self.database(of: store), items)
+            }) else { return }
+            guard !items.isEmpty else { break }
+            if database == "private" { try ensureZones(Set(items.compactMap { $0.record?.zoneID })) }
+            let saves = items.compactMap(\.record)
+            let deletes = items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
+            let params: JSONValue = try JSONValue(encoding: ModifyRequest(database: database, saves: saves, deletes: deletes))
+            report.requests += 1
+            switch attempt("records.modify", params) {
+            case let .success(result):
+                try applyVerdicts(items: items, scopeStore: storeName, saved: result["saved"], deleted: result["deleted"], errors: [:],
+                                  report: &report, skipped: &skipped)
+            case let .failure(error) where error.code == .partialFailure:
+                let errors = (error.details["partialErrors"]?.objectValue ?? [:]).compactMapValues { try? $0.decode(WireError.self) }
+                try applyVerdicts(items: items, scopeStore: storeName, saved: error.details["saved"], deleted: error.details["deleted"],
+                                  errors: errors, report: &report, skipped: &skipped)
+            case let .failure(error) where error.code == .limitExceeded:
+                let halved = max(1, items.count / 2)
+                progress.withLock { $0.batchLimit = halved }
+                logger.info("limitExceeded: splitting the batch", ["items": .int(items.count), "nextBatch": .int(halved)])
+                if items.count == 1 { throw error }
+            case let .failure(error) where Self.transientCodes.contains(error.code):
+                let retryAfter = error.details["retryAfterSeconds"]?.doubleValue
+                    ?? progress.withLock { state -> Double in state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2)); return state.backoffSeconds }
+                try withStores { stores in
+                    guard let index = Self.storeIndex(scope, in: stores) else { return }
+                    try MirrorState(stores.list[index]).deferEntries(items.map(\.pending.uuid), until: Date().timeIntervalSince1970 + retryAfter)
+                }
+                var annotated = error
+                annotated.details["deferredItems"] = .int(items.count)
+                throw annotated
+            case let .failure(error):
+                throw error
+            }
+        }
+        try withStores { stores in
+            guard let index = Self.storeIndex(scope, in: stores) else { return }
+            let state = MirrorState(stores.list[index])
+            report.pending += try state.pendingCount()
+            let now = Date().timeIntervalSince1970
+            if let next = try state.earliestDeferral(now: now) {
+                report.retryAfterSeconds = min(report.retryAfterSeconds ?? .infinity, next - now)
+                report.deferred += try state.allPending().filter { $0.notBefore > now }.count
+            }
+        }
+    }
+
+    private struct DeleteRef: Codable { var recordName: String; var zoneID: MirrorZoneID }
+    private struct ModifyRequest: Codable {
+        var database: String
+        var saves: [MirrorRecord]
+        var deletes: [DeleteRef]
+        var atomic = true
+    }
+
+    /// Creates the private database zones a batch needs (once per process and zone; again after zoneNotFound).
+    func ensureZones(_ zones: Set<MirrorZoneID>) throws {
+        let missing = progress.withLock { state in zones.filter { !state.zonesEnsured.contains($0.key) } }
+        guard !missing.isEmpty else { return }
+        _ = try call("zones.save", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: Array(missing))))
+        progress.withLock { state in for zone in missing { state.zonesEnsured.insert(zone.key) } }
+    }
+
+    struct ZonesRequest: Codable { var database: String; var zoneIDs: [MirrorZoneID] }
+
+    /// The due entries of the queue as records, payloads built now from the rows as they are.
+    private func buildBatch(store: PersistentStore, now: Double, limit: Int, skipped: Set<String>,
+                            report: inout MirrorSendReport) throws -> [Item] {
+        let state = MirrorState(store)
+        var items: [Item] = []
+        var count = 0
+        var after: Int64 = 0
+        while count < limit {
+            let due = try state.duePending(now: now, limit: limit, after: after)
+            guard let lastSeq = due.last?.seq else { break }
+            after = lastSeq
+            for pending in due where !skipped.contains(pending.uuid) && count < limit {
+                guard let entity = store.model.entity(named: pending.entity) else { try state.dropPending(pending.uuid); continue }
+                let meta = try state.meta(pending.uuid)
+                if pending.kind == .delete {
+                    guard let meta else {
+                        // Never reached the server: nothing to delete there.
+                        try state.dropPending(pending.uuid)
+                        report.dropped += 1
+                        continue
+                    }
+                    items.append(Item(pending: pending, entity: entity, record: nil, delete: meta.zone))
+                    count += 1
+                    continue
+                }
+                guard let fields = try Self.currentFields(entity: entity, uuid: pending.uuid, state: state) else {
+                    // Scenario 21: the row is gone (its delete follows, or it never existed): upload nothing.
+                    try state.dropPending(pending.uuid)
+                    report.dropped += 1
+                    continue
+                }
+                guard let zone = try zone(for: pending.uuid, entity: entity, state: state) else {
+                    try state.dropPending(pending.uuid)
+                    report.dropped += 1
+                    continue
+                }
+                var record = MirrorRecord(recordName: pending.uuid, zoneID: zone, recordType: "CD_\(entity.name)", fields: fields)
+                var move: MirrorZoneID?
+                if let meta {
+                    if meta.zone == zone { record.recordChangeTag = meta.changeTag } else { move = meta.zone }
+                }
+                items.append(Item(pending: pending, entity: entity, record: record, delete: move))
+                count += move == nil ? 1 : 2
+            }
+            if due.count < limit { break }
+        }
+        return items
+    }
+
+    /// The cloud zone of a record: shared store — the row's share zone; private store — the
+    /// zone of the object it belongs to (an event follows its session into a share zone),
+    /// else its own known zone, else Core Data's zone.
+    func zone(for uuid: String, entity: EntityDescription, state: MirrorState, depth: Int = 0) throws -> MirrorZoneID? {
+        let store = state.store
+        guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try store.read(entity, primaryKey: key) else {
+            return try state.meta(uuid)?.zone
+        }
+        if store.scope == .shared {
+            guard let zoneName = row.zone, let owner = try state.shareOwner(zone: zoneName) else { return nil }
+            return MirrorZoneID(zoneName: zoneName, ownerName: owner)
+        }
+        if depth < 4 {
+            for (offset, relationship) in entity.toOneRelationships.enumerated() {
+                guard let target = row.values[entity.attributes.count + offset].int64,
+                      let destination = store.model.entity(named: relationship.destination),
+                      let targetUUID = try state.uuid(entity: destination.name, primaryKey: target),
+                      let zone = try zone(for: targetUUID, entity: destination, state: state, depth: depth + 1) else { continue }
+                return zone
+            }
+        }
+        return try state.meta(uuid)?.zone ?? .coreData
+    }
+
+    // MARK: Verdicts
+
+    private func applyVerdicts(items: [Item], scopeStore: String, saved: JSONValue?, deleted: JSONValue?, errors: [String: WireError],
+                               report: inout MirrorSendReport, skipped: inout Set<String>) throws {
+        let savedRecords = (saved?.arrayValue ?? []).compactMap { try? $0.decode(MirrorRecord.self) }
+        var savedByName: [String: MirrorRecord] = [:]
+        for record in savedRecords { savedByName[record.recordName] = record }
+        let deletedNames = Set((deleted?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue })
+        var reverts: [(Item, WireError)] = []
+        var rootsDeleted: [String] = []
+        try withStores { stores in
+            let index = try stores.index(named: scopeStore)
+            let store = stores.list[index]
+            let state = MirrorState(store)
+            var local: [LocalChange] = []
+            var afterSave: [() throws -> Void] = []
+            for item in items {
+                let uuid = item.pending.uuid
+                let error = errors[uuid] ?? errors.first { $0.key.hasSuffix("/\(uuid)") }?.value
+                if let record = item.record {
+                    if let stored = savedByName[uuid], error == nil {
+                        try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: stored.recordChangeTag,
+                                                serverFields: stored.fields ?? record.fields))
+                        try state.dropPending(uuid)
+                        report.saved += 1
+                        continue
+                    }
+                    guard let error else { skipped.insert(uuid); continue }
+                    switch error.code {
+                    case .serverRecordChanged, .serverRejectedRequest:
+                        guard let server = try? error.details["serverRecord"]?.decode(MirrorRecord.self) else { skipped.insert(uuid); continue }
+                        let known = error.code == .serverRecordChanged ? try state.meta(uuid)?.serverFields : nil
+                        let ancestor = (try? error.details["ancestorRecord"]?.decode(MirrorRecord.self))?.fields ?? known
+                        let outcome = try merge(server: server, client: record, ancestor: ancestor, pending: item.pending, state: state)
+                        local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.zoneName))
+                        afterSave.append {
+                            try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: server.zoneID, changeTag: server.recordChangeTag,
+                                                    serverFields: server.fields))
+                            try state.setFieldTimes(uuid, outcome.times)
+                            if !outcome.clientWon { try state.dropPending(uuid) }
+                        }
+                        report.conflictsResolved += 1
+                        if !outcome.clientWon { skipped.insert(uuid) }
+                    case .batchRequestFailed:
+                        continue
+                    case .unknownItem:
+                        if options.deletePolicy(item.entity.name) == .resurrect {
+                            try state.dropMeta(uuid)
+                        } else {
+                            local.append(LocalChange(uuid: uuid, entity: item.entity, fields: nil, zone: nil))
+                            afterSave.append { try state.dropMeta(uuid); try state.dropPending(uuid) }
+                        }
+                    case .zoneNotFound:
+                        if store.scope == .private {
+                            progress.withLock { _ = $0.zonesEnsured.remove(record.zoneID.key) }
+                            try requeueZone(record.zoneID, state: state)
+                        } else {
+                            try state.dropPending(uuid)
+                            skipped.insert(uuid)
+                        }
+                    case .permissionFailure:
+                        reverts.append((item, error))
+                        skipped.insert(uuid)
+                    default:
+                        logger.notice("record not saved", ["recordName": .string(uuid), "code": .string(error.code.rawValue), "message": .string(error.message)])
+                        progress.withLock { $0.lastError = error }
+                        skipped.insert(uuid)
+                    }
+                } else if let zone = item.delete {
+                    if deletedNames.contains(uuid) && error == nil {
+                        try state.dropMeta(uuid)
+                        try state.dropPending(uuid)
+                        if let shareZone = try state.shareZone(ofRoot: uuid), store.scope == .private { rootsDeleted.append(shareZone) }
+                        report.deleted += 1
+                    } else if error?.code == .permissionFailure, let error {
+                        reverts.append((item, error))
+                        skipped.insert(uuid)
+                    } else if error?.code == .zoneNotFound || error?.code == .unknownItem {
+                        try state.dropMeta(uuid)
+                        try state.dropPending(uuid)
+                    } else if error?.code != .batchRequestFailed {
+                        logger.notice("record not deleted", ["recordName": .string(uuid), "zone": .string(zone.key),
+                                                             "code": .string(error?.code.rawValue ?? "none")])
+                        skipped.insert(uuid)
+                    }
+                }
+            }
+            let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
+            if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }
+            try store.database.transaction { for step in afterSave { try step() } }
+        }
+        // The owner deleted a share's root: the share zone goes (its share with it), so
+        // participants' next fetch removes the whole zone (scenario 41).
+        for zone in rootsDeleted {
+            _ = try? call("zones.delete", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [MirrorZoneID(zoneName: zone)])))
+            try withStores { stores in
+                if let index = Self.storeIndex(.private, in: stores) { try MirrorState(stores.list[index]).dropShare(zone: zone) }
+            }
+        }
+        for (item, error) in reverts {
+            try revert(item.pending, entity: item.entity, zone: item.record?.zoneID ?? item.delete, storeName: scopeStore, error: error)
+            report.reverted += 1
+        }
+    }
+
+    /// Merges the server's copy with the local one (SEMANTICS C5).
+    func merge(server: MirrorRecord, client: MirrorRecord, ancestor: [String: JSONValue]?, pending: MirrorState.Pending,
+               state: MirrorState) throws -> MirrorMerge.Outcome {
+        let localChanged = pending.kind == .insert ? Set(MirrorRecordCoding.dataFields(client.fields).keys).union(pending.changed) : pending.changed
+        return MirrorMerge(policy: options.conflictPolicy).merge(
+            server: MirrorRecordCoding.dataFields(server.fields), serverTimes: MirrorRecordCoding.times(server.fields),
+            client: MirrorRecordCoding.dataFields(client.fields), clientTimes: try state.fieldTimes(client.recordName),
+            ancestor: ancestor.map(MirrorRecordCoding.dataFields), localChanged: localChanged)
+    }
+
+    /// zoneNotFound (or an encrypted-data reset): every known record of the zone is sent again as new.
+    func requeueZone(_ zone: MirrorZoneID, state: MirrorState) throws {
+        for meta in try state.metas(inZone: zone) {
+            var cleared = meta
+            cleared.changeTag = nil
+            cleared.serverFields = nil
+            try state.setMeta(cleared)
+            if try state.pending(uuid: meta.uuid) == nil, try state.primaryKey(entity: meta.entity, uuid: meta.uuid) != nil {
+                try state.enqueue(uuid: meta.uuid, entity: meta.entity, kind: .insert, zone: nil,
+                                  changed: Set((try state.fieldTimes(meta.uuid)).keys))
+            }
+        }
+        try state.setValue(MirrorState.zoneTokenKey(zone), nil)
+    }
+
+    /// permissionFailure: the server is the authority. An edit goes back to the server's copy; an
+    /// insert the server never had is deleted; the device's clients are told (SEMANTICS C7).
+    private func revert(_ pending: MirrorState.Pending, entity: EntityDescription, zone: MirrorZoneID?, storeName: String, error: WireError) throws {
+        var serverCopy: MirrorRecord?
+        if let zone, pending.kind != .insert {
+            let database = try withStores { stores in Self.database(of: stores.list[try stores.index(named: storeName)]) }
+            let fetched = try? call("records.fetch", ["database": .string(database),
+                                                       "recordIDs": [["recordName": .string(pending.uuid), "zoneID": try JSONValue(encoding: zone)]]])
+            serverCopy = try? fetched?["records"]?.arrayValue?.first?.decode(MirrorRecord.self)
+        }
+        try withStores { stores in
+            let index = try stores.index(named: storeName)
+            let state = MirrorState(stores.list[index])
+            try applyLocally([LocalChange(uuid: pending.uuid, entity: entity, fields: serverCopy?.fields, zone: zone?.zoneName)],
+                             storeIndex: index, stores: stores)
+            try stores.list[index].database.transaction {
+                try state.dropPending(pending.uuid)
+                if let serverCopy, let zone {
+                    try state.setMeta(.init(uuid: pending.uuid, entity: entity.name, zone: zone, changeTag: serverCopy.recordChangeTag,
+                                            serverFields: serverCopy.fields))
+                    try state.setFieldTimes(pending.uuid, MirrorRecordCoding.times(serverCopy.fields))
+                } else {
+                    try state.dropMeta(pending.uuid)
+                }
+            }
+        }
+        let action = pending.kind == .delete ? "deleteReverted" : (serverCopy == nil ? "insertDeleted" : "updateReverted")
+        logger.notice("the server refused a local change; reverted", ["recordName": .string(pending.uuid), "action": .string(action)])
+        publishReverted(RevertedNotice(store: storeName, uuid: pending.uuid, entity: entity.name, action: action,
+                                       code: error.code.rawValue, reason: error.message))
+    }
+}

@@ -1,0 +1,309 @@
+import Foundation
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+import Synchronization
+
+/// The device's cloud mirror (NSPersistentCloudKitContainer's job): the private store ↔ the
+/// user's private database, the shared store ↔ the user's shared database, over one
+/// connection to the sync-service. Every sync step runs under `work`, one at a time, on the
+/// calling connection's thread or the automatic-mode thread (blocking calls, never on Swift's
+/// cooperative pool); `status` is readable at any moment.
+final class CloudMirror: Sendable {
+    static let revertedEvent = "changeReverted"
+
+    let options: MirrorOptions
+    let engine: StoreEngine
+    let logger = Logger(label: "store-service.mirror")
+    private let connection = Mutex<Connection?>(nil)
+    private let work = Mutex(())
+    let progress = Mutex(Progress())
+    private let wake = NSCondition()
+    private let stopping = Atomic<Bool>(false)
+
+    struct Connection: Sendable {
+        var client: WireClient
+        var user: String
+    }
+
+    /// What `sync.status` shows besides the stores' queues.
+    struct Progress: Sendable {
+        var inFlight: String?
+        var lastError: WireError?
+        var lastSuccess: Date?
+        /// Items per records.modify; halved on limitExceeded.
+        var batchLimit = 400
+        var zonesEnsured: Set<String> = []
+        var backoffSeconds = 0.0
+    }
+
+    init(options: MirrorOptions, engine: StoreEngine) throws {
+        self.options = options
+        self.engine = engine
+        try engine.coordinator.withStores { stores in
+            for store in stores.list { try store.database.transaction { try MirrorState(store).createTables() } }
+        }
+    }
+
+    // MARK: Serialised work
+
+    /// Runs one sync step exclusively, recording it as in flight and its error as the last one.
+    func exclusive<T>(_ name: String, _ body: () throws -> T) throws -> T {
+        try work.withLock { _ in
+            progress.withLock { $0.inFlight = name }
+            defer { progress.withLock { $0.inFlight = nil } }
+            do {
+                let result = try body()
+                progress.withLock { $0.lastSuccess = Date(); $0.backoffSeconds = 0 }
+                return result
+            } catch let error as ServiceError {
+                progress.withLock { $0.lastError = WireError(error.wire.code, error.wire.message, details: error.wire.details) }
+                throw error
+            } catch let error as WireError {
+                progress.withLock { $0.lastError = error }
+                throw ServiceError(error.code, error.message, details: error.details)
+            }
+        }
+    }
+
+    // MARK: The sync-service connection
+
+    /// The connected client (connecting and saying hello if needed).
+    func client() throws(WireError) -> Connection {
+        if let live = connection.withLock({ $0 }) { return live }
+        let client = try WireClient(socketPath: options.syncSocket, timeout: .seconds(60))
+        let hello = try client.callBlocking("hello", HelloParams(client: "store-service mirror (\(options.deviceName))", credential: options.credential))
+        guard let user = hello["user"]?.stringValue else {
+            client.close()
+            throw WireError(.notAuthenticated, "The sync-service did not identify a user for the mirror's credential.")
+        }
+        if options.mode == .automatic {
+            _ = try? client.callBlocking("subscribe", ["topics": ["databaseChanges"]] as JSONValue)
+            let events = client.events
+            Task.detached { [weak self] in
+                for await event in events where event.name == "databaseChanged" { self?.poke() }
+            }
+        }
+        let live = Connection(client: client, user: user)
+        connection.withLock { $0 = live }
+        logger.info("connected to the sync-service", ["socket": .string(options.syncSocket), "user": .string(user)])
+        return live
+    }
+
+    /// One request to the sync-service. A broken connection is dropped so the next call reconnects.
+    func call(_ op: String, _ params: JSONValue) throws(WireError) -> JSONValue {
+        let live = try client()
+        do {
+            return try live.client.callBlocking(op, params)
+        } catch {
+            if [.connectionClosed, .networkUnavailable, .timedOut].contains(error.code) {
+                connection.withLock { $0 = nil }
+                live.client.close()
+            }
+            throw error
+        }
+    }
+
+    /// `call` as a Result, for callers that handle some error codes and rethrow the rest.
+    func attempt(_ op: String, _ params: JSONValue) -> Result<JSONValue, WireError> {
+        do { return .success(try call(op, params)) } catch { return .failure(error) }
+    }
+
+    var user: String? { connection.withLock { $0?.user } }
+
+    // MARK: Stores
+
+    func withStores<T>(_ body: (StoreSet) throws -> T) throws -> T {
+        try engine.coordinator.withStores(body)
+    }
+
+    static func storeIndex(_ scope: StoreScope, in stores: StoreSet) -> Int? {
+        stores.list.firstIndex { $0.scope == scope }
+    }
+
+    static func database(of store: PersistentStore) -> String { store.scope == .private ? "private" : "shared" }
+
+    // MARK: Ingest: history → outgoing queue
+
+    /// Moves the store's history after the export cursor into the queue, skipping the mirror's
+    /// own imports (author `sync`: no echo). One SQLite transaction: queue and cursor together.
+    func ingest(_ store: PersistentStore) throws {
+        let state = MirrorState(store)
+        while true {
+            let cursor = Int(try state.value(MirrorState.exportCursorKey) ?? "0") ?? 0
+            let transactions = try PersistentHistory.fetch(store, afterToken: cursor, limit: 2000)
+            guard let last = transactions.last else { return }
+            var faults: [String] = []
+            try store.database.transaction {
+                for transaction in transactions where transaction.author != SaveOperation.syncAuthor {
+                    let time = MirrorRecordCoding.seconds(iso: transaction.timestamp) ?? Date().timeIntervalSince1970
+                    for change in transaction.changes {
+                        faults += try ingest(change, time: time, state: state)
+                    }
+                }
+                try state.setValue(MirrorState.exportCursorKey, String(last.token))
+            }
+            for zone in faults {
+                // Seed 002: what iOS prints, exactly; the device keeps running.
+                logger.rawLine("CoreData: fault: Illegal attempt to work with the core-data or default zone in the shared database: \(zone)")
+            }
+        }
+    }
+
+    static let sharedDefaultZoneDescription =
+        "<CKRecordZoneID: zoneName=\(MirrorState.coreDataZone), ownerName=\(MirrorState.defaultOwner)>"
+
+    /// Queues one history change; returns the zone descriptions of seed-002 faults it hit.
+    private func ingest(_ change: HistoryTransaction.Change, time: Double, state: MirrorState) throws -> [String] {
+        let store = state.store
+        guard let entity = store.model.entity(named: change.entity) else { return [] }
+        let kind = ChangeKind(rawValue: change.kind) ?? .update
+        if kind == .delete {
+            try state.clearUnexportable(change.uuid)
+            try state.enqueue(uuid: change.uuid, entity: entity.name, kind: .delete, zone: try state.meta(change.uuid)?.zone, changed: [])
+            return []
+        }
+        if store.scope == .shared {
+            guard let key = try state.primaryKey(entity: entity.name, uuid: change.uuid) else { return [] }
+            let zone = try store.read(entity, primaryKey: key)?.zone
+            if zone == nil {
+                if try state.markUnexportable(uuid: change.uuid, objectID: store.objectID(entity.name, key).uri, zone: Self.sharedDefaultZoneDescription) {
+                    return [Self.sharedDefaultZoneDescription]
+                }
+                return []
+            }
+        }
+        let names = Set((change.changedProperties ?? []).map(MirrorRecordCoding.fieldName))
+        let stamp = FieldStamp(time: time, device: options.deviceName)
+        try state.setFieldTimes(change.uuid, Dictionary(uniqueKeysWithValues: names.map { ($0, stamp) }))
+        try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: names)
+        return []
+    }
+
+    // MARK: Applying cloud state locally
+
+    /// A row to write (fields) or delete (fields nil) as the cloud says.
+    struct LocalChange {
+        var uuid: String
+        var entity: EntityDescription
+        var fields: [String: JSONValue]?
+        /// The cloud zone, for new shared-store rows.
+        var zone: String?
+    }
+
+    /// Writes `changes` into one store in one save by author `sync` (history, remote-change
+    /// events; no permission check, no echo). Relationships name records; a record not present
+    /// yet is returned so the caller can apply it again later.
+    @discardableResult
+    func applyLocally(_ changes: [LocalChange], storeIndex: Int, stores: StoreSet) throws -> [LocalChange] {
+        guard !changes.isEmpty else { return [] }
+        let store = stores.list[storeIndex]
+        let state = MirrorState(store)
+        let context = ManagedObjectContext(id: "mirror", name: "cloudMirror", author: SaveOperation.syncAuthor, mergePolicy: .mergeByPropertyObjectTrump)
+        var byUUID: [String: ContextObject] = [:]
+        var links: [(ContextObject, String, String?, LocalChange)] = []
+        let ordered = changes.sorted { $0.entity.toOneRelationships.count < $1.entity.toOneRelationships.count }
+        for change in ordered where store.holds(change.entity.name) {
+            let key = try state.primaryKey(entity: change.entity.name, uuid: change.uuid)
+            guard let fields = change.fields else {
+                if let key {
+                    let object = try context.object(store.objectID(change.entity.name, key).uri, stores: stores)
+                    object.isDeleted = true
+                }
+                continue
+            }
+            let object: ContextObject
+            if let key {
+                object = try context.object(store.objectID(change.entity.name, key).uri, stores: stores)
+                guard !object.isDeleted else { continue }
+            } else {
+                object = context.insert(entity: change.entity, uuid: change.uuid, zone: store.scope == .shared ? change.zone : nil)
+                object.store = storeIndex
+                object.routing = .init(store: storeIndex, reason: .assigned, detail: "imported from the cloud")
+            }
+            try context.set(MirrorRecordCoding.attributeValues(entity: change.entity, fields: fields), on: object, model: stores.model)
+            byUUID[change.uuid] = object
+            for (name, target) in MirrorRecordCoding.relationshipNames(entity: change.entity, fields: fields) {
+                links.append((object, name, target, change))
+            }
+        }
+        var unresolved: [LocalChange] = []
+        for (object, name, target, change) in links {
+            var value: JSONValue = .null
+            if let target, let destination = object.entity.relationship(name)?.destination {
+                if let related = byUUID[target], !related.isDeleted {
+                    value = .string(related.uri)
+                } else if let key = try state.primaryKey(entity: destination, uuid: target) {
+                    value = .string(store.objectID(destination, key).uri)
+                } else {
+                    unresolved.append(change)
+                }
+            }
+            try context.set([name: value], on: object, model: stores.model)
+        }
+        let (_, notices) = try SaveOperation(context: context, stores: stores, router: engine.router, logger: engine.logger).run()
+        engine.publish(notices, from: nil)
+        return unresolved
+    }
+
+    /// Tells the device's clients that the server refused a local change and it was undone.
+    func publishReverted(_ data: RevertedNotice) {
+        engine.events.publish(topic: StoreEngine.remoteChangeTopic, event: Self.revertedEvent, data: data)
+    }
+
+    /// The row of `uuid` in `store` as record fields, or nil when it is gone.
+    static func currentFields(entity: EntityDescription, uuid: String, state: MirrorState) throws -> [String: JSONValue]? {
+        guard let key = try state.primaryKey(entity: entity.name, uuid: uuid),
+              let row = try state.store.read(entity, primaryKey: key) else { return nil }
+        return try MirrorRecordCoding.fields(entity: entity, row: row, state: state, times: try state.fieldTimes(uuid))
+    }
+
+    // MARK: Automatic mode
+
+    /// Starts the automatic-mode thread: it syncs after local saves (seen as new history) and
+    /// cloud pushes, and backs off after failures (honouring retry-after deferrals).
+    func startAutomatic() {
+        guard options.mode == .automatic else { return }
+        let thread = Thread { [self] in automaticLoop() }
+        thread.name = "cloud-mirror"
+        thread.start()
+    }
+
+    func poke() {
+        wake.lock(); wake.signal(); wake.unlock()
+    }
+
+    func stop() {
+        stopping.store(true, ordering: .relaxed)
+        poke()
+        connection.withLock { $0?.client.close(); $0 = nil }
+    }
+
+    private func automaticLoop() {
+        while !stopping.load(ordering: .relaxed) {
+            do {
+                try exclusive("automatic") {
+                    _ = try sendAll()
+                    _ = try fetchAll()
+                }
+            } catch {
+                progress.withLock { $0.backoffSeconds = min(60, max(1, $0.backoffSeconds * 2)) }
+            }
+            let backoff = progress.withLock { $0.backoffSeconds }
+            wake.lock()
+            _ = wake.wait(until: Date().addingTimeInterval(backoff > 0 ? backoff : 2))
+            wake.unlock()
+        }
+    }
+}
+
+/// The `changeReverted` event: the server refused a local change and the device undid it.
+struct RevertedNotice: Codable, Sendable {
+    var store: String
+    var uuid: String
+    var entity: String
+    /// `updateReverted` (the server's copy is back) or `insertDeleted` (the new object is gone).
+    var action: String
+    var code: String
+    var reason: String
+}

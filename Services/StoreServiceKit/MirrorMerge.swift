@@ -1,0 +1,53 @@
+import MeowWire
+
+/// The per-field three-way merge of SEMANTICS C5: a field only one side changed (against the
+/// ancestor) keeps that side's value; a field both changed is decided by the policy. A missing
+/// field is nil, and setting nil is an edit like any other.
+struct MirrorMerge {
+    var policy: MirrorConflictPolicy
+
+    struct Outcome: Equatable {
+        /// The merged data fields (no bookkeeping fields).
+        var fields: [String: JSONValue]
+        var times: [String: FieldStamp]
+        /// True when some field keeps the client's value, so the merge must be sent again.
+        var clientWon: Bool
+    }
+
+    /// - server/client/ancestor: data fields of each copy (ancestor nil: unknown, e.g. a record
+    ///   both sides created).
+    /// - localChanged: record field names the client edited since its last sync.
+    func merge(server: [String: JSONValue], serverTimes: [String: FieldStamp],
+               client: [String: JSONValue], clientTimes: [String: FieldStamp],
+               ancestor: [String: JSONValue]?, localChanged: Set<String>) -> Outcome {
+        var outcome = Outcome(fields: [:], times: serverTimes, clientWon: false)
+        for name in Set(server.keys).union(client.keys).union(ancestor.map { Array($0.keys) } ?? []) {
+            let serverValue = server[name]
+            let clientValue = client[name]
+            let clientChanged = localChanged.contains(name) && (ancestor == nil || clientValue != ancestor?[name])
+            let serverChanged = ancestor.map { serverValue != $0[name] } ?? (serverValue != clientValue)
+            var takeClient = false
+            if clientChanged && clientValue != serverValue {
+                if !serverChanged {
+                    takeClient = true
+                } else {
+                    switch policy {
+                    case .serverWins: takeClient = false
+                    case .clientWins: takeClient = true
+                    case .latestEdit:
+                        if let clientStamp = clientTimes[name] {
+                            takeClient = serverTimes[name].map { clientStamp.isLater(than: $0) } ?? true
+                        }
+                    }
+                }
+            }
+            let chosen = takeClient ? clientValue : serverValue
+            if let chosen { outcome.fields[name] = chosen }
+            if takeClient {
+                outcome.clientWon = true
+                if let stamp = clientTimes[name] { outcome.times[name] = stamp }
+            }
+        }
+        return outcome
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+extension ErrorCode {
+    /// A sync.* or share.* op on a store-service started without --sync-socket.
+    public static let mirrorNotConfigured: ErrorCode = "mirrorNotConfigured"
+}
+
+struct MirrorNowResult: Codable, Sendable {
+    var send: MirrorSendReport
+    var fetch: MirrorFetchReport
+}
+
+/// `sync.status`.
+struct MirrorStatus: Codable, Sendable {
+    struct StoreStatus: Codable, Sendable {
+        var store: String
+        var database: String
+        var pending: Int
+        var pendingByZone: [String: Int]
+        var deferred: Int
+        /// The last history token moved into the queue, and the store's newest token.
+        var exportCursor: Int
+        var historyToken: Int
+        /// Local transactions (not the mirror's imports) after the cursor, not yet queued.
+        var unqueuedTransactions: Int
+        var databaseToken: String?
+        var zoneTokens: [String: String]
+        /// Seed 002: shared-store objects outside any share zone, never exported.
+        var unexportable: [String]
+    }
+    var user: String?
+    var device: String
+    var mode: MirrorSyncMode
+    var conflictPolicy: MirrorConflictPolicy
+    var stores: [StoreStatus]
+    var inFlight: String?
+    var lastError: WireError?
+    var batchLimit: Int
+    var quiescent: Bool
+}
+
+extension CloudMirror {
+    func status() throws -> MirrorStatus {
+        let progress = progress.withLock { $0 }
+        let now = Date().timeIntervalSince1970
+        let stores: [MirrorStatus.StoreStatus] = try withStores { stores in
+            try stores.list.map { store in
+                let state = MirrorState(store)
+                let cursor = Int(try state.value(MirrorState.exportCursorKey) ?? "0") ?? 0
+                var byZone: [String: Int] = [:]
+                var deferred = 0
+                let pending = try state.allPending()
+                for entry in pending {
+                    if entry.notBefore > now { deferred += 1 }
+                    let zone: MirrorZoneID?
+                    if entry.kind == .delete {
+                        zone = entry.zone
+                    } else {
+                        zone = try store.model.entity(named: entry.entity).flatMap { try self.zone(for: entry.uuid, entity: $0, state: state) }
+                    }
+                    byZone[zone?.key ?? "none", default: 0] += 1
+                }
+                var tokens: [String: String] = [:]
+                for row in try store.database.query("SELECT key, value FROM mirror_kv WHERE key LIKE 'zoneToken:%'") {
+                    tokens[String((row[0].string ?? "").dropFirst("zoneToken:".count))] = row[1].string
+                }
+                let unqueued = try store.database.scalar("SELECT count(*) FROM z_transaction WHERE token > ? AND author != ?",
+                                                         [cursor, SaveOperation.syncAuthor])?.int ?? 0
+                return .init(store: store.name, database: Self.database(of: store), pending: pending.count, pendingByZone: byZone,
+                             deferred: deferred, exportCursor: cursor, historyToken: Int(store.lastToken), unqueuedTransactions: unqueued,
+                             databaseToken: try state.value(MirrorState.databaseTokenKey), zoneTokens: tokens,
+                             unexportable: try state.unexportable())
+            }
+        }
+        let quiescent = progress.inFlight == nil && stores.allSatisfy { $0.pending == 0 && $0.unqueuedTransactions == 0 }
+        return MirrorStatus(user: user, device: options.deviceName, mode: options.mode, conflictPolicy: options.conflictPolicy, stores: stores,
+                            inFlight: progress.inFlight, lastError: progress.lastError, batchLimit: progress.batchLimit, quiescent: quiescent)
+    }
+}
+
+extension StoreService {
+    func mirror() throws -> CloudMirror {
+        guard let mirror = mirrorSlot.current else {
+            throw ServiceError(.mirrorNotConfigured, "This store-service does not mirror to a cloud; start it with --sync-socket PATH --sync-credential SECRET.")
+        }
+        return mirror
+    }
+
+    /// Opens the mirror's tables and starts automatic mode (when configured).
+    func startMirror(engine: StoreEngine) throws {
+        guard let options = options.mirror else { return }
+        let mirror = try CloudMirror(options: options, engine: engine)
+        mirrorSlot.set(mirror)
+        mirror.startAutomatic()
+    }
+
+    func stopMirror() {
+        mirrorSlot.current?.stop()
+    }
+
+    func registerMirrorOperations(in registry: inout OperationRegistry) {
+        registry.register("sync.send", params: Empty.self, summary: "Sends the queued local changes to the cloud.") { [self] _, _ in
+            let mirror = try mirror()
+            return try mirror.exclusive("send") { try mirror.sendAll() }
+        }
+        registry.register("sync.fetch", params: Empty.self, summary: "Fetches and applies the cloud's changes.") { [self] _, _ in
+            let mirror = try mirror()
+            return try mirror.exclusive("fetch") { try mirror.fetchAll() }
+        }
+        registry.register("sync.now", params: Empty.self, summary: "Sends, then fetches.") { [self] _, _ in
+            let mirror = try mirror()
+            return try mirror.exclusive("now") { MirrorNowResult(send: try mirror.sendAll(), fetch: try mirror.fetchAll()) }
+        }
+        registry.register("sync.status", params: Empty.self, summary: "Queues, tokens, in-flight work, last error, quiescence.") { [self] _, _ in
+            try mirror().status()
+        }
+        registry.register("share.create", params: ShareCreateParams.self, summary: "Owner: shares an object graph in a new share zone.") { [self] params, _ in
+            let mirror = try mirror()
+            return try mirror.exclusive("share.create") { try mirror.createShare(params) }
+        }
+        let ownerOps = [("share.invite", "participants.add", "Owner: invites a user (user, permission)."),
+                        ("share.setPermission", "participants.setPermission", "Owner: changes a participant's permission."),
+                        ("share.removeParticipant", "participants.remove", "Owner: removes a participant.")]
+        for (name, cloudOp, summary) in ownerOps {
+            registry.register(name, params: ShareZoneParams.self, summary: summary) { [self] params, _ in
+                let mirror = try mirror()
+                return try mirror.exclusive(name) { try mirror.ownerShareOp(cloudOp, params) }
+            }
+        }
+        registry.register("share.stop", params: ShareZoneParams.self, summary: "Owner: ends a share.") { [self] params, _ in
+            let mirror = try mirror()
+            return try mirror.exclusive("share.stop") { try mirror.stopShare(params) }
+        }
+        registry.register("share.accept", params: ShareZoneParams.self, summary: "Participant: accepts a share and fetches it into the shared store.") { [self] params, _ in
+            let mirror = try mirror()
+            return try mirror.exclusive("share.accept") { try mirror.acceptShare(params) }
+        }
+        registry.register("share.leave", params: ShareZoneParams.self, summary: "Participant: leaves a share; its data leaves the shared store.") { [self] params, _ in
+            let mirror = try mirror()
+            return try mirror.exclusive("share.leave") { try mirror.leaveShare(params) }
+        }
+        registry.register("share.invitations", params: Empty.self, summary: "The shares this user is invited to or accepted.") { [self] _, _ in
+            let mirror = try mirror()
+            return try mirror.exclusive("share.invitations") { try mirror.call("shares.invitations", [:]) }
+        }
+    }
+}

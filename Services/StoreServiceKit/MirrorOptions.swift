@@ -1,0 +1,94 @@
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import Synchronization
+
+/// When the mirror talks to the cloud: only on `sync.send`/`sync.fetch`/`sync.now` (manual), or
+/// also by itself after local saves and cloud pushes (automatic, with backoff).
+public enum MirrorSyncMode: String, Sendable, Codable {
+    case manual, automatic
+}
+
+/// How a field both sides changed is decided (SEMANTICS C5).
+public enum MirrorConflictPolicy: String, Sendable, Codable, CaseIterable {
+    /// The later edit by per-field timestamp; equal timestamps: the greater device name wins.
+    case latestEdit
+    case serverWins
+    case clientWins
+}
+
+/// Delete versus edit (SEMANTICS C6), per entity.
+public enum MirrorDeletePolicy: String, Sendable, Codable, CaseIterable {
+    /// The delete stands: the edit is dropped.
+    case deleteWins
+    /// The edit brings the record back (re-created without a change tag).
+    case resurrect
+}
+
+/// The cloud mirror's command-line options (`--sync-socket` turns mirroring on).
+public struct MirrorOptions: Sendable {
+    public var syncSocket: String
+    public var credential: String
+    public var deviceName: String = "device"
+    public var mode: MirrorSyncMode = .manual
+    public var conflictPolicy: MirrorConflictPolicy = .latestEdit
+    /// Entity → policy; entities not listed use `deleteWins`.
+    public var deletePolicies: [String: MirrorDeletePolicy] = [:]
+
+    public init(syncSocket: String, credential: String) {
+        self.syncSocket = syncSocket
+        self.credential = credential
+    }
+
+    public func deletePolicy(_ entity: String) -> MirrorDeletePolicy { deletePolicies[entity] ?? .deleteWins }
+
+    public static let commandLineOptions: [CommandLineParser.Option] = [
+        .init("sync-socket", value: "PATH", help: "Mirror the stores to the sync-service listening on PATH (needs --sync-credential)."),
+        .init("sync-credential", value: "SECRET", help: "The cloud user's credential the mirror says hello with."),
+        .init("device-name", value: "NAME", help: "This device's name: breaks ties between equal edit times (default 'device')."),
+        .init("sync-mode", value: "MODE", help: "manual (default: only sync.send/sync.fetch/sync.now) or automatic (also after saves and cloud pushes)."),
+        .init("conflict-policy", value: "POLICY", help: "A field both sides changed: latestEdit (default), serverWins or clientWins."),
+        .init("delete-policy", value: "ENTITY=POLICY", help: "Delete versus edit for ENTITY: deleteWins (default) or resurrect (repeatable).", repeatable: true),
+    ]
+
+    /// The mirror options, or nil when `--sync-socket` is absent.
+    public static func from(_ options: ParsedOptions) throws(UsageError) -> MirrorOptions? {
+        guard let socket = options.value("sync-socket") else {
+            if options.value("sync-credential") != nil { throw UsageError("--sync-credential needs --sync-socket PATH.") }
+            return nil
+        }
+        guard let credential = options.value("sync-credential"), !credential.isEmpty else {
+            throw UsageError("--sync-socket needs --sync-credential SECRET (the cloud user's credential).")
+        }
+        var result = MirrorOptions(syncSocket: socket, credential: credential)
+        if let name = options.value("device-name") {
+            guard !name.isEmpty else { throw UsageError("--device-name must not be empty.") }
+            result.deviceName = name
+        }
+        if let text = options.value("sync-mode") {
+            guard let mode = MirrorSyncMode(rawValue: text) else { throw UsageError("--sync-mode must be manual or automatic; got '\(text)'.") }
+            result.mode = mode
+        }
+        if let text = options.value("conflict-policy") {
+            guard let policy = MirrorConflictPolicy(rawValue: text) else {
+                throw UsageError("--conflict-policy must be latestEdit, serverWins or clientWins; got '\(text)'.")
+            }
+            result.conflictPolicy = policy
+        }
+        for text in options.all("delete-policy") {
+            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, let policy = MirrorDeletePolicy(rawValue: parts[1]) else {
+                throw UsageError("--delete-policy must be ENTITY=deleteWins or ENTITY=resurrect; got '\(text)'.")
+            }
+            result.deletePolicies[parts[0]] = policy
+        }
+        return result
+    }
+}
+
+/// Where StoreService keeps its mirror once the stores are open (nil when not mirroring).
+final class MirrorSlot: Sendable {
+    private let mirror = Mutex<CloudMirror?>(nil)
+    func set(_ value: CloudMirror?) { mirror.withLock { $0 = value } }
+    var current: CloudMirror? { mirror.withLock { $0 } }
+}

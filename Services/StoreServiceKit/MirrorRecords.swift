@@ -1,0 +1,121 @@
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// A cloud record as the sync-service sends and takes it (docs/protocol-sync-service.md).
+struct MirrorRecord: Codable, Sendable {
+    struct Reference: Codable, Sendable, Hashable { var recordName: String }
+    struct Participant: Codable, Sendable, Hashable {
+        var userRecordName: String
+        var role: String
+        var permission: String
+        var acceptanceStatus: String
+    }
+    struct ShareInfo: Codable, Sendable, Hashable {
+        var owner: String
+        var publicPermission: String?
+        var participants: [Participant]
+    }
+
+    var recordName: String
+    var zoneID: MirrorZoneID
+    var recordType: String
+    var fields: [String: JSONValue]?
+    var recordChangeTag: String?
+    var share: Reference?
+    var shareInfo: ShareInfo?
+
+    static let shareType = "cloudkit.share"
+    static let zoneShareName = "cloudkit.zoneshare"
+
+    var isShare: Bool { recordType == Self.shareType }
+    /// `CD_CareEvent` → `CareEvent`.
+    var entityName: String? { recordType.hasPrefix("CD_") ? String(recordType.dropFirst(3)) : nil }
+}
+
+/// Conversions between store rows and Core Data's CloudKit record shape: record type
+/// `CD_<Entity>`, fields `CD_<attribute>`, to-one relationships as the related record's name,
+/// `CD_entityName`, and this project's `MC_fieldModified` (per-field edit stamps, JSON text).
+enum MirrorRecordCoding {
+    static func fieldName(_ property: String) -> String { "CD_\(property)" }
+
+    static let isoFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    static func seconds(iso text: String) -> Double? {
+        (try? isoFormat.parse(text))?.timeIntervalSince1970
+    }
+
+    static func iso(seconds: Double) -> String {
+        isoFormat.format(Date(timeIntervalSince1970: (seconds * 1000).rounded() / 1000))
+    }
+
+    /// The fields of a stored row (nil values are left out: a nil is the field's absence).
+    static func fields(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
+                       times: [String: FieldStamp]) throws -> [String: JSONValue] {
+        var fields: [String: JSONValue] = [MirrorState.entityNameField: ["type": "string", "value": .string(entity.name)]]
+        for (index, attribute) in entity.attributes.enumerated() {
+            let value = row.values[index]
+            guard !value.isNull else { continue }
+            let field: JSONValue
+            switch attribute.type {
+            case .string: field = ["type": "string", "value": .string(value.string ?? "")]
+            case .integer, .boolean: field = ["type": "int64", "value": .int(Int(value.int64 ?? 0))]
+            case .double: field = ["type": "double", "value": .double(value.double ?? 0)]
+            case .date: field = ["type": "date", "value": .double(seconds(iso: value.string ?? "") ?? 0)]
+            }
+            fields[fieldName(attribute.name)] = field
+        }
+        for (offset, relationship) in entity.toOneRelationships.enumerated() {
+            guard let key = row.values[entity.attributes.count + offset].int64,
+                  let name = try state.uuid(entity: relationship.destination, primaryKey: key) else { continue }
+            fields[fieldName(relationship.name)] = ["type": "string", "value": .string(name)]
+        }
+        if !times.isEmpty {
+            let text = String(decoding: try JSONEncoder().encode(times), as: UTF8.self)
+            fields[MirrorState.fieldTimesField] = ["type": "string", "value": .string(text)]
+        }
+        return fields
+    }
+
+    /// The per-field edit stamps a record carries.
+    static func times(_ fields: [String: JSONValue]?) -> [String: FieldStamp] {
+        guard let text = fields?[MirrorState.fieldTimesField]?["value"]?.stringValue,
+              let times = try? JSONDecoder().decode([String: FieldStamp].self, from: Data(text.utf8)) else { return [:] }
+        return times
+    }
+
+    /// The fields two sides can edit (bookkeeping fields aside).
+    static func dataFields(_ fields: [String: JSONValue]?) -> [String: JSONValue] {
+        (fields ?? [:]).filter { $0.key != MirrorState.fieldTimesField && $0.key != MirrorState.entityNameField }
+    }
+
+    /// Wire values for `object.set`-style application: attributes converted back from record
+    /// fields (absent → null), relationships as record names (resolved by the caller).
+    static func attributeValues(entity: EntityDescription, fields: [String: JSONValue]) -> [String: JSONValue] {
+        var values: [String: JSONValue] = [:]
+        for attribute in entity.attributes {
+            guard let value = fields[fieldName(attribute.name)]?["value"], !value.isNull else {
+                values[attribute.name] = .null
+                continue
+            }
+            switch attribute.type {
+            case .string: values[attribute.name] = value.stringValue.map { .string($0) } ?? .null
+            case .integer: values[attribute.name] = value.intValue.map { .int($0) } ?? .null
+            case .boolean: values[attribute.name] = value.intValue.map { .bool($0 != 0) } ?? value.boolValue.map { .bool($0) } ?? .null
+            case .double: values[attribute.name] = value.doubleValue.map { .double($0) } ?? .null
+            case .date: values[attribute.name] = value.doubleValue.map { .string(iso(seconds: $0)) } ?? .null
+            }
+        }
+        return values
+    }
+
+    /// The related record names of a record's to-one relationships (nil: cleared).
+    static func relationshipNames(entity: EntityDescription, fields: [String: JSONValue]) -> [String: String?] {
+        var names: [String: String?] = [:]
+        for relationship in entity.toOneRelationships {
+            names[relationship.name] = fields[fieldName(relationship.name)]?["value"]?.stringValue
+        }
+        return names
+    }
+}

@@ -1,0 +1,266 @@
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// The mirror's durable bookkeeping, kept in each store's own SQLite file beside its rows:
+///
+/// - `mirror_pending`: the outgoing queue (record names, never payloads: SEMANTICS C1). It is
+///   derived from persistent history, which the save writes in its own transaction, by
+///   `ingest`, which moves history after the durable export cursor into the queue and advances
+///   the cursor in one transaction. A crash anywhere leaves either the history not yet ingested
+///   (it is ingested next time) or both queue and cursor written: nothing is lost or doubled,
+///   and the colleague's save path needs no mirror code.
+/// - `mirror_meta`: per record, its zone, last known change tag and last known server fields
+///   (the ancestor of the next merge), like CKRecord's encoded system fields.
+/// - `mirror_fieldtime`: per record field, when and on which device it was last edited
+///   (the latest-edit policy's clock).
+/// - `mirror_kv`: the export cursor and the change tokens.
+/// - `mirror_unexportable`: seed 002's stray shared-store objects.
+/// - `mirror_share`: the owner's share zones and their root records.
+struct MirrorState {
+    let store: PersistentStore
+    private var database: Database { store.database }
+
+    static let coreDataZone = "com.apple.coredata.cloudkit.zone"
+    static let defaultOwner = "__defaultOwner__"
+    static let fieldTimesField = "MC_fieldModified"
+    static let entityNameField = "CD_entityName"
+
+    init(_ store: PersistentStore) { self.store = store }
+
+    func createTables() throws {
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS mirror_kv(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_pending(seq INTEGER PRIMARY KEY AUTOINCREMENT, uuid TEXT NOT NULL UNIQUE,
+                entity TEXT NOT NULL, kind TEXT NOT NULL, zone_name TEXT, owner_name TEXT, changed TEXT NOT NULL,
+                not_before REAL NOT NULL DEFAULT 0);
+            CREATE TABLE IF NOT EXISTS mirror_meta(uuid TEXT PRIMARY KEY, entity TEXT NOT NULL, zone_name TEXT NOT NULL,
+                owner_name TEXT NOT NULL, change_tag TEXT, server_fields TEXT);
+            CREATE INDEX IF NOT EXISTS mirror_meta_zone ON mirror_meta(zone_name, owner_name);
+            CREATE TABLE IF NOT EXISTS mirror_fieldtime(uuid TEXT NOT NULL, field TEXT NOT NULL, time REAL NOT NULL,
+                device TEXT NOT NULL, PRIMARY KEY(uuid, field));
+            CREATE TABLE IF NOT EXISTS mirror_unexportable(uuid TEXT PRIMARY KEY, object_id TEXT NOT NULL, zone TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_share(zone_name TEXT PRIMARY KEY, root_uuid TEXT NOT NULL);
+            """)
+    }
+
+    // MARK: Key-value (cursor, tokens)
+
+    func value(_ key: String) throws -> String? {
+        try database.scalar("SELECT value FROM mirror_kv WHERE key = ?", [key])?.string
+    }
+
+    func setValue(_ key: String, _ value: String?) throws {
+        if let value {
+            try database.execute("INSERT INTO mirror_kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [key, value])
+        } else {
+            try database.execute("DELETE FROM mirror_kv WHERE key = ?", [key])
+        }
+    }
+
+    static func zoneTokenKey(_ zone: MirrorZoneID) -> String { "zoneToken:\(zone.ownerName)/\(zone.zoneName)" }
+    static let databaseTokenKey = "databaseToken"
+    static let exportCursorKey = "exportCursor"
+
+    // MARK: Pending
+
+    struct Pending {
+        var seq: Int64
+        var uuid: String
+        var entity: String
+        var kind: ChangeKind
+        var zone: MirrorZoneID?
+        var changed: Set<String>
+        var notBefore: Double
+    }
+
+    private static func pending(_ row: Row) -> Pending {
+        let zone = row[4].string.map { MirrorZoneID(zoneName: $0, ownerName: row[5].string ?? defaultOwner) }
+        let changed = (try? JSONDecoder().decode([String].self, from: Data((row[6].string ?? "[]").utf8))) ?? []
+        return Pending(seq: row[0].int64 ?? 0, uuid: row[1].string ?? "", entity: row[2].string ?? "",
+                       kind: ChangeKind(rawValue: row[3].string ?? "") ?? .update, zone: zone, changed: Set(changed),
+                       notBefore: row[7].double ?? 0)
+    }
+
+    private static let pendingColumns = "seq, uuid, entity, kind, zone_name, owner_name, changed, not_before"
+
+    func pending(uuid: String) throws -> Pending? {
+        try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid = ?", [uuid]).first.map(Self.pending)
+    }
+
+    /// Entries due now (not deferred by a retry-after), oldest first.
+    func duePending(now: Double, limit: Int, after seq: Int64) throws -> [Pending] {
+        try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending WHERE not_before <= ? AND seq > ? ORDER BY seq LIMIT ?",
+                           [now, seq, limit]).map(Self.pending)
+    }
+
+    func allPending() throws -> [Pending] {
+        try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending ORDER BY seq").map(Self.pending)
+    }
+
+    func pendingCount() throws -> Int { try database.scalar("SELECT count(*) FROM mirror_pending")?.int ?? 0 }
+
+    /// The earliest retry-after moment among deferred entries, if any.
+    func earliestDeferral(now: Double) throws -> Double? {
+        try database.scalar("SELECT min(not_before) FROM mirror_pending WHERE not_before > ?", [now])?.double
+    }
+
+    func enqueue(uuid: String, entity: String, kind: ChangeKind, zone: MirrorZoneID?, changed: Set<String>) throws {
+        var union = changed
+        var newKind = kind
+        if let existing = try pending(uuid: uuid) {
+            if kind != .delete { union.formUnion(existing.changed) }
+            // An insert still pending stays an insert (the record is new to the server) unless deleted.
+            if existing.kind == .insert, kind == .update { newKind = .insert }
+        }
+        let text = PersistentStore.jsonArray(union.sorted())
+        try database.execute("""
+            INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before) VALUES (?, ?, ?, ?, ?, ?, 0)
+            ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = excluded.zone_name,
+                owner_name = excluded.owner_name, changed = excluded.changed, not_before = 0
+            """, [uuid, entity, newKind.rawValue, SQLValue(zone?.zoneName), SQLValue(zone?.ownerName), text])
+    }
+
+    func dropPending(_ uuid: String) throws {
+        try database.execute("DELETE FROM mirror_pending WHERE uuid = ?", [uuid])
+    }
+
+    func deferEntries(_ uuids: [String], until time: Double) throws {
+        for uuid in uuids { try database.execute("UPDATE mirror_pending SET not_before = ? WHERE uuid = ?", [time, uuid]) }
+    }
+
+    // MARK: Record metadata
+
+    struct Meta {
+        var uuid: String
+        var entity: String
+        var zone: MirrorZoneID
+        var changeTag: String?
+        var serverFields: [String: JSONValue]?
+    }
+
+    func meta(_ uuid: String) throws -> Meta? {
+        guard let row = try database.query("SELECT uuid, entity, zone_name, owner_name, change_tag, server_fields FROM mirror_meta WHERE uuid = ?",
+                                           [uuid]).first else { return nil }
+        let fields = row[5].string.flatMap { try? JSONDecoder().decode([String: JSONValue].self, from: Data($0.utf8)) }
+        return Meta(uuid: uuid, entity: row[1].string ?? "", zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
+                    changeTag: row[4].string, serverFields: fields)
+    }
+
+    func setMeta(_ meta: Meta) throws {
+        let fields = try meta.serverFields.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+        try database.execute("""
+            INSERT INTO mirror_meta(uuid, entity, zone_name, owner_name, change_tag, server_fields) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,
+                change_tag = excluded.change_tag, server_fields = excluded.server_fields
+            """, [meta.uuid, meta.entity, meta.zone.zoneName, meta.zone.ownerName, SQLValue(meta.changeTag), SQLValue(fields)])
+    }
+
+    func dropMeta(_ uuid: String) throws {
+        try database.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
+        try database.execute("DELETE FROM mirror_fieldtime WHERE uuid = ?", [uuid])
+    }
+
+    func metas(inZone zone: MirrorZoneID) throws -> [Meta] {
+        try database.query("SELECT uuid FROM mirror_meta WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
+            .compactMap { $0[0].string }.compactMap { try meta($0) }
+    }
+
+    // MARK: Field times
+
+    func fieldTimes(_ uuid: String) throws -> [String: FieldStamp] {
+        var result: [String: FieldStamp] = [:]
+        for row in try database.query("SELECT field, time, device FROM mirror_fieldtime WHERE uuid = ?", [uuid]) {
+            result[row[0].string ?? ""] = FieldStamp(time: row[1].double ?? 0, device: row[2].string ?? "")
+        }
+        return result
+    }
+
+    func setFieldTimes(_ uuid: String, _ times: [String: FieldStamp]) throws {
+        for (field, stamp) in times {
+            try database.execute("""
+                INSERT INTO mirror_fieldtime(uuid, field, time, device) VALUES (?, ?, ?, ?)
+                ON CONFLICT(uuid, field) DO UPDATE SET time = excluded.time, device = excluded.device
+                """, [uuid, field, stamp.time, stamp.device])
+        }
+    }
+
+    // MARK: Rows by record name
+
+    /// The primary key of the row of `entity` whose uuid is `uuid`.
+    func primaryKey(entity: String, uuid: String) throws -> Int64? {
+        guard store.holds(entity) else { return nil }
+        return try database.scalar("SELECT z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid = ?", [uuid])?.int64
+    }
+
+    func uuid(entity: String, primaryKey: Int64) throws -> String? {
+        guard store.holds(entity) else { return nil }
+        return try database.scalar("SELECT z_uuid FROM \(PersistentStore.table(entity)) WHERE z_pk = ?", [primaryKey])?.string
+    }
+
+    /// The owner name the shared store's metadata records for `zone`.
+    func shareOwner(zone: String) throws -> String? {
+        try database.scalar("SELECT owner_name FROM z_share WHERE zone_name = ?", [zone])?.string
+    }
+
+    // MARK: Unexportable (seed 002)
+
+    func markUnexportable(uuid: String, objectID: String, zone: String) throws -> Bool {
+        try database.execute("INSERT OR IGNORE INTO mirror_unexportable(uuid, object_id, zone) VALUES (?, ?, ?)", [uuid, objectID, zone])
+        return database.changes == 1
+    }
+
+    func unexportable() throws -> [String] {
+        try database.query("SELECT object_id FROM mirror_unexportable ORDER BY object_id").compactMap { $0[0].string }
+    }
+
+    func clearUnexportable(_ uuid: String) throws {
+        try database.execute("DELETE FROM mirror_unexportable WHERE uuid = ?", [uuid])
+    }
+
+    // MARK: Owner's shares
+
+    func setShareRoot(zone: String, root: String) throws {
+        try database.execute("INSERT OR REPLACE INTO mirror_share(zone_name, root_uuid) VALUES (?, ?)", [zone, root])
+    }
+
+    func shareZone(ofRoot uuid: String) throws -> String? {
+        try database.scalar("SELECT zone_name FROM mirror_share WHERE root_uuid = ?", [uuid])?.string
+    }
+
+    func dropShare(zone: String) throws {
+        try database.execute("DELETE FROM mirror_share WHERE zone_name = ?", [zone])
+    }
+}
+
+/// A zone as the mirror names it: the owner is `__defaultOwner__` for the user's own zones.
+struct MirrorZoneID: Codable, Sendable, Hashable {
+    var zoneName: String
+    var ownerName: String
+
+    init(zoneName: String, ownerName: String = MirrorState.defaultOwner) {
+        self.zoneName = zoneName
+        self.ownerName = ownerName
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        zoneName = try container.decode(String.self, forKey: .zoneName)
+        ownerName = try container.decodeIfPresent(String.self, forKey: .ownerName) ?? MirrorState.defaultOwner
+    }
+
+    var key: String { "\(ownerName)/\(zoneName)" }
+    static let coreData = MirrorZoneID(zoneName: MirrorState.coreDataZone)
+}
+
+/// When and where a field was last edited.
+struct FieldStamp: Codable, Sendable, Hashable {
+    var time: Double
+    var device: String
+
+    /// Whether this edit is later than `other` (equal times: the greater device name).
+    func isLater(than other: FieldStamp) -> Bool {
+        time != other.time ? time > other.time : device > other.device
+    }
+}

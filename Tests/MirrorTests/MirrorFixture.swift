@@ -1,0 +1,198 @@
+import Foundation
+import MeowWire
+import Testing
+import TestSupport
+
+/// One real sync-service (the cloud) with users owner, alice (participant P) and bob.
+final class Cloud: Sendable {
+    static let adminCredential = "admin-secret"
+    let directory: TemporaryDirectory
+    let process: ServiceProcess
+    let socket: String
+
+    private init(directory: TemporaryDirectory, process: ServiceProcess, socket: String) {
+        self.directory = directory
+        self.process = process
+        self.socket = socket
+    }
+
+    static func start(directory: TemporaryDirectory = TemporaryDirectory(prefix: "mi"), onDisk: Bool = false) async throws -> Cloud {
+        let users = #"{"users":[{"user":"owner","credential":"owner-secret"},{"user":"alice","credential":"alice-secret"},{"user":"bob","credential":"bob-secret"}]}"#
+        try users.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
+        let socket = directory.file("cloud.sock")
+        let persistence = onDisk ? ["--data-dir", directory.file("cloud")] : ["--in-memory"]
+        let process = try await ServiceProcess.start("sync-service", ["--socket", socket, "--admin-credential", adminCredential,
+                                                                     "--users", directory.file("users.json")] + persistence)
+        return Cloud(directory: directory, process: process, socket: socket)
+    }
+
+    /// A client of the cloud itself (a user's or the admin's), to look at what the server holds.
+    func connect(_ credential: String) async throws -> WireClient {
+        let client = try WireClient(socketPath: socket)
+        try await client.hello(client: "mirror-tests", credential: credential)
+        return client
+    }
+
+    func admin(_ op: String, _ params: JSONValue) async throws -> JSONValue {
+        let client = try await connect(Self.adminCredential)
+        defer { client.close() }
+        return try await client.call(op, params)
+    }
+
+    /// The live records of one zone as the user sees them (changes from nil).
+    func records(user: String, database: String = "private", zone: JSONValue = ["zoneName": "com.apple.coredata.cloudkit.zone"]) async throws -> [JSONValue] {
+        let client = try await connect("\(user)-secret")
+        defer { client.close() }
+        var all: [JSONValue] = []
+        var token: JSONValue = .null
+        while true {
+            let page = try await client.call("changes.fetchZone", ["database": .string(database), "zoneID": zone, "since": token, "limit": 10000])
+            all += page["changed"]?.arrayValue ?? []
+            token = page["token"] ?? .null
+            if page["moreComing"] != true { break }
+        }
+        return all
+    }
+
+    func stop() async { _ = await process.stop() }
+}
+
+/// One device: a real store-service mirroring to the cloud as `user`.
+final class Device: Sendable {
+    let name: String
+    let process: ServiceProcess
+    let socket: String
+    let client: WireClient
+    let dataDirectory: String?
+
+    private init(name: String, process: ServiceProcess, socket: String, client: WireClient, dataDirectory: String?) {
+        self.name = name
+        self.process = process
+        self.socket = socket
+        self.client = client
+        self.dataDirectory = dataDirectory
+    }
+
+    static func start(_ name: String, user: String, cloud: Cloud, extra: [String] = [], dataDirectory: String? = nil) async throws -> Device {
+        let socket = cloud.directory.file("\(name).sock")
+        let persistence = dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
+        let process = try await ServiceProcess.start("store-service", ["--socket", socket] + persistence + [
+            "--sync-socket", cloud.socket, "--sync-credential", "\(user)-secret", "--device-name", name, "--no-orphan-repair"] + extra)
+        let client = try WireClient(socketPath: socket)
+        try await client.hello(client: "mirror-tests-\(name)")
+        return Device(name: name, process: process, socket: socket, client: client, dataDirectory: dataDirectory)
+    }
+
+    @discardableResult
+    func call(_ op: String, _ params: JSONValue = [:]) async throws -> JSONValue {
+        try await client.call(op, params)
+    }
+
+    /// Calls `op` expecting an error; returns it.
+    func failure(_ op: String, _ params: JSONValue = [:]) async throws -> WireError {
+        do {
+            let result = try await client.call(op, params)
+            throw TestFailure("\(op) on \(name) succeeded but an error was expected: \(result)")
+        } catch let error as WireError {
+            return error
+        }
+    }
+
+    @discardableResult func send() async throws -> JSONValue { try await call("sync.send") }
+    @discardableResult func fetch() async throws -> JSONValue { try await call("sync.fetch") }
+    @discardableResult func now() async throws -> JSONValue { try await call("sync.now") }
+    func status() async throws -> JSONValue { try await call("sync.status") }
+
+    func context(_ policy: String = "mergeByPropertyObjectTrump") async throws -> String {
+        try #require(try await call("context.open", ["name": "ui", "mergePolicy": .string(policy)])["context"]?.stringValue)
+    }
+
+    static func eventValues(_ id: String, note: String? = nil, session: String? = nil, type: String = "bloodGlucose", value: Double = 120) -> JSONValue {
+        var values: [String: JSONValue] = ["id": .string(id), "eventTypeRaw": .string(type), "occurredAt": "2026-07-27T09:00:00Z",
+                                           "updatedAt": "2026-07-27T09:00:00Z", "value": .double(value)]
+        if let note { values["note"] = .string(note) }
+        if let session { values["session"] = .string(session) }
+        return .object(values)
+    }
+
+    /// Inserts CareEvents `ids` (optionally in a session or a store) and saves; returns their permanent IDs.
+    @discardableResult
+    func insertEvents(_ ids: [String], session: String? = nil, store: String? = nil) async throws -> [String] {
+        let context = try await context()
+        var objects: [JSONValue] = []
+        for id in ids {
+            var item: [String: JSONValue] = ["entity": "CareEvent", "values": Self.eventValues(id, session: session)]
+            if let store { item["store"] = .string(store) }
+            objects.append(.object(item))
+        }
+        let inserted = try await call("object.insert", ["context": .string(context), "objects": .array(objects)])
+        let temporary = inserted["objectIDs"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let saved = try await call("context.save", ["context": .string(context)])
+        try await call("context.close", ["context": .string(context)])
+        let map = Dictionary((saved["inserted"]?.arrayValue ?? []).compactMap { entry -> (String, String)? in
+            guard let temporaryID = entry["temporaryID"]?.stringValue, let objectID = entry["objectID"]?.stringValue else { return nil }
+            return (temporaryID, objectID)
+        }, uniquingKeysWith: { first, _ in first })
+        return temporary.compactMap { map[$0] }
+    }
+
+    /// Inserts and saves one CareSession; returns its permanent ID.
+    func insertSession(_ id: String, title: String = "Mochi") async throws -> String {
+        let context = try await context()
+        let temporary = try #require(try await call("object.insert", ["context": .string(context), "entity": "CareSession",
+                                                                       "values": ["id": .string(id), "title": .string(title)]])["objectID"]?.stringValue)
+        let saved = try await call("context.save", ["context": .string(context)])
+        try await call("context.close", ["context": .string(context)])
+        return try #require(saved["inserted"]?.arrayValue?.first { $0["temporaryID"]?.stringValue == temporary }?["objectID"]?.stringValue)
+    }
+
+    /// Sets values on a saved object and saves.
+    func set(_ objectID: String, _ values: JSONValue) async throws {
+        let context = try await context()
+        try await call("object.set", ["context": .string(context), "objectID": .string(objectID), "values": values])
+        try await call("context.save", ["context": .string(context)])
+        try await call("context.close", ["context": .string(context)])
+    }
+
+    /// Tries to set values; returns the save's error (the context is closed either way).
+    func setFailing(_ objectID: String, _ values: JSONValue) async throws -> WireError {
+        let context = try await context()
+        try await call("object.set", ["context": .string(context), "objectID": .string(objectID), "values": values])
+        let error = try await failure("context.save", ["context": .string(context)])
+        try await call("context.close", ["context": .string(context)])
+        return error
+    }
+
+    func delete(_ objectID: String) async throws {
+        let context = try await context()
+        try await call("object.delete", ["context": .string(context), "objectID": .string(objectID)])
+        try await call("context.save", ["context": .string(context)])
+        try await call("context.close", ["context": .string(context)])
+    }
+
+    /// Objects of `entity`, sorted by id.
+    func objects(_ entity: String = "CareEvent", store: String? = nil, predicate: String? = nil) async throws -> [JSONValue] {
+        var params: [String: JSONValue] = ["entity": .string(entity), "sortDescriptors": [["key": "id", "ascending": true]]]
+        if let store { params["stores"] = [.string(store)] }
+        if let predicate { params["predicate"] = .string(predicate) }
+        return try await call("fetch", .object(params))["objects"]?.arrayValue ?? []
+    }
+
+    func ids(_ entity: String = "CareEvent", store: String? = nil) async throws -> [String] {
+        try await objects(entity, store: store).compactMap { $0["values"]?["id"]?.stringValue }
+    }
+
+    /// The object whose business id is `id`.
+    func object(id: String, entity: String = "CareEvent") async throws -> JSONValue? {
+        try await objects(entity, predicate: "id == '\(id)'").first
+    }
+
+    func pending() async throws -> Int {
+        try await status()["stores"]?.arrayValue?.reduce(0) { $0 + ($1["pending"]?.intValue ?? 0) } ?? -1
+    }
+
+    func stop() async -> Int32? {
+        client.close()
+        return await process.stop()
+    }
+}
