@@ -9,6 +9,8 @@ public struct StoreOptions: Sendable {
     public var orphanRepairAtStart = true
     /// The order the stores are loaded in (legacy routing takes the first that holds the entity).
     public var loadOrder: [StoreScope] = [.private, .shared]
+    /// Cloud mirroring (`--sync-socket`), nil when off.
+    public var mirror: MirrorOptions?
 
     public init() {}
 
@@ -38,6 +40,7 @@ public struct StoreOptions: Sendable {
             }
         }
         result.orphanRepairAtStart = !options.has("no-orphan-repair")
+        result.mirror = try MirrorOptions.from(options)
         return result
     }
 

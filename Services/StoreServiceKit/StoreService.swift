@@ -18,6 +18,7 @@ public final class StoreService: ServiceDefinition {
     public let model: ManagedObjectModel
     private let running = Mutex<StoreEngine?>(nil)
     private let logger = Logger(label: "store-service")
+    let mirrorSlot = MirrorSlot()
 
     public init(configuration: ServiceConfiguration, options: StoreOptions = StoreOptions(), model: ManagedObjectModel = .meowCare()) {
         self.configuration = configuration
@@ -28,7 +29,7 @@ public final class StoreService: ServiceDefinition {
     public static let commandLine = CommandLineParser(
         command: "store-service",
         summary: "one device's Core Data stack (a private and a shared store) over a Unix socket",
-        options: ServiceConfiguration.commandLineOptions + StoreOptions.commandLineOptions)
+        options: ServiceConfiguration.commandLineOptions + StoreOptions.commandLineOptions + MirrorOptions.commandLineOptions)
 
     public var topics: [String] { [StoreEngine.remoteChangeTopic] }
     public var features: [String] { ["contexts", "history", "remoteChange", "orphanRepair", "routing.\(options.routing.rawValue)"] }
@@ -54,14 +55,17 @@ public final class StoreService: ServiceDefinition {
                                           "attached": .int(report.attached), "skipped": .int(report.skippedCount)])
         }
         running.withLock { $0 = engine }
+        try startMirror(engine: engine)
     }
 
     public func stop() {
+        stopMirror()
         try? engine().coordinator.checkpoint()
     }
 
     public func registerOperations(in registry: inout OperationRegistry) {
         registerStoreOperations(in: &registry)
+        registerMirrorOperations(in: &registry)
     }
 
     public func healthChecks() -> [HealthCheck] {
