@@ -18,6 +18,67 @@ public struct FetchRequest: Codable, Sendable {
     public var stores: [String]?
     /// Registers the results in this context (so later edits are checked against what was read).
     public var context: String?
+    /// `objects` (default) or `rows`: one array per object under `columns` (stored values),
+    /// which is much cheaper to encode and parse for big fetches.
+    public var resultFormat: FetchResultFormat?
+}
+
+public enum FetchResultFormat: String, Codable, Sendable {
+    case objects, rows
+}
+
+/// A fetch's rows in the `rows` format: `[objectID, store, version, uuid, zone, <attributes…>,
+/// <to-one relationships…>]` per object, values written straight from SQLite's.
+struct FetchRows: Encodable, Sendable {
+    let hits: [FetchExecutor.Hit]
+    let entity: EntityDescription
+    let storeNames: [String]
+    let storeUUIDs: [String]
+
+    init(hits: [FetchExecutor.Hit], entity: EntityDescription, stores: StoreSet) {
+        self.hits = hits
+        self.entity = entity
+        storeNames = stores.list.map(\.name)
+        storeUUIDs = stores.list.map(\.uuid)
+    }
+
+    static func columns(_ entity: EntityDescription) -> [String] {
+        ["objectID", "store", "version", "uuid", "zone"] + entity.storedPropertyNames
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var outer = encoder.unkeyedContainer()
+        let attributeCount = entity.attributes.count
+        let destinations = entity.toOneRelationships.map(\.destination)
+        for hit in hits {
+            var row = outer.nestedUnkeyedContainer()
+            let uuid = storeUUIDs[hit.store]
+            try row.encode("x-coredata://\(uuid)/\(entity.name)/p\(hit.row.primaryKey)")
+            try row.encode(storeNames[hit.store])
+            try row.encode(hit.row.version)
+            try row.encode(hit.row.uuid)
+            if let zone = hit.row.zone { try row.encode(zone) } else { try row.encodeNil() }
+            for (index, value) in hit.row.values.enumerated() {
+                if index >= attributeCount {
+                    if let key = value.int64 {
+                        try row.encode("x-coredata://\(uuid)/\(destinations[index - attributeCount])/p\(key)")
+                    } else {
+                        try row.encodeNil()
+                    }
+                    continue
+                }
+                switch (entity.attributes[index].type, value) {
+                case (_, .null): try row.encodeNil()
+                case let (.boolean, .integer(flag)): try row.encode(flag != 0)
+                case let (.double, .integer(number)): try row.encode(Double(number))
+                case let (_, .integer(number)): try row.encode(number)
+                case let (_, .real(number)): try row.encode(number)
+                case let (_, .text(text)): try row.encode(text)
+                case let (_, .blob(bytes)): try row.encode(String(decoding: bytes, as: UTF8.self))
+                }
+            }
+        }
+    }
 }
 
 /// Runs fetches inside SQLite. Every page is a LIMIT/OFFSET query that streams rows, so memory
@@ -197,6 +258,18 @@ struct FetchExecutor {
         default:
             let x = a.double ?? 0, y = b.double ?? 0
             return x == y ? 0 : (x < y ? -1 : 1)
+        }
+    }
+
+    /// Registers fetched rows in `context` (objects it already holds keep their state).
+    static func register(_ hits: [Hit], entity: EntityDescription, in context: ManagedObjectContext, stores: StoreSet) {
+        for hit in hits {
+            let store = stores.list[hit.store]
+            let id = store.objectID(entity.name, hit.row.primaryKey)
+            guard context.lookup(id.uri) == nil else { continue }
+            context.register(ContextObject(id: id, entity: entity, store: hit.store, isInserted: false, version: hit.row.version,
+                                           snapshot: ManagedObjectContext.contextValues(hit.row, entity: entity, store: store),
+                                           uuid: hit.row.uuid, zone: hit.row.zone, sequence: context.takeSequence()))
         }
     }
 

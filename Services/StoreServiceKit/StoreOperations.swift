@@ -106,7 +106,11 @@ struct MoveResult: Codable, Sendable {
     var deletedObjectID: String
     var store: String
 }
-struct FetchResult: Codable, Sendable { var objects: [ObjectRecord] }
+struct FetchResult: Encodable, Sendable {
+    var objects: [ObjectRecord]?
+    var columns: [String]?
+    var rows: FetchRows?
+}
 struct CountResult: Codable, Sendable { var count: Int }
 struct HistoryFetchParams: Codable, Sendable {
     var store: String?
@@ -337,6 +341,11 @@ extension StoreService {
             let run = { (stores: StoreSet, context: ManagedObjectContext?) throws -> FetchResult in
                 guard let entity = stores.model.entity(named: params.entity) else { throw StoreError.unknownEntity(params.entity, model: stores.model) }
                 let hits = try FetchExecutor(stores: stores, request: params).run()
+                if params.resultFormat == .rows {
+                    if let context { FetchExecutor.register(hits, entity: entity, in: context, stores: stores) }
+                    let rows = FetchRows(hits: hits, entity: entity, stores: stores)
+                    return FetchResult(columns: FetchRows.columns(entity), rows: rows)
+                }
                 var objects: [ObjectRecord] = []
                 objects.reserveCapacity(hits.count)
                 for hit in hits {
