@@ -44,7 +44,7 @@ let package = Package(
         .executableTarget(name: "meow-bench", dependencies: ["MeowWire", "SQLiteKit"],
                           path: "Benchmarks/meow-bench", swiftSettings: strict),
 
-        .target(name: "TestSupport", dependencies: ["MeowWire"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["MeowWire", "CShim"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "MeowWireTests", dependencies: ["MeowWire"], path: "Tests/MeowWireTests", swiftSettings: strict),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"], path: "Tests/SQLiteKitTests", swiftSettings: strict),
         .testTarget(name: "StoreServiceTests", dependencies: ["StoreServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],

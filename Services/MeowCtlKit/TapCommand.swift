@@ -111,8 +111,8 @@ final class TapPair: Sendable {
         while true {
             let n = buffer.withUnsafeMutableBytes { UnixSocket.read(fd: source, into: $0) }
             if n <= 0 { break }
-            // Forward first: the log never changes or delays what crosses.
-            let written = buffer.withUnsafeBytes { UnixSocket.writeAll(fd: destination, UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            // Log, then forward: the bytes are passed on unchanged, and a frame's log line exists
+            // before its last byte reaches the other side (so a reader of the log never races it).
             if parsing {
                 parser.append(buffer[0..<n])
                 do {
@@ -124,6 +124,7 @@ final class TapPair: Sendable {
                                "bytes": .string(Data(buffer[0..<min(n, 64)]).base64EncodedString())])
                 }
             }
+            let written = buffer.withUnsafeBytes { UnixSocket.writeAll(fd: destination, UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             if written != .written { break }
         }
         if parsing, parser.bufferedByteCount > 0 {

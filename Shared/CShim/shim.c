@@ -7,6 +7,10 @@
 #include <unistd.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <string.h>
 
 int meow_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     struct ucred cred;
@@ -60,3 +64,61 @@ static int set_timeout(int fd, int option, int milliseconds) {
 }
 int meow_set_send_timeout(int fd, int milliseconds) { return set_timeout(fd, SO_SNDTIMEO, milliseconds); }
 int meow_set_receive_timeout(int fd, int milliseconds) { return set_timeout(fd, SO_RCVTIMEO, milliseconds); }
+
+static int shutdown_signal_fd = -1;
+
+static void on_shutdown_signal(int number) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)number;
+    if (shutdown_signal_fd >= 0) { ssize_t ignored = write(shutdown_signal_fd, &byte, 1); (void)ignored; }
+    errno = saved;
+}
+
+int meow_install_shutdown_signals(int write_fd) {
+    shutdown_signal_fd = write_fd;
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = on_shutdown_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    if (sigaction(SIGTERM, &action, NULL) != 0 || sigaction(SIGINT, &action, NULL) != 0) return -1;
+    signal(SIGPIPE, SIG_IGN);
+    // A parent may have started us with these signals blocked (the mask survives exec; test
+    // runners and shells do this): unblock them on this thread so the handler can run.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    return 0;
+}
+
+int meow_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}
+
+pid_t meow_spawn(const char *path, char *const argv[], char *const envp[], int stdout_fd, int stderr_fd) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+    posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
+    posix_spawnattr_init(&attributes);
+    sigset_t empty, defaults;
+    sigemptyset(&empty);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGPIPE);
+    sigaddset(&defaults, SIGCHLD);
+    posix_spawnattr_setsigmask(&attributes, &empty);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    pid_t pid = -1;
+    int result = posix_spawn(&pid, path, &actions, &attributes, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    if (result != 0) { errno = result; return -1; }
+    return pid;
+}

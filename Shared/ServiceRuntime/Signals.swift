@@ -1,25 +1,34 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
-import Synchronization
+import CShim
+import Foundation
 
 /// SIGTERM/SIGINT start a graceful shutdown; SIGPIPE is ignored (writes use MSG_NOSIGNAL too).
-/// Lives outside main.swift: a Dispatch signal source made at top level crashes on delivery.
+/// A sigaction handler writes the signal to a pipe (the self-pipe trick) and a thread of ours
+/// reads it: installation is synchronous, so a signal sent the moment the service says "ready"
+/// is never missed — unlike a Dispatch signal source, which registers asynchronously.
 public enum ShutdownSignals {
-    /// Keeps the sources alive for the life of the process. DispatchSource is not Sendable;
-    /// the array is only appended to, under the lock, and never read.
-    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
-    private static let lock = Mutex(())
-
     public static func install(_ onSignal: @escaping @Sendable (Int32) -> Void) {
-        signal(SIGPIPE, SIG_IGN)
-        for number in [SIGTERM, SIGINT] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { onSignal(number) }
-            source.resume()
-            lock.withLock { _ in sources.append(source) }
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else {
+            signal(SIGPIPE, SIG_IGN)
+            return
         }
+        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        let readEnd = fds[0]
+        let thread = Thread {
+            var byte: UInt8 = 0
+            while true {
+                let n = read(readEnd, &byte, 1)
+                if n == 1 { onSignal(Int32(byte)); continue }
+                if n < 0 && errno == EINTR { continue }
+                return
+            }
+        }
+        thread.name = "shutdown-signals"
+        thread.start()
+        _ = meow_install_shutdown_signals(fds[1])
     }
 }

@@ -1,46 +1,73 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CShim
 import Foundation
 import MeowWire
 
 /// A real service (or any of the package's executables) started as a child process. Its stderr
 /// is drained continuously into `lines`; readiness is the service's own "ready" log line.
 ///
+/// Spawned with posix_spawn and reaped with waitpid on a thread of its own: Foundation's Process
+/// notices an exit through a descriptor that children spawned concurrently by other tests can
+/// inherit, which hides exits; and it lets children inherit a blocked signal mask.
+///
 /// ```swift
 /// let dir = TemporaryDirectory()
 /// let store = try await ServiceProcess.start("store-service", ["--socket", dir.file("s.sock"), "--in-memory"])
-/// defer { store.stop() }
+/// defer { store.kill() }
 /// ```
 public final class ServiceProcess: @unchecked Sendable {
-    // @unchecked: `process` is only touched through its own thread-safe API; `output` is guarded
-    // by `condition`.
-    public let process: Process
+    // @unchecked: every mutable field is guarded by `condition`.
     public let name: String
+    public let pid: pid_t
     private let condition = NSCondition()
     private var output: [String] = []
     private var stdoutText = ""
     private var openPipes = 2
-    private var exited = false
+    private var exitStatus: Int32?
     private var finished: Bool { openPipes == 0 }
 
     public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
         name = executable
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : Binaries.path(executable))
-        process.arguments = arguments
-        if let environment {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let path = executable.hasPrefix("/") ? executable : Binaries.path(executable)
+        var outPipe: [Int32] = [0, 0]
+        var errPipe: [Int32] = [0, 0]
+        guard meow_pipe_cloexec(&outPipe) == 0, meow_pipe_cloexec(&errPipe) == 0 else {
+            throw TestFailure("pipe2: \(String(cString: strerror(errno)))")
         }
-        let errorPipe = Pipe()
-        let outputPipe = Pipe()
-        process.standardError = errorPipe
-        process.standardOutput = outputPipe
-        process.standardInput = FileHandle.nullDevice
-        process.terminationHandler = { [weak self, condition] _ in
-            condition.lock(); self?.markExited(); condition.broadcast(); condition.unlock()
+        let env = ProcessInfo.processInfo.environment.merging(environment ?? [:]) { _, new in new }
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
         }
-        try process.run()
-        drain(errorPipe.fileHandleForReading, isStderr: true)
-        drain(outputPipe.fileHandleForReading, isStderr: false)
+        let spawned = meow_spawn(path, argv, envp, outPipe[1], errPipe[1])
+        close(outPipe[1])
+        close(errPipe[1])
+        guard spawned > 0 else {
+            close(outPipe[0])
+            close(errPipe[0])
+            throw TestFailure("could not start \(path): \(String(cString: strerror(errno)))")
+        }
+        pid = spawned
+        drain(fd: errPipe[0], isStderr: true)
+        drain(fd: outPipe[0], isStderr: false)
+        let reaper = Thread { [weak self, condition, pid] in
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            // WIFEXITED → exit code; killed by a signal → 128 + signal, as shells report it.
+            let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+            condition.lock()
+            self?.record(exit: code)
+            condition.broadcast()
+            condition.unlock()
+        }
+        reaper.start()
     }
+
+    private func record(exit code: Int32) { exitStatus = code }
 
     /// Starts a service and waits (up to `timeout`) for its "ready" log line.
     public static func start(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
@@ -53,32 +80,34 @@ public final class ServiceProcess: @unchecked Sendable {
         return service
     }
 
-    private func drain(_ handle: FileHandle, isStderr: Bool) {
+    private func drain(fd: Int32, isStderr: Bool) {
         let thread = Thread { [self] in
-            var pending = Data()
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
                 if !isStderr {
-                    condition.lock(); stdoutText += String(decoding: chunk, as: UTF8.self); condition.unlock()
+                    condition.lock(); stdoutText += String(decoding: buffer[0..<n], as: UTF8.self); condition.unlock()
                     continue
                 }
-                pending.append(chunk)
+                pending += buffer[0..<n]
                 while let newline = pending.firstIndex(of: 0x0A) {
-                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                    pending.removeSubrange(pending.startIndex...newline)
+                    let line = String(decoding: pending[..<newline], as: UTF8.self)
+                    pending.removeSubrange(...newline)
                     condition.lock(); output.append(line); condition.broadcast(); condition.unlock()
                 }
             }
-            if !pending.isEmpty {
-                condition.lock(); output.append(String(decoding: pending, as: UTF8.self)); condition.unlock()
-            }
-            condition.lock(); openPipes -= 1; condition.broadcast(); condition.unlock()
+            close(fd)
+            condition.lock()
+            if !pending.isEmpty { output.append(String(decoding: pending, as: UTF8.self)) }
+            openPipes -= 1
+            condition.broadcast()
+            condition.unlock()
         }
         thread.start()
     }
-
-    private func markExited() { exited = true }
 
     /// Every stderr line so far.
     public var lines: [String] {
@@ -89,6 +118,11 @@ public final class ServiceProcess: @unchecked Sendable {
     public var standardOutput: String {
         condition.lock(); defer { condition.unlock() }
         return stdoutText
+    }
+
+    public var isRunning: Bool {
+        condition.lock(); defer { condition.unlock() }
+        return exitStatus == nil
     }
 
     /// Waits for a stderr line containing `text` (searching lines already seen, too).
@@ -102,7 +136,7 @@ public final class ServiceProcess: @unchecked Sendable {
                     if output[scanned].contains(text) { return output[scanned] }
                     scanned += 1
                 }
-                if finished || exited || !condition.wait(until: deadline) { return nil }
+                if finished || !condition.wait(until: deadline) { return nil }
             }
         }
     }
@@ -110,21 +144,21 @@ public final class ServiceProcess: @unchecked Sendable {
     /// SIGTERM, then waits for exit; returns the exit status (nil if it did not exit in time).
     @discardableResult
     public func stop(timeout: TimeInterval = 20) async -> Int32? {
-        guard process.isRunning else { return process.terminationStatus }
-        process.terminate()
+        signal(SIGTERM)
         return await waitForExit(timeout: timeout)
     }
 
-    /// SIGKILL: no clean-up, as in a crash.
+    /// SIGKILL: no clean-up, as in a crash. Waits (bounded) until the process is gone.
     public func kill() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        // Bounded: a test must never hang on a child, even on an overloaded machine.
+        signal(SIGKILL)
+        condition.lock()
         let deadline = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < deadline { usleep(1000) }
+        while exitStatus == nil { if !condition.wait(until: deadline) { break } }
+        condition.unlock()
     }
 
     public func signal(_ number: Int32) {
-        Foundation.kill(process.processIdentifier, number)
+        if isRunning { Glibc.kill(pid, number) }
     }
 
     /// Waits for the process to exit, then (up to a second) for its output pipes to drain.
@@ -132,18 +166,17 @@ public final class ServiceProcess: @unchecked Sendable {
     public func waitForExit(timeout: TimeInterval = 20) async -> Int32? {
         await offThread { [self] in
             let deadline = Date().addingTimeInterval(timeout)
-            condition.lock()
-            while !exited { if !condition.wait(until: deadline) { break } }
+            condition.lock(); defer { condition.unlock() }
+            while exitStatus == nil { if !condition.wait(until: deadline) { break } }
             let drained = Date().addingTimeInterval(1)
-            while exited && !finished { if !condition.wait(until: drained) { break } }
-            let didExit = exited
-            condition.unlock()
-            return didExit ? process.terminationStatus : nil
+            while exitStatus != nil && !finished { if !condition.wait(until: drained) { break } }
+            return exitStatus
         }
     }
 
+    /// A process the test dropped without stopping is killed, never left behind.
     deinit {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        if exitStatus == nil { Glibc.kill(pid, SIGKILL) }
     }
 }
 
@@ -154,9 +187,9 @@ public struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// Runs one of the package's executables to completion: exit status, stdout, stderr.
-public func runTool(_ executable: String, _ arguments: [String], stdin: String? = nil,
+public func runTool(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                     timeout: TimeInterval = 60) async throws -> (status: Int32, stdout: String, stderr: String) {
-    let tool = try ServiceProcess(executable, arguments)
+    let tool = try ServiceProcess(executable, arguments, environment: environment)
     guard let status = await tool.waitForExit(timeout: timeout) else {
         tool.kill()
         throw TestFailure("\(executable) \(arguments) did not finish in \(timeout)s")

@@ -19,4 +19,17 @@ int meow_is_unix_listener(int fd);
 int meow_set_send_timeout(int fd, int milliseconds);
 int meow_set_receive_timeout(int fd, int milliseconds);
 
+/// pipe2(O_CLOEXEC): neither end leaks into children spawned concurrently by other threads.
+int meow_pipe_cloexec(int fds[2]);
+
+/// posix_spawn with stdin from /dev/null, stdout/stderr to the given fds, an empty signal mask
+/// and default dispositions for SIGTERM, SIGINT, SIGPIPE and SIGCHLD — so a child never
+/// inherits a parent's blocked or ignored signals. Returns the pid, or -1 with errno set.
+pid_t meow_spawn(const char *path, char *const argv[], char *const envp[], int stdout_fd, int stderr_fd);
+
+/// Installs SIGTERM/SIGINT handlers that write the signal number (one byte) to `write_fd`, and
+/// ignores SIGPIPE. sigaction is synchronous: once this returns, a signal cannot be lost or
+/// ignored (a Dispatch signal source registers asynchronously, so an early SIGTERM could be).
+int meow_install_shutdown_signals(int write_fd);
+
 #endif
