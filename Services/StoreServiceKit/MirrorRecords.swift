@@ -85,9 +85,20 @@ enum MirrorRecordCoding {
         return times
     }
 
-    /// The fields two sides can edit (bookkeeping fields aside).
+    /// The fields two sides can edit (bookkeeping fields aside), numbers normalised so that a
+    /// double sent as `250.0` and read back as `250` compare equal.
     static func dataFields(_ fields: [String: JSONValue]?) -> [String: JSONValue] {
-        (fields ?? [:]).filter { $0.key != MirrorState.fieldTimesField && $0.key != MirrorState.entityNameField }
+        var result: [String: JSONValue] = [:]
+        for (name, field) in fields ?? [:] where name != MirrorState.fieldTimesField && name != MirrorState.entityNameField {
+            guard var object = field.objectValue, let type = object["type"]?.stringValue, type == "double" || type == "date",
+                  let number = object["value"]?.doubleValue else {
+                result[name] = field
+                continue
+            }
+            object["value"] = .double(number)
+            result[name] = .object(object)
+        }
+        return result
     }
 
     /// Wire values for `object.set`-style application: attributes converted back from record
