@@ -39,23 +39,27 @@ struct MeowCareDemo {
         await transcript.run("2. Device B sees them") {
             let deviceB = try await Device(deployment, "device-b")
             defer { deviceB.client.close() }
-            guard try await deviceB.has("sync.now") else {
-                transcript.skip("this store-service build has no cloud mirror (sync.* ops); devices do not sync yet")
-                return
-            }
             let deviceA = try await Device(deployment, "device-a")
             defer { deviceA.client.close() }
-            _ = try await deviceA.client.call("sync.now", Empty())
-            _ = try await deviceB.client.call("sync.now", Empty())
+            let before = try await deviceB.count("CareEvent", predicate: "session.id == 'mochi'")
+            let pendingBefore = try await deviceB.pendingCount()
+            let sent = try await deviceA.client.call("sync.send", [:])
+            transcript.say("device A: sync.send → \(MeowCtl.compactJSON(sent))")
+            let fetched = try await deviceB.client.call("sync.fetch", [:])
+            transcript.say("device B: sync.fetch → \(MeowCtl.compactJSON(fetched))")
             let count = try await deviceB.count("CareEvent", predicate: "session.id == 'mochi'")
-            transcript.check(count == 3, "device B has Mochi's 3 readings after sync")
+            transcript.check(before == 0 && count == 3, "device B had none of Mochi's readings and now has all 3")
+            let pendingAfter = try await deviceB.pendingCount()
+            transcript.check(pendingAfter == pendingBefore,
+                             "what device B imported is not queued to go back to the cloud (no echo: \(pendingBefore) pending before the fetch, \(pendingAfter) after)")
         }
 
         await CloudSharingChapters(deployment: deployment, transcript: transcript).tell()
         await SeedChapters(deployment: deployment, transcript: transcript).tell()
-        await transcript.run("7. Two edits of the same reading, resolved field by field") {
+        await transcript.run("7a. Two contexts on device A edit the same reading (Core Data merge policy)") {
             try await conflictChapter()
         }
+        await ConvergenceChapters(deployment: deployment, transcript: transcript).tell()
         _ = sessionID
     }
 
@@ -81,7 +85,7 @@ struct MeowCareDemo {
         transcript.say("'phone' saves second: conflict on the row's version; policy mergeByPropertyObjectTrump writes \(written)")
         let final = try await device.fetch("CareEvent", predicate: "id == 'bg-07:30'").first?["values"]
         transcript.say("stored: value = \(final?["value"]?.doubleValue.map { String(Int($0)) } ?? "nil"), note = \(final?["note"]?.stringValue ?? "nil")")
-        transcript.check(final?["value"] == 176.0 && final?["note"] == "re-measured",
+        transcript.check(final?["value"]?.doubleValue == 176 && final?["note"] == "re-measured",
                          "both properties both contexts changed were decided by the policy (the saving context's values win)")
     }
 }
@@ -133,6 +137,12 @@ struct Device {
         var params: [String: JSONValue] = ["entity": .string(entity), "predicate": .string(predicate)]
         if let stores { params["stores"] = .array(stores.map { .string($0) }) }
         return try await client.call("fetch", params)["objects"]?.arrayValue ?? []
+    }
+
+    /// Changes queued for the cloud, over both stores.
+    func pendingCount() async throws -> Int {
+        let status = try await client.call("sync.status", [:])
+        return (status["stores"]?.arrayValue ?? []).compactMap { $0["pending"]?.intValue }.reduce(0, +)
     }
 
     func count(_ entity: String, predicate: String) async throws -> Int {
