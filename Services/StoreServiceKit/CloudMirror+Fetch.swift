@@ -56,6 +56,8 @@ extension CloudMirror {
     func fetchDatabase(_ scope: StoreScope, report: inout MirrorFetchReport) throws {
         guard try storeName(scope) != nil else { return }
         let database = scope == .private ? "private" : "shared"
+        let fullFetch = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) } == nil
+        var currentZones: Set<MirrorZoneID> = []
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) }
             var params: [String: JSONValue] = ["database": .string(database)]
@@ -80,8 +82,16 @@ extension CloudMirror {
                 report.zonesReset.append(zone.key)
             }
             for zone in changes.changedZones { try fetchZone(zone, scope: scope, database: database, report: &report) }
+            currentZones.formUnion(changes.changedZones)
             try state(scope) { state, _, _ in try state.setValue(MirrorState.databaseTokenKey, changes.token) }
             if !changes.moreComing { break }
+        }
+        // A fetch from nil lists only the zones that exist now: a zone this device holds data of
+        // that is not among them was deleted while the device had no token (first fetch, or an
+        // expired token) and is removed like a reported deletion.
+        if fullFetch {
+            let known = try state(scope) { state, _, _ in try state.knownZones() }
+            for zone in known.subtracting(currentZones) { try removeZone(zone, scope: scope, purged: false, report: &report) }
         }
     }
 

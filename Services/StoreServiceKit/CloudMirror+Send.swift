@@ -216,7 +216,7 @@ extension CloudMirror {
                     if let stored = savedByName[uuid], error == nil {
                         try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: stored.recordChangeTag,
                                                 serverFields: stored.fields ?? record.fields))
-                        try state.dropPending(uuid)
+                        try state.dropPending(item.pending)
                         report.saved += 1
                         continue
                     }
@@ -226,13 +226,18 @@ extension CloudMirror {
                         guard let server = try? error.details["serverRecord"]?.decode(MirrorRecord.self) else { skipped.insert(uuid); continue }
                         let known = error.code == .serverRecordChanged ? try state.meta(uuid)?.serverFields : nil
                         let ancestor = (try? error.details["ancestorRecord"]?.decode(MirrorRecord.self))?.fields ?? known
-                        let outcome = try merge(server: server, client: record, ancestor: ancestor, pending: item.pending, state: state)
+                        // Merge with the row as it is now (a save may have landed since the batch was built).
+                        let current = try Self.currentFields(entity: item.entity, uuid: uuid, state: state).map {
+                            MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType, fields: $0)
+                        } ?? record
+                        let outcome = try merge(server: server, client: current, ancestor: ancestor,
+                                                pending: try state.pending(uuid: uuid) ?? item.pending, state: state)
                         local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.zoneName))
                         afterSave.append {
                             try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: server.zoneID, changeTag: server.recordChangeTag,
                                                     serverFields: server.fields))
                             try state.setFieldTimes(uuid, outcome.times)
-                            if !outcome.clientWon { try state.dropPending(uuid) }
+                            if !outcome.clientWon { try state.dropPending(item.pending) }
                         }
                         report.conflictsResolved += 1
                         if !outcome.clientWon { skipped.insert(uuid) }
@@ -243,14 +248,14 @@ extension CloudMirror {
                             try state.dropMeta(uuid)
                         } else {
                             local.append(LocalChange(uuid: uuid, entity: item.entity, fields: nil, zone: nil))
-                            afterSave.append { try state.dropMeta(uuid); try state.dropPending(uuid) }
+                            afterSave.append { try state.dropMeta(uuid); try state.dropPending(item.pending) }
                         }
                     case .zoneNotFound:
                         if store.scope == .private {
                             progress.withLock { _ = $0.zonesEnsured.remove(record.zoneID.key) }
                             try requeueZone(record.zoneID, state: state)
                         } else {
-                            try state.dropPending(uuid)
+                            try state.dropPending(item.pending)
                             skipped.insert(uuid)
                         }
                     case .permissionFailure:
@@ -264,7 +269,7 @@ extension CloudMirror {
                 } else if let zone = item.delete {
                     if deletedNames.contains(uuid) && error == nil {
                         try state.dropMeta(uuid)
-                        try state.dropPending(uuid)
+                        try state.dropPending(item.pending)
                         if let shareZone = try state.shareZone(ofRoot: uuid), store.scope == .private { rootsDeleted.append(shareZone) }
                         report.deleted += 1
                     } else if error?.code == .permissionFailure, let error {
@@ -272,7 +277,7 @@ extension CloudMirror {
                         skipped.insert(uuid)
                     } else if error?.code == .zoneNotFound || error?.code == .unknownItem {
                         try state.dropMeta(uuid)
-                        try state.dropPending(uuid)
+                        try state.dropPending(item.pending)
                     } else if error?.code != .batchRequestFailed {
                         logger.notice("record not deleted", ["recordName": .string(uuid), "zone": .string(zone.key),
                                                              "code": .string(error?.code.rawValue ?? "none")])

@@ -92,15 +92,20 @@ final class CloudMirror: Sendable {
 
     /// One request to the sync-service. A broken connection is dropped so the next call reconnects.
     func call(_ op: String, _ params: JSONValue) throws(WireError) -> JSONValue {
-        let live = try client()
-        do {
-            return try live.client.callBlocking(op, params)
-        } catch {
-            if [.connectionClosed, .networkUnavailable, .timedOut].contains(error.code) {
+        var retried = false
+        while true {
+            let live = try client()
+            do {
+                return try live.client.callBlocking(op, params)
+            } catch {
+                guard [.connectionClosed, .networkUnavailable, .timedOut].contains(error.code) else { throw error }
                 connection.withLock { $0 = nil }
                 live.client.close()
+                // A connection that died while idle (the sync-service restarted): one fresh try.
+                // Every mirror request is safe to repeat (tags and record names make saves idempotent).
+                guard !retried, error.code == .connectionClosed else { throw error }
+                retried = true
             }
-            throw error
         }
     }
 

@@ -48,6 +48,8 @@ extension CloudMirror {
         let now = Date().timeIntervalSince1970
         let stores: [MirrorStatus.StoreStatus] = try withStores { stores in
             try stores.list.map { store in
+                // Queue what was saved since the last sync step, so the counts are current.
+                try ingest(store)
                 let state = MirrorState(store)
                 let cursor = Int(try state.value(MirrorState.exportCursorKey) ?? "0") ?? 0
                 var byZone: [String: Int] = [:]

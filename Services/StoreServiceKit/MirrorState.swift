@@ -34,7 +34,7 @@ struct MirrorState {
             CREATE TABLE IF NOT EXISTS mirror_kv(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_pending(seq INTEGER PRIMARY KEY AUTOINCREMENT, uuid TEXT NOT NULL UNIQUE,
                 entity TEXT NOT NULL, kind TEXT NOT NULL, zone_name TEXT, owner_name TEXT, changed TEXT NOT NULL,
-                not_before REAL NOT NULL DEFAULT 0);
+                not_before REAL NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);
             CREATE TABLE IF NOT EXISTS mirror_meta(uuid TEXT PRIMARY KEY, entity TEXT NOT NULL, zone_name TEXT NOT NULL,
                 owner_name TEXT NOT NULL, change_tag TEXT, server_fields TEXT);
             CREATE INDEX IF NOT EXISTS mirror_meta_zone ON mirror_meta(zone_name, owner_name);
@@ -73,6 +73,8 @@ struct MirrorState {
         var zone: MirrorZoneID?
         var changed: Set<String>
         var notBefore: Double
+        /// Bumped by every enqueue of the record: a verdict only removes the version it answered.
+        var generation: Int64
     }
 
     private static func pending(_ row: Row) -> Pending {
@@ -80,10 +82,10 @@ struct MirrorState {
         let changed = (try? JSONDecoder().decode([String].self, from: Data((row[6].string ?? "[]").utf8))) ?? []
         return Pending(seq: row[0].int64 ?? 0, uuid: row[1].string ?? "", entity: row[2].string ?? "",
                        kind: ChangeKind(rawValue: row[3].string ?? "") ?? .update, zone: zone, changed: Set(changed),
-                       notBefore: row[7].double ?? 0)
+                       notBefore: row[7].double ?? 0, generation: row[8].int64 ?? 0)
     }
 
-    private static let pendingColumns = "seq, uuid, entity, kind, zone_name, owner_name, changed, not_before"
+    private static let pendingColumns = "seq, uuid, entity, kind, zone_name, owner_name, changed, not_before, generation"
 
     func pending(uuid: String) throws -> Pending? {
         try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid = ?", [uuid]).first.map(Self.pending)
@@ -118,12 +120,17 @@ struct MirrorState {
         try database.execute("""
             INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before) VALUES (?, ?, ?, ?, ?, ?, 0)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = excluded.zone_name,
-                owner_name = excluded.owner_name, changed = excluded.changed, not_before = 0
+                owner_name = excluded.owner_name, changed = excluded.changed, not_before = 0, generation = generation + 1
             """, [uuid, entity, newKind.rawValue, SQLValue(zone?.zoneName), SQLValue(zone?.ownerName), text])
     }
 
     func dropPending(_ uuid: String) throws {
         try database.execute("DELETE FROM mirror_pending WHERE uuid = ?", [uuid])
+    }
+
+    /// Removes the entry only if it is still the version a verdict answered (a newer local edit stays queued).
+    func dropPending(_ entry: Pending) throws {
+        try database.execute("DELETE FROM mirror_pending WHERE uuid = ? AND generation = ?", [entry.uuid, entry.generation])
     }
 
     func deferEntries(_ uuids: [String], until time: Double) throws {
@@ -165,6 +172,19 @@ struct MirrorState {
     func metas(inZone zone: MirrorZoneID) throws -> [Meta] {
         try database.query("SELECT uuid FROM mirror_meta WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
             .compactMap { $0[0].string }.compactMap { try meta($0) }
+    }
+
+    /// The zones this store holds data of: record metadata's zones, and the shared store's share zones.
+    func knownZones() throws -> Set<MirrorZoneID> {
+        var zones = Set(try database.query("SELECT DISTINCT zone_name, owner_name FROM mirror_meta").map {
+            MirrorZoneID(zoneName: $0[0].string ?? "", ownerName: $0[1].string ?? "")
+        })
+        if store.scope == .shared {
+            for row in try database.query("SELECT zone_name, owner_name FROM z_share") {
+                zones.insert(MirrorZoneID(zoneName: row[0].string ?? "", ownerName: row[1].string ?? ""))
+            }
+        }
+        return zones
     }
 
     // MARK: Field times
