@@ -7,6 +7,7 @@ struct BenchmarkSuite: Sendable {
 enum Benchmarks {
     static let all: [BenchmarkSuite] = [
         BenchmarkSuite(name: "ping", run: PingBenchmark.run),
+        BenchmarkSuite(name: "store", run: StoreBenchmark.run),
         BenchmarkSuite(name: "cloud", run: CloudBenchmark.run),
     ]
 }

@@ -1,0 +1,193 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import MeowWire
+import SQLiteKit
+
+/// store-service: saves of 1,000 CareEvents per save over the socket beside raw prepared SQLite
+/// inserts of the same rows with the same durability; a sorted fetch of 10,000 events of one
+/// session beside the raw SQL query; the orphan repair of 100,000 orphans beside the raw UPDATE;
+/// the service's peak RSS while a client pages through every event.
+enum StoreBenchmark {
+    static func run(_ quick: Bool) throws {
+        let directory = NSTemporaryDirectory() + "mb-store-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let service = try Child("store-service", ["--socket", directory + "/store.sock", "--data-dir", directory + "/data",
+                                                  "--log-level", "warning", "--no-orphan-repair"], socket: directory + "/store.sock")
+        defer { service.stop() }
+        let session = try StoreSession(socket: service.socket)
+        let raw = try RawStore(path: directory + "/raw.sqlite")
+        let widths = [44, 14, 16, 32]
+        print("store-service — beside raw SQLite doing the same work in the same run (WAL, synchronous=FULL)")
+        print(row(["", "raw SQLite", "store-service", "ratio (target)"], widths: widths))
+
+        // 1. Saves of 1,000 CareEvents per save, into one session.
+        let saves = quick ? 10 : 50
+        let sessionID = try session.insertSession(id: "bench")
+        var started = now()
+        for batch in 0..<saves { try session.saveEvents(batch: batch, count: 1000, session: sessionID) }
+        let serviceSaveRate = Double(saves * 1000) / (Double(now() - started) / 1e9)
+        started = now()
+        for batch in 0..<saves { try raw.insertEvents(batch: batch, count: 1000, session: 1) }
+        let rawSaveRate = Double(saves * 1000) / (Double(now() - started) / 1e9)
+        print(row(["saves of 1,000 events: events/s", format(rawSaveRate, 0), format(serviceSaveRate, 0),
+                   format(serviceSaveRate / rawSaveRate, 2) + " (≥ 0.33)"], widths: widths))
+
+        // 2. Fetch 10,000 events of one session sorted by time.
+        let fetchRuns = quick ? 3 : 10
+        var serviceFetch = Latencies(), rawFetch = Latencies()
+        let checked = try session.fetchSorted(limit: 10_000, check: true)
+        guard checked == 10_000, try raw.fetchSorted(limit: 10_000) == 10_000 else { throw BenchError("expected 10,000 rows, got \(checked)") }
+        for _ in 0..<fetchRuns {
+            // Timed to the reply's last byte: the client's own JSON parsing is not the service's cost.
+            var t0 = now()
+            _ = try session.fetchSorted(limit: 10_000, check: false)
+            serviceFetch.add(now() - t0)
+            t0 = now()
+            _ = try raw.fetchSorted(limit: 10_000)
+            rawFetch.add(now() - t0)
+        }
+        print(row(["fetch 10,000 events sorted by time: ms", format(rawFetch.percentile(0.5) / 1000, 2),
+                   format(serviceFetch.percentile(0.5) / 1000, 2), format(serviceFetch.percentile(0.5) / rawFetch.percentile(0.5), 1) + "×"], widths: widths))
+
+        // 3. The orphan repair of many orphans (events saved with no session).
+        let orphans = quick ? 20_000 : 100_000
+        for batch in 0..<(orphans / 1000) { try session.saveEvents(batch: 100_000 + batch, count: 1000, session: nil) }
+        for batch in 0..<(orphans / 1000) { try raw.insertEvents(batch: 100_000 + batch, count: 1000, session: nil) }
+        started = now()
+        let attached = try session.repairOrphans()
+        let serviceRepair = Double(now() - started) / 1e6
+        started = now()
+        try raw.repairOrphans()
+        let rawRepair = Double(now() - started) / 1e6
+        guard attached == orphans else { throw BenchError("repair attached \(attached) of \(orphans)") }
+        print(row(["orphan repair of \(orphans) orphans: ms", format(rawRepair, 1), format(serviceRepair, 1),
+                   format(serviceRepair / rawRepair, 1) + "×"], widths: widths))
+
+        // 4. Peak RSS while a client pages through every event (keyset paging, 1,000 a page).
+        let target = quick ? 200_000 : 1_000_000
+        let have = saves * 1000 + orphans
+        for batch in 0..<max(0, (target - have) / 1000) { try session.saveEvents(batch: 200_000 + batch, count: 1000, session: sessionID) }
+        let before = residentMiB(pid: service.process.processIdentifier, field: "VmRSS")
+        let paged = try session.pageThroughAll()
+        let peak = residentMiB(pid: service.process.processIdentifier, field: "VmHWM")
+        print(row(["peak RSS paging \(paged) events: MiB", "", format(peak, 1), "(≤ 150; \(format(before, 1)) before paging)"], widths: widths))
+        print("")
+    }
+
+    static func residentMiB(pid: Int32, field: String) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
+              let kb = Double(line.split(separator: " ").dropFirst().first ?? "") else { return -1 }
+        return kb / 1024
+    }
+}
+
+/// One connection to the store-service, requests pre-encoded, replies parsed only where needed.
+final class StoreSession {
+    let client: RawClient
+    var nextID = 1
+    var context = ""
+
+    init(socket: String) throws {
+        client = try RawClient(socket: socket)
+        try client.hello()
+        context = try call("context.open", #"{"name":"bench"}"#)["context"]?.stringValue ?? ""
+    }
+
+    @discardableResult
+    func call(_ op: String, _ params: String) throws -> JSONValue {
+        nextID += 1
+        try client.send(FrameEncoder.frame(Array(#"{"id":\#(nextID),"op":"\#(op)","params":\#(params)}"#.utf8)))
+        let reply = try JSONDecoder().decode(JSONValue.self, from: Data(try client.receive()))
+        guard reply["ok"] == true else { throw BenchError("\(op) failed: \(reply)") }
+        return reply["result"] ?? .null
+    }
+
+    func insertSession(id: String) throws -> String {
+        try call("object.insert", #"{"context":"\#(context)","entity":"CareSession","values":{"id":"\#(id)","title":"Bench","isDefault":false}}"#)
+        let saved = try call("context.save", #"{"context":"\#(context)"}"#)
+        return saved["inserted"]?.arrayValue?.first?["objectID"]?.stringValue ?? ""
+    }
+
+    func saveEvents(batch: Int, count: Int, session: String?) throws {
+        var objects: [String] = []
+        objects.reserveCapacity(count)
+        for index in 0..<count {
+            let n = batch * count + index
+            let sessionValue = session.map { #","session":"\#($0)""# } ?? ""
+            objects.append(#"{"entity":"CareEvent","values":{"id":"e\#(n)","eventTypeRaw":"bloodGlucose","occurredAt":"\#(RawStore.timestamp(n))","updatedAt":"\#(RawStore.timestamp(n))","value":\#(100 + n % 200),"note":"before breakfast"\#(sessionValue)}}"#)
+        }
+        try call("object.insert", #"{"context":"\#(context)","returnObjectIDs":false,"objects":[\#(objects.joined(separator: ","))]}"#)
+        try call("context.save", #"{"context":"\#(context)","report":"summary"}"#)
+        try call("context.reset", #"{"context":"\#(context)"}"#)
+    }
+
+    /// With `check`, parses the reply and returns the row count; otherwise only receives it.
+    func fetchSorted(limit: Int, check: Bool) throws -> Int {
+        let params = #"{"entity":"CareEvent","predicate":"session.id == 'bench'","sortDescriptors":[{"key":"occurredAt","ascending":true}],"limit":\#(limit),"resultFormat":"rows"}"#
+        if check { return try call("fetch", params)["rows"]?.arrayValue?.count ?? -1 }
+        nextID += 1
+        try client.send(FrameEncoder.frame(Array(#"{"id":\#(nextID),"op":"fetch","params":\#(params)}"#.utf8)))
+        return try client.receive().count
+    }
+
+    func repairOrphans() throws -> Int {
+        try call("repair.orphans", "{}")["attached"]?.intValue ?? -1
+    }
+
+    /// Keyset paging (occurredAt > last) so each page costs the same; returns the events seen.
+    func pageThroughAll() throws -> Int {
+        var last = "1970-01-01T00:00:00Z"
+        var seen = 0
+        while true {
+            let page = try call("fetch", #"{"entity":"CareEvent","predicate":"occurredAt > %@","arguments":["\#(last)"],"sortDescriptors":[{"key":"occurredAt","ascending":true}],"limit":1000,"resultFormat":"rows"}"#)
+            guard let rows = page["rows"]?.arrayValue, !rows.isEmpty,
+                  let column = page["columns"]?.arrayValue?.firstIndex(of: "occurredAt"),
+                  let next = rows.last?.arrayValue?[column].stringValue else { return seen }
+            seen += rows.count
+            last = next
+        }
+    }
+}
+
+/// The same rows in a plain table with the same durability and an index like the service's.
+final class RawStore {
+    let db: Database
+    let insert: Statement
+
+    init(path: String) throws {
+        db = try Database(path: path)
+        try db.execute("""
+            CREATE TABLE event(pk INTEGER PRIMARY KEY, uuid TEXT NOT NULL, id TEXT, eventTypeRaw TEXT, occurredAt TEXT,
+                               updatedAt TEXT, value REAL, note TEXT, session INTEGER, version INTEGER);
+            CREATE INDEX event_session_time ON event(session, occurredAt);
+            """)
+        insert = try db.prepare("INSERT INTO event(uuid, id, eventTypeRaw, occurredAt, updatedAt, value, note, session, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)")
+    }
+
+    static func timestamp(_ n: Int) -> String {
+        let seconds = 1_780_000_000 + n * 60
+        return Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
+    func insertEvents(batch: Int, count: Int, session: Int?) throws {
+        try db.transaction {
+            for index in 0..<count {
+                let n = batch * count + index
+                let time = Self.timestamp(n)
+                try insert.run([UUID().uuidString, "e\(n)", "bloodGlucose", time, time, Double(100 + n % 200), "before breakfast", session])
+            }
+        }
+    }
+
+    func fetchSorted(limit: Int) throws -> Int {
+        try db.query("SELECT pk, uuid, id, eventTypeRaw, occurredAt, updatedAt, value, note, session, version FROM event WHERE session = 1 ORDER BY occurredAt LIMIT ?", [limit]).count
+    }
+
+    func repairOrphans() throws {
+        try db.transaction { try db.execute("UPDATE event SET session = ?, version = version + 1 WHERE session IS NULL", [1]) }
+    }
+}
