@@ -9,5 +9,6 @@ enum Benchmarks {
         BenchmarkSuite(name: "ping", run: PingBenchmark.run),
         BenchmarkSuite(name: "store", run: StoreBenchmark.run),
         BenchmarkSuite(name: "cloud", run: CloudBenchmark.run),
+        BenchmarkSuite(name: "mirror", run: MirrorBenchmark.run),
     ]
 }
