@@ -25,21 +25,42 @@ extension CloudMirror {
         return report
     }
 
-    private struct DatabaseChanges: Codable {
+    // Replies are read straight from the JSON tree the client already parsed (decoding them
+    // again through Codable doubled the cost of a fetch).
+    private struct DatabaseChanges {
         var changedZones: [MirrorZoneID]
         var deletedZones: [MirrorZoneID]
-        var purgedZones: [MirrorZoneID]?
-        var encryptedDataResetZones: [MirrorZoneID]?
+        var purgedZones: [MirrorZoneID]
+        var encryptedDataResetZones: [MirrorZoneID]
         var token: String
         var moreComing: Bool
+
+        init(json: JSONValue) {
+            func zones(_ key: String) -> [MirrorZoneID] { (json[key]?.arrayValue ?? []).compactMap(MirrorZoneID.init(json:)) }
+            changedZones = zones("changedZones")
+            deletedZones = zones("deletedZones")
+            purgedZones = zones("purgedZones")
+            encryptedDataResetZones = zones("encryptedDataResetZones")
+            token = json["token"]?.stringValue ?? ""
+            moreComing = json["moreComing"]?.boolValue ?? false
+        }
     }
 
-    private struct ZoneChanges: Codable {
-        struct Deleted: Codable { var recordName: String; var recordType: String }
+    private struct ZoneChanges {
         var changed: [MirrorRecord]
-        var deleted: [Deleted]
+        var deleted: [(recordName: String, recordType: String)]
         var token: String
         var moreComing: Bool
+
+        init(json: JSONValue) {
+            changed = (json["changed"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
+            deleted = (json["deleted"]?.arrayValue ?? []).compactMap { item in
+                guard let name = item["recordName"]?.stringValue else { return nil }
+                return (name, item["recordType"]?.stringValue ?? "")
+            }
+            token = json["token"]?.stringValue ?? ""
+            moreComing = json["moreComing"]?.boolValue ?? false
+        }
     }
 
     private func storeName(_ scope: StoreScope) throws -> String? {
@@ -63,7 +84,7 @@ extension CloudMirror {
             var params: [String: JSONValue] = ["database": .string(database)]
             if let token { params["since"] = .string(token) }
             let reply: JSONValue
-            switch attempt("changes.fetchDatabase", .object(params)) {
+            switch attempt("changes.fetchDatabase", JSONValue.object(params)) {
             case let .success(value): reply = value
             case let .failure(error) where error.code == .changeTokenExpired && token != nil:
                 report.tokensExpired += 1
@@ -71,10 +92,10 @@ extension CloudMirror {
                 continue
             case let .failure(error): throw error
             }
-            let changes = try reply.decode(DatabaseChanges.self)
+            let changes = DatabaseChanges(json: reply)
             for zone in changes.deletedZones { try removeZone(zone, scope: scope, purged: false, report: &report) }
-            for zone in changes.purgedZones ?? [] { try removeZone(zone, scope: scope, purged: true, report: &report) }
-            for zone in changes.encryptedDataResetZones ?? [] {
+            for zone in changes.purgedZones { try removeZone(zone, scope: scope, purged: true, report: &report) }
+            for zone in changes.encryptedDataResetZones {
                 try state(scope) { state, _, _ in
                     try state.store.database.transaction { try requeueZone(zone, state: state) }
                 }
@@ -98,10 +119,10 @@ extension CloudMirror {
     private func fetchZone(_ zone: MirrorZoneID, scope: StoreScope, database: String, report: inout MirrorFetchReport) throws {
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.zoneTokenKey(zone)) }
-            var params: [String: JSONValue] = ["database": .string(database), "zoneID": try JSONValue(encoding: zone)]
+            var params: [String: JSONValue] = ["database": .string(database), "zoneID": zone.json, "limit": 1000]
             if let token { params["since"] = .string(token) }
             let reply: JSONValue
-            switch attempt("changes.fetchZone", .object(params)) {
+            switch attempt("changes.fetchZone", JSONValue.object(params)) {
             case let .success(value): reply = value
             case let .failure(error) where error.code == .changeTokenExpired && token != nil:
                 // SEMANTICS C9: refetch from nil; applying is idempotent, so nothing doubles.
@@ -113,11 +134,11 @@ extension CloudMirror {
                 return
             case let .failure(error): throw error
             }
-            let page = try reply.decode(ZoneChanges.self)
+            let page = ZoneChanges(json: reply)
             report.pages += 1
             // The page is applied (committed) before its token is saved: a crash in between
             // fetches the page again, and applying it twice changes nothing.
-            try applyPage(page.changed, deleted: page.deleted.map { ($0.recordName, $0.recordType) }, zone: zone, scope: scope, report: &report)
+            try applyPage(page.changed, deleted: page.deleted, zone: zone, scope: scope, report: &report)
             try state(scope) { state, _, _ in try state.setValue(MirrorState.zoneTokenKey(zone), page.token) }
             if !page.moreComing { break }
         }
@@ -143,7 +164,7 @@ extension CloudMirror {
                 }
                 guard let entityName = record.entityName, let entity = store.model.entity(named: entityName), store.holds(entityName) else { continue }
                 let uuid = record.recordName
-                let meta = try state.meta(uuid)
+                var meta = try state.meta(uuid)
                 if let tag = meta?.changeTag, tag == record.recordChangeTag { continue }
                 var fields = record.fields ?? [:]
                 var times = MirrorRecordCoding.times(record.fields)
@@ -159,6 +180,7 @@ extension CloudMirror {
                             continue
                         }
                     } else if let client = try Self.currentFields(entity: entity, uuid: uuid, state: state) {
+                        meta = try state.meta(uuid, withFields: true)
                         let outcome = try merge(server: record, client: MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType, fields: client),
                                                 ancestor: meta?.serverFields, pending: pending, state: state)
                         fields = outcome.fields
@@ -179,7 +201,7 @@ extension CloudMirror {
                 report.changedRecords += 1
             }
             for (uuid, recordType) in deleted {
-                guard let entityName = MirrorRecord(recordName: uuid, zoneID: zone, recordType: recordType).entityName,
+                guard let entityName = MirrorRecord(recordName: uuid, zoneID: zone, recordType: recordType, fields: nil).entityName,
                       let entity = store.model.entity(named: entityName) else { continue }
                 if let pending = try state.pending(uuid: uuid), pending.kind != .delete, options.deletePolicy(entity.name) == .resurrect {
                     // Scenario 20 with resurrect: the local edit re-creates the record.

@@ -61,7 +61,7 @@ extension CloudMirror {
             if database == "private" { try ensureZones(Set(items.compactMap { $0.record?.zoneID })) }
             let saves = items.compactMap(\.record)
             let deletes = items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
-            let params: JSONValue = try JSONValue(encoding: ModifyRequest(database: database, saves: saves, deletes: deletes))
+            let params = ModifyRequest(database: database, saves: saves, deletes: deletes)
             report.requests += 1
             switch attempt("records.modify", params) {
             case let .success(result):
@@ -108,6 +108,8 @@ extension CloudMirror {
         var saves: [MirrorRecord]
         var deletes: [DeleteRef]
         var atomic = true
+        /// The mirror keeps the fields it sent; replies carry tags and metadata only.
+        var returnFields = false
     }
 
     /// Creates the private database zones a batch needs (once per process and zone; again after zoneNotFound).
@@ -197,7 +199,7 @@ extension CloudMirror {
 
     private func applyVerdicts(items: [Item], scopeStore: String, saved: JSONValue?, deleted: JSONValue?, errors: [String: WireError],
                                report: inout MirrorSendReport, skipped: inout Set<String>) throws {
-        let savedRecords = (saved?.arrayValue ?? []).compactMap { try? $0.decode(MirrorRecord.self) }
+        let savedRecords = (saved?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
         var savedByName: [String: MirrorRecord] = [:]
         for record in savedRecords { savedByName[record.recordName] = record }
         let deletedNames = Set((deleted?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue })
@@ -215,7 +217,7 @@ extension CloudMirror {
                 if let record = item.record {
                     if let stored = savedByName[uuid], error == nil {
                         try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: stored.recordChangeTag,
-                                                serverFields: stored.fields ?? record.fields))
+                                                serverFields: record.fields))
                         try state.dropPending(item.pending)
                         report.saved += 1
                         continue
@@ -223,9 +225,9 @@ extension CloudMirror {
                     guard let error else { skipped.insert(uuid); continue }
                     switch error.code {
                     case .serverRecordChanged, .serverRejectedRequest:
-                        guard let server = try? error.details["serverRecord"]?.decode(MirrorRecord.self) else { skipped.insert(uuid); continue }
-                        let known = error.code == .serverRecordChanged ? try state.meta(uuid)?.serverFields : nil
-                        let ancestor = (try? error.details["ancestorRecord"]?.decode(MirrorRecord.self))?.fields ?? known
+                        guard let server = error.details["serverRecord"].flatMap(MirrorRecord.init(json:)) else { skipped.insert(uuid); continue }
+                        let known = error.code == .serverRecordChanged ? try state.meta(uuid, withFields: true)?.serverFields : nil
+                        let ancestor = error.details["ancestorRecord"].flatMap(MirrorRecord.init(json:))?.fields ?? known
                         // Merge with the row as it is now (a save may have landed since the batch was built).
                         let current = try Self.currentFields(entity: item.entity, uuid: uuid, state: state).map {
                             MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType, fields: $0)
@@ -336,7 +338,7 @@ extension CloudMirror {
             let database = try withStores { stores in Self.database(of: stores.list[try stores.index(named: storeName)]) }
             let fetched = try? call("records.fetch", ["database": .string(database),
                                                        "recordIDs": [["recordName": .string(pending.uuid), "zoneID": try JSONValue(encoding: zone)]]])
-            serverCopy = try? fetched?["records"]?.arrayValue?.first?.decode(MirrorRecord.self)
+            serverCopy = fetched?["records"]?.arrayValue?.first.flatMap(MirrorRecord.init(json:))
         }
         try withStores { stores in
             let index = try stores.index(named: storeName)

@@ -75,7 +75,7 @@ extension CloudMirror {
             try member.oldZone.map { ["recordName": .string(member.uuid), "zoneID": try JSONValue(encoding: $0)] }
         }
         let reply = try call("records.modify", ["database": "private", "saves": try JSONValue(encoding: saves), "deletes": .array(deletes)])
-        let saved = (reply["saved"]?.arrayValue ?? []).compactMap { try? $0.decode(MirrorRecord.self) }
+        let saved = (reply["saved"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
         var shareRecord: JSONValue = .null
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }

@@ -92,6 +92,11 @@ final class CloudMirror: Sendable {
 
     /// One request to the sync-service. A broken connection is dropped so the next call reconnects.
     func call(_ op: String, _ params: JSONValue) throws(WireError) -> JSONValue {
+        try request(op, params)
+    }
+
+    /// `call` with typed params, encoded once (no JSON tree in between).
+    func request<P: Encodable>(_ op: String, _ params: P) throws(WireError) -> JSONValue {
         var retried = false
         while true {
             let live = try client()
@@ -110,8 +115,8 @@ final class CloudMirror: Sendable {
     }
 
     /// `call` as a Result, for callers that handle some error codes and rethrow the rest.
-    func attempt(_ op: String, _ params: JSONValue) -> Result<JSONValue, WireError> {
-        do { return .success(try call(op, params)) } catch { return .failure(error) }
+    func attempt<P: Encodable>(_ op: String, _ params: P) -> Result<JSONValue, WireError> {
+        do { return .success(try request(op, params)) } catch { return .failure(error) }
     }
 
     var user: String? { connection.withLock { $0?.user } }

@@ -30,6 +30,26 @@ struct MirrorRecord: Codable, Sendable {
     static let zoneShareName = "cloudkit.zoneshare"
 
     var isShare: Bool { recordType == Self.shareType }
+
+    init(recordName: String, zoneID: MirrorZoneID, recordType: String, fields: [String: JSONValue]?) {
+        self.recordName = recordName
+        self.zoneID = zoneID
+        self.recordType = recordType
+        self.fields = fields
+    }
+
+    /// Reads a record from the JSON tree of a reply (nil when it is not one).
+    init?(json: JSONValue) {
+        guard let name = json["recordName"]?.stringValue, let zone = json["zoneID"].flatMap(MirrorZoneID.init(json:)),
+              let type = json["recordType"]?.stringValue else { return nil }
+        recordName = name
+        zoneID = zone
+        recordType = type
+        fields = json["fields"]?.objectValue
+        recordChangeTag = json["recordChangeTag"]?.stringValue
+        share = json["share"]?["recordName"]?.stringValue.map { Reference(recordName: $0) }
+        shareInfo = try? json["shareInfo"]?.decode(ShareInfo.self)
+    }
     /// `CD_CareEvent` → `CareEvent`.
     var entityName: String? { recordType.hasPrefix("CD_") ? String(recordType.dropFirst(3)) : nil }
 }
@@ -72,8 +92,9 @@ enum MirrorRecordCoding {
             fields[fieldName(relationship.name)] = ["type": "string", "value": .string(name)]
         }
         if !times.isEmpty {
-            let text = String(decoding: try JSONEncoder().encode(times), as: UTF8.self)
-            fields[MirrorState.fieldTimesField] = ["type": "string", "value": .string(text)]
+            var stamps: [String: JSONValue] = [:]
+            for (name, stamp) in times { stamps[name] = ["time": .double(stamp.time), "device": .string(stamp.device)] }
+            fields[MirrorState.fieldTimesField] = ["type": "string", "value": .string(JSONText.object(stamps))]
         }
         return fields
     }
@@ -128,5 +149,63 @@ enum MirrorRecordCoding {
             names[relationship.name] = fields[fieldName(relationship.name)]?["value"]?.stringValue
         }
         return names
+    }
+}
+
+/// JSON text for the mirror's own columns and fields, written directly: JSONEncoder's generic
+/// path cost more than the rest of a send for small values written once per record.
+enum JSONText {
+    static func object(_ object: [String: JSONValue]) -> String {
+        var text = ""
+        write(.object(object), into: &text)
+        return text
+    }
+
+    static func write(_ value: JSONValue, into text: inout String) {
+        switch value {
+        case .null: text += "null"
+        case let .bool(flag): text += flag ? "true" : "false"
+        case let .int(number): text += String(number)
+        case let .double(number):
+            if number.isFinite, number.rounded() == number, abs(number) < 1e15 { text += String(Int64(number)) } else if number.isFinite { text += "\(number)" } else { text += "null" }
+        case let .string(string): writeString(string, into: &text)
+        case let .array(items):
+            text += "["
+            for (index, item) in items.enumerated() {
+                if index > 0 { text += "," }
+                write(item, into: &text)
+            }
+            text += "]"
+        case let .object(members):
+            text += "{"
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { text += "," }
+                writeString(key, into: &text)
+                text += ":"
+                write(members[key]!, into: &text)
+            }
+            text += "}"
+        }
+    }
+
+    private static func writeString(_ string: String, into text: inout String) {
+        text += "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    text.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        text += "\""
     }
 }

@@ -147,8 +147,10 @@ struct MirrorState {
         var serverFields: [String: JSONValue]?
     }
 
-    func meta(_ uuid: String) throws -> Meta? {
-        guard let row = try database.query("SELECT uuid, entity, zone_name, owner_name, change_tag, server_fields FROM mirror_meta WHERE uuid = ?",
+    /// A record's metadata; its server fields (the next merge's ancestor) only when `withFields`.
+    func meta(_ uuid: String, withFields: Bool = false) throws -> Meta? {
+        let columns = withFields ? "server_fields" : "NULL"
+        guard let row = try database.query("SELECT uuid, entity, zone_name, owner_name, change_tag, \(columns) FROM mirror_meta WHERE uuid = ?",
                                            [uuid]).first else { return nil }
         let fields = row[5].string.flatMap { try? JSONDecoder().decode([String: JSONValue].self, from: Data($0.utf8)) }
         return Meta(uuid: uuid, entity: row[1].string ?? "", zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
@@ -156,7 +158,7 @@ struct MirrorState {
     }
 
     func setMeta(_ meta: Meta) throws {
-        let fields = try meta.serverFields.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+        let fields = meta.serverFields.map { JSONText.object($0) }
         try database.execute("""
             INSERT INTO mirror_meta(uuid, entity, zone_name, owner_name, change_tag, server_fields) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,
@@ -171,7 +173,7 @@ struct MirrorState {
 
     func metas(inZone zone: MirrorZoneID) throws -> [Meta] {
         try database.query("SELECT uuid FROM mirror_meta WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
-            .compactMap { $0[0].string }.compactMap { try meta($0) }
+            .compactMap { $0[0].string }.compactMap { try meta($0, withFields: true) }
     }
 
     /// The zones this store holds data of: record metadata's zones, and the shared store's share zones.
@@ -269,6 +271,14 @@ struct MirrorZoneID: Codable, Sendable, Hashable {
         zoneName = try container.decode(String.self, forKey: .zoneName)
         ownerName = try container.decodeIfPresent(String.self, forKey: .ownerName) ?? MirrorState.defaultOwner
     }
+
+    init?(json: JSONValue) {
+        guard let name = json["zoneName"]?.stringValue else { return nil }
+        zoneName = name
+        ownerName = json["ownerName"]?.stringValue ?? MirrorState.defaultOwner
+    }
+
+    var json: JSONValue { ["zoneName": .string(zoneName), "ownerName": .string(ownerName)] }
 
     var key: String { "\(ownerName)/\(zoneName)" }
     static let coreData = MirrorZoneID(zoneName: MirrorState.coreDataZone)
