@@ -33,6 +33,7 @@ public struct ServiceConfiguration: Sendable {
 
     /// The options above, for a service's command-line parser.
     public static let commandLineOptions: [CommandLineParser.Option] = [
+        .init("config", value: "FILE", help: "Read options from FILE: one 'name = value' (or a bare flag name) per line, # comments. The command line wins."),
         .init("socket", value: "PATH", help: "Unix socket to listen on (directory created 0700; socket 0600). Ignored under systemd socket activation."),
         .init("data-dir", value: "DIR", help: "Keep data in SQLite files under DIR (created 0700 if missing)."),
         .init("in-memory", help: "Keep everything in memory; nothing is written to disk (tests)."),

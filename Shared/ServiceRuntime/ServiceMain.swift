@@ -9,7 +9,10 @@ public enum ServiceMain {
     public static func parseOptions(_ parser: CommandLineParser, version: String,
                                     arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> ParsedOptions {
         do {
-            let options = try parser.parse(arguments)
+            var options = try parser.parse(arguments)
+            if let path = options.value("config") {
+                options = try ConfigFile.options(path: path, parser: parser).overridden(by: options)
+            }
             if options.has("help") { print(parser.helpText); exit(0) }
             if options.has("version") { print("\(parser.command) \(version)"); exit(0) }
             return options

@@ -30,7 +30,7 @@ struct DeployTests {
         let pids = try FileManager.default.contentsOfDirectory(atPath: "\(directory.path)/pids").compactMap {
             Int32(try String(contentsOfFile: "\(directory.path)/pids/\($0)", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
         }
-        #expect(pids.count == 4)
+        #expect(pids.count == 8)  // a supervisor and its service, four times
         let status = try await run(["status", "--dir", directory.path])
         #expect(status.status == 0)
         #expect(status.stdout.components(separatedBy: "ready").count - 1 == 4)
@@ -41,5 +41,27 @@ struct DeployTests {
         if persistence.isEmpty {
             #expect(FileManager.default.fileExists(atPath: "\(directory.path)/data/device-a"))
         }
+    }
+
+    @Test("a crashed service is restarted by its supervisor and the restart is reported")
+    func crashedServiceIsRestarted() async throws {
+        let directory = TemporaryDirectory(prefix: "dep")
+        #expect(try await run(["up", "--dir", directory.path, "--in-memory"]).status == 0)
+        let childFile = "\(directory.path)/pids/device-b.child"
+        let first = try #require(Int32(try String(contentsOfFile: childFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        kill(first, SIGKILL)
+        // The supervisor restarts it after a 1 s backoff; readiness is the service's health answer.
+        var status = try await run(["status", "--dir", directory.path])
+        for _ in 0..<100 where !(status.status == 0 && status.stdout.contains("restarts 1")) {
+            _ = await offThread { usleep(100_000) }
+            status = try await run(["status", "--dir", directory.path])
+        }
+        #expect(status.status == 0, "\(status.stdout)")
+        #expect(status.stdout.contains("device-b      ready              restarts 1"))
+        let supervisorLog = try String(contentsOfFile: "\(directory.path)/logs/supervisor.log", encoding: .utf8)
+        #expect(supervisorLog.contains("device-b exited with status 137; restart #1 in 1s"))
+        let second = Int32(try String(contentsOfFile: childFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(second != nil && second != first)
+        #expect(try await run(["down", "--dir", directory.path]).status == 0)
     }
 }

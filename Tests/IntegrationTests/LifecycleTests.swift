@@ -191,6 +191,30 @@ struct LifecycleTests {
         #expect(result.stdout.contains("--socket") || result.stdout.contains("Usage"))
     }
 
+    @Test("--config FILE supplies options; the command line wins over the file")
+    func configFile() async throws {
+        let directory = TemporaryDirectory()
+        let config = directory.file("sync.conf")
+        try """
+        # a config file as deploy/ writes them
+        socket = \(directory.file("from-file.sock"))
+        in-memory
+        max-frame-bytes = 4096   # comments after values too
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let fromFile = try await ServiceProcess.start("sync-service", ["--config", config])
+        let reply = try RawConnection(path: directory.file("from-file.sock")).hello()
+        #expect(reply["result"]?["limits"]?["maxFrameBytes"] == 4096)
+        _ = await fromFile.stop()
+        let overridden = try await ServiceProcess.start("sync-service", ["--config", config, "--socket", directory.file("cli.sock")])
+        #expect(try RawConnection(path: directory.file("cli.sock")).hello()["ok"] == true)
+        #expect(!FileManager.default.fileExists(atPath: directory.file("from-file.sock")))
+        _ = await overridden.stop()
+        try "no-such-option = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let bad = try await runTool("sync-service", ["--config", config])
+        #expect(bad.status == 64)
+        #expect(bad.stderr.contains("Unknown option --no-such-option"))
+    }
+
     @Test("a usage mistake exits 64 with a hint")
     func usageMistake() async throws {
         let result = try await runTool("store-service", ["--in-memory", "--bogus"])
