@@ -85,6 +85,12 @@ final class CloudMirror: Sendable {
             }
         }
         let live = Connection(client: client, user: user)
+        do {
+            try signIn(user)
+        } catch {
+            client.close()
+            throw WireError(.internalError, "The mirror could not switch its local data to user \(user): \(error)")
+        }
         connection.withLock { $0 = live }
         logger.info("connected to the sync-service", ["socket": .string(options.syncSocket), "user": .string(user)])
         return live
@@ -316,4 +322,42 @@ struct RevertedNotice: Codable, Sendable {
     var action: String
     var code: String
     var reason: String
+}
+
+extension CloudMirror {
+    static let accountKey = "accountUser"
+
+    /// Scenario 35: the stores remember the cloud user they mirror. Another user's credential
+    /// (an account switch) clears the local data, the queues and the tokens first, as iOS does
+    /// when the iCloud account changes. The first sign-in uploads what is already there once:
+    /// it is all in history, after the export cursor.
+    func signIn(_ user: String) throws {
+        try withStores { stores in
+            guard let privateIndex = Self.storeIndex(.private, in: stores) else { return }
+            let known = try MirrorState(stores.list[privateIndex]).value(Self.accountKey)
+            if let known, known != user {
+                logger.notice("the cloud account changed: local data and sync state are cleared",
+                              ["previousUser": .string(known), "user": .string(user)])
+                for (index, store) in stores.list.enumerated() {
+                    var wipe: [LocalChange] = []
+                    for entity in store.entities.values {
+                        for row in try store.database.query("SELECT z_uuid FROM \(PersistentStore.table(entity.name))") {
+                            if let uuid = row[0].string { wipe.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil)) }
+                        }
+                    }
+                    try applyLocally(wipe, storeIndex: index, stores: stores)
+                    try store.database.transaction {
+                        try store.database.execute("""
+                            DELETE FROM mirror_pending; DELETE FROM mirror_meta; DELETE FROM mirror_fieldtime;
+                            DELETE FROM mirror_unexportable; DELETE FROM mirror_share; DELETE FROM z_share;
+                            DELETE FROM mirror_kv WHERE key != '\(MirrorState.exportCursorKey)';
+                            """)
+                        try MirrorState(store).setValue(MirrorState.exportCursorKey, String(store.lastToken))
+                    }
+                }
+                progress.withLock { $0.zonesEnsured = [] }
+            }
+            if known != user { try MirrorState(stores.list[privateIndex]).setValue(Self.accountKey, user) }
+        }
+    }
 }
