@@ -117,8 +117,12 @@ extension CloudMirror {
     }
 
     private func fetchZone(_ zone: MirrorZoneID, scope: StoreScope, database: String, report: inout MirrorFetchReport) throws {
+        // A fetch from nil lists live records only, no deletions: the records this device knows
+        // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
+        var listed: Set<String>?
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.zoneTokenKey(zone)) }
+            if token == nil { listed = [] }
             var params: [String: JSONValue] = ["database": .string(database), "zoneID": zone.json, "limit": 1000]
             if let token { params["since"] = .string(token) }
             let reply: JSONValue
@@ -139,8 +143,15 @@ extension CloudMirror {
             // The page is applied (committed) before its token is saved: a crash in between
             // fetches the page again, and applying it twice changes nothing.
             try applyPage(page.changed, deleted: page.deleted, zone: zone, scope: scope, report: &report)
+            listed?.formUnion(page.changed.map(\.recordName))
             try state(scope) { state, _, _ in try state.setValue(MirrorState.zoneTokenKey(zone), page.token) }
             if !page.moreComing { break }
+        }
+        if let listed {
+            let gone = try state(scope) { state, _, _ in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
+            if !gone.isEmpty {
+                try applyPage([], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, report: &report)
+            }
         }
     }
 

@@ -257,9 +257,32 @@ final class CloudMirror: Sendable {
             }
             try context.set([name: value], on: object, model: stores.model)
         }
-        let (_, notices) = try SaveOperation(context: context, stores: stores, router: engine.router, logger: engine.logger).run()
+        let (result, notices) = try SaveOperation(context: context, stores: stores, router: engine.router, logger: engine.logger).run()
         engine.publish(notices, from: nil)
+        try queueSideEffects(of: result, applied: Set(changes.map(\.uuid)), state: state)
         return unresolved
+    }
+
+    /// Delete rules run on the cloud's changes too (a session deleted in the cloud cascades to
+    /// the events this device still relates to it). Those extra changes are this device's own
+    /// decisions: they are queued for the cloud like a local save, so every copy converges
+    /// (scenario 23). The changes the cloud sent are not (no echo).
+    private func queueSideEffects(of result: SaveResult, applied: Set<String>, state: MirrorState) throws {
+        guard let token = result.transactions.first(where: { $0.storeUUID == state.store.uuid })?.token else { return }
+        let rows = try state.store.database.query("SELECT kind, entity, uuid, changed FROM z_change WHERE token = ?", [token])
+        for row in rows {
+            guard let uuid = row[2].string, !applied.contains(uuid), let entity = row[1].string,
+                  let kind = ChangeKind(rawValue: row[0].string ?? "") else { continue }
+            let meta = try state.meta(uuid)
+            if kind == .delete {
+                guard let meta else { continue }
+                try state.enqueue(uuid: uuid, entity: entity, kind: .delete, zone: meta.zone, changed: [])
+            } else {
+                let changed = (try? JSONDecoder().decode([String].self, from: Data((row[3].string ?? "[]").utf8))) ?? []
+                try state.enqueue(uuid: uuid, entity: entity, kind: meta == nil ? .insert : .update, zone: nil,
+                                  changed: Set(changed.map(MirrorRecordCoding.fieldName)))
+            }
+        }
     }
 
     /// Tells the device's clients that the server refused a local change and it was undone.

@@ -176,6 +176,12 @@ struct MirrorState {
             .compactMap { $0[0].string }.compactMap { try meta($0, withFields: true) }
     }
 
+    /// The records this device knows in `zone` (name and entity).
+    func recordNames(inZone zone: MirrorZoneID) throws -> [(uuid: String, entity: String)] {
+        try database.query("SELECT uuid, entity FROM mirror_meta WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
+            .compactMap { row in row[0].string.map { ($0, row[1].string ?? "") } }
+    }
+
     /// The zones this store holds data of: record metadata's zones, and the shared store's share zones.
     func knownZones() throws -> Set<MirrorZoneID> {
         var zones = Set(try database.query("SELECT DISTINCT zone_name, owner_name FROM mirror_meta").map {

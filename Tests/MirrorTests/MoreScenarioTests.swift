@@ -151,4 +151,68 @@ struct MoreScenarioTests {
         _ = await o.stop()
         await cloud.stop()
     }
+
+    @Test("Scenario 22: deleting a session with its events sends the events with the session, in one request")
+    func scenario22() async throws {
+        let cloud = try await Cloud.start()
+        let a = try await Device.start("A", user: "owner", cloud: cloud)
+        let b = try await Device.start("B", user: "owner", cloud: cloud)
+        let session = try await a.insertSession("mochi")
+        try await a.insertEvents(["e1", "e2"], session: session)
+        try await a.send()
+        try await b.fetch()
+        try await a.delete(session)
+        let seq = try await RecoveryTests.lastLogSeq(cloud)
+        let sent = try await a.send()
+        #expect(sent["deleted"] == 3)
+        #expect(try await RecoveryTests.modifyCodes(cloud, after: seq) == ["ok"])
+        #expect(try await cloud.records(user: "owner").isEmpty)
+        try await b.fetch()
+        #expect(try await b.objects().isEmpty)
+        #expect(try await b.objects("CareSession").isEmpty)
+        // The server's rule for parent references (which the mirror never writes, as Core Data
+        // stores relationships as record names): a parent deleted alone is refused.
+        let owner = try await cloud.connect("owner-secret")
+        let zone: JSONValue = ["zoneName": "com.apple.coredata.cloudkit.zone"]
+        _ = try await owner.call("records.modify", ["database": "private", "saves": [
+            ["recordName": "S", "recordType": "CD_CareSession", "zoneID": zone, "fields": [:]],
+            ["recordName": "E", "recordType": "CD_CareEvent", "zoneID": zone, "fields": [:], "parent": ["recordName": "S"]]]])
+        do {
+            _ = try await owner.call("records.modify", ["database": "private", "deletes": [["recordName": "S", "zoneID": zone]]])
+            Issue.record("a parent deleted alone was accepted")
+        } catch {
+            #expect(error.details["partialErrors"]?["S"]?["code"] == "referenceViolation")
+        }
+        owner.close()
+        await ConflictTests.stop(cloud, a, b)
+    }
+
+    @Test("Scenario 23: A moves an event into a session B deletes; the delete rule (cascade) is applied and every copy converges")
+    func scenario23() async throws {
+        let cloud = try await Cloud.start()
+        let a = try await Device.start("A", user: "owner", cloud: cloud)
+        let b = try await Device.start("B", user: "owner", cloud: cloud)
+        let home = try await a.insertSession("home")
+        let target = try await a.insertSession("target")
+        let event = try #require(try await a.insertEvents(["mover"], session: home).first)
+        try await a.send()
+        try await b.fetch()
+        try await a.set(event, ["session": .string(target)])
+        let targetOnB = try #require(try await b.object(id: "target", entity: "CareSession")?["objectID"]?.stringValue)
+        try await b.delete(targetOnB)
+        try await b.send()
+        try await a.send()
+        // A learns the session is gone: its cascade removes the event it moved there, and that
+        // delete goes to the cloud too.
+        try await a.fetch()
+        #expect(try await a.object(id: "mover") == nil)
+        #expect(try await a.send()["deleted"] == 1)
+        try await b.fetch()
+        for device in [a, b] {
+            #expect(try await device.objects().isEmpty)
+            #expect(try await device.objects("CareSession").compactMap { $0["values"]?["id"]?.stringValue } == ["home"])
+        }
+        #expect(try await cloud.records(user: "owner").compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue } == ["home"])
+        await ConflictTests.stop(cloud, a, b)
+    }
 }
