@@ -104,13 +104,21 @@ struct SaveOperation {
             return (report.shape(SaveResult(), inserted: [], groups: []), [])
         }
         try validate(inserted: inserted, updated: updated)
-        let decisions = try route(inserted: inserted, updated: updated)
+        // Stores of relationship destinations outside the context, each URI parsed once (a batch
+        // of events usually points at one session).
+        var outside: [String: Int] = [:]
+        for object in inserted + updated {
+            for relationship in object.entity.toOneRelationships {
+                guard let uri = object.value(relationship.name).string, outside[uri] == nil, context.lookup(uri) == nil,
+                      let id = ObjectID(uri: uri), let uuid = id.storeUUID, let index = stores.index(uuid: uuid) else { continue }
+                outside[uri] = index
+            }
+        }
+        let decisions = try route(inserted: inserted, updated: updated, outside: outside)
         func storeIndex(of object: ContextObject) -> Int { object.isInserted ? decisions[object.uri]!.store : object.store! }
         func storeIndex(ofTarget uri: String) throws -> Int {
             if let target = context.lookup(uri) { return storeIndex(of: target) }
-            guard let id = ObjectID(uri: uri), let uuid = id.storeUUID, let index = stores.index(uuid: uuid) else {
-                throw StoreError.unknownObject(uri, "it is not in a loaded store.")
-            }
+            guard let index = outside[uri] else { throw StoreError.unknownObject(uri, "it is not in a loaded store.") }
             return index
         }
 
@@ -168,13 +176,17 @@ struct SaveOperation {
                 }
             }
             func finalURI(_ uri: String) -> String { newIDs[uri]?.uri ?? uri }
+            // Destinations already checked in this save (a batch of events usually shares one session).
+            var verified: [String: Int64] = [:]
             func storedValue(_ value: SQLValue, relationship: RelationshipDescription, store: PersistentStore) throws -> SQLValue {
                 guard let uri = value.string else { return .null }
                 if let id = newIDs[uri] { return .integer(id.primaryKey!) }
+                if let key = verified[uri] { return .integer(key) }
                 guard let id = ObjectID(uri: uri), let key = id.primaryKey else { throw StoreError.unknownObject(uri, "not a saved object.") }
                 if context.lookup(uri)?.isInserted != true, try !store.exists(relationship.destination, primaryKey: key) {
                     throw StoreError.unknownObject(uri, "the destination of \(relationship.name) is no longer in the \(store.name) store (deleted).")
                 }
+                verified[uri] = key
                 return .integer(key)
             }
 
@@ -390,15 +402,14 @@ struct SaveOperation {
         }
     }
 
-    private func route(inserted: [ContextObject], updated: [ContextObject]) throws -> [String: StoreRouter.Decision] {
+    private func route(inserted: [ContextObject], updated: [ContextObject], outside: [String: Int]) throws -> [String: StoreRouter.Decision] {
         var position: [String: Int] = [:]
         for (index, object) in inserted.enumerated() { position[object.uri] = index }
         var inputs = inserted.map { StoreRouter.Input(entity: $0.entity.name, assigned: $0.store, links: []) }
         func target(_ uri: String) -> StoreRouter.LinkTarget? {
             if let index = position[uri] { return .newObject(index) }
             if let object = context.lookup(uri), let store = object.store { return .store(store) }
-            if let id = ObjectID(uri: uri), let uuid = id.storeUUID, let store = stores.index(uuid: uuid) { return .store(store) }
-            return nil
+            return outside[uri].map { .store($0) }
         }
         for (index, object) in inserted.enumerated() {
             for relationship in object.entity.toOneRelationships {
