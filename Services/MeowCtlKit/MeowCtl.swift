@@ -26,6 +26,15 @@ public enum MeowCtl {
           Tells the MeowCare story against a local deployment (deploy/meowcare-local up --dir DIR),
           checking every step; exit 0 only if every check passed. deploy/demo.sh runs it all.
 
+    For people (tables by default, --json for scripts; 'meowctl COMMAND --help' for details):
+      meowctl events   add|list                 care events on a device
+      meowctl sessions add|list                 care sessions on a device
+      meowctl share    create|invite|permission|remove|stop|invitations|accept|leave|list
+      meowctl sync     now|send|fetch|status    a device's cloud mirror, with progress
+      meowctl doctor   --socket DEVICE [--cloud SYNC --credential C]   invariant violations, explained
+      meowctl diff     --socket DEVICE --cloud SYNC --credential C     a device against the cloud, zone by zone
+      meowctl log      --socket SYNC --credential ADMIN [filters] [--follow]   the cloud's request log
+
     Every command takes --help. Exit codes: 0 ok, 1 error reply, 2 unreachable, 64 usage.
     """
 
@@ -37,7 +46,7 @@ public enum MeowCtl {
         }
         let rest = Array(arguments.dropFirst())
         if rest.contains("--help") {
-            print(usage)
+            print(PeopleCommands.help[command] ?? usage)
             return 0
         }
         do {
@@ -46,8 +55,15 @@ public enum MeowCtl {
             case "watch": try await WatchCommand.run(rest)
             case "tap": try TapCommand.run(rest)
             case "demo": try await DemoCommand.run(rest)
+            case "events": try await EventsCommand.run(rest)
+            case "sessions": try await SessionsCommand.run(rest)
+            case "share": try await ShareCommand.run(rest)
+            case "sync": try await SyncCommand.run(rest)
+            case "doctor": try await DoctorCommand.run(rest)
+            case "diff": try await DiffCommand.run(rest)
+            case "log": try await LogCommand.run(rest)
             case "--version", "version": print("meowctl \(MeowVersion.current)")
-            default: throw CommandError.usage("Unknown command '\(command)'. Commands: call, watch, tap, demo.")
+            default: throw CommandError.usage("Unknown command '\(command)'. Commands: call, watch, tap, demo, events, sessions, share, sync, doctor, diff, log.")
             }
             return 0
         } catch let error as CommandError {

@@ -1,0 +1,121 @@
+import Foundation
+import MeowWire
+
+/// `meowctl share …`: sharing a care session through a device's cloud mirror (share.* ops).
+enum ShareCommand {
+    static let help = """
+    meowctl share — share a care session with other people, through a device's cloud mirror
+
+    Usage (the device is a store-service started with --sync-socket):
+      meowctl share create      --socket PATH --session ID [--participant USER[:readOnly|readWrite]]... [--json]
+          The owner shares a session (its id or object ID) and its events: a new share zone.
+      meowctl share invite      --socket PATH --zone ZONE --user USER [--permission readOnly|readWrite] [--json]
+      meowctl share permission  --socket PATH --zone ZONE --user USER --permission none|readOnly|readWrite [--json]
+      meowctl share remove      --socket PATH --zone ZONE --user USER [--json]
+      meowctl share stop        --socket PATH --zone ZONE [--json]
+          The owner's side: invite a participant, change or remove one, end the share.
+      meowctl share invitations --socket PATH [--json]
+      meowctl share accept      --socket PATH --zone ZONE --owner OWNER [--json]
+      meowctl share leave       --socket PATH --zone ZONE --owner OWNER [--json]
+          The participant's side: accepted records land in the device's shared store only.
+      meowctl share list        --socket PATH [--json]
+          The shared store's share zones and this user's permission in each.
+
+    The default permission is readOnly. Exit codes: 0 ok, 1 error reply (e.g. permissionFailure,
+    alreadyShared, mirrorNotConfigured), 2 unreachable, 64 usage.
+    """
+
+    static let subcommands = ["create", "invite", "permission", "remove", "stop", "invitations", "accept", "leave", "list"]
+
+    static func run(_ arguments: [String]) async throws(CommandError) {
+        let args = try Arguments.parse(arguments, command: "share",
+                                       options: ["socket", "session", "participant", "zone", "user", "permission", "owner", "timeout"])
+        let subcommand = try args.subcommand(of: "share", subcommands)
+        let socket = try args.required("socket", for: "share \(subcommand)")
+        let output = args.output
+        let device = try await ServiceSession.open(socket: socket, output: output, timeout: try args.timeout(default: 120))
+        defer { device.close() }
+        switch subcommand {
+        case "create": try await create(args, device)
+        case "invite":
+            try await participants(device, "share.invite", try zoneAndUser(args, permission: args.value("permission") ?? "readOnly"))
+        case "permission":
+            try await participants(device, "share.setPermission",
+                                   try zoneAndUser(args, permission: try args.required("permission", for: "share permission")))
+        case "remove": try await participants(device, "share.removeParticipant", try zoneAndUser(args, permission: nil))
+        case "stop":
+            let zone = try args.required("zone", for: "share stop")
+            let result = try await device.call("share.stop", ["zoneName": .string(zone)])
+            output.json ? output.emit(["ok": true, "result": result]) : output.say("Stopped sharing \(zone); participants lose it at their next fetch.")
+        case "invitations": try await invitations(device)
+        case "accept", "leave": try await participate(args, device, subcommand)
+        default: try await list(device)
+        }
+    }
+
+    private static func zoneAndUser(_ args: Arguments, permission: String?) throws(CommandError) -> [String: JSONValue] {
+        var params: [String: JSONValue] = ["zoneName": .string(try args.required("zone", for: "share")),
+                                           "user": .string(try args.required("user", for: "share"))]
+        if let permission { params["permission"] = .string(permission) }
+        return params
+    }
+
+    private static func create(_ args: Arguments, _ device: ServiceSession) async throws(CommandError) {
+        let session = try await SessionsCommand.resolve(try args.required("session", for: "share create"), on: device)
+        var participants: [JSONValue] = []
+        for entry in args.all("participant") {
+            let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
+            guard let user = parts.first, !user.isEmpty else { throw .usage("--participant needs USER or USER:PERMISSION, got '\(entry)'.") }
+            participants.append(["user": .string(user), "permission": .string(parts.count > 1 ? parts[1] : "readOnly")])
+        }
+        let result = try await device.call("share.create", ["objectID": .string(session), "participants": .array(participants)])
+        if device.output.json { return device.output.emit(["ok": true, "result": result]) }
+        device.output.say("Shared \(session)")
+        device.output.say("  zone \(result["zoneName"].cell), \(result["movedRecords"].cell) records moved into it")
+        device.output.say(participantTable(result["share"]))
+    }
+
+    private static func participants(_ device: ServiceSession, _ op: String, _ params: [String: JSONValue]) async throws(CommandError) {
+        let result = try await device.call(op, params)
+        if device.output.json { return device.output.emit(["ok": true, "result": result]) }
+        device.output.say("\(op) \(params["user"].cell) in \(params["zoneName"].cell): done")
+        device.output.say(participantTable(result["share"]))
+    }
+
+    static func participantTable(_ share: JSONValue?) -> String {
+        let participants = share?["shareInfo"]?["participants"]?.arrayValue ?? []
+        return Table(["PARTICIPANT", "ROLE", "PERMISSION", "ACCEPTANCE"], participants.map {
+            [$0["userRecordName"].cell, $0["role"].cell, $0["permission"].cell, $0["acceptanceStatus"].cell]
+        }).rendered
+    }
+
+    private static func invitations(_ device: ServiceSession) async throws(CommandError) {
+        let result = try await device.call("share.invitations")
+        if device.output.json { return device.output.emit(["ok": true, "invitations": result["invitations"] ?? []]) }
+        device.output.say(Table(["ZONE", "OWNER", "PERMISSION", "STATUS", "ROLE"], (result["invitations"]?.arrayValue ?? []).map {
+            [$0["zoneID"]?["zoneName"].cell ?? "–", $0["zoneID"]?["ownerName"].cell ?? "–", $0["permission"].cell,
+             $0["acceptanceStatus"].cell, $0["role"].cell]
+        }).rendered)
+    }
+
+    private static func participate(_ args: Arguments, _ device: ServiceSession, _ subcommand: String) async throws(CommandError) {
+        let zone = try args.required("zone", for: "share \(subcommand)")
+        let owner = try args.required("owner", for: "share \(subcommand)")
+        let result = try await device.call("share.\(subcommand)", ["zoneName": .string(zone), "ownerName": .string(owner)])
+        if device.output.json { return device.output.emit(["ok": true, "result": result]) }
+        if subcommand == "accept" {
+            let fetch = result["fetch"] ?? .null
+            device.output.say("Accepted \(owner)'s share \(zone): \(fetch["changedRecords"].cell) records fetched into the shared store")
+        } else {
+            device.output.say("Left \(owner)'s share \(zone); removed zones: \(result["zonesRemoved"].cell)")
+        }
+    }
+
+    private static func list(_ device: ServiceSession) async throws(CommandError) {
+        let shares = try await device.call("share.list")["shares"]?.arrayValue ?? []
+        if device.output.json { return device.output.emit(["ok": true, "shares": .array(shares)]) }
+        device.output.say(Table(["ZONE", "OWNER", "PERMISSION"], shares.map {
+            [$0["zoneName"].cell, $0["ownerName"].cell, $0["permission"].cell]
+        }).rendered)
+    }
+}

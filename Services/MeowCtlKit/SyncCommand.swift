@@ -1,0 +1,172 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import MeowWire
+
+/// `meowctl sync now|send|fetch|status`: a device's cloud mirror (sync.* ops), with a progress
+/// line on stderr while a step runs.
+enum SyncCommand {
+    static let help = """
+    meowctl sync — run a device's cloud mirror by hand and see where it stands
+
+    Usage (the device is a store-service started with --sync-socket):
+      meowctl sync now    --socket PATH [--timeout SECONDS] [--progress | --no-progress] [--json]
+          Sends the queued local changes, then fetches the cloud's (sync.now).
+      meowctl sync send   --socket PATH [...same options]
+      meowctl sync fetch  --socket PATH [...same options]
+      meowctl sync status --socket PATH [--require-quiescent] [--json]
+          Pending changes per store and zone, deferred ones, change tokens, the last error and
+          whether the mirror is quiescent (nothing queued, nothing in flight). With
+          --require-quiescent the exit code is 1 unless it is.
+
+    While a step runs, a progress line on stderr shows the step in flight and what is pending
+    (when stderr is a terminal, or with --progress; never with --json). --timeout defaults to 600.
+    Exit codes: 0 ok, 1 error reply (e.g. a cloud error such as requestRateLimited, or not
+    quiescent with --require-quiescent), 2 the device (or its cloud) cannot be reached, 64 usage.
+    """
+
+    static func run(_ arguments: [String]) async throws(CommandError) {
+        let args = try Arguments.parse(arguments, command: "sync", options: ["socket", "timeout"],
+                                       flags: ["progress", "no-progress", "require-quiescent"])
+        let subcommand = try args.subcommand(of: "sync", ["now", "send", "fetch", "status"])
+        let socket = try args.required("socket", for: "sync \(subcommand)")
+        let output = args.output
+        let device = try await ServiceSession.open(socket: socket, output: output, timeout: try args.timeout(default: 600))
+        defer { device.close() }
+        if subcommand == "status" {
+            let status = try await device.call("sync.status")
+            output.json ? output.emit(status) : output.say(summary(status))
+            if args.has("require-quiescent"), status["quiescent"] != true { throw .errorReply }
+            return
+        }
+        let showProgress = !output.json && !args.has("no-progress") && (args.has("progress") || isatty(2) != 0)
+        let progress = showProgress ? ProgressLine(socket: socket, step: "sync.\(subcommand)") : nil
+        let started = ContinuousClock.now
+        let result: JSONValue
+        do {
+            result = try await device.call("sync.\(subcommand)")
+        } catch {
+            await progress?.finish(elapsed: ContinuousClock.now - started, outcome: "failed")
+            throw error
+        }
+        await progress?.finish(elapsed: ContinuousClock.now - started, outcome: "done")
+        if output.json { return output.emit(result) }
+        switch subcommand {
+        case "send": output.say(describeSend(result))
+        case "fetch": output.say(describeFetch(result))
+        default:
+            output.say(describeSend(result["send"] ?? .null))
+            output.say(describeFetch(result["fetch"] ?? .null))
+        }
+    }
+
+    static func describeSend(_ send: JSONValue) -> String {
+        var text = "Sent: \(send["saved"].cell) saved, \(send["deleted"].cell) deleted in \(send["requests"].cell) request(s); "
+            + "\(send["conflictsResolved"].cell) conflicts merged, \(send["reverted"].cell) reverted, \(send["dropped"].cell) dropped, "
+            + "\(send["deferred"].cell) deferred; \(send["pending"].cell) still pending"
+        if let retry = send["retryAfterSeconds"]?.doubleValue { text += " (retry after \(Int(retry.rounded(.up))) s)" }
+        return text
+    }
+
+    static func describeFetch(_ fetch: JSONValue) -> String {
+        var text = "Fetched: \(fetch["changedRecords"].cell) changed, \(fetch["deletedRecords"].cell) deleted, "
+            + "\(fetch["merged"].cell) merged with local edits, in \(fetch["pages"].cell) page(s)"
+        for (key, label) in [("zonesRemoved", "zones removed"), ("zonesReset", "zones reset")] {
+            if let zones = fetch[key]?.arrayValue, !zones.isEmpty { text += "; \(label): \(zones.map(\.cell).joined(separator: ", "))" }
+        }
+        if let expired = fetch["tokensExpired"]?.intValue, expired > 0 { text += "; \(expired) expired token(s) refetched" }
+        return text
+    }
+
+    /// sync.status for people.
+    static func summary(_ status: JSONValue) -> String {
+        var lines: [String] = []
+        let quiescent = status["quiescent"] == true
+        lines.append("device \(status["device"].cell), cloud user \(status["user"].cell), mode \(status["mode"].cell), "
+                     + "conflict policy \(status["conflictPolicy"].cell), batch limit \(status["batchLimit"].cell)")
+        lines.append(quiescent ? "quiescent: yes (nothing queued, nothing in flight)"
+                               : "quiescent: NO" + (status["inFlight"].map { $0.isNull ? "" : " (in flight: \($0.cell))" } ?? ""))
+        if let error = status["lastError"], !error.isNull {
+            var text = "last error: \(error["code"].cell) — \(error["message"].cell)"
+            if let retry = error["details"]?["retryAfterSeconds"], !retry.isNull { text += " (retry after \(retry.cell) s)" }
+            lines.append(text)
+        } else {
+            lines.append("last error: none")
+        }
+        let stores = status["stores"]?.arrayValue ?? []
+        lines.append("")
+        lines.append(Table(["STORE", "DATABASE", "PENDING", "DEFERRED", "UNQUEUED", "EXPORT CURSOR", "HISTORY", "DATABASE TOKEN", "UNEXPORTABLE"],
+                           stores.map { store in
+            [store["store"].cell, store["database"].cell, store["pending"].cell, store["deferred"].cell,
+             store["unqueuedTransactions"].cell, store["exportCursor"].cell, store["historyToken"].cell,
+             store["databaseToken"].cell, String(store["unexportable"]?.arrayValue?.count ?? 0)]
+        }).rendered)
+        var zoneRows: [[String]] = []
+        for store in stores {
+            let pending = store["pendingByZone"]?.objectValue ?? [:]
+            let tokens = store["zoneTokens"]?.objectValue ?? [:]
+            for zone in Set(pending.keys).union(tokens.keys).sorted() {
+                zoneRows.append([store["store"].cell, zone, pending[zone].cell == "–" ? "0" : pending[zone].cell, tokens[zone].cell])
+            }
+        }
+        if !zoneRows.isEmpty {
+            lines.append("")
+            lines.append(Table(["STORE", "ZONE", "PENDING", "ZONE TOKEN"], zoneRows).rendered)
+        }
+        let unexportable = stores.flatMap { store in (store["unexportable"]?.arrayValue ?? []).map { (store["store"].cell, $0.cell) } }
+        if !unexportable.isEmpty {
+            lines.append("")
+            lines.append("unexportable (shared-store objects outside any share zone, seed 002; 'meowctl doctor' explains):")
+            lines += unexportable.map { "  \($0.0): \($0.1)" }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// A one-line progress display on stderr: the step, what the mirror has in flight and what is
+/// pending (read with sync.status on a second connection, which never waits for a sync step),
+/// and the time so far. Redrawn in place, erased when the step ends.
+final class ProgressLine: Sendable {
+    private let poller: Task<Void, Never>
+    private let step: String
+
+    init(socket: String, step: String) {
+        self.step = step
+        poller = Task.detached {
+            let started = ContinuousClock.now
+            var status = ""
+            let client = try? WireClient(socketPath: socket, timeout: .seconds(5))
+            if let client { _ = try? await client.hello(client: "meowctl-progress") }
+            defer { client?.close() }
+            var frame = 0
+            while !Task.isCancelled {
+                if frame % 4 == 0, let client, let reply = try? await client.call("sync.status", [:]) {
+                    let pending = (reply["stores"]?.arrayValue ?? []).compactMap { $0["pending"]?.intValue }.reduce(0, +)
+                    let inFlight = reply["inFlight"].map { $0.isNull ? "idle" : $0.cell } ?? "idle"
+                    status = "in flight: \(inFlight), \(pending) pending"
+                }
+                let spinner = ["|", "/", "-", "\\"][frame % 4]
+                let seconds = ProgressLine.seconds(ContinuousClock.now - started)
+                ProgressLine.write("\r\u{1B}[2K\(spinner) \(step): \(status.isEmpty ? "running" : status) (\(seconds) s)")
+                frame += 1
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    /// Stops the display and leaves one final line.
+    func finish(elapsed: Duration, outcome: String) async {
+        poller.cancel()
+        await poller.value
+        ProgressLine.write("\r\u{1B}[2K\(step): \(outcome) in \(ProgressLine.seconds(elapsed)) s\n")
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        String(format: "%.1f", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+    }
+
+    static func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}
