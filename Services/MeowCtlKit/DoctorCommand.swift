@@ -53,6 +53,8 @@ enum DoctorCommand {
         var name: String
         var found: Int
         var detail: String
+        /// Not run (e.g. no cloud mirror to ask); neither passed nor failed.
+        var skipped = false
     }
 
     static func run(_ arguments: [String]) async throws(CommandError) {
@@ -76,12 +78,12 @@ enum DoctorCommand {
     static func report(_ doctor: Doctor, output: Output, socket: String) {
         if output.json {
             return output.emit(["ok": .bool(doctor.findings.isEmpty), "findings": .array(doctor.findings.map(\.json)),
-                                "checks": .array(doctor.checks.map { ["name": .string($0.name), "ok": .bool($0.found == 0),
+                                "checks": .array(doctor.checks.map { ["name": .string($0.name), "ok": .bool($0.found == 0), "skipped": .bool($0.skipped),
                                                                        "found": .int($0.found), "detail": .string($0.detail)] })])
         }
         output.say("meowctl doctor: \(socket)")
         for check in doctor.checks {
-            output.say("  \(check.found == 0 ? "✔" : "✘") \(check.name): \(check.detail)")
+            output.say("  \(check.skipped ? "–" : check.found == 0 ? "✔" : "✘") \(check.name): \(check.detail)")
         }
         guard !doctor.findings.isEmpty else { return output.say("\nNo problems found.") }
         output.say("\n\(doctor.findings.count) problem\(doctor.findings.count == 1 ? "" : "s") found:")
@@ -212,7 +214,7 @@ struct Doctor {
         switch try await device.attempt("sync.status") {
         case let .success(value): status = value
         case let .failure(error):
-            checks.append(.init(name: "exports", found: 0, detail: "not checked: \(error.code) (\(error.message))"))
+            checks.append(.init(name: "exports", found: 0, detail: "not checked: \(error.code) (\(error.message))", skipped: true))
             return
         }
         deviceUser = status["user"]?.stringValue

@@ -144,6 +144,36 @@ struct MeowCtlPeopleTests {
         await deployment.stop()
     }
 
+    @Test("doctor finds a relationship that left its store (planted in the SQLite file, as old data has it)")
+    func doctorFindsCrossStoreRelationship() async throws {
+        let directory = TemporaryDirectory(prefix: "mctl")
+        let socket = directory.file("device.sock")
+        let options = ["--socket", socket, "--data-dir", directory.file("data")]
+        let first = try await ServiceProcess.start("store-service", options)
+        #expect(try await runTool("meowctl", ["sessions", "add", "--socket", socket, "--id", "mochi", "--title", "Mochi"]).status == 0)
+        #expect(try await runTool("meowctl", ["events", "add", "--socket", socket, "--type", "note", "--id", "linked", "--session", "mochi"]).status == 0)
+        let clean = try await meowctlJSON(["doctor", "--socket", socket])
+        #expect(clean.status == 0)
+        #expect(clean.json["checks"]?.arrayValue?.contains { $0["name"] == "exports" && $0["skipped"] == true } == true)
+        #expect(await first.stop() == 0)
+
+        // The event's session now names a row the store does not have (where a cross-store link ends up).
+        let plant = try await runTool("/usr/bin/env", ["python3", "-c", """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            db.execute("UPDATE e_CareEvent SET r_session = 999 WHERE a_id = 'linked'")
+            db.commit()
+            """, directory.file("data/MeowCare-Private.sqlite")])
+        #expect(plant.status == 0, "\(plant.stderr)")
+        let second = try await ServiceProcess.start("store-service", options)
+        let doctor = try await meowctlJSON(["doctor", "--socket", socket])
+        #expect(doctor.status == 1)
+        let finding = doctor.json["findings"]?.arrayValue?.first { $0["kind"] == "crossStore" }
+        #expect(finding?["summary"]?.stringValue?.contains("CareSession/p999") == true)
+        #expect(finding?["store"] == "Private")
+        _ = await second.stop()
+    }
+
     @Test("doctor finds exports stuck behind a cloud error and deferred by its retry-after; sync send exits 1")
     func doctorFindsStuckExports() async throws {
         let deployment = try await PeopleDeployment.start()
