@@ -120,13 +120,17 @@ extension CloudMirror {
         // A fetch from nil lists live records only, no deletions: the records this device knows
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
+        var prefetched: ReplyWaiter?
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.zoneTokenKey(zone)) }
             if token == nil { listed = [] }
             var params: [String: JSONValue] = ["database": .string(database), "zoneID": zone.json, "limit": 1000]
             if let token { params["since"] = .string(token) }
             let reply: JSONValue
-            switch attempt("changes.fetchZone", JSONValue.object(params)) {
+            var outcome = prefetched?.wait()
+            prefetched = nil
+            if case .failure = outcome { outcome = nil }
+            switch outcome ?? attempt("changes.fetchZone", JSONValue.object(params)) {
             case let .success(value): reply = value
             case let .failure(error) where error.code == .changeTokenExpired && token != nil:
                 // SEMANTICS C9: refetch from nil; applying is idempotent, so nothing doubles.
@@ -140,6 +144,12 @@ extension CloudMirror {
             }
             let page = ZoneChanges(json: reply)
             report.pages += 1
+            if page.moreComing {
+                // The next page travels and is parsed while this one is applied; it is used only
+                // after this page's token is saved, so the order of pages and tokens is unchanged.
+                params["since"] = .string(page.token)
+                prefetched = begin("changes.fetchZone", JSONValue.object(params))
+            }
             // The page is applied (committed) before its token is saved: a crash in between
             // fetches the page again, and applying it twice changes nothing.
             try applyPage(page.changed, deleted: page.deleted, zone: zone, scope: scope, report: &report)

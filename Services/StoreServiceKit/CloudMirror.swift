@@ -120,6 +120,18 @@ final class CloudMirror: Sendable {
         }
     }
 
+    /// Sends a request without waiting (the reply is decoded on the client's reader thread
+    /// while this thread works on): `wait()` gives the reply.
+    func begin<P: Encodable>(_ op: String, _ params: P) -> ReplyWaiter {
+        let waiter = ReplyWaiter()
+        do {
+            try client().client.send(op, params) { waiter.resolve($0) }
+        } catch {
+            waiter.resolve(.failure(error))
+        }
+        return waiter
+    }
+
     /// `call` as a Result, for callers that handle some error codes and rethrow the rest.
     func attempt<P: Encodable>(_ op: String, _ params: P) -> Result<JSONValue, WireError> {
         do { return .success(try request(op, params)) } catch { return .failure(error) }
@@ -382,5 +394,21 @@ extension CloudMirror {
             }
             if known != user { try MirrorState(stores.list[privateIndex]).setValue(Self.accountKey, user) }
         }
+    }
+}
+
+/// One reply awaited by a blocking thread (the mirror's threads are never Swift tasks).
+final class ReplyWaiter: Sendable {
+    private let reply = Mutex<Result<JSONValue, WireError>?>(nil)
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    func resolve(_ result: Result<JSONValue, WireError>) {
+        reply.withLock { $0 = result }
+        semaphore.signal()
+    }
+
+    func wait() -> Result<JSONValue, WireError> {
+        semaphore.wait()
+        return reply.withLock { $0! }
     }
 }

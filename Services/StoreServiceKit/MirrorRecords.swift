@@ -189,6 +189,13 @@ enum JSONText {
     }
 
     private static func writeString(_ string: String, into text: inout String) {
+        // Names, tags and most values need no escaping: copy them whole.
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            text += "\""
+            text += string
+            text += "\""
+            return
+        }
         text += "\""
         for scalar in string.unicodeScalars {
             switch scalar {
