@@ -34,7 +34,7 @@ enum DiffCommand {
         var matching = 0
         var onlyInCloud: [(name: String, item: Item)] = []
         var onlyOnDevice: [(name: String, item: Item)] = []
-        var differing: [(name: String, item: Item, fields: [(String, String, String)])] = []
+        var differing: [(name: String, item: Item, fields: [(String, String?, String?)])] = []
 
         var clean: Bool { onlyInCloud.isEmpty && onlyOnDevice.isEmpty && differing.isEmpty }
 
@@ -46,7 +46,8 @@ enum DiffCommand {
              "differing": .array(differing.map { entry in
                  ["recordName": .string(entry.name), "entity": .string(entry.item.entity),
                   "objectID": entry.item.objectID.map { .string($0) } ?? .null,
-                  "fields": .array(entry.fields.map { ["field": .string($0.0), "device": .string($0.1), "cloud": .string($0.2)] })]
+                  "fields": .array(entry.fields.map { ["field": .string($0.0), "device": $0.1.map { .string($0) } ?? .null,
+                                                        "cloud": $0.2.map { .string($0) } ?? .null] })]
              })]
         }
     }
@@ -214,9 +215,9 @@ enum DiffCommand {
                 reports[zone]?.onlyInCloud.append((name, remote))
                 continue
             }
-            let differences = Set(mine.fields.keys).union(remote.fields.keys).sorted().compactMap { field -> (String, String, String)? in
-                let left = mine.fields[field] ?? "–"
-                let right = remote.fields[field] ?? "–"
+            let differences = Set(mine.fields.keys).union(remote.fields.keys).sorted().compactMap { field -> (String, String?, String?)? in
+                let left = mine.fields[field]
+                let right = remote.fields[field]
                 return left == right ? nil : (field, left, right)
             }
             if differences.isEmpty {
@@ -239,10 +240,12 @@ enum DiffCommand {
             output.say("\(report.database) database · \(report.zone): \(report.matching) matching, \(report.onlyInCloud.count) only in the cloud, "
                        + "\(report.onlyOnDevice.count) only on the device, \(report.differing.count) differing")
             var rows: [[String]] = []
-            rows += report.onlyInCloud.sorted { $0.name < $1.name }.map { ["only in the cloud", $0.item.entity, $0.name, "", "", ""] }
-            rows += report.onlyOnDevice.sorted { $0.name < $1.name }.map { ["only on the device", $0.item.entity, $0.name, "", "", ""] }
+            // A record by its name and, where it has one, its id attribute (what people recognise).
+            func record(_ name: String, _ item: Item) -> String { item.fields["CD_id"].map { "\(name) (\($0))" } ?? name }
+            rows += report.onlyInCloud.sorted { $0.name < $1.name }.map { ["only in the cloud", $0.item.entity, record($0.name, $0.item), "", "", ""] }
+            rows += report.onlyOnDevice.sorted { $0.name < $1.name }.map { ["only on the device", $0.item.entity, record($0.name, $0.item), "", "", ""] }
             for entry in report.differing.sorted(by: { $0.name < $1.name }) {
-                rows += entry.fields.map { ["differs", entry.item.entity, entry.name, $0.0, $0.1, $0.2] }
+                rows += entry.fields.map { ["differs", entry.item.entity, record(entry.name, entry.item), $0.0, $0.1 ?? "–", $0.2 ?? "–"] }
             }
             if !rows.isEmpty {
                 output.say(Table(["WHAT", "ENTITY", "RECORD", "FIELD", "DEVICE", "CLOUD"], rows).rendered

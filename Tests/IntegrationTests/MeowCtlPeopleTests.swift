@@ -259,6 +259,19 @@ struct MeowCtlPeopleTests {
         #expect(synced.status == 0)
         #expect(synced.json["identical"] == true)
 
+        // A local edit not yet sent: diff names the record and the field, with both values.
+        let device = try await deployment.client(owner)
+        let context = try await device.call("context.open", [:])["context"] ?? .null
+        let edited = listed.json["events"]?.arrayValue?.first { $0["value"] == 182 }?["objectID"] ?? .null
+        _ = try await device.call("object.set", ["context": context, "objectID": edited, "values": ["value": 99.0]])
+        _ = try await device.call("context.save", ["context": context])
+        device.close()
+        let differing = try await meowctlJSON(["diff", "--socket", owner] + cloud)
+        #expect(differing.status == 1)
+        let fields = differing.json["zones"]?.arrayValue?.flatMap { $0["differing"]?.arrayValue ?? [] }.flatMap { $0["fields"]?.arrayValue ?? [] }
+        #expect(fields == [["field": "CD_value", "device": "99", "cloud": "182"]])
+        #expect(try await runTool("meowctl", ["sync", "now", "--socket", owner]).status == 0)
+
         let shared = try await meowctlJSON(["share", "create", "--socket", owner, "--session", "mochi", "--participant", "pablo:readOnly"])
         #expect(shared.status == 0)
         let zone = try #require(shared.json["result"]?["zoneName"]?.stringValue)
