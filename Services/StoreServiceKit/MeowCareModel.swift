@@ -35,7 +35,7 @@ extension ManagedObjectModel {
           "relationships": [
             {"name": "session", "destination": "CareSession", "inverse": "events", "deleteRule": "nullify"}
           ],
-          "indexes": [["session", "occurredAt"], ["id"], ["occurredAt"]]
+          "indexes": [["session", "occurredAt"], ["occurredAt"]]
         }
       ],
       "configurations": [

@@ -85,7 +85,9 @@ final class PersistentStore: @unchecked Sendable {
                 for relationship in entity.toOneRelationships where !existing.contains("r_\(relationship.name)") {
                     try database.execute("ALTER TABLE \(table) ADD COLUMN \"r_\(relationship.name)\" INTEGER")
                 }
-                for relationship in entity.toOneRelationships {
+                // Every to-one relationship is indexed (inverse lookups, delete rules), unless a
+                // model index already starts with it: each index costs every insert.
+                for relationship in entity.toOneRelationships where !entity.indexes.contains(where: { $0.first == relationship.name }) {
                     try database.execute("CREATE INDEX IF NOT EXISTS \"i_\(entity.name)_\(relationship.name)\" ON \(table)(\"r_\(relationship.name)\")")
                 }
                 for index in entity.indexes {
