@@ -7,8 +7,6 @@ import MeowWire
 struct AttributeValues: Codable, Sendable {
     var values: [String: JSONValue]
 
-    init(_ values: [String: JSONValue] = [:]) { self.values = values }
-
     private struct Key: CodingKey {
         var stringValue: String
         var intValue: Int? { nil }
