@@ -272,4 +272,45 @@ struct RecoveryTests {
         _ = await a.stop()
         await cloud.stop()
     }
+
+    @Test("Scenario 29: a paged fetch killed midway resumes from the last applied page; every record exactly once")
+    func scenario29() async throws {
+        let cloud = try await Cloud.start()
+        let a = try await Device.start("A", user: "owner", cloud: cloud)
+        let total = 12000
+        try await a.insertEvents((0..<total).map { String(format: "p%05d", $0) })
+        try await a.send()
+        let data = cloud.directory.file("b-data")
+        let b = try await Device.start("B", user: "owner", cloud: cloud, dataDirectory: data)
+        let socket = b.socket
+        // The fetch runs on its own connection; B is killed once its first page's token is saved.
+        let fetching = Task { () -> Bool in
+            guard let client = try? WireClient(socketPath: socket, timeout: .seconds(120)) else { return false }
+            _ = try? await client.hello(client: "fetcher")
+            return (try? await client.call("sync.fetch", [:] as JSONValue)) != nil
+        }
+        let zoneKey = "__defaultOwner__/com.apple.coredata.cloudkit.zone"
+        var sawToken = false
+        for _ in 0..<600 {
+            let status = try await b.status()
+            let privateStore = status["stores"]?.arrayValue?.first { $0["store"] == "Private" }
+            if privateStore?["zoneTokens"]?[zoneKey]?.stringValue != nil { sawToken = true; break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(sawToken)
+        b.process.kill()
+        _ = await fetching.value
+        let restarted = try await Device.start("B", user: "owner", cloud: cloud, dataDirectory: data)
+        let partial = try await restarted.objects().count
+        #expect(partial > 0)
+        #expect(partial < total)
+        let resumed = try await restarted.fetch()
+        #expect(resumed["changedRecords"]?.intValue ?? 0 <= total - partial + 1000)
+        let ids = try await restarted.ids()
+        #expect(ids.count == total)
+        #expect(Set(ids).count == total)
+        _ = await restarted.stop()
+        _ = await a.stop()
+        await cloud.stop()
+    }
 }
