@@ -313,4 +313,31 @@ struct RecoveryTests {
         _ = await a.stop()
         await cloud.stop()
     }
+
+    @Test("Scenario 30: a send whose answer was lost (applied on the server) is retried and leaves exactly one copy of each record")
+    func scenario30() async throws {
+        let cloud = try await Cloud.start()
+        let a = try await Device.start("A", user: "owner", cloud: cloud)
+        let b = try await Device.start("B", user: "owner", cloud: cloud)
+        try await a.insertEvents(["r1", "r2", "r3"])
+        _ = try await cloud.admin("admin.injectFault", ["code": "serverResponseLost", "op": "records.modify", "user": "owner", "afterApplying": true])
+        #expect(try await a.failure("sync.send").code == .serverResponseLost)
+        #expect(try await cloud.records(user: "owner").count == 3)
+        #expect(try await a.pending() == 3)
+        let retried = try await a.send()
+        #expect(retried["conflictsResolved"] == 3)
+        #expect(try await a.pending() == 0)
+        #expect(try await cloud.records(user: "owner").count == 3)
+        try await b.fetch()
+        #expect(try await b.ids() == ["r1", "r2", "r3"])
+        // A later edit goes through with the tag learned from the retry: no conflict.
+        let r1 = try #require(try await a.object(id: "r1")?["objectID"]?.stringValue)
+        try await a.set(r1, ["note": "after the retry"])
+        let edited = try await a.send()
+        #expect(edited["saved"] == 1)
+        #expect(edited["conflictsResolved"] == 0)
+        _ = await a.stop()
+        _ = await b.stop()
+        await cloud.stop()
+    }
 }
