@@ -54,13 +54,17 @@ enum DiffCommand {
 
     static func run(_ arguments: [String]) async throws(CommandError) {
         let args = try Arguments.parse(arguments, command: "diff", options: ["socket", "cloud", "credential", "timeout"])
-        let socket = try args.required("socket", for: "diff")
-        let cloudSocket = try args.required("cloud", for: "diff")
-        let credential = try args.required("credential", for: "diff")
+        let socket = try args.deviceSocket(for: "diff")
+        if args.value("dir") == nil, args.value("cloud") == nil { throw .usage("meowctl diff needs --cloud SYNC_SOCKET --credential C (or --dir DIR).") }
         let output = args.output
         let timeout = try args.timeout(default: 60)
         let device = try await ServiceSession.open(socket: socket, output: output, timeout: timeout)
         defer { device.close() }
+        let status = try await device.attempt("sync.status")
+        let user = (try? status.get())?["user"]?.stringValue
+        guard let (cloudSocket, credential) = try args.cloudTarget(for: "diff", deviceUser: user) else {
+            throw .usage("meowctl diff needs --cloud SYNC_SOCKET --credential C (or --dir DIR).")
+        }
         let cloud = try await ServiceSession.open(socket: cloudSocket, credential: credential, output: output, timeout: timeout)
         defer { cloud.close() }
 
@@ -71,7 +75,7 @@ enum DiffCommand {
             try await cloudItems(cloud, database: database, into: &remote, unreadable: &unreadable)
         }
         let pending: Int
-        if case let .success(status) = try await device.attempt("sync.status") {
+        if case let .success(status) = status {
             pending = (status["stores"]?.arrayValue ?? []).compactMap { $0["pending"]?.intValue }.reduce(0, +)
         } else {
             pending = 0

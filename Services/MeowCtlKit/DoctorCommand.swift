@@ -59,14 +59,14 @@ enum DoctorCommand {
 
     static func run(_ arguments: [String]) async throws(CommandError) {
         let args = try Arguments.parse(arguments, command: "doctor", options: ["socket", "cloud", "credential", "timeout"])
-        let socket = try args.required("socket", for: "doctor")
+        let socket = try args.deviceSocket(for: "doctor")
         if args.value("cloud") != nil, args.value("credential") == nil { throw .usage("meowctl doctor --cloud needs --credential C (the device's cloud user).") }
         let output = args.output
         let device = try await ServiceSession.open(socket: socket, output: output, timeout: try args.timeout(default: 60))
         defer { device.close() }
         var doctor = Doctor(device: device)
         try await doctor.examineDevice()
-        if let cloud = args.value("cloud"), let credential = args.value("credential") {
+        if let (cloud, credential) = try args.cloudTarget(for: "doctor", deviceUser: doctor.deviceUser) {
             let session = try await ServiceSession.open(socket: cloud, credential: credential, output: output, timeout: try args.timeout(default: 60))
             defer { session.close() }
             try await doctor.examineCloud(session)
@@ -100,7 +100,8 @@ struct Doctor {
     let device: ServiceSession
     private(set) var findings: [DoctorCommand.Finding] = []
     private(set) var checks: [DoctorCommand.Check] = []
-    private var deviceUser: String?
+    /// The cloud user the device's mirror reported (nil before it first connected, or without a mirror).
+    private(set) var deviceUser: String?
 
     init(device: ServiceSession) { self.device = device }
 

@@ -10,8 +10,9 @@ enum EventsCommand {
     Usage:
       meowctl events add  --socket PATH --type TYPE [--value N] [--note TEXT] [--at ISO8601]
                           [--session ID] [--id ID] [--store Private|Shared] [--json]
-          Inserts one CareEvent and saves it. --session is the session's id (e.g. mochi) or its
-          object ID; the event goes to the session's store. --at defaults to now. Prints where
+          Inserts one CareEvent and saves it. --session is the session's id (e.g. mochi, or
+          default-session) or its object ID; the event goes to the session's store. Without
+          --session the event has no session: an orphan, as old data has them. --at defaults to now. Prints where
           the event was saved and why (the store routing reason).
       meowctl events list --socket PATH [--session ID] [--type TYPE] [--store S] [--limit N] [--json]
           The newest events first (default limit 50; 0 = all).
@@ -31,7 +32,7 @@ enum EventsCommand {
     }
 
     static func add(_ args: Arguments) async throws(CommandError) {
-        let socket = try args.required("socket", for: "events add")
+        let socket = try args.deviceSocket(for: "events add")
         let type = try args.required("type", for: "events add")
         let output = args.output
         let now = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
@@ -62,13 +63,16 @@ enum EventsCommand {
         }
         output.say("Added \(type)\(values["value"].map { " \($0.cell)" } ?? "") at \(values["occurredAt"].cell) as \(values["id"].cell)")
         output.say("  saved \(entry["objectID"].cell) → \(entry["store"].cell) store (\(entry["reason"].cell))")
+        if values["session"] == nil {
+            MeowCtl.printError("meowctl: note: no --session: the event belongs to no session (an orphan until repair.orphans attaches it).")
+        }
         if unexportable {
             MeowCtl.printError("meowctl: warning: the event is in the shared store outside any share zone; the cloud mirror cannot export it (seed 002). Run 'meowctl doctor'.")
         }
     }
 
     static func list(_ args: Arguments) async throws(CommandError) {
-        let socket = try args.required("socket", for: "events list")
+        let socket = try args.deviceSocket(for: "events list")
         let output = args.output
         let limit = try args.integer("limit", default: 50) ?? 50
         let device = try await ServiceSession.open(socket: socket, output: output, timeout: try args.timeout(default: 30))
@@ -126,7 +130,7 @@ enum SessionsCommand {
     }
 
     static func add(_ args: Arguments) async throws(CommandError) {
-        let socket = try args.required("socket", for: "sessions add")
+        let socket = try args.deviceSocket(for: "sessions add")
         let id = try args.required("id", for: "sessions add")
         let title = try args.required("title", for: "sessions add")
         let output = args.output
@@ -149,7 +153,7 @@ enum SessionsCommand {
     }
 
     static func list(_ args: Arguments) async throws(CommandError) {
-        let socket = try args.required("socket", for: "sessions list")
+        let socket = try args.deviceSocket(for: "sessions list")
         let output = args.output
         let device = try await ServiceSession.open(socket: socket, output: output, timeout: try args.timeout(default: 30))
         defer { device.close() }

@@ -46,8 +46,7 @@ enum LogCommand {
         let args = try Arguments.parse(arguments, command: "log",
                                        options: ["socket", "credential", "user", "zone", "op", "result", "limit", "timeout"],
                                        flags: ["follow", "denied"])
-        let socket = try args.required("socket", for: "log")
-        let credential = try args.required("credential", for: "log")
+        let (socket, credential) = try args.adminTarget(for: "log")
         let filter = Filter(user: args.value("user"), zone: args.value("zone"), op: args.value("op"),
                             result: args.value("result"), deniedOnly: args.has("denied"))
         let limit = try args.integer("limit")

@@ -1,12 +1,33 @@
 /// The commands for people and their `--help` texts (meowctl COMMAND --help).
 enum PeopleCommands {
     static let help: [String: String] = [
-        "events": EventsCommand.help,
-        "sessions": SessionsCommand.help,
-        "share": ShareCommand.help,
-        "sync": SyncCommand.help,
-        "doctor": DoctorCommand.help,
-        "diff": DiffCommand.help,
-        "log": LogCommand.help,
+        "events": EventsCommand.help + deviceNote,
+        "sessions": SessionsCommand.help + deviceNote,
+        "share": ShareCommand.help + deviceNote,
+        "sync": SyncCommand.help + deviceNote,
+        "doctor": DoctorCommand.help + deviceAndCloudNote,
+        "diff": DiffCommand.help + deviceAndCloudNote,
+        "log": LogCommand.help + """
+
+
+        A local deployment: --dir DIR (deploy/meowcare-local up --dir DIR) instead of --socket and
+        --credential: its sync-service and its admin credential.
+        """,
     ]
+
+    static let deviceNote = """
+
+
+    A local deployment: --dir DIR [--device NAME] (deploy/meowcare-local up --dir DIR) instead of
+    --socket: that device's socket (default device-a).
+    """
+
+    static let deviceAndCloudNote = """
+
+
+    A local deployment: --dir DIR [--device NAME] (deploy/meowcare-local up --dir DIR) instead of
+    --socket, --cloud and --credential: that device (default device-a), the deployment's cloud and
+    the device's user's credential (the user the device's mirror reports; before it first
+    connected, the deployment's owner of the device: pablo for device-p, olivia otherwise).
+    """
 }

@@ -147,7 +147,7 @@ extension Arguments {
     static func parse(_ arguments: [String], command: String, options: Set<String>,
                       flags: Set<String> = []) throws(CommandError) -> Arguments {
         let args = try Arguments(arguments, flags: flags.union(["json"]))
-        try args.check(known: options.union(flags).union(["json"]), command: command)
+        try args.check(known: options.union(flags).union(["json"]).union(deploymentOptions), command: command)
         return args
     }
 

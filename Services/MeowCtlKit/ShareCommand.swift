@@ -31,7 +31,7 @@ enum ShareCommand {
         let args = try Arguments.parse(arguments, command: "share",
                                        options: ["socket", "session", "participant", "zone", "user", "permission", "owner", "timeout"])
         let subcommand = try args.subcommand(of: "share", subcommands)
-        let socket = try args.required("socket", for: "share \(subcommand)")
+        let socket = try args.deviceSocket(for: "share \(subcommand)")
         let output = args.output
         let device = try await ServiceSession.open(socket: socket, output: output, timeout: try args.timeout(default: 120))
         defer { device.close() }

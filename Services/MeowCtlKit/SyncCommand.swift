@@ -30,7 +30,7 @@ enum SyncCommand {
         let args = try Arguments.parse(arguments, command: "sync", options: ["socket", "timeout"],
                                        flags: ["progress", "no-progress", "require-quiescent"])
         let subcommand = try args.subcommand(of: "sync", ["now", "send", "fetch", "status"])
-        let socket = try args.required("socket", for: "sync \(subcommand)")
+        let socket = try args.deviceSocket(for: "sync \(subcommand)")
         let output = args.output
         let device = try await ServiceSession.open(socket: socket, output: output, timeout: try args.timeout(default: 600))
         defer { device.close() }

@@ -14,24 +14,29 @@ private struct PeopleDeployment {
     let cloud: ServiceProcess
     let device: ServiceProcess
 
-    var cloudSocket: String { directory.file("cloud.sock") }
-    var deviceSocket: String { directory.file("device-a.sock") }
+    // Laid out as deploy/meowcare-local does, so --dir finds sockets and credentials.
+    var cloudSocket: String { directory.file("sockets/sync-service.sock") }
+    var deviceSocket: String { directory.file("sockets/device-a.sock") }
 
     static func start(deviceOptions: [String] = []) async throws -> PeopleDeployment {
         let directory = TemporaryDirectory(prefix: "mctl")
-        let users = directory.file("users.json")
+        try FileManager.default.createDirectory(atPath: directory.file("config"), withIntermediateDirectories: true)
+        let users = directory.file("config/users.json")
         try #"{"users":[{"user":"olivia","credential":"olivia-secret"},{"user":"pablo","credential":"pablo-secret"}]}"#
             .write(toFile: users, atomically: true, encoding: .utf8)
-        let cloud = try await ServiceProcess.start("sync-service", ["--socket", directory.file("cloud.sock"), "--in-memory",
+        try #"{"admin":"admin-secret","olivia":"olivia-secret","pablo":"pablo-secret"}"#
+            .write(toFile: directory.file("config/credentials.json"), atomically: true, encoding: .utf8)
+        let cloudSocket = directory.file("sockets/sync-service.sock")
+        let cloud = try await ServiceProcess.start("sync-service", ["--socket", cloudSocket, "--in-memory",
                                                                     "--users", users, "--admin-credential", admin])
-        let device = try await ServiceProcess.start("store-service", ["--socket", directory.file("device-a.sock"), "--in-memory",
-                                                                      "--sync-socket", directory.file("cloud.sock"),
+        let device = try await ServiceProcess.start("store-service", ["--socket", directory.file("sockets/device-a.sock"), "--in-memory",
+                                                                      "--sync-socket", cloudSocket,
                                                                       "--sync-credential", olivia, "--device-name", "A"] + deviceOptions)
         return PeopleDeployment(directory: directory, cloud: cloud, device: device)
     }
 
     func startParticipantDevice() async throws -> (process: ServiceProcess, socket: String) {
-        let socket = directory.file("device-p.sock")
+        let socket = directory.file("sockets/device-p.sock")
         let process = try await ServiceProcess.start("store-service", ["--socket", socket, "--in-memory", "--sync-socket", cloudSocket,
                                                                        "--sync-credential", Self.pablo, "--device-name", "P"])
         return (process, socket)
@@ -295,6 +300,32 @@ struct MeowCtlPeopleTests {
         #expect(log.stdout.contains("pablo") && log.stdout.contains("shares.accept"))
         #expect(try await meowctlJSON(["doctor", "--socket", participant.socket, "--cloud", deployment.cloudSocket,
                                        "--credential", PeopleDeployment.pablo]).status == 0)
+        _ = await participant.process.stop()
+        await deployment.stop()
+    }
+
+    @Test("--dir DIR stands in for sockets and credentials of a local deployment (deploy/meowcare-local's layout)")
+    func deploymentDirectory() async throws {
+        let deployment = try await PeopleDeployment.start()
+        let participant = try await deployment.startParticipantDevice()
+        let dir = deployment.directory.path
+        #expect(try await runTool("meowctl", ["events", "add", "--dir", dir, "--type", "water", "--value", "40", "--session", "default-session"]).status == 0)
+        #expect(try await meowctlJSON(["events", "list", "--dir", dir, "--type", "water"]).json["events"]?.arrayValue?.count == 1)
+        #expect(try await meowctlJSON(["events", "list", "--dir", dir, "--device", "device-p", "--type", "water"]).json["events"]?.arrayValue?.count == 0)
+        #expect(try await runTool("meowctl", ["sync", "now", "--dir", dir]).status == 0)
+        // The cloud checks run as the device's own user: olivia for device A, pablo for device P.
+        for (device, user) in [("device-a", "olivia"), ("device-p", "pablo")] {
+            let doctor = try await meowctlJSON(["doctor", "--dir", dir, "--device", device])
+            #expect(doctor.status == 0, "\(device): \(doctor.json["findings"] ?? .null)")
+            #expect(doctor.json["checks"]?.arrayValue?.contains { $0["name"] == "cloudUser" && $0["detail"]?.stringValue?.contains("(\(user))") == true } == true)
+        }
+        let diff = try await meowctlJSON(["diff", "--dir", dir])
+        #expect(diff.status == 0)
+        #expect(diff.json["zones"]?.arrayValue?.contains { ($0["matching"]?.intValue ?? 0) >= 2 } == true)
+        let log = try await runTool("meowctl", ["log", "--dir", dir, "--user", "olivia", "--op", "records.modify"])
+        #expect(log.status == 0)
+        #expect(log.stdout.contains("owner writes own zone"))
+        #expect(try await runTool("meowctl", ["doctor", "--dir", deployment.directory.file("nowhere")]).status == 64)
         _ = await participant.process.stop()
         await deployment.stop()
     }
