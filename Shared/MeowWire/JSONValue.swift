@@ -14,10 +14,11 @@ public enum JSONValue: Sendable, Hashable, Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null; return }
+        // Strings first: they are most values, and each failed attempt costs a thrown error.
+        if let value = try? container.decode(String.self) { self = .string(value); return }
         if let value = try? container.decode(Bool.self) { self = .bool(value); return }
         if let value = try? container.decode(Int.self) { self = .int(value); return }
         if let value = try? container.decode(Double.self) { self = .double(value); return }
-        if let value = try? container.decode(String.self) { self = .string(value); return }
         if let value = try? container.decode([JSONValue].self) { self = .array(value); return }
         self = .object(try container.decode([String: JSONValue].self))
     }
