@@ -48,6 +48,7 @@ struct CloudSharingChapters {
     private func refusedWrite(_ state: State) async throws {
         guard let deviceP = state.deviceP else { return transcript.skip("chapter 3 did not finish") }
         let session = try await deviceP.fetch("CareSession", predicate: "id == 'mochi'", stores: ["Shared"]).first?["objectID"]?.stringValue ?? ""
+        let pendingBefore = try await deviceP.pendingCount()
         let context = try await deviceP.openContext()
         _ = try await deviceP.insert(context, "CareEvent", [
             "id": "feed-1", "eventTypeRaw": "feeding", "value": 30.0, "occurredAt": "2026-11-30T20:00:00Z",
@@ -59,8 +60,7 @@ struct CloudSharingChapters {
             let error = error as? WireError ?? WireError(.internalError, "\(error)")
             transcript.check(error.code == .permissionFailure, "device P refuses the feeding event locally: \(error.code) — \(error.message)")
         }
-        let status = try await deviceP.client.call("sync.status", [:])
-        let pending = (status["stores"]?.arrayValue ?? []).compactMap { $0["pending"]?.intValue }.reduce(0, +)
+        let pending = try await deviceP.pendingCount() - pendingBefore
         let stray = try await deviceP.count("CareEvent", predicate: "id == 'feed-1'")
         transcript.check(pending == 0 && stray == 0,
                          "nothing was saved and nothing was queued for the cloud")

@@ -8,6 +8,19 @@ struct DeployTests {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("deploy/meowcare-local").path
 
+    /// Runs `body` against a deployment in `directory` and always brings it down afterwards, so a
+    /// failing test never leaves services running.
+    func withDeployment<T>(in directory: TemporaryDirectory, _ body: () async throws -> T) async throws -> T {
+        do {
+            let value = try await body()
+            _ = try? await run(["down", "--dir", directory.path])
+            return value
+        } catch {
+            _ = try? await run(["down", "--dir", directory.path])
+            throw error
+        }
+    }
+
     func run(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
         let tool = try ServiceProcess("/bin/bash", [Self.script] + arguments, environment: ["MEOW_BIN_DIR": Binaries.directory])
         guard let status = await tool.waitForExit(timeout: 120) else {
@@ -21,6 +34,10 @@ struct DeployTests {
           arguments: [["--in-memory"], []])
     func upStatusDown(persistence: [String]) async throws {
         let directory = TemporaryDirectory(prefix: "dep")
+        try await withDeployment(in: directory) { try await upStatusDown(persistence, directory) }
+    }
+
+    private func upStatusDown(_ persistence: [String], _ directory: TemporaryDirectory) async throws {
         let up = try await run(["up", "--dir", directory.path] + persistence)
         #expect(up.status == 0, "\(up.stderr)")
         for name in ["sync-service", "device-a", "device-b", "device-p"] {
@@ -46,6 +63,10 @@ struct DeployTests {
     @Test("a crashed service is restarted by its supervisor and the restart is reported")
     func crashedServiceIsRestarted() async throws {
         let directory = TemporaryDirectory(prefix: "dep")
+        try await withDeployment(in: directory) { try await crashAndRestart(directory) }
+    }
+
+    private func crashAndRestart(_ directory: TemporaryDirectory) async throws {
         #expect(try await run(["up", "--dir", directory.path, "--in-memory"]).status == 0)
         let childFile = "\(directory.path)/pids/device-b.child"
         let first = try #require(Int32(try String(contentsOfFile: childFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
