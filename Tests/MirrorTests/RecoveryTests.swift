@@ -340,4 +340,43 @@ struct RecoveryTests {
         _ = await b.stop()
         await cloud.stop()
     }
+
+    @Test("Crash safety: the sync-service killed (kill -9) during a send; after restart both sides converge, no duplicates")
+    func cloudKilledDuringSend() async throws {
+        let directory = TemporaryDirectory(prefix: "mi")
+        let cloud = try await Cloud.start(directory: directory, onDisk: true)
+        let a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: directory.file("a-data"))
+        let total = 2400
+        try await a.insertEvents((0..<total).map { String(format: "k%05d", $0) })
+        let socket = a.socket
+        let sending = Task { () -> Bool in
+            guard let client = try? WireClient(socketPath: socket, timeout: .seconds(120)) else { return false }
+            _ = try? await client.hello(client: "sender")
+            return (try? await client.call("sync.send", [:] as JSONValue)) != nil
+        }
+        let watcher = try await cloud.connect("owner-secret")
+        var partway = false
+        for _ in 0..<1000 {
+            let changes = try? await watcher.call("changes.fetchZone", ["database": "private", "zoneID": ["zoneName": "com.apple.coredata.cloudkit.zone"], "limit": 1])
+            if changes?["changed"]?.arrayValue?.isEmpty == false { partway = true; break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(partway)
+        cloud.process.kill()
+        watcher.close()
+        #expect(await sending.value == false)
+        let back = try await Cloud.start(directory: directory, onDisk: true)
+        let sent = try await a.send()
+        #expect(try await a.pending() == 0)
+        #expect(sent["saved"]?.intValue ?? 0 < total)
+        let records = try await back.records(user: "owner")
+        #expect(records.count == total)
+        #expect(Set(records.compactMap { $0["recordName"]?.stringValue }).count == total)
+        let b = try await Device.start("B", user: "owner", cloud: back)
+        try await b.fetch()
+        #expect(try await b.objects().count == total)
+        _ = await a.stop()
+        _ = await b.stop()
+        await back.stop()
+    }
 }
