@@ -229,7 +229,13 @@ extension CloudMirror {
                     afterSave.append { try state.dropMeta(uuid) }
                     continue
                 }
-                guard try state.meta(uuid) != nil || state.primaryKey(entity: entity.name, uuid: uuid) != nil else { continue }
+                let meta = try state.meta(uuid)
+                // A record that moved to another zone (sharing moves a graph from the core-data
+                // zone into a share zone) is deleted from its old zone: that deletion must not
+                // remove the object, whichever zone's changes this fetch applies first.
+                if let meta, meta.zone.zoneName != zone.zoneName { continue }
+                let known = try meta != nil || state.primaryKey(entity: entity.name, uuid: uuid) != nil
+                guard known else { continue }
                 local.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil))
                 afterSave.append { try state.dropMeta(uuid); try state.dropPending(uuid) }
                 report.deletedRecords += 1

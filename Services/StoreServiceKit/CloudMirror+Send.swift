@@ -211,6 +211,9 @@ extension CloudMirror {
             let state = MirrorState(store)
             var local: [LocalChange] = []
             var afterSave: [() throws -> Void] = []
+            // One transaction for the whole batch's verdicts: with synchronous=FULL each
+            // autocommit write is an fsync, which made a send cost ~2 ms per record.
+            try store.database.transaction {
             for item in items {
                 let uuid = item.pending.uuid
                 let error = errors[uuid] ?? errors.first { $0.key.hasSuffix("/\(uuid)") }?.value
@@ -286,6 +289,7 @@ extension CloudMirror {
                         skipped.insert(uuid)
                     }
                 }
+            }
             }
             let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
             if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }
