@@ -102,7 +102,11 @@ extension CloudMirror {
                 progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
                 report.zonesReset.append(zone.key)
             }
-            for zone in changes.changedZones { try fetchZone(zone, scope: scope, database: database, report: &report) }
+            // Share zones before the core-data zone: sharing moves records out of the core-data
+            // zone, and the move's creates are then known before its deletes arrive.
+            let ordered = changes.changedZones.filter { $0.zoneName != MirrorState.coreDataZone }
+                + changes.changedZones.filter { $0.zoneName == MirrorState.coreDataZone }
+            for zone in ordered { try fetchZone(zone, scope: scope, database: database, report: &report) }
             currentZones.formUnion(changes.changedZones)
             try state(scope) { state, _, _ in try state.setValue(MirrorState.databaseTokenKey, changes.token) }
             if !changes.moreComing { break }

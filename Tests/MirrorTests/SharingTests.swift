@@ -240,4 +240,32 @@ struct SharingTests {
         alice.close()
         await setup.stop()
     }
+
+    @Test("The owner's other device keeps a session that sharing moved to a share zone, with the same object IDs")
+    func ownersOtherDeviceKeepsTheMovedGraph() async throws {
+        let cloud = try await Cloud.start()
+        let a = try await Device.start("A", user: "owner", cloud: cloud)
+        let b = try await Device.start("B", user: "owner", cloud: cloud)
+        let session = try await a.insertSession("mochi")
+        try await a.insertEvents(["bg-1", "bg-2"], session: session)
+        try await a.send()
+        try await b.fetch()
+        let before = try await b.objects().map { $0["objectID"] }
+        let sessionOnB = try await b.object(id: "mochi", entity: "CareSession")?["objectID"]
+        _ = try await a.call("share.create", ["objectID": .string(session)])
+        try await b.fetch()
+        #expect(try await b.objects().map { $0["objectID"] } == before)
+        #expect(try await b.object(id: "mochi", entity: "CareSession")?["objectID"] == sessionOnB)
+        #expect(try await b.objects().allSatisfy { $0["values"]?["session"] == sessionOnB })
+        // B's later edit goes to the share zone, not the old one.
+        let event = try #require(before.first??.stringValue)
+        try await b.set(event, ["note": "from B"])
+        #expect(try await b.send()["saved"] == 1)
+        #expect(try await cloud.records(user: "owner").isEmpty)
+        try await a.fetch()
+        #expect(try await a.object(id: "bg-1")?["values"]?["note"] == "from B")
+        _ = await a.stop()
+        _ = await b.stop()
+        await cloud.stop()
+    }
 }
