@@ -379,4 +379,39 @@ struct RecoveryTests {
         _ = await b.stop()
         await back.stop()
     }
+
+    @Test("Crash safety: the store-service killed (kill -9) during a send; after restart it resends, no duplicates, no loss")
+    func deviceKilledDuringSend() async throws {
+        let cloud = try await Cloud.start()
+        let data = cloud.directory.file("a-data")
+        let a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data)
+        let total = 2400
+        try await a.insertEvents((0..<total).map { String(format: "d%05d", $0) })
+        let socket = a.socket
+        let sending = Task { () -> Bool in
+            guard let client = try? WireClient(socketPath: socket, timeout: .seconds(120)) else { return false }
+            _ = try? await client.hello(client: "sender")
+            return (try? await client.call("sync.send", [:] as JSONValue)) != nil
+        }
+        let watcher = try await cloud.connect("owner-secret")
+        var partway = false
+        for _ in 0..<1000 {
+            let changes = try? await watcher.call("changes.fetchZone", ["database": "private", "zoneID": ["zoneName": "com.apple.coredata.cloudkit.zone"], "limit": 1])
+            if changes?["changed"]?.arrayValue?.isEmpty == false { partway = true; break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        watcher.close()
+        #expect(partway)
+        a.process.kill()
+        _ = await sending.value
+        let restarted = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data)
+        #expect(try await restarted.ids().count == total)
+        try await restarted.send()
+        #expect(try await restarted.pending() == 0)
+        let records = try await cloud.records(user: "owner")
+        #expect(records.count == total)
+        #expect(Set(records.compactMap { $0["recordName"]?.stringValue }).count == total)
+        _ = await restarted.stop()
+        await cloud.stop()
+    }
 }
