@@ -76,6 +76,28 @@ final class Connection {
         outbound.removeAll(keepingCapacity: true)
     }
 
+    /// `{"id":…,"ok":true,"result":…}` with only the result going through JSONEncoder: the
+    /// envelope is three fixed keys, and encoding it generically cost a fifth of a ping.
+    private func sendSuccess(id: RequestID, result: any Encodable) {
+        do {
+            let resultJSON = try encoder.encode(result)
+            var body: [UInt8] = []
+            body.reserveCapacity(resultJSON.count + 40)
+            body.append(contentsOf: #"{"id":"#.utf8)
+            switch id {
+            case let .int(value): body.append(contentsOf: String(value).utf8)
+            case let .string(value): body.append(contentsOf: JSONText.quoted(value))
+            }
+            body.append(contentsOf: #","ok":true,"result":"#.utf8)
+            body.append(contentsOf: resultJSON)
+            body.append(UInt8(ascii: "}"))
+            FrameEncoder.appendFrame(body, to: &outbound)
+        } catch {
+            logger.error("could not encode a reply", ["error": .string("\(error)")])
+            send(ErrorReply(id: id, error: WireError(.internalError, "The reply could not be encoded: \(error)")))
+        }
+    }
+
     private func send<T: Encodable>(_ message: T) {
         do {
             let body = try encoder.encode(message)
@@ -102,7 +124,7 @@ final class Connection {
         guard let id = request.id, let op = request.op else { return }
         do {
             let result = try perform(op: op, id: id, request: request)
-            send(SuccessReply(id: id, result: AnyEncodable(result)))
+            sendSuccess(id: id, result: result)
         } catch let error as WireError {
             send(ErrorReply(id: id, error: error))
         } catch let error as ServiceError {
@@ -165,13 +187,6 @@ final class Connection {
         return WireError(.invalidJSON, "The frame's body is not valid JSON (\(body.count) bytes). A body must be one JSON object.",
                          details: ["bytes": .int(body.count)])
     }
-}
-
-/// Type-erases a handler's result for the reply envelope.
-struct AnyEncodable: Encodable {
-    let value: any Encodable
-    init(_ value: any Encodable) { self.value = value }
-    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
 }
 
 /// An error raised inside a service: the wire error it becomes, plus where it was raised (for
