@@ -38,6 +38,8 @@ struct MirrorStatus: Codable, Sendable {
     var stores: [StoreStatus]
     var inFlight: String?
     var lastError: WireError?
+    /// When the last sync step finished without an error (ISO 8601).
+    var lastSuccess: String?
     var batchLimit: Int
     var quiescent: Bool
 }
@@ -79,7 +81,9 @@ extension CloudMirror {
         }
         let quiescent = progress.inFlight == nil && stores.allSatisfy { $0.pending == 0 && $0.unqueuedTransactions == 0 }
         return MirrorStatus(user: user, device: options.deviceName, mode: options.mode, conflictPolicy: options.conflictPolicy, stores: stores,
-                            inFlight: progress.inFlight, lastError: progress.lastError, batchLimit: progress.batchLimit, quiescent: quiescent)
+                            inFlight: progress.inFlight, lastError: progress.lastError,
+                            lastSuccess: progress.lastSuccess.map { MirrorRecordCoding.isoFormat.format($0) },
+                            batchLimit: progress.batchLimit, quiescent: quiescent)
     }
 }
 

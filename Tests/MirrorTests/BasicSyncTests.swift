@@ -186,6 +186,8 @@ struct BasicSyncTests {
         #expect(privateStatus["zoneTokens"]?["__defaultOwner__/com.apple.coredata.cloudkit.zone"]?.stringValue != nil)
         #expect(status["user"] == "owner")
         #expect(status["quiescent"] == true)
+        #expect(status["lastSuccess"]?.stringValue?.hasSuffix("Z") == true)
+        #expect(status["inFlight"] == nil)
         _ = await a.stop()
         _ = await b.stop()
         await cloud.stop()
