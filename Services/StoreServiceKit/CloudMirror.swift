@@ -159,6 +159,10 @@ final class CloudMirror: Sendable {
         let state = MirrorState(store)
         while true {
             let cursor = Int(try state.value(MirrorState.exportCursorKey) ?? "0") ?? 0
+            if try historyWasPurged(after: cursor, store: store) {
+                try store.database.transaction { try queueByComparison(state) }
+                continue
+            }
             let transactions = try PersistentHistory.fetch(store, afterToken: cursor, limit: 2000)
             guard let last = transactions.last else { return }
             var faults: [String] = []
@@ -176,6 +180,50 @@ final class CloudMirror: Sendable {
                 logger.rawLine("CoreData: fault: Illegal attempt to work with the core-data or default zone in the shared database: \(zone)")
             }
         }
+    }
+
+    /// Whether a client purged history the mirror had not queued yet (history.purge).
+    private func historyWasPurged(after cursor: Int, store: PersistentStore) throws -> Bool {
+        let last = Int(store.lastToken)
+        guard last > cursor else { return false }
+        let oldest = try store.database.scalar("SELECT min(token) FROM z_transaction")?.int
+        return (oldest ?? last + 1) > cursor + 1
+    }
+
+    /// History the mirror needed is gone: the queue is rebuilt by comparing every row with what
+    /// the cloud last had (its ancestor fields): new rows are queued as inserts, changed fields as
+    /// updates, known records without a row as deletes. Then the cursor moves to the newest token.
+    private func queueByComparison(_ state: MirrorState) throws {
+        let store = state.store
+        var present: Set<String> = []
+        for entity in store.entities.values {
+            for row in try store.database.query("SELECT z_pk, z_uuid, z_zone FROM \(PersistentStore.table(entity.name))") {
+                guard let key = row[0].int64, let uuid = row[1].string else { continue }
+                present.insert(uuid)
+                if store.scope == .shared, row[2].isNull { continue }
+                guard let stored = try store.read(entity, primaryKey: key) else { continue }
+                let fields = MirrorRecordCoding.dataFields(try MirrorRecordCoding.fields(entity: entity, row: stored, state: state, times: [:]))
+                guard let meta = try state.meta(uuid, withFields: true) else {
+                    try state.enqueue(uuid: uuid, entity: entity.name, kind: .insert, zone: nil, changed: Set(fields.keys))
+                    continue
+                }
+                let ancestor = MirrorRecordCoding.dataFields(meta.serverFields)
+                let changed = Set(fields.keys).union(ancestor.keys).filter { fields[$0] != ancestor[$0] }
+                if !changed.isEmpty {
+                    let stamp = FieldStamp(time: Date().timeIntervalSince1970, device: options.deviceName)
+                    try state.setFieldTimes(uuid, Dictionary(uniqueKeysWithValues: changed.map { ($0, stamp) }))
+                    try state.enqueue(uuid: uuid, entity: entity.name, kind: .update, zone: nil, changed: changed)
+                }
+            }
+        }
+        for row in try store.database.query("SELECT uuid, entity, zone_name, owner_name FROM mirror_meta") {
+            guard let uuid = row[0].string, !present.contains(uuid) else { continue }
+            try state.enqueue(uuid: uuid, entity: row[1].string ?? "", kind: .delete,
+                              zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""), changed: [])
+        }
+        try state.setValue(MirrorState.exportCursorKey, String(store.lastToken))
+        logger.notice("history the mirror had not queued was purged; the queue was rebuilt by comparing rows with the cloud's copies",
+                      ["store": .string(store.name)])
     }
 
     static let sharedDefaultZoneDescription =

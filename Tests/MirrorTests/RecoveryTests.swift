@@ -414,4 +414,28 @@ struct RecoveryTests {
         _ = await restarted.stop()
         await cloud.stop()
     }
+
+    @Test("History purged before the mirror queued it: the queue is rebuilt by comparison; edits, inserts and deletes all arrive")
+    func purgedHistoryIsRecoveredByComparison() async throws {
+        let cloud = try await Cloud.start()
+        let a = try await Device.start("A", user: "owner", cloud: cloud)
+        let b = try await Device.start("B", user: "owner", cloud: cloud)
+        let ids = try await a.insertEvents(["e1", "e2", "e3"])
+        try await a.send()
+        try await b.fetch()
+        try await a.set(ids[0], ["note": "edited"])
+        try await a.delete(ids[1])
+        try await a.insertEvents(["e4"])
+        let stores = try await a.call("store.list")
+        let last = try #require(stores["stores"]?.arrayValue?.first { $0["name"] == "Private" }?["lastHistoryToken"]?.intValue)
+        try await a.call("history.purge", ["store": "Private", "beforeToken": .int(last + 1)])
+        let sent = try await a.send()
+        #expect(sent["saved"] == 2)
+        #expect(sent["deleted"] == 1)
+        try await b.fetch()
+        #expect(try await b.ids() == ["e1", "e3", "e4"])
+        #expect(try await b.object(id: "e1")?["values"]?["note"] == "edited")
+        #expect(try await a.send()["requests"] == 0)
+        await ConflictTests.stop(cloud, a, b)
+    }
 }
