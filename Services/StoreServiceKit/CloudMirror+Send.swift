@@ -129,6 +129,8 @@ extension CloudMirror {
         var items: [Item] = []
         var count = 0
         var after: Int64 = 0
+        // Zones of related records (a batch of a session's events asks for one session's zone).
+        var zones: [String: MirrorZoneID?] = [:]
         while count < limit {
             let due = try state.duePending(now: now, limit: limit, after: after)
             guard let lastSeq = due.last?.seq else { break }
@@ -147,13 +149,15 @@ extension CloudMirror {
                     count += 1
                     continue
                 }
-                guard let fields = try Self.currentFields(entity: entity, uuid: pending.uuid, state: state) else {
+                guard let key = try state.primaryKey(entity: entity.name, uuid: pending.uuid),
+                      let row = try store.read(entity, primaryKey: key) else {
                     // Scenario 21: the row is gone (its delete follows, or it never existed): upload nothing.
                     try state.dropPending(pending.uuid)
                     report.dropped += 1
                     continue
                 }
-                guard let zone = try zone(for: pending.uuid, entity: entity, state: state) else {
+                let fields = try MirrorRecordCoding.fields(entity: entity, row: row, state: state, times: try state.fieldTimes(pending.uuid))
+                guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
                     try state.dropPending(pending.uuid)
                     report.dropped += 1
                     continue
@@ -174,11 +178,17 @@ extension CloudMirror {
     /// The cloud zone of a record: shared store — the row's share zone; private store — the
     /// zone of the object it belongs to (an event follows its session into a share zone),
     /// else its own known zone, else Core Data's zone.
-    func zone(for uuid: String, entity: EntityDescription, state: MirrorState, depth: Int = 0) throws -> MirrorZoneID? {
-        let store = state.store
-        guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try store.read(entity, primaryKey: key) else {
+    func zone(for uuid: String, entity: EntityDescription, state: MirrorState) throws -> MirrorZoneID? {
+        var cache: [String: MirrorZoneID?] = [:]
+        guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
             return try state.meta(uuid)?.zone
         }
+        return try zone(for: uuid, entity: entity, row: row, state: state, cache: &cache)
+    }
+
+    private func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
+                      cache: inout [String: MirrorZoneID?], depth: Int = 0) throws -> MirrorZoneID? {
+        let store = state.store
         if store.scope == .shared {
             guard let zoneName = row.zone, let owner = try state.shareOwner(zone: zoneName) else { return nil }
             return MirrorZoneID(zoneName: zoneName, ownerName: owner)
@@ -186,10 +196,19 @@ extension CloudMirror {
         if depth < 4 {
             for (offset, relationship) in entity.toOneRelationships.enumerated() {
                 guard let target = row.values[entity.attributes.count + offset].int64,
-                      let destination = store.model.entity(named: relationship.destination),
-                      let targetUUID = try state.uuid(entity: destination.name, primaryKey: target),
-                      let zone = try zone(for: targetUUID, entity: destination, state: state, depth: depth + 1) else { continue }
-                return zone
+                      let destination = store.model.entity(named: relationship.destination) else { continue }
+                let cacheKey = "\(destination.name)/\(target)"
+                if let known = cache[cacheKey] {
+                    if let known { return known }
+                    continue
+                }
+                var found: MirrorZoneID?
+                if let targetUUID = try state.uuid(entity: destination.name, primaryKey: target),
+                   let targetRow = try store.read(destination, primaryKey: target) {
+                    found = try zone(for: targetUUID, entity: destination, row: targetRow, state: state, cache: &cache, depth: depth + 1)
+                }
+                cache[cacheKey] = .some(found)
+                if let found { return found }
             }
         }
         return try state.meta(uuid)?.zone ?? .coreData
