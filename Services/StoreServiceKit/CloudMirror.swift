@@ -20,6 +20,8 @@ final class CloudMirror: Sendable {
     let progress = Mutex(Progress())
     private let wake = NSCondition()
     private let stopping = Atomic<Bool>(false)
+    /// Set by a `databaseChanged` push: the automatic loop fetches at once.
+    private let poked = Atomic<Bool>(false)
 
     struct Connection: Sendable {
         var client: WireClient
@@ -369,6 +371,7 @@ final class CloudMirror: Sendable {
     }
 
     func poke() {
+        poked.store(true, ordering: .relaxed)
         wake.lock(); wake.signal(); wake.unlock()
     }
 
@@ -378,19 +381,38 @@ final class CloudMirror: Sendable {
         connection.withLock { $0?.client.close(); $0 = nil }
     }
 
+    /// Every 0.2 s the loop looks at the stores' newest history tokens: a local save (a new
+    /// token) or a cloud push starts a sync at once; otherwise it syncs every 5 s (pushes can be
+    /// lost). After a failure it waits out the backoff (1 s doubling to 60 s) first.
     private func automaticLoop() {
+        var seenTokens: [Int64] = []
+        var lastSync = Date.distantPast
+        var notBefore = Date.distantPast
         while !stopping.load(ordering: .relaxed) {
-            do {
-                try exclusive("automatic") {
-                    _ = try sendAll()
-                    _ = try fetchAll()
+            let tokens = (try? withStores { stores in stores.list.map(\.lastToken) }) ?? []
+            let pushed = poked.exchange(false, ordering: .relaxed)
+            let due = pushed || tokens != seenTokens || Date().timeIntervalSince(lastSync) >= 5
+            if due && Date() >= notBefore {
+                do {
+                    try exclusive("automatic") {
+                        _ = try sendAll()
+                        _ = try fetchAll()
+                    }
+                    notBefore = .distantPast
+                } catch {
+                    let backoff = progress.withLock { state -> Double in
+                        state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2))
+                        return state.backoffSeconds
+                    }
+                    notBefore = Date().addingTimeInterval(backoff)
                 }
-            } catch {
-                progress.withLock { $0.backoffSeconds = min(60, max(1, $0.backoffSeconds * 2)) }
+                lastSync = Date()
+                // A save during the sync (or the sync's own imports) moves the tokens again and
+                // starts one more pass, which finds nothing new when nothing happened.
+                seenTokens = tokens
             }
-            let backoff = progress.withLock { $0.backoffSeconds }
             wake.lock()
-            _ = wake.wait(until: Date().addingTimeInterval(backoff > 0 ? backoff : 2))
+            _ = wake.wait(until: Date().addingTimeInterval(0.2))
             wake.unlock()
         }
     }
