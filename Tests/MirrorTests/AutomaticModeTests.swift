@@ -3,36 +3,38 @@ import MeowWire
 import Testing
 import TestSupport
 
-@Suite("Mirroring: automatic mode", .timeLimit(.minutes(3)))
-struct AutomaticModeTests {
-    /// Polls `body` until it is true or `seconds` pass (automatic mode has no explicit step to wait on).
-    static func eventually(_ seconds: Double = 20, _ body: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await body() { return true }
-            try await Task.sleep(for: .milliseconds(100))
+extension Mirroring {
+    @Suite("Mirroring: automatic mode", .timeLimit(.minutes(3)))
+    struct AutomaticModeTests {
+        /// Polls `body` until it is true or `seconds` pass (automatic mode has no explicit step to wait on).
+        static func eventually(_ seconds: Double = 20, _ body: () async throws -> Bool) async throws -> Bool {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if try await body() { return true }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return try await body()
         }
-        return try await body()
-    }
 
-    @Test("Automatic mode: A's save reaches B with no sync op, and B's edit comes back to A")
-    func automaticRoundTrip() async throws {
-        let cloud = try await Cloud.start()
-        let a = try await Device.start("A", user: "owner", cloud: cloud, extra: ["--sync-mode", "automatic"])
-        let b = try await Device.start("B", user: "owner", cloud: cloud, extra: ["--sync-mode", "automatic"])
-        #expect(try await a.status()["mode"] == "automatic")
-        try await a.insertEvents(["auto-1"])
-        #expect(try await Self.eventually { try await b.ids() == ["auto-1"] })
-        let onB = try #require(try await b.object(id: "auto-1")?["objectID"]?.stringValue)
-        try await b.set(onB, ["note": "from B"])
-        #expect(try await Self.eventually { try await a.object(id: "auto-1")?["values"]?["note"] == "from B" })
-        #expect(try await Self.eventually {
-            let quietA = try await a.status()["quiescent"] == true
-            let quietB = try await b.status()["quiescent"] == true
-            return quietA && quietB
-        })
-        _ = await a.stop()
-        _ = await b.stop()
-        await cloud.stop()
+        @Test("Automatic mode: A's save reaches B with no sync op, and B's edit comes back to A")
+        func automaticRoundTrip() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud, extra: ["--sync-mode", "automatic"])
+            let b = try await Device.start("B", user: "owner", cloud: cloud, extra: ["--sync-mode", "automatic"])
+            #expect(try await a.status()["mode"] == "automatic")
+            try await a.insertEvents(["auto-1"])
+            #expect(try await Self.eventually { try await b.ids() == ["auto-1"] })
+            let onB = try #require(try await b.object(id: "auto-1")?["objectID"]?.stringValue)
+            try await b.set(onB, ["note": "from B"])
+            #expect(try await Self.eventually { try await a.object(id: "auto-1")?["values"]?["note"] == "from B" })
+            #expect(try await Self.eventually {
+                let quietA = try await a.status()["quiescent"] == true
+                let quietB = try await b.status()["quiescent"] == true
+                return quietA && quietB
+            })
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
     }
 }

@@ -3,193 +3,195 @@ import MeowWire
 import Testing
 import TestSupport
 
-/// Devices A and B of one user (owner) and one sync-service, all real processes.
-@Suite("Mirroring: basic sync of one user", .timeLimit(.minutes(5)))
-struct BasicSyncTests {
-    @Test("Scenario 1: a new CareEvent with no store lands in the private store and the private database's Core Data zone")
-    func scenario1() async throws {
-        let cloud = try await Cloud.start()
-        let a = try await Device.start("A", user: "owner", cloud: cloud)
-        let saved = try await a.insertEvents(["e1"])
-        let object = try #require(try await a.object(id: "e1"))
-        #expect(object["store"] == "Private")
-        let report = try await a.send()
-        #expect(report["saved"] == 1)
-        let records = try await cloud.records(user: "owner")
-        #expect(records.count == 1)
-        #expect(records.first?["recordType"] == "CD_CareEvent")
-        #expect(records.first?["recordName"] == object["uuid"])
-        #expect(records.first?["fields"]?["CD_id"]?["value"] == "e1")
-        #expect(records.first?["fields"]?["CD_entityName"]?["value"] == "CareEvent")
-        #expect(records.first?["zoneID"]?["zoneName"] == "com.apple.coredata.cloudkit.zone")
-        // Nothing in the shared database.
-        let owner = try await cloud.connect("owner-secret")
-        let shared = try await owner.call("zones.fetch", ["database": "shared"])
-        #expect(shared["zones"]?.arrayValue?.isEmpty == true)
-        owner.close()
-        #expect(saved.count == 1)
-        _ = await a.stop()
-        await cloud.stop()
-    }
+extension Mirroring {
+    /// Devices A and B of one user (owner) and one sync-service, all real processes.
+    @Suite("Mirroring: basic sync of one user", .timeLimit(.minutes(5)))
+    struct BasicSyncTests {
+        @Test("Scenario 1: a new CareEvent with no store lands in the private store and the private database's Core Data zone")
+        func scenario1() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let saved = try await a.insertEvents(["e1"])
+            let object = try #require(try await a.object(id: "e1"))
+            #expect(object["store"] == "Private")
+            let report = try await a.send()
+            #expect(report["saved"] == 1)
+            let records = try await cloud.records(user: "owner")
+            #expect(records.count == 1)
+            #expect(records.first?["recordType"] == "CD_CareEvent")
+            #expect(records.first?["recordName"] == object["uuid"])
+            #expect(records.first?["fields"]?["CD_id"]?["value"] == "e1")
+            #expect(records.first?["fields"]?["CD_entityName"]?["value"] == "CareEvent")
+            #expect(records.first?["zoneID"]?["zoneName"] == "com.apple.coredata.cloudkit.zone")
+            // Nothing in the shared database.
+            let owner = try await cloud.connect("owner-secret")
+            let shared = try await owner.call("zones.fetch", ["database": "shared"])
+            #expect(shared["zones"]?.arrayValue?.isEmpty == true)
+            owner.close()
+            #expect(saved.count == 1)
+            _ = await a.stop()
+            await cloud.stop()
+        }
 
-    @Test("Scenario 7: A creates 1, 10 and 444 CareEvents and sends; B fetches exactly them; A has nothing pending")
-    func scenario7() async throws {
-        let cloud = try await Cloud.start()
-        let a = try await Device.start("A", user: "owner", cloud: cloud)
-        let b = try await Device.start("B", user: "owner", cloud: cloud)
-        var expected: [String] = []
-        for (round, count) in [1, 10, 444].enumerated() {
-            let ids = (0..<count).map { String(format: "r%d-e%04d", round, $0) }
-            try await a.insertEvents(ids)
-            expected += ids
-            let sent = try await a.send()
-            #expect(sent["saved"]?.intValue == count)
-            #expect(try await a.pending() == 0)
+        @Test("Scenario 7: A creates 1, 10 and 444 CareEvents and sends; B fetches exactly them; A has nothing pending")
+        func scenario7() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            var expected: [String] = []
+            for (round, count) in [1, 10, 444].enumerated() {
+                let ids = (0..<count).map { String(format: "r%d-e%04d", round, $0) }
+                try await a.insertEvents(ids)
+                expected += ids
+                let sent = try await a.send()
+                #expect(sent["saved"]?.intValue == count)
+                #expect(try await a.pending() == 0)
+                try await b.fetch()
+                #expect(try await b.ids() == expected.sorted())
+            }
+            #expect(try await a.status()["quiescent"] == true)
+            // The same set, field for field.
+            let onA = try await a.objects().map { $0["values"] }
+            let onB = try await b.objects().map { $0["values"] }
+            #expect(onA.count == 455)
+            #expect(onA.map { $0?["value"] } == onB.map { $0?["value"] })
+            #expect(onA.map { $0?["occurredAt"] } == onB.map { $0?["occurredAt"] })
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
+        @Test("Scenario 9: a rename on A reaches B, B's rename reaches A; both show the latest value")
+        func scenario9() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let session = try await a.insertSession("s1", title: "Mochi")
+            try await a.send()
             try await b.fetch()
-            #expect(try await b.ids() == expected.sorted())
+            let onB = try #require(try await b.object(id: "s1", entity: "CareSession"))
+            #expect(onB["values"]?["title"] == "Mochi")
+
+            try await a.set(session, ["title": "Mochi the cat"])
+            try await a.send()
+            try await b.fetch()
+            #expect(try await b.object(id: "s1", entity: "CareSession")?["values"]?["title"] == "Mochi the cat")
+
+            try await b.set(try #require(onB["objectID"]?.stringValue), ["title": "Sir Mochi"])
+            try await b.send()
+            try await a.fetch()
+            #expect(try await a.object(id: "s1", entity: "CareSession")?["values"]?["title"] == "Sir Mochi")
+            #expect(try await b.object(id: "s1", entity: "CareSession")?["values"]?["title"] == "Sir Mochi")
+            #expect(try await a.pending() == 0)
+            #expect(try await b.pending() == 0)
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
         }
-        #expect(try await a.status()["quiescent"] == true)
-        // The same set, field for field.
-        let onA = try await a.objects().map { $0["values"] }
-        let onB = try await b.objects().map { $0["values"] }
-        #expect(onA.count == 455)
-        #expect(onA.map { $0?["value"] } == onB.map { $0?["value"] })
-        #expect(onA.map { $0?["occurredAt"] } == onB.map { $0?["occurredAt"] })
-        _ = await a.stop()
-        _ = await b.stop()
-        await cloud.stop()
-    }
 
-    @Test("Scenario 9: a rename on A reaches B, B's rename reaches A; both show the latest value")
-    func scenario9() async throws {
-        let cloud = try await Cloud.start()
-        let a = try await Device.start("A", user: "owner", cloud: cloud)
-        let b = try await Device.start("B", user: "owner", cloud: cloud)
-        let session = try await a.insertSession("s1", title: "Mochi")
-        try await a.send()
-        try await b.fetch()
-        let onB = try #require(try await b.object(id: "s1", entity: "CareSession"))
-        #expect(onB["values"]?["title"] == "Mochi")
-
-        try await a.set(session, ["title": "Mochi the cat"])
-        try await a.send()
-        try await b.fetch()
-        #expect(try await b.object(id: "s1", entity: "CareSession")?["values"]?["title"] == "Mochi the cat")
-
-        try await b.set(try #require(onB["objectID"]?.stringValue), ["title": "Sir Mochi"])
-        try await b.send()
-        try await a.fetch()
-        #expect(try await a.object(id: "s1", entity: "CareSession")?["values"]?["title"] == "Sir Mochi")
-        #expect(try await b.object(id: "s1", entity: "CareSession")?["values"]?["title"] == "Sir Mochi")
-        #expect(try await a.pending() == 0)
-        #expect(try await b.pending() == 0)
-        _ = await a.stop()
-        _ = await b.stop()
-        await cloud.stop()
-    }
-
-    @Test("Scenario 10: A deletes a record; after B fetches it is gone on B, applied once")
-    func scenario10() async throws {
-        let cloud = try await Cloud.start()
-        let a = try await Device.start("A", user: "owner", cloud: cloud)
-        let b = try await Device.start("B", user: "owner", cloud: cloud)
-        let ids = try await a.insertEvents(["keep", "gone"])
-        try await a.send()
-        try await b.fetch()
-        #expect(try await b.ids() == ["gone", "keep"])
-        try await a.delete(ids[1])
-        let sent = try await a.send()
-        #expect(sent["deleted"] == 1)
-        #expect(try await cloud.records(user: "owner").count == 1)
-        let first = try await b.fetch()
-        #expect(first["deletedRecords"] == 1)
-        #expect(try await b.ids() == ["keep"])
-        let second = try await b.fetch()
-        #expect(second["deletedRecords"] == 0)
-        // One delete transaction on B, by the mirror.
-        let history = try await b.call("history.fetch", ["store": "Private"])
-        let deletes = (history["transactions"]?.arrayValue ?? []).flatMap { transaction in
-            (transaction["changes"]?.arrayValue ?? []).filter { $0["kind"] == "delete" }.map { _ in transaction["author"] }
+        @Test("Scenario 10: A deletes a record; after B fetches it is gone on B, applied once")
+        func scenario10() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let ids = try await a.insertEvents(["keep", "gone"])
+            try await a.send()
+            try await b.fetch()
+            #expect(try await b.ids() == ["gone", "keep"])
+            try await a.delete(ids[1])
+            let sent = try await a.send()
+            #expect(sent["deleted"] == 1)
+            #expect(try await cloud.records(user: "owner").count == 1)
+            let first = try await b.fetch()
+            #expect(first["deletedRecords"] == 1)
+            #expect(try await b.ids() == ["keep"])
+            let second = try await b.fetch()
+            #expect(second["deletedRecords"] == 0)
+            // One delete transaction on B, by the mirror.
+            let history = try await b.call("history.fetch", ["store": "Private"])
+            let deletes = (history["transactions"]?.arrayValue ?? []).flatMap { transaction in
+                (transaction["changes"]?.arrayValue ?? []).filter { $0["kind"] == "delete" }.map { _ in transaction["author"] }
+            }
+            #expect(deletes == ["sync"])
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
         }
-        #expect(deletes == ["sync"])
-        _ = await a.stop()
-        _ = await b.stop()
-        await cloud.stop()
-    }
 
-    @Test("Scenario 21: a pending save whose local row no longer exists is dropped; nothing is uploaded")
-    func scenario21() async throws {
-        let cloud = try await Cloud.start()
-        let a = try await Device.start("A", user: "owner", cloud: cloud)
-        let ids = try await a.insertEvents(["ghost"])
-        try await a.delete(ids[0])
-        #expect(try await a.status()["quiescent"] == false)
-        let sent = try await a.send()
-        #expect(sent["saved"] == 0)
-        #expect(sent["requests"] == 0)
-        #expect(sent["dropped"]?.intValue ?? 0 >= 1)
-        #expect(try await a.pending() == 0)
-        let owner = try await cloud.connect("owner-secret")
-        let zones = try await owner.call("zones.fetch", ["database": "private"])
-        // No request was made, so not even the Core Data zone exists yet.
-        #expect(zones["zones"]?.arrayValue?.count == 1)
-        owner.close()
-        _ = await a.stop()
-        await cloud.stop()
-    }
+        @Test("Scenario 21: a pending save whose local row no longer exists is dropped; nothing is uploaded")
+        func scenario21() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let ids = try await a.insertEvents(["ghost"])
+            try await a.delete(ids[0])
+            #expect(try await a.status()["quiescent"] == false)
+            let sent = try await a.send()
+            #expect(sent["saved"] == 0)
+            #expect(sent["requests"] == 0)
+            #expect(sent["dropped"]?.intValue ?? 0 >= 1)
+            #expect(try await a.pending() == 0)
+            let owner = try await cloud.connect("owner-secret")
+            let zones = try await owner.call("zones.fetch", ["database": "private"])
+            // No request was made, so not even the Core Data zone exists yet.
+            #expect(zones["zones"]?.arrayValue?.count == 1)
+            owner.close()
+            _ = await a.stop()
+            await cloud.stop()
+        }
 
-    @Test("No echo: what B imports is never sent back, and B's clients hear of it as author sync")
-    func noEcho() async throws {
-        let cloud = try await Cloud.start()
-        let a = try await Device.start("A", user: "owner", cloud: cloud)
-        let b = try await Device.start("B", user: "owner", cloud: cloud)
-        let watcher = try WireClient(socketPath: b.socket)
-        try await watcher.hello(client: "watcher")
-        _ = try await watcher.call("subscribe", ["topics": ["remoteChange"]])
-        try await a.insertEvents(["e1", "e2"])
-        try await a.send()
-        let fetched = try await b.fetch()
-        #expect(fetched["changedRecords"] == 2)
-        var iterator = watcher.events.makeAsyncIterator()
-        let event = try #require(await iterator.next())
-        #expect(event.name == "remoteChange")
-        #expect(event.data["author"] == "sync")
-        #expect(event.data["changedObjectIDs"]?.arrayValue?.count == 2)
-        #expect(try await b.pending() == 0)
-        let sent = try await b.send()
-        #expect(sent["requests"] == 0)
-        #expect(try await b.status()["quiescent"] == true)
-        let again = try await a.fetch()
-        #expect(again["changedRecords"] == 0)
-        watcher.close()
-        _ = await a.stop()
-        _ = await b.stop()
-        await cloud.stop()
-    }
+        @Test("No echo: what B imports is never sent back, and B's clients hear of it as author sync")
+        func noEcho() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let watcher = try WireClient(socketPath: b.socket)
+            try await watcher.hello(client: "watcher")
+            _ = try await watcher.call("subscribe", ["topics": ["remoteChange"]])
+            try await a.insertEvents(["e1", "e2"])
+            try await a.send()
+            let fetched = try await b.fetch()
+            #expect(fetched["changedRecords"] == 2)
+            var iterator = watcher.events.makeAsyncIterator()
+            let event = try #require(await iterator.next())
+            #expect(event.name == "remoteChange")
+            #expect(event.data["author"] == "sync")
+            #expect(event.data["changedObjectIDs"]?.arrayValue?.count == 2)
+            #expect(try await b.pending() == 0)
+            let sent = try await b.send()
+            #expect(sent["requests"] == 0)
+            #expect(try await b.status()["quiescent"] == true)
+            let again = try await a.fetch()
+            #expect(again["changedRecords"] == 0)
+            watcher.close()
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
 
-    @Test("sync.now sends then fetches; sync.status shows tokens and the seed-002 fault is not needed for private data")
-    func syncNowAndStatus() async throws {
-        let cloud = try await Cloud.start()
-        let a = try await Device.start("A", user: "owner", cloud: cloud)
-        let b = try await Device.start("B", user: "owner", cloud: cloud)
-        try await a.insertEvents(["x"])
-        let now = try await a.now()
-        #expect(now["send"]?["saved"] == 1)
-        try await b.insertEvents(["y"])
-        try await b.now()
-        try await a.now()
-        #expect(try await a.ids() == ["x", "y"])
-        #expect(try await b.ids() == ["x", "y"])
-        let status = try await a.status()
-        let privateStatus = try #require(status["stores"]?.arrayValue?.first { $0["store"] == "Private" })
-        #expect(privateStatus["databaseToken"]?.stringValue != nil)
-        #expect(privateStatus["zoneTokens"]?["__defaultOwner__/com.apple.coredata.cloudkit.zone"]?.stringValue != nil)
-        #expect(status["user"] == "owner")
-        #expect(status["quiescent"] == true)
-        #expect(status["lastSuccess"]?.stringValue?.hasSuffix("Z") == true)
-        #expect(status["inFlight"] == nil)
-        _ = await a.stop()
-        _ = await b.stop()
-        await cloud.stop()
+        @Test("sync.now sends then fetches; sync.status shows tokens and the seed-002 fault is not needed for private data")
+        func syncNowAndStatus() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            try await a.insertEvents(["x"])
+            let now = try await a.now()
+            #expect(now["send"]?["saved"] == 1)
+            try await b.insertEvents(["y"])
+            try await b.now()
+            try await a.now()
+            #expect(try await a.ids() == ["x", "y"])
+            #expect(try await b.ids() == ["x", "y"])
+            let status = try await a.status()
+            let privateStatus = try #require(status["stores"]?.arrayValue?.first { $0["store"] == "Private" })
+            #expect(privateStatus["databaseToken"]?.stringValue != nil)
+            #expect(privateStatus["zoneTokens"]?["__defaultOwner__/com.apple.coredata.cloudkit.zone"]?.stringValue != nil)
+            #expect(status["user"] == "owner")
+            #expect(status["quiescent"] == true)
+            #expect(status["lastSuccess"]?.stringValue?.hasSuffix("Z") == true)
+            #expect(status["inFlight"] == nil)
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
     }
 }

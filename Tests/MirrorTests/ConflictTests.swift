@@ -3,233 +3,235 @@ import MeowWire
 import Testing
 import TestSupport
 
-/// Conflicts between devices A and B of one user; real processes.
-@Suite("Mirroring: conflicts and delete versus edit", .timeLimit(.minutes(5)))
-struct ConflictTests {
-    /// A and B, with `ids` created on A and fetched by B; returns (A's IDs, B's IDs) in that order.
-    static func pair(_ ids: [String], aExtra: [String] = [], bExtra: [String] = []) async throws -> (Cloud, Device, Device, [String], [String]) {
-        let cloud = try await Cloud.start()
-        let a = try await Device.start("A", user: "owner", cloud: cloud, extra: aExtra)
-        let b = try await Device.start("B", user: "owner", cloud: cloud, extra: bExtra)
-        let onA = try await a.insertEvents(ids)
-        try await a.send()
-        try await b.fetch()
-        var onB: [String] = []
-        for id in ids { onB.append(try #require(try await b.object(id: id)?["objectID"]?.stringValue)) }
-        return (cloud, a, b, onA, onB)
-    }
-
-    static func stop(_ cloud: Cloud, _ devices: Device...) async {
-        for device in devices { _ = await device.stop() }
-        await cloud.stop()
-    }
-
-    static func serverFields(_ cloud: Cloud, id: String) async throws -> JSONValue? {
-        try await cloud.records(user: "owner").first { $0["fields"]?["CD_id"]?["value"] == .string(id) }?["fields"]
-    }
-
-    @Test("Scenario 11: A edits one field and B another of the same record; both edits survive on A, B and the server")
-    func scenario11() async throws {
-        let (cloud, a, b, onA, onB) = try await Self.pair(["e"])
-        try await a.set(onA[0], ["note": "ate well"])
-        try await b.set(onB[0], ["value": 250])
-        try await a.send()
-        let watcher = try WireClient(socketPath: b.socket)
-        try await watcher.hello(client: "b-ui")
-        _ = try await watcher.call("subscribe", ["topics": ["remoteChange"]])
-        let sent = try await b.send()
-        #expect(sent["conflictsResolved"] == 1)
-        // The merge was saved on B (author sync) and B's clients were told.
-        var events = watcher.events.makeAsyncIterator()
-        let merged = try #require(await events.next())
-        #expect(merged.name == "remoteChange")
-        #expect(merged.data["author"] == "sync")
-        #expect(merged.data["changedObjectIDs"] == [.string(onB[0])])
-        #expect(try await b.object(id: "e")?["values"]?["note"] == "ate well")
-        watcher.close()
-        try await a.fetch()
-        try await b.fetch()
-        for device in [a, b] {
-            let values = try #require(try await device.object(id: "e")?["values"])
-            #expect(values["note"] == "ate well")
-            #expect(values["value"]?.doubleValue == 250)
+extension Mirroring {
+    /// Conflicts between devices A and B of one user; real processes.
+    @Suite("Mirroring: conflicts and delete versus edit", .timeLimit(.minutes(5)))
+    struct ConflictTests {
+        /// A and B, with `ids` created on A and fetched by B; returns (A's IDs, B's IDs) in that order.
+        static func pair(_ ids: [String], aExtra: [String] = [], bExtra: [String] = []) async throws -> (Cloud, Device, Device, [String], [String]) {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud, extra: aExtra)
+            let b = try await Device.start("B", user: "owner", cloud: cloud, extra: bExtra)
+            let onA = try await a.insertEvents(ids)
+            try await a.send()
+            try await b.fetch()
+            var onB: [String] = []
+            for id in ids { onB.append(try #require(try await b.object(id: id)?["objectID"]?.stringValue)) }
+            return (cloud, a, b, onA, onB)
         }
-        let server = try await Self.serverFields(cloud, id: "e")
-        #expect(server?["CD_note"]?["value"] == "ate well")
-        #expect(server?["CD_value"]?["value"]?.doubleValue == 250)
-        await Self.stop(cloud, a, b)
-    }
 
-    @Test("Scenario 12: A and B edit the same field; the later edit wins whichever device uploads last")
-    func scenario12() async throws {
-        let (cloud, a, b, onA, onB) = try await Self.pair(["first", "second"])
-        // Record "first": A edits, then B; A uploads last. Record "second": B edits, then A; A uploads last.
-        try await a.set(onA[0], ["note": "A early"])
-        try await b.set(onB[0], ["note": "B late"])
-        try await b.set(onB[1], ["note": "B early"])
-        try await a.set(onA[1], ["note": "A late"])
-        try await b.send()
-        try await a.send()
-        try await b.fetch()
-        try await a.fetch()
-        for device in [a, b] {
-            #expect(try await device.object(id: "first")?["values"]?["note"] == "B late")
-            #expect(try await device.object(id: "second")?["values"]?["note"] == "A late")
+        static func stop(_ cloud: Cloud, _ devices: Device...) async {
+            for device in devices { _ = await device.stop() }
+            await cloud.stop()
         }
-        #expect(try await Self.serverFields(cloud, id: "first")?["CD_note"]?["value"] == "B late")
-        #expect(try await Self.serverFields(cloud, id: "second")?["CD_note"]?["value"] == "A late")
-        await Self.stop(cloud, a, b)
-    }
 
-    @Test("Scenario 12 with --conflict-policy serverWins and clientWins: the policy decides a field both changed")
-    func scenario12Policies() async throws {
-        let (cloud, a, b, onA, onB) = try await Self.pair(["e"], bExtra: ["--conflict-policy", "serverWins"])
-        try await b.set(onB[0], ["note": "B late but loses"])
-        try await a.set(onA[0], ["note": "A"])
-        try await a.send()
-        try await b.send()
-        try await b.fetch()
-        #expect(try await b.object(id: "e")?["values"]?["note"] == "A")
-        #expect(try await Self.serverFields(cloud, id: "e")?["CD_note"]?["value"] == "A")
-        await Self.stop(cloud, a, b)
-
-        let (cloud2, c, d, onC, onD) = try await Self.pair(["e"], bExtra: ["--conflict-policy", "clientWins"])
-        try await d.set(onD[0], ["note": "D early but wins"])
-        try await c.set(onC[0], ["note": "C"])
-        try await c.send()
-        try await d.send()
-        try await c.fetch()
-        #expect(try await c.object(id: "e")?["values"]?["note"] == "D early but wins")
-        await Self.stop(cloud2, c, d)
-    }
-
-    @Test("Scenario 13: the losing upload gets serverRecordChanged with server, client and ancestor; merged, re-queued once, converged")
-    func scenario13() async throws {
-        let (cloud, a, b, onA, onB) = try await Self.pair(["e"])
-        try await a.set(onA[0], ["note": "original"])
-        try await a.send()
-        try await b.fetch()
-        try await a.set(onA[0], ["note": "from A"])
-        try await b.set(onB[0], ["value": 99, "note": nil])
-        try await a.send()
-        let log = try await cloud.admin("admin.requestLog", [:])
-        let before = log["entries"]?.arrayValue?.last?["seq"]?.intValue ?? 0
-        let sent = try await b.send()
-        #expect(sent["conflictsResolved"] == 1)
-        #expect(sent["saved"] == 1)
-        let entries = try await cloud.admin("admin.requestLog", ["after": .int(before)])["entries"]?.arrayValue ?? []
-        let modifies = entries.filter { $0["op"] == "records.modify" }.map { $0["code"]?.stringValue ?? "" }
-        // One refused upload, one re-send of the merge: re-queued exactly once.
-        #expect(modifies == ["partialFailure", "ok"])
-        #expect(try await b.pending() == 0)
-        try await a.fetch()
-        // Both edited note; the later edit wins, and B's nil is an edit.
-        for device in [a, b] {
-            let values = try #require(try await device.object(id: "e")?["values"])
-            #expect(values["value"]?.doubleValue == 99)
-            #expect(values["note"] == .null)
+        static func serverFields(_ cloud: Cloud, id: String) async throws -> JSONValue? {
+            try await cloud.records(user: "owner").first { $0["fields"]?["CD_id"]?["value"] == .string(id) }?["fields"]
         }
-        await Self.stop(cloud, a, b)
-    }
 
-    @Test("Scenario 15: an atomic batch with one conflicting edit and one new record: both re-queued and later saved")
-    func scenario15() async throws {
-        let (cloud, a, b, onA, onB) = try await Self.pair(["e"])
-        try await a.set(onA[0], ["note": "A"])
-        try await a.send()
-        try await b.set(onB[0], ["value": 7])
-        try await b.insertEvents(["new-on-B"])
-        let log = try await cloud.admin("admin.requestLog", [:])
-        let before = log["entries"]?.arrayValue?.last?["seq"]?.intValue ?? 0
-        let sent = try await b.send()
-        #expect(sent["saved"] == 2)
-        let entries = try await cloud.admin("admin.requestLog", ["after": .int(before)])["entries"]?.arrayValue ?? []
-        #expect(entries.filter { $0["op"] == "records.modify" }.map { $0["code"]?.stringValue ?? "" } == ["partialFailure", "ok"])
-        let records = try await cloud.records(user: "owner")
-        #expect(records.count == 2)
-        #expect(try await Self.serverFields(cloud, id: "e")?["CD_note"]?["value"] == "A")
-        #expect(try await Self.serverFields(cloud, id: "e")?["CD_value"]?["value"]?.doubleValue == 7)
-        await Self.stop(cloud, a, b)
-    }
-
-    /// Inserts a CareEvent with a chosen uuid (the same logical object on two devices).
-    static func insert(on device: Device, uuid: String, id: String, note: String) async throws {
-        let context = try await device.context()
-        _ = try await device.call("object.insert", ["context": .string(context), "entity": "CareEvent", "uuid": .string(uuid),
-                                                    "values": Device.eventValues(id, note: note)])
-        _ = try await device.call("context.save", ["context": .string(context)])
-    }
-
-    @Test("Scenario 16: a new record whose name exists on the server gets serverRejectedRequest; the client merges")
-    func scenario16() async throws {
-        let cloud = try await Cloud.start()
-        let a = try await Device.start("A", user: "owner", cloud: cloud)
-        let b = try await Device.start("B", user: "owner", cloud: cloud)
-        let uuid = UUID().uuidString
-        try await Self.insert(on: a, uuid: uuid, id: "same", note: "A's")
-        try await Self.insert(on: b, uuid: uuid, id: "same", note: "B's")
-        try await a.send()
-        let owner = try await cloud.connect("owner-secret")
-        // What B's send will meet: the server's answer to a new record with a taken name.
-        do {
-            _ = try await owner.call("records.modify", ["database": "private", "saves": [["recordName": .string(uuid), "recordType": "CD_CareEvent",
-                                                                                          "zoneID": ["zoneName": "com.apple.coredata.cloudkit.zone"], "fields": [:]]]])
-            Issue.record("a new record with a taken name was accepted")
-        } catch {
-            #expect(error.details["partialErrors"]?[uuid]?["code"] == "serverRejectedRequest")
+        @Test("Scenario 11: A edits one field and B another of the same record; both edits survive on A, B and the server")
+        func scenario11() async throws {
+            let (cloud, a, b, onA, onB) = try await Self.pair(["e"])
+            try await a.set(onA[0], ["note": "ate well"])
+            try await b.set(onB[0], ["value": 250])
+            try await a.send()
+            let watcher = try WireClient(socketPath: b.socket)
+            try await watcher.hello(client: "b-ui")
+            _ = try await watcher.call("subscribe", ["topics": ["remoteChange"]])
+            let sent = try await b.send()
+            #expect(sent["conflictsResolved"] == 1)
+            // The merge was saved on B (author sync) and B's clients were told.
+            var events = watcher.events.makeAsyncIterator()
+            let merged = try #require(await events.next())
+            #expect(merged.name == "remoteChange")
+            #expect(merged.data["author"] == "sync")
+            #expect(merged.data["changedObjectIDs"] == [.string(onB[0])])
+            #expect(try await b.object(id: "e")?["values"]?["note"] == "ate well")
+            watcher.close()
+            try await a.fetch()
+            try await b.fetch()
+            for device in [a, b] {
+                let values = try #require(try await device.object(id: "e")?["values"])
+                #expect(values["note"] == "ate well")
+                #expect(values["value"]?.doubleValue == 250)
+            }
+            let server = try await Self.serverFields(cloud, id: "e")
+            #expect(server?["CD_note"]?["value"] == "ate well")
+            #expect(server?["CD_value"]?["value"]?.doubleValue == 250)
+            await Self.stop(cloud, a, b)
         }
-        owner.close()
-        let sent = try await b.send()
-        #expect(sent["conflictsResolved"] == 1)
-        try await a.fetch()
-        // B's note is the later edit.
-        #expect(try await a.object(id: "same")?["values"]?["note"] == "B's")
-        #expect(try await b.object(id: "same")?["values"]?["note"] == "B's")
-        await Self.stop(cloud, a, b)
-    }
 
-    @Test("Scenario 17: A and B create the same logical object offline; after sync there is exactly one record")
-    func scenario17() async throws {
-        let cloud = try await Cloud.start()
-        let a = try await Device.start("A", user: "owner", cloud: cloud)
-        let b = try await Device.start("B", user: "owner", cloud: cloud)
-        let uuid = UUID().uuidString
-        try await Self.insert(on: a, uuid: uuid, id: "daily", note: "from A")
-        try await Self.insert(on: b, uuid: uuid, id: "daily", note: "from B")
-        try await a.now()
-        try await b.now()
-        try await a.now()
-        #expect(try await cloud.records(user: "owner").count == 1)
-        #expect(try await a.objects().count == 1)
-        #expect(try await b.objects().count == 1)
-        #expect(try await a.object(id: "daily")?["values"]?["note"] == (try await b.object(id: "daily")?["values"]?["note"]))
-        #expect(try await a.pending() == 0)
-        #expect(try await b.pending() == 0)
-        await Self.stop(cloud, a, b)
-    }
+        @Test("Scenario 12: A and B edit the same field; the later edit wins whichever device uploads last")
+        func scenario12() async throws {
+            let (cloud, a, b, onA, onB) = try await Self.pair(["first", "second"])
+            // Record "first": A edits, then B; A uploads last. Record "second": B edits, then A; A uploads last.
+            try await a.set(onA[0], ["note": "A early"])
+            try await b.set(onB[0], ["note": "B late"])
+            try await b.set(onB[1], ["note": "B early"])
+            try await a.set(onA[1], ["note": "A late"])
+            try await b.send()
+            try await a.send()
+            try await b.fetch()
+            try await a.fetch()
+            for device in [a, b] {
+                #expect(try await device.object(id: "first")?["values"]?["note"] == "B late")
+                #expect(try await device.object(id: "second")?["values"]?["note"] == "A late")
+            }
+            #expect(try await Self.serverFields(cloud, id: "first")?["CD_note"]?["value"] == "B late")
+            #expect(try await Self.serverFields(cloud, id: "second")?["CD_note"]?["value"] == "A late")
+            await Self.stop(cloud, a, b)
+        }
 
-    @Test("Scenario 19: A deletes while an offline B edits; B's send gets unknownItem; delete wins by default, resurrect on request")
-    func scenario19() async throws {
-        let (cloud, a, b, onA, onB) = try await Self.pair(["doomed"])
-        try await a.delete(onA[0])
-        try await a.send()
-        try await b.set(onB[0], ["note": "edited offline"])
-        let sent = try await b.send()
-        #expect(sent["saved"] == 0)
-        #expect(try await b.object(id: "doomed") == nil)
-        #expect(try await b.pending() == 0)
-        #expect(try await cloud.records(user: "owner").isEmpty)
-        await Self.stop(cloud, a, b)
+        @Test("Scenario 12 with --conflict-policy serverWins and clientWins: the policy decides a field both changed")
+        func scenario12Policies() async throws {
+            let (cloud, a, b, onA, onB) = try await Self.pair(["e"], bExtra: ["--conflict-policy", "serverWins"])
+            try await b.set(onB[0], ["note": "B late but loses"])
+            try await a.set(onA[0], ["note": "A"])
+            try await a.send()
+            try await b.send()
+            try await b.fetch()
+            #expect(try await b.object(id: "e")?["values"]?["note"] == "A")
+            #expect(try await Self.serverFields(cloud, id: "e")?["CD_note"]?["value"] == "A")
+            await Self.stop(cloud, a, b)
 
-        let (cloud2, c, d, onC, onD) = try await Self.pair(["phoenix"], bExtra: ["--delete-policy", "CareEvent=resurrect"])
-        try await c.delete(onC[0])
-        try await c.send()
-        try await d.set(onD[0], ["note": "edited offline"])
-        let resent = try await d.send()
-        #expect(resent["saved"] == 1)
-        try await c.fetch()
-        #expect(try await c.object(id: "phoenix")?["values"]?["note"] == "edited offline")
-        #expect(try await cloud2.records(user: "owner").count == 1)
-        await Self.stop(cloud2, c, d)
+            let (cloud2, c, d, onC, onD) = try await Self.pair(["e"], bExtra: ["--conflict-policy", "clientWins"])
+            try await d.set(onD[0], ["note": "D early but wins"])
+            try await c.set(onC[0], ["note": "C"])
+            try await c.send()
+            try await d.send()
+            try await c.fetch()
+            #expect(try await c.object(id: "e")?["values"]?["note"] == "D early but wins")
+            await Self.stop(cloud2, c, d)
+        }
+
+        @Test("Scenario 13: the losing upload gets serverRecordChanged with server, client and ancestor; merged, re-queued once, converged")
+        func scenario13() async throws {
+            let (cloud, a, b, onA, onB) = try await Self.pair(["e"])
+            try await a.set(onA[0], ["note": "original"])
+            try await a.send()
+            try await b.fetch()
+            try await a.set(onA[0], ["note": "from A"])
+            try await b.set(onB[0], ["value": 99, "note": nil])
+            try await a.send()
+            let log = try await cloud.admin("admin.requestLog", [:])
+            let before = log["entries"]?.arrayValue?.last?["seq"]?.intValue ?? 0
+            let sent = try await b.send()
+            #expect(sent["conflictsResolved"] == 1)
+            #expect(sent["saved"] == 1)
+            let entries = try await cloud.admin("admin.requestLog", ["after": .int(before)])["entries"]?.arrayValue ?? []
+            let modifies = entries.filter { $0["op"] == "records.modify" }.map { $0["code"]?.stringValue ?? "" }
+            // One refused upload, one re-send of the merge: re-queued exactly once.
+            #expect(modifies == ["partialFailure", "ok"])
+            #expect(try await b.pending() == 0)
+            try await a.fetch()
+            // Both edited note; the later edit wins, and B's nil is an edit.
+            for device in [a, b] {
+                let values = try #require(try await device.object(id: "e")?["values"])
+                #expect(values["value"]?.doubleValue == 99)
+                #expect(values["note"] == .null)
+            }
+            await Self.stop(cloud, a, b)
+        }
+
+        @Test("Scenario 15: an atomic batch with one conflicting edit and one new record: both re-queued and later saved")
+        func scenario15() async throws {
+            let (cloud, a, b, onA, onB) = try await Self.pair(["e"])
+            try await a.set(onA[0], ["note": "A"])
+            try await a.send()
+            try await b.set(onB[0], ["value": 7])
+            try await b.insertEvents(["new-on-B"])
+            let log = try await cloud.admin("admin.requestLog", [:])
+            let before = log["entries"]?.arrayValue?.last?["seq"]?.intValue ?? 0
+            let sent = try await b.send()
+            #expect(sent["saved"] == 2)
+            let entries = try await cloud.admin("admin.requestLog", ["after": .int(before)])["entries"]?.arrayValue ?? []
+            #expect(entries.filter { $0["op"] == "records.modify" }.map { $0["code"]?.stringValue ?? "" } == ["partialFailure", "ok"])
+            let records = try await cloud.records(user: "owner")
+            #expect(records.count == 2)
+            #expect(try await Self.serverFields(cloud, id: "e")?["CD_note"]?["value"] == "A")
+            #expect(try await Self.serverFields(cloud, id: "e")?["CD_value"]?["value"]?.doubleValue == 7)
+            await Self.stop(cloud, a, b)
+        }
+
+        /// Inserts a CareEvent with a chosen uuid (the same logical object on two devices).
+        static func insert(on device: Device, uuid: String, id: String, note: String) async throws {
+            let context = try await device.context()
+            _ = try await device.call("object.insert", ["context": .string(context), "entity": "CareEvent", "uuid": .string(uuid),
+                                                        "values": Device.eventValues(id, note: note)])
+            _ = try await device.call("context.save", ["context": .string(context)])
+        }
+
+        @Test("Scenario 16: a new record whose name exists on the server gets serverRejectedRequest; the client merges")
+        func scenario16() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let uuid = UUID().uuidString
+            try await Self.insert(on: a, uuid: uuid, id: "same", note: "A's")
+            try await Self.insert(on: b, uuid: uuid, id: "same", note: "B's")
+            try await a.send()
+            let owner = try await cloud.connect("owner-secret")
+            // What B's send will meet: the server's answer to a new record with a taken name.
+            do {
+                _ = try await owner.call("records.modify", ["database": "private", "saves": [["recordName": .string(uuid), "recordType": "CD_CareEvent",
+                                                                                              "zoneID": ["zoneName": "com.apple.coredata.cloudkit.zone"], "fields": [:]]]])
+                Issue.record("a new record with a taken name was accepted")
+            } catch {
+                #expect(error.details["partialErrors"]?[uuid]?["code"] == "serverRejectedRequest")
+            }
+            owner.close()
+            let sent = try await b.send()
+            #expect(sent["conflictsResolved"] == 1)
+            try await a.fetch()
+            // B's note is the later edit.
+            #expect(try await a.object(id: "same")?["values"]?["note"] == "B's")
+            #expect(try await b.object(id: "same")?["values"]?["note"] == "B's")
+            await Self.stop(cloud, a, b)
+        }
+
+        @Test("Scenario 17: A and B create the same logical object offline; after sync there is exactly one record")
+        func scenario17() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let uuid = UUID().uuidString
+            try await Self.insert(on: a, uuid: uuid, id: "daily", note: "from A")
+            try await Self.insert(on: b, uuid: uuid, id: "daily", note: "from B")
+            try await a.now()
+            try await b.now()
+            try await a.now()
+            #expect(try await cloud.records(user: "owner").count == 1)
+            #expect(try await a.objects().count == 1)
+            #expect(try await b.objects().count == 1)
+            #expect(try await a.object(id: "daily")?["values"]?["note"] == (try await b.object(id: "daily")?["values"]?["note"]))
+            #expect(try await a.pending() == 0)
+            #expect(try await b.pending() == 0)
+            await Self.stop(cloud, a, b)
+        }
+
+        @Test("Scenario 19: A deletes while an offline B edits; B's send gets unknownItem; delete wins by default, resurrect on request")
+        func scenario19() async throws {
+            let (cloud, a, b, onA, onB) = try await Self.pair(["doomed"])
+            try await a.delete(onA[0])
+            try await a.send()
+            try await b.set(onB[0], ["note": "edited offline"])
+            let sent = try await b.send()
+            #expect(sent["saved"] == 0)
+            #expect(try await b.object(id: "doomed") == nil)
+            #expect(try await b.pending() == 0)
+            #expect(try await cloud.records(user: "owner").isEmpty)
+            await Self.stop(cloud, a, b)
+
+            let (cloud2, c, d, onC, onD) = try await Self.pair(["phoenix"], bExtra: ["--delete-policy", "CareEvent=resurrect"])
+            try await c.delete(onC[0])
+            try await c.send()
+            try await d.set(onD[0], ["note": "edited offline"])
+            let resent = try await d.send()
+            #expect(resent["saved"] == 1)
+            try await c.fetch()
+            #expect(try await c.object(id: "phoenix")?["values"]?["note"] == "edited offline")
+            #expect(try await cloud2.records(user: "owner").count == 1)
+            await Self.stop(cloud2, c, d)
+        }
     }
 }

@@ -3,269 +3,271 @@ import MeowWire
 import Testing
 import TestSupport
 
-/// Owner O (user owner) shares a CareSession with participant P (user alice); real processes.
-@Suite("Mirroring: sharing and participant permissions", .timeLimit(.minutes(5)))
-struct SharingTests {
-    struct Setup {
-        let cloud: Cloud
-        let o: Device
-        let p: Device
-        let zoneName: String
-        let sessionUUID: String
+extension Mirroring {
+    /// Owner O (user owner) shares a CareSession with participant P (user alice); real processes.
+    @Suite("Mirroring: sharing and participant permissions", .timeLimit(.minutes(5)))
+    struct SharingTests {
+        struct Setup {
+            let cloud: Cloud
+            let o: Device
+            let p: Device
+            let zoneName: String
+            let sessionUUID: String
 
-        func stop() async {
-            _ = await o.stop()
-            _ = await p.stop()
+            func stop() async {
+                _ = await o.stop()
+                _ = await p.stop()
+                await cloud.stop()
+            }
+
+            /// The share zone as the owner names it.
+            var zone: JSONValue { ["zoneName": .string(zoneName)] }
+            /// The share zone as the participant names it.
+            var ownersZone: JSONValue { ["zoneName": .string(zoneName), "ownerName": "owner"] }
+
+            func sharedSession(on device: Device) async throws -> String {
+                try #require(try await device.objects("CareSession", store: "Shared").first?["objectID"]?.stringValue)
+            }
+        }
+
+        /// O logs a session with two readings, sends, shares it with P at `permission`; P accepts.
+        static func shared(_ permission: String, accept: Bool = true) async throws -> Setup {
+            let cloud = try await Cloud.start()
+            let o = try await Device.start("O", user: "owner", cloud: cloud)
+            let p = try await Device.start("P", user: "alice", cloud: cloud)
+            let session = try await o.insertSession("mochi")
+            try await o.insertEvents(["bg-1", "bg-2"], session: session)
+            try await o.send()
+            let created = try await o.call("share.create", ["objectID": .string(session),
+                                                            "participants": [["user": "alice", "permission": .string(permission)]]])
+            let zoneName = try #require(created["zoneName"]?.stringValue)
+            let uuid = try #require(try await o.object(id: "mochi", entity: "CareSession")?["uuid"]?.stringValue)
+            if accept {
+                try await p.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
+            }
+            return Setup(cloud: cloud, o: o, p: p, zoneName: zoneName, sessionUUID: uuid)
+        }
+
+        @Test("Scenario 36: O shares a CareSession; the share and its graph move into a new share zone; a share without its root is refused")
+        func scenario36() async throws {
+            let setup = try await Self.shared("readOnly", accept: false)
+            #expect(setup.zoneName.hasPrefix("com.apple.coredata.cloudkit.share."))
+            let coreZone = try await setup.cloud.records(user: "owner")
+            #expect(coreZone.isEmpty)
+            let shareZone = try await setup.cloud.records(user: "owner", zone: setup.zone)
+            #expect(Set(shareZone.compactMap { $0["recordType"]?.stringValue }) == ["CD_CareSession", "CD_CareEvent", "cloudkit.share"])
+            #expect(shareZone.count == 4)
+            let share = try #require(shareZone.first { $0["recordType"] == "cloudkit.share" })
+            #expect(share["recordName"] == "cloudkit.zoneshare")
+            #expect(share["shareInfo"]?["participants"]?.arrayValue?.contains { $0["userRecordName"] == "alice" && $0["permission"] == "readOnly" } == true)
+            // Locally the objects stay in the private store.
+            #expect(try await setup.o.ids(store: "Private") == ["bg-1", "bg-2"])
+            #expect(try await setup.o.pending() == 0)
+            // The server's rule: a hierarchy share saved without its root record is refused.
+            let owner = try await setup.cloud.connect("owner-secret")
+            do {
+                _ = try await owner.call("records.modify", ["database": "private", "saves": [[
+                    "recordName": "lonely-share", "recordType": "cloudkit.share", "zoneID": setup.zone, "fields": [:]]]])
+                Issue.record("a share without its root was accepted")
+            } catch {
+                let item = error.details["partialErrors"]?["lonely-share"]
+                #expect(item?["code"] == "invalidArguments")
+            }
+            owner.close()
+            await setup.stop()
+        }
+
+        @Test("Scenario 37: P accepts; the zone appears in P's shared database and the records land in P's shared store only")
+        func scenario37() async throws {
+            let setup = try await Self.shared("readOnly")
+            let alice = try await setup.cloud.connect("alice-secret")
+            let zones = try await alice.call("zones.fetch", ["database": "shared"])
+            #expect(zones["zones"]?.arrayValue?.map { $0["zoneID"]?["zoneName"] } == [.string(setup.zoneName)])
+            alice.close()
+            #expect(try await setup.p.ids(store: "Shared") == ["bg-1", "bg-2"])
+            #expect(try await setup.p.ids(store: "Private") == [])
+            #expect(try await setup.p.objects("CareSession", store: "Shared").count == 1)
+            #expect(try await setup.p.objects("CareSession", store: "Private").isEmpty)
+            let shares = try await setup.p.call("share.list")
+            #expect(shares["shares"]?.arrayValue?.first?["permission"] == "readOnly")
+            #expect(shares["shares"]?.arrayValue?.first?["ownerName"] == "owner")
+            let event = try #require(try await setup.p.object(id: "bg-1"))
+            #expect(event["zone"] == .string(setup.zoneName))
+            #expect(event["values"]?["session"]?.stringValue == (try await setup.sharedSession(on: setup.p)))
+            #expect(try await setup.p.pending() == 0)
+            await setup.stop()
+        }
+
+        @Test("Scenario 38: P with readWrite adds a CareEvent to the shared session: P's shared store, O's zone, O's private store")
+        func scenario38() async throws {
+            let setup = try await Self.shared("readWrite")
+            let session = try await setup.sharedSession(on: setup.p)
+            let context = try await setup.p.context()
+            let temporary = try #require(try await setup.p.call("object.insert", ["context": .string(context), "entity": "CareEvent",
+                                                                                    "values": Device.eventValues("insulin-1", session: session, type: "insulin", value: 2)])["objectID"]?.stringValue)
+            let saved = try await setup.p.call("context.save", ["context": .string(context)])
+            let inserted = try #require(saved["inserted"]?.arrayValue?.first { $0["temporaryID"]?.stringValue == temporary })
+            #expect(inserted["store"] == "Shared")
+            #expect(inserted["reason"] == "relatedObject")
+            let sent = try await setup.p.send()
+            #expect(sent["saved"] == 1)
+            let inZone = try await setup.cloud.records(user: "owner", zone: setup.zone)
+            #expect(inZone.contains { $0["fields"]?["CD_id"]?["value"] == "insulin-1" && $0["lastModifiedUserRecordName"] == "alice" })
+            let fetched = try await setup.o.fetch()
+            #expect(fetched["changedRecords"]?.intValue ?? 0 >= 1)
+            let onO = try #require(try await setup.o.object(id: "insulin-1"))
+            #expect(onO["store"] == "Private")
+            #expect(onO["values"]?["eventTypeRaw"] == "insulin")
+            let oSession = try #require(try await setup.o.object(id: "mochi", entity: "CareSession"))
+            #expect(onO["values"]?["session"] == oSession["objectID"])
+            #expect(try await setup.o.objects("CareEvent", store: "Shared").isEmpty)
+            await setup.stop()
+        }
+
+        @Test("Scenario 39: P with readOnly inserts, edits or deletes: refused locally, nothing queued, the server unchanged")
+        func scenario39() async throws {
+            let setup = try await Self.shared("readOnly")
+            let before = try await setup.cloud.records(user: "owner", zone: setup.zone)
+            let session = try await setup.sharedSession(on: setup.p)
+            let event = try #require(try await setup.p.object(id: "bg-1")?["objectID"]?.stringValue)
+
+            let context = try await setup.p.context()
+            _ = try await setup.p.call("object.insert", ["context": .string(context), "entity": "CareEvent",
+                                                         "values": Device.eventValues("sneaky", session: session)])
+            #expect(try await setup.p.failure("context.save", ["context": .string(context)]).code == .permissionFailure)
+            let edit = try await setup.p.setFailing(event, ["note": "edited"])
+            #expect(edit.code == .permissionFailure)
+            let deleteContext = try await setup.p.context()
+            try await setup.p.call("object.delete", ["context": .string(deleteContext), "objectID": .string(event)])
+            #expect(try await setup.p.failure("context.save", ["context": .string(deleteContext)]).code == .permissionFailure)
+
+            #expect(try await setup.p.pending() == 0)
+            #expect(try await setup.p.status()["quiescent"] == true)
+            let sent = try await setup.p.send()
+            #expect(sent["requests"] == 0)
+            let after = try await setup.cloud.records(user: "owner", zone: setup.zone)
+            #expect(after.map { $0["recordChangeTag"] } == before.map { $0["recordChangeTag"] })
+            await setup.stop()
+        }
+
+        @Test("Scenario 40: O downgrades P to readOnly while P is offline; P's edit is reverted, P's insert deleted, P's client told")
+        func scenario40() async throws {
+            let setup = try await Self.shared("readWrite")
+            let event = try #require(try await setup.p.object(id: "bg-1")?["objectID"]?.stringValue)
+            let session = try await setup.sharedSession(on: setup.p)
+            try await setup.o.call("share.setPermission", ["zoneName": .string(setup.zoneName), "user": "alice", "permission": "readOnly"])
+
+            let watcher = try WireClient(socketPath: setup.p.socket)
+            try await watcher.hello(client: "p-ui")
+            _ = try await watcher.call("subscribe", ["topics": ["remoteChange"]])
+            // P still believes readWrite: the local check lets both through.
+            try await setup.p.set(event, ["note": "offline edit"])
+            try await setup.p.insertEvents(["offline-insert"], session: session)
+            let sent = try await setup.p.send()
+            #expect(sent["reverted"] == 2)
+            #expect(sent["saved"] == 0)
+            #expect(try await setup.p.object(id: "bg-1")?["values"]?["note"] == .null)
+            #expect(try await setup.p.object(id: "offline-insert") == nil)
+            #expect(try await setup.p.pending() == 0)
+            var actions: [String] = []
+            for await event in watcher.events where event.name == "changeReverted" {
+                actions.append(event.data["action"]?.stringValue ?? "")
+                #expect(event.data["code"] == "permissionFailure")
+                if actions.count == 2 { break }
+            }
+            #expect(actions.sorted() == ["insertDeleted", "updateReverted"])
+            // The server is unchanged, and the next fetch brings the new permission.
+            let onServer = try await setup.cloud.records(user: "owner", zone: setup.zone)
+            #expect(!onServer.contains { $0["fields"]?["CD_id"]?["value"] == "offline-insert" })
+            #expect(onServer.first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"] == nil)
+            try await setup.p.fetch()
+            #expect(try await setup.p.call("share.list")["shares"]?.arrayValue?.first?["permission"] == "readOnly")
+            watcher.close()
+            await setup.stop()
+        }
+
+        @Test("Scenario 41: O deletes the shared root; the share and its records go; P's next fetch removes the whole zone")
+        func scenario41() async throws {
+            let setup = try await Self.shared("readOnly")
+            let root = try #require(try await setup.o.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
+            try await setup.o.delete(root)
+            let sent = try await setup.o.send()
+            #expect(sent["deleted"] == 3)
+            let owner = try await setup.cloud.connect("owner-secret")
+            let zones = try await owner.call("zones.fetch", ["database": "private"])
+            #expect(zones["zones"]?.arrayValue?.contains { $0["zoneID"]?["zoneName"] == .string(setup.zoneName) } == false)
+            owner.close()
+            let fetched = try await setup.p.fetch()
+            #expect(fetched["zonesRemoved"]?.arrayValue?.isEmpty == false)
+            #expect(try await setup.p.objects("CareEvent").isEmpty)
+            #expect(try await setup.p.objects("CareSession").isEmpty)
+            #expect(try await setup.p.call("share.list")["shares"]?.arrayValue?.isEmpty == true)
+            await setup.stop()
+        }
+
+        @Test("Scenario 42: O removes P while P is offline with pending edits; P's fetch removes the zone and discards the edits")
+        func scenario42() async throws {
+            let setup = try await Self.shared("readWrite")
+            let event = try #require(try await setup.p.object(id: "bg-2")?["objectID"]?.stringValue)
+            try await setup.p.set(event, ["note": "pending edit"])
+            try await setup.p.insertEvents(["pending-insert"], session: try await setup.sharedSession(on: setup.p))
+            #expect(try await setup.p.status()["quiescent"] == false)
+            try await setup.o.call("share.removeParticipant", ["zoneName": .string(setup.zoneName), "user": "alice"])
+            let fetched = try await setup.p.fetch()
+            #expect(fetched["zonesRemoved"]?.arrayValue?.count == 1)
+            #expect(try await setup.p.objects("CareEvent").isEmpty)
+            #expect(try await setup.p.pending() == 0)
+            let sent = try await setup.p.send()
+            #expect(sent["requests"] == 0)
+            // Nothing moved to P's private database: it has no zone but the default one.
+            let alice = try await setup.cloud.connect("alice-secret")
+            let zones = try await alice.call("zones.fetch", ["database": "private"])
+            #expect(zones["zones"]?.arrayValue?.compactMap { $0["zoneID"]?["zoneName"]?.stringValue } == ["_defaultZone"])
+            alice.close()
+            #expect(try await setup.o.object(id: "bg-2")?["values"]?["note"] == .null)
+            await setup.stop()
+        }
+
+        @Test("share.stop ends the share and share.leave removes P's copy; the owner keeps the data")
+        func stopAndLeave() async throws {
+            let setup = try await Self.shared("readOnly")
+            try await setup.p.call("share.leave", ["zoneName": .string(setup.zoneName), "ownerName": "owner"])
+            #expect(try await setup.p.objects("CareEvent").isEmpty)
+            try await setup.o.call("share.stop", ["zoneName": .string(setup.zoneName)])
+            #expect(try await setup.o.ids() == ["bg-1", "bg-2"])
+            let alice = try await setup.cloud.connect("alice-secret")
+            let zones = try await alice.call("zones.fetch", ["database": "shared"])
+            #expect(zones["zones"]?.arrayValue?.isEmpty == true)
+            alice.close()
+            await setup.stop()
+        }
+
+        @Test("The owner's other device keeps a session that sharing moved to a share zone, with the same object IDs")
+        func ownersOtherDeviceKeepsTheMovedGraph() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let session = try await a.insertSession("mochi")
+            try await a.insertEvents(["bg-1", "bg-2"], session: session)
+            try await a.send()
+            try await b.fetch()
+            let before = try await b.objects().map { $0["objectID"] }
+            let sessionOnB = try await b.object(id: "mochi", entity: "CareSession")?["objectID"]
+            _ = try await a.call("share.create", ["objectID": .string(session)])
+            try await b.fetch()
+            #expect(try await b.objects().map { $0["objectID"] } == before)
+            #expect(try await b.object(id: "mochi", entity: "CareSession")?["objectID"] == sessionOnB)
+            #expect(try await b.objects().allSatisfy { $0["values"]?["session"] == sessionOnB })
+            // B's later edit goes to the share zone, not the old one.
+            let event = try #require(before.first??.stringValue)
+            try await b.set(event, ["note": "from B"])
+            #expect(try await b.send()["saved"] == 1)
+            #expect(try await cloud.records(user: "owner").isEmpty)
+            try await a.fetch()
+            #expect(try await a.object(id: "bg-1")?["values"]?["note"] == "from B")
+            _ = await a.stop()
+            _ = await b.stop()
             await cloud.stop()
         }
-
-        /// The share zone as the owner names it.
-        var zone: JSONValue { ["zoneName": .string(zoneName)] }
-        /// The share zone as the participant names it.
-        var ownersZone: JSONValue { ["zoneName": .string(zoneName), "ownerName": "owner"] }
-
-        func sharedSession(on device: Device) async throws -> String {
-            try #require(try await device.objects("CareSession", store: "Shared").first?["objectID"]?.stringValue)
-        }
-    }
-
-    /// O logs a session with two readings, sends, shares it with P at `permission`; P accepts.
-    static func shared(_ permission: String, accept: Bool = true) async throws -> Setup {
-        let cloud = try await Cloud.start()
-        let o = try await Device.start("O", user: "owner", cloud: cloud)
-        let p = try await Device.start("P", user: "alice", cloud: cloud)
-        let session = try await o.insertSession("mochi")
-        try await o.insertEvents(["bg-1", "bg-2"], session: session)
-        try await o.send()
-        let created = try await o.call("share.create", ["objectID": .string(session),
-                                                        "participants": [["user": "alice", "permission": .string(permission)]]])
-        let zoneName = try #require(created["zoneName"]?.stringValue)
-        let uuid = try #require(try await o.object(id: "mochi", entity: "CareSession")?["uuid"]?.stringValue)
-        if accept {
-            try await p.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
-        }
-        return Setup(cloud: cloud, o: o, p: p, zoneName: zoneName, sessionUUID: uuid)
-    }
-
-    @Test("Scenario 36: O shares a CareSession; the share and its graph move into a new share zone; a share without its root is refused")
-    func scenario36() async throws {
-        let setup = try await Self.shared("readOnly", accept: false)
-        #expect(setup.zoneName.hasPrefix("com.apple.coredata.cloudkit.share."))
-        let coreZone = try await setup.cloud.records(user: "owner")
-        #expect(coreZone.isEmpty)
-        let shareZone = try await setup.cloud.records(user: "owner", zone: setup.zone)
-        #expect(Set(shareZone.compactMap { $0["recordType"]?.stringValue }) == ["CD_CareSession", "CD_CareEvent", "cloudkit.share"])
-        #expect(shareZone.count == 4)
-        let share = try #require(shareZone.first { $0["recordType"] == "cloudkit.share" })
-        #expect(share["recordName"] == "cloudkit.zoneshare")
-        #expect(share["shareInfo"]?["participants"]?.arrayValue?.contains { $0["userRecordName"] == "alice" && $0["permission"] == "readOnly" } == true)
-        // Locally the objects stay in the private store.
-        #expect(try await setup.o.ids(store: "Private") == ["bg-1", "bg-2"])
-        #expect(try await setup.o.pending() == 0)
-        // The server's rule: a hierarchy share saved without its root record is refused.
-        let owner = try await setup.cloud.connect("owner-secret")
-        do {
-            _ = try await owner.call("records.modify", ["database": "private", "saves": [[
-                "recordName": "lonely-share", "recordType": "cloudkit.share", "zoneID": setup.zone, "fields": [:]]]])
-            Issue.record("a share without its root was accepted")
-        } catch {
-            let item = error.details["partialErrors"]?["lonely-share"]
-            #expect(item?["code"] == "invalidArguments")
-        }
-        owner.close()
-        await setup.stop()
-    }
-
-    @Test("Scenario 37: P accepts; the zone appears in P's shared database and the records land in P's shared store only")
-    func scenario37() async throws {
-        let setup = try await Self.shared("readOnly")
-        let alice = try await setup.cloud.connect("alice-secret")
-        let zones = try await alice.call("zones.fetch", ["database": "shared"])
-        #expect(zones["zones"]?.arrayValue?.map { $0["zoneID"]?["zoneName"] } == [.string(setup.zoneName)])
-        alice.close()
-        #expect(try await setup.p.ids(store: "Shared") == ["bg-1", "bg-2"])
-        #expect(try await setup.p.ids(store: "Private") == [])
-        #expect(try await setup.p.objects("CareSession", store: "Shared").count == 1)
-        #expect(try await setup.p.objects("CareSession", store: "Private").isEmpty)
-        let shares = try await setup.p.call("share.list")
-        #expect(shares["shares"]?.arrayValue?.first?["permission"] == "readOnly")
-        #expect(shares["shares"]?.arrayValue?.first?["ownerName"] == "owner")
-        let event = try #require(try await setup.p.object(id: "bg-1"))
-        #expect(event["zone"] == .string(setup.zoneName))
-        #expect(event["values"]?["session"]?.stringValue == (try await setup.sharedSession(on: setup.p)))
-        #expect(try await setup.p.pending() == 0)
-        await setup.stop()
-    }
-
-    @Test("Scenario 38: P with readWrite adds a CareEvent to the shared session: P's shared store, O's zone, O's private store")
-    func scenario38() async throws {
-        let setup = try await Self.shared("readWrite")
-        let session = try await setup.sharedSession(on: setup.p)
-        let context = try await setup.p.context()
-        let temporary = try #require(try await setup.p.call("object.insert", ["context": .string(context), "entity": "CareEvent",
-                                                                                "values": Device.eventValues("insulin-1", session: session, type: "insulin", value: 2)])["objectID"]?.stringValue)
-        let saved = try await setup.p.call("context.save", ["context": .string(context)])
-        let inserted = try #require(saved["inserted"]?.arrayValue?.first { $0["temporaryID"]?.stringValue == temporary })
-        #expect(inserted["store"] == "Shared")
-        #expect(inserted["reason"] == "relatedObject")
-        let sent = try await setup.p.send()
-        #expect(sent["saved"] == 1)
-        let inZone = try await setup.cloud.records(user: "owner", zone: setup.zone)
-        #expect(inZone.contains { $0["fields"]?["CD_id"]?["value"] == "insulin-1" && $0["lastModifiedUserRecordName"] == "alice" })
-        let fetched = try await setup.o.fetch()
-        #expect(fetched["changedRecords"]?.intValue ?? 0 >= 1)
-        let onO = try #require(try await setup.o.object(id: "insulin-1"))
-        #expect(onO["store"] == "Private")
-        #expect(onO["values"]?["eventTypeRaw"] == "insulin")
-        let oSession = try #require(try await setup.o.object(id: "mochi", entity: "CareSession"))
-        #expect(onO["values"]?["session"] == oSession["objectID"])
-        #expect(try await setup.o.objects("CareEvent", store: "Shared").isEmpty)
-        await setup.stop()
-    }
-
-    @Test("Scenario 39: P with readOnly inserts, edits or deletes: refused locally, nothing queued, the server unchanged")
-    func scenario39() async throws {
-        let setup = try await Self.shared("readOnly")
-        let before = try await setup.cloud.records(user: "owner", zone: setup.zone)
-        let session = try await setup.sharedSession(on: setup.p)
-        let event = try #require(try await setup.p.object(id: "bg-1")?["objectID"]?.stringValue)
-
-        let context = try await setup.p.context()
-        _ = try await setup.p.call("object.insert", ["context": .string(context), "entity": "CareEvent",
-                                                     "values": Device.eventValues("sneaky", session: session)])
-        #expect(try await setup.p.failure("context.save", ["context": .string(context)]).code == .permissionFailure)
-        let edit = try await setup.p.setFailing(event, ["note": "edited"])
-        #expect(edit.code == .permissionFailure)
-        let deleteContext = try await setup.p.context()
-        try await setup.p.call("object.delete", ["context": .string(deleteContext), "objectID": .string(event)])
-        #expect(try await setup.p.failure("context.save", ["context": .string(deleteContext)]).code == .permissionFailure)
-
-        #expect(try await setup.p.pending() == 0)
-        #expect(try await setup.p.status()["quiescent"] == true)
-        let sent = try await setup.p.send()
-        #expect(sent["requests"] == 0)
-        let after = try await setup.cloud.records(user: "owner", zone: setup.zone)
-        #expect(after.map { $0["recordChangeTag"] } == before.map { $0["recordChangeTag"] })
-        await setup.stop()
-    }
-
-    @Test("Scenario 40: O downgrades P to readOnly while P is offline; P's edit is reverted, P's insert deleted, P's client told")
-    func scenario40() async throws {
-        let setup = try await Self.shared("readWrite")
-        let event = try #require(try await setup.p.object(id: "bg-1")?["objectID"]?.stringValue)
-        let session = try await setup.sharedSession(on: setup.p)
-        try await setup.o.call("share.setPermission", ["zoneName": .string(setup.zoneName), "user": "alice", "permission": "readOnly"])
-
-        let watcher = try WireClient(socketPath: setup.p.socket)
-        try await watcher.hello(client: "p-ui")
-        _ = try await watcher.call("subscribe", ["topics": ["remoteChange"]])
-        // P still believes readWrite: the local check lets both through.
-        try await setup.p.set(event, ["note": "offline edit"])
-        try await setup.p.insertEvents(["offline-insert"], session: session)
-        let sent = try await setup.p.send()
-        #expect(sent["reverted"] == 2)
-        #expect(sent["saved"] == 0)
-        #expect(try await setup.p.object(id: "bg-1")?["values"]?["note"] == .null)
-        #expect(try await setup.p.object(id: "offline-insert") == nil)
-        #expect(try await setup.p.pending() == 0)
-        var actions: [String] = []
-        for await event in watcher.events where event.name == "changeReverted" {
-            actions.append(event.data["action"]?.stringValue ?? "")
-            #expect(event.data["code"] == "permissionFailure")
-            if actions.count == 2 { break }
-        }
-        #expect(actions.sorted() == ["insertDeleted", "updateReverted"])
-        // The server is unchanged, and the next fetch brings the new permission.
-        let onServer = try await setup.cloud.records(user: "owner", zone: setup.zone)
-        #expect(!onServer.contains { $0["fields"]?["CD_id"]?["value"] == "offline-insert" })
-        #expect(onServer.first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"] == nil)
-        try await setup.p.fetch()
-        #expect(try await setup.p.call("share.list")["shares"]?.arrayValue?.first?["permission"] == "readOnly")
-        watcher.close()
-        await setup.stop()
-    }
-
-    @Test("Scenario 41: O deletes the shared root; the share and its records go; P's next fetch removes the whole zone")
-    func scenario41() async throws {
-        let setup = try await Self.shared("readOnly")
-        let root = try #require(try await setup.o.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
-        try await setup.o.delete(root)
-        let sent = try await setup.o.send()
-        #expect(sent["deleted"] == 3)
-        let owner = try await setup.cloud.connect("owner-secret")
-        let zones = try await owner.call("zones.fetch", ["database": "private"])
-        #expect(zones["zones"]?.arrayValue?.contains { $0["zoneID"]?["zoneName"] == .string(setup.zoneName) } == false)
-        owner.close()
-        let fetched = try await setup.p.fetch()
-        #expect(fetched["zonesRemoved"]?.arrayValue?.isEmpty == false)
-        #expect(try await setup.p.objects("CareEvent").isEmpty)
-        #expect(try await setup.p.objects("CareSession").isEmpty)
-        #expect(try await setup.p.call("share.list")["shares"]?.arrayValue?.isEmpty == true)
-        await setup.stop()
-    }
-
-    @Test("Scenario 42: O removes P while P is offline with pending edits; P's fetch removes the zone and discards the edits")
-    func scenario42() async throws {
-        let setup = try await Self.shared("readWrite")
-        let event = try #require(try await setup.p.object(id: "bg-2")?["objectID"]?.stringValue)
-        try await setup.p.set(event, ["note": "pending edit"])
-        try await setup.p.insertEvents(["pending-insert"], session: try await setup.sharedSession(on: setup.p))
-        #expect(try await setup.p.status()["quiescent"] == false)
-        try await setup.o.call("share.removeParticipant", ["zoneName": .string(setup.zoneName), "user": "alice"])
-        let fetched = try await setup.p.fetch()
-        #expect(fetched["zonesRemoved"]?.arrayValue?.count == 1)
-        #expect(try await setup.p.objects("CareEvent").isEmpty)
-        #expect(try await setup.p.pending() == 0)
-        let sent = try await setup.p.send()
-        #expect(sent["requests"] == 0)
-        // Nothing moved to P's private database: it has no zone but the default one.
-        let alice = try await setup.cloud.connect("alice-secret")
-        let zones = try await alice.call("zones.fetch", ["database": "private"])
-        #expect(zones["zones"]?.arrayValue?.compactMap { $0["zoneID"]?["zoneName"]?.stringValue } == ["_defaultZone"])
-        alice.close()
-        #expect(try await setup.o.object(id: "bg-2")?["values"]?["note"] == .null)
-        await setup.stop()
-    }
-
-    @Test("share.stop ends the share and share.leave removes P's copy; the owner keeps the data")
-    func stopAndLeave() async throws {
-        let setup = try await Self.shared("readOnly")
-        try await setup.p.call("share.leave", ["zoneName": .string(setup.zoneName), "ownerName": "owner"])
-        #expect(try await setup.p.objects("CareEvent").isEmpty)
-        try await setup.o.call("share.stop", ["zoneName": .string(setup.zoneName)])
-        #expect(try await setup.o.ids() == ["bg-1", "bg-2"])
-        let alice = try await setup.cloud.connect("alice-secret")
-        let zones = try await alice.call("zones.fetch", ["database": "shared"])
-        #expect(zones["zones"]?.arrayValue?.isEmpty == true)
-        alice.close()
-        await setup.stop()
-    }
-
-    @Test("The owner's other device keeps a session that sharing moved to a share zone, with the same object IDs")
-    func ownersOtherDeviceKeepsTheMovedGraph() async throws {
-        let cloud = try await Cloud.start()
-        let a = try await Device.start("A", user: "owner", cloud: cloud)
-        let b = try await Device.start("B", user: "owner", cloud: cloud)
-        let session = try await a.insertSession("mochi")
-        try await a.insertEvents(["bg-1", "bg-2"], session: session)
-        try await a.send()
-        try await b.fetch()
-        let before = try await b.objects().map { $0["objectID"] }
-        let sessionOnB = try await b.object(id: "mochi", entity: "CareSession")?["objectID"]
-        _ = try await a.call("share.create", ["objectID": .string(session)])
-        try await b.fetch()
-        #expect(try await b.objects().map { $0["objectID"] } == before)
-        #expect(try await b.object(id: "mochi", entity: "CareSession")?["objectID"] == sessionOnB)
-        #expect(try await b.objects().allSatisfy { $0["values"]?["session"] == sessionOnB })
-        // B's later edit goes to the share zone, not the old one.
-        let event = try #require(before.first??.stringValue)
-        try await b.set(event, ["note": "from B"])
-        #expect(try await b.send()["saved"] == 1)
-        #expect(try await cloud.records(user: "owner").isEmpty)
-        try await a.fetch()
-        #expect(try await a.object(id: "bg-1")?["values"]?["note"] == "from B")
-        _ = await a.stop()
-        _ = await b.stop()
-        await cloud.stop()
     }
 }
