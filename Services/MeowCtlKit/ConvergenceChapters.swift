@@ -61,6 +61,10 @@ struct ConvergenceChapters {
         for (name, user, store) in devices {
             let device = try await Device(deployment, name)
             defer { device.client.close() }
+            if store == "Private" {
+                let defaults = try await device.count("CareSession", predicate: "isDefault == YES")
+                transcript.check(defaults == 1, "\(name) has one default session (each device made one at start-up; they are the same record)")
+            }
             let status = try await device.client.call("sync.status", [:])
             transcript.check(status["quiescent"] == true, "\(name) is quiescent (nothing pending, nothing in flight)")
             var local: [String: String] = [:]

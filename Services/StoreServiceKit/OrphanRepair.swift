@@ -29,6 +29,14 @@ public struct OrphanRepairReport: Codable, Sendable {
 /// than the session's are left as they are and reported (a relationship across stores is not
 /// allowed) — the [choice] documented in docs/differences-core-data.md.
 struct OrphanRepair {
+    /// The default parent's stable id (its cloud record name), the same on every device: each
+    /// device that ensures "the" default session creates the same record, so after sync there
+    /// is one default session, not one per device (SCENARIOS 17: the same logical object made
+    /// offline on two devices becomes one record).
+    static func defaultParentUUID(_ parent: EntityDescription) -> String {
+        "default-\(parent.name)"
+    }
+
     let rule: OrphanRepairRule
     let stores: StoreSet
     static let listLimit = 1000
@@ -77,7 +85,7 @@ struct OrphanRepair {
             if sessionKey == nil {
                 let values = try defaultParentValues(parent)
                 let key = try store.allocatePrimaryKeys(parent.name, count: 1)
-                let uuid = UUID().uuidString
+                let uuid = OrphanRepair.defaultParentUUID(parent)
                 let row = PersistentStore.StoredRow(primaryKey: key, version: 1, uuid: uuid, zone: nil,
                                                     values: parent.storedPropertyNames.map { values[$0] ?? .null })
                 try store.insert(parent, row: row)
@@ -134,7 +142,7 @@ struct OrphanRepair {
             }
         }
         if session == nil {
-            let created = context.insert(entity: parent)
+            let created = context.insert(entity: parent, uuid: OrphanRepair.defaultParentUUID(parent))
             created.snapshot = try defaultParentValues(parent)
             report.sessionCreated = true
             session = created
