@@ -22,17 +22,21 @@ struct SeedChapters {
     }
 
     private func misroutedObject() async throws {
-        // A store-service with Core Data's load-order behaviour and the shared store loaded first.
+        // A third device of Olivia's, mirroring like the others, but with Core Data's load-order
+        // behaviour and the shared store loaded first. Its stderr is kept to show the fault line.
         let directory = "/tmp/meow-demo-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let socket = directory + "/legacy.sock"
+        let logPath = directory + "/legacy.log"
+        guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw DemoError("cannot create \(logPath)") }
         let legacy = Process()
-        legacy.executableURL = URL(fileURLWithPath: (CommandLine.arguments[0] as NSString).deletingLastPathComponent + "/store-service")
-        if !FileManager.default.isExecutableFile(atPath: legacy.executableURL!.path) {
-            let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-            legacy.executableURL = URL(fileURLWithPath: (exe as NSString).deletingLastPathComponent + "/store-service")
-        }
-        legacy.arguments = ["--socket", socket, "--in-memory", "--routing", "legacy", "--load-order", "shared,private", "--log-level", "warning"]
-        legacy.standardError = FileHandle.nullDevice
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        legacy.executableURL = URL(fileURLWithPath: (exe as NSString).deletingLastPathComponent + "/store-service")
+        legacy.arguments = ["--socket", socket, "--in-memory", "--routing", "legacy", "--load-order", "shared,private",
+                            "--sync-socket", deployment.socket("sync-service"), "--sync-credential", deployment.credentials["olivia"] ?? "",
+                            "--device-name", "legacy-device", "--no-orphan-repair"]
+        legacy.standardError = FileHandle(forWritingAtPath: logPath)
+        legacy.standardOutput = FileHandle.nullDevice
         try legacy.run()
         defer {
             legacy.terminate()
@@ -59,6 +63,15 @@ struct SeedChapters {
                          "it lands in the SHARED store (\(entry?["reason"]?.stringValue ?? "?")) — seed 002's bug reproduced")
         transcript.check(saved["unexportable"]?.arrayValue?.count == 1,
                          "the save reports it unexportable: it is in the shared store without a share zone")
+        _ = try await client.call("sync.send", [:])
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        let fault = log.split(separator: "\n").first { $0.hasPrefix("CoreData: fault: \(Self.illegalZoneText)") }
+        transcript.say("the device's log on sync.send: \(fault ?? "(no fault line)")")
+        let alive = try await client.call("health", [:])["ready"] == true
+        transcript.check(fault != nil && alive, "exporting it produces the exact fault line of seed 002, and the device keeps running")
+        let status = try await client.call("sync.status", [:])
+        let unexportable = (status["stores"]?.arrayValue ?? []).flatMap { $0["unexportable"]?.arrayValue ?? [] }
+        transcript.check(unexportable.count == 1, "sync.status reports the object as unexportable")
 
         let olivia = try await deployment.connect("sync-service", as: "olivia")
         defer { olivia.close() }
@@ -69,7 +82,7 @@ struct SeedChapters {
             transcript.check(false, "the cloud refuses a record in the shared database's core-data zone")
         } catch {
             let message = error.details["partialErrors"]?["bg-legacy"]?["message"]?.stringValue ?? error.message
-            transcript.check(message.contains(Self.illegalZoneText), "exporting it is refused: \(message)")
+            transcript.check(message.contains(Self.illegalZoneText), "sent straight to the cloud, the server refuses it too: \(message)")
         }
 
         let deviceA = try await Device(deployment, "device-a")
