@@ -1,25 +1,50 @@
+import Foundation
 import MeowWire
+import ServiceRuntime
 import Synchronization
 
-/// A transient failure an operator arms for tests (SEMANTICS.md B6): the next `count` requests
-/// matching `op` and `user` fail with `code`, carrying `retryAfterSeconds` when given.
+/// A fault an operator arms for tests (SEMANTICS.md B6), through `admin.injectFault` or a
+/// start-up file (`--faults FILE`): the next `count` requests matching `op` and `user` (each
+/// with `probability`, drawn from a generator seeded by `seed`) get the fault's effect.
 public struct InjectedFault: Codable, Sendable, Hashable {
-    public var code: String
+    /// The CloudKit error to answer (effect `error`, the default).
+    public var code: String?
     public var op: String?
     public var user: String?
     public var count: Int?
     public var retryAfterSeconds: Double?
     /// Run the request first, then answer the error (serverResponseLost: "it may have been applied").
     public var afterApplying: Bool?
+    /// `error` (default), `dropBeforeCommit` (close the connection, nothing applied),
+    /// `dropAfterCommit` (apply, then close without a reply: the client cannot know),
+    /// `partialFrame` (apply, then send the first half of the reply frame and close), `latency`.
+    public var effect: String?
+    /// Added before the request runs (any effect; the only one of `latency`).
+    public var latencyMilliseconds: Int?
+    /// 0…1 (default 1): each matching request gets the fault with this probability.
+    public var probability: Double?
+    /// Seeds the generator behind `probability`, so a run repeats exactly.
+    public var seed: UInt64?
 }
 
 public struct FaultsResult: Codable, Sendable {
     public var faults: [InjectedFault]
 }
 
+/// What the server does to one request because of a fault.
+struct FaultEffect: Sendable {
+    enum Kind: String, Sendable { case error, dropBeforeCommit, dropAfterCommit, partialFrame, latency }
+    var kind: Kind
+    var fault: InjectedFault
+}
+
 /// Armed faults, consumed in the order they were armed.
 public final class FaultInjector: Sendable {
-    private let faults = Mutex([InjectedFault]())
+    private struct State {
+        var faults: [InjectedFault] = []
+        var generator = SplitMix64(state: 0x4D45_4F57)
+    }
+    private let state = Mutex(State())
 
     public static let allowedCodes: Set<ErrorCode> = [
         .serviceUnavailable, .requestRateLimited, .zoneBusy, .quotaExceeded, .serverResponseLost,
@@ -29,33 +54,84 @@ public final class FaultInjector: Sendable {
     public init() {}
 
     public func arm(_ fault: InjectedFault) throws -> FaultsResult {
-        guard Self.allowedCodes.contains(ErrorCode(fault.code)) else {
-            throw WireError(.invalidArguments, "code must be one of \(Self.allowedCodes.map(\.rawValue).sorted().joined(separator: ", ")).")
+        let kind = try Self.kind(of: fault)
+        if kind == .error {
+            guard let code = fault.code, Self.allowedCodes.contains(ErrorCode(code)) else {
+                throw WireError(.invalidArguments, "code must be one of \(Self.allowedCodes.map(\.rawValue).sorted().joined(separator: ", ")).")
+            }
         }
         guard (fault.count ?? 1) >= 1 else { throw WireError(.invalidArguments, "count must be at least 1.") }
-        return FaultsResult(faults: faults.withLock { $0.append(fault); return $0 })
+        if let probability = fault.probability, !(0...1).contains(probability) {
+            throw WireError(.invalidArguments, "probability must be from 0 to 1; got \(probability).")
+        }
+        if let latency = fault.latencyMilliseconds, !(0...60_000).contains(latency) {
+            throw WireError(.invalidArguments, "latencyMilliseconds must be from 0 to 60000; got \(latency).")
+        }
+        return FaultsResult(faults: state.withLock { state in
+            if let seed = fault.seed { state.generator = SplitMix64(state: seed) }
+            state.faults.append(fault)
+            return state.faults
+        })
+    }
+
+    /// Arms every fault of a start-up file: `{"faults": [InjectedFault, …]}`.
+    public func arm(file: String) throws {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw WireError(.invalidArguments, "Cannot read the faults file \(file).")
+        }
+        let decoded: FaultsResult
+        do { decoded = try JSONDecoder().decode(FaultsResult.self, from: data) } catch {
+            throw WireError(.invalidArguments, "The faults file \(file) is not {\"faults\": [...]}: \(error)")
+        }
+        for fault in decoded.faults { _ = try arm(fault) }
     }
 
     public func clear() -> FaultsResult {
-        faults.withLock { $0.removeAll() }
+        state.withLock { $0.faults.removeAll() }
         return FaultsResult(faults: [])
     }
 
-    /// Takes one use of the first fault matching this request, if any.
-    func take(op: String, user: String?) -> InjectedFault? {
-        faults.withLock { faults in
-            guard let index = faults.firstIndex(where: { ($0.op == nil || $0.op == op) && ($0.user == nil || $0.user == user) }) else { return nil }
-            let fault = faults[index]
+    static func kind(of fault: InjectedFault) throws -> FaultEffect.Kind {
+        guard let name = fault.effect else { return .error }
+        guard let kind = FaultEffect.Kind(rawValue: name) else {
+            throw WireError(.invalidArguments, "effect must be error, dropBeforeCommit, dropAfterCommit, partialFrame or latency; got '\(name)'.")
+        }
+        return kind
+    }
+
+    /// Takes one use of the first fault matching this request, if any (and if its probability
+    /// draw says so: a draw that misses uses nothing).
+    func take(op: String, user: String?) -> FaultEffect? {
+        state.withLock { state in
+            guard let index = state.faults.firstIndex(where: { ($0.op == nil || $0.op == op) && ($0.user == nil || $0.user == user) }) else { return nil }
+            let fault = state.faults[index]
+            if let probability = fault.probability, probability < 1 {
+                let draw = Double(state.generator.next() >> 11) / Double(1 << 53)
+                if draw >= probability { return nil }
+            }
             let left = (fault.count ?? 1) - 1
-            if left <= 0 { faults.remove(at: index) } else { faults[index].count = left }
-            return fault
+            if left <= 0 { state.faults.remove(at: index) } else { state.faults[index].count = left }
+            return FaultEffect(kind: (try? Self.kind(of: fault)) ?? .error, fault: fault)
         }
     }
 
     static func error(for fault: InjectedFault, op: String) -> WireError {
+        let code = fault.code ?? ErrorCode.serverResponseLost.rawValue
         var details: [String: JSONValue] = ["injected": true, "op": .string(op)]
         if let retry = fault.retryAfterSeconds { details["retryAfterSeconds"] = .double(retry) }
         let retryText = fault.retryAfterSeconds.map { " Retry after \($0) seconds." } ?? ""
-        return WireError(ErrorCode(fault.code), "Injected \(fault.code) for '\(op)'.\(retryText)", details: details)
+        return WireError(ErrorCode(code), "Injected \(code) for '\(op)'.\(retryText)", details: details)
+    }
+}
+
+/// SplitMix64: a small seedable generator, the same sequence on every machine.
+struct SplitMix64: RandomNumberGenerator, Sendable {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -15,6 +15,8 @@ public struct SyncSettings: Sendable {
     public var usersFile: String?
     /// Appends every request to this file as a JSON line.
     public var requestLogFile: String?
+    /// Faults to arm at start-up: {"faults": [InjectedFault, …]}.
+    public var faultsFile: String?
     public var limits = CloudLimits()
     public init() {}
 }
@@ -43,6 +45,7 @@ public final class SyncService: ServiceDefinition {
         command: "sync-service",
         summary: "a local CloudKit: private and shared databases for many users, over a Unix socket",
         options: ServiceConfiguration.commandLineOptions + [
+            .init("faults", value: "FILE", help: "Arm injected faults at start-up from FILE: {\"faults\": [{\"op\", \"user\", \"effect\", \"code\", \"probability\", \"seed\", …}]} (see admin.injectFault)."),
             .init("admin-credential", value: "SECRET", help: "Credential whose hello makes a connection the admin (admin.* ops). Without it admin ops are refused."),
             .init("users", value: "FILE", help: "JSON file of users created at start-up: {\"users\":[{\"user\":\"alice\",\"credential\":\"…\"}]}."),
             .init("request-log", value: "FILE", help: "Append every request (user, database, zone, op, result, permission reasons) to FILE as JSON lines."),
@@ -57,6 +60,7 @@ public final class SyncService: ServiceDefinition {
     public static func settings(from options: ParsedOptions) throws(UsageError) -> SyncSettings {
         var settings = SyncSettings()
         settings.adminCredential = options.value("admin-credential")
+        settings.faultsFile = options.value("faults")
         settings.usersFile = options.value("users")
         settings.requestLogFile = options.value("request-log")
         settings.limits.retentionSeconds = try options.int("retention", default: settings.limits.retentionSeconds, range: 0...(1 << 40))
@@ -93,6 +97,7 @@ public final class SyncService: ServiceDefinition {
         }
         let engine = try CloudEngine(database: database, limits: settings.limits)
         if let file = settings.usersFile { try Self.loadUsers(file: file, into: engine) }
+        if let file = settings.faultsFile { try faults.arm(file: file) }
         engine.onChange { notices in
             for notice in notices {
                 let data = DatabaseChangedEvent(scope: notice.scope, zoneID: notice.zoneID.presented(to: notice.user), seq: notice.seq)
@@ -163,15 +168,36 @@ public final class SyncService: ServiceDefinition {
                 throw WireError(.permissionFailure, "The admin credential only opens admin.* ops; say hello with a user's credential for '\(context.op)'.")
             }
             if checkAccount, let user { try engine.requireAvailableAccount(user) }
-            let fault = checkAccount ? faults.take(op: context.op, user: user) : nil
-            if let fault, fault.afterApplying != true {
-                trace.decide(false, "injected fault \(fault.code)")
-                throw FaultInjector.error(for: fault, op: context.op)
+            let effect = checkAccount ? faults.take(op: context.op, user: user) : nil
+            if let latency = effect?.fault.latencyMilliseconds, latency > 0 { usleep(UInt32(latency) * 1000) }
+            if let effect {
+                switch effect.kind {
+                case .error where effect.fault.afterApplying != true:
+                    trace.decide(false, "injected fault \(effect.fault.code ?? "error")")
+                    throw FaultInjector.error(for: effect.fault, op: context.op)
+                case .dropBeforeCommit:
+                    trace.decide(false, "injected fault: connection dropped before the commit")
+                    context.connection.disconnect()
+                    throw FaultInjector.error(for: effect.fault, op: context.op)
+                default: break
+                }
             }
             let result = try body(engine, user ?? "", trace)
-            if let fault {
-                trace.decide(false, "injected fault \(fault.code) after applying")
-                throw FaultInjector.error(for: fault, op: context.op)
+            if let effect {
+                switch effect.kind {
+                case .error:
+                    trace.decide(false, "injected fault \(effect.fault.code ?? "error") after applying")
+                    throw FaultInjector.error(for: effect.fault, op: context.op)
+                case .dropAfterCommit:
+                    // serverResponseLost as a client meets it: applied, and no answer at all.
+                    trace.decide(false, "injected fault: connection dropped after the commit")
+                    context.connection.disconnect()
+                case .partialFrame:
+                    trace.decide(false, "injected fault: half a reply frame, then the connection closed")
+                    let frame = FrameEncoder.frame(Array(#"{"id":\#(context.requestID),"ok":true,"result":{"injected":"partialFrame"}}"#.utf8))
+                    context.connection.writeRawAndDisconnect(Array(frame.prefix(frame.count / 2)))
+                default: break
+                }
             }
             requestLogBox.withLock { $0 }?.record(connection: context.connection.id, user: user, op: context.op, trace: trace, code: "ok", time: engine.now())
             return result

@@ -90,6 +90,17 @@ public final class ConnectionHandle: Sendable {
         return outcome == .written
     }
 
+    /// Closes the connection now, without a reply (fault injection: a dropped connection).
+    public func disconnect() {
+        markBroken()
+    }
+
+    /// Writes `bytes` as they are, then closes (fault injection: a partial frame).
+    public func writeRawAndDisconnect(_ bytes: [UInt8]) {
+        write(bytes)
+        markBroken()
+    }
+
     func markBroken() {
         let first = state.withLock { state -> Bool in
             defer { state.broken = true }

@@ -1,0 +1,159 @@
+import Foundation
+import MeowWire
+import TestSupport
+import Testing
+
+/// Fault effects beyond transient errors, over the wire: a dropped connection before or after the
+/// commit (the serverResponseLost case a client meets), a partial frame, seeded probability, and
+/// faults armed from a start-up file.
+@Suite("Injected fault effects")
+struct FaultEffectTests {
+    struct Cloud {
+        let directory = TemporaryDirectory()
+        let service: ServiceProcess
+        var socket: String { directory.file("s.sock") }
+
+        init(faults: String? = nil) async throws {
+            try #"{"users":[{"user":"u","credential":"u-secret"}]}"#.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
+            var arguments = ["--socket", directory.file("s.sock"), "--in-memory", "--users", directory.file("users.json"),
+                             "--admin-credential", "admin-secret"]
+            if let faults {
+                try faults.write(toFile: directory.file("faults.json"), atomically: true, encoding: .utf8)
+                arguments += ["--faults", directory.file("faults.json")]
+            }
+            service = try await ServiceProcess.start("sync-service", arguments)
+        }
+
+        func connect(_ credential: String) async throws -> WireClient {
+            let client = try WireClient(socketPath: socket, timeout: .seconds(10))
+            try await client.hello(client: "faults", credential: credential)
+            return client
+        }
+
+        func save(_ client: WireClient, _ name: String) async throws(WireError) -> JSONValue {
+            try await client.call("records.modify", ["database": "private", "saves": [[
+                "recordName": .string(name), "recordType": "CD_CareEvent",
+                "zoneID": ["zoneName": "com.apple.coredata.cloudkit.zone"], "fields": [:]]]])
+        }
+
+        func exists(_ name: String) async throws -> Bool {
+            let client = try await connect("u-secret")
+            defer { client.close() }
+            do {
+                _ = try await client.call("records.fetch", ["database": "private", "recordIDs": [[
+                    "recordName": .string(name), "zoneID": ["zoneName": "com.apple.coredata.cloudkit.zone"]]]])
+                return true
+            } catch {
+                return false
+            }
+        }
+    }
+
+    static func arm(_ cloud: Cloud, _ fault: JSONValue) async throws {
+        let admin = try await cloud.connect("admin-secret")
+        _ = try await admin.call("admin.injectFault", fault)
+        admin.close()
+    }
+
+    static func prepareZone(_ cloud: Cloud) async throws {
+        let user = try await cloud.connect("u-secret")
+        _ = try await user.call("zones.save", ["database": "private", "zoneIDs": [["zoneName": "com.apple.coredata.cloudkit.zone"]]])
+        user.close()
+    }
+
+    @Test("dropBeforeCommit: the connection closes with no reply and nothing was applied")
+    func dropBeforeCommit() async throws {
+        let cloud = try await Cloud()
+        try await Self.prepareZone(cloud)
+        try await Self.arm(cloud, ["effect": "dropBeforeCommit", "op": "records.modify", "user": "u"])
+        let client = try await cloud.connect("u-secret")
+        await #expect(throws: WireError.self) { _ = try await cloud.save(client, "never") }
+        #expect(try await cloud.exists("never") == false)
+        _ = await cloud.service.stop()
+    }
+
+    @Test("dropAfterCommit: the connection closes with no reply, yet the save was applied (serverResponseLost)")
+    func dropAfterCommit() async throws {
+        let cloud = try await Cloud()
+        try await Self.prepareZone(cloud)
+        try await Self.arm(cloud, ["effect": "dropAfterCommit", "op": "records.modify"])
+        let client = try await cloud.connect("u-secret")
+        do {
+            _ = try await cloud.save(client, "applied")
+            Issue.record("expected the connection to drop")
+        } catch {
+            #expect(error.code == .connectionClosed)
+        }
+        #expect(try await cloud.exists("applied"))
+        _ = await cloud.service.stop()
+    }
+
+    @Test("partialFrame: half a reply frame arrives, then the connection closes; the save was applied")
+    func partialFrame() async throws {
+        let cloud = try await Cloud()
+        try await Self.prepareZone(cloud)
+        try await Self.arm(cloud, ["effect": "partialFrame", "op": "records.modify"])
+        let raw = try RawConnection(path: cloud.socket)
+        #expect(try raw.hello(credential: "u-secret")["ok"] == true)
+        raw.send(["id": 7, "op": "records.modify", "params": ["database": "private", "saves": [[
+            "recordName": "half", "recordType": "CD_CareEvent", "zoneID": ["zoneName": "com.apple.coredata.cloudkit.zone"], "fields": [:]]]]])
+        #expect(raw.readFrame(timeout: 10) == nil)   // no whole frame, only a prefix of one
+        #expect(raw.waitForClose())
+        #expect(try await cloud.exists("half"))
+        _ = await cloud.service.stop()
+    }
+
+    @Test("probability with a seed picks the same requests on every run")
+    func seededProbability() async throws {
+        func pattern() async throws -> [Bool] {
+            let cloud = try await Cloud()
+            try await Self.arm(cloud, ["code": "serviceUnavailable", "op": "zones.fetch", "probability": 0.5, "seed": 42, "count": 1000])
+            let client = try await cloud.connect("u-secret")
+            var failed: [Bool] = []
+            for _ in 0..<24 {
+                do { _ = try await client.call("zones.fetch", ["database": "private"]); failed.append(false) } catch { failed.append(true) }
+            }
+            client.close()
+            _ = await cloud.service.stop()
+            return failed
+        }
+        let first = try await pattern()
+        let second = try await pattern()
+        #expect(first == second)
+        #expect(first.contains(true) && first.contains(false), "\(first)")
+    }
+
+    @Test("faults armed from a start-up file apply to the first matching requests, with latency")
+    func startUpFile() async throws {
+        let cloud = try await Cloud(faults: #"{"faults":[{"op":"zones.fetch","code":"zoneBusy","retryAfterSeconds":2,"latencyMilliseconds":50,"count":2}]}"#)
+        let client = try await cloud.connect("u-secret")
+        for _ in 0..<2 {
+            do {
+                _ = try await client.call("zones.fetch", ["database": "private"])
+                Issue.record("expected zoneBusy")
+            } catch {
+                #expect(error.code == .zoneBusy)
+                #expect(error.details["retryAfterSeconds"]?.doubleValue == 2)
+            }
+        }
+        #expect(try await client.call("zones.fetch", ["database": "private"])["zones"] != nil)
+        client.close()
+        _ = await cloud.service.stop()
+    }
+
+    @Test("a bad fault is refused with a reason")
+    func badFault() async throws {
+        let cloud = try await Cloud()
+        let admin = try await cloud.connect("admin-secret")
+        for fault: JSONValue in [["effect": "explode"], ["code": "serverRecordChanged"], ["code": "zoneBusy", "probability": 2.0]] {
+            do {
+                _ = try await admin.call("admin.injectFault", fault)
+                Issue.record("expected invalidArguments for \(fault)")
+            } catch {
+                #expect(error.code == .invalidArguments)
+            }
+        }
+        admin.close()
+        _ = await cloud.service.stop()
+    }
+}
