@@ -85,6 +85,15 @@ struct SyncOperations {
             try service.faults.arm(fault)
         }
         admin("admin.clearFaults", Empty.self, "Disarms every injected fault.") { _, _ in service.faults.clear() }
+        registry.register("admin.holdPushes", params: Empty.self, access: .admin,
+                          summary: "Holds databaseChanged pushes until admin.releasePushes.") { _, _ in
+            service.pushes.hold()
+        }
+        registry.register("admin.releasePushes", params: ReleasePushesParams.self, access: .admin,
+                          summary: "Delivers (or drops) the held pushes in commit order and stops holding.") { params, _ in
+            guard let events = service.eventHub.withLock({ $0 }) else { throw WireError(.serviceUnavailable, "The service is not started yet.") }
+            return service.pushes.release(drop: params.drop ?? false, via: events)
+        }
         registry.register("admin.requestLog", params: RequestLogParams.self, access: .admin, summary: "Recent requests with permission decisions.") { params, _ in
             try service.requestLog().entries(after: params.after, limit: params.limit)
         }

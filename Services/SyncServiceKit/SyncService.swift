@@ -35,6 +35,9 @@ public final class SyncService: ServiceDefinition {
     private let logger = Logger(label: "sync-service")
     /// Transient failures armed by `admin.injectFault`.
     public let faults = FaultInjector()
+    /// databaseChanged pushes, held and released by admin ops.
+    let pushes = PushGate()
+    let eventHub = Mutex<EventHub?>(nil)
 
     public init(configuration: ServiceConfiguration, settings: SyncSettings = SyncSettings()) {
         self.configuration = configuration
@@ -98,10 +101,11 @@ public final class SyncService: ServiceDefinition {
         let engine = try CloudEngine(database: database, limits: settings.limits)
         if let file = settings.usersFile { try Self.loadUsers(file: file, into: engine) }
         if let file = settings.faultsFile { try faults.arm(file: file) }
-        engine.onChange { notices in
+        eventHub.withLock { $0 = events }
+        engine.onChange { [pushes] notices in
             for notice in notices {
                 let data = DatabaseChangedEvent(scope: notice.scope, zoneID: notice.zoneID.presented(to: notice.user), seq: notice.seq)
-                events.publish(topic: Self.databaseChangesTopic, event: "databaseChanged", data: data) { $0.principal?.user == notice.user }
+                pushes.publish(.init(user: notice.user, event: data), via: events)
             }
         }
         let requestLog = try RequestLog(path: settings.requestLogFile)

@@ -156,4 +156,37 @@ struct FaultEffectTests {
         admin.close()
         _ = await cloud.service.stop()
     }
+
+    @Test("held pushes arrive only on release, in commit order; dropped ones never arrive")
+    func heldPushes() async throws {
+        let cloud = try await Cloud()
+        let listener = try await cloud.connect("u-secret")
+        _ = try await listener.call("subscribe", ["topics": ["databaseChanges"]])
+        var events = listener.events.makeAsyncIterator()
+        let admin = try await cloud.connect("admin-secret")
+        let user = try await cloud.connect("u-secret")
+
+        _ = try await admin.call("admin.holdPushes", [:])
+        _ = try await user.call("zones.save", ["database": "private", "zoneIDs": [["zoneName": "Z1"]]])
+        _ = try await user.call("zones.save", ["database": "private", "zoneIDs": [["zoneName": "Z2"]]])
+        let released = try await admin.call("admin.releasePushes", [:])
+        #expect(released["delivered"] == 2)   // both were held, none had been sent
+        let first = await events.next(), second = await events.next()
+        #expect(first?.data["zoneID"]?["zoneName"] == "Z1")
+        #expect(second?.data["zoneID"]?["zoneName"] == "Z2")
+
+        _ = try await admin.call("admin.holdPushes", [:])
+        _ = try await user.call("zones.save", ["database": "private", "zoneIDs": [["zoneName": "Lost"]]])
+        let dropped = try await admin.call("admin.releasePushes", ["drop": true])
+        #expect(dropped["dropped"] == 1)
+        _ = try await user.call("zones.save", ["database": "private", "zoneIDs": [["zoneName": "Z3"]]])
+        let next = await events.next()
+        #expect(next?.data["zoneID"]?["zoneName"] == "Z3")   // the dropped push never came
+
+        // Anything a lost push announced is still found by fetching changes (events are hints).
+        let zones = try await user.call("changes.fetchDatabase", ["database": "private"])["changedZones"]?.arrayValue ?? []
+        #expect(zones.contains { $0["zoneName"] == "Lost" })
+        for client in [listener, admin, user] { client.close() }
+        _ = await cloud.service.stop()
+    }
 }

@@ -1,0 +1,61 @@
+import MeowWire
+import ServiceRuntime
+import Synchronization
+
+/// Holds `databaseChanged` pushes while an operator asks (`admin.holdPushes`), and delivers or
+/// drops them on command (`admin.releasePushes`): a test can then force any order of a server
+/// commit and its notification — a push before the client fetches, after, or never.
+final class PushGate: Sendable {
+    struct Push: Sendable {
+        let user: String
+        let event: DatabaseChangedEvent
+    }
+    private struct State {
+        var holding = false
+        var held: [Push] = []
+    }
+    private let state = Mutex(State())
+
+    /// Publishes now, or keeps the push while holding.
+    func publish(_ push: Push, via events: EventHub) {
+        let deliverNow = state.withLock { state -> Bool in
+            if state.holding { state.held.append(push); return false }
+            return true
+        }
+        if deliverNow { Self.deliver(push, via: events) }
+    }
+
+    func hold() -> PushGateStatus {
+        state.withLock { state in
+            state.holding = true
+            return PushGateStatus(holding: true, held: state.held.count, delivered: 0, dropped: 0)
+        }
+    }
+
+    /// Stops holding; delivers the held pushes in commit order (or drops them).
+    func release(drop: Bool, via events: EventHub) -> PushGateStatus {
+        let held = state.withLock { state -> [Push] in
+            state.holding = false
+            defer { state.held.removeAll() }
+            return state.held
+        }
+        if !drop { for push in held { Self.deliver(push, via: events) } }
+        return PushGateStatus(holding: false, held: 0, delivered: drop ? 0 : held.count, dropped: drop ? held.count : 0)
+    }
+
+    private static func deliver(_ push: Push, via events: EventHub) {
+        events.publish(topic: SyncService.databaseChangesTopic, event: "databaseChanged", data: push.event) { $0.principal?.user == push.user }
+    }
+}
+
+struct PushGateStatus: Codable, Sendable {
+    var holding: Bool
+    var held: Int
+    var delivered: Int
+    var dropped: Int
+}
+
+struct ReleasePushesParams: Codable, Sendable {
+    /// Drop the held pushes instead of delivering them (the "push lost" case).
+    var drop: Bool?
+}
