@@ -331,6 +331,7 @@ struct SaveOperation {
                 ])
             }
             for index in order { try stores.list[index].database.execute("COMMIT") }
+            CrashPoint.reached("store.afterSaveCommit")
             result = report.shape(result, inserted: insertedList, groups: insertedGroups)
         } catch {
             for index in order where stores.list[index].database.isInTransaction {

@@ -187,6 +187,7 @@ public final class SyncService: ServiceDefinition {
                 }
             }
             let result = try body(engine, user ?? "", trace)
+            CrashPoint.reached("sync.afterCommit")
             if let effect {
                 switch effect.kind {
                 case .error:

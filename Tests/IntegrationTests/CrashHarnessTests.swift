@@ -1,0 +1,146 @@
+import Foundation
+import MeowWire
+import TestSupport
+import Testing
+
+/// kill -9 at named points (MEOW_CRASH_AT), several hits each; after every restart: no
+/// acknowledged write lost, nothing duplicated, both devices converge with the cloud, and every
+/// SQLite file passes integrity_check.
+@Suite("Crash harness", .serialized)
+struct CrashHarnessTests {
+    /// A sync-service and devices A and B of one user, on files, restartable with a crash point.
+    final class Deployment: @unchecked Sendable {
+        // @unchecked: used by one test at a time.
+        let directory = TemporaryDirectory(prefix: "crash")
+        var cloud: ServiceProcess?
+        var devices: [String: ServiceProcess] = [:]
+
+        init() throws {
+            try #"{"users":[{"user":"u","credential":"u-secret"}]}"#.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
+        }
+
+        func socket(_ name: String) -> String { directory.file("\(name).sock") }
+
+        func startCloud(crashAt: String? = nil) async throws {
+            cloud = try await ServiceProcess.start("sync-service", ["--socket", socket("cloud"), "--data-dir", directory.file("cloud"),
+                                                                    "--users", directory.file("users.json")],
+                                                   environment: crashAt.map { ["MEOW_CRASH_AT": $0] } ?? ["MEOW_CRASH_AT": ""])
+        }
+
+        func startDevice(_ name: String, crashAt: String? = nil) async throws {
+            devices[name] = try await ServiceProcess.start("store-service", [
+                "--socket", socket(name), "--data-dir", directory.file(name), "--no-orphan-repair",
+                "--sync-socket", socket("cloud"), "--sync-credential", "u-secret", "--device-name", name],
+                environment: ["MEOW_CRASH_AT": crashAt ?? ""])
+        }
+
+        func client(_ name: String) async throws -> WireClient {
+            let client = try WireClient(socketPath: socket(name), timeout: .seconds(60))
+            try await client.hello(client: "crash-harness")
+            return client
+        }
+
+        /// The ids of every CareEvent on a device.
+        func eventIDs(_ name: String) async throws -> [String] {
+            let client = try await self.client(name)
+            defer { client.close() }
+            let objects = try await client.call("fetch", ["entity": "CareEvent"])["objects"]?.arrayValue ?? []
+            return objects.compactMap { $0["values"]?["id"]?.stringValue }
+        }
+
+        func integrityProblems() async throws -> [String] {
+            var problems: [String] = []
+            for file in [directory.file("cloud/cloud.sqlite")] + ["A", "B"].flatMap({ [directory.file("\($0)/MeowCare-Private.sqlite"), directory.file("\($0)/MeowCare-Shared.sqlite")] })
+            where FileManager.default.fileExists(atPath: file) {
+                let result = try await runTool("/usr/bin/sqlite3", [file, "PRAGMA integrity_check"])
+                if result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "ok" { problems.append("\(file): \(result.stdout)") }
+            }
+            return problems
+        }
+
+        func stopAll() async {
+            for process in devices.values { _ = await process.stop() }
+            _ = await cloud?.stop()
+        }
+    }
+
+    /// Saves `count` events in one save; true when the save was acknowledged.
+    static func save(_ client: WireClient, batch: Int, count: Int) async -> Bool {
+        do {
+            let context = try await client.call("context.open", [:])["context"] ?? .null
+            var objects: [JSONValue] = []
+            for index in 0..<count {
+                objects.append(["entity": "CareEvent", "values": [
+                    "id": .string("b\(batch)-\(index)"), "eventTypeRaw": "bloodGlucose", "value": .double(Double(100 + index)),
+                    "occurredAt": "2026-11-30T08:00:00Z", "updatedAt": "2026-11-30T08:00:00Z"]])
+            }
+            _ = try await client.call("object.insert", ["context": context, "objects": .array(objects), "returnObjectIDs": false])
+            _ = try await client.call("context.save", ["context": context, "report": "summary"])
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    @Test("store-service killed right after a save commits, before its reply: acknowledged saves survive, the killed one is all or nothing, devices converge",
+          arguments: [1, 2, 3])
+    func afterSaveCommit(hit: Int) async throws {
+        let deployment = try Deployment()
+        try await deployment.startCloud()
+        try await deployment.startDevice("A", crashAt: "store.afterSaveCommit:\(hit)")
+        try await deployment.startDevice("B")
+        let a = try await deployment.client("A")
+        var acknowledged: [Int] = []
+        var unacknowledged: Int?
+        for batch in 0..<5 {
+            if await Self.save(a, batch: batch, count: 10) { acknowledged.append(batch) } else { unacknowledged = batch; break }
+        }
+        a.close()
+        #expect(unacknowledged == hit - 1, "the save that reached the crash point was not acknowledged")
+        #expect(await deployment.devices["A"]?.waitForExit() == 128 + 9, "A died as kill -9 would")
+        try await deployment.startDevice("A")
+        let ids = try await deployment.eventIDs("A")
+        for batch in acknowledged { #expect((0..<10).allSatisfy { ids.contains("b\(batch)-\($0)") }, "acknowledged batch \(batch) lost") }
+        if let batch = unacknowledged {
+            let present = (0..<10).filter { ids.contains("b\(batch)-\($0)") }.count
+            #expect(present == 0 || present == 10, "the interrupted save is half there: \(present) of 10")
+        }
+        #expect(Set(ids).count == ids.count, "duplicates on A")
+        let a2 = try await deployment.client("A"), b = try await deployment.client("B")
+        _ = try await a2.call("sync.now", [:])
+        _ = try await b.call("sync.now", [:])
+        a2.close(); b.close()
+        let onB = try await deployment.eventIDs("B")
+        #expect(Set(onB) == Set(ids) && onB.count == ids.count, "B does not match A")
+        await deployment.stopAll()
+        #expect(try await deployment.integrityProblems().isEmpty)
+    }
+
+    @Test("sync-service killed after a batch commits, before its reply: the device resends, nothing is lost or duplicated",
+          arguments: [1, 2, 3])
+    func afterServerCommit(hit: Int) async throws {
+        let deployment = try Deployment()
+        try await deployment.startCloud()
+        try await deployment.startDevice("A")
+        try await deployment.startDevice("B")
+        let a = try await deployment.client("A")
+        for batch in 0..<3 { #expect(await Self.save(a, batch: batch, count: 400)) }
+        // Restart the cloud with the crash point armed; the hit-th committing request kills it.
+        _ = await deployment.cloud?.stop()
+        try await deployment.startCloud(crashAt: "sync.afterCommit:\(hit)")
+        do { _ = try await a.call("sync.send", [:]) } catch {}
+        #expect(await deployment.cloud?.waitForExit() == 128 + 9, "the cloud died as kill -9 would")
+        try await deployment.startCloud()
+        _ = try await a.call("sync.send", [:])
+        let status = try await a.call("sync.status", [:])
+        #expect(status["quiescent"] == true, "A still has work after the resend: \(status)")
+        a.close()
+        let b = try await deployment.client("B")
+        _ = try await b.call("sync.fetch", [:])
+        b.close()
+        let onA = try await deployment.eventIDs("A"), onB = try await deployment.eventIDs("B")
+        #expect(onA.count == 1200 && Set(onB) == Set(onA) && onB.count == onA.count, "A \(onA.count), B \(onB.count)")
+        await deployment.stopAll()
+        #expect(try await deployment.integrityProblems().isEmpty)
+    }
+}
