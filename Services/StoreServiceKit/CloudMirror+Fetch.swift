@@ -157,6 +157,7 @@ extension CloudMirror {
             // The page is applied (committed) before its token is saved: a crash in between
             // fetches the page again, and applying it twice changes nothing.
             try applyPage(page.changed, deleted: page.deleted, zone: zone, scope: scope, report: &report)
+            CrashPoint.reached("mirror.afterApplyingPage")
             listed?.formUnion(page.changed.map(\.recordName))
             try state(scope) { state, _, _ in try state.setValue(MirrorState.zoneTokenKey(zone), page.token) }
             if !page.moreComing { break }

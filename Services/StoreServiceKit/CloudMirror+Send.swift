@@ -63,7 +63,9 @@ extension CloudMirror {
             let deletes = items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
             let params = ModifyRequest(database: database, saves: saves, deletes: deletes)
             report.requests += 1
-            switch attempt("records.modify", params) {
+            let verdict = attempt("records.modify", params)
+            CrashPoint.reached("mirror.afterServerReply")
+            switch verdict {
             case let .success(result):
                 try applyVerdicts(items: items, scopeStore: storeName, saved: result["saved"], deleted: result["deleted"], errors: [:],
                                   report: &report, skipped: &skipped)

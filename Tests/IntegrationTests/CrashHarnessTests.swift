@@ -143,4 +143,56 @@ struct CrashHarnessTests {
         await deployment.stopAll()
         #expect(try await deployment.integrityProblems().isEmpty)
     }
+
+    @Test("device killed after the server committed a batch and answered, before the verdict was applied: it resends and converges",
+          arguments: [1, 2, 3])
+    func afterServerReply(hit: Int) async throws {
+        let deployment = try Deployment()
+        try await deployment.startCloud()
+        try await deployment.startDevice("A", crashAt: "mirror.afterServerReply:\(hit)")
+        try await deployment.startDevice("B")
+        let a = try await deployment.client("A")
+        for batch in 0..<3 { #expect(await Self.save(a, batch: batch, count: 400)) }
+        do { _ = try await a.call("sync.send", [:]) } catch {}
+        a.close()
+        #expect(await deployment.devices["A"]?.waitForExit() == 128 + 9, "A died as kill -9 would")
+        try await deployment.startDevice("A")
+        let again = try await deployment.client("A")
+        _ = try await again.call("sync.now", [:])
+        let status = try await again.call("sync.status", [:])
+        #expect(status["quiescent"] == true, "A still has work: \(status)")
+        again.close()
+        let b = try await deployment.client("B")
+        _ = try await b.call("sync.fetch", [:])
+        b.close()
+        let onA = try await deployment.eventIDs("A"), onB = try await deployment.eventIDs("B")
+        #expect(onA.count == 1200 && Set(onB) == Set(onA) && onB.count == onA.count, "A \(onA.count), B \(onB.count)")
+        await deployment.stopAll()
+        #expect(try await deployment.integrityProblems().isEmpty)
+    }
+
+    @Test("device killed after applying a fetched page, before saving its token: the next fetch resumes, every record exactly once",
+          arguments: [1, 2])
+    func afterApplyingPage(hit: Int) async throws {
+        let deployment = try Deployment()
+        try await deployment.startCloud()
+        try await deployment.startDevice("A")
+        try await deployment.startDevice("B", crashAt: "mirror.afterApplyingPage:\(hit)")
+        let a = try await deployment.client("A")
+        for batch in 0..<3 { #expect(await Self.save(a, batch: batch, count: 400)) }
+        _ = try await a.call("sync.send", [:])
+        a.close()
+        let b = try await deployment.client("B")
+        do { _ = try await b.call("sync.fetch", [:]) } catch {}
+        b.close()
+        #expect(await deployment.devices["B"]?.waitForExit() == 128 + 9, "B died as kill -9 would")
+        try await deployment.startDevice("B")
+        let again = try await deployment.client("B")
+        _ = try await again.call("sync.fetch", [:])
+        again.close()
+        let onA = try await deployment.eventIDs("A"), onB = try await deployment.eventIDs("B")
+        #expect(onB.count == 1200 && Set(onB) == Set(onA), "B has \(onB.count) of \(onA.count)")
+        await deployment.stopAll()
+        #expect(try await deployment.integrityProblems().isEmpty)
+    }
 }
