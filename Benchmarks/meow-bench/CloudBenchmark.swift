@@ -55,20 +55,13 @@ enum CloudBenchmark {
     /// One user's connection, requests pre-encoded as frames.
     final class Session {
         let client: RawClient
-        var nextID = 1
         init(socket: String, credential: String) throws {
             client = try RawClient(socket: socket)
             try client.send(FrameEncoder.frame(Array(#"{"id":0,"op":"hello","params":{"minVersion":1,"maxVersion":1,"client":"meow-bench","credential":"\#(credential)"}}"#.utf8)))
             _ = try client.receive()
         }
         @discardableResult
-        func call(_ op: String, _ params: String) throws -> JSONValue {
-            nextID += 1
-            try client.send(FrameEncoder.frame(Array(#"{"id":\#(nextID),"op":"\#(op)","params":\#(params)}"#.utf8)))
-            let reply = try JSONDecoder().decode(JSONValue.self, from: Data(try client.receive()))
-            guard reply["ok"] == true else { throw BenchError("\(op) failed: \(reply)") }
-            return reply["result"] ?? .null
-        }
+        func call(_ op: String, _ params: String) throws -> JSONValue { try client.call(op, params) }
         func createZone() throws {
             try call("zones.save", #"{"database":"private","zoneIDs":[{"zoneName":"\#(zone)"}]}"#)
         }

@@ -88,7 +88,6 @@ enum StoreBenchmark {
 /// One connection to the store-service, requests pre-encoded, replies parsed only where needed.
 final class StoreSession {
     let client: RawClient
-    var nextID = 1
     var context = ""
 
     init(socket: String) throws {
@@ -98,13 +97,7 @@ final class StoreSession {
     }
 
     @discardableResult
-    func call(_ op: String, _ params: String) throws -> JSONValue {
-        nextID += 1
-        try client.send(FrameEncoder.frame(Array(#"{"id":\#(nextID),"op":"\#(op)","params":\#(params)}"#.utf8)))
-        let reply = try JSONDecoder().decode(JSONValue.self, from: Data(try client.receive()))
-        guard reply["ok"] == true else { throw BenchError("\(op) failed: \(reply)") }
-        return reply["result"] ?? .null
-    }
+    func call(_ op: String, _ params: String) throws -> JSONValue { try client.call(op, params) }
 
     func insertSession(id: String) throws -> String {
         try call("object.insert", #"{"context":"\#(context)","entity":"CareSession","values":{"id":"\#(id)","title":"Bench","isDefault":false}}"#)
@@ -129,8 +122,7 @@ final class StoreSession {
     func fetchSorted(limit: Int, check: Bool) throws -> Int {
         let params = #"{"entity":"CareEvent","predicate":"session.id == 'bench'","sortDescriptors":[{"key":"occurredAt","ascending":true}],"limit":\#(limit),"resultFormat":"rows"}"#
         if check { return try call("fetch", params)["rows"]?.arrayValue?.count ?? -1 }
-        nextID += 1
-        try client.send(FrameEncoder.frame(Array(#"{"id":\#(nextID),"op":"fetch","params":\#(params)}"#.utf8)))
+        try client.send(FrameEncoder.frame(Array(#"{"id":0,"op":"fetch","params":\#(params)}"#.utf8)))
         return try client.receive().count
     }
 

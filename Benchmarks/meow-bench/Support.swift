@@ -71,6 +71,19 @@ final class RawClient: @unchecked Sendable {
         }
     }
 
+    private var nextID = 1
+
+    /// Sends one request whose params are already JSON text and returns its result; an error
+    /// reply throws. Requests are built as text so the figures measure the service, not a client encoder.
+    @discardableResult
+    func call(_ op: String, _ params: String) throws -> JSONValue {
+        nextID += 1
+        try send(FrameEncoder.frame(Array(#"{"id":\#(nextID),"op":"\#(op)","params":\#(params)}"#.utf8)))
+        let reply = try JSONDecoder().decode(JSONValue.self, from: Data(try receive()))
+        guard reply["ok"] == true else { throw BenchError("\(op) failed: \(reply)") }
+        return reply["result"] ?? .null
+    }
+
     /// Sends hello (the baseline echo just echoes it back).
     func hello() throws {
         try send(FrameEncoder.frame(Array(#"{"id":0,"op":"hello","params":{"minVersion":1,"maxVersion":1,"client":"meow-bench"}}"#.utf8)))

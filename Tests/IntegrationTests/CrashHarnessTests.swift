@@ -58,6 +58,23 @@ struct CrashHarnessTests {
             return problems
         }
 
+        /// A sends what it has (quiescent after), B fetches; both hold exactly `expected` events,
+        /// the same ones; then everything stops and every file passes integrity_check.
+        func expectConvergence(expected: Int) async throws {
+            let a = try await client("A")
+            _ = try await a.call("sync.send", [:])
+            let status = try await a.call("sync.status", [:])
+            #expect(status["quiescent"] == true, "A still has work: \(status)")
+            a.close()
+            let b = try await client("B")
+            _ = try await b.call("sync.fetch", [:])
+            b.close()
+            let onA = try await eventIDs("A"), onB = try await eventIDs("B")
+            #expect(onA.count == expected && Set(onB) == Set(onA) && onB.count == onA.count, "A \(onA.count), B \(onB.count) of \(expected)")
+            await stopAll()
+            #expect(try await integrityProblems().isEmpty)
+        }
+
         func stopAll() async {
             for process in devices.values { _ = await process.stop() }
             _ = await cloud?.stop()
@@ -106,14 +123,7 @@ struct CrashHarnessTests {
             #expect(present == 0 || present == 10, "the interrupted save is half there: \(present) of 10")
         }
         #expect(Set(ids).count == ids.count, "duplicates on A")
-        let a2 = try await deployment.client("A"), b = try await deployment.client("B")
-        _ = try await a2.call("sync.now", [:])
-        _ = try await b.call("sync.now", [:])
-        a2.close(); b.close()
-        let onB = try await deployment.eventIDs("B")
-        #expect(Set(onB) == Set(ids) && onB.count == ids.count, "B does not match A")
-        await deployment.stopAll()
-        #expect(try await deployment.integrityProblems().isEmpty)
+        try await deployment.expectConvergence(expected: ids.count)
     }
 
     @Test("sync-service killed after a batch commits, before its reply: the device resends, nothing is lost or duplicated",
@@ -131,17 +141,8 @@ struct CrashHarnessTests {
         do { _ = try await a.call("sync.send", [:]) } catch {}
         #expect(await deployment.cloud?.waitForExit() == 128 + 9, "the cloud died as kill -9 would")
         try await deployment.startCloud()
-        _ = try await a.call("sync.send", [:])
-        let status = try await a.call("sync.status", [:])
-        #expect(status["quiescent"] == true, "A still has work after the resend: \(status)")
         a.close()
-        let b = try await deployment.client("B")
-        _ = try await b.call("sync.fetch", [:])
-        b.close()
-        let onA = try await deployment.eventIDs("A"), onB = try await deployment.eventIDs("B")
-        #expect(onA.count == 1200 && Set(onB) == Set(onA) && onB.count == onA.count, "A \(onA.count), B \(onB.count)")
-        await deployment.stopAll()
-        #expect(try await deployment.integrityProblems().isEmpty)
+        try await deployment.expectConvergence(expected: 1200)
     }
 
     @Test("device killed after the server committed a batch and answered, before the verdict was applied: it resends and converges",
@@ -157,18 +158,7 @@ struct CrashHarnessTests {
         a.close()
         #expect(await deployment.devices["A"]?.waitForExit() == 128 + 9, "A died as kill -9 would")
         try await deployment.startDevice("A")
-        let again = try await deployment.client("A")
-        _ = try await again.call("sync.now", [:])
-        let status = try await again.call("sync.status", [:])
-        #expect(status["quiescent"] == true, "A still has work: \(status)")
-        again.close()
-        let b = try await deployment.client("B")
-        _ = try await b.call("sync.fetch", [:])
-        b.close()
-        let onA = try await deployment.eventIDs("A"), onB = try await deployment.eventIDs("B")
-        #expect(onA.count == 1200 && Set(onB) == Set(onA) && onB.count == onA.count, "A \(onA.count), B \(onB.count)")
-        await deployment.stopAll()
-        #expect(try await deployment.integrityProblems().isEmpty)
+        try await deployment.expectConvergence(expected: 1200)
     }
 
     @Test("device killed after applying a fetched page, before saving its token: the next fetch resumes, every record exactly once",
@@ -187,12 +177,6 @@ struct CrashHarnessTests {
         b.close()
         #expect(await deployment.devices["B"]?.waitForExit() == 128 + 9, "B died as kill -9 would")
         try await deployment.startDevice("B")
-        let again = try await deployment.client("B")
-        _ = try await again.call("sync.fetch", [:])
-        again.close()
-        let onA = try await deployment.eventIDs("A"), onB = try await deployment.eventIDs("B")
-        #expect(onB.count == 1200 && Set(onB) == Set(onA), "B has \(onB.count) of \(onA.count)")
-        await deployment.stopAll()
-        #expect(try await deployment.integrityProblems().isEmpty)
+        try await deployment.expectConvergence(expected: 1200)
     }
 }
