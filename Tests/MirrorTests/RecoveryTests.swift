@@ -7,6 +7,23 @@ extension Mirroring {
     /// Zones, tokens, limits, crashes, retries and accounts; real processes (kill -9 where it says so).
     @Suite("Mirroring: zones, tokens, limits, crashes and retries", .timeLimit(.minutes(5)))
     struct RecoveryTests {
+        /// Starts a sync.send on the device at `socket` in the background and returns once the
+        /// cloud has the first of its records (so a kill lands in the middle of the send).
+        static func sendUntilPartway(socket: String, cloud: Cloud) async throws -> (Task<Bool, Never>, WireClient, Bool) {
+            let sending = Task { () -> Bool in
+                guard let client = try? WireClient(socketPath: socket, timeout: .seconds(120)) else { return false }
+                _ = try? await client.hello(client: "sender")
+                return (try? await client.call("sync.send", [:] as JSONValue)) != nil
+            }
+            let watcher = try await cloud.connect("owner-secret")
+            for _ in 0..<1000 {
+                let changes = try? await watcher.call("changes.fetchZone", ["database": "private", "zoneID": ["zoneName": "com.apple.coredata.cloudkit.zone"], "limit": 1])
+                if changes?["changed"]?.arrayValue?.isEmpty == false { return (sending, watcher, true) }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return (sending, watcher, false)
+        }
+
         static func modifyCodes(_ cloud: Cloud, after seq: Int) async throws -> [String] {
             let entries = try await cloud.admin("admin.requestLog", ["after": .int(seq)])["entries"]?.arrayValue ?? []
             return entries.filter { $0["op"] == "records.modify" }.map { $0["code"]?.stringValue ?? "" }
@@ -349,19 +366,7 @@ extension Mirroring {
             let a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: directory.file("a-data"))
             let total = 2400
             try await a.insertEvents((0..<total).map { String(format: "k%05d", $0) })
-            let socket = a.socket
-            let sending = Task { () -> Bool in
-                guard let client = try? WireClient(socketPath: socket, timeout: .seconds(120)) else { return false }
-                _ = try? await client.hello(client: "sender")
-                return (try? await client.call("sync.send", [:] as JSONValue)) != nil
-            }
-            let watcher = try await cloud.connect("owner-secret")
-            var partway = false
-            for _ in 0..<1000 {
-                let changes = try? await watcher.call("changes.fetchZone", ["database": "private", "zoneID": ["zoneName": "com.apple.coredata.cloudkit.zone"], "limit": 1])
-                if changes?["changed"]?.arrayValue?.isEmpty == false { partway = true; break }
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            let (sending, watcher, partway) = try await RecoveryTests.sendUntilPartway(socket: a.socket, cloud: cloud)
             #expect(partway)
             cloud.process.kill()
             watcher.close()
@@ -388,19 +393,7 @@ extension Mirroring {
             let a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data)
             let total = 2400
             try await a.insertEvents((0..<total).map { String(format: "d%05d", $0) })
-            let socket = a.socket
-            let sending = Task { () -> Bool in
-                guard let client = try? WireClient(socketPath: socket, timeout: .seconds(120)) else { return false }
-                _ = try? await client.hello(client: "sender")
-                return (try? await client.call("sync.send", [:] as JSONValue)) != nil
-            }
-            let watcher = try await cloud.connect("owner-secret")
-            var partway = false
-            for _ in 0..<1000 {
-                let changes = try? await watcher.call("changes.fetchZone", ["database": "private", "zoneID": ["zoneName": "com.apple.coredata.cloudkit.zone"], "limit": 1])
-                if changes?["changed"]?.arrayValue?.isEmpty == false { partway = true; break }
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            let (sending, watcher, partway) = try await RecoveryTests.sendUntilPartway(socket: a.socket, cloud: cloud)
             watcher.close()
             #expect(partway)
             a.process.kill()
