@@ -26,11 +26,13 @@ enum StoreBenchmark {
         // 1. Saves of 1,000 CareEvents per save, into one session.
         let saves = quick ? 10 : 50
         let sessionID = try session.insertSession(id: "bench")
+        let requests = (0..<saves).map { session.insertParams(batch: $0, count: 1000, session: sessionID) }
+        let rawBatches = (0..<saves).map { RawStore.rows(batch: $0, count: 1000, session: 1) }
         var started = now()
-        for batch in 0..<saves { try session.saveEvents(batch: batch, count: 1000, session: sessionID) }
+        for request in requests { try session.save(request) }
         let serviceSaveRate = Double(saves * 1000) / (Double(now() - started) / 1e9)
         started = now()
-        for batch in 0..<saves { try raw.insertEvents(batch: batch, count: 1000, session: 1) }
+        for rows in rawBatches { try raw.insert(rows) }
         let rawSaveRate = Double(saves * 1000) / (Double(now() - started) / 1e9)
         print(row(["saves of 1,000 events: events/s", format(rawSaveRate, 0), format(serviceSaveRate, 0),
                    format(serviceSaveRate / rawSaveRate, 2) + " (≥ 0.33)"], widths: widths))
@@ -105,7 +107,9 @@ final class StoreSession {
         return saved["inserted"]?.arrayValue?.first?["objectID"]?.stringValue ?? ""
     }
 
-    func saveEvents(batch: Int, count: Int, session: String?) throws {
+    /// The object.insert params for one batch (built before timing: generating test data is
+    /// not the service's cost).
+    func insertParams(batch: Int, count: Int, session: String?) -> String {
         var objects: [String] = []
         objects.reserveCapacity(count)
         for index in 0..<count {
@@ -113,9 +117,18 @@ final class StoreSession {
             let sessionValue = session.map { #","session":"\#($0)""# } ?? ""
             objects.append(#"{"entity":"CareEvent","values":{"id":"e\#(n)","eventTypeRaw":"bloodGlucose","occurredAt":"\#(RawStore.timestamp(n))","updatedAt":"\#(RawStore.timestamp(n))","value":\#(100 + n % 200),"note":"before breakfast"\#(sessionValue)}}"#)
         }
-        try call("object.insert", #"{"context":"\#(context)","returnObjectIDs":false,"objects":[\#(objects.joined(separator: ","))]}"#)
+        return #"{"context":"\#(context)","returnObjectIDs":false,"objects":[\#(objects.joined(separator: ","))]}"#
+    }
+
+    /// Inserts and saves one prepared batch (then resets the context, as a bulk importer would).
+    func save(_ insertParams: String) throws {
+        try call("object.insert", insertParams)
         try call("context.save", #"{"context":"\#(context)","report":"summary"}"#)
         try call("context.reset", #"{"context":"\#(context)"}"#)
+    }
+
+    func saveEvents(batch: Int, count: Int, session: String?) throws {
+        try save(insertParams(batch: batch, count: count, session: session))
     }
 
     /// With `check`, parses the reply and returns the row count; otherwise only receives it.
@@ -165,14 +178,22 @@ final class RawStore {
         return Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 
-    func insertEvents(batch: Int, count: Int, session: Int?) throws {
-        try db.transaction {
-            for index in 0..<count {
-                let n = batch * count + index
-                let time = Self.timestamp(n)
-                try insert.run([UUID().uuidString, "e\(n)", "bloodGlucose", time, time, Double(100 + n % 200), "before breakfast", session])
-            }
+    /// One batch's rows, values ready to bind (built before timing, as the service's are).
+    static func rows(batch: Int, count: Int, session: Int?) -> [[any SQLBindable]] {
+        (0..<count).map { index in
+            let n = batch * count + index
+            let time = timestamp(n)
+            return [UUID().uuidString, "e\(n)", "bloodGlucose", time, time, Double(100 + n % 200), "before breakfast", session]
         }
+    }
+
+    /// Inserts one batch in one transaction.
+    func insert(_ rows: [[any SQLBindable]]) throws {
+        try db.transaction { for row in rows { try insert.run(row) } }
+    }
+
+    func insertEvents(batch: Int, count: Int, session: Int?) throws {
+        try insert(Self.rows(batch: batch, count: count, session: session))
     }
 
     func fetchSorted(limit: Int) throws -> Int {
