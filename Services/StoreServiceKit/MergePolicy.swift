@@ -41,14 +41,6 @@ public enum MergePolicy: String, Sendable, Codable, CaseIterable {
     }
 }
 
-extension MergePolicy {
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        guard let policy = MergePolicy(rawValue: text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription:
-                "'\(text)' is not a merge policy; use one of \(MergePolicy.allCases.map(\.rawValue).joined(separator: ", ")).")
-        }
-        self = policy
-    }
+extension MergePolicy: NamedOption {
+    static let optionDescription = "a merge policy"
 }

@@ -61,14 +61,6 @@ public struct ShareMetadata: Sendable, Codable, Hashable {
     public var permission: SharePermission
 }
 
-extension SharePermission {
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        guard let permission = SharePermission(rawValue: text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription:
-                "'\(text)' is not a share permission; use one of \(SharePermission.allCases.map(\.rawValue).joined(separator: ", ")).")
-        }
-        self = permission
-    }
+extension SharePermission: NamedOption {
+    static let optionDescription = "a share permission"
 }
