@@ -4,13 +4,22 @@ import ServiceRuntime
 import Synchronization
 
 /// A fault an operator arms for tests (SEMANTICS.md B6), through `admin.injectFault` or a
-/// start-up file (`--faults FILE`): the next `count` requests matching `op` and `user` (each
-/// with `probability`, drawn from a generator seeded by `seed`) get the fault's effect.
+/// start-up file (`--faults FILE`): the next `count` requests matching `op`, `user`, `zone`,
+/// `zoneOwner` and `recordType` (each with `probability`, drawn from a generator seeded by
+/// `seed`) get the fault's effect. A field left out matches anything.
 public struct InjectedFault: Codable, Sendable, Hashable {
     /// The CloudKit error to answer (effect `error`, the default).
     public var code: String?
     public var op: String?
     public var user: String?
+    /// Only requests naming a zone of this name (a record's zone in records.modify and
+    /// records.fetch; the zone asked for by changes.fetchZone, zones.*, shares.*, participants.*).
+    public var zone: String?
+    /// Only requests naming a zone owned by this user (`__defaultOwner__` is the caller).
+    public var zoneOwner: String?
+    /// Only records.modify requests saving a record of this type (e.g. `CD_CareEvent`): deletes
+    /// and fetches name no record type, so they never match.
+    public var recordType: String?
     public var count: Int?
     public var retryAfterSeconds: Double?
     /// Run the request first, then answer the error (serverResponseLost: "it may have been applied").
@@ -29,6 +38,42 @@ public struct InjectedFault: Codable, Sendable, Hashable {
 
 public struct FaultsResult: Codable, Sendable {
     public var faults: [InjectedFault]
+}
+
+/// What one request touches, for faults that name a zone or a record type: one item per record
+/// saved, deleted or fetched, or per zone named.
+struct FaultTarget: Sendable {
+    struct Item: Sendable {
+        var zoneID: ZoneID
+        var recordType: String?
+    }
+    var items: [Item] = []
+
+    init() {}
+
+    /// The items of a request's params (none for params naming no zone).
+    init(of params: any Sendable) {
+        switch params {
+        case let modify as ModifyParams:
+            items = (modify.saves ?? []).map { Item(zoneID: $0.zoneID, recordType: $0.recordType) }
+                + (modify.deletes ?? []).map { Item(zoneID: $0.zoneID) }
+        case let fetch as FetchRecordsParams: items = fetch.recordIDs.map { Item(zoneID: $0.zoneID) }
+        case let changes as FetchZoneChangesParams: items = [Item(zoneID: changes.zoneID)]
+        case let zones as ZonesParams: items = (zones.zoneIDs ?? []).map { Item(zoneID: $0) }
+        case let share as ShareParams: items = [Item(zoneID: share.zoneID)]
+        default: items = []
+        }
+    }
+
+    /// Whether some item is in the fault's zone and of its record type (for the fields it sets).
+    func matches(_ fault: InjectedFault, caller: String?) -> Bool {
+        items.contains { item in
+            let zone = item.zoneID.resolved(caller: caller ?? "")
+            return (fault.zone == nil || fault.zone == zone.zoneName)
+                && (fault.zoneOwner == nil || fault.zoneOwner == zone.ownerName)
+                && (fault.recordType == nil || fault.recordType == item.recordType)
+        }
+    }
 }
 
 /// What the server does to one request because of a fault.
@@ -101,9 +146,17 @@ public final class FaultInjector: Sendable {
 
     /// Takes one use of the first fault matching this request, if any (and if its probability
     /// draw says so: a draw that misses uses nothing).
-    func take(op: String, user: String?) -> FaultEffect? {
+    /// `target` is only worked out when an armed fault names a zone or record type.
+    func take(op: String, user: String?, target: () -> FaultTarget = { FaultTarget() }) -> FaultEffect? {
         state.withLock { state in
-            guard let index = state.faults.firstIndex(where: { ($0.op == nil || $0.op == op) && ($0.user == nil || $0.user == user) }) else { return nil }
+            guard !state.faults.isEmpty else { return nil }
+            var touched: FaultTarget?
+            guard let index = state.faults.firstIndex(where: { fault in
+                guard (fault.op == nil || fault.op == op) && (fault.user == nil || fault.user == user) else { return false }
+                if fault.zone == nil && fault.zoneOwner == nil && fault.recordType == nil { return true }
+                if touched == nil { touched = target() }
+                return touched?.matches(fault, caller: user) == true
+            }) else { return nil }
             let fault = state.faults[index]
             if let probability = fault.probability, probability < 1 {
                 let draw = Double(state.generator.next() >> 11) / Double(1 << 53)

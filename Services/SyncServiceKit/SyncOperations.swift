@@ -31,7 +31,7 @@ struct SyncOperations {
             _ body: @escaping @Sendable (CloudEngine, String, P, RequestTrace) throws -> R
         ) {
             registry.register(name, params: type, access: .authenticated, summary: summary) { params, context in
-                try service.run(context, checkAccount: true) { engine, caller, trace in try body(engine, caller, params, trace) }
+                try service.run(context, checkAccount: true, target: { FaultTarget(of: params) }) { engine, caller, trace in try body(engine, caller, params, trace) }
             }
         }
         func admin<P: Decodable & Sendable, R: Encodable & Sendable>(

@@ -48,7 +48,7 @@ public final class SyncService: ServiceDefinition {
         command: "sync-service",
         summary: "a local CloudKit: private and shared databases for many users, over a Unix socket",
         options: ServiceConfiguration.commandLineOptions + [
-            .init("faults", value: "FILE", help: "Arm injected faults at start-up from FILE: {\"faults\": [{\"op\", \"user\", \"effect\", \"code\", \"probability\", \"seed\", …}]} (see admin.injectFault)."),
+            .init("faults", value: "FILE", help: "Arm injected faults at start-up from FILE: {\"faults\": [{\"op\", \"user\", \"zone\", \"recordType\", \"effect\", \"code\", \"probability\", \"seed\", …}]} (see admin.injectFault)."),
             .init("admin-credential", value: "SECRET", help: "Credential whose hello makes a connection the admin (admin.* ops). Without it admin ops are refused."),
             .init("users", value: "FILE", help: "JSON file of users created at start-up: {\"users\":[{\"user\":\"alice\",\"credential\":\"…\"}]}."),
             .init("request-log", value: "FILE", help: "Append every request (user, database, zone, op, result, permission reasons) to FILE as JSON lines."),
@@ -163,7 +163,9 @@ public final class SyncService: ServiceDefinition {
     }
 
     /// Runs one request through the engine and the request log.
-    func run<R>(_ context: RequestContext, checkAccount: Bool, _ body: (CloudEngine, String, RequestTrace) throws -> R) throws -> R {
+    /// `target` is what the request touches, for faults naming a zone or record type.
+    func run<R>(_ context: RequestContext, checkAccount: Bool, target: () -> FaultTarget = { FaultTarget() },
+                _ body: (CloudEngine, String, RequestTrace) throws -> R) throws -> R {
         let user = context.connection.principal?.user
         let trace = RequestTrace()
         let engine = try engine
@@ -172,7 +174,7 @@ public final class SyncService: ServiceDefinition {
                 throw WireError(.permissionFailure, "The admin credential only opens admin.* ops; say hello with a user's credential for '\(context.op)'.")
             }
             if checkAccount, let user { try engine.requireAvailableAccount(user) }
-            let effect = checkAccount ? faults.take(op: context.op, user: user) : nil
+            let effect = checkAccount ? faults.take(op: context.op, user: user, target: target) : nil
             if let latency = effect?.fault.latencyMilliseconds, latency > 0 { usleep(UInt32(latency) * 1000) }
             if let effect {
                 switch effect.kind {

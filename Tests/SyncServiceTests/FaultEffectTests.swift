@@ -1,7 +1,76 @@
 import Foundation
 import MeowWire
+@testable import SyncServiceKit
 import TestSupport
 import Testing
+
+/// Which requests a fault naming a zone or a record type picks: the injector's matching rule,
+/// called directly.
+@Suite("Fault rules by zone and record type")
+struct FaultTargetTests {
+    static let coreData = ZoneID(zoneName: ZoneID.coreDataZoneName)
+
+    static func modify(_ records: [(type: String, zone: ZoneID)], deletes: [ZoneID] = []) -> FaultTarget {
+        FaultTarget(of: ModifyParams(
+            database: .private,
+            saves: records.enumerated().map { CloudRecord(recordName: "r\($0.offset)", zoneID: $0.element.zone, recordType: $0.element.type) },
+            deletes: deletes.map { DeleteItem(recordName: "d", zoneID: $0) }))
+    }
+
+    @Test("a recordType rule takes a batch saving that type (even beside others) and leaves other batches alone")
+    func recordType() throws {
+        let faults = FaultInjector()
+        _ = try faults.arm(InjectedFault(code: "zoneBusy", op: "records.modify", recordType: "CD_CareEvent", count: 2))
+        #expect(faults.take(op: "records.modify", user: "u") { Self.modify([("CD_CareSession", Self.coreData)]) } == nil)
+        #expect(faults.take(op: "records.modify", user: "u") { Self.modify([], deletes: [Self.coreData]) } == nil)
+        #expect(faults.take(op: "records.fetch", user: "u") {
+            FaultTarget(of: FetchRecordsParams(database: .private, recordIDs: [RecordID(recordName: "e", zoneID: Self.coreData)]))
+        } == nil)
+        let mixed = faults.take(op: "records.modify", user: "u") { Self.modify([("CD_CareSession", Self.coreData), ("CD_CareEvent", Self.coreData)]) }
+        #expect(mixed?.fault.code == "zoneBusy")
+        #expect(faults.take(op: "records.modify", user: "u") { Self.modify([("CD_CareEvent", Self.coreData)]) } != nil)
+        #expect(faults.take(op: "records.modify", user: "u") { Self.modify([("CD_CareEvent", Self.coreData)]) } == nil, "count 2 is used up")
+    }
+
+    @Test("a zone rule takes requests naming that zone: modify, fetch, zone changes, zones and shares")
+    func zone() throws {
+        let faults = FaultInjector()
+        _ = try faults.arm(InjectedFault(code: "zoneBusy", zone: "Cats", count: 100))
+        let cats = ZoneID(zoneName: "Cats"), dogs = ZoneID(zoneName: "Dogs")
+        func taken(_ op: String, _ params: any Sendable) -> Bool {
+            faults.take(op: op, user: "u") { FaultTarget(of: params) } != nil
+        }
+        #expect(taken("records.modify", ModifyParams(database: .private, saves: [CloudRecord(recordName: "a", zoneID: cats, recordType: "T")])))
+        #expect(!taken("records.modify", ModifyParams(database: .private, saves: [CloudRecord(recordName: "a", zoneID: dogs, recordType: "T")])))
+        #expect(taken("records.modify", ModifyParams(database: .private, deletes: [DeleteItem(recordName: "a", zoneID: cats)])))
+        #expect(taken("changes.fetchZone", FetchZoneChangesParams(database: .private, zoneID: cats)))
+        #expect(!taken("changes.fetchZone", FetchZoneChangesParams(database: .private, zoneID: dogs)))
+        #expect(taken("zones.fetch", ZonesParams(database: .private, zoneIDs: [dogs, cats])))
+        #expect(!taken("zones.fetch", ZonesParams(database: .private)), "naming no zone is not naming Cats")
+        #expect(!taken("changes.fetchDatabase", FetchDatabaseChangesParams(database: .private)))
+        #expect(taken("shares.fetch", ShareParams(zoneID: cats)))
+    }
+
+    @Test("zoneOwner is the real owner: __defaultOwner__ stands for the caller")
+    func zoneOwner() throws {
+        let faults = FaultInjector()
+        _ = try faults.arm(InjectedFault(code: "zoneBusy", zoneOwner: "olivia", count: 100))
+        let own = FetchZoneChangesParams(database: .private, zoneID: ZoneID(zoneName: "Cats"))
+        let olivias = FetchZoneChangesParams(database: .shared, zoneID: ZoneID(zoneName: "Cats", ownerName: "olivia"))
+        #expect(faults.take(op: "changes.fetchZone", user: "olivia") { FaultTarget(of: own) } != nil)
+        #expect(faults.take(op: "changes.fetchZone", user: "pablo") { FaultTarget(of: own) } == nil)
+        #expect(faults.take(op: "changes.fetchZone", user: "pablo") { FaultTarget(of: olivias) } != nil)
+    }
+
+    @Test("a rule without zone or record type never works out the target; one with them needs a match")
+    func plainRules() throws {
+        let faults = FaultInjector()
+        _ = try faults.arm(InjectedFault(code: "zoneBusy", op: "zones.fetch"))
+        #expect(faults.take(op: "zones.fetch", user: "u") { Issue.record("target worked out for a plain rule"); return FaultTarget() } != nil)
+        _ = try faults.arm(InjectedFault(code: "zoneBusy", recordType: "CD_CareEvent"))
+        #expect(faults.take(op: "zones.fetch", user: "u") == nil, "a request with no target matches no recordType rule")
+    }
+}
 
 /// Fault effects beyond transient errors, over the wire: a dropped connection before or after the
 /// commit (the serverResponseLost case a client meets), a partial frame, seeded probability, and
@@ -137,6 +206,31 @@ struct FaultEffectTests {
             }
         }
         #expect(try await client.call("zones.fetch", ["database": "private"])["zones"] != nil)
+        client.close()
+        _ = await cloud.service.stop()
+    }
+
+    @Test("a recordType rule on the real service fails a CareEvent save, not a CareSession save")
+    func recordTypeRule() async throws {
+        let cloud = try await Cloud()
+        try await Self.prepareZone(cloud)
+        try await Self.arm(cloud, ["code": "zoneBusy", "op": "records.modify", "recordType": "CD_CareEvent"])
+        let client = try await cloud.connect("u-secret")
+        let session = try await client.call("records.modify", ["database": "private", "saves": [[
+            "recordName": "session-1", "recordType": "CD_CareSession",
+            "zoneID": ["zoneName": "com.apple.coredata.cloudkit.zone"], "fields": [:]]]])
+        #expect(session["saved"]?.arrayValue?.count == 1)
+        do {
+            _ = try await cloud.save(client, "event-1")   // a CD_CareEvent
+            Issue.record("expected the injected zoneBusy")
+        } catch {
+            #expect(error.code == .zoneBusy)
+            #expect(error.details["injected"] == true)
+        }
+        #expect(try await cloud.exists("session-1"))
+        #expect(try await cloud.exists("event-1") == false)
+        _ = try await cloud.save(client, "event-2")   // the fault had count 1
+        #expect(try await cloud.exists("event-2"))
         client.close()
         _ = await cloud.service.stop()
     }
