@@ -219,6 +219,7 @@ struct SaveOperation {
                 }
                 try store.recordChange(token: try token(index), kind: .insert, entity: object.entity.name, primaryKey: id.primaryKey!,
                                        uuid: object.uuid, changed: changed, tombstone: nil)
+                CrashPoint.reached("store.midSave")
                 let permanentURI = id.uri
                 if store.scope == .shared, zones[object.uri] ?? object.zone == nil {
                     if result.unexportable == nil { result.unexportable = [] }

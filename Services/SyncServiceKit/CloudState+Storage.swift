@@ -1,5 +1,6 @@
 import FoundationEssentials
 import MeowWire
+import ServiceRuntime
 import SQLiteKit
 
 /// A zone row.
@@ -125,6 +126,7 @@ extension CloudState {
             INSERT OR REPLACE INTO records(zone, name, type, fields, tag, seq, deleted, created, creator, modified, modifier, parent, share)
             VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)
             """, [zone.id, name, type, fieldsJSON, stored.tag, seq, stored.created, stored.creator, now, user, parent, share])
+        CrashPoint.reached("sync.midBatch")
         return stored
     }
 
