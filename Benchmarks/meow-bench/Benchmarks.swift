@@ -10,5 +10,6 @@ enum Benchmarks {
         BenchmarkSuite(name: "store", run: StoreBenchmark.run),
         BenchmarkSuite(name: "cloud", run: CloudBenchmark.run),
         BenchmarkSuite(name: "mirror", run: MirrorBenchmark.run),
+        BenchmarkSuite(name: "load", run: LoadBenchmark.run),
     ]
 }
