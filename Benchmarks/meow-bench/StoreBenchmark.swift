@@ -158,7 +158,10 @@ final class StoreSession {
     }
 }
 
-/// The same rows in a plain table with the same durability and an index like the service's.
+/// The same rows with the same durability in the table layout the service gives CareEvent: the
+/// model's two indexes and the unique uuid (the record name) — what any SQLite app storing
+/// these rows with these lookups would maintain. The service's own extras (the history row
+/// of every change, routing, validation, the wire) are what the ratio measures.
 final class RawStore {
     let db: Database
     let insert: Statement
@@ -166,9 +169,10 @@ final class RawStore {
     init(path: String) throws {
         db = try Database(path: path)
         try db.execute("""
-            CREATE TABLE event(pk INTEGER PRIMARY KEY, uuid TEXT NOT NULL, id TEXT, eventTypeRaw TEXT, occurredAt TEXT,
+            CREATE TABLE event(pk INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, id TEXT, eventTypeRaw TEXT, occurredAt TEXT,
                                updatedAt TEXT, value REAL, note TEXT, session INTEGER, version INTEGER);
             CREATE INDEX event_session_time ON event(session, occurredAt);
+            CREATE INDEX event_time ON event(occurredAt);
             """)
         insert = try db.prepare("INSERT INTO event(uuid, id, eventTypeRaw, occurredAt, updatedAt, value, note, session, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)")
     }

@@ -331,18 +331,14 @@ final class CloudMirror: Sendable {
     /// (scenario 23). The changes the cloud sent are not (no echo).
     private func queueSideEffects(of result: SaveResult, applied: Set<String>, state: MirrorState) throws {
         guard let token = result.transactions.first(where: { $0.storeUUID == state.store.uuid })?.token else { return }
-        let rows = try state.store.database.query("SELECT kind, entity, uuid, changed FROM z_change WHERE token = ?", [token])
-        for row in rows {
-            guard let uuid = row[2].string, !applied.contains(uuid), let entity = row[1].string,
-                  let kind = ChangeKind(rawValue: row[0].string ?? "") else { continue }
-            let meta = try state.meta(uuid)
-            if kind == .delete {
+        for change in try PersistentHistory.changes(state.store, token: token) where !applied.contains(change.uuid) {
+            let meta = try state.meta(change.uuid)
+            if change.kind == .delete {
                 guard let meta else { continue }
-                try state.enqueue(uuid: uuid, entity: entity, kind: .delete, zone: meta.zone, changed: [])
+                try state.enqueue(uuid: change.uuid, entity: change.entity, kind: .delete, zone: meta.zone, changed: [])
             } else {
-                let changed = (try? JSONDecoder().decode([String].self, from: Data((row[3].string ?? "[]").utf8))) ?? []
-                try state.enqueue(uuid: uuid, entity: entity, kind: meta == nil ? .insert : .update, zone: nil,
-                                  changed: Set(changed.map(MirrorRecordCoding.fieldName)))
+                try state.enqueue(uuid: change.uuid, entity: change.entity, kind: meta == nil ? .insert : .update, zone: nil,
+                                  changed: Set((change.changed ?? []).map(MirrorRecordCoding.fieldName)))
             }
         }
     }

@@ -268,7 +268,7 @@ struct FetchExecutor {
             let id = store.objectID(entity.name, hit.row.primaryKey)
             guard context.lookup(id.uri) == nil else { continue }
             context.register(ContextObject(id: id, entity: entity, store: hit.store, isInserted: false, version: hit.row.version,
-                                           snapshot: ManagedObjectContext.contextValues(hit.row, entity: entity, store: store),
+                                           snapshotValues: ManagedObjectContext.contextValues(hit.row, entity: entity, store: store),
                                            uuid: hit.row.uuid, zone: hit.row.zone, sequence: context.takeSequence()))
         }
     }

@@ -6,6 +6,11 @@ import SQLiteKit
 /// An object as one context sees it: identity, store, the snapshot it read, and its unsaved edits.
 /// Values are in storage form; a to-one relationship's value is the destination's object-ID URI
 /// as text (or null), so temporary destinations work before the save.
+///
+/// Values live in arrays by stored-property position (`entity.storedPropertyNames`), not in
+/// dictionaries: a 1,000-object save reads every property of every object several times, and
+/// hashing property names was a large share of it. `snapshot` and `changes` are dictionary views
+/// for the paths that want names (merge policies, conflicts, refresh).
 final class ContextObject {
     var id: ObjectID { didSet { uri = id.uri } }
     /// `id.uri`, kept because it is the context's key and used on every hot path.
@@ -16,8 +21,11 @@ final class ContextObject {
     var isInserted: Bool
     var isDeleted = false
     var version: Int64
-    var snapshot: [String: SQLValue]
-    var changes: [String: SQLValue] = [:]
+    /// The values the context read (defaults for a new object), by position.
+    var snapshotValues: [SQLValue]
+    /// Unsaved edits by position; nil where the property was not edited.
+    private(set) var changeValues: [SQLValue?]
+    private(set) var changeCount = 0
     let uuid: String
     var zone: String?
     /// Why the object has its store, when it got one before the save (assign, obtainPermanentIDs).
@@ -26,21 +34,78 @@ final class ContextObject {
     let sequence: Int
 
     init(id: ObjectID, entity: EntityDescription, store: Int?, isInserted: Bool, version: Int64,
-         snapshot: [String: SQLValue], uuid: String, zone: String?, sequence: Int) {
+         snapshotValues: [SQLValue], uuid: String, zone: String?, sequence: Int) {
         self.id = id
         self.uri = id.uri
         self.entity = entity
         self.store = store
         self.isInserted = isInserted
         self.version = version
-        self.snapshot = snapshot
+        self.snapshotValues = snapshotValues
+        self.changeValues = Array(repeating: nil, count: entity.storedPropertyNames.count)
         self.uuid = uuid
         self.zone = zone
         self.sequence = sequence
     }
 
-    func value(_ name: String) -> SQLValue { changes[name] ?? snapshot[name] ?? .null }
-    var hasChanges: Bool { isInserted || isDeleted || !changes.isEmpty }
+    convenience init(id: ObjectID, entity: EntityDescription, store: Int?, isInserted: Bool, version: Int64,
+                     snapshot: [String: SQLValue], uuid: String, zone: String?, sequence: Int) {
+        self.init(id: id, entity: entity, store: store, isInserted: isInserted, version: version,
+                  snapshotValues: entity.storedPropertyNames.map { snapshot[$0] ?? .null }, uuid: uuid, zone: zone, sequence: sequence)
+    }
+
+    func value(_ name: String) -> SQLValue { entity.position(of: name).map(value(at:)) ?? .null }
+    func value(at position: Int) -> SQLValue { changeValues[position] ?? snapshotValues[position] }
+    func change(_ name: String) -> SQLValue? { entity.position(of: name).flatMap { changeValues[$0] } }
+    func change(at position: Int) -> SQLValue? { changeValues[position] }
+
+    /// Records an edit (nil removes it); an edit back to the snapshot's value is no edit.
+    func setChange(_ value: SQLValue?, at position: Int) {
+        let new = value == snapshotValues[position] ? nil : value
+        if changeValues[position] == nil, new != nil { changeCount += 1 }
+        if changeValues[position] != nil, new == nil { changeCount -= 1 }
+        changeValues[position] = new
+    }
+
+    func clearChanges() {
+        guard changeCount > 0 else { return }
+        for position in changeValues.indices { changeValues[position] = nil }
+        changeCount = 0
+    }
+
+    var hasPropertyChanges: Bool { changeCount > 0 }
+    var hasChanges: Bool { isInserted || isDeleted || changeCount > 0 }
+
+    /// The snapshot by property name.
+    var snapshot: [String: SQLValue] {
+        get {
+            var values: [String: SQLValue] = [:]
+            for (position, name) in entity.storedPropertyNames.enumerated() { values[name] = snapshotValues[position] }
+            return values
+        }
+        set { snapshotValues = entity.storedPropertyNames.map { newValue[$0] ?? .null } }
+    }
+
+    /// The unsaved edits by property name.
+    var changes: [String: SQLValue] {
+        get {
+            var values: [String: SQLValue] = [:]
+            guard changeCount > 0 else { return values }
+            for (position, name) in entity.storedPropertyNames.enumerated() {
+                if let value = changeValues[position] { values[name] = value }
+            }
+            return values
+        }
+        set {
+            for position in changeValues.indices { changeValues[position] = nil }
+            changeCount = 0
+            for (name, value) in newValue {
+                guard let position = entity.position(of: name) else { continue }
+                changeValues[position] = value
+                changeCount += 1
+            }
+        }
+    }
 }
 
 /// One unit of work (NSManagedObjectContext) owned by one connection: inserted, fetched and
@@ -83,8 +148,8 @@ final class ManagedObjectContext {
         rename(object, to: id)
         let new = SQLValue.text(id.uri)
         for other in objects.values {
-            for (key, value) in other.changes where value == old { other.changes[key] = new }
-            for (key, value) in other.snapshot where value == old { other.snapshot[key] = new }
+            for position in other.changeValues.indices where other.changeValues[position] == old { other.setChange(new, at: position) }
+            for position in other.snapshotValues.indices where other.snapshotValues[position] == old { other.snapshotValues[position] = new }
         }
     }
 
@@ -97,7 +162,7 @@ final class ManagedObjectContext {
     func rollback() {
         for object in objects.values {
             if object.isInserted { objects.removeValue(forKey: object.uri); continue }
-            object.changes = [:]
+            object.clearChanges()
             object.isDeleted = false
         }
     }
@@ -118,10 +183,10 @@ final class ManagedObjectContext {
                 forgotten += 1
                 continue
             }
-            object.snapshot = Self.contextValues(row, entity: object.entity, store: stores.list[index])
+            object.snapshotValues = Self.contextValues(row, entity: object.entity, store: stores.list[index])
             object.version = row.version
             object.zone = row.zone
-            for (key, value) in object.changes where object.snapshot[key] == value { object.changes.removeValue(forKey: key) }
+            for position in object.changeValues.indices { object.setChange(object.change(at: position), at: position) }
             refreshed += 1
         }
         return (refreshed, forgotten)
@@ -136,19 +201,19 @@ final class ManagedObjectContext {
         // One UUID serves as the temporary ID's token and the stable business id.
         let token = uuids.next()
         let object = ContextObject(id: .temporary(entity: entity.name, token: token), entity: entity, store: nil, isInserted: true, version: 0,
-                                   snapshot: defaults, uuid: uuid ?? token, zone: zone, sequence: takeSequence())
+                                   snapshotValues: defaults, uuid: uuid ?? token, zone: zone, sequence: takeSequence())
         register(object)
         return object
     }
 
-    private var defaultsByEntity: [String: [String: SQLValue]] = [:]
+    private var defaultsByEntity: [String: [SQLValue]] = [:]
 
-    /// The model's default values of `entity` in storage form (checked when the model loaded).
-    private func defaultValues(_ entity: EntityDescription) -> [String: SQLValue] {
+    /// The model's default values of `entity` in storage form by position (checked when the model loaded).
+    private func defaultValues(_ entity: EntityDescription) -> [SQLValue] {
         if let cached = defaultsByEntity[entity.name] { return cached }
-        var defaults: [String: SQLValue] = [:]
-        for attribute in entity.attributes {
-            defaults[attribute.name] = attribute.defaultValue.flatMap { try? AttributeCoding.storageValue($0, for: attribute, entity: entity.name) } ?? .null
+        var defaults = Array(repeating: SQLValue.null, count: entity.storedPropertyNames.count)
+        for (position, attribute) in entity.attributes.enumerated() {
+            defaults[position] = attribute.defaultValue.flatMap { try? AttributeCoding.storageValue($0, for: attribute, entity: entity.name) } ?? .null
         }
         defaultsByEntity[entity.name] = defaults
         return defaults
@@ -173,25 +238,28 @@ final class ManagedObjectContext {
             throw StoreError.unknownObject(uri, "it is not in the \(store.name) store (never saved, or deleted).")
         }
         let object = ContextObject(id: id, entity: entity, store: storeIndex, isInserted: false, version: row.version,
-                                   snapshot: Self.contextValues(row, entity: entity, store: store), uuid: row.uuid,
+                                   snapshotValues: Self.contextValues(row, entity: entity, store: store), uuid: row.uuid,
                                    zone: row.zone, sequence: takeSequence())
         register(object)
         return object
     }
 
-    /// A stored row's values in context form (relationships as object-ID URIs).
-    static func contextValues(_ row: PersistentStore.StoredRow, entity: EntityDescription, store: PersistentStore) -> [String: SQLValue] {
-        var values: [String: SQLValue] = [:]
-        for (index, name) in entity.storedPropertyNames.enumerated() {
-            let value = row.values[index]
-            if index >= entity.attributes.count, let key = value.int64 {
-                let destination = entity.toOneRelationships[index - entity.attributes.count].destination
-                values[name] = .text(store.objectID(destination, key).uri)
-            } else {
-                values[name] = value
-            }
+    /// A stored row's values in context form by position (relationships as object-ID URIs).
+    static func contextValues(_ row: PersistentStore.StoredRow, entity: EntityDescription, store: PersistentStore) -> [SQLValue] {
+        var values = row.values
+        for (index, relationship) in entity.toOneRelationships.enumerated() {
+            let position = entity.position(ofToOne: index)
+            if let key = values[position].int64 { values[position] = .text(store.objectID(relationship.destination, key).uri) }
         }
         return values
+    }
+
+    /// The same by property name (merge policies and conflict reports).
+    static func contextValueDictionary(_ row: PersistentStore.StoredRow, entity: EntityDescription, store: PersistentStore) -> [String: SQLValue] {
+        let values = contextValues(row, entity: entity, store: store)
+        var named: [String: SQLValue] = [:]
+        for (position, name) in entity.storedPropertyNames.enumerated() { named[name] = values[position] }
+        return named
     }
 
     /// Checks and converts `values` for `object`, then applies them all (or none).
@@ -199,33 +267,45 @@ final class ManagedObjectContext {
         guard !object.isDeleted else {
             throw StoreError.unknownObject(object.uri, "it was deleted in this context; rollback the context to undo the deletion.")
         }
-        var converted: [String: SQLValue] = [:]
+        var converted: [(Int, SQLValue)] = []
+        converted.reserveCapacity(values.count)
+        let entity = object.entity
         for (key, value) in values {
-            if let attribute = object.entity.attribute(key) {
-                converted[key] = try AttributeCoding.storageValue(value, for: attribute, entity: object.entity.name)
-            } else if let relationship = object.entity.relationship(key) {
-                guard !relationship.toMany else {
-                    throw ServiceError(.invalidField, "\(object.entity.name).\(key) is to-many; set its inverse \(relationship.destination).\(relationship.inverse ?? "?") on each destination object instead.",
-                                       details: ["entity": .string(object.entity.name), "property": .string(key)])
+            guard let position = entity.position(of: key) else {
+                if let relationship = entity.relationship(key), relationship.toMany {
+                    throw ServiceError(.invalidField, "\(entity.name).\(key) is to-many; set its inverse \(relationship.destination).\(relationship.inverse ?? "?") on each destination object instead.",
+                                       details: ["entity": .string(entity.name), "property": .string(key)])
                 }
-                if value == .null { converted[key] = .null; continue }
-                guard let text = value.stringValue, let target = ObjectID(uri: text) else {
-                    throw StoreError.invalidValue(entity: object.entity.name, property: key, "expected an object ID string or null, got \(AttributeCoding.describe(value)).")
-                }
-                guard target.entity == relationship.destination else {
-                    throw StoreError.invalidValue(entity: object.entity.name, property: key, "expected a \(relationship.destination) object ID, got a \(target.entity).")
-                }
-                if target.isTemporary, objects[text] == nil {
-                    throw StoreError.unknownObject(text, "this temporary ID was not inserted in this context.")
-                }
-                converted[key] = .text(text)
-            } else {
-                throw StoreError.unknownProperty(key, entity: object.entity)
+                throw StoreError.unknownProperty(key, entity: entity)
             }
+            if position < entity.attributes.count {
+                converted.append((position, try AttributeCoding.storageValue(value, for: entity.attributes[position], entity: entity.name)))
+                continue
+            }
+            let relationship = entity.toOneRelationships[position - entity.attributes.count]
+            if value == .null { converted.append((position, .null)); continue }
+            guard let text = value.stringValue, let target = parsedTarget(text) else {
+                throw StoreError.invalidValue(entity: entity.name, property: key, "expected an object ID string or null, got \(AttributeCoding.describe(value)).")
+            }
+            guard target.entity == relationship.destination else {
+                throw StoreError.invalidValue(entity: entity.name, property: key, "expected a \(relationship.destination) object ID, got a \(target.entity).")
+            }
+            if target.isTemporary, objects[text] == nil {
+                throw StoreError.unknownObject(text, "this temporary ID was not inserted in this context.")
+            }
+            converted.append((position, .text(text)))
         }
-        for (key, value) in converted {
-            if object.snapshot[key] == value { object.changes.removeValue(forKey: key) } else { object.changes[key] = value }
-        }
+        for (position, value) in converted { object.setChange(value, at: position) }
+    }
+
+    /// The last relationship target parsed: a batch of new events usually points at one session.
+    private var lastTarget: (uri: String, id: ObjectID)?
+
+    private func parsedTarget(_ uri: String) -> ObjectID? {
+        if let lastTarget, lastTarget.uri == uri { return lastTarget.id }
+        guard let id = ObjectID(uri: uri) else { return nil }
+        lastTarget = (uri, id)
+        return id
     }
 
     /// The wire form of an object as this context sees it (pending edits included).

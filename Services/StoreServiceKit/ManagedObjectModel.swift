@@ -36,28 +36,42 @@ public struct StoreConfiguration: Sendable, Codable, Hashable {
     public var entities: [String]
 }
 
-public struct EntityDescription: Sendable, Codable {
-    public var name: String
-    public var attributes: [AttributeDescription]
-    public var relationships: [RelationshipDescription]
+/// One entity. A class with its derived tables computed once at load: saves and fetches ask
+/// for an entity's stored properties and positions for every object they touch.
+public final class EntityDescription: Sendable, Codable {
+    public let name: String
+    public let attributes: [AttributeDescription]
+    public let relationships: [RelationshipDescription]
     /// Extra SQLite indexes, each a list of attribute or to-one relationship names.
-    public var indexes: [[String]]
+    public let indexes: [[String]]
+    public let toOneRelationships: [RelationshipDescription]
+    /// Attribute names, then to-one relationship names: the properties a row stores, in the
+    /// order of a row's values and of a context object's value arrays.
+    public let storedPropertyNames: [String]
+    /// Stored property name → its position in `storedPropertyNames`.
+    private let positions: [String: Int]
 
     enum CodingKeys: String, CodingKey { case name, attributes, relationships, indexes }
 
-    public init(from decoder: any Decoder) throws {
+    public required init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         name = try container.decode(String.self, forKey: .name)
         attributes = try container.decodeIfPresent([AttributeDescription].self, forKey: .attributes) ?? []
         relationships = try container.decodeIfPresent([RelationshipDescription].self, forKey: .relationships) ?? []
         indexes = try container.decodeIfPresent([[String]].self, forKey: .indexes) ?? []
+        toOneRelationships = relationships.filter { !$0.toMany }
+        storedPropertyNames = attributes.map(\.name) + toOneRelationships.map(\.name)
+        var positions: [String: Int] = [:]
+        for (position, name) in storedPropertyNames.enumerated() where positions[name] == nil { positions[name] = position }
+        self.positions = positions
     }
 
     public func attribute(_ name: String) -> AttributeDescription? { attributes.first { $0.name == name } }
     public func relationship(_ name: String) -> RelationshipDescription? { relationships.first { $0.name == name } }
-    public var toOneRelationships: [RelationshipDescription] { relationships.filter { !$0.toMany } }
-    /// Attribute names, then to-one relationship names: the properties a row stores.
-    public var storedPropertyNames: [String] { attributes.map(\.name) + toOneRelationships.map(\.name) }
+    /// The position of a stored property (attribute or to-one relationship), nil otherwise.
+    public func position(of name: String) -> Int? { positions[name] }
+    /// The position of the i-th to-one relationship among the stored properties.
+    public func position(ofToOne index: Int) -> Int { attributes.count + index }
 }
 
 public enum AttributeType: String, Sendable, Codable, CaseIterable {

@@ -60,7 +60,7 @@ struct OrphanRepair {
     }
 
     /// Repairs directly in the stores, in one SQLite transaction (the start-up repair; fast for
-    /// many orphans: one UPDATE plus one history row per orphan).
+    /// many orphans: one UPDATE plus one packed history row).
     func runInStores(author: String) throws -> (OrphanRepairReport, [RemoteChangeNotice]) {
         guard let privateIndex = stores.privateIndex else { throw ServiceError(.unknownStore, "No private store is loaded.") }
         let store = stores.list[privateIndex]
@@ -81,6 +81,7 @@ struct OrphanRepair {
                 return new
             }
             var changed: [String] = []
+            var history = HistoryChanges()
             var sessionKey = try store.database.scalar("SELECT z_pk FROM \(parentTable) WHERE \"a_\(rule.defaultFlag)\" = 1 ORDER BY z_pk LIMIT 1")?.int64
             if sessionKey == nil {
                 let values = try defaultParentValues(parent)
@@ -89,8 +90,9 @@ struct OrphanRepair {
                 let row = PersistentStore.StoredRow(primaryKey: key, version: 1, uuid: uuid, zone: nil,
                                                     values: parent.storedPropertyNames.map { values[$0] ?? .null })
                 try store.insert(parent, row: row)
-                try store.recordChange(token: try historyToken(), kind: .insert, entity: parent.name, primaryKey: key, uuid: uuid,
-                                       changed: parent.attributes.map(\.name).filter { values[$0] != .null }, tombstone: nil)
+                _ = try historyToken()
+                history.append(.init(kind: .insert, entity: parent.name, primaryKey: key, uuid: uuid,
+                                     changed: parent.attributes.map(\.name).filter { values[$0] != .null }, tombstone: nil))
                 sessionKey = key
                 report.sessionCreated = true
                 changed.append(store.objectID(parent.name, key).uri)
@@ -99,10 +101,11 @@ struct OrphanRepair {
             report.session = store.objectID(parent.name, session).uri
             let listed = try store.database.query("SELECT z_pk FROM \(childTable) WHERE \(column) IS NULL ORDER BY z_pk LIMIT ?", [Self.listLimit + 1])
             if !listed.isEmpty {
-                try store.database.execute("""
-                    INSERT INTO z_change(token, kind, entity, pk, uuid, changed)
-                    SELECT ?, 'update', ?, z_pk, z_uuid, ? FROM \(childTable) WHERE \(column) IS NULL
-                    """, [try historyToken(), child.name, "[\"\(rule.relationship)\"]"])
+                _ = try historyToken()
+                let changedJSON = PersistentStore.jsonArray([rule.relationship])
+                try store.database.cached("SELECT z_pk, z_uuid FROM \(childTable) WHERE \(column) IS NULL ORDER BY z_pk").forEach { row in
+                    history.append(kind: .update, entity: child.name, primaryKey: row.int64(at: 0), uuid: row.string(at: 1) ?? "", changedJSON: changedJSON)
+                }
                 try store.database.execute("UPDATE \(childTable) SET \(column) = ?, z_version = z_version + 1 WHERE \(column) IS NULL", [session])
                 report.attached = store.database.changes
                 report.attachedObjectIDs = listed.prefix(Self.listLimit).compactMap { $0[0].int64 }.map { store.objectID(child.name, $0).uri }
@@ -110,6 +113,7 @@ struct OrphanRepair {
                 changed += report.attachedObjectIDs
             }
             if let token {
+                try store.writeHistory(token: token, history)
                 notices.append(RemoteChangeNotice(store: store.name, storeUUID: store.uuid, token: Int(token), author: author,
                                                   contextName: "orphanRepair", changedObjectIDs: changed))
             }
@@ -176,7 +180,7 @@ struct OrphanRepair {
                 }
                 continue
             }
-            orphan.changes[rule.relationship] = .text(defaultSession.uri)
+            if let position = orphan.entity.position(of: rule.relationship) { orphan.setChange(.text(defaultSession.uri), at: position) }
             report.attached += 1
             if report.attachedObjectIDs.count < Self.listLimit { report.attachedObjectIDs.append(orphan.uri) } else { report.truncated = true }
         }

@@ -29,33 +29,109 @@ enum PersistentHistory {
     /// Transactions after `afterToken` (all when nil), oldest first, at most `limit`.
     static func fetch(_ store: PersistentStore, afterToken: Int?, limit: Int) throws -> [HistoryTransaction] {
         let rows = try store.database.query(
-            "SELECT token, timestamp, author, context_name FROM z_transaction WHERE token > ? ORDER BY token LIMIT ?",
+            "SELECT token, timestamp, author, context_name, changes FROM z_transaction WHERE token > ? ORDER BY token LIMIT ?",
             [afterToken ?? 0, limit])
-        guard let first = rows.first?[0].int64, let last = rows.last?[0].int64 else { return [] }
-        var changes: [Int64: [HistoryTransaction.Change]] = [:]
-        let statement = try store.database.cached("SELECT token, kind, entity, pk, uuid, changed, tombstone FROM z_change WHERE token BETWEEN ? AND ? ORDER BY id")
-        let decoder = JSONDecoder()
-        try statement.forEach([first, last]) { row in
-            let entity = row.string(at: 2) ?? ""
-            let changed = try row.string(at: 5).map { try decoder.decode([String].self, from: Data($0.utf8)) }
-            let tombstone = try row.string(at: 6).map { try decoder.decode([String: JSONValue].self, from: Data($0.utf8)) }
-            changes[row.int64(at: 0), default: []].append(.init(
-                kind: row.string(at: 1) ?? "", objectID: store.objectID(entity, row.int64(at: 3)).uri, entity: entity,
-                uuid: row.string(at: 4) ?? "", changedProperties: changed, tombstone: tombstone))
-        }
         return rows.map { row in
-            let token = row[0].int64 ?? 0
-            return HistoryTransaction(store: store.name, storeUUID: store.uuid, token: Int(token), timestamp: row[1].string ?? "",
-                                      author: row[2].string ?? "", contextName: row[3].string, changes: changes[token] ?? [])
+            let changes = HistoryChanges.entries(row[4].string ?? "[]").map { entry in
+                HistoryTransaction.Change(kind: entry.kind.rawValue, objectID: store.objectID(entry.entity, entry.primaryKey).uri,
+                                          entity: entry.entity, uuid: entry.uuid, changedProperties: entry.changed, tombstone: entry.tombstone)
+            }
+            return HistoryTransaction(store: store.name, storeUUID: store.uuid, token: Int(row[0].int64 ?? 0), timestamp: row[1].string ?? "",
+                                      author: row[2].string ?? "", contextName: row[3].string, changes: changes)
         }
+    }
+
+    /// The changes of one transaction (empty when it was purged).
+    static func changes(_ store: PersistentStore, token: Int) throws -> [HistoryChanges.Entry] {
+        HistoryChanges.entries(try store.database.scalar("SELECT changes FROM z_transaction WHERE token = ?", [token])?.string ?? "[]")
     }
 
     /// Deletes transactions before `beforeToken`; returns how many went. Tokens never repeat.
     static func purge(_ store: PersistentStore, beforeToken: Int) throws -> Int {
         try store.database.transaction {
-            try store.database.execute("DELETE FROM z_change WHERE token < ?", [beforeToken])
             try store.database.execute("DELETE FROM z_transaction WHERE token < ?", [beforeToken])
             return store.database.changes
         }
+    }
+}
+
+/// The changes of one history transaction, packed into its `z_transaction.changes` column as a
+/// JSON array of `[kind, entity, primaryKey, uuid, changedProperties|null, tombstone|null]`.
+/// One row per save instead of one per object: history stays complete and ordered, and a big
+/// save writes one value instead of a thousand rows and index entries.
+struct HistoryChanges {
+    struct Entry: Equatable {
+        var kind: ChangeKind
+        var entity: String
+        var primaryKey: Int64
+        var uuid: String
+        var changed: [String]?
+        var tombstone: [String: JSONValue]?
+    }
+
+    private(set) var text = "["
+    private(set) var count = 0
+    var isEmpty: Bool { count == 0 }
+
+    init() {}
+
+    /// Adds one change; `changedJSON` is the changed-property list already as JSON text
+    /// (`PersistentStore.jsonArray`), since a batch repeats the same few lists.
+    mutating func append(kind: ChangeKind, entity: String, primaryKey: Int64, uuid: String,
+                         changedJSON: String?, tombstone: [String: JSONValue]? = nil) {
+        text += count == 0 ? "[\"" : ",[\""
+        text += kind.rawValue
+        text += "\","
+        JSONWriter.appendString(entity, to: &text)
+        text += ","
+        text += String(primaryKey)
+        text += ","
+        JSONWriter.appendString(uuid, to: &text)
+        text += ","
+        text += changedJSON ?? "null"
+        text += ","
+        if let tombstone { JSONWriter.append(.object(tombstone), to: &text) } else { text += "null" }
+        text += "]"
+        count += 1
+    }
+
+    mutating func append(_ entry: Entry) {
+        append(kind: entry.kind, entity: entry.entity, primaryKey: entry.primaryKey, uuid: entry.uuid,
+               changedJSON: entry.changed.map(PersistentStore.jsonArray), tombstone: entry.tombstone)
+    }
+
+    /// The text with its closing bracket.
+    var packed: String { text + "]" }
+
+    /// Reads a packed column back; entries it cannot read are skipped (never written by us).
+    static func entries(_ packed: String) -> [Entry] {
+        guard case let .array(rows)? = try? JSONParser.parse(packed) else { return [] }
+        return rows.compactMap { row in
+            guard case let .array(fields) = row, fields.count == 6, let kind = fields[0].stringValue.flatMap(ChangeKind.init(rawValue:)),
+                  let entity = fields[1].stringValue, let key = fields[2].intValue, let uuid = fields[3].stringValue else { return nil }
+            return Entry(kind: kind, entity: entity, primaryKey: Int64(key), uuid: uuid,
+                         changed: fields[4].arrayValue?.compactMap(\.stringValue), tombstone: fields[5].objectValue)
+        }
+    }
+
+    /// Stores written before history was packed kept a row per change in `z_change`: fold them
+    /// into their transactions once, then drop the table.
+    static func migrateChangeRows(_ database: Database) throws {
+        let columns = Set(try database.query("SELECT name FROM pragma_table_info('z_transaction')").compactMap { $0[0].string })
+        if !columns.contains("changes") {
+            try database.execute("ALTER TABLE z_transaction ADD COLUMN changes TEXT NOT NULL DEFAULT '[]'")
+        }
+        guard try database.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'z_change'") != nil else { return }
+        var packed: [Int64: HistoryChanges] = [:]
+        for row in try database.query("SELECT token, kind, entity, pk, uuid, changed, tombstone FROM z_change ORDER BY id") {
+            guard let token = row[0].int64, let kind = row[1].string.flatMap(ChangeKind.init(rawValue:)) else { continue }
+            let tombstone = row[6].string.flatMap { try? JSONParser.parse($0).objectValue }
+            packed[token, default: HistoryChanges()].append(kind: kind, entity: row[2].string ?? "", primaryKey: row[3].int64 ?? 0,
+                                                            uuid: row[4].string ?? "", changedJSON: row[5].string, tombstone: tombstone)
+        }
+        for (token, changes) in packed {
+            try database.execute("UPDATE z_transaction SET changes = ? WHERE token = ?", [changes.packed, token])
+        }
+        try database.execute("DROP TABLE z_change")
     }
 }

@@ -97,7 +97,7 @@ struct SaveOperation {
         let pending = context.pending
         let inserted = pending.filter { $0.isInserted && !$0.isDeleted }
         let deleted = pending.filter { !$0.isInserted && $0.isDeleted }
-        let updated = pending.filter { !$0.isInserted && !$0.isDeleted && !$0.changes.isEmpty }
+        let updated = pending.filter { !$0.isInserted && !$0.isDeleted && $0.hasPropertyChanges }
         let discarded = pending.filter { $0.isInserted && $0.isDeleted }
         guard !(inserted.isEmpty && deleted.isEmpty && updated.isEmpty) else {
             for object in discarded { context.forget(object.uri) }
@@ -115,7 +115,7 @@ struct SaveOperation {
             }
         }
         let decisions = try route(inserted: inserted, updated: updated, outside: outside)
-        func storeIndex(of object: ContextObject) -> Int { object.isInserted ? decisions[object.uri]!.store : object.store! }
+        func storeIndex(of object: ContextObject) -> Int { object.isInserted ? decisions[ObjectIdentifier(object)]!.store : object.store! }
         func storeIndex(ofTarget uri: String) throws -> Int {
             if let target = context.lookup(uri) { return storeIndex(of: target) }
             guard let index = outside[uri] else { throw StoreError.unknownObject(uri, "it is not in a loaded store.") }
@@ -125,9 +125,10 @@ struct SaveOperation {
         // Cross-store relationships are refused before anything is written (133010).
         for object in inserted + updated {
             let own = storeIndex(of: object)
-            for relationship in object.entity.toOneRelationships {
-                guard object.isInserted || object.changes[relationship.name] != nil,
-                      let target = object.value(relationship.name).string else { continue }
+            for (number, relationship) in object.entity.toOneRelationships.enumerated() {
+                let position = object.entity.position(ofToOne: number)
+                guard object.isInserted || object.change(at: position) != nil,
+                      let target = object.value(at: position).string else { continue }
                 let other = try storeIndex(ofTarget: target)
                 if other != own {
                     throw StoreError.coreData(.crossStoreRelationship, 133010, StoreError.crossStoreMessage, [
@@ -148,10 +149,13 @@ struct SaveOperation {
         var changedIDs: [Int: [String]] = [:]
         var conflicts: [JSONValue] = []
         var newIDs: [String: ObjectID] = [:]
-        var finalStates: [(ContextObject, [String: SQLValue], Int64)] = []
+        var finalStates: [(ContextObject, [SQLValue], Int64)] = []
         var forgotten: [String] = []
         var insertedList: [SaveResult.Inserted] = []
         var insertedGroups: [SaveResult.InsertedGroup] = []
+        // Each store's history changes, written as one packed row before the COMMIT.
+        var history: [Int: HistoryChanges] = [:]
+        var changedNames = ChangedPropertyNames()
 
         func token(_ index: Int) throws -> Int64 {
             if let token = tokens[index] { return token }
@@ -194,20 +198,25 @@ struct SaveOperation {
                 let index = storeIndex(of: object)
                 let store = stores.list[index]
                 let id = newIDs[object.uri] ?? object.id
+                let entity = object.entity
+                // Row values (relationships as primary keys) and the context's values after the
+                // save (relationships as final URIs), by position.
                 var values: [SQLValue] = []
-                var contextValues: [String: SQLValue] = [:]
-                var changed: [String] = []
-                for attribute in object.entity.attributes {
-                    let value = object.value(attribute.name)
+                values.reserveCapacity(entity.storedPropertyNames.count)
+                var contextValues: [SQLValue] = values
+                var setProperties: [Bool] = []
+                setProperties.reserveCapacity(entity.storedPropertyNames.count)
+                for position in entity.attributes.indices {
+                    let value = object.value(at: position)
                     values.append(value)
-                    contextValues[attribute.name] = value
-                    if value != .null { changed.append(attribute.name) }
+                    contextValues.append(value)
+                    setProperties.append(value != .null)
                 }
-                for relationship in object.entity.toOneRelationships {
-                    let value = object.value(relationship.name)
+                for (number, relationship) in entity.toOneRelationships.enumerated() {
+                    let value = object.value(at: entity.position(ofToOne: number))
                     values.append(try storedValue(value, relationship: relationship, store: store))
-                    contextValues[relationship.name] = value.string.map { .text(finalURI($0)) } ?? .null
-                    if value != .null { changed.append(relationship.name) }
+                    contextValues.append(value.string.map { .text(finalURI($0)) } ?? .null)
+                    setProperties.append(value != .null)
                 }
                 do {
                     try store.insert(object.entity, row: .init(primaryKey: id.primaryKey!, version: 1, uuid: object.uuid,
@@ -217,8 +226,9 @@ struct SaveOperation {
                                               "A \(object.entity.name) with uuid \(object.uuid) already exists in the \(store.name) store; fetch it (predicate uuid == '…') and update it instead of inserting.",
                                               ["objectID": .string(object.uri), "uuid": .string(object.uuid), "store": .string(store.name)])
                 }
-                try store.recordChange(token: try token(index), kind: .insert, entity: object.entity.name, primaryKey: id.primaryKey!,
-                                       uuid: object.uuid, changed: changed, tombstone: nil)
+                _ = try token(index)
+                history[index, default: HistoryChanges()].append(kind: .insert, entity: entity.name, primaryKey: id.primaryKey!, uuid: object.uuid,
+                                                                 changedJSON: changedNames.json(entity, setProperties))
                 CrashPoint.reached("store.midSave")
                 let permanentURI = id.uri
                 if store.scope == .shared, zones[object.uri] ?? object.zone == nil {
@@ -226,7 +236,7 @@ struct SaveOperation {
                     result.unexportable!.append(permanentURI)
                 }
                 changedIDs[index, default: []].append(permanentURI)
-                let decision = decisions[object.uri]!
+                let decision = decisions[ObjectIdentifier(object)]!
                 result.insertedCount += 1
                 if report == .grouped {
                     if let group = insertedGroups.lastIndex(where: { $0.store == store.name && $0.reason == decision.reason }) {
@@ -255,7 +265,7 @@ struct SaveOperation {
                     }
                     continue
                 }
-                let stored = ManagedObjectContext.contextValues(row, entity: object.entity, store: store)
+                let stored = ManagedObjectContext.contextValueDictionary(row, entity: object.entity, store: store)
                 var writes = object.changes
                 if row.version != object.version {
                     switch context.mergePolicy.resolve(snapshot: object.snapshot, changes: object.changes, stored: stored) {
@@ -283,8 +293,9 @@ struct SaveOperation {
                         }
                     }
                     try store.update(object.entity, primaryKey: key, changes: columns, version: newVersion)
-                    try store.recordChange(token: try token(index), kind: .update, entity: object.entity.name, primaryKey: key,
-                                           uuid: object.uuid, changed: effective.keys.sorted(), tombstone: nil)
+                    _ = try token(index)
+                    history[index, default: HistoryChanges()].append(.init(kind: .update, entity: object.entity.name, primaryKey: key,
+                                                                           uuid: object.uuid, changed: effective.keys.sorted(), tombstone: nil))
                     changedIDs[index, default: []].append(object.uri)
                     result.updated?.append(object.uri)
                     result.updatedCount += 1
@@ -294,7 +305,7 @@ struct SaveOperation {
                                                dropped: object.changes.keys.filter { writes[$0] == nil }.sorted(),
                                                oldVersion: Int(object.version), newVersion: Int(newVersion)))
                 }
-                finalStates.append((object, final, newVersion))
+                finalStates.append((object, object.entity.storedPropertyNames.map { final[$0] ?? .null }, newVersion))
             }
 
             var deletedKeys: Set<String> = []
@@ -308,7 +319,7 @@ struct SaveOperation {
                 if row.version != object.version {
                     switch context.mergePolicy {
                     case .error:
-                        conflicts.append(conflict(object, stored: ManagedObjectContext.contextValues(row, entity: object.entity, store: store),
+                        conflicts.append(conflict(object, stored: ManagedObjectContext.contextValueDictionary(row, entity: object.entity, store: store),
                                                   storedVersion: row.version))
                         continue
                     case .rollback:
@@ -318,8 +329,9 @@ struct SaveOperation {
                     default: break
                     }
                 }
+                _ = try token(index)
                 let gone = try deleteCascading(object.entity, primaryKey: row.primaryKey, storeIndex: index,
-                                               token: try token(index), deletedKeys: &deletedKeys, changedIDs: &changedIDs)
+                                               history: &history[index, default: HistoryChanges()], deletedKeys: &deletedKeys, changedIDs: &changedIDs)
                 result.deleted?.append(contentsOf: gone)
                 result.deletedCount += gone.count
                 forgotten.append(contentsOf: gone)
@@ -331,6 +343,7 @@ struct SaveOperation {
                     "hint": .string("Another save changed these objects since this context read them. Call context.refresh to read the stored values (your edits are kept and saving again overwrites), or context.rollback and redo the edits, or open the context with another mergePolicy."),
                 ])
             }
+            for (index, changes) in history { try stores.list[index].writeHistory(token: try token(index), changes) }
             for index in order { try stores.list[index].database.execute("COMMIT") }
             CrashPoint.reached("store.afterSaveCommit")
             result = report.shape(result, inserted: insertedList, groups: insertedGroups)
@@ -343,12 +356,12 @@ struct SaveOperation {
 
         // Committed: bring the context up to date.
         for (object, values, version) in finalStates {
-            if object.isInserted { object.store = decisions[object.uri]?.store }
+            if object.isInserted { object.store = decisions[ObjectIdentifier(object)]?.store }
             if let id = newIDs[object.uri] { context.rename(object, to: id) }
             object.isInserted = false
             object.routing = nil
-            object.snapshot = values
-            object.changes = [:]
+            object.snapshotValues = values
+            object.clearChanges()
             object.version = version
         }
         for uri in forgotten { context.forget(uri) }
@@ -375,17 +388,18 @@ struct SaveOperation {
     private func validate(inserted: [ContextObject], updated: [ContextObject]) throws {
         var problems: [ServiceError] = []
         for object in inserted + updated {
-            for attribute in object.entity.attributes where !attribute.optional {
-                guard object.isInserted || object.changes[attribute.name] != nil else { continue }
-                if object.value(attribute.name) == .null {
+            for (position, attribute) in object.entity.attributes.enumerated() where !attribute.optional {
+                guard object.isInserted || object.change(at: position) != nil else { continue }
+                if object.value(at: position) == .null {
                     problems.append(StoreError.coreData(.validationMissingMandatoryProperty, 1570,
                                                         "\(object.entity.name).\(attribute.name) is a required value; set it before saving.",
                                                         ["objectID": .string(object.uri), "entity": .string(object.entity.name), "property": .string(attribute.name)]))
                 }
             }
-            for relationship in object.entity.toOneRelationships where !relationship.optional {
-                guard object.isInserted || object.changes[relationship.name] != nil else { continue }
-                if object.value(relationship.name) == .null {
+            for (number, relationship) in object.entity.toOneRelationships.enumerated() where !relationship.optional {
+                let position = object.entity.position(ofToOne: number)
+                guard object.isInserted || object.change(at: position) != nil else { continue }
+                if object.value(at: position) == .null {
                     problems.append(StoreError.coreData(.validationMissingMandatoryProperty, 1570,
                                                         "\(object.entity.name).\(relationship.name) is a required relationship; set it before saving.",
                                                         ["objectID": .string(object.uri), "entity": .string(object.entity.name), "property": .string(relationship.name)]))
@@ -404,7 +418,8 @@ struct SaveOperation {
         }
     }
 
-    private func route(inserted: [ContextObject], updated: [ContextObject], outside: [String: Int]) throws -> [String: StoreRouter.Decision] {
+    /// Where each new object goes, keyed by object identity (hashing URIs showed in profiles).
+    private func route(inserted: [ContextObject], updated: [ContextObject], outside: [String: Int]) throws -> [ObjectIdentifier: StoreRouter.Decision] {
         var position: [String: Int] = [:]
         for (index, object) in inserted.enumerated() { position[object.uri] = index }
         var inputs = inserted.map { StoreRouter.Input(entity: $0.entity.name, assigned: $0.store, links: []) }
@@ -424,27 +439,32 @@ struct SaveOperation {
         for object in updated {
             guard let store = object.store else { continue }
             for relationship in object.entity.toOneRelationships {
-                guard let uri = object.changes[relationship.name]?.string, let index = position[uri] else { continue }
+                guard let uri = object.change(relationship.name)?.string, let index = position[uri] else { continue }
                 inputs[index].links.append((relationship.inverse ?? relationship.name, .store(store)))
             }
         }
         let decisions = try router.route(inputs)
-        var byURI: [String: StoreRouter.Decision] = [:]
-        var summary: [String: Int] = [:]
+        var byObject: [ObjectIdentifier: StoreRouter.Decision] = [:]
+        byObject.reserveCapacity(inserted.count)
+        var counts: [Int: [StoreRouter.Reason: Int]] = [:]
         for (index, object) in inserted.enumerated() {
             let decision = object.routing ?? decisions[index]
-            byURI[object.uri] = decision
-            summary["\(stores.list[decision.store].name).\(decision.reason.rawValue)", default: 0] += 1
+            byObject[ObjectIdentifier(object)] = decision
+            counts[decision.store, default: [:]][decision.reason, default: 0] += 1
             guard Logger.minimumLevel <= .debug else { continue }
             logger.debug("store routing", ["objectID": .string(object.uri), "entity": .string(object.entity.name),
                                           "store": .string(stores.list[decision.store].name), "reason": .string(decision.reason.rawValue),
                                           "detail": .string(decision.detail), "mode": .string(router.mode.rawValue)])
         }
+        var summary: [String: JSONValue] = [:]
+        for (store, reasons) in counts {
+            for (reason, count) in reasons { summary["\(stores.list[store].name).\(reason.rawValue)"] = .int(count) }
+        }
         if !summary.isEmpty {
             logger.info("store routing", ["mode": .string(router.mode.rawValue), "context": .string(context.id),
-                                          "decisions": .object(summary.mapValues { .int($0) })])
+                                          "decisions": .object(summary)])
         }
-        return byURI
+        return byObject
     }
 
     /// Zones of shared-store objects (new ones inherit their related object's zone), after
@@ -506,7 +526,7 @@ struct SaveOperation {
     }
 
     /// Deletes a row and applies its relationships' delete rules; returns the deleted IDs.
-    private func deleteCascading(_ entity: EntityDescription, primaryKey: Int64, storeIndex: Int, token: Int64,
+    private func deleteCascading(_ entity: EntityDescription, primaryKey: Int64, storeIndex: Int, history: inout HistoryChanges,
                                  deletedKeys: inout Set<String>, changedIDs: inout [Int: [String]]) throws -> [String] {
         let store = stores.list[storeIndex]
         let id = store.objectID(entity.name, primaryKey)
@@ -529,7 +549,7 @@ struct SaveOperation {
                                           ["objectID": .string(id.uri), "relationship": .string(relationship.name)])
             case .cascade:
                 for key in related {
-                    gone += try deleteCascading(destination, primaryKey: key, storeIndex: storeIndex, token: token,
+                    gone += try deleteCascading(destination, primaryKey: key, storeIndex: storeIndex, history: &history,
                                                 deletedKeys: &deletedKeys, changedIDs: &changedIDs)
                 }
             case .nullify:
@@ -537,8 +557,8 @@ struct SaveOperation {
                 for key in related where !deletedKeys.contains(store.objectID(destination.name, key).uri) {
                     guard let child = try store.read(destination, primaryKey: key) else { continue }
                     try store.update(destination, primaryKey: key, changes: [(inverse, .null)], version: child.version + 1)
-                    try store.recordChange(token: token, kind: .update, entity: destination.name, primaryKey: key, uuid: child.uuid,
-                                           changed: [inverse], tombstone: nil)
+                    history.append(.init(kind: .update, entity: destination.name, primaryKey: key, uuid: child.uuid,
+                                         changed: [inverse], tombstone: nil))
                     changedIDs[storeIndex, default: []].append(store.objectID(destination.name, key).uri)
                 }
             }
@@ -549,9 +569,23 @@ struct SaveOperation {
             tombstone[attribute.name] = AttributeCoding.jsonValue(row.values[index], type: attribute.type)
         }
         try store.delete(entity.name, primaryKey: primaryKey)
-        try store.recordChange(token: token, kind: .delete, entity: entity.name, primaryKey: primaryKey, uuid: row.uuid,
-                               changed: nil, tombstone: tombstone)
+        history.append(.init(kind: .delete, entity: entity.name, primaryKey: primaryKey, uuid: row.uuid,
+                             changed: nil, tombstone: tombstone))
         changedIDs[storeIndex, default: []].append(id.uri)
         return [id.uri] + gone
+    }
+}
+
+/// The JSON list of set properties of new objects, built once per distinct combination: a batch
+/// of inserts repeats the same few lists.
+struct ChangedPropertyNames {
+    private var cache: [String: [[Bool]: String]] = [:]
+
+    mutating func json(_ entity: EntityDescription, _ set: [Bool]) -> String {
+        if let text = cache[entity.name]?[set] { return text }
+        let names = entity.storedPropertyNames.indices.filter { set[$0] }.map { entity.storedPropertyNames[$0] }
+        let text = PersistentStore.jsonArray(names)
+        cache[entity.name, default: [:]][set] = text
+        return text
     }
 }

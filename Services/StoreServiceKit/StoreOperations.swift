@@ -320,9 +320,10 @@ extension StoreService {
                 }
                 guard stores.list[target].holds(object.entity.name) else { throw Self.entityNotInStore(object.entity.name, stores.list[target]) }
                 let copy = ContextObject(id: .newTemporary(entity: object.entity.name), entity: object.entity, store: target, isInserted: true,
-                                         version: 0, snapshot: [:], uuid: object.uuid, zone: nil, sequence: context.takeSequence())
-                for attribute in object.entity.attributes { copy.snapshot[attribute.name] = object.value(attribute.name) }
-                for relationship in object.entity.toOneRelationships { copy.snapshot[relationship.name] = .null }
+                                         version: 0, snapshotValues: object.entity.storedPropertyNames.indices.map {
+                                             // Attributes are copied; relationships would cross stores, so they start empty.
+                                             $0 < object.entity.attributes.count ? object.value(at: $0) : .null
+                                         }, uuid: object.uuid, zone: nil, sequence: context.takeSequence())
                 copy.routing = .init(store: target, reason: .assigned, detail: "moved from \(stores.list[object.store!].name)")
                 context.register(copy)
                 do {
@@ -355,7 +356,7 @@ extension StoreService {
                         objects.append(context.record(registered, stores: stores))
                     } else {
                         let object = ContextObject(id: ObjectID(uri: uri)!, entity: entity, store: hit.store, isInserted: false, version: hit.row.version,
-                                                   snapshot: ManagedObjectContext.contextValues(hit.row, entity: entity, store: stores.list[hit.store]),
+                                                   snapshotValues: ManagedObjectContext.contextValues(hit.row, entity: entity, store: stores.list[hit.store]),
                                                    uuid: hit.row.uuid, zone: hit.row.zone, sequence: context.takeSequence())
                         context.register(object)
                         objects.append(context.record(object, stores: stores))

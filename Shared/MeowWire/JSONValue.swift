@@ -12,6 +12,8 @@ public enum JSONValue: Sendable, Hashable, Codable {
     case object([String: JSONValue])
 
     public init(from decoder: any Decoder) throws {
+        // Decoding from a parsed tree: the value is already there.
+        if let tree = decoder as? JSONValueDecoding { self = tree.value; return }
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null; return }
         // Strings first: they are most values, and each failed attempt costs a thrown error.

@@ -12,7 +12,7 @@ final class Connection {
     private let registry: OperationRegistry
     private let configuration: ServiceConfiguration
     private let logger: Logger
-    private let decoder = JSONDecoder()
+    private var decoder = JSONValueDecoder()
     private let encoder = JSONEncoder()
     private var outbound: [UInt8] = []
 
@@ -112,7 +112,8 @@ final class Connection {
     func handleFrame(_ body: [UInt8]) {
         let request: IncomingRequest
         do {
-            request = try decoder.decode(IncomingRequest.self, from: Data(body))
+            // One pass over the bytes, then typed params from the tree (see JSONParser for why).
+            request = try decoder.decode(IncomingRequest.self, from: JSONParser.parse(body))
         } catch {
             send(ErrorReply(id: nil, error: Self.bodyError(body, error)))
             return
@@ -170,6 +171,10 @@ final class Connection {
     static func bodyError(_ body: [UInt8], _ error: any Error) -> WireError {
         if String(validating: body, as: UTF8.self) == nil {
             return WireError(.invalidUTF8, "The frame's body is not valid UTF-8; a body must be one UTF-8 JSON object.")
+        }
+        if let failure = error as? JSONParser.Failure {
+            return WireError(.invalidJSON, "The frame's body is not valid JSON (\(failure); \(body.count) bytes). A body must be one JSON object.",
+                             details: ["bytes": .int(body.count)])
         }
         if case let DecodingError.typeMismatch(_, context) = error, context.codingPath.isEmpty {
             let first = body.first { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }

@@ -49,7 +49,7 @@ public struct OperationRegistry: Sendable {
             name: name, access: access, summary: summary,
             decodeParams: { container, present in
                 if present { return try container.decode(Params.self, forKey: .params) }
-                return try JSONDecoder().decode(Params.self, from: Data("{}".utf8))
+                return try JSONValueDecoder().decode(Params.self, from: JSONValue.object([:]))
             },
             run: { params, context in try handler(params as! Params, context) })
     }

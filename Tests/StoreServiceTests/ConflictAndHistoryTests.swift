@@ -1,5 +1,6 @@
 import Foundation
 import MeowWire
+import SQLiteKit
 import Testing
 import TestSupport
 
@@ -121,6 +122,47 @@ struct ConflictAndHistoryTests {
         #expect(token4 > token3)
         client.close()
         _ = await store.stop()
+    }
+
+    /// History is one packed row per transaction; stores written with a row per change
+    /// (`z_change`) are folded into that layout when they open, and their history reads the same.
+    @Test func historyOfAStoreWithTheOldPerChangeRowsIsMigratedOnOpen() async throws {
+        let directory = TemporaryDirectory()
+        var store = try await StoreFixture.start(onDisk: true, ["--no-orphan-repair"], directory: directory)
+        var client = try await store.client()
+        let context = try await client.call("context.open", ["author": "app"])["context"]!.stringValue!
+        _ = try await client.insertEvent(context, id: "old-1")
+        let token = try #require(try await client.save(context)["transactions"]?[0]?["token"]?.intValue)
+        client.close()
+        #expect(await store.stop() == 0)
+
+        // Rewrite the file into the old layout: changes as rows, no packed column. (The handle
+        // closes when it goes out of use, before the service reopens the file.)
+        let database = try Database(path: directory.file("data") + "/MeowCare-Private.sqlite")
+        let uuid = try #require(try database.scalar("SELECT z_uuid FROM e_CareEvent")?.string)
+        let key = try #require(try database.scalar("SELECT z_pk FROM e_CareEvent")?.int64)
+        try database.execute("""
+            ALTER TABLE z_transaction DROP COLUMN changes;
+            CREATE TABLE z_change(id INTEGER PRIMARY KEY, token INTEGER NOT NULL, kind TEXT NOT NULL, entity TEXT NOT NULL,
+                pk INTEGER NOT NULL, uuid TEXT NOT NULL, changed TEXT, tombstone TEXT);
+            """)
+        try database.execute("INSERT INTO z_change(token, kind, entity, pk, uuid, changed) VALUES (?, 'insert', 'CareEvent', ?, ?, '[\"id\",\"note\"]')",
+                             [token, key, uuid])
+        try database.execute("INSERT INTO z_change(token, kind, entity, pk, uuid, tombstone) VALUES (?, 'delete', 'CareEvent', 99, 'gone', '{\"uuid\":\"gone\"}')",
+                             [token])
+
+        store = try await StoreFixture.start(onDisk: true, ["--no-orphan-repair"], directory: directory)
+        client = try await store.client()
+        let history = try await client.call("history.fetch", ["store": "Private"])
+        let changes = try #require(history["transactions"]?.arrayValue?.first { $0["token"]?.intValue == token }?["changes"]?.arrayValue)
+        #expect(changes.map { $0["kind"] } == ["insert", "delete"])
+        #expect(changes[0]["uuid"] == .string(uuid))
+        #expect(changes[0]["changedProperties"] == ["id", "note"])
+        #expect(changes[1]["tombstone"] == ["uuid": "gone"])
+        client.close()
+        #expect(await store.stop() == 0)
+        let reopened = try Database(path: directory.file("data") + "/MeowCare-Private.sqlite")
+        #expect(try reopened.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'z_change'")?.int == 0)
     }
 
     @Test func remoteChangeGoesToOtherSubscribedConnectionsNotTheSaver() async throws {
