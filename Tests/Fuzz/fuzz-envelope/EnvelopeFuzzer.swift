@@ -1,18 +1,17 @@
 import FoundationEssentials
 import MeowWire
 
-/// libFuzzer target for the envelope and JSON value decoding a client and a service run on every
-/// frame body (no main: libFuzzer supplies it; built only with MEOW_FUZZ=1 and
-/// --sanitize=fuzzer, see scripts/fuzz.sh). Checked on every input:
-/// - decoding never crashes, whatever the bytes (JSONValue, IncomingMessage, HelloParams,
-///   WireError, a request envelope with JSONValue params);
-/// - a decoded JSONValue re-encodes to JSON that decodes to the same value: same keys, same
-///   order of elements, same strings and booleans, numbers equal as doubles. (The kind of a
-///   number may change: `6.666666666666667e+18` decodes as a double, is written back in that
-///   form, and then decodes as the integer 6666666666666667000 — JSONValue takes an integral
-///   number as `.int`. Equal as doubles, so not flagged.)
-/// Foundation's JSON parser itself is not instrumented (only code built with the flag is), so
-/// coverage guides the search through MeowWire's own decoding code.
+/// libFuzzer target for decoding a frame body (no main: libFuzzer supplies it; see
+/// scripts/fuzz.sh), both ways the code does it: the services' one-pass `JSONParser` plus
+/// `JSONValueDecoder` (instrumented, so coverage guides the search through it), and Foundation's
+/// `JSONDecoder` (the client; not instrumented). Checked on every input:
+/// - nothing crashes or hangs, whatever the bytes (JSONValue, IncomingMessage, HelloParams,
+///   WireError, a request envelope);
+/// - what JSONParser accepts, Foundation accepts too (it is the stricter of the two), and both
+///   read the same value (numbers equal as doubles);
+/// - a parsed value, written by JSONEncoder, parses again to the same value.
+/// Duplicate keys are the one known difference (JSONParser: last wins; Foundation: first), so
+/// the comparison is skipped when the text has an object with a repeated key.
 private struct Request: Decodable {
     var id: RequestID?
     var op: String?
@@ -32,24 +31,50 @@ private func sameValue(_ a: JSONValue, _ b: JSONValue) -> Bool {
     }
 }
 
+/// Whether an object anywhere in the value could have lost a repeated key (cheap over-approximation:
+/// the text names some key twice).
+private func mayRepeatKeys(_ bytes: [UInt8]) -> Bool {
+    var seen: Set<ArraySlice<UInt8>> = []
+    var index = 0
+    while index < bytes.count {
+        guard bytes[index] == UInt8(ascii: "\"") else { index += 1; continue }
+        var end = index + 1
+        while end < bytes.count && bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
+        if end < bytes.count, !seen.insert(bytes[min(index + 1, bytes.count)..<end]).inserted { return true }
+        index = end + 1
+    }
+    return false
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func envelopeFuzzer(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
-    let body = Data(UnsafeBufferPointer(start: data, count: size))
-    let decoder = JSONDecoder()
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    let body = Data(bytes)
+    let foundation = JSONDecoder()
     let encoder = JSONEncoder()
     encoder.outputFormatting = .sortedKeys
-    _ = try? decoder.decode(IncomingMessage.self, from: body)
-    _ = try? decoder.decode(HelloParams.self, from: body)
-    _ = try? decoder.decode(WireError.self, from: body)
-    if let request = try? decoder.decode(Request.self, from: body) {
-        _ = request.id?.description
-        _ = request.params?["context"]?.stringValue
+    _ = try? foundation.decode(IncomingMessage.self, from: body)
+    _ = try? foundation.decode(HelloParams.self, from: body)
+    _ = try? foundation.decode(WireError.self, from: body)
+    _ = try? foundation.decode(Request.self, from: body)
+
+    guard let parsed = try? JSONParser.parse(bytes) else { return 0 }
+    let tree = JSONValueDecoder()
+    _ = try? tree.decode(IncomingMessage.self, from: parsed)
+    _ = try? tree.decode(HelloParams.self, from: parsed)
+    _ = try? tree.decode(WireError.self, from: parsed)
+    if let request = try? tree.decode(Request.self, from: parsed) { _ = request.id?.description }
+
+    if !mayRepeatKeys(bytes) {
+        guard let read = try? foundation.decode(JSONValue.self, from: body) else {
+            preconditionFailure("JSONParser accepted what Foundation refuses: \(String(decoding: bytes, as: UTF8.self))")
+        }
+        precondition(sameValue(parsed, read), "JSONParser read \(parsed), Foundation \(read)")
     }
-    guard let value = try? decoder.decode(JSONValue.self, from: body) else { return 0 }
-    guard let once = try? encoder.encode(value) else { preconditionFailure("a decoded value does not encode: \(value)") }
-    guard let again = try? decoder.decode(JSONValue.self, from: once) else {
-        preconditionFailure("encoded JSON does not decode: \(String(decoding: once, as: UTF8.self))")
+    guard let written = try? encoder.encode(parsed) else { preconditionFailure("a parsed value does not encode: \(parsed)") }
+    guard let again = try? JSONParser.parse(Array(written)) else {
+        preconditionFailure("JSONParser refuses what JSONEncoder wrote: \(String(decoding: written, as: UTF8.self))")
     }
-    precondition(sameValue(value, again), "a value changed on the way through JSON: \(value) → \(again)")
+    precondition(sameValue(parsed, again), "a value changed on the way through JSON: \(parsed) → \(again)")
     return 0
 }
