@@ -57,6 +57,13 @@ enum AttributeCoding {
 
     /// `YYYY-MM-DDTHH:MM:SS[.fff…](Z|±HH:MM)` → canonical UTC text with milliseconds, or nil.
     static func canonicalDate(_ text: String) -> String? {
+        // Already canonical (what fetches return and most clients echo back): no copies at all.
+        if text.utf8.count == 24, let canonical = text.utf8.withContiguousStorageIfAvailable({ bytes in
+            bytes[19] == UInt8(ascii: ".") && bytes[23] == UInt8(ascii: "Z") && (20...22).allSatisfy { isDigit(bytes[$0]) }
+                && isBasicShape(UnsafeBufferPointer(rebasing: bytes[0..<19]))
+        }), canonical {
+            return text
+        }
         let bytes = Array(text.utf8)
         if bytes.count >= 20, bytes.count <= 30, bytes.last == UInt8(ascii: "Z"), isBasicShape(bytes) {
             // Fast path: already UTC; only the fraction needs normalising to 3 digits.
@@ -84,8 +91,12 @@ enum AttributeCoding {
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
 
     private static func isBasicShape(_ b: [UInt8]) -> Bool {
-        let digits = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
-        guard digits.allSatisfy({ isDigit(b[$0]) }) else { return false }
+        b.withUnsafeBufferPointer { isBasicShape($0) }
+    }
+
+    private static func isBasicShape(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard b.count >= 19 else { return false }
+        for index in [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18] where !isDigit(b[index]) { return false }
         guard b[4] == 45, b[7] == 45, b[10] == UInt8(ascii: "T"), b[13] == 58, b[16] == 58 else { return false }
         let month = Int(b[5] - 48) * 10 + Int(b[6] - 48)
         let day = Int(b[8] - 48) * 10 + Int(b[9] - 48)

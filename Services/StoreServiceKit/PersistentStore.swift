@@ -162,10 +162,12 @@ final class PersistentStore: @unchecked Sendable {
             statement = try database.cached("INSERT INTO \(Self.table(entity.name))(\(columns)) VALUES (\(marks))")
             insertStatements[entity.name] = statement
         }
-        var values: [any SQLBindable] = [row.primaryKey, row.version, row.uuid, SQLValue(row.zone)]
-        values.reserveCapacity(row.values.count + 4)
-        for value in row.values { values.append(value) }
-        try statement.run(values)
+        try statement.bind(.integer(row.primaryKey), at: 1)
+        try statement.bind(.integer(row.version), at: 2)
+        try statement.bind(.text(row.uuid), at: 3)
+        try statement.bind(SQLValue(row.zone), at: 4)
+        for (offset, value) in row.values.enumerated() { try statement.bind(value, at: Int32(offset + 5)) }
+        try statement.runBound()
     }
 
     /// Writes `changes` (property name → storage value) and sets the version.

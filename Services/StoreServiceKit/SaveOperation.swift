@@ -421,6 +421,7 @@ struct SaveOperation {
     /// Where each new object goes, keyed by object identity (hashing URIs showed in profiles).
     private func route(inserted: [ContextObject], updated: [ContextObject], outside: [String: Int]) throws -> [ObjectIdentifier: StoreRouter.Decision] {
         var position: [String: Int] = [:]
+        position.reserveCapacity(inserted.count)
         for (index, object) in inserted.enumerated() { position[object.uri] = index }
         var inputs = inserted.map { StoreRouter.Input(entity: $0.entity.name, assigned: $0.store, links: []) }
         func target(_ uri: String) -> StoreRouter.LinkTarget? {

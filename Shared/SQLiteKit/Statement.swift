@@ -31,19 +31,28 @@ public final class Statement {
     public func bind(_ values: [any SQLBindable]) throws(SQLiteError) {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
-        for (offset, value) in values.enumerated() {
-            let index = Int32(offset + 1)
-            let code: Int32
-            switch value.sqlValue {
-            case .null: code = sqlite3_bind_null(handle, index)
-            case let .integer(v): code = sqlite3_bind_int64(handle, index, v)
-            case let .real(v): code = sqlite3_bind_double(handle, index, v)
-            case let .text(v): code = sqlite3_bind_text(handle, index, v, -1, Self.transient)
-            case let .blob(v):
-                code = v.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Self.transient) }
-            }
-            guard code == SQLITE_OK else { throw SQLiteError(resultCode: code, message: database.lastMessage, sql: sql) }
+        for (offset, value) in values.enumerated() { try bind(value.sqlValue, at: Int32(offset + 1)) }
+    }
+
+    /// Binds one value to the 1-based parameter `index` (for hot paths that bind a row's values
+    /// straight from their storage, without building an array of existentials).
+    public func bind(_ value: SQLValue, at index: Int32) throws(SQLiteError) {
+        let code: Int32
+        switch value {
+        case .null: code = sqlite3_bind_null(handle, index)
+        case let .integer(v): code = sqlite3_bind_int64(handle, index, v)
+        case let .real(v): code = sqlite3_bind_double(handle, index, v)
+        case let .text(v): code = sqlite3_bind_text(handle, index, v, -1, Self.transient)
+        case let .blob(v):
+            code = v.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Self.transient) }
         }
+        guard code == SQLITE_OK else { throw SQLiteError(resultCode: code, message: database.lastMessage, sql: sql) }
+    }
+
+    /// Runs the statement with the values bound since the last run, then resets it.
+    public func runBound() throws(SQLiteError) {
+        defer { sqlite3_reset(handle) }
+        while try step() {}
     }
 
     /// Steps once: true while a row is available.

@@ -73,6 +73,9 @@ struct ModelTests {
         #expect(AttributeCoding.canonicalDate("2026-07-27T09:30:00Z") == "2026-07-27T09:30:00.000Z")
         #expect(AttributeCoding.canonicalDate("2026-07-27T09:30:00.5Z") == "2026-07-27T09:30:00.500Z")
         #expect(AttributeCoding.canonicalDate("2026-07-27T17:30:00+08:00") == "2026-07-27T09:30:00.000Z")
+        #expect(AttributeCoding.canonicalDate("2026-07-27T09:30:00.123Z") == "2026-07-27T09:30:00.123Z")
+        #expect(AttributeCoding.canonicalDate("2026-13-27T09:30:00.123Z") == nil)
+        #expect(AttributeCoding.canonicalDate("2026-07-27T09:30:00.12xZ") == nil)
         #expect(AttributeCoding.canonicalDate("2026-13-27T09:30:00Z") == nil)
         #expect(AttributeCoding.canonicalDate("yesterday") == nil)
     }
