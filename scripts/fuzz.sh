@@ -42,6 +42,8 @@ stream = b"".join(struct.pack(">I", len(t)) + t for t in texts)
 open(os.path.join(root, "fuzz-frame", "seed-stream"), "wb").write(b"\x03" + stream + b"\x00\x00")
 PY
 
+# Swift's own backtracer would take a crash's signal first and libFuzzer would save no input.
+export SWIFT_BACKTRACE=enable=no
 status=0
 for target in "${targets[@]}"; do
   log="$scratch/logs/$target.log"

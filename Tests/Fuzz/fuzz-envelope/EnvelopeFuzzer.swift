@@ -10,8 +10,16 @@ import MeowWire
 /// - what JSONParser accepts, Foundation accepts too (it is the stricter of the two), and both
 ///   read the same value (numbers equal as doubles);
 /// - a parsed value, written by JSONEncoder, parses again to the same value.
-/// Duplicate keys are the one known difference (JSONParser: last wins; Foundation: first), so
-/// the comparison is skipped when the text has an object with a repeated key.
+/// Known differences, not flagged: duplicate keys (JSONParser: last wins; Foundation: first), so
+/// the comparison is skipped when the text may repeat a key; and numbers beyond 2^53, where
+/// Foundation's JSONValue probe decodes `26666669666666666.80` as the integer 26666669666666666
+/// (its Int decoding accepts a fraction a Double cannot hold) while JSONParser keeps the double
+/// — equal there to within a unit in the last place.
+/// Found here and left to Foundation: its JSONDecoder traps (JSONError.SourceLocation, "Illegal
+/// instruction") on a body of 513 `[` — the depth limit reached at the end of the input. The
+/// services parse with JSONParser and answer invalidJSON; the client library, `meowctl tap` and
+/// `meowctl call` still decode with Foundation. Inputs that deep are not given to Foundation, so
+/// the search goes on past it.
 private struct Request: Decodable {
     var id: RequestID?
     var op: String?
@@ -26,7 +34,10 @@ private func sameValue(_ a: JSONValue, _ b: JSONValue) -> Bool {
     case let (.array(x), .array(y)):
         return x.count == y.count && zip(x, y).allSatisfy { sameValue($0, $1) }
     default:
-        if let x = a.doubleValue, let y = b.doubleValue { return x == y }
+        if let x = a.doubleValue, let y = b.doubleValue {
+            let magnitude = max(abs(x), abs(y))
+            return x == y || (magnitude >= 0x1p53 && abs(x - y) <= magnitude.ulp * 2)
+        }
         return a == b
     }
 }
@@ -46,17 +57,30 @@ private func mayRepeatKeys(_ bytes: [UInt8]) -> Bool {
     return false
 }
 
+/// Whether brackets (strings not told apart) ever nest 512 deep.
+private func nestsAtLimit(_ bytes: [UInt8]) -> Bool {
+    var depth = 0
+    for byte in bytes {
+        if byte == UInt8(ascii: "[") || byte == UInt8(ascii: "{") { depth += 1 } else if byte == UInt8(ascii: "]") || byte == UInt8(ascii: "}") { depth -= 1 }
+        if depth >= 512 { return true }
+    }
+    return false
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func envelopeFuzzer(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let body = Data(bytes)
     let foundation = JSONDecoder()
+    let foundationSafe = !nestsAtLimit(bytes)
     let encoder = JSONEncoder()
     encoder.outputFormatting = .sortedKeys
-    _ = try? foundation.decode(IncomingMessage.self, from: body)
-    _ = try? foundation.decode(HelloParams.self, from: body)
-    _ = try? foundation.decode(WireError.self, from: body)
-    _ = try? foundation.decode(Request.self, from: body)
+    if foundationSafe {
+        _ = try? foundation.decode(IncomingMessage.self, from: body)
+        _ = try? foundation.decode(HelloParams.self, from: body)
+        _ = try? foundation.decode(WireError.self, from: body)
+        _ = try? foundation.decode(Request.self, from: body)
+    }
 
     guard let parsed = try? JSONParser.parse(bytes) else { return 0 }
     let tree = JSONValueDecoder()
@@ -65,7 +89,7 @@ public func envelopeFuzzer(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     _ = try? tree.decode(WireError.self, from: parsed)
     if let request = try? tree.decode(Request.self, from: parsed) { _ = request.id?.description }
 
-    if !mayRepeatKeys(bytes) {
+    if foundationSafe && !mayRepeatKeys(bytes) {
         guard let read = try? foundation.decode(JSONValue.self, from: body) else {
             preconditionFailure("JSONParser accepted what Foundation refuses: \(String(decoding: bytes, as: UTF8.self))")
         }
