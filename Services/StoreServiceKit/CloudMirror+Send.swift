@@ -26,6 +26,7 @@ extension CloudMirror {
 
     /// Sends both stores' queues.
     func sendAll() throws -> MirrorSendReport {
+        try requireSignedIn()
         var report = MirrorSendReport()
         for scope in [StoreScope.private, .shared] {
             try send(scope: scope, report: &report)
@@ -61,7 +62,7 @@ extension CloudMirror {
             if database == "private" { try ensureZones(Set(items.compactMap { $0.record?.zoneID })) }
             let saves = items.compactMap(\.record)
             let deletes = items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
-            let params = ModifyRequest(database: database, saves: saves, deletes: deletes)
+            let params = ModifyRequest(database: database, saves: saves, deletes: deletes).json
             report.requests += 1
             let verdict = attempt("records.modify", params)
             CrashPoint.reached("mirror.afterServerReply")
@@ -112,6 +113,12 @@ extension CloudMirror {
         var atomic = true
         /// The mirror keeps the fields it sent; replies carry tags and metadata only.
         var returnFields = false
+
+        var json: JSONValue {
+            ["database": .string(database), "saves": .array(saves.map(\.json)),
+             "deletes": .array(deletes.map { ["recordName": .string($0.recordName), "zoneID": $0.zoneID.json] }),
+             "atomic": .bool(atomic), "returnFields": .bool(returnFields)]
+        }
     }
 
     /// Creates the private database zones a batch needs (once per process and zone; again after zoneNotFound).

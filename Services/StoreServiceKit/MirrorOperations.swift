@@ -13,6 +13,12 @@ struct MirrorNowResult: Codable, Sendable {
     var fetch: MirrorFetchReport
 }
 
+/// `account.signIn`.
+struct SignInParams: Codable, Sendable {
+    /// The cloud user's credential; absent: the one the service started with.
+    var credential: String?
+}
+
 /// `sync.status`.
 struct MirrorStatus: Codable, Sendable {
     struct StoreStatus: Codable, Sendable {
@@ -32,6 +38,8 @@ struct MirrorStatus: Codable, Sendable {
         var unexportable: [String]
     }
     var user: String?
+    /// False after account.signOut, until account.signIn.
+    var signedIn: Bool
     var device: String
     var mode: MirrorSyncMode
     var conflictPolicy: MirrorConflictPolicy
@@ -80,7 +88,7 @@ extension CloudMirror {
             }
         }
         let quiescent = progress.inFlight == nil && stores.allSatisfy { $0.pending == 0 && $0.unqueuedTransactions == 0 }
-        return MirrorStatus(user: user, device: options.deviceName, mode: options.mode, conflictPolicy: options.conflictPolicy, stores: stores,
+        return MirrorStatus(user: user, signedIn: isSignedIn, device: options.deviceName, mode: options.mode, conflictPolicy: options.conflictPolicy, stores: stores,
                             inFlight: progress.inFlight, lastError: progress.lastError,
                             lastSuccess: progress.lastSuccess.map { MirrorRecordCoding.isoFormat.format($0) },
                             batchLimit: progress.batchLimit, quiescent: quiescent)
@@ -119,6 +127,14 @@ extension StoreService {
         registry.register("sync.now", params: Empty.self, summary: "Sends, then fetches.") { [self] _, _ in
             let mirror = try mirror()
             return try mirror.exclusive("now") { MirrorNowResult(send: try mirror.sendAll(), fetch: try mirror.fetchAll()) }
+        }
+        registry.register("account.signOut", params: Empty.self, summary: "Signs the device out of its cloud account: syncing stops and the account's data leaves the stores.") { [self] _, _ in
+            let mirror = try mirror()
+            return try mirror.exclusive("account.signOut") { try mirror.signOut() }
+        }
+        registry.register("account.signIn", params: SignInParams.self, summary: "Signs in (default: the start-up credential) and connects; another user's account clears the local data first.") { [self] params, _ in
+            let mirror = try mirror()
+            return try mirror.exclusive("account.signIn") { try mirror.signIn(credential: params.credential) }
         }
         registry.register("sync.status", params: Empty.self, summary: "Queues, tokens, in-flight work, last error, quiescence.") { [self] _, _ in
             try mirror().status()

@@ -50,6 +50,24 @@ struct MirrorRecord: Codable, Sendable {
         share = json["share"]?["recordName"]?.stringValue.map { Reference(recordName: $0) }
         shareInfo = try? json["shareInfo"]?.decode(ShareInfo.self)
     }
+    /// The record as request JSON (the shape its Codable form has), built without JSONEncoder:
+    /// a batch of 400 records is the mirror's largest request.
+    var json: JSONValue {
+        var object: [String: JSONValue] = ["recordName": .string(recordName), "zoneID": zoneID.json, "recordType": .string(recordType)]
+        if let fields { object["fields"] = .object(fields) }
+        if let recordChangeTag { object["recordChangeTag"] = .string(recordChangeTag) }
+        if let share { object["share"] = ["recordName": .string(share.recordName)] }
+        if let shareInfo {
+            var info: [String: JSONValue] = ["owner": .string(shareInfo.owner), "participants": .array(shareInfo.participants.map { participant in
+                ["userRecordName": .string(participant.userRecordName), "role": .string(participant.role),
+                 "permission": .string(participant.permission), "acceptanceStatus": .string(participant.acceptanceStatus)]
+            })]
+            if let publicPermission = shareInfo.publicPermission { info["publicPermission"] = .string(publicPermission) }
+            object["shareInfo"] = .object(info)
+        }
+        return .object(object)
+    }
+
     /// `CD_CareEvent` → `CareEvent`.
     var entityName: String? { recordType.hasPrefix("CD_") ? String(recordType.dropFirst(3)) : nil }
 }
@@ -102,7 +120,7 @@ enum MirrorRecordCoding {
     /// The per-field edit stamps a record carries.
     static func times(_ fields: [String: JSONValue]?) -> [String: FieldStamp] {
         guard let text = fields?[MirrorState.fieldTimesField]?["value"]?.stringValue,
-              let times = try? JSONDecoder().decode([String: FieldStamp].self, from: Data(text.utf8)) else { return [:] }
+              let times = try? JSONValueDecoder().decode([String: FieldStamp].self, from: Array(text.utf8)) else { return [:] }
         return times
     }
 
@@ -153,7 +171,9 @@ enum MirrorRecordCoding {
 }
 
 /// JSON text for the mirror's own columns and fields, written directly: JSONEncoder's generic
-/// path cost more than the rest of a send for small values written once per record.
+/// path cost more than the rest of a send for small values written once per record. Unlike
+/// `JSONWriter`, whole doubles are written as integers (stored server fields compare as the
+/// server returns them).
 enum JSONText {
     static func object(_ object: [String: JSONValue]) -> String {
         var text = ""
@@ -189,30 +209,6 @@ enum JSONText {
     }
 
     private static func writeString(_ string: String, into text: inout String) {
-        // Names, tags and most values need no escaping: copy them whole.
-        if !string.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
-            text += "\""
-            text += string
-            text += "\""
-            return
-        }
-        text += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    text.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        text += "\""
+        JSONWriter.appendString(string, to: &text)
     }
 }

@@ -79,7 +79,7 @@ struct MirrorState {
 
     private static func pending(_ row: Row) -> Pending {
         let zone = row[4].string.map { MirrorZoneID(zoneName: $0, ownerName: row[5].string ?? defaultOwner) }
-        let changed = (try? JSONDecoder().decode([String].self, from: Data((row[6].string ?? "[]").utf8))) ?? []
+        let changed = (try? JSONParser.parse(row[6].string ?? "[]"))?.arrayValue?.compactMap(\.stringValue) ?? []
         return Pending(seq: row[0].int64 ?? 0, uuid: row[1].string ?? "", entity: row[2].string ?? "",
                        kind: ChangeKind(rawValue: row[3].string ?? "") ?? .update, zone: zone, changed: Set(changed),
                        notBefore: row[7].double ?? 0, generation: row[8].int64 ?? 0)
@@ -152,7 +152,7 @@ struct MirrorState {
         let columns = withFields ? "server_fields" : "NULL"
         guard let row = try database.query("SELECT uuid, entity, zone_name, owner_name, change_tag, \(columns) FROM mirror_meta WHERE uuid = ?",
                                            [uuid]).first else { return nil }
-        let fields = row[5].string.flatMap { try? JSONDecoder().decode([String: JSONValue].self, from: Data($0.utf8)) }
+        let fields = row[5].string.flatMap { try? JSONParser.parse($0).objectValue }
         return Meta(uuid: uuid, entity: row[1].string ?? "", zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
                     changeTag: row[4].string, serverFields: fields)
     }

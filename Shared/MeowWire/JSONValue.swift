@@ -80,12 +80,12 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 extension JSONValue {
     /// Converts any Encodable value through JSON (for details and event payloads; not a hot path).
     public init<T: Encodable>(encoding value: T) throws {
-        let data = try JSONEncoder().encode(value)
-        self = try JSONDecoder().decode(JSONValue.self, from: data)
+        if let value = value as? JSONValue { self = value; return }
+        self = try JSONParser.parse(Array(try JSONEncoder().encode(value)))
     }
 
-    /// Decodes a typed value from this JSON value.
+    /// Decodes a typed value from this JSON value (from the tree: no text in between).
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try JSONDecoder().decode(T.self, from: JSONEncoder().encode(self))
+        try JSONValueDecoder().decode(T.self, from: self)
     }
 }

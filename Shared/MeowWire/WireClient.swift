@@ -112,7 +112,7 @@ public final class WireClient: Sendable {
         }
         let body: [UInt8]
         do {
-            body = Array(try JSONEncoder().encode(RequestEnvelope(id: id, op: op, params: params)))
+            body = try Self.requestBody(id: id, op: op, params: params)
         } catch {
             completion(.failure(WireError(.invalidArguments, "Could not encode params for '\(op)': \(error)")))
             return id
@@ -134,6 +134,25 @@ public final class WireClient: Sendable {
         return id
     }
 
+    /// A request's JSON body. JSON params (most calls, and the mirror's record batches) are
+    /// written directly; other Encodable params go through JSONEncoder.
+    static func requestBody<P: Encodable>(id: RequestID, op: String, params: P) throws -> [UInt8] {
+        guard let json = params as? JSONValue else {
+            return Array(try JSONEncoder().encode(RequestEnvelope(id: id, op: op, params: params)))
+        }
+        var text = "{\"id\":"
+        switch id {
+        case let .int(number): text += String(number)
+        case let .string(name): JSONWriter.appendString(name, to: &text)
+        }
+        text += ",\"op\":"
+        JSONWriter.appendString(op, to: &text)
+        text += ",\"params\":"
+        JSONWriter.append(json, to: &text)
+        text += "}"
+        return Array(text.utf8)
+    }
+
     /// Writes raw bytes unchanged (tests use this to send malformed input).
     public func writeRaw(_ bytes: [UInt8]) -> Bool {
         writeLock.withLock { _ in UnixSocket.writeAll(fd: fd, bytes) == .written }
@@ -147,7 +166,7 @@ public final class WireClient: Sendable {
 
     private func readLoop() {
         var decoder = FrameDecoder(maxFrameBytes: maxFrameBytes)
-        let jsonDecoder = JSONDecoder()
+        let jsonDecoder = JSONValueDecoder()
         var buffer = [UInt8](repeating: 0, count: 65536)
         var closeReason = WireError(.connectionClosed, "The service closed the connection (\(socketPath)).")
         reading: while true {
@@ -156,7 +175,7 @@ public final class WireClient: Sendable {
             decoder.append(buffer[0..<n])
             do {
                 while let frame = try decoder.nextFrame() {
-                    guard let message = try? jsonDecoder.decode(IncomingMessage.self, from: Data(frame)) else { continue }
+                    guard let message = try? jsonDecoder.decode(IncomingMessage.self, from: frame) else { continue }
                     dispatch(message)
                 }
             } catch {

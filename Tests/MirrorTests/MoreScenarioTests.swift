@@ -131,6 +131,48 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        @Test("Scenario 35: sign-out removes the account's data and stops syncing (across a restart); saves made meanwhile are uploaded after sign-in, the cloud's data comes back")
+        func scenario35SignOut() async throws {
+            let cloud = try await Cloud.start()
+            let data = cloud.directory.file("a-data")
+            var a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            try await a.insertEvents(["synced"])
+            #expect(try await a.send()["saved"] == 1)
+
+            let out = try await a.call("account.signOut")
+            #expect(out["signedIn"] == false)
+            #expect(out["objectsRemoved"] == 1)
+            #expect(try await a.objects().isEmpty)
+            #expect(try await a.status()["signedIn"] == false)
+            #expect(try await a.failure("sync.send").code == .notAuthenticated)
+            // The cloud keeps the account's data; nothing was deleted there.
+            #expect(try await cloud.records(user: "owner").count == 1)
+
+            // Local saves keep working while signed out, and the sign-out survives a restart.
+            try await a.insertEvents(["offline"])
+            _ = await a.stop()
+            a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data)
+            #expect(try await a.status()["signedIn"] == false)
+            #expect(try await a.failure("sync.now").code == .notAuthenticated)
+
+            // A refused credential leaves the device signed out.
+            #expect(try await a.failure("account.signIn", ["credential": "wrong"]).code == .notAuthenticated)
+            #expect(try await a.status()["signedIn"] == false)
+
+            let signedIn = try await a.call("account.signIn")
+            #expect(signedIn["user"] == "owner")
+            let synced = try await a.now()
+            #expect(synced["send"]?["saved"] == 1)
+            #expect(try await a.ids().sorted() == ["offline", "synced"])
+            try await b.fetch()
+            #expect(try await b.ids().sorted() == ["offline", "synced"])
+            #expect(try await cloud.records(user: "owner").count == 2)
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
         @Test("Scenario 43: sharing a session right after one of its events was saved gives no spurious conflict")
         func scenario43() async throws {
             let cloud = try await Cloud.start()
