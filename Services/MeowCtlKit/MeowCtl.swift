@@ -124,7 +124,7 @@ enum CallCommand {
         guard args.positional.count <= 2 else { throw .usage("meowctl call takes OP and at most one PARAMS_JSON argument (quote it).") }
         var params: JSONValue = .object([:])
         if args.positional.count == 2 {
-            guard let parsed = try? JSONDecoder().decode(JSONValue.self, from: Data(args.positional[1].utf8)), parsed.objectValue != nil else {
+            guard let parsed = try? JSONParser.parse(args.positional[1]), parsed.objectValue != nil else {
                 throw .usage("PARAMS_JSON must be a JSON object, e.g. '{\"echo\": 1}'; got: \(args.positional[1])")
             }
             params = parsed

@@ -138,7 +138,7 @@ final class TapPair: Sendable {
 
     private func logFrame(_ body: [UInt8], direction: String) {
         var entry: [String: JSONValue] = ["event": "frame", "conn": .int(id), "dir": .string(direction), "length": .int(body.count)]
-        if let value = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) {
+        if let value = try? JSONParser.parse(body) {
             entry["frame"] = value
         } else {
             entry["invalid"] = .string(String(validating: body, as: UTF8.self) == nil ? "invalidUTF8" : "invalidJSON")
