@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
-# Runs the reliability harness — kill -9 at named points, injected faults, hostile input (with a
-# wider fuzz than CI's), the authorization matrix, the mirror's crash scenarios — and writes
+# Runs the reliability harness — kill -9 at named points and at random moments, injected faults,
+# hostile input (with a wider fuzz than CI's), the authorization matrix, the mirror's crash
+# scenarios, libFuzzer on the frame and JSON decoders, and a load/soak run — and writes
 # docs/RELIABILITY.md from what actually ran. Exits non-zero if anything failed.
-#   scripts/reliability.sh [ROUNDS] [SEEDS]   (default 200 rounds × 4 seeds of hostile input)
+#   scripts/reliability.sh [ROUNDS] [SEEDS] [KILLS] [FUZZ_SECONDS] [SOAK_SECONDS]
+#   (defaults: 200 rounds × 4 seeds of hostile input, 40 random kills, 60 s per fuzz target,
+#   a 60 s soak; MEOW_SCRATCH_PATH picks the build directory, default .build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-rounds="${1:-200}"; seeds="${2:-4}"
-swift build --build-tests >&2
-log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+rounds="${1:-200}"; seeds="${2:-4}"; kills="${3:-40}"; fuzz_seconds="${4:-60}"; soak_seconds="${5:-60}"
+scratch="${MEOW_SCRATCH_PATH:-.build}"
+swift build --build-tests --scratch-path "$scratch" >&2
+log="$(mktemp)"; fuzz_log="$(mktemp)"; soak_log="$(mktemp)"
+trap 'rm -f "$log" "$fuzz_log" "$soak_log"' EXIT
 status=0
 run() {  # suite filter, environment…
   local filter="$1"; shift
-  env "$@" swift test --skip-build --filter "$filter" >>"$log" 2>&1 || status=1
+  env "$@" swift test --skip-build --scratch-path "$scratch" --filter "$filter" >>"$log" 2>&1 || status=1
 }
-run "CrashHarnessTests|FaultEffectTests|AuthorizationMatrixTests|Mirroring"
+run "CrashHarnessTests|FaultEffectTests|FaultTargetTests|AuthorizationMatrixTests|Mirroring|LoadTests"
 for seed in $(seq 1 "$seeds"); do run "HostileInputTests" MEOW_FUZZ_SEED="$seed" MEOW_FUZZ_ROUNDS="$rounds"; done
+run "RandomKillTests" MEOW_KILL_ITERATIONS="$kills" MEOW_KILL_SEED=1
+bash scripts/fuzz.sh "$fuzz_seconds" >"$fuzz_log" 2>&1 || status=1
+"$scratch/debug/meow-bench" load --seconds "$soak_seconds" --clients 8 --json >"$soak_log" 2>&1 || status=1
 
 passed() { grep -E "✔ Test \"$1" "$log" | head -1 | grep -oE "with [0-9]+ test cases" | grep -oE "[0-9]+" || echo 1; }
 count_ok() { grep -cE "✔ Test .*$1" "$log" || true; }
@@ -26,27 +33,87 @@ for name in "store-service killed right after a save" "sync-service killed after
   kill_cases=$((kill_cases + $(passed "$name")))
 done
 mirror_crash=$(grep -cE "✔ Test \"(Scenario (27|28|29|30)|Crash safety)" "$log" || true)
-faults=$(count_ok "(dropBeforeCommit|dropAfterCommit|partialFrame|probability with a seed|faults armed from a start-up|held pushes|a bad fault)")
+faults=$(count_ok "(dropBeforeCommit|dropAfterCommit|partialFrame|probability with a seed|faults armed from a start-up|held pushes|a bad fault|recordType rule|zone rule|zoneOwner is the real owner|without zone or record type)")
+random_kills=$(grep -c "^random-kill: " "$log" || true)
+kill_kinds=$(grep -oE "^random-kill: .* at=[a-zA-Z.]+" "$log" | sed -E 's/.* at=//; s/^sigkill$/SIGKILL on the k-th acknowledgement/' \
+  | sort | uniq -c | awk '{n=$1; $1=""; printf "%s%s ×%s", sep, substr($0,2), n; sep=", "}')
+sum() { grep -E "^random-kill: " "$log" | grep -oE " $1=[0-9]+" | grep -oE "[0-9]+" | awk '{s += $1} END {print s + 0}'; }
+random_acked=$(sum acknowledged); random_events=$(sum events)
+fuzz_rows=$(grep -E "^fuzz: " "$fuzz_log" | sed -E 's/^fuzz: target=([^ ]+) seconds=([0-9]+) execs=([0-9]+) crashes=([0-9]+) corpus=([0-9]+)/| libFuzzer `\1` (\2 s, corpus grew to \5 inputs): executions, crashes | \3, **\4** |/')
+[ -n "$fuzz_rows" ] || fuzz_rows="| libFuzzer | did not run: $(tail -3 "$fuzz_log" | tr '\n' ' ') |"
+soak_table=$(python3 - "$soak_log" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+line = next((l for l in text.splitlines() if l.startswith("load-json: ")), None)
+if line is None:
+    print("The soak did not finish:\n\n```\n" + text[-2000:] + "\n```"); sys.exit()
+s = json.loads(line[len("load-json: "):])
+errors = ", ".join(f"`{k}` {v}" for k, v in sorted(s["errors"].items())) or "none"
+print(f"{s['clients']} clients for {s['seconds']:.0f} s: **{s['throughput']:.0f} operations/s** ({s['operations']} operations), "
+      f"clients finished **{s['finished']} of {s['clients']}**, errors by code: {errors} "
+      f"(undocumented: **{s['unexpectedErrors']}**); afterwards both devices hold exactly the "
+      f"{s['acknowledgedEvents']} acknowledged events: A {s['eventsA']}, B {s['eventsB']}, converged: **{str(s['converged']).lower()}**.\n")
+print("| operation | count | p50 ms | p99 ms |\n|---|---|---|---|")
+for name, l in s["latency"].items():
+    if name != "all": print(f"| {name} | {l['count']} | {l['p50Ms']:.2f} | {l['p99Ms']:.2f} |")
+l = s["latency"]["all"]; print(f"| **all** | {l['count']} | {l['p50Ms']:.2f} | {l['p99Ms']:.2f} |\n")
+print("| service | RSS MiB: start → middle → end (peak) | heap (RssAnon) MiB: start → middle → end | RssAnon, second half |\n|---|---|---|---|")
+for name, m in s["rssMiB"].items():
+    r, a = m["rss"], m["anon"]
+    mid = len(r) // 2
+    print(f"| {name} | {r[0]} → {r[mid]} → {r[-1]} ({max(r)}) | {a[0]} → {a[mid]} → {a[-1]} | {a[-1] - a[mid]:+.1f} |")
+rising = [f"{name} {m['anon'][-1] - m['anon'][len(m['anon']) // 2]:+.1f} MiB" for name, m in s["rssMiB"].items()
+          if m["anon"][-1] - m["anon"][len(m["anon"]) // 2] > 2]
+print("\n" + (f"**Memory is not shown flat by this run**: the heap still rose in its second half ({', '.join(rising)}). "
+              "A longer soak (the fifth argument) tells cache fill from a leak." if rising else
+              "Memory is flat: no service's heap rose more than 2 MiB in the second half of the run."))
+PY
+)
 hostile=$((seeds * rounds * 60 * 2))
 matrix=$(count_ok "every cell of who")
 cat > docs/RELIABILITY.md <<DOC
 # Reliability figures
 
-Written by \`scripts/reliability.sh $rounds $seeds\` on $(date -u +%F) ($(nproc) cores). Every
+Written by \`scripts/reliability.sh $rounds $seeds $kills $fuzz_seconds $soak_seconds\` on $(date -u +%F) ($(nproc) cores). Every
 figure below comes from tests that ran in that command; rerun it to reproduce.
 
 | what | figure |
 |---|---|
 | named kill points survived (kill -9 at \`store.afterSaveCommit\`, \`sync.afterCommit\`, \`mirror.afterServerReply\`, \`mirror.afterApplyingPage\`; several hits each; restart; no acknowledged write lost, no duplicate, devices converge, \`integrity_check\` ok) | $kill_cases cases |
 | kill -9 during sync and recovery scenarios (SCENARIOS 27–30, crashes during a send) | $mirror_crash tests |
-| injected-fault tests passed (dropped connection before/after commit, partial frame, seeded probability, start-up file, held and dropped pushes, refused bad faults) | $faults |
+| injected-fault tests passed (dropped connection before/after commit, partial frame, seeded probability, start-up file, held and dropped pushes, refused bad faults, rules matched by zone, owner and record type) | $faults |
 | hostile frames sent to live services (random, mutated, deeply nested, oversized, invalid UTF-8, hostile params for every op; $seeds seeds × $rounds rounds × 60 frames × 2 services) | $hostile |
+| kill -9 at random moments (\`RandomKillTests\`, seed 1: concurrent writers on a device and a sender to the cloud; the device or the sync-service killed at a random hit of a named point — incl. \`store.midSave\` and \`sync.midBatch\`, inside the transaction — or by SIGKILL on a random acknowledgement; restart; same checks) | $random_kills iterations: $kill_kinds; $random_acked acknowledged saves, $random_events events checked |
+$fuzz_rows
 | authorization matrix (8 principals × 6 actions, against docs/SECURITY.md) | $matrix run |
 | failed tests | $failed |
-| **losses** (acknowledged writes missing, duplicates, corrupt files) | **$([ "$failed" = 0 ] && echo 0 || echo "see failures")** |
+| **losses** (acknowledged writes missing, duplicates, corrupt files) | **$([ "$failed" = 0 ] && [ "$status" = 0 ] && echo 0 || echo "see failures")** |
 
-Not yet measured here: kills at random moments over many iterations, a load and soak run with
-p99 and memory over time, libFuzzer on the frame and JSON decoders.
+## Load and soak
+
+\`meow-bench load --seconds $soak_seconds --clients 8\` (debug build, the one the tests use; two devices
+mirroring to one sync-service, all on files): each client runs a seeded mix of saves of new
+events, sorted fetches, counts, history reads, edits of one session every client contends for
+(the \`error\` merge policy, so \`mergeConflict\` is an expected answer) and sync.send / sync.fetch.
+
+$soak_table
+
+Resident memory includes SQLite's page cache, which fills up to its bound (\`cache_size\` 32 MiB
+per store file on a device; SQLite's default, 2 MiB, per connection of the sync-service's
+writer and four readers) while the files grow, so growth early in a run is expected; a leak
+would show as RssAnon still rising in the second half once the caches are full.
+
+## Findings outside the figures
+
+- The envelope fuzzer found Foundation's \`JSONDecoder\` trapping ("Illegal instruction" in
+  \`JSONError.SourceLocation\`) on a body of 513 \`[\`: the nesting limit reached at the end of
+  the input. The services parse requests with \`JSONParser\` and answer \`invalidJSON\` (checked
+  against a live store-service), but the client library (\`WireClient\` replies), \`meowctl tap\`
+  (every frame it relays) and \`meowctl call\` still decode with Foundation; the fuzzer no longer
+  hands such inputs to Foundation, so it can search past it.
+- Foundation's \`Int\` decoding accepts \`26666669666666666.80\` (a fraction no \`Double\` holds), so
+  a \`JSONValue\` decoded by Foundation reads it as the integer 26666669666666666; \`JSONParser\`
+  keeps the double. Values agree to within one unit in the last place.
 DOC
 cat docs/RELIABILITY.md
 exit $status
