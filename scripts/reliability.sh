@@ -108,9 +108,9 @@ would show as RssAnon still rising in the second half once the caches are full.
 - The envelope fuzzer found Foundation's \`JSONDecoder\` trapping ("Illegal instruction" in
   \`JSONError.SourceLocation\`) on a body of 513 \`[\`: the nesting limit reached at the end of
   the input. The services parse requests with \`JSONParser\` and answer \`invalidJSON\` (checked
-  against a live store-service), but the client library (\`WireClient\` replies), \`meowctl tap\`
-  (every frame it relays) and \`meowctl call\` still decode with Foundation; the fuzzer no longer
-  hands such inputs to Foundation, so it can search past it.
+  against a live store-service); the client library (\`WireClient\` replies), \`meowctl tap\`
+  and \`meowctl call\`, which decoded with Foundation, moved to \`JSONParser\` after this finding
+  (60d309e, 6d458c4). The fuzzer no longer hands such inputs to Foundation, so it searches past it.
 - Foundation's \`Int\` decoding accepts \`26666669666666666.80\` (a fraction no \`Double\` holds), so
   a \`JSONValue\` decoded by Foundation reads it as the integer 26666669666666666; \`JSONParser\`
   keeps the double. Values agree to within one unit in the last place.
