@@ -314,12 +314,16 @@ final class CloudMirror: Sendable {
             }
         }
         var unresolved: [LocalChange] = []
+        // Destinations looked up once: a page of events names one session again and again.
+        var keys: [String: Int64?] = [:]
         for (object, name, target, change) in links {
             var value: JSONValue = .null
             if let target, let destination = object.entity.relationship(name)?.destination {
+                let cacheKey = destination + "/" + target
+                if keys[cacheKey] == nil { keys[cacheKey] = .some(try state.primaryKey(entity: destination, uuid: target)) }
                 if let related = byUUID[target], !related.isDeleted {
                     value = .string(related.uri)
-                } else if let key = try state.primaryKey(entity: destination, uuid: target) {
+                } else if let key = keys[cacheKey] ?? nil {
                     value = .string(store.objectID(destination, key).uri)
                 } else {
                     unresolved.append(change)
@@ -512,7 +516,7 @@ extension CloudMirror {
             try applyLocally(wipe, storeIndex: index, stores: stores)
             try store.database.transaction {
                 try store.database.execute("""
-                    DELETE FROM mirror_pending; DELETE FROM mirror_meta; DELETE FROM mirror_fieldtime;
+                    DELETE FROM mirror_pending; DELETE FROM mirror_meta; DELETE FROM mirror_fieldtimes;
                     DELETE FROM mirror_unexportable; DELETE FROM mirror_share; DELETE FROM z_share;
                     DELETE FROM mirror_kv WHERE key NOT IN ('\(MirrorState.exportCursorKey)', '\(Self.signedOutKey)');
                     """)

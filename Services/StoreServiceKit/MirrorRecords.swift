@@ -80,13 +80,10 @@ enum MirrorRecordCoding {
 
     static let isoFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
-    static func seconds(iso text: String) -> Double? {
-        (try? isoFormat.parse(text))?.timeIntervalSince1970
-    }
+    static func seconds(iso text: String) -> Double? { ISOTime.seconds(text) }
 
-    static func iso(seconds: Double) -> String {
-        isoFormat.format(Date(timeIntervalSince1970: (seconds * 1000).rounded() / 1000))
-    }
+    /// A date attribute's storage text (milliseconds, the canonical form).
+    static func iso(seconds: Double) -> String { ISOTime.string(seconds: seconds) }
 
     /// The fields of a stored row (nil values are left out: a nil is the field's absence).
     static func fields(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
@@ -110,18 +107,14 @@ enum MirrorRecordCoding {
             fields[fieldName(relationship.name)] = ["type": "string", "value": .string(name)]
         }
         if !times.isEmpty {
-            var stamps: [String: JSONValue] = [:]
-            for (name, stamp) in times { stamps[name] = ["time": .double(stamp.time), "device": .string(stamp.device)] }
-            fields[MirrorState.fieldTimesField] = ["type": "string", "value": .string(JSONText.object(stamps))]
+            fields[MirrorState.fieldTimesField] = ["type": "string", "value": .string(FieldStamp.encode(times))]
         }
         return fields
     }
 
     /// The per-field edit stamps a record carries.
     static func times(_ fields: [String: JSONValue]?) -> [String: FieldStamp] {
-        guard let text = fields?[MirrorState.fieldTimesField]?["value"]?.stringValue,
-              let times = try? JSONValueDecoder().decode([String: FieldStamp].self, from: Array(text.utf8)) else { return [:] }
-        return times
+        FieldStamp.decode(fields?[MirrorState.fieldTimesField]?["value"]?.stringValue)
     }
 
     /// The fields two sides can edit (bookkeeping fields aside), numbers normalised so that a

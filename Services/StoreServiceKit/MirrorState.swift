@@ -13,8 +13,8 @@ import SQLiteKit
 ///   and the colleague's save path needs no mirror code.
 /// - `mirror_meta`: per record, its zone, last known change tag and last known server fields
 ///   (the ancestor of the next merge), like CKRecord's encoded system fields.
-/// - `mirror_fieldtime`: per record field, when and on which device it was last edited
-///   (the latest-edit policy's clock).
+/// - `mirror_fieldtimes`: per record, when and on which device each field was last edited
+///   (the latest-edit policy's clock), as the JSON text records carry in `MC_fieldModified`.
 /// - `mirror_kv`: the export cursor and the change tokens.
 /// - `mirror_unexportable`: seed 002's stray shared-store objects.
 /// - `mirror_share`: the owner's share zones and their root records.
@@ -38,11 +38,18 @@ struct MirrorState {
             CREATE TABLE IF NOT EXISTS mirror_meta(uuid TEXT PRIMARY KEY, entity TEXT NOT NULL, zone_name TEXT NOT NULL,
                 owner_name TEXT NOT NULL, change_tag TEXT, server_fields TEXT);
             CREATE INDEX IF NOT EXISTS mirror_meta_zone ON mirror_meta(zone_name, owner_name);
-            CREATE TABLE IF NOT EXISTS mirror_fieldtime(uuid TEXT NOT NULL, field TEXT NOT NULL, time REAL NOT NULL,
-                device TEXT NOT NULL, PRIMARY KEY(uuid, field));
+            CREATE TABLE IF NOT EXISTS mirror_fieldtimes(uuid TEXT PRIMARY KEY, times TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_unexportable(uuid TEXT PRIMARY KEY, object_id TEXT NOT NULL, zone TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_share(zone_name TEXT PRIMARY KEY, root_uuid TEXT NOT NULL);
             """)
+        // Stores written before field times were one row per record kept a row per field.
+        if try database.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'mirror_fieldtime'") != nil {
+            try database.execute("""
+                INSERT OR REPLACE INTO mirror_fieldtimes(uuid, times)
+                    SELECT uuid, json_group_object(field, json_object('device', device, 'time', time)) FROM mirror_fieldtime GROUP BY uuid;
+                DROP TABLE mirror_fieldtime;
+                """)
+        }
     }
 
     // MARK: Key-value (cursor, tokens)
@@ -168,7 +175,7 @@ struct MirrorState {
 
     func dropMeta(_ uuid: String) throws {
         try database.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
-        try database.execute("DELETE FROM mirror_fieldtime WHERE uuid = ?", [uuid])
+        try database.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
     }
 
     func metas(inZone zone: MirrorZoneID) throws -> [Meta] {
@@ -197,21 +204,19 @@ struct MirrorState {
 
     // MARK: Field times
 
+    /// A record's per-field edit stamps: one row per record holding the JSON text the record
+    /// carries as `MC_fieldModified` (a row per field cost a statement per field per record).
     func fieldTimes(_ uuid: String) throws -> [String: FieldStamp] {
-        var result: [String: FieldStamp] = [:]
-        for row in try database.query("SELECT field, time, device FROM mirror_fieldtime WHERE uuid = ?", [uuid]) {
-            result[row[0].string ?? ""] = FieldStamp(time: row[1].double ?? 0, device: row[2].string ?? "")
-        }
-        return result
+        FieldStamp.decode(try database.scalar("SELECT times FROM mirror_fieldtimes WHERE uuid = ?", [uuid])?.string)
     }
 
+    /// Sets the stamps of the fields in `times`; the record's other fields keep theirs.
     func setFieldTimes(_ uuid: String, _ times: [String: FieldStamp]) throws {
-        for (field, stamp) in times {
-            try database.execute("""
-                INSERT INTO mirror_fieldtime(uuid, field, time, device) VALUES (?, ?, ?, ?)
-                ON CONFLICT(uuid, field) DO UPDATE SET time = excluded.time, device = excluded.device
-                """, [uuid, field, stamp.time, stamp.device])
-        }
+        guard !times.isEmpty else { return }
+        var merged = try fieldTimes(uuid)
+        for (field, stamp) in times { merged[field] = stamp }
+        try database.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
+                             [uuid, FieldStamp.encode(merged)])
     }
 
     // MARK: Rows by record name
@@ -294,6 +299,24 @@ struct MirrorZoneID: Codable, Sendable, Hashable {
 struct FieldStamp: Codable, Sendable, Hashable {
     var time: Double
     var device: String
+
+    /// `{"CD_note":{"device":"A","time":1780000000.5},…}` (the `MC_fieldModified` text).
+    static func encode(_ times: [String: FieldStamp]) -> String {
+        var stamps: [String: JSONValue] = [:]
+        for (name, stamp) in times { stamps[name] = ["time": .double(stamp.time), "device": .string(stamp.device)] }
+        return JSONText.object(stamps)
+    }
+
+    /// The stamps in such a text; entries that are not stamps are skipped.
+    static func decode(_ text: String?) -> [String: FieldStamp] {
+        guard let text, case let .object(members)? = try? JSONParser.parse(text) else { return [:] }
+        var times: [String: FieldStamp] = [:]
+        for (name, value) in members {
+            guard let time = value["time"]?.doubleValue, let device = value["device"]?.stringValue else { continue }
+            times[name] = FieldStamp(time: time, device: device)
+        }
+        return times
+    }
 
     /// Whether this edit is later than `other` (equal times: the greater device name).
     func isLater(than other: FieldStamp) -> Bool {

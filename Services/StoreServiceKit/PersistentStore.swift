@@ -200,7 +200,9 @@ final class PersistentStore: @unchecked Sendable {
 
     /// Starts a history transaction inside the current SQLite transaction; returns its token.
     func beginHistoryTransaction(author: String, contextName: String?) throws -> Int64 {
-        let now = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        // Microseconds: the latest-edit policy orders edits from different devices by these
+        // times, and two saves a round trip apart must not tie.
+        let now = ISOTime.string(seconds: Date().timeIntervalSince1970, fractionDigits: 6)
         try database.execute("INSERT INTO z_transaction(timestamp, author, context_name) VALUES (?, ?, ?)",
                              [now, author, SQLValue(contextName)])
         return database.lastInsertRowID

@@ -92,9 +92,14 @@ public final class Statement {
         while try step() { try body(self) }
     }
 
+    /// Names of the result columns, read once per statement (every query's rows carry them).
     public var columnNames: [String] {
-        (0..<sqlite3_column_count(handle)).map { String(cString: sqlite3_column_name(handle, $0)) }
+        if let cachedColumnNames, cachedColumnNames.count == Int(sqlite3_column_count(handle)) { return cachedColumnNames }
+        let names = (0..<sqlite3_column_count(handle)).map { String(cString: sqlite3_column_name(handle, $0)) }
+        cachedColumnNames = names
+        return names
     }
+    private var cachedColumnNames: [String]?
 
     public func currentValues() -> [SQLValue] {
         (0..<sqlite3_column_count(handle)).map { value(at: Int($0)) }

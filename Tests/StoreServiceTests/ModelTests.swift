@@ -80,3 +80,34 @@ struct ModelTests {
         #expect(AttributeCoding.canonicalDate("yesterday") == nil)
     }
 }
+
+@Suite("ISO-8601 times without Foundation's calendar")
+struct ISOTimeTests {
+    @Test("whole seconds agree with Foundation before and after 1970 and across leap days; fractions round-trip")
+    func agreesWithFoundation() {
+        // Whole seconds: Foundation's formatter truncates fractions after binary rounding
+        // (1780000000.123 prints .122), so only whole seconds are compared with it.
+        let foundation = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        var generator = SystemRandomNumberGenerator()
+        let fixed: [Int64] = [0, -1, 951_782_400, 951_868_799, -2_208_988_800, 4_102_444_800, 1_709_164_800, 1_780_000_000]
+        let random = (0..<500).map { _ in Int64.random(in: -3_000_000_000...5_000_000_000, using: &generator) }
+        for seconds in fixed + random {
+            #expect(ISOTime.string(seconds: Double(seconds)) == foundation.format(Date(timeIntervalSince1970: Double(seconds))), "\(seconds)")
+            let fractional = Double(seconds) + Double(Int.random(in: 0..<1000, using: &generator)) / 1000
+            let text = ISOTime.string(seconds: fractional)
+            #expect(ISOTime.seconds(text).map { abs($0 - fractional) < 0.0005 } == true, "\(text)")
+        }
+        #expect(ISOTime.string(seconds: 1_780_000_000.123) == "2026-05-28T20:26:40.123Z")
+        #expect(ISOTime.string(seconds: 951_868_799.9996) == "2000-03-01T00:00:00.000Z")
+    }
+
+    @Test("microsecond text keeps microseconds; other shapes fall back to Foundation; nonsense is nil")
+    func shapes() {
+        #expect(ISOTime.string(seconds: 1_780_000_000.123456, fractionDigits: 6) == "2026-05-28T20:26:40.123456Z")
+        #expect(ISOTime.seconds("2026-05-28T20:26:40.123456Z").map { abs($0 - 1_780_000_000.123456) < 1e-6 } == true)
+        #expect(ISOTime.seconds("2026-05-28T20:26:40Z") == 1_780_000_000)
+        #expect(ISOTime.seconds("2026-05-29T04:26:40+08:00") == 1_780_000_000)
+        #expect(ISOTime.seconds("2026-13-28T20:26:40Z") == nil)
+        #expect(ISOTime.seconds("yesterday") == nil)
+    }
+}
