@@ -180,6 +180,8 @@ extension CloudMirror {
             try ingest(store)
             var local: [LocalChange] = []
             var afterSave: [() throws -> Void] = []
+            // The page's lookups in one transaction: one file lock instead of one per statement.
+            try store.database.transaction {
             for record in changed {
                 if record.isShare {
                     if store.scope == .shared, let info = record.shareInfo,
@@ -245,6 +247,7 @@ extension CloudMirror {
                 local.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil))
                 afterSave.append { try state.dropMeta(uuid); try state.dropPending(uuid) }
                 report.deletedRecords += 1
+            }
             }
             let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
             if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }

@@ -55,7 +55,8 @@ extension CloudMirror {
                 guard let index = Self.storeIndex(scope, in: stores) else { return nil }
                 let store = stores.list[index]
                 try ingest(store)
-                let items = try buildBatch(store: store, now: now, limit: limit, skipped: skipped, report: &report)
+                // One transaction: its dozens of statements per record share one file lock.
+                let items = try store.database.transaction { try buildBatch(store: store, now: now, limit: limit, skipped: skipped, report: &report) }
                 return (store.name, Self.database(of: store), items)
             }) else { return }
             guard !items.isEmpty else { break }
@@ -165,7 +166,7 @@ extension CloudMirror {
                     report.dropped += 1
                     continue
                 }
-                let fields = try MirrorRecordCoding.fields(entity: entity, row: row, state: state, times: try state.fieldTimes(pending.uuid))
+                let fields = try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(pending.uuid))
                 guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
                     try state.dropPending(pending.uuid)
                     report.dropped += 1

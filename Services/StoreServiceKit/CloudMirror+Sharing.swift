@@ -62,7 +62,7 @@ extension CloudMirror {
             var graph: [(uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: MirrorZoneID?)] = []
             for (memberEntity, memberKey) in members {
                 guard let memberRow = try store.read(memberEntity, primaryKey: memberKey) else { continue }
-                let fields = try MirrorRecordCoding.fields(entity: memberEntity, row: memberRow, state: state, times: try state.fieldTimes(memberRow.uuid))
+                let fields = try MirrorRecordCoding.fields(entity: memberEntity, row: memberRow, state: state, timesText: try state.fieldTimesText(memberRow.uuid))
                 graph.append((memberRow.uuid, memberEntity, fields, try state.meta(memberRow.uuid)?.zone))
             }
             return (row.uuid, graph)

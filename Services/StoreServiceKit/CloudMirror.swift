@@ -212,7 +212,7 @@ final class CloudMirror: Sendable {
                 present.insert(uuid)
                 if store.scope == .shared, row[2].isNull { continue }
                 guard let stored = try store.read(entity, primaryKey: key) else { continue }
-                let fields = MirrorRecordCoding.dataFields(try MirrorRecordCoding.fields(entity: entity, row: stored, state: state, times: [:]))
+                let fields = MirrorRecordCoding.dataFields(try MirrorRecordCoding.fields(entity: entity, row: stored, state: state, timesText: nil))
                 guard let meta = try state.meta(uuid, withFields: true) else {
                     try state.enqueue(uuid: uuid, entity: entity.name, kind: .insert, zone: nil, changed: Set(fields.keys))
                     continue
@@ -364,7 +364,7 @@ final class CloudMirror: Sendable {
     static func currentFields(entity: EntityDescription, uuid: String, state: MirrorState) throws -> [String: JSONValue]? {
         guard let key = try state.primaryKey(entity: entity.name, uuid: uuid),
               let row = try state.store.read(entity, primaryKey: key) else { return nil }
-        return try MirrorRecordCoding.fields(entity: entity, row: row, state: state, times: try state.fieldTimes(uuid))
+        return try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(uuid))
     }
 
     // MARK: Automatic mode

@@ -87,7 +87,7 @@ enum MirrorRecordCoding {
 
     /// The fields of a stored row (nil values are left out: a nil is the field's absence).
     static func fields(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
-                       times: [String: FieldStamp]) throws -> [String: JSONValue] {
+                       timesText: String?) throws -> [String: JSONValue] {
         var fields: [String: JSONValue] = [MirrorState.entityNameField: ["type": "string", "value": .string(entity.name)]]
         for (index, attribute) in entity.attributes.enumerated() {
             let value = row.values[index]
@@ -106,8 +106,9 @@ enum MirrorRecordCoding {
                   let name = try state.uuid(entity: relationship.destination, primaryKey: key) else { continue }
             fields[fieldName(relationship.name)] = ["type": "string", "value": .string(name)]
         }
-        if !times.isEmpty {
-            fields[MirrorState.fieldTimesField] = ["type": "string", "value": .string(FieldStamp.encode(times))]
+        // The stamps as stored: the same text the record carries (no parse and re-encode).
+        if let timesText, timesText != "{}" {
+            fields[MirrorState.fieldTimesField] = ["type": "string", "value": .string(timesText)]
         }
         return fields
     }

@@ -207,7 +207,11 @@ struct MirrorState {
     /// A record's per-field edit stamps: one row per record holding the JSON text the record
     /// carries as `MC_fieldModified` (a row per field cost a statement per field per record).
     func fieldTimes(_ uuid: String) throws -> [String: FieldStamp] {
-        FieldStamp.decode(try database.scalar("SELECT times FROM mirror_fieldtimes WHERE uuid = ?", [uuid])?.string)
+        FieldStamp.decode(try fieldTimesText(uuid))
+    }
+
+    func fieldTimesText(_ uuid: String) throws -> String? {
+        try database.scalar("SELECT times FROM mirror_fieldtimes WHERE uuid = ?", [uuid])?.string
     }
 
     /// Sets the stamps of the fields in `times`; the record's other fields keep theirs.
@@ -302,9 +306,18 @@ struct FieldStamp: Codable, Sendable, Hashable {
 
     /// `{"CD_note":{"device":"A","time":1780000000.5},…}` (the `MC_fieldModified` text).
     static func encode(_ times: [String: FieldStamp]) -> String {
-        var stamps: [String: JSONValue] = [:]
-        for (name, stamp) in times { stamps[name] = ["time": .double(stamp.time), "device": .string(stamp.device)] }
-        return JSONText.object(stamps)
+        var text = "{"
+        for (index, name) in times.keys.sorted().enumerated() {
+            let stamp = times[name]!
+            if index > 0 { text += "," }
+            JSONWriter.appendString(name, to: &text)
+            text += ":{\"device\":"
+            JSONWriter.appendString(stamp.device, to: &text)
+            text += ",\"time\":"
+            JSONText.write(.double(stamp.time), into: &text)
+            text += "}"
+        }
+        return text + "}"
     }
 
     /// The stamps in such a text; entries that are not stamps are skipped.
