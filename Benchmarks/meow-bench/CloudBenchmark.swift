@@ -2,9 +2,11 @@ import Foundation
 import MeowWire
 import SQLiteKit
 
-/// sync-service: modify requests of 400 records beside raw SQLite inserts of the same rows with
-/// the same durability (WAL, synchronous=FULL, one transaction per 400); and the cost of
-/// fetching 1 change from a zone of 100,000 records beside the same from a zone of 100.
+/// sync-service: modify requests of 400 records (the mirror's request: default save policy,
+/// atomic zone, no fields in the reply) beside raw SQLite inserts of the same rows with the same
+/// durability (WAL, synchronous=FULL, one transaction per 400); the service's CPU per record
+/// saved and per record fetched (the whole zone in pages of 1,000, as the mirror fetches); and the
+/// cost of fetching 1 change from a zone of 100,000 records beside the same from a zone of 100.
 enum CloudBenchmark {
     static let zone = "com.apple.coredata.cloudkit.zone"
 
@@ -23,18 +25,28 @@ enum CloudBenchmark {
         print("sync-service — records.modify of 400 records vs raw SQLite inserts of the same rows (WAL, synchronous=FULL)")
         let owner = try Session(socket: service.socket, credential: "owner-secret")
         try owner.createZone()
-        let started = now()
-        var index = 0
-        while index < total {
-            let count = min(400, total - index)
-            try owner.modify((index..<(index + count)).map { record(name: "E\($0)", value: $0) })
-            index += count
+        let batches = stride(from: 0, to: total, by: 400).map { start in
+            (start..<min(start + 400, total)).map { record(name: "E\($0)", value: $0) }.joined(separator: ",")
         }
+        let cpuBefore = try service.cpuSeconds()
+        let started = now()
+        for batch in batches { try owner.modify(batch, policy: nil) }
         let serviceRate = Double(total) / (Double(now() - started) / 1e9)
+        let saveCPU = try service.cpuSeconds() - cpuBefore
         let rawRate = try rawSQLiteRate(directory: directory, total: total)
         let widths = [34, 14, 16, 24]
         print(row(["", "raw SQLite", "sync-service", "ratio"], widths: widths))
         print(row(["records/s (\(total) in 400s)", format(rawRate, 0), format(serviceRate, 0), format(serviceRate / rawRate, 2)], widths: widths))
+        print(row(["  service CPU/record saved: µs", "", format(saveCPU / Double(total) * 1e6)], widths: widths))
+
+        let fetchCPUBefore = try service.cpuSeconds()
+        let fetchStarted = now()
+        let fetched = try owner.fetchAll()
+        let fetchSeconds = Double(now() - fetchStarted) / 1e9
+        let fetchCPU = try service.cpuSeconds() - fetchCPUBefore
+        guard fetched == total else { throw BenchError("fetched \(fetched) records, expected \(total)") }
+        print(row(["fetch all, pages of 1000: rec/s", "", format(Double(total) / fetchSeconds, 0)], widths: widths))
+        print(row(["  service CPU/record fetched: µs", "", format(fetchCPU / Double(total) * 1e6)], widths: widths))
 
         // Fetch cost: 1 change on top of a zone of `total` records vs a zone of 100.
         let small = try Session(socket: service.socket, credential: "small-secret")
@@ -66,7 +78,27 @@ enum CloudBenchmark {
             try call("zones.save", #"{"database":"private","zoneIDs":[{"zoneName":"\#(zone)"}]}"#)
         }
         func modify(_ records: [String]) throws {
-            try call("records.modify", #"{"database":"private","returnFields":false,"savePolicy":"allKeys","saves":[\#(records.joined(separator: ","))]}"#)
+            try modify(records.joined(separator: ","), policy: "allKeys")
+        }
+        /// `saves` is the records' JSON joined by commas; a nil policy is the server's default.
+        func modify(_ saves: String, policy: String?) throws {
+            let policyJSON = policy.map { #""savePolicy":"\#($0)","# } ?? ""
+            try call("records.modify", #"{"database":"private","returnFields":false,\#(policyJSON)"saves":[\#(saves)]}"#)
+        }
+        /// Every live record of the zone from nil, in pages of 1,000; returns how many.
+        func fetchAll() throws -> Int {
+            var since = "null"
+            var count = 0
+            while true {
+                // Parsed with the services' one-pass parser: JSONDecoder here would time the client.
+                try client.send(FrameEncoder.frame(Array(#"{"id":1,"op":"changes.fetchZone","params":{"database":"private","zoneID":{"zoneName":"\#(zone)"},"since":\#(since),"limit":1000}}"#.utf8)))
+                let reply = try JSONParser.parse(try client.receive())
+                guard reply["ok"] == true, let page = reply["result"] else { throw BenchError("changes.fetchZone failed: \(reply)") }
+                count += page["changed"]?.arrayValue?.count ?? 0
+                guard let token = page["token"]?.stringValue else { throw BenchError("no token") }
+                if page["moreComing"] != true { return count }
+                since = "\"\(token)\""
+            }
         }
         func token() throws -> String {
             var since = "null"
@@ -113,5 +145,17 @@ enum CloudBenchmark {
             index = end
         }
         return Double(total) / (Double(now() - started) / 1e9)
+    }
+}
+
+extension Child {
+    /// CPU seconds (user + system, every thread) the child has used so far, from /proc.
+    func cpuSeconds() throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)
+        // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+        guard let close = stat.lastIndex(of: ")") else { throw BenchError("unreadable /proc stat") }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { throw BenchError("unreadable /proc stat") }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 }
