@@ -12,6 +12,14 @@ public struct FetchRecordsParams: Codable, Sendable {
 
 public struct FetchRecordsResult: Codable, Sendable {
     public var records: [CloudRecord]
+
+    enum CodingKeys: String, CodingKey { case records }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        var nested = c.nestedUnkeyedContainer(forKey: .records)
+        try CloudRecord.encode(records, into: &nested)
+    }
 }
 
 public struct FetchZoneChangesParams: Codable, Sendable {
@@ -39,6 +47,18 @@ public struct FetchZoneChangesResult: Codable, Sendable {
     public var deleted: [DeletedRecord]
     public var token: String
     public var moreComing: Bool
+
+    enum CodingKeys: String, CodingKey { case changed, deleted, token, moreComing }
+
+    /// Records as nested containers (see FieldCoding): pages of many records are the hot path.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        var records = c.nestedUnkeyedContainer(forKey: .changed)
+        try CloudRecord.encode(changed, into: &records)
+        try c.encode(deleted, forKey: .deleted)
+        try c.encode(token, forKey: .token)
+        try c.encode(moreComing, forKey: .moreComing)
+    }
 }
 
 public struct FetchDatabaseChangesParams: Codable, Sendable {
@@ -131,14 +151,17 @@ extension CloudEngine {
             }
             let limit = max(1, min(params.limit ?? state.limits.defaultFetchLimit, 10_000))
             let sql = params.since == nil ? CloudState.liveRecordsAfterSQL : CloudState.changesAfterSQL
-            let rows = try state.db.query(sql, [zone.id, after, Int64(limit + 1)])
+            var rows: [StoredRecord] = []
+            rows.reserveCapacity(min(limit + 1, 1024))
+            try state.db.cached(sql).forEach([zone.id, after, Int64(limit + 1)]) { rows.append(StoredRecord($0)) }
             let moreComing = rows.count > limit
             var changed: [CloudRecord] = []
+            changed.reserveCapacity(min(rows.count, limit))
             var deleted: [DeletedRecord] = []
             var last = after
             var shareOf: [String: Bool] = [:]
-            for row in rows.prefix(limit) {
-                let stored = StoredRecord(row: row)
+            let presented = zone.zoneID.presented(to: caller)
+            for stored in rows.prefix(limit) {
                 last = stored.seq
                 if stored.deleted {
                     if params.database == .shared, !(try state.shareVisible(stored.share, zone: zone, caller: caller, cache: &shareOf)) { continue }
@@ -146,7 +169,7 @@ extension CloudEngine {
                     continue
                 }
                 if params.database == .shared, !(try state.visibleToParticipant(stored, zone: zone, caller: caller, cache: &shareOf)) { continue }
-                changed.append(try state.render(stored, zone: zone, caller: caller))
+                changed.append(try state.render(stored, zone: zone, presentedZoneID: presented))
             }
             if !moreComing { last = max(last, try state.zoneHighWater(zone: zone.id, after: after)) }
             return FetchZoneChangesResult(changed: changed, deleted: deleted, token: ZoneToken(zone: zone.id, seq: last, horizon: horizon).text,

@@ -36,11 +36,35 @@ public struct ModifyParams: Codable, Sendable {
         self.savePolicy = savePolicy
         self.atomic = atomic
     }
+
+    enum CodingKeys: String, CodingKey { case database, saves, deletes, savePolicy, atomic, returnFields }
+
+    /// As synthesized (same keys, same order, same errors), with `saves` taken from the request's
+    /// tree when it has one: hundreds of records per request are the hot path.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        database = try c.decode(DatabaseScope.self, forKey: .database)
+        saves = try CloudRecord.decodeArrayIfPresent(c, forKey: .saves, decoder)
+        deletes = try c.decodeIfPresent([DeleteItem].self, forKey: .deletes)
+        savePolicy = try c.decodeIfPresent(SavePolicy.self, forKey: .savePolicy)
+        atomic = try c.decodeIfPresent(Bool.self, forKey: .atomic)
+        returnFields = try c.decodeIfPresent(Bool.self, forKey: .returnFields)
+    }
 }
 
 public struct ModifyResult: Codable, Sendable {
     public var saved: [CloudRecord]
     public var deleted: [RecordID]
+
+    enum CodingKeys: String, CodingKey { case saved, deleted }
+
+    /// Records as nested containers (see FieldCoding): replies of 400 records are the hot path.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        var records = c.nestedUnkeyedContainer(forKey: .saved)
+        try CloudRecord.encode(saved, into: &records)
+        try c.encode(deleted, forKey: .deleted)
+    }
 }
 
 /// The outcome of one modify request before it is turned into a reply.
@@ -64,13 +88,15 @@ extension CloudEngine {
                 encoded.append(nil)
                 continue
             }
-            let json = FieldsJSON.text(record.fields.filter { !$0.value.isNull })
+            let json = FieldsJSON.text(skippingNulls: record.fields)
             requestBytes += json.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
             encoded.append(json)
         }
         let policy = params.savePolicy ?? .ifServerRecordUnchanged
         let atomic = params.atomic ?? true
-        let zones = saves.map { $0.zoneID.resolved(caller: caller) } + deletes.map { $0.zoneID.resolved(caller: caller) }
+        var zoneSet = Set(saves.lazy.map { $0.zoneID.resolved(caller: caller) })
+        zoneSet.formUnion(deletes.lazy.map { $0.zoneID.resolved(caller: caller) })
+        let zones = Array(zoneSet)
         var outcome = try locks.withZones(zones) {
             // Decide on a read-only connection (these zones cannot change: their locks are
             // held), then apply the plans in one transaction on the writer.
@@ -295,7 +321,10 @@ struct ModifyBatch {
 
     private func planSave(_ record: CloudRecord, fieldsJSON: String?, zone: ZoneRow, pending: [String: CloudRecord],
                           deleteNames: Set<String>) throws -> Plan {
-        if let problem = FieldValidation.problem(in: record.fields) { throw WireError(.invalidArguments, "Record '\(record.recordName)': \(problem).") }
+        // fieldsJSON is nil exactly when the fields have a problem (see modifyRecords).
+        if fieldsJSON == nil, let problem = FieldValidation.problem(in: record.fields) {
+            throw WireError(.invalidArguments, "Record '\(record.recordName)': \(problem).")
+        }
         guard !record.recordName.isEmpty, !record.recordType.isEmpty else {
             throw WireError(.invalidArguments, "A record needs a non-empty recordName and recordType.")
         }
@@ -339,7 +368,7 @@ struct ModifyBatch {
             }
             return .save(record, fieldsJSON: try state.encodeFields(fields), fields: fields, share: share, existing: existing)
         }
-        return .save(record, fieldsJSON: fieldsJSON, fields: record.fields.filter { !$0.value.isNull }, share: share, existing: existing)
+        return .save(record, fieldsJSON: fieldsJSON, fields: FieldsJSON.withoutNulls(record.fields), share: share, existing: existing)
     }
 
     private func checkSharedSave(_ record: CloudRecord, live: StoredRecord?, share: String?, zone: ZoneRow, pending: [String: CloudRecord]) throws {
@@ -487,11 +516,12 @@ struct ModifyBatch {
                 continue
             }
         }
+        let presented = zone.zoneID.presented(to: caller)
         for (stored, fields) in savedStored {
             // Share records and roots may have changed again in this request (share created or ended).
             let changedSince = stored.type == CloudRecord.shareRecordType || stored.share != nil
             let current = changedSince ? try state.liveRecord(zone: zone.id, name: stored.name) ?? stored : stored
-            outcome.saved.append(try state.render(current, zone: zone, caller: caller, fields: changedSince ? nil : fields))
+            outcome.saved.append(try state.render(current, zone: zone, presentedZoneID: presented, fields: changedSince ? nil : fields))
         }
         try state.touchZone(zone)
     }

@@ -20,10 +20,17 @@ public struct ZoneID: Codable, Sendable, Hashable {
         self.ownerName = ownerName
     }
 
+    enum CodingKeys: String, CodingKey { case zoneName, ownerName }
+
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         zoneName = try container.decode(String.self, forKey: .zoneName)
         ownerName = try container.decodeIfPresent(String.self, forKey: .ownerName) ?? ZoneID.defaultOwner
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try encode(into: &container)
     }
 
     /// The real owner: `__defaultOwner__` replaced by the caller.
@@ -48,6 +55,13 @@ public struct RecordReference: Codable, Sendable, Hashable {
     public init(recordName: String, action: String? = nil) {
         self.recordName = recordName
         self.action = action
+    }
+
+    enum CodingKeys: String, CodingKey { case recordName, action }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try encode(into: &container)
     }
 }
 
@@ -112,7 +126,7 @@ public struct CloudRecord: Codable, Sendable, Hashable {
         recordName = try c.decode(String.self, forKey: .recordName)
         zoneID = try c.decode(ZoneID.self, forKey: .zoneID)
         recordType = try c.decode(String.self, forKey: .recordType)
-        fields = try c.decodeIfPresent([String: FieldDecoding].self, forKey: .fields)?.mapValues(\.value) ?? [:]
+        fields = try Self.decodeFields(c, decoder)
         recordChangeTag = try c.decodeIfPresent(String.self, forKey: .recordChangeTag)
         creationDate = try c.decodeIfPresent(Double.self, forKey: .creationDate)
         modificationDate = try c.decodeIfPresent(Double.self, forKey: .modificationDate)
@@ -132,20 +146,21 @@ public struct CloudRecord: Codable, Sendable, Hashable {
         case creatorUserRecordName, lastModifiedUserRecordName, parent, share, shareInfo
     }
 
+    /// Fields from a parsed tree go through `FieldCoding.normalized` (FieldDecoding's rules
+    /// without a container per field); anything else, or a field that fails, the plain way.
+    private static func decodeFields(_ c: KeyedDecodingContainer<CodingKeys>, _ decoder: any Decoder) throws -> [String: JSONValue] {
+        if FieldCoding.isTreeDecoder(decoder) {
+            switch try c.decodeIfPresent(JSONValue.self, forKey: .fields) {
+            case nil, .null?: return [:]
+            case let tree?: if let fields = FieldCoding.normalized(tree) { return fields }
+            }
+        }
+        return try c.decodeIfPresent([String: FieldDecoding].self, forKey: .fields)?.mapValues(\.value) ?? [:]
+    }
+
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(recordName, forKey: .recordName)
-        try c.encode(zoneID, forKey: .zoneID)
-        try c.encode(recordType, forKey: .recordType)
-        if !omitsFields { try c.encode(fields, forKey: .fields) }
-        try c.encodeIfPresent(recordChangeTag, forKey: .recordChangeTag)
-        try c.encodeIfPresent(creationDate, forKey: .creationDate)
-        try c.encodeIfPresent(modificationDate, forKey: .modificationDate)
-        try c.encodeIfPresent(creatorUserRecordName, forKey: .creatorUserRecordName)
-        try c.encodeIfPresent(lastModifiedUserRecordName, forKey: .lastModifiedUserRecordName)
-        try c.encodeIfPresent(parent, forKey: .parent)
-        try c.encodeIfPresent(share, forKey: .share)
-        try c.encodeIfPresent(shareInfo, forKey: .shareInfo)
+        try encode(into: &c)
     }
 
     var isShare: Bool { recordType == CloudRecord.shareRecordType }

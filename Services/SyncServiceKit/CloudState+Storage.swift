@@ -33,6 +33,22 @@ struct StoredRecord: Sendable {
 }
 
 extension StoredRecord {
+    /// The statement's current row, from a query selecting `columns` (typed reads: no `Row`).
+    init(_ statement: Statement) {
+        name = statement.string(at: 0) ?? ""
+        type = statement.string(at: 1) ?? ""
+        fields = statement.string(at: 2)
+        tag = statement.string(at: 3) ?? ""
+        seq = statement.int64(at: 4)
+        deleted = statement.int64(at: 5) == 1
+        created = statement.value(at: 6).double ?? 0
+        creator = statement.string(at: 7) ?? ""
+        modified = statement.value(at: 8).double ?? 0
+        modifier = statement.string(at: 9) ?? ""
+        parent = statement.string(at: 10)
+        share = statement.string(at: 11)
+    }
+
     init(row: Row) {
         name = row[0].string ?? ""
         type = row[1].string ?? ""
@@ -74,8 +90,12 @@ extension CloudState {
 
     // MARK: Records
 
+    static let recordSQL = "SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND name = ?"
+
     func record(zone: Int64, name: String) throws -> StoredRecord? {
-        try db.query("SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND name = ?", [zone, name]).first.map(StoredRecord.init)
+        var found: StoredRecord?
+        try db.cached(Self.recordSQL).forEach([zone, name]) { found = StoredRecord($0) }
+        return found
     }
 
     func liveRecord(zone: Int64, name: String) throws -> StoredRecord? {
@@ -96,7 +116,12 @@ extension CloudState {
     /// The wire form of a stored record as `caller` sees it (share records carry `shareInfo`).
     /// `fields` saves decoding the stored JSON when the caller already has the values.
     func render(_ stored: StoredRecord, zone: ZoneRow, caller: String, fields: [String: JSONValue]? = nil) throws -> CloudRecord {
-        var record = CloudRecord(recordName: stored.name, zoneID: zone.zoneID.presented(to: caller),
+        try render(stored, zone: zone, presentedZoneID: zone.zoneID.presented(to: caller), fields: fields)
+    }
+
+    /// `render` with the zone ID as the caller sees it worked out once (for pages of records).
+    func render(_ stored: StoredRecord, zone: ZoneRow, presentedZoneID: ZoneID, fields: [String: JSONValue]? = nil) throws -> CloudRecord {
+        var record = CloudRecord(recordName: stored.name, zoneID: presentedZoneID,
                                  recordType: stored.type, fields: fields ?? decodeFields(stored.fields),
                                  recordChangeTag: stored.tag,
                                  parent: stored.parent.map { RecordReference(recordName: $0) },
@@ -122,13 +147,29 @@ extension CloudState {
         let stored = StoredRecord(name: name, type: type, fields: fieldsJSON, tag: Self.tag(for: seq), seq: seq, deleted: false,
                                   created: live?.created ?? now, creator: live?.creator ?? user,
                                   modified: now, modifier: user, parent: parent, share: share)
-        try db.execute("""
-            INSERT OR REPLACE INTO records(zone, name, type, fields, tag, seq, deleted, created, creator, modified, modifier, parent, share)
-            VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)
-            """, [zone.id, name, type, fieldsJSON, stored.tag, seq, stored.created, stored.creator, now, user, parent, share])
+        // Bound one value at a time: a batch writes hundreds of these.
+        let insert = try db.cached(Self.storeRecordSQL)
+        try insert.bind(.integer(zone.id), at: 1)
+        try insert.bind(.text(name), at: 2)
+        try insert.bind(.text(type), at: 3)
+        try insert.bind(.text(fieldsJSON), at: 4)
+        try insert.bind(.text(stored.tag), at: 5)
+        try insert.bind(.integer(seq), at: 6)
+        try insert.bind(.real(stored.created), at: 7)
+        try insert.bind(.text(stored.creator), at: 8)
+        try insert.bind(.real(now), at: 9)
+        try insert.bind(.text(user), at: 10)
+        try insert.bind(parent.map(SQLValue.text) ?? .null, at: 11)
+        try insert.bind(share.map(SQLValue.text) ?? .null, at: 12)
+        try insert.runBound()
         CrashPoint.reached("sync.midBatch")
         return stored
     }
+
+    static let storeRecordSQL = """
+        INSERT OR REPLACE INTO records(zone, name, type, fields, tag, seq, deleted, created, creator, modified, modifier, parent, share)
+        VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)
+        """
 
     /// Gives a live record a new change tag (a child was saved under it, or its share changed).
     func bumpRecord(zone: ZoneRow, name: String, user: String, share: String?? = .none) throws {

@@ -181,33 +181,66 @@ enum FieldsJSON {
         return out
     }
 
+    /// The text of `fields` without its null values (what a save stores): the same as
+    /// `text(withoutNulls(fields))`, without building the filtered dictionary.
+    static func text(skippingNulls fields: [String: JSONValue]) -> String {
+        var out = ""
+        out.reserveCapacity(64 * max(1, fields.count))
+        writeObject(fields, skippingNulls: true, into: &out)
+        return out
+    }
+
+    /// `fields` without null values (the same dictionary when it has none).
+    static func withoutNulls(_ fields: [String: JSONValue]) -> [String: JSONValue] {
+        fields.values.contains(.null) ? fields.filter { !$0.value.isNull } : fields
+    }
+
     static func write(_ value: JSONValue, into out: inout String) {
         switch value {
         case .null: out += "null"
         case let .bool(flag): out += flag ? "true" : "false"
-        case let .int(number): out += String(number)
+        case let .int(number): out += number.description
         case let .double(number):
             // Swift prints the shortest text that reads back as the same Double; JSON has no
             // NaN or infinity, and the decoder never produces them.
-            out += number.isFinite ? "\(number)" : "null"
+            out += number.isFinite ? number.description : "null"
         case let .string(text): quote(text, into: &out)
         case let .array(items):
             out += "["
-            for (index, item) in items.enumerated() {
-                if index > 0 { out += "," }
+            var first = true
+            for item in items {
+                if !first { out += "," }
+                first = false
                 write(item, into: &out)
             }
             out += "]"
         case let .object(object):
-            out += "{"
-            for (index, key) in object.keys.sorted().enumerated() {
-                if index > 0 { out += "," }
-                quote(key, into: &out)
-                out += ":"
-                write(object[key] ?? .null, into: &out)
-            }
-            out += "}"
+            writeObject(object, skippingNulls: false, into: &out)
         }
+    }
+
+    /// Keys in sorted order. A field's `{"type": …, "value": …}` — most objects written — skips
+    /// the sort ("type" < "value").
+    private static func writeObject(_ object: [String: JSONValue], skippingNulls: Bool, into out: inout String) {
+        if object.count == 2, !skippingNulls, let type = object["type"], let value = object["value"] {
+            out += #"{"type":"#
+            write(type, into: &out)
+            out += #","value":"#
+            write(value, into: &out)
+            out += "}"
+            return
+        }
+        out += "{"
+        var first = true
+        for key in object.keys.sorted() {
+            guard let value = object[key], !(skippingNulls && value.isNull) else { continue }
+            if !first { out += "," }
+            first = false
+            quote(key, into: &out)
+            out += ":"
+            write(value, into: &out)
+        }
+        out += "}"
     }
 
     static func quote(_ text: String, into out: inout String) {
