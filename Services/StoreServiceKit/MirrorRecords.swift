@@ -164,10 +164,9 @@ enum MirrorRecordCoding {
     }
 }
 
-/// JSON text for the mirror's own columns and fields, written directly: JSONEncoder's generic
-/// path cost more than the rest of a send for small values written once per record. Unlike
-/// `JSONWriter`, whole doubles are written as integers (stored server fields compare as the
-/// server returns them).
+/// JSON text for the mirror's own columns and fields, written directly (JSONEncoder's generic
+/// path cost more than the rest of a send for small values written once per record). Whole
+/// doubles are written as integers: stored server fields compare as the server returns them.
 enum JSONText {
     static func object(_ object: [String: JSONValue]) -> String {
         var text = ""
@@ -176,33 +175,6 @@ enum JSONText {
     }
 
     static func write(_ value: JSONValue, into text: inout String) {
-        switch value {
-        case .null: text += "null"
-        case let .bool(flag): text += flag ? "true" : "false"
-        case let .int(number): text += String(number)
-        case let .double(number):
-            if number.isFinite, number.rounded() == number, abs(number) < 1e15 { text += String(Int64(number)) } else if number.isFinite { text += "\(number)" } else { text += "null" }
-        case let .string(string): writeString(string, into: &text)
-        case let .array(items):
-            text += "["
-            for (index, item) in items.enumerated() {
-                if index > 0 { text += "," }
-                write(item, into: &text)
-            }
-            text += "]"
-        case let .object(members):
-            text += "{"
-            for (index, key) in members.keys.sorted().enumerated() {
-                if index > 0 { text += "," }
-                writeString(key, into: &text)
-                text += ":"
-                write(members[key]!, into: &text)
-            }
-            text += "}"
-        }
-    }
-
-    private static func writeString(_ string: String, into text: inout String) {
-        JSONWriter.appendString(string, to: &text)
+        JSONWriter.append(value, to: &text, integralDoubles: true)
     }
 }

@@ -10,18 +10,27 @@ public enum JSONWriter {
         return out
     }
 
-    public static func append(_ value: JSONValue, to out: inout String) {
+    /// `integralDoubles`: whole doubles below 1e15 are written as integers (`250`, not `250.0`),
+    /// for text compared with what a peer that does so sends back.
+    public static func append(_ value: JSONValue, to out: inout String, integralDoubles: Bool = false) {
         switch value {
         case .null: out += "null"
         case let .bool(flag): out += flag ? "true" : "false"
         case let .int(number): out += String(number)
-        case let .double(number): out += number.isFinite ? "\(number)" : "null"
+        case let .double(number):
+            if !number.isFinite {
+                out += "null"
+            } else if integralDoubles, number.rounded() == number, abs(number) < 1e15 {
+                out += String(Int64(number))
+            } else {
+                out += "\(number)"
+            }
         case let .string(text): appendString(text, to: &out)
         case let .array(elements):
             out += "["
             for (index, element) in elements.enumerated() {
                 if index > 0 { out += "," }
-                append(element, to: &out)
+                append(element, to: &out, integralDoubles: integralDoubles)
             }
             out += "]"
         case let .object(members):
@@ -30,7 +39,7 @@ public enum JSONWriter {
                 if index > 0 { out += "," }
                 appendString(key, to: &out)
                 out += ":"
-                append(members[key]!, to: &out)
+                append(members[key]!, to: &out, integralDoubles: integralDoubles)
             }
             out += "}"
         }

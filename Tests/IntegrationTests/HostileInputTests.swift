@@ -12,17 +12,7 @@ import Testing
 /// Seeded, so a failure reproduces.
 @Suite("Hostile input")
 struct HostileInputTests {
-    /// SplitMix64: small, seedable, the same sequence on every machine.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    typealias Generator = SplitMix64
 
     static let hostileValues: [String] = [
         "null", "true", "-1", "0", "1e308", "-1e308", "1e400", "123456789012345678901234567890", "-9223372036854775809",
