@@ -173,7 +173,7 @@ final class CloudMirror: Sendable {
                 try store.database.transaction { try queueByComparison(state) }
                 continue
             }
-            let transactions = try PersistentHistory.fetch(store, afterToken: cursor, limit: 2000)
+            let transactions = try PersistentHistory.fetch(store, afterToken: cursor, limit: 2000, skippingChangesOf: SaveOperation.syncAuthor)
             guard let last = transactions.last else { return }
             var faults: [String] = []
             try store.database.transaction {

@@ -26,18 +26,21 @@ public struct HistoryTransaction: Codable, Sendable {
 }
 
 enum PersistentHistory {
-    /// Transactions after `afterToken` (all when nil), oldest first, at most `limit`.
-    static func fetch(_ store: PersistentStore, afterToken: Int?, limit: Int) throws -> [HistoryTransaction] {
+    /// Transactions after `afterToken` (all when nil), oldest first, at most `limit`. Those by
+    /// `skippingChangesOf` come without their changes (the mirror passes over its own imports,
+    /// which can be thousands of changes each).
+    static func fetch(_ store: PersistentStore, afterToken: Int?, limit: Int, skippingChangesOf skipped: String? = nil) throws -> [HistoryTransaction] {
         let rows = try store.database.query(
-            "SELECT token, timestamp, author, context_name, changes FROM z_transaction WHERE token > ? ORDER BY token LIMIT ?",
-            [afterToken ?? 0, limit])
+            "SELECT token, timestamp, author, context_name, CASE WHEN author IS ? THEN '[]' ELSE changes END FROM z_transaction WHERE token > ? ORDER BY token LIMIT ?",
+            [SQLValue(skipped), afterToken ?? 0, limit])
         return rows.map { row in
+            let author = row[2].string ?? ""
             let changes = HistoryChanges.entries(row[4].string ?? "[]").map { entry in
                 HistoryTransaction.Change(kind: entry.kind.rawValue, objectID: store.objectID(entry.entity, entry.primaryKey).uri,
                                           entity: entry.entity, uuid: entry.uuid, changedProperties: entry.changed, tombstone: entry.tombstone)
             }
             return HistoryTransaction(store: store.name, storeUUID: store.uuid, token: Int(row[0].int64 ?? 0), timestamp: row[1].string ?? "",
-                                      author: row[2].string ?? "", contextName: row[3].string, changes: changes)
+                                      author: author, contextName: row[3].string, changes: changes)
         }
     }
 
