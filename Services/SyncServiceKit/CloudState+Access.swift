@@ -16,9 +16,18 @@ public final class RequestTrace {
 
     func decide(_ allowed: Bool, _ reason: String, zone: ZoneID? = nil, record: String? = nil) {
         var entry: [String: JSONValue] = ["decision": .string(allowed ? "allowed" : "denied"), "reason": .string(reason)]
-        if let zone { entry["zone"] = .string("\(zone.ownerName)/\(zone.zoneName)") }
+        if let zone { entry["zone"] = zoneText(zone) }
         if let record { entry["recordName"] = .string(record) }
         decisions.append(.object(entry))
+    }
+
+    /// "owner/zone", kept for the last zone: a batch decides once per record, mostly in one zone.
+    private var lastZone: (zone: ZoneID, text: JSONValue)?
+    private func zoneText(_ zone: ZoneID) -> JSONValue {
+        if let lastZone, lastZone.zone == zone { return lastZone.text }
+        let text = JSONValue.string("\(zone.ownerName)/\(zone.zoneName)")
+        lastZone = (zone, text)
+        return text
     }
 }
 

@@ -59,6 +59,9 @@ enum FieldsJSON {
             var object: [String: JSONValue] = [:]
             skipSpace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(object) }
+            // Room without growing (each growth rehashes; a page of records reads thousands of
+            // these objects): a record's fields, the outermost object, or a field's type and value.
+            object.reserveCapacity(index == 1 ? 8 : 3)
             while true {
                 skipSpace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let key = string() else { return nil }
