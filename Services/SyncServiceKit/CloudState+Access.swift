@@ -15,7 +15,10 @@ public final class RequestTrace {
     }
 
     func decide(_ allowed: Bool, _ reason: String, zone: ZoneID? = nil, record: String? = nil) {
-        var entry: [String: JSONValue] = ["decision": .string(allowed ? "allowed" : "denied"), "reason": .string(reason)]
+        var entry: [String: JSONValue] = [:]
+        entry.reserveCapacity(4)  // one allocation per decision: a batch makes one per record
+        entry["decision"] = .string(allowed ? "allowed" : "denied")
+        entry["reason"] = .string(reason)
         if let zone { entry["zone"] = zoneText(zone) }
         if let record { entry["recordName"] = .string(record) }
         decisions.append(.object(entry))

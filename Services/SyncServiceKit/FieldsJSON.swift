@@ -178,19 +178,19 @@ enum FieldsJSON {
     }
 
     static func text(_ fields: [String: JSONValue]) -> String {
-        var out = ""
+        var out: [UInt8] = []
         out.reserveCapacity(64 * max(1, fields.count))
-        write(.object(fields), into: &out)
-        return out
+        writeObject(fields, skippingNulls: false, into: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The text of `fields` without its null values (what a save stores): the same as
     /// `text(withoutNulls(fields))`, without building the filtered dictionary.
     static func text(skippingNulls fields: [String: JSONValue]) -> String {
-        var out = ""
+        var out: [UInt8] = []
         out.reserveCapacity(64 * max(1, fields.count))
         writeObject(fields, skippingNulls: true, into: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// `fields` without null values (the same dictionary when it has none).
@@ -198,25 +198,28 @@ enum FieldsJSON {
         fields.values.contains(.null) ? fields.filter { !$0.value.isNull } : fields
     }
 
-    static func write(_ value: JSONValue, into out: inout String) {
+    // Written as UTF-8 bytes and made a String once: appending to a String re-checks its
+    // encoding on every piece, and a batch writes thousands of pieces.
+
+    static func write(_ value: JSONValue, into out: inout [UInt8]) {
         switch value {
-        case .null: out += "null"
-        case let .bool(flag): out += flag ? "true" : "false"
-        case let .int(number): out += number.description
+        case .null: out.append(contentsOf: "null".utf8)
+        case let .bool(flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
+        case let .int(number): out.append(contentsOf: number.description.utf8)
         case let .double(number):
             // Swift prints the shortest text that reads back as the same Double; JSON has no
             // NaN or infinity, and the decoder never produces them.
-            out += number.isFinite ? number.description : "null"
+            out.append(contentsOf: (number.isFinite ? number.description : "null").utf8)
         case let .string(text): quote(text, into: &out)
         case let .array(items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             var first = true
             for item in items {
-                if !first { out += "," }
+                if !first { out.append(UInt8(ascii: ",")) }
                 first = false
                 write(item, into: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case let .object(object):
             writeObject(object, skippingNulls: false, into: &out)
         }
@@ -224,55 +227,45 @@ enum FieldsJSON {
 
     /// Keys in sorted order. A field's `{"type": …, "value": …}` — most objects written — skips
     /// the sort ("type" < "value").
-    private static func writeObject(_ object: [String: JSONValue], skippingNulls: Bool, into out: inout String) {
+    private static func writeObject(_ object: [String: JSONValue], skippingNulls: Bool, into out: inout [UInt8]) {
         if object.count == 2, !skippingNulls, let type = object["type"], let value = object["value"] {
-            out += #"{"type":"#
+            out.append(contentsOf: #"{"type":"#.utf8)
             write(type, into: &out)
-            out += #","value":"#
+            out.append(contentsOf: #","value":"#.utf8)
             write(value, into: &out)
-            out += "}"
+            out.append(UInt8(ascii: "}"))
             return
         }
-        out += "{"
+        out.append(UInt8(ascii: "{"))
         var first = true
         for key in object.keys.sorted() {
             guard let value = object[key], !(skippingNulls && value.isNull) else { continue }
-            if !first { out += "," }
+            if !first { out.append(UInt8(ascii: ",")) }
             first = false
             quote(key, into: &out)
-            out += ":"
+            out.append(UInt8(ascii: ":"))
             write(value, into: &out)
         }
-        out += "}"
+        out.append(UInt8(ascii: "}"))
     }
 
-    static func quote(_ text: String, into out: inout String) {
-        out += "\""
-        var plain = true
-        for byte in text.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-            plain = false
-            break
-        }
-        if plain {
-            out += text
-        } else {
-            for scalar in text.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                default:
-                    if scalar.value < 0x20 {
-                        let hex = String(scalar.value, radix: 16)
-                        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                    } else {
-                        out.unicodeScalars.append(scalar)
-                    }
-                }
+    /// A JSON string: quotes, backslashes and control characters escaped, byte by byte (the
+    /// bytes escaped are ASCII, which never occur inside a multi-byte UTF-8 sequence).
+    static func quote(_ text: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case 0x22: out.append(contentsOf: [0x5C, 0x22])
+            case 0x5C: out.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0..<0x20: out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
+            default: out.append(byte)
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }
