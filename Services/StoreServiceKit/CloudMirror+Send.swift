@@ -44,42 +44,69 @@ extension CloudMirror {
         var delete: MirrorZoneID?
     }
 
+    private struct Batch {
+        var storeName: String
+        var database: String
+        var items: [Item]
+    }
+
+    /// Ingests new history and builds the next batch of due entries not in `excluding`.
+    private func nextBatch(scope: StoreScope, excluding: Set<String>, report: inout MirrorSendReport) throws -> Batch? {
+        let now = Date().timeIntervalSince1970
+        let limit = progress.withLock { $0.batchLimit }
+        return try withStores { stores -> Batch? in
+            guard let index = Self.storeIndex(scope, in: stores) else { return nil }
+            let store = stores.list[index]
+            try ingest(store)
+            // One transaction: its dozens of statements per record share one file lock.
+            let items = try store.database.transaction { try buildBatch(store: store, now: now, limit: limit, skipped: excluding, report: &report) }
+            return items.isEmpty ? nil : Batch(storeName: store.name, database: Self.database(of: store), items: items)
+        }
+    }
+
+    /// Sends the scope's queue batch by batch, in order. While the server works on one batch
+    /// the next is built (its entries are distinct, so nothing it reads changes with the
+    /// verdicts); it is sent only after the previous verdicts are applied, and thrown away when
+    /// they stop the send or change the batch size.
     private func send(scope: StoreScope, report: inout MirrorSendReport) throws {
         var skipped: Set<String> = []
         var rounds = 0
-        while rounds < 10_000 {
+        var upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report)
+        while rounds < 10_000, let batch = upcoming {
             rounds += 1
-            let now = Date().timeIntervalSince1970
-            let limit = progress.withLock { $0.batchLimit }
-            guard let (storeName, database, items) = try withStores({ stores -> (String, String, [Item])? in
-                guard let index = Self.storeIndex(scope, in: stores) else { return nil }
-                let store = stores.list[index]
-                try ingest(store)
-                // One transaction: its dozens of statements per record share one file lock.
-                let items = try store.database.transaction { try buildBatch(store: store, now: now, limit: limit, skipped: skipped, report: &report) }
-                return (store.name, Self.database(of: store), items)
-            }) else { return }
-            guard !items.isEmpty else { break }
-            if database == "private" { try ensureZones(Set(items.compactMap { $0.record?.zoneID })) }
+            let items = batch.items
+            if batch.database == "private" { try ensureZones(Set(items.compactMap { $0.record?.zoneID })) }
             let saves = items.compactMap(\.record)
             let deletes = items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
-            let params = ModifyRequest(database: database, saves: saves, deletes: deletes).json
+            let params = ModifyRequest(database: batch.database, saves: saves, deletes: deletes).json
             report.requests += 1
-            let verdict = attempt("records.modify", params)
+            let inFlight = begin("records.modify", params)
+            upcoming = try nextBatch(scope: scope, excluding: skipped.union(items.map(\.pending.uuid)), report: &report)
+            let verdict = finish(inFlight, "records.modify", params)
             CrashPoint.reached("mirror.afterServerReply")
             switch verdict {
             case let .success(result):
-                try applyVerdicts(items: items, scopeStore: storeName, saved: result["saved"], deleted: result["deleted"], errors: [:],
+                // Every entry saved: only the mirror's metadata changes, so the batch built
+                // meanwhile still stands. (When there was none, look again: saves made during
+                // the send are sent by it too.)
+                try applyVerdicts(items: items, scopeStore: batch.storeName, saved: result["saved"], deleted: result["deleted"], errors: [:],
                                   report: &report, skipped: &skipped)
+                if upcoming == nil { upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report) }
             case let .failure(error) where error.code == .partialFailure:
                 let errors = (error.details["partialErrors"]?.objectValue ?? [:]).compactMapValues { try? $0.decode(WireError.self) }
-                try applyVerdicts(items: items, scopeStore: storeName, saved: error.details["saved"], deleted: error.details["deleted"],
+                try applyVerdicts(items: items, scopeStore: batch.storeName, saved: error.details["saved"], deleted: error.details["deleted"],
                                   errors: errors, report: &report, skipped: &skipped)
+                // Merges, reverts and delete rules may have changed rows (and queued merged
+                // records again): the next batch is built from the queue as it is now.
+                upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report)
             case let .failure(error) where error.code == .limitExceeded:
                 let halved = max(1, items.count / 2)
                 progress.withLock { $0.batchLimit = halved }
                 logger.info("limitExceeded: splitting the batch", ["items": .int(items.count), "nextBatch": .int(halved)])
                 if items.count == 1 { throw error }
+                // The batch built meanwhile has the old size: build again from the queue.
+                upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report)
+                continue
             case let .failure(error) where Self.transientCodes.contains(error.code):
                 let retryAfter = error.details["retryAfterSeconds"]?.doubleValue
                     ?? progress.withLock { state -> Double in state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2)); return state.backoffSeconds }

@@ -112,8 +112,8 @@ final class CloudMirror: Sendable {
     }
 
     /// `call` with typed params, encoded once (no JSON tree in between).
-    func request<P: Encodable>(_ op: String, _ params: P) throws(WireError) -> JSONValue {
-        var retried = false
+    func request<P: Encodable>(_ op: String, _ params: P, retried alreadyRetried: Bool = false) throws(WireError) -> JSONValue {
+        var retried = alreadyRetried
         while true {
             let live = try client()
             do {
@@ -140,6 +140,16 @@ final class CloudMirror: Sendable {
             waiter.resolve(.failure(error))
         }
         return waiter
+    }
+
+    /// The reply to a request sent with `begin`; a connection that died while idle gets the
+    /// one fresh try `request` gives.
+    func finish<P: Encodable>(_ waiter: ReplyWaiter, _ op: String, _ params: P) -> Result<JSONValue, WireError> {
+        let result = waiter.wait()
+        guard case let .failure(error) = result, [.connectionClosed, .networkUnavailable, .timedOut].contains(error.code) else { return result }
+        connection.withLock { $0?.client.close(); $0 = nil }
+        guard error.code == .connectionClosed else { return result }
+        do { return .success(try request(op, params, retried: true)) } catch { return .failure(error) }
     }
 
     /// `call` as a Result, for callers that handle some error codes and rethrow the rest.
