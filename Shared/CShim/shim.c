@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 int meow_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     struct ucred cred;
@@ -121,4 +122,13 @@ pid_t meow_spawn(const char *path, char *const argv[], char *const envp[], int s
     posix_spawnattr_destroy(&attributes);
     if (result != 0) { errno = result; return -1; }
     return pid;
+}
+
+int meow_pidfd_open(pid_t pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
 }

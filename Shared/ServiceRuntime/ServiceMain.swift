@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CShim
+import Foundation
 import MeowWire
 
 /// What each executable's main.swift calls: parse options, start, serve, exit 0 on SIGTERM.
@@ -41,6 +43,7 @@ public enum ServiceMain {
                 logger.info("signal received", ["signal": .string(signal == SIGTERM ? "SIGTERM" : "SIGINT")])
                 server.shutdown()
             }
+            ParentWatch.startIfRequested(logger: logger) { server.shutdown() }
             try server.run()
             exit(0)
         } catch {
@@ -53,5 +56,28 @@ public enum ServiceMain {
         var line = Array(text.utf8)
         line.append(0x0A)
         _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
+}
+
+/// `MEOW_EXIT_WITH_PID=<pid>`: the service stops cleanly once that process has ended. Test
+/// harnesses set it to their own pid, so services never outlive a test runner that was killed
+/// (a deployment's services, meant to outlive their command, are started without it).
+enum ParentWatch {
+    static func startIfRequested(logger: Logger, shutdown: @escaping @Sendable () -> Void) {
+        guard let value = getenv("MEOW_EXIT_WITH_PID"), let pid = pid_t(String(cString: value)), pid > 0 else { return }
+        // A pidfd becomes readable when the process ends (no polling); if it has ended already,
+        // pidfd_open fails and the service stops at once.
+        let descriptor = meow_pidfd_open(pid)
+        let thread = Thread {
+            if descriptor >= 0 {
+                var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                while poll(&entry, 1, -1) < 0 && errno == EINTR {}
+                close(descriptor)
+            }
+            logger.notice("the watched process ended; stopping (MEOW_EXIT_WITH_PID)", ["pid": .int(Int(pid))])
+            shutdown()
+        }
+        thread.name = "parent-watch"
+        thread.start()
     }
 }

@@ -29,6 +29,22 @@ struct LifecycleTests {
         _ = await service.process.stop()
     }
 
+    @Test("with MEOW_EXIT_WITH_PID (the test support sets its own pid) a service stops cleanly once that process has ended")
+    func exitsWithItsParent() async throws {
+        let directory = TemporaryDirectory()
+        let socket = directory.file("orphan.sock")
+        // A shell starts the service in the background, watching the shell, prints its pid and
+        // exits: the watched process ends at once (perhaps before the service looks).
+        let started = try await runTool("/bin/sh", ["-c", "MEOW_EXIT_WITH_PID=$$ \"$0\" --socket \"$1\" --in-memory >/dev/null 2>&1 </dev/null & echo $!",
+                                                    Binaries.path("store-service"), socket])
+        let pid = try #require(pid_t(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let ended = try await waitForEnd(ofProcess: pid, timeoutMilliseconds: 20_000)
+        if !ended { kill(pid, SIGKILL) }
+        #expect(ended, "the orphaned service did not stop")
+        // A clean stop removes its socket (a crash or SIGKILL would leave it).
+        #expect(access(socket, F_OK) != 0)
+    }
+
     @Test("the socket's directory is 0700 and the socket 0600")
     func socketModes() async throws {
         let service = try await RunningService.start()

@@ -36,7 +36,9 @@ public final class ServiceProcess: @unchecked Sendable {
         guard meow_pipe_cloexec(&outPipe) == 0, meow_pipe_cloexec(&errPipe) == 0 else {
             throw TestFailure("pipe2: \(String(cString: strerror(errno)))")
         }
-        let env = ProcessInfo.processInfo.environment.merging(environment ?? [:]) { _, new in new }
+        // Services stop by themselves if this test runner dies (see ParentWatch).
+        let env = ProcessInfo.processInfo.environment.merging(["MEOW_EXIT_WITH_PID": String(getpid())]) { _, new in new }
+            .merging(environment ?? [:]) { _, new in new }
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -195,4 +197,16 @@ public func runTool(_ executable: String, _ arguments: [String], environment: [S
         throw TestFailure("\(executable) \(arguments) did not finish in \(timeout)s")
     }
     return (status, tool.standardOutput, tool.lines.joined(separator: "\n"))
+}
+
+/// Waits until a process that is not our child ends (pidfd: no polling, no reaping needed);
+/// false when it is still running after the timeout.
+public func waitForEnd(ofProcess pid: pid_t, timeoutMilliseconds: Int32) async throws -> Bool {
+    let descriptor = meow_pidfd_open(pid)
+    guard descriptor >= 0 else { throw TestFailure("pidfd_open(\(pid)): \(String(cString: strerror(errno)))") }
+    defer { close(descriptor) }
+    return await offThread { () -> Bool in
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, timeoutMilliseconds) == 1
+    }
 }

@@ -19,6 +19,11 @@ int meow_is_unix_listener(int fd);
 int meow_set_send_timeout(int fd, int milliseconds);
 int meow_set_receive_timeout(int fd, int milliseconds);
 
+/// pidfd_open(pid, 0): a descriptor that becomes readable when the process ends, also for a
+/// process that is not our child (tests wait on services they did not start themselves).
+/// Returns the descriptor or -1 with errno set.
+int meow_pidfd_open(pid_t pid);
+
 /// pipe2(O_CLOEXEC): neither end leaks into children spawned concurrently by other threads.
 int meow_pipe_cloexec(int fds[2]);
 
