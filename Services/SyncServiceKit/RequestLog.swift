@@ -17,6 +17,9 @@ public struct RequestLogEntry: Codable, Sendable {
     public var zones: [String]
     public var code: String
     public var permissions: [JSONValue]
+    /// Decisions left out of the in-memory copy (see `RequestLog.retainedDecisions`); the
+    /// `--request-log` file has them all.
+    public var permissionsOmitted: Int?
 }
 
 public struct RequestLogParams: Codable, Sendable {
@@ -57,13 +60,19 @@ public final class RequestLog: Sendable {
         file.withLock { if let handle = $0 { fclose(handle) } }
     }
 
+    /// Per entry in memory: the first 20 decisions, and denied ones up to 100. A 400-record
+    /// batch makes 400 decisions; kept whole, 10,000 such entries held gigabytes.
+    static let retainedDecisions = 20
+    static let retainedDeniedDecisions = 100
+
     func record(connection: Int, user: String?, op: String, trace: RequestTrace, code: String, time: Double) {
         let entry = state.withLock { state -> RequestLogEntry in
             let entry = RequestLogEntry(seq: state.next, time: time, connection: connection, user: user, op: op, database: trace.database,
                                         zones: trace.zones, code: code, permissions: trace.decisions)
             state.next += 1
-            state.entries.append(entry)
-            if state.entries.count > capacity { state.entries.removeFirst(state.entries.count - capacity) }
+            state.entries.append(Self.retained(entry))
+            // Trimmed in steps of a tenth, so a full log does not shift every entry per request.
+            if state.entries.count > capacity + capacity / 10 { state.entries.removeFirst(state.entries.count - capacity) }
             return entry
         }
         file.withLock { handle in
@@ -73,9 +82,24 @@ public final class RequestLog: Sendable {
         }
     }
 
+    /// The in-memory copy of an entry: decisions capped, the rest counted.
+    static func retained(_ entry: RequestLogEntry) -> RequestLogEntry {
+        guard entry.permissions.count > retainedDecisions else { return entry }
+        var kept = Array(entry.permissions.prefix(retainedDecisions))
+        for decision in entry.permissions.dropFirst(retainedDecisions) where decision["decision"] == "denied" {
+            guard kept.count < retainedDeniedDecisions else { break }
+            kept.append(decision)
+        }
+        var copy = entry
+        copy.permissionsOmitted = entry.permissions.count - kept.count
+        copy.permissions = kept
+        return copy
+    }
+
     public func entries(after: Int?, limit: Int?) -> RequestLogResult {
         let selected = state.withLock { state in
-            Array(state.entries.filter { $0.seq > (after ?? 0) }.prefix(max(1, limit ?? 1000)))
+            // The last `capacity` entries (the array may hold up to a tenth more before a trim).
+            Array(state.entries.suffix(capacity).filter { $0.seq > (after ?? 0) }.prefix(max(1, limit ?? 1000)))
         }
         return RequestLogResult(entries: selected, jsonLines: selected.compactMap(Self.line).joined(separator: "\n"))
     }

@@ -1,0 +1,41 @@
+import Foundation
+import MeowWire
+@testable import SyncServiceKit
+import Testing
+
+@Suite("Request log")
+struct RequestLogTests {
+    static func trace(decisions: Int, deniedAt: Set<Int> = []) -> RequestTrace {
+        let trace = RequestTrace()
+        trace.database = "private"
+        trace.decisions = (0..<decisions).map { index in
+            ["decision": .string(deniedAt.contains(index) ? "denied" : "allowed"), "reason": "test", "recordName": .string("r\(index)")]
+        }
+        return trace
+    }
+
+    @Test("an entry keeps its first 20 decisions and the denied ones in memory, and counts what it left out")
+    func decisionsAreCapped() throws {
+        let log = try RequestLog(capacity: 10)
+        log.record(connection: 1, user: "owner", op: "records.modify", trace: Self.trace(decisions: 400, deniedAt: [5, 200, 399]),
+                   code: "partialFailure", time: 0)
+        log.record(connection: 1, user: "owner", op: "records.modify", trace: Self.trace(decisions: 3), code: "ok", time: 1)
+        let entries = log.entries(after: nil, limit: nil).entries
+        #expect(entries[0].permissions.count == 22)
+        #expect(entries[0].permissionsOmitted == 378)
+        #expect(entries[0].permissions.filter { $0["decision"] == "denied" }.map { $0["recordName"] } == ["r5", "r200", "r399"])
+        #expect(entries[1].permissions.count == 3)
+        #expect(entries[1].permissionsOmitted == nil)
+    }
+
+    @Test("the log keeps the last `capacity` requests, in order")
+    func capacity() throws {
+        let log = try RequestLog(capacity: 10)
+        for index in 0..<37 {
+            log.record(connection: 1, user: nil, op: "op\(index)", trace: Self.trace(decisions: 0), code: "ok", time: Double(index))
+        }
+        let entries = log.entries(after: nil, limit: 100).entries
+        #expect(entries.map(\.op) == (27..<37).map { "op\($0)" })
+        #expect(log.entries(after: entries[7].seq, limit: 100).entries.map(\.op) == ["op35", "op36"])
+    }
+}
