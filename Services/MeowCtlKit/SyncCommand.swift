@@ -15,6 +15,11 @@ enum SyncCommand {
           Sends the queued local changes, then fetches the cloud's (sync.now).
       meowctl sync send   --socket PATH [...same options]
       meowctl sync fetch  --socket PATH [...same options]
+      meowctl sync signout --socket PATH [--json]
+          Signs the device out of its cloud account (account.signOut): syncing stops and the
+          account's data leaves the device; local saves go on and upload after sign-in.
+      meowctl sync signin  --socket PATH [--credential SECRET] [--json]
+          Signs in again (account.signIn; default: the credential the device started with).
       meowctl sync status --socket PATH [--require-quiescent] [--json]
           Pending changes per store and zone, deferred ones, change tokens, the last error and
           whether the mirror is quiescent (nothing queued, nothing in flight). With
@@ -27,13 +32,21 @@ enum SyncCommand {
     """
 
     static func run(_ arguments: [String]) async throws(CommandError) {
-        let args = try Arguments.parse(arguments, command: "sync", options: ["socket", "timeout"],
+        let args = try Arguments.parse(arguments, command: "sync", options: ["socket", "timeout", "credential"],
                                        flags: ["progress", "no-progress", "require-quiescent"])
-        let subcommand = try args.subcommand(of: "sync", ["now", "send", "fetch", "status"])
+        let subcommand = try args.subcommand(of: "sync", ["now", "send", "fetch", "status", "signout", "signin"])
         let socket = try args.deviceSocket(for: "sync \(subcommand)")
         let output = args.output
         let device = try await ServiceSession.open(socket: socket, output: output, timeout: try args.timeout(default: 600))
         defer { device.close() }
+        if subcommand == "signout" || subcommand == "signin" {
+            let params: [String: JSONValue] = args.value("credential").map { ["credential": .string($0)] } ?? [:]
+            let result = try await device.call(subcommand == "signout" ? "account.signOut" : "account.signIn", params)
+            if output.json { return output.emit(result) }
+            output.say(result["signedIn"] == true ? "signed in as \(result["user"].cell)"
+                                                  : "signed out; \(result["objectsRemoved"].cell) objects of the account left this device")
+            return
+        }
         if subcommand == "status" {
             let status = try await device.call("sync.status")
             output.json ? output.emit(status) : output.say(summary(status))
@@ -83,6 +96,7 @@ enum SyncCommand {
     static func summary(_ status: JSONValue) -> String {
         var lines: [String] = []
         let quiescent = status["quiescent"] == true
+        if status["signedIn"] == false { lines.append("signed out (meowctl sync signin to sync again)") }
         lines.append("device \(status["device"].cell), cloud user \(status["user"].cell), mode \(status["mode"].cell), "
                      + "conflict policy \(status["conflictPolicy"].cell), batch limit \(status["batchLimit"].cell)")
         lines.append(quiescent ? "quiescent: yes (nothing queued, nothing in flight)"

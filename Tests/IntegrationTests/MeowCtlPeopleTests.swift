@@ -208,6 +208,26 @@ struct MeowCtlPeopleTests {
         await deployment.stop()
     }
 
+    @Test("sync signout / signin: the device's data leaves and comes back; status says it is signed out")
+    func signOutAndIn() async throws {
+        let deployment = try await PeopleDeployment.start()
+        #expect(try await runTool("meowctl", ["events", "add", "--socket", deployment.deviceSocket, "--type", "note", "--note", "before"]).status == 0)
+        #expect(try await runTool("meowctl", ["sync", "send", "--socket", deployment.deviceSocket]).status == 0)
+        let out = try await meowctlJSON(["sync", "signout", "--socket", deployment.deviceSocket])
+        #expect(out.status == 0)
+        #expect(out.json["signedIn"] == false)
+        let status = try await runTool("meowctl", ["sync", "status", "--socket", deployment.deviceSocket])
+        #expect(status.stdout.hasPrefix("signed out"))
+        #expect(try await runTool("meowctl", ["sync", "now", "--socket", deployment.deviceSocket]).status == 1)
+        let signedIn = try await runTool("meowctl", ["sync", "signin", "--socket", deployment.deviceSocket])
+        #expect(signedIn.status == 0)
+        #expect(signedIn.stdout.contains("signed in as olivia"))
+        #expect(try await runTool("meowctl", ["sync", "fetch", "--socket", deployment.deviceSocket]).status == 0)
+        let events = try await meowctlJSON(["events", "list", "--socket", deployment.deviceSocket])
+        #expect(events.json["events"]?.arrayValue?.map { $0["note"] } == ["before"])
+        await deployment.stop()
+    }
+
     @Test("doctor --cloud finds another user's core-data zone in the participant's shared database")
     func doctorFindsSharedCoreDataZone() async throws {
         let deployment = try await PeopleDeployment.start()
