@@ -14,7 +14,9 @@ final class Child {
         self.socket = socket
         process.executableURL = URL(fileURLWithPath: Self.binaryDirectory + "/" + executable)
         process.arguments = arguments
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        // The service's log beside its socket (kept with --dir), for when a run fails.
+        _ = FileManager.default.createFile(atPath: socket + ".log", contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: socket + ".log")
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
         // Ready when a connection succeeds (bounded: 30 s).
