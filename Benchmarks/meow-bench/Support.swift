@@ -29,6 +29,12 @@ final class Child {
     }
 
     func stop() {
+        if !process.isRunning {
+            // It ended by itself before the run was over: say how (the run's error says what failed).
+            let how = process.terminationReason == .uncaughtSignal ? "signal" : "exit status"
+            FileHandle.standardError.write(Data("meow-bench: \(process.executableURL?.lastPathComponent ?? "child") had already ended (\(how) \(process.terminationStatus)); its log: \(socket).log\n".utf8))
+            return
+        }
         process.terminate()
         process.waitUntilExit()
     }

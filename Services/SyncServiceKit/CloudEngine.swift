@@ -45,7 +45,15 @@ public final class CloudEngine: Sendable {
     }
     private let accounts = Mutex([String: Account]())
     private let fixedClock = Mutex<Double?>(nil)
-    private let listener = Mutex<(@Sendable ([ChangeNotice]) -> Void)?>(nil)
+    /// Boxed: a closure kept directly in a Mutex came back wrapped in two more reabstraction
+    /// thunks from every `withLock { $0 }` (the inout is converted out and back), so each
+    /// commit deepened the call chain until, ~24,000 commits in, publishing overflowed the stack.
+    private let listener = Mutex<ChangeListener?>(nil)
+
+    private final class ChangeListener: Sendable {
+        let body: @Sendable ([ChangeNotice]) -> Void
+        init(_ body: @escaping @Sendable ([ChangeNotice]) -> Void) { self.body = body }
+    }
 
     struct Account: Sendable {
         var credential: String
@@ -67,7 +75,7 @@ public final class CloudEngine: Sendable {
 
     /// Called after each committed change with the notices to publish.
     public func onChange(_ body: @escaping @Sendable ([ChangeNotice]) -> Void) {
-        listener.withLock { $0 = body }
+        listener.withLock { $0 = ChangeListener(body) }
     }
 
     // MARK: Clock
@@ -107,7 +115,7 @@ public final class CloudEngine: Sendable {
                 throw error
             }
         }
-        if !notices.isEmpty, let listener = listener.withLock({ $0 }) { listener(notices) }
+        if !notices.isEmpty, let listener = listener.withLock({ $0 }) { listener.body(notices) }
         return value
     }
 
