@@ -203,6 +203,8 @@ public func runTool(_ executable: String, _ arguments: [String], environment: [S
 /// false when it is still running after the timeout.
 public func waitForEnd(ofProcess pid: pid_t, timeoutMilliseconds: Int32) async throws -> Bool {
     let descriptor = meow_pidfd_open(pid)
+    // ESRCH: it has ended (and been reaped) already.
+    if descriptor < 0, errno == ESRCH { return true }
     guard descriptor >= 0 else { throw TestFailure("pidfd_open(\(pid)): \(String(cString: strerror(errno)))") }
     defer { close(descriptor) }
     return await offThread { () -> Bool in
