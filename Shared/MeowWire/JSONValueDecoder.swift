@@ -15,7 +15,7 @@ public struct JSONValueDecoder: Sendable {
     public init() {}
 
     public func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
-        try JSONValueDecoding(value, codingPath: [], userInfo: userInfo).unbox(T.self)
+        try JSONValueDecoding(value, parent: nil, key: nil, userInfo: userInfo).unbox(T.self)
     }
 
     /// Parses and decodes in one call; a parse failure is a `DecodingError.dataCorrupted`.
@@ -28,17 +28,31 @@ public struct JSONValueDecoder: Sendable {
     }
 }
 
-/// The `Decoder` over one node of the tree.
+/// The `Decoder` over one node of the tree. It knows its parent and key, not its whole path:
+/// the path is built only when an error needs it (building it for every nested value was a
+/// large share of decoding a 1,000-object request).
 final class JSONValueDecoding: Decoder {
     let value: JSONValue
-    let codingPath: [any CodingKey]
+    private let parent: JSONValueDecoding?
+    private let key: (any CodingKey)?
     let sendableUserInfo: [CodingUserInfoKey: any Sendable]
     var userInfo: [CodingUserInfoKey: Any] { sendableUserInfo }
 
-    init(_ value: JSONValue, codingPath: [any CodingKey], userInfo: [CodingUserInfoKey: any Sendable]) {
+    init(_ value: JSONValue, parent: JSONValueDecoding?, key: (any CodingKey)?, userInfo: [CodingUserInfoKey: any Sendable]) {
         self.value = value
-        self.codingPath = codingPath
+        self.parent = parent
+        self.key = key
         self.sendableUserInfo = userInfo
+    }
+
+    var codingPath: [any CodingKey] {
+        var keys: [any CodingKey] = []
+        var node: JSONValueDecoding? = self
+        while let current = node, let key = current.key {
+            keys.append(key)
+            node = current.parent
+        }
+        return keys.reversed()
     }
 
     func unbox<T: Decodable>(_ type: T.Type) throws -> T {
@@ -63,7 +77,7 @@ final class JSONValueDecoding: Decoder {
     func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleValue(decoder: self) }
 
     func child(_ value: JSONValue, key: any CodingKey) -> JSONValueDecoding {
-        JSONValueDecoding(value, codingPath: codingPath + [key], userInfo: sendableUserInfo)
+        JSONValueDecoding(value, parent: self, key: key, userInfo: sendableUserInfo)
     }
 
     // MARK: Scalars
@@ -79,44 +93,45 @@ final class JSONValueDecoding: Decoder {
         }
     }
 
-    static func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: [any CodingKey]) -> DecodingError {
+    static func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) -> DecodingError {
+        let path = path()
         if value == .null {
             return .valueNotFound(type, .init(codingPath: path, debugDescription: "Expected \(type) value but found null instead."))
         }
         return .typeMismatch(type, .init(codingPath: path, debugDescription: "Expected to decode \(type) but found \(describe(value)) instead."))
     }
 
-    static func string(_ value: JSONValue, _ path: [any CodingKey]) throws -> String {
+    static func string(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
         if case let .string(text) = value { return text }
-        throw mismatch(String.self, value, path)
+        throw mismatch(String.self, value, path())
     }
 
-    static func bool(_ value: JSONValue, _ path: [any CodingKey]) throws -> Bool {
+    static func bool(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
         if case let .bool(flag) = value { return flag }
-        throw mismatch(Bool.self, value, path)
+        throw mismatch(Bool.self, value, path())
     }
 
-    static func double(_ value: JSONValue, _ path: [any CodingKey]) throws -> Double {
+    static func double(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Double {
         switch value {
         case let .double(number): return number
         case let .int(number): return Double(number)
-        default: throw mismatch(Double.self, value, path)
+        default: throw mismatch(Double.self, value, path())
         }
     }
 
-    static func integer<T: FixedWidthInteger>(_ type: T.Type, _ value: JSONValue, _ path: [any CodingKey]) throws -> T {
+    static func integer<T: FixedWidthInteger>(_ type: T.Type, _ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> T {
         switch value {
         case let .int(number):
             guard let exact = T(exactly: number) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "Number \(number) does not fit in \(T.self)."))
+                throw DecodingError.dataCorrupted(.init(codingPath: path(), debugDescription: "Number \(number) does not fit in \(T.self)."))
             }
             return exact
         case let .double(number):
             guard let exact = T(exactly: number) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "Number \(number) is not representable as \(T.self)."))
+                throw DecodingError.dataCorrupted(.init(codingPath: path(), debugDescription: "Number \(number) is not representable as \(T.self)."))
             }
             return exact
-        default: throw mismatch(T.self, value, path)
+        default: throw mismatch(T.self, value, path())
         }
     }
 }
@@ -232,20 +247,20 @@ private struct UnkeyedContainer: UnkeyedDecodingContainer {
         return false
     }
 
-    mutating func decode(_ type: Bool.Type) throws -> Bool { let path = codingPath + [key]; return try JSONValueDecoding.bool(next(type), path) }
-    mutating func decode(_ type: String.Type) throws -> String { let path = codingPath + [key]; return try JSONValueDecoding.string(next(type), path) }
-    mutating func decode(_ type: Double.Type) throws -> Double { let path = codingPath + [key]; return try JSONValueDecoding.double(next(type), path) }
-    mutating func decode(_ type: Float.Type) throws -> Float { let path = codingPath + [key]; return Float(try JSONValueDecoding.double(next(type), path)) }
-    mutating func decode(_ type: Int.Type) throws -> Int { let path = codingPath + [key]; return try JSONValueDecoding.integer(type, next(type), path) }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { let path = codingPath + [key]; return try JSONValueDecoding.integer(type, next(type), path) }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { let path = codingPath + [key]; return try JSONValueDecoding.integer(type, next(type), path) }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { let path = codingPath + [key]; return try JSONValueDecoding.integer(type, next(type), path) }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { let path = codingPath + [key]; return try JSONValueDecoding.integer(type, next(type), path) }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { let path = codingPath + [key]; return try JSONValueDecoding.integer(type, next(type), path) }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { let path = codingPath + [key]; return try JSONValueDecoding.integer(type, next(type), path) }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { let path = codingPath + [key]; return try JSONValueDecoding.integer(type, next(type), path) }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { let path = codingPath + [key]; return try JSONValueDecoding.integer(type, next(type), path) }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { let path = codingPath + [key]; return try JSONValueDecoding.integer(type, next(type), path) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { let key = self.key; return try JSONValueDecoding.bool(next(type), codingPath + [key]) }
+    mutating func decode(_ type: String.Type) throws -> String { let key = self.key; return try JSONValueDecoding.string(next(type), codingPath + [key]) }
+    mutating func decode(_ type: Double.Type) throws -> Double { let key = self.key; return try JSONValueDecoding.double(next(type), codingPath + [key]) }
+    mutating func decode(_ type: Float.Type) throws -> Float { let key = self.key; return Float(try JSONValueDecoding.double(next(type), codingPath + [key])) }
+    mutating func decode(_ type: Int.Type) throws -> Int { let key = self.key; return try JSONValueDecoding.integer(type, next(type), codingPath + [key]) }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { let key = self.key; return try JSONValueDecoding.integer(type, next(type), codingPath + [key]) }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { let key = self.key; return try JSONValueDecoding.integer(type, next(type), codingPath + [key]) }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { let key = self.key; return try JSONValueDecoding.integer(type, next(type), codingPath + [key]) }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { let key = self.key; return try JSONValueDecoding.integer(type, next(type), codingPath + [key]) }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { let key = self.key; return try JSONValueDecoding.integer(type, next(type), codingPath + [key]) }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { let key = self.key; return try JSONValueDecoding.integer(type, next(type), codingPath + [key]) }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { let key = self.key; return try JSONValueDecoding.integer(type, next(type), codingPath + [key]) }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { let key = self.key; return try JSONValueDecoding.integer(type, next(type), codingPath + [key]) }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { let key = self.key; return try JSONValueDecoding.integer(type, next(type), codingPath + [key]) }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         let key = self.key
