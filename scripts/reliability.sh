@@ -114,6 +114,13 @@ would show as RssAnon still rising in the second half once the caches are full.
 - Foundation's \`Int\` decoding accepts \`26666669666666666.80\` (a fraction no \`Double\` holds), so
   a \`JSONValue\` decoded by Foundation reads it as the integer 26666669666666666; \`JSONParser\`
   keeps the double. Values agree to within one unit in the last place.
+- A 300 s soak (release build) found the sync-service dying by SIGSEGV after about 24,000
+  commits: the change listener, kept as a closure in a `Mutex`, came back wrapped in two more
+  reabstraction thunks from every read, until publishing a change overflowed the stack. It is
+  boxed now (3cb7516; `ChangeListenerTests` commits 4,000 times on a 256 KiB stack, which the
+  old code overflowed). The same soak showed the request log keeping every per-record
+  permission decision of 10,000 requests in memory; an entry now keeps 20 (and denied ones up
+  to 100) and counts the rest (114a0ef; `RequestLogTests`).
 DOC
 cat docs/RELIABILITY.md
 exit $status
