@@ -91,10 +91,12 @@ public final class FaultInjector: Sendable {
     }
     private let state = Mutex(State())
 
-    public static let allowedCodes: Set<ErrorCode> = [
-        .serviceUnavailable, .requestRateLimited, .zoneBusy, .quotaExceeded, .serverResponseLost,
-        .networkFailure, .networkUnavailable, .internalError, .accountTemporarilyUnavailable, .notAuthenticated,
-    ]
+    /// Every CloudKit error code except the three whose meaning is per item and needs the
+    /// server's data in its details (serverRecordChanged carries the server record,
+    /// partialFailure and batchRequestFailed the per-item errors): an injected one would tell a
+    /// client something no server says. The rest arrive as the whole request's error.
+    public static let allowedCodes: Set<ErrorCode> = Set(ErrorCode.cloudKitNumbers.keys)
+        .subtracting([.serverRecordChanged, .partialFailure, .batchRequestFailed])
 
     public init() {}
 

@@ -235,11 +235,36 @@ struct FaultEffectTests {
         _ = await cloud.service.stop()
     }
 
+    @Test("any CloudKit code can be injected as a request's error (changeTokenExpired, limitExceeded, zoneNotFound), with its number")
+    func anyCloudKitCode() async throws {
+        let cloud = try await Cloud()
+        let admin = try await cloud.connect("admin-secret")
+        let user = try await cloud.connect("u-secret")
+        let zone: JSONValue = ["zoneName": "Z"]
+        _ = try await user.call("zones.save", ["database": "private", "zoneIDs": [zone]])
+        for (code, number) in [("changeTokenExpired", 21), ("limitExceeded", 27), ("zoneNotFound", 26)] {
+            _ = try await admin.call("admin.injectFault", ["code": .string(code), "op": "changes.fetchZone", "count": 1])
+            do {
+                _ = try await user.call("changes.fetchZone", ["database": "private", "zoneID": zone])
+                Issue.record("expected \(code)")
+            } catch {
+                #expect(error.code.rawValue == code)
+                #expect(error.details["ckErrorCode"] == .int(number))
+                #expect(error.details["injected"] == true)
+            }
+        }
+        // The fault was used up: the next fetch is answered.
+        #expect(try await user.call("changes.fetchZone", ["database": "private", "zoneID": zone])["changed"] != nil)
+        admin.close(); user.close()
+        _ = await cloud.service.stop()
+    }
+
     @Test("a bad fault is refused with a reason")
     func badFault() async throws {
         let cloud = try await Cloud()
         let admin = try await cloud.connect("admin-secret")
-        for fault: JSONValue in [["effect": "explode"], ["code": "serverRecordChanged"], ["code": "zoneBusy", "probability": 2.0]] {
+        for fault: JSONValue in [["effect": "explode"], ["code": "serverRecordChanged"], ["code": "partialFailure"], ["code": "invalidJSON"],
+                                 ["code": "zoneBusy", "probability": 2.0]] {
             do {
                 _ = try await admin.call("admin.injectFault", fault)
                 Issue.record("expected invalidArguments for \(fault)")
