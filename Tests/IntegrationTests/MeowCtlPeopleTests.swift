@@ -208,6 +208,23 @@ struct MeowCtlPeopleTests {
         await deployment.stop()
     }
 
+    @Test("log --follow prints requests as they happen, filtered, until stopped")
+    func logFollow() async throws {
+        let deployment = try await PeopleDeployment.start()
+        let follow = try ServiceProcess("meowctl", ["log", "--follow", "--json", "--socket", deployment.cloudSocket,
+                                                     "--credential", PeopleDeployment.admin, "--op", "records.modify"])
+        // A request made after the follower started shows up in its output; other ops do not.
+        #expect(try await runTool("meowctl", ["events", "add", "--socket", deployment.deviceSocket, "--type", "note", "--id", "followed"]).status == 0)
+        #expect(try await runTool("meowctl", ["sync", "send", "--socket", deployment.deviceSocket]).status == 0)
+        #expect(await follow.waitForOutput(containing: #""op":"records.modify""#, timeout: 20))
+        let lines = follow.standardOutput.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+        #expect(!lines.isEmpty && lines.allSatisfy { $0["op"] == "records.modify" })
+        #expect(follow.isRunning)
+        follow.signal(SIGTERM)
+        #expect(await follow.waitForExit(timeout: 10) != nil)
+        await deployment.stop()
+    }
+
     @Test("sync signout / signin: the device's data leaves and comes back; status says it is signed out")
     func signOutAndIn() async throws {
         let deployment = try await PeopleDeployment.start()

@@ -91,7 +91,7 @@ public final class ServiceProcess: @unchecked Sendable {
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { break }
                 if !isStderr {
-                    condition.lock(); stdoutText += String(decoding: buffer[0..<n], as: UTF8.self); condition.unlock()
+                    condition.lock(); stdoutText += String(decoding: buffer[0..<n], as: UTF8.self); condition.broadcast(); condition.unlock()
                     continue
                 }
                 pending += buffer[0..<n]
@@ -140,6 +140,18 @@ public final class ServiceProcess: @unchecked Sendable {
                 }
                 if finished || !condition.wait(until: deadline) { return nil }
             }
+        }
+    }
+
+    /// Waits until standard output contains `text` (a tool that streams, like `meowctl log --follow`).
+    public func waitForOutput(containing text: String, timeout: TimeInterval = 10) async -> Bool {
+        await offThread { [self] in
+            let deadline = Date().addingTimeInterval(timeout)
+            condition.lock(); defer { condition.unlock() }
+            while !stdoutText.contains(text) {
+                if finished || !condition.wait(until: deadline) { return stdoutText.contains(text) }
+            }
+            return true
         }
     }
 
