@@ -14,6 +14,8 @@ final class Child {
         self.socket = socket
         process.executableURL = URL(fileURLWithPath: Self.binaryDirectory + "/" + executable)
         process.arguments = arguments
+        // The services stop by themselves if the benchmark is killed (see ParentWatch).
+        process.environment = ProcessInfo.processInfo.environment.merging(["MEOW_EXIT_WITH_PID": String(getpid())]) { _, new in new }
         // The service's log beside its socket (kept with --dir), for when a run fails.
         _ = FileManager.default.createFile(atPath: socket + ".log", contents: nil)
         process.standardError = FileHandle(forWritingAtPath: socket + ".log")
