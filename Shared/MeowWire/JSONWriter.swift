@@ -76,3 +76,12 @@ public enum JSONWriter {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 }
+
+/// A result that writes its own JSON text. The runtime sends it as is instead of running
+/// `JSONEncoder` (which was most of the cost of a page of records). `writeJSON` returns false to
+/// fall back to `JSONEncoder` for shapes it does not write itself; it must then leave `out` as
+/// it found it. The text must decode to what the type's `Encodable` form would: whole doubles as
+/// integers, as `JSONEncoder` writes them.
+public protocol JSONTextWritable {
+    func writeJSON(to out: inout String) -> Bool
+}

@@ -80,7 +80,13 @@ final class Connection {
     /// envelope is three fixed keys, and encoding it generically cost a fifth of a ping.
     private func sendSuccess(id: RequestID, result: any Encodable) {
         do {
-            let resultJSON = try encoder.encode(result)
+            var written = ""
+            let resultJSON: Data
+            if let writable = result as? JSONTextWritable, writable.writeJSON(to: &written) {
+                resultJSON = Data(written.utf8)
+            } else {
+                resultJSON = try encoder.encode(result)
+            }
             var body: [UInt8] = []
             body.reserveCapacity(resultJSON.count + 40)
             body.append(contentsOf: #"{"id":"#.utf8)
