@@ -14,11 +14,7 @@ enum CloudBenchmark {
         let directory = NSTemporaryDirectory() + "mb-cloud-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory + "/cloud", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let users = #"{"users":[{"user":"owner","credential":"owner-secret"},{"user":"small","credential":"small-secret"}]}"#
-        try users.write(toFile: directory + "/users.json", atomically: true, encoding: .utf8)
-        let service = try Child("sync-service", ["--socket", directory + "/sync.sock", "--data-dir", directory + "/cloud",
-                                                 "--users", directory + "/users.json", "--log-level", "warning"],
-                                socket: directory + "/sync.sock")
+        let service = try Child.syncService(in: directory, users: ["owner", "small"])
         defer { service.stop() }
 
         let total = quick ? 8_000 : 100_000

@@ -112,10 +112,7 @@ enum LoadBenchmark {
         let directory = options.directory ?? NSTemporaryDirectory() + "mb-load-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { if options.directory == nil { try? FileManager.default.removeItem(atPath: directory) } }
-        try #"{"users":[{"user":"load","credential":"load-secret"}]}"#.write(toFile: directory + "/users.json", atomically: true, encoding: .utf8)
-        let cloud = try Child("sync-service", ["--socket", directory + "/sync.sock", "--data-dir", directory + "/cloud",
-                                               "--users", directory + "/users.json", "--log-level", "warning"],
-                              socket: directory + "/sync.sock")
+        let cloud = try Child.syncService(in: directory, users: ["load"])
         defer { cloud.stop() }
         func device(_ name: String) throws -> Child {
             try Child("store-service", ["--socket", "\(directory)/\(name).sock", "--data-dir", "\(directory)/\(name)",

@@ -9,11 +9,7 @@ enum MirrorBenchmark {
         let directory = NSTemporaryDirectory() + "mb-mirror-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let users = #"{"users":[{"user":"big","credential":"big-secret"},{"user":"small","credential":"small-secret"}]}"#
-        try users.write(toFile: directory + "/users.json", atomically: true, encoding: .utf8)
-        let cloud = try Child("sync-service", ["--socket", directory + "/sync.sock", "--data-dir", directory + "/cloud",
-                                               "--users", directory + "/users.json", "--log-level", "warning"],
-                              socket: directory + "/sync.sock")
+        let cloud = try Child.syncService(in: directory, users: ["big", "small"])
         defer { cloud.stop() }
         func device(_ name: String, _ credential: String) throws -> Child {
             try Child("store-service", ["--socket", "\(directory)/\(name).sock", "--data-dir", "\(directory)/\(name)",

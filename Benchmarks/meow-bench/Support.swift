@@ -41,6 +41,16 @@ final class Child {
         process.waitUntilExit()
     }
 
+    /// A sync-service on files in `directory` (socket `sync.sock`), with users named by their
+    /// credentials `<user>-secret`.
+    static func syncService(in directory: String, users: [String]) throws -> Child {
+        let list = users.map { #"{"user":"\#($0)","credential":"\#($0)-secret"}"# }.joined(separator: ",")
+        try #"{"users":[\#(list)]}"#.write(toFile: directory + "/users.json", atomically: true, encoding: .utf8)
+        return try Child("sync-service", ["--socket", directory + "/sync.sock", "--data-dir", directory + "/cloud",
+                                          "--users", directory + "/users.json", "--log-level", "warning"],
+                         socket: directory + "/sync.sock")
+    }
+
     static var binaryDirectory: String {
         if let dir = ProcessInfo.processInfo.environment["MEOW_BIN_DIR"] { return dir }
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]

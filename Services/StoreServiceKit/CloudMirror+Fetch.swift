@@ -18,7 +18,7 @@ struct MirrorFetchReport: Codable, Sendable {
 extension CloudMirror {
     /// Fetches the private then the shared database.
     func fetchAll() throws -> MirrorFetchReport {
-        try requireSignedIn()
+        try signedInCredential()
         var report = MirrorFetchReport()
         for scope in [StoreScope.private, .shared] {
             try fetchDatabase(scope, report: &report)

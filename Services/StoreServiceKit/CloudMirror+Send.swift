@@ -26,7 +26,7 @@ extension CloudMirror {
 
     /// Sends both stores' queues.
     func sendAll() throws -> MirrorSendReport {
-        try requireSignedIn()
+        try signedInCredential()
         var report = MirrorSendReport()
         for scope in [StoreScope.private, .shared] {
             try send(scope: scope, report: &report)

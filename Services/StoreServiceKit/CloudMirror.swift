@@ -79,8 +79,7 @@ final class CloudMirror: Sendable {
     /// The connected client (connecting and saying hello if needed).
     func client() throws(WireError) -> Connection {
         if let live = connection.withLock({ $0 }) { return live }
-        try requireSignedIn()
-        guard let credential = credential.withLock({ $0 }) else { throw WireError(.notAuthenticated, "Signed out.") }
+        let credential = try signedInCredential()
         let client = try WireClient(socketPath: options.syncSocket, timeout: .seconds(60))
         let hello = try client.callBlocking("hello", HelloParams(client: "store-service mirror (\(options.deviceName))", credential: credential))
         guard let user = hello["user"]?.stringValue else {
@@ -453,11 +452,14 @@ extension CloudMirror {
 
     var isSignedIn: Bool { credential.withLock { $0 != nil } }
 
-    /// Sync steps fail at once while signed out, even with nothing to send.
-    func requireSignedIn() throws(WireError) {
-        guard isSignedIn else {
+    /// The credential to sign in with; sync steps fail at once while signed out, even with
+    /// nothing to send.
+    @discardableResult
+    func signedInCredential() throws(WireError) -> String {
+        guard let credential = credential.withLock({ $0 }) else {
             throw WireError(.notAuthenticated, "No cloud account is signed in on this device (account.signOut); call account.signIn to sync again. Local saves keep working and are uploaded after sign-in.")
         }
+        return credential
     }
 
     /// What `account.signOut` / `account.signIn` answer.

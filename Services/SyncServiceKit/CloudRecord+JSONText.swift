@@ -2,10 +2,10 @@ import MeowWire
 
 /// Record pages and modify replies written as JSON text directly (see `JSONTextWritable`):
 /// the same keys and values as their `Encodable` forms, which `RecordTextTests` checks. Replies
-/// holding a share record's `shareInfo` go through `JSONEncoder`.
+/// holding a share record's `shareInfo` go through `JSONEncoder`: they are checked for one
+/// before anything is written, so a fallback leaves nothing behind.
 extension CloudRecord {
-    func writeJSON(to out: inout String) -> Bool {
-        guard shareInfo == nil else { return false }
+    func writeJSON(to out: inout String) {
         out += #"{"recordName":"#; JSONWriter.appendString(recordName, to: &out)
         out += #","zoneID":"#; zoneID.writeJSON(to: &out)
         out += #","recordType":"#; JSONWriter.appendString(recordType, to: &out)
@@ -23,23 +23,20 @@ extension CloudRecord {
         if let parent { out += #","parent":"#; parent.writeJSON(to: &out) }
         if let share { out += #","share":"#; share.writeJSON(to: &out) }
         out += "}"
-        return true
     }
 
-    /// `[record, …]`; false (and `out` unchanged) when one of them needs JSONEncoder.
-    static func writeJSON(_ records: [CloudRecord], to out: inout String) -> Bool {
-        let start = out.endIndex
+    /// `[item, …]` with each item written by `write`.
+    static func writeArray<T>(_ items: [T], to out: inout String, _ write: (T, inout String) -> Void) {
         out += "["
-        for (index, record) in records.enumerated() {
+        for (index, item) in items.enumerated() {
             if index > 0 { out += "," }
-            guard record.writeJSON(to: &out) else {
-                out.removeSubrange(start...)
-                return false
-            }
+            write(item, &out)
         }
         out += "]"
-        return true
     }
+
+    /// Whether these records can be written as text (no share record's `shareInfo`).
+    static func writable(_ records: [CloudRecord]) -> Bool { records.allSatisfy { $0.shareInfo == nil } }
 }
 
 extension ZoneID {
@@ -60,20 +57,16 @@ extension RecordReference {
 
 extension FetchZoneChangesResult: JSONTextWritable {
     public func writeJSON(to out: inout String) -> Bool {
-        let start = out.endIndex
+        guard CloudRecord.writable(changed) else { return false }
         out += #"{"changed":"#
-        guard CloudRecord.writeJSON(changed, to: &out) else {
-            out.removeSubrange(start...)
-            return false
-        }
-        out += #","deleted":["#
-        for (index, item) in deleted.enumerated() {
-            if index > 0 { out += "," }
+        CloudRecord.writeArray(changed, to: &out) { record, out in record.writeJSON(to: &out) }
+        out += #","deleted":"#
+        CloudRecord.writeArray(deleted, to: &out) { item, out in
             out += #"{"recordName":"#; JSONWriter.appendString(item.recordName, to: &out)
             out += #","recordType":"#; JSONWriter.appendString(item.recordType, to: &out)
             out += "}"
         }
-        out += #"],"token":"#; JSONWriter.appendString(token, to: &out)
+        out += #","token":"#; JSONWriter.appendString(token, to: &out)
         out += moreComing ? #","moreComing":true}"# : #","moreComing":false}"#
         return true
     }
@@ -81,20 +74,16 @@ extension FetchZoneChangesResult: JSONTextWritable {
 
 extension ModifyResult: JSONTextWritable {
     public func writeJSON(to out: inout String) -> Bool {
-        let start = out.endIndex
+        guard CloudRecord.writable(saved) else { return false }
         out += #"{"saved":"#
-        guard CloudRecord.writeJSON(saved, to: &out) else {
-            out.removeSubrange(start...)
-            return false
-        }
-        out += #","deleted":["#
-        for (index, item) in deleted.enumerated() {
-            if index > 0 { out += "," }
+        CloudRecord.writeArray(saved, to: &out) { record, out in record.writeJSON(to: &out) }
+        out += #","deleted":"#
+        CloudRecord.writeArray(deleted, to: &out) { item, out in
             out += #"{"recordName":"#; JSONWriter.appendString(item.recordName, to: &out)
             out += #","zoneID":"#; item.zoneID.writeJSON(to: &out)
             out += "}"
         }
-        out += "]}"
+        out += "}"
         return true
     }
 }
