@@ -51,7 +51,7 @@ let package = Package(
                     path: "Tests/StoreServiceTests", swiftSettings: strict),
         .testTarget(name: "SyncServiceTests", dependencies: ["SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
                     path: "Tests/SyncServiceTests", swiftSettings: strict),
-        .testTarget(name: "MirrorTests", dependencies: ["StoreServiceKit", "SyncServiceKit", "TestSupport", "MeowWire"],
+        .testTarget(name: "MirrorTests", dependencies: ["StoreServiceKit", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
                     path: "Tests/MirrorTests", swiftSettings: strict),
         .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire"],
                     path: "Tests/IntegrationTests", swiftSettings: strict),

@@ -38,8 +38,10 @@ extension CloudMirror {
     private struct Item {
         var pending: MirrorState.Pending
         var entity: EntityDescription
-        /// The record to save (nil: a delete).
+        /// The record to save (nil: a delete); its fields are in `fieldsText`.
         var record: MirrorRecord?
+        /// The saved record's fields as JSON text (`MirrorRecordCoding.fieldsText`).
+        var fieldsText: (record: String, data: String)?
         /// A delete: of the record itself, or of its old copy when it moves to another zone.
         var delete: MirrorZoneID?
     }
@@ -76,9 +78,8 @@ extension CloudMirror {
             rounds += 1
             let items = batch.items
             if batch.database == "private" { try ensureZones(Set(items.compactMap { $0.record?.zoneID })) }
-            let saves = items.compactMap(\.record)
             let deletes = items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
-            let params = ModifyRequest(database: batch.database, saves: saves, deletes: deletes).json
+            let params = ModifyRequest(database: batch.database, items: items, deletes: deletes)
             report.requests += 1
             let inFlight = begin("records.modify", params)
             upcoming = try nextBatch(scope: scope, excluding: skipped.union(items.map(\.pending.uuid)), report: &report)
@@ -134,18 +135,42 @@ extension CloudMirror {
     }
 
     private struct DeleteRef: Codable { var recordName: String; var zoneID: MirrorZoneID }
-    private struct ModifyRequest: Codable {
-        var database: String
-        var saves: [MirrorRecord]
-        var deletes: [DeleteRef]
-        var atomic = true
-        /// The mirror keeps the fields it sent; replies carry tags and metadata only.
-        var returnFields = false
 
-        var json: JSONValue {
-            ["database": .string(database), "saves": .array(saves.map(\.json)),
-             "deletes": .array(deletes.map { ["recordName": .string($0.recordName), "zoneID": $0.zoneID.json] }),
-             "atomic": .bool(atomic), "returnFields": .bool(returnFields)]
+    /// records.modify's params, written as JSON text: each record's fields text goes in as it
+    /// was built from the row (`JSONTextWritable`; `WireClient` sends it without an encoder).
+    private struct ModifyRequest: Encodable, JSONTextWritable {
+        var database: String
+        var items: [Item]
+        var deletes: [DeleteRef]
+
+        func writeJSON(to out: inout String) -> Bool {
+            out += #"{"database":"#
+            JSONWriter.appendString(database, to: &out)
+            out += #","saves":["#
+            var first = true
+            for item in items {
+                guard let record = item.record, let fields = item.fieldsText else { continue }
+                if !first { out += "," }
+                first = false
+                out += #"{"recordName":"#; JSONWriter.appendString(record.recordName, to: &out)
+                out += #","zoneID":"#; JSONWriter.append(record.zoneID.json, to: &out)
+                out += #","recordType":"#; JSONWriter.appendString(record.recordType, to: &out)
+                out += #","fields":"# + fields.record
+                if let tag = record.recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(tag, to: &out) }
+                out += "}"
+            }
+            out += #"],"deletes":"#
+            JSONWriter.append(.array(deletes.map { ["recordName": .string($0.recordName), "zoneID": $0.zoneID.json] }), to: &out)
+            // The mirror keeps the fields it sent; replies carry tags and metadata only.
+            out += #","atomic":true,"returnFields":false}"#
+            return true
+        }
+
+        /// The Encodable form (what the text says), for encoders other than the client's.
+        func encode(to encoder: any Encoder) throws {
+            var text = ""
+            _ = writeJSON(to: &text)
+            try JSONParser.parse(text).encode(to: encoder)
         }
     }
 
@@ -182,7 +207,7 @@ extension CloudMirror {
                         report.dropped += 1
                         continue
                     }
-                    items.append(Item(pending: pending, entity: entity, record: nil, delete: meta.zone))
+                    items.append(Item(pending: pending, entity: entity, record: nil, fieldsText: nil, delete: meta.zone))
                     count += 1
                     continue
                 }
@@ -193,18 +218,18 @@ extension CloudMirror {
                     report.dropped += 1
                     continue
                 }
-                let fields = try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(pending.uuid))
+                let fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(pending.uuid))
                 guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
                     try state.dropPending(pending.uuid)
                     report.dropped += 1
                     continue
                 }
-                var record = MirrorRecord(recordName: pending.uuid, zoneID: zone, recordType: "CD_\(entity.name)", fields: fields)
+                var record = MirrorRecord(recordName: pending.uuid, zoneID: zone, recordType: "CD_\(entity.name)", fields: nil)
                 var move: MirrorZoneID?
                 if let meta {
                     if meta.zone == zone { record.recordChangeTag = meta.changeTag } else { move = meta.zone }
                 }
-                items.append(Item(pending: pending, entity: entity, record: record, delete: move))
+                items.append(Item(pending: pending, entity: entity, record: record, fieldsText: fields, delete: move))
                 count += move == nil ? 1 : 2
             }
             if due.count < limit { break }
@@ -276,7 +301,7 @@ extension CloudMirror {
                 if let record = item.record {
                     if let stored = savedByName[uuid], error == nil {
                         try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: stored.recordChangeTag,
-                                                serverFields: record.fields))
+                                                serverFields: nil), fieldsText: item.fieldsText?.data)
                         try state.dropPending(item.pending)
                         report.saved += 1
                         continue
@@ -288,9 +313,9 @@ extension CloudMirror {
                         let known = error.code == .serverRecordChanged ? try state.meta(uuid, withFields: true)?.serverFields : nil
                         let ancestor = error.details["ancestorRecord"].flatMap(MirrorRecord.init(json:))?.fields ?? known
                         // Merge with the row as it is now (a save may have landed since the batch was built).
-                        let current = try Self.currentFields(entity: item.entity, uuid: uuid, state: state).map {
-                            MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType, fields: $0)
-                        } ?? record
+                        let sent = item.fieldsText.flatMap { try? JSONParser.parse($0.record).objectValue }
+                        let current = MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,
+                                                   fields: try Self.currentFields(entity: item.entity, uuid: uuid, state: state) ?? sent)
                         let outcome = try merge(server: server, client: current, ancestor: ancestor,
                                                 pending: try state.pending(uuid: uuid) ?? item.pending, state: state)
                         local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.zoneName))

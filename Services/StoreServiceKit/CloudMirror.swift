@@ -392,6 +392,12 @@ final class CloudMirror: Sendable {
         wake.lock(); wake.signal(); wake.unlock()
     }
 
+    /// A local save committed: automatic mode wakes (its loop sees the new history token).
+    func localSaveCommitted() {
+        guard options.mode == .automatic else { return }
+        wake.lock(); wake.signal(); wake.unlock()
+    }
+
     func stop() {
         stopping.store(true, ordering: .relaxed)
         poke()

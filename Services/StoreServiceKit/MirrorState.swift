@@ -164,8 +164,13 @@ struct MirrorState {
                     changeTag: row[4].string, serverFields: fields)
     }
 
-    func setMeta(_ meta: Meta) throws {
-        let fields = meta.serverFields.map { JSONText.object($0) }
+    /// Stores a record's metadata. Its server fields are kept without `CD_entityName` and the
+    /// stamps (the ancestor of a merge is data fields only); `fieldsText` is that text when
+    /// the caller already has it (a send's verdict: the fields it sent).
+    func setMeta(_ meta: Meta, fieldsText: String? = nil) throws {
+        let fields = fieldsText ?? meta.serverFields.map { fields in
+            JSONText.object(fields.filter { $0.key != Self.fieldTimesField && $0.key != Self.entityNameField })
+        }
         try database.execute("""
             INSERT INTO mirror_meta(uuid, entity, zone_name, owner_name, change_tag, server_fields) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,
@@ -304,32 +309,55 @@ struct FieldStamp: Codable, Sendable, Hashable {
     var time: Double
     var device: String
 
-    /// `{"CD_note":{"device":"A","time":1780000000.5},…}` (the `MC_fieldModified` text).
+    /// The `MC_fieldModified` text: the fields grouped by stamp, groups by time then device,
+    /// `[{"device":"A","fields":["CD_id","CD_note"],"time":1780000000.5}]`. A record's fields
+    /// mostly share one stamp (the insert, or one edit), so this is a third of a
+    /// stamp-per-field object's size, and the stamps are half of a CareEvent record.
     static func encode(_ times: [String: FieldStamp]) -> String {
-        var text = "{"
-        for (index, name) in times.keys.sorted().enumerated() {
-            let stamp = times[name]!
+        var groups: [FieldStamp: [String]] = [:]
+        for (name, stamp) in times { groups[stamp, default: []].append(name) }
+        var text = "["
+        for (index, stamp) in groups.keys.sorted(by: { $0.time != $1.time ? $0.time < $1.time : $0.device < $1.device }).enumerated() {
             if index > 0 { text += "," }
-            JSONWriter.appendString(name, to: &text)
-            text += ":{\"device\":"
+            text += "{\"device\":"
             JSONWriter.appendString(stamp.device, to: &text)
-            text += ",\"time\":"
+            text += ",\"fields\":["
+            for (position, name) in groups[stamp]!.sorted().enumerated() {
+                if position > 0 { text += "," }
+                JSONWriter.appendString(name, to: &text)
+            }
+            text += "],\"time\":"
             JSONText.write(.double(stamp.time), into: &text)
             text += "}"
         }
-        return text + "}"
+        return text + "]"
     }
 
-    /// The stamps in such a text; entries that are not stamps are skipped.
+    /// The stamps in such a text, or in the earlier stamp-per-field object
+    /// (`{"CD_note":{"device":"A","time":1780000000.5}}`, still in stores and records written
+    /// before); entries that are not stamps are skipped.
     static func decode(_ text: String?) -> [String: FieldStamp] {
-        guard let text, case let .object(members)? = try? JSONParser.parse(text) else { return [:] }
+        guard let text, let parsed = try? JSONParser.parse(text) else { return [:] }
         var times: [String: FieldStamp] = [:]
-        for (name, value) in members {
-            guard let time = value["time"]?.doubleValue, let device = value["device"]?.stringValue else { continue }
-            times[name] = FieldStamp(time: time, device: device)
+        switch parsed {
+        case let .array(groups):
+            for group in groups {
+                guard let time = group["time"]?.doubleValue, let device = group["device"]?.stringValue,
+                      let names = group["fields"]?.arrayValue else { continue }
+                for name in names { if let name = name.stringValue { times[name] = FieldStamp(time: time, device: device) } }
+            }
+        case let .object(members):
+            for (name, value) in members {
+                guard let time = value["time"]?.doubleValue, let device = value["device"]?.stringValue else { continue }
+                times[name] = FieldStamp(time: time, device: device)
+            }
+        default: break
         }
         return times
     }
+
+    /// Whether a stamps text holds no stamps (either form).
+    static func isEmptyText(_ text: String) -> Bool { text == "[]" || text == "{}" }
 
     /// Whether this edit is later than `other` (equal times: the greater device name).
     func isLater(than other: FieldStamp) -> Bool {

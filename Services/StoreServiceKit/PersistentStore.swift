@@ -39,6 +39,7 @@ final class PersistentStore: @unchecked Sendable {
         database = try filePath.map { try Database(path: $0) } ?? Database.inMemory()
         // A 32 MiB page cache: saves and pages of fetches re-read far fewer pages.
         try database.execute("PRAGMA cache_size = -32768")
+        database.checkpointInBackground()
         var entities: [String: EntityDescription] = [:]
         for name in configuration.entities { entities[name] = model.entity(named: name) }
         self.entities = entities

@@ -178,6 +178,8 @@ extension StoreService {
                 return (outcome.0, outcome.1)
             }
             engine.publish(notices, from: request.connection)
+            // Automatic mode starts its sync now rather than at its next look at the history.
+            if !notices.isEmpty { mirrorSlot.current?.localSaveCommitted() }
             return result
         }
         registry.register("context.rollback", params: ContextParams.self, summary: "Drops the context's unsaved changes.") { [self] params, request in

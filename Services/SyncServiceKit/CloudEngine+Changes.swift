@@ -121,7 +121,10 @@ extension CloudEngine {
 
     /// changes.fetchZone: records changed and deleted since a zone token, one page at a time.
     /// An index range scan on (zone, seq): the cost follows the changes, not the zone's size.
-    public func fetchZoneChanges(caller: String, _ params: FetchZoneChangesParams, trace: RequestTrace? = nil) throws -> FetchZoneChangesResult {
+    /// `fieldsAsText`: records carry their stored fields text (`fieldsText`) for a text reply
+    /// instead of parsed `fields` (the wire op; in-process callers read `fields`).
+    public func fetchZoneChanges(caller: String, _ params: FetchZoneChangesParams, trace: RequestTrace? = nil,
+                                 fieldsAsText: Bool = false) throws -> FetchZoneChangesResult {
         trace?.database = params.database.rawValue
         let expired = try read { state in
             let zone = try state.openZone(params.zoneID, scope: params.database, caller: caller, trace: nil)
@@ -169,7 +172,14 @@ extension CloudEngine {
                     continue
                 }
                 if params.database == .shared, !(try state.visibleToParticipant(stored, zone: zone, caller: caller, cache: &shareOf)) { continue }
-                changed.append(try state.render(stored, zone: zone, presentedZoneID: presented))
+                if !fieldsAsText || stored.type == CloudRecord.shareRecordType || stored.fields == nil {
+                    changed.append(try state.render(stored, zone: zone, presentedZoneID: presented))
+                } else {
+                    // The stored text goes out as it is (FieldsJSON wrote it, so it is valid JSON).
+                    var record = try state.render(stored, zone: zone, presentedZoneID: presented, fields: [:])
+                    record.fieldsText = stored.fields
+                    changed.append(record)
+                }
             }
             if !moreComing { last = max(last, try state.zoneHighWater(zone: zone.id, after: after)) }
             return FetchZoneChangesResult(changed: changed, deleted: deleted, token: ZoneToken(zone: zone.id, seq: last, horizon: horizon).text,

@@ -68,7 +68,11 @@ public final class CloudEngine: Sendable {
         cloud = CloudState(db: database, seq: seq, limits: limits)
         currentLimits = Mutex(limits)
         self.readers = path == ":memory:" ? [] : try (0..<readers).map { _ in
-            Reader(state: CloudState(db: try Database(path: path, readOnly: true), seq: 0, limits: limits))
+            let reader = try Database(path: path, readOnly: true)
+            // A reader's page cache is dropped whenever the writer commits; mapped pages are
+            // read without a pread and a copy each.
+            try reader.execute("PRAGMA mmap_size = 268435456")
+            return Reader(state: CloudState(db: reader, seq: 0, limits: limits))
         }
         try reloadAccounts()
     }

@@ -141,6 +141,11 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     /// `"returnFields": false`: the client keeps the fields it sent and takes the metadata).
     var omitsFields = false
 
+    /// The fields as the stored JSON text, written into a reply as they are instead of
+    /// `fields` (change pages: parsing each record's text only to write it again cost half of
+    /// a fetched record's time). Text replies only; the Encodable form parses it.
+    var fieldsText: String?
+
     enum CodingKeys: String, CodingKey {
         case recordName, zoneID, recordType, fields, recordChangeTag, creationDate, modificationDate
         case creatorUserRecordName, lastModifiedUserRecordName, parent, share, shareInfo

@@ -191,7 +191,7 @@ extension CloudRecord {
         try c.encode(recordType, forKey: .recordType)
         if !omitsFields {
             var nested = c.nestedContainer(keyedBy: FieldCoding.Key.self, forKey: .fields)
-            try FieldCoding.encode(fields, into: &nested)
+            try FieldCoding.encode(fieldsText.flatMap { FieldsJSON.parse($0)?.objectValue } ?? fields, into: &nested)
         }
         try c.encodeIfPresent(recordChangeTag, forKey: .recordChangeTag)
         try c.encodeIfPresent(creationDate, forKey: .creationDate)

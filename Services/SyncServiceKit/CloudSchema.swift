@@ -22,13 +22,13 @@ enum CloudSchema {
         zone INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, fields TEXT,
         tag TEXT NOT NULL, seq INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
         created REAL NOT NULL, creator TEXT NOT NULL, modified REAL NOT NULL, modifier TEXT NOT NULL,
-        parent TEXT, share TEXT, PRIMARY KEY(zone, name)) WITHOUT ROWID;
+        parent TEXT, share TEXT, UNIQUE(zone, name));
     CREATE INDEX IF NOT EXISTS records_by_seq ON records(zone, seq);
     CREATE INDEX IF NOT EXISTS records_by_parent ON records(zone, parent) WHERE parent IS NOT NULL;
     CREATE INDEX IF NOT EXISTS tombstones_by_age ON records(zone, modified) WHERE deleted = 1;
     CREATE TABLE IF NOT EXISTS record_versions(
         zone INTEGER NOT NULL, name TEXT NOT NULL, tag TEXT NOT NULL, body TEXT NOT NULL,
-        superseded REAL NOT NULL, PRIMARY KEY(zone, name, tag)) WITHOUT ROWID;
+        superseded REAL NOT NULL, UNIQUE(zone, name, tag));
     CREATE INDEX IF NOT EXISTS record_versions_by_zone_age ON record_versions(zone, superseded);
     CREATE TABLE IF NOT EXISTS shares(
         zone INTEGER NOT NULL, name TEXT NOT NULL, root TEXT,
@@ -59,9 +59,36 @@ enum CloudSchema {
     ]
 
     static func create(in db: Database) throws {
+        try migrateRowTables(in: db)
         try db.execute(statements)
         try db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schemaVersion', \(version))")
         try db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('seq', 0)")
         try db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('databaseHorizon', 0)")
+    }
+
+    /// Tables whose rows hold a record's fields are rowid tables with a unique key beside them.
+    /// They were WITHOUT ROWID tables keyed by record name: there a row of more than about
+    /// 1 KB (a CareEvent with its field stamps is 0.9–1.1 KB) spills into an overflow page of its
+    /// own, and random names put each insert on a different leaf, so 10,000 records took
+    /// 40 MB and a batch of 400 wrote 1.6 MB. Rowid tables keep such rows inline, appended.
+    /// A database written in the old layout is copied into the new one, once, in one transaction.
+    private static let rowTables: [(name: String, indexes: [String])] = [
+        ("records", ["records_by_seq", "records_by_parent", "tombstones_by_age"]),
+        ("record_versions", ["record_versions_by_zone_age"]),
+    ]
+
+    static func migrateRowTables(in db: Database) throws {
+        for table in rowTables {
+            guard let sql = try db.scalar("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [table.name])?.string,
+                  sql.uppercased().contains("WITHOUT ROWID") else { continue }
+            let columns = snapshotTables.first { $0.name == table.name }!.columns.joined(separator: ", ")
+            try db.transaction {
+                for index in table.indexes { try db.execute("DROP INDEX IF EXISTS \(index)") }
+                try db.execute("ALTER TABLE \(table.name) RENAME TO \(table.name)_old")
+                try db.execute(statements)
+                try db.execute("INSERT INTO \(table.name)(\(columns)) SELECT \(columns) FROM \(table.name)_old")
+                try db.execute("DROP TABLE \(table.name)_old")
+            }
+        }
     }
 }

@@ -208,8 +208,14 @@ enum FieldsJSON {
         case let .int(number): out.append(contentsOf: number.description.utf8)
         case let .double(number):
             // Swift prints the shortest text that reads back as the same Double; JSON has no
-            // NaN or infinity, and the decoder never produces them.
-            out.append(contentsOf: (number.isFinite ? number.description : "null").utf8)
+            // NaN or infinity, and the decoder never produces them. Whole doubles are written
+            // as integers, as JSONEncoder and the reply writers do: change pages send this
+            // stored text as it is, and must read the same as a reply written from values.
+            if number.isFinite, number.rounded() == number, abs(number) < 1e15 {
+                out.append(contentsOf: String(Int64(number)).utf8)
+            } else {
+                out.append(contentsOf: (number.isFinite ? number.description : "null").utf8)
+            }
         case let .string(text): quote(text, into: &out)
         case let .array(items):
             out.append(UInt8(ascii: "["))

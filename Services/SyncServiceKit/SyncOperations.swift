@@ -48,7 +48,7 @@ struct SyncOperations {
         user("zones.delete", ZonesParams.self, "Deletes (or purges) zones of the private database.") { try $0.deleteZones(caller: $1, $2, trace: $3) }
         user("records.modify", ModifyParams.self, "Saves and deletes records (CloudKit's decision table).") { try $0.modifyRecords(caller: $1, $2, trace: $3) }
         user("records.fetch", FetchRecordsParams.self, "Fetches records by ID.") { try $0.fetchRecords(caller: $1, $2, trace: $3) }
-        user("changes.fetchZone", FetchZoneChangesParams.self, "Records changed and deleted since a zone token.") { try $0.fetchZoneChanges(caller: $1, $2, trace: $3) }
+        user("changes.fetchZone", FetchZoneChangesParams.self, "Records changed and deleted since a zone token.") { try $0.fetchZoneChanges(caller: $1, $2, trace: $3, fieldsAsText: true) }
         user("changes.fetchDatabase", FetchDatabaseChangesParams.self, "Zones changed, deleted, purged since a database token.") {
             try $0.fetchDatabaseChanges(caller: $1, $2, trace: $3)
         }

@@ -136,8 +136,11 @@ public final class WireClient: Sendable {
 
     /// A request's JSON body. JSON params (most calls, and the mirror's record batches) are
     /// written directly; other Encodable params go through JSONEncoder.
+    /// Params that write their own text (`JSONTextWritable`) are sent as they write it.
     static func requestBody<P: Encodable>(id: RequestID, op: String, params: P) throws -> [UInt8] {
-        guard let json = params as? JSONValue else {
+        let writable = params as? any JSONTextWritable
+        let json = params as? JSONValue
+        guard writable != nil || json != nil else {
             return Array(try JSONEncoder().encode(RequestEnvelope(id: id, op: op, params: params)))
         }
         var text = "{\"id\":"
@@ -148,7 +151,11 @@ public final class WireClient: Sendable {
         text += ",\"op\":"
         JSONWriter.appendString(op, to: &text)
         text += ",\"params\":"
-        JSONWriter.append(json, to: &text)
+        if let json {
+            JSONWriter.append(json, to: &text)
+        } else if let writable, !writable.writeJSON(to: &text) {
+            return Array(try JSONEncoder().encode(RequestEnvelope(id: id, op: op, params: params)))
+        }
         text += "}"
         return Array(text.utf8)
     }

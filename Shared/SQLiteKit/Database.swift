@@ -17,6 +17,8 @@ public final class Database {
     let handle: OpaquePointer
     public let path: String
     private var statementCache: [String: Statement] = [:]
+    /// Set by `checkpointInBackground()`; stopped when the connection closes.
+    var checkpointer: BackgroundCheckpointer?
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory only.
     public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
@@ -43,6 +45,8 @@ public final class Database {
     public static func inMemory() throws(SQLiteError) -> Database { try Database(path: ":memory:") }
 
     deinit {
+        if checkpointer != nil { sqlite3_wal_hook(handle, nil, nil) }
+        checkpointer?.stop()
         statementCache.removeAll()
         sqlite3_close_v2(handle)
     }

@@ -1,4 +1,5 @@
 import MeowWire
+import SQLiteKit
 import Testing
 @testable import StoreServiceKit
 
@@ -61,6 +62,48 @@ extension Mirroring {
             let sent: [String: JSONValue] = ["CD_value": ["type": "double", "value": .double(250)]]
             let read: [String: JSONValue] = ["CD_value": ["type": "double", "value": .int(250)]]
             #expect(MirrorRecordCoding.dataFields(sent) == MirrorRecordCoding.dataFields(read))
+        }
+
+        @Test("MC_fieldModified groups fields by stamp; the stamp-per-field form of older records still reads")
+        func fieldStampText() throws {
+            let a = FieldStamp(time: 100.5, device: "A"), b = FieldStamp(time: 100.5, device: "B")
+            let times = ["CD_note": a, "CD_id": a, "CD_value": b]
+            let text = FieldStamp.encode(times)
+            #expect(text == #"[{"device":"A","fields":["CD_id","CD_note"],"time":100.5},{"device":"B","fields":["CD_value"],"time":100.5}]"#)
+            #expect(FieldStamp.decode(text) == times)
+            #expect(FieldStamp.decode(#"{"CD_note":{"device":"A","time":100.5},"CD_value":{"device":"B","time":100.5}}"#)
+                    == ["CD_note": a, "CD_value": b])
+            #expect(FieldStamp.decode(#"[{"device":"A","time":1}]"#).isEmpty)
+            #expect(FieldStamp.encode([:]) == "[]" && FieldStamp.isEmptyText("[]") && FieldStamp.isEmptyText("{}"))
+        }
+
+        @Test("A row's fields as text are the fields the tree form gives, and the stored ancestor leaves out the bookkeeping fields")
+        func fieldsTextMatchesTheTree() throws {
+            let model = ManagedObjectModel.meowCare()
+            let configuration = try #require(model.configurations.first { $0.scope == .private })
+            let store = try PersistentStore(url: "memory://rules", filePath: nil, configuration: configuration, model: model)
+            let entity = try #require(store.model.entity(named: "CareEvent"))
+            var values = [SQLValue](repeating: .null, count: entity.attributes.count + entity.toOneRelationships.count)
+            for (index, attribute) in entity.attributes.enumerated() {
+                switch attribute.type {
+                case .string: values[index] = .text("say \"hi\"\n")
+                case .integer, .boolean: values[index] = .integer(7)
+                case .double: values[index] = .real(250)
+                case .date: values[index] = .text("2026-11-30T08:00:00.250Z")
+                }
+            }
+            let row = PersistentStore.StoredRow(primaryKey: 1, version: 1, uuid: "E1", zone: nil, values: values)
+            let state = MirrorState(store)
+            let times = FieldStamp.encode(["CD_note": FieldStamp(time: 1.5, device: "A")])
+            let text = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: times)
+            let tree = try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: times)
+            let parsed = try #require(try JSONParser.parse(text.record).objectValue)
+            #expect(MirrorRecordCoding.dataFields(parsed) == MirrorRecordCoding.dataFields(tree))
+            #expect(parsed[MirrorState.fieldTimesField] == tree[MirrorState.fieldTimesField])
+            #expect(parsed[MirrorState.entityNameField] == tree[MirrorState.entityNameField])
+            let data = try #require(try JSONParser.parse(text.data).objectValue)
+            #expect(MirrorRecordCoding.dataFields(data) == MirrorRecordCoding.dataFields(tree))
+            #expect(data[MirrorState.fieldTimesField] == nil && data[MirrorState.entityNameField] == nil)
         }
     }
 }

@@ -137,6 +137,57 @@ import Testing
         try reopened.save([record("b", title: "after restart", tag: tag)])
     }
 
+    @Test("A cloud written with WITHOUT ROWID record tables is moved to rowid tables on open, records, versions and tokens intact")
+    func recordTablesMoveToRowidTables() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("cloud.sqlite")
+        var token: String
+        var tag: String
+        do {
+            let first = try CloudFixture(path: path)
+            try first.makeZone()
+            try first.save([record("a"), record("b")])
+            tag = try #require(try first.fetch("b")?.recordChangeTag)
+            try first.save([record("b", title: "second", tag: tag)])
+            token = try first.engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: zone)).token
+        }
+        // Rewrite the two tables in the layout of earlier versions, rows and all.
+        do {
+            let db = try Database(path: path)
+            try db.execute("""
+                BEGIN;
+                DROP INDEX records_by_seq; DROP INDEX records_by_parent; DROP INDEX tombstones_by_age; DROP INDEX record_versions_by_zone_age;
+                ALTER TABLE records RENAME TO r; ALTER TABLE record_versions RENAME TO v;
+                CREATE TABLE records(zone INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, fields TEXT,
+                    tag TEXT NOT NULL, seq INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
+                    created REAL NOT NULL, creator TEXT NOT NULL, modified REAL NOT NULL, modifier TEXT NOT NULL,
+                    parent TEXT, share TEXT, PRIMARY KEY(zone, name)) WITHOUT ROWID;
+                CREATE INDEX records_by_seq ON records(zone, seq);
+                CREATE TABLE record_versions(zone INTEGER NOT NULL, name TEXT NOT NULL, tag TEXT NOT NULL, body TEXT NOT NULL,
+                    superseded REAL NOT NULL, PRIMARY KEY(zone, name, tag)) WITHOUT ROWID;
+                INSERT INTO records SELECT zone, name, type, fields, tag, seq, deleted, created, creator, modified, modifier, parent, share FROM r;
+                INSERT INTO record_versions SELECT zone, name, tag, body, superseded FROM v;
+                DROP TABLE r; DROP TABLE v;
+                COMMIT;
+                """)
+            #expect(try db.scalar("SELECT count(*) FROM sqlite_master WHERE sql LIKE '%WITHOUT ROWID%'")?.int == 2)
+        }
+        let reopened = try CloudFixture(path: path)
+        let check = try Database(path: path)
+        #expect(try check.scalar("SELECT count(*) FROM sqlite_master WHERE sql LIKE '%WITHOUT ROWID%'")?.int == 0)
+        #expect(try check.scalar("SELECT count(*) FROM sqlite_master WHERE name IN ('records_by_seq', 'records_by_parent', 'tombstones_by_age', 'record_versions_by_zone_age')")?.int == 4)
+        #expect(try reopened.fetch("a")?.fields["CD_title"]?["value"] == "note")
+        #expect(try reopened.fetch("b")?.fields["CD_title"]?["value"] == "second")
+        // The superseded version is still there: a save with the old tag gets it as the ancestor.
+        let stale = wireError { try reopened.save([record("b", title: "stale", tag: tag)]) }
+        let item = stale?.details["partialErrors"]?.objectValue?.values.first
+        #expect(item?["code"] == "serverRecordChanged")
+        #expect(item?["details"]?["ancestorRecord"]?["fields"]?["CD_title"]?["value"] == "note")
+        try reopened.save([record("c")])
+        let next = try reopened.engine.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: zone, since: token))
+        #expect(next.changed.map(\.recordName) == ["c"])
+    }
+
     @Test func snapshotExportThenImportReproducesTheCloud() throws {
         try cloud.save([record("session", type: "CD_CareSession"), record("e1", parent: "session")])
         try cloud.shareZone(with: [("alice", "readWrite")])

@@ -53,6 +53,32 @@ struct RecordTextTests {
         #expect(try Self.viaText(reply) == Self.viaEncoder(reply))
     }
 
+    @Test("a change page that sends the stored fields text reads the same as one written from the parsed fields")
+    func pageWithStoredFieldsText() throws {
+        let cloud = try CloudFixture()
+        try cloud.makeZone()
+        var saves = Self.records(30, seed: 4).enumerated().map { index, record -> CloudRecord in
+            var record = record
+            record.recordName = "r\(index)"
+            record.omitsFields = false
+            record.fields["CD_gone"] = nil
+            record.zoneID = ZoneID(zoneName: "Zone")
+            record.recordChangeTag = nil
+            record.parent = nil
+            record.share = nil
+            return record
+        }
+        saves[0].fields["CD_whole"] = ["type": "double", "value": .double(1_796_025_600)]
+        try cloud.save(saves)
+        let params = FetchZoneChangesParams(database: .private, zoneID: ZoneID(zoneName: "Zone"))
+        let asText = try cloud.engine.fetchZoneChanges(caller: "owner", params, fieldsAsText: true)
+        let parsed = try cloud.engine.fetchZoneChanges(caller: "owner", params)
+        #expect(asText.changed.count == 30 && asText.changed.allSatisfy { $0.fieldsText != nil })
+        let text = try #require(try Self.viaText(asText))
+        #expect(text == (try Self.viaText(parsed)))
+        #expect(text == (try Self.viaEncoder(asText)))
+    }
+
     @Test("a share record's reply falls back to JSONEncoder")
     func shareFallsBack() throws {
         var share = CloudRecord(recordName: CloudRecord.zoneShareName, zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)
