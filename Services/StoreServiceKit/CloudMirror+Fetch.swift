@@ -196,7 +196,9 @@ extension CloudMirror {
                 var meta = try state.meta(uuid)
                 if let tag = meta?.changeTag, tag == record.recordChangeTag { continue }
                 var fields = record.fields ?? [:]
-                var times = MirrorRecordCoding.times(record.fields)
+                // The record's stamps, decoded only for a merge or for stamps already kept here.
+                var times: [String: FieldStamp]?
+                let known = meta != nil
                 var keepPending = false
                 if let pending = try state.pending(uuid: uuid) {
                     if pending.kind == .delete {
@@ -224,7 +226,14 @@ extension CloudMirror {
                 afterSave.append {
                     try state.setMeta(.init(uuid: uuid, entity: entity.name, zone: record.zoneID, changeTag: record.recordChangeTag,
                                             serverFields: record.fields))
-                    try state.setFieldTimes(uuid, stamps)
+                    if let stamps {
+                        try state.setFieldTimes(uuid, stamps)
+                    } else if !known, let text = record.fields?[MirrorState.fieldTimesField]?["value"]?.stringValue {
+                        // A record new to this device: its stamps are the record's, as they came.
+                        try state.replaceFieldTimes(uuid, text: text)
+                    } else {
+                        try state.setFieldTimes(uuid, MirrorRecordCoding.times(record.fields))
+                    }
                     if !keep { try state.dropPending(uuid) }
                 }
                 report.changedRecords += 1

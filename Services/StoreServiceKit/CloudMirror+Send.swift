@@ -66,62 +66,68 @@ extension CloudMirror {
         }
     }
 
-    /// Sends the scope's queue batch by batch, in order. While the server works on one batch
-    /// the next is built (its entries are distinct, so nothing it reads changes with the
-    /// verdicts); it is sent only after the previous verdicts are applied, and thrown away when
-    /// they stop the send or change the batch size.
+    /// One batch sent and not answered yet.
+    private struct InFlight {
+        var batch: Batch
+        var params: ModifyRequest
+        var waiter: ReplyWaiter
+        var names: [String] { batch.items.map(\.pending.uuid) }
+    }
+
+    /// What one batch's answer means for the send.
+    private enum Step {
+        case next
+        /// Merges, reverts or delete rules changed rows (and may have queued records again):
+        /// batches built before are dropped and built again from the queue as it is now.
+        case rebuild
+        case stop(WireError)
+    }
+
+    /// How many batches may wait for their answer at once. The connection's requests are
+    /// served in order, so with two the server starts on the next batch while the device
+    /// applies the verdicts of the one before (a send ran at the sum of the two sides' times).
+    static let batchesInFlight = 2
+
+    /// Sends the scope's queue batch by batch, in order. Up to `batchesInFlight` batches are
+    /// sent ahead of their answers; each is built from entries no other unanswered batch holds,
+    /// so nothing it carries changes with the verdicts of the others, and every answer is
+    /// applied in order, even after one that stops the send (a batch the server saved is never
+    /// left looking unsent). A verdict that changes rows or the batch size drops the batch built
+    /// meanwhile and builds again from the queue.
     private func send(scope: StoreScope, report: inout MirrorSendReport) throws {
         var skipped: Set<String> = []
         var rounds = 0
+        var inFlight: [InFlight] = []
+        var stopError: WireError?
         var upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report)
-        while rounds < 10_000, let batch = upcoming {
-            rounds += 1
-            let items = batch.items
-            if batch.database == "private" { try ensureZones(Set(items.compactMap { $0.record?.zoneID })) }
-            let deletes = items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
-            let params = ModifyRequest(database: batch.database, items: items, deletes: deletes)
-            report.requests += 1
-            let inFlight = begin("records.modify", params)
-            upcoming = try nextBatch(scope: scope, excluding: skipped.union(items.map(\.pending.uuid)), report: &report)
-            let verdict = finish(inFlight, "records.modify", params)
+        func unanswered() -> Set<String> { Set(inFlight.flatMap(\.names)) }
+        while true {
+            while stopError == nil, inFlight.count < Self.batchesInFlight, rounds < 10_000, let batch = upcoming {
+                rounds += 1
+                if batch.database == "private" { try ensureZones(Set(batch.items.compactMap { $0.record?.zoneID })) }
+                let deletes = batch.items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
+                let params = ModifyRequest(database: batch.database, items: batch.items, deletes: deletes)
+                report.requests += 1
+                inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params)))
+                upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), report: &report)
+            }
+            guard !inFlight.isEmpty else { break }
+            let sent = inFlight.removeFirst()
+            let verdict = finish(sent.waiter, "records.modify", sent.params)
             CrashPoint.reached("mirror.afterServerReply")
-            switch verdict {
-            case let .success(result):
-                // Every entry saved: only the mirror's metadata changes, so the batch built
-                // meanwhile still stands. (When there was none, look again: saves made during
-                // the send are sent by it too.)
-                try applyVerdicts(items: items, scopeStore: batch.storeName, saved: result["saved"], deleted: result["deleted"], errors: [:],
-                                  report: &report, skipped: &skipped)
-                if upcoming == nil { upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report) }
-            case let .failure(error) where error.code == .partialFailure:
-                let errors = (error.details["partialErrors"]?.objectValue ?? [:]).compactMapValues { try? $0.decode(WireError.self) }
-                try applyVerdicts(items: items, scopeStore: batch.storeName, saved: error.details["saved"], deleted: error.details["deleted"],
-                                  errors: errors, report: &report, skipped: &skipped)
-                // Merges, reverts and delete rules may have changed rows (and queued merged
-                // records again): the next batch is built from the queue as it is now.
-                upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report)
-            case let .failure(error) where error.code == .limitExceeded:
-                let halved = max(1, items.count / 2)
-                progress.withLock { $0.batchLimit = halved }
-                logger.info("limitExceeded: splitting the batch", ["items": .int(items.count), "nextBatch": .int(halved)])
-                if items.count == 1 { throw error }
-                // The batch built meanwhile has the old size: build again from the queue.
-                upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report)
-                continue
-            case let .failure(error) where Self.transientCodes.contains(error.code):
-                let retryAfter = error.details["retryAfterSeconds"]?.doubleValue
-                    ?? progress.withLock { state -> Double in state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2)); return state.backoffSeconds }
-                try withStores { stores in
-                    guard let index = Self.storeIndex(scope, in: stores) else { return }
-                    try MirrorState(stores.list[index]).deferEntries(items.map(\.pending.uuid), until: Date().timeIntervalSince1970 + retryAfter)
-                }
-                var annotated = error
-                annotated.details["deferredItems"] = .int(items.count)
-                throw annotated
-            case let .failure(error):
-                throw error
+            switch try apply(verdict, of: sent.batch, scope: scope, report: &report, skipped: &skipped) {
+            case .next:
+                // When nothing was left to build, look again: saves made during the send are sent by it too.
+                if upcoming == nil, stopError == nil { upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), report: &report) }
+            case .rebuild:
+                if stopError == nil { upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), report: &report) }
+            case let .stop(error):
+                // The batches already sent are still answered and applied; nothing more is sent.
+                stopError = stopError ?? error
+                upcoming = nil
             }
         }
+        if let stopError { throw stopError }
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { return }
             let state = MirrorState(stores.list[index])
@@ -131,6 +137,41 @@ extension CloudMirror {
                 report.retryAfterSeconds = min(report.retryAfterSeconds ?? .infinity, next - now)
                 report.deferred += try state.allPending().filter { $0.notBefore > now }.count
             }
+        }
+    }
+
+    /// Applies one batch's answer.
+    private func apply(_ verdict: Result<JSONValue, WireError>, of batch: Batch, scope: StoreScope,
+                       report: inout MirrorSendReport, skipped: inout Set<String>) throws -> Step {
+        let items = batch.items
+        switch verdict {
+        case let .success(result):
+            // Every entry saved: only the mirror's metadata changes.
+            try applyVerdicts(items: items, scopeStore: batch.storeName, saved: result["saved"], deleted: result["deleted"], errors: [:],
+                              report: &report, skipped: &skipped)
+            return .next
+        case let .failure(error) where error.code == .partialFailure:
+            let errors = (error.details["partialErrors"]?.objectValue ?? [:]).compactMapValues { try? $0.decode(WireError.self) }
+            try applyVerdicts(items: items, scopeStore: batch.storeName, saved: error.details["saved"], deleted: error.details["deleted"],
+                              errors: errors, report: &report, skipped: &skipped)
+            return .rebuild
+        case let .failure(error) where error.code == .limitExceeded:
+            let halved = max(1, items.count / 2)
+            progress.withLock { $0.batchLimit = min($0.batchLimit, halved) }
+            logger.info("limitExceeded: splitting the batch", ["items": .int(items.count), "nextBatch": .int(halved)])
+            return items.count == 1 ? .stop(error) : .rebuild
+        case let .failure(error) where Self.transientCodes.contains(error.code):
+            let retryAfter = error.details["retryAfterSeconds"]?.doubleValue
+                ?? progress.withLock { state -> Double in state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2)); return state.backoffSeconds }
+            try withStores { stores in
+                guard let index = Self.storeIndex(scope, in: stores) else { return }
+                try MirrorState(stores.list[index]).deferEntries(items.map(\.pending.uuid), until: Date().timeIntervalSince1970 + retryAfter)
+            }
+            var annotated = error
+            annotated.details["deferredItems"] = .int(items.count)
+            return .stop(annotated)
+        case let .failure(error):
+            return .stop(error)
         }
     }
 
@@ -193,6 +234,7 @@ extension CloudMirror {
         var after: Int64 = 0
         // Zones of related records (a batch of a session's events asks for one session's zone).
         var zones: [String: MirrorZoneID?] = [:]
+        var names: [String: String?] = [:]
         while count < limit {
             let due = try state.duePending(now: now, limit: limit, after: after)
             guard let lastSeq = due.last?.seq else { break }
@@ -218,7 +260,8 @@ extension CloudMirror {
                     report.dropped += 1
                     continue
                 }
-                let fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(pending.uuid))
+                let fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(pending.uuid),
+                                                                names: &names)
                 guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
                     try state.dropPending(pending.uuid)
                     report.dropped += 1

@@ -270,7 +270,8 @@ final class CloudMirror: Sendable {
         }
         let names = Set((change.changedProperties ?? []).map(MirrorRecordCoding.fieldName))
         let stamp = FieldStamp(time: time, device: options.deviceName)
-        try state.setFieldTimes(change.uuid, Dictionary(uniqueKeysWithValues: names.map { ($0, stamp) }))
+        // An insert is a new object: its stamps are these alone (nothing to read and merge).
+        try state.setFieldTimes(change.uuid, Dictionary(uniqueKeysWithValues: names.map { ($0, stamp) }), replacing: kind == .insert)
         try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: names)
         return []
     }

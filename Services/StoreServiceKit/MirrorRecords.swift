@@ -118,8 +118,10 @@ enum MirrorRecordCoding {
     /// the fields object a save sends; `data` the same without `CD_entityName` and the stamps,
     /// which the device keeps as the record's server fields (the next merge's ancestor) once
     /// the save is acknowledged. Their values are what `fields(entity:row:state:timesText:)` gives.
+    /// `names` caches related records' names by "entity/primary key" across a batch (a page of
+    /// events names one session again and again).
     static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
-                           timesText: String?) throws -> (record: String, data: String) {
+                           timesText: String?, names: inout [String: String?]) throws -> (record: String, data: String) {
         var members: [(name: String, text: String)] = []
         members.reserveCapacity(entity.attributes.count + entity.toOneRelationships.count)
         for (index, attribute) in entity.attributes.enumerated() {
@@ -137,8 +139,10 @@ enum MirrorRecordCoding {
             members.append((fieldName(attribute.name), text + "}"))
         }
         for (offset, relationship) in entity.toOneRelationships.enumerated() {
-            guard let key = row.values[entity.attributes.count + offset].int64,
-                  let name = try state.uuid(entity: relationship.destination, primaryKey: key) else { continue }
+            guard let key = row.values[entity.attributes.count + offset].int64 else { continue }
+            let cacheKey = relationship.destination + "/" + String(key)
+            if names[cacheKey] == nil { names[cacheKey] = .some(try state.uuid(entity: relationship.destination, primaryKey: key)) }
+            guard let name = names[cacheKey] ?? nil else { continue }
             var text = #"{"type":"string","value":"#
             JSONWriter.appendString(name, to: &text)
             members.append((fieldName(relationship.name), text + "}"))

@@ -78,7 +78,12 @@ struct MirrorState {
         var entity: String
         var kind: ChangeKind
         var zone: MirrorZoneID?
-        var changed: Set<String>
+        /// The changed fields as stored (a JSON array), parsed only when asked: a send reads
+        /// hundreds of entries per batch and needs them only to merge.
+        var changedText: String
+        var changed: Set<String> {
+            Set((try? JSONParser.parse(changedText))?.arrayValue?.compactMap(\.stringValue) ?? [])
+        }
         var notBefore: Double
         /// Bumped by every enqueue of the record: a verdict only removes the version it answered.
         var generation: Int64
@@ -86,9 +91,8 @@ struct MirrorState {
 
     private static func pending(_ row: Row) -> Pending {
         let zone = row[4].string.map { MirrorZoneID(zoneName: $0, ownerName: row[5].string ?? defaultOwner) }
-        let changed = (try? JSONParser.parse(row[6].string ?? "[]"))?.arrayValue?.compactMap(\.stringValue) ?? []
         return Pending(seq: row[0].int64 ?? 0, uuid: row[1].string ?? "", entity: row[2].string ?? "",
-                       kind: ChangeKind(rawValue: row[3].string ?? "") ?? .update, zone: zone, changed: Set(changed),
+                       kind: ChangeKind(rawValue: row[3].string ?? "") ?? .update, zone: zone, changedText: row[6].string ?? "[]",
                        notBefore: row[7].double ?? 0, generation: row[8].int64 ?? 0)
     }
 
@@ -219,13 +223,20 @@ struct MirrorState {
         try database.scalar("SELECT times FROM mirror_fieldtimes WHERE uuid = ?", [uuid])?.string
     }
 
-    /// Sets the stamps of the fields in `times`; the record's other fields keep theirs.
-    func setFieldTimes(_ uuid: String, _ times: [String: FieldStamp]) throws {
+    /// Sets the stamps of the fields in `times`; the record's other fields keep theirs
+    /// (`replacing`: the record's stamps are just these, as for a new object).
+    func setFieldTimes(_ uuid: String, _ times: [String: FieldStamp], replacing: Bool = false) throws {
         guard !times.isEmpty else { return }
-        var merged = try fieldTimes(uuid)
+        var merged = replacing ? [:] : try fieldTimes(uuid)
         for (field, stamp) in times { merged[field] = stamp }
         try database.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
                              [uuid, FieldStamp.encode(merged)])
+    }
+
+    /// Replaces a record's stamps with `text` (an `MC_fieldModified` text, kept as it is).
+    func replaceFieldTimes(_ uuid: String, text: String) throws {
+        try database.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
+                             [uuid, text])
     }
 
     // MARK: Rows by record name

@@ -25,6 +25,11 @@ public final class WireClient: Sendable {
     private let eventContinuation: AsyncStream<WireEvent>.Continuation
     private let state = Mutex(State())
     private let writeLock = Mutex(())
+    /// Frames are written from here, in order, so `send` returns at once: a frame larger than
+    /// the socket's buffer (a batch of records) would otherwise block the caller until the
+    /// service has finished the request before it, and a caller with several requests in
+    /// flight could not work while the service does.
+    private let writer = DispatchQueue(label: "meowwire.client.writer")
     private let maxFrameBytes: Int
 
     private struct State {
@@ -128,8 +133,10 @@ public final class WireClient: Sendable {
             guard let self, let pending = self.state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
             pending(.failure(WireError(.timedOut, "No reply to '\(op)' (id \(id)) within \(limit).")))
         }
-        if !writeFrame(body) {
-            failAll(WireError(.connectionClosed, "The connection to \(socketPath) closed while sending '\(op)'."))
+        writer.async { [self] in
+            if !writeFrame(body) {
+                failAll(WireError(.connectionClosed, "The connection to \(socketPath) closed while sending '\(op)'."))
+            }
         }
         return id
     }
@@ -161,12 +168,17 @@ public final class WireClient: Sendable {
     }
 
     /// Writes raw bytes unchanged (tests use this to send malformed input).
+    /// After every frame `send` queued before it.
     public func writeRaw(_ bytes: [UInt8]) -> Bool {
+        writer.sync { writeBytes(bytes) }
+    }
+
+    private func writeBytes(_ bytes: [UInt8]) -> Bool {
         writeLock.withLock { _ in UnixSocket.writeAll(fd: fd, bytes) == .written }
     }
 
     private func writeFrame(_ body: [UInt8]) -> Bool {
-        writeRaw(FrameEncoder.frame(body))
+        writeBytes(FrameEncoder.frame(body))
     }
 
     // MARK: Reading

@@ -45,9 +45,17 @@ final class Connection {
             }
             frames.append(buffer[0..<n])
             do {
+                var started = ContinuousClock.now
                 while let body = try frames.nextFrame() {
                     handleFrame(body)
-                    if outbound.count > 256 * 1024 { flush() }
+                    // Replies to quick requests go out together (a pipelined client's pings
+                    // cost one write for many); once the unsent ones took a while, they go at
+                    // once, so a client that already sent its next request (a mirror's second
+                    // batch) is not kept waiting for the answer while that one is worked on.
+                    if outbound.count > 256 * 1024 || ContinuousClock.now - started > Self.replyHoldLimit {
+                        flush()
+                        started = ContinuousClock.now
+                    }
                 }
                 flush()
             } catch {
@@ -69,6 +77,9 @@ final class Connection {
         send(ErrorReply(id: nil, error: error.wireError))
         flush()
     }
+
+    /// How long replies may wait to be written together.
+    static let replyHoldLimit = Duration.microseconds(500)
 
     private func flush() {
         guard !outbound.isEmpty else { return }
