@@ -30,17 +30,27 @@ enum MirrorBenchmark {
         var started = now()
         for batch in 0..<(events / 1000) { try a.saveEvents(batch: batch, count: 1000, session: session) }
         let localRate = Double(events) / (Double(now() - started) / 1e9)
+        let processes = [bigA, cloud, bigB]
+        let cpuStart = try processes.map { try $0.cpuSeconds() }
         started = now()
         try a.call("sync.send", "{}")
         let sent = now()
+        let cpuSent = try processes.map { try $0.cpuSeconds() }
         try b.call("sync.fetch", "{}")
         let endToEnd = Double(events) / (Double(now() - started) / 1e9)
+        let cpuEnd = try processes.map { try $0.cpuSeconds() }
+        // CPU per record on each side (user + system, every thread), to show where the time goes.
+        func perRecord(_ from: [Double], _ to: [Double]) -> String {
+            zip(from, to).map { format(($1 - $0) / Double(events) * 1e6, 0) }.joined(separator: " / ")
+        }
         let received = try b.call("fetch.count", #"{"entity":"CareEvent"}"#)["count"]?.intValue ?? -1
         guard received == events else { throw BenchError("B received \(received) of \(events) events") }
         print(row(["", "local saves", "A → cloud → B", "ratio (target)"], widths: widths))
         print(row(["\(events) events: events/s", format(localRate, 0), format(endToEnd, 0),
                    format(endToEnd / localRate, 2) + " (≥ 0.33)"], widths: widths))
         print(row(["  of which send / fetch: s", "", format(Double(sent - started) / 1e9, 2) + " / " + format(Double(now() - sent) / 1e9, 2), ""], widths: widths))
+        print(row(["  CPU/record A / cloud / B, send: µs", "", perRecord(cpuStart, cpuSent), ""], widths: widths))
+        print(row(["  CPU/record A / cloud / B, fetch: µs", "", perRecord(cpuSent, cpuEnd), ""], widths: widths))
 
         // 2. One change on top of many synced records vs on top of few.
         let many = quick ? 20_000 : 100_000
