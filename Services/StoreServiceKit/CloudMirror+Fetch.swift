@@ -225,7 +225,7 @@ extension CloudMirror {
                 let stamps = times
                 afterSave.append {
                     try state.setMeta(.init(uuid: uuid, entity: entity.name, zone: record.zoneID, changeTag: record.recordChangeTag,
-                                            serverFields: record.fields))
+                                            serverFields: record.fields), fieldsText: record.fieldsText)
                     if let stamps {
                         try state.setFieldTimes(uuid, stamps)
                     } else if !known, let text = record.fields?[MirrorState.fieldTimesField]?["value"]?.stringValue {

@@ -80,7 +80,9 @@ final class CloudMirror: Sendable {
     func client() throws(WireError) -> Connection {
         if let live = connection.withLock({ $0 }) { return live }
         let credential = try signedInCredential()
-        let client = try WireClient(socketPath: options.syncSocket, timeout: .seconds(60))
+        // Records' fields arrive with their text beside them: the mirror keeps that text as a
+        // record's server fields instead of writing the parsed fields out again.
+        let client = try WireClient(socketPath: options.syncSocket, timeout: .seconds(60), keepingTextOf: "fields")
         let hello = try client.callBlocking("hello", HelloParams(client: "store-service mirror (\(options.deviceName))", credential: credential))
         guard let user = hello["user"]?.stringValue else {
             client.close()
@@ -116,7 +118,8 @@ final class CloudMirror: Sendable {
         while true {
             let live = try client()
             do {
-                return try live.client.callBlocking(op, params)
+                // Results may go back to the device's clients (share ops): without the kept texts.
+                return Self.withoutKeptTexts(try live.client.callBlocking(op, params))
             } catch {
                 guard [.connectionClosed, .networkUnavailable, .timedOut].contains(error.code) else { throw error }
                 connection.withLock { $0 = nil }
@@ -126,6 +129,19 @@ final class CloudMirror: Sendable {
                 guard !retried, error.code == .connectionClosed else { throw error }
                 retried = true
             }
+        }
+    }
+
+    /// `value` without the members `keepingTextOf` added (the change pages, which the mirror
+    /// reads itself, come through `begin` and keep them).
+    static func withoutKeptTexts(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case let .object(members):
+            var kept: [String: JSONValue] = [:]
+            for (key, member) in members where !key.hasSuffix(JSONParser.textSuffix) { kept[key] = withoutKeptTexts(member) }
+            return .object(kept)
+        case let .array(elements): return .array(elements.map(withoutKeptTexts))
+        default: return value
         }
     }
 

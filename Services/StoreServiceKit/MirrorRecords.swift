@@ -22,6 +22,8 @@ struct MirrorRecord: Codable, Sendable {
     var zoneID: MirrorZoneID
     var recordType: String
     var fields: [String: JSONValue]?
+    /// `fields` as the JSON text the sync-service sent (replies parsed with `keepingTextOf`).
+    var fieldsText: String?
     var recordChangeTag: String?
     var share: Reference?
     var shareInfo: ShareInfo?
@@ -46,6 +48,7 @@ struct MirrorRecord: Codable, Sendable {
         zoneID = zone
         recordType = type
         fields = json["fields"]?.objectValue
+        fieldsText = json["fields" + JSONParser.textSuffix]?.stringValue
         recordChangeTag = json["recordChangeTag"]?.stringValue
         share = json["share"]?["recordName"]?.stringValue.map { Reference(recordName: $0) }
         shareInfo = try? json["shareInfo"]?.decode(ShareInfo.self)

@@ -169,8 +169,9 @@ struct MirrorState {
     }
 
     /// Stores a record's metadata. Its server fields are kept without `CD_entityName` and the
-    /// stamps (the ancestor of a merge is data fields only); `fieldsText` is that text when
-    /// the caller already has it (a send's verdict: the fields it sent).
+    /// stamps when written from `serverFields` (the ancestor of a merge is data fields only;
+    /// readers strip them anyway). `fieldsText` is the text to keep when the caller already has
+    /// it: a send's verdict (the data fields it sent), a fetch (the record's fields as received).
     func setMeta(_ meta: Meta, fieldsText: String? = nil) throws {
         let fields = fieldsText ?? meta.serverFields.map { fields in
             JSONText.object(fields.filter { $0.key != Self.fieldTimesField && $0.key != Self.entityNameField })

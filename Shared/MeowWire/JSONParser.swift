@@ -20,9 +20,16 @@ public enum JSONParser {
         public var description: String { "\(reason) at byte \(offset)" }
     }
 
-    public static func parse(_ bytes: [UInt8]) throws(Failure) -> JSONValue {
+    /// The suffix of the member that `keepingTextOf` adds beside each object member it names.
+    public static let textSuffix = "\u{0}text"
+
+    /// `keepingTextOf`: for every object member with this key, the parse also adds a member
+    /// named key + `textSuffix` holding the member's value as the exact JSON text it was sent
+    /// as (a client that stores a value as text keeps it without writing it again).
+    public static func parse(_ bytes: [UInt8], keepingTextOf keptKey: String? = nil) throws(Failure) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSONValue in
             var reader = Reader(bytes: buffer)
+            reader.keptKey = keptKey
             reader.skipWhitespace()
             let value = try reader.value(depth: 0)
             reader.skipWhitespace()
@@ -40,6 +47,7 @@ public enum JSONParser {
         var index = 0
         /// Scratch for strings with escapes, reused so a big request allocates it once.
         var scratch: [UInt8] = []
+        var keptKey: String?
 
         init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -90,7 +98,9 @@ public enum JSONParser {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':' after a key") }
                 index += 1
                 skipWhitespace()
+                let start = index
                 members[key] = try value(depth: depth)
+                if keptKey != nil { keepText(of: key, from: start, in: &members) }
                 skipWhitespace()
                 guard index < bytes.count else { throw failure("unexpected end of input in an object") }
                 switch bytes[index] {
@@ -99,6 +109,14 @@ public enum JSONParser {
                 default: throw failure("expected ',' or '}' in an object")
                 }
             }
+        }
+
+        /// Out of line: `object`'s frame is on the stack once per nesting level (up to 512, on
+        /// service threads' stacks), and this work would make every one of them larger.
+        @inline(never)
+        func keepText(of key: String, from start: Int, in members: inout [String: JSONValue]) {
+            guard key == keptKey else { return }
+            members[key + JSONParser.textSuffix] = .string(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
         }
 
         mutating func array(depth: Int) throws(Failure) -> JSONValue {

@@ -19,9 +19,9 @@ public struct JSONValueDecoder: Sendable {
     }
 
     /// Parses and decodes in one call; a parse failure is a `DecodingError.dataCorrupted`.
-    public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+    public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], keepingTextOf keptKey: String? = nil) throws -> T {
         let value: JSONValue
-        do { value = try JSONParser.parse(bytes) } catch {
+        do { value = try JSONParser.parse(bytes, keepingTextOf: keptKey) } catch {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "The given data was not valid JSON: \(error)", underlyingError: error))
         }
         return try decode(type, from: value)

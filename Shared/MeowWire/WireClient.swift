@@ -39,8 +39,12 @@ public final class WireClient: Sendable {
     }
 
     /// Connects (no hello yet: call `hello`, or send raw requests to see what a service says).
+    /// Replies are parsed with `JSONParser`'s `keepingTextOf` this key (nil: none).
+    private let keptKey: String?
+
     public init(socketPath: String, timeout: Duration = .seconds(30),
-                maxFrameBytes: Int = WireLimits.defaultMaxFrameBytes) throws(WireError) {
+                maxFrameBytes: Int = WireLimits.defaultMaxFrameBytes, keepingTextOf keptKey: String? = nil) throws(WireError) {
+        self.keptKey = keptKey
         self.socketPath = socketPath
         self.defaultTimeout = timeout
         self.maxFrameBytes = maxFrameBytes
@@ -194,7 +198,7 @@ public final class WireClient: Sendable {
             decoder.append(buffer[0..<n])
             do {
                 while let frame = try decoder.nextFrame() {
-                    guard let message = try? jsonDecoder.decode(IncomingMessage.self, from: frame) else { continue }
+                    guard let message = try? jsonDecoder.decode(IncomingMessage.self, from: frame, keepingTextOf: keptKey) else { continue }
                     dispatch(message)
                 }
             } catch {

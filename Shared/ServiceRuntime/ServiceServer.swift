@@ -135,7 +135,10 @@ public final class ServiceServer: Sendable {
             connectionsDone.leave()
         }
         thread.name = "connection-\(id)"
-        thread.stackSize = 1 << 20
+        // 4 MiB (reserved, touched only as used): a request nested to the parser's 512-level
+        // limit recurses once per level in parsing, decoding and freeing the tree, and debug
+        // builds' frames left 1 MiB with almost no margin.
+        thread.stackSize = 4 << 20
         thread.start()
     }
 

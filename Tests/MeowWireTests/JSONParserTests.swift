@@ -130,4 +130,17 @@ struct JSONParserTests {
         #expect(JSONWriter.text(["b": 1, "a": 2]) == #"{"a":2,"b":1}"#)
         #expect(JSONWriter.text(.double(.infinity)) == "null")
     }
+
+    @Test("keepingTextOf: each member with the key also comes as its exact text, at any depth; other parses are unchanged")
+    func keepsTheTextOfAKey() throws {
+        let text = #"{"changed":[{"recordName":"a","fields":{"x": 1.50, "y":"\u00e9"}},{"fields":[1, 2]}],"fields":null}"#
+        let parsed = try JSONParser.parse(Array(text.utf8), keepingTextOf: "fields")
+        let suffix = JSONParser.textSuffix
+        #expect(parsed["changed"]?.arrayValue?[0]["fields" + suffix] == .string(#"{"x": 1.50, "y":"\u00e9"}"#))
+        #expect(parsed["changed"]?.arrayValue?[0]["fields"]?["y"] == "é")
+        #expect(parsed["changed"]?.arrayValue?[1]["fields" + suffix] == .string("[1, 2]"))
+        #expect(parsed["fields" + suffix] == .string("null"))
+        #expect(parsed["changed"]?.arrayValue?[0]["recordName" + suffix] == nil)
+        #expect(try JSONParser.parse(text)["changed"]?.arrayValue?[0]["fields" + suffix] == nil)
+    }
 }
