@@ -200,7 +200,8 @@ extension CloudMirror {
                 var times: [String: FieldStamp]?
                 let known = meta != nil
                 var keepPending = false
-                if let pending = try state.pending(uuid: uuid) {
+                let queued = try state.pending(uuid: uuid)
+                if let pending = queued {
                     if pending.kind == .delete {
                         if options.deletePolicy(entity.name) == .deleteWins {
                             // The local delete stands; remember the server's tag and send the delete.
@@ -234,7 +235,7 @@ extension CloudMirror {
                     } else {
                         try state.setFieldTimes(uuid, MirrorRecordCoding.times(record.fields))
                     }
-                    if !keep { try state.dropPending(uuid) }
+                    if !keep, queued != nil { try state.dropPending(uuid) }
                 }
                 report.changedRecords += 1
             }

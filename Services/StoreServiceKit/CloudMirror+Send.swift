@@ -236,12 +236,13 @@ extension CloudMirror {
         var zones: [String: MirrorZoneID?] = [:]
         var names: [String: String?] = [:]
         while count < limit {
-            let due = try state.duePending(now: now, limit: limit, after: after)
-            guard let lastSeq = due.last?.seq else { break }
+            let due = try state.dueEntries(now: now, limit: limit, after: after)
+            guard let lastSeq = due.last?.pending.seq else { break }
             after = lastSeq
-            for pending in due where !skipped.contains(pending.uuid) && count < limit {
+            for entry in due where !skipped.contains(entry.pending.uuid) && count < limit {
+                let pending = entry.pending
                 guard let entity = store.model.entity(named: pending.entity) else { try state.dropPending(pending.uuid); continue }
-                let meta = try state.meta(pending.uuid)
+                let meta = entry.meta
                 if pending.kind == .delete {
                     guard let meta else {
                         // Never reached the server: nothing to delete there.
@@ -253,15 +254,13 @@ extension CloudMirror {
                     count += 1
                     continue
                 }
-                guard let key = try state.primaryKey(entity: entity.name, uuid: pending.uuid),
-                      let row = try store.read(entity, primaryKey: key) else {
+                guard store.holds(entity.name), let row = try store.read(entity, uuid: pending.uuid) else {
                     // Scenario 21: the row is gone (its delete follows, or it never existed): upload nothing.
                     try state.dropPending(pending.uuid)
                     report.dropped += 1
                     continue
                 }
-                let fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(pending.uuid),
-                                                                names: &names)
+                let fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText, names: &names)
                 guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
                     try state.dropPending(pending.uuid)
                     report.dropped += 1

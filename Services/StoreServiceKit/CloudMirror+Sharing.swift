@@ -97,7 +97,7 @@ extension CloudMirror {
                                                         "permission": .string(participant.permission)])["share"] ?? shareRecord
         }
         logger.info("shared", ["zone": .string(zone.zoneName), "root": .string(root), "records": .int(graph.count)])
-        return ShareCreateResult(zoneName: zone.zoneName, rootRecordName: root, movedRecords: graph.count, share: shareRecord)
+        return ShareCreateResult(zoneName: zone.zoneName, rootRecordName: root, movedRecords: graph.count, share: Self.withoutKeptTexts(shareRecord))
     }
 
     /// The owner's participant ops, passed to the sync-service for the owner's share zone.
@@ -105,7 +105,7 @@ extension CloudMirror {
         var request: [String: JSONValue] = ["zoneID": ["zoneName": .string(params.zoneName)]]
         if let user = params.user { request["user"] = .string(user) }
         if let permission = params.permission { request["permission"] = .string(permission) }
-        return try call(op, .object(request))
+        return Self.withoutKeptTexts(try call(op, .object(request)))
     }
 
     /// share.stop: the owner ends the share (deletes `cloudkit.zoneshare`); participants lose
@@ -116,7 +116,7 @@ extension CloudMirror {
         try withStores { stores in
             if let index = Self.storeIndex(.private, in: stores) { try MirrorState(stores.list[index]).dropShare(zone: params.zoneName) }
         }
-        return reply
+        return Self.withoutKeptTexts(reply)
     }
 
     /// share.accept: the participant accepts; the zone's records land in the shared store only.
@@ -127,7 +127,7 @@ extension CloudMirror {
         let reply = try call("shares.accept", ["zoneID": ["zoneName": .string(params.zoneName), "ownerName": .string(owner)]])
         var report = MirrorFetchReport()
         try fetchDatabase(.shared, report: &report)
-        return ShareAcceptResult(zoneName: params.zoneName, ownerName: owner, share: reply["share"] ?? .null, fetch: report)
+        return ShareAcceptResult(zoneName: params.zoneName, ownerName: owner, share: Self.withoutKeptTexts(reply["share"] ?? .null), fetch: report)
     }
 
     /// share.leave: the participant leaves; the zone's data leaves the shared store.

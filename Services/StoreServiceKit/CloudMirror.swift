@@ -118,8 +118,7 @@ final class CloudMirror: Sendable {
         while true {
             let live = try client()
             do {
-                // Results may go back to the device's clients (share ops): without the kept texts.
-                return Self.withoutKeptTexts(try live.client.callBlocking(op, params))
+                return try live.client.callBlocking(op, params)
             } catch {
                 guard [.connectionClosed, .networkUnavailable, .timedOut].contains(error.code) else { throw error }
                 connection.withLock { $0 = nil }
@@ -132,8 +131,8 @@ final class CloudMirror: Sendable {
         }
     }
 
-    /// `value` without the members `keepingTextOf` added (the change pages, which the mirror
-    /// reads itself, come through `begin` and keep them).
+    /// `value` without the members `keepingTextOf` added: for sync-service results handed to
+    /// the device's clients (share ops). The mirror's own reads keep them.
     static func withoutKeptTexts(_ value: JSONValue) -> JSONValue {
         switch value {
         case let .object(members):
@@ -288,7 +287,7 @@ final class CloudMirror: Sendable {
         let stamp = FieldStamp(time: time, device: options.deviceName)
         // An insert is a new object: its stamps are these alone (nothing to read and merge).
         try state.setFieldTimes(change.uuid, Dictionary(uniqueKeysWithValues: names.map { ($0, stamp) }), replacing: kind == .insert)
-        try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: names)
+        try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: names, new: kind == .insert)
         return []
     }
 

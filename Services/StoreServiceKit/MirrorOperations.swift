@@ -166,7 +166,7 @@ extension StoreService {
         }
         registry.register("share.invitations", params: Empty.self, summary: "The shares this user is invited to or accepted.") { [self] _, _ in
             let mirror = try mirror()
-            return try mirror.exclusive("share.invitations") { try mirror.call("shares.invitations", [:]) }
+            return try mirror.exclusive("share.invitations") { CloudMirror.withoutKeptTexts(try mirror.call("shares.invitations", [:])) }
         }
     }
 }

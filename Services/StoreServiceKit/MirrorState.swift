@@ -102,10 +102,29 @@ struct MirrorState {
         try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid = ?", [uuid]).first.map(Self.pending)
     }
 
-    /// Entries due now (not deferred by a retry-after), oldest first.
-    func duePending(now: Double, limit: Int, after seq: Int64) throws -> [Pending] {
-        try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending WHERE not_before <= ? AND seq > ? ORDER BY seq LIMIT ?",
-                           [now, seq, limit]).map(Self.pending)
+    /// A due entry with what a send needs of the record besides its row: its metadata (nil:
+    /// never saved to the server) and its field stamps' text, read with the entry.
+    struct DueEntry {
+        var pending: Pending
+        var meta: Meta?
+        var timesText: String?
+    }
+
+    /// Entries due now (not deferred by a retry-after), oldest first, each with its metadata
+    /// and stamps: one statement per batch instead of two more per record.
+    func dueEntries(now: Double, limit: Int, after seq: Int64) throws -> [DueEntry] {
+        let columns = Self.pendingColumns.split(separator: ",").map { "p." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+        return try database.query("""
+            SELECT \(columns), m.uuid, m.entity, m.zone_name, m.owner_name, m.change_tag, t.times FROM mirror_pending p
+            LEFT JOIN mirror_meta m ON m.uuid = p.uuid LEFT JOIN mirror_fieldtimes t ON t.uuid = p.uuid
+            WHERE p.not_before <= ? AND p.seq > ? ORDER BY p.seq LIMIT ?
+            """, [now, seq, limit]).map { row in
+            let meta = row[9].string.map { uuid in
+                Meta(uuid: uuid, entity: row[10].string ?? "", zone: MirrorZoneID(zoneName: row[11].string ?? "", ownerName: row[12].string ?? ""),
+                     changeTag: row[13].string, serverFields: nil)
+            }
+            return DueEntry(pending: Self.pending(row), meta: meta, timesText: row[14].string)
+        }
     }
 
     func allPending() throws -> [Pending] {
@@ -119,10 +138,12 @@ struct MirrorState {
         try database.scalar("SELECT min(not_before) FROM mirror_pending WHERE not_before > ?", [now])?.double
     }
 
-    func enqueue(uuid: String, entity: String, kind: ChangeKind, zone: MirrorZoneID?, changed: Set<String>) throws {
+    /// `new`: the change is a new object's insert, so there is no earlier entry to merge with
+    /// (its lookup is skipped; were there one, the insert's fields would replace it).
+    func enqueue(uuid: String, entity: String, kind: ChangeKind, zone: MirrorZoneID?, changed: Set<String>, new: Bool = false) throws {
         var union = changed
         var newKind = kind
-        if let existing = try pending(uuid: uuid) {
+        if !new, let existing = try pending(uuid: uuid) {
             if kind != .delete { union.formUnion(existing.changed) }
             // An insert still pending stays an insert (the record is new to the server) unless deleted.
             if existing.kind == .insert, kind == .update { newKind = .insert }

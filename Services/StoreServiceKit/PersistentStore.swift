@@ -26,6 +26,10 @@ final class PersistentStore: @unchecked Sendable {
     private(set) var uuid: String = ""
     /// The entities this store holds, by name.
     let entities: [String: EntityDescription]
+    /// Per entity, the statements that read one row by primary key and by uuid (their text is
+    /// built once: building it per read was a twentieth of a mirror send).
+    private let rowByKeySQL: [String: String]
+    private let rowByUUIDSQL: [String: String]
 
     var name: String { configuration.name }
     var scope: StoreScope { configuration.scope }
@@ -43,6 +47,14 @@ final class PersistentStore: @unchecked Sendable {
         var entities: [String: EntityDescription] = [:]
         for name in configuration.entities { entities[name] = model.entity(named: name) }
         self.entities = entities
+        var byKey: [String: String] = [:], byUUID: [String: String] = [:]
+        for entity in model.entities {
+            let select = "SELECT \(Self.selectList(entity)) FROM \(Self.table(entity.name)) t0 WHERE "
+            byKey[entity.name] = select + "t0.z_pk = ?"
+            byUUID[entity.name] = select + "t0.z_uuid = ?"
+        }
+        rowByKeySQL = byKey
+        rowByUUIDSQL = byUUID
         try createSchema()
     }
 
@@ -120,7 +132,9 @@ final class PersistentStore: @unchecked Sendable {
         var values: [SQLValue]
     }
 
-    func selectList(_ entity: EntityDescription, alias: String = "t0") -> String {
+    func selectList(_ entity: EntityDescription, alias: String = "t0") -> String { Self.selectList(entity, alias: alias) }
+
+    static func selectList(_ entity: EntityDescription, alias: String = "t0") -> String {
         (["z_pk", "z_version", "z_uuid", "z_zone"].map { "\(alias).\($0)" }
             + entity.storedPropertyNames.map { "\(alias).\(Self.column($0, entity: entity))" }).joined(separator: ", ")
     }
@@ -131,10 +145,19 @@ final class PersistentStore: @unchecked Sendable {
     }
 
     func read(_ entity: EntityDescription, primaryKey: Int64) throws -> StoredRow? {
-        let statement = try database.cached("SELECT \(selectList(entity)) FROM \(Self.table(entity.name)) t0 WHERE t0.z_pk = ?")
+        let statement = try database.cached(rowByKeySQL[entity.name] ?? "SELECT \(selectList(entity)) FROM \(Self.table(entity.name)) t0 WHERE t0.z_pk = ?")
         var found: StoredRow?
         let count = entity.storedPropertyNames.count
         try statement.forEach([primaryKey]) { found = Self.row(from: $0, propertyCount: count) }
+        return found
+    }
+
+    /// The row of `entity` whose object uuid is `uuid` (one lookup through the uuid index).
+    func read(_ entity: EntityDescription, uuid: String) throws -> StoredRow? {
+        let statement = try database.cached(rowByUUIDSQL[entity.name] ?? "SELECT \(selectList(entity)) FROM \(Self.table(entity.name)) t0 WHERE t0.z_uuid = ?")
+        var found: StoredRow?
+        let count = entity.storedPropertyNames.count
+        try statement.forEach([uuid]) { found = Self.row(from: $0, propertyCount: count) }
         return found
     }
 

@@ -41,9 +41,14 @@ extension Mirroring {
             let created = try await o.call("share.create", ["objectID": .string(session),
                                                             "participants": [["user": "alice", "permission": .string(permission)]]])
             let zoneName = try #require(created["zoneName"]?.stringValue)
+            #expect(created["share"]?["recordType"] == "cloudkit.share")
+            // The mirror's parse keeps fields' text beside them for itself; clients never see it.
+            #expect(!JSONWriter.text(created).contains(JSONWriter.text(.string(JSONParser.textSuffix)).dropFirst().dropLast()))
             let uuid = try #require(try await o.object(id: "mochi", entity: "CareSession")?["uuid"]?.stringValue)
             if accept {
-                try await p.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
+                let accepted = try await p.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
+                #expect(accepted["share"]?["recordType"] == "cloudkit.share")
+                #expect(!JSONWriter.text(accepted).contains(JSONWriter.text(.string(JSONParser.textSuffix)).dropFirst().dropLast()))
             }
             return Setup(cloud: cloud, o: o, p: p, zoneName: zoneName, sessionUUID: uuid)
         }
