@@ -59,7 +59,8 @@ extension CloudMirror {
         return try withStores { stores -> Batch? in
             guard let index = Self.storeIndex(scope, in: stores) else { return nil }
             let store = stores.list[index]
-            try ingest(store)
+            // Queued a batch's worth at a time: the rest waits for the next batch's turn.
+            try ingest(store, enough: limit)
             // One transaction: its dozens of statements per record share one file lock.
             let items = try store.database.transaction { try buildBatch(store: store, now: now, limit: limit, skipped: excluding, report: &report) }
             return items.isEmpty ? nil : Batch(storeName: store.name, database: Self.database(of: store), items: items)
@@ -130,6 +131,8 @@ extension CloudMirror {
         if let stopError { throw stopError }
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { return }
+            // History a stopped send did not get to is queued, so `pending` counts it.
+            try ingest(stores.list[index])
             let state = MirrorState(stores.list[index])
             report.pending += try state.pendingCount()
             let now = Date().timeIntervalSince1970

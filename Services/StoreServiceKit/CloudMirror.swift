@@ -190,29 +190,46 @@ final class CloudMirror: Sendable {
     /// Moves the store's history after the export cursor into the queue, skipping the mirror's
     /// own imports (author `sync`: no echo). One SQLite transaction: queue and cursor together.
     func ingest(_ store: PersistentStore) throws {
+        try ingest(store, enough: nil)
+    }
+
+    /// `enough`: stops (at a transaction's end) once that many changes were queued, so a send
+    /// puts its first batch on the wire before the rest of a large history is queued, and the
+    /// rest is queued while the server works (the send's next batches ask for more).
+    func ingest(_ store: PersistentStore, enough: Int?) throws {
         let state = MirrorState(store)
+        var queued = 0
         while true {
             let cursor = Int(try state.value(MirrorState.exportCursorKey) ?? "0") ?? 0
             if try historyWasPurged(after: cursor, store: store) {
                 try store.database.transaction { try queueByComparison(state) }
                 continue
             }
-            let transactions = try PersistentHistory.fetch(store, afterToken: cursor, limit: 2000, skippingChangesOf: SaveOperation.syncAuthor)
-            guard let last = transactions.last else { return }
+            let transactions = try PersistentHistory.fetch(store, afterToken: cursor, limit: enough == nil ? 2000 : 16,
+                                                           skippingChangesOf: SaveOperation.syncAuthor)
+            guard !transactions.isEmpty else { return }
             var faults: [String] = []
+            var reachedEnough = false
             try store.database.transaction {
-                for transaction in transactions where transaction.author != SaveOperation.syncAuthor {
-                    let time = MirrorRecordCoding.seconds(iso: transaction.timestamp) ?? Date().timeIntervalSince1970
-                    for change in transaction.changes {
-                        faults += try ingest(change, time: time, state: state)
+                var last = cursor
+                for transaction in transactions {
+                    if transaction.author != SaveOperation.syncAuthor {
+                        let time = MirrorRecordCoding.seconds(iso: transaction.timestamp) ?? Date().timeIntervalSince1970
+                        for change in transaction.changes {
+                            faults += try ingest(change, time: time, state: state)
+                        }
+                        queued += transaction.changes.count
                     }
+                    last = transaction.token
+                    if let enough, queued >= enough { reachedEnough = true; break }
                 }
-                try state.setValue(MirrorState.exportCursorKey, String(last.token))
+                try state.setValue(MirrorState.exportCursorKey, String(last))
             }
             for zone in faults {
                 // Seed 002: what iOS prints, exactly; the device keeps running.
                 logger.rawLine("CoreData: fault: Illegal attempt to work with the core-data or default zone in the shared database: \(zone)")
             }
+            if reachedEnough { return }
         }
     }
 
