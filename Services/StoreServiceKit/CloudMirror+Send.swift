@@ -50,10 +50,14 @@ extension CloudMirror {
         var storeName: String
         var database: String
         var items: [Item]
+        /// The queue position of its last entry.
+        var lastSeq: Int64 { items.map(\.pending.seq).max() ?? 0 }
     }
 
     /// Ingests new history and builds the next batch of due entries not in `excluding`.
-    private func nextBatch(scope: StoreScope, excluding: Set<String>, report: inout MirrorSendReport) throws -> Batch? {
+    /// `after`: the queue is read from past this position (the batches still in flight hold
+    /// what comes before; reading them again only to skip them was a tenth of a send).
+    private func nextBatch(scope: StoreScope, excluding: Set<String>, after: Int64 = 0, report: inout MirrorSendReport) throws -> Batch? {
         let now = Date().timeIntervalSince1970
         let limit = progress.withLock { $0.batchLimit }
         return try withStores { stores -> Batch? in
@@ -62,7 +66,7 @@ extension CloudMirror {
             // Queued a batch's worth at a time: the rest waits for the next batch's turn.
             try ingest(store, enough: limit)
             // One transaction: its dozens of statements per record share one file lock.
-            let items = try store.database.transaction { try buildBatch(store: store, now: now, limit: limit, skipped: excluding, report: &report) }
+            let items = try store.database.transaction { try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after, report: &report) }
             return items.isEmpty ? nil : Batch(storeName: store.name, database: Self.database(of: store), items: items)
         }
     }
@@ -102,6 +106,9 @@ extension CloudMirror {
         var stopError: WireError?
         var upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report)
         func unanswered() -> Set<String> { Set(inFlight.flatMap(\.names)) }
+        // Entries before the last one in flight were all sent in this send, or skipped; any
+        // still queued there (a merge the client won) are read once nothing is in flight.
+        func readFrom() -> Int64 { inFlight.map(\.batch.lastSeq).max() ?? 0 }
         while true {
             while stopError == nil, inFlight.count < Self.batchesInFlight, rounds < 10_000, let batch = upcoming {
                 rounds += 1
@@ -110,7 +117,7 @@ extension CloudMirror {
                 let params = ModifyRequest(database: batch.database, items: batch.items, deletes: deletes)
                 report.requests += 1
                 inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params)))
-                upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), report: &report)
+                upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), report: &report)
             }
             guard !inFlight.isEmpty else { break }
             let sent = inFlight.removeFirst()
@@ -119,9 +126,11 @@ extension CloudMirror {
             switch try apply(verdict, of: sent.batch, scope: scope, report: &report, skipped: &skipped) {
             case .next:
                 // When nothing was left to build, look again: saves made during the send are sent by it too.
-                if upcoming == nil, stopError == nil { upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), report: &report) }
+                if upcoming == nil, stopError == nil {
+                    upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), report: &report)
+                }
             case .rebuild:
-                if stopError == nil { upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), report: &report) }
+                if stopError == nil { upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), report: &report) }
             case let .stop(error):
                 // The batches already sent are still answered and applied; nothing more is sent.
                 stopError = stopError ?? error
@@ -229,12 +238,12 @@ extension CloudMirror {
     struct ZonesRequest: Codable { var database: String; var zoneIDs: [MirrorZoneID] }
 
     /// The due entries of the queue as records, payloads built now from the rows as they are.
-    private func buildBatch(store: PersistentStore, now: Double, limit: Int, skipped: Set<String>,
+    private func buildBatch(store: PersistentStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
                             report: inout MirrorSendReport) throws -> [Item] {
         let state = MirrorState(store)
         var items: [Item] = []
         var count = 0
-        var after: Int64 = 0
+        var after = start
         // Zones of related records (a batch of a session's events asks for one session's zone).
         var zones: [String: MirrorZoneID?] = [:]
         var names: [String: String?] = [:]

@@ -205,8 +205,8 @@ final class CloudMirror: Sendable {
                 try store.database.transaction { try queueByComparison(state) }
                 continue
             }
-            let transactions = try PersistentHistory.fetch(store, afterToken: cursor, limit: enough == nil ? 2000 : 16,
-                                                           skippingChangesOf: SaveOperation.syncAuthor)
+            let transactions = try PersistentHistory.fetchStored(store, afterToken: cursor, limit: enough == nil ? 2000 : 16,
+                                                                 skippingChangesOf: SaveOperation.syncAuthor)
             guard !transactions.isEmpty else { return }
             var faults: [String] = []
             var reachedEnough = false
@@ -215,10 +215,10 @@ final class CloudMirror: Sendable {
                 for transaction in transactions {
                     if transaction.author != SaveOperation.syncAuthor {
                         let time = MirrorRecordCoding.seconds(iso: transaction.timestamp) ?? Date().timeIntervalSince1970
-                        for change in transaction.changes {
+                        for change in transaction.entries {
                             faults += try ingest(change, time: time, state: state)
                         }
-                        queued += transaction.changes.count
+                        queued += transaction.entries.count
                     }
                     last = transaction.token
                     if let enough, queued >= enough { reachedEnough = true; break }
@@ -281,26 +281,27 @@ final class CloudMirror: Sendable {
         "<CKRecordZoneID: zoneName=\(MirrorState.coreDataZone), ownerName=\(MirrorState.defaultOwner)>"
 
     /// Queues one history change; returns the zone descriptions of seed-002 faults it hit.
-    private func ingest(_ change: HistoryTransaction.Change, time: Double, state: MirrorState) throws -> [String] {
+    private func ingest(_ change: HistoryChanges.Entry, time: Double, state: MirrorState) throws -> [String] {
         let store = state.store
         guard let entity = store.model.entity(named: change.entity) else { return [] }
-        let kind = ChangeKind(rawValue: change.kind) ?? .update
+        let kind = change.kind
         if kind == .delete {
             try state.clearUnexportable(change.uuid)
             try state.enqueue(uuid: change.uuid, entity: entity.name, kind: .delete, zone: try state.meta(change.uuid)?.zone, changed: [])
             return []
         }
         if store.scope == .shared {
-            guard let key = try state.primaryKey(entity: entity.name, uuid: change.uuid) else { return [] }
-            let zone = try store.read(entity, primaryKey: key)?.zone
-            if zone == nil {
+            let key = change.primaryKey
+            // A row gone since (its delete follows in history) is not looked at.
+            guard let row = try store.read(entity, primaryKey: key) else { return [] }
+            if row.zone == nil {
                 if try state.markUnexportable(uuid: change.uuid, objectID: store.objectID(entity.name, key).uri, zone: Self.sharedDefaultZoneDescription) {
                     return [Self.sharedDefaultZoneDescription]
                 }
                 return []
             }
         }
-        let names = Set((change.changedProperties ?? []).map(MirrorRecordCoding.fieldName))
+        let names = Set((change.changed ?? []).map(MirrorRecordCoding.fieldName))
         let stamp = FieldStamp(time: time, device: options.deviceName)
         // An insert is a new object: its stamps are these alone (nothing to read and merge).
         try state.setFieldTimes(change.uuid, Dictionary(uniqueKeysWithValues: names.map { ($0, stamp) }), replacing: kind == .insert)

@@ -44,6 +44,24 @@ enum PersistentHistory {
         }
     }
 
+    /// One transaction's changes as stored, without the object-ID URIs `fetch` builds for
+    /// clients (the mirror's queue reads history by the thousand and names records by uuid).
+    struct StoredTransaction {
+        var token: Int
+        var timestamp: String
+        var author: String
+        var entries: [HistoryChanges.Entry]
+    }
+
+    static func fetchStored(_ store: PersistentStore, afterToken: Int, limit: Int, skippingChangesOf skipped: String? = nil) throws -> [StoredTransaction] {
+        try store.database.query(
+            "SELECT token, timestamp, author, CASE WHEN author IS ? THEN '[]' ELSE changes END FROM z_transaction WHERE token > ? ORDER BY token LIMIT ?",
+            [SQLValue(skipped), afterToken, limit]).map { row in
+            StoredTransaction(token: Int(row[0].int64 ?? 0), timestamp: row[1].string ?? "", author: row[2].string ?? "",
+                              entries: HistoryChanges.entries(row[3].string ?? "[]"))
+        }
+    }
+
     /// The changes of one transaction (empty when it was purged).
     static func changes(_ store: PersistentStore, token: Int) throws -> [HistoryChanges.Entry] {
         HistoryChanges.entries(try store.database.scalar("SELECT changes FROM z_transaction WHERE token = ?", [token])?.string ?? "[]")

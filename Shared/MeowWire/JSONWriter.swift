@@ -58,15 +58,16 @@ public enum JSONWriter {
         // append once: per-scalar appends were most of a record batch's encoding.
         var bytes: [UInt8] = [0x22]
         bytes.reserveCapacity(text.utf8.count + 16)
+        // Byte by byte, never an array literal per escape (each one was an allocation).
         for byte in text.utf8 {
             switch byte {
-            case 0x22: bytes += [0x5C, 0x22]
-            case 0x5C: bytes += [0x5C, 0x5C]
-            case 0x0A: bytes += [0x5C, UInt8(ascii: "n")]
-            case 0x0D: bytes += [0x5C, UInt8(ascii: "r")]
-            case 0x09: bytes += [0x5C, UInt8(ascii: "t")]
+            case 0x22, 0x5C: bytes.append(0x5C); bytes.append(byte)
+            case 0x0A: bytes.append(0x5C); bytes.append(UInt8(ascii: "n"))
+            case 0x0D: bytes.append(0x5C); bytes.append(UInt8(ascii: "r"))
+            case 0x09: bytes.append(0x5C); bytes.append(UInt8(ascii: "t"))
             case 0..<0x20:
-                bytes += [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]]
+                bytes.append(0x5C); bytes.append(UInt8(ascii: "u")); bytes.append(0x30); bytes.append(0x30)
+                bytes.append(hexDigits[Int(byte >> 4)]); bytes.append(hexDigits[Int(byte & 0xF)])
             default: bytes.append(byte)
             }
         }
