@@ -332,8 +332,12 @@ final class CloudMirror: Sendable {
         var byUUID: [String: ContextObject] = [:]
         var links: [(ContextObject, String, String?, LocalChange)] = []
         let ordered = changes.sorted { $0.entity.toOneRelationships.count < $1.entity.toOneRelationships.count }
+        var existing: [String: [String: Int64]] = [:]
+        for (entity, group) in Dictionary(grouping: ordered, by: \.entity.name) {
+            existing[entity] = try state.primaryKeys(entity: entity, uuids: group.map(\.uuid))
+        }
         for change in ordered where store.holds(change.entity.name) {
-            let key = try state.primaryKey(entity: change.entity.name, uuid: change.uuid)
+            let key = existing[change.entity.name]?[change.uuid]
             guard let fields = change.fields else {
                 if let key {
                     let object = try context.object(store.objectID(change.entity.name, key).uri, stores: stores)
