@@ -145,19 +145,19 @@ final class PersistentStore: @unchecked Sendable {
     }
 
     func read(_ entity: EntityDescription, primaryKey: Int64) throws -> StoredRow? {
-        let statement = try database.cached(rowByKeySQL[entity.name] ?? "SELECT \(selectList(entity)) FROM \(Self.table(entity.name)) t0 WHERE t0.z_pk = ?")
-        var found: StoredRow?
-        let count = entity.storedPropertyNames.count
-        try statement.forEach([primaryKey]) { found = Self.row(from: $0, propertyCount: count) }
-        return found
+        try readOne(entity, rowByKeySQL, column: "z_pk", primaryKey)
     }
 
     /// The row of `entity` whose object uuid is `uuid` (one lookup through the uuid index).
     func read(_ entity: EntityDescription, uuid: String) throws -> StoredRow? {
-        let statement = try database.cached(rowByUUIDSQL[entity.name] ?? "SELECT \(selectList(entity)) FROM \(Self.table(entity.name)) t0 WHERE t0.z_uuid = ?")
+        try readOne(entity, rowByUUIDSQL, column: "z_uuid", uuid)
+    }
+
+    private func readOne(_ entity: EntityDescription, _ statements: [String: String], column: String, _ value: any SQLBindable) throws -> StoredRow? {
+        let sql = statements[entity.name] ?? "SELECT \(selectList(entity)) FROM \(Self.table(entity.name)) t0 WHERE t0.\(column) = ?"
         var found: StoredRow?
         let count = entity.storedPropertyNames.count
-        try statement.forEach([uuid]) { found = Self.row(from: $0, propertyCount: count) }
+        try database.cached(sql).forEach([value]) { found = Self.row(from: $0, propertyCount: count) }
         return found
     }
 
