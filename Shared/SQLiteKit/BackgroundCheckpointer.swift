@@ -12,6 +12,8 @@ import Foundation
 final class BackgroundCheckpointer: @unchecked Sendable {
     /// Log size (pages) that starts a checkpoint: SQLite's own default.
     static let thresholdPages: Int32 = 1000
+    /// Log size (pages, 16 MiB) at which the writer checkpoints in its own commit instead.
+    static let writerCheckpointPages: Int32 = 4000
 
     private let path: String
     private let condition = NSCondition()
@@ -71,8 +73,16 @@ extension Database {
         let checkpointer = BackgroundCheckpointer(path: path)
         self.checkpointer = checkpointer
         // Replaces the automatic checkpoint's own hook (sqlite3_wal_autocheckpoint installs one).
-        sqlite3_wal_hook(handle, { context, _, _, pages in
-            if let context { Unmanaged<BackgroundCheckpointer>.fromOpaque(context).takeUnretainedValue().logGrew(to: pages) }
+        sqlite3_wal_hook(handle, { context, db, _, pages in
+            if pages >= BackgroundCheckpointer.writerCheckpointPages {
+                // The background thread has fallen behind a stream of commits (a checkpoint
+                // cannot finish while new frames keep coming, and the log is only restarted
+                // after one has): the writer checkpoints itself, as SQLite's own hook would, so
+                // the log stays bounded and its pages are reused rather than the file grown.
+                sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            } else if let context {
+                Unmanaged<BackgroundCheckpointer>.fromOpaque(context).takeUnretainedValue().logGrew(to: pages)
+            }
             return SQLITE_OK
         }, Unmanaged.passUnretained(checkpointer).toOpaque())
     }
