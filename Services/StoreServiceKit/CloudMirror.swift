@@ -303,8 +303,12 @@ final class CloudMirror: Sendable {
         }
         let names = Set((change.changed ?? []).map(MirrorRecordCoding.fieldName))
         let stamp = FieldStamp(time: time, device: options.deviceName)
-        // An insert is a new object: its stamps are these alone (nothing to read and merge).
-        try state.setFieldTimes(change.uuid, Dictionary(uniqueKeysWithValues: names.map { ($0, stamp) }), replacing: kind == .insert)
+        if kind == .insert {
+            // A new object: its stamps are these alone, one group (nothing to read and merge).
+            if !names.isEmpty { try state.replaceFieldTimes(change.uuid, text: FieldStamp.encode(names.sorted(), stamp)) }
+        } else {
+            try state.setFieldTimes(change.uuid, Dictionary(uniqueKeysWithValues: names.map { ($0, stamp) }))
+        }
         try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: names, new: kind == .insert)
         return []
     }

@@ -162,7 +162,8 @@ struct MirrorState {
 
     /// Removes the entry only if it is still the version a verdict answered (a newer local edit stays queued).
     func dropPending(_ entry: Pending) throws {
-        try database.execute("DELETE FROM mirror_pending WHERE uuid = ? AND generation = ?", [entry.uuid, entry.generation])
+        // By queue position (the rowid), not through the uuid index: a verdict drops hundreds.
+        try database.execute("DELETE FROM mirror_pending WHERE seq = ? AND uuid = ? AND generation = ?", [entry.seq, entry.uuid, entry.generation])
     }
 
     func deferEntries(_ uuids: [String], until time: Double) throws {
@@ -245,11 +246,10 @@ struct MirrorState {
         try database.scalar("SELECT times FROM mirror_fieldtimes WHERE uuid = ?", [uuid])?.string
     }
 
-    /// Sets the stamps of the fields in `times`; the record's other fields keep theirs
-    /// (`replacing`: the record's stamps are just these, as for a new object).
-    func setFieldTimes(_ uuid: String, _ times: [String: FieldStamp], replacing: Bool = false) throws {
+    /// Sets the stamps of the fields in `times`; the record's other fields keep theirs.
+    func setFieldTimes(_ uuid: String, _ times: [String: FieldStamp]) throws {
         guard !times.isEmpty else { return }
-        var merged = replacing ? [:] : try fieldTimes(uuid)
+        var merged = try fieldTimes(uuid)
         for (field, stamp) in times { merged[field] = stamp }
         try database.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
                              [uuid, FieldStamp.encode(merged)])
@@ -381,6 +381,20 @@ struct FieldStamp: Codable, Sendable, Hashable {
             text += "}"
         }
         return text + "]"
+    }
+
+    /// The text of `fields` (sorted) all stamped `stamp`: one group, as `encode` writes it.
+    static func encode(_ fields: [String], _ stamp: FieldStamp) -> String {
+        var text = "[{\"device\":"
+        JSONWriter.appendString(stamp.device, to: &text)
+        text += ",\"fields\":["
+        for (position, name) in fields.enumerated() {
+            if position > 0 { text += "," }
+            JSONWriter.appendString(name, to: &text)
+        }
+        text += "],\"time\":"
+        JSONText.write(.double(stamp.time), into: &text)
+        return text + "}]"
     }
 
     /// The stamps in such a text, or in the earlier stamp-per-field object

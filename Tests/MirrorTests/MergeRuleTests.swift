@@ -71,6 +71,7 @@ extension Mirroring {
             let text = FieldStamp.encode(times)
             #expect(text == #"[{"device":"A","fields":["CD_id","CD_note"],"time":100.5},{"device":"B","fields":["CD_value"],"time":100.5}]"#)
             #expect(FieldStamp.decode(text) == times)
+            #expect(FieldStamp.encode(["CD_id", "CD_note"], a) == FieldStamp.encode(["CD_id": a, "CD_note": a]))
             #expect(FieldStamp.decode(#"{"CD_note":{"device":"A","time":100.5},"CD_value":{"device":"B","time":100.5}}"#)
                     == ["CD_note": a, "CD_value": b])
             #expect(FieldStamp.decode(#"[{"device":"A","time":1}]"#).isEmpty)
