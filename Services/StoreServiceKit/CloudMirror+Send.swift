@@ -63,11 +63,16 @@ extension CloudMirror {
         return try withStores { stores -> Batch? in
             guard let index = Self.storeIndex(scope, in: stores) else { return nil }
             let store = stores.list[index]
-            // Queued a batch's worth at a time: the rest waits for the next batch's turn.
-            try ingest(store, enough: limit)
-            // One transaction: its dozens of statements per record share one file lock.
-            let items = try store.database.transaction { try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after, report: &report) }
-            return items.isEmpty ? nil : Batch(storeName: store.name, database: Self.database(of: store), items: items)
+            while true {
+                // Queued a batch's worth at a time: the rest waits for the next batch's turn.
+                let more = try ingest(store, enough: limit)
+                // One transaction: its dozens of statements per record share one file lock.
+                let items = try store.database.transaction { try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after, report: &report) }
+                if !items.isEmpty { return Batch(storeName: store.name, database: Self.database(of: store), items: items) }
+                // What was queued sends nothing (deletes of records never sent, seed 002's
+                // strays): look further into the history before saying the queue is done.
+                if !more { return nil }
+            }
         }
     }
 
@@ -97,20 +102,23 @@ extension CloudMirror {
     /// sent ahead of their answers; each is built from entries no other unanswered batch holds,
     /// so nothing it carries changes with the verdicts of the others, and every answer is
     /// applied in order, even after one that stops the send (a batch the server saved is never
-    /// left looking unsent). A verdict that changes rows or the batch size drops the batch built
-    /// meanwhile and builds again from the queue.
+    /// left looking unsent). A verdict that changes rows or the batch size (merges, reverts,
+    /// limitExceeded) stops new batches until every sent one is answered; the queue is then read
+    /// again from its start, so entries left over go out before later ones (parents before
+    /// their children), as without batches in flight.
     private func send(scope: StoreScope, report: inout MirrorSendReport) throws {
         var skipped: Set<String> = []
         var rounds = 0
         var inFlight: [InFlight] = []
         var stopError: WireError?
+        var rebuild = false
         var upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report)
         func unanswered() -> Set<String> { Set(inFlight.flatMap(\.names)) }
         // Entries before the last one in flight were all sent in this send, or skipped; any
         // still queued there (a merge the client won) are read once nothing is in flight.
         func readFrom() -> Int64 { inFlight.map(\.batch.lastSeq).max() ?? 0 }
         while true {
-            while stopError == nil, inFlight.count < Self.batchesInFlight, rounds < 10_000, let batch = upcoming {
+            while stopError == nil, !rebuild, inFlight.count < Self.batchesInFlight, rounds < 10_000, let batch = upcoming {
                 rounds += 1
                 if batch.database == "private" { try ensureZones(Set(batch.items.compactMap { $0.record?.zoneID })) }
                 let deletes = batch.items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
@@ -126,21 +134,29 @@ extension CloudMirror {
             switch try apply(verdict, of: sent.batch, scope: scope, report: &report, skipped: &skipped) {
             case .next:
                 // When nothing was left to build, look again: saves made during the send are sent by it too.
-                if upcoming == nil, stopError == nil {
+                if upcoming == nil, stopError == nil, !rebuild {
                     upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), report: &report)
                 }
             case .rebuild:
-                if stopError == nil { upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), report: &report) }
+                rebuild = true
+                upcoming = nil
             case let .stop(error):
                 // The batches already sent are still answered and applied; nothing more is sent.
                 stopError = stopError ?? error
                 upcoming = nil
             }
+            if rebuild, inFlight.isEmpty {
+                rebuild = false
+                if stopError == nil { upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report) }
+            }
+        }
+        defer {
+            // History a stopped send did not get to is queued (status and the next send see it).
+            try? withStores { stores in if let index = Self.storeIndex(scope, in: stores) { try ingest(stores.list[index]) } }
         }
         if let stopError { throw stopError }
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { return }
-            // History a stopped send did not get to is queued, so `pending` counts it.
             try ingest(stores.list[index])
             let state = MirrorState(stores.list[index])
             report.pending += try state.pendingCount()

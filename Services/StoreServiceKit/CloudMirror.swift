@@ -65,11 +65,14 @@ final class CloudMirror: Sendable {
                 progress.withLock { $0.lastSuccess = Date(); $0.backoffSeconds = 0 }
                 return result
             } catch let error as ServiceError {
-                progress.withLock { $0.lastError = WireError(error.wire.code, error.wire.message, details: error.wire.details) }
-                throw error
+                let details = Self.withoutKeptTexts(.object(error.wire.details)).objectValue ?? [:]
+                progress.withLock { $0.lastError = WireError(error.wire.code, error.wire.message, details: details) }
+                throw ServiceError(error.wire.code, error.wire.message, details: details)
             } catch let error as WireError {
-                progress.withLock { $0.lastError = error }
-                throw ServiceError(error.code, error.message, details: error.details)
+                // Errors reach clients and sync.status: without the texts the mirror's parse kept.
+                let details = Self.withoutKeptTexts(.object(error.details)).objectValue ?? [:]
+                progress.withLock { $0.lastError = WireError(error.code, error.message, details: details) }
+                throw ServiceError(error.code, error.message, details: details)
             }
         }
     }
@@ -149,7 +152,9 @@ final class CloudMirror: Sendable {
     func begin<P: Encodable>(_ op: String, _ params: P) -> ReplyWaiter {
         let waiter = ReplyWaiter()
         do {
-            try client().client.send(op, params) { waiter.resolve($0) }
+            let client = try client().client
+            waiter.client = client
+            client.send(op, params) { waiter.resolve($0) }
         } catch {
             waiter.resolve(.failure(error))
         }
@@ -161,7 +166,13 @@ final class CloudMirror: Sendable {
     func finish<P: Encodable>(_ waiter: ReplyWaiter, _ op: String, _ params: P) -> Result<JSONValue, WireError> {
         let result = waiter.wait()
         guard case let .failure(error) = result, [.connectionClosed, .networkUnavailable, .timedOut].contains(error.code) else { return result }
-        connection.withLock { $0?.client.close(); $0 = nil }
+        // Only the connection this request went out on: with batches in flight, an earlier
+        // one's retry may already have connected again, and that connection is not broken.
+        connection.withLock { live in
+            if let sentOn = waiter.client, let current = live?.client, current !== sentOn { return }
+            live?.client.close()
+            live = nil
+        }
         guard error.code == .connectionClosed else { return result }
         do { return .success(try request(op, params, retried: true)) } catch { return .failure(error) }
     }
@@ -196,7 +207,9 @@ final class CloudMirror: Sendable {
     /// `enough`: stops (at a transaction's end) once that many changes were queued, so a send
     /// puts its first batch on the wire before the rest of a large history is queued, and the
     /// rest is queued while the server works (the send's next batches ask for more).
-    func ingest(_ store: PersistentStore, enough: Int?) throws {
+    /// Returns whether history is left unqueued (it stopped at `enough`).
+    @discardableResult
+    func ingest(_ store: PersistentStore, enough: Int?) throws -> Bool {
         let state = MirrorState(store)
         var queued = 0
         while true {
@@ -207,7 +220,7 @@ final class CloudMirror: Sendable {
             }
             let transactions = try PersistentHistory.fetchStored(store, afterToken: cursor, limit: enough == nil ? 2000 : 16,
                                                                  skippingChangesOf: SaveOperation.syncAuthor)
-            guard !transactions.isEmpty else { return }
+            guard !transactions.isEmpty else { return false }
             var faults: [String] = []
             var reachedEnough = false
             try store.database.transaction {
@@ -229,7 +242,7 @@ final class CloudMirror: Sendable {
                 // Seed 002: what iOS prints, exactly; the device keeps running.
                 logger.rawLine("CoreData: fault: Illegal attempt to work with the core-data or default zone in the shared database: \(zone)")
             }
-            if reachedEnough { return }
+            if reachedEnough { return true }
         }
     }
 
@@ -397,8 +410,12 @@ final class CloudMirror: Sendable {
         for change in try PersistentHistory.changes(state.store, token: token) where !applied.contains(change.uuid) {
             let meta = try state.meta(change.uuid)
             if change.kind == .delete {
-                guard let meta else { continue }
-                try state.enqueue(uuid: change.uuid, entity: change.entity, kind: .delete, zone: meta.zone, changed: [])
+                // A record the server may have by now: known there, or queued (a batch in
+                // flight may be saving it). A delete queued for one it never got is dropped
+                // when its batch is built.
+                let queued = try state.pending(uuid: change.uuid) != nil
+                guard meta != nil || queued else { continue }
+                try state.enqueue(uuid: change.uuid, entity: change.entity, kind: .delete, zone: meta?.zone, changed: [])
             } else {
                 try state.enqueue(uuid: change.uuid, entity: change.entity, kind: meta == nil ? .insert : .update, zone: nil,
                                   changed: Set((change.changed ?? []).map(MirrorRecordCoding.fieldName)))
@@ -608,6 +625,12 @@ extension CloudMirror {
 /// One reply awaited by a blocking thread (the mirror's threads are never Swift tasks).
 final class ReplyWaiter: Sendable {
     private let reply = Mutex<Result<JSONValue, WireError>?>(nil)
+    private let sentOn = Mutex<WireClient?>(nil)
+    /// The connection the request went out on.
+    var client: WireClient? {
+        get { sentOn.withLock { $0 } }
+        set { sentOn.withLock { $0 = newValue } }
+    }
     private let semaphore = DispatchSemaphore(value: 0)
 
     func resolve(_ result: Result<JSONValue, WireError>) {

@@ -132,11 +132,22 @@ extension CloudEngine {
             for table in CloudSchema.snapshotTables {
                 let placeholders = Array(repeating: "?", count: table.columns.count).joined(separator: ", ")
                 let sql = "INSERT INTO \(table.name)(\(table.columns.joined(separator: ", "))) VALUES (\(placeholders))"
-                for row in snapshot.tables[table.name] ?? [] {
+                // Change pages send a record's stored fields text as it is: it must be the
+                // canonical text a save would have stored, or one bad row would spoil every page.
+                let fieldsColumn = table.name == "records" ? table.columns.firstIndex(of: "fields") : nil
+                for (number, row) in (snapshot.tables[table.name] ?? []).enumerated() {
                     guard row.count == table.columns.count else {
                         throw WireError(.invalidArguments, "Table \(table.name): each row needs \(table.columns.count) values.")
                     }
-                    try state.db.execute(sql, row.map(Self.sql))
+                    var values = row.map(Self.sql)
+                    if let fieldsColumn, case let .text(text) = values[fieldsColumn] {
+                        guard let fields = FieldsJSON.parse(text)?.objectValue else {
+                            throw WireError(.invalidArguments, "Table records, row \(number + 1): fields is not a JSON object of record fields.",
+                                            details: ["table": "records", "row": .int(number + 1)])
+                        }
+                        values[fieldsColumn] = .text(FieldsJSON.text(skippingNulls: fields))
+                    }
+                    try state.db.execute(sql, values)
                 }
             }
             let imported = try state.db.scalar("SELECT value FROM meta WHERE key = 'seq'")?.int64 ?? 0

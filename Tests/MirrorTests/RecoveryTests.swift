@@ -302,6 +302,52 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        @Test("A batch in flight saves events of a session the batch before it finds deleted: the cascade's deletes follow them to the server")
+        func cascadeReachesABatchInFlight() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let session = try await a.insertSession("doomed")
+            try await a.send()
+            try await b.fetch()
+            let onB = try #require(try await b.object(id: "doomed", entity: "CareSession")?["objectID"]?.stringValue)
+            try await b.delete(onB)
+            try await b.send()
+            // A has not fetched: it renames the session, then adds 500 events to it. The rename
+            // leads the first batch; the second, with the last events, goes out before the
+            // first one's answer.
+            try await a.set(session, ["title": "renamed"])
+            try await a.insertEvents((0..<500).map { "e\($0)" }, session: session)
+            _ = try await a.send()
+            // The server no longer has the session (unknownItem): delete wins, the session and
+            // its events go on A, and the events the second batch saved go from the server too.
+            #expect(try await a.objects("CareEvent").isEmpty)
+            #expect(try await a.objects("CareSession").allSatisfy { $0["values"]?["id"] != "doomed" })
+            #expect(try await a.pending() == 0)
+            #expect(try await cloud.records(user: "owner").filter { $0["recordType"] == "CD_CareEvent" }.isEmpty)
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
+        @Test("History that queues nothing sendable (objects inserted and deleted before any send) does not end a send early")
+        func historyThatSendsNothingDoesNotEndTheSend() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let gone = try await a.insertEvents((0..<450).map { "gone-\($0)" })
+            for objectID in gone { try await a.delete(objectID) }
+            try await a.insertEvents((0..<100).map { "kept-\($0)" })
+            // History is queued a batch's worth (400 changes) at a time; the first 400 queue
+            // nothing that can be sent, and the send must look further rather than stop.
+            let sent = try await a.send()
+            #expect(sent["saved"]?.intValue ?? 0 >= 100)
+            #expect(try await a.pending() == 0)
+            let names = try await cloud.records(user: "owner").compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue }
+            #expect(names.filter { $0.hasPrefix("kept-") }.count == 100 && !names.contains { $0.hasPrefix("gone-") })
+            _ = await a.stop()
+            await cloud.stop()
+        }
+
         @Test("Scenario 34: no account / account temporarily unavailable: sends fail with notAuthenticated / accountTemporarilyUnavailable; nothing is lost")
         func scenario34() async throws {
             let cloud = try await Cloud.start()

@@ -205,6 +205,27 @@ import Testing
         #expect(again.tables["participants"] == snapshot.tables["participants"])
     }
 
+    @Test("A snapshot's record fields are stored as a save would store them; text that is not fields is refused")
+    func snapshotFieldsAreCanonical() throws {
+        try cloud.save([record("a", title: "é and \"q\"")])
+        var snapshot = try cloud.engine.exportSnapshot().snapshot
+        let fieldsColumn = try #require(CloudSchema.snapshotTables.first { $0.name == "records" }?.columns.firstIndex(of: "fields"))
+        var rows = try #require(snapshot.tables["records"])
+        let index = try #require(rows.firstIndex { $0[fieldsColumn].stringValue?.contains("CD_title") == true })
+        rows[index][fieldsColumn] = .string(#" { "CD_title" : { "type" : "string", "value" : "spaced" }, "CD_gone": null } "#)
+        snapshot.tables["records"] = rows
+        let other = try CloudEngine(database: Database.inMemory())
+        _ = try other.importSnapshot(snapshot)
+        let page = try other.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: zone), fieldsAsText: true)
+        #expect(page.changed.first?.fieldsText == #"{"CD_title":{"type":"string","value":"spaced"}}"#)
+        rows[index][fieldsColumn] = .string("{not json")
+        snapshot.tables["records"] = rows
+        let refused = wireError { _ = try other.importSnapshot(snapshot) }
+        #expect(refused?.code == .invalidArguments)
+        // The refused import changed nothing.
+        #expect(try other.fetchZoneChanges(caller: "owner", FetchZoneChangesParams(database: .private, zoneID: zone)).changed.count == 1)
+    }
+
     @Test func anEncryptedDataResetIsReportedSoDevicesReupload() throws {
         try cloud.save([record("a")])
         try cloud.shareZone(with: [("alice", "readOnly")])
