@@ -103,3 +103,36 @@ struct RuleTests {
         #expect(identities.count == 2)
     }
 }
+
+@Suite("Packed history (in-process)")
+struct PackedHistoryTests {
+    @Test("The packed reader gives what the JSON tree gives, and the tree reads what it gives up on")
+    func packedReaderMatchesTheTree() {
+        var changes = HistoryChanges()
+        let list = PersistentStore.jsonArray(["note", "value"])
+        for index in 0..<50 {
+            changes.append(kind: index % 3 == 0 ? .update : .insert, entity: "CareEvent", primaryKey: Int64(index + 1),
+                           uuid: "U-\(index)", changedJSON: index % 5 == 0 ? nil : (index % 7 == 0 ? "[]" : list))
+        }
+        changes.append(kind: .insert, entity: "CareSession", primaryKey: -7, uuid: "odd ] name", changedJSON: PersistentStore.jsonArray(["a]b", "c"]))
+        let plain = changes.packed
+        #expect(HistoryChanges.entries(plain) == HistoryChanges.treeEntries(plain))
+        #expect(HistoryChanges.entries(plain).count == 51)
+        #expect(HistoryChanges.PackedReader.entries(plain) != nil, "the packed reader reads what append writes")
+        #expect(HistoryChanges.entries(plain).last?.uuid == "odd ] name")
+        #expect(HistoryChanges.entries(plain).last?.changed == ["a]b", "c"])
+        #expect(HistoryChanges.entries(plain)[1].changed == ["note", "value"])
+        #expect(HistoryChanges.entries(plain)[0].changed == nil && HistoryChanges.entries(plain)[7].changed == [])
+        // An escaped string, a tombstone (a delete), other spacing, and an empty column.
+        var escaped = HistoryChanges()
+        escaped.append(kind: .insert, entity: "CareEvent", primaryKey: 1, uuid: "q\"uote", changedJSON: nil)
+        #expect(HistoryChanges.PackedReader.entries(escaped.packed) == nil)
+        #expect(HistoryChanges.entries(escaped.packed).first?.uuid == "q\"uote")
+        changes.append(kind: .delete, entity: "CareEvent", primaryKey: 3, uuid: "U-3", changedJSON: nil, tombstone: ["id": "e3"])
+        #expect(HistoryChanges.entries(changes.packed) == HistoryChanges.treeEntries(changes.packed))
+        #expect(HistoryChanges.entries(changes.packed).last?.tombstone == ["id": "e3"])
+        #expect(HistoryChanges.PackedReader.entries(changes.packed) == nil, "a tombstone goes to the tree")
+        #expect(HistoryChanges.entries(#"[ ["insert","CareEvent",1,"U",null,null] ]"#).map(\.uuid) == ["U"])
+        #expect(HistoryChanges.entries("[]").isEmpty && HistoryChanges.entries("not json").isEmpty)
+    }
+}
