@@ -115,7 +115,7 @@ struct MirrorState {
     func dueEntries(now: Double, limit: Int, after seq: Int64) throws -> [DueEntry] {
         let columns = Self.pendingColumns.split(separator: ",").map { "p." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
         return try database.query("""
-            SELECT \(columns), m.uuid, m.entity, m.zone_name, m.owner_name, m.change_tag, t.times FROM mirror_pending p
+            SELECT \(columns), m.uuid, m.entity, m.zone_name, m.owner_name, m.change_tag, \(Self.storedTimesSQL) FROM mirror_pending p
             LEFT JOIN mirror_meta m ON m.uuid = p.uuid LEFT JOIN mirror_fieldtimes t ON t.uuid = p.uuid
             WHERE p.not_before <= ? AND p.seq > ? ORDER BY p.seq LIMIT ?
             """, [now, seq, limit]).map { row in
@@ -242,8 +242,16 @@ struct MirrorState {
         FieldStamp.decode(try fieldTimesText(uuid))
     }
 
+    /// A record imported and not edited here keeps no stamps row: its stamps are those of the
+    /// server fields kept as received (a row written per imported record was a twenty-fifth of
+    /// applying one). A row, once written (a local edit, a merge), takes over.
+    static let storedTimesSQL = "coalesce(t.times, json_extract(m.server_fields, '$.\(fieldTimesField).value'))"
+
     func fieldTimesText(_ uuid: String) throws -> String? {
-        try database.scalar("SELECT times FROM mirror_fieldtimes WHERE uuid = ?", [uuid])?.string
+        try database.scalar("""
+            SELECT \(Self.storedTimesSQL) FROM (SELECT ? AS uuid) k
+            LEFT JOIN mirror_fieldtimes t ON t.uuid = k.uuid LEFT JOIN mirror_meta m ON m.uuid = k.uuid
+            """, [uuid])?.string
     }
 
     /// Sets the stamps of the fields in `times`; the record's other fields keep theirs.
@@ -253,6 +261,10 @@ struct MirrorState {
         for (field, stamp) in times { merged[field] = stamp }
         try database.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
                              [uuid, FieldStamp.encode(merged)])
+    }
+
+    func dropFieldTimes(_ uuid: String) throws {
+        try database.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
     }
 
     /// Replaces a record's stamps with `text` (an `MC_fieldModified` text, kept as it is).

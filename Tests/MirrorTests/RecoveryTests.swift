@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+@testable import StoreServiceKit
 
 extension Mirroring {
     /// Zones, tokens, limits, crashes, retries and accounts; real processes (kill -9 where it says so).
@@ -345,6 +346,27 @@ extension Mirroring {
             let names = try await cloud.records(user: "owner").compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue }
             #expect(names.filter { $0.hasPrefix("kept-") }.count == 100 && !names.contains { $0.hasPrefix("gone-") })
             _ = await a.stop()
+            await cloud.stop()
+        }
+
+        @Test("An imported record's edit stamps are the record's own; a later local edit restamps only the fields it changed")
+        func importedStampsAreTheRecords() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            try await a.insertEvents(["stamped"])
+            try await a.send()
+            try await b.fetch()
+            let onB = try #require(try await b.object(id: "stamped")?["objectID"]?.stringValue)
+            try await b.set(onB, ["note": "edited on B"])
+            #expect(try await b.send()["saved"] == 1)
+            let record = try #require(try await cloud.records(user: "owner").first { $0["fields"]?["CD_id"]?["value"] == "stamped" })
+            let stamps = FieldStamp.decode(record["fields"]?[MirrorState.fieldTimesField]?["value"]?.stringValue)
+            #expect(stamps["CD_note"]?.device == "B")
+            // Fields B did not touch keep A's stamps, read from the fields B kept when it fetched.
+            #expect(stamps["CD_value"]?.device == "A" && stamps["CD_id"]?.device == "A")
+            _ = await a.stop()
+            _ = await b.stop()
             await cloud.stop()
         }
 
