@@ -262,7 +262,7 @@ extension CloudMirror {
         var after = start
         // Zones of related records (a batch of a session's events asks for one session's zone).
         var zones: [String: MirrorZoneID?] = [:]
-        var names: [String: String?] = [:]
+        var texts = MirrorRecordCoding.TextCache()
         while count < limit {
             let due = try state.dueEntries(now: now, limit: limit, after: after)
             guard let lastSeq = due.last?.pending.seq else { break }
@@ -288,7 +288,7 @@ extension CloudMirror {
                     report.dropped += 1
                     continue
                 }
-                let fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText, names: &names)
+                let fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText, cache: &texts)
                 guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
                     try state.dropPending(pending.uuid)
                     report.dropped += 1

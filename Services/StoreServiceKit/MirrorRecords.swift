@@ -121,10 +121,16 @@ enum MirrorRecordCoding {
     /// the fields object a save sends; `data` the same without `CD_entityName` and the stamps,
     /// which the device keeps as the record's server fields (the next merge's ancestor) once
     /// the save is acknowledged. Their values are what `fields(entity:row:state:timesText:)` gives.
-    /// `names` caches related records' names by "entity/primary key" across a batch (a page of
-    /// events names one session again and again).
+    /// `cache` lasts a batch: related records' names by "entity/primary key" (a batch of events
+    /// names one session again and again) and the last stamps text as a JSON string (a bulk
+    /// save's records share one, and escaping it was a tenth of building a batch).
+    struct TextCache {
+        var names: [String: String?] = [:]
+        var stamps: (text: String, quoted: String)?
+    }
+
     static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
-                           timesText: String?, names: inout [String: String?]) throws -> (record: String, data: String) {
+                           timesText: String?, cache: inout TextCache) throws -> (record: String, data: String) {
         var members: [(name: String, text: String)] = []
         members.reserveCapacity(entity.attributes.count + entity.toOneRelationships.count)
         for (index, attribute) in entity.attributes.enumerated() {
@@ -144,8 +150,8 @@ enum MirrorRecordCoding {
         for (offset, relationship) in entity.toOneRelationships.enumerated() {
             guard let key = row.values[entity.attributes.count + offset].int64 else { continue }
             let cacheKey = relationship.destination + "/" + String(key)
-            if names[cacheKey] == nil { names[cacheKey] = .some(try state.uuid(entity: relationship.destination, primaryKey: key)) }
-            guard let name = names[cacheKey] ?? nil else { continue }
+            if cache.names[cacheKey] == nil { cache.names[cacheKey] = .some(try state.uuid(entity: relationship.destination, primaryKey: key)) }
+            guard let name = cache.names[cacheKey] ?? nil else { continue }
             var text = #"{"type":"string","value":"#
             JSONWriter.appendString(name, to: &text)
             members.append((fieldName(relationship.name), text + "}"))
@@ -166,7 +172,14 @@ enum MirrorRecordCoding {
         if let timesText, !FieldStamp.isEmptyText(timesText) {
             record.removeLast()
             record += #","MC_fieldModified":{"type":"string","value":"#
-            JSONWriter.appendString(timesText, to: &record)
+            if let stamps = cache.stamps, stamps.text == timesText {
+                record += stamps.quoted
+            } else {
+                var quoted = ""
+                JSONWriter.appendString(timesText, to: &quoted)
+                cache.stamps = (timesText, quoted)
+                record += quoted
+            }
             record += "}}"
         }
         return (record, data)

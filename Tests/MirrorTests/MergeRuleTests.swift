@@ -96,8 +96,10 @@ extension Mirroring {
             let row = PersistentStore.StoredRow(primaryKey: 1, version: 1, uuid: "E1", zone: nil, values: values)
             let state = MirrorState(store)
             let times = FieldStamp.encode(["CD_note": FieldStamp(time: 1.5, device: "A")])
-            var names: [String: String?] = [:]
-            let text = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: times, names: &names)
+            var cache = MirrorRecordCoding.TextCache()
+            let text = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: times, cache: &cache)
+            // The second record with the same stamps takes them from the cache: the same text.
+            #expect(try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: times, cache: &cache) == text)
             let tree = try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: times)
             let parsed = try #require(try JSONParser.parse(text.record).objectValue)
             #expect(MirrorRecordCoding.dataFields(parsed) == MirrorRecordCoding.dataFields(tree))
