@@ -212,6 +212,7 @@ final class CloudMirror: Sendable {
     func ingest(_ store: PersistentStore, enough: Int?) throws -> Bool {
         let state = MirrorState(store)
         var queued = 0
+        var cache = IngestCache()
         while true {
             let cursor = Int(try state.value(MirrorState.exportCursorKey) ?? "0") ?? 0
             if try historyWasPurged(after: cursor, store: store) {
@@ -229,7 +230,7 @@ final class CloudMirror: Sendable {
                     if transaction.author != SaveOperation.syncAuthor {
                         let time = MirrorRecordCoding.seconds(iso: transaction.timestamp) ?? Date().timeIntervalSince1970
                         for change in transaction.entries {
-                            faults += try ingest(change, time: time, state: state)
+                            faults += try ingest(change, time: time, state: state, cache: &cache)
                         }
                         queued += transaction.entries.count
                     }
@@ -294,7 +295,16 @@ final class CloudMirror: Sendable {
         "<CKRecordZoneID: zoneName=\(MirrorState.coreDataZone), ownerName=\(MirrorState.defaultOwner)>"
 
     /// Queues one history change; returns the zone descriptions of seed-002 faults it hit.
-    private func ingest(_ change: HistoryChanges.Entry, time: Double, state: MirrorState) throws -> [String] {
+    /// A new object's queue and stamps texts for the last changed-property list and stamp: a
+    /// bulk save's inserts repeat both, and building them per object was a twentieth of a send.
+    struct IngestCache {
+        var key: (changed: [String], stamp: FieldStamp)?
+        var names: Set<String> = []
+        var changedText = ""
+        var stampsText = ""
+    }
+
+    private func ingest(_ change: HistoryChanges.Entry, time: Double, state: MirrorState, cache: inout IngestCache) throws -> [String] {
         let store = state.store
         guard let entity = store.model.entity(named: change.entity) else { return [] }
         let kind = change.kind
@@ -314,15 +324,25 @@ final class CloudMirror: Sendable {
                 return []
             }
         }
-        let names = Set((change.changed ?? []).map(MirrorRecordCoding.fieldName))
         let stamp = FieldStamp(time: time, device: options.deviceName)
         if kind == .insert {
             // A new object: its stamps are these alone, one group (nothing to read and merge).
-            if !names.isEmpty { try state.replaceFieldTimes(change.uuid, text: FieldStamp.encode(names.sorted(), stamp)) }
-        } else {
-            try state.setFieldTimes(change.uuid, Dictionary(uniqueKeysWithValues: names.map { ($0, stamp) }))
+            let changed = change.changed ?? []
+            if cache.key?.changed != changed || cache.key?.stamp != stamp {
+                cache.names = Set(changed.map(MirrorRecordCoding.fieldName))
+                let sorted = cache.names.sorted()
+                cache.changedText = PersistentStore.jsonArray(sorted)
+                cache.stampsText = FieldStamp.encode(sorted, stamp)
+                cache.key = (changed, stamp)
+            }
+            if !cache.names.isEmpty { try state.replaceFieldTimes(change.uuid, text: cache.stampsText) }
+            try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: cache.names, new: true,
+                              changedText: cache.changedText)
+            return []
         }
-        try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: names, new: kind == .insert)
+        let names = Set((change.changed ?? []).map(MirrorRecordCoding.fieldName))
+        try state.setFieldTimes(change.uuid, Dictionary(uniqueKeysWithValues: names.map { ($0, stamp) }))
+        try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: names)
         return []
     }
 

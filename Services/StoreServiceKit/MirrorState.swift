@@ -140,20 +140,24 @@ struct MirrorState {
 
     /// `new`: the change is a new object's insert, so there is no earlier entry to merge with
     /// (its lookup is skipped; were there one, the insert's fields would replace it).
-    func enqueue(uuid: String, entity: String, kind: ChangeKind, zone: MirrorZoneID?, changed: Set<String>, new: Bool = false) throws {
+    /// `changedText`: `changed` already as its sorted JSON array (a new object's, from a cache).
+    func enqueue(uuid: String, entity: String, kind: ChangeKind, zone: MirrorZoneID?, changed: Set<String>, new: Bool = false,
+                 changedText: String? = nil) throws {
         var union = changed
         var newKind = kind
+        var text = changedText
         if !new, let existing = try pending(uuid: uuid) {
             if kind != .delete { union.formUnion(existing.changed) }
             // An insert still pending stays an insert (the record is new to the server) unless deleted.
             if existing.kind == .insert, kind == .update { newKind = .insert }
+            text = nil
         }
-        let text = PersistentStore.jsonArray(union.sorted())
+        let changedJSON = text ?? PersistentStore.jsonArray(union.sorted())
         try database.execute("""
             INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before) VALUES (?, ?, ?, ?, ?, ?, 0)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = excluded.zone_name,
                 owner_name = excluded.owner_name, changed = excluded.changed, not_before = 0, generation = generation + 1
-            """, [uuid, entity, newKind.rawValue, SQLValue(zone?.zoneName), SQLValue(zone?.ownerName), text])
+            """, [uuid, entity, newKind.rawValue, SQLValue(zone?.zoneName), SQLValue(zone?.ownerName), changedJSON])
     }
 
     func dropPending(_ uuid: String) throws {
