@@ -190,6 +190,7 @@ extension CloudMirror {
             var afterSave: [() throws -> Void] = []
             // The page's lookups in one transaction: one file lock instead of one per statement.
             try store.database.transaction {
+            let stored = try state.metaAndPending(changed.map(\.recordName))
             for record in changed {
                 if record.isShare {
                     if store.scope == .shared, let info = record.shareInfo,
@@ -201,14 +202,14 @@ extension CloudMirror {
                 }
                 guard let entityName = record.entityName, let entity = store.model.entity(named: entityName), store.holds(entityName) else { continue }
                 let uuid = record.recordName
-                var meta = try state.meta(uuid)
+                var meta = stored.meta[uuid]
                 if let tag = meta?.changeTag, tag == record.recordChangeTag { continue }
                 var fields = record.fields ?? [:]
                 // The record's stamps, decoded only for a merge or for stamps already kept here.
                 var times: [String: FieldStamp]?
                 let known = meta != nil
                 var keepPending = false
-                let queued = try state.pending(uuid: uuid)
+                let queued = stored.pending[uuid]
                 if let pending = queued {
                     if pending.kind == .delete {
                         if options.deletePolicy(entity.name) == .deleteWins {

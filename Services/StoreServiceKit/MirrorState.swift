@@ -285,19 +285,40 @@ struct MirrorState {
         return try database.scalar("SELECT z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid = ?", [uuid])?.int64
     }
 
-    /// The primary keys of the rows of `entity` among `uuids`, a few statements for a whole page
-    /// (a statement per record was a twentieth of applying one).
-    func primaryKeys(entity: String, uuids: [String]) throws -> [String: Int64] {
-        guard store.holds(entity), !uuids.isEmpty else { return [:] }
-        var keys: [String: Int64] = [:]
+    /// `body` over the rows of `sql` (with `IN (%@)` for the marks) for `uuids` in chunks of 500.
+    private func forChunks(of uuids: [String], _ sql: String, _ body: (Row) -> Void) throws {
         var start = 0
         while start < uuids.count {
             let chunk = Array(uuids[start..<min(uuids.count, start + 500)])
             start += chunk.count
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-            for row in try database.query("SELECT z_uuid, z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid IN (\(marks))", chunk) {
-                if let uuid = row[0].string, let key = row[1].int64 { keys[uuid] = key }
-            }
+            for row in try database.query(sql.replacingOccurrences(of: "%@", with: marks), chunk) { body(row) }
+        }
+    }
+
+    /// The metadata (without server fields) and queue entries of `uuids`, two statements for a
+    /// page of records instead of two per record.
+    func metaAndPending(_ uuids: [String]) throws -> (meta: [String: Meta], pending: [String: Pending]) {
+        var metas: [String: Meta] = [:], pendings: [String: Pending] = [:]
+        try forChunks(of: uuids, "SELECT uuid, entity, zone_name, owner_name, change_tag FROM mirror_meta WHERE uuid IN (%@)") { row in
+            guard let uuid = row[0].string else { return }
+            metas[uuid] = Meta(uuid: uuid, entity: row[1].string ?? "", zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
+                               changeTag: row[4].string, serverFields: nil)
+        }
+        try forChunks(of: uuids, "SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid IN (%@)") { row in
+            let entry = Self.pending(row)
+            pendings[entry.uuid] = entry
+        }
+        return (metas, pendings)
+    }
+
+    /// The primary keys of the rows of `entity` among `uuids`, a few statements for a whole page
+    /// (a statement per record was a twentieth of applying one).
+    func primaryKeys(entity: String, uuids: [String]) throws -> [String: Int64] {
+        guard store.holds(entity), !uuids.isEmpty else { return [:] }
+        var keys: [String: Int64] = [:]
+        try forChunks(of: uuids, "SELECT z_uuid, z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid IN (%@)") { row in
+            if let uuid = row[0].string, let key = row[1].int64 { keys[uuid] = key }
         }
         return keys
     }
