@@ -238,13 +238,11 @@ extension CloudMirror {
                                             serverFields: record.fields), fieldsText: record.fieldsText)
                     if let stamps {
                         try state.setFieldTimes(uuid, stamps)
-                    } else if !known, record.fieldsText != nil {
+                    } else if !known {
                         // A record new to this device: its stamps are the record's, read from
                         // the server fields just kept (`fieldTimesText`); a stale row would
                         // hide them.
                         try state.dropFieldTimes(uuid)
-                    } else if !known, let text = record.fields?[MirrorState.fieldTimesField]?["value"]?.stringValue {
-                        try state.replaceFieldTimes(uuid, text: text)
                     } else {
                         try state.setFieldTimes(uuid, MirrorRecordCoding.times(record.fields))
                     }

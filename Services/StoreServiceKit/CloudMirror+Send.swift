@@ -150,14 +150,12 @@ extension CloudMirror {
                 if stopError == nil { upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report) }
             }
         }
-        defer {
-            // History a stopped send did not get to is queued (status and the next send see it).
-            try? withStores { stores in if let index = Self.storeIndex(scope, in: stores) { try ingest(stores.list[index]) } }
-        }
-        if let stopError { throw stopError }
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { return }
+            // History the send did not get to (it stopped, or saves came meanwhile) is queued:
+            // `pending` counts it, and status and the next send see it.
             try ingest(stores.list[index])
+            if stopError != nil { return }
             let state = MirrorState(stores.list[index])
             report.pending += try state.pendingCount()
             let now = Date().timeIntervalSince1970
@@ -166,6 +164,7 @@ extension CloudMirror {
                 report.deferred += try state.allPending().filter { $0.notBefore > now }.count
             }
         }
+        if let stopError { throw stopError }
     }
 
     /// Applies one batch's answer.

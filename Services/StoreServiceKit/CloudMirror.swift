@@ -65,16 +65,19 @@ final class CloudMirror: Sendable {
                 progress.withLock { $0.lastSuccess = Date(); $0.backoffSeconds = 0 }
                 return result
             } catch let error as ServiceError {
-                let details = Self.withoutKeptTexts(.object(error.wire.details)).objectValue ?? [:]
-                progress.withLock { $0.lastError = WireError(error.wire.code, error.wire.message, details: details) }
-                throw ServiceError(error.wire.code, error.wire.message, details: details)
+                throw failed(error.wire)
             } catch let error as WireError {
-                // Errors reach clients and sync.status: without the texts the mirror's parse kept.
-                let details = Self.withoutKeptTexts(.object(error.details)).objectValue ?? [:]
-                progress.withLock { $0.lastError = WireError(error.code, error.message, details: details) }
-                throw ServiceError(error.code, error.message, details: details)
+                throw failed(error)
             }
         }
+    }
+
+    /// Records a failed step as the last error and gives it to the client: without the texts
+    /// the mirror's parse kept (errors reach clients and sync.status).
+    private func failed(_ error: WireError) -> ServiceError {
+        let details = Self.withoutKeptTexts(.object(error.details)).objectValue ?? [:]
+        progress.withLock { $0.lastError = WireError(error.code, error.message, details: details) }
+        return ServiceError(error.code, error.message, details: details)
     }
 
     // MARK: The sync-service connection
@@ -468,12 +471,15 @@ final class CloudMirror: Sendable {
 
     func poke() {
         poked.store(true, ordering: .relaxed)
-        wake.lock(); wake.signal(); wake.unlock()
+        wakeLoop()
     }
 
     /// A local save committed: automatic mode wakes (its loop sees the new history token).
     func localSaveCommitted() {
-        guard options.mode == .automatic else { return }
+        if options.mode == .automatic { wakeLoop() }
+    }
+
+    private func wakeLoop() {
         wake.lock(); wake.signal(); wake.unlock()
     }
 

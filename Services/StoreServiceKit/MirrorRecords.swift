@@ -88,39 +88,20 @@ enum MirrorRecordCoding {
     /// A date attribute's storage text (milliseconds, the canonical form).
     static func iso(seconds: Double) -> String { ISOTime.string(seconds: seconds) }
 
-    /// The fields of a stored row (nil values are left out: a nil is the field's absence).
+    /// The fields of a stored row as a tree (nil values are left out: a nil is the field's
+    /// absence), read from the one text builder below (merges, share moves and history rebuilds
+    /// want a tree; sends use the text as it is).
     static func fields(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
                        timesText: String?) throws -> [String: JSONValue] {
-        var fields: [String: JSONValue] = [MirrorState.entityNameField: ["type": "string", "value": .string(entity.name)]]
-        for (index, attribute) in entity.attributes.enumerated() {
-            let value = row.values[index]
-            guard !value.isNull else { continue }
-            let field: JSONValue
-            switch attribute.type {
-            case .string: field = ["type": "string", "value": .string(value.string ?? "")]
-            case .integer, .boolean: field = ["type": "int64", "value": .int(Int(value.int64 ?? 0))]
-            case .double: field = ["type": "double", "value": .double(value.double ?? 0)]
-            case .date: field = ["type": "date", "value": .double(seconds(iso: value.string ?? "") ?? 0)]
-            }
-            fields[fieldName(attribute.name)] = field
-        }
-        for (offset, relationship) in entity.toOneRelationships.enumerated() {
-            guard let key = row.values[entity.attributes.count + offset].int64,
-                  let name = try state.uuid(entity: relationship.destination, primaryKey: key) else { continue }
-            fields[fieldName(relationship.name)] = ["type": "string", "value": .string(name)]
-        }
-        // The stamps as stored: the same text the record carries (no parse and re-encode).
-        if let timesText, !FieldStamp.isEmptyText(timesText) {
-            fields[MirrorState.fieldTimesField] = ["type": "string", "value": .string(timesText)]
-        }
-        return fields
+        var cache = TextCache()
+        return try JSONParser.parse(try fieldsText(entity: entity, row: row, state: state, timesText: timesText, cache: &cache).record).objectValue ?? [:]
     }
 
     /// A stored row as record fields written straight to JSON text (a batch of 400 built as
     /// trees of dictionaries and then written cost more than the rest of a send): `record` is
     /// the fields object a save sends; `data` the same without `CD_entityName` and the stamps,
     /// which the device keeps as the record's server fields (the next merge's ancestor) once
-    /// the save is acknowledged. Their values are what `fields(entity:row:state:timesText:)` gives.
+    /// the save is acknowledged.
     /// `cache` lasts a batch: related records' names by "entity/primary key" (a batch of events
     /// names one session again and again) and the last stamps text as a JSON string (a bulk
     /// save's records share one, and escaping it was a tenth of building a batch).

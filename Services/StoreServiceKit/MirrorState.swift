@@ -112,13 +112,15 @@ struct MirrorState {
 
     /// Entries due now (not deferred by a retry-after), oldest first, each with its metadata
     /// and stamps: one statement per batch instead of two more per record.
+    private static let dueEntriesSQL = """
+        SELECT \(pendingColumns.split(separator: ",").map { "p." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
+            m.uuid, m.entity, m.zone_name, m.owner_name, m.change_tag, \(storedTimesSQL) FROM mirror_pending p
+        LEFT JOIN mirror_meta m ON m.uuid = p.uuid LEFT JOIN mirror_fieldtimes t ON t.uuid = p.uuid
+        WHERE p.not_before <= ? AND p.seq > ? ORDER BY p.seq LIMIT ?
+        """
+
     func dueEntries(now: Double, limit: Int, after seq: Int64) throws -> [DueEntry] {
-        let columns = Self.pendingColumns.split(separator: ",").map { "p." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
-        return try database.query("""
-            SELECT \(columns), m.uuid, m.entity, m.zone_name, m.owner_name, m.change_tag, \(Self.storedTimesSQL) FROM mirror_pending p
-            LEFT JOIN mirror_meta m ON m.uuid = p.uuid LEFT JOIN mirror_fieldtimes t ON t.uuid = p.uuid
-            WHERE p.not_before <= ? AND p.seq > ? ORDER BY p.seq LIMIT ?
-            """, [now, seq, limit]).map { row in
+        try database.query(Self.dueEntriesSQL, [now, seq, limit]).map { row in
             let meta = row[9].string.map { uuid in
                 Meta(uuid: uuid, entity: row[10].string ?? "", zone: MirrorZoneID(zoneName: row[11].string ?? "", ownerName: row[12].string ?? ""),
                      changeTag: row[13].string, serverFields: nil)
@@ -194,14 +196,12 @@ struct MirrorState {
                     changeTag: row[4].string, serverFields: fields)
     }
 
-    /// Stores a record's metadata. Its server fields are kept without `CD_entityName` and the
-    /// stamps when written from `serverFields` (the ancestor of a merge is data fields only;
-    /// readers strip them anyway). `fieldsText` is the text to keep when the caller already has
-    /// it: a send's verdict (the data fields it sent), a fetch (the record's fields as received).
+    /// Stores a record's metadata. `fieldsText` is the server fields' text when the caller
+    /// already has it: a send's verdict (the data fields it sent), a fetch (the record's fields
+    /// as received). Kept stamps serve as the record's stamps until a row of its own is written
+    /// (`fieldTimesText`); readers of the ancestor strip them.
     func setMeta(_ meta: Meta, fieldsText: String? = nil) throws {
-        let fields = fieldsText ?? meta.serverFields.map { fields in
-            JSONText.object(fields.filter { $0.key != Self.fieldTimesField && $0.key != Self.entityNameField })
-        }
+        let fields = fieldsText ?? meta.serverFields.map { JSONText.object($0) }
         try database.execute("""
             INSERT INTO mirror_meta(uuid, entity, zone_name, owner_name, change_tag, server_fields) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,

@@ -35,6 +35,21 @@ extension CloudRecord {
         out += "]"
     }
 
+    /// `{"<key>":[records],"deleted":[items]` (the object left open for the reply's other
+    /// members), both replies' shared opening; false, with nothing written, when a record
+    /// cannot be written as text.
+    static func writeRecords<D>(_ key: String, _ records: [CloudRecord], deleted: [D], to out: inout String,
+                                _ writeDeleted: (D, inout String) -> Void) -> Bool {
+        guard writable(records) else { return false }
+        out += "{"
+        JSONWriter.appendString(key, to: &out)
+        out += ":"
+        writeArray(records, to: &out) { record, out in record.writeJSON(to: &out) }
+        out += #","deleted":"#
+        writeArray(deleted, to: &out, writeDeleted)
+        return true
+    }
+
     /// Whether these records can be written as text (no share record's `shareInfo`).
     static func writable(_ records: [CloudRecord]) -> Bool { records.allSatisfy { $0.shareInfo == nil } }
 }
@@ -57,15 +72,11 @@ extension RecordReference {
 
 extension FetchZoneChangesResult: JSONTextWritable {
     public func writeJSON(to out: inout String) -> Bool {
-        guard CloudRecord.writable(changed) else { return false }
-        out += #"{"changed":"#
-        CloudRecord.writeArray(changed, to: &out) { record, out in record.writeJSON(to: &out) }
-        out += #","deleted":"#
-        CloudRecord.writeArray(deleted, to: &out) { item, out in
+        guard CloudRecord.writeRecords("changed", changed, deleted: deleted, to: &out, { item, out in
             out += #"{"recordName":"#; JSONWriter.appendString(item.recordName, to: &out)
             out += #","recordType":"#; JSONWriter.appendString(item.recordType, to: &out)
             out += "}"
-        }
+        }) else { return false }
         out += #","token":"#; JSONWriter.appendString(token, to: &out)
         out += moreComing ? #","moreComing":true}"# : #","moreComing":false}"#
         return true
@@ -74,15 +85,11 @@ extension FetchZoneChangesResult: JSONTextWritable {
 
 extension ModifyResult: JSONTextWritable {
     public func writeJSON(to out: inout String) -> Bool {
-        guard CloudRecord.writable(saved) else { return false }
-        out += #"{"saved":"#
-        CloudRecord.writeArray(saved, to: &out) { record, out in record.writeJSON(to: &out) }
-        out += #","deleted":"#
-        CloudRecord.writeArray(deleted, to: &out) { item, out in
+        guard CloudRecord.writeRecords("saved", saved, deleted: deleted, to: &out, { item, out in
             out += #"{"recordName":"#; JSONWriter.appendString(item.recordName, to: &out)
             out += #","zoneID":"#; item.zoneID.writeJSON(to: &out)
             out += "}"
-        }
+        }) else { return false }
         out += "}"
         return true
     }

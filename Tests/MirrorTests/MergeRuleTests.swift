@@ -78,36 +78,41 @@ extension Mirroring {
             #expect(FieldStamp.encode([:]) == "[]" && FieldStamp.isEmptyText("[]") && FieldStamp.isEmptyText("{}"))
         }
 
-        @Test("A row's fields as text are the fields the tree form gives, and the stored ancestor leaves out the bookkeeping fields")
-        func fieldsTextMatchesTheTree() throws {
+        @Test("A row's fields as text: each attribute as its typed field, the stamps as a string field; the kept ancestor leaves out the bookkeeping fields")
+        func fieldsTextOfARow() throws {
             let model = ManagedObjectModel.meowCare()
             let configuration = try #require(model.configurations.first { $0.scope == .private })
             let store = try PersistentStore(url: "memory://rules", filePath: nil, configuration: configuration, model: model)
             let entity = try #require(store.model.entity(named: "CareEvent"))
             var values = [SQLValue](repeating: .null, count: entity.attributes.count + entity.toOneRelationships.count)
-            for (index, attribute) in entity.attributes.enumerated() {
+            for (index, attribute) in entity.attributes.enumerated() where attribute.name != "note" {
                 switch attribute.type {
                 case .string: values[index] = .text("say \"hi\"\n")
                 case .integer, .boolean: values[index] = .integer(7)
-                case .double: values[index] = .real(250)
+                case .double: values[index] = .real(250.5)
                 case .date: values[index] = .text("2026-11-30T08:00:00.250Z")
                 }
             }
             let row = PersistentStore.StoredRow(primaryKey: 1, version: 1, uuid: "E1", zone: nil, values: values)
             let state = MirrorState(store)
-            let times = FieldStamp.encode(["CD_note": FieldStamp(time: 1.5, device: "A")])
+            let times = FieldStamp.encode(["CD_id": FieldStamp(time: 1.5, device: "A")])
             var cache = MirrorRecordCoding.TextCache()
             let text = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: times, cache: &cache)
             // The second record with the same stamps takes them from the cache: the same text.
             #expect(try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: times, cache: &cache) == text)
-            let tree = try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: times)
-            let parsed = try #require(try JSONParser.parse(text.record).objectValue)
-            #expect(MirrorRecordCoding.dataFields(parsed) == MirrorRecordCoding.dataFields(tree))
-            #expect(parsed[MirrorState.fieldTimesField] == tree[MirrorState.fieldTimesField])
-            #expect(parsed[MirrorState.entityNameField] == tree[MirrorState.entityNameField])
+            let record = try #require(try JSONParser.parse(text.record).objectValue)
+            #expect(record["CD_id"] == ["type": "string", "value": "say \"hi\"\n"])
+            #expect(record["CD_value"] == ["type": "double", "value": 250.5])
+            #expect(record["CD_occurredAt"]?["type"] == "date")
+            #expect(record["CD_occurredAt"]?["value"]?.doubleValue == ISOTime.seconds("2026-11-30T08:00:00.250Z"))
+            #expect(record["CD_note"] == nil, "a nil attribute is an absent field")
+            #expect(record["CD_session"] == nil, "no related row, no field")
+            #expect(record[MirrorState.entityNameField] == ["type": "string", "value": "CareEvent"])
+            #expect(record[MirrorState.fieldTimesField] == ["type": "string", "value": .string(times)])
+            #expect(try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: times) == record)
             let data = try #require(try JSONParser.parse(text.data).objectValue)
-            #expect(MirrorRecordCoding.dataFields(data) == MirrorRecordCoding.dataFields(tree))
             #expect(data[MirrorState.fieldTimesField] == nil && data[MirrorState.entityNameField] == nil)
+            #expect(data.count == record.count - 2)
         }
     }
 }
