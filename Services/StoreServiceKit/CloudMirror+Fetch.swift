@@ -188,9 +188,16 @@ extension CloudMirror {
             try ingest(store)
             var local: [LocalChange] = []
             var afterSave: [() throws -> Void] = []
-            // The page's lookups in one transaction: one file lock instead of one per statement.
+            var notice: RemoteChangeNotice?
+            // The page's lookups, and its records new to this device with their metadata, in one
+            // transaction; the context path below takes the rest.
             try store.database.transaction {
             let stored = try state.metaAndPending(changed.map(\.recordName))
+            var rows: [String: [String: Int64]] = [:]
+            for (entity, records) in Dictionary(grouping: changed, by: { $0.entityName ?? "" }) where store.holds(entity) {
+                rows[entity] = try state.primaryKeys(entity: entity, uuids: records.map(\.recordName))
+            }
+            var fresh: [(record: MirrorRecord, entity: EntityDescription, fields: [String: JSONValue])] = []
             for record in changed {
                 if record.isShare {
                     if store.scope == .shared, let info = record.shareInfo,
@@ -210,6 +217,11 @@ extension CloudMirror {
                 let known = meta != nil
                 var keepPending = false
                 let queued = stored.pending[uuid]
+                if !known, queued == nil, rows[entity.name]?[uuid] == nil {
+                    fresh.append((record, entity, fields))
+                    report.changedRecords += 1
+                    continue
+                }
                 if let pending = queued {
                     if pending.kind == .delete {
                         if options.deletePolicy(entity.name) == .deleteWins {
@@ -250,6 +262,17 @@ extension CloudMirror {
                 }
                 report.changedRecords += 1
             }
+            // Parents before children, so a child's relationship finds its parent's row.
+            var direct = MirrorImport(store: store)
+            var imported: [(MirrorRecord, EntityDescription)] = []
+            for (record, entity, fields) in fresh.enumerated().sorted(by: { ($0.element.entity.toOneRelationships.count, $0.offset) < ($1.element.entity.toOneRelationships.count, $1.offset) }).map(\.element) {
+                if try direct.accept(uuid: record.recordName, entity: entity, fields: fields, zone: record.zoneID.zoneName) {
+                    imported.append((record, entity))
+                } else {
+                    local.append(LocalChange(uuid: record.recordName, entity: entity, fields: fields, zone: record.zoneID.zoneName))
+                    afterSave.append { try Self.keepImported(record, entity: entity, state: state) }
+                }
+            }
             for (uuid, recordType) in deleted {
                 guard let entityName = MirrorRecord(recordName: uuid, zoneID: zone, recordType: recordType, fields: nil).entityName,
                       let entity = store.model.entity(named: entityName) else { continue }
@@ -269,13 +292,25 @@ extension CloudMirror {
                 afterSave.append { try state.dropMeta(uuid); try state.dropPending(uuid) }
                 report.deletedRecords += 1
             }
+            notice = try direct.write(router: engine.router, logger: engine.logger)
+            for (record, entity) in imported { try Self.keepImported(record, entity: entity, state: state) }
             }
+            if let notice { engine.publish([notice], from: nil) }
             let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
             if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }
             try store.database.transaction { for step in afterSave { try step() } }
             // The mirror's own import is history too; it is never exported.
             try ingest(store)
         }
+    }
+
+    /// The metadata of a record new to this device: its tag and server fields (the next merge's
+    /// ancestor). Its stamps are the record's, read from the server fields just kept
+    /// (`fieldTimesText`); a stale stamps row would hide them.
+    private static func keepImported(_ record: MirrorRecord, entity: EntityDescription, state: MirrorState) throws {
+        try state.setMeta(.init(uuid: record.recordName, entity: entity.name, zone: record.zoneID, changeTag: record.recordChangeTag,
+                                serverFields: record.fields), fieldsText: record.fieldsText)
+        try state.dropFieldTimes(record.recordName)
     }
 
     /// A zone is gone (deleted, purged, or the user left / was removed / the share ended): its

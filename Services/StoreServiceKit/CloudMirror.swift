@@ -351,6 +351,10 @@ final class CloudMirror: Sendable {
 
     // MARK: Applying cloud state locally
 
+    /// The context the mirror's imports are saved in, as history and events name it.
+    static let importContextID = "mirror"
+    static let importContextName = "cloudMirror"
+
     /// A row to write (fields) or delete (fields nil) as the cloud says.
     struct LocalChange {
         var uuid: String
@@ -368,7 +372,8 @@ final class CloudMirror: Sendable {
         guard !changes.isEmpty else { return [] }
         let store = stores.list[storeIndex]
         let state = MirrorState(store)
-        let context = ManagedObjectContext(id: "mirror", name: "cloudMirror", author: SaveOperation.syncAuthor, mergePolicy: .mergeByPropertyObjectTrump)
+        let context = ManagedObjectContext(id: Self.importContextID, name: Self.importContextName, author: SaveOperation.syncAuthor,
+                                           mergePolicy: .mergeByPropertyObjectTrump)
         var byUUID: [String: ContextObject] = [:]
         var links: [(ContextObject, String, String?, LocalChange)] = []
         let ordered = changes.sorted { $0.entity.toOneRelationships.count < $1.entity.toOneRelationships.count }

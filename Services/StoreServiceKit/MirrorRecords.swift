@@ -192,19 +192,22 @@ enum MirrorRecordCoding {
     static func attributeValues(entity: EntityDescription, fields: [String: JSONValue]) -> [String: JSONValue] {
         var values: [String: JSONValue] = [:]
         for attribute in entity.attributes {
-            guard let value = fields[fieldName(attribute.name)]?["value"], !value.isNull else {
-                values[attribute.name] = .null
-                continue
-            }
-            switch attribute.type {
-            case .string: values[attribute.name] = value.stringValue.map { .string($0) } ?? .null
-            case .integer: values[attribute.name] = value.intValue.map { .int($0) } ?? .null
-            case .boolean: values[attribute.name] = value.intValue.map { .bool($0 != 0) } ?? value.boolValue.map { .bool($0) } ?? .null
-            case .double: values[attribute.name] = value.doubleValue.map { .double($0) } ?? .null
-            case .date: values[attribute.name] = value.doubleValue.map { .string(iso(seconds: $0)) } ?? .null
-            }
+            values[attribute.name] = attributeValue(fields[fieldName(attribute.name)]?["value"], type: attribute.type)
         }
         return values
+    }
+
+    /// A field's value as the attribute's wire value (dates as ISO text); null when absent or
+    /// of another type.
+    static func attributeValue(_ value: JSONValue?, type: AttributeType) -> JSONValue {
+        guard let value, !value.isNull else { return .null }
+        switch type {
+        case .string: return value.stringValue.map { .string($0) } ?? .null
+        case .integer: return value.intValue.map { .int($0) } ?? .null
+        case .boolean: return value.intValue.map { .bool($0 != 0) } ?? value.boolValue.map { .bool($0) } ?? .null
+        case .double: return value.doubleValue.map { .double($0) } ?? .null
+        case .date: return value.doubleValue.map { .string(iso(seconds: $0)) } ?? .null
+        }
     }
 
     /// The related record names of a record's to-one relationships (nil: cleared).

@@ -155,6 +155,7 @@ extension Mirroring {
             let event = try #require(await iterator.next())
             #expect(event.name == "remoteChange")
             #expect(event.data["author"] == "sync")
+            #expect(event.data["contextName"] == "cloudMirror")
             #expect(event.data["changedObjectIDs"]?.arrayValue?.count == 2)
             #expect(try await b.pending() == 0)
             let sent = try await b.send()
