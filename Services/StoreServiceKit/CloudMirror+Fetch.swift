@@ -130,7 +130,8 @@ extension CloudMirror {
         var prefetched: ReplyWaiter?
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.zoneTokenKey(zone)) }
-            if token == nil { listed = [] }
+            // (A device that knows no record of the zone yet has nothing to compare.)
+            if token == nil { listed = try state(scope) { state, _, _ in try state.knowsRecords(inZone: zone) } ? [] : nil }
             var params: [String: JSONValue] = ["database": .string(database), "zoneID": zone.json, "limit": 1000]
             if let token { params["since"] = .string(token) }
             let reply: JSONValue
@@ -293,7 +294,8 @@ extension CloudMirror {
                 report.deletedRecords += 1
             }
             notice = try direct.write(router: engine.router, logger: engine.logger)
-            for (record, entity) in imported { try Self.keepImported(record, entity: entity, state: state) }
+            for (record, entity) in imported { try Self.keepMeta(record, entity: entity, state: state) }
+            try state.dropFieldTimes(imported.map(\.0.recordName))
             }
             if let notice { engine.publish([notice], from: nil) }
             let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
@@ -308,9 +310,13 @@ extension CloudMirror {
     /// ancestor). Its stamps are the record's, read from the server fields just kept
     /// (`fieldTimesText`); a stale stamps row would hide them.
     private static func keepImported(_ record: MirrorRecord, entity: EntityDescription, state: MirrorState) throws {
+        try keepMeta(record, entity: entity, state: state)
+        try state.dropFieldTimes(record.recordName)
+    }
+
+    private static func keepMeta(_ record: MirrorRecord, entity: EntityDescription, state: MirrorState) throws {
         try state.setMeta(.init(uuid: record.recordName, entity: entity.name, zone: record.zoneID, changeTag: record.recordChangeTag,
                                 serverFields: record.fields), fieldsText: record.fieldsText)
-        try state.dropFieldTimes(record.recordName)
     }
 
     /// A zone is gone (deleted, purged, or the user left / was removed / the share ended): its

@@ -94,9 +94,10 @@ extension CloudMirror {
     }
 
     /// How many batches may wait for their answer at once. The connection's requests are
-    /// served in order, so with two the server starts on the next batch while the device
-    /// applies the verdicts of the one before (a send ran at the sum of the two sides' times).
-    static let batchesInFlight = 2
+    /// served in order, so the server works on the next batches while the device applies the
+    /// verdicts of the one before (with one, a send ran at the sum of the two sides' times;
+    /// with two, each side still waited for the other about a fifth of the time).
+    static let batchesInFlight = 3
 
     /// Sends the scope's queue batch by batch, in order. Up to `batchesInFlight` batches are
     /// sent ahead of their answers; each is built from entries no other unanswered batch holds,

@@ -225,6 +225,11 @@ struct MirrorState {
             .compactMap { row in row[0].string.map { ($0, row[1].string ?? "") } }
     }
 
+    /// Whether this device knows any record of `zone`.
+    func knowsRecords(inZone zone: MirrorZoneID) throws -> Bool {
+        try database.scalar("SELECT 1 FROM mirror_meta WHERE zone_name = ? AND owner_name = ? LIMIT 1", [zone.zoneName, zone.ownerName]) != nil
+    }
+
     /// The zones this store holds data of: record metadata's zones, and the shared store's share zones.
     func knownZones() throws -> Set<MirrorZoneID> {
         var zones = Set(try database.query("SELECT DISTINCT zone_name, owner_name FROM mirror_meta").map {
@@ -269,6 +274,11 @@ struct MirrorState {
 
     func dropFieldTimes(_ uuid: String) throws {
         try database.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
+    }
+
+    /// Drops the stamps rows of `uuids`, a statement per 500 (a page of imports has few or none).
+    func dropFieldTimes(_ uuids: [String]) throws {
+        try forChunks(of: uuids, "DELETE FROM mirror_fieldtimes WHERE uuid IN (%@)") { _ in }
     }
 
     /// Replaces a record's stamps with `text` (an `MC_fieldModified` text, kept as it is).

@@ -275,26 +275,27 @@ extension Mirroring {
             await cloud.stop()
         }
 
-        @Test("Two batches in flight: when the first is refused, the second (already sent) is still answered and applied; nothing is sent twice or lost")
+        @Test("Three batches in flight: when the first is refused, the others (already sent) are still answered and applied; nothing is sent twice or lost")
         func batchSentAheadOfARefusal() async throws {
             let cloud = try await Cloud.start()
             let a = try await Device.start("A", user: "owner", cloud: cloud)
-            let ids = (0..<900).map { "e\($0)" }
+            let ids = (0..<1300).map { "e\($0)" }
             try await a.insertEvents(ids)
             _ = try await cloud.admin("admin.injectFault", ["code": "serviceUnavailable", "op": "records.modify", "user": "owner", "retryAfterSeconds": 0.3])
             let refused = try await a.failure("sync.send")
             #expect(refused.code == .serviceUnavailable)
             #expect(refused.details["deferredItems"] == 400)
-            // The second batch went out before the first one's answer and was saved: its
-            // verdicts are applied, so only the refused batch and the one never sent wait.
+            // The second and third batches went out before the first one's answer and were
+            // saved: their verdicts are applied, so only the refused batch and the one never
+            // sent wait.
             #expect(try await a.pending() == 500)
-            #expect(try await cloud.records(user: "owner").count == 400)
+            #expect(try await cloud.records(user: "owner").count == 800)
             // Waiting out the server's retry-after is the behaviour under test, not synchronisation.
             try await Task.sleep(for: .milliseconds(400))
             #expect(try await a.send()["saved"] == 500)
             #expect(try await a.pending() == 0)
             let names = try await cloud.records(user: "owner").compactMap { $0["recordName"]?.stringValue }
-            #expect(names.count == 900 && Set(names).count == 900)
+            #expect(names.count == 1300 && Set(names).count == 1300)
             let b = try await Device.start("B", user: "owner", cloud: cloud)
             try await b.fetch()
             #expect(Set(try await b.ids()) == Set(ids))
