@@ -217,12 +217,22 @@ extension CloudMirror {
             JSONWriter.appendString(database, to: &out)
             out += #","saves":["#
             var first = true
+            // A batch's records share a zone or two: each zone's JSON is written once.
+            var zoneTexts: [MirrorZoneID: String] = [:]
             for item in items {
                 guard let record = item.record, let fields = item.fieldsText else { continue }
                 if !first { out += "," }
                 first = false
                 out += #"{"recordName":"#; JSONWriter.appendString(record.recordName, to: &out)
-                out += #","zoneID":"#; JSONWriter.append(record.zoneID.json, to: &out)
+                out += #","zoneID":"#
+                if let zone = zoneTexts[record.zoneID] {
+                    out += zone
+                } else {
+                    var zone = ""
+                    JSONWriter.append(record.zoneID.json, to: &zone)
+                    zoneTexts[record.zoneID] = zone
+                    out += zone
+                }
                 out += #","recordType":"#; JSONWriter.appendString(record.recordType, to: &out)
                 out += #","fields":"# + fields.record
                 if let tag = record.recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(tag, to: &out) }

@@ -108,41 +108,68 @@ enum MirrorRecordCoding {
     struct TextCache {
         var names: [String: String?] = [:]
         var stamps: (text: String, quoted: String)?
+        /// Per entity: its stored properties in field-name order, each with its field's opening
+        /// text (`"CD_name":{"type":…,"value":`), so a record is written in one pass.
+        var layouts: [String: [(position: Int, opening: String)]] = [:]
+
+        mutating func layout(_ entity: EntityDescription) -> [(position: Int, opening: String)] {
+            if let layout = layouts[entity.name] { return layout }
+            var fields: [(name: String, position: Int, type: String)] = []
+            for (position, attribute) in entity.attributes.enumerated() {
+                let type: String
+                switch attribute.type {
+                case .string: type = "string"
+                case .integer, .boolean: type = "int64"
+                case .double: type = "double"
+                case .date: type = "date"
+                }
+                fields.append((fieldName(attribute.name), position, type))
+            }
+            for (offset, relationship) in entity.toOneRelationships.enumerated() {
+                fields.append((fieldName(relationship.name), entity.position(ofToOne: offset), "string"))
+            }
+            let layout = fields.sorted { $0.name < $1.name }.map { field -> (position: Int, opening: String) in
+                var opening = ""
+                JSONWriter.appendString(field.name, to: &opening)
+                return (field.position, opening + #":{"type":""# + field.type + #"","value":"#)
+            }
+            layouts[entity.name] = layout
+            return layout
+        }
     }
 
     static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
                            timesText: String?, cache: inout TextCache) throws -> (record: String, data: String) {
-        var members: [(name: String, text: String)] = []
-        members.reserveCapacity(entity.attributes.count + entity.toOneRelationships.count)
-        for (index, attribute) in entity.attributes.enumerated() {
-            let value = row.values[index]
-            guard !value.isNull else { continue }
-            var text: String
-            switch attribute.type {
-            case .string:
-                text = #"{"type":"string","value":"#
-                JSONWriter.appendString(value.string ?? "", to: &text)
-            case .integer, .boolean: text = #"{"type":"int64","value":"# + String(value.int64 ?? 0)
-            case .double: text = #"{"type":"double","value":"#; JSONText.write(.double(value.double ?? 0), into: &text)
-            case .date: text = #"{"type":"date","value":"#; JSONText.write(.double(seconds(iso: value.string ?? "") ?? 0), into: &text)
-            }
-            members.append((fieldName(attribute.name), text + "}"))
-        }
-        for (offset, relationship) in entity.toOneRelationships.enumerated() {
-            guard let key = row.values[entity.attributes.count + offset].int64 else { continue }
-            let cacheKey = relationship.destination + "/" + String(key)
-            if cache.names[cacheKey] == nil { cache.names[cacheKey] = .some(try state.uuid(entity: relationship.destination, primaryKey: key)) }
-            guard let name = cache.names[cacheKey] ?? nil else { continue }
-            var text = #"{"type":"string","value":"#
-            JSONWriter.appendString(name, to: &text)
-            members.append((fieldName(relationship.name), text + "}"))
-        }
-        members.sort { $0.name < $1.name }
         var data = "{"
-        for (index, member) in members.enumerated() {
-            if index > 0 { data += "," }
-            JSONWriter.appendString(member.name, to: &data)
-            data += ":" + member.text
+        var first = true
+        let attributeCount = entity.attributes.count
+        for (position, opening) in cache.layout(entity) {
+            let value = row.values[position]
+            guard !value.isNull else { continue }
+            var name: String?
+            if position >= attributeCount {
+                // A related record's name, or nothing when the related row is gone.
+                guard let key = value.int64 else { continue }
+                let destination = entity.toOneRelationships[position - attributeCount].destination
+                let cacheKey = destination + "/" + String(key)
+                if cache.names[cacheKey] == nil { cache.names[cacheKey] = .some(try state.uuid(entity: destination, primaryKey: key)) }
+                guard let found = cache.names[cacheKey] ?? nil else { continue }
+                name = found
+            }
+            if !first { data += "," }
+            first = false
+            data += opening
+            if let name {
+                JSONWriter.appendString(name, to: &data)
+            } else {
+                switch entity.attributes[position].type {
+                case .string: JSONWriter.appendString(value.string ?? "", to: &data)
+                case .integer, .boolean: data += String(value.int64 ?? 0)
+                case .double: JSONText.write(.double(value.double ?? 0), into: &data)
+                case .date: JSONText.write(.double(seconds(iso: value.string ?? "") ?? 0), into: &data)
+                }
+            }
+            data += "}"
         }
         var record = #"{"CD_entityName":{"type":"string","value":"#
         JSONWriter.appendString(entity.name, to: &record)
