@@ -158,12 +158,12 @@ extension CloudMirror {
                 params["since"] = .string(page.token)
                 prefetched = begin("changes.fetchZone", JSONValue.object(params))
             }
-            // The page is applied (committed) before its token is saved: a crash in between
-            // fetches the page again, and applying it twice changes nothing.
-            try applyPage(page.changed, deleted: page.deleted, zone: zone, scope: scope, report: &report)
+            // The page's token is saved in the transaction that applies the page (the last one,
+            // when the page needs a context save too): a token is never kept without its page.
+            // Applying is idempotent anyway: a page fetched again changes nothing.
+            try applyPage(page.changed, deleted: page.deleted, zone: zone, scope: scope, token: page.token, report: &report)
             CrashPoint.reached("mirror.afterApplyingPage")
             listed?.formUnion(page.changed.map(\.recordName))
-            try state(scope) { state, _, _ in try state.setValue(MirrorState.zoneTokenKey(zone), page.token) }
             let more = page.moreComing
             // A page's JSON tree is thousands of small allocations: it is freed on another
             // thread (this one, applying pages, is the fetch's bottleneck; freeing here was a
@@ -175,14 +175,15 @@ extension CloudMirror {
         if let listed {
             let gone = try state(scope) { state, _, _ in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
             if !gone.isEmpty {
-                try applyPage([], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, report: &report)
+                try applyPage([], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, token: nil, report: &report)
             }
         }
     }
 
-    /// Applies one page of zone changes to the scope's store.
+    /// Applies one page of zone changes to the scope's store, and saves `token` (the zone's
+    /// token after the page) with it.
     private func applyPage(_ changed: [MirrorRecord], deleted: [(String, String)], zone: MirrorZoneID, scope: StoreScope,
-                           report: inout MirrorFetchReport) throws {
+                           token: String?, report: inout MirrorFetchReport) throws {
         let me = user
         try state(scope) { state, index, stores in
             let store = state.store
@@ -293,14 +294,28 @@ extension CloudMirror {
                 afterSave.append { try state.dropMeta(uuid); try state.dropPending(uuid) }
                 report.deletedRecords += 1
             }
+            // All history before this import is queued (`ingest` above): the export cursor can
+            // move past the import's own transaction here rather than in one more commit.
+            let cursorIsCurrent = try state.value(MirrorState.exportCursorKey) == String(store.lastToken)
             notice = try direct.write(router: engine.router, logger: engine.logger)
             for (record, entity) in imported { try Self.keepMeta(record, entity: entity, state: state) }
             try state.dropFieldTimes(imported.map(\.0.recordName))
+            if let notice, cursorIsCurrent { try state.setValue(MirrorState.exportCursorKey, String(notice.token)) }
+            if local.isEmpty {
+                for step in afterSave { try step() }
+                afterSave = []
+                if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
+            }
             }
             if let notice { engine.publish([notice], from: nil) }
-            let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
-            if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }
-            try store.database.transaction { for step in afterSave { try step() } }
+            if !local.isEmpty {
+                let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
+                if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }
+                try store.database.transaction {
+                    for step in afterSave { try step() }
+                    if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
+                }
+            }
             // The mirror's own import is history too; it is never exported.
             try ingest(store)
         }

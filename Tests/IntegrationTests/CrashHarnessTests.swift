@@ -161,7 +161,7 @@ struct CrashHarnessTests {
         try await deployment.expectConvergence(expected: 1200)
     }
 
-    @Test("device killed after applying a fetched page, before saving its token: the next fetch resumes, every record exactly once",
+    @Test("device killed after applying a fetched page (with its token): the next fetch resumes, every record exactly once",
           arguments: [1, 2])
     func afterApplyingPage(hit: Int) async throws {
         let deployment = try Deployment()
