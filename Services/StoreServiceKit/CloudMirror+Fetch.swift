@@ -193,7 +193,7 @@ extension CloudMirror {
             var notice: RemoteChangeNotice?
             // The page's lookups, and its records new to this device with their metadata, in one
             // transaction; the context path below takes the rest.
-            try store.database.transaction {
+            try store.database.transaction(commit: .deferred) {
             let stored = try state.metaAndPending(changed.map(\.recordName))
             var rows: [String: [String: Int64]] = [:]
             for (entity, records) in Dictionary(grouping: changed, by: { $0.entityName ?? "" }) where store.holds(entity) {
@@ -311,7 +311,7 @@ extension CloudMirror {
             if !local.isEmpty {
                 let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
                 if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }
-                try store.database.transaction {
+                try store.database.transaction(commit: .deferred) {
                     for step in afterSave { try step() }
                     if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
                 }

@@ -67,7 +67,7 @@ extension CloudMirror {
                 // Queued a batch's worth at a time: the rest waits for the next batch's turn.
                 let more = try ingest(store, enough: limit)
                 // One transaction: its dozens of statements per record share one file lock.
-                let items = try store.database.transaction { try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after, report: &report) }
+                let items = try store.database.transaction(commit: .deferred) { try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after, report: &report) }
                 if !items.isEmpty { return Batch(storeName: store.name, database: Self.database(of: store), items: items) }
                 // What was queued sends nothing (deletes of records never sent, seed 002's
                 // strays): look further into the history before saying the queue is done.
@@ -374,7 +374,7 @@ extension CloudMirror {
             var afterSave: [() throws -> Void] = []
             // One transaction for the whole batch's verdicts: with synchronous=FULL each
             // autocommit write is an fsync, which made a send cost ~2 ms per record.
-            try store.database.transaction {
+            try store.database.transaction(commit: .deferred) {
             for item in items {
                 let uuid = item.pending.uuid
                 let error = errors[uuid] ?? errors.first { $0.key.hasSuffix("/\(uuid)") }?.value
@@ -454,7 +454,7 @@ extension CloudMirror {
             }
             let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
             if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }
-            try store.database.transaction { for step in afterSave { try step() } }
+            try store.database.transaction(commit: .deferred) { for step in afterSave { try step() } }
         }
         // The owner deleted a share's root: the share zone goes (its share with it), so
         // participants' next fetch removes the whole zone (scenario 41).

@@ -227,7 +227,7 @@ final class CloudMirror: Sendable {
             guard !transactions.isEmpty else { return false }
             var faults: [String] = []
             var reachedEnough = false
-            try store.database.transaction {
+            try store.database.transaction(commit: .deferred) {
                 var last = cursor
                 for transaction in transactions {
                     if transaction.author != SaveOperation.syncAuthor {

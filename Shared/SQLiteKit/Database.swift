@@ -19,6 +19,8 @@ public final class Database {
     private var statementCache: [String: Statement] = [:]
     /// Set by `checkpointInBackground()`; stopped when the connection closes.
     var checkpointer: BackgroundCheckpointer?
+    /// Whether a COMMIT waits for the disk (file databases, `synchronous=FULL`).
+    private let syncsCommits: Bool
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory only.
     public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
@@ -33,6 +35,7 @@ public final class Database {
         }
         self.handle = db
         self.path = path
+        syncsCommits = path != ":memory:" && !readOnly
         sqlite3_busy_timeout(db, 5000)
         if path != ":memory:" && !readOnly {
             try execute("PRAGMA journal_mode=WAL")
@@ -119,6 +122,26 @@ public final class Database {
     /// The common case: commit when `body` returns, roll back if it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
         try inTransaction { (.commit, try body()) }
+    }
+
+    /// How a transaction's COMMIT reaches the disk.
+    public enum CommitSync: Sendable {
+        /// COMMIT returns once the log is on disk (`synchronous=FULL`): for acknowledged writes.
+        case full
+        /// COMMIT returns once the log is written, without waiting for the disk
+        /// (`synchronous=NORMAL` for this transaction): for state the caller can derive again
+        /// (a sync engine's bookkeeping). A process crash loses nothing; a power loss can lose
+        /// such commits made since the last synced one, never corrupts the file, and never
+        /// loses a later `full` commit or what came before it (its sync covers the whole log).
+        case deferred
+    }
+
+    /// `transaction`, committed as `commit` says.
+    public func transaction<T>(commit: CommitSync, _ body: () throws -> T) throws -> T {
+        guard commit == .deferred, syncsCommits else { return try transaction(body) }
+        try execute("PRAGMA synchronous=NORMAL")
+        defer { try? execute("PRAGMA synchronous=FULL") }
+        return try transaction(body)
     }
 
     /// `PRAGMA integrity_check`: "ok" when the file is sound.

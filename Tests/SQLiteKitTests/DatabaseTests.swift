@@ -48,6 +48,35 @@ struct DatabaseTests {
         #expect(try reopened.integrityCheck() == "ok")
     }
 
+    @Test("a deferred transaction commits without waiting for the disk, and the next one waits again (also after a throw)")
+    func deferredCommit() throws {
+        let dir = NSTemporaryDirectory() + "sqlkit-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let db = try Database(path: dir + "/a.sqlite")
+            try db.execute("CREATE TABLE t(a INTEGER PRIMARY KEY)")
+            let inside = try db.transaction(commit: .deferred) { () throws -> Int? in
+                try db.execute("INSERT INTO t VALUES (?)", [1])
+                return try db.scalar("PRAGMA synchronous")?.int
+            }
+            #expect(inside == 1, "NORMAL for the deferred transaction")
+            #expect(try db.scalar("PRAGMA synchronous")?.int == 2, "FULL again after it")
+            #expect(throws: SQLiteError.self) {
+                try db.transaction(commit: .deferred) { try db.execute("INSERT INTO t VALUES (?)", [1]) }
+            }
+            #expect(try db.scalar("PRAGMA synchronous")?.int == 2, "FULL again after a rollback")
+            let full = try db.transaction(commit: .full) { try db.scalar("PRAGMA synchronous")?.int }
+            #expect(full == 2)
+        }
+        // Committed (the log is written before COMMIT returns): a new connection reads it.
+        #expect(try Database(path: dir + "/a.sqlite").scalar("SELECT count(*) FROM t")?.int == 1)
+        // In memory there is no disk to wait for: the setting is left alone.
+        let memory = try Database.inMemory()
+        let setting = try memory.scalar("PRAGMA synchronous")?.int
+        #expect(try memory.transaction(commit: .deferred) { try memory.scalar("PRAGMA synchronous")?.int } == setting)
+    }
+
     @Test("errors carry the result code and the SQL")
     func errors() throws {
         let db = try Database.inMemory()
