@@ -101,21 +101,21 @@ struct DatabaseTests {
             db.checkpointInBackground()
             try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
             let body = String(repeating: "x", count: 3000)
-            // 60 commits of ~250 pages each: 15,000 pages written, the log passes the writer's
-            // own checkpoint size (4,000 pages) several times.
-            for batch in 0..<60 {
+            // 120 commits of ~250 pages each: 30,000 pages written, the log passes the writer's
+            // own checkpoint size (8,000 pages) several times.
+            for batch in 0..<120 {
                 try db.transaction {
                     for row in 0..<250 { try db.execute("INSERT INTO t(id, body) VALUES (?, ?)", [batch * 250 + row, body]) }
                 }
                 let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
                 largestLog = max(largestLog, size)
             }
-            #expect(try db.scalar("SELECT count(*) FROM t")?.int == 15_000)
+            #expect(try db.scalar("SELECT count(*) FROM t")?.int == 30_000)
         }
-        // 4,000 pages plus one commit's worth, with headers: never the 15,000 pages written.
-        #expect(largestLog > 0 && largestLog < 4_600 * 4_200, "largest log \(largestLog) bytes")
+        // 8,000 pages plus one commit's worth, with headers: never the 30,000 pages written.
+        #expect(largestLog > 0 && largestLog < 8_600 * 4_200, "largest log \(largestLog) bytes")
         let reopened = try Database(path: path)
-        #expect(try reopened.scalar("SELECT count(*) FROM t")?.int == 15_000)
+        #expect(try reopened.scalar("SELECT count(*) FROM t")?.int == 30_000)
         #expect(try reopened.integrityCheck() == "ok")
     }
 }
