@@ -41,7 +41,7 @@ extension CloudMirror {
         /// The record to save (nil: a delete); its fields are in `fieldsText`.
         var record: MirrorRecord?
         /// The saved record's fields as JSON text (`MirrorRecordCoding.fieldsText`).
-        var fieldsText: (record: String, data: String)?
+        var fieldsText: String?
         /// A delete: of the record itself, or of its old copy when it moves to another zone.
         var delete: MirrorZoneID?
     }
@@ -234,7 +234,7 @@ extension CloudMirror {
                     out += zone
                 }
                 out += #","recordType":"#; JSONWriter.appendString(record.recordType, to: &out)
-                out += #","fields":"# + fields.record
+                out += #","fields":"# + fields
                 if let tag = record.recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(tag, to: &out) }
                 out += "}"
             }
@@ -292,7 +292,7 @@ extension CloudMirror {
                     count += 1
                     continue
                 }
-                guard store.holds(entity.name), let row = try store.read(entity, uuid: pending.uuid) else {
+                guard store.holds(entity.name), let row = try Self.row(of: pending, entity: entity, store: store) else {
                     // Scenario 21: the row is gone (its delete follows, or it never existed): upload nothing.
                     try state.dropPending(pending.uuid)
                     report.dropped += 1
@@ -315,6 +315,13 @@ extension CloudMirror {
             if due.count < limit { break }
         }
         return items
+    }
+
+    /// The row an entry is about: by its primary key when the entry has one (no trip through
+    /// the uuid index), checked against its uuid, else by uuid.
+    private static func row(of pending: MirrorState.Pending, entity: EntityDescription, store: PersistentStore) throws -> PersistentStore.StoredRow? {
+        if let key = pending.primaryKey, let row = try store.read(entity, primaryKey: key), row.uuid == pending.uuid { return row }
+        return try store.read(entity, uuid: pending.uuid)
     }
 
     /// The cloud zone of a record: shared store — the row's share zone; private store — the
@@ -381,7 +388,7 @@ extension CloudMirror {
                 if let record = item.record {
                     if let stored = savedByName[uuid], error == nil {
                         try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: stored.recordChangeTag,
-                                                serverFields: nil), fieldsText: item.fieldsText?.data)
+                                                serverFields: nil), fieldsText: item.fieldsText)
                         try state.dropPending(item.pending)
                         report.saved += 1
                         continue
@@ -393,7 +400,7 @@ extension CloudMirror {
                         let known = error.code == .serverRecordChanged ? try state.meta(uuid, withFields: true)?.serverFields : nil
                         let ancestor = error.details["ancestorRecord"].flatMap(MirrorRecord.init(json:))?.fields ?? known
                         // Merge with the row as it is now (a save may have landed since the batch was built).
-                        let sent = item.fieldsText.flatMap { try? JSONParser.parse($0.record).objectValue }
+                        let sent = item.fieldsText.flatMap { try? JSONParser.parse($0).objectValue }
                         let current = MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,
                                                    fields: try Self.currentFields(entity: item.entity, uuid: uuid, state: state) ?? sent)
                         let outcome = try merge(server: server, client: current, ancestor: ancestor,
@@ -483,6 +490,8 @@ extension CloudMirror {
     /// zoneNotFound (or an encrypted-data reset): every known record of the zone is sent again as new.
     func requeueZone(_ zone: MirrorZoneID, state: MirrorState) throws {
         for meta in try state.metas(inZone: zone) {
+            // The stamps may live only in the server fields about to be forgotten: kept first.
+            if let stamps = try state.fieldTimesText(meta.uuid) { try state.replaceFieldTimes(meta.uuid, text: stamps) }
             var cleared = meta
             cleared.changeTag = nil
             cleared.serverFields = nil

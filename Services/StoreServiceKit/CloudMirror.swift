@@ -235,6 +235,10 @@ final class CloudMirror: Sendable {
                         for change in transaction.entries {
                             faults += try ingest(change, time: time, state: state, cache: &cache)
                         }
+                        if !cache.inserted.isEmpty {
+                            try state.dropFieldTimes(cache.inserted)
+                            cache.inserted.removeAll(keepingCapacity: true)
+                        }
                         queued += transaction.entries.count
                     }
                     last = transaction.token
@@ -305,6 +309,9 @@ final class CloudMirror: Sendable {
         var names: Set<String> = []
         var changedText = ""
         var stampsText = ""
+        /// New objects of the history transaction being queued: any stamps row their uuids
+        /// still have (an earlier life of the uuid) is dropped once, after the transaction.
+        var inserted: [String] = []
     }
 
     private func ingest(_ change: HistoryChanges.Entry, time: Double, state: MirrorState, cache: inout IngestCache) throws -> [String] {
@@ -338,14 +345,16 @@ final class CloudMirror: Sendable {
                 cache.stampsText = FieldStamp.encode(sorted, stamp)
                 cache.key = (changed, stamp)
             }
-            if !cache.names.isEmpty { try state.replaceFieldTimes(change.uuid, text: cache.stampsText) }
+            // Its stamps ride in its queue entry (a stale stamps row would hide them: see `inserted`).
+            cache.inserted.append(change.uuid)
             try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: cache.names, new: true,
-                              changedText: cache.changedText)
+                              changedText: cache.changedText, timesText: cache.names.isEmpty ? nil : cache.stampsText,
+                              primaryKey: change.primaryKey)
             return []
         }
         let names = Set((change.changed ?? []).map(MirrorRecordCoding.fieldName))
         try state.setFieldTimes(change.uuid, Dictionary(uniqueKeysWithValues: names.map { ($0, stamp) }))
-        try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: names)
+        try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: names, primaryKey: change.primaryKey)
         return []
     }
 

@@ -94,13 +94,13 @@ enum MirrorRecordCoding {
     static func fields(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
                        timesText: String?) throws -> [String: JSONValue] {
         var cache = TextCache()
-        return try JSONParser.parse(try fieldsText(entity: entity, row: row, state: state, timesText: timesText, cache: &cache).record).objectValue ?? [:]
+        return try JSONParser.parse(try fieldsText(entity: entity, row: row, state: state, timesText: timesText, cache: &cache)).objectValue ?? [:]
     }
 
     /// A stored row as record fields written straight to JSON text (a batch of 400 built as
-    /// trees of dictionaries and then written cost more than the rest of a send): `record` is
-    /// the fields object a save sends; `data` the same without `CD_entityName` and the stamps,
-    /// which the device keeps as the record's server fields (the next merge's ancestor) once
+    /// trees of dictionaries and then written cost more than the rest of a send): the fields
+    /// object a save sends, which the device also keeps as the record's server fields (the next
+    /// merge's ancestor, and the record's stamps until a local edit writes a stamps row) once
     /// the save is acknowledged.
     /// `cache` lasts a batch: related records' names by "entity/primary key" (a batch of events
     /// names one session again and again) and the last stamps text as a JSON string (a bulk
@@ -139,7 +139,7 @@ enum MirrorRecordCoding {
     }
 
     static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
-                           timesText: String?, cache: inout TextCache) throws -> (record: String, data: String) {
+                           timesText: String?, cache: inout TextCache) throws -> String {
         var data = "{"
         var first = true
         let attributeCount = entity.attributes.count
@@ -190,7 +190,7 @@ enum MirrorRecordCoding {
             }
             record += "}}"
         }
-        return (record, data)
+        return record
     }
 
     /// The per-field edit stamps a record carries.

@@ -41,7 +41,7 @@ struct MirrorState {
             CREATE TABLE IF NOT EXISTS mirror_kv(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_pending(seq INTEGER PRIMARY KEY AUTOINCREMENT, uuid TEXT NOT NULL UNIQUE,
                 entity TEXT NOT NULL, kind TEXT NOT NULL, zone_name TEXT, owner_name TEXT, changed TEXT NOT NULL,
-                not_before REAL NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);
+                not_before REAL NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0, times TEXT, pk INTEGER);
             CREATE TABLE IF NOT EXISTS mirror_meta(uuid TEXT PRIMARY KEY, entity TEXT NOT NULL, zone_name TEXT NOT NULL,
                 owner_name TEXT NOT NULL, change_tag TEXT, server_fields TEXT);
             CREATE INDEX IF NOT EXISTS mirror_meta_zone ON mirror_meta(zone_name, owner_name);
@@ -49,6 +49,10 @@ struct MirrorState {
             CREATE TABLE IF NOT EXISTS mirror_unexportable(uuid TEXT PRIMARY KEY, object_id TEXT NOT NULL, zone TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_share(zone_name TEXT PRIMARY KEY, root_uuid TEXT NOT NULL);
             """)
+        // Queues written before entries carried a new object's stamps and its row's key.
+        if try database.scalar("SELECT 1 FROM pragma_table_info('mirror_pending') WHERE name = 'pk'") == nil {
+            try database.execute("ALTER TABLE mirror_pending ADD COLUMN times TEXT; ALTER TABLE mirror_pending ADD COLUMN pk INTEGER")
+        }
         // Stores written before field times were one row per record kept a row per field.
         if try database.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'mirror_fieldtime'") != nil {
             try database.execute("""
@@ -94,16 +98,18 @@ struct MirrorState {
         var notBefore: Double
         /// Bumped by every enqueue of the record: a verdict only removes the version it answered.
         var generation: Int64
+        /// The row's primary key, when the entry came from history (the row is read by it).
+        var primaryKey: Int64?
     }
 
     private static func pending(_ row: Row) -> Pending {
         let zone = row[4].string.map { MirrorZoneID(zoneName: $0, ownerName: row[5].string ?? defaultOwner) }
         return Pending(seq: row[0].int64 ?? 0, uuid: row[1].string ?? "", entity: row[2].string ?? "",
                        kind: ChangeKind(rawValue: row[3].string ?? "") ?? .update, zone: zone, changedText: row[6].string ?? "[]",
-                       notBefore: row[7].double ?? 0, generation: row[8].int64 ?? 0)
+                       notBefore: row[7].double ?? 0, generation: row[8].int64 ?? 0, primaryKey: row[9].int64)
     }
 
-    private static let pendingColumns = "seq, uuid, entity, kind, zone_name, owner_name, changed, not_before, generation"
+    private static let pendingColumns = "seq, uuid, entity, kind, zone_name, owner_name, changed, not_before, generation, pk"
 
     func pending(uuid: String) throws -> Pending? {
         try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid = ?", [uuid]).first.map(Self.pending)
@@ -128,11 +134,11 @@ struct MirrorState {
 
     func dueEntries(now: Double, limit: Int, after seq: Int64) throws -> [DueEntry] {
         try database.query(Self.dueEntriesSQL, [now, seq, limit]).map { row in
-            let meta = row[9].string.map { uuid in
-                Meta(uuid: uuid, entity: row[10].string ?? "", zone: MirrorZoneID(zoneName: row[11].string ?? "", ownerName: row[12].string ?? ""),
-                     changeTag: row[13].string, serverFields: nil)
+            let meta = row[10].string.map { uuid in
+                Meta(uuid: uuid, entity: row[11].string ?? "", zone: MirrorZoneID(zoneName: row[12].string ?? "", ownerName: row[13].string ?? ""),
+                     changeTag: row[14].string, serverFields: nil)
             }
-            return DueEntry(pending: Self.pending(row), meta: meta, timesText: row[14].string)
+            return DueEntry(pending: Self.pending(row), meta: meta, timesText: row[15].string)
         }
     }
 
@@ -150,8 +156,11 @@ struct MirrorState {
     /// `new`: the change is a new object's insert, so there is no earlier entry to merge with
     /// (its lookup is skipped; were there one, the insert's fields would replace it).
     /// `changedText`: `changed` already as its sorted JSON array (a new object's, from a cache).
+    /// `timesText`: a new object's stamps, kept in its entry rather than a stamps row of its own
+    /// (until a later edit writes one; once sent, the record's kept server fields hold them).
+    /// `primaryKey`: the row's key, when known (the batch reads the row by it).
     func enqueue(uuid: String, entity: String, kind: ChangeKind, zone: MirrorZoneID?, changed: Set<String>, new: Bool = false,
-                 changedText: String? = nil) throws {
+                 changedText: String? = nil, timesText: String? = nil, primaryKey: Int64? = nil) throws {
         var union = changed
         var newKind = kind
         var text = changedText
@@ -163,10 +172,12 @@ struct MirrorState {
         }
         let changedJSON = text ?? PersistentStore.jsonArray(union.sorted())
         try database.execute("""
-            INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before) VALUES (?, ?, ?, ?, ?, ?, 0)
+            INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before, times, pk) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = excluded.zone_name,
-                owner_name = excluded.owner_name, changed = excluded.changed, not_before = 0, generation = generation + 1
-            """, [uuid, entity, newKind.rawValue, SQLValue(zone?.zoneName), SQLValue(zone?.ownerName), changedJSON])
+                owner_name = excluded.owner_name, changed = excluded.changed, not_before = 0, generation = generation + 1,
+                times = coalesce(excluded.times, times), pk = coalesce(excluded.pk, pk)
+            """, [uuid, entity, newKind.rawValue, SQLValue(zone?.zoneName), SQLValue(zone?.ownerName), changedJSON, SQLValue(timesText),
+                  primaryKey.map { SQLValue.integer($0) } ?? .null])
     }
 
     func dropPending(_ uuid: String) throws {
@@ -258,15 +269,18 @@ struct MirrorState {
         FieldStamp.decode(try fieldTimesText(uuid))
     }
 
-    /// A record imported and not edited here keeps no stamps row: its stamps are those of the
-    /// server fields kept as received (a row written per imported record was a twenty-fifth of
-    /// applying one). A row, once written (a local edit, a merge), takes over.
-    static let storedTimesSQL = "coalesce(t.times, json_extract(m.server_fields, '$.\(fieldTimesField).value'))"
+    /// A record's stamps: its stamps row, once one is written (a local edit, a merge); before
+    /// that, a new object queued and not sent yet has them in its queue entry, and a record
+    /// imported or sent (and not edited here since) has those of the server fields kept for it.
+    /// A row written per record imported was a twenty-fifth of applying one, and per record
+    /// queued a twentieth of sending one.
+    static let storedTimesSQL = "coalesce(t.times, p.times, json_extract(m.server_fields, '$.\(fieldTimesField).value'))"
 
     func fieldTimesText(_ uuid: String) throws -> String? {
         try database.scalar("""
             SELECT \(Self.storedTimesSQL) FROM (SELECT ? AS uuid) k
-            LEFT JOIN mirror_fieldtimes t ON t.uuid = k.uuid LEFT JOIN mirror_meta m ON m.uuid = k.uuid
+            LEFT JOIN mirror_fieldtimes t ON t.uuid = k.uuid LEFT JOIN mirror_pending p ON p.uuid = k.uuid
+            LEFT JOIN mirror_meta m ON m.uuid = k.uuid
             """, [uuid])?.string
     }
 
@@ -283,8 +297,10 @@ struct MirrorState {
         try database.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
     }
 
-    /// Drops the stamps rows of `uuids`, a statement per 500 (a page of imports has few or none).
+    /// Drops the stamps rows of `uuids`, a statement per 500 (a page of imports or a bulk save's
+    /// new objects have few or none; none at all when no record has a row).
     func dropFieldTimes(_ uuids: [String]) throws {
+        guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_fieldtimes LIMIT 1") != nil else { return }
         try forChunks(of: uuids, "DELETE FROM mirror_fieldtimes WHERE uuid IN (%@)") { _ in }
     }
 

@@ -371,6 +371,30 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        @Test("A new object's stamps ride in its queue entry: an edit before the send restamps only its field, and after the send the kept record holds them for the next edit")
+        func newObjectStampsSurviveEditsAndTheSend() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let objectID = try #require(try await a.insertEvents(["fresh"]).first)
+            try await a.set(objectID, ["note": "edited before sending"])
+            #expect(try await a.send()["saved"] == 1)
+            func stamps() async throws -> [String: FieldStamp] {
+                let record = try #require(try await cloud.records(user: "owner").first { $0["fields"]?["CD_id"]?["value"] == "fresh" })
+                return FieldStamp.decode(record["fields"]?[MirrorState.fieldTimesField]?["value"]?.stringValue)
+            }
+            let sent = try await stamps()
+            let inserted = try #require(sent["CD_id"]?.time)
+            #expect(sent["CD_value"]?.time == inserted && sent["CD_eventTypeRaw"]?.time == inserted)
+            #expect(try #require(sent["CD_note"]?.time) > inserted)
+            try await a.set(objectID, ["value": 321])
+            #expect(try await a.send()["saved"] == 1)
+            let resent = try await stamps()
+            #expect(try #require(resent["CD_value"]?.time) > inserted)
+            #expect(resent["CD_id"]?.time == inserted && resent["CD_note"] == sent["CD_note"], "untouched fields keep their stamps")
+            _ = await a.stop()
+            await cloud.stop()
+        }
+
         @Test("Scenario 34: no account / account temporarily unavailable: sends fail with notAuthenticated / accountTemporarilyUnavailable; nothing is lost")
         func scenario34() async throws {
             let cloud = try await Cloud.start()
