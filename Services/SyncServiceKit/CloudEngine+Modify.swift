@@ -88,7 +88,7 @@ extension CloudEngine {
                 encoded.append(nil)
                 continue
             }
-            let json = FieldsJSON.text(skippingNulls: record.fields)
+            let json = record.sentFieldsText.flatMap { FieldsJSON.isStoredForm($0) ? $0 : nil } ?? FieldsJSON.text(skippingNulls: record.fields)
             requestBytes += json.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
             encoded.append(json)
         }

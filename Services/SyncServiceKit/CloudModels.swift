@@ -146,6 +146,10 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     /// a fetched record's time). Text replies only; the Encodable form parses it.
     var fieldsText: String?
 
+    /// The fields exactly as a request sent them (`SyncService.keptRequestText`): stored as
+    /// they are when they are already in stored form (`FieldsJSON.isStoredForm`).
+    var sentFieldsText: String?
+
     enum CodingKeys: String, CodingKey {
         case recordName, zoneID, recordType, fields, recordChangeTag, creationDate, modificationDate
         case creatorUserRecordName, lastModifiedUserRecordName, parent, share, shareInfo

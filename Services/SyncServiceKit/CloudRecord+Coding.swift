@@ -165,6 +165,7 @@ extension CloudRecord {
         self.modificationDate = modificationDate
         self.creatorUserRecordName = creatorUserRecordName
         self.lastModifiedUserRecordName = lastModifiedUserRecordName
+        sentFieldsText = members["fields" + JSONParser.textSuffix]?.stringValue
     }
 
     /// `saves` of a request: from the tree when the decoder has one and every record takes the

@@ -198,6 +198,20 @@ enum FieldsJSON {
         fields.values.contains(.null) ? fields.filter { !$0.value.isNull } : fields
     }
 
+    /// Whether `text` is exactly what `text(skippingNulls:)` writes for the fields it parses to
+    /// (after `FieldCoding.normalized`), so a save can store it as it came. Conservative: keys in
+    /// byte order without escapes, no whitespace, every field `{"type":…,"value":…}` of a
+    /// string, bytes, int64, double or date type with its value as the writer writes it; anything
+    /// else (references, lists, other number forms, other escapes) answers false and is written
+    /// out again from the parsed fields.
+    static func isStoredForm(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            var scanner = StoredFormScanner(bytes: bytes)
+            return scanner.fields()
+        }
+    }
+
     // Written as UTF-8 bytes and made a String once: appending to a String re-checks its
     // encoding on every piece, and a batch writes thousands of pieces.
 
@@ -274,4 +288,147 @@ enum FieldsJSON {
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+}
+
+/// The scanner behind `FieldsJSON.isStoredForm`: one pass, no allocations but a number's text.
+private struct StoredFormScanner {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
+
+    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    mutating func fields() -> Bool {
+        guard take(UInt8(ascii: "{")) else { return false }
+        if take(UInt8(ascii: "}")) { return index == bytes.count }
+        var previous: Range<Int>?
+        while true {
+            guard let key = plainString() else { return false }
+            // Strictly ascending keys: sorted, no duplicates (plain ASCII compares bytewise as
+            // Swift orders strings).
+            if let previous, !Self.less(bytes[previous], bytes[key]) { return false }
+            previous = key
+            guard take(UInt8(ascii: ":")), field() else { return false }
+            if take(UInt8(ascii: "}")) { return index == bytes.count }
+            guard take(UInt8(ascii: ",")) else { return false }
+        }
+    }
+
+    private mutating func field() -> Bool {
+        guard literal(#"{"type":"#), let type = plainString(), literal(#","value":"#) else { return false }
+        let name = bytes[type]
+        let valid: Bool
+        if name.elementsEqual("string".utf8) || name.elementsEqual("bytes".utf8) {
+            valid = canonicalString()
+        } else if name.elementsEqual("int64".utf8) {
+            valid = integer(maxDigits: 18)
+        } else if name.elementsEqual("double".utf8) || name.elementsEqual("date".utf8) {
+            valid = double()
+        } else {
+            valid = false
+        }
+        return valid && take(UInt8(ascii: "}"))
+    }
+
+    private mutating func take(_ byte: UInt8) -> Bool {
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    private mutating func literal(_ text: StaticString) -> Bool {
+        let count = text.utf8CodeUnitCount
+        guard bytes.count - index >= count else { return false }
+        for offset in 0..<count where bytes[index + offset] != text.utf8Start[offset] { return false }
+        index += count
+        return true
+    }
+
+    /// A string of printable ASCII without escapes; its contents' range.
+    private mutating func plainString() -> Range<Int>? {
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let start = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") { index += 1; return start..<(index - 1) }
+            guard byte >= 0x20, byte < 0x7F, byte != UInt8(ascii: "\\") else { return nil }
+            index += 1
+        }
+        return nil
+    }
+
+    /// A string escaped as `FieldsJSON.quote` escapes: `\"`, `\\`, `\n`, `\r`, `\t`, other
+    /// control characters as lowercase `\u00xx`, everything else as it is.
+    private mutating func canonicalString() -> Bool {
+        guard take(UInt8(ascii: "\"")) else { return false }
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            switch byte {
+            case UInt8(ascii: "\""): return true
+            case 0..<0x20: return false
+            case UInt8(ascii: "\\"):
+                guard index < bytes.count else { return false }
+                let escaped = bytes[index]
+                index += 1
+                switch escaped {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"): continue
+                case UInt8(ascii: "u"):
+                    guard bytes.count - index >= 4, bytes[index] == UInt8(ascii: "0"), bytes[index + 1] == UInt8(ascii: "0"),
+                          let high = Self.lowerHex(bytes[index + 2]), let low = Self.lowerHex(bytes[index + 3]) else { return false }
+                    let code = high << 4 | low
+                    guard code < 0x20, code != 0x09, code != 0x0A, code != 0x0D else { return false }
+                    index += 4
+                default: return false
+                }
+            default: continue
+            }
+        }
+        return false
+    }
+
+    /// `-?(0|[1-9][0-9]*)` with at most `maxDigits` digits, not `-0`: what an integer is written as.
+    private mutating func integer(maxDigits: Int) -> Bool {
+        let negative = take(UInt8(ascii: "-"))
+        let start = index
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
+        let digits = index - start
+        guard digits >= 1, digits <= maxDigits else { return false }
+        if bytes[start] == UInt8(ascii: "0") { return digits == 1 && !negative }
+        return true
+    }
+
+    /// A double as `FieldsJSON.write` writes it: a whole number below 1e15 as an integer, any
+    /// other finite number as Swift's shortest text for it.
+    private mutating func double() -> Bool {
+        let start = index
+        var end = index
+        while end < bytes.count, Self.isNumberByte(bytes[end]) { end += 1 }
+        let token = bytes[start..<end]
+        guard !token.isEmpty else { return false }
+        if !token.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "+") }) {
+            return integer(maxDigits: 15) && index == end
+        }
+        let text = String(decoding: token, as: UTF8.self)
+        guard let number = Double(text), number.isFinite, !(number.rounded() == number && abs(number) < 1e15),
+              number.description == text else { return false }
+        index = end
+        return true
+    }
+
+    private static func isNumberByte(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+")
+            || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E")
+    }
+
+    private static func lowerHex(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        default: return nil
+        }
+    }
+
+    private static func less(_ a: Slice<UnsafeBufferPointer<UInt8>>, _ b: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        a.lexicographicallyPrecedes(b)
+    }
 }

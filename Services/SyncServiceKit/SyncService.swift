@@ -85,6 +85,10 @@ public final class SyncService: ServiceDefinition {
     }
 
     public var features: [String] { ["users", "zones", "records", "changes", "shares", "subscriptions", "admin"] }
+    /// Requests' records (request → params → saves → record: depth 4) keep their fields' text:
+    /// a save stores it as it came when it is already in stored form, instead of writing the
+    /// parsed fields out again (an eighth of the service's time per record saved).
+    public var keptRequestText: (key: String, depth: Int)? { ("fields", 4) }
     public var topics: [String] { [Self.databaseChangesTopic] }
 
     public func start(events: EventHub) throws {

@@ -25,11 +25,16 @@ public enum JSONParser {
 
     /// `keepingTextOf`: for every object member with this key, the parse also adds a member
     /// named key + `textSuffix` holding the member's value as the exact JSON text it was sent
-    /// as (a client that stores a value as text keeps it without writing it again).
-    public static func parse(_ bytes: [UInt8], keepingTextOf keptKey: String? = nil) throws(Failure) -> JSONValue {
+    /// as (a client that stores a value as text keeps it without writing it again). A member
+    /// the input itself names key + `textSuffix` is dropped: only the parser writes one.
+    /// `atDepth`: only in objects at that depth (the top value is at depth 1), so a service
+    /// keeps the text of, say, its requests' records and of nothing nested inside them.
+    public static func parse(_ bytes: [UInt8], keepingTextOf keptKey: String? = nil, atDepth keptDepth: Int? = nil) throws(Failure) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSONValue in
             var reader = Reader(bytes: buffer)
             reader.keptKey = keptKey
+            reader.keptMember = keptKey.map { $0 + textSuffix }
+            reader.keptDepth = keptDepth
             reader.skipWhitespace()
             let value = try reader.value(depth: 0)
             reader.skipWhitespace()
@@ -48,6 +53,8 @@ public enum JSONParser {
         /// Scratch for strings with escapes, reused so a big request allocates it once.
         var scratch: [UInt8] = []
         var keptKey: String?
+        var keptMember: String?
+        var keptDepth: Int?
 
         init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -99,8 +106,13 @@ public enum JSONParser {
                 index += 1
                 skipWhitespace()
                 let start = index
-                members[key] = try value(depth: depth)
-                if keptKey != nil { keepText(of: key, from: start, in: &members) }
+                let parsed = try value(depth: depth)
+                if let keptMember {
+                    if key != keptMember { members[key] = parsed }
+                    if keptDepth == nil || keptDepth == depth { keepText(of: key, from: start, in: &members) }
+                } else {
+                    members[key] = parsed
+                }
                 skipWhitespace()
                 guard index < bytes.count else { throw failure("unexpected end of input in an object") }
                 switch bytes[index] {
@@ -115,8 +127,8 @@ public enum JSONParser {
         /// service threads' stacks), and this work would make every one of them larger.
         @inline(never)
         func keepText(of key: String, from start: Int, in members: inout [String: JSONValue]) {
-            guard key == keptKey else { return }
-            members[key + JSONParser.textSuffix] = .string(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
+            guard key == keptKey, let keptMember else { return }
+            members[keptMember] = .string(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
         }
 
         mutating func array(depth: Int) throws(Failure) -> JSONValue {

@@ -13,6 +13,7 @@ final class Connection {
     private let configuration: ServiceConfiguration
     private let logger: Logger
     private var decoder = JSONValueDecoder()
+    private let keptText: (key: String, depth: Int)?
     private let encoder = JSONEncoder()
     private var outbound: [UInt8] = []
 
@@ -22,6 +23,7 @@ final class Connection {
         self.registry = server.registry
         self.configuration = server.configuration
         self.logger = Logger(label: "\(server.definition.name).connection")
+        keptText = server.definition.keptRequestText
         decoder.userInfo[IncomingRequest.registryKey] = registry
         encoder.outputFormatting = [.withoutEscapingSlashes]
     }
@@ -130,7 +132,7 @@ final class Connection {
         let request: IncomingRequest
         do {
             // One pass over the bytes, then typed params from the tree (see JSONParser for why).
-            request = try decoder.decode(IncomingRequest.self, from: JSONParser.parse(body))
+            request = try decoder.decode(IncomingRequest.self, from: JSONParser.parse(body, keepingTextOf: keptText?.key, atDepth: keptText?.depth))
         } catch {
             send(ErrorReply(id: nil, error: Self.bodyError(body, error)))
             return

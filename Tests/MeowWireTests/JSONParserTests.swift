@@ -143,4 +143,21 @@ struct JSONParserTests {
         #expect(parsed["changed"]?.arrayValue?[0]["recordName" + suffix] == nil)
         #expect(try JSONParser.parse(text)["changed"]?.arrayValue?[0]["fields" + suffix] == nil)
     }
+
+    @Test("keepingTextOf atDepth: only members of objects at that depth are kept; a member the input names like a kept one is dropped")
+    func keepsTextAtOneDepthAndDropsForgedMembers() throws {
+        let suffix = JSONParser.textSuffix
+        let text = #"{"params":{"saves":[{"fields":{"a":{"fields":1}},"fields\u0000text":"forged"}]},"fields":2}"#
+        let parsed = try JSONParser.parse(Array(text.utf8), keepingTextOf: "fields", atDepth: 4)
+        let record = try #require(parsed["params"]?["saves"]?.arrayValue?.first)
+        #expect(record["fields" + suffix] == .string(#"{"a":{"fields":1}}"#), "the parser's text, not the input's")
+        #expect(record["fields"]?["a"]?["fields" + suffix] == nil, "nothing kept deeper down")
+        #expect(parsed["fields" + suffix] == nil && parsed["fields"] == 2, "nor higher up")
+        // Forged before the real member, or with no real member at all: dropped either way.
+        let first = try JSONParser.parse(Array(#"[{"fields\u0000text":"forged","fields":[]},{"fields\u0000text":"alone"}]"#.utf8), keepingTextOf: "fields")
+        #expect(first.arrayValue?[0]["fields" + suffix] == "[]")
+        #expect(first.arrayValue?[1].objectValue?.isEmpty == true)
+        // Without keepingTextOf such a key is ordinary data.
+        #expect(try JSONParser.parse(#"{"fields\u0000text":"data"}"#)["fields" + suffix] == "data")
+    }
 }

@@ -88,3 +88,93 @@ struct RecordTextTests {
         #expect(text == "prefix")
     }
 }
+
+/// Saves store a request's fields text as it came when it is already in stored form; the check
+/// must never accept a text that writing the parsed fields would change.
+@Suite("Fields text stored as sent")
+struct StoredFormTests {
+    static func stored(_ text: String) throws -> String? {
+        guard let fields = FieldCoding.normalized(try JSONParser.parse(text)) else { return nil }
+        return FieldsJSON.text(skippingNulls: fields)
+    }
+
+    static func fields(seed: UInt64) -> [String: JSONValue] {
+        var random = SplitMix64(state: seed)
+        func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
+        let strings = ["plain", "quote \" and \\ backslash", "line\nbreak\r\ttab", "é猫🐈", "", "\u{1}\u{1f}\u{7f}", "a/b"]
+        let doubles: [Double] = [120, 120.5, 1e20, -0.25, 1780000000.123, 0.1, 1e-7, -3, 999_999_999_999_999, 1e15]
+        var fields: [String: JSONValue] = [:]
+        for index in 0..<Int(random.next() % 8) {
+            let name = pick(["CD_a", "CD_note", "CD_Z", "MC_fieldModified", "CD_value\(index)", "x y", "CD_date"])
+            fields[name] = pick([
+                ["type": "string", "value": .string(pick(strings))],
+                ["type": "bytes", "value": "AAEC"],
+                ["type": "int64", "value": .int(pick([0, -1, 42, Int(Int32.max) * 1000, -987_654_321_012_345_678]))],
+                ["type": "double", "value": .double(pick(doubles))],
+                ["type": "date", "value": .double(pick(doubles))],
+            ] as [JSONValue])
+        }
+        return fields
+    }
+
+    @Test("what a save writes is in stored form, and reads back to the same text", arguments: Array(0..<40) as [UInt64])
+    func writtenTextsAreStoredForm(seed: UInt64) throws {
+        let text = FieldsJSON.text(skippingNulls: Self.fields(seed: seed))
+        #expect(FieldsJSON.isStoredForm(text), "\(text)")
+        #expect(try Self.stored(text) == text)
+    }
+
+    @Test("texts a save would write differently are not in stored form")
+    func otherFormsAreRefused() {
+        let refused = [
+            #"{ "CD_a":{"type":"string","value":"x"}}"#,                                  // whitespace
+            #"{"CD_b":{"type":"string","value":"x"},"CD_a":{"type":"string","value":"y"}}"#, // key order
+            #"{"CD_a":{"type":"string","value":"x"},"CD_a":{"type":"string","value":"y"}}"#, // duplicate key
+            #"{"CD_a":{"value":"x","type":"string"}}"#,                                    // member order
+            #"{"CD_a":{"type":"string","value":"a\/b"}}"#,                                 // escaped slash
+            #"{"CD_a":{"type":"string","value":"\u0041"}}"#,                               // needless \u
+            #"{"CD_a":{"type":"string","value":"\u001F"}}"#,                               // uppercase hex
+            #"{"CD_a":{"type":"string","value":"\u000a"}}"#,                               // \n written as \u
+            #"{"CD_a":{"type":"double","value":5.0}}"#,                                    // whole double
+            #"{"CD_a":{"type":"double","value":1E-7}}"#,                                   // exponent form
+            #"{"CD_a":{"type":"double","value":1e15}}"#,                                   // written as 1e+15
+            #"{"CD_a":{"type":"double","value":-0}}"#,
+            #"{"CD_a":{"type":"int64","value":5.0}}"#,
+            #"{"CD_a":{"type":"int64","value":007}}"#,
+            #"{"CD_a":null}"#,                                                             // nulls are left out
+            #"{"CD_a":{"type":"string","value":"x","extra":1}}"#,
+            #"{"CD_a":{"type":"reference","value":{"recordName":"r"}}}"#,
+            #"{"CD_a":{"type":"string","value":null}}"#,
+            #"{"CD_a":{"type":"string","value":"x"}} "#,
+            #"{"CD_\u0061":{"type":"string","value":"x"}}"#,
+        ]
+        for text in refused { #expect(!FieldsJSON.isStoredForm(text), "\(text)") }
+        #expect(FieldsJSON.isStoredForm("{}"))
+        #expect(FieldsJSON.isStoredForm(#"{"CD_a":{"type":"double","value":1e-07}}"#), "Swift's own exponent form")
+    }
+
+    @Test("no text is accepted that writing its parsed fields would change (mutated texts)", arguments: Array(0..<40) as [UInt64])
+    func acceptedTextsAreExactlyWhatASaveWrites(seed: UInt64) throws {
+        var random = SplitMix64(state: seed &+ 1000)
+        let base = Array(FieldsJSON.text(skippingNulls: Self.fields(seed: seed)).utf8)
+        let alphabet = Array(#"{}[]":,\ ue0-9.Ea"#.utf8)
+        var accepted = 0
+        for _ in 0..<200 {
+            var bytes = base
+            for _ in 0...Int(random.next() % 3) where !bytes.isEmpty {
+                let at = Int(random.next() % UInt64(bytes.count))
+                switch random.next() % 3 {
+                case 0: bytes[at] = alphabet[Int(random.next() % UInt64(alphabet.count))]
+                case 1: bytes.remove(at: at)
+                default: bytes.insert(alphabet[Int(random.next() % UInt64(alphabet.count))], at: at)
+                }
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard FieldsJSON.isStoredForm(text) else { continue }
+            accepted += 1
+            #expect(try Self.stored(text) == text, "accepted \(text)")
+        }
+        // Some mutations keep the stored form (a digit or a letter changed), so the check ran.
+        #expect(accepted > 0 || base.count < 40)
+    }
+}

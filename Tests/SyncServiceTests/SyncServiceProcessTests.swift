@@ -304,4 +304,36 @@ import Testing
         admin.close()
         #expect(await service.stop() == 0)
     }
+
+    /// A save stores a record's fields text as it was sent when it is already in stored form, and
+    /// writes anything else out again, so every record's stored text is the stored form; and a
+    /// request cannot pass off other text as its fields (the parser drops such members).
+    @Test func savesStoreFieldsTextAsSentOnlyInStoredForm() async throws {
+        let service = try await start()
+        let raw = try RawConnection(path: dir.file("s.sock"))
+        try raw.hello(credential: "owner-secret")
+        func call(_ id: Int, _ op: String, _ params: String) throws -> String {
+            raw.send(json: #"{"id":\#(id),"op":"\#(op)","params":\#(params)}"#)
+            let body = try #require(raw.readFrame())
+            let text = String(decoding: body, as: UTF8.self)
+            #expect(text.contains(#""ok":true"#), "\(op): \(text)")
+            return text
+        }
+        _ = try call(1, "zones.save", #"{"database":"private","zoneIDs":[{"zoneName":"Zone"}]}"#)
+        let stored = #"{"CD_note":{"type":"string","value":"café \"q\"\n"},"CD_value":{"type":"double","value":5.5}}"#
+        let loose = #"{ "CD_value": {"type": "double", "value": 5.50}, "CD_note": {"value": "caf\u00e9 \"q\"\u000a", "type": "string"} }"#
+        let forged = #"{\"CD_note\":{\"type\":\"string\",\"value\":\"forged\"}}"#
+        let saves = [
+            #"{"recordName":"asSent","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields":\#(stored)}"#,
+            #"{"recordName":"loose","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields":\#(loose)}"#,
+            #"{"recordName":"forging","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields":\#(stored),"fields\u0000text":"\#(forged)"}"#,
+            #"{"recordName":"forgingFirst","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields\u0000text":"\#(forged)","fields":\#(loose)}"#,
+        ]
+        _ = try call(2, "records.modify", #"{"database":"private","saves":[\#(saves.joined(separator: ","))]}"#)
+        // Change pages send the stored text as it is: every record's is the stored form.
+        let page = try call(3, "changes.fetchZone", #"{"database":"private","zoneID":{"zoneName":"Zone"}}"#)
+        #expect(page.components(separatedBy: #""fields":"# + stored).count - 1 == 4, "\(page)")
+        #expect(!page.contains("forged"))
+        _ = await service.stop()
+    }
 }
