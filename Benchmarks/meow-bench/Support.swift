@@ -30,7 +30,11 @@ final class Child {
         }
     }
 
+    private var stopped = false
+
     func stop() {
+        if stopped { return }
+        stopped = true
         if !process.isRunning {
             // It ended by itself before the run was over: say how (the run's error says what failed).
             let how = process.terminationReason == .uncaughtSignal ? "signal" : "exit status"

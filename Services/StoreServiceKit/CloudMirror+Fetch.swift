@@ -49,14 +49,26 @@ extension CloudMirror {
 
     private static let releaser = DispatchQueue(label: "cloud-mirror.release", qos: .utility)
 
-    private struct ZoneChanges {
+    private struct ZoneChanges: Sendable {
         var changed: [MirrorRecord]
         var deleted: [(recordName: String, recordType: String)]
         var token: String
         var moreComing: Bool
+        /// Per changed record, its row values as far as they need no store (`MirrorImport`),
+        /// for records of entities `holding` names. Worked out where the page is decoded: for
+        /// pages fetched ahead, on the client's reader thread while the page before is applied.
+        var prepared: [MirrorImport.Prepared?]
 
-        init(json: JSONValue) {
+        init(json: JSONValue, model: ManagedObjectModel, holding: Set<String>) {
             changed = (json["changed"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
+            var names: [String: [String]] = [:]
+            prepared = changed.map { record -> MirrorImport.Prepared? in
+                guard !record.isShare, let name = record.entityName, holding.contains(name), let entity = model.entity(named: name),
+                      let fields = record.fields else { return nil }
+                let fieldNames = names[name] ?? MirrorImport.fieldNames(of: entity)
+                names[name] = fieldNames
+                return MirrorImport.Prepared(entity: entity, fieldNames: fieldNames, fields: fields)
+            }
             deleted = (json["deleted"]?.arrayValue ?? []).compactMap { item in
                 guard let name = item["recordName"]?.stringValue else { return nil }
                 return (name, item["recordType"]?.stringValue ?? "")
@@ -128,6 +140,8 @@ extension CloudMirror {
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
         var prefetched: ReplyWaiter?
+        let (model, holding) = try state(scope) { state, _, _ in (state.store.model, Set(state.store.entities.keys)) }
+        let decode: @Sendable (JSONValue) -> any Sendable = { ZoneChanges(json: $0, model: model, holding: holding) }
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.zoneTokenKey(zone)) }
             // (A device that knows no record of the zone yet has nothing to compare.)
@@ -136,6 +150,7 @@ extension CloudMirror {
             if let token { params["since"] = .string(token) }
             let reply: JSONValue
             var outcome = prefetched?.wait()
+            let decoded = prefetched?.decoded(as: ZoneChanges.self)
             prefetched = nil
             if case .failure = outcome { outcome = nil }
             switch outcome ?? attempt("changes.fetchZone", JSONValue.object(params)) {
@@ -150,18 +165,20 @@ extension CloudMirror {
                 return
             case let .failure(error): throw error
             }
-            let page = ZoneChanges(json: reply)
+            let page = outcome != nil ? decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
+                                       : ZoneChanges(json: reply, model: model, holding: holding)
             report.pages += 1
             if page.moreComing {
-                // The next page travels and is parsed while this one is applied; it is used only
-                // after this page's token is saved, so the order of pages and tokens is unchanged.
+                // The next page travels, is parsed and decoded (on the client's reader thread)
+                // while this one is applied; it is used only after this page's token is saved, so
+                // the order of pages and tokens is unchanged.
                 params["since"] = .string(page.token)
-                prefetched = begin("changes.fetchZone", JSONValue.object(params))
+                prefetched = begin("changes.fetchZone", JSONValue.object(params), decode: decode)
             }
             // The page's token is saved in the transaction that applies the page (the last one,
             // when the page needs a context save too): a token is never kept without its page.
             // Applying is idempotent anyway: a page fetched again changes nothing.
-            try applyPage(page.changed, deleted: page.deleted, zone: zone, scope: scope, token: page.token, report: &report)
+            try applyPage(page.changed, prepared: page.prepared, deleted: page.deleted, zone: zone, scope: scope, token: page.token, report: &report)
             CrashPoint.reached("mirror.afterApplyingPage")
             listed?.formUnion(page.changed.map(\.recordName))
             let more = page.moreComing
@@ -175,15 +192,16 @@ extension CloudMirror {
         if let listed {
             let gone = try state(scope) { state, _, _ in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
             if !gone.isEmpty {
-                try applyPage([], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, token: nil, report: &report)
+                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, token: nil, report: &report)
             }
         }
     }
 
     /// Applies one page of zone changes to the scope's store, and saves `token` (the zone's
     /// token after the page) with it.
-    private func applyPage(_ changed: [MirrorRecord], deleted: [(String, String)], zone: MirrorZoneID, scope: StoreScope,
-                           token: String?, report: inout MirrorFetchReport) throws {
+    /// `prepared`: per changed record, its row values as far as they need no store (`ZoneChanges`).
+    private func applyPage(_ changed: [MirrorRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: MirrorZoneID,
+                           scope: StoreScope, token: String?, report: inout MirrorFetchReport) throws {
         let me = user
         try state(scope) { state, index, stores in
             let store = state.store
@@ -199,8 +217,8 @@ extension CloudMirror {
             for (entity, records) in Dictionary(grouping: changed, by: { $0.entityName ?? "" }) where store.holds(entity) {
                 rows[entity] = try state.primaryKeys(entity: entity, uuids: records.map(\.recordName))
             }
-            var fresh: [(record: MirrorRecord, entity: EntityDescription, fields: [String: JSONValue])] = []
-            for record in changed {
+            var fresh: [(record: MirrorRecord, entity: EntityDescription, fields: [String: JSONValue], prepared: MirrorImport.Prepared?)] = []
+            for (position, record) in changed.enumerated() {
                 if record.isShare {
                     if store.scope == .shared, let info = record.shareInfo,
                        let mine = info.participants.first(where: { $0.userRecordName == me }) {
@@ -220,7 +238,7 @@ extension CloudMirror {
                 var keepPending = false
                 let queued = stored.pending[uuid]
                 if !known, queued == nil, rows[entity.name]?[uuid] == nil {
-                    fresh.append((record, entity, fields))
+                    fresh.append((record, entity, fields, position < prepared.count ? prepared[position] : nil))
                     report.changedRecords += 1
                     continue
                 }
@@ -267,8 +285,8 @@ extension CloudMirror {
             // Parents before children, so a child's relationship finds its parent's row.
             var direct = MirrorImport(store: store)
             var imported: [(MirrorRecord, EntityDescription)] = []
-            for (record, entity, fields) in fresh.enumerated().sorted(by: { ($0.element.entity.toOneRelationships.count, $0.offset) < ($1.element.entity.toOneRelationships.count, $1.offset) }).map(\.element) {
-                if try direct.accept(uuid: record.recordName, entity: entity, fields: fields, zone: record.zoneID.zoneName) {
+            for (record, entity, fields, values) in fresh.enumerated().sorted(by: { ($0.element.entity.toOneRelationships.count, $0.offset) < ($1.element.entity.toOneRelationships.count, $1.offset) }).map(\.element) {
+                if try direct.accept(uuid: record.recordName, entity: entity, prepared: values, zone: record.zoneID.zoneName) {
                     imported.append((record, entity))
                 } else {
                     local.append(LocalChange(uuid: record.recordName, entity: entity, fields: fields, zone: record.zoneID.zoneName))

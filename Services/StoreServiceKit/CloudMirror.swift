@@ -152,8 +152,8 @@ final class CloudMirror: Sendable {
 
     /// Sends a request without waiting (the reply is decoded on the client's reader thread
     /// while this thread works on): `wait()` gives the reply.
-    func begin<P: Encodable>(_ op: String, _ params: P) -> ReplyWaiter {
-        let waiter = ReplyWaiter()
+    func begin<P: Encodable>(_ op: String, _ params: P, decode: (@Sendable (JSONValue) -> any Sendable)? = nil) -> ReplyWaiter {
+        let waiter = ReplyWaiter(decode: decode)
         do {
             let client = try client().client
             waiter.client = client
@@ -665,6 +665,15 @@ extension CloudMirror {
 /// One reply awaited by a blocking thread (the mirror's threads are never Swift tasks).
 final class ReplyWaiter: Sendable {
     private let reply = Mutex<Result<JSONValue, WireError>?>(nil)
+    /// Runs on the client's reader thread when a reply succeeds, so that work is done before
+    /// the waiting thread wakes (a fetch decodes the next page while it applies this one).
+    private let decode: (@Sendable (JSONValue) -> any Sendable)?
+    private let decodedValue = Mutex<(any Sendable)?>(nil)
+
+    init(decode: (@Sendable (JSONValue) -> any Sendable)? = nil) { self.decode = decode }
+
+    /// What `decode` made of the reply, once `wait` has returned a success.
+    func decoded<T>(as type: T.Type) -> T? { decodedValue.withLock { $0 as? T } }
     private let sentOn = Mutex<WireClient?>(nil)
     /// The connection the request went out on.
     var client: WireClient? {
@@ -674,6 +683,10 @@ final class ReplyWaiter: Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
 
     func resolve(_ result: Result<JSONValue, WireError>) {
+        if let decode, case let .success(value) = result {
+            let decoded = decode(value)
+            decodedValue.withLock { $0 = decoded }
+        }
         reply.withLock { $0 = result }
         semaphore.signal()
     }

@@ -31,51 +31,86 @@ struct MirrorImport {
     private var acceptedEntity: [String: String] = [:]
     /// Targets already stored, looked up once (a page of events names one session again and again).
     private var storedKeys: [String: Int64?] = [:]
-    /// Record field names by entity, built once per page.
-    private var fieldNames: [String: [String]] = [:]
 
     init(store: PersistentStore) { self.store = store }
 
     var isEmpty: Bool { accepted.isEmpty }
     var count: Int { accepted.count }
 
+    /// A record's row values as far as they need no store: its attributes converted exactly as
+    /// `context.set` converts them, its to-one relationships as the related records' names.
+    /// Worked out off the applying thread (`CloudMirror.ZoneChanges`), so it only resolves names.
+    struct Prepared: Sendable {
+        /// Per stored property; to-one slots are filled in by `accept`.
+        var values: [SQLValue]
+        /// Per to-one relationship: the related record's name, or nil (cleared).
+        var targets: [String?]
+
+        /// nil when the record needs a context: a value that does not convert, or a required
+        /// attribute or relationship missing (the context path reports those as it always has).
+        /// `fieldNames`: the record field of each stored property (`fieldNames(of:)`).
+        init?(entity: EntityDescription, fieldNames: [String], fields: [String: JSONValue]) {
+            values = []
+            values.reserveCapacity(fieldNames.count)
+            for (position, attribute) in entity.attributes.enumerated() {
+                guard let stored = MirrorImport.storageValue(fields[fieldNames[position]]?["value"], attribute: attribute),
+                      !(stored.isNull && !attribute.optional) else { return nil }
+                values.append(stored)
+            }
+            targets = []
+            for (number, relationship) in entity.toOneRelationships.enumerated() {
+                let target = fields[fieldNames[entity.position(ofToOne: number)]]?["value"]?.stringValue
+                if target == nil && !relationship.optional { return nil }
+                targets.append(target)
+                values.append(.null)
+            }
+        }
+    }
+
+    static func fieldNames(of entity: EntityDescription) -> [String] {
+        entity.storedPropertyNames.map(MirrorRecordCoding.fieldName)
+    }
+
+    /// A field's value as its attribute stores it, as `MirrorRecordCoding.attributeValue` then
+    /// `AttributeCoding.storageValue` would make it, without the wire value in between; nil
+    /// where `storageValue` would refuse the value.
+    static func storageValue(_ value: JSONValue?, attribute: AttributeDescription) -> SQLValue? {
+        guard let value, !value.isNull else { return .null }
+        switch attribute.type {
+        case .string:
+            guard let text = value.stringValue else { return .null }
+            if let allowed = attribute.allowedValues, !allowed.contains(text) { return nil }
+            return .text(text)
+        case .integer: return value.intValue.map { .integer(Int64($0)) } ?? .null
+        case .boolean: return (value.intValue.map { $0 != 0 } ?? value.boolValue).map { .integer($0 ? 1 : 0) } ?? .null
+        case .double: return value.doubleValue.map { .real($0) } ?? .null
+        case .date:
+            // The written text is canonical but for dates outside what the store accepts (a
+            // negative year): those are refused as `context.set` refuses them.
+            guard let seconds = value.doubleValue else { return .null }
+            return AttributeCoding.canonicalDate(MirrorRecordCoding.iso(seconds: seconds)).map { .text($0) }
+        }
+    }
+
     /// Takes a new record when it can be written directly; false leaves it to the context path.
     /// `zone` is the cloud zone name (kept on shared-store rows only).
-    mutating func accept(uuid: String, entity: EntityDescription, fields: [String: JSONValue], zone: String) throws -> Bool {
-        let names = fieldNames[entity.name] ?? entity.storedPropertyNames.map(MirrorRecordCoding.fieldName)
-        fieldNames[entity.name] = names
-        var values: [SQLValue] = []
-        values.reserveCapacity(names.count)
-        for (position, attribute) in entity.attributes.enumerated() {
-            let value = MirrorRecordCoding.attributeValue(fields[names[position]]?["value"], type: attribute.type)
-            if value.isNull && !attribute.optional { return false }
-            guard let stored = try? AttributeCoding.storageValue(value, for: attribute, entity: entity.name) else { return false }
-            values.append(stored)
-        }
-        var targets: [String?] = []
+    mutating func accept(uuid: String, entity: EntityDescription, prepared: Prepared?, zone: String) throws -> Bool {
+        guard var prepared else { return false }
         for (number, relationship) in entity.toOneRelationships.enumerated() {
-            guard let target = fields[names[entity.position(ofToOne: number)]]?["value"]?.stringValue else {
-                if !relationship.optional { return false }
-                targets.append(nil)
-                values.append(.null)
-                continue
-            }
+            guard let target = prepared.targets[number] else { continue }
             if let kind = acceptedEntity[target] {
                 guard kind == relationship.destination else { return false }
-            } else {
-                let cacheKey = relationship.destination + "/" + target
-                if storedKeys[cacheKey] == nil {
-                    storedKeys[cacheKey] = .some(try MirrorState(store).primaryKey(entity: relationship.destination, uuid: target))
-                }
-                guard case let .some(.some(key)) = storedKeys[cacheKey] else { return false }
-                values.append(.integer(key))
-                targets.append(nil)
                 continue
             }
-            targets.append(target)
-            values.append(.null)
+            let cacheKey = relationship.destination + "/" + target
+            if storedKeys[cacheKey] == nil {
+                storedKeys[cacheKey] = .some(try MirrorState(store).primaryKey(entity: relationship.destination, uuid: target))
+            }
+            guard case let .some(.some(key)) = storedKeys[cacheKey] else { return false }
+            prepared.values[entity.position(ofToOne: number)] = .integer(key)
+            prepared.targets[number] = nil
         }
-        accepted.append(Accepted(entity: entity, uuid: uuid, zone: store.scope == .shared ? zone : nil, values: values, targets: targets))
+        accepted.append(Accepted(entity: entity, uuid: uuid, zone: store.scope == .shared ? zone : nil, values: prepared.values, targets: prepared.targets))
         acceptedEntity[uuid] = entity.name
         return true
     }

@@ -107,6 +107,22 @@ extension Mirroring {
             #expect(try state.pending(uuid: "new")?.primaryKey == 7)
         }
 
+        @Test("An imported field's stored value: the same as converting it to a wire value and storing that, for every type and odd value")
+        func importedValuesStoreAsContextSetWould() throws {
+            var allowed = AttributeDescription(name: "kind", type: .string)
+            allowed.allowedValues = ["a", "b"]
+            let attributes = AttributeType.allCases.map { AttributeDescription(name: "x", type: $0) } + [allowed]
+            let values: [JSONValue?] = [nil, .null, "a", "z", "", "2026-11-30T08:00:00Z", 0, 1, -7, 42, 2.5, -0.25, 1e12, -1e12, 1796025600,
+                                        1796025600.1235, .double(.greatestFiniteMagnitude), true, false, ["nested": 1], [1, 2]]
+            for attribute in attributes {
+                for value in values {
+                    let wire = MirrorRecordCoding.attributeValue(value, type: attribute.type)
+                    let expected = try? AttributeCoding.storageValue(wire, for: attribute, entity: "E")
+                    #expect(MirrorImport.storageValue(value, attribute: attribute) == expected, "\(attribute.type) \(String(describing: value))")
+                }
+            }
+        }
+
         @Test("A row's fields as text: each attribute as its typed field in name order, the stamps as a string field")
         func fieldsTextOfARow() throws {
             let model = ManagedObjectModel.meowCare()
