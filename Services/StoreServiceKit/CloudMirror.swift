@@ -504,21 +504,29 @@ final class CloudMirror: Sendable {
     }
 
     /// Every 0.2 s the loop looks at the stores' newest history tokens: a local save (a new
-    /// token) or a cloud push starts a sync at once; otherwise it syncs every 5 s (pushes can be
-    /// lost). After a failure it waits out the backoff (1 s doubling to 60 s) first.
+    /// token) starts a send at once, a cloud push a send and a fetch; otherwise it sends and
+    /// fetches every 5 s (pushes can be lost). A pass a local save started does not fetch: the
+    /// cloud pushes other devices' changes (and, as CloudKit, not a device's own), so fetching
+    /// then would only bring this device's own records back. After a failure it waits out the
+    /// backoff (1 s doubling to 60 s) first, and still owes the fetch it was to make.
     private func automaticLoop() {
         var seenTokens: [Int64] = []
-        var lastSync = Date.distantPast
+        var lastFetch = Date.distantPast
         var notBefore = Date.distantPast
+        var fetchOwed = true
         while !stopping.load(ordering: .relaxed) {
             let tokens = (try? withStores { stores in stores.list.map(\.lastToken) }) ?? []
-            let pushed = poked.exchange(false, ordering: .relaxed)
-            let due = pushed || tokens != seenTokens || Date().timeIntervalSince(lastSync) >= 5
+            if poked.exchange(false, ordering: .relaxed) || Date().timeIntervalSince(lastFetch) >= 5 { fetchOwed = true }
+            let due = fetchOwed || tokens != seenTokens
             if due && Date() >= notBefore && isSignedIn {
                 do {
                     try exclusive("automatic") {
                         _ = try sendAll()
-                        _ = try fetchAll()
+                        if fetchOwed {
+                            lastFetch = Date()
+                            _ = try fetchAll()
+                            fetchOwed = false
+                        }
                     }
                     notBefore = .distantPast
                 } catch {
@@ -528,7 +536,6 @@ final class CloudMirror: Sendable {
                     }
                     notBefore = Date().addingTimeInterval(backoff)
                 }
-                lastSync = Date()
                 // A save during the sync (or the sync's own imports) moves the tokens again and
                 // starts one more pass, which finds nothing new when nothing happened.
                 seenTokens = tokens

@@ -9,6 +9,9 @@ final class PushGate: Sendable {
     struct Push: Sendable {
         let user: String
         let event: DatabaseChangedEvent
+        /// The connection whose request made the change: not pushed, as CloudKit excludes
+        /// the device a change originates from.
+        var origin: Int?
     }
     private struct State {
         var holding = false
@@ -44,7 +47,9 @@ final class PushGate: Sendable {
     }
 
     private static func deliver(_ push: Push, via events: EventHub) {
-        events.publish(topic: SyncService.databaseChangesTopic, event: "databaseChanged", data: push.event) { $0.principal?.user == push.user }
+        events.publish(topic: SyncService.databaseChangesTopic, event: "databaseChanged", data: push.event) {
+            $0.principal?.user == push.user && $0.id != push.origin
+        }
     }
 }
 

@@ -111,9 +111,11 @@ public final class SyncService: ServiceDefinition {
         if let file = settings.faultsFile { try faults.arm(file: file) }
         eventHub.withLock { $0 = events }
         engine.onChange { [pushes] notices in
+            // Changes are reported on the thread of the request that made them.
+            let origin = RequestOrigin.current
             for notice in notices {
                 let data = DatabaseChangedEvent(scope: notice.scope, zoneID: notice.zoneID.presented(to: notice.user), seq: notice.seq)
-                pushes.publish(.init(user: notice.user, event: data), via: events)
+                pushes.publish(.init(user: notice.user, event: data, origin: origin), via: events)
             }
         }
         let requestLog = try RequestLog(path: settings.requestLogFile)

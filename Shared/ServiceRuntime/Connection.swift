@@ -194,6 +194,10 @@ final class Connection {
         }
         guard let params = request.params else { throw WireError(.internalError, "params were not decoded for '\(op)'") }
         let context = RequestContext(requestID: id, op: op, connection: handle, logger: logger)
+        // Each connection runs its requests on its own thread, one at a time: what the request
+        // causes on this thread (a change push) can tell which connection it came from.
+        RequestOrigin.set(handle.id)
+        defer { RequestOrigin.set(nil) }
         return try entry.run(try params.get(), context)
     }
 
@@ -237,4 +241,14 @@ public struct ServiceError: Error, Sendable {
         self.line = line
     }
     public var origin: String { "\(file):\(line)" }
+}
+
+/// The connection whose request the current thread is running, if any.
+public enum RequestOrigin {
+    private static let key = "meow.requestOrigin"
+
+    /// The connection's `ConnectionHandle.id`.
+    public static var current: Int? { Thread.current.threadDictionary[key] as? Int }
+
+    static func set(_ id: Int?) { Thread.current.threadDictionary[key] = id }
 }

@@ -36,5 +36,27 @@ extension Mirroring {
             _ = await b.stop()
             await cloud.stop()
         }
+
+        @Test("Automatic mode: a pass a local save starts only sends; the cloud pushes the change to B, not back to A, so A does not fetch its own records")
+        func automaticSendDoesNotFetchItsOwnRecordsBack() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud, extra: ["--sync-mode", "automatic"])
+            let b = try await Device.start("B", user: "owner", cloud: cloud, extra: ["--sync-mode", "automatic"])
+            try await a.insertEvents(["mine-1", "mine-2"])
+            #expect(try await Self.eventually { try await Set(b.ids()) == ["mine-1", "mine-2"] })
+            #expect(try await Self.eventually { try await a.status()["quiescent"] == true })
+            let log = try await cloud.admin("admin.requestLog", ["limit": 1000])["entries"]?.arrayValue ?? []
+            // A's connection is the one that saved the records; B's fetched them.
+            let save = try #require(log.first { $0["op"] == "records.modify" })
+            let aConnection = save["connection"], saved = try #require(save["time"]?.doubleValue)
+            // Within 4 s of the save (A also fetches every 5 s, in case a push is lost).
+            let aFetches = log.filter { $0["connection"] == aConnection && $0["op"] == "changes.fetchZone" && ($0["time"]?.doubleValue ?? 0) > saved && ($0["time"]?.doubleValue ?? 0) < saved + 4 }
+            let otherFetches = log.filter { $0["connection"] != aConnection && $0["op"] == "changes.fetchZone" && ($0["time"]?.doubleValue ?? 0) > saved }
+            #expect(aFetches.isEmpty, "A fetched after its own save: \(aFetches)")
+            #expect(!otherFetches.isEmpty, "B fetched on the push")
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
     }
 }

@@ -169,13 +169,18 @@ import Testing
         #expect(await service.stop() == 0)
     }
 
+    /// Pushes go to the user's other connections, not to the one whose request made the change
+    /// (CloudKit excludes the device a change originates from).
     @Test func subscribersHearAboutChangesToTheirOwnDatabases() async throws {
         let service = try await start()
         let owner = try await connect("owner-secret")
         let listener = try await connect("owner-secret")
         let bob = try await connect("bob-secret")
+        let bobElsewhere = try await connect("bob-secret")
+        _ = try await owner.call("subscribe", ["topics": ["databaseChanges"]] as JSONValue)
         _ = try await listener.call("subscribe", ["topics": ["databaseChanges"]] as JSONValue)
         _ = try await bob.call("subscribe", ["topics": ["databaseChanges"]] as JSONValue)
+        _ = try await bobElsewhere.call("subscribe", ["topics": ["databaseChanges"]] as JSONValue)
         _ = try await owner.call("zones.save", ["database": "private", "zoneIDs": [Self.zone]] as JSONValue)
         _ = try await bob.call("zones.save", ["database": "private", "zoneIDs": [["zoneName": "BobZone"]]] as JSONValue)
         var ownerEvents = listener.events.makeAsyncIterator()
@@ -183,10 +188,18 @@ import Testing
         #expect(first?.name == "databaseChanged")
         #expect(first?.data["scope"] == "private")
         #expect(first?.data["zoneID"] == ["zoneName": "Zone", "ownerName": "__defaultOwner__"])
-        var bobEvents = bob.events.makeAsyncIterator()
+        var bobEvents = bobElsewhere.events.makeAsyncIterator()
         let bobFirst = await bobEvents.next()
         #expect(bobFirst?.data["zoneID"]?["zoneName"] == "BobZone")
-        for client in [owner, listener, bob] { client.close() }
+        // The changing connections heard nothing of their own changes; a change by the other
+        // connection of the same user does reach them (so the first event each gets is that).
+        _ = try await listener.call("zones.save", ["database": "private", "zoneIDs": [["zoneName": "Second"]]] as JSONValue)
+        _ = try await bobElsewhere.call("zones.save", ["database": "private", "zoneIDs": [["zoneName": "BobSecond"]]] as JSONValue)
+        var ownEvents = owner.events.makeAsyncIterator()
+        #expect(await ownEvents.next()?.data["zoneID"]?["zoneName"] == "Second")
+        var bobOwnEvents = bob.events.makeAsyncIterator()
+        #expect(await bobOwnEvents.next()?.data["zoneID"]?["zoneName"] == "BobSecond")
+        for client in [owner, listener, bob, bobElsewhere] { client.close() }
         #expect(await service.stop() == 0)
     }
 
