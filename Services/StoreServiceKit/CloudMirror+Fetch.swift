@@ -210,8 +210,11 @@ extension CloudMirror {
             var afterSave: [() throws -> Void] = []
             var notice: RemoteChangeNotice?
             // The page's lookups, and its records new to this device with their metadata, in one
-            // transaction; the context path below takes the rest.
-            try store.database.transaction(commit: .deferred) {
+            // transaction; the context path below takes the rest. Rows and a history transaction
+            // that clients are told of wait for the disk (a history token must never be handed
+            // out twice, and a power loss rolls back the counter with the rows); a page with no
+            // records (deletions go through the context path's own save) only moves bookkeeping.
+            try store.database.transaction(commit: changed.isEmpty ? .deferred : .full) {
             let stored = try state.metaAndPending(changed.map(\.recordName))
             var rows: [String: [String: Int64]] = [:]
             for (entity, records) in Dictionary(grouping: changed, by: { $0.entityName ?? "" }) where store.holds(entity) {
@@ -298,7 +301,7 @@ extension CloudMirror {
                       let entity = store.model.entity(named: entityName) else { continue }
                 if let pending = try state.pending(uuid: uuid), pending.kind != .delete, options.deletePolicy(entity.name) == .resurrect {
                     // Scenario 20 with resurrect: the local edit re-creates the record.
-                    afterSave.append { try state.dropMeta(uuid) }
+                    afterSave.append { try state.forgetServerCopy(uuid) }
                     continue
                 }
                 let meta = try state.meta(uuid)

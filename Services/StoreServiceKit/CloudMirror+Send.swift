@@ -418,7 +418,7 @@ extension CloudMirror {
                         continue
                     case .unknownItem:
                         if options.deletePolicy(item.entity.name) == .resurrect {
-                            try state.dropMeta(uuid)
+                            try state.forgetServerCopy(uuid)
                         } else {
                             local.append(LocalChange(uuid: uuid, entity: item.entity, fields: nil, zone: nil))
                             afterSave.append { try state.dropMeta(uuid); try state.dropPending(item.pending) }

@@ -9,12 +9,13 @@ import FoundationEssentials
 /// editing within one millisecond would otherwise tie and be decided by device name.
 enum ISOTime {
     /// `seconds` as `YYYY-MM-DDTHH:MM:SS.fffZ` (3 digits) or with `fractionDigits` (1…9).
+    /// Empty (which no date parser accepts) for a time too far out to count in units of the
+    /// fraction: a record from elsewhere can carry any double, and it must be refused, not trap.
     static func string(seconds: Double, fractionDigits: Int = 3) -> String {
         let digits = min(9, max(1, fractionDigits))
         let scale = pow10(digits)
-        var units = (seconds * Double(scale)).rounded()
-        if !units.isFinite { units = 0 }
-        let total = Int64(units)
+        let units = (seconds * Double(scale)).rounded()
+        guard units.isFinite, let total = Int64(exactly: units) else { return "" }
         var whole = total / scale
         var fraction = total % scale
         if fraction < 0 { fraction += scale; whole -= 1 }

@@ -128,6 +128,9 @@ enum MirrorRecordCoding {
             for (offset, relationship) in entity.toOneRelationships.enumerated() {
                 fields.append((fieldName(relationship.name), entity.position(ofToOne: offset), "string"))
             }
+            // The entity's name, in its place among the fields (position -1): records go out in
+            // key order, the stored form the sync-service keeps without writing them again.
+            fields.append((MirrorState.entityNameField, -1, "string"))
             let layout = fields.sorted { $0.name < $1.name }.map { field -> (position: Int, opening: String) in
                 var opening = ""
                 JSONWriter.appendString(field.name, to: &opening)
@@ -140,10 +143,18 @@ enum MirrorRecordCoding {
 
     static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
                            timesText: String?, cache: inout TextCache) throws -> String {
-        var data = "{"
+        var record = "{"
         var first = true
         let attributeCount = entity.attributes.count
         for (position, opening) in cache.layout(entity) {
+            if position < 0 {
+                if !first { record += "," }
+                first = false
+                record += opening
+                JSONWriter.appendString(entity.name, to: &record)
+                record += "}"
+                continue
+            }
             let value = row.values[position]
             guard !value.isNull else { continue }
             var name: String?
@@ -156,29 +167,24 @@ enum MirrorRecordCoding {
                 guard let found = cache.names[cacheKey] ?? nil else { continue }
                 name = found
             }
-            if !first { data += "," }
+            if !first { record += "," }
             first = false
-            data += opening
+            record += opening
             if let name {
-                JSONWriter.appendString(name, to: &data)
+                JSONWriter.appendString(name, to: &record)
             } else {
                 switch entity.attributes[position].type {
-                case .string: JSONWriter.appendString(value.string ?? "", to: &data)
-                case .integer, .boolean: data += String(value.int64 ?? 0)
-                case .double: JSONText.write(.double(value.double ?? 0), into: &data)
-                case .date: JSONText.write(.double(seconds(iso: value.string ?? "") ?? 0), into: &data)
+                case .string: JSONWriter.appendString(value.string ?? "", to: &record)
+                case .integer, .boolean: record += String(value.int64 ?? 0)
+                case .double: JSONText.write(.double(value.double ?? 0), into: &record)
+                case .date: JSONText.write(.double(seconds(iso: value.string ?? "") ?? 0), into: &record)
                 }
             }
-            data += "}"
+            record += "}"
         }
-        var record = #"{"CD_entityName":{"type":"string","value":"#
-        JSONWriter.appendString(entity.name, to: &record)
-        record += "}"
-        data += "}"
-        record += data.utf8.count > 2 ? "," + data.dropFirst() : "}"
-        // The stamps as stored: the same text the record carries (no parse and re-encode).
+        // The stamps last ("MC_" sorts after "CD_"), as stored: the same text the record
+        // carries (no parse and re-encode).
         if let timesText, !FieldStamp.isEmptyText(timesText) {
-            record.removeLast()
             record += #","MC_fieldModified":{"type":"string","value":"#
             if let stamps = cache.stamps, stamps.text == timesText {
                 record += stamps.quoted
@@ -188,9 +194,9 @@ enum MirrorRecordCoding {
                 cache.stamps = (timesText, quoted)
                 record += quoted
             }
-            record += "}}"
+            record += "}"
         }
-        return record
+        return record + "}"
     }
 
     /// The per-field edit stamps a record carries.

@@ -175,9 +175,9 @@ struct MirrorState {
             INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before, times, pk) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = excluded.zone_name,
                 owner_name = excluded.owner_name, changed = excluded.changed, not_before = 0, generation = generation + 1,
-                times = coalesce(excluded.times, times), pk = coalesce(excluded.pk, pk)
+                times = iif(?9, excluded.times, coalesce(excluded.times, times)), pk = coalesce(excluded.pk, pk)
             """, [uuid, entity, newKind.rawValue, SQLValue(zone?.zoneName), SQLValue(zone?.ownerName), changedJSON, SQLValue(timesText),
-                  primaryKey.map { SQLValue.integer($0) } ?? .null])
+                  primaryKey.map { SQLValue.integer($0) } ?? .null, new ? 1 : 0])
     }
 
     func dropPending(_ uuid: String) throws {
@@ -225,6 +225,15 @@ struct MirrorState {
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,
                 change_tag = excluded.change_tag, server_fields = excluded.server_fields
             """, [meta.uuid, meta.entity, meta.zone.zoneName, meta.zone.ownerName, SQLValue(meta.changeTag), SQLValue(fields)])
+    }
+
+    /// The server no longer has the record but a local edit re-creates it (the resurrect delete
+    /// policy): its server copy is forgotten; its stamps, which may have lived in that copy or in
+    /// its queue entry, are kept as a stamps row for the re-created record.
+    func forgetServerCopy(_ uuid: String) throws {
+        let stamps = try fieldTimesText(uuid)
+        try database.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
+        if let stamps { try replaceFieldTimes(uuid, text: stamps) } else { try dropFieldTimes(uuid) }
     }
 
     func dropMeta(_ uuid: String) throws {

@@ -165,7 +165,7 @@ struct SaveOperation {
         }
 
         do {
-            for index in order { try stores.list[index].database.execute("BEGIN IMMEDIATE") }
+            for index in order { try stores.list[index].database.beginImmediate() }
             // Permanent IDs for the new objects, per store and entity (Z_PRIMARYKEY style).
             var groups: [String: [ContextObject]] = [:]
             for object in inserted where object.id.isTemporary {

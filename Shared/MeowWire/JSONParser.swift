@@ -26,7 +26,8 @@ public enum JSONParser {
     /// `keepingTextOf`: for every object member with this key, the parse also adds a member
     /// named key + `textSuffix` holding the member's value as the exact JSON text it was sent
     /// as (a client that stores a value as text keeps it without writing it again). A member
-    /// the input itself names key + `textSuffix` is dropped: only the parser writes one.
+    /// the input itself names key + `textSuffix`, where one is kept, is dropped: only the
+    /// parser writes one.
     /// `atDepth`: only in objects at that depth (the top value is at depth 1), so a service
     /// keeps the text of, say, its requests' records and of nothing nested inside them.
     public static func parse(_ bytes: [UInt8], keepingTextOf keptKey: String? = nil, atDepth keptDepth: Int? = nil) throws(Failure) -> JSONValue {
@@ -107,9 +108,9 @@ public enum JSONParser {
                 skipWhitespace()
                 let start = index
                 let parsed = try value(depth: depth)
-                if let keptMember {
+                if let keptMember, keptDepth == nil || keptDepth == depth {
                     if key != keptMember { members[key] = parsed }
-                    if keptDepth == nil || keptDepth == depth { keepText(of: key, from: start, in: &members) }
+                    keepText(of: key, from: start, in: &members)
                 } else {
                     members[key] = parsed
                 }

@@ -21,6 +21,9 @@ public final class Database {
     var checkpointer: BackgroundCheckpointer?
     /// Whether a COMMIT waits for the disk (file databases, `synchronous=FULL`).
     private let syncsCommits: Bool
+    /// A deferred transaction could not put FULL back (SQLite refuses inside a transaction):
+    /// the next `beginImmediate` does, before anything else commits.
+    private var syncRelaxed = false
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory only.
     public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
@@ -105,7 +108,11 @@ public final class Database {
     /// a transaction never fails half-way on a lock upgrade). Rolls back and rethrows the
     /// first error; `.rollback` undoes without an error.
     public func inTransaction<T>(_ body: () throws -> (TransactionOutcome, T)) throws -> T {
-        try execute("BEGIN IMMEDIATE")
+        try run(relaxed: false, body)
+    }
+
+    private func run<T>(relaxed: Bool, _ body: () throws -> (TransactionOutcome, T)) throws -> T {
+        if relaxed { try execute("BEGIN IMMEDIATE") } else { try beginImmediate() }
         do {
             let (outcome, value) = try body()
             switch outcome {
@@ -117,6 +124,17 @@ public final class Database {
             if isInTransaction { try? execute("ROLLBACK") }
             throw error
         }
+    }
+
+    /// BEGIN IMMEDIATE (the write lock up front). Every write transaction but a deferred one
+    /// starts here, so none commits with the relaxed sync a deferred transaction may have left
+    /// behind when it could not put FULL back (SQLite refuses while a transaction is open).
+    public func beginImmediate() throws(SQLiteError) {
+        if syncRelaxed {
+            try execute("PRAGMA synchronous=FULL")
+            syncRelaxed = false
+        }
+        try execute("BEGIN IMMEDIATE")
     }
 
     /// The common case: commit when `body` returns, roll back if it throws.
@@ -140,8 +158,11 @@ public final class Database {
     public func transaction<T>(commit: CommitSync, _ body: () throws -> T) throws -> T {
         guard commit == .deferred, syncsCommits else { return try transaction(body) }
         try execute("PRAGMA synchronous=NORMAL")
-        defer { try? execute("PRAGMA synchronous=FULL") }
-        return try transaction(body)
+        syncRelaxed = true
+        defer {
+            if (try? execute("PRAGMA synchronous=FULL")) != nil { syncRelaxed = false }
+        }
+        return try run(relaxed: true) { (.commit, try body()) }
     }
 
     /// `PRAGMA integrity_check`: "ok" when the file is sound.

@@ -132,7 +132,7 @@ final class Connection {
     private static let releaser = DispatchQueue(label: "connection.release", qos: .utility)
 
     func handleFrame(_ body: [UInt8]) {
-        let request: IncomingRequest
+        var request: IncomingRequest
         do {
             // One pass over the bytes, then typed params from the tree (see JSONParser for why).
             request = try decoder.decode(IncomingRequest.self, from: JSONParser.parse(body, keepingTextOf: keptText?.key, atDepth: keptText?.depth))
@@ -150,6 +150,7 @@ final class Connection {
             // are freed on another thread once answered; freeing them here was a twentieth of
             // a records.modify.
             if body.count >= Self.largeRequestBytes, let params = request.params {
+                request.params = nil  // the closure holds the last reference
                 Self.releaser.async { withExtendedLifetime(params) {} }
             }
         }

@@ -157,7 +157,8 @@ struct JSONParserTests {
         let first = try JSONParser.parse(Array(#"[{"fields\u0000text":"forged","fields":[]},{"fields\u0000text":"alone"}]"#.utf8), keepingTextOf: "fields")
         #expect(first.arrayValue?[0]["fields" + suffix] == "[]")
         #expect(first.arrayValue?[1].objectValue?.isEmpty == true)
-        // Without keepingTextOf such a key is ordinary data.
+        // Without keepingTextOf, or at a depth where nothing is kept, such a key is ordinary data.
         #expect(try JSONParser.parse(#"{"fields\u0000text":"data"}"#)["fields" + suffix] == "data")
+        #expect(try JSONParser.parse(Array(#"{"fields\u0000text":"data"}"#.utf8), keepingTextOf: "fields", atDepth: 4)["fields" + suffix] == "data")
     }
 }

@@ -105,6 +105,34 @@ extension Mirroring {
             #expect(try state.fieldTimes("new").keys.sorted() == ["CD_id", "CD_note"])
             try state.createTables()  // opening again changes nothing
             #expect(try state.pending(uuid: "new")?.primaryKey == 7)
+            // A uuid inserted again (a client's own uuid) takes the new insert's stamps, even none.
+            try state.dropFieldTimes(["new"])
+            try state.enqueue(uuid: "new", entity: "CareEvent", kind: .insert, zone: nil, changed: [], new: true, timesText: nil, primaryKey: 8)
+            #expect(try state.fieldTimesText("new") == nil, "not the earlier life's stamps")
+        }
+
+        @Test("A record the server lost but a local edit re-creates (resurrect) keeps its stamps, wherever they lived")
+        func forgettingTheServerCopyKeepsStamps() throws {
+            let model = ManagedObjectModel.meowCare()
+            let configuration = try #require(model.configurations.first { $0.scope == .private })
+            let store = try PersistentStore(url: "memory://resurrect", filePath: nil, configuration: configuration, model: model)
+            let state = MirrorState(store)
+            try state.createTables()
+            let sent = FieldStamp.encode(["CD_id", "CD_value"], FieldStamp(time: 1, device: "A"))
+            let record: [String: JSONValue] = ["CD_id": ["type": "string", "value": "x"], MirrorState.fieldTimesField: ["type": "string", "value": .string(sent)]]
+            // Stamps only in the kept server copy (a record sent or imported and not edited since).
+            try state.setMeta(.init(uuid: "kept", entity: "CareEvent", zone: MirrorZoneID(zoneName: MirrorState.coreDataZone), changeTag: "t1", serverFields: record))
+            try state.enqueue(uuid: "kept", entity: "CareEvent", kind: .update, zone: nil, changed: ["CD_note"])
+            try state.forgetServerCopy("kept")
+            #expect(try state.meta("kept") == nil)
+            #expect(try state.fieldTimesText("kept") == sent)
+            // A new object's stamps in its entry, then an edit's stamps row on top: the row's win.
+            let inserted = FieldStamp.encode(["CD_id"], FieldStamp(time: 1, device: "A"))
+            try state.enqueue(uuid: "edited", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, timesText: inserted)
+            try state.setFieldTimes("edited", ["CD_note": FieldStamp(time: 2, device: "A")])
+            try state.setMeta(.init(uuid: "edited", entity: "CareEvent", zone: MirrorZoneID(zoneName: MirrorState.coreDataZone), changeTag: "t1", serverFields: record))
+            try state.forgetServerCopy("edited")
+            #expect(try state.fieldTimes("edited").keys.sorted() == ["CD_id", "CD_note"])
         }
 
         @Test("An imported field's stored value: the same as converting it to a wire value and storing that, for every type and odd value")
