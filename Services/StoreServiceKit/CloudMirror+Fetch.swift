@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
@@ -48,6 +49,8 @@ extension CloudMirror {
     }
 
     private static let releaser = DispatchQueue(label: "cloud-mirror.release", qos: .utility)
+    /// Pages of a zone fetched ahead of the one being applied (`PagesAhead`).
+    static let pagesAhead = 2
 
     private struct ZoneChanges: Sendable {
         var changed: [MirrorRecord]
@@ -139,9 +142,17 @@ extension CloudMirror {
         // A fetch from nil lists live records only, no deletions: the records this device knows
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
-        var prefetched: ReplyWaiter?
         let (model, holding) = try state(scope) { state, _, _ in (state.store.model, Set(state.store.entities.keys)) }
-        let decode: @Sendable (JSONValue) -> any Sendable = { ZoneChanges(json: $0, model: model, holding: holding) }
+        let ahead = PagesAhead(depth: Self.pagesAhead)
+        defer { ahead.stop() }
+        ahead.setUp(decode: { [weak ahead] json in
+            let page = ZoneChanges(json: json, model: model, holding: holding)
+            if page.moreComing { ahead?.arrived(nextAfter: page.token) }
+            return page
+        }, send: { [self] token, waiter in
+            let params: JSONValue = ["database": .string(database), "zoneID": zone.json, "limit": 1000, "since": .string(token)]
+            begin("changes.fetchZone", params, into: waiter)
+        })
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.zoneTokenKey(zone)) }
             // (A device that knows no record of the zone yet has nothing to compare.)
@@ -149,9 +160,9 @@ extension CloudMirror {
             var params: [String: JSONValue] = ["database": .string(database), "zoneID": zone.json, "limit": 1000]
             if let token { params["since"] = .string(token) }
             let reply: JSONValue
+            let prefetched = ahead.next()
             var outcome = prefetched?.wait()
             let decoded = prefetched?.decoded(as: ZoneChanges.self)
-            prefetched = nil
             if case .failure = outcome { outcome = nil }
             switch outcome ?? attempt("changes.fetchZone", JSONValue.object(params)) {
             case let .success(value): reply = value
@@ -168,13 +179,11 @@ extension CloudMirror {
             let page = outcome != nil ? decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
                                        : ZoneChanges(json: reply, model: model, holding: holding)
             report.pages += 1
-            if page.moreComing {
-                // The next page travels, is parsed and decoded (on the client's reader thread)
-                // while this one is applied; it is used only after this page's token is saved, so
-                // the order of pages and tokens is unchanged.
-                params["since"] = .string(page.token)
-                prefetched = begin("changes.fetchZone", JSONValue.object(params), decode: decode)
-            }
+            // The next pages travel, are parsed and decoded (on the client's reader thread) while
+            // this one is applied; each is used only after the page before has been applied with
+            // its token, so the order of pages and tokens is unchanged. A page that came ahead
+            // has already asked for the one after it.
+            if page.moreComing && decoded == nil { ahead.start(after: page.token) }
             // The page's token is saved in the transaction that applies the page (the last one,
             // when the page needs a context save too): a token is never kept without its page.
             // Applying is idempotent anyway: a page fetched again changes nothing.
@@ -401,4 +410,63 @@ extension CloudMirror {
         progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
         report.zonesRemoved.append((purged ? "purged:" : "") + zone.key)
     }
+}
+
+/// The pages of one zone's fetch requested ahead of the one being applied, at most `depth`:
+/// each page's request goes out as soon as the page before it has arrived and been decoded (its
+/// token says where the next starts), so the sync-service and the page parser stay ahead of the
+/// thread applying pages instead of waiting for it to ask. Waiters are queued before their
+/// request is sent, so the queue is in page order however fast replies come back.
+final class PagesAhead: Sendable {
+    typealias Decode = @Sendable (JSONValue) -> any Sendable
+    typealias Send = @Sendable (String, ReplyWaiter) -> Void
+    private struct State {
+        var waiting: [ReplyWaiter] = []
+        /// The token to ask from once there is room (`depth` pages were already ahead).
+        var parked: String?
+        var stopped = false
+        var decode: Decode?
+        var send: Send?
+    }
+    private let state = Mutex(State())
+    let depth: Int
+
+    init(depth: Int) { self.depth = depth }
+
+    func setUp(decode: @escaping Decode, send: @escaping Send) {
+        state.withLock { $0.decode = decode; $0.send = send }
+    }
+
+    /// Asks for the pages after `token` (a page that did not come ahead).
+    func start(after token: String) { ask(after: token) }
+
+    /// A page that came ahead arrived with more to come (on the client's reader thread).
+    func arrived(nextAfter token: String) { ask(after: token) }
+
+    private func ask(after token: String) {
+        let queued = state.withLock { state -> (ReplyWaiter, Send)? in
+            guard !state.stopped, let send = state.send else { return nil }
+            if state.waiting.count >= depth { state.parked = token; return nil }
+            let waiter = ReplyWaiter(decode: state.decode)
+            state.waiting.append(waiter)
+            return (waiter, send)
+        }
+        if let (waiter, send) = queued { send(token, waiter) }
+    }
+
+    /// The next page's reply, oldest first; nil when none was asked for.
+    func next() -> ReplyWaiter? {
+        let (waiter, parked) = state.withLock { state -> (ReplyWaiter?, String?) in
+            guard !state.waiting.isEmpty else { return (nil, nil) }
+            let waiter = state.waiting.removeFirst()
+            let parked = state.parked
+            state.parked = nil
+            return (waiter, parked)
+        }
+        if let parked { ask(after: parked) }
+        return waiter
+    }
+
+    /// Nothing more is asked for (the fetch of the zone ended).
+    func stop() { state.withLock { $0.stopped = true; $0.decode = nil; $0.send = nil } }
 }

@@ -154,6 +154,12 @@ final class CloudMirror: Sendable {
     /// while this thread works on): `wait()` gives the reply.
     func begin<P: Encodable>(_ op: String, _ params: P, decode: (@Sendable (JSONValue) -> any Sendable)? = nil) -> ReplyWaiter {
         let waiter = ReplyWaiter(decode: decode)
+        begin(op, params, into: waiter)
+        return waiter
+    }
+
+    /// `begin` with a waiter made beforehand (so it can be queued before its reply can come).
+    func begin<P: Encodable>(_ op: String, _ params: P, into waiter: ReplyWaiter) {
         do {
             let client = try client().client
             waiter.client = client
@@ -161,7 +167,6 @@ final class CloudMirror: Sendable {
         } catch {
             waiter.resolve(.failure(error))
         }
-        return waiter
     }
 
     /// The reply to a request sent with `begin`; a connection that died while idle gets the

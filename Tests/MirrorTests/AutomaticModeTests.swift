@@ -48,10 +48,12 @@ extension Mirroring {
             let log = try await cloud.admin("admin.requestLog", ["limit": 1000])["entries"]?.arrayValue ?? []
             // A's connection is the one that saved the records; B's fetched them.
             let save = try #require(log.first { $0["op"] == "records.modify" })
-            let aConnection = save["connection"], saved = try #require(save["time"]?.doubleValue)
+            let aConnection = save["connection"], savedSeq = try #require(save["seq"]?.intValue)
+            let saved = try #require(save["time"]?.doubleValue)
+            let after = log.filter { ($0["seq"]?.intValue ?? 0) > savedSeq && $0["op"] == "changes.fetchZone" }
             // Within 4 s of the save (A also fetches every 5 s, in case a push is lost).
-            let aFetches = log.filter { $0["connection"] == aConnection && $0["op"] == "changes.fetchZone" && ($0["time"]?.doubleValue ?? 0) > saved && ($0["time"]?.doubleValue ?? 0) < saved + 4 }
-            let otherFetches = log.filter { $0["connection"] != aConnection && $0["op"] == "changes.fetchZone" && ($0["time"]?.doubleValue ?? 0) > saved }
+            let aFetches = after.filter { $0["connection"] == aConnection && ($0["time"]?.doubleValue ?? 0) < saved + 4 }
+            let otherFetches = after.filter { $0["connection"] != aConnection }
             #expect(aFetches.isEmpty, "A fetched after its own save: \(aFetches)")
             #expect(!otherFetches.isEmpty, "B fetched on the push")
             _ = await a.stop()
