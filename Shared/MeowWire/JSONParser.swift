@@ -55,6 +55,8 @@ public enum JSONParser {
         var scratch: [UInt8] = []
         var keptKey: String?
         var keptMember: String?
+        /// Members of the objects being parsed, innermost last (see `members(from:)`).
+        var pairs: [(key: String, value: JSONValue)] = []
         var keptDepth: Int?
 
         init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
@@ -95,9 +97,9 @@ public enum JSONParser {
         mutating func object(depth: Int) throws(Failure) -> JSONValue {
             guard depth <= JSONParser.maxDepth else { throw failure("nesting deeper than \(JSONParser.maxDepth) levels") }
             index += 1
-            var members: [String: JSONValue] = [:]
             skipWhitespace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object([:]) }
+            let first = pairs.count
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string key") }
@@ -109,27 +111,36 @@ public enum JSONParser {
                 let start = index
                 let parsed = try value(depth: depth)
                 if let keptMember, keptDepth == nil || keptDepth == depth {
-                    if key != keptMember { members[key] = parsed }
-                    keepText(of: key, from: start, in: &members)
+                    if key != keptMember { pairs.append((key, parsed)) }
+                    if key == keptKey { keepText(from: start, as: keptMember) }
                 } else {
-                    members[key] = parsed
+                    pairs.append((key, parsed))
                 }
                 skipWhitespace()
                 guard index < bytes.count else { throw failure("unexpected end of input in an object") }
                 switch bytes[index] {
                 case UInt8(ascii: ","): index += 1
-                case UInt8(ascii: "}"): index += 1; return .object(members)
+                case UInt8(ascii: "}"): index += 1; return .object(members(from: first))
                 default: throw failure("expected ',' or '}' in an object")
                 }
             }
         }
 
+        /// The members parsed since `first`, as one dictionary made with room for all of them
+        /// (growing it member by member rehashed it several times per record).
+        @inline(never)
+        mutating func members(from first: Int) -> [String: JSONValue] {
+            var members = [String: JSONValue](minimumCapacity: pairs.count - first)
+            for index in first..<pairs.count { members[pairs[index].key] = pairs[index].value }
+            pairs.removeSubrange(first...)
+            return members
+        }
+
         /// Out of line: `object`'s frame is on the stack once per nesting level (up to 512, on
         /// service threads' stacks), and this work would make every one of them larger.
         @inline(never)
-        func keepText(of key: String, from start: Int, in members: inout [String: JSONValue]) {
-            guard key == keptKey, let keptMember else { return }
-            members[keptMember] = .string(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
+        mutating func keepText(from start: Int, as member: String) {
+            pairs.append((member, .string(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))))
         }
 
         mutating func array(depth: Int) throws(Failure) -> JSONValue {
