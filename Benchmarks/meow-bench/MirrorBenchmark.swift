@@ -79,7 +79,7 @@ enum MirrorBenchmark {
         // B fetches as the cloud's pushes arrive, so the three processes work at once. Timed
         // from A's first save until B's remoteChange events have named every event. In rounds
         // too, each beside the batched-save rate of a manual-mode device measured just before.
-        var live: [(local: Double, rate: Double, saves: Double, rest: Double)] = []
+        var live: [(local: Double, rate: Double, saves: Double, rest: Double, cpu: String)] = []
         for round in 0..<rounds {
             let baseline = try device("base\(round)", "live\(round)-secret")
             let liveA = try device("live\(round)-a", "live\(round)-secret", mode: "automatic")
@@ -97,14 +97,16 @@ enum MirrorBenchmark {
             let liveSession = try la.insertSession(id: "bench")
             _ = try waitForEvents(watcher, entity: "CareSession", count: 1)
             let liveRequests = (0..<(events / 1000)).map { la.insertParams(batch: $0, count: 1000, session: liveSession) }
+            let cpuStart = try [liveA, cloud, liveB].map { try $0.cpuSeconds() }
             started = now()
             for request in liveRequests { try la.save(request) }
             let liveSaved = now()
             _ = try waitForEvents(watcher, entity: "CareEvent", count: events)
             let done = now()
+            let cpu = try zip(cpuStart, [liveA, cloud, liveB].map { try $0.cpuSeconds() }).map { format(($1 - $0) / Double(events) * 1e6, 0) }.joined(separator: " / ")
             let received = try StoreSession(socket: liveB.socket).call("fetch.count", #"{"entity":"CareEvent"}"#)["count"]?.intValue ?? -1
             guard received == events else { throw BenchError("live B received \(received) of \(events) events") }
-            live.append((localRate, Double(events) / (Double(done - started) / 1e9), Double(liveSaved - started) / 1e9, Double(done - liveSaved) / 1e9))
+            live.append((localRate, Double(events) / (Double(done - started) / 1e9), Double(liveSaved - started) / 1e9, Double(done - liveSaved) / 1e9, cpu))
             // Idle automatic devices still look for work; stop them before the next round.
             liveA.stop()
             liveB.stop()
@@ -114,6 +116,7 @@ enum MirrorBenchmark {
                    format(liveMedian.rate / liveMedian.local, 2) + " (≥ 0.33)"], widths: widths))
         print(row(["  every round's ratio", "", "", live.map { format($0.rate / $0.local, 2) }.joined(separator: " ")], widths: widths))
         print(row(["  of which A's saves / the rest: s", "", format(liveMedian.saves, 2) + " / " + format(liveMedian.rest, 2), ""], widths: widths))
+        print(row(["  CPU/record A (saves too) / cloud / B: µs", "", liveMedian.cpu, ""], widths: widths))
 
         // 3. One change on top of many synced records vs on top of few.
         let many = quick ? 20_000 : 100_000
