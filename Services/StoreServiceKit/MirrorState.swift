@@ -19,12 +19,12 @@ import SQLiteKit
 /// - `mirror_unexportable`: seed 002's stray shared-store objects.
 /// - `mirror_share`: the owner's share zones and their root records.
 ///
-/// The mirror's busy transactions (queueing history, building batches, applying verdicts and
-/// fetched pages with their tokens) commit `.deferred`: without waiting for the disk. All of it
-/// can be derived again (from history after the cursor they roll back with, or from the cloud
-/// by the next send or fetch), so a power loss costs a redo at worst; a process crash (kill -9)
-/// loses nothing, and a client's save still waits for the disk. An fsync per commit was about
-/// a sixth of a fetch's time.
+/// The mirror's busy bookkeeping transactions (queueing history, building batches, applying
+/// verdicts, tokens and metadata after a context save) commit `.deferred`: without waiting for
+/// the disk. All of it can be derived again (from history after the cursor they roll back with,
+/// or from the cloud by the next send or fetch), so a power loss costs a redo at worst; a
+/// process crash (kill -9) loses nothing. Transactions that write rows and history clients are
+/// told of wait, as a client's save does. An fsync per commit was about a sixth of a fetch.
 struct MirrorState {
     let store: PersistentStore
     private var database: Database { store.database }
