@@ -84,6 +84,13 @@ extension CloudEngine {
         var encoded: [String?] = []
         var requestBytes = 0
         for record in saves {
+            // Fields kept as text alone passed the stored-form check, which is stricter than
+            // FieldValidation; they are stored as they came.
+            if let text = record.sentFieldsText, record.fieldsAreStoredText {
+                requestBytes += text.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
+                encoded.append(text)
+                continue
+            }
             if FieldValidation.problem(in: record.fields) != nil {
                 encoded.append(nil)
                 continue
@@ -178,7 +185,8 @@ struct ModifyBatch {
     }
 
     enum Plan: Sendable {
-        case save(CloudRecord, fieldsJSON: String, fields: [String: JSONValue], share: String?, existing: StoredRecord?)
+        /// `fields`: nil when the record's fields are kept as text alone (`fieldsJSON` is it).
+        case save(CloudRecord, fieldsJSON: String, fields: [String: JSONValue]?, share: String?, existing: StoredRecord?)
         case delete(StoredRecord?)
         case leaveShare(String)
     }
@@ -368,7 +376,8 @@ struct ModifyBatch {
             }
             return .save(record, fieldsJSON: try state.encodeFields(fields), fields: fields, share: share, existing: existing)
         }
-        return .save(record, fieldsJSON: fieldsJSON, fields: FieldsJSON.withoutNulls(record.fields), share: share, existing: existing)
+        return .save(record, fieldsJSON: fieldsJSON, fields: record.fieldsAreStoredText ? nil : FieldsJSON.withoutNulls(record.fields),
+                     share: share, existing: existing)
     }
 
     private func checkSharedSave(_ record: CloudRecord, live: StoredRecord?, share: String?, zone: ZoneRow, pending: [String: CloudRecord]) throws {
@@ -478,7 +487,7 @@ struct ModifyBatch {
     private func apply(zone: ZoneRow, indices: [Int], items: [Item], plans: [Int: Plan], outcome: inout ModifyOutcome) throws {
         var savedNames: Set<String> = []
         var parentsToBump: [String] = []
-        var savedStored: [(StoredRecord, [String: JSONValue])] = []
+        var savedStored: [(StoredRecord, [String: JSONValue]?)] = []
         for index in indices {
             guard case let .save(record, fieldsJSON, fields, share, existing)? = plans[index] else { continue }
             let stored = try state.storeRecord(zone: zone, name: record.recordName, type: record.recordType, fieldsJSON: fieldsJSON,
@@ -521,7 +530,14 @@ struct ModifyBatch {
             // Share records and roots may have changed again in this request (share created or ended).
             let changedSince = stored.type == CloudRecord.shareRecordType || stored.share != nil
             let current = changedSince ? try state.liveRecord(zone: zone.id, name: stored.name) ?? stored : stored
-            outcome.saved.append(try state.render(current, zone: zone, presentedZoneID: presented, fields: changedSince ? nil : fields))
+            var saved = try state.render(current, zone: zone, presentedZoneID: presented, fields: changedSince ? nil : fields ?? [:])
+            if !changedSince, fields == nil, let text = current.fields {
+                // Fields kept as text: the reply writes the stored text; nothing parses it.
+                saved.sentFieldsText = text
+                saved.storedFieldsToText()
+                saved.fieldsText = text
+            }
+            outcome.saved.append(saved)
         }
         try state.touchZone(zone)
     }

@@ -100,7 +100,18 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     public var recordName: String
     public var zoneID: ZoneID
     public var recordType: String
-    public var fields: [String: JSONValue]
+    /// The fields; for a record whose request sent them in stored form they are kept as that
+    /// text (`sentFieldsText`) and parsed only when read here.
+    public var fields: [String: JSONValue] {
+        get { storedFields ?? sentFieldsText.flatMap { FieldsJSON.parse($0).flatMap(FieldCoding.normalized) } ?? [:] }
+        set { storedFields = newValue }
+    }
+    private var storedFields: [String: JSONValue]?
+    /// The fields exist only as `sentFieldsText`, which is in stored form.
+    var fieldsAreStoredText: Bool { storedFields == nil && sentFieldsText != nil }
+    /// Leaves the fields to `sentFieldsText` (set by the tree decoder when the parse kept them
+    /// as text alone).
+    mutating func storedFieldsToText() { storedFields = nil }
     public var recordChangeTag: String?
     public var creationDate: Double?
     public var modificationDate: Double?
@@ -126,7 +137,16 @@ public struct CloudRecord: Codable, Sendable, Hashable {
         recordName = try c.decode(String.self, forKey: .recordName)
         zoneID = try c.decode(ZoneID.self, forKey: .zoneID)
         recordType = try c.decode(String.self, forKey: .recordType)
-        fields = try Self.decodeFields(c, decoder)
+        if c.contains(.fields) {
+            fields = try Self.decodeFields(c, decoder)
+        } else if let text = try decoder.container(keyedBy: FieldCoding.Key.self)
+                    .decodeIfPresent(String.self, forKey: FieldCoding.Key("fields" + JSONParser.textSuffix)),
+                  FieldsJSON.isStoredForm(text) {
+            // The request's parse kept these fields as text alone (`SyncService.keptRequestText`).
+            sentFieldsText = text
+        } else {
+            fields = [:]
+        }
         recordChangeTag = try c.decodeIfPresent(String.self, forKey: .recordChangeTag)
         creationDate = try c.decodeIfPresent(Double.self, forKey: .creationDate)
         modificationDate = try c.decodeIfPresent(Double.self, forKey: .modificationDate)

@@ -142,6 +142,9 @@ extension CloudRecord {
               let zoneID = ZoneID(tree: members["zoneID"]),
               case let .string(recordType)? = members["recordType"] else { return nil }
         var fields: [String: JSONValue] = [:]
+        let sentText = members["fields" + JSONParser.textSuffix]?.stringValue
+        // No `fields` but their text: the parse kept them as text alone, in stored form.
+        let textOnly = members["fields"] == nil && sentText != nil
         switch members["fields"] {
         case nil, .null?: break
         case let tree?:
@@ -165,7 +168,8 @@ extension CloudRecord {
         self.modificationDate = modificationDate
         self.creatorUserRecordName = creatorUserRecordName
         self.lastModifiedUserRecordName = lastModifiedUserRecordName
-        sentFieldsText = members["fields" + JSONParser.textSuffix]?.stringValue
+        sentFieldsText = sentText
+        if textOnly { storedFieldsToText() }
     }
 
     /// `saves` of a request: from the tree when the decoder has one and every record takes the

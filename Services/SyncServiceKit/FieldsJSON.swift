@@ -206,10 +206,15 @@ enum FieldsJSON {
     /// out again from the parsed fields.
     static func isStoredForm(_ text: String) -> Bool {
         var text = text
-        return text.withUTF8 { bytes in
-            var scanner = StoredFormScanner(bytes: bytes)
-            return scanner.fields()
-        }
+        return text.withUTF8 { bytes in storedFormEnd(bytes, from: 0) == bytes.count }
+    }
+
+    /// Where a fields object in stored form that starts at `start` ends (the index after its
+    /// closing brace), or nil when what starts there is not one (`isStoredForm`'s rules). What
+    /// it accepts is well-formed JSON: the parser keeps such fields as text without a tree.
+    static func storedFormEnd(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        var scanner = StoredFormScanner(bytes: bytes, index: start)
+        return scanner.fields() ? scanner.index : nil
     }
 
     // Written as UTF-8 bytes and made a String once: appending to a String re-checks its
@@ -293,13 +298,17 @@ enum FieldsJSON {
 /// The scanner behind `FieldsJSON.isStoredForm`: one pass, no allocations but a number's text.
 private struct StoredFormScanner {
     let bytes: UnsafeBufferPointer<UInt8>
-    var index = 0
+    var index: Int
 
-    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    init(bytes: UnsafeBufferPointer<UInt8>, index: Int) {
+        self.bytes = bytes
+        self.index = index
+    }
 
+    /// One fields object from `index`; leaves `index` after its closing brace.
     mutating func fields() -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
-        if take(UInt8(ascii: "}")) { return index == bytes.count }
+        if take(UInt8(ascii: "}")) { return true }
         var previous: Range<Int>?
         while true {
             guard let key = plainString() else { return false }
@@ -308,7 +317,7 @@ private struct StoredFormScanner {
             if let previous, !Self.less(bytes[previous], bytes[key]) { return false }
             previous = key
             guard take(UInt8(ascii: ":")), field() else { return false }
-            if take(UInt8(ascii: "}")) { return index == bytes.count }
+            if take(UInt8(ascii: "}")) { return true }
             guard take(UInt8(ascii: ",")) else { return false }
         }
     }

@@ -31,11 +31,32 @@ public enum JSONParser {
     /// `atDepth`: only in objects at that depth (the top value is at depth 1), so a service
     /// keeps the text of, say, its requests' records and of nothing nested inside them.
     public static func parse(_ bytes: [UInt8], keepingTextOf keptKey: String? = nil, atDepth keptDepth: Int? = nil) throws(Failure) -> JSONValue {
+        try parse(bytes, keeping: keptKey.map { KeptText(key: $0, depth: keptDepth) })
+    }
+
+    /// A member whose text a parse keeps (`keepingTextOf`, `atDepth`), and optionally a test that
+    /// lets it keep the text alone: `textOnly` gets the bytes and the index where the member's
+    /// value starts, and answers the index just past the value when the caller needs nothing
+    /// but the text. It must accept only well-formed JSON (no value is parsed to check it).
+    public struct KeptText: Sendable {
+        public var key: String
+        public var depth: Int?
+        public var textOnly: (@Sendable (UnsafeBufferPointer<UInt8>, Int) -> Int?)?
+
+        public init(key: String, depth: Int?, textOnly: (@Sendable (UnsafeBufferPointer<UInt8>, Int) -> Int?)? = nil) {
+            self.key = key
+            self.depth = depth
+            self.textOnly = textOnly
+        }
+    }
+
+    public static func parse(_ bytes: [UInt8], keeping kept: KeptText?) throws(Failure) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSONValue in
             var reader = Reader(bytes: buffer)
-            reader.keptKey = keptKey
-            reader.keptMember = keptKey.map { $0 + textSuffix }
-            reader.keptDepth = keptDepth
+            reader.keptKey = kept?.key
+            reader.keptMember = kept.map { $0.key + textSuffix }
+            reader.keptDepth = kept?.depth
+            reader.textOnly = kept?.textOnly
             reader.skipWhitespace()
             let value = try reader.value(depth: 0)
             reader.skipWhitespace()
@@ -58,6 +79,7 @@ public enum JSONParser {
         /// Members of the objects being parsed, innermost last (see `members(from:)`).
         var pairs: [(key: String, value: JSONValue)] = []
         var keptDepth: Int?
+        var textOnly: (@Sendable (UnsafeBufferPointer<UInt8>, Int) -> Int?)?
 
         init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -109,12 +131,18 @@ public enum JSONParser {
                 index += 1
                 skipWhitespace()
                 let start = index
-                let parsed = try value(depth: depth)
                 if let keptMember, keptDepth == nil || keptDepth == depth {
-                    if key != keptMember { pairs.append((key, parsed)) }
-                    if key == keptKey { keepText(from: start, as: keptMember) }
+                    if key == keptKey, let textOnly, index < bytes.count, let end = textOnly(bytes, index), end > index, end <= bytes.count {
+                        // The caller needs the text alone: no tree is built for it.
+                        index = end
+                        keepText(from: start, as: keptMember)
+                    } else {
+                        let parsed = try value(depth: depth)
+                        if key != keptMember { pairs.append((key, parsed)) }
+                        if key == keptKey { keepText(from: start, as: keptMember) }
+                    }
                 } else {
-                    pairs.append((key, parsed))
+                    pairs.append((key, try value(depth: depth)))
                 }
                 skipWhitespace()
                 guard index < bytes.count else { throw failure("unexpected end of input in an object") }

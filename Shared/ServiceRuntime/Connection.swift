@@ -13,7 +13,7 @@ final class Connection {
     private let configuration: ServiceConfiguration
     private let logger: Logger
     private var decoder = JSONValueDecoder()
-    private let keptText: (key: String, depth: Int)?
+    private let keptText: JSONParser.KeptText?
     private let encoder = JSONEncoder()
     private var outbound: [UInt8] = []
 
@@ -135,7 +135,7 @@ final class Connection {
         var request: IncomingRequest
         do {
             // One pass over the bytes, then typed params from the tree (see JSONParser for why).
-            request = try decoder.decode(IncomingRequest.self, from: JSONParser.parse(body, keepingTextOf: keptText?.key, atDepth: keptText?.depth))
+            request = try decoder.decode(IncomingRequest.self, from: JSONParser.parse(body, keeping: keptText))
         } catch {
             send(ErrorReply(id: nil, error: Self.bodyError(body, error)))
             return

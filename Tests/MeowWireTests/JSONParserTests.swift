@@ -161,4 +161,24 @@ struct JSONParserTests {
         #expect(try JSONParser.parse(#"{"fields\u0000text":"data"}"#)["fields" + suffix] == "data")
         #expect(try JSONParser.parse(Array(#"{"fields\u0000text":"data"}"#.utf8), keepingTextOf: "fields", atDepth: 4)["fields" + suffix] == "data")
     }
+
+    @Test("KeptText textOnly: a member the test accepts is kept as its text alone (no tree); one it refuses is parsed as usual")
+    func keepsTextAlone() throws {
+        let suffix = JSONParser.textSuffix
+        // Accepts an object that is exactly `{}` or `{"ok":1}`; refuses anything else.
+        let kept = JSONParser.KeptText(key: "fields", depth: 2, textOnly: { bytes, start in
+            for candidate in ["{}", #"{"ok":1}"#] {
+                let text = Array(candidate.utf8)
+                if bytes.count - start >= text.count, Array(bytes[start..<start + text.count]) == text { return start + text.count }
+            }
+            return nil
+        })
+        let parsed = try JSONParser.parse(Array(#"[{"fields":{"ok":1},"n":1},{"fields": {"no":2}},{"fields":{}}]"#.utf8), keeping: kept)
+        let items = try #require(parsed.arrayValue)
+        #expect(items[0]["fields"] == nil && items[0]["fields" + suffix] == .string(#"{"ok":1}"#) && items[0]["n"] == 1)
+        #expect(items[1]["fields"]?["no"] == 2 && items[1]["fields" + suffix] == .string(#"{"no":2}"#))
+        #expect(items[2]["fields"] == nil && items[2]["fields" + suffix] == "{}")
+        // What follows a member kept as text is parsed as usual, and errors still surface.
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(Array(#"[{"fields":{"ok":1},}]"#.utf8), keeping: kept) }
+    }
 }

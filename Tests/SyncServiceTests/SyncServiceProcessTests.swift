@@ -342,11 +342,19 @@ import Testing
             #"{"recordName":"forging","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields":\#(stored),"fields\u0000text":"\#(forged)"}"#,
             #"{"recordName":"forgingFirst","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields\u0000text":"\#(forged)","fields":\#(loose)}"#,
         ]
-        _ = try call(2, "records.modify", #"{"database":"private","saves":[\#(saves.joined(separator: ","))]}"#)
+        let reply = try call(2, "records.modify", #"{"database":"private","saves":[\#(saves.joined(separator: ","))]}"#)
+        // The reply's saved records carry their fields (kept as text for two of them, parsed for two).
+        #expect(reply.components(separatedBy: #""fields":"# + stored).count - 1 == 4, "\(reply)")
         // Change pages send the stored text as it is: every record's is the stored form.
         let page = try call(3, "changes.fetchZone", #"{"database":"private","zoneID":{"zoneName":"Zone"}}"#)
         #expect(page.components(separatedBy: #""fields":"# + stored).count - 1 == 4, "\(page)")
         #expect(!page.contains("forged"))
+        // changedKeys reads fields kept as text like any others: the saved keys merge.
+        let more = #"{"CD_extra":{"type":"int64","value":7}}"#
+        _ = try call(4, "records.modify", #"{"database":"private","savePolicy":"changedKeys","saves":[{"recordName":"asSent","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields":\#(more)}]}"#)
+        let merged = try call(5, "records.fetch", #"{"database":"private","recordIDs":[{"recordName":"asSent","zoneID":{"zoneName":"Zone"}}]}"#)
+        let fields = try JSONParser.parse(merged)["result"]?["records"]?.arrayValue?.first?["fields"]
+        #expect(fields?["CD_extra"]?["value"] == 7 && fields?["CD_value"]?["value"] == 5.5 && fields?["CD_note"]?["type"] == "string", "\(merged)")
         _ = await service.stop()
     }
 }
