@@ -143,6 +143,19 @@ extension CloudMirror {
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
         let (model, holding) = try state(scope) { state, _, _ in (state.store.model, Set(state.store.entities.keys)) }
+        // Imports' remote-change notices, held until a commit that waited for the disk covers
+        // their history (see `applyPage`'s `durable`).
+        var notices: [RemoteChangeNotice] = []
+        defer {
+            if !notices.isEmpty {
+                // A fetch that stopped part-way: one small commit that waits for the disk makes
+                // the pages before it durable too (the log is synced up to it), then the notices.
+                _ = try? state(scope) { state, _, _ in
+                    try state.store.database.transaction { try state.setValue(MirrorState.importSyncedKey, String(Date().timeIntervalSince1970)) }
+                }
+                engine.publish(notices, from: nil)
+            }
+        }
         let ahead = PagesAhead(depth: Self.pagesAhead)
         defer { ahead.stop() }
         ahead.setUp(decode: { [weak ahead] json in
@@ -187,7 +200,12 @@ extension CloudMirror {
             // The page's token is saved in the transaction that applies the page (the last one,
             // when the page needs a context save too): a token is never kept without its page.
             // Applying is idempotent anyway: a page fetched again changes nothing.
-            try applyPage(page.changed, prepared: page.prepared, deleted: page.deleted, zone: zone, scope: scope, token: page.token, report: &report)
+            try applyPage(page.changed, prepared: page.prepared, deleted: page.deleted, zone: zone, scope: scope, token: page.token,
+                          durable: !page.moreComing, notices: &notices, report: &report)
+            if !page.moreComing {
+                engine.publish(notices, from: nil)
+                notices = []
+            }
             CrashPoint.reached("mirror.afterApplyingPage")
             listed?.formUnion(page.changed.map(\.recordName))
             let more = page.moreComing
@@ -201,7 +219,8 @@ extension CloudMirror {
         if let listed {
             let gone = try state(scope) { state, _, _ in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
             if !gone.isEmpty {
-                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, token: nil, report: &report)
+                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, token: nil,
+                              durable: true, notices: &notices, report: &report)
             }
         }
     }
@@ -209,8 +228,13 @@ extension CloudMirror {
     /// Applies one page of zone changes to the scope's store, and saves `token` (the zone's
     /// token after the page) with it.
     /// `prepared`: per changed record, its row values as far as they need no store (`ZoneChanges`).
+    /// `durable`: the commit waits for the disk (a zone's last page). Other pages' commits do
+    /// not, and their remote-change notices go to `notices`, published only once a commit that
+    /// waited covers them: a history token clients are told of must survive a power loss (it
+    /// would otherwise be handed out again). An fsync per page was a sixth of a fetch.
     private func applyPage(_ changed: [MirrorRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: MirrorZoneID,
-                           scope: StoreScope, token: String?, report: inout MirrorFetchReport) throws {
+                           scope: StoreScope, token: String?, durable: Bool, notices: inout [RemoteChangeNotice],
+                           report: inout MirrorFetchReport) throws {
         let me = user
         try state(scope) { state, index, stores in
             let store = state.store
@@ -219,11 +243,8 @@ extension CloudMirror {
             var afterSave: [() throws -> Void] = []
             var notice: RemoteChangeNotice?
             // The page's lookups, and its records new to this device with their metadata, in one
-            // transaction; the context path below takes the rest. Rows and a history transaction
-            // that clients are told of wait for the disk (a history token must never be handed
-            // out twice, and a power loss rolls back the counter with the rows); a page with no
-            // records (deletions go through the context path's own save) only moves bookkeeping.
-            try store.database.transaction(commit: changed.isEmpty ? .deferred : .full) {
+            // transaction; the context path below takes the rest.
+            try store.database.transaction(commit: durable && !changed.isEmpty ? .full : .deferred) {
             let stored = try state.metaAndPending(changed.map(\.recordName))
             var rows: [String: [String: Int64]] = [:]
             for (entity, records) in Dictionary(grouping: changed, by: { $0.entityName ?? "" }) where store.holds(entity) {
@@ -337,7 +358,7 @@ extension CloudMirror {
                 if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
             }
             }
-            if let notice { engine.publish([notice], from: nil) }
+            if let notice { notices.append(notice) }
             if !local.isEmpty {
                 let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
                 if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }

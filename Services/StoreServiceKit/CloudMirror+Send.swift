@@ -381,15 +381,18 @@ extension CloudMirror {
             var afterSave: [() throws -> Void] = []
             // One transaction for the whole batch's verdicts: with synchronous=FULL each
             // autocommit write is an fsync, which made a send cost ~2 ms per record.
+            // Records saved as sent: their metadata and queue entries written in bulk, last.
+            var sentMetas: [(meta: MirrorState.Meta, fieldsText: String?)] = []
+            var answered: [MirrorState.Pending] = []
             try store.database.transaction(commit: .deferred) {
             for item in items {
                 let uuid = item.pending.uuid
                 let error = errors[uuid] ?? errors.first { $0.key.hasSuffix("/\(uuid)") }?.value
                 if let record = item.record {
                     if let stored = savedByName[uuid], error == nil {
-                        try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: stored.recordChangeTag,
-                                                serverFields: nil), fieldsText: item.fieldsText)
-                        try state.dropPending(item.pending)
+                        sentMetas.append((.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: stored.recordChangeTag,
+                                                serverFields: nil), item.fieldsText))
+                        answered.append(item.pending)
                         report.saved += 1
                         continue
                     }
@@ -458,6 +461,8 @@ extension CloudMirror {
                     }
                 }
             }
+            try state.setSentMetas(sentMetas)
+            try state.dropPending(answered)
             }
             let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
             if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }

@@ -169,6 +169,35 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        @Test("A fetch of several pages tells B's clients of every imported object, each page's history token once")
+        func multiPageFetchEvents() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let watcher = try WireClient(socketPath: b.socket)
+            try await watcher.hello(client: "watcher")
+            _ = try await watcher.call("subscribe", ["topics": ["remoteChange"]])
+            let ids = (0..<2500).map { "p\($0)" }
+            try await a.insertEvents(ids)
+            try await a.send()
+            let fetched = try await b.fetch()
+            #expect(fetched["pages"] == 3 && fetched["changedRecords"] == 2500)
+            var seen: Set<String> = []
+            var tokens: [Int] = []
+            var iterator = watcher.events.makeAsyncIterator()
+            while seen.count < 2500, let event = await iterator.next() {
+                guard event.name == "remoteChange", event.data["author"] == "sync" else { continue }
+                tokens.append(event.data["token"]?.intValue ?? -1)
+                for id in event.data["changedObjectIDs"]?.arrayValue ?? [] { if let id = id.stringValue { seen.insert(id) } }
+            }
+            #expect(seen.count == 2500)
+            #expect(tokens.count == 3 && Set(tokens).count == 3 && tokens == tokens.sorted(), "\(tokens)")
+            watcher.close()
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
         @Test("sync.now sends then fetches; sync.status shows tokens and the seed-002 fault is not needed for private data")
         func syncNowAndStatus() async throws {
             let cloud = try await Cloud.start()
