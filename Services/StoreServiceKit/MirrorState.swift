@@ -202,7 +202,7 @@ struct MirrorState {
             start += chunk.count
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
             var current: [Int64: (uuid: String, generation: Int64)] = [:]
-            for row in try database.query("SELECT seq, uuid, generation FROM mirror_pending WHERE seq IN (\(marks))", chunk.map(\.seq)) {
+            for row in try statement("SELECT seq, uuid, generation FROM mirror_pending WHERE seq IN (\(marks))", reused: chunk.count == 500).query(chunk.map(\.seq)) {
                 if let seq = row[0].int64 { current[seq] = (row[1].string ?? "", row[2].int64 ?? -1) }
             }
             let answered = chunk.filter { entry in
@@ -211,7 +211,7 @@ struct MirrorState {
             }
             guard !answered.isEmpty else { continue }
             let dropMarks = Array(repeating: "?", count: answered.count).joined(separator: ",")
-            try database.execute("DELETE FROM mirror_pending WHERE seq IN (\(dropMarks))", answered.map(\.seq))
+            try statement("DELETE FROM mirror_pending WHERE seq IN (\(dropMarks))", reused: answered.count == 500).run(answered.map(\.seq))
         }
     }
 
@@ -275,11 +275,11 @@ struct MirrorState {
                 values += [meta.uuid, meta.entity, meta.zone.zoneName, meta.zone.ownerName, SQLValue(meta.changeTag),
                            SQLValue(text ?? meta.serverFields.map { JSONText.object($0) })] as [any SQLBindable]
             }
-            try database.execute("""
+            try statement("""
                 INSERT INTO mirror_meta(uuid, entity, zone_name, owner_name, change_tag, server_fields) VALUES \(rows)
                 ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,
                     change_tag = excluded.change_tag, server_fields = excluded.server_fields
-                """, values)
+                """, reused: chunk.count == 200).run(values)
         }
     }
 
@@ -381,8 +381,14 @@ struct MirrorState {
             let chunk = Array(uuids[start..<min(uuids.count, start + 500)])
             start += chunk.count
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-            for row in try database.query(sql.replacingOccurrences(of: "%@", with: marks), chunk) { body(row) }
+            for row in try statement(sql.replacingOccurrences(of: "%@", with: marks), reused: chunk.count == 500).query(chunk) { body(row) }
         }
+    }
+
+    /// A statement for SQL built for a number of rows: kept for reuse for a full chunk (the
+    /// common size), prepared once for any other, so the cache does not grow with every size.
+    private func statement(_ sql: String, reused: Bool) throws -> Statement {
+        reused ? try database.cached(sql) : try database.prepare(sql)
     }
 
     /// The metadata (without server fields) and queue entries of `uuids`, two statements for a
