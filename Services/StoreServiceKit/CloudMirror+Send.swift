@@ -367,9 +367,13 @@ extension CloudMirror {
 
     private func applyVerdicts(items: [Item], scopeStore: String, saved: JSONValue?, deleted: JSONValue?, errors: [String: WireError],
                                report: inout MirrorSendReport, skipped: inout Set<String>) throws {
-        let savedRecords = (saved?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
-        var savedByName: [String: MirrorRecord] = [:]
-        for record in savedRecords { savedByName[record.recordName] = record }
+        // Saved records' new change tags by name (the reply's records, read for the two members
+        // a verdict needs rather than decoded whole: a batch has hundreds).
+        var savedByName: [String: String?] = [:]
+        for record in saved?.arrayValue ?? [] {
+            guard let name = record["recordName"]?.stringValue else { continue }
+            savedByName[name] = .some(record["recordChangeTag"]?.stringValue)
+        }
         let deletedNames = Set((deleted?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue })
         var reverts: [(Item, WireError)] = []
         var rootsDeleted: [String] = []
@@ -389,8 +393,8 @@ extension CloudMirror {
                 let uuid = item.pending.uuid
                 let error = errors[uuid] ?? errors.first { $0.key.hasSuffix("/\(uuid)") }?.value
                 if let record = item.record {
-                    if let stored = savedByName[uuid], error == nil {
-                        sentMetas.append((.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: stored.recordChangeTag,
+                    if let tag = savedByName[uuid], error == nil {
+                        sentMetas.append((.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: tag,
                                                 serverFields: nil), item.fieldsText))
                         answered.append(item.pending)
                         report.saved += 1

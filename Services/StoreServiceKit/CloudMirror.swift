@@ -241,7 +241,8 @@ final class CloudMirror: Sendable {
                             faults += try ingest(change, time: time, state: state, cache: &cache)
                         }
                         if !cache.inserted.isEmpty {
-                            try state.dropFieldTimes(cache.inserted)
+                            try state.enqueueNew(cache.inserted)
+                            try state.dropFieldTimes(cache.inserted.map(\.uuid))
                             cache.inserted.removeAll(keepingCapacity: true)
                         }
                         queued += transaction.entries.count
@@ -314,9 +315,9 @@ final class CloudMirror: Sendable {
         var names: Set<String> = []
         var changedText = ""
         var stampsText = ""
-        /// New objects of the history transaction being queued: any stamps row their uuids
-        /// still have (an earlier life of the uuid) is dropped once, after the transaction.
-        var inserted: [String] = []
+        /// New objects of the history transaction being queued, written at its end: their queue
+        /// entries in bulk, and any stamps row their uuids still have (an earlier life) dropped.
+        var inserted: [MirrorState.NewEntry] = []
     }
 
     private func ingest(_ change: HistoryChanges.Entry, time: Double, state: MirrorState, cache: inout IngestCache) throws -> [String] {
@@ -351,10 +352,8 @@ final class CloudMirror: Sendable {
                 cache.key = (changed, stamp)
             }
             // Its stamps ride in its queue entry (a stale stamps row would hide them: see `inserted`).
-            cache.inserted.append(change.uuid)
-            try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: cache.names, new: true,
-                              changedText: cache.changedText, timesText: cache.names.isEmpty ? nil : cache.stampsText,
-                              primaryKey: change.primaryKey)
+            cache.inserted.append(.init(uuid: change.uuid, entity: entity.name, changedText: cache.changedText,
+                                        timesText: cache.names.isEmpty ? nil : cache.stampsText, primaryKey: change.primaryKey))
             return []
         }
         let names = Set((change.changed ?? []).map(MirrorRecordCoding.fieldName))

@@ -183,6 +183,36 @@ struct MirrorState {
                   primaryKey.map { SQLValue.integer($0) } ?? .null, new ? 1 : 0])
     }
 
+    /// A new object's queue entry, as `enqueue(…, new: true, …)` writes it.
+    struct NewEntry {
+        var uuid: String
+        var entity: String
+        var changedText: String
+        var timesText: String?
+        var primaryKey: Int64
+    }
+
+    /// `enqueue(…, new: true, …)` for many new objects (a bulk save's), a statement per 100.
+    func enqueueNew(_ entries: [NewEntry]) throws {
+        var start = 0
+        while start < entries.count {
+            let chunk = entries[start..<min(entries.count, start + 100)]
+            start += chunk.count
+            let rows = Array(repeating: "(?, ?, 'insert', NULL, NULL, ?, 0, ?, ?)", count: chunk.count).joined(separator: ", ")
+            var values: [any SQLBindable] = []
+            values.reserveCapacity(chunk.count * 5)
+            for entry in chunk {
+                values += [entry.uuid, entry.entity, entry.changedText, SQLValue(entry.timesText), entry.primaryKey] as [any SQLBindable]
+            }
+            try statement("""
+                INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before, times, pk) VALUES \(rows)
+                ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = excluded.zone_name,
+                    owner_name = excluded.owner_name, changed = excluded.changed, not_before = 0, generation = generation + 1,
+                    times = excluded.times, pk = coalesce(excluded.pk, pk)
+                """, reused: chunk.count == 100).run(values)
+        }
+    }
+
     func dropPending(_ uuid: String) throws {
         try database.execute("DELETE FROM mirror_pending WHERE uuid = ?", [uuid])
     }
