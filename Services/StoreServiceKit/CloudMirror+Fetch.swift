@@ -143,19 +143,6 @@ extension CloudMirror {
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
         let (model, holding) = try state(scope) { state, _, _ in (state.store.model, Set(state.store.entities.keys)) }
-        // Imports' remote-change notices, held until a commit that waited for the disk covers
-        // their history (see `applyPage`'s `durable`).
-        var notices: [RemoteChangeNotice] = []
-        defer {
-            if !notices.isEmpty {
-                // A fetch that stopped part-way: one small commit that waits for the disk makes
-                // the pages before it durable too (the log is synced up to it), then the notices.
-                _ = try? state(scope) { state, _, _ in
-                    try state.store.database.transaction { try state.setValue(MirrorState.importSyncedKey, String(Date().timeIntervalSince1970)) }
-                }
-                engine.publish(notices, from: nil)
-            }
-        }
         let ahead = PagesAhead(depth: Self.pagesAhead)
         defer { ahead.stop() }
         ahead.setUp(decode: { [weak ahead] json in
@@ -164,7 +151,7 @@ extension CloudMirror {
             return page
         }, send: { [self] token, waiter in
             let params: JSONValue = ["database": .string(database), "zoneID": zone.json, "limit": 1000, "since": .string(token)]
-            begin("changes.fetchZone", params, into: waiter)
+            begin("changes.fetchZone", params, into: waiter, connecting: false)
         })
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.zoneTokenKey(zone)) }
@@ -200,12 +187,7 @@ extension CloudMirror {
             // The page's token is saved in the transaction that applies the page (the last one,
             // when the page needs a context save too): a token is never kept without its page.
             // Applying is idempotent anyway: a page fetched again changes nothing.
-            try applyPage(page.changed, prepared: page.prepared, deleted: page.deleted, zone: zone, scope: scope, token: page.token,
-                          durable: !page.moreComing, notices: &notices, report: &report)
-            if !page.moreComing {
-                engine.publish(notices, from: nil)
-                notices = []
-            }
+            try applyPage(page.changed, prepared: page.prepared, deleted: page.deleted, zone: zone, scope: scope, token: page.token, report: &report)
             CrashPoint.reached("mirror.afterApplyingPage")
             listed?.formUnion(page.changed.map(\.recordName))
             let more = page.moreComing
@@ -219,8 +201,7 @@ extension CloudMirror {
         if let listed {
             let gone = try state(scope) { state, _, _ in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
             if !gone.isEmpty {
-                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, token: nil,
-                              durable: true, notices: &notices, report: &report)
+                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, token: nil, report: &report)
             }
         }
     }
@@ -228,13 +209,11 @@ extension CloudMirror {
     /// Applies one page of zone changes to the scope's store, and saves `token` (the zone's
     /// token after the page) with it.
     /// `prepared`: per changed record, its row values as far as they need no store (`ZoneChanges`).
-    /// `durable`: the commit waits for the disk (a zone's last page). Other pages' commits do
-    /// not, and their remote-change notices go to `notices`, published only once a commit that
-    /// waited covers them: a history token clients are told of must survive a power loss (it
-    /// would otherwise be handed out again). An fsync per page was a sixth of a fetch.
+    /// A page with records commits waiting for the disk: it may write rows and a history
+    /// transaction whose token clients are told of at once, and a power loss must not roll that
+    /// token back to be handed out again. Pages of nothing but bookkeeping do not wait.
     private func applyPage(_ changed: [MirrorRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: MirrorZoneID,
-                           scope: StoreScope, token: String?, durable: Bool, notices: inout [RemoteChangeNotice],
-                           report: inout MirrorFetchReport) throws {
+                           scope: StoreScope, token: String?, report: inout MirrorFetchReport) throws {
         let me = user
         try state(scope) { state, index, stores in
             let store = state.store
@@ -244,7 +223,7 @@ extension CloudMirror {
             var notice: RemoteChangeNotice?
             // The page's lookups, and its records new to this device with their metadata, in one
             // transaction; the context path below takes the rest.
-            try store.database.transaction(commit: durable && !changed.isEmpty ? .full : .deferred) {
+            try store.database.transaction(commit: changed.isEmpty ? .deferred : .full) {
             let stored = try state.metaAndPending(changed.map(\.recordName))
             var rows: [String: [String: Int64]] = [:]
             for (entity, records) in Dictionary(grouping: changed, by: { $0.entityName ?? "" }) where store.holds(entity) {
@@ -358,7 +337,7 @@ extension CloudMirror {
                 if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
             }
             }
-            if let notice { notices.append(notice) }
+            if let notice { engine.publish([notice], from: nil) }
             if !local.isEmpty {
                 let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
                 if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }

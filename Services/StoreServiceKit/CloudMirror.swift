@@ -159,8 +159,14 @@ final class CloudMirror: Sendable {
     }
 
     /// `begin` with a waiter made beforehand (so it can be queued before its reply can come).
-    func begin<P: Encodable>(_ op: String, _ params: P, into waiter: ReplyWaiter) {
-        do {
+    /// `connecting: false` only uses a live connection (from the client's own reader thread a
+    /// reconnect, with its hello and sign-in, must not run); without one the waiter fails, and
+    /// its reader falls back to asking itself.
+    func begin<P: Encodable>(_ op: String, _ params: P, into waiter: ReplyWaiter, connecting: Bool = true) {
+        do throws(WireError) {
+            guard connecting || connection.withLock({ $0 }) != nil else {
+                throw WireError(.networkUnavailable, "The mirror's connection to the sync-service closed.")
+            }
             let client = try client().client
             waiter.client = client
             client.send(op, params) { waiter.resolve($0) }
@@ -238,13 +244,14 @@ final class CloudMirror: Sendable {
                     if transaction.author != SaveOperation.syncAuthor {
                         let time = MirrorRecordCoding.seconds(iso: transaction.timestamp) ?? Date().timeIntervalSince1970
                         for change in transaction.entries {
+                            // New objects are queued in bulk, but never after a later entry of
+                            // the transaction: the queue keeps history's order (a save's inserts
+                            // come before its updates, so a new session goes before the events
+                            // moved into it).
+                            if change.kind != .insert { try flushInserted(&cache, state: state) }
                             faults += try ingest(change, time: time, state: state, cache: &cache)
                         }
-                        if !cache.inserted.isEmpty {
-                            try state.enqueueNew(cache.inserted)
-                            try state.dropFieldTimes(cache.inserted.map(\.uuid))
-                            cache.inserted.removeAll(keepingCapacity: true)
-                        }
+                        try flushInserted(&cache, state: state)
                         queued += transaction.entries.count
                     }
                     last = transaction.token
@@ -315,9 +322,18 @@ final class CloudMirror: Sendable {
         var names: Set<String> = []
         var changedText = ""
         var stampsText = ""
-        /// New objects of the history transaction being queued, written at its end: their queue
-        /// entries in bulk, and any stamps row their uuids still have (an earlier life) dropped.
+        /// New objects gathered to be queued in bulk (`flushInserted`) before the next entry that
+        /// is not one, or the history transaction's end.
         var inserted: [MirrorState.NewEntry] = []
+    }
+
+    /// Queues the new objects `ingest` has gathered, and drops any stamps row their uuids still
+    /// have from an earlier life.
+    private func flushInserted(_ cache: inout IngestCache, state: MirrorState) throws {
+        guard !cache.inserted.isEmpty else { return }
+        try state.enqueueNew(cache.inserted)
+        try state.dropFieldTimes(cache.inserted.map(\.uuid))
+        cache.inserted.removeAll(keepingCapacity: true)
     }
 
     private func ingest(_ change: HistoryChanges.Entry, time: Double, state: MirrorState, cache: inout IngestCache) throws -> [String] {

@@ -23,9 +23,8 @@ import SQLiteKit
 /// verdicts, tokens and metadata after a context save) commit `.deferred`: without waiting for
 /// the disk. All of it can be derived again (from history after the cursor they roll back with,
 /// or from the cloud by the next send or fetch), so a power loss costs a redo at worst; a
-/// process crash (kill -9) loses nothing. Fetched pages too, but their remote-change events wait
-/// for a commit that waited for the disk (`CloudMirror.applyPage`'s `durable`). An fsync per
-/// commit was about a sixth of a fetch.
+/// process crash (kill -9) loses nothing. A fetched page that writes rows and history clients
+/// are told of waits, as a client's save does (`CloudMirror.applyPage`).
 struct MirrorState {
     let store: PersistentStore
     private var database: Database { store.database }
@@ -81,8 +80,6 @@ struct MirrorState {
     static func zoneTokenKey(_ zone: MirrorZoneID) -> String { "zoneToken:\(zone.ownerName)/\(zone.zoneName)" }
     static let databaseTokenKey = "databaseToken"
     static let exportCursorKey = "exportCursor"
-    /// Written by a commit that waits for the disk after a fetch stopped part-way (see `fetchZone`).
-    static let importSyncedKey = "importSynced"
 
     // MARK: Pending
 
@@ -292,11 +289,11 @@ struct MirrorState {
     }
 
     /// `setMeta` for many records that were sent and saved (their server fields are the text
-    /// sent), a statement per 200 records instead of one each: a verdict applies hundreds.
+    /// sent), a statement per 150 records instead of one each (900 parameters: under the 999 older SQLite builds allow): a verdict applies hundreds.
     func setSentMetas(_ metas: [(meta: Meta, fieldsText: String?)]) throws {
         var start = 0
         while start < metas.count {
-            let chunk = metas[start..<min(metas.count, start + 200)]
+            let chunk = metas[start..<min(metas.count, start + 150)]
             start += chunk.count
             let rows = Array(repeating: "(?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
             var values: [any SQLBindable] = []
@@ -309,7 +306,7 @@ struct MirrorState {
                 INSERT INTO mirror_meta(uuid, entity, zone_name, owner_name, change_tag, server_fields) VALUES \(rows)
                 ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,
                     change_tag = excluded.change_tag, server_fields = excluded.server_fields
-                """, reused: chunk.count == 200).run(values)
+                """, reused: chunk.count == 150).run(values)
         }
     }
 

@@ -389,10 +389,39 @@ private struct StoredFormScanner {
                     index += 4
                 default: return false
                 }
+            case 0x80...:
+                // Multi-byte UTF-8, checked as the parser checks it: the text is kept as it
+                // came, so it must be what a parse would accept.
+                index -= 1
+                guard validUTF8Sequence() else { return false }
             default: continue
             }
         }
         return false
+    }
+
+    /// One well-formed UTF-8 sequence of two to four bytes at `index` (no overlong forms, no
+    /// surrogates, nothing past U+10FFFF); advances past it.
+    private mutating func validUTF8Sequence() -> Bool {
+        let lead = bytes[index]
+        let count: Int
+        var low: UInt8 = 0x80, high: UInt8 = 0xBF
+        switch lead {
+        case 0xC2...0xDF: count = 2
+        case 0xE0: count = 3; low = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: count = 3
+        case 0xED: count = 3; high = 0x9F
+        case 0xF0: count = 4; low = 0x90
+        case 0xF1...0xF3: count = 4
+        case 0xF4: count = 4; high = 0x8F
+        default: return false
+        }
+        guard bytes.count - index >= count else { return false }
+        let second = bytes[index + 1]
+        guard second >= low, second <= high else { return false }
+        for offset in 2..<max(2, count) where bytes[index + offset] < 0x80 || bytes[index + offset] > 0xBF { return false }
+        index += count
+        return true
     }
 
     /// `-?(0|[1-9][0-9]*)` with at most `maxDigits` digits, not `-0`: what an integer is written as.

@@ -133,8 +133,10 @@ public enum JSONParser {
                 let start = index
                 if let keptMember, keptDepth == nil || keptDepth == depth {
                     if key == keptKey, let textOnly, index < bytes.count, let end = textOnly(bytes, index), end > index, end <= bytes.count {
-                        // The caller needs the text alone: no tree is built for it.
+                        // The caller needs the text alone: no tree is built for it (and an
+                        // earlier value under the same key goes: the last one wins, text and all).
                         index = end
+                        dropEarlier(key, since: first)
                         keepText(from: start, as: keptMember)
                     } else {
                         let parsed = try value(depth: depth)
@@ -162,6 +164,15 @@ public enum JSONParser {
             for index in first..<pairs.count { members[pairs[index].key] = pairs[index].value }
             pairs.removeSubrange(first...)
             return members
+        }
+
+        /// Removes members named `key` parsed since `first` (this object's).
+        @inline(never)
+        mutating func dropEarlier(_ key: String, since first: Int) {
+            var position = first
+            while position < pairs.count {
+                if pairs[position].key == key { pairs.remove(at: position) } else { position += 1 }
+            }
         }
 
         /// Out of line: `object`'s frame is on the stack once per nesting level (up to 512, on

@@ -178,6 +178,9 @@ struct JSONParserTests {
         #expect(items[0]["fields"] == nil && items[0]["fields" + suffix] == .string(#"{"ok":1}"#) && items[0]["n"] == 1)
         #expect(items[1]["fields"]?["no"] == 2 && items[1]["fields" + suffix] == .string(#"{"no":2}"#))
         #expect(items[2]["fields"] == nil && items[2]["fields" + suffix] == "{}")
+        // A key given twice: the last value wins, whether kept as text alone or parsed.
+        let twice = try JSONParser.parse(Array(#"[{"fields":{"no":2},"fields":{"ok":1}}]"#.utf8), keeping: kept)
+        #expect(twice.arrayValue?[0]["fields"] == nil && twice.arrayValue?[0]["fields" + suffix] == .string(#"{"ok":1}"#))
         // What follows a member kept as text is parsed as usual, and errors still surface.
         #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(Array(#"[{"fields":{"ok":1},}]"#.utf8), keeping: kept) }
     }

@@ -169,6 +169,28 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        @Test("One save that creates a session and moves saved events into it sends the session first (the queue keeps history's order)")
+        func newParentGoesBeforeMovedChildren() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let events = try await a.insertEvents(["moved-1", "moved-2"])
+            try await a.send()
+            let context = try await a.context()
+            let session = try #require(try await a.call("object.insert", ["context": .string(context), "entity": "CareSession",
+                                                                          "values": ["id": "parent", "title": "New"]])["objectID"]?.stringValue)
+            for event in events {
+                try await a.call("object.set", ["context": .string(context), "objectID": .string(event), "values": ["session": .string(session)]])
+            }
+            try await a.call("context.save", ["context": .string(context)])
+            try await a.send()
+            // The zone's change feed lists records in the order the server saved them.
+            let order = try await cloud.records(user: "owner").compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue }
+            let parent = try #require(order.firstIndex(of: "parent"))
+            #expect(order.filter { $0.hasPrefix("moved-") }.allSatisfy { order.firstIndex(of: $0)! > parent }, "\(order)")
+            _ = await a.stop()
+            await cloud.stop()
+        }
+
         @Test("A fetch of several pages tells B's clients of every imported object, each page's history token once")
         func multiPageFetchEvents() async throws {
             let cloud = try await Cloud.start()

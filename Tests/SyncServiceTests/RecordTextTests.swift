@@ -149,6 +149,14 @@ struct StoredFormTests {
             #"{"CD_\u0061":{"type":"string","value":"x"}}"#,
         ]
         for text in refused { #expect(!FieldsJSON.isStoredForm(text), "\(text)") }
+        // Bytes that are not UTF-8 (the parser refuses them) are never taken as stored form.
+        for bad: [UInt8] in [[0xC3, 0x28], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0x80], [0xC3]] {
+            let bytes = Array(#"{"CD_a":{"type":"string","value":""#.utf8) + bad + Array(#""}}"#.utf8)
+            #expect(bytes.withUnsafeBufferPointer { FieldsJSON.storedFormEnd($0, from: 0) } == nil, "\(bad)")
+            #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(bytes) }
+        }
+        let good = Array(#"{"CD_a":{"type":"string","value":"é猫🐈"}}"#.utf8)
+        #expect(good.withUnsafeBufferPointer { FieldsJSON.storedFormEnd($0, from: 0) } == good.count)
         #expect(FieldsJSON.isStoredForm("{}"))
         #expect(FieldsJSON.isStoredForm(#"{"CD_a":{"type":"double","value":1e-07}}"#), "Swift's own exponent form")
     }
