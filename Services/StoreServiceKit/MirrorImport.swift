@@ -34,9 +34,6 @@ struct MirrorImport {
 
     init(store: PersistentStore) { self.store = store }
 
-    var isEmpty: Bool { accepted.isEmpty }
-    var count: Int { accepted.count }
-
     /// A record's row values as far as they need no store: its attributes converted exactly as
     /// `context.set` converts them, its to-one relationships as the related records' names.
     /// Worked out off the applying thread (`CloudMirror.ZoneChanges`), so it only resolves names.
