@@ -229,7 +229,9 @@ extension CloudMirror {
             for (entity, records) in Dictionary(grouping: changed, by: { $0.entityName ?? "" }) where store.holds(entity) {
                 rows[entity] = try state.primaryKeys(entity: entity, uuids: records.map(\.recordName))
             }
-            var fresh: [(record: MirrorRecord, entity: EntityDescription, fields: [String: JSONValue], prepared: MirrorImport.Prepared?)] = []
+            // Records new to this device, by position in the page (records are not copied: a
+            // page's worth of copies and their releases showed in profiles).
+            var fresh: [(position: Int, entity: EntityDescription)] = []
             for (position, record) in changed.enumerated() {
                 if record.isShare {
                     if store.scope == .shared, let info = record.shareInfo,
@@ -250,7 +252,7 @@ extension CloudMirror {
                 var keepPending = false
                 let queued = stored.pending[uuid]
                 if !known, queued == nil, rows[entity.name]?[uuid] == nil {
-                    fresh.append((record, entity, fields, position < prepared.count ? prepared[position] : nil))
+                    fresh.append((position, entity))
                     report.changedRecords += 1
                     continue
                 }
@@ -296,12 +298,15 @@ extension CloudMirror {
             }
             // Parents before children, so a child's relationship finds its parent's row.
             var direct = MirrorImport(store: store)
-            var imported: [(MirrorRecord, EntityDescription)] = []
-            for (record, entity, fields, values) in fresh.enumerated().sorted(by: { ($0.element.entity.toOneRelationships.count, $0.offset) < ($1.element.entity.toOneRelationships.count, $1.offset) }).map(\.element) {
+            var imported: [(position: Int, entity: EntityDescription)] = []
+            fresh.sort { ($0.entity.toOneRelationships.count, $0.position) < ($1.entity.toOneRelationships.count, $1.position) }
+            for (position, entity) in fresh {
+                let record = changed[position]
+                let values = position < prepared.count ? prepared[position] : nil
                 if try direct.accept(uuid: record.recordName, entity: entity, prepared: values, zone: record.zoneID.zoneName) {
-                    imported.append((record, entity))
+                    imported.append((position, entity))
                 } else {
-                    local.append(LocalChange(uuid: record.recordName, entity: entity, fields: fields, zone: record.zoneID.zoneName))
+                    local.append(LocalChange(uuid: record.recordName, entity: entity, fields: record.fields ?? [:], zone: record.zoneID.zoneName))
                     afterSave.append { try Self.keepImported(record, entity: entity, state: state) }
                 }
             }
@@ -328,8 +333,8 @@ extension CloudMirror {
             // move past the import's own transaction here rather than in one more commit.
             let cursorIsCurrent = try state.value(MirrorState.exportCursorKey) == String(store.lastToken)
             notice = try direct.write(router: engine.router, logger: engine.logger)
-            for (record, entity) in imported { try Self.keepMeta(record, entity: entity, state: state) }
-            try state.dropFieldTimes(imported.map(\.0.recordName))
+            for (position, entity) in imported { try Self.keepMeta(changed[position], entity: entity, state: state) }
+            try state.dropFieldTimes(imported.map { changed[$0.position].recordName })
             if let notice, cursorIsCurrent { try state.setValue(MirrorState.exportCursorKey, String(notice.token)) }
             if local.isEmpty {
                 for step in afterSave { try step() }
