@@ -385,18 +385,15 @@ extension CloudMirror {
             var afterSave: [() throws -> Void] = []
             // One transaction for the whole batch's verdicts: with synchronous=FULL each
             // autocommit write is an fsync, which made a send cost ~2 ms per record.
-            // Records saved as sent: their metadata and queue entries written in bulk, last.
-            var sentMetas: [(meta: MirrorState.Meta, fieldsText: String?)] = []
-            var answered: [MirrorState.Pending] = []
             try store.database.transaction(commit: .deferred) {
             for item in items {
                 let uuid = item.pending.uuid
                 let error = errors[uuid] ?? errors.first { $0.key.hasSuffix("/\(uuid)") }?.value
                 if let record = item.record {
                     if let tag = savedByName[uuid], error == nil {
-                        sentMetas.append((.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: tag,
-                                                serverFields: nil), item.fieldsText))
-                        answered.append(item.pending)
+                        try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: tag,
+                                                serverFields: nil), fieldsText: item.fieldsText)
+                        try state.dropPending(item.pending)
                         report.saved += 1
                         continue
                     }
@@ -465,8 +462,6 @@ extension CloudMirror {
                     }
                 }
             }
-            try state.setSentMetas(sentMetas)
-            try state.dropPending(answered)
             }
             let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
             if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }

@@ -244,14 +244,12 @@ final class CloudMirror: Sendable {
                     if transaction.author != SaveOperation.syncAuthor {
                         let time = MirrorRecordCoding.seconds(iso: transaction.timestamp) ?? Date().timeIntervalSince1970
                         for change in transaction.entries {
-                            // New objects are queued in bulk, but never after a later entry of
-                            // the transaction: the queue keeps history's order (a save's inserts
-                            // come before its updates, so a new session goes before the events
-                            // moved into it).
-                            if change.kind != .insert { try flushInserted(&cache, state: state) }
                             faults += try ingest(change, time: time, state: state, cache: &cache)
                         }
-                        try flushInserted(&cache, state: state)
+                        if !cache.inserted.isEmpty {
+                            try state.dropFieldTimes(cache.inserted)
+                            cache.inserted.removeAll(keepingCapacity: true)
+                        }
                         queued += transaction.entries.count
                     }
                     last = transaction.token
@@ -322,18 +320,9 @@ final class CloudMirror: Sendable {
         var names: Set<String> = []
         var changedText = ""
         var stampsText = ""
-        /// New objects gathered to be queued in bulk (`flushInserted`) before the next entry that
-        /// is not one, or the history transaction's end.
-        var inserted: [MirrorState.NewEntry] = []
-    }
-
-    /// Queues the new objects `ingest` has gathered, and drops any stamps row their uuids still
-    /// have from an earlier life.
-    private func flushInserted(_ cache: inout IngestCache, state: MirrorState) throws {
-        guard !cache.inserted.isEmpty else { return }
-        try state.enqueueNew(cache.inserted)
-        try state.dropFieldTimes(cache.inserted.map(\.uuid))
-        cache.inserted.removeAll(keepingCapacity: true)
+        /// New objects of the history transaction being queued: any stamps row their uuids
+        /// still have (an earlier life of the uuid) is dropped once, after the transaction.
+        var inserted: [String] = []
     }
 
     private func ingest(_ change: HistoryChanges.Entry, time: Double, state: MirrorState, cache: inout IngestCache) throws -> [String] {
@@ -368,8 +357,10 @@ final class CloudMirror: Sendable {
                 cache.key = (changed, stamp)
             }
             // Its stamps ride in its queue entry (a stale stamps row would hide them: see `inserted`).
-            cache.inserted.append(.init(uuid: change.uuid, entity: entity.name, changedText: cache.changedText,
-                                        timesText: cache.names.isEmpty ? nil : cache.stampsText, primaryKey: change.primaryKey))
+            cache.inserted.append(change.uuid)
+            try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: cache.names, new: true,
+                              changedText: cache.changedText, timesText: cache.names.isEmpty ? nil : cache.stampsText,
+                              primaryKey: change.primaryKey)
             return []
         }
         let names = Set((change.changed ?? []).map(MirrorRecordCoding.fieldName))

@@ -180,36 +180,6 @@ struct MirrorState {
                   primaryKey.map { SQLValue.integer($0) } ?? .null, new ? 1 : 0])
     }
 
-    /// A new object's queue entry, as `enqueue(…, new: true, …)` writes it.
-    struct NewEntry {
-        var uuid: String
-        var entity: String
-        var changedText: String
-        var timesText: String?
-        var primaryKey: Int64
-    }
-
-    /// `enqueue(…, new: true, …)` for many new objects (a bulk save's), a statement per 100.
-    func enqueueNew(_ entries: [NewEntry]) throws {
-        var start = 0
-        while start < entries.count {
-            let chunk = entries[start..<min(entries.count, start + 100)]
-            start += chunk.count
-            let rows = Array(repeating: "(?, ?, 'insert', NULL, NULL, ?, 0, ?, ?)", count: chunk.count).joined(separator: ", ")
-            var values: [any SQLBindable] = []
-            values.reserveCapacity(chunk.count * 5)
-            for entry in chunk {
-                values += [entry.uuid, entry.entity, entry.changedText, SQLValue(entry.timesText), entry.primaryKey] as [any SQLBindable]
-            }
-            try statement("""
-                INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before, times, pk) VALUES \(rows)
-                ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = excluded.zone_name,
-                    owner_name = excluded.owner_name, changed = excluded.changed, not_before = 0, generation = generation + 1,
-                    times = excluded.times, pk = coalesce(excluded.pk, pk)
-                """, reused: chunk.count == 100).run(values)
-        }
-    }
-
     func dropPending(_ uuid: String) throws {
         try database.execute("DELETE FROM mirror_pending WHERE uuid = ?", [uuid])
     }
@@ -218,28 +188,6 @@ struct MirrorState {
     func dropPending(_ entry: Pending) throws {
         // By queue position (the rowid), not through the uuid index: a verdict drops hundreds.
         try database.execute("DELETE FROM mirror_pending WHERE seq = ? AND uuid = ? AND generation = ?", [entry.seq, entry.uuid, entry.generation])
-    }
-
-    /// `dropPending(_:)` for many entries: each is removed only if it is still the version its
-    /// verdict answered; a statement or two per 500 instead of one each.
-    func dropPending(_ entries: [Pending]) throws {
-        var start = 0
-        while start < entries.count {
-            let chunk = entries[start..<min(entries.count, start + 500)]
-            start += chunk.count
-            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-            var current: [Int64: (uuid: String, generation: Int64)] = [:]
-            for row in try statement("SELECT seq, uuid, generation FROM mirror_pending WHERE seq IN (\(marks))", reused: chunk.count == 500).query(chunk.map(\.seq)) {
-                if let seq = row[0].int64 { current[seq] = (row[1].string ?? "", row[2].int64 ?? -1) }
-            }
-            let answered = chunk.filter { entry in
-                guard let found = current[entry.seq] else { return false }
-                return found.uuid == entry.uuid && found.generation == entry.generation
-            }
-            guard !answered.isEmpty else { continue }
-            let dropMarks = Array(repeating: "?", count: answered.count).joined(separator: ",")
-            try statement("DELETE FROM mirror_pending WHERE seq IN (\(dropMarks))", reused: answered.count == 500).run(answered.map(\.seq))
-        }
     }
 
     func deferEntries(_ uuids: [String], until time: Double) throws {
@@ -286,28 +234,6 @@ struct MirrorState {
         let stamps = try fieldTimesText(uuid)
         try database.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
         if let stamps { try replaceFieldTimes(uuid, text: stamps) } else { try dropFieldTimes(uuid) }
-    }
-
-    /// `setMeta` for many records that were sent and saved (their server fields are the text
-    /// sent), a statement per 150 records instead of one each (900 parameters: under the 999 older SQLite builds allow): a verdict applies hundreds.
-    func setSentMetas(_ metas: [(meta: Meta, fieldsText: String?)]) throws {
-        var start = 0
-        while start < metas.count {
-            let chunk = metas[start..<min(metas.count, start + 150)]
-            start += chunk.count
-            let rows = Array(repeating: "(?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
-            var values: [any SQLBindable] = []
-            values.reserveCapacity(chunk.count * 6)
-            for (meta, text) in chunk {
-                values += [meta.uuid, meta.entity, meta.zone.zoneName, meta.zone.ownerName, SQLValue(meta.changeTag),
-                           SQLValue(text ?? meta.serverFields.map { JSONText.object($0) })] as [any SQLBindable]
-            }
-            try statement("""
-                INSERT INTO mirror_meta(uuid, entity, zone_name, owner_name, change_tag, server_fields) VALUES \(rows)
-                ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,
-                    change_tag = excluded.change_tag, server_fields = excluded.server_fields
-                """, reused: chunk.count == 150).run(values)
-        }
     }
 
     func dropMeta(_ uuid: String) throws {
