@@ -147,7 +147,7 @@ extension CloudMirror {
         defer { ahead.stop() }
         ahead.setUp(decode: { [weak ahead] json in
             let page = ZoneChanges(json: json, model: model, holding: holding)
-            if page.moreComing { ahead?.arrived(nextAfter: page.token) }
+            if page.moreComing { ahead?.ask(after: page.token) }
             return page
         }, send: { [self] token, waiter in
             let params: JSONValue = ["database": .string(database), "zoneID": zone.json, "limit": 1000, "since": .string(token)]
@@ -176,14 +176,14 @@ extension CloudMirror {
                 return
             case let .failure(error): throw error
             }
-            let page = outcome != nil ? decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
-                                       : ZoneChanges(json: reply, model: model, holding: holding)
+            // A page that came ahead was decoded when it arrived.
+            let page = decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
             report.pages += 1
             // The next pages travel, are parsed and decoded (on the client's reader thread) while
             // this one is applied; each is used only after the page before has been applied with
             // its token, so the order of pages and tokens is unchanged. A page that came ahead
             // has already asked for the one after it.
-            if page.moreComing && decoded == nil { ahead.start(after: page.token) }
+            if page.moreComing && decoded == nil { ahead.ask(after: page.token) }
             // The page's token is saved in the transaction that applies the page (the last one,
             // when the page needs a context save too): a token is never kept without its page.
             // Applying is idempotent anyway: a page fetched again changes nothing.
@@ -442,13 +442,9 @@ final class PagesAhead: Sendable {
         state.withLock { $0.decode = decode; $0.send = send }
     }
 
-    /// Asks for the pages after `token` (a page that did not come ahead).
-    func start(after token: String) { ask(after: token) }
-
-    /// A page that came ahead arrived with more to come (on the client's reader thread).
-    func arrived(nextAfter token: String) { ask(after: token) }
-
-    private func ask(after token: String) {
+    /// Asks for the page after `token`: by the applying thread for a page that did not come
+    /// ahead, by the client's reader thread when a page that came ahead has more to come.
+    func ask(after token: String) {
         let queued = state.withLock { state -> (ReplyWaiter, Send)? in
             guard !state.stopped, let send = state.send else { return nil }
             if state.waiting.count >= depth { state.parked = token; return nil }

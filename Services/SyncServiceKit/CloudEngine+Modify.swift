@@ -95,7 +95,8 @@ extension CloudEngine {
                 encoded.append(nil)
                 continue
             }
-            let json = record.sentFieldsText.flatMap { FieldsJSON.isStoredForm($0) ? $0 : nil } ?? FieldsJSON.text(skippingNulls: record.fields)
+            // Fields that came with a tree were refused as stored form when parsed: written out.
+            let json = FieldsJSON.text(skippingNulls: record.fields)
             requestBytes += json.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
             encoded.append(json)
         }

@@ -164,10 +164,17 @@ struct CrashHarnessTests {
     @Test("device killed after applying a fetched page (with its token): the next fetch resumes, every record exactly once",
           arguments: [1, 2])
     func afterApplyingPage(hit: Int) async throws {
+        let deployment = try await Self.fetchKilled(at: "mirror.afterApplyingPage:\(hit)")
+        try await deployment.expectConvergence(expected: 1200)
+    }
+
+    /// A saves and sends 1,200 events; B, started to die at `crashAt`, fetches and is killed
+    /// there; B is started again. Returns the deployment for the checks after the restart.
+    static func fetchKilled(at crashAt: String) async throws -> Deployment {
         let deployment = try Deployment()
         try await deployment.startCloud()
         try await deployment.startDevice("A")
-        try await deployment.startDevice("B", crashAt: "mirror.afterApplyingPage:\(hit)")
+        try await deployment.startDevice("B", crashAt: crashAt)
         let a = try await deployment.client("A")
         for batch in 0..<3 { #expect(await Self.save(a, batch: batch, count: 400)) }
         _ = try await a.call("sync.send", [:])
@@ -177,7 +184,7 @@ struct CrashHarnessTests {
         b.close()
         #expect(await deployment.devices["B"]?.waitForExit() == 128 + 9, "B died as kill -9 would")
         try await deployment.startDevice("B")
-        try await deployment.expectConvergence(expected: 1200)
+        return deployment
     }
 
     /// New records are written straight into rows, history and metadata (`MirrorImport`), one
@@ -185,19 +192,7 @@ struct CrashHarnessTests {
     @Test("device killed in the middle of writing a fetched page's new records: none of the page is kept, the next fetch applies it once",
           arguments: [1, 650, 1100])
     func midImport(hit: Int) async throws {
-        let deployment = try Deployment()
-        try await deployment.startCloud()
-        try await deployment.startDevice("A")
-        try await deployment.startDevice("B", crashAt: "mirror.midImport:\(hit)")
-        let a = try await deployment.client("A")
-        for batch in 0..<3 { #expect(await Self.save(a, batch: batch, count: 400)) }
-        _ = try await a.call("sync.send", [:])
-        a.close()
-        let b = try await deployment.client("B")
-        do { _ = try await b.call("sync.fetch", [:]) } catch {}
-        b.close()
-        #expect(await deployment.devices["B"]?.waitForExit() == 128 + 9, "B died as kill -9 would")
-        try await deployment.startDevice("B")
+        let deployment = try await Self.fetchKilled(at: "mirror.midImport:\(hit)")
         // Pages hold 1,000 records: the first page's rows before the kill were rolled back with it.
         #expect(try await deployment.eventIDs("B").count == (hit > 1000 ? 1000 : 0))
         try await deployment.expectConvergence(expected: 1200)

@@ -35,9 +35,7 @@ extension Mirroring {
             try await a.set(onA[0], ["note": "ate well"])
             try await b.set(onB[0], ["value": 250])
             try await a.send()
-            let watcher = try WireClient(socketPath: b.socket)
-            try await watcher.hello(client: "b-ui")
-            _ = try await watcher.call("subscribe", ["topics": ["remoteChange"]])
+            let watcher = try await b.remoteChangeWatcher("b-ui")
             let sent = try await b.send()
             #expect(sent["conflictsResolved"] == 1)
             // The merge was saved on B (author sync) and B's clients were told.

@@ -103,6 +103,14 @@ final class Device: Sendable {
     @discardableResult func now() async throws -> JSONValue { try await call("sync.now") }
     func status() async throws -> JSONValue { try await call("sync.status") }
 
+    /// A client of this device subscribed to `remoteChange` (close it when done).
+    func remoteChangeWatcher(_ name: String = "watcher") async throws -> WireClient {
+        let watcher = try WireClient(socketPath: socket)
+        try await watcher.hello(client: name)
+        _ = try await watcher.call("subscribe", ["topics": ["remoteChange"]])
+        return watcher
+    }
+
     func context(_ policy: String = "mergeByPropertyObjectTrump") async throws -> String {
         try #require(try await call("context.open", ["name": "ui", "mergePolicy": .string(policy)])["context"]?.stringValue)
     }

@@ -162,9 +162,7 @@ extension Mirroring {
             let session = try await setup.sharedSession(on: setup.p)
             try await setup.o.call("share.setPermission", ["zoneName": .string(setup.zoneName), "user": "alice", "permission": "readOnly"])
 
-            let watcher = try WireClient(socketPath: setup.p.socket)
-            try await watcher.hello(client: "p-ui")
-            _ = try await watcher.call("subscribe", ["topics": ["remoteChange"]])
+            let watcher = try await setup.p.remoteChangeWatcher("p-ui")
             // P still believes readWrite: the local check lets both through.
             try await setup.p.set(event, ["note": "offline edit"])
             try await setup.p.insertEvents(["offline-insert"], session: session)
