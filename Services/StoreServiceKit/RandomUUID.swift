@@ -2,19 +2,59 @@
 import Glibc
 #endif
 
-/// Random (version 4) UUID strings without Foundation's UUID(), which opens /dev/urandom on
-/// every call on Linux: a 1,000-object insert needs 1,000 ids, and 1,000 open/read/close
-/// triples showed up as a tenth of a save's cost. Random bytes are read from /dev/urandom in
-/// 4 KiB batches. Not thread-safe: each context owns one.
+/// Object uuids (a record's name in the cloud) as RFC 9562 version 7 UUIDs: a 48-bit Unix time
+/// in milliseconds, then a 12-bit counter, then 62 random bits.
+///
+/// Why time-ordered rather than Foundation's random version 4, which Core Data uses: every
+/// uuid lands in a B-tree index, on the device (the entity's `z_uuid`, the mirror's queue and
+/// metadata), in the cloud (record names) and on every device that imports the record. Random
+/// keys put each insert on a random leaf page, so a batch of 400 records dirtied most of each
+/// index and a send wrote 4 KiB per record; time-ordered keys append, and it wrote 1.5 KiB.
+/// Nothing reads meaning into a record name, so the cloud and other devices see a UUID as
+/// before (docs/differences-mirroring.md).
+///
+/// Within one source uuids strictly increase (RFC 9562 §6.2 method 1: the counter is seeded at
+/// random in each new millisecond and counts up within it; when it runs out, or the clock
+/// steps back, the time is carried forward). Without Foundation's UUID(), which opens
+/// /dev/urandom on every call on Linux: a 1,000-object insert needs 1,000 ids, and 1,000
+/// open/read/close triples were a tenth of a save. Random bytes are read in 4 KiB batches.
+/// Not thread-safe: each context owns one.
 struct RandomUUIDSource {
     private var buffer = [UInt8](repeating: 0, count: 4096)
     private var offset = 4096
+    private var lastMillis: UInt64 = 0
+    private var counter: UInt16 = 0
+    /// The clock, in milliseconds since 1970 (a test sets one that stands still or steps back).
+    private let clock: @Sendable () -> UInt64
+
+    init(clock: @escaping @Sendable () -> UInt64 = RandomUUIDSource.systemMillis) {
+        self.clock = clock
+    }
+
+    static func systemMillis() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return UInt64(max(0, now.tv_sec)) &* 1000 &+ UInt64(max(0, now.tv_nsec) / 1_000_000)
+    }
 
     mutating func next() -> String {
         if offset + 16 > buffer.count { refill() }
         var bytes = Array(buffer[offset..<(offset + 16)])
         offset += 16
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        let now = clock()
+        if now > lastMillis {
+            lastMillis = now
+            // The top bit left clear, so that a millisecond has at least 2,048 ids to count.
+            counter = UInt16(bytes[6] & 0x07) << 8 | UInt16(bytes[7])
+        } else if counter < 0x0FFF {
+            counter += 1
+        } else {
+            lastMillis += 1
+            counter = UInt16(bytes[6] & 0x07) << 8 | UInt16(bytes[7])
+        }
+        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: lastMillis >> (8 * (5 - index))) }
+        bytes[6] = 0x70 | UInt8(counter >> 8)
+        bytes[7] = UInt8(truncatingIfNeeded: counter)
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         let hex = Array("0123456789ABCDEF".utf8)
         var text: [UInt8] = []

@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import SQLiteKit
 import ServiceRuntime
+import Synchronization
 @testable import StoreServiceKit
 import Testing
 
@@ -134,5 +135,26 @@ struct PackedHistoryTests {
         #expect(HistoryChanges.PackedReader.entries(changes.packed) == nil, "a tombstone goes to the tree")
         #expect(HistoryChanges.entries(#"[ ["insert","CareEvent",1,"U",null,null] ]"#).map(\.uuid) == ["U"])
         #expect(HistoryChanges.entries("[]").isEmpty && HistoryChanges.entries("not json").isEmpty)
+    }
+
+    @Test("Object uuids are version 7: strictly increasing from one source, even when the clock stands still or steps back")
+    func objectUUIDsAreTimeOrdered() {
+        let stepsBack = Mutex<[UInt64]>([1_000, 1_000, 999, 500, 1_001])
+        var source = RandomUUIDSource(clock: { stepsBack.withLock { $0.count > 1 ? $0.removeFirst() : $0[0] } })
+        var uuids = (0..<5).map { _ in source.next() }
+        // A millisecond that never ends: the 12-bit counter runs out and the time carries on.
+        uuids += (0..<5_000).map { _ in source.next() }
+        #expect(zip(uuids, uuids.dropFirst()).allSatisfy { $0 < $1 }, "each uuid sorts after the one before")
+        #expect(Set(uuids).count == uuids.count)
+        for uuid in uuids {
+            let text = Array(uuid.utf8)
+            #expect(text.count == 36 && text[14] == UInt8(ascii: "7") && "89AB".utf8.contains(text[19]), "\(uuid) is not a version 7 UUID")
+        }
+        #expect(uuids[0].hasPrefix("00000000-03E8-7"), "the first 48 bits are the millisecond (1,000 = 0x3E8)")
+        #expect(uuids.last!.hasPrefix("00000000-03E"), "the time carried forward by a millisecond or two, not more")
+        var real = RandomUUIDSource()
+        let now = RandomUUIDSource.systemMillis()
+        let millis = UInt64(real.next().prefix(13).replacingOccurrences(of: "-", with: ""), radix: 16) ?? 0
+        #expect(millis >= now && millis < now + 1_000, "a real source stamps the current time")
     }
 }
