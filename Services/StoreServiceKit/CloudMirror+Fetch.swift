@@ -46,6 +46,12 @@ extension CloudMirror {
             token = json["token"]?.stringValue ?? ""
             moreComing = json["moreComing"]?.boolValue ?? false
         }
+
+        /// The token to ask the next page from, when the page says more is coming.
+        static func nextToken(_ json: JSONValue) -> String? {
+            guard json["moreComing"]?.boolValue == true else { return nil }
+            return json["token"]?.stringValue ?? ""
+        }
     }
 
     private static let releaser = DispatchQueue(label: "cloud-mirror.release", qos: .utility)
@@ -64,13 +70,17 @@ extension CloudMirror {
 
         init(json: JSONValue, model: ManagedObjectModel, holding: Set<String>) {
             changed = (json["changed"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
-            var names: [String: [String]] = [:]
+            var layouts: [String: MirrorImport.FieldLayout] = [:]
             prepared = changed.map { record -> MirrorImport.Prepared? in
-                guard !record.isShare, let name = record.entityName, holding.contains(name), let entity = model.entity(named: name),
-                      let fields = record.fields else { return nil }
-                let fieldNames = names[name] ?? MirrorImport.fieldNames(of: entity)
-                names[name] = fieldNames
-                return MirrorImport.Prepared(entity: entity, fieldNames: fieldNames, fields: fields)
+                guard !record.isShare, let name = record.entityName, holding.contains(name), let entity = model.entity(named: name) else { return nil }
+                let layout = layouts[name] ?? MirrorImport.FieldLayout(entity)
+                layouts[name] = layout
+                // Fields in stored form came as text alone, and are read from it.
+                if let text = record.fieldsText, let stored = StoredFields.fields(text) {
+                    return MirrorImport.Prepared(entity: entity, fields: layout.values(stored))
+                }
+                guard let fields = record.fields else { return nil }
+                return MirrorImport.Prepared(entity: entity, fields: layout.values(fields))
             }
             deleted = (json["deleted"]?.arrayValue ?? []).compactMap { item in
                 guard let name = item["recordName"]?.stringValue else { return nil }
@@ -78,6 +88,12 @@ extension CloudMirror {
             }
             token = json["token"]?.stringValue ?? ""
             moreComing = json["moreComing"]?.boolValue ?? false
+        }
+
+        /// The token to ask the next page from, when the page says more is coming.
+        static func nextToken(_ json: JSONValue) -> String? {
+            guard json["moreComing"]?.boolValue == true else { return nil }
+            return json["token"]?.stringValue ?? ""
         }
     }
 
@@ -145,10 +161,11 @@ extension CloudMirror {
         let (model, holding) = try state(scope) { state, _, _ in (state.store.model, Set(state.store.entities.keys)) }
         let ahead = PagesAhead(depth: Self.pagesAhead)
         defer { ahead.stop() }
+        // The next page is asked for as soon as this one's token is known, before its records
+        // are decoded: pages chain through tokens, so the cloud builds the next one meanwhile.
         ahead.setUp(decode: { [weak ahead] json in
-            let page = ZoneChanges(json: json, model: model, holding: holding)
-            if page.moreComing { ahead?.ask(after: page.token) }
-            return page
+            if let token = ZoneChanges.nextToken(json) { ahead?.ask(after: token) }
+            return ZoneChanges(json: json, model: model, holding: holding)
         }, send: { [self] token, waiter in
             let params: JSONValue = ["database": .string(database), "zoneID": zone.json, "limit": 1000, "since": .string(token)]
             begin("changes.fetchZone", params, into: waiter, connecting: false)
@@ -176,14 +193,13 @@ extension CloudMirror {
                 return
             case let .failure(error): throw error
             }
-            // A page that came ahead was decoded when it arrived.
-            let page = decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
-            report.pages += 1
             // The next pages travel, are parsed and decoded (on the client's reader thread) while
             // this one is applied; each is used only after the page before has been applied with
             // its token, so the order of pages and tokens is unchanged. A page that came ahead
-            // has already asked for the one after it.
-            if page.moreComing && decoded == nil { ahead.ask(after: page.token) }
+            // was decoded when it arrived, and has already asked for the one after it.
+            if decoded == nil, let next = ZoneChanges.nextToken(reply) { ahead.ask(after: next) }
+            let page = decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
+            report.pages += 1
             // The page's token is saved in the transaction that applies the page (the last one,
             // when the page needs a context save too): a token is never kept without its page.
             // Applying is idempotent anyway: a page fetched again changes nothing.
@@ -245,25 +261,22 @@ extension CloudMirror {
                 let uuid = record.recordName
                 var meta = stored.meta[uuid]
                 if let tag = meta?.changeTag, tag == record.recordChangeTag { continue }
-                var fields = record.fields ?? [:]
-                // The record's stamps, decoded only for a merge or for stamps already kept here.
-                var times: [String: FieldStamp]?
                 let known = meta != nil
-                var keepPending = false
                 let queued = stored.pending[uuid]
                 if !known, queued == nil, rows[entity.name]?[uuid] == nil {
                     fresh.append((position, entity))
                     report.changedRecords += 1
                     continue
                 }
+                var fields = record.fields ?? [:]
+                // The record's stamps, decoded only for a merge or for stamps already kept here.
+                var times: [String: FieldStamp]?
+                var keepPending = false
                 if let pending = queued {
                     if pending.kind == .delete {
                         if options.deletePolicy(entity.name) == .deleteWins {
                             // The local delete stands; remember the server's tag and send the delete.
-                            afterSave.append {
-                                try state.setMeta(.init(uuid: uuid, entity: entity.name, zone: record.zoneID, changeTag: record.recordChangeTag,
-                                                        serverFields: record.fields))
-                            }
+                            afterSave.append { try state.setMeta(serverCopy: record, entity: entity.name) }
                             continue
                         }
                     } else if let client = try Self.currentFields(entity: entity, uuid: uuid, state: state) {
@@ -280,8 +293,7 @@ extension CloudMirror {
                 let keep = keepPending
                 let stamps = times
                 afterSave.append {
-                    try state.setMeta(.init(uuid: uuid, entity: entity.name, zone: record.zoneID, changeTag: record.recordChangeTag,
-                                            serverFields: record.fields), fieldsText: record.fieldsText)
+                    try state.setMeta(serverCopy: record, entity: entity.name)
                     if let stamps {
                         try state.setFieldTimes(uuid, stamps)
                     } else if !known {
@@ -365,8 +377,7 @@ extension CloudMirror {
     }
 
     private static func keepMeta(_ record: MirrorRecord, entity: EntityDescription, state: MirrorState) throws {
-        try state.setMeta(.init(uuid: record.recordName, entity: entity.name, zone: record.zoneID, changeTag: record.recordChangeTag,
-                                serverFields: record.fields), fieldsText: record.fieldsText)
+        try state.setMeta(serverCopy: record, entity: entity.name)
     }
 
     /// A zone is gone (deleted, purged, or the user left / was removed / the share ended): its

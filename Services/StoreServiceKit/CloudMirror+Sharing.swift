@@ -74,7 +74,7 @@ extension CloudMirror {
         let deletes: [JSONValue] = try graph.compactMap { member in
             try member.oldZone.map { ["recordName": .string(member.uuid), "zoneID": try JSONValue(encoding: $0)] }
         }
-        let reply = try call("records.modify", ["database": "private", "saves": try JSONValue(encoding: saves), "deletes": .array(deletes)])
+        let reply = try call("records.modify", ["database": "private", "saves": .array(saves.map(\.json)), "deletes": .array(deletes)])
         let saved = (reply["saved"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
         var shareRecord: JSONValue = .null
         try withStores { stores in

@@ -45,18 +45,18 @@ struct MirrorImport {
 
         /// nil when the record needs a context: a value that does not convert, or a required
         /// attribute or relationship missing (the context path reports those as it always has).
-        /// `fieldNames`: the record field of each stored property (`fieldNames(of:)`).
-        init?(entity: EntityDescription, fieldNames: [String], fields: [String: JSONValue]) {
+        /// `fields`: per stored property, its field's value (`FieldLayout`).
+        init?(entity: EntityDescription, fields: [JSONValue?]) {
             values = []
-            values.reserveCapacity(fieldNames.count)
+            values.reserveCapacity(fields.count)
             for (position, attribute) in entity.attributes.enumerated() {
-                guard let stored = MirrorImport.storageValue(fields[fieldNames[position]]?["value"], attribute: attribute),
+                guard let stored = MirrorImport.storageValue(fields[position], attribute: attribute),
                       !(stored.isNull && !attribute.optional) else { return nil }
                 values.append(stored)
             }
             targets = []
             for (number, relationship) in entity.toOneRelationships.enumerated() {
-                let target = fields[fieldNames[entity.position(ofToOne: number)]]?["value"]?.stringValue
+                let target = fields[entity.position(ofToOne: number)]?.stringValue
                 if target == nil && !relationship.optional { return nil }
                 targets.append(target)
                 values.append(.null)
@@ -64,8 +64,36 @@ struct MirrorImport {
         }
     }
 
-    static func fieldNames(of entity: EntityDescription) -> [String] {
-        entity.storedPropertyNames.map(MirrorRecordCoding.fieldName)
+    /// Which record field holds each of an entity's stored properties, and the same in field
+    /// name order, to read a record's values by position.
+    struct FieldLayout: Sendable {
+        /// Per stored property, its field's name.
+        let names: [String]
+        /// Field names in byte order, each with its stored property's position.
+        private let sorted: [(name: String, position: Int)]
+
+        init(_ entity: EntityDescription) {
+            names = entity.storedPropertyNames.map(MirrorRecordCoding.fieldName)
+            sorted = names.enumerated().map { ($0.element, $0.offset) }.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        }
+
+        /// Per stored property, its field's value in a tree of fields.
+        func values(_ fields: [String: JSONValue]) -> [JSONValue?] {
+            names.map { fields[$0]?["value"] }
+        }
+
+        /// Per stored property, its field's value among fields read from stored form (in byte
+        /// order too, so both lists are walked once, without hashing a name).
+        func values(_ fields: [StoredFields.Field]) -> [JSONValue?] {
+            var values = [JSONValue?](repeating: nil, count: names.count)
+            var next = 0
+            for field in fields {
+                while next < sorted.count, sorted[next].name.utf8.lexicographicallyPrecedes(field.name.utf8) { next += 1 }
+                guard next < sorted.count else { break }
+                if sorted[next].name == field.name { values[sorted[next].position] = field.value; next += 1 }
+            }
+            return values
+        }
     }
 
     /// A field's value as its attribute stores it, as `MirrorRecordCoding.attributeValue` then

@@ -4,7 +4,7 @@ import ServiceRuntime
 import SQLiteKit
 
 /// A cloud record as the sync-service sends and takes it (docs/protocol-sync-service.md).
-struct MirrorRecord: Codable, Sendable {
+struct MirrorRecord: Sendable {
     struct Reference: Codable, Sendable, Hashable { var recordName: String }
     struct Participant: Codable, Sendable, Hashable {
         var userRecordName: String
@@ -21,8 +21,15 @@ struct MirrorRecord: Codable, Sendable {
     var recordName: String
     var zoneID: MirrorZoneID
     var recordType: String
-    var fields: [String: JSONValue]?
-    /// `fields` as the JSON text the sync-service sent (replies parsed with `keepingTextOf`).
+    /// The fields as a tree: the one the record was made with or that its reply carried, else
+    /// read from `fieldsText` on each use. A fetched record's fields in stored form come as text
+    /// alone (the reply parse keeps no tree of them, `CloudMirror.connect`): most are written
+    /// to rows from the text (`StoredFields.fields`) and kept as the text, and never need one.
+    var fields: [String: JSONValue]? {
+        tree ?? fieldsText.flatMap { try? JSONParser.parse($0).objectValue }
+    }
+    private var tree: [String: JSONValue]?
+    /// `fields` as the JSON text the sync-service sent (replies parsed keeping the text).
     var fieldsText: String?
     var recordChangeTag: String?
     var share: Reference?
@@ -37,7 +44,7 @@ struct MirrorRecord: Codable, Sendable {
         self.recordName = recordName
         self.zoneID = zoneID
         self.recordType = recordType
-        self.fields = fields
+        self.tree = fields
     }
 
     /// Reads a record from the JSON tree of a reply (nil when it is not one).
@@ -47,7 +54,7 @@ struct MirrorRecord: Codable, Sendable {
         recordName = name
         zoneID = zone
         recordType = type
-        fields = json["fields"]?.objectValue
+        tree = json["fields"]?.objectValue
         fieldsText = json["fields" + JSONParser.textSuffix]?.stringValue
         recordChangeTag = json["recordChangeTag"]?.stringValue
         share = json["share"]?["recordName"]?.stringValue.map { Reference(recordName: $0) }

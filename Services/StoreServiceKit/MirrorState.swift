@@ -227,6 +227,13 @@ struct MirrorState {
             """, [meta.uuid, meta.entity, meta.zone.zoneName, meta.zone.ownerName, SQLValue(meta.changeTag), SQLValue(fields)])
     }
 
+    /// Keeps `record` as the server's copy of a record of `entity`: its zone, its tag and its
+    /// fields (as the text received, when it came with one: no tree is made of it).
+    func setMeta(serverCopy record: MirrorRecord, entity: String) throws {
+        try setMeta(.init(uuid: record.recordName, entity: entity, zone: record.zoneID, changeTag: record.recordChangeTag,
+                          serverFields: record.fieldsText == nil ? record.fields : nil), fieldsText: record.fieldsText)
+    }
+
     /// The server no longer has the record but a local edit re-creates it (the resurrect delete
     /// policy): its server copy is forgotten; its stamps, which may have lived in that copy or in
     /// its queue entry, are kept as a stamps row for the re-created record.

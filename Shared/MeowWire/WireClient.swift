@@ -39,12 +39,18 @@ public final class WireClient: Sendable {
     }
 
     /// Connects (no hello yet: call `hello`, or send raw requests to see what a service says).
-    /// Replies are parsed with `JSONParser`'s `keepingTextOf` this key (nil: none).
-    private let keptKey: String?
+    /// Replies are parsed keeping the text of this member (`JSONParser.KeptText`; nil: none).
+    private let kept: JSONParser.KeptText?
+
+    public convenience init(socketPath: String, timeout: Duration = .seconds(30),
+                            maxFrameBytes: Int = WireLimits.defaultMaxFrameBytes, keepingTextOf keptKey: String? = nil) throws(WireError) {
+        try self.init(socketPath: socketPath, timeout: timeout, maxFrameBytes: maxFrameBytes,
+                      keeping: keptKey.map { JSONParser.KeptText(key: $0, depth: nil) })
+    }
 
     public init(socketPath: String, timeout: Duration = .seconds(30),
-                maxFrameBytes: Int = WireLimits.defaultMaxFrameBytes, keepingTextOf keptKey: String? = nil) throws(WireError) {
-        self.keptKey = keptKey
+                maxFrameBytes: Int = WireLimits.defaultMaxFrameBytes, keeping kept: JSONParser.KeptText?) throws(WireError) {
+        self.kept = kept
         self.socketPath = socketPath
         self.defaultTimeout = timeout
         self.maxFrameBytes = maxFrameBytes
@@ -198,7 +204,7 @@ public final class WireClient: Sendable {
             decoder.append(buffer[0..<n])
             do {
                 while let frame = try decoder.nextFrame() {
-                    guard let message = try? jsonDecoder.decode(IncomingMessage.self, from: frame, keepingTextOf: keptKey) else { continue }
+                    guard let message = try? jsonDecoder.decode(IncomingMessage.self, from: frame, keeping: kept) else { continue }
                     dispatch(message)
                 }
             } catch {

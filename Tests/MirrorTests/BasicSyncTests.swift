@@ -61,6 +61,49 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        @Test("Every kind of value arrives on B exactly as A saved it: escapes, non-ASCII text, fractions, exponents, dates, booleans, relationships")
+        func valuesArriveExactly() async throws {
+            // B reads a fetched record's values straight from the fields' text (no JSON tree is
+            // made of them): every escape and number form the cloud writes must read back.
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let context = try await a.context()
+            let session = try #require(try await a.call("object.insert", ["context": .string(context), "entity": "CareSession", "values": [
+                "id": "s1", "title": "Mochi \"the cat\" \\ 🐱", "isDefault": true, "createdAt": "2026-07-27T09:00:00.125Z"]])["objectID"]?.stringValue)
+            let notes = ["quote \" backslash \\ slash /", "lines\nand\ttabs\r", "control \u{01}\u{1F} chars", "猫 é ü 🐈‍⬛", ""]
+            let values: [Double] = [2.5, -0.125, 1e-7, 123456789.25, 1e21, 0]
+            var objects: [JSONValue] = []
+            for (index, value) in values.enumerated() {
+                var fields: [String: JSONValue] = ["id": .string("v\(index)"), "eventTypeRaw": "insulin", "occurredAt": "2026-07-27T09:00:00.987Z",
+                                                   "updatedAt": "1969-12-31T23:59:59.5Z", "value": .double(value), "session": .string(session)]
+                if index < notes.count { fields["note"] = .string(notes[index]) }
+                objects.append(["entity": "CareEvent", "values": .object(fields)])
+            }
+            _ = try await a.call("object.insert", ["context": .string(context), "objects": .array(objects)])
+            _ = try await a.call("context.save", ["context": .string(context)])
+            #expect(try await a.send()["saved"] == 7)
+            try await b.fetch()
+            let onA = try await a.objects().map { $0["values"] ?? .null }
+            let onB = try await b.objects().map { $0["values"] ?? .null }
+            #expect(onA.count == 6)
+            for (left, right) in zip(onA, onB) {
+                for key in ["id", "eventTypeRaw", "occurredAt", "updatedAt", "value", "note"] {
+                    #expect(left[key] == right[key], "\(key): \(String(describing: left[key])) on A, \(String(describing: right[key])) on B")
+                }
+            }
+            #expect(onB.map { $0["note"] ?? .null } == notes.map { JSONValue.string($0) } + [.null])
+            let sessionOnB = try #require(try await b.object(id: "s1", entity: "CareSession"))
+            #expect(sessionOnB["values"]?["title"] == "Mochi \"the cat\" \\ 🐱")
+            #expect(sessionOnB["values"]?["isDefault"] == true)
+            #expect(sessionOnB["values"]?["createdAt"] == (try await a.object(id: "s1", entity: "CareSession"))?["values"]?["createdAt"])
+            let eventsOnB = try await b.objects(predicate: "session.id == 's1'")
+            #expect(eventsOnB.count == 6, "every event points at the session on B")
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
         @Test("Scenario 9: a rename on A reaches B, B's rename reaches A; both show the latest value")
         func scenario9() async throws {
             let cloud = try await Cloud.start()

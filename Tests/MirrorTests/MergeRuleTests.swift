@@ -151,6 +151,30 @@ extension Mirroring {
             }
         }
 
+        @Test("A record's values by stored property: the same from its fields' text as from their tree, unknown fields skipped, missing ones nil")
+        func fieldLayoutReadsTextAsTree() throws {
+            let model = ManagedObjectModel.meowCare()
+            for entity in model.entities {
+                let layout = MirrorImport.FieldLayout(entity)
+                // Every other field present, plus fields this model does not know sorted among them.
+                var fields: [String: JSONValue] = ["AAA_first": ["type": "string", "value": "?"], "CD_zzz": ["type": "int64", "value": 9],
+                                                   "CD_entityName": ["type": "string", "value": .string(entity.name)]]
+                for (index, name) in layout.names.enumerated() where index % 2 == 0 {
+                    fields[name] = ["type": "string", "value": .string("\(name)-\(index)")]
+                    fields[name + "_"] = ["type": "string", "value": "unknown"]
+                }
+                let text = JSONText.object(fields)
+                let stored = try #require(StoredFields.fields(text), "\(text)")
+                let fromText = layout.values(stored)
+                #expect(fromText == layout.values(fields))
+                #expect(fromText.count == layout.names.count)
+                for (index, name) in layout.names.enumerated() {
+                    let expected: JSONValue? = index % 2 == 0 ? .some(.string("\(name)-\(index)")) : .none
+                    #expect(fromText[index] == expected, "\(entity.name).\(name)")
+                }
+            }
+        }
+
         @Test("A row's fields as text: each attribute as its typed field in name order, the stamps as a string field")
         func fieldsTextOfARow() throws {
             let model = ManagedObjectModel.meowCare()
