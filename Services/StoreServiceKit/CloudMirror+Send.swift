@@ -240,8 +240,9 @@ extension CloudMirror {
             }
             out += #"],"deletes":"#
             JSONWriter.append(.array(deletes.map { ["recordName": .string($0.recordName), "zoneID": $0.zoneID.json] }), to: &out)
-            // The mirror keeps the fields it sent; replies carry tags and metadata only.
-            out += #","atomic":true,"returnFields":false}"#
+            // The mirror keeps the fields it sent: replies carry each saved record's name and
+            // new tag, all a verdict reads (`applyVerdicts`).
+            out += #","atomic":true,"reply":"tags"}"#
             return true
         }
 

@@ -28,6 +28,8 @@ public struct ModifyParams: Codable, Sendable {
     public var atomic: Bool?
     /// false: saved records come back without `fields` (metadata and tags only; smaller replies).
     public var returnFields: Bool?
+    /// `tags`: saved records come back as their names and new change tags alone.
+    public var reply: ModifyReply?
     public init(database: DatabaseScope, saves: [CloudRecord]? = nil, deletes: [DeleteItem]? = nil,
                 savePolicy: SavePolicy? = nil, atomic: Bool? = nil) {
         self.database = database
@@ -37,7 +39,7 @@ public struct ModifyParams: Codable, Sendable {
         self.atomic = atomic
     }
 
-    enum CodingKeys: String, CodingKey { case database, saves, deletes, savePolicy, atomic, returnFields }
+    enum CodingKeys: String, CodingKey { case database, saves, deletes, savePolicy, atomic, returnFields, reply }
 
     /// As synthesized (same keys, same order, same errors), with `saves` taken from the request's
     /// tree when it has one: hundreds of records per request are the hot path.
@@ -49,7 +51,15 @@ public struct ModifyParams: Codable, Sendable {
         savePolicy = try c.decodeIfPresent(SavePolicy.self, forKey: .savePolicy)
         atomic = try c.decodeIfPresent(Bool.self, forKey: .atomic)
         returnFields = try c.decodeIfPresent(Bool.self, forKey: .returnFields)
+        reply = try c.decodeIfPresent(ModifyReply.self, forKey: .reply)
     }
+}
+
+/// What records.modify says of each saved record: the record (`records`, as CloudKit's
+/// savedRecords), or only its name and new change tag (`tags`: all a sync engine that keeps
+/// what it sent needs; a batch's reply was a third of the bytes a save moved).
+public enum ModifyReply: String, Codable, Sendable {
+    case records, tags
 }
 
 public struct ModifyResult: Codable, Sendable {
@@ -126,10 +136,11 @@ extension CloudEngine {
                 return try batch.apply(decision)
             }
         }
-        if params.returnFields == false {
+        if params.returnFields == false || params.reply == .tags {
             for index in outcome.saved.indices {
                 outcome.saved[index].fields = [:]
                 outcome.saved[index].omitsFields = true
+                outcome.saved[index].tagOnly = params.reply == .tags
             }
         }
         if !outcome.errors.isEmpty {

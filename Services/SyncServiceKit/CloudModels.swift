@@ -160,6 +160,9 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     /// When set, `fields` is left out of the encoded record (records.modify with
     /// `"returnFields": false`: the client keeps the fields it sent and takes the metadata).
     var omitsFields = false
+    /// When set, only `recordName` and `recordChangeTag` are encoded (records.modify with
+    /// `"reply": "tags"`).
+    var tagOnly = false
 
     /// The fields as the stored JSON text, written into a reply as they are instead of
     /// `fields` (change pages: parsing each record's text only to write it again cost half of

@@ -191,6 +191,10 @@ extension CloudRecord {
     /// The record's keys into `c` (its own container, or one nested in a reply's array).
     func encode(into c: inout KeyedEncodingContainer<CodingKeys>) throws {
         try c.encode(recordName, forKey: .recordName)
+        if tagOnly {
+            try c.encodeIfPresent(recordChangeTag, forKey: .recordChangeTag)
+            return
+        }
         var zone = c.nestedContainer(keyedBy: ZoneID.CodingKeys.self, forKey: .zoneID)
         try zoneID.encode(into: &zone)
         try c.encode(recordType, forKey: .recordType)

@@ -7,6 +7,11 @@ import MeowWire
 extension CloudRecord {
     func writeJSON(to out: inout String) {
         out += #"{"recordName":"#; JSONWriter.appendString(recordName, to: &out)
+        if tagOnly {
+            if let recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(recordChangeTag, to: &out) }
+            out += "}"
+            return
+        }
         out += #","zoneID":"#; zoneID.writeJSON(to: &out)
         out += #","recordType":"#; JSONWriter.appendString(recordType, to: &out)
         if !omitsFields {

@@ -251,6 +251,30 @@ import Testing
         #expect(try JSONValue(encoding: try #require(try cloud.fetch("a")))["fields"] != nil)
     }
 
+    @Test("reply: tags answers each saved record's name and new tag alone, in a partialFailure's saved list too")
+    func replyTagsAnswersNamesAndTagsOnly() throws {
+        var params = ModifyParams(database: .private, saves: [record("a"), record("b")])
+        params.reply = .tags
+        let result = try cloud.engine.modifyRecords(caller: "owner", params)
+        var text = ""
+        #expect(result.writeJSON(to: &text))
+        let reply = try JSONParser.parse(text)
+        let tags = try result.saved.map { try #require($0.recordChangeTag) }
+        #expect(reply["saved"] == .array(zip(["a", "b"], tags).map { ["recordName": .string($0), "recordChangeTag": .string($1)] }))
+        #expect(try JSONValue(encoding: result) == reply, "the Encodable form says the same")
+        #expect(title(try cloud.fetch("a")) == "note", "the fields were stored all the same")
+        // A batch where one item fails: the saved list in the error's details is as short.
+        params.saves = [record("c"), record("a", title: "stale", tag: "no-such-tag")]
+        params.atomic = false
+        let error = try #require(wireError { _ = try cloud.engine.modifyRecords(caller: "owner", params) })
+        #expect(error.code == .partialFailure)
+        let saved = try #require(error.details["saved"]?.arrayValue)
+        #expect(saved.count == 1 && saved[0].objectValue?.keys.sorted() == ["recordChangeTag", "recordName"] && saved[0]["recordName"] == "c")
+        // Anything but records or tags is refused.
+        let bad = try? JSONValueDecoder().decode(ModifyParams.self, from: ["database": "private", "reply": "fields"] as JSONValue)
+        #expect(bad == nil)
+    }
+
     @Test func reservedOrTakenUserNamesAndCredentialsAreRefused() throws {
         #expect(wireError { try cloud.engine.createUser("_admin", credential: "x") }?.code == .invalidArguments)
         #expect(wireError { try cloud.engine.createUser("a/b", credential: "x") }?.code == .invalidArguments)
