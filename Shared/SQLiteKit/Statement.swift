@@ -42,11 +42,26 @@ public final class Statement {
         case .null: code = sqlite3_bind_null(handle, index)
         case let .integer(v): code = sqlite3_bind_int64(handle, index, v)
         case let .real(v): code = sqlite3_bind_double(handle, index, v)
-        case let .text(v): code = sqlite3_bind_text(handle, index, v, -1, Self.transient)
+        case let .text(v): code = bindText(v, at: index)
         case let .blob(v):
             code = v.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Self.transient) }
         }
         guard code == SQLITE_OK else { throw SQLiteError(resultCode: code, message: database.lastMessage, sql: sql) }
+    }
+
+    /// Text is bound with its byte count, never as a C string: a string may hold U+0000 (JSON
+    /// allows it), which a C string would end at, silently shortening what was saved; and the
+    /// count spares SQLite a scan of each value for its end.
+    private func bindText(_ text: String, at index: Int32) -> Int32 {
+        var text = text
+        return text.withUTF8 { bytes -> Int32 in
+            // An empty string's buffer may have no address, and a null pointer binds NULL.
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_text(handle, index, "", 0, Self.transient) }
+            guard bytes.count <= Int(Int32.max) else { return SQLITE_TOOBIG }
+            return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                sqlite3_bind_text(handle, index, $0, Int32(bytes.count), Self.transient)
+            }
+        }
     }
 
     /// Runs the statement with the values bound since the last run, then resets it.
@@ -110,7 +125,7 @@ public final class Statement {
         switch sqlite3_column_type(handle, column) {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, column))
         case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, column))
-        case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(handle, column)))
+        case SQLITE_TEXT: return .text(text(at: column) ?? "")
         case SQLITE_BLOB:
             let count = Int(sqlite3_column_bytes(handle, column))
             guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return .blob([]) }
@@ -120,8 +135,13 @@ public final class Statement {
     }
 
     public func int64(at index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(index)) }
-    public func string(at index: Int) -> String? {
-        guard let text = sqlite3_column_text(handle, Int32(index)) else { return nil }
-        return String(cString: text)
+    public func string(at index: Int) -> String? { text(at: Int32(index)) }
+
+    /// A column's text by its byte count (not up to its first U+0000: see `bindText`). The
+    /// count is read after the text, as SQLite asks, so it is the count of the text form.
+    private func text(at column: Int32) -> String? {
+        guard let text = sqlite3_column_text(handle, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 }

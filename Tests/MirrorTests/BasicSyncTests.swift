@@ -71,7 +71,7 @@ extension Mirroring {
             let context = try await a.context()
             let session = try #require(try await a.call("object.insert", ["context": .string(context), "entity": "CareSession", "values": [
                 "id": "s1", "title": "Mochi \"the cat\" \\ 🐱", "isDefault": true, "createdAt": "2026-07-27T09:00:00.125Z"]])["objectID"]?.stringValue)
-            let notes = ["quote \" backslash \\ slash /", "lines\nand\ttabs\r", "control \u{01}\u{1F} chars", "猫 é ü 🐈‍⬛", ""]
+            let notes = ["quote \" backslash \\ slash /", "lines\nand\ttabs\r", "control \u{01}\u{1F} and \u{0} chars", "猫 é ü 🐈‍⬛", ""]
             let values: [Double] = [2.5, -0.125, 1e-7, 123456789.25, 1e21, 0]
             var objects: [JSONValue] = []
             for (index, value) in values.enumerated() {

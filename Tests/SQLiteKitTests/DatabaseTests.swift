@@ -17,6 +17,18 @@ struct DatabaseTests {
         #expect(rows[1]["b"] == .null)
     }
 
+    @Test("text keeps every character, U+0000 and what follows it included; an empty string is '' and not NULL")
+    func textRoundTripsWhole() throws {
+        let db = try Database.inMemory()
+        try db.execute("CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT)")
+        let texts = ["before\u{0}after", "\u{0}", "", "猫\u{0}🐈 é", String(repeating: "x\u{0}", count: 5_000), "short"]
+        for (index, text) in texts.enumerated() { try db.execute("INSERT INTO t VALUES (?, ?)", [index, text]) }
+        #expect(try db.query("SELECT b FROM t ORDER BY a").map { $0["b"].string } == texts)
+        #expect(try db.scalar("SELECT length(CAST(b AS BLOB)) FROM t WHERE a = 0")?.int == 12, "all 12 bytes were stored")
+        #expect(try db.scalar("SELECT b IS NOT NULL AND b = '' FROM t WHERE a = 2")?.int == 1)
+        #expect(try db.scalar("SELECT a FROM t WHERE b = ?", ["before\u{0}after"])?.int == 0, "a bound parameter compares whole")
+    }
+
     @Test("a throwing transaction leaves nothing behind and rethrows the first error")
     func rollbackOnError() throws {
         let db = try Database.inMemory()
