@@ -268,7 +268,9 @@ extension CloudMirror {
                     report.changedRecords += 1
                     continue
                 }
-                var fields = record.fields ?? [:]
+                // Parsed once here (fields that came as text are parsed on each read).
+                let serverFields = record.fields
+                var fields = serverFields ?? [:]
                 // The record's stamps, decoded only for a merge or for stamps already kept here.
                 var times: [String: FieldStamp]?
                 var keepPending = false
@@ -302,7 +304,7 @@ extension CloudMirror {
                         // hide them.
                         try state.dropFieldTimes(uuid)
                     } else {
-                        try state.setFieldTimes(uuid, MirrorRecordCoding.times(record.fields))
+                        try state.setFieldTimes(uuid, MirrorRecordCoding.times(serverFields))
                     }
                     if !keep, queued != nil { try state.dropPending(uuid) }
                 }

@@ -412,8 +412,7 @@ extension CloudMirror {
                                                 pending: try state.pending(uuid: uuid) ?? item.pending, state: state)
                         local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.zoneName))
                         afterSave.append {
-                            try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: server.zoneID, changeTag: server.recordChangeTag,
-                                                    serverFields: server.fields))
+                            try state.setMeta(serverCopy: server, entity: item.entity.name)
                             try state.setFieldTimes(uuid, outcome.times)
                             if !outcome.clientWon { try state.dropPending(item.pending) }
                         }
@@ -485,10 +484,13 @@ extension CloudMirror {
     /// Merges the server's copy with the local one (SEMANTICS C5).
     func merge(server: MirrorRecord, client: MirrorRecord, ancestor: [String: JSONValue]?, pending: MirrorState.Pending,
                state: MirrorState) throws -> MirrorMerge.Outcome {
-        let localChanged = pending.kind == .insert ? Set(MirrorRecordCoding.dataFields(client.fields).keys).union(pending.changed) : pending.changed
+        // Each side's fields read once (fields that came as text are parsed on each read).
+        let serverFields = server.fields
+        let clientFields = MirrorRecordCoding.dataFields(client.fields)
+        let localChanged = pending.kind == .insert ? Set(clientFields.keys).union(pending.changed) : pending.changed
         return MirrorMerge(policy: options.conflictPolicy).merge(
-            server: MirrorRecordCoding.dataFields(server.fields), serverTimes: MirrorRecordCoding.times(server.fields),
-            client: MirrorRecordCoding.dataFields(client.fields), clientTimes: try state.fieldTimes(client.recordName),
+            server: MirrorRecordCoding.dataFields(serverFields), serverTimes: MirrorRecordCoding.times(serverFields),
+            client: clientFields, clientTimes: try state.fieldTimes(client.recordName),
             ancestor: ancestor.map(MirrorRecordCoding.dataFields), localChanged: localChanged)
     }
 
@@ -527,8 +529,7 @@ extension CloudMirror {
             try stores.list[index].database.transaction {
                 try state.dropPending(pending.uuid)
                 if let serverCopy, let zone {
-                    try state.setMeta(.init(uuid: pending.uuid, entity: entity.name, zone: zone, changeTag: serverCopy.recordChangeTag,
-                                            serverFields: serverCopy.fields))
+                    try state.setMeta(serverCopy: serverCopy, entity: entity.name, zone: zone)
                     try state.setFieldTimes(pending.uuid, MirrorRecordCoding.times(serverCopy.fields))
                 } else {
                     try state.dropMeta(pending.uuid)

@@ -11,7 +11,7 @@ import Glibc
 /// keys put each insert on a random leaf page, so a batch of 400 records dirtied most of each
 /// index and a send wrote 4 KiB per record; time-ordered keys append, and it wrote 1.5 KiB.
 /// Nothing reads meaning into a record name, so the cloud and other devices see a UUID as
-/// before (docs/differences-mirroring.md).
+/// before (docs/differences-core-data.md).
 ///
 /// Within one source uuids strictly increase (RFC 9562 §6.2 method 1: the counter is seeded at
 /// random in each new millisecond and counts up within it; when it runs out, or the clock

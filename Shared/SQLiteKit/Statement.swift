@@ -42,7 +42,11 @@ public final class Statement {
         case .null: code = sqlite3_bind_null(handle, index)
         case let .integer(v): code = sqlite3_bind_int64(handle, index, v)
         case let .real(v): code = sqlite3_bind_double(handle, index, v)
-        case let .text(v): code = bindText(v, at: index)
+        case let .text(v):
+            guard v.utf8.count <= Int(Int32.max) else {
+                throw SQLiteError(resultCode: SQLITE_TOOBIG, message: "a text value of \(v.utf8.count) bytes is more than SQLite binds", sql: sql)
+            }
+            code = bindText(v, at: index)
         case let .blob(v):
             code = v.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Self.transient) }
         }
@@ -57,7 +61,6 @@ public final class Statement {
         return text.withUTF8 { bytes -> Int32 in
             // An empty string's buffer may have no address, and a null pointer binds NULL.
             guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_text(handle, index, "", 0, Self.transient) }
-            guard bytes.count <= Int(Int32.max) else { return SQLITE_TOOBIG }
             return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
                 sqlite3_bind_text(handle, index, $0, Int32(bytes.count), Self.transient)
             }
