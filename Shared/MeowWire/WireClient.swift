@@ -41,6 +41,8 @@ public final class WireClient: Sendable {
     /// Connects (no hello yet: call `hello`, or send raw requests to see what a service says).
     /// Replies are parsed keeping the text of this member (`JSONParser.KeptText`; nil: none).
     private let kept: JSONParser.KeptText?
+    /// The size of the last request written, to give the next one's text its room.
+    private let requestCapacity = Mutex(256)
 
     public convenience init(socketPath: String, timeout: Duration = .seconds(30),
                             maxFrameBytes: Int = WireLimits.defaultMaxFrameBytes, keepingTextOf keptKey: String? = nil) throws(WireError) {
@@ -127,7 +129,8 @@ public final class WireClient: Sendable {
         }
         let body: [UInt8]
         do {
-            body = try Self.requestBody(id: id, op: op, params: params)
+            body = try Self.requestBody(id: id, op: op, params: params, capacity: requestCapacity.withLock { $0 })
+            requestCapacity.withLock { $0 = min(max(body.count, 256), 4 << 20) }
         } catch {
             completion(.failure(WireError(.invalidArguments, "Could not encode params for '\(op)': \(error)")))
             return id
@@ -154,13 +157,17 @@ public final class WireClient: Sendable {
     /// A request's JSON body. JSON params (most calls, and the mirror's record batches) are
     /// written directly; other Encodable params go through JSONEncoder.
     /// Params that write their own text (`JSONTextWritable`) are sent as they write it.
-    static func requestBody<P: Encodable>(id: RequestID, op: String, params: P) throws -> [UInt8] {
+    /// `capacity`: the room the text starts with (a client passes its last request's size).
+    static func requestBody<P: Encodable>(id: RequestID, op: String, params: P, capacity: Int = 256) throws -> [UInt8] {
         let writable = params as? any JSONTextWritable
         let json = params as? JSONValue
         guard writable != nil || json != nil else {
             return Array(try JSONEncoder().encode(RequestEnvelope(id: id, op: op, params: params)))
         }
-        var text = "{\"id\":"
+        var text = ""
+        // Room for the text up front (a batch of records grew by doubling, copied each time).
+        text.reserveCapacity(capacity)
+        text += "{\"id\":"
         switch id {
         case let .int(number): text += String(number)
         case let .string(name): JSONWriter.appendString(name, to: &text)

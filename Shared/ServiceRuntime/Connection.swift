@@ -16,6 +16,8 @@ final class Connection {
     private let keptText: JSONParser.KeptText?
     private let encoder = JSONEncoder()
     private var outbound: [UInt8] = []
+    /// The size of the last reply written as text (`sendSuccess`), to make the next one's room.
+    private var replyCapacity = 1024
 
     init(handle: ConnectionHandle, server: ServiceServer) {
         self.handle = handle
@@ -93,13 +95,26 @@ final class Connection {
     /// envelope is three fixed keys, and encoding it generically cost a fifth of a ping.
     private func sendSuccess(id: RequestID, result: any Encodable) {
         do {
-            var written = ""
-            let resultJSON: Data
-            if let writable = result as? JSONTextWritable, writable.writeJSON(to: &written) {
-                resultJSON = Data(written.utf8)
-            } else {
-                resultJSON = try encoder.encode(result)
+            if let writable = result as? JSONTextWritable {
+                // The reply is written into one text, made as large as the last one up front,
+                // and framed from it: a 1,000-record change page grew its text by doubling and
+                // was then copied three times, which was half of serving it.
+                var text = ""
+                text.reserveCapacity(replyCapacity)
+                text += #"{"id":"#
+                switch id {
+                case let .int(value): text += String(value)
+                case let .string(value): JSONWriter.appendString(value, to: &text)
+                }
+                text += #","ok":true,"result":"#
+                if writable.writeJSON(to: &text) {
+                    text += "}"
+                    FrameEncoder.appendFrame(text.utf8, to: &outbound)
+                    replyCapacity = min(max(text.utf8.count, 1024), 4 << 20)
+                    return
+                }
             }
+            let resultJSON = try encoder.encode(result)
             var body: [UInt8] = []
             body.reserveCapacity(resultJSON.count + 40)
             body.append(contentsOf: #"{"id":"#.utf8)
