@@ -10,7 +10,8 @@ import FoundationEssentials
 enum ISOTime {
     /// `seconds` as `YYYY-MM-DDTHH:MM:SS.fffZ` (3 digits) or with `fractionDigits` (1…9).
     /// Empty (which no date parser accepts) for a time too far out to count in units of the
-    /// fraction: a record from elsewhere can carry any double, and it must be refused, not trap.
+    /// fraction, or outside the four-digit years 0000–9999 the shape has: a record from
+    /// elsewhere can carry any double, and it must be refused, not trap or be misspelt.
     static func string(seconds: Double, fractionDigits: Int = 3) -> String {
         let digits = min(9, max(1, fractionDigits))
         let scale = pow10(digits)
@@ -23,16 +24,27 @@ enum ISOTime {
         var secondOfDay = whole % 86_400
         if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
         let (year, month, day) = civil(days: days)
-        var text = ""
-        text.reserveCapacity(20 + digits)
-        append(year, width: 4, to: &text); text += "-"
-        append(month, width: 2, to: &text); text += "-"
-        append(day, width: 2, to: &text); text += "T"
-        append(secondOfDay / 3600, width: 2, to: &text); text += ":"
-        append(secondOfDay / 60 % 60, width: 2, to: &text); text += ":"
-        append(secondOfDay % 60, width: 2, to: &text); text += "."
-        append(fraction, width: digits, to: &text); text += "Z"
-        return text
+        // Four-digit years only, as the canonical shape has (and as the parser reads back).
+        guard (0...9999).contains(year) else { return "" }
+        // Digits written into one small buffer (a string per part was most of the conversion,
+        // and an import converts two dates per record).
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21 + digits) { buffer -> String in
+            func put(_ value: Int64, width: Int, at offset: Int) {
+                var rest = value
+                for index in stride(from: offset + width - 1, through: offset, by: -1) {
+                    buffer[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+            }
+            put(year, width: 4, at: 0); buffer[4] = UInt8(ascii: "-")
+            put(month, width: 2, at: 5); buffer[7] = UInt8(ascii: "-")
+            put(day, width: 2, at: 8); buffer[10] = UInt8(ascii: "T")
+            put(secondOfDay / 3600, width: 2, at: 11); buffer[13] = UInt8(ascii: ":")
+            put(secondOfDay / 60 % 60, width: 2, at: 14); buffer[16] = UInt8(ascii: ":")
+            put(secondOfDay % 60, width: 2, at: 17); buffer[19] = UInt8(ascii: ".")
+            put(fraction, width: digits, at: 20); buffer[20 + digits] = UInt8(ascii: "Z")
+            return String(decoding: UnsafeBufferPointer(rebasing: buffer[0..<(21 + digits)]), as: UTF8.self)
+        }
     }
 
     /// Seconds since 1970 for an ISO-8601 date-time, or nil when it is not one.
@@ -72,12 +84,6 @@ enum ISOTime {
         var value: Int64 = 1
         for _ in 0..<n { value *= 10 }
         return value
-    }
-
-    private static func append(_ value: Int64, width: Int, to text: inout String) {
-        let digits = String(value)
-        if digits.count < width { text += String(repeating: "0", count: width - digits.count) }
-        text += digits
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).

@@ -99,6 +99,11 @@ struct ISOTimeTests {
         }
         #expect(ISOTime.string(seconds: 1_780_000_000.123) == "2026-05-28T20:26:40.123Z")
         #expect(ISOTime.string(seconds: 951_868_799.9996) == "2000-03-01T00:00:00.000Z")
+        // The first and last instants with four-digit years; past them there is no text.
+        #expect(ISOTime.string(seconds: -62_167_219_200) == "0000-01-01T00:00:00.000Z")
+        #expect(ISOTime.string(seconds: 253_402_300_799.999) == "9999-12-31T23:59:59.999Z")
+        #expect(ISOTime.string(seconds: 253_402_300_800) == "")
+        #expect(ISOTime.string(seconds: -62_167_219_201, fractionDigits: 1) == "")
     }
 
     @Test("microsecond text keeps microseconds; other shapes fall back to Foundation; nonsense is nil")
