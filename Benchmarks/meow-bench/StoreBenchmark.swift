@@ -187,8 +187,17 @@ final class RawStore {
         (0..<count).map { index in
             let n = batch * count + index
             let time = timestamp(n)
-            return [UUID().uuidString, "e\(n)", "bloodGlucose", time, time, Double(100 + n % 200), "before breakfast", session]
+            return [timeOrderedUUID(n), "e\(n)", "bloodGlucose", time, time, Double(100 + n % 200), "before breakfast", session]
         }
+    }
+
+    /// A uuid ordered by `n` as the store's are (RFC 9562 version 7: time first, then random
+    /// bits), so both sides' uuid indexes grow the same way: random ones would price the raw
+    /// side's index pages, not the service's work.
+    static func timeOrderedUUID(_ n: Int) -> String {
+        let time = String(1_780_000_000_000 + n, radix: 16, uppercase: true)
+        let padded = String(repeating: "0", count: max(0, 12 - time.count)) + time
+        return padded.prefix(8) + "-" + padded.suffix(4) + "-7" + UUID().uuidString.dropFirst(15)
     }
 
     /// Inserts one batch in one transaction.
