@@ -20,7 +20,7 @@ final class CloudMirror: Sendable {
     private let credential: Mutex<String?>
     private let work = Mutex(())
     let progress = Mutex(Progress())
-    private let wake = NSCondition()
+    private let wake = WakeSignal()
     private let stopping = Atomic<Bool>(false)
     /// Set by a `databaseChanged` push: the automatic loop fetches at once.
     private let poked = Atomic<Bool>(false)
@@ -515,9 +515,7 @@ final class CloudMirror: Sendable {
         if options.mode == .automatic { wakeLoop() }
     }
 
-    private func wakeLoop() {
-        wake.lock(); wake.signal(); wake.unlock()
-    }
+    private func wakeLoop() { wake.signal() }
 
     func stop() {
         stopping.store(true, ordering: .relaxed)
@@ -562,10 +560,33 @@ final class CloudMirror: Sendable {
                 // starts one more pass, which finds nothing new when nothing happened.
                 seenTokens = tokens
             }
-            wake.lock()
             _ = wake.wait(until: Date().addingTimeInterval(0.2))
-            wake.unlock()
         }
+    }
+}
+
+/// Wakes a loop that waits between passes. A signal that comes while the loop is busy is kept
+/// for its next wait (a bare condition signal was lost then, and a device caught a burst of saves
+/// or pushes only at its next 0.2 s poll).
+final class WakeSignal: Sendable {
+    private let condition = NSCondition()
+    /// Set under the condition's lock by `signal`, cleared by `wait`.
+    private let pending = Atomic<Bool>(false)
+
+    func signal() {
+        condition.lock()
+        pending.store(true, ordering: .relaxed)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Waits until signalled (also before this call, since the last wait) or until `deadline`;
+    /// true when signalled.
+    func wait(until deadline: Date) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while !pending.load(ordering: .relaxed), condition.wait(until: deadline) {}
+        return pending.exchange(false, ordering: .relaxed)
     }
 }
 
