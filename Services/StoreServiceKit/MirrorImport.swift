@@ -74,7 +74,8 @@ struct MirrorImport {
 
         init(_ entity: EntityDescription) {
             names = entity.storedPropertyNames.map(MirrorRecordCoding.fieldName)
-            sorted = names.enumerated().map { ($0.element, $0.offset) }.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            // Swift's order on strings: byte order for the ASCII names stored form has.
+            sorted = names.enumerated().map { ($0.element, $0.offset) }.sorted { $0.name < $1.name }
         }
 
         /// Per stored property, its field's value in a tree of fields.
@@ -82,13 +83,13 @@ struct MirrorImport {
             names.map { fields[$0]?["value"] }
         }
 
-        /// Per stored property, its field's value among fields read from stored form (in byte
-        /// order too, so both lists are walked once, without hashing a name).
+        /// Per stored property, its field's value among fields read from stored form (in the
+        /// same order, so both lists are walked once, without hashing a name).
         func values(_ fields: [StoredFields.Field]) -> [JSONValue?] {
             var values = [JSONValue?](repeating: nil, count: names.count)
             var next = 0
             for field in fields {
-                while next < sorted.count, sorted[next].name.utf8.lexicographicallyPrecedes(field.name.utf8) { next += 1 }
+                while next < sorted.count, sorted[next].name < field.name { next += 1 }
                 guard next < sorted.count else { break }
                 if sorted[next].name == field.name { values[sorted[next].position] = field.value; next += 1 }
             }

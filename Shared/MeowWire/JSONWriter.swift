@@ -48,7 +48,11 @@ public enum JSONWriter {
     /// A JSON string literal: quotes, backslashes and control characters escaped.
     public static func appendString(_ text: String, to out: inout String) {
         // Fast path: most strings (names, IDs, dates) need no escaping.
-        if !text.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 }) {
+        // (Over the contiguous bytes where the string has them: a generic walk of the UTF-8
+        // view cost more than the append.)
+        let plain = text.utf8.withContiguousStorageIfAvailable { bytes in !bytes.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 } }
+            ?? !text.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 })
+        if plain {
             out += "\""
             out += text
             out += "\""

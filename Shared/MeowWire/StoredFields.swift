@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Record fields in the sync-service's stored form: the exact text its canonical writer makes
 /// (keys in byte order without escapes, no whitespace, every field `{"type":…,"value":…}` of a
 /// string, bytes, int64, double or date type with its value as the writer writes it).
@@ -124,20 +128,26 @@ struct StoredFormScanner {
 
     private mutating func field(named key: Range<Int>) -> Bool {
         guard literal(#"{"type":"#), let type = plainString(), literal(#","value":"#) else { return false }
-        let name = bytes[type]
         let start = index
         let valid: Bool
-        if name.elementsEqual("string".utf8) || name.elementsEqual("bytes".utf8) {
+        if isType(type, "string") || isType(type, "bytes") {
             valid = canonicalString()
-        } else if name.elementsEqual("int64".utf8) {
+        } else if isType(type, "int64") {
             valid = integer(maxDigits: 18)
-        } else if name.elementsEqual("double".utf8) || name.elementsEqual("date".utf8) {
+        } else if isType(type, "double") || isType(type, "date") {
             valid = double()
         } else {
             valid = false
         }
         if valid, found != nil { found?.append((key, type, start..<index)) }
         return valid && take(UInt8(ascii: "}"))
+    }
+
+    /// Whether the bytes in `range` are `name` (compared as bytes: a generic walk over a
+    /// string's UTF-8 view per field showed in profiles).
+    private func isType(_ range: Range<Int>, _ name: StaticString) -> Bool {
+        guard range.count == name.utf8CodeUnitCount else { return false }
+        return memcmp(bytes.baseAddress! + range.lowerBound, name.utf8Start, range.count) == 0
     }
 
     private mutating func take(_ byte: UInt8) -> Bool {
