@@ -284,7 +284,7 @@ extension CloudMirror {
                     } else if let client = try Self.currentFields(entity: entity, uuid: uuid, state: state) {
                         meta = try state.meta(uuid, withFields: true)
                         let outcome = try merge(server: record, client: MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType, fields: client),
-                                                ancestor: meta?.serverFields, pending: pending, state: state)
+                                                ancestor: meta?.serverFields, pending: pending, state: state, serverFields: .some(serverFields))
                         fields = outcome.fields
                         times = outcome.times
                         keepPending = outcome.clientWon

@@ -412,7 +412,7 @@ extension CloudMirror {
                                                 pending: try state.pending(uuid: uuid) ?? item.pending, state: state)
                         local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.zoneName))
                         afterSave.append {
-                            try state.setMeta(serverCopy: server, entity: item.entity.name)
+                            try state.setMeta(serverCopy: server, entity: item.entity.name, uuid: uuid)
                             try state.setFieldTimes(uuid, outcome.times)
                             if !outcome.clientWon { try state.dropPending(item.pending) }
                         }
@@ -482,10 +482,11 @@ extension CloudMirror {
     }
 
     /// Merges the server's copy with the local one (SEMANTICS C5).
+    /// `serverFields`: `server.fields` when the caller already parsed them.
     func merge(server: MirrorRecord, client: MirrorRecord, ancestor: [String: JSONValue]?, pending: MirrorState.Pending,
-               state: MirrorState) throws -> MirrorMerge.Outcome {
+               state: MirrorState, serverFields parsed: [String: JSONValue]?? = nil) throws -> MirrorMerge.Outcome {
         // Each side's fields read once (fields that came as text are parsed on each read).
-        let serverFields = server.fields
+        let serverFields = parsed ?? server.fields
         let clientFields = MirrorRecordCoding.dataFields(client.fields)
         let localChanged = pending.kind == .insert ? Set(clientFields.keys).union(pending.changed) : pending.changed
         return MirrorMerge(policy: options.conflictPolicy).merge(
@@ -521,16 +522,18 @@ extension CloudMirror {
                                                        "recordIDs": [["recordName": .string(pending.uuid), "zoneID": try JSONValue(encoding: zone)]]])
             serverCopy = fetched?["records"]?.arrayValue?.first.flatMap(MirrorRecord.init(json:))
         }
+        // Parsed once (fields that came as text are parsed on each read).
+        let serverFields = serverCopy?.fields
         try withStores { stores in
             let index = try stores.index(named: storeName)
             let state = MirrorState(stores.list[index])
-            try applyLocally([LocalChange(uuid: pending.uuid, entity: entity, fields: serverCopy?.fields, zone: zone?.zoneName)],
+            try applyLocally([LocalChange(uuid: pending.uuid, entity: entity, fields: serverFields, zone: zone?.zoneName)],
                              storeIndex: index, stores: stores)
             try stores.list[index].database.transaction {
                 try state.dropPending(pending.uuid)
                 if let serverCopy, let zone {
-                    try state.setMeta(serverCopy: serverCopy, entity: entity.name, zone: zone)
-                    try state.setFieldTimes(pending.uuid, MirrorRecordCoding.times(serverCopy.fields))
+                    try state.setMeta(serverCopy: serverCopy, entity: entity.name, uuid: pending.uuid, zone: zone)
+                    try state.setFieldTimes(pending.uuid, MirrorRecordCoding.times(serverFields))
                 } else {
                     try state.dropMeta(pending.uuid)
                 }

@@ -227,11 +227,11 @@ struct MirrorState {
             """, [meta.uuid, meta.entity, meta.zone.zoneName, meta.zone.ownerName, SQLValue(meta.changeTag), SQLValue(fields)])
     }
 
-    /// Keeps `record` as the server's copy of a record of `entity`: its zone (unless `zone` says
-    /// otherwise), its tag and its fields (as the text received, when it came with one: no tree
-    /// is made of it).
-    func setMeta(serverCopy record: MirrorRecord, entity: String, zone: MirrorZoneID? = nil) throws {
-        try setMeta(.init(uuid: record.recordName, entity: entity, zone: zone ?? record.zoneID, changeTag: record.recordChangeTag,
+    /// Keeps `record` as the server's copy of the record `uuid` (its own name unless given) of
+    /// `entity`: its zone (unless `zone` says otherwise), its tag and its fields (as the text
+    /// received, when it came with one: no tree is made of it).
+    func setMeta(serverCopy record: MirrorRecord, entity: String, uuid: String? = nil, zone: MirrorZoneID? = nil) throws {
+        try setMeta(.init(uuid: uuid ?? record.recordName, entity: entity, zone: zone ?? record.zoneID, changeTag: record.recordChangeTag,
                           serverFields: record.fieldsText == nil ? record.fields : nil), fieldsText: record.fieldsText)
     }
 
