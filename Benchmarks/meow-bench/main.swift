@@ -7,14 +7,37 @@ if arguments.contains("--help") {
     print("""
     meow-bench — MeowCare benchmarks, each beside a same-run baseline
 
-    Usage: meow-bench [--quick] [SUITE ...]
-      Suites: \(Benchmarks.all.map(\.name).joined(separator: ", ")) (default: all)
+    Usage: meow-bench [--quick] [SUITE ...] [load options]
+      Suites: \(Benchmarks.all.map(\.name).joined(separator: ", ")) (default: all; load options alone: load)
       --quick   fewer iterations (a smoke run; figures are noisier)
+      load options: --seconds N | --operations N, --clients K, --seed S, --dir DIR, --json
     """)
     exit(0)
 }
 let quick = arguments.contains("--quick")
-let selected = arguments.filter { !$0.hasPrefix("--") }
+// Suite names are the words that are not options or an option's value (`--seconds 60` once ran
+// nothing: "60" was taken for a suite). Load's options name the load suite when none is given.
+let loadOptionsWithValues: Set<String> = ["--seconds", "--operations", "--clients", "--seed", "--dir"]
+var selected: [String] = []
+var impliesLoad = false
+var index = 0
+while index < arguments.count {
+    let argument = arguments[index]
+    if loadOptionsWithValues.contains(argument) {
+        impliesLoad = true
+        index += 2
+        continue
+    }
+    if argument == "--json" { impliesLoad = true }
+    if !argument.hasPrefix("--") { selected.append(argument) }
+    index += 1
+}
+let unknown = selected.filter { name in !Benchmarks.all.contains { $0.name == name } }
+guard unknown.isEmpty else {
+    print("meow-bench: no suite named \(unknown.joined(separator: ", ")); suites: \(Benchmarks.all.map(\.name).joined(separator: ", ")) (--help)")
+    exit(2)
+}
+if selected.isEmpty && impliesLoad { selected = ["load"] }
 var failures = 0
 for suite in Benchmarks.all where selected.isEmpty || selected.contains(suite.name) {
     do {
