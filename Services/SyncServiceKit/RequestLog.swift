@@ -11,6 +11,9 @@ public struct RequestLogEntry: Codable, Sendable {
     public var seq: Int
     public var time: Double
     public var connection: Int
+    /// The name the connection gave in `hello` (a mirror names its device:
+    /// "store-service mirror (A)").
+    public var client: String?
     public var user: String?
     public var op: String
     public var database: String?
@@ -20,6 +23,8 @@ public struct RequestLogEntry: Codable, Sendable {
     /// Decisions left out of the in-memory copy (see `RequestLog.retainedDecisions`); the
     /// `--request-log` file has them all.
     public var permissionsOmitted: Int?
+    /// How long the request ran, from its start to its answer (`time` is when it finished).
+    public var milliseconds: Double?
 }
 
 public struct RequestLogParams: Codable, Sendable {
@@ -65,10 +70,12 @@ public final class RequestLog: Sendable {
     static let retainedDecisions = 20
     static let retainedDeniedDecisions = 100
 
-    func record(connection: Int, user: String?, op: String, trace: RequestTrace, code: String, time: Double) {
+    func record(connection: Int, client: String? = nil, user: String?, op: String, trace: RequestTrace, code: String, time: Double,
+                milliseconds: Double? = nil) {
         let entry = state.withLock { state -> RequestLogEntry in
-            let entry = RequestLogEntry(seq: state.next, time: time, connection: connection, user: user, op: op, database: trace.database,
-                                        zones: trace.zones, code: code, permissions: trace.decisions)
+            let entry = RequestLogEntry(seq: state.next, time: time, connection: connection, client: client, user: user, op: op,
+                                        database: trace.database, zones: trace.zones, code: code, permissions: trace.decisions,
+                                        milliseconds: milliseconds)
             state.next += 1
             state.entries.append(Self.retained(entry))
             // Trimmed in steps of a tenth, so a full log does not shift every entry per request.

@@ -182,6 +182,14 @@ public final class SyncService: ServiceDefinition {
                 _ body: (CloudEngine, String, RequestTrace) throws -> R) throws -> R {
         let user = context.connection.principal?.user
         let trace = RequestTrace()
+        let started = ContinuousClock.now
+        func log(_ code: String, _ engine: CloudEngine) {
+            let elapsed = ContinuousClock.now - started
+            let exact = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            let milliseconds = (exact * 1000).rounded() / 1000  // to the microsecond
+            requestLogBox.withLock { $0 }?.record(connection: context.connection.id, client: context.connection.clientName, user: user, op: context.op,
+                                                  trace: trace, code: code, time: engine.now(), milliseconds: milliseconds)
+        }
         let engine = try engine
         do {
             if checkAccount, context.connection.principal?.isAdmin == true {
@@ -220,11 +228,11 @@ public final class SyncService: ServiceDefinition {
                 default: break
                 }
             }
-            requestLogBox.withLock { $0 }?.record(connection: context.connection.id, user: user, op: context.op, trace: trace, code: "ok", time: engine.now())
+            log("ok", engine)
             return result
         } catch {
             let code = (error as? WireError)?.code.rawValue ?? (error as? ServiceError)?.wire.code.rawValue ?? "internalError"
-            requestLogBox.withLock { $0 }?.record(connection: context.connection.id, user: user, op: context.op, trace: trace, code: code, time: engine.now())
+            log(code, engine)
             throw error
         }
     }

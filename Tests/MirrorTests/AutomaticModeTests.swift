@@ -48,6 +48,7 @@ extension Mirroring {
             let log = try await cloud.admin("admin.requestLog", ["limit": 1000])["entries"]?.arrayValue ?? []
             // A's connection is the one that saved the records; B's fetched them.
             let save = try #require(log.first { $0["op"] == "records.modify" })
+            #expect(save["client"] == "store-service mirror (A)", "the log names the device whose mirror made the request")
             let aConnection = save["connection"], savedSeq = try #require(save["seq"]?.intValue)
             let saved = try #require(save["time"]?.doubleValue)
             let after = log.filter { ($0["seq"]?.intValue ?? 0) > savedSeq && $0["op"] == "changes.fetchZone" }

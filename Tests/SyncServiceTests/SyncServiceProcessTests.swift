@@ -163,6 +163,9 @@ import Testing
         #expect(bobEntry?["code"] == "partialFailure")
         #expect(bobEntry?["database"] == "shared")
         #expect(bobEntry?["zones"] == ["owner/Zone"])
+        // Each entry names the connection's client (from its hello) and how long it ran.
+        #expect(bobEntry?["client"] == "sync-tests")
+        #expect(entries.allSatisfy { ($0["milliseconds"]?.doubleValue ?? -1) >= 0 }, "every entry has its duration")
         let fileLines = try String(contentsOfFile: dir.file("requests.jsonl"), encoding: .utf8).split(separator: "\n")
         #expect(fileLines.contains { $0.contains("has permission readOnly") })
         for client in [owner, alice, bob, admin] { client.close() }
