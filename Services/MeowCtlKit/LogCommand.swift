@@ -56,7 +56,7 @@ enum LogCommand {
         var (entries, last) = try await read(cloud, after: 0)
         entries = entries.filter(filter.matches)
         if let limit { entries = Array(entries.suffix(limit)) }
-        if !output.json { output.say(Table(["SEQ", "TIME", "USER", "OP", "DATABASE", "ZONES", "RESULT"], []).headerLine) }
+        if !output.json { output.say(Table(["SEQ", "TIME", "USER", "OP", "DATABASE", "ZONES", "RESULT", "MS", "CLIENT"], []).headerLine) }
         show(entries, output)
         guard args.has("follow") else {
             if !output.json { output.say("\(entries.count) request\(entries.count == 1 ? "" : "s")") }
@@ -92,8 +92,9 @@ enum LogCommand {
                 Date(timeIntervalSince1970: $0).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
             } ?? "–"
             let zones = (entry["zones"]?.arrayValue ?? []).map(\.cell).joined(separator: ",")
+            let milliseconds = entry["milliseconds"]?.doubleValue.map { String(format: "%.1f", $0) } ?? "–"
             print([entry["seq"].cell, time, entry["user"].cell, entry["op"].cell, entry["database"].cell,
-                         zones.isEmpty ? "–" : zones, entry["code"].cell].joined(separator: "  "))
+                         zones.isEmpty ? "–" : zones, entry["code"].cell, milliseconds, entry["client"].cell].joined(separator: "  "))
             for decision in entry["permissions"]?.arrayValue ?? [] {
                 let record = decision["recordName"].map { $0.isNull ? "" : " record \($0.cell)" } ?? ""
                 print("      \(decision["decision"].cell): \(decision["reason"].cell) (zone \(decision["zone"].cell)\(record))")

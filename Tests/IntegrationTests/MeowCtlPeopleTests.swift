@@ -335,6 +335,7 @@ struct MeowCtlPeopleTests {
                                                 "--op", "shares.accept", "--zone", zone])
         #expect(log.status == 0)
         #expect(log.stdout.contains("pablo") && log.stdout.contains("shares.accept"))
+        #expect(log.stdout.contains("store-service mirror (P)"), "the request names the device whose mirror sent it")
         #expect(try await meowctlJSON(["doctor", "--socket", participant.socket, "--cloud", deployment.cloudSocket,
                                        "--credential", PeopleDeployment.pablo]).status == 0)
         _ = await participant.process.stop()
