@@ -204,10 +204,7 @@ enum FieldsJSON {
     /// string, bytes, int64, double or date type with its value as the writer writes it; anything
     /// else (references, lists, other number forms, other escapes) answers false and is written
     /// out again from the parsed fields.
-    static func isStoredForm(_ text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { bytes in storedFormEnd(bytes, from: 0) == bytes.count }
-    }
+    static func isStoredForm(_ text: String) -> Bool { StoredFields.isStoredForm(text) }
 
     /// Where a fields object in stored form that starts at `start` ends (the index after its
     /// closing brace), or nil when what starts there is not one (`isStoredForm`'s rules). What
