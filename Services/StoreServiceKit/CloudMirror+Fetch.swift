@@ -451,9 +451,19 @@ final class PagesAhead: Sendable {
 
     init(depth: Int) { self.depth = depth }
 
+    /// `decode` runs for pages that arrive while the fetch still wants them: one that comes
+    /// after `stop` (the fetch of the zone ended, say on an error) is left undecoded, as nothing
+    /// will apply it.
     func setUp(decode: @escaping Decode, send: @escaping Send) {
-        state.withLock { $0.decode = decode; $0.send = send }
+        let wanted: Decode = { [weak self] json in
+            guard let self, !self.state.withLock({ $0.stopped }) else { return Unwanted() }
+            return decode(json)
+        }
+        state.withLock { $0.decode = wanted; $0.send = send }
     }
+
+    /// What a page that came after `stop` decodes to.
+    struct Unwanted: Sendable {}
 
     /// Asks for the page after `token`: by the applying thread for a page that did not come
     /// ahead, by the client's reader thread when a page that came ahead has more to come.
