@@ -248,8 +248,11 @@ extension CloudMirror {
             // Records new to this device, by position in the page (records are not copied: a
             // page's worth of copies and their releases showed in profiles).
             var fresh: [(position: Int, entity: EntityDescription)] = []
-            for (position, record) in changed.enumerated() {
-                if record.isShare {
+            for position in changed.indices {
+                // Read in place until the record turns out to need more than the direct path:
+                // a copy of each record (and its release) showed in the applying thread's time.
+                if changed[position].isShare {
+                    let record = changed[position]
                     if store.scope == .shared, let info = record.shareInfo,
                        let mine = info.participants.first(where: { $0.userRecordName == me }) {
                         let permission = SharePermission(rawValue: mine.permission) ?? .none
@@ -257,10 +260,11 @@ extension CloudMirror {
                     }
                     continue
                 }
-                guard let entityName = record.entityName, let entity = store.model.entity(named: entityName), store.holds(entityName) else { continue }
-                let uuid = record.recordName
+                guard let entityName = changed[position].entityName, let entity = store.model.entity(named: entityName),
+                      store.holds(entityName) else { continue }
+                let uuid = changed[position].recordName
                 var meta = stored.meta[uuid]
-                if let tag = meta?.changeTag, tag == record.recordChangeTag { continue }
+                if let tag = meta?.changeTag, tag == changed[position].recordChangeTag { continue }
                 let known = meta != nil
                 let queued = stored.pending[uuid]
                 if !known, queued == nil, rows[entity.name]?[uuid] == nil {
@@ -268,6 +272,7 @@ extension CloudMirror {
                     report.changedRecords += 1
                     continue
                 }
+                let record = changed[position]
                 // Parsed once here (fields that came as text are parsed on each read).
                 let serverFields = record.fields
                 var fields = serverFields ?? [:]
@@ -315,11 +320,11 @@ extension CloudMirror {
             var imported: [(position: Int, entity: EntityDescription)] = []
             fresh.sort { ($0.entity.toOneRelationships.count, $0.position) < ($1.entity.toOneRelationships.count, $1.position) }
             for (position, entity) in fresh {
-                let record = changed[position]
                 let values = position < prepared.count ? prepared[position] : nil
-                if try direct.accept(uuid: record.recordName, entity: entity, prepared: values, zone: record.zoneID.zoneName) {
+                if try direct.accept(uuid: changed[position].recordName, entity: entity, prepared: values, zone: changed[position].zoneID.zoneName) {
                     imported.append((position, entity))
                 } else {
+                    let record = changed[position]
                     local.append(LocalChange(uuid: record.recordName, entity: entity, fields: record.fields ?? [:], zone: record.zoneID.zoneName))
                     afterSave.append { try Self.keepImported(record, entity: entity, state: state) }
                 }
