@@ -99,11 +99,18 @@ events, sorted fetches, counts, history reads, edits of one session every client
 $soak_table
 
 Resident memory includes SQLite's page cache, which fills up to its bound (\`cache_size\` 32 MiB
-per store file on a device; SQLite's default, 2 MiB, per connection of the sync-service's
-writer and four readers) while the files grow, so growth early in a run is expected; a leak
-would show as RssAnon still rising in the second half once the caches are full.
+per store file on a device; 64 MiB for the sync-service's writer and SQLite's default, 2 MiB,
+for each of its four readers, which map the file instead) while the files grow, so growth early
+in a run is expected; a leak would show as RssAnon still rising in the second half once the
+caches are full.
 
 ## Findings outside the figures
+
+- A faster run shows the sync-service's writer cache filling: the release build at 8 clients for
+  60 s (about 1,190 operations/s, 87,000 events) ends with the sync-service's heap still rising
+  (+29 MiB in the second half, to 94 MiB), and the same for 150 s (188,301 events, converged)
+  levels off at 95 MiB (+1.6 MiB in the second half; the devices +0.2 and +0.5). Binaries from
+  before the 2026-11-30 mirroring work behave the same.
 
 - The envelope fuzzer found Foundation's \`JSONDecoder\` trapping ("Illegal instruction" in
   \`JSONError.SourceLocation\`) on a body of 513 \`[\`: the nesting limit reached at the end of
