@@ -46,12 +46,6 @@ extension CloudMirror {
             token = json["token"]?.stringValue ?? ""
             moreComing = json["moreComing"]?.boolValue ?? false
         }
-
-        /// The token to ask the next page from, when the page says more is coming.
-        static func nextToken(_ json: JSONValue) -> String? {
-            guard json["moreComing"]?.boolValue == true else { return nil }
-            return json["token"]?.stringValue ?? ""
-        }
     }
 
     private static let releaser = DispatchQueue(label: "cloud-mirror.release", qos: .utility)
@@ -352,7 +346,7 @@ extension CloudMirror {
             // move past the import's own transaction here rather than in one more commit.
             let cursorIsCurrent = try state.value(MirrorState.exportCursorKey) == String(store.lastToken)
             notice = try direct.write(router: engine.router, logger: engine.logger)
-            for (position, entity) in imported { try Self.keepMeta(changed[position], entity: entity, state: state) }
+            for (position, entity) in imported { try state.setMeta(serverCopy: changed[position], entity: entity.name) }
             try state.dropFieldTimes(imported.map { changed[$0.position].recordName })
             if let notice, cursorIsCurrent { try state.setValue(MirrorState.exportCursorKey, String(notice.token)) }
             if local.isEmpty {
@@ -379,12 +373,8 @@ extension CloudMirror {
     /// ancestor). Its stamps are the record's, read from the server fields just kept
     /// (`fieldTimesText`); a stale stamps row would hide them.
     private static func keepImported(_ record: MirrorRecord, entity: EntityDescription, state: MirrorState) throws {
-        try keepMeta(record, entity: entity, state: state)
-        try state.dropFieldTimes(record.recordName)
-    }
-
-    private static func keepMeta(_ record: MirrorRecord, entity: EntityDescription, state: MirrorState) throws {
         try state.setMeta(serverCopy: record, entity: entity.name)
+        try state.dropFieldTimes(record.recordName)
     }
 
     /// A zone is gone (deleted, purged, or the user left / was removed / the share ended): its

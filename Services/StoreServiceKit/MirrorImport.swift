@@ -69,8 +69,9 @@ struct MirrorImport {
     struct FieldLayout: Sendable {
         /// Per stored property, its field's name.
         let names: [String]
-        /// Field names in byte order, each with its stored property's position.
-        private let sorted: [(name: String, position: Int)]
+        /// Field names in byte order, each with its stored property's position (records are
+        /// written in this order too: `MirrorRecordCoding.TextCache`).
+        let sorted: [(name: String, position: Int)]
 
         init(_ entity: EntityDescription) {
             names = entity.storedPropertyNames.map(MirrorRecordCoding.fieldName)

@@ -121,27 +121,21 @@ enum MirrorRecordCoding {
 
         mutating func layout(_ entity: EntityDescription) -> [(position: Int, opening: String)] {
             if let layout = layouts[entity.name] { return layout }
-            var fields: [(name: String, position: Int, type: String)] = []
-            for (position, attribute) in entity.attributes.enumerated() {
+            // The stored properties' fields in name order (the order a fetch reads them in), and
+            // the entity's name in its place among them (position -1): records go out in key
+            // order, the stored form the sync-service keeps without writing them again.
+            let fields = (MirrorImport.FieldLayout(entity).sorted + [(MirrorState.entityNameField, -1)]).sorted { $0.name < $1.name }
+            let layout = fields.map { name, position -> (position: Int, opening: String) in
                 let type: String
-                switch attribute.type {
-                case .string: type = "string"
-                case .integer, .boolean: type = "int64"
-                case .double: type = "double"
-                case .date: type = "date"
+                switch position < 0 || position >= entity.attributes.count ? nil : entity.attributes[position].type {
+                case .string?, nil: type = "string"
+                case .integer?, .boolean?: type = "int64"
+                case .double?: type = "double"
+                case .date?: type = "date"
                 }
-                fields.append((fieldName(attribute.name), position, type))
-            }
-            for (offset, relationship) in entity.toOneRelationships.enumerated() {
-                fields.append((fieldName(relationship.name), entity.position(ofToOne: offset), "string"))
-            }
-            // The entity's name, in its place among the fields (position -1): records go out in
-            // key order, the stored form the sync-service keeps without writing them again.
-            fields.append((MirrorState.entityNameField, -1, "string"))
-            let layout = fields.sorted { $0.name < $1.name }.map { field -> (position: Int, opening: String) in
                 var opening = ""
-                JSONWriter.appendString(field.name, to: &opening)
-                return (field.position, opening + #":{"type":""# + field.type + #"","value":"#)
+                JSONWriter.appendString(name, to: &opening)
+                return (position, opening + #":{"type":""# + type + #"","value":"#)
             }
             layouts[entity.name] = layout
             return layout
