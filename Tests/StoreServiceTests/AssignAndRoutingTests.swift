@@ -17,6 +17,7 @@ struct AssignAndRoutingTests {
         return path
     }
 
+    /// Scenario 4: assigning a saved object to any store, even its own, fails with Core Data's text.
     @Test func assignRulesFollowCoreDataOrder() async throws {
         let directory = TemporaryDirectory()
         let model = try Self.modelWithoutSharedSessions(in: directory)
@@ -106,6 +107,7 @@ struct AssignAndRoutingTests {
         _ = await store.stop()
     }
 
+    /// Scenario 4: a relationship across the two stores is refused at save with Core Data's text.
     @Test func crossStoreRelationshipIsRefusedAtSaveAndNothingIsWritten() async throws {
         let store = try await StoreFixture.start()
         let client = try await store.client()
@@ -131,6 +133,7 @@ struct AssignAndRoutingTests {
         _ = await store.stop()
     }
 
+    /// Scenario 5 (the store-service's half): a delete plus an insert, never a reassignment.
     @Test func movingAnEventToASharedSessionIsADeletePlusAnInsert() async throws {
         let store = try await StoreFixture.start()
         let client = try await store.client()
@@ -159,6 +162,36 @@ struct AssignAndRoutingTests {
         _ = await store.stop()
     }
 
+    /// Scenario 6: the in-memory mode loads both stores with identities of their own, and a
+    /// second in-memory process (another device) gets others; object IDs name their store.
+    @Test func inMemoryStoresHaveDistinctIdentities() async throws {
+        let one = try await StoreFixture.start(), two = try await StoreFixture.start()
+        var identities: [String] = []
+        var urls: [String] = []
+        for fixture in [one, two] {
+            let client = try await fixture.client()
+            let stores = try #require(try await client.call("store.list")["stores"]?.arrayValue)
+            #expect(stores.map { $0["name"] } == ["Private", "Shared"])
+            identities += stores.compactMap { $0["storeUUID"]?.stringValue }
+            urls += stores.compactMap { $0["url"]?.stringValue }
+            #expect(urls.allSatisfy { $0.hasPrefix("memory:///") })
+
+            let context = try await client.openContext()
+            let privateEvent = try await client.insertEvent(context, id: "p", store: "Private")
+            let sharedEvent = try await client.insertEvent(context, id: "s", store: "Shared")
+            let saved = try await client.save(context)
+            #expect(try StoreClient.permanentID(saved, privateEvent).hasPrefix("x-coredata://\(stores[0]["storeUUID"]?.stringValue ?? "?")/CareEvent/p"))
+            #expect(try StoreClient.permanentID(saved, sharedEvent).hasPrefix("x-coredata://\(stores[1]["storeUUID"]?.stringValue ?? "?")/CareEvent/p"))
+            client.close()
+        }
+        #expect(identities.count == 4)
+        #expect(Set(identities).count == 4)
+        #expect(Set(urls).count == 4)
+        _ = await one.stop()
+        _ = await two.stop()
+    }
+
+    /// Scenario 6: loading the same store identity twice fails with Core Data's text.
     @Test func loadingTheSameStoreIdentityTwiceStopsStartUp() async throws {
         let directory = TemporaryDirectory()
         let first = try await StoreFixture.start(onDisk: true, directory: directory)

@@ -38,6 +38,8 @@ struct ConflictAndHistoryTests {
         return (event, reader)
     }
 
+    /// Scenario 18: two connections of one store-service save the same object; the saving
+    /// context's merge policy decides (store trump, object trump, overwrite, rollback).
     @Test(arguments: matrix)
     func mergePolicyDecidesBetweenTwoConnections(_ expected: Expected) async throws {
         let store = try await StoreFixture.start()
@@ -57,6 +59,7 @@ struct ConflictAndHistoryTests {
         _ = await store.stop()
     }
 
+    /// Scenario 18, the error policy.
     @Test func errorPolicyFailsWithCouldNotMergeChangesAndTheConflictList() async throws {
         let store = try await StoreFixture.start()
         let a = try await store.client("a")

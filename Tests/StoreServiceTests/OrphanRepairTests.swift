@@ -5,6 +5,7 @@ import TestSupport
 
 @Suite("Seed 000: orphan repair over the socket")
 struct OrphanRepairTests {
+    /// Scenario 3: a saved orphan is attached to the default session, no store reassignment.
     @Test func savedOrphanCareEventIsAttachedToDefaultSessionWithoutReassignment() async throws {
         let store = try await StoreFixture.start(["--no-orphan-repair"])
         let client = try await store.client()
@@ -42,6 +43,7 @@ struct OrphanRepairTests {
         #expect(await store.stop() == 0)
     }
 
+    /// Scenario 3: an unsaved orphan is assigned to the session's store first.
     @Test func unsavedOrphanIsAssignedToTheSessionsStoreFirst() async throws {
         let store = try await StoreFixture.start()
         let client = try await store.client()
