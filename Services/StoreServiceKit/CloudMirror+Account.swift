@@ -1,0 +1,113 @@
+import Foundation
+import MeowWire
+
+extension CloudMirror {
+    static let accountKey = "accountUser"
+    static let signedOutKey = "signedOut"
+
+    var isSignedIn: Bool { credential.withLock { $0 != nil } }
+
+    /// The credential to sign in with; sync steps fail at once while signed out, even with
+    /// nothing to send.
+    @discardableResult
+    func signedInCredential() throws(WireError) -> String {
+        guard let credential = credential.withLock({ $0 }) else {
+            throw WireError(.notAuthenticated, "No cloud account is signed in on this device (account.signOut); call account.signIn to sync again. Local saves keep working and are uploaded after sign-in.")
+        }
+        return credential
+    }
+
+    /// What `account.signOut` / `account.signIn` answer.
+    struct AccountResult: Codable, Sendable {
+        var signedIn: Bool
+        var user: String?
+        /// Local objects removed by the sign-out (the account's mirrored data).
+        var objectsRemoved: Int?
+    }
+
+    /// Scenario 35, sign-out: the device stops syncing, and the data it mirrored leaves the
+    /// stores with the queues, tokens and cloud metadata, as iOS does when the iCloud account
+    /// signs out. Saves keep working while signed out; they are uploaded after the next sign-in.
+    func signOut() throws -> AccountResult {
+        let previous = user
+        connection.withLock { $0?.client.close(); $0 = nil }
+        credential.withLock { $0 = nil }
+        let removed = try withStores { stores -> Int in
+            let removed = try clearLocalData(stores)
+            if let index = Self.storeIndex(.private, in: stores) {
+                let state = MirrorState(stores.list[index])
+                try state.setValue(Self.accountKey, nil)
+                try state.setValue(Self.signedOutKey, "1")
+            }
+            return removed
+        }
+        logger.notice("signed out of the cloud account: its data left this device", ["previousUser": .string(previous ?? ""), "objectsRemoved": .int(removed)])
+        return AccountResult(signedIn: false, user: nil, objectsRemoved: removed)
+    }
+
+    /// Signs in with `newCredential` (default: the start-up credential) and connects now, so a
+    /// bad credential is answered here. Another user's account first clears the local data (as
+    /// an account switch does); local rows saved while signed out are uploaded by the next send.
+    func signIn(credential newCredential: String?) throws -> AccountResult {
+        let chosen = newCredential ?? options.credential
+        let previous = credential.withLock { current -> String? in
+            defer { current = chosen }
+            return current
+        }
+        if previous != chosen { connection.withLock { $0?.client.close(); $0 = nil } }
+        do {
+            let live = try client()
+            try withStores { stores in
+                if let index = Self.storeIndex(.private, in: stores) { try MirrorState(stores.list[index]).setValue(Self.signedOutKey, nil) }
+            }
+            return AccountResult(signedIn: true, user: live.user)
+        } catch {
+            // A refused credential leaves the device as it was.
+            credential.withLock { $0 = previous }
+            throw error
+        }
+    }
+
+    /// Removes every object of every store (as deletes the mirror never exports) and the
+    /// mirror's bookkeeping; the export cursor moves past it all. Returns how many objects went.
+    private func clearLocalData(_ stores: StoreSet) throws -> Int {
+        var removed = 0
+        for (index, store) in stores.list.enumerated() {
+            var wipe: [LocalChange] = []
+            for entity in store.entities.values {
+                for row in try store.database.query("SELECT z_uuid FROM \(PersistentStore.table(entity.name))") {
+                    if let uuid = row[0].string { wipe.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil)) }
+                }
+            }
+            removed += wipe.count
+            try applyLocally(wipe, storeIndex: index, stores: stores)
+            try store.database.transaction {
+                try store.database.execute("""
+                    DELETE FROM mirror_pending; DELETE FROM mirror_meta; DELETE FROM mirror_fieldtimes;
+                    DELETE FROM mirror_unexportable; DELETE FROM mirror_share; DELETE FROM z_share;
+                    DELETE FROM mirror_kv WHERE key NOT IN ('\(MirrorState.exportCursorKey)', '\(Self.signedOutKey)');
+                    """)
+                try MirrorState(store).setValue(MirrorState.exportCursorKey, String(store.lastToken))
+            }
+        }
+        progress.withLock { $0.zonesEnsured = [] }
+        return removed
+    }
+
+    /// Scenario 35: the stores remember the cloud user they mirror. Another user's credential
+    /// (an account switch) clears the local data, the queues and the tokens first, as iOS does
+    /// when the iCloud account changes. The first sign-in uploads what is already there once:
+    /// it is all in history, after the export cursor.
+    func signIn(_ user: String) throws {
+        try withStores { stores in
+            guard let privateIndex = Self.storeIndex(.private, in: stores) else { return }
+            let known = try MirrorState(stores.list[privateIndex]).value(Self.accountKey)
+            if let known, known != user {
+                logger.notice("the cloud account changed: local data and sync state are cleared",
+                              ["previousUser": .string(known), "user": .string(user)])
+                _ = try clearLocalData(stores)
+            }
+            if known != user { try MirrorState(stores.list[privateIndex]).setValue(Self.accountKey, user) }
+        }
+    }
+}

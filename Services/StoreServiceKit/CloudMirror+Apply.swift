@@ -1,0 +1,129 @@
+import Foundation
+import MeowWire
+
+extension CloudMirror {
+    // MARK: Applying cloud state locally
+
+    /// The context the mirror's imports are saved in, as history and events name it.
+    static let importContextID = "mirror"
+    static let importContextName = "cloudMirror"
+
+    /// A row to write (fields) or delete (fields nil) as the cloud says.
+    struct LocalChange {
+        var uuid: String
+        var entity: EntityDescription
+        var fields: [String: JSONValue]?
+        /// The cloud zone, for new shared-store rows.
+        var zone: String?
+    }
+
+    /// Writes `changes` into one store in one save by author `sync` (history, remote-change
+    /// events; no permission check, no echo). Relationships name records; a record not present
+    /// yet is returned so the caller can apply it again later.
+    @discardableResult
+    func applyLocally(_ changes: [LocalChange], storeIndex: Int, stores: StoreSet) throws -> [LocalChange] {
+        guard !changes.isEmpty else { return [] }
+        let store = stores.list[storeIndex]
+        let state = MirrorState(store)
+        let context = ManagedObjectContext(id: Self.importContextID, name: Self.importContextName, author: SaveOperation.syncAuthor,
+                                           mergePolicy: .mergeByPropertyObjectTrump)
+        var byUUID: [String: ContextObject] = [:]
+        var links: [(ContextObject, String, String?, LocalChange)] = []
+        let ordered = changes.sorted { $0.entity.toOneRelationships.count < $1.entity.toOneRelationships.count }
+        var existing: [String: [String: Int64]] = [:]
+        for (entity, group) in Dictionary(grouping: ordered, by: \.entity.name) {
+            existing[entity] = try state.primaryKeys(entity: entity, uuids: group.map(\.uuid))
+        }
+        for change in ordered where store.holds(change.entity.name) {
+            let key = existing[change.entity.name]?[change.uuid]
+            guard let fields = change.fields else {
+                if let key {
+                    let object = try context.object(store.objectID(change.entity.name, key).uri, stores: stores)
+                    object.isDeleted = true
+                }
+                continue
+            }
+            let object: ContextObject
+            if let key {
+                object = try context.object(store.objectID(change.entity.name, key).uri, stores: stores)
+                guard !object.isDeleted else { continue }
+            } else {
+                object = context.insert(entity: change.entity, uuid: change.uuid, zone: store.scope == .shared ? change.zone : nil)
+                object.store = storeIndex
+                object.routing = .init(store: storeIndex, reason: .assigned, detail: "imported from the cloud")
+            }
+            try context.set(MirrorRecordCoding.attributeValues(entity: change.entity, fields: fields), on: object, model: stores.model)
+            byUUID[change.uuid] = object
+            for (name, target) in MirrorRecordCoding.relationshipNames(entity: change.entity, fields: fields) {
+                links.append((object, name, target, change))
+            }
+        }
+        var unresolved: [LocalChange] = []
+        // Destinations looked up once: a page of events names one session again and again.
+        var keys: [String: Int64?] = [:]
+        for (object, name, target, change) in links {
+            var value: JSONValue = .null
+            if let target, let destination = object.entity.relationship(name)?.destination {
+                let cacheKey = destination + "/" + target
+                if keys[cacheKey] == nil { keys[cacheKey] = .some(try state.primaryKey(entity: destination, uuid: target)) }
+                if let related = byUUID[target], !related.isDeleted {
+                    value = .string(related.uri)
+                } else if let key = keys[cacheKey] ?? nil {
+                    value = .string(store.objectID(destination, key).uri)
+                } else {
+                    unresolved.append(change)
+                }
+            }
+            try context.set([name: value], on: object, model: stores.model)
+        }
+        let (result, notices) = try SaveOperation(context: context, stores: stores, router: engine.router, logger: engine.logger).run()
+        engine.publish(notices, from: nil)
+        try queueSideEffects(of: result, applied: Set(changes.map(\.uuid)), state: state)
+        return unresolved
+    }
+
+    /// Delete rules run on the cloud's changes too (a session deleted in the cloud cascades to
+    /// the events this device still relates to it). Those extra changes are this device's own
+    /// decisions: they are queued for the cloud like a local save, so every copy converges
+    /// (scenario 23). The changes the cloud sent are not (no echo).
+    private func queueSideEffects(of result: SaveResult, applied: Set<String>, state: MirrorState) throws {
+        guard let token = result.transactions.first(where: { $0.storeUUID == state.store.uuid })?.token else { return }
+        for change in try PersistentHistory.changes(state.store, token: token) where !applied.contains(change.uuid) {
+            let meta = try state.meta(change.uuid)
+            if change.kind == .delete {
+                // A record the server may have by now: known there, or queued (a batch in
+                // flight may be saving it). A delete queued for one it never got is dropped
+                // when its batch is built.
+                let queued = try state.pending(uuid: change.uuid) != nil
+                guard meta != nil || queued else { continue }
+                try state.enqueue(uuid: change.uuid, entity: change.entity, kind: .delete, zone: meta?.zone, changed: [])
+            } else {
+                try state.enqueue(uuid: change.uuid, entity: change.entity, kind: meta == nil ? .insert : .update, zone: nil,
+                                  changed: Set((change.changed ?? []).map(MirrorRecordCoding.fieldName)))
+            }
+        }
+    }
+
+    /// Tells the device's clients that the server refused a local change and it was undone.
+    func publishReverted(_ data: RevertedNotice) {
+        engine.events.publish(topic: StoreEngine.remoteChangeTopic, event: Self.revertedEvent, data: data)
+    }
+
+    /// The row of `uuid` in `store` as record fields, or nil when it is gone.
+    static func currentFields(entity: EntityDescription, uuid: String, state: MirrorState) throws -> [String: JSONValue]? {
+        guard let key = try state.primaryKey(entity: entity.name, uuid: uuid),
+              let row = try state.store.read(entity, primaryKey: key) else { return nil }
+        return try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(uuid))
+    }
+}
+
+/// The `changeReverted` event: the server refused a local change and the device undid it.
+struct RevertedNotice: Codable, Sendable {
+    var store: String
+    var uuid: String
+    var entity: String
+    /// `updateReverted` (the server's copy is back) or `insertDeleted` (the new object is gone).
+    var action: String
+    var code: String
+    var reason: String
+}

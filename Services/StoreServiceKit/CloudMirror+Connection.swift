@@ -1,0 +1,169 @@
+import Foundation
+import MeowWire
+import Synchronization
+
+extension CloudMirror {
+    // MARK: The sync-service connection
+
+    /// The connected client (connecting and saying hello if needed).
+    func client() throws(WireError) -> Connection {
+        if let live = connection.withLock({ $0 }) { return live }
+        let credential = try signedInCredential()
+        // Records' fields arrive with their text beside them: the mirror keeps that text as a
+        // record's server fields instead of writing the parsed fields out again. Fields in the
+        // sync-service's stored form (all of a mirror's own) come as that text alone, with no
+        // tree: a tree of a page's fields, a dictionary per field, was half of parsing it.
+        let fieldsAsText = JSONParser.KeptText(key: "fields", depth: nil, textOnly: { bytes, start in StoredFields.end(bytes, from: start) })
+        let client = try WireClient(socketPath: options.syncSocket, timeout: .seconds(60), keeping: fieldsAsText)
+        let hello = try client.callBlocking("hello", HelloParams(client: "store-service mirror (\(options.deviceName))", credential: credential))
+        guard let user = hello["user"]?.stringValue else {
+            client.close()
+            throw WireError(.notAuthenticated, "The sync-service did not identify a user for the mirror's credential.")
+        }
+        if options.mode == .automatic {
+            _ = try? client.callBlocking("subscribe", ["topics": ["databaseChanges"]] as JSONValue)
+            let events = client.events
+            Task.detached { [weak self] in
+                for await event in events where event.name == "databaseChanged" { self?.poke() }
+            }
+        }
+        let live = Connection(client: client, user: user)
+        do {
+            try signIn(user)
+        } catch {
+            client.close()
+            throw WireError(.internalError, "The mirror could not switch its local data to user \(user): \(error)")
+        }
+        connection.withLock { $0 = live }
+        logger.info("connected to the sync-service", ["socket": .string(options.syncSocket), "user": .string(user)])
+        return live
+    }
+
+    /// One request to the sync-service. A broken connection is dropped so the next call reconnects.
+    func call(_ op: String, _ params: JSONValue) throws(WireError) -> JSONValue {
+        try request(op, params)
+    }
+
+    /// `call` with typed params, encoded once (no JSON tree in between).
+    func request<P: Encodable>(_ op: String, _ params: P, retried alreadyRetried: Bool = false) throws(WireError) -> JSONValue {
+        var retried = alreadyRetried
+        while true {
+            let live = try client()
+            do {
+                return try live.client.callBlocking(op, params)
+            } catch {
+                guard [.connectionClosed, .networkUnavailable, .timedOut].contains(error.code) else { throw error }
+                connection.withLock { $0 = nil }
+                live.client.close()
+                // A connection that died while idle (the sync-service restarted): one fresh try.
+                // Every mirror request is safe to repeat (tags and record names make saves idempotent).
+                guard !retried, error.code == .connectionClosed else { throw error }
+                retried = true
+            }
+        }
+    }
+
+    /// `value` without the members the reply parse added (`client()`), and with the fields it
+    /// kept as text alone parsed back: for sync-service results handed to the device's clients
+    /// (share ops, error details). The mirror's own reads keep them.
+    static func withoutKeptTexts(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case let .object(members):
+            var kept: [String: JSONValue] = [:]
+            for (key, member) in members {
+                if key.hasSuffix(JSONParser.textSuffix) {
+                    let name = String(key.dropLast(JSONParser.textSuffix.count))
+                    if members[name] == nil, let text = member.stringValue, let parsed = try? JSONParser.parse(text) { kept[name] = parsed }
+                } else {
+                    kept[key] = withoutKeptTexts(member)
+                }
+            }
+            return .object(kept)
+        case let .array(elements): return .array(elements.map(withoutKeptTexts))
+        default: return value
+        }
+    }
+
+    /// Sends a request without waiting (the reply is decoded on the client's reader thread
+    /// while this thread works on): `wait()` gives the reply.
+    func begin<P: Encodable>(_ op: String, _ params: P, decode: (@Sendable (JSONValue) -> any Sendable)? = nil) -> ReplyWaiter {
+        let waiter = ReplyWaiter(decode: decode)
+        begin(op, params, into: waiter)
+        return waiter
+    }
+
+    /// `begin` with a waiter made beforehand (so it can be queued before its reply can come).
+    /// `connecting: false` only uses a live connection (from the client's own reader thread a
+    /// reconnect, with its hello and sign-in, must not run); without one the waiter fails, and
+    /// its reader falls back to asking itself.
+    func begin<P: Encodable>(_ op: String, _ params: P, into waiter: ReplyWaiter, connecting: Bool = true) {
+        do throws(WireError) {
+            guard connecting || connection.withLock({ $0 }) != nil else {
+                throw WireError(.networkUnavailable, "The mirror's connection to the sync-service closed.")
+            }
+            let client = try client().client
+            waiter.client = client
+            client.send(op, params) { waiter.resolve($0) }
+        } catch {
+            waiter.resolve(.failure(error))
+        }
+    }
+
+    /// The reply to a request sent with `begin`; a connection that died while idle gets the
+    /// one fresh try `request` gives.
+    func finish<P: Encodable>(_ waiter: ReplyWaiter, _ op: String, _ params: P) -> Result<JSONValue, WireError> {
+        let result = waiter.wait()
+        guard case let .failure(error) = result, [.connectionClosed, .networkUnavailable, .timedOut].contains(error.code) else { return result }
+        // Only the connection this request went out on: with batches in flight, an earlier
+        // one's retry may already have connected again, and that connection is not broken.
+        connection.withLock { live in
+            if let sentOn = waiter.client, let current = live?.client, current !== sentOn { return }
+            live?.client.close()
+            live = nil
+        }
+        guard error.code == .connectionClosed else { return result }
+        do { return .success(try request(op, params, retried: true)) } catch { return .failure(error) }
+    }
+
+    /// `call` as a Result, for callers that handle some error codes and rethrow the rest.
+    func attempt<P: Encodable>(_ op: String, _ params: P) -> Result<JSONValue, WireError> {
+        do { return .success(try request(op, params)) } catch { return .failure(error) }
+    }
+
+    var user: String? { connection.withLock { $0?.user } }
+}
+
+/// One reply awaited by a blocking thread (the mirror's threads are never Swift tasks).
+final class ReplyWaiter: Sendable {
+    private let reply = Mutex<Result<JSONValue, WireError>?>(nil)
+    /// Runs on the client's reader thread when a reply succeeds, so that work is done before
+    /// the waiting thread wakes (a fetch decodes the next page while it applies this one).
+    private let decode: (@Sendable (JSONValue) -> any Sendable)?
+    private let decodedValue = Mutex<(any Sendable)?>(nil)
+
+    init(decode: (@Sendable (JSONValue) -> any Sendable)? = nil) { self.decode = decode }
+
+    /// What `decode` made of the reply, once `wait` has returned a success.
+    func decoded<T>(as type: T.Type) -> T? { decodedValue.withLock { $0 as? T } }
+    private let sentOn = Mutex<WireClient?>(nil)
+    /// The connection the request went out on.
+    var client: WireClient? {
+        get { sentOn.withLock { $0 } }
+        set { sentOn.withLock { $0 = newValue } }
+    }
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    func resolve(_ result: Result<JSONValue, WireError>) {
+        if let decode, case let .success(value) = result {
+            let decoded = decode(value)
+            decodedValue.withLock { $0 = decoded }
+        }
+        reply.withLock { $0 = result }
+        semaphore.signal()
+    }
+
+    func wait() -> Result<JSONValue, WireError> {
+        semaphore.wait()
+        return reply.withLock { $0! }
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+
+extension CloudMirror {
+    // MARK: Ingest: history → outgoing queue
+
+    /// Moves the store's history after the export cursor into the queue, skipping the mirror's
+    /// own imports (author `sync`: no echo). One SQLite transaction: queue and cursor together.
+    func ingest(_ store: PersistentStore) throws {
+        try ingest(store, enough: nil)
+    }
+
+    /// `enough`: stops (at a transaction's end) once that many changes were queued, so a send
+    /// puts its first batch on the wire before the rest of a large history is queued, and the
+    /// rest is queued while the server works (the send's next batches ask for more).
+    /// Returns whether history is left unqueued (it stopped at `enough`).
+    @discardableResult
+    func ingest(_ store: PersistentStore, enough: Int?) throws -> Bool {
+        let state = MirrorState(store)
+        var queued = 0
+        var cache = IngestCache()
+        while true {
+            let cursor = Int(try state.value(MirrorState.exportCursorKey) ?? "0") ?? 0
+            if try historyWasPurged(after: cursor, store: store) {
+                try store.database.transaction { try queueByComparison(state) }
+                continue
+            }
+            let transactions = try PersistentHistory.fetchStored(store, afterToken: cursor, limit: enough == nil ? 2000 : 16,
+                                                                 skippingChangesOf: SaveOperation.syncAuthor)
+            guard !transactions.isEmpty else { return false }
+            var faults: [String] = []
+            var reachedEnough = false
+            try store.database.transaction(commit: .deferred) {
+                var last = cursor
+                for transaction in transactions {
+                    if transaction.author != SaveOperation.syncAuthor {
+                        let time = MirrorRecordCoding.seconds(iso: transaction.timestamp) ?? Date().timeIntervalSince1970
+                        for change in transaction.entries {
+                            faults += try ingest(change, time: time, state: state, cache: &cache)
+                        }
+                        if !cache.inserted.isEmpty {
+                            try state.dropFieldTimes(cache.inserted)
+                            cache.inserted.removeAll(keepingCapacity: true)
+                        }
+                        queued += transaction.entries.count
+                    }
+                    last = transaction.token
+                    if let enough, queued >= enough { reachedEnough = true; break }
+                }
+                try state.setValue(MirrorState.exportCursorKey, String(last))
+            }
+            for zone in faults {
+                // Seed 002: what iOS prints, exactly; the device keeps running.
+                logger.rawLine("CoreData: fault: Illegal attempt to work with the core-data or default zone in the shared database: \(zone)")
+            }
+            if reachedEnough { return true }
+        }
+    }
+
+    /// Whether a client purged history the mirror had not queued yet (history.purge).
+    private func historyWasPurged(after cursor: Int, store: PersistentStore) throws -> Bool {
+        let last = Int(store.lastToken)
+        guard last > cursor else { return false }
+        let oldest = try store.database.scalar("SELECT min(token) FROM z_transaction")?.int
+        return (oldest ?? last + 1) > cursor + 1
+    }
+
+    /// History the mirror needed is gone: the queue is rebuilt by comparing every row with what
+    /// the cloud last had (its ancestor fields): new rows are queued as inserts, changed fields as
+    /// updates, known records without a row as deletes. Then the cursor moves to the newest token.
+    private func queueByComparison(_ state: MirrorState) throws {
+        let store = state.store
+        var present: Set<String> = []
+        for entity in store.entities.values {
+            for row in try store.database.query("SELECT z_pk, z_uuid, z_zone FROM \(PersistentStore.table(entity.name))") {
+                guard let key = row[0].int64, let uuid = row[1].string else { continue }
+                present.insert(uuid)
+                if store.scope == .shared, row[2].isNull { continue }
+                guard let stored = try store.read(entity, primaryKey: key) else { continue }
+                let fields = MirrorRecordCoding.dataFields(try MirrorRecordCoding.fields(entity: entity, row: stored, state: state, timesText: nil))
+                guard let meta = try state.meta(uuid, withFields: true) else {
+                    try state.enqueue(uuid: uuid, entity: entity.name, kind: .insert, zone: nil, changed: Set(fields.keys))
+                    continue
+                }
+                let ancestor = MirrorRecordCoding.dataFields(meta.serverFields)
+                let changed = Set(fields.keys).union(ancestor.keys).filter { fields[$0] != ancestor[$0] }
+                if !changed.isEmpty {
+                    let stamp = FieldStamp(time: Date().timeIntervalSince1970, device: options.deviceName)
+                    try state.setFieldTimes(uuid, Dictionary(uniqueKeysWithValues: changed.map { ($0, stamp) }))
+                    try state.enqueue(uuid: uuid, entity: entity.name, kind: .update, zone: nil, changed: changed)
+                }
+            }
+        }
+        for row in try store.database.query("SELECT uuid, entity, zone_name, owner_name FROM mirror_meta") {
+            guard let uuid = row[0].string, !present.contains(uuid) else { continue }
+            try state.enqueue(uuid: uuid, entity: row[1].string ?? "", kind: .delete,
+                              zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""), changed: [])
+        }
+        try state.setValue(MirrorState.exportCursorKey, String(store.lastToken))
+        logger.notice("history the mirror had not queued was purged; the queue was rebuilt by comparing rows with the cloud's copies",
+                      ["store": .string(store.name)])
+    }
+
+    static let sharedDefaultZoneDescription =
+        "<CKRecordZoneID: zoneName=\(MirrorState.coreDataZone), ownerName=\(MirrorState.defaultOwner)>"
+
+    /// Queues one history change; returns the zone descriptions of seed-002 faults it hit.
+    /// A new object's queue and stamps texts for the last changed-property list and stamp: a
+    /// bulk save's inserts repeat both, and building them per object was a twentieth of a send.
+    struct IngestCache {
+        var key: (changed: [String], stamp: FieldStamp)?
+        var names: Set<String> = []
+        var changedText = ""
+        var stampsText = ""
+        /// New objects of the history transaction being queued: any stamps row their uuids
+        /// still have (an earlier life of the uuid) is dropped once, after the transaction.
+        var inserted: [String] = []
+    }
+
+    private func ingest(_ change: HistoryChanges.Entry, time: Double, state: MirrorState, cache: inout IngestCache) throws -> [String] {
+        let store = state.store
+        guard let entity = store.model.entity(named: change.entity) else { return [] }
+        let kind = change.kind
+        if kind == .delete {
+            try state.clearUnexportable(change.uuid)
+            try state.enqueue(uuid: change.uuid, entity: entity.name, kind: .delete, zone: try state.meta(change.uuid)?.zone, changed: [])
+            return []
+        }
+        if store.scope == .shared {
+            let key = change.primaryKey
+            // A row gone since (its delete follows in history) is not looked at.
+            guard let row = try store.read(entity, primaryKey: key) else { return [] }
+            if row.zone == nil {
+                if try state.markUnexportable(uuid: change.uuid, objectID: store.objectID(entity.name, key).uri, zone: Self.sharedDefaultZoneDescription) {
+                    return [Self.sharedDefaultZoneDescription]
+                }
+                return []
+            }
+        }
+        let stamp = FieldStamp(time: time, device: options.deviceName)
+        if kind == .insert {
+            // A new object: its stamps are these alone, one group (nothing to read and merge).
+            let changed = change.changed ?? []
+            if cache.key?.changed != changed || cache.key?.stamp != stamp {
+                cache.names = Set(changed.map(MirrorRecordCoding.fieldName))
+                let sorted = cache.names.sorted()
+                cache.changedText = PersistentStore.jsonArray(sorted)
+                cache.stampsText = FieldStamp.encode(sorted, stamp)
+                cache.key = (changed, stamp)
+            }
+            // Its stamps ride in its queue entry (a stale stamps row would hide them: see `inserted`).
+            cache.inserted.append(change.uuid)
+            try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: cache.names, new: true,
+                              changedText: cache.changedText, timesText: cache.names.isEmpty ? nil : cache.stampsText,
+                              primaryKey: change.primaryKey)
+            return []
+        }
+        let names = Set((change.changed ?? []).map(MirrorRecordCoding.fieldName))
+        try state.setFieldTimes(change.uuid, Dictionary(uniqueKeysWithValues: names.map { ($0, stamp) }))
+        try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: names, primaryKey: change.primaryKey)
+        return []
+    }
+}
+
