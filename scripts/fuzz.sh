@@ -32,6 +32,11 @@ bodies = [
     {"event": "remoteChange", "seq": 7, "data": {"store": "Private", "token": 12}},
 ]
 texts = [json.dumps(b, ensure_ascii=False).encode() for b in bodies]
+# A change page as the sync-service writes it: fields in stored form (kept as text alone by the
+# device's parse), and one record whose fields are not (a reference: kept beside a tree).
+texts.append(b'{"id":8,"ok":true,"result":{"records":[{"recordName":"r1","fields":{"CD_at":{"type":"date","value":"2026-11-30T08:00:00.000Z"},'
+             b'"CD_n":{"type":"int64","value":-12},"CD_note":{"type":"string","value":"a\\"b\\u0000\u00e9"},"CD_v":{"type":"double","value":1.5e-7}}},'
+             b'{"recordName":"r2","fields":{"CD_session":{"type":"reference","value":{"recordName":"s1","action":"none"}}}}],"moreComing":false}}')
 for name in ("fuzz-frame", "fuzz-envelope"):
     os.makedirs(os.path.join(root, name), exist_ok=True)
 for i, text in enumerate(texts):

@@ -9,7 +9,10 @@ import MeowWire
 ///   WireError, a request envelope);
 /// - what JSONParser accepts, Foundation accepts too (it is the stricter of the two), and both
 ///   read the same value (numbers equal as doubles);
-/// - a parsed value, written by JSONEncoder, parses again to the same value.
+/// - a parsed value, written by JSONEncoder, parses again to the same value;
+/// - the device's reply parse, which keeps record fields in stored form as text alone
+///   (`StoredFields`), accepts exactly what the plain parse accepts and reads the same value,
+///   and `StoredFields.fields` reads stored-form fields as the tree parse does.
 /// Known differences, not flagged: duplicate keys (JSONParser: last wins; Foundation: first), so
 /// the comparison is skipped when the text may repeat a key; and numbers beyond 2^53, where
 /// Foundation's JSONValue probe decodes `26666669666666666.80` as the integer 26666669666666666
@@ -67,6 +70,59 @@ private func nestsAtLimit(_ bytes: [UInt8]) -> Bool {
     return false
 }
 
+/// The device's reply parse: record fields in the sync-service's stored form are kept as text
+/// alone (`StoredFields.end`), other fields as a tree with their text beside it.
+private let keptFields = JSONParser.KeptText(key: "fields", depth: nil, textOnly: { bytes, start in StoredFields.end(bytes, from: start) })
+
+/// Whether some object key ends in the parser's kept-text suffix (the input wrote one itself;
+/// the parse drops such members where it keeps a text, so the two parses differ there by design).
+private func namesKeptSuffix(_ value: JSONValue) -> Bool {
+    switch value {
+    case let .object(members): return members.contains { $0.key.hasSuffix(JSONParser.textSuffix) || namesKeptSuffix($0.value) }
+    case let .array(elements): return elements.contains(where: namesKeptSuffix)
+    default: return false
+    }
+}
+
+/// `StoredFields.fields` reads what the tree parse reads: each field as `{"type", "value"}`.
+private func checkStoredFields(_ text: String, _ tree: JSONValue) {
+    guard let fields = StoredFields.fields(text) else { return }
+    guard case let .object(members) = tree else { preconditionFailure("stored-form fields that are not an object: \(text)") }
+    precondition(members.count == fields.count, "StoredFields read \(fields.count) fields, the parse \(members.count): \(text)")
+    for field in fields {
+        let expected: JSONValue = .object(["type": .string(field.type), "value": field.value])
+        precondition(members[field.name].map { sameValue($0, expected) } ?? false,
+                     "StoredFields read \(field.name) as \(expected), the parse as \(String(describing: members[field.name])): \(text)")
+    }
+}
+
+/// The kept parse with every kept text checked against, and put back in place of, the member
+/// it stands for: what the plain parse gives.
+private func restored(_ value: JSONValue) -> JSONValue {
+    switch value {
+    case let .object(members):
+        var out: [String: JSONValue] = [:]
+        for (key, member) in members {
+            guard key.hasSuffix(JSONParser.textSuffix) else { out[key] = restored(member); continue }
+            let name = String(key.dropLast(JSONParser.textSuffix.count))
+            guard let text = member.stringValue, let tree = try? JSONParser.parse(text) else {
+                preconditionFailure("a kept text that does not parse: \(member)")
+            }
+            checkStoredFields(text, tree)
+            if let parsed = members[name] {
+                // Its member's tree may hold kept texts of its own (a "fields" inside "fields").
+                precondition(sameValue(restored(parsed), tree), "a kept text that reads \(tree) beside its member \(parsed)")
+            } else {
+                precondition(StoredFields.isStoredForm(text), "a text kept alone that is not in stored form: \(text)")
+                out[name] = tree
+            }
+        }
+        return .object(out)
+    case let .array(elements): return .array(elements.map(restored))
+    default: return value
+    }
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func envelopeFuzzer(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
@@ -82,7 +138,17 @@ public func envelopeFuzzer(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         _ = try? foundation.decode(Request.self, from: body)
     }
 
-    guard let parsed = try? JSONParser.parse(bytes) else { return 0 }
+    let kept = try? JSONParser.parse(bytes, keeping: keptFields)
+    guard let parsed = try? JSONParser.parse(bytes) else {
+        // What the stored-form scan lets through as text must be JSON the parser accepts.
+        precondition(kept == nil, "the kept parse accepted what JSONParser refuses: \(String(decoding: bytes, as: UTF8.self))")
+        return 0
+    }
+    guard let kept else { preconditionFailure("the kept parse refused what JSONParser reads: \(String(decoding: bytes, as: UTF8.self))") }
+    if !namesKeptSuffix(parsed) {
+        precondition(sameValue(restored(kept), parsed), "the kept parse read \(kept), the plain one \(parsed)")
+    }
+    checkStoredFields(String(decoding: bytes, as: UTF8.self), parsed)
     let tree = JSONValueDecoder()
     _ = try? tree.decode(IncomingMessage.self, from: parsed)
     _ = try? tree.decode(HelloParams.self, from: parsed)
