@@ -492,7 +492,7 @@ extension CloudMirror {
         return MirrorMerge(policy: options.conflictPolicy).merge(
             server: MirrorRecordCoding.dataFields(serverFields), serverTimes: MirrorRecordCoding.times(serverFields),
             client: clientFields, clientTimes: try state.fieldTimes(client.recordName),
-            ancestor: ancestor.map(MirrorRecordCoding.dataFields), localChanged: localChanged)
+            ancestor: ancestor.map(MirrorRecordCoding.dataFields), ancestorTimes: MirrorRecordCoding.times(ancestor), localChanged: localChanged)
     }
 
     /// zoneNotFound (or an encrypted-data reset): every known record of the zone is sent again as new.

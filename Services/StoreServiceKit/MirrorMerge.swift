@@ -15,17 +15,25 @@ struct MirrorMerge {
     }
 
     /// - server/client/ancestor: data fields of each copy (ancestor nil: unknown, e.g. a record
-    ///   both sides created).
-    /// - localChanged: record field names the client edited since its last sync.
+    ///   both sides created), and each copy's per-field stamps.
+    /// - localChanged: record field names the client's queue entry names as edited.
+    ///
+    /// A side edited a field when its value differs from the ancestor's or its stamp does: an
+    /// edit back to the ancestor's value is still an edit (A sets a note, B clears it, A sets
+    /// it back: A's is the latest edit and wins), and a field the queue still names after the
+    /// server took its value (the entry outlived a verdict for a newer edit) carries the
+    /// ancestor's own stamp, so it is no edit.
     func merge(server: [String: JSONValue], serverTimes: [String: FieldStamp],
                client: [String: JSONValue], clientTimes: [String: FieldStamp],
-               ancestor: [String: JSONValue]?, localChanged: Set<String>) -> Outcome {
+               ancestor: [String: JSONValue]?, ancestorTimes: [String: FieldStamp] = [:], localChanged: Set<String>) -> Outcome {
         var outcome = Outcome(fields: [:], times: serverTimes, clientWon: false)
         for name in Set(server.keys).union(client.keys).union(ancestor.map { Array($0.keys) } ?? []) {
             let serverValue = server[name]
             let clientValue = client[name]
-            let clientChanged = localChanged.contains(name) && (ancestor == nil || clientValue != ancestor?[name])
-            let serverChanged = ancestor.map { serverValue != $0[name] } ?? (serverValue != clientValue)
+            let clientChanged = localChanged.contains(name)
+                && (ancestor == nil || clientValue != ancestor?[name] || Self.restamped(clientTimes[name], from: ancestorTimes[name]))
+            let serverChanged = ancestor.map { serverValue != $0[name] || Self.restamped(serverTimes[name], from: ancestorTimes[name]) }
+                ?? (serverValue != clientValue)
             var takeClient = false
             if clientChanged && clientValue != serverValue {
                 if !serverChanged {
@@ -49,5 +57,12 @@ struct MirrorMerge {
             }
         }
         return outcome
+    }
+
+    /// Whether a side's stamp for a field shows an edit since the ancestor's. A side without a
+    /// stamp for it (a record written without `MC_fieldModified`) shows none: its value decides.
+    static func restamped(_ stamp: FieldStamp?, from ancestor: FieldStamp?) -> Bool {
+        guard let stamp else { return false }
+        return stamp != ancestor
     }
 }

@@ -80,6 +80,34 @@ extension Mirroring {
             await Self.stop(cloud, a, b)
         }
 
+        /// Found by `ConvergenceTests`: an edit back to the ancestor's value counted as no edit,
+        /// so the device's latest edit lost to an earlier one (and every device converged to it).
+        @Test("Scenario 12, an edit back to an earlier value: A's note set back after B cleared it is the latest edit and wins, merged at fetch or at send",
+              arguments: [true, false])
+        func scenario12EditBackToAnEarlierValue(mergeAtFetch: Bool) async throws {
+            let (cloud, a, b, onA, onB) = try await Self.pair(["e"])
+            try await b.set(onB[0], ["note": "re-measured"])
+            try await b.send()
+            try await a.fetch()
+            try await a.set(onA[0], ["note": "vet said ok"])
+            try await b.set(onB[0], ["note": .null])
+            try await b.send()
+            // A's second edit comes after B's clear, and equals the ancestor's note.
+            try await a.set(onA[0], ["note": "re-measured"])
+            if mergeAtFetch {
+                try await a.fetch()
+                #expect(try await a.object(id: "e")?["values"]?["note"] == "re-measured")
+            }
+            let sent = try await a.send()
+            #expect(sent["saved"] == 1)
+            try await b.fetch()
+            for device in [a, b] {
+                #expect(try await device.object(id: "e")?["values"]?["note"] == "re-measured", "on \(device.name)")
+            }
+            #expect(try await Self.serverFields(cloud, id: "e")?["CD_note"]?["value"] == "re-measured")
+            await Self.stop(cloud, a, b)
+        }
+
         @Test("Scenario 12 with --conflict-policy serverWins and clientWins: the policy decides a field both changed")
         func scenario12Policies() async throws {
             let (cloud, a, b, onA, onB) = try await Self.pair(["e"], bExtra: ["--conflict-policy", "serverWins"])

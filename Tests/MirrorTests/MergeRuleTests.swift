@@ -57,6 +57,49 @@ extension Mirroring {
             #expect(!outcome.clientWon)
         }
 
+        @Test("An edit back to the ancestor's value is still an edit: its later stamp wins over the server's earlier one")
+        func editBackToTheAncestorsValue() {
+            // B's insert said "re-measured" (stamp 50); B cleared it (150); A set it back (200).
+            let inserted = FieldStamp(time: 50, device: "B"), cleared = FieldStamp(time: 150, device: "B")
+            let outcome = MirrorMerge(policy: .latestEdit).merge(
+                server: [:], serverTimes: ["CD_note": cleared], client: ["CD_note": Self.field("re-measured")], clientTimes: ["CD_note": late],
+                ancestor: ["CD_note": Self.field("re-measured")], ancestorTimes: ["CD_note": inserted], localChanged: ["CD_note"])
+            #expect(outcome.fields["CD_note"] == Self.field("re-measured"))
+            #expect(outcome.times["CD_note"] == late)
+            #expect(outcome.clientWon)
+            // Without stamps to tell, the value decides: as the ancestor's, it is no edit.
+            let unstamped = MirrorMerge(policy: .latestEdit).merge(
+                server: [:], serverTimes: [:], client: ["CD_note": Self.field("re-measured")], clientTimes: [:],
+                ancestor: ["CD_note": Self.field("re-measured")], localChanged: ["CD_note"])
+            #expect(unstamped.fields["CD_note"] == nil)
+            #expect(!unstamped.clientWon)
+        }
+
+        @Test("A field the queue still names, carrying the ancestor's own stamp, is no edit: even clientWins leaves the server's newer value")
+        func fieldAlreadyTakenByTheServer() {
+            // The server took the client's note (stamp `early`); another device changed it since.
+            let outcome = MirrorMerge(policy: .clientWins).merge(
+                server: ["CD_note": Self.field("theirs")], serverTimes: ["CD_note": late], client: ["CD_note": Self.field("mine")],
+                clientTimes: ["CD_note": early], ancestor: ["CD_note": Self.field("mine")], ancestorTimes: ["CD_note": early],
+                localChanged: ["CD_note"])
+            #expect(outcome.fields["CD_note"] == Self.field("theirs"))
+            #expect(!outcome.clientWon)
+        }
+
+        @Test("A server edit back to the ancestor's value is an edit too: serverWins and a later stamp keep it")
+        func serverEditBackToTheAncestorsValue() {
+            let ancestor = ["CD_note": Self.field("a")]
+            func run(_ policy: MirrorConflictPolicy) -> MirrorMerge.Outcome {
+                MirrorMerge(policy: policy).merge(
+                    server: ["CD_note": Self.field("a")], serverTimes: ["CD_note": late], client: ["CD_note": Self.field("client")],
+                    clientTimes: ["CD_note": FieldStamp(time: 150, device: "A")], ancestor: ancestor,
+                    ancestorTimes: ["CD_note": early], localChanged: ["CD_note"])
+            }
+            #expect(run(.latestEdit).fields["CD_note"] == Self.field("a"))
+            #expect(run(.serverWins).fields["CD_note"] == Self.field("a"))
+            #expect(run(.clientWins).fields["CD_note"] == Self.field("client"))
+        }
+
         @Test("Numbers compare by value: 250.0 sent and 250 read back are one value")
         func numbersCompareByValue() {
             let sent: [String: JSONValue] = ["CD_value": ["type": "double", "value": .double(250)]]

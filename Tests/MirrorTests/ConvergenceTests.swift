@@ -1,0 +1,288 @@
+import Foundation
+import MeowWire
+import Testing
+import TestSupport
+
+extension Mirroring {
+    /// Seeded random histories: inserts, field edits (a nil among them), deletes, sends,
+    /// fetches and (with a participant) permission changes, in any order. Once every device has
+    /// sent and fetched until nothing is pending, each holds exactly what a model of the
+    /// documented rules says. The model keeps every edit with its stamp (the save's history
+    /// timestamp, the device's name breaking ties) and whether it took effect:
+    /// - an owner's edits always do; a participant's when its next send finds it readWrite on
+    ///   the server, and none of them when that send finds it readOnly (they are reverted);
+    /// - an event is there when its insert took effect and no delete did (`deleteWins`);
+    /// - each field holds the value of its latest edit that took effect (`latestEdit`),
+    ///   whichever device made it and in whatever order the steps reached the cloud.
+    @Suite("Mirroring: random histories converge to the rules' outcome", .timeLimit(.minutes(5)))
+    struct ConvergenceTests {
+        /// A field edit's stamp, ordered as `latestEdit` orders them.
+        struct Stamp: Comparable {
+            var time: String
+            var device: String
+            static func < (a: Stamp, b: Stamp) -> Bool { (a.time, a.device) < (b.time, b.device) }
+        }
+
+        enum Change {
+            /// An insert or an edit: the fields it set.
+            case set([String: JSONValue])
+            case delete
+        }
+
+        struct Edit {
+            var id: String
+            var change: Change
+            var stamp: Stamp
+        }
+
+        /// What the rules make of the edits that took effect.
+        struct Model {
+            var effective: [Edit] = []
+            /// A participant's edits not sent yet: they take effect, or not, at its next send.
+            var tentative: [Edit] = []
+
+            /// The events there should be: id → field → value.
+            func outcome() -> [String: [String: JSONValue]] {
+                var events: [String: [String: (JSONValue, Stamp)]] = [:]
+                var deleted: Set<String> = []
+                for edit in effective.sorted(by: { $0.stamp < $1.stamp }) {
+                    switch edit.change {
+                    case .delete: deleted.insert(edit.id)
+                    case let .set(fields):
+                        for (name, value) in fields { events[edit.id, default: [:]][name] = (value, edit.stamp) }
+                    }
+                }
+                return events.filter { !deleted.contains($0.key) && $0.value["id"] != nil }.mapValues { $0.mapValues(\.0) }
+            }
+        }
+
+        /// Eight seeds per test; `MEOW_CONVERGENCE_SEEDS=N` runs N (a longer search:
+        /// `MEOW_CONVERGENCE_SEEDS=500 swift test --filter ConvergenceTests`). A failure prints
+        /// its seed and every step, and that seed replays it exactly.
+        static func seeds(from first: UInt64) -> [UInt64] {
+            let count = ProcessInfo.processInfo.environment["MEOW_CONVERGENCE_SEEDS"].flatMap { UInt64($0) } ?? 8
+            return Array(first..<(first + max(1, count)))
+        }
+
+        static let editable = ["value", "note", "eventTypeRaw"]
+        static let notes: [JSONValue] = [.null, "before breakfast", "after dinner", "re-measured", "vet said ok"]
+        static let types: [JSONValue] = ["bloodGlucose", "insulin", "feeding", "note"]
+
+        /// Equal values (numbers by value: 130 and 130.0 are one value).
+        static func same(_ a: JSONValue, _ b: JSONValue) -> Bool {
+            a == b || (a.doubleValue != nil && a.doubleValue == b.doubleValue)
+        }
+
+        /// One device as the test drives it: its history cursor gives each local save's stamp.
+        final class Driven {
+            let device: Device
+            /// The store its events are in (a participant's are in its shared store).
+            let store: String
+            let isParticipant: Bool
+            /// Its objectID of the session every event belongs to (nil: no session).
+            var session: String?
+            var lastToken = 0
+            init(_ device: Device, store: String = "Private", isParticipant: Bool = false) {
+                self.device = device
+                self.store = store
+                self.isParticipant = isParticipant
+            }
+
+            /// Skips the history so far (the set-up's saves and imports).
+            func catchUp() async throws {
+                let history = try await device.call("history.fetch", ["store": .string(store), "afterToken": .int(lastToken)])
+                lastToken = history["lastTokens"]?[store]?.intValue ?? lastToken
+            }
+
+            /// The timestamp of the newest local (non-sync) save since the last call.
+            func lastSaveStamp() async throws -> Stamp {
+                let history = try await device.call("history.fetch", ["store": .string(store), "afterToken": .int(lastToken)])
+                lastToken = history["lastTokens"]?[store]?.intValue ?? lastToken
+                let own = (history["transactions"]?.arrayValue ?? []).last { $0["author"] != "sync" }
+                return Stamp(time: try #require(own?["timestamp"]?.stringValue), device: device.name)
+            }
+
+            /// Runs one save step; false when the device refused it for want of permission (a
+            /// participant that knows it is readOnly), which changes nothing.
+            func save(_ body: () async throws -> Void) async throws -> Bool {
+                do {
+                    try await body()
+                    return true
+                } catch let error as WireError where isParticipant && error.code == .permissionFailure {
+                    return false
+                }
+            }
+        }
+
+        @Test("seeded histories on devices A and B of one user converge to the model's events and fields", arguments: seeds(from: 100))
+        func twoDevicesOfOneUser(seed: UInt64) async throws {
+            let cloud = try await Cloud.start()
+            let devices = [Driven(try await Device.start("A", user: "owner", cloud: cloud)),
+                           Driven(try await Device.start("B", user: "owner", cloud: cloud))]
+            try await run(seed: seed, cloud: cloud, devices: devices, zone: ["zoneName": "com.apple.coredata.cloudkit.zone"], shareZone: nil)
+        }
+
+        @Test("seeded histories on owner devices A, B and a participant P of a shared session, whose permission flips, converge to the model",
+              arguments: seeds(from: 1))
+        func ownerDevicesAndParticipant(seed: UInt64) async throws {
+            let cloud = try await Cloud.start()
+            let a = Driven(try await Device.start("A", user: "owner", cloud: cloud))
+            let b = Driven(try await Device.start("B", user: "owner", cloud: cloud))
+            let p = Driven(try await Device.start("P", user: "alice", cloud: cloud), store: "Shared", isParticipant: true)
+            let session = try await a.device.insertSession("mochi")
+            try await a.device.send()
+            let created = try await a.device.call("share.create", ["objectID": .string(session),
+                                                                   "participants": [["user": "alice", "permission": "readWrite"]]])
+            let zoneName = try #require(created["zoneName"]?.stringValue)
+            try await p.device.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
+            try await b.device.fetch()
+            try await p.device.fetch()
+            a.session = session
+            b.session = try #require(try await b.device.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
+            p.session = try #require(try await p.device.objects("CareSession", store: "Shared").first?["objectID"]?.stringValue)
+            try await run(seed: seed, cloud: cloud, devices: [a, b, p], zone: ["zoneName": .string(zoneName)], shareZone: zoneName)
+        }
+
+        func run(seed: UInt64, cloud: Cloud, devices: [Driven], zone: JSONValue, shareZone: String?) async throws {
+            var random = SplitMix64(state: seed)
+            func pick(_ count: Int) -> Int { Int(random.next() % UInt64(count)) }
+            for driven in devices { try await driven.catchUp() }
+            var model = Model()
+            var steps: [String] = []
+            var counter = 0
+            var permission = "readWrite"
+
+            func record(_ edits: [Edit], by driven: Driven) {
+                if driven.isParticipant { model.tentative += edits } else { model.effective += edits }
+            }
+
+            for _ in 0..<70 {
+                let driven = devices[pick(devices.count)]
+                let device = driven.device
+                let roll = pick(100)
+                if roll < 20 {
+                    // Insert one or two events.
+                    var events: [[String: JSONValue]] = []
+                    for _ in 0..<(1 + pick(2)) {
+                        counter += 1
+                        var event: [String: JSONValue] = ["id": .string("\(device.name)-\(counter)"), "occurredAt": "2026-07-27T09:00:00Z",
+                                                          "updatedAt": "2026-07-27T09:00:00Z", "value": .double(Double(60 + pick(300))),
+                                                          "eventTypeRaw": Self.types[pick(Self.types.count)]]
+                        let note = Self.notes[pick(Self.notes.count)]
+                        if note != .null { event["note"] = note }
+                        if let session = driven.session { event["session"] = .string(session) }
+                        events.append(event)
+                    }
+                    let context = try await device.context()
+                    let saved = try await driven.save {
+                        for event in events {
+                            try await device.call("object.insert", ["context": .string(context), "entity": "CareEvent", "values": .object(event)])
+                        }
+                        try await device.call("context.save", ["context": .string(context)])
+                    }
+                    try await device.call("context.close", ["context": .string(context)])
+                    guard saved else { steps.append("\(device.name) may not insert"); continue }
+                    let stamp = try await driven.lastSaveStamp()
+                    record(events.map { event in
+                        var fields: [String: JSONValue] = ["id": event["id"] ?? .null]
+                        for name in Self.editable { fields[name] = event[name] ?? .null }
+                        return Edit(id: event["id"]?.stringValue ?? "", change: .set(fields), stamp: stamp)
+                    }, by: driven)
+                    steps.append("\(device.name) inserts \(events.compactMap { $0["id"]?.stringValue })")
+                } else if roll < 52 {
+                    // Edit one or two fields of an event this device holds, each to a value it does not have.
+                    let held = try await device.objects()
+                    guard !held.isEmpty else { continue }
+                    let object = held[pick(held.count)]
+                    let id = try #require(object["values"]?["id"]?.stringValue)
+                    var changes: [String: JSONValue] = [:]
+                    for _ in 0..<(1 + pick(2)) {
+                        let name = Self.editable[pick(Self.editable.count)]
+                        let choices: [JSONValue] = switch name {
+                        case "value": [.double(Double(60 + pick(300)))]
+                        case "note": Self.notes
+                        default: Self.types
+                        }
+                        let fresh = choices.filter { !Self.same($0, object["values"]?[name] ?? .null) }
+                        if !fresh.isEmpty { changes[name] = fresh[pick(fresh.count)] }
+                    }
+                    guard !changes.isEmpty else { continue }
+                    let objectID = try #require(object["objectID"]?.stringValue)
+                    guard try await driven.save({ try await device.set(objectID, .object(changes)) }) else {
+                        steps.append("\(device.name) may not set \(id)")
+                        continue
+                    }
+                    record([Edit(id: id, change: .set(changes), stamp: try await driven.lastSaveStamp())], by: driven)
+                    steps.append("\(device.name) sets \(id) \(JSONWriter.text(.object(changes)))")
+                } else if roll < 60 {
+                    let held = try await device.objects()
+                    guard !held.isEmpty else { continue }
+                    let object = held[pick(held.count)]
+                    let id = try #require(object["values"]?["id"]?.stringValue)
+                    let objectID = try #require(object["objectID"]?.stringValue)
+                    guard try await driven.save({ try await device.delete(objectID) }) else {
+                        steps.append("\(device.name) may not delete \(id)")
+                        continue
+                    }
+                    record([Edit(id: id, change: .delete, stamp: try await driven.lastSaveStamp())], by: driven)
+                    steps.append("\(device.name) deletes \(id)")
+                } else if roll < 66, let shareZone {
+                    permission = permission == "readWrite" ? "readOnly" : "readWrite"
+                    try await devices[0].device.call("share.setPermission", ["zoneName": .string(shareZone), "user": "alice",
+                                                                              "permission": .string(permission)])
+                    steps.append("A makes P \(permission)")
+                } else if roll < 82 {
+                    let sent = try await device.send()
+                    if driven.isParticipant {
+                        // Every pending edit went in this send: the server took all or refused all.
+                        if permission == "readWrite" { model.effective += model.tentative }
+                        model.tentative = []
+                    }
+                    steps.append("\(device.name) sends \(JSONWriter.text(sent))")
+                } else {
+                    try await device.fetch()
+                    steps.append("\(device.name) fetches")
+                }
+            }
+
+            // Every device sends and fetches until none has anything pending.
+            var settled = false
+            for _ in 0..<6 where !settled {
+                for driven in devices {
+                    try await driven.device.send()
+                    if driven.isParticipant {
+                        if permission == "readWrite" { model.effective += model.tentative }
+                        model.tentative = []
+                    }
+                }
+                for driven in devices { try await driven.device.fetch() }
+                var pending = 0
+                for driven in devices { pending += try await driven.device.pending() }
+                settled = pending == 0
+            }
+            let trace = "seed \(seed):\n" + steps.joined(separator: "\n")
+            #expect(settled, "still pending after six rounds; \(trace)")
+
+            let expected = model.outcome()
+            for driven in devices {
+                let device = driven.device
+                #expect(try await device.status()["quiescent"] == true, "\(device.name) not quiescent; \(trace)")
+                let held = try await device.objects()
+                let ids = held.compactMap { $0["values"]?["id"]?.stringValue }
+                #expect(ids == expected.keys.sorted(), "\(device.name) holds \(ids), the model \(expected.keys.sorted()); \(trace)")
+                for object in held {
+                    guard let id = object["values"]?["id"]?.stringValue, let fields = expected[id] else { continue }
+                    for name in Self.editable {
+                        let value = object["values"]?[name] ?? .null
+                        let wanted = fields[name] ?? .null
+                        #expect(Self.same(value, wanted), "\(device.name) \(id).\(name) = \(value), the model \(wanted); \(trace)")
+                    }
+                }
+            }
+            let records = try await cloud.records(user: "owner", zone: zone).filter { $0["recordType"] == "CD_CareEvent" }
+            #expect(records.count == expected.count, "the cloud holds \(records.count) events, the model \(expected.count); \(trace)")
+            for driven in devices { _ = await driven.device.stop() }
+            await cloud.stop()
+        }
+    }
+}
