@@ -54,6 +54,13 @@ extension Mirroring {
                 }
                 return events.filter { !deleted.contains($0.key) && $0.value["id"] != nil }.mapValues { $0.mapValues(\.0) }
             }
+
+            /// The shared session's title: its latest effective edit.
+            func title() -> JSONValue? {
+                effective.filter { $0.id == ConvergenceTests.sessionKey }.max { $0.stamp < $1.stamp }.flatMap { edit in
+                    if case let .set(fields) = edit.change { fields["title"] } else { nil }
+                }
+            }
         }
 
         /// Eight seeds per test; `MEOW_CONVERGENCE_SEEDS=N` runs N (a longer search:
@@ -65,6 +72,9 @@ extension Mirroring {
         }
 
         static let editable = ["value", "note", "eventTypeRaw"]
+        /// The model's key for the session's edits (no event id looks like it).
+        static let sessionKey = "#session"
+        static let titles: [JSONValue] = ["Mochi", "Mochi at the vet", "Mochi 🐱", "Tama"]
         static let notes: [JSONValue] = [.null, "before breakfast", "after dinner", "re-measured", "vet said ok"]
         static let types: [JSONValue] = ["bloodGlucose", "insulin", "feeding", "note"]
 
@@ -226,7 +236,18 @@ extension Mirroring {
                     }
                     record([Edit(id: id, change: .delete, stamp: try await driven.lastSaveStamp())], by: driven)
                     steps.append("\(device.name) deletes \(id)")
-                } else if roll < 66, let shareZone {
+                } else if roll < 62, let session = driven.session {
+                    // Edit the session's title (the share's root record, in a shared session).
+                    let current = try await device.object(id: "mochi", entity: "CareSession")?["values"]?["title"] ?? .null
+                    let fresh = Self.titles.filter { $0 != current }
+                    let title = fresh[pick(fresh.count)]
+                    guard try await driven.save({ try await device.set(session, ["title": title]) }) else {
+                        steps.append("\(device.name) may not retitle the session")
+                        continue
+                    }
+                    record([Edit(id: Self.sessionKey, change: .set(["title": title]), stamp: try await driven.lastSaveStamp())], by: driven)
+                    steps.append("\(device.name) titles the session \(JSONWriter.text(title))")
+                } else if roll < 67, let shareZone {
                     permission = permission == "readWrite" ? "readOnly" : "readWrite"
                     try await devices[0].device.call("share.setPermission", ["zoneName": .string(shareZone), "user": "alice",
                                                                               "permission": .string(permission)])
@@ -264,9 +285,14 @@ extension Mirroring {
             #expect(settled, "still pending after six rounds; \(trace)")
 
             let expected = model.outcome()
+            let title = model.title() ?? "Mochi"
             for driven in devices {
                 let device = driven.device
                 #expect(try await device.status()["quiescent"] == true, "\(device.name) not quiescent; \(trace)")
+                if driven.session != nil {
+                    let session = try await device.object(id: "mochi", entity: "CareSession")?["values"]?["title"]
+                    #expect(session == title, "\(device.name)'s session is titled \(String(describing: session)), the model \(title); \(trace)")
+                }
                 let held = try await device.objects()
                 let ids = held.compactMap { $0["values"]?["id"]?.stringValue }
                 #expect(ids == expected.keys.sorted(), "\(device.name) holds \(ids), the model \(expected.keys.sorted()); \(trace)")
