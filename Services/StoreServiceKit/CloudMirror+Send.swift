@@ -50,6 +50,8 @@ extension CloudMirror {
         var storeName: String
         var database: String
         var items: [Item]
+        /// Its rows of creates in flight (`MirrorState.recordCreatesInFlight`), dropped with its verdict.
+        var createsInFlight: [Int64] = []
         /// The queue position of its last entry.
         var lastSeq: Int64 { items.map(\.pending.seq).max() ?? 0 }
     }
@@ -67,11 +69,96 @@ extension CloudMirror {
                 // Queued a batch's worth at a time: the rest waits for the next batch's turn.
                 let more = try ingest(store, enough: limit)
                 // One transaction: its dozens of statements per record share one file lock.
-                let items = try store.database.transaction(commit: .deferred) { try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after, report: &report) }
-                if !items.isEmpty { return Batch(storeName: store.name, database: Self.database(of: store), items: items) }
+                let batch = try store.database.transaction(commit: .deferred) { () -> Batch in
+                    let items = try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after, report: &report)
+                    return Batch(storeName: store.name, database: Self.database(of: store), items: items,
+                                 createsInFlight: try Self.recordCreates(of: items, state: MirrorState(store)))
+                }
+                if !batch.items.isEmpty { return batch }
                 // What was queued sends nothing (deletes of records never sent, seed 002's
                 // strays): look further into the history before saying the queue is done.
                 if !more { return nil }
+            }
+        }
+    }
+
+    /// Records the batch's creates (records without a tag: new to the server, or to a zone
+    /// they move into) per zone, before the batch goes out.
+    private static func recordCreates(of items: [Item], state: MirrorState) throws -> [Int64] {
+        var byZone: [MirrorZoneID: [String]] = [:]
+        for item in items {
+            guard let record = item.record, record.recordChangeTag == nil else { continue }
+            byZone[record.zoneID, default: []].append(record.recordName)
+        }
+        return try byZone.sorted { $0.key.key < $1.key.key }.map { try state.recordCreatesInFlight($0.value, zone: $0.key) }
+    }
+
+    /// Batches built and then not sent (a verdict before them changed the queue) leave nothing in flight.
+    private func forgetCreates(of batch: Batch?) throws {
+        guard let batch, !batch.createsInFlight.isEmpty else { return }
+        try withStores { stores in
+            let store = stores.list[try stores.index(named: batch.storeName)]
+            try store.database.transaction(commit: .deferred) { try MirrorState(store).dropCreatesInFlight(batch.createsInFlight) }
+        }
+    }
+
+    /// Answers to a lookup that mean the records cannot be there for this device to change.
+    static let goneCodes: Set<ErrorCode> = [.zoneNotFound, .userDeletedZone, .unknownItem, .permissionFailure]
+
+    private struct RecordsFetchRequest: Encodable {
+        struct RecordID: Encodable { var recordName: String; var zoneID: MirrorZoneID }
+        var database: String
+        var recordIDs: [RecordID]
+    }
+
+    /// Creates an earlier send made without applying their answer (the answer was lost, or the
+    /// device was killed first) may be on the server. The server is asked, and what it has is
+    /// kept as its copy: the queue's entries for them then go out as updates or deletes of
+    /// those records, never as deletes dropped for "never sent", which left the record in the
+    /// cloud to come back to every device. Runs before a send builds its first batch.
+    private func resolveCreatesInFlight(scope: StoreScope) throws {
+        let outstanding = try withStores { stores -> (store: String, database: String, rows: [MirrorState.CreatesInFlight])? in
+            guard let index = Self.storeIndex(scope, in: stores) else { return nil }
+            let store = stores.list[index]
+            let state = MirrorState(store)
+            var rows = try state.createsInFlight()
+            // Only names whose answer this device never applied: no copy of them in that zone.
+            for position in rows.indices {
+                let zone = rows[position].zone
+                rows[position].names = try rows[position].names.filter { try state.meta($0)?.zone != zone }
+            }
+            return rows.isEmpty ? nil : (store.name, Self.database(of: store), rows)
+        }
+        guard let outstanding else { return }
+        for row in outstanding.rows {
+            var found: [MirrorRecord] = []
+            if !row.names.isEmpty {
+                let request = RecordsFetchRequest(database: outstanding.database,
+                                                  recordIDs: row.names.map { RecordsFetchRequest.RecordID(recordName: $0, zoneID: row.zone) })
+                switch attempt("records.fetch", request) {
+                case let .success(result):
+                    found = (result["records"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
+                case let .failure(error) where error.code == .partialFailure:
+                    found = (error.details["records"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
+                case let .failure(error) where Self.goneCodes.contains(error.code):
+                    // The zone or the access is gone: so is anything of it to update or delete.
+                    found = []
+                case let .failure(error):
+                    throw error
+                }
+            }
+            try withStores { stores in
+                let store = stores.list[try stores.index(named: outstanding.store)]
+                let state = MirrorState(store)
+                try store.database.transaction(commit: .deferred) {
+                    for record in found where row.names.contains(record.recordName) {
+                        try state.setMeta(serverCopy: record, entity: record.entityName ?? "", zone: row.zone)
+                    }
+                    try state.dropCreatesInFlight([row.id])
+                }
+            }
+            if !found.isEmpty {
+                logger.info("creates of an unanswered send found on the server", ["zone": .string(row.zone.key), "records": .int(found.count)])
             }
         }
     }
@@ -108,6 +195,7 @@ extension CloudMirror {
     /// again from its start, so entries left over go out before later ones (parents before
     /// their children), as without batches in flight.
     private func send(scope: StoreScope, report: inout MirrorSendReport) throws {
+        try resolveCreatesInFlight(scope: scope)
         var skipped: Set<String> = []
         var rounds = 0
         var inFlight: [InFlight] = []
@@ -140,10 +228,12 @@ extension CloudMirror {
                 }
             case .rebuild:
                 rebuild = true
+                try forgetCreates(of: upcoming)
                 upcoming = nil
             case let .stop(error):
                 // The batches already sent are still answered and applied; nothing more is sent.
                 stopError = stopError ?? error
+                try forgetCreates(of: upcoming)
                 upcoming = nil
             }
             if rebuild, inFlight.isEmpty {
@@ -176,12 +266,12 @@ extension CloudMirror {
         case let .success(result):
             // Every entry saved: only the mirror's metadata changes.
             try applyVerdicts(items: items, scopeStore: batch.storeName, saved: result["saved"], deleted: result["deleted"], errors: [:],
-                              report: &report, skipped: &skipped)
+                              answered: batch.createsInFlight, report: &report, skipped: &skipped)
             return .next
         case let .failure(error) where error.code == .partialFailure:
             let errors = (error.details["partialErrors"]?.objectValue ?? [:]).compactMapValues { try? $0.decode(WireError.self) }
             try applyVerdicts(items: items, scopeStore: batch.storeName, saved: error.details["saved"], deleted: error.details["deleted"],
-                              errors: errors, report: &report, skipped: &skipped)
+                              errors: errors, answered: batch.createsInFlight, report: &report, skipped: &skipped)
             return .rebuild
         case let .failure(error) where error.code == .limitExceeded:
             let halved = max(1, items.count / 2)
@@ -366,8 +456,9 @@ extension CloudMirror {
 
     // MARK: Verdicts
 
+    /// `answered`: the batch's rows of creates in flight, dropped with the verdicts.
     private func applyVerdicts(items: [Item], scopeStore: String, saved: JSONValue?, deleted: JSONValue?, errors: [String: WireError],
-                               report: inout MirrorSendReport, skipped: inout Set<String>) throws {
+                               answered: [Int64], report: inout MirrorSendReport, skipped: inout Set<String>) throws {
         // Saved records' new change tags by name (the reply's records, read for the two members
         // a verdict needs rather than decoded whole: a batch has hundreds).
         var savedByName: [String: String?] = [:]
@@ -387,6 +478,7 @@ extension CloudMirror {
             // One transaction for the whole batch's verdicts: with synchronous=FULL each
             // autocommit write is an fsync, which made a send cost ~2 ms per record.
             try store.database.transaction(commit: .deferred) {
+            try state.dropCreatesInFlight(answered)
             for item in items {
                 let uuid = item.pending.uuid
                 let error = errors[uuid] ?? errors.first { $0.key.hasSuffix("/\(uuid)") }?.value

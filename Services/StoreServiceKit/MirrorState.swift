@@ -48,6 +48,8 @@ struct MirrorState {
             CREATE TABLE IF NOT EXISTS mirror_fieldtimes(uuid TEXT PRIMARY KEY, times TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_unexportable(uuid TEXT PRIMARY KEY, object_id TEXT NOT NULL, zone TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_share(zone_name TEXT PRIMARY KEY, root_uuid TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_inflight(id INTEGER PRIMARY KEY AUTOINCREMENT, zone_name TEXT NOT NULL,
+                owner_name TEXT NOT NULL, names TEXT NOT NULL);
             """)
         // Queues written before entries carried a new object's stamps and its row's key.
         if try database.scalar("SELECT 1 FROM pragma_table_info('mirror_pending') WHERE name = 'pk'") == nil {
@@ -242,6 +244,38 @@ struct MirrorState {
         let stamps = try fieldTimesText(uuid)
         try database.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
         if let stamps { try replaceFieldTimes(uuid, text: stamps) } else { try dropFieldTimes(uuid) }
+    }
+
+    // MARK: Creates whose answer is outstanding
+
+    /// Records a batch's creates in one zone (records sent without a change tag) before the
+    /// batch goes out, in the transaction that builds it. Until the batch's verdict is applied
+    /// (which drops the row) the server may hold them without this device knowing: a send whose
+    /// answer was lost, or a device killed before applying it. Returns the row's id.
+    func recordCreatesInFlight(_ names: [String], zone: MirrorZoneID) throws -> Int64 {
+        try database.execute("INSERT INTO mirror_inflight(zone_name, owner_name, names) VALUES (?, ?, ?)",
+                             [zone.zoneName, zone.ownerName, PersistentStore.jsonArray(names)])
+        return database.lastInsertRowID
+    }
+
+    func dropCreatesInFlight(_ ids: [Int64]) throws {
+        for id in ids { try database.execute("DELETE FROM mirror_inflight WHERE id = ?", [id]) }
+    }
+
+    /// One batch's creates in one zone.
+    struct CreatesInFlight {
+        var id: Int64
+        var zone: MirrorZoneID
+        var names: [String]
+    }
+
+    /// Creates recorded by sends that never applied their answer.
+    func createsInFlight() throws -> [CreatesInFlight] {
+        try database.query("SELECT id, zone_name, owner_name, names FROM mirror_inflight ORDER BY id").compactMap { row in
+            guard let id = row[0].int64, let zone = row[1].string, let owner = row[2].string, let names = row[3].string,
+                  let list = try? JSONParser.parse(names).arrayValue else { return nil }
+            return CreatesInFlight(id: id, zone: MirrorZoneID(zoneName: zone, ownerName: owner), names: list.compactMap(\.stringValue))
+        }
     }
 
     func dropMeta(_ uuid: String) throws {

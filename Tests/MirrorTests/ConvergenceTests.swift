@@ -68,6 +68,7 @@ extension Mirroring {
         /// its seed and every step, and that seed replays it exactly.
         static func seeds(from first: UInt64) -> [UInt64] {
             let count = ProcessInfo.processInfo.environment["MEOW_CONVERGENCE_SEEDS"].flatMap { UInt64($0) } ?? 8
+            if let only = ProcessInfo.processInfo.environment["MEOW_CONVERGENCE_SEED"].flatMap({ UInt64($0) }) { return [only] }
             return Array(first..<(first + max(1, count)))
         }
 
@@ -85,7 +86,11 @@ extension Mirroring {
 
         /// One device as the test drives it: its history cursor gives each local save's stamp.
         final class Driven {
-            let device: Device
+            var device: Device
+            /// Where its stores live when it can be killed and restarted (nil: in memory).
+            var dataDirectory: String?
+            var user = "owner"
+            var extra: [String] = []
             /// The store its events are in (a participant's are in its shared store).
             let store: String
             let isParticipant: Bool
@@ -144,6 +149,91 @@ extension Mirroring {
             }
         }
 
+        /// The cloud, and for the crash variant what kills and restarts the processes.
+        final class Deployment {
+            var cloud: Cloud
+            /// Crash points are armed (kill -9 at a named point's n-th hit) and a dead process
+            /// is restarted on its files; a step it died in changes the model only as far as
+            /// history shows.
+            let crashes: Bool
+            /// Whether a restarted process is armed again (not while settling at the end).
+            var rearm = true
+            var random: SplitMix64
+            var restarts: [String] = []
+
+            init(cloud: Cloud, crashes: Bool = false, random: SplitMix64 = SplitMix64(state: 0)) {
+                self.cloud = cloud
+                self.crashes = crashes
+                self.random = random
+            }
+
+            static let devicePoints = ["store.afterSaveCommit", "store.midSave", "mirror.afterServerReply", "mirror.afterApplyingPage", "mirror.midImport"]
+            static let cloudPoints = ["sync.afterCommit", "sync.midBatch"]
+
+            /// A crash point for a process about to start: half the time one of `points` at its
+            /// first to sixth hit, else none.
+            static func arm(_ points: [String], _ random: inout SplitMix64) -> [String: String] {
+                guard random.next() % 2 == 0 else { return ["MEOW_CRASH_AT": ""] }
+                let point = points[Int(random.next() % UInt64(points.count))]
+                return ["MEOW_CRASH_AT": "\(point):\(1 + random.next() % 6)"]
+            }
+
+            /// The point each process was last started with (what it died at, if it died).
+            var armed: [String: String] = [:]
+
+            func arm(_ points: [String], for name: String) -> [String: String] {
+                let environment = crashes && rearm ? Self.arm(points, &random) : ["MEOW_CRASH_AT": ""]
+                armed[name] = environment["MEOW_CRASH_AT"]
+                return environment
+            }
+
+            /// After a failed step: restarts every process that died (the cloud on its files,
+            /// a device on its own), armed again or not.
+            func recover(_ devices: [Driven]) async throws {
+                if let probe = try? await cloud.connect("owner-secret") {
+                    probe.close()
+                } else {
+                    _ = await cloud.process.waitForExit(timeout: 10)
+                    restarts.append("cloud (armed \(armed["cloud"] ?? "-"))")
+                    cloud = try await Cloud.start(directory: cloud.directory, onDisk: true, environment: arm(Self.cloudPoints, for: "cloud"))
+                }
+                for driven in devices {
+                    if (try? await driven.device.call("ping")) != nil { continue }
+                    _ = await driven.device.process.waitForExit(timeout: 10)
+                    driven.device.client.close()
+                    let name = driven.device.name
+                    restarts.append("\(name) (armed \(armed[name] ?? "-"))")
+                    driven.device = try await Device.start(name, user: driven.user, cloud: cloud, extra: driven.extra,
+                                                           dataDirectory: driven.dataDirectory, environment: arm(Self.devicePoints, for: name))
+                }
+            }
+        }
+
+        /// Devices A and B and the cloud on disk, each armed to die by kill -9 at a random named
+        /// point (after a save's commit, in its transaction, after a server's reply, after or in a
+        /// fetched page's import; after the cloud's commit or in its batch) and restarted on its
+        /// files. History tells which interrupted saves happened; the rest must still converge.
+        @Test("seeded histories with kill -9 of devices and cloud at named points converge to the model's events and fields",
+              arguments: seeds(from: 300))
+        func crashesOnTheWay(seed: UInt64) async throws {
+            // Crash points come from a stream of their own, so the steps' stream is the seed's.
+            var crashRandom = SplitMix64(state: seed ^ 0xC0FFEE)
+            let directory = TemporaryDirectory(prefix: "cv")
+            let cloudPoint = Deployment.arm(Deployment.cloudPoints, &crashRandom)
+            let cloud = try await Cloud.start(directory: directory, onDisk: true, environment: cloudPoint)
+            let deployment = Deployment(cloud: cloud, crashes: true, random: crashRandom)
+            deployment.armed["cloud"] = cloudPoint["MEOW_CRASH_AT"]
+            var devices: [Driven] = []
+            for name in ["A", "B"] {
+                let data = directory.file("\(name)-data")
+                let driven = Driven(try await Device.start(name, user: "owner", cloud: deployment.cloud, dataDirectory: data,
+                                                           environment: deployment.arm(Deployment.devicePoints, for: name)))
+                driven.dataDirectory = data
+                devices.append(driven)
+            }
+            try await run(seed: seed, deployment: deployment, devices: devices, zone: ["zoneName": "com.apple.coredata.cloudkit.zone"], shareZone: nil)
+        }
+
         @Test("seeded histories on devices A and B of one user converge to the model's events and fields", arguments: seeds(from: 100))
         func twoDevicesOfOneUser(seed: UInt64) async throws {
             let cloud = try await Cloud.start()
@@ -188,6 +278,10 @@ extension Mirroring {
         }
 
         func run(seed: UInt64, cloud: Cloud, devices: [Driven], zone: JSONValue, shareZone: String?, automatic: Bool = false) async throws {
+            try await run(seed: seed, deployment: Deployment(cloud: cloud), devices: devices, zone: zone, shareZone: shareZone, automatic: automatic)
+        }
+
+        func run(seed: UInt64, deployment: Deployment, devices: [Driven], zone: JSONValue, shareZone: String?, automatic: Bool = false) async throws {
             var random = SplitMix64(state: seed)
             func pick(_ count: Int) -> Int { Int(random.next() % UInt64(count)) }
             for driven in devices { try await driven.catchUp() }
@@ -198,6 +292,32 @@ extension Mirroring {
 
             func record(_ edits: [Edit], by driven: Driven) {
                 if driven.isParticipant { model.tentative += edits } else { model.effective += edits }
+            }
+            /// Runs a step; when a process died in it (the crash variant), restarts what died and
+            /// answers false.
+            func survive(_ body: () async throws -> Void) async throws -> Bool {
+                guard deployment.crashes else { try await body(); return true }
+                do {
+                    try await body()
+                    return true
+                } catch {
+                    try await deployment.recover(devices)
+                    steps.append("  … \(deployment.restarts.last ?? "nothing") restarted after: \(error)")
+                    return false
+                }
+            }
+            /// A save step: false when the device refused it (nothing happened); true when it
+            /// saved, or died on the way (history says whether the save happened).
+            func saving(_ driven: Driven, _ body: () async throws -> Void) async throws -> Bool {
+                var allowed = true
+                _ = try await survive { allowed = try await driven.save(body) }
+                return allowed
+            }
+            /// A participant's send: its pending edits take effect if the server lets it write.
+            func sent(_ driven: Driven) {
+                guard driven.isParticipant else { return }
+                if permission == "readWrite" { model.effective += model.tentative }
+                model.tentative = []
             }
 
             for _ in 0..<70 {
@@ -217,23 +337,30 @@ extension Mirroring {
                         if let session = driven.session { event["session"] = .string(session) }
                         events.append(event)
                     }
-                    let context = try await device.context()
-                    let saved = try await driven.save {
+                    guard try await saving(driven, {
+                        let context = try await device.context()
                         for event in events {
                             try await device.call("object.insert", ["context": .string(context), "entity": "CareEvent", "values": .object(event)])
                         }
-                        try await device.call("context.save", ["context": .string(context)])
+                        do {
+                            try await device.call("context.save", ["context": .string(context)])
+                        } catch {
+                            _ = try? await device.call("context.close", ["context": .string(context)])
+                            throw error
+                        }
+                        try await device.call("context.close", ["context": .string(context)])
+                    }) else { steps.append("\(device.name) may not insert"); continue }
+                    guard let save = try await driven.lastSave(), save.changes.contains(where: { $0["kind"] == "insert" }) else {
+                        steps.append("\(device.name)'s insert of \(events.compactMap { $0["id"]?.stringValue }) died before its commit")
+                        continue
                     }
-                    try await device.call("context.close", ["context": .string(context)])
-                    guard saved else { steps.append("\(device.name) may not insert"); continue }
-                    let stamp = try await driven.lastSaveStamp()
                     record(events.map { event in
                         var fields: [String: JSONValue] = ["id": event["id"] ?? .null]
                         for name in Self.editable { fields[name] = event[name] ?? .null }
-                        return Edit(id: event["id"]?.stringValue ?? "", change: .set(fields), stamp: stamp)
+                        return Edit(id: event["id"]?.stringValue ?? "", change: .set(fields), stamp: save.stamp)
                     }, by: driven)
                     steps.append("\(device.name) inserts \(events.compactMap { $0["id"]?.stringValue })")
-                } else if roll < 52 {
+                } else if roll < 50 {
                     // Edit one or two fields of an event this device holds, each to a value it does not have.
                     let held = try await device.objects()
                     guard !held.isEmpty else { continue }
@@ -252,36 +379,39 @@ extension Mirroring {
                     }
                     guard !changes.isEmpty else { continue }
                     let objectID = try #require(object["objectID"]?.stringValue)
-                    guard try await driven.save({ try await device.set(objectID, .object(changes)) }) else {
+                    guard try await saving(driven, { try await device.set(objectID, .object(changes)) }) else {
                         steps.append("\(device.name) may not set \(id)")
                         continue
                     }
                     guard let (stamp, saved) = try await driven.savedChanges(changes, of: objectID) else {
-                        steps.append("\(device.name) sets \(id) to what it already was")
+                        steps.append("\(device.name)'s edit of \(id) changed nothing (already so, or died before its commit)")
                         continue
                     }
                     changes = saved
                     record([Edit(id: id, change: .set(changes), stamp: stamp)], by: driven)
                     steps.append("\(device.name) sets \(id) \(JSONWriter.text(.object(changes)))")
-                } else if roll < 60 {
+                } else if roll < 58 {
                     let held = try await device.objects()
                     guard !held.isEmpty else { continue }
                     let object = held[pick(held.count)]
                     let id = try #require(object["values"]?["id"]?.stringValue)
                     let objectID = try #require(object["objectID"]?.stringValue)
-                    guard try await driven.save({ try await device.delete(objectID) }) else {
+                    guard try await saving(driven, { try await device.delete(objectID) }) else {
                         steps.append("\(device.name) may not delete \(id)")
                         continue
                     }
-                    guard let stamp = try await driven.lastSave()?.stamp else { continue }
-                    record([Edit(id: id, change: .delete, stamp: stamp)], by: driven)
+                    guard let save = try await driven.lastSave(), save.changes.contains(where: { $0["objectID"]?.stringValue == objectID }) else {
+                        steps.append("\(device.name)'s delete of \(id) died before its commit")
+                        continue
+                    }
+                    record([Edit(id: id, change: .delete, stamp: save.stamp)], by: driven)
                     steps.append("\(device.name) deletes \(id)")
                 } else if roll < 62, let session = driven.session {
                     // Edit the session's title (the share's root record, in a shared session).
                     let current = try await device.object(id: "mochi", entity: "CareSession")?["values"]?["title"] ?? .null
                     let fresh = Self.titles.filter { $0 != current }
                     let title = fresh[pick(fresh.count)]
-                    guard try await driven.save({ try await device.set(session, ["title": title]) }) else {
+                    guard try await saving(driven, { try await device.set(session, ["title": title]) }) else {
                         steps.append("\(device.name) may not retitle the session")
                         continue
                     }
@@ -293,37 +423,33 @@ extension Mirroring {
                     try await devices[0].device.call("share.setPermission", ["zoneName": .string(shareZone), "user": "alice",
                                                                               "permission": .string(permission)])
                     steps.append("A makes P \(permission)")
-                } else if roll < 82 {
-                    let sent = try await device.send()
-                    if driven.isParticipant {
-                        // Every pending edit went in this send: the server took all or refused all.
-                        if permission == "readWrite" { model.effective += model.tentative }
-                        model.tentative = []
-                    }
-                    steps.append("\(device.name) sends \(JSONWriter.text(sent))")
+                } else if roll < 83 {
+                    var report: JSONValue = .null
+                    if try await survive({ report = try await device.send() }) { sent(driven) }
+                    steps.append("\(device.name) sends \(JSONWriter.text(report))")
                 } else {
-                    try await device.fetch()
+                    _ = try await survive { try await device.fetch() }
                     steps.append("\(device.name) fetches")
                 }
             }
 
-            // Every device sends and fetches until none has anything pending.
+            // Every device sends and fetches until none has anything pending (processes that
+            // die now come back unarmed).
+            deployment.rearm = false
             var settled = false
-            for _ in 0..<6 where !settled {
+            for _ in 0..<8 where !settled {
+                // Settled: a round in which every send and fetch ran to its end and left nothing pending.
+                var clean = true
                 for driven in devices {
-                    try await driven.device.send()
-                    if driven.isParticipant {
-                        if permission == "readWrite" { model.effective += model.tentative }
-                        model.tentative = []
-                    }
+                    if try await survive({ try await driven.device.send() }) { sent(driven) } else { clean = false }
                 }
-                for driven in devices { try await driven.device.fetch() }
+                for driven in devices where !(try await survive { try await driven.device.fetch() }) { clean = false }
                 var pending = 0
                 for driven in devices { pending += try await driven.device.pending() }
-                settled = pending == 0
+                settled = clean && pending == 0
             }
             let trace = "seed \(seed):\n" + steps.joined(separator: "\n")
-            #expect(settled, "still pending after six rounds; \(trace)")
+            #expect(settled, "still pending after eight rounds; \(trace)")
 
             let expected = model.outcome()
             let title = model.title() ?? "Mochi"
@@ -347,10 +473,10 @@ extension Mirroring {
                     }
                 }
             }
-            let records = try await cloud.records(user: "owner", zone: zone).filter { $0["recordType"] == "CD_CareEvent" }
+            let records = try await deployment.cloud.records(user: "owner", zone: zone).filter { $0["recordType"] == "CD_CareEvent" }
             #expect(records.count == expected.count, "the cloud holds \(records.count) events, the model \(expected.count); \(trace)")
             for driven in devices { _ = await driven.device.stop() }
-            await cloud.stop()
+            await deployment.cloud.stop()
         }
     }
 }

@@ -16,13 +16,15 @@ final class Cloud: Sendable {
         self.socket = socket
     }
 
-    static func start(directory: TemporaryDirectory = TemporaryDirectory(prefix: "mi"), onDisk: Bool = false) async throws -> Cloud {
+    static func start(directory: TemporaryDirectory = TemporaryDirectory(prefix: "mi"), onDisk: Bool = false,
+                      environment: [String: String]? = nil) async throws -> Cloud {
         let users = #"{"users":[{"user":"owner","credential":"owner-secret"},{"user":"alice","credential":"alice-secret"},{"user":"bob","credential":"bob-secret"}]}"#
         try users.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
         let socket = directory.file("cloud.sock")
         let persistence = onDisk ? ["--data-dir", directory.file("cloud")] : ["--in-memory"]
         let process = try await ServiceProcess.start("sync-service", ["--socket", socket, "--admin-credential", adminCredential,
-                                                                     "--users", directory.file("users.json")] + persistence)
+                                                                     "--users", directory.file("users.json")] + persistence,
+                                                         environment: environment)
         return Cloud(directory: directory, process: process, socket: socket)
     }
 
@@ -73,11 +75,13 @@ final class Device: Sendable {
         self.dataDirectory = dataDirectory
     }
 
-    static func start(_ name: String, user: String, cloud: Cloud, extra: [String] = [], dataDirectory: String? = nil) async throws -> Device {
+    static func start(_ name: String, user: String, cloud: Cloud, extra: [String] = [], dataDirectory: String? = nil,
+                      environment: [String: String]? = nil) async throws -> Device {
         let socket = cloud.directory.file("\(name).sock")
         let persistence = dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
         let process = try await ServiceProcess.start("store-service", ["--socket", socket] + persistence + [
-            "--sync-socket", cloud.socket, "--sync-credential", "\(user)-secret", "--device-name", name, "--no-orphan-repair"] + extra)
+            "--sync-socket", cloud.socket, "--sync-credential", "\(user)-secret", "--device-name", name, "--no-orphan-repair"] + extra,
+            environment: environment)
         let client = try WireClient(socketPath: socket)
         try await client.hello(client: "mirror-tests-\(name)")
         return Device(name: name, process: process, socket: socket, client: client, dataDirectory: dataDirectory)

@@ -463,8 +463,11 @@ extension Mirroring {
             #expect(try await a.failure("sync.send").code == .serverResponseLost)
             #expect(try await cloud.records(user: "owner").count == 3)
             #expect(try await a.pending() == 3)
+            // The next send first asks the server for the creates whose answer it lost, finds
+            // them, and sends the entries as updates of those records: no conflict round trip.
             let retried = try await a.send()
-            #expect(retried["conflictsResolved"] == 3)
+            #expect(retried["conflictsResolved"] == 0)
+            #expect(retried["saved"] == 3)
             #expect(try await a.pending() == 0)
             #expect(try await cloud.records(user: "owner").count == 3)
             try await b.fetch()
@@ -475,6 +478,43 @@ extension Mirroring {
             let edited = try await a.send()
             #expect(edited["saved"] == 1)
             #expect(edited["conflictsResolved"] == 0)
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
+        /// Found by `ConvergenceTests`: a delete of a record whose save the server applied but
+        /// whose answer never came back was dropped as "never sent", so the record stayed in the
+        /// cloud and came back to every device.
+        @Test("Scenario 30, then a delete: the record whose save's answer was lost is deleted from the server too, not left behind",
+              arguments: ["lostAnswer", "killAfterReply"])
+        func deleteAfterALostAnswer(_ how: String) async throws {
+            let cloud = try await Cloud.start()
+            let data = cloud.directory.file("a-data")
+            let armed = how == "killAfterReply" ? ["MEOW_CRASH_AT": "mirror.afterServerReply:1"] : nil
+            var a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data, environment: armed)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            try await a.insertEvents(["kept", "gone"])
+            if how == "lostAnswer" {
+                _ = try await cloud.admin("admin.injectFault", ["code": "serverResponseLost", "op": "records.modify", "user": "owner", "afterApplying": true])
+                #expect(try await a.failure("sync.send").code == .serverResponseLost)
+            } else {
+                #expect(try await a.failure("sync.send").code == .connectionClosed)
+                #expect(await a.process.waitForExit() == 128 + 9)
+                a.client.close()
+                a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data)
+            }
+            #expect(try await cloud.records(user: "owner").count == 2)
+            try await a.delete(try #require(try await a.object(id: "gone")?["objectID"]?.stringValue))
+            let sent = try await a.send()
+            #expect(sent["deleted"] == 1)
+            #expect(try await a.pending() == 0)
+            let left = try await cloud.records(user: "owner").compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue }
+            #expect(left == ["kept"])
+            try await b.fetch()
+            #expect(try await b.ids() == ["kept"])
+            try await a.fetch()
+            #expect(try await a.ids() == ["kept"])
             _ = await a.stop()
             _ = await b.stop()
             await cloud.stop()
