@@ -65,7 +65,8 @@ extension Mirroring {
 
         /// Eight seeds per test; `MEOW_CONVERGENCE_SEEDS=N` runs N (a longer search:
         /// `MEOW_CONVERGENCE_SEEDS=500 swift test --filter ConvergenceTests`). A failure prints
-        /// its seed and every step, and that seed replays it exactly.
+        /// its seed and every step, and `MEOW_CONVERGENCE_SEED=S` runs that seed alone, which
+        /// replays it exactly (the automatic variant's only approximately).
         static func seeds(from first: UInt64) -> [UInt64] {
             let count = ProcessInfo.processInfo.environment["MEOW_CONVERGENCE_SEEDS"].flatMap { UInt64($0) } ?? 8
             if let only = ProcessInfo.processInfo.environment["MEOW_CONVERGENCE_SEED"].flatMap({ UInt64($0) }) { return [only] }
