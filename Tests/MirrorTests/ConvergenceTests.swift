@@ -189,8 +189,10 @@ extension Mirroring {
             }
 
             /// After a failed step: restarts every process that died (the cloud on its files,
-            /// a device on its own), armed again or not.
-            func recover(_ devices: [Driven]) async throws {
+            /// a device on its own), armed again or not. Rethrows `error` when none had died: a
+            /// failure no crash explains is the test's to report.
+            func recover(_ devices: [Driven], from error: any Error) async throws {
+                let before = restarts.count
                 if let probe = try? await cloud.connect("owner-secret") {
                     probe.close()
                 } else {
@@ -207,6 +209,7 @@ extension Mirroring {
                     driven.device = try await Device.start(name, user: driven.user, cloud: cloud, extra: driven.extra,
                                                            dataDirectory: driven.dataDirectory, environment: arm(Self.devicePoints, for: name))
                 }
+                if restarts.count == before { throw error }
             }
         }
 
@@ -217,6 +220,18 @@ extension Mirroring {
         @Test("seeded histories with kill -9 of devices and cloud at named points converge to the model's events and fields",
               arguments: seeds(from: 300))
         func crashesOnTheWay(seed: UInt64) async throws {
+            try await runWithCrashes(seed: seed, automatic: false)
+        }
+
+        /// The same with both devices in automatic mode: their own passes hit the crash points
+        /// too, at moments the steps do not choose.
+        @Test("seeded histories on two automatic-mode devices, killed at named points, converge to the model's events and fields",
+              arguments: seeds(from: 400))
+        func automaticDevicesWithCrashes(seed: UInt64) async throws {
+            try await runWithCrashes(seed: seed, automatic: true)
+        }
+
+        func runWithCrashes(seed: UInt64, automatic: Bool) async throws {
             // Crash points come from a stream of their own, so the steps' stream is the seed's.
             var crashRandom = SplitMix64(state: seed ^ 0xC0FFEE)
             let directory = TemporaryDirectory(prefix: "cv")
@@ -227,12 +242,15 @@ extension Mirroring {
             var devices: [Driven] = []
             for name in ["A", "B"] {
                 let data = directory.file("\(name)-data")
-                let driven = Driven(try await Device.start(name, user: "owner", cloud: deployment.cloud, dataDirectory: data,
+                let extra = automatic ? ["--sync-mode", "automatic"] : []
+                let driven = Driven(try await Device.start(name, user: "owner", cloud: deployment.cloud, extra: extra, dataDirectory: data,
                                                            environment: deployment.arm(Deployment.devicePoints, for: name)))
                 driven.dataDirectory = data
+                driven.extra = extra
                 devices.append(driven)
             }
-            try await run(seed: seed, deployment: deployment, devices: devices, zone: ["zoneName": "com.apple.coredata.cloudkit.zone"], shareZone: nil)
+            try await run(seed: seed, deployment: deployment, devices: devices, zone: ["zoneName": "com.apple.coredata.cloudkit.zone"], shareZone: nil,
+                          automatic: automatic)
         }
 
         @Test("seeded histories on devices A and B of one user converge to the model's events and fields", arguments: seeds(from: 100))
@@ -302,9 +320,24 @@ extension Mirroring {
                     try await body()
                     return true
                 } catch {
-                    try await deployment.recover(devices)
+                    try await deployment.recover(devices, from: error)
                     steps.append("  … \(deployment.restarts.last ?? "nothing") restarted after: \(error)")
                     return false
+                }
+            }
+            /// A read (or a look at history): when a process died meanwhile (an automatic device's
+            /// own pass may hit its crash point at any moment), what died is restarted and the
+            /// read is made again.
+            func resilient<T>(_ body: () async throws -> T) async throws -> T {
+                var attempts = 0
+                while true {
+                    do {
+                        return try await body()
+                    } catch where deployment.crashes && attempts < 5 {
+                        attempts += 1
+                        try await deployment.recover(devices, from: error)
+                        steps.append("  … \(deployment.restarts.last ?? "nothing") restarted after: \(error)")
+                    }
                 }
             }
             /// A save step: false when the device refused it (nothing happened); true when it
@@ -323,7 +356,8 @@ extension Mirroring {
 
             for _ in 0..<70 {
                 let driven = devices[pick(devices.count)]
-                let device = driven.device
+                // Read afresh at each use: a step may restart the device.
+                var device: Device { driven.device }
                 let roll = pick(100)
                 if roll < 20 {
                     // Insert one or two events.
@@ -351,7 +385,7 @@ extension Mirroring {
                         }
                         try await device.call("context.close", ["context": .string(context)])
                     }) else { steps.append("\(device.name) may not insert"); continue }
-                    guard let save = try await driven.lastSave(), save.changes.contains(where: { $0["kind"] == "insert" }) else {
+                    guard let save = try await resilient({ try await driven.lastSave() }), save.changes.contains(where: { $0["kind"] == "insert" }) else {
                         steps.append("\(device.name)'s insert of \(events.compactMap { $0["id"]?.stringValue }) died before its commit")
                         continue
                     }
@@ -363,7 +397,7 @@ extension Mirroring {
                     steps.append("\(device.name) inserts \(events.compactMap { $0["id"]?.stringValue })")
                 } else if roll < 50 {
                     // Edit one or two fields of an event this device holds, each to a value it does not have.
-                    let held = try await device.objects()
+                    let held = try await resilient { try await device.objects() }
                     guard !held.isEmpty else { continue }
                     let object = held[pick(held.count)]
                     let id = try #require(object["values"]?["id"]?.stringValue)
@@ -384,7 +418,7 @@ extension Mirroring {
                         steps.append("\(device.name) may not set \(id)")
                         continue
                     }
-                    guard let (stamp, saved) = try await driven.savedChanges(changes, of: objectID) else {
+                    guard let (stamp, saved) = try await resilient({ try await driven.savedChanges(changes, of: objectID) }) else {
                         steps.append("\(device.name)'s edit of \(id) changed nothing (already so, or died before its commit)")
                         continue
                     }
@@ -392,7 +426,7 @@ extension Mirroring {
                     record([Edit(id: id, change: .set(changes), stamp: stamp)], by: driven)
                     steps.append("\(device.name) sets \(id) \(JSONWriter.text(.object(changes)))")
                 } else if roll < 58 {
-                    let held = try await device.objects()
+                    let held = try await resilient { try await device.objects() }
                     guard !held.isEmpty else { continue }
                     let object = held[pick(held.count)]
                     let id = try #require(object["values"]?["id"]?.stringValue)
@@ -401,7 +435,8 @@ extension Mirroring {
                         steps.append("\(device.name) may not delete \(id)")
                         continue
                     }
-                    guard let save = try await driven.lastSave(), save.changes.contains(where: { $0["objectID"]?.stringValue == objectID }) else {
+                    guard let save = try await resilient({ try await driven.lastSave() }),
+                          save.changes.contains(where: { $0["objectID"]?.stringValue == objectID }) else {
                         steps.append("\(device.name)'s delete of \(id) died before its commit")
                         continue
                     }
@@ -409,14 +444,14 @@ extension Mirroring {
                     steps.append("\(device.name) deletes \(id)")
                 } else if roll < 62, let session = driven.session {
                     // Edit the session's title (the share's root record, in a shared session).
-                    let current = try await device.object(id: "mochi", entity: "CareSession")?["values"]?["title"] ?? .null
+                    let current = try await resilient { try await device.object(id: "mochi", entity: "CareSession") }?["values"]?["title"] ?? .null
                     let fresh = Self.titles.filter { $0 != current }
                     let title = fresh[pick(fresh.count)]
                     guard try await saving(driven, { try await device.set(session, ["title": title]) }) else {
                         steps.append("\(device.name) may not retitle the session")
                         continue
                     }
-                    guard let (stamp, saved) = try await driven.savedChanges(["title": title], of: session) else { continue }
+                    guard let (stamp, saved) = try await resilient({ try await driven.savedChanges(["title": title], of: session) }) else { continue }
                     record([Edit(id: Self.sessionKey, change: .set(saved), stamp: stamp)], by: driven)
                     steps.append("\(device.name) titles the session \(JSONWriter.text(title))")
                 } else if roll < 67, let shareZone {
@@ -446,7 +481,7 @@ extension Mirroring {
                 }
                 for driven in devices where !(try await survive { try await driven.device.fetch() }) { clean = false }
                 var pending = 0
-                for driven in devices { pending += try await driven.device.pending() }
+                for driven in devices { pending += try await resilient { try await driven.device.pending() } }
                 settled = clean && pending == 0
             }
             let trace = "seed \(seed):\n" + steps.joined(separator: "\n")
@@ -455,14 +490,14 @@ extension Mirroring {
             let expected = model.outcome()
             let title = model.title() ?? "Mochi"
             for driven in devices {
-                let device = driven.device
+                var device: Device { driven.device }
                 // (An automatic device may be starting a pass of its own, which finds nothing.)
                 if !automatic { #expect(try await device.status()["quiescent"] == true, "\(device.name) not quiescent; \(trace)") }
                 if driven.session != nil {
-                    let session = try await device.object(id: "mochi", entity: "CareSession")?["values"]?["title"]
+                    let session = try await resilient { try await device.object(id: "mochi", entity: "CareSession") }?["values"]?["title"]
                     #expect(session == title, "\(device.name)'s session is titled \(String(describing: session)), the model \(title); \(trace)")
                 }
-                let held = try await device.objects()
+                let held = try await resilient { try await device.objects() }
                 let ids = held.compactMap { $0["values"]?["id"]?.stringValue }
                 #expect(ids == expected.keys.sorted(), "\(device.name) holds \(ids), the model \(expected.keys.sorted()); \(trace)")
                 for object in held {
@@ -474,7 +509,7 @@ extension Mirroring {
                     }
                 }
             }
-            let records = try await deployment.cloud.records(user: "owner", zone: zone).filter { $0["recordType"] == "CD_CareEvent" }
+            let records = try await resilient { try await deployment.cloud.records(user: "owner", zone: zone) }.filter { $0["recordType"] == "CD_CareEvent" }
             #expect(records.count == expected.count, "the cloud holds \(records.count) events, the model \(expected.count); \(trace)")
             for driven in devices { _ = await driven.device.stop() }
             await deployment.cloud.stop()
