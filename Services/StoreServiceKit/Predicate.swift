@@ -332,7 +332,10 @@ struct StoreQueryBuilder {
         case let .constant(flag): return flag ? "1" : "0"
         case let .and(terms): return "(" + (try terms.map { try sql(for: $0) }).joined(separator: " AND ") + ")"
         case let .or(terms): return "(" + (try terms.map { try sql(for: $0) }).joined(separator: " OR ") + ")"
-        case let .not(term): return "(NOT \(try sql(for: term)))"
+        // A comparison with NULL is unknown in SQL, and NOT unknown is unknown: `NOT (note ==
+        // 'x')` would miss a nil note. NSPredicate compares nil as false, so a term's unknown
+        // is false before it is negated (outside NOT, unknown already filters as false).
+        case let .not(term): return "(NOT coalesce(\(try sql(for: term)), 0))"
         case let .within(keyPath, list):
             let resolved = try resolve(keyPath)
             let column = Self.column(resolved)

@@ -27,6 +27,36 @@ struct SemanticsChoicesTests {
         _ = await store.stop()
     }
 
+    /// With nil in play, SQL's unknown would make `NOT (note == 'x')` miss a nil note that
+    /// `note != 'x'` finds; in-memory NSPredicate semantics make a predicate and its NOT split
+    /// the objects between them, every form and nesting alike.
+    @Test func notIsTheComplementOfItsPredicateWhateverIsNil() async throws {
+        let store = try await StoreFixture.start(["--no-orphan-repair"])
+        let client = try await store.client()
+        let context = try await client.openContext()
+        let rows: [(String, [String: JSONValue])] = [("nil-nil", [:]), ("x-nil", ["note": "x"]), ("nil-150", ["value": 150]),
+                                                     ("y-50", ["note": "y", "value": 50]), ("X-150", ["note": "X", "value": 150])]
+        for (id, values) in rows {
+            var extra = values
+            if values["value"] == nil { extra["value"] = .null }
+            _ = try await client.insertEvent(context, id: id, extra: extra)
+        }
+        _ = try await client.save(context)
+        let all = try await client.count("CareEvent")
+        #expect(all == rows.count)
+        for predicate in ["note == 'x'", "note != 'x'", "note ==[c] 'x'", "note BEGINSWITH 'x'", "note CONTAINS[c] 'x'", "value > 100",
+                          "value <= 100", "note IN {'x', 'y'}", "note == nil", "note == 'x' OR value > 100", "note == 'x' AND value > 100",
+                          "NOT (value > 100)", "note == 'y' OR NOT (value < 100)"] {
+            let matched = try await client.count("CareEvent", predicate: predicate)
+            let complement = try await client.count("CareEvent", predicate: "NOT (\(predicate))")
+            #expect(matched + complement == all, "\(predicate): \(matched), its NOT \(complement), of \(all)")
+        }
+        let notEqual = try await client.count("CareEvent", predicate: "note != 'x'")
+        #expect(try await client.count("CareEvent", predicate: "NOT (note == 'x')") == notEqual)
+        client.close()
+        _ = await store.stop()
+    }
+
     @Test func editOfAnObjectDeletedElsewhereIsDroppedUnlessThePolicyIsError() async throws {
         let store = try await StoreFixture.start()
         let a = try await store.client("a")
