@@ -359,8 +359,11 @@ struct StoreQueryBuilder {
                 default: throw predicateError("\(keyPath.joined(separator: ".")) \(op.rawValue) nil: only == and != compare with nil.", predicateText)
                 }
             }
+            // An empty operand never begins, ends or is contained in anything (NSString's
+            // hasPrefix:, hasSuffix: and rangeOfString: with @"" find nothing).
+            if [.beginsWith, .endsWith, .contains].contains(op), bound == .text("") { return "0" }
             var mark = "?"
-            if caseInsensitive { column = "lower(\(column))"; mark = "lower(?)" }
+            if caseInsensitive { column = "meow_fold(\(column))"; mark = "meow_fold(?)" }
             values.append(bound)
             switch op {
             case .equal: return "\(column) = \(mark)"

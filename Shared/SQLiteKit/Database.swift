@@ -45,6 +45,7 @@ public final class Database {
             try execute("PRAGMA synchronous=FULL")
         }
         try execute("PRAGMA foreign_keys=ON")
+        registerCaseFolding()
     }
 
     /// An in-memory database: nothing touches the disk.

@@ -57,6 +57,37 @@ struct SemanticsChoicesTests {
         _ = await store.stop()
     }
 
+    /// NSPredicate's `[c]` folds case by Unicode's rules (SQLite's `lower()` alone folds ASCII),
+    /// and an empty operand is found by no BEGINSWITH, ENDSWITH or CONTAINS (NSString finds @""
+    /// nowhere); both hold in every form the predicate can take.
+    @Test func caseInsensitiveComparisonsFoldUnicodeAndEmptyOperandsMatchNothing() async throws {
+        let store = try await StoreFixture.start(["--no-orphan-repair"])
+        let client = try await store.client()
+        let context = try await client.openContext()
+        for (index, note) in ["Éclair", "éclair", "straße", "STRASSE", "ΣΟΦΙΑ", "abc", ""].enumerated() {
+            _ = try await client.insertEvent(context, id: "e\(index)", extra: ["note": .string(note)])
+        }
+        _ = try await client.save(context)
+        func notes(_ predicate: String) async throws -> [String] {
+            try await client.call("fetch", ["entity": "CareEvent", "predicate": .string(predicate), "sortDescriptors": [["key": "id"]]])["objects"]?
+                .arrayValue?.compactMap { $0["values"]?["note"]?.stringValue } ?? []
+        }
+        #expect(try await notes("note ==[c] 'ÉCLAIR'") == ["Éclair", "éclair"])
+        #expect(try await notes("note BEGINSWITH[c] 'é'") == ["Éclair", "éclair"])
+        #expect(try await notes("note ==[c] 'strasse'") == ["straße", "STRASSE"])
+        #expect(try await notes("note CONTAINS[c] 'ss'") == ["straße", "STRASSE"])
+        #expect(try await notes("note ENDSWITH[c] 'σοφια'") == ["ΣΟΦΙΑ"])
+        #expect(try await notes("note ==[c] 'ABC'") == ["abc"])
+        #expect(try await notes("note !=[c] 'ABC'").count == 6)
+        #expect(try await notes("note ==[c] ''") == [""])
+        for form in ["BEGINSWITH", "ENDSWITH", "CONTAINS", "BEGINSWITH[c]", "CONTAINS[c]"] {
+            #expect(try await notes("note \(form) ''").isEmpty, "\(form) ''")
+            #expect(try await notes("NOT (note \(form) '')").count == 7, "NOT (\(form) '')")
+        }
+        client.close()
+        _ = await store.stop()
+    }
+
     @Test func editOfAnObjectDeletedElsewhereIsDroppedUnlessThePolicyIsError() async throws {
         let store = try await StoreFixture.start()
         let a = try await store.client("a")
