@@ -141,6 +141,9 @@ extension CloudEngine {
                 throw WireError(.invalidArguments, "_defaultZone does not support change fetching; use a custom zone.")
             }
             let horizon = zone.horizon
+            // A participant's reading of the zone that began after a token was issued makes the
+            // token useless: the records it could not see then are behind it.
+            let reading = params.database == .shared ? try state.readingStart(zone: zone.id, user: caller) : 0
             var after: Int64 = 0
             if let since = params.since {
                 guard let token = ZoneToken(since) else {
@@ -148,6 +151,10 @@ extension CloudEngine {
                 }
                 guard token.zone == zone.id, token.seq >= horizon || token.horizon == horizon else {
                     throw WireError(.changeTokenExpired, "The change token is too old (or from an earlier incarnation of the zone); fetch again from nil.",
+                                    details: ["zoneID": state.zoneJSON(params.zoneID)])
+                }
+                guard token.reading >= reading else {
+                    throw WireError(.changeTokenExpired, "The change token was issued before \(caller)'s access to the zone began again; fetch again from nil.",
                                     details: ["zoneID": state.zoneJSON(params.zoneID)])
                 }
                 after = token.seq
@@ -182,7 +189,7 @@ extension CloudEngine {
                 }
             }
             if !moreComing { last = max(last, try state.zoneHighWater(zone: zone.id, after: after)) }
-            return FetchZoneChangesResult(changed: changed, deleted: deleted, token: ZoneToken(zone: zone.id, seq: last, horizon: horizon).text,
+            return FetchZoneChangesResult(changed: changed, deleted: deleted, token: ZoneToken(zone: zone.id, seq: last, horizon: horizon, reading: reading).text,
                                           moreComing: moreComing)
         }
     }
@@ -236,24 +243,33 @@ extension CloudEngine {
 /// reached, and the zone's horizon when it was issued. A token is still good when nothing
 /// after its sequence was dropped: its sequence is at or above the horizon, or the horizon has
 /// not moved since it was issued.
+/// `z<zone>.<seq>.<horizon>[.<reading>]`: the zone, the last change the holder has, the zone's
+/// horizon when issued, and for a participant the start of their current reading of the zone
+/// (`CloudState.readingStart`), left out when 0.
 struct ZoneToken {
     var zone: Int64
     var seq: Int64
     var horizon: Int64
-    init(zone: Int64, seq: Int64, horizon: Int64) {
+    var reading: Int64 = 0
+    init(zone: Int64, seq: Int64, horizon: Int64, reading: Int64 = 0) {
         self.zone = zone
         self.seq = seq
         self.horizon = horizon
+        self.reading = reading
     }
     init?(_ text: String) {
         let parts = text.split(separator: ".")
-        guard parts.count == 3, parts[0].hasPrefix("z"), let zone = Int64(parts[0].dropFirst()), let seq = Int64(parts[1]),
+        guard parts.count == 3 || parts.count == 4, parts[0].hasPrefix("z"), let zone = Int64(parts[0].dropFirst()), let seq = Int64(parts[1]),
               let horizon = Int64(parts[2]) else { return nil }
         self.zone = zone
         self.seq = seq
         self.horizon = horizon
+        if parts.count == 4 {
+            guard let reading = Int64(parts[3]) else { return nil }
+            self.reading = reading
+        }
     }
-    var text: String { "z\(zone).\(seq).\(horizon)" }
+    var text: String { reading == 0 ? "z\(zone).\(seq).\(horizon)" : "z\(zone).\(seq).\(horizon).\(reading)" }
 }
 
 extension CloudState {

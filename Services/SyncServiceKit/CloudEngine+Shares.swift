@@ -50,8 +50,10 @@ extension CloudEngine {
             }
             let existing = try state.participation(zone: zone.id, share: params.share, user: user)
             let acceptance = existing?.acceptance == Acceptance.accepted.rawValue ? "accepted" : "pending"
+            let before = try state.reads(zone: zone.id, user: user)
             try state.db.execute("INSERT OR REPLACE INTO participants(zone, share, user, role, permission, acceptance) VALUES (?, ?, ?, 'privateUser', ?, ?)",
                                  [zone.id, params.share, user, permission.rawValue, acceptance])
+            try state.noteReading(zone: zone, user: user, before: before)
         }
     }
 
@@ -63,8 +65,11 @@ extension CloudEngine {
             guard try state.participation(zone: zone.id, share: params.share, user: user) != nil, user != caller else {
                 throw WireError(.unknownItem, "\(user) is not a participant of share '\(params.share)'.")
             }
+            let before = try state.reads(zone: zone.id, user: user)
             try state.db.execute("UPDATE participants SET permission = ? WHERE zone = ? AND share = ? AND user = ?",
                                  [permission.rawValue, zone.id, params.share, user])
+            // To none the zone leaves the participant's shared database; from none it comes back.
+            try state.noteReading(zone: zone, user: user, before: before)
         }
     }
 
@@ -235,9 +240,10 @@ extension CloudState {
         let root = try db.scalar("SELECT root FROM shares WHERE zone = ? AND name = ?", [zone.id, name])?.string
         let users = try db.query("SELECT user FROM participants WHERE zone = ? AND share = ? AND acceptance = 'accepted' AND role != 'owner'",
                                  [zone.id, name]).compactMap { $0[0].string }
+        let readers = try Dictionary(uniqueKeysWithValues: users.map { ($0, try reads(zone: zone.id, user: $0)) })
         try db.execute("DELETE FROM participants WHERE zone = ? AND share = ?", [zone.id, name])
         try db.execute("DELETE FROM shares WHERE zone = ? AND name = ?", [zone.id, name])
-        for participant in users { try zoneLeftIfLastShare(zone: zone, user: participant) }
+        for participant in users { try noteReading(zone: zone, user: participant, before: readers[participant] ?? false) }
         if try liveRecord(zone: zone.id, name: name) != nil { try tombstone(zone: zone, name: name, user: user) }
         if let root, let rootRecord = try liveRecord(zone: zone.id, name: root), rootRecord.share == name {
             try bumpRecord(zone: zone, name: root, user: user, share: .some(nil))
@@ -245,23 +251,43 @@ extension CloudState {
     }
 
     /// Moves a participant to `acceptance`, logging the zone's arrival in or departure from
-    /// their shared database.
+    /// their shared database (`noteReading`).
     func setAcceptance(zone: ZoneRow, share: String, user: String, to acceptance: Acceptance, bump: Bool = true) throws {
+        let before = try reads(zone: zone.id, user: user)
         try db.execute("UPDATE participants SET acceptance = ? WHERE zone = ? AND share = ? AND user = ?",
                        [acceptance.rawValue, zone.id, share, user])
-        if acceptance == .accepted {
-            try logDatabaseChange(user: user, scope: .shared, zone: zone, kind: "changed", seq: nextSeq())
-        } else {
-            try zoneLeftIfLastShare(zone: zone, user: user)
-        }
+        try noteReading(zone: zone, user: user, before: before)
         if bump {
             try bumpRecord(zone: zone, name: share, user: user)
             try touchZone(zone)
         }
     }
 
-    private func zoneLeftIfLastShare(zone: ZoneRow, user: String) throws {
-        let stillIn = try db.scalar("SELECT 1 FROM participants WHERE zone = ? AND user = ? AND acceptance = 'accepted'", [zone.id, user]) != nil
-        if !stillIn { try logDatabaseChange(user: user, scope: .shared, zone: zone, kind: "deleted", seq: nextSeq()) }
+    /// Whether `user` reads `zone`: an accepted participation, with a permission above none, in
+    /// some share of it. Only readers have the zone in their shared database.
+    func reads(zone: Int64, user: String) throws -> Bool {
+        try db.scalar("SELECT 1 FROM participants WHERE zone = ? AND user = ? AND acceptance = 'accepted' AND permission != 'none'",
+                      [zone, user]) != nil
+    }
+
+    /// After `user`'s participations in `zone` changed (accepted, left, removed, permission
+    /// set): the zone arrives in their shared database when their reading of it begins, and
+    /// leaves it when it ends, so their device wipes its copy. A beginning also expires the
+    /// zone tokens they hold: records they could not see are behind them (accepted while at
+    /// none, or readable again after none), and their device refetches from nil.
+    func noteReading(zone: ZoneRow, user: String, before: Bool) throws {
+        let after = try reads(zone: zone.id, user: user)
+        guard after != before, user != zone.owner else { return }
+        let seq = nextSeq()
+        if after {
+            try db.execute("INSERT INTO reading_starts(zone, user, seq) VALUES (?, ?, ?) ON CONFLICT(zone, user) DO UPDATE SET seq = excluded.seq",
+                           [zone.id, user, seq])
+        }
+        try logDatabaseChange(user: user, scope: .shared, zone: zone, kind: after ? "changed" : "deleted", seq: seq)
+    }
+
+    /// When `user`'s current reading of `zone` began (0: never noted).
+    func readingStart(zone: Int64, user: String) throws -> Int64 {
+        try db.scalar("SELECT seq FROM reading_starts WHERE zone = ? AND user = ?", [zone, user])?.int64 ?? 0
     }
 }

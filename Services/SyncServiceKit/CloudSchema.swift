@@ -37,6 +37,7 @@ enum CloudSchema {
         zone INTEGER NOT NULL, share TEXT NOT NULL, user TEXT NOT NULL, role TEXT NOT NULL,
         permission TEXT NOT NULL, acceptance TEXT NOT NULL, PRIMARY KEY(zone, share, user));
     CREATE INDEX IF NOT EXISTS participants_by_user ON participants(user);
+    CREATE TABLE IF NOT EXISTS reading_starts(zone INTEGER NOT NULL, user TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY(zone, user));
     CREATE TABLE IF NOT EXISTS database_changes(
         user TEXT NOT NULL, scope TEXT NOT NULL, owner TEXT NOT NULL, zone_name TEXT NOT NULL,
         kind TEXT NOT NULL, seq INTEGER NOT NULL, changed REAL NOT NULL,
@@ -54,6 +55,7 @@ enum CloudSchema {
         ("record_versions", ["zone", "name", "tag", "body", "superseded"]),
         ("shares", ["zone", "name", "root", "public_permission"]),
         ("participants", ["zone", "share", "user", "role", "permission", "acceptance"]),
+        ("reading_starts", ["zone", "user", "seq"]),
         ("database_changes", ["user", "scope", "owner", "zone_name", "kind", "seq", "changed"]),
         ("meta", ["key", "value"]),
     ]

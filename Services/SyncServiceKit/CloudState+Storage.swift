@@ -211,7 +211,7 @@ extension CloudState {
         guard !zone.isDefaultZone else { return }
         let seq = nextSeq()
         try logDatabaseChange(user: zone.owner, scope: .private, zone: zone, kind: kind, seq: seq)
-        for user in try acceptedUsers(zone: zone.id) where user != zone.owner {
+        for user in try readingUsers(zone: zone.id) where user != zone.owner {
             try logDatabaseChange(user: user, scope: .shared, zone: zone, kind: kind == "changed" ? kind : "deleted", seq: seq)
         }
     }
@@ -225,7 +225,9 @@ extension CloudState {
     }
 
     /// Users with an accepted participation in any share of the zone.
-    func acceptedUsers(zone: Int64) throws -> [String] {
-        try db.query("SELECT DISTINCT user FROM participants WHERE zone = ? AND acceptance = 'accepted'", [zone]).compactMap { $0[0].string }
+    /// The users the zone is in the shared database of (`reads(zone:user:)`).
+    func readingUsers(zone: Int64) throws -> [String] {
+        try db.query("SELECT DISTINCT user FROM participants WHERE zone = ? AND acceptance = 'accepted' AND permission != 'none'", [zone])
+            .compactMap { $0[0].string }
     }
 }

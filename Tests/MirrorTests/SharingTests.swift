@@ -155,6 +155,33 @@ extension Mirroring {
             await setup.stop()
         }
 
+        /// Found by `SharingLifecycleTests`: a participant accepted while at none fetched the
+        /// zone, saw nothing and kept a token past every record, so it never received them once
+        /// readable; and at none it kept the copy it could no longer read.
+        @Test("Permission none takes the share off P's device; readable again, every record comes back, also when P accepted while at none",
+              arguments: [false, true])
+        func permissionNoneAndBack(acceptWhileNone: Bool) async throws {
+            let setup = try await Self.shared("readOnly", accept: !acceptWhileNone)
+            try await setup.o.call("share.setPermission", ["zoneName": .string(setup.zoneName), "user": "alice", "permission": "none"])
+            if acceptWhileNone {
+                try await setup.p.call("share.accept", ["zoneName": .string(setup.zoneName), "ownerName": "owner"])
+            } else {
+                #expect(try await setup.p.ids("CareEvent", store: "Shared") == ["bg-1", "bg-2"])
+            }
+            let lost = try await setup.p.fetch()
+            #expect(try await setup.p.ids("CareEvent", store: "Shared").isEmpty)
+            #expect(try await setup.p.objects("CareSession", store: "Shared").isEmpty)
+            if !acceptWhileNone { #expect(lost["zonesRemoved"]?.arrayValue?.count == 1) }
+            try await setup.o.insertEvents(["bg-3"], session: try #require(try await setup.o.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue))
+            try await setup.o.send()
+            try await setup.o.call("share.setPermission", ["zoneName": .string(setup.zoneName), "user": "alice", "permission": "readOnly"])
+            try await setup.p.fetch()
+            #expect(try await setup.p.ids("CareEvent", store: "Shared") == ["bg-1", "bg-2", "bg-3"])
+            #expect(try await setup.p.objects("CareSession", store: "Shared").count == 1)
+            #expect(try await setup.p.call("share.list")["shares"]?.arrayValue?.first?["permission"] == "readOnly")
+            await setup.stop()
+        }
+
         @Test("Scenario 40: O downgrades P to readOnly while P is offline; P's edit is reverted, P's insert deleted, P's client told")
         func scenario40() async throws {
             let setup = try await Self.shared("readWrite")

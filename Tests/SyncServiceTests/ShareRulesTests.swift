@@ -61,6 +61,47 @@ import Testing
         #expect(partialErrors(wireError { _ = try cloud.fetch("e1") })["e1"]?.code == .unknownItem)
     }
 
+    /// A participant reads a zone while accepted with a permission above none. At none the zone
+    /// leaves their shared database; when reading begins again, zone tokens issued before
+    /// answer changeTokenExpired, since the records they could not see are behind them.
+    @Test func readingBeginsAndEndsWithPermissionNoneAndExpiresOlderTokens() throws {
+        let zone = ZoneID(zoneName: "Zone")
+        try cloud.save([record("r1")])
+        try cloud.shareZone(zone, with: [("alice", "readOnly")], accept: false)
+        _ = try cloud.engine.setParticipantPermission(caller: "owner", ShareParams(zoneID: zone, user: "alice", permission: "none"))
+        _ = try cloud.engine.acceptShare(caller: "alice", ShareParams(zoneID: ownerZone))
+        func databaseChanges(since token: String?) throws -> FetchDatabaseChangesResult {
+            try cloud.engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .shared, since: token))
+        }
+        func zoneChanges(since token: String?) throws -> FetchZoneChangesResult {
+            try cloud.engine.fetchZoneChanges(caller: "alice", FetchZoneChangesParams(database: .shared, zoneID: ownerZone, since: token))
+        }
+        // Accepted at none: not in alice's shared database, and a fetch of it finds nothing.
+        let start = try databaseChanges(since: nil)
+        #expect(start.changedZones.isEmpty)
+        let blind = try zoneChanges(since: nil)
+        #expect(blind.changed.filter { $0.recordType == "CD_CareEvent" }.isEmpty)
+
+        _ = try cloud.engine.setParticipantPermission(caller: "owner", ShareParams(zoneID: zone, user: "alice", permission: "readOnly"))
+        #expect(try databaseChanges(since: start.token).changedZones.map(\.zoneName) == ["Zone"])
+        // The token from the blind fetch is behind records alice can now read.
+        #expect(wireError { _ = try zoneChanges(since: blind.token) }?.code == .changeTokenExpired)
+        let seen = try zoneChanges(since: nil)
+        #expect(seen.changed.map(\.recordName).contains("r1"))
+        #expect(try zoneChanges(since: seen.token).changed.isEmpty)
+
+        let beforeNone = try databaseChanges(since: nil).token
+        _ = try cloud.engine.setParticipantPermission(caller: "owner", ShareParams(zoneID: zone, user: "alice", permission: "none"))
+        let lost = try databaseChanges(since: beforeNone)
+        #expect(lost.deletedZones.map(\.zoneName) == ["Zone"])
+        #expect(lost.changedZones.isEmpty)
+        // readOnly ↔ readWrite keeps reading: tokens stay good.
+        _ = try cloud.engine.setParticipantPermission(caller: "owner", ShareParams(zoneID: zone, user: "alice", permission: "readWrite"))
+        let again = try zoneChanges(since: nil)
+        _ = try cloud.engine.setParticipantPermission(caller: "owner", ShareParams(zoneID: zone, user: "alice", permission: "readOnly"))
+        #expect(wireError { _ = try zoneChanges(since: again.token) } == nil)
+    }
+
     @Test func aNewShareWithoutItsRootIsInvalidArguments() throws {
         let error = wireError {
             try cloud.save([CloudRecord(recordName: "share-1", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)])

@@ -1,0 +1,102 @@
+import Foundation
+import MeowWire
+import Testing
+import TestSupport
+
+extension Mirroring {
+    /// Seeded random lives of one share: the owner O logs and deletes events in the shared
+    /// session, changes alice's permission (readOnly, readWrite, none), removes and re-invites
+    /// her; her device P accepts, leaves, fetches; both send and fetch in any order. After both
+    /// have synced, P's shared store holds exactly O's events and session while alice is an
+    /// accepted participant with read access, and nothing of the share otherwise; O keeps all
+    /// of its own.
+    @Suite("Mirroring: random lives of a share converge on the participant's device", .timeLimit(.minutes(5)))
+    struct SharingLifecycleTests {
+        @Test("seeded invitations, acceptances, permission changes, removals and leavings", arguments: ConvergenceTests.seeds(from: 500))
+        func randomShareLives(seed: UInt64) async throws {
+            var random = SplitMix64(state: seed)
+            func pick(_ count: Int) -> Int { Int(random.next() % UInt64(count)) }
+            let cloud = try await Cloud.start()
+            let o = try await Device.start("O", user: "owner", cloud: cloud)
+            let p = try await Device.start("P", user: "alice", cloud: cloud)
+            let session = try await o.insertSession("mochi")
+            var events: Set<String> = ["s-0", "s-1"]
+            try await o.insertEvents(events.sorted(), session: session)
+            try await o.send()
+            let created = try await o.call("share.create", ["objectID": .string(session),
+                                                            "participants": [["user": "alice", "permission": "readOnly"]]])
+            let zoneName = try #require(created["zoneName"]?.stringValue)
+            var invited = true, accepted = false
+            var permission = "readOnly"
+            var steps: [String] = []
+            var counter = 1
+
+            for _ in 0..<50 {
+                let roll = pick(100)
+                if roll < 18 {
+                    let ids = (0..<(1 + pick(2))).map { _ in counter += 1; return "s-\(counter)" }
+                    try await o.insertEvents(ids, session: session)
+                    events.formUnion(ids)
+                    steps.append("O logs \(ids)")
+                } else if roll < 26, let id = events.sorted().first(where: { _ in pick(3) == 0 }) ?? events.sorted().first {
+                    try await o.delete(try #require(try await o.object(id: id)?["objectID"]?.stringValue))
+                    events.remove(id)
+                    steps.append("O deletes \(id)")
+                } else if roll < 38 {
+                    try await o.send()
+                    steps.append("O sends")
+                } else if roll < 52 {
+                    try await p.fetch()
+                    steps.append("P fetches")
+                } else if roll < 60, invited {
+                    let next = ["readOnly", "readWrite", "none"].filter { $0 != permission }[pick(2)]
+                    try await o.call("share.setPermission", ["zoneName": .string(zoneName), "user": "alice", "permission": .string(next)])
+                    permission = next
+                    steps.append("O makes alice \(next)")
+                } else if roll < 66, invited {
+                    try await o.call("share.removeParticipant", ["zoneName": .string(zoneName), "user": "alice"])
+                    invited = false
+                    accepted = false
+                    steps.append("O removes alice")
+                } else if roll < 74, !invited {
+                    permission = pick(2) == 0 ? "readOnly" : "readWrite"
+                    try await o.call("share.invite", ["zoneName": .string(zoneName), "user": "alice", "permission": .string(permission)])
+                    invited = true
+                    steps.append("O invites alice \(permission)")
+                } else if roll < 82, invited, !accepted {
+                    try await p.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
+                    accepted = true
+                    steps.append("P accepts")
+                } else if roll < 86, accepted {
+                    try await p.call("share.leave", ["zoneName": .string(zoneName), "ownerName": "owner"])
+                    invited = false
+                    accepted = false
+                    steps.append("P leaves")
+                } else {
+                    try await o.fetch()
+                    steps.append("O fetches")
+                }
+            }
+            for _ in 0..<2 {
+                try await o.send()
+                try await p.fetch()
+                try await o.fetch()
+            }
+            let trace = "seed \(seed):\n" + steps.joined(separator: "\n")
+            let reads = accepted && permission != "none"
+            #expect(try await o.ids() == events.sorted(), "O's events; \(trace)")
+            #expect(try await p.ids("CareEvent", store: "Shared") == (reads ? events.sorted() : []), "P's events (alice reads: \(reads)); \(trace)")
+            #expect(try await p.objects("CareSession", store: "Shared").count == (reads ? 1 : 0), "P's session; \(trace)")
+            #expect(try await p.objects("CareEvent", store: "Private").isEmpty, "nothing shared lands in P's private store; \(trace)")
+            let shares = try await p.call("share.list")["shares"]?.arrayValue ?? []
+            if reads {
+                #expect(shares.first?["permission"]?.stringValue == permission, "P's share metadata \(shares); \(trace)")
+            }
+            #expect(try await o.pending() == 0, "O's pending; \(trace)")
+            #expect(try await p.pending() == 0, "P's pending; \(trace)")
+            _ = await o.stop()
+            _ = await p.stop()
+            await cloud.stop()
+        }
+    }
+}
