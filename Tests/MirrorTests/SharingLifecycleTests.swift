@@ -6,10 +6,11 @@ import TestSupport
 extension Mirroring {
     /// Seeded random lives of one share: the owner O logs and deletes events in the shared
     /// session, changes alice's permission (readOnly, readWrite, none), removes and re-invites
-    /// her; her device P accepts, leaves, fetches; both send and fetch in any order. After both
-    /// have synced, P's shared store holds exactly O's events and session while alice is an
-    /// accepted participant with read access, and nothing of the share otherwise; O keeps all
-    /// of its own.
+    /// her; her device P accepts, leaves, fetches and logs events of its own; both send and fetch
+    /// in any order. P's events count when P's send finds alice reading with readWrite, and are
+    /// gone when it does not, when P leaves, or when P fetches while not reading. After both have
+    /// synced, O holds exactly the events that count, and P's shared store holds them and the
+    /// session while alice reads, and nothing of the share otherwise.
     @Suite("Mirroring: random lives of a share converge on the participant's device", .timeLimit(.minutes(5)))
     struct SharingLifecycleTests {
         @Test("seeded invitations, acceptances, permission changes, removals and leavings", arguments: ConvergenceTests.seeds(from: 500))
@@ -23,13 +24,20 @@ extension Mirroring {
             var events: Set<String> = ["s-0", "s-1"]
             try await o.insertEvents(events.sorted(), session: session)
             try await o.send()
+            var permission = pick(2) == 0 ? "readOnly" : "readWrite"
             let created = try await o.call("share.create", ["objectID": .string(session),
-                                                            "participants": [["user": "alice", "permission": "readOnly"]]])
+                                                            "participants": [["user": "alice", "permission": .string(permission)]]])
             let zoneName = try #require(created["zoneName"]?.stringValue)
             var invited = true, accepted = false
-            var permission = "readOnly"
             var steps: [String] = []
             var counter = 1
+            /// P's events not sent yet.
+            var tentative: [String] = []
+            var reads: Bool { accepted && permission != "none" }
+            func pSent() {
+                if reads && permission == "readWrite" { events.formUnion(tentative) }
+                tentative = []
+            }
 
             for _ in 0..<50 {
                 let roll = pick(100)
@@ -38,17 +46,23 @@ extension Mirroring {
                     try await o.insertEvents(ids, session: session)
                     events.formUnion(ids)
                     steps.append("O logs \(ids)")
-                } else if roll < 26, let id = events.sorted().first(where: { _ in pick(3) == 0 }) ?? events.sorted().first {
+                } else if roll < 26, let id = try await o.ids().filter({ events.contains($0) }).randomElement(using: &random) {
                     try await o.delete(try #require(try await o.object(id: id)?["objectID"]?.stringValue))
                     events.remove(id)
                     steps.append("O deletes \(id)")
                 } else if roll < 38 {
                     try await o.send()
                     steps.append("O sends")
-                } else if roll < 52 {
+                } else if roll < 48 {
                     try await p.fetch()
+                    // A fetch while not reading removes the zone, and P's unsent events with it.
+                    if !reads { tentative = [] }
                     steps.append("P fetches")
-                } else if roll < 60, invited {
+                } else if roll < 52 {
+                    try await p.send()
+                    pSent()
+                    steps.append("P sends")
+                } else if roll < 58, invited {
                     let next = ["readOnly", "readWrite", "none"].filter { $0 != permission }[pick(2)]
                     try await o.call("share.setPermission", ["zoneName": .string(zoneName), "user": "alice", "permission": .string(next)])
                     permission = next
@@ -71,19 +85,34 @@ extension Mirroring {
                     try await p.call("share.leave", ["zoneName": .string(zoneName), "ownerName": "owner"])
                     invited = false
                     accepted = false
+                    tentative = []
                     steps.append("P leaves")
+                } else if roll < 95 {
+                    // P logs an event in the session, if it holds it and believes it may write.
+                    guard let pSession = try await p.objects("CareSession", store: "Shared").first?["objectID"]?.stringValue else { continue }
+                    counter += 1
+                    let id = "p-\(counter)"
+                    do {
+                        try await p.insertEvents([id], session: pSession)
+                    } catch let error as WireError where error.code == .permissionFailure {
+                        steps.append("P may not log \(id)")
+                        continue
+                    }
+                    tentative.append(id)
+                    steps.append("P logs \(id)")
                 } else {
                     try await o.fetch()
                     steps.append("O fetches")
                 }
             }
             for _ in 0..<2 {
+                try await p.send()
+                pSent()
                 try await o.send()
                 try await p.fetch()
                 try await o.fetch()
             }
             let trace = "seed \(seed):\n" + steps.joined(separator: "\n")
-            let reads = accepted && permission != "none"
             #expect(try await o.ids() == events.sorted(), "O's events; \(trace)")
             #expect(try await p.ids("CareEvent", store: "Shared") == (reads ? events.sorted() : []), "P's events (alice reads: \(reads)); \(trace)")
             #expect(try await p.objects("CareSession", store: "Shared").count == (reads ? 1 : 0), "P's session; \(trace)")
