@@ -6,7 +6,8 @@ import TestSupport
 extension Mirroring {
     /// Seeded random lives of one share: the owner O logs and deletes events in the shared
     /// session, changes alice's permission (readOnly, readWrite, none), removes and re-invites
-    /// her; her device P accepts, leaves, fetches and logs events of its own; both send and fetch
+    /// her, stops sharing and shares again (a new zone); her device P accepts, leaves, fetches
+    /// and logs events of its own; both send and fetch
     /// in any order. P's events count when P's send finds alice reading with readWrite, and are
     /// gone when it does not, when P leaves, or when P fetches while not reading. After both have
     /// synced, O holds exactly the events that count, and P's shared store holds them and the
@@ -27,7 +28,8 @@ extension Mirroring {
             var permission = pick(2) == 0 ? "readOnly" : "readWrite"
             let created = try await o.call("share.create", ["objectID": .string(session),
                                                             "participants": [["user": "alice", "permission": .string(permission)]]])
-            let zoneName = try #require(created["zoneName"]?.stringValue)
+            var zoneName = try #require(created["zoneName"]?.stringValue)
+            var shared = true
             var invited = true, accepted = false
             var steps: [String] = []
             var counter = 1
@@ -59,9 +61,24 @@ extension Mirroring {
                     if !reads { tentative = [] }
                     steps.append("P fetches")
                 } else if roll < 52 {
-                    try await p.send()
+                    let report = try await p.send()
                     pSent()
-                    steps.append("P sends")
+                    steps.append("P sends \(JSONWriter.text(report))")
+                } else if roll < 55, shared, pick(3) == 0 {
+                    // O stops sharing: alice loses the zone, and P's unsent events with it.
+                    try await o.call("share.stop", ["zoneName": .string(zoneName)])
+                    shared = false
+                    invited = false
+                    accepted = false
+                    steps.append("O stops sharing")
+                } else if roll < 55, !shared {
+                    permission = pick(2) == 0 ? "readOnly" : "readWrite"
+                    let again = try await o.call("share.create", ["objectID": .string(session),
+                                                                  "participants": [["user": "alice", "permission": .string(permission)]]])
+                    zoneName = try #require(again["zoneName"]?.stringValue)
+                    shared = true
+                    invited = true
+                    steps.append("O shares again \(permission) in \(zoneName.suffix(8))")
                 } else if roll < 58, invited {
                     let next = ["readOnly", "readWrite", "none"].filter { $0 != permission }[pick(2)]
                     try await o.call("share.setPermission", ["zoneName": .string(zoneName), "user": "alice", "permission": .string(next)])
@@ -72,7 +89,7 @@ extension Mirroring {
                     invited = false
                     accepted = false
                     steps.append("O removes alice")
-                } else if roll < 74, !invited {
+                } else if roll < 74, shared, !invited {
                     permission = pick(2) == 0 ? "readOnly" : "readWrite"
                     try await o.call("share.invite", ["zoneName": .string(zoneName), "user": "alice", "permission": .string(permission)])
                     invited = true
@@ -80,6 +97,8 @@ extension Mirroring {
                 } else if roll < 82, invited, !accepted {
                     try await p.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
                     accepted = true
+                    // Accepting fetches: not reading (at none), P learns the zone left it.
+                    if !reads { tentative = [] }
                     steps.append("P accepts")
                 } else if roll < 86, accepted {
                     try await p.call("share.leave", ["zoneName": .string(zoneName), "ownerName": "owner"])
@@ -113,7 +132,8 @@ extension Mirroring {
                 try await o.fetch()
             }
             let trace = "seed \(seed):\n" + steps.joined(separator: "\n")
-            #expect(try await o.ids() == events.sorted(), "O's events; \(trace)")
+            let onO = try await o.ids()
+            #expect(onO == events.sorted(), "O holds \(onO), the model \(events.sorted()); \(trace)")
             #expect(try await p.ids("CareEvent", store: "Shared") == (reads ? events.sorted() : []), "P's events (alice reads: \(reads)); \(trace)")
             #expect(try await p.objects("CareSession", store: "Shared").count == (reads ? 1 : 0), "P's session; \(trace)")
             #expect(try await p.objects("CareEvent", store: "Private").isEmpty, "nothing shared lands in P's private store; \(trace)")
