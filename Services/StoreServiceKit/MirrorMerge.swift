@@ -49,6 +49,13 @@ struct MirrorMerge {
                     }
                 }
             }
+            // Both sides set the same value: the field's last edit is the later of the two. A
+            // later local stamp is kept and sent, or a third edit made between them would win
+            // against the earlier stamp on the next device to merge.
+            if clientChanged, clientValue == serverValue, let clientStamp = clientTimes[name],
+               serverTimes[name].map({ clientStamp.isLater(than: $0) }) ?? true {
+                takeClient = true
+            }
             let chosen = takeClient ? clientValue : serverValue
             if let chosen { outcome.fields[name] = chosen }
             if takeClient {

@@ -108,6 +108,27 @@ extension Mirroring {
             await Self.stop(cloud, a, b)
         }
 
+        /// Found by `ConvergenceTests`: when both sides had set the same value, the merge kept
+        /// the server's earlier stamp, so an edit made between the two won on the next device.
+        @Test("Scenario 12, the same value set twice: the later stamp stays with it, and an edit made between them loses")
+        func scenario12SameValueSetTwice() async throws {
+            let (cloud, a, b, onA, onB) = try await Self.pair(["e"])
+            try await b.set(onB[0], ["note": "x"])
+            try await b.send()
+            try await b.set(onB[0], ["note": "y"])
+            // A has not fetched B's "x"; it sets "x" too, after B's "y".
+            try await a.set(onA[0], ["note": "x"])
+            try await a.send()
+            try await b.send()
+            try await a.fetch()
+            try await b.fetch()
+            for device in [a, b] {
+                #expect(try await device.object(id: "e")?["values"]?["note"] == "x", "on \(device.name)")
+            }
+            #expect(try await Self.serverFields(cloud, id: "e")?["CD_note"]?["value"] == "x")
+            await Self.stop(cloud, a, b)
+        }
+
         @Test("Scenario 12 with --conflict-policy serverWins and clientWins: the policy decides a field both changed")
         func scenario12Policies() async throws {
             let (cloud, a, b, onA, onB) = try await Self.pair(["e"], bExtra: ["--conflict-policy", "serverWins"])

@@ -100,6 +100,23 @@ extension Mirroring {
             #expect(run(.clientWins).fields["CD_note"] == Self.field("client"))
         }
 
+        @Test("Both sides set the same value: the later stamp is kept and sent; an earlier local one changes nothing")
+        func sameValueKeepsTheLaterStamp() {
+            let server = ["CD_title": Self.field("at the vet")]
+            func run(client clientStamp: FieldStamp, server serverStamp: FieldStamp) -> MirrorMerge.Outcome {
+                MirrorMerge(policy: .latestEdit).merge(server: server, serverTimes: ["CD_title": serverStamp], client: server,
+                                                       clientTimes: ["CD_title": clientStamp], ancestor: ["CD_title": Self.field("Mochi")],
+                                                       ancestorTimes: [:], localChanged: ["CD_title"])
+            }
+            let later = run(client: late, server: early)
+            #expect(later.fields == server)
+            #expect(later.times["CD_title"] == late)
+            #expect(later.clientWon)
+            let earlier = run(client: early, server: late)
+            #expect(earlier.times["CD_title"] == late)
+            #expect(!earlier.clientWon)
+        }
+
         @Test("Numbers compare by value: 250.0 sent and 250 read back are one value")
         func numbersCompareByValue() {
             let sent: [String: JSONValue] = ["CD_value": ["type": "double", "value": .double(250)]]
