@@ -85,10 +85,10 @@ extension CloudMirror {
     /// Records the batch's creates (records without a tag: new to the server, or to a zone
     /// they move into) per zone, before the batch goes out.
     private static func recordCreates(of items: [Item], state: MirrorState) throws -> [Int64] {
-        var byZone: [MirrorZoneID: [String]] = [:]
+        var byZone: [MirrorZoneID: [MirrorState.Pending]] = [:]
         for item in items {
             guard let record = item.record, record.recordChangeTag == nil else { continue }
-            byZone[record.zoneID, default: []].append(record.recordName)
+            byZone[record.zoneID, default: []].append(item.pending)
         }
         return try byZone.sorted { $0.key.key < $1.key.key }.map { try state.recordCreatesInFlight($0.value, zone: $0.key) }
     }
@@ -113,8 +113,9 @@ extension CloudMirror {
 
     /// Creates an earlier send made without applying their answer (the answer was lost, or the
     /// device was killed first) may be on the server. The server is asked, and what it has is
-    /// kept as its copy: the queue's entries for them then go out as updates or deletes of
-    /// those records, never as deletes dropped for "never sent", which left the record in the
+    /// kept as its copy, as the lost verdict would have: an entry still at the version that was
+    /// sent leaves the queue (the server has it), a newer one goes out as an update or delete
+    /// of that record, never as a delete dropped for "never sent", which left the record in the
     /// cloud to come back to every device. Runs before a send builds its first batch.
     private func resolveCreatesInFlight(scope: StoreScope) throws {
         let outstanding = try withStores { stores -> (store: String, database: String, rows: [MirrorState.CreatesInFlight])? in
@@ -125,16 +126,16 @@ extension CloudMirror {
             // Only names whose answer this device never applied: no copy of them in that zone.
             for position in rows.indices {
                 let zone = rows[position].zone
-                rows[position].names = try rows[position].names.filter { try state.meta($0)?.zone != zone }
+                rows[position].entries = try rows[position].entries.filter { try state.meta($0.name)?.zone != zone }
             }
             return rows.isEmpty ? nil : (store.name, Self.database(of: store), rows)
         }
         guard let outstanding else { return }
         for row in outstanding.rows {
             var found: [MirrorRecord] = []
-            if !row.names.isEmpty {
+            if !row.entries.isEmpty {
                 let request = RecordsFetchRequest(database: outstanding.database,
-                                                  recordIDs: row.names.map { RecordsFetchRequest.RecordID(recordName: $0, zoneID: row.zone) })
+                                                  recordIDs: row.entries.map { RecordsFetchRequest.RecordID(recordName: $0.name, zoneID: row.zone) })
                 switch attempt("records.fetch", request) {
                 case let .success(result):
                     found = (result["records"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
@@ -151,8 +152,12 @@ extension CloudMirror {
                 let store = stores.list[try stores.index(named: outstanding.store)]
                 let state = MirrorState(store)
                 try store.database.transaction(commit: .deferred) {
-                    for record in found where row.names.contains(record.recordName) {
+                    for record in found {
+                        guard let sent = row.entries.first(where: { $0.name == record.recordName }) else { continue }
                         try state.setMeta(serverCopy: record, entity: record.entityName ?? "", zone: row.zone)
+                        if let pending = try state.pending(uuid: sent.name), pending.seq == sent.seq, pending.generation == sent.generation {
+                            try state.dropPending(pending)
+                        }
                     }
                     try state.dropCreatesInFlight([row.id])
                 }

@@ -248,13 +248,21 @@ struct MirrorState {
 
     // MARK: Creates whose answer is outstanding
 
-    /// Records a batch's creates in one zone (records sent without a change tag) before the
-    /// batch goes out, in the transaction that builds it. Until the batch's verdict is applied
-    /// (which drops the row) the server may hold them without this device knowing: a send whose
-    /// answer was lost, or a device killed before applying it. Returns the row's id.
-    func recordCreatesInFlight(_ names: [String], zone: MirrorZoneID) throws -> Int64 {
+    /// Records a batch's creates in one zone (records sent without a change tag, each with the
+    /// queue version it carries) before the batch goes out, in the transaction that builds it.
+    /// Until the batch's verdict is applied (which drops the row) the server may hold them
+    /// without this device knowing: a send whose answer was lost, or a device killed before
+    /// applying it. Returns the row's id.
+    func recordCreatesInFlight(_ entries: [Pending], zone: MirrorZoneID) throws -> Int64 {
+        var text = "["
+        for (index, entry) in entries.enumerated() {
+            if index > 0 { text += "," }
+            text += "["
+            JSONWriter.appendString(entry.uuid, to: &text)
+            text += ",\(entry.seq),\(entry.generation)]"
+        }
         try database.execute("INSERT INTO mirror_inflight(zone_name, owner_name, names) VALUES (?, ?, ?)",
-                             [zone.zoneName, zone.ownerName, PersistentStore.jsonArray(names)])
+                             [zone.zoneName, zone.ownerName, text + "]"])
         return database.lastInsertRowID
     }
 
@@ -262,19 +270,24 @@ struct MirrorState {
         for id in ids { try database.execute("DELETE FROM mirror_inflight WHERE id = ?", [id]) }
     }
 
-    /// One batch's creates in one zone.
+    /// One batch's creates in one zone: each record's name and the queue version it carried.
     struct CreatesInFlight {
         var id: Int64
         var zone: MirrorZoneID
-        var names: [String]
+        var entries: [(name: String, seq: Int64, generation: Int64)]
     }
 
     /// Creates recorded by sends that never applied their answer.
     func createsInFlight() throws -> [CreatesInFlight] {
-        try database.query("SELECT id, zone_name, owner_name, names FROM mirror_inflight ORDER BY id").compactMap { row in
+        try database.query("SELECT id, zone_name, owner_name, names FROM mirror_inflight ORDER BY id").compactMap { row -> CreatesInFlight? in
             guard let id = row[0].int64, let zone = row[1].string, let owner = row[2].string, let names = row[3].string,
                   let list = try? JSONParser.parse(names).arrayValue else { return nil }
-            return CreatesInFlight(id: id, zone: MirrorZoneID(zoneName: zone, ownerName: owner), names: list.compactMap(\.stringValue))
+            let entries = list.compactMap { item -> (name: String, seq: Int64, generation: Int64)? in
+                guard let parts = item.arrayValue, parts.count == 3, let name = parts[0].stringValue, let seq = parts[1].intValue,
+                      let generation = parts[2].intValue else { return nil }
+                return (name, Int64(seq), Int64(generation))
+            }
+            return CreatesInFlight(id: id, zone: MirrorZoneID(zoneName: zone, ownerName: owner), entries: entries)
         }
     }
 
