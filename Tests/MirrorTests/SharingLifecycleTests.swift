@@ -16,6 +16,20 @@ extension Mirroring {
     struct SharingLifecycleTests {
         @Test("seeded invitations, acceptances, permission changes, removals and leavings", arguments: ConvergenceTests.seeds(from: 500))
         func randomShareLives(seed: UInt64) async throws {
+            try await randomShareLife(seed: seed, ownersSecondDevice: false)
+        }
+
+        /// Known race, not fixed yet: the owner's second device B, which saw the session's events
+        /// before O shared it, deletes one before fetching the move. Its delete goes to the old
+        /// zone, where the record is already a tombstone (deleting one succeeds), so the record
+        /// lives on in the share zone and comes back to every device (seed 576 shows it).
+        @Test("with the owner's second device logging and deleting too", .disabled("known race: a delete sent to a record's old zone after another device moved it into a share"),
+              arguments: ConvergenceTests.seeds(from: 500))
+        func randomShareLivesWithTheOwnersSecondDevice(seed: UInt64) async throws {
+            try await randomShareLife(seed: seed, ownersSecondDevice: true)
+        }
+
+        func randomShareLife(seed: UInt64, ownersSecondDevice: Bool) async throws {
             var random = SplitMix64(state: seed)
             func pick(_ count: Int) -> Int { Int(random.next() % UInt64(count)) }
             let cloud = try await Cloud.start()
@@ -25,6 +39,10 @@ extension Mirroring {
             var events: Set<String> = ["s-0", "s-1"]
             try await o.insertEvents(events.sorted(), session: session)
             try await o.send()
+            // The owner's second device B logs and deletes events in the session too.
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            try await b.fetch()
+            let bSession = try #require(try await b.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
             var permission = pick(2) == 0 ? "readOnly" : "readWrite"
             let created = try await o.call("share.create", ["objectID": .string(session),
                                                             "participants": [["user": "alice", "permission": .string(permission)]]])
@@ -41,7 +59,28 @@ extension Mirroring {
                 tentative = []
             }
 
-            for _ in 0..<50 {
+            for _ in 0..<(ownersSecondDevice ? 60 : 50) {
+                if ownersSecondDevice, pick(6) == 0 {
+                    switch pick(4) {
+                    case 0:
+                        counter += 1
+                        try await b.insertEvents(["b-\(counter)"], session: bSession)
+                        events.insert("b-\(counter)")
+                        steps.append("B logs b-\(counter)")
+                    case 1:
+                        guard let id = try await b.ids().filter({ events.contains($0) }).randomElement(using: &random) else { continue }
+                        try await b.delete(try #require(try await b.object(id: id)?["objectID"]?.stringValue))
+                        events.remove(id)
+                        steps.append("B deletes \(id)")
+                    case 2:
+                        try await b.send()
+                        steps.append("B sends")
+                    default:
+                        try await b.fetch()
+                        steps.append("B fetches")
+                    }
+                    continue
+                }
                 let roll = pick(100)
                 if roll < 18 {
                     let ids = (0..<(1 + pick(2))).map { _ in counter += 1; return "s-\(counter)" }
@@ -128,12 +167,16 @@ extension Mirroring {
                 try await p.send()
                 pSent()
                 try await o.send()
+                try await b.send()
                 try await p.fetch()
                 try await o.fetch()
+                try await b.fetch()
             }
             let trace = "seed \(seed):\n" + steps.joined(separator: "\n")
             let onO = try await o.ids()
             #expect(onO == events.sorted(), "O holds \(onO), the model \(events.sorted()); \(trace)")
+            let onB = try await b.ids()
+            #expect(onB == events.sorted(), "B holds \(onB), the model \(events.sorted()); \(trace)")
             #expect(try await p.ids("CareEvent", store: "Shared") == (reads ? events.sorted() : []), "P's events (alice reads: \(reads)); \(trace)")
             #expect(try await p.objects("CareSession", store: "Shared").count == (reads ? 1 : 0), "P's session; \(trace)")
             #expect(try await p.objects("CareEvent", store: "Private").isEmpty, "nothing shared lands in P's private store; \(trace)")
@@ -144,6 +187,7 @@ extension Mirroring {
             #expect(try await o.pending() == 0, "O's pending; \(trace)")
             #expect(try await p.pending() == 0, "P's pending; \(trace)")
             _ = await o.stop()
+            _ = await b.stop()
             _ = await p.stop()
             await cloud.stop()
         }
