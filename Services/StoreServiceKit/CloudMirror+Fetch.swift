@@ -309,6 +309,26 @@ extension CloudMirror {
                 }
                 report.changedRecords += 1
             }
+            // A record new here that this device deleted: another device moved it into another
+            // zone (shared its session) before the delete arrived, which found only the old
+            // zone's tombstone. The delete stands (deleteWins): it is sent again to the record
+            // where it lives now, and the record is not brought back.
+            let deletedIn = try state.deletedHere(fresh.map { changed[$0.position].recordName })
+            func movedAfterDelete(_ position: Int, _ entity: EntityDescription) -> Bool {
+                guard let zone = deletedIn[changed[position].recordName] else { return false }
+                return changed[position].zoneID.zoneName != zone.zoneName && options.deletePolicy(entity.name) == .deleteWins
+            }
+            if !deletedIn.isEmpty {
+                for (position, entity) in fresh where movedAfterDelete(position, entity) {
+                    let record = changed[position]
+                    afterSave.append {
+                        try state.setMeta(serverCopy: record, entity: entity.name)
+                        try state.enqueue(uuid: record.recordName, entity: entity.name, kind: .delete, zone: record.zoneID, changed: [])
+                    }
+                    report.changedRecords -= 1
+                }
+                fresh.removeAll { movedAfterDelete($0.position, $0.entity) }
+            }
             // Parents before children, so a child's relationship finds its parent's row.
             var direct = MirrorImport(store: store)
             var imported: [(position: Int, entity: EntityDescription)] = []

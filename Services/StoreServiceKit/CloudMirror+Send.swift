@@ -544,6 +544,7 @@ extension CloudMirror {
                     if deletedNames.contains(uuid) && error == nil {
                         try state.dropMeta(uuid)
                         try state.dropPending(item.pending)
+                        try state.rememberDeleted(uuid, zone: zone)
                         if let shareZone = try state.shareZone(ofRoot: uuid), store.scope == .private { rootsDeleted.append(shareZone) }
                         report.deleted += 1
                     } else if error?.code == .permissionFailure, let error {

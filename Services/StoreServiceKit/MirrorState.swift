@@ -48,6 +48,7 @@ struct MirrorState {
             CREATE TABLE IF NOT EXISTS mirror_fieldtimes(uuid TEXT PRIMARY KEY, times TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_unexportable(uuid TEXT PRIMARY KEY, object_id TEXT NOT NULL, zone TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_share(zone_name TEXT PRIMARY KEY, root_uuid TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_deleted(uuid TEXT PRIMARY KEY, zone_name TEXT NOT NULL, owner_name TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_inflight(id INTEGER PRIMARY KEY AUTOINCREMENT, zone_name TEXT NOT NULL,
                 owner_name TEXT NOT NULL, names TEXT NOT NULL);
             """)
@@ -289,6 +290,30 @@ struct MirrorState {
             }
             return CreatesInFlight(id: id, zone: MirrorZoneID(zoneName: zone, ownerName: owner), entries: entries)
         }
+    }
+
+    // MARK: Records this device deleted
+
+    /// Remembers that this device deleted the record `uuid` in `zone` and the server took the
+    /// delete. Another device may have moved the record to another zone first (sharing its
+    /// session): the delete then found only the tombstone the move left, and the record comes
+    /// back from its new zone, which `deletedHere` tells. (Back in the same zone it was
+    /// re-created, by a device whose delete policy is resurrect, and is welcome.)
+    func rememberDeleted(_ uuid: String, zone: MirrorZoneID) throws {
+        try database.execute("INSERT OR REPLACE INTO mirror_deleted(uuid, zone_name, owner_name) VALUES (?, ?, ?)",
+                             [uuid, zone.zoneName, zone.ownerName])
+    }
+
+    /// The zones this device deleted `uuids` in (`rememberDeleted`), by uuid.
+    func deletedHere(_ uuids: [String]) throws -> [String: MirrorZoneID] {
+        guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_deleted LIMIT 1") != nil else { return [:] }
+        // One statement for a page's names, each looked up in the table's key.
+        var found: [String: MirrorZoneID] = [:]
+        for row in try database.query("SELECT uuid, zone_name, owner_name FROM mirror_deleted WHERE uuid IN (SELECT value FROM json_each(?))",
+                                      [PersistentStore.jsonArray(uuids)]) {
+            if let uuid = row[0].string { found[uuid] = MirrorZoneID(zoneName: row[1].string ?? "", ownerName: row[2].string ?? "") }
+        }
+        return found
     }
 
     func dropMeta(_ uuid: String) throws {

@@ -19,11 +19,14 @@ extension Mirroring {
             try await randomShareLife(seed: seed, ownersSecondDevice: false)
         }
 
-        /// Known race, not fixed yet: the owner's second device B, which saw the session's events
-        /// before O shared it, deletes one before fetching the move. Its delete goes to the old
-        /// zone, where the record is already a tombstone (deleting one succeeds), so the record
-        /// lives on in the share zone and comes back to every device (seed 576 shows it).
-        @Test("with the owner's second device logging and deleting too", .disabled("known race: a delete sent to a record's old zone after another device moved it into a share"),
+        /// Known races, not all fixed: the owner's second device B acts on stale zone knowledge
+        /// while O moves the session's graph into a share (and back out and into a new one).
+        /// Fixed: B's delete that met only the old zone's tombstone (`mirror_deleted`; seed 576).
+        /// Still open (3 of 100 seeds): an event B logs into the session's old zone, moved by O,
+        /// goes missing on some device (seed 546), and B's session object can vanish after a
+        /// stop and re-share (seed 568).
+        @Test("with the owner's second device logging and deleting too",
+              .disabled("known races: the owner's second device acting on stale zone knowledge during share moves"),
               arguments: ConvergenceTests.seeds(from: 500))
         func randomShareLivesWithTheOwnersSecondDevice(seed: UInt64) async throws {
             try await randomShareLife(seed: seed, ownersSecondDevice: true)

@@ -272,6 +272,34 @@ extension Mirroring {
             await setup.stop()
         }
 
+        /// Found by `SharingLifecycleTests`: B's delete went to the event's old zone, where deleting
+        /// the tombstone the move left succeeds, and the event lived on in the share zone and came
+        /// back to every device.
+        @Test("The owner's second device deletes an event the first just moved into a share, before fetching the move: the delete follows it")
+        func deleteOfAnEventMovedIntoAShareByAnotherDevice() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let session = try await a.insertSession("mochi")
+            try await a.insertEvents(["bg-1", "bg-2"], session: session)
+            try await a.send()
+            try await b.fetch()
+            let created = try await a.call("share.create", ["objectID": .string(session)])
+            let zone: JSONValue = ["zoneName": .string(try #require(created["zoneName"]?.stringValue))]
+            try await b.delete(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue))
+            try await b.send()
+            try await b.fetch()
+            try await b.send()
+            try await a.fetch()
+            for device in [a, b] { #expect(try await device.ids() == ["bg-2"], "on \(device.name)") }
+            let inShare = try await cloud.records(user: "owner", zone: zone).filter { $0["recordType"] == "CD_CareEvent" }
+                .compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue }
+            #expect(inShare == ["bg-2"])
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
         @Test("The owner's other device keeps a session that sharing moved to a share zone, with the same object IDs")
         func ownersOtherDeviceKeepsTheMovedGraph() async throws {
             let cloud = try await Cloud.start()
