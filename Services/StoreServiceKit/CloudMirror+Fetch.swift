@@ -325,7 +325,6 @@ extension CloudMirror {
                         try state.setMeta(serverCopy: record, entity: entity.name)
                         try state.enqueue(uuid: record.recordName, entity: entity.name, kind: .delete, zone: record.zoneID, changed: [])
                     }
-                    report.changedRecords -= 1
                 }
                 fresh.removeAll { movedAfterDelete($0.position, $0.entity) }
             }

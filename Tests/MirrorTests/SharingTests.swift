@@ -272,11 +272,9 @@ extension Mirroring {
             await setup.stop()
         }
 
-        /// Found by `SharingLifecycleTests`: B's delete went to the event's old zone, where deleting
-        /// the tombstone the move left succeeds, and the event lived on in the share zone and came
-        /// back to every device.
-        @Test("The owner's second device deletes an event the first just moved into a share, before fetching the move: the delete follows it")
-        func deleteOfAnEventMovedIntoAShareByAnotherDevice() async throws {
+        /// The owner's devices A and B; A logged session "mochi" with events bg-1 and bg-2, sent
+        /// them, and B fetched them (so B knows their zone from before any share).
+        static func ownersTwoDevicesWithASession() async throws -> (Cloud, Device, Device, String) {
             let cloud = try await Cloud.start()
             let a = try await Device.start("A", user: "owner", cloud: cloud)
             let b = try await Device.start("B", user: "owner", cloud: cloud)
@@ -284,6 +282,15 @@ extension Mirroring {
             try await a.insertEvents(["bg-1", "bg-2"], session: session)
             try await a.send()
             try await b.fetch()
+            return (cloud, a, b, session)
+        }
+
+        /// Found by `SharingLifecycleTests`: B's delete went to the event's old zone, where deleting
+        /// the tombstone the move left succeeds, and the event lived on in the share zone and came
+        /// back to every device.
+        @Test("The owner's second device deletes an event the first just moved into a share, before fetching the move: the delete follows it")
+        func deleteOfAnEventMovedIntoAShareByAnotherDevice() async throws {
+            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
             let created = try await a.call("share.create", ["objectID": .string(session)])
             let zone: JSONValue = ["zoneName": .string(try #require(created["zoneName"]?.stringValue))]
             try await b.delete(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue))
@@ -302,13 +309,7 @@ extension Mirroring {
 
         @Test("The owner's other device keeps a session that sharing moved to a share zone, with the same object IDs")
         func ownersOtherDeviceKeepsTheMovedGraph() async throws {
-            let cloud = try await Cloud.start()
-            let a = try await Device.start("A", user: "owner", cloud: cloud)
-            let b = try await Device.start("B", user: "owner", cloud: cloud)
-            let session = try await a.insertSession("mochi")
-            try await a.insertEvents(["bg-1", "bg-2"], session: session)
-            try await a.send()
-            try await b.fetch()
+            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
             let before = try await b.objects().map { $0["objectID"] }
             let sessionOnB = try await b.object(id: "mochi", entity: "CareSession")?["objectID"]
             _ = try await a.call("share.create", ["objectID": .string(session)])
