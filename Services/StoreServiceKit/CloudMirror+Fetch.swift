@@ -107,6 +107,37 @@ extension CloudMirror {
         let database = scope == .private ? "private" : "shared"
         let fullFetch = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) } == nil
         var currentZones: Set<MirrorZoneID> = []
+        // Deletions are held until every changed zone is applied (`holdTombstones`). A move
+        // is one request, so once a round has seen its old zone's tombstone, the next round
+        // sees its new zone if this one did not: rounds repeat (a few at most) while
+        // tombstones wait and the last round found changes.
+        for _ in 0..<3 {
+            let changed = try fetchDatabaseChanges(scope, database: database, zones: &currentZones, report: &report)
+            guard changed, try state(scope, { state, _, _ in try state.holdsTombstones }) else { break }
+        }
+        try applyHeldTombstones(scope, report: &report)
+        // A fetch from nil lists only the zones that exist now: a zone this device holds data of
+        // that is not among them was deleted while the device had no token (first fetch, or an
+        // expired token) and is removed like a reported deletion.
+        if fullFetch {
+            let known = try state(scope) { state, _, _ in try state.knownZones() }
+            for zone in known.subtracting(currentZones) { try removeZone(zone, scope: scope, purged: false, report: &report) }
+        }
+    }
+
+    /// The held deletions (`holdTombstones`), applied zone by zone: a record that meanwhile
+    /// arrived in another zone is not deleted (`applyPage`).
+    private func applyHeldTombstones(_ scope: StoreScope, report: inout MirrorFetchReport) throws {
+        for (zone, deleted) in try state(scope, { state, _, _ in try state.heldTombstones() }) {
+            try applyPage([], prepared: [], deleted: deleted, zone: zone, scope: scope, token: nil, holdDeletes: false, report: &report)
+            try state(scope) { state, _, _ in try state.dropTombstones(zone: zone) }
+        }
+    }
+
+    /// One pass over the database's changes from its token: whether any zone changed.
+    private func fetchDatabaseChanges(_ scope: StoreScope, database: String, zones currentZones: inout Set<MirrorZoneID>,
+                                      report: inout MirrorFetchReport) throws -> Bool {
+        var changedAny = false
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) }
             var params: [String: JSONValue] = ["database": .string(database)]
@@ -136,16 +167,11 @@ extension CloudMirror {
                 + changes.changedZones.filter { $0.zoneName == MirrorState.coreDataZone }
             for zone in ordered { try fetchZone(zone, scope: scope, database: database, report: &report) }
             currentZones.formUnion(changes.changedZones)
+            changedAny = changedAny || !changes.changedZones.isEmpty
             try state(scope) { state, _, _ in try state.setValue(MirrorState.databaseTokenKey, changes.token) }
             if !changes.moreComing { break }
         }
-        // A fetch from nil lists only the zones that exist now: a zone this device holds data of
-        // that is not among them was deleted while the device had no token (first fetch, or an
-        // expired token) and is removed like a reported deletion.
-        if fullFetch {
-            let known = try state(scope) { state, _, _ in try state.knownZones() }
-            for zone in known.subtracting(currentZones) { try removeZone(zone, scope: scope, purged: false, report: &report) }
-        }
+        return changedAny
     }
 
     private func fetchZone(_ zone: MirrorZoneID, scope: StoreScope, database: String, report: inout MirrorFetchReport) throws {
@@ -197,7 +223,8 @@ extension CloudMirror {
             // The page's token is saved in the transaction that applies the page (the last one,
             // when the page needs a context save too): a token is never kept without its page.
             // Applying is idempotent anyway: a page fetched again changes nothing.
-            try applyPage(page.changed, prepared: page.prepared, deleted: page.deleted, zone: zone, scope: scope, token: page.token, report: &report)
+            try applyPage(page.changed, prepared: page.prepared, deleted: page.deleted, zone: zone, scope: scope, token: page.token,
+                          holdDeletes: true, report: &report)
             CrashPoint.reached("mirror.afterApplyingPage")
             listed?.formUnion(page.changed.map(\.recordName))
             let more = page.moreComing
@@ -211,7 +238,8 @@ extension CloudMirror {
         if let listed {
             let gone = try state(scope) { state, _, _ in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
             if !gone.isEmpty {
-                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, token: nil, report: &report)
+                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, token: nil,
+                              holdDeletes: true, report: &report)
             }
         }
     }
@@ -222,8 +250,10 @@ extension CloudMirror {
     /// A page with records commits waiting for the disk: it may write rows and a history
     /// transaction whose token clients are told of at once, and a power loss must not roll that
     /// token back to be handed out again. Pages of nothing but bookkeeping do not wait.
+    /// `holdDeletes`: the page's deletions are kept (`holdTombstones`) for the fetch's end
+    /// rather than applied.
     private func applyPage(_ changed: [MirrorRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: MirrorZoneID,
-                           scope: StoreScope, token: String?, report: inout MirrorFetchReport) throws {
+                           scope: StoreScope, token: String?, holdDeletes: Bool, report: inout MirrorFetchReport) throws {
         let me = user
         try state(scope) { state, index, stores in
             let store = state.store
@@ -231,6 +261,8 @@ extension CloudMirror {
             var local: [LocalChange] = []
             var afterSave: [() throws -> Void] = []
             var notice: RemoteChangeNotice?
+            /// Records whose copy here is already the fetched one (this device's own saves).
+            var known: Set<String> = []
             // The page's lookups, and its records new to this device with their metadata, in one
             // transaction; the context path below takes the rest.
             try store.database.transaction(commit: changed.isEmpty ? .deferred : .full) {
@@ -258,10 +290,14 @@ extension CloudMirror {
                       store.holds(entityName) else { continue }
                 let uuid = changed[position].recordName
                 var meta = stored.meta[uuid]
-                if let tag = meta?.changeTag, tag == changed[position].recordChangeTag { continue }
-                let known = meta != nil
+                if let meta, let tag = meta.changeTag, tag == changed[position].recordChangeTag,
+                   meta.zone.zoneName == changed[position].zoneID.zoneName {
+                    known.insert(uuid)
+                    continue
+                }
+                let isKnown = meta != nil
                 let queued = stored.pending[uuid]
-                if !known, queued == nil, rows[entity.name]?[uuid] == nil {
+                if !isKnown, queued == nil, rows[entity.name]?[uuid] == nil {
                     fresh.append((position, entity))
                     report.changedRecords += 1
                     continue
@@ -297,7 +333,7 @@ extension CloudMirror {
                     try state.setMeta(serverCopy: record, entity: entity.name)
                     if let stamps {
                         try state.setFieldTimes(uuid, stamps)
-                    } else if !known {
+                    } else if !isKnown {
                         // A record new to this device: its stamps are the record's, read from
                         // the server fields just kept (`fieldTimesText`); a stale row would
                         // hide them.
@@ -342,7 +378,8 @@ extension CloudMirror {
                     afterSave.append { try Self.keepImported(record, entity: entity, state: state) }
                 }
             }
-            for (uuid, recordType) in deleted {
+            if holdDeletes { try state.holdTombstones(deleted, zone: zone) }
+            for (uuid, recordType) in holdDeletes ? [] : deleted {
                 guard let entityName = MirrorRecord(recordName: uuid, zoneID: zone, recordType: recordType, fields: nil).entityName,
                       let entity = store.model.entity(named: entityName) else { continue }
                 if let pending = try state.pending(uuid: uuid), pending.kind != .delete, options.deletePolicy(entity.name) == .resurrect {
@@ -385,6 +422,28 @@ extension CloudMirror {
             }
             // The mirror's own import is history too; it is never exported.
             try ingest(store)
+            if store.scope == .private, !changed.isEmpty, try state.knowsOtherZones {
+                try store.database.transaction { try followParents(changed.filter { !known.contains($0.recordName) }, state: state) }
+            }
+        }
+    }
+
+    /// A record lives in the zone of the object it belongs to (an event in its session's share
+    /// zone). Another device of the owner may have saved an event into the zone its session had
+    /// left (it had not fetched the move yet): the event would stay behind where participants
+    /// never see it. Such a record, received here, is queued and the send moves it (deleted
+    /// from the old zone, created in its session's). Only the receiving side moves it: the
+    /// device that wrote it never receives its own record, and a device moving the children of
+    /// a session it sees arrive could re-create an event another device had just moved and
+    /// deleted.
+    private func followParents(_ changed: [MirrorRecord], state: MirrorState) throws {
+        let store = state.store
+        for record in changed where !record.isShare {
+            guard let name = record.entityName, store.holds(name), let entity = store.model.entity(named: name),
+                  !entity.toOneRelationships.isEmpty,
+                  let zone = try zone(for: record.recordName, entity: entity, state: state), zone.zoneName != record.zoneID.zoneName,
+                  try state.pending(uuid: record.recordName)?.kind != .delete else { continue }
+            try state.enqueue(uuid: record.recordName, entity: entity.name, kind: .update, zone: nil, changed: [])
         }
     }
 
@@ -430,6 +489,7 @@ extension CloudMirror {
                 }
                 for pending in try state.allPending() where pending.zone == zone { try state.dropPending(pending.uuid) }
                 try state.setValue(MirrorState.zoneTokenKey(zone), nil)
+                try state.dropTombstones(zone: zone)
                 if store.scope == .shared {
                     try store.database.execute("DELETE FROM z_share WHERE zone_name = ?", [zone.zoneName])
                 } else {

@@ -51,6 +51,8 @@ struct MirrorState {
             CREATE TABLE IF NOT EXISTS mirror_deleted(uuid TEXT PRIMARY KEY, zone_name TEXT NOT NULL, owner_name TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_inflight(id INTEGER PRIMARY KEY AUTOINCREMENT, zone_name TEXT NOT NULL,
                 owner_name TEXT NOT NULL, names TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_tombstones(uuid TEXT NOT NULL, record_type TEXT NOT NULL, zone_name TEXT NOT NULL,
+                owner_name TEXT NOT NULL, PRIMARY KEY(uuid, zone_name, owner_name));
             """)
         // Queues written before entries carried a new object's stamps and its row's key.
         if try database.scalar("SELECT 1 FROM pragma_table_info('mirror_pending') WHERE name = 'pk'") == nil {
@@ -314,6 +316,49 @@ struct MirrorState {
             if let uuid = row[0].string { found[uuid] = MirrorZoneID(zoneName: row[1].string ?? "", ownerName: row[2].string ?? "") }
         }
         return found
+    }
+
+    // MARK: Tombstones held until the fetch's end
+
+    /// Keeps a zone's deletions until every changed zone of the fetch has been applied: a record
+    /// moved into another zone (a share) leaves a tombstone in its old zone, and applied first
+    /// that tombstone would delete the object and, by its delete rules, children the move
+    /// carried along (which would then be deleted in the cloud too). Kept in the page's
+    /// transaction, with its token: a crash before they are applied loses none.
+    func holdTombstones(_ deleted: [(String, String)], zone: MirrorZoneID) throws {
+        for (uuid, recordType) in deleted {
+            try database.execute("INSERT OR REPLACE INTO mirror_tombstones(uuid, record_type, zone_name, owner_name) VALUES (?, ?, ?, ?)",
+                                 [uuid, recordType, zone.zoneName, zone.ownerName])
+        }
+    }
+
+    /// The held tombstones by zone, in the order they came.
+    func heldTombstones() throws -> [(zone: MirrorZoneID, deleted: [(String, String)])] {
+        var byZone: [MirrorZoneID: [(String, String)]] = [:]
+        var order: [MirrorZoneID] = []
+        for row in try database.query("SELECT uuid, record_type, zone_name, owner_name FROM mirror_tombstones ORDER BY rowid") {
+            let zone = MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? "")
+            if byZone[zone] == nil { order.append(zone) }
+            byZone[zone, default: []].append((row[0].string ?? "", row[1].string ?? ""))
+        }
+        return order.map { ($0, byZone[$0] ?? []) }
+    }
+
+    func dropTombstones(zone: MirrorZoneID) throws {
+        try database.execute("DELETE FROM mirror_tombstones WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
+    }
+
+    var holdsTombstones: Bool {
+        get throws { try database.scalar("SELECT 1 FROM mirror_tombstones LIMIT 1") != nil }
+    }
+
+    /// Whether this store knows a zone besides Core Data's (a share zone, now or once): only
+    /// then can a record's zone differ from its parent's.
+    var knowsOtherZones: Bool {
+        get throws {
+            try database.scalar("SELECT 1 FROM mirror_kv WHERE key LIKE 'zoneToken:%' AND key NOT LIKE ? LIMIT 1",
+                                ["%/" + Self.coreDataZone]) != nil || database.scalar("SELECT 1 FROM mirror_share LIMIT 1") != nil
+        }
     }
 
     func dropMeta(_ uuid: String) throws {

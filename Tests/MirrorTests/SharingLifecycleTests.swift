@@ -8,7 +8,8 @@ extension Mirroring {
     /// session, changes alice's permission (readOnly, readWrite, none), removes and re-invites
     /// her, stops sharing and shares again (a new zone); her device P accepts, leaves, fetches
     /// and logs events of its own; both send and fetch
-    /// in any order. P's events count when P's send finds alice reading with readWrite, and are
+    /// in any order. P's events count when P's send finds alice reading with readWrite in the
+    /// zone P logged them in (not one the share left when it was stopped), and are
     /// gone when it does not, when P leaves, or when P fetches while not reading. After both have
     /// synced, O holds exactly the events that count, and P's shared store holds them and the
     /// session while alice reads, and nothing of the share otherwise.
@@ -19,15 +20,14 @@ extension Mirroring {
             try await randomShareLife(seed: seed, ownersSecondDevice: false)
         }
 
-        /// Known races, not all fixed: the owner's second device B acts on stale zone knowledge
-        /// while O moves the session's graph into a share (and back out and into a new one).
-        /// Fixed: B's delete that met only the old zone's tombstone (`mirror_deleted`; seed 576).
-        /// Still open (3 of 100 seeds): an event B logs into the session's old zone, moved by O,
-        /// goes missing on some device (seed 546), and B's session object can vanish after a
-        /// stop and re-share (seed 568).
-        @Test("with the owner's second device logging and deleting too",
-              .disabled("known races: the owner's second device acting on stale zone knowledge during share moves"),
-              arguments: ConvergenceTests.seeds(from: 500))
+        /// The owner's second device B acts on stale zone knowledge while O moves the session's
+        /// graph into a share (and into a new one after stopping). What this found, each pinned
+        /// by a test in `SharingTests`: B's delete met only the old zone's tombstone (seed 576,
+        /// `mirror_deleted`); an event B logged into the zone its session had left stayed there,
+        /// unseen by participants (seed 503, the importing device moves it); B applied the old
+        /// zone's tombstones before the new zone's records and the session's delete cascaded to
+        /// an event only B knew (seeds 546 and 568, tombstones held until the fetch's end).
+        @Test("with the owner's second device logging and deleting too", arguments: ConvergenceTests.seeds(from: 500))
         func randomShareLivesWithTheOwnersSecondDevice(seed: UInt64) async throws {
             try await randomShareLife(seed: seed, ownersSecondDevice: true)
         }
@@ -54,11 +54,14 @@ extension Mirroring {
             var invited = true, accepted = false
             var steps: [String] = []
             var counter = 1
-            /// P's events not sent yet.
-            var tentative: [String] = []
+            /// P's events not sent yet, each with the zone of the session P logged it in: one
+            /// logged in a zone the share has since left (stopped and shared again) never counts.
+            var tentative: [(id: String, zone: String?)] = []
+            /// The zone of the session P holds (as of P's last accept or fetch).
+            var pZone: String?
             var reads: Bool { accepted && permission != "none" }
             func pSent() {
-                if reads && permission == "readWrite" { events.formUnion(tentative) }
+                if reads && permission == "readWrite" { events.formUnion(tentative.filter { $0.zone == zoneName }.map(\.id)) }
                 tentative = []
             }
 
@@ -76,11 +79,9 @@ extension Mirroring {
                         events.remove(id)
                         steps.append("B deletes \(id)")
                     case 2:
-                        try await b.send()
-                        steps.append("B sends")
+                        steps.append("B sends \(JSONWriter.text(try await b.send()))")
                     default:
-                        try await b.fetch()
-                        steps.append("B fetches")
+                        steps.append("B fetches \(JSONWriter.text(try await b.fetch()))")
                     }
                     continue
                 }
@@ -101,6 +102,7 @@ extension Mirroring {
                     try await p.fetch()
                     // A fetch while not reading removes the zone, and P's unsent events with it.
                     if !reads { tentative = [] }
+                    pZone = reads ? zoneName : nil
                     steps.append("P fetches")
                 } else if roll < 52 {
                     let report = try await p.send()
@@ -141,12 +143,14 @@ extension Mirroring {
                     accepted = true
                     // Accepting fetches: not reading (at none), P learns the zone left it.
                     if !reads { tentative = [] }
+                    pZone = reads ? zoneName : nil
                     steps.append("P accepts")
                 } else if roll < 86, accepted {
                     try await p.call("share.leave", ["zoneName": .string(zoneName), "ownerName": "owner"])
                     invited = false
                     accepted = false
                     tentative = []
+                    pZone = nil
                     steps.append("P leaves")
                 } else if roll < 95 {
                     // P logs an event in the session, if it holds it and believes it may write.
@@ -159,7 +163,7 @@ extension Mirroring {
                         steps.append("P may not log \(id)")
                         continue
                     }
-                    tentative.append(id)
+                    tentative.append((id, pZone))
                     steps.append("P logs \(id)")
                 } else {
                     try await o.fetch()
@@ -180,7 +184,8 @@ extension Mirroring {
             #expect(onO == events.sorted(), "O holds \(onO), the model \(events.sorted()); \(trace)")
             let onB = try await b.ids()
             #expect(onB == events.sorted(), "B holds \(onB), the model \(events.sorted()); \(trace)")
-            #expect(try await p.ids("CareEvent", store: "Shared") == (reads ? events.sorted() : []), "P's events (alice reads: \(reads)); \(trace)")
+            let onP = try await p.ids("CareEvent", store: "Shared")
+            #expect(onP == (reads ? events.sorted() : []), "P holds \(onP) (alice reads: \(reads)); \(trace)")
             #expect(try await p.objects("CareSession", store: "Shared").count == (reads ? 1 : 0), "P's session; \(trace)")
             #expect(try await p.objects("CareEvent", store: "Private").isEmpty, "nothing shared lands in P's private store; \(trace)")
             let shares = try await p.call("share.list")["shares"]?.arrayValue ?? []

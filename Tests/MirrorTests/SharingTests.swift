@@ -307,6 +307,72 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        /// Found by `SharingLifecycleTests` (seed 503): B, not yet knowing A had shared the
+        /// session, saved an event into the core-data zone the session had left; it stayed there,
+        /// related to a session in another zone, and participants never saw it.
+        @Test("An event the owner's second device logs into the zone its session left follows the session into the share")
+        func eventLoggedIntoTheOldZoneFollowsTheSession() async throws {
+            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
+            let created = try await a.call("share.create", ["objectID": .string(session),
+                                                            "participants": [["user": "alice", "permission": "readOnly"]]])
+            let zoneName = try #require(created["zoneName"]?.stringValue)
+            let bSession = try #require(try await b.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
+            try await b.insertEvents(["bg-3"], session: bSession)
+            try await b.send()
+            #expect(try await cloud.records(user: "owner").count == 1, "B's event went to the zone B knew")
+            try await a.fetch()
+            try await a.send()
+            let inShare = try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
+                .compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue }.filter { $0.hasPrefix("bg-") }
+            #expect(inShare.sorted() == ["bg-1", "bg-2", "bg-3"])
+            #expect(try await cloud.records(user: "owner").isEmpty, "nothing left in the core-data zone")
+            let p = try await Device.start("P", user: "alice", cloud: cloud)
+            try await p.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
+            #expect(try await p.ids("CareEvent", store: "Shared") == ["bg-1", "bg-2", "bg-3"])
+            try await b.fetch()
+            for device in [a, b] { #expect(try await device.ids() == ["bg-1", "bg-2", "bg-3"], "on \(device.name)") }
+            _ = await p.stop()
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
+        /// Found by `SharingLifecycleTests` (seed 546): sharing again moves the graph from the
+        /// old share zone to a new one. B applied the old zone's tombstones first: the session's
+        /// delete cascaded to an event only B knew (still in the old zone), that delete went to
+        /// the cloud, and the event was lost everywhere. Deletions now wait for the fetch's end.
+        @Test("Sharing again moves a session: the owner's second device applying the old zone first keeps the event only it knew")
+        func tombstonesOfAMoveWaitForTheNewZone() async throws {
+            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
+            let first = try await a.call("share.create", ["objectID": .string(session)])
+            let firstZone = try #require(first["zoneName"]?.stringValue)
+            try await b.fetch()
+            let bSession = try #require(try await b.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
+            try await b.insertEvents(["bg-3"], session: bSession)
+            try await b.send()
+            // A, not having fetched bg-3, stops sharing and shares again: the graph it knows
+            // moves to a new zone, bg-3 stays in the first.
+            try await a.call("share.stop", ["zoneName": .string(firstZone)])
+            let second = try await a.call("share.create", ["objectID": .string(session)])
+            let secondZone = try #require(second["zoneName"]?.stringValue)
+            // A's next event changes the new zone last: B's fetch lists the old zone first.
+            try await a.insertEvents(["bg-4"], session: session)
+            try await a.send()
+            try await b.fetch()
+            #expect(try await b.ids() == ["bg-1", "bg-2", "bg-3", "bg-4"])
+            try await b.send()
+            try await a.fetch()
+            try await a.send()
+            try await b.fetch()
+            for device in [a, b] { #expect(try await device.ids() == ["bg-1", "bg-2", "bg-3", "bg-4"], "on \(device.name)") }
+            let inSecond = try await cloud.records(user: "owner", zone: ["zoneName": .string(secondZone)])
+                .compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue }.filter { $0.hasPrefix("bg-") }
+            #expect(inSecond.sorted() == ["bg-1", "bg-2", "bg-3", "bg-4"])
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
         @Test("The owner's other device keeps a session that sharing moved to a share zone, with the same object IDs")
         func ownersOtherDeviceKeepsTheMovedGraph() async throws {
             let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
