@@ -36,6 +36,11 @@ struct MirrorStatus: Codable, Sendable {
         var zoneTokens: [String: String]
         /// Seed 002: shared-store objects outside any share zone, never exported.
         var unexportable: [String]
+        /// Records this device deleted, remembered until a whole fetch after the delete (a move
+        /// by another device that beat the delete is then seen, and the delete follows it).
+        var deletesRemembered: Int
+        /// A fetch's deletions held for its end (none once a fetch has finished).
+        var tombstonesHeld: Int
     }
     var user: String?
     /// False after account.signOut, until account.signIn.
@@ -84,7 +89,8 @@ extension CloudMirror {
                 return .init(store: store.name, database: Self.database(of: store), pending: pending.count, pendingByZone: byZone,
                              deferred: deferred, exportCursor: cursor, historyToken: Int(store.lastToken), unqueuedTransactions: unqueued,
                              databaseToken: try state.value(MirrorState.databaseTokenKey), zoneTokens: tokens,
-                             unexportable: try state.unexportable())
+                             unexportable: try state.unexportable(), deletesRemembered: try state.rememberedDeletes,
+                             tombstonesHeld: try state.heldTombstoneCount)
             }
         }
         let quiescent = progress.inFlight == nil && stores.allSatisfy { $0.pending == 0 && $0.unqueuedTransactions == 0 }

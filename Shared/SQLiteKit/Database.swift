@@ -17,6 +17,8 @@ public final class Database {
     let handle: OpaquePointer
     public let path: String
     private var statementCache: [String: Statement] = [:]
+    /// The statements last looked up, by where their SQL text lives (`cached`).
+    private var recentStatements = [RecentStatement?](repeating: nil, count: 64)
     /// Set by `checkpointInBackground()`; stopped when the connection closes.
     var checkpointer: BackgroundCheckpointer?
     /// Whether a COMMIT waits for the disk (file databases, `synchronous=FULL`).
@@ -55,6 +57,7 @@ public final class Database {
         if checkpointer != nil { sqlite3_wal_hook(handle, nil, nil) }
         checkpointer?.stop()
         statementCache.removeAll()
+        recentStatements = [RecentStatement?](repeating: nil, count: 64)
         sqlite3_close_v2(handle)
     }
 
@@ -92,11 +95,30 @@ public final class Database {
     }
 
     /// A prepared statement kept for reuse; statements are the hot path for repeated writes.
+    ///
+    /// Looked up first by the address of the SQL's text: a literal's text never moves, and a
+    /// text built the same way again often lands where the last one was, so a hot statement is
+    /// found with one comparison (which settles it: equal addresses of different texts miss)
+    /// instead of hashing its whole SQL, which was most of a lookup's cost.
     public func cached(_ sql: String) throws(SQLiteError) -> Statement {
-        if let statement = statementCache[sql] { return statement }
-        let statement = try Statement(database: self, sql: sql, persistent: true)
-        statementCache[sql] = statement
+        let address = sql.utf8.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } ?? 0
+        let slot = Int(truncatingIfNeeded: (address >> 4) ^ UInt(sql.utf8.count)) & (recentStatements.count - 1)
+        if address != 0, let recent = recentStatements[slot], recent.address == address, recent.sql == sql { return recent.statement }
+        let statement: Statement
+        if let known = statementCache[sql] {
+            statement = known
+        } else {
+            statement = try Statement(database: self, sql: sql, persistent: true)
+            statementCache[sql] = statement
+        }
+        if address != 0 { recentStatements[slot] = RecentStatement(address: address, sql: sql, statement: statement) }
         return statement
+    }
+
+    private struct RecentStatement {
+        var address: UInt
+        var sql: String
+        var statement: Statement
     }
 
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }

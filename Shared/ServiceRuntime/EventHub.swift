@@ -28,6 +28,14 @@ public final class EventHub: Sendable {
                                             include: (ConnectionHandle) -> Bool = { _ in true }) -> Int {
         let targets = all.filter { $0.isSubscribed(to: topic) && include($0) }
         guard !targets.isEmpty else { return 0 }
+        if let writable = data as? JSONTextWritable {
+            var text = ""
+            if writable.writeJSON(to: &text) {
+                let bytes = Array(text.utf8)
+                for connection in targets { connection.push(event: event, dataJSON: bytes) }
+                return targets.count
+            }
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let json = try? encoder.encode(data) else { return 0 }

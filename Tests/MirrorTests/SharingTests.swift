@@ -295,7 +295,13 @@ extension Mirroring {
             let zone: JSONValue = ["zoneName": .string(try #require(created["zoneName"]?.stringValue))]
             try await b.delete(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue))
             try await b.send()
+            func remembered() async throws -> Int? { try await b.status()["stores"]?.arrayValue?.first?["deletesRemembered"]?.intValue }
+            #expect(try await remembered() == 1)
             try await b.fetch()
+            // The fetch met the event in the share zone and queued the delete there: the
+            // remembered delete has done its work and is forgotten.
+            #expect(try await b.pending() == 1)
+            #expect(try await remembered() == 0)
             try await b.send()
             try await a.fetch()
             for device in [a, b] { #expect(try await device.ids() == ["bg-2"], "on \(device.name)") }
@@ -365,6 +371,9 @@ extension Mirroring {
             try await a.send()
             try await b.fetch()
             for device in [a, b] { #expect(try await device.ids() == ["bg-1", "bg-2", "bg-3", "bg-4"], "on \(device.name)") }
+            for device in [a, b] {
+                #expect(try await device.status()["stores"]?.arrayValue?.allSatisfy { $0["tombstonesHeld"] == 0 } == true, "on \(device.name)")
+            }
             let inSecond = try await cloud.records(user: "owner", zone: ["zoneName": .string(secondZone)])
                 .compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue }.filter { $0.hasPrefix("bg-") }
             #expect(inSecond.sorted() == ["bg-1", "bg-2", "bg-3", "bg-4"])

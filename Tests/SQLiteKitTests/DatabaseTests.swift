@@ -4,6 +4,22 @@ import Testing
 
 @Suite("SQLiteKit")
 struct DatabaseTests {
+    /// `cached` looks a statement up by the address of its text first; texts built again and
+    /// again land at reused addresses with other contents, and must still get their own statement.
+    @Test("cached statements: each SQL text gets its own, also when built texts reuse addresses")
+    func cachedStatementsMatchTheirText() throws {
+        let db = try Database.inMemory()
+        try db.execute("CREATE TABLE t(k INTEGER)")
+        for i in 0..<500 {
+            let sql = "SELECT \(i % 7) + ? AS v" + String(repeating: " ", count: i % 3)
+            let statement = try db.cached(sql)
+            #expect(statement.sql == sql)
+            #expect(try db.scalar(sql, [Int64(1)])?.int64 == Int64(i % 7 + 1))
+        }
+        let literal = try db.cached("SELECT 1")
+        #expect(try db.cached("SELECT 1") === literal)
+    }
+
     @Test("a transaction commits all of its statements")
     func commit() throws {
         let db = try Database.inMemory()

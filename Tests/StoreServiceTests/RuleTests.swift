@@ -159,3 +159,26 @@ struct PackedHistoryTests {
         #expect(millis + 60_000 > now && millis < now + 60_000, "a real source stamps the current time")
     }
 }
+
+@Suite("The remoteChange event's text (in-process)")
+struct RemoteChangeNoticeTextTests {
+    /// The event hub sends the hand-written text in place of `JSONEncoder`'s: both must decode to
+    /// the same value, with and without a context name, and with strings that need escapes.
+    @Test(arguments: [nil, "edit \"sheet\"\n✏️"] as [String?])
+    func handWrittenTextDecodesAsTheEncodersDoes(contextName: String?) throws {
+        let notice = RemoteChangeNotice(store: "Private", storeUUID: "E0FE3FEC-0AB8", token: 42, author: "sync\\app", contextName: contextName,
+                                        changedObjectIDs: ["x-coredata://E0FE3FEC/CareEvent/p1", "x-coredata://E0FE3FEC/CareEvent/p2 \u{1}"])
+        var text = ""
+        #expect(notice.writeJSON(to: &text))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        #expect(try JSONParser.parse(text) == JSONParser.parse(Array(encoder.encode(notice))))
+        #expect(try JSONDecoder().decode(RemoteChangeNotice.self, from: Data(text.utf8)).changedObjectIDs == notice.changedObjectIDs)
+    }
+
+    @Test func noObjectsIsAnEmptyList() throws {
+        var text = ""
+        #expect(RemoteChangeNotice(store: "S", storeUUID: "U", token: 0, author: "a", contextName: nil, changedObjectIDs: []).writeJSON(to: &text))
+        #expect(try JSONParser.parse(text)["changedObjectIDs"] == .array([]))
+    }
+}
