@@ -76,6 +76,28 @@ import Testing
         #expect(await service.stop() == 0)
     }
 
+    /// What the cloud leaves out: no queries or assets (no such ops), no public database, no
+    /// record-type schema (any type and field name is stored and returned as sent).
+    @Test func noQueriesNoPublicDatabaseNoSchema() async throws {
+        let service = try await start()
+        let owner = try await connect("owner-secret")
+        for op in ["records.query", "assets.upload"] {
+            #expect(await failure { _ = try await owner.call(op, ["database": "private"] as JSONValue) }?.code == .unknownOp, "\(op)")
+        }
+        let publicDatabase = await failure { _ = try await owner.call("changes.fetchDatabase", ["database": "public"] as JSONValue) }
+        #expect(publicDatabase?.code == .invalidField)
+        _ = try await owner.call("zones.save", ["database": "private", "zoneIDs": [Self.zone]] as JSONValue)
+        let record: JSONValue = ["recordName": "w1", "zoneID": Self.zone, "recordType": "Whisker",
+                                 "fields": ["length_mm": ["type": "int64", "value": 61], "Colour": ["type": "string", "value": "grey"]]]
+        let saved = try await owner.call("records.modify", ["database": "private", "saves": [record]] as JSONValue)
+        let back = try #require(saved["saved"]?.arrayValue?.first)
+        #expect(back["recordType"] == "Whisker")
+        #expect(back["fields"]?["length_mm"]?["value"] == 61)
+        #expect(back["fields"]?["Colour"]?["value"] == "grey")
+        owner.close()
+        #expect(await service.stop() == 0)
+    }
+
     @Test func recordsDecisionTableOverTheWire() async throws {
         let service = try await start()
         let owner = try await connect("owner-secret")
