@@ -255,7 +255,7 @@ extension CloudMirror {
     /// token back to be handed out again. Pages of nothing but bookkeeping do not wait.
     /// `holdDeletes`: the page's deletions are kept (`holdTombstones`) for the fetch's end
     /// rather than applied.
-    private func applyPage(_ changed: [MirrorRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: MirrorZoneID,
+    func applyPage(_ changed: [MirrorRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: MirrorZoneID,
                            scope: StoreScope, token: String?, holdDeletes: Bool, report: inout MirrorFetchReport) throws {
         let me = user
         try state(scope) { state, index, stores in
@@ -266,6 +266,12 @@ extension CloudMirror {
             var notice: RemoteChangeNotice?
             /// Records whose copy here is already the fetched one (this device's own saves).
             var known: Set<String> = []
+            // Strays are queued in the transaction that saves the page's token: a crash cannot
+            // leave the token past a stray that was never queued.
+            func queueStrays() throws {
+                guard store.scope == .private, !changed.isEmpty, try state.knowsOtherZones else { return }
+                try followParents(changed.filter { !known.contains($0.recordName) }, state: state)
+            }
             // The page's lookups, and its records new to this device with their metadata, in one
             // transaction; the context path below takes the rest.
             try store.database.transaction(commit: changed.isEmpty ? .deferred : .full) {
@@ -411,6 +417,7 @@ extension CloudMirror {
             if local.isEmpty {
                 for step in afterSave { try step() }
                 afterSave = []
+                try queueStrays()
                 if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
             }
             }
@@ -420,14 +427,12 @@ extension CloudMirror {
                 if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }
                 try store.database.transaction(commit: .deferred) {
                     for step in afterSave { try step() }
+                    try queueStrays()
                     if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
                 }
             }
             // The mirror's own import is history too; it is never exported.
             try ingest(store)
-            if store.scope == .private, !changed.isEmpty, try state.knowsOtherZones {
-                try store.database.transaction { try followParents(changed.filter { !known.contains($0.recordName) }, state: state) }
-            }
         }
     }
 
@@ -435,10 +440,10 @@ extension CloudMirror {
     /// zone). Another device of the owner may have saved an event into the zone its session had
     /// left (it had not fetched the move yet): the event would stay behind where participants
     /// never see it. Such a record, received here, is queued and the send moves it (deleted
-    /// from the old zone, created in its session's). Only the receiving side moves it: the
-    /// device that wrote it never receives its own record, and a device moving the children of
-    /// a session it sees arrive could re-create an event another device had just moved and
-    /// deleted.
+    /// from the old zone, created in its session's). Only a receiving device moves it: the
+    /// device that wrote it gets its own record back unchanged and leaves it, and a device
+    /// moving the children of a session it sees arrive could re-create an event another device
+    /// had just moved and deleted.
     private func followParents(_ changed: [MirrorRecord], state: MirrorState) throws {
         let store = state.store
         for record in changed where !record.isShare {

@@ -113,10 +113,14 @@ extension CloudMirror {
 
     /// Creates an earlier send made without applying their answer (the answer was lost, or the
     /// device was killed first) may be on the server. The server is asked, and what it has is
-    /// kept as its copy, as the lost verdict would have: an entry still at the version that was
-    /// sent leaves the queue (the server has it), a newer one goes out as an update or delete
-    /// of that record, never as a delete dropped for "never sent", which left the record in the
-    /// cloud to come back to every device. Runs before a send builds its first batch.
+    /// applied like a fetched change (merged with the row and its queue entry): an entry the
+    /// server already has leaves the queue, a newer one goes out as an update or delete of that
+    /// record, never as a delete dropped for "never sent", which left the record in the cloud
+    /// to come back to every device. A create the server does not have either never got
+    /// there or got there and was deleted since by another device: the store's changes are
+    /// fetched first, and a tombstone among them removes the object and its queued create
+    /// (which would otherwise go out again and bring the record back). Runs before a send
+    /// builds its first batch.
     private func resolveCreatesInFlight(scope: StoreScope) throws {
         let outstanding = try withStores { stores -> (store: String, database: String, rows: [MirrorState.CreatesInFlight])? in
             guard let index = Self.storeIndex(scope, in: stores) else { return nil }
@@ -131,6 +135,7 @@ extension CloudMirror {
             return rows.isEmpty ? nil : (store.name, Self.database(of: store), rows)
         }
         guard let outstanding else { return }
+        var answers: [(row: MirrorState.CreatesInFlight, found: [MirrorRecord])] = []
         for row in outstanding.rows {
             var found: [MirrorRecord] = []
             if !row.entries.isEmpty {
@@ -148,23 +153,37 @@ extension CloudMirror {
                     throw error
                 }
             }
-            try withStores { stores in
-                let store = stores.list[try stores.index(named: outstanding.store)]
-                let state = MirrorState(store)
-                try store.database.transaction(commit: .deferred) {
-                    for record in found {
-                        guard let sent = row.entries.first(where: { $0.name == record.recordName }) else { continue }
-                        try state.setMeta(serverCopy: record, entity: record.entityName ?? "", zone: row.zone)
-                        if let pending = try state.pending(uuid: sent.name), pending.seq == sent.seq, pending.generation == sent.generation {
-                            try state.dropPending(pending)
-                        }
-                    }
-                    try state.dropCreatesInFlight([row.id])
+            answers.append((row, found))
+        }
+        // What the server has is applied as a fetched change would be: merged with the local
+        // row (another device may have edited it since), so the row, its queue entry and the
+        // kept server copy agree. Keeping the server's copy without applying it left this
+        // device's row behind that copy's tag, and its next edit overwrote the other device's.
+        // The rows naming creates the server lacks stay until the fetch below has run, so a
+        // fetch that fails leaves them to be asked about again.
+        var unresolved: [Int64] = []
+        for (row, found) in answers {
+            let sent = found.filter { record in row.entries.contains { $0.name == record.recordName } }
+            if !sent.isEmpty {
+                var applied = MirrorFetchReport()
+                try applyPage(sent, prepared: [], deleted: [], zone: row.zone, scope: scope, token: nil, holdDeletes: true, report: &applied)
+                logger.info("creates of an unanswered send found on the server", ["zone": .string(row.zone.key), "records": .int(sent.count)])
+            }
+            if row.entries.contains(where: { entry in !sent.contains { $0.recordName == entry.name } }) {
+                unresolved.append(row.id)
+            } else {
+                try withStores { stores in
+                    let store = stores.list[try stores.index(named: outstanding.store)]
+                    try store.database.transaction(commit: .deferred) { try MirrorState(store).dropCreatesInFlight([row.id]) }
                 }
             }
-            if !found.isEmpty {
-                logger.info("creates of an unanswered send found on the server", ["zone": .string(row.zone.key), "records": .int(found.count)])
-            }
+        }
+        guard !unresolved.isEmpty else { return }
+        var fetched = MirrorFetchReport()
+        try fetchDatabase(scope, report: &fetched)
+        try withStores { stores in
+            let store = stores.list[try stores.index(named: outstanding.store)]
+            try store.database.transaction(commit: .deferred) { try MirrorState(store).dropCreatesInFlight(unresolved) }
         }
     }
 

@@ -56,6 +56,12 @@ final class Cloud: Sendable {
         return all
     }
 
+    /// The ids (`CD_id`) of the CareEvents in one of the owner's zones, sorted.
+    func eventIDs(user: String = "owner", zoneName: String) async throws -> [String] {
+        try await records(user: user, zone: ["zoneName": .string(zoneName)]).filter { $0["recordType"] == "CD_CareEvent" }
+            .compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue }.sorted()
+    }
+
     func stop() async { _ = await process.stop() }
 }
 

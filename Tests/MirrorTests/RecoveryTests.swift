@@ -520,6 +520,90 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        /// Found by `ConvergenceTests` (seeds 723, 823): the server applied A's create, the answer
+        /// was lost, and B deleted the record before A sent again. Asked about its unanswered
+        /// creates, the server no longer had the record, and A sent its create again: the
+        /// record came back to every device. A now fetches first, meets the tombstone and
+        /// drops both the object and its queued create.
+        @Test("Scenario 30, then another device's delete: a create whose answer was lost is not sent again once the record was deleted",
+              arguments: ["lostAnswer", "killAfterReply"])
+        func deleteByAnotherDeviceAfterALostAnswer(_ how: String) async throws {
+            let cloud = try await Cloud.start()
+            let data = cloud.directory.file("a-data")
+            let armed = how == "killAfterReply" ? ["MEOW_CRASH_AT": "mirror.afterServerReply:1"] : nil
+            var a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data, environment: armed)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            // A has synced before (its zone token is what shows it the deletion).
+            try await b.insertEvents(["first"])
+            try await b.send()
+            try await a.fetch()
+            try await a.insertEvents(["kept", "gone"])
+            if how == "lostAnswer" {
+                _ = try await cloud.admin("admin.injectFault", ["code": "serverResponseLost", "op": "records.modify", "user": "owner", "afterApplying": true])
+                #expect(try await a.failure("sync.send").code == .serverResponseLost)
+            } else {
+                #expect(try await a.failure("sync.send").code == .connectionClosed)
+                #expect(await a.process.waitForExit() == 128 + 9)
+                a.client.close()
+                a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data)
+            }
+            try await b.fetch()
+            try await b.delete(try #require(try await b.object(id: "gone")?["objectID"]?.stringValue))
+            #expect(try await b.send()["deleted"] == 1)
+            let sent = try await a.send()
+            #expect(sent["saved"] == 0, "nothing is created again: \(sent)")
+            #expect(try await a.pending() == 0)
+            #expect(try await a.ids() == ["first", "kept"])
+            let left = try await cloud.records(user: "owner").compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue }
+            #expect(left.sorted() == ["first", "kept"])
+            try await b.fetch()
+            #expect(try await b.ids() == ["first", "kept"])
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
+        /// Found by `ConvergenceTests` (seeds 474, 723): the server applied A's create, the answer
+        /// was lost, and B edited the record before A sent again. A kept the server's copy (B's
+        /// tag) without applying it: A's row missed B's edit, the next fetch skipped the record
+        /// (same tag), and A's next edit sent its whole stale row over B's. The copy the server
+        /// has is now applied like a fetched change.
+        @Test("Scenario 30, then another device's edit: the server's copy of a create whose answer was lost is merged, not just kept",
+              arguments: ["lostAnswer", "killAfterReply"])
+        func editByAnotherDeviceAfterALostAnswer(_ how: String) async throws {
+            let cloud = try await Cloud.start()
+            let data = cloud.directory.file("a-data")
+            let armed = how == "killAfterReply" ? ["MEOW_CRASH_AT": "mirror.afterServerReply:1"] : nil
+            var a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data, environment: armed)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            try await a.insertEvents(["x"])
+            if how == "lostAnswer" {
+                _ = try await cloud.admin("admin.injectFault", ["code": "serverResponseLost", "op": "records.modify", "user": "owner", "afterApplying": true])
+                #expect(try await a.failure("sync.send").code == .serverResponseLost)
+            } else {
+                #expect(try await a.failure("sync.send").code == .connectionClosed)
+                #expect(await a.process.waitForExit() == 128 + 9)
+                a.client.close()
+                a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data)
+            }
+            try await b.fetch()
+            try await b.set(try #require(try await b.object(id: "x")?["objectID"]?.stringValue), ["note": "from B"])
+            try await b.send()
+            try await a.send()
+            #expect(try await a.object(id: "x")?["values"]?["note"] == "from B")
+            try await a.set(try #require(try await a.object(id: "x")?["objectID"]?.stringValue), ["value": 5])
+            try await a.send()
+            try await b.fetch()
+            for device in [a, b] {
+                let values = try await device.object(id: "x")?["values"]
+                #expect(values?["note"] == "from B", "on \(device.name)")
+                #expect(values?["value"]?.doubleValue == 5, "on \(device.name)")
+            }
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
         @Test("Crash safety: the sync-service killed (kill -9) during a send; after restart both sides converge, no duplicates")
         func cloudKilledDuringSend() async throws {
             let directory = TemporaryDirectory(prefix: "mi")
