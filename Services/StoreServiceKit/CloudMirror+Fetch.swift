@@ -22,10 +22,7 @@ extension CloudMirror {
         try signedInCredential()
         var report = MirrorFetchReport()
         for scope in [StoreScope.private, .shared] {
-            guard try storeName(scope) != nil else { continue }
-            let horizon = try state(scope) { state, _, _ in try state.rememberedDeletesHorizon() }
             try fetchDatabase(scope, report: &report)
-            try state(scope) { state, _, _ in try state.forgetDeletes(upTo: horizon) }
         }
         return report
     }

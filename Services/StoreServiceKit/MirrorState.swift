@@ -306,20 +306,6 @@ struct MirrorState {
                              [uuid, zone.zoneName, zone.ownerName])
     }
 
-    /// The newest remembered delete (its row), before a fetch (`forgetDeletes`).
-    func rememberedDeletesHorizon() throws -> Int64 {
-        try database.scalar("SELECT max(rowid) FROM mirror_deleted")?.int64 ?? 0
-    }
-
-    /// A remembered delete matters until this device has seen where the record went: a move
-    /// that beat the delete to the server was committed before the delete's answer, so a whole
-    /// fetch begun after that answer brings the record from its new zone (and the delete is
-    /// queued there). After such a fetch, the deletes remembered before it began are forgotten;
-    /// a delete remembered again gets a newer row.
-    func forgetDeletes(upTo horizon: Int64) throws {
-        try database.execute("DELETE FROM mirror_deleted WHERE rowid <= ?", [horizon])
-    }
-
     var rememberedDeletes: Int { get throws { try database.scalar("SELECT count(*) FROM mirror_deleted")?.int ?? 0 } }
     var heldTombstoneCount: Int { get throws { try database.scalar("SELECT count(*) FROM mirror_tombstones")?.int ?? 0 } }
 
