@@ -483,6 +483,26 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        /// A's environment for `sendLosingTheAnswer`: killed right after the server's reply.
+        static func armed(_ how: String) -> [String: String]? {
+            how == "killAfterReply" ? ["MEOW_CRASH_AT": "mirror.afterServerReply:1"] : nil
+        }
+
+        /// A sends and the server applies the batch, but A never applies the answer: it is lost
+        /// (`lostAnswer`), or A is killed right after it arrives and started again on its files
+        /// (`killAfterReply`, with `armed`). Returns the device to go on with.
+        static func sendLosingTheAnswer(_ how: String, _ a: Device, cloud: Cloud, data: String) async throws -> Device {
+            if how == "lostAnswer" {
+                _ = try await cloud.admin("admin.injectFault", ["code": "serverResponseLost", "op": "records.modify", "user": "owner", "afterApplying": true])
+                #expect(try await a.failure("sync.send").code == .serverResponseLost)
+                return a
+            }
+            #expect(try await a.failure("sync.send").code == .connectionClosed)
+            #expect(await a.process.waitForExit() == 128 + 9)
+            a.client.close()
+            return try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data)
+        }
+
         /// Found by `ConvergenceTests`: a delete of a record whose save the server applied but
         /// whose answer never came back was dropped as "never sent", so the record stayed in the
         /// cloud and came back to every device.
@@ -491,19 +511,10 @@ extension Mirroring {
         func deleteAfterALostAnswer(_ how: String) async throws {
             let cloud = try await Cloud.start()
             let data = cloud.directory.file("a-data")
-            let armed = how == "killAfterReply" ? ["MEOW_CRASH_AT": "mirror.afterServerReply:1"] : nil
-            var a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data, environment: armed)
+            var a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data, environment: Self.armed(how))
             let b = try await Device.start("B", user: "owner", cloud: cloud)
             try await a.insertEvents(["kept", "gone"])
-            if how == "lostAnswer" {
-                _ = try await cloud.admin("admin.injectFault", ["code": "serverResponseLost", "op": "records.modify", "user": "owner", "afterApplying": true])
-                #expect(try await a.failure("sync.send").code == .serverResponseLost)
-            } else {
-                #expect(try await a.failure("sync.send").code == .connectionClosed)
-                #expect(await a.process.waitForExit() == 128 + 9)
-                a.client.close()
-                a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data)
-            }
+            a = try await Self.sendLosingTheAnswer(how, a, cloud: cloud, data: data)
             #expect(try await cloud.records(user: "owner").count == 2)
             try await a.delete(try #require(try await a.object(id: "gone")?["objectID"]?.stringValue))
             let sent = try await a.send()
@@ -530,23 +541,14 @@ extension Mirroring {
         func deleteByAnotherDeviceAfterALostAnswer(_ how: String) async throws {
             let cloud = try await Cloud.start()
             let data = cloud.directory.file("a-data")
-            let armed = how == "killAfterReply" ? ["MEOW_CRASH_AT": "mirror.afterServerReply:1"] : nil
-            var a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data, environment: armed)
+            var a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data, environment: Self.armed(how))
             let b = try await Device.start("B", user: "owner", cloud: cloud)
             // A has synced before (its zone token is what shows it the deletion).
             try await b.insertEvents(["first"])
             try await b.send()
             try await a.fetch()
             try await a.insertEvents(["kept", "gone"])
-            if how == "lostAnswer" {
-                _ = try await cloud.admin("admin.injectFault", ["code": "serverResponseLost", "op": "records.modify", "user": "owner", "afterApplying": true])
-                #expect(try await a.failure("sync.send").code == .serverResponseLost)
-            } else {
-                #expect(try await a.failure("sync.send").code == .connectionClosed)
-                #expect(await a.process.waitForExit() == 128 + 9)
-                a.client.close()
-                a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data)
-            }
+            a = try await Self.sendLosingTheAnswer(how, a, cloud: cloud, data: data)
             try await b.fetch()
             try await b.delete(try #require(try await b.object(id: "gone")?["objectID"]?.stringValue))
             #expect(try await b.send()["deleted"] == 1)
@@ -573,19 +575,10 @@ extension Mirroring {
         func editByAnotherDeviceAfterALostAnswer(_ how: String) async throws {
             let cloud = try await Cloud.start()
             let data = cloud.directory.file("a-data")
-            let armed = how == "killAfterReply" ? ["MEOW_CRASH_AT": "mirror.afterServerReply:1"] : nil
-            var a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data, environment: armed)
+            var a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data, environment: Self.armed(how))
             let b = try await Device.start("B", user: "owner", cloud: cloud)
             try await a.insertEvents(["x"])
-            if how == "lostAnswer" {
-                _ = try await cloud.admin("admin.injectFault", ["code": "serverResponseLost", "op": "records.modify", "user": "owner", "afterApplying": true])
-                #expect(try await a.failure("sync.send").code == .serverResponseLost)
-            } else {
-                #expect(try await a.failure("sync.send").code == .connectionClosed)
-                #expect(await a.process.waitForExit() == 128 + 9)
-                a.client.close()
-                a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data)
-            }
+            a = try await Self.sendLosingTheAnswer(how, a, cloud: cloud, data: data)
             try await b.fetch()
             try await b.set(try #require(try await b.object(id: "x")?["objectID"]?.stringValue), ["note": "from B"])
             try await b.send()
