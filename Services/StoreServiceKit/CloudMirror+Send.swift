@@ -96,10 +96,7 @@ extension CloudMirror {
     /// Batches built and then not sent (a verdict before them changed the queue) leave nothing in flight.
     private func forgetCreates(of batch: Batch?) throws {
         guard let batch, !batch.createsInFlight.isEmpty else { return }
-        try withStores { stores in
-            let store = stores.list[try stores.index(named: batch.storeName)]
-            try store.database.transaction(commit: .deferred) { try MirrorState(store).dropCreatesInFlight(batch.createsInFlight) }
-        }
+        try dropCreatesInFlight(batch.createsInFlight, store: batch.storeName)
     }
 
     /// Answers to a lookup that mean the records cannot be there for this device to change.
@@ -172,18 +169,19 @@ extension CloudMirror {
             if row.entries.contains(where: { entry in !sent.contains { $0.recordName == entry.name } }) {
                 unresolved.append(row.id)
             } else {
-                try withStores { stores in
-                    let store = stores.list[try stores.index(named: outstanding.store)]
-                    try store.database.transaction(commit: .deferred) { try MirrorState(store).dropCreatesInFlight([row.id]) }
-                }
+                try dropCreatesInFlight([row.id], store: outstanding.store)
             }
         }
         guard !unresolved.isEmpty else { return }
         var fetched = MirrorFetchReport()
         try fetchDatabase(scope, report: &fetched)
+        try dropCreatesInFlight(unresolved, store: outstanding.store)
+    }
+
+    private func dropCreatesInFlight(_ ids: [Int64], store name: String) throws {
         try withStores { stores in
-            let store = stores.list[try stores.index(named: outstanding.store)]
-            try store.database.transaction(commit: .deferred) { try MirrorState(store).dropCreatesInFlight(unresolved) }
+            let store = stores.list[try stores.index(named: name)]
+            try store.database.transaction(commit: .deferred) { try MirrorState(store).dropCreatesInFlight(ids) }
         }
     }
 
