@@ -13,9 +13,9 @@ import Synchronization
 /// ```
 public final class PersistentStoreCoordinator: Sendable {
     public let model: ManagedObjectModel
-    private let state = Mutex(Stores())
+    private let state = SleepingMutex(Stores())
 
-    struct Stores: ~Copyable {
+    struct Stores: Sendable {
         var list: [PersistentStore] = []
     }
 

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import MeowWire
 import SQLiteKit
+import ServiceRuntime
 import Synchronization
 
 /// A change a subscribed connection hears about: one zone of one user's database changed.
@@ -28,7 +29,7 @@ public struct ChangeNotice: Codable, Sendable, Hashable {
 /// ```
 public final class CloudEngine: Sendable {
     /// Guards `cloud`: every use of the read-write connection happens inside this lock.
-    private let lock = Mutex(())
+    private let lock = SleepingLock()
     private let cloud: CloudState
     /// Read-only connections for fetches; empty for an in-memory database (reads use `cloud`).
     private let readers: [Reader]
@@ -39,7 +40,7 @@ public final class CloudEngine: Sendable {
 
     /// One read-only connection and the lock that gives it to one request at a time.
     final class Reader: Sendable {
-        let lock = Mutex(())
+        let lock = SleepingLock()
         let state: CloudState
         init(state: CloudState) { self.state = state }
     }
@@ -136,7 +137,7 @@ public final class CloudEngine: Sendable {
             }
         }
         let reader = readers[nextReader.add(1, ordering: .relaxed).oldValue % readers.count]
-        return try reader.lock.withLock { _ throws -> T in
+        return try reader.lock.withLock { () throws -> T in
             let state = reader.state
             state.now = now
             state.limits = limits
@@ -157,7 +158,7 @@ public final class CloudEngine: Sendable {
 
     /// The one way to the database: inside the lock.
     func locked<T: Sendable>(_ body: (CloudState) throws -> T) throws -> T {
-        try lock.withLock { _ throws -> T in try body(cloud) }
+        try lock.withLock { () throws -> T in try body(cloud) }
     }
 
     // MARK: Accounts
