@@ -495,6 +495,12 @@ extension CloudMirror {
             let index = try stores.index(named: scopeStore)
             let store = stores.list[index]
             let state = MirrorState(store)
+            // A merge reads the row as it is now and the queue entry's edited fields and stamps:
+            // a save that landed while the batch was out (automatic mode sends while clients
+            // save) is queued first, or the merge saw its values without its entry, took the
+            // server's for them, and the edit was lost on every device (automatic kill variant,
+            // seed 730).
+            if !errors.isEmpty { try ingest(store) }
             var local: [LocalChange] = []
             var afterSave: [() throws -> Void] = []
             // One transaction for the whole batch's verdicts: with synchronous=FULL each

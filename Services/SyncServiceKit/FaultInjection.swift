@@ -26,7 +26,10 @@ public struct InjectedFault: Codable, Sendable, Hashable {
     public var afterApplying: Bool?
     /// `error` (default), `dropBeforeCommit` (close the connection, nothing applied),
     /// `dropAfterCommit` (apply, then close without a reply: the client cannot know),
-    /// `partialFrame` (apply, then send the first half of the reply frame and close), `latency`.
+    /// `partialFrame` (apply, then send the first half of the reply frame and close), `latency`,
+    /// `hold` (wait, before running, until `admin.releaseHeldRequests`, or at most
+    /// `FaultInjector.longestHold` seconds): a test makes its move while a client's request is
+    /// at the server, and knows it is there from `admin.awaitHeldRequests`.
     public var effect: String?
     /// Added before the request runs (any effect; the only one of `latency`).
     public var latencyMilliseconds: Int?
@@ -78,7 +81,7 @@ struct FaultTarget: Sendable {
 
 /// What the server does to one request because of a fault.
 struct FaultEffect: Sendable {
-    enum Kind: String, Sendable { case error, dropBeforeCommit, dropAfterCommit, partialFrame, latency }
+    enum Kind: String, Sendable { case error, dropBeforeCommit, dropAfterCommit, partialFrame, latency, hold }
     var kind: Kind
     var fault: InjectedFault
 }
@@ -97,6 +100,12 @@ public final class FaultInjector: Sendable {
     /// client something no server says. The rest arrive as the whole request's error.
     public static let allowedCodes: Set<ErrorCode> = Set(ErrorCode.cloudKitNumbers.keys)
         .subtracting([.serverRecordChanged, .partialFailure, .batchRequestFailed])
+
+    /// Requests held by `hold` faults.
+    let held = HeldRequests()
+    /// A held request runs after this many seconds even if nobody releases it: a test that
+    /// fails before its release never leaves a deployment's client waiting for good.
+    public static let longestHold = 60.0
 
     public init() {}
 
@@ -141,7 +150,7 @@ public final class FaultInjector: Sendable {
     static func kind(of fault: InjectedFault) throws -> FaultEffect.Kind {
         guard let name = fault.effect else { return .error }
         guard let kind = FaultEffect.Kind(rawValue: name) else {
-            throw WireError(.invalidArguments, "effect must be error, dropBeforeCommit, dropAfterCommit, partialFrame or latency; got '\(name)'.")
+            throw WireError(.invalidArguments, "effect must be error, dropBeforeCommit, dropAfterCommit, partialFrame, latency or hold; got '\(name)'.")
         }
         return kind
     }
@@ -177,4 +186,63 @@ public final class FaultInjector: Sendable {
         let retryText = fault.retryAfterSeconds.map { " Retry after \($0) seconds." } ?? ""
         return WireError(ErrorCode(code), "Injected \(code) for '\(op)'.\(retryText)", details: details)
     }
+}
+
+/// The requests `hold` faults stopped before they ran, and the gate that lets them go.
+final class HeldRequests: @unchecked Sendable {
+    // @unchecked: `count` and `releases` are only read and written holding `condition`.
+    private let condition = NSCondition()
+    private var count = 0
+    /// How many times the gate has opened; a request waits for it to move past the value it saw.
+    private var releases = 0
+
+    /// Waits until released (true) or until `seconds` pass (false).
+    func hold(seconds: Double) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        count += 1
+        condition.broadcast()
+        let ticket = releases
+        let deadline = Date().addingTimeInterval(seconds)
+        while releases == ticket {
+            if !condition.wait(until: deadline) && releases == ticket {
+                count -= 1
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Lets every held request run; returns how many there were.
+    func releaseAll() -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        let released = count
+        count = 0
+        releases += 1
+        condition.broadcast()
+        return released
+    }
+
+    /// Waits until at least `wanted` requests are held, or `seconds` pass; returns how many are.
+    func await(_ wanted: Int, seconds: Double) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        let deadline = Date().addingTimeInterval(seconds)
+        while count < wanted, condition.wait(until: deadline) {}
+        return count
+    }
+}
+
+public struct AwaitHeldParams: Codable, Sendable {
+    /// How many held requests to wait for (default 1).
+    public var count: Int?
+    /// How long to wait (default 10, at most 60).
+    public var timeoutSeconds: Double?
+}
+
+public struct HeldRequestsResult: Codable, Sendable {
+    /// Requests held now (admin.awaitHeldRequests) or let go (admin.releaseHeldRequests).
+    public var held: Int?
+    public var released: Int?
 }

@@ -85,6 +85,22 @@ struct SyncOperations {
             try service.faults.arm(fault)
         }
         admin("admin.clearFaults", Empty.self, "Disarms every injected fault.") { _, _ in service.faults.clear() }
+        admin("admin.awaitHeldRequests", AwaitHeldParams.self, "Waits until requests are held by hold faults.") { _, params in
+            let wanted = params.count ?? 1
+            let seconds = params.timeoutSeconds ?? 10
+            guard wanted >= 1, (0...FaultInjector.longestHold).contains(seconds) else {
+                throw WireError(.invalidArguments, "count must be at least 1 and timeoutSeconds from 0 to \(Int(FaultInjector.longestHold)).")
+            }
+            let held = service.faults.held.await(wanted, seconds: seconds)
+            guard held >= wanted else {
+                throw WireError(.timedOut, "\(held) of \(wanted) requests held after \(seconds) s: did a request match the hold fault?",
+                                details: ["held": .int(held)])
+            }
+            return HeldRequestsResult(held: held)
+        }
+        admin("admin.releaseHeldRequests", Empty.self, "Lets every request held by a hold fault run.") { _, _ in
+            HeldRequestsResult(released: service.faults.held.releaseAll())
+        }
         registry.register("admin.holdPushes", params: Empty.self, access: .admin,
                           summary: "Holds databaseChanged pushes until admin.releasePushes.") { _, _ in
             service.pushes.hold()

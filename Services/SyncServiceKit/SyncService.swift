@@ -198,6 +198,11 @@ public final class SyncService: ServiceDefinition {
             if checkAccount, let user { try engine.requireAvailableAccount(user) }
             let effect = checkAccount ? faults.take(op: context.op, user: user, target: target) : nil
             if let latency = effect?.fault.latencyMilliseconds, latency > 0 { usleep(UInt32(latency) * 1000) }
+            if effect?.kind == .hold {
+                // Before any engine lock is taken: other connections are served meanwhile.
+                let released = faults.held.hold(seconds: FaultInjector.longestHold)
+                trace.decide(true, released ? "injected hold: released" : "injected hold: ran after \(Int(FaultInjector.longestHold)) s unreleased")
+            }
             if let effect {
                 switch effect.kind {
                 case .error where effect.fault.afterApplying != true:

@@ -51,7 +51,8 @@ extension ErrorCode {
     public static let shuttingDown: ErrorCode = "shuttingDown"
     /// The client fell too far behind reading events; the connection's event queue overflowed.
     public static let eventsOverflowed: ErrorCode = "eventsOverflowed"
-    /// A request timed out on the client side (client library only; never sent by a service).
+    /// A request timed out on the client side; from a service, only the sync-service's
+    /// admin.awaitHeldRequests (the held requests it waited for did not come in time).
     public static let timedOut: ErrorCode = "timedOut"
     /// The connection closed before the reply arrived (client library only).
     public static let connectionClosed: ErrorCode = "connectionClosed"

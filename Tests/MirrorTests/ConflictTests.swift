@@ -59,6 +59,39 @@ extension Mirroring {
             await Self.stop(cloud, a, b)
         }
 
+        /// Automatic mode sends while clients save, so a save can land while a batch is at the
+        /// server. The batch's conflict merge then sees the row with that save's values: it must
+        /// also see the save's queue entry (the fields it edited, their stamps), or it takes the
+        /// server's values for them and the edit is lost on every device (the automatic kill
+        /// variant's seed 730). The cloud holds B's batch (a `hold` fault) while B saves.
+        @Test("A save made while a conflicting send is at the server survives that send's merge")
+        func saveDuringAConflictedSend() async throws {
+            let (cloud, a, b, onA, onB) = try await Self.pair(["e"])
+            try await a.set(onA[0], ["value": 250])
+            try await a.send()
+            try await b.set(onB[0], ["note": "ate well"])
+            _ = try await cloud.admin("admin.injectFault", ["effect": "hold", "op": "records.modify", "user": "owner"])
+            let sender = try WireClient(socketPath: b.socket)
+            try await sender.hello(client: "sender")
+            let sending = Task { try await sender.call("sync.send", [:]) }
+            #expect(try await cloud.admin("admin.awaitHeldRequests", [:])["held"] == 1)
+            try await b.set(onB[0], ["eventTypeRaw": "insulin"])
+            #expect(try await cloud.admin("admin.releaseHeldRequests", [:])["released"] == 1)
+            #expect(try await sending.value["conflictsResolved"] == 1)
+            sender.close()
+            #expect(try await b.object(id: "e")?["values"]?["eventTypeRaw"] == "insulin", "the merge kept B's save made meanwhile")
+            try await b.send()
+            try await a.fetch()
+            for device in [a, b] {
+                let values = try #require(try await device.object(id: "e")?["values"])
+                #expect(values["eventTypeRaw"] == "insulin", "on \(device.name)")
+                #expect(values["note"] == "ate well", "on \(device.name)")
+                #expect(values["value"]?.doubleValue == 250, "on \(device.name)")
+            }
+            #expect(try await Self.serverFields(cloud, id: "e")?["CD_eventTypeRaw"]?["value"] == "insulin")
+            await Self.stop(cloud, a, b)
+        }
+
         @Test("Scenario 12: A and B edit the same field; the later edit wins whichever device uploads last")
         func scenario12() async throws {
             let (cloud, a, b, onA, onB) = try await Self.pair(["first", "second"])

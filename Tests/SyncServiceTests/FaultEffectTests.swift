@@ -192,6 +192,33 @@ struct FaultEffectTests {
         #expect(first.contains(true) && first.contains(false), "\(first)")
     }
 
+    @Test("hold: the request waits unrun while other clients are served, until admin.releaseHeldRequests; awaitHeldRequests says when it is there")
+    func hold() async throws {
+        let cloud = try await Cloud()
+        try await Self.prepareZone(cloud)
+        try await Self.arm(cloud, ["effect": "hold", "op": "records.modify", "user": "u"])
+        let admin = try await cloud.connect("admin-secret")
+        let nothingYet = await #expect(throws: WireError.self) { _ = try await admin.call("admin.awaitHeldRequests", ["timeoutSeconds": 0]) }
+        #expect(nothingYet?.code == .timedOut)
+        #expect(nothingYet?.details["held"] == 0)
+        let client = try await cloud.connect("u-secret")
+        let saving = Task { try await cloud.save(client, "held-1") }
+        #expect(try await admin.call("admin.awaitHeldRequests", ["count": 1])["held"] == 1)
+        // Held before it ran: nothing is saved yet, and other requests are answered meanwhile.
+        #expect(try await cloud.exists("held-1") == false)
+        #expect(try await admin.call("admin.releaseHeldRequests", [:])["released"] == 1)
+        #expect(try await saving.value["saved"]?.arrayValue?.count == 1)
+        #expect(try await cloud.exists("held-1"))
+        // The fault had count 1: the next save is not held.
+        _ = try await cloud.save(client, "held-2")
+        #expect(try await admin.call("admin.releaseHeldRequests", [:])["released"] == 0)
+        let invalid = await #expect(throws: WireError.self) { _ = try await admin.call("admin.awaitHeldRequests", ["count": 0]) }
+        #expect(invalid?.code == .invalidArguments)
+        client.close()
+        admin.close()
+        _ = await cloud.service.stop()
+    }
+
     @Test("faults armed from a start-up file apply to the first matching requests, with latency")
     func startUpFile() async throws {
         let cloud = try await Cloud(faults: #"{"faults":[{"op":"zones.fetch","code":"zoneBusy","retryAfterSeconds":2,"latencyMilliseconds":50,"count":2}]}"#)
