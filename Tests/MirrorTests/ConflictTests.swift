@@ -59,11 +59,12 @@ extension Mirroring {
             await Self.stop(cloud, a, b)
         }
 
-        /// Automatic mode sends while clients save, so a save can land while a batch is at the
-        /// server. The batch's conflict merge then sees the row with that save's values: it must
-        /// also see the save's queue entry (the fields it edited, their stamps), or it takes the
-        /// server's values for them and the edit is lost on every device (the automatic kill
-        /// variant's seed 730). The cloud holds B's batch (a `hold` fault) while B saves.
+        /// Scenario 14, one order more: the client's edit lands while its conflicting send is at
+        /// the server (automatic mode sends while clients save). The batch's conflict merge then
+        /// sees the row with that save's values: it must also see the save's queue entry (the
+        /// fields it edited, their stamps), or it takes the server's values for them and the edit
+        /// is lost on every device (the automatic kill variant's seed 730). The cloud holds B's
+        /// batch (a `hold` fault) while B saves.
         @Test("A save made while a conflicting send is at the server survives that send's merge")
         func saveDuringAConflictedSend() async throws {
             let (cloud, a, b, onA, onB) = try await Self.pair(["e"])
