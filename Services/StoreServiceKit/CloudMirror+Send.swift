@@ -522,12 +522,21 @@ extension CloudMirror {
                     switch error.code {
                     case .serverRecordChanged, .serverRejectedRequest:
                         guard let server = error.details["serverRecord"].flatMap(MirrorRecord.init(json:)) else { skipped.insert(uuid); continue }
+                        let row = try Self.currentFields(entity: item.entity, uuid: uuid, state: state)
+                        if row == nil, try state.pending(uuid: uuid)?.kind == .delete {
+                            // Deleted here while the batch was out: nothing to merge with, and
+                            // applying the merge would bring the row back. The server's copy is
+                            // what the queued delete now removes (the send's next batch).
+                            try state.setMeta(serverCopy: server, entity: item.entity.name, uuid: uuid)
+                            report.conflictsResolved += 1
+                            continue
+                        }
                         let known = error.code == .serverRecordChanged ? try state.meta(uuid, withFields: true)?.serverFields : nil
                         let ancestor = error.details["ancestorRecord"].flatMap(MirrorRecord.init(json:))?.fields ?? known
                         // Merge with the row as it is now (a save may have landed since the batch was built).
                         let sent = item.fieldsText.flatMap { try? JSONParser.parse($0).objectValue }
                         let current = MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,
-                                                   fields: try Self.currentFields(entity: item.entity, uuid: uuid, state: state) ?? sent)
+                                                   fields: row ?? sent)
                         let outcome = try merge(server: server, client: current, ancestor: ancestor,
                                                 pending: try state.pending(uuid: uuid) ?? item.pending, state: state)
                         local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.zoneName))

@@ -93,6 +93,35 @@ extension Mirroring {
             await Self.stop(cloud, a, b)
         }
 
+        /// The same order with a delete: B deletes the record while its conflicting edit is at the
+        /// server. The merge must not bring the deleted row back (it had no row to merge with), and
+        /// the delete goes out next: the record is gone everywhere.
+        @Test("A delete made while a conflicting send is at the server is not undone by that send's merge")
+        func deleteDuringAConflictedSend() async throws {
+            let (cloud, a, b, onA, onB) = try await Self.pair(["e", "kept"])
+            try await a.set(onA[0], ["value": 250])
+            try await a.send()
+            try await b.set(onB[0], ["note": "ate well"])
+            _ = try await cloud.admin("admin.injectFault", ["effect": "hold", "op": "records.modify", "user": "owner"])
+            let sender = try WireClient(socketPath: b.socket)
+            try await sender.hello(client: "sender")
+            let sending = Task { try await sender.call("sync.send", [:]) }
+            #expect(try await cloud.admin("admin.awaitHeldRequests", [:])["held"] == 1)
+            try await b.delete(onB[0])
+            #expect(try await cloud.admin("admin.releaseHeldRequests", [:])["released"] == 1)
+            _ = try await sending.value
+            sender.close()
+            #expect(try await b.object(id: "e") == nil, "the merge brought the deleted row back")
+            try await b.send()
+            try await a.fetch()
+            try await b.fetch()
+            for device in [a, b] {
+                #expect(try await device.ids() == ["kept"], "on \(device.name)")
+            }
+            #expect(try await Self.serverFields(cloud, id: "e") == nil)
+            await Self.stop(cloud, a, b)
+        }
+
         @Test("Scenario 12: A and B edit the same field; the later edit wins whichever device uploads last")
         func scenario12() async throws {
             let (cloud, a, b, onA, onB) = try await Self.pair(["first", "second"])
