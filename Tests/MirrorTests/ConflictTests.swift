@@ -122,6 +122,38 @@ extension Mirroring {
             await Self.stop(cloud, a, b)
         }
 
+        /// Scenario 14, the fetch's side: B saves while its fetch of A's edit is at the server. The
+        /// fetched page merges with B's save (one field each; the same field to the later edit),
+        /// and a record B deleted meanwhile stays deleted.
+        @Test("Saves and a delete made while a fetch is at the server merge with the fetched page")
+        func savesDuringAFetch() async throws {
+            let (cloud, a, b, onA, onB) = try await Self.pair(["e", "gone"])
+            try await a.set(onA[0], ["note": "A's note", "value": 250])
+            try await a.set(onA[1], ["note": "A's edit of a deleted event"])
+            try await a.send()
+            _ = try await cloud.admin("admin.injectFault", ["effect": "hold", "op": "changes.fetchZone", "user": "owner"])
+            let fetcher = try WireClient(socketPath: b.socket)
+            try await fetcher.hello(client: "fetcher")
+            let fetching = Task { try await fetcher.call("sync.fetch", [:]) }
+            #expect(try await cloud.admin("admin.awaitHeldRequests", [:])["held"] == 1)
+            try await b.set(onB[0], ["note": "B's later note", "eventTypeRaw": "insulin"])
+            try await b.delete(onB[1])
+            #expect(try await cloud.admin("admin.releaseHeldRequests", [:])["released"] == 1)
+            _ = try await fetching.value
+            fetcher.close()
+            #expect(try await b.object(id: "gone") == nil, "the fetched edit brought the deleted row back")
+            try await b.send()
+            try await a.fetch()
+            for device in [a, b] {
+                let values = try #require(try await device.object(id: "e")?["values"], "on \(device.name)")
+                #expect(values["note"] == "B's later note", "on \(device.name)")
+                #expect(values["eventTypeRaw"] == "insulin", "on \(device.name)")
+                #expect(values["value"]?.doubleValue == 250, "on \(device.name)")
+                #expect(try await device.ids() == ["e"], "on \(device.name)")
+            }
+            await Self.stop(cloud, a, b)
+        }
+
         @Test("Scenario 12: A and B edit the same field; the later edit wins whichever device uploads last")
         func scenario12() async throws {
             let (cloud, a, b, onA, onB) = try await Self.pair(["first", "second"])
