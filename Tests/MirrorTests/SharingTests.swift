@@ -82,6 +82,39 @@ extension Mirroring {
             await setup.stop()
         }
 
+        /// Scenario 36 with a save in the middle: O logs an event into the session while sharing
+        /// it is at the server (its move held by a `hold` fault). The event follows its session
+        /// into the share zone, and P receives it with the rest.
+        @Test("An event logged while sharing its session is at the server follows the session into the share")
+        func eventLoggedWhileSharing() async throws {
+            let cloud = try await Cloud.start()
+            let o = try await Device.start("O", user: "owner", cloud: cloud)
+            let p = try await Device.start("P", user: "alice", cloud: cloud)
+            let session = try await o.insertSession("mochi")
+            try await o.insertEvents(["bg-1", "bg-2"], session: session)
+            try await o.send()
+            _ = try await cloud.admin("admin.injectFault", ["effect": "hold", "op": "records.modify", "user": "owner"])
+            let sharer = try WireClient(socketPath: o.socket)
+            try await sharer.hello(client: "sharer")
+            let sharing = Task { try await sharer.call("share.create", ["objectID": .string(session),
+                                                                         "participants": [["user": "alice", "permission": "readWrite"]]]) }
+            #expect(try await cloud.admin("admin.awaitHeldRequests", [:])["held"] == 1)
+            try await o.insertEvents(["bg-3"], session: session)
+            #expect(try await cloud.admin("admin.releaseHeldRequests", [:])["released"] == 1)
+            let zoneName = try #require(try await sharing.value["zoneName"]?.stringValue)
+            sharer.close()
+            try await o.send()
+            #expect(try await cloud.records(user: "owner").isEmpty, "a record was left in the private zone")
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-1", "bg-2", "bg-3"])
+            _ = try await p.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
+            try await p.fetch()
+            #expect(try await p.ids(store: "Shared") == ["bg-1", "bg-2", "bg-3"])
+            #expect(try await o.ids(store: "Private") == ["bg-1", "bg-2", "bg-3"])
+            _ = await o.stop()
+            _ = await p.stop()
+            await cloud.stop()
+        }
+
         @Test("Scenario 37: P accepts; the zone appears in P's shared database and the records land in P's shared store only")
         func scenario37() async throws {
             let setup = try await Self.shared("readOnly")
@@ -255,6 +288,36 @@ extension Mirroring {
             #expect(zones["zones"]?.arrayValue?.compactMap { $0["zoneID"]?["zoneName"]?.stringValue } == ["_defaultZone"])
             alice.close()
             #expect(try await setup.o.object(id: "bg-2")?["values"]?["note"] == .null)
+            await setup.stop()
+        }
+
+        /// P's send of a new event is at the server (held) when O stops sharing. The server refuses
+        /// it (P's access went with the share); P drops it with the zone, queues nothing, keeps no
+        /// copy; O keeps its data, without P's event.
+        @Test("O stops sharing while P's new event is at the server: the event goes with the zone, nothing is left queued")
+        func stopWhileParticipantSends() async throws {
+            let setup = try await Self.shared("readWrite")
+            let session = try await setup.sharedSession(on: setup.p)
+            try await setup.p.insertEvents(["p-1"], session: session)
+            _ = try await setup.cloud.admin("admin.injectFault", ["effect": "hold", "op": "records.modify", "user": "alice"])
+            let sender = try WireClient(socketPath: setup.p.socket)
+            try await sender.hello(client: "sender")
+            let sending = Task { () -> String in
+                do { return JSONWriter.text(try await sender.call("sync.send", [:])) } catch { return "\(error)" }
+            }
+            #expect(try await setup.cloud.admin("admin.awaitHeldRequests", [:])["held"] == 1)
+            try await setup.o.call("share.stop", ["zoneName": .string(setup.zoneName)])
+            #expect(try await setup.cloud.admin("admin.releaseHeldRequests", [:])["released"] == 1)
+            let answer = await sending.value
+            sender.close()
+            try await setup.p.fetch()
+            #expect(try await setup.p.objects("CareEvent").isEmpty)
+            #expect(try await setup.p.objects("CareSession").isEmpty)
+            #expect(try await setup.p.pending() == 0, "send answered \(answer)")
+            try await setup.o.fetch()
+            #expect(try await setup.o.ids() == ["bg-1", "bg-2"])
+            // The owner keeps the records, in the share zone (share.stop); P's event never got there.
+            #expect(try await setup.cloud.eventIDs(zoneName: setup.zoneName) == ["bg-1", "bg-2"], "send answered \(answer)")
             await setup.stop()
         }
 
