@@ -258,5 +258,42 @@ extension Mirroring {
             #expect(try await cloud.records(user: "owner").compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue } == ["home"])
             await ConflictTests.stop(cloud, a, b)
         }
+
+        /// Scenario 23 with the order reversed and made exact: B logs an event into a session
+        /// while its fetch of A's delete of that session is held at the server. Applying the
+        /// delete cascades to the new event (never sent: its create is dropped), so no event is
+        /// left pointing at a session that no longer exists, here or in the cloud.
+        @Test("Scenario 23, during a fetch: an event logged into a session whose delete is being fetched goes with it")
+        func scenario23DuringAFetch() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let session = try await a.insertSession("doomed")
+            try await a.insertEvents(["old"], session: session)
+            try await a.send()
+            try await b.fetch()
+            let sessionOnB = try #require(try await b.object(id: "doomed", entity: "CareSession")?["objectID"]?.stringValue)
+            try await a.delete(session)
+            try await a.send()
+            _ = try await cloud.admin("admin.injectFault", ["effect": "hold", "op": "changes.fetchZone", "user": "owner"])
+            let fetcher = try WireClient(socketPath: b.socket)
+            try await fetcher.hello(client: "fetcher")
+            let fetching = Task { try await fetcher.call("sync.fetch", [:]) }
+            #expect(try await cloud.admin("admin.awaitHeldRequests", [:])["held"] == 1)
+            try await b.insertEvents(["late"], session: sessionOnB)
+            #expect(try await cloud.admin("admin.releaseHeldRequests", [:])["released"] == 1)
+            _ = try await fetching.value
+            fetcher.close()
+            try await b.send()
+            try await a.fetch()
+            try await b.fetch()
+            for device in [a, b] {
+                #expect(try await device.objects("CareSession").isEmpty, "on \(device.name)")
+                #expect(try await device.ids() == [], "on \(device.name)")
+            }
+            #expect(try await cloud.records(user: "owner").isEmpty)
+            #expect(try await b.pending() == 0)
+            await ConflictTests.stop(cloud, a, b)
+        }
     }
 }
