@@ -38,7 +38,7 @@ for name in "store-service killed right after a save" "sync-service killed after
   kill_cases=$((kill_cases + $(passed "$name")))
 done
 mirror_crash=$(grep -cE "✔ Test \"(Scenario (27|28|29|30)|Crash safety)" "$log" || true)
-faults=$(count_ok "(dropBeforeCommit|dropAfterCommit|partialFrame|probability with a seed|faults armed from a start-up|held pushes|a bad fault|recordType rule|zone rule|zoneOwner is the real owner|without zone or record type)")
+faults=$(count_ok "(dropBeforeCommit|dropAfterCommit|partialFrame|probability with a seed|faults armed from a start-up|held pushes|hold: the request waits|a bad fault|recordType rule|zone rule|zoneOwner is the real owner|without zone or record type)")
 random_kills=$(grep -c "^random-kill: " "$log" || true)
 kill_kinds=$(grep -oE "^random-kill: .* at=[a-zA-Z.]+" "$log" | sed -E 's/.* at=//; s/^sigkill$/SIGKILL on the k-th acknowledgement/' \
   | sort | uniq -c | awk '{n=$1; $1=""; printf "%s%s ×%s", sep, substr($0,2), n; sep=", "}')
@@ -90,7 +90,7 @@ figure below comes from tests that ran in that command; rerun it to reproduce.
 |---|---|
 | named kill points survived (kill -9 at \`store.afterSaveCommit\`, \`sync.afterCommit\`, \`mirror.afterServerReply\`, \`mirror.afterApplyingPage\`; several hits each; restart; no acknowledged write lost, no duplicate, devices converge, \`integrity_check\` ok) | $kill_cases cases |
 | kill -9 during sync and recovery scenarios (SCENARIOS 27–30, crashes during a send) | $mirror_crash tests |
-| injected-fault tests passed (dropped connection before/after commit, partial frame, seeded probability, start-up file, held and dropped pushes, refused bad faults, rules matched by zone, owner and record type) | $faults |
+| injected-fault tests passed (dropped connection before/after commit, partial frame, seeded probability, start-up file, held and dropped pushes, requests held until released, refused bad faults, rules matched by zone, owner and record type) | $faults |
 | hostile frames sent to live services (random, mutated, deeply nested, oversized, invalid UTF-8, hostile params for every op; $seeds seeds × $rounds rounds × 60 frames × 2 services) | $hostile |
 | kill -9 at random moments (\`RandomKillTests\`, seed 1: concurrent writers on a device and a sender to the cloud; the device or the sync-service killed at a random hit of a named point — incl. \`store.midSave\` and \`sync.midBatch\`, inside the transaction — or by SIGKILL on a random acknowledgement; restart; same checks) | $random_kills iterations: $kill_kinds; $random_acked acknowledged saves, $random_events events checked |
 | seeded random histories checked against a model of the sync rules (\`ConvergenceTests\`: two devices, automatic mode, a participant whose permission flips, kill -9 of devices and cloud at named points; \`SharingLifecycleTests\`: invitations, acceptances, permission changes, removals, leavings, stopping and sharing again, and with the owner's second device writing on stale knowledge of the session's zone), $histories per variant | $history_cases histories in $history_variants variants passed; issues recorded: **$history_failed** |
