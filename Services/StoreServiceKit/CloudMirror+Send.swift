@@ -216,9 +216,12 @@ extension CloudMirror {
     /// limitExceeded) stops new batches until every sent one is answered; the queue is then read
     /// again from its start, so entries left over go out before later ones (parents before
     /// their children), as without batches in flight.
-    private func send(scope: StoreScope, report: inout MirrorSendReport) throws {
+    /// `settling`: a second pass, for what `settleMissing` queued; it settles without another pass.
+    private func send(scope: StoreScope, report: inout MirrorSendReport, settling: Bool = false) throws {
         try resolveCreatesInFlight(scope: scope)
         var skipped: Set<String> = []
+        /// Updates the server found no record for (unknownItem), settled once every batch is answered.
+        var missing: [Item] = []
         var rounds = 0
         var inFlight: [InFlight] = []
         var stopError: WireError?
@@ -242,7 +245,7 @@ extension CloudMirror {
             let sent = inFlight.removeFirst()
             let verdict = finish(sent.waiter, "records.modify", sent.params)
             CrashPoint.reached("mirror.afterServerReply")
-            switch try apply(verdict, of: sent.batch, scope: scope, report: &report, skipped: &skipped) {
+            switch try apply(verdict, of: sent.batch, scope: scope, report: &report, skipped: &skipped, missing: &missing) {
             case .next:
                 // When nothing was left to build, look again: saves made during the send are sent by it too.
                 if upcoming == nil, stopError == nil, !rebuild {
@@ -263,6 +266,12 @@ extension CloudMirror {
                 if stopError == nil { upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report) }
             }
         }
+        if !missing.isEmpty {
+            try settleMissing(missing, scope: scope)
+            // What the fetch settled goes out in this send: a moved record's edit to its new
+            // zone, a resurrected record as new.
+            if stopError == nil, !settling { return try send(scope: scope, report: &report, settling: true) }
+        }
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { return }
             // History the send did not get to (it stopped, or saves came meanwhile) is queued:
@@ -282,18 +291,18 @@ extension CloudMirror {
 
     /// Applies one batch's answer.
     private func apply(_ verdict: Result<JSONValue, WireError>, of batch: Batch, scope: StoreScope,
-                       report: inout MirrorSendReport, skipped: inout Set<String>) throws -> Step {
+                       report: inout MirrorSendReport, skipped: inout Set<String>, missing: inout [Item]) throws -> Step {
         let items = batch.items
         switch verdict {
         case let .success(result):
             // Every entry saved: only the mirror's metadata changes.
             try applyVerdicts(items: items, scopeStore: batch.storeName, saved: result["saved"], deleted: result["deleted"], errors: [:],
-                              answered: batch.createsInFlight, report: &report, skipped: &skipped)
+                              answered: batch.createsInFlight, report: &report, skipped: &skipped, missing: &missing)
             return .next
         case let .failure(error) where error.code == .partialFailure:
             let errors = (error.details["partialErrors"]?.objectValue ?? [:]).compactMapValues { try? $0.decode(WireError.self) }
             try applyVerdicts(items: items, scopeStore: batch.storeName, saved: error.details["saved"], deleted: error.details["deleted"],
-                              errors: errors, answered: batch.createsInFlight, report: &report, skipped: &skipped)
+                              errors: errors, answered: batch.createsInFlight, report: &report, skipped: &skipped, missing: &missing)
             return .rebuild
         case let .failure(error) where error.code == .limitExceeded:
             let halved = max(1, items.count / 2)
@@ -312,6 +321,36 @@ extension CloudMirror {
             return .stop(annotated)
         case let .failure(error):
             return .stop(error)
+        }
+    }
+
+    /// Updates the server answered unknownItem for. Deciding at once by the delete policy lost an
+    /// edit whose record another device had moved into a share (deleteWins deleted the row here,
+    /// and the fetch brought back the moved copy without the edit). The store's changes are
+    /// fetched first: a moved record arrives in its new zone and merges with the queued edit,
+    /// which then goes there; a deleted one goes with its tombstone (scenario 20). Only a record
+    /// the fetch left where it was meets the delete policy.
+    private func settleMissing(_ items: [Item], scope: StoreScope) throws {
+        var fetched = MirrorFetchReport()
+        try fetchDatabase(scope, report: &fetched)
+        try withStores { stores in
+            guard let index = Self.storeIndex(scope, in: stores) else { return }
+            let store = stores.list[index]
+            let state = MirrorState(store)
+            var local: [LocalChange] = []
+            var afterSave: [() throws -> Void] = []
+            for item in items {
+                let uuid = item.pending.uuid
+                guard let zone = item.record?.zoneID, try state.meta(uuid)?.zone == zone, try state.pending(uuid: uuid) != nil else { continue }
+                if options.deletePolicy(item.entity.name) == .resurrect {
+                    try store.database.transaction(commit: .deferred) { try state.forgetServerCopy(uuid) }
+                } else {
+                    local.append(LocalChange(uuid: uuid, entity: item.entity, fields: nil, zone: nil))
+                    afterSave.append { try state.dropMeta(uuid); try state.dropPending(item.pending) }
+                }
+            }
+            try applyLocally(local, storeIndex: index, stores: stores)
+            try store.database.transaction(commit: .deferred) { for step in afterSave { try step() } }
         }
     }
 
@@ -480,7 +519,8 @@ extension CloudMirror {
 
     /// `answered`: the batch's rows of creates in flight, dropped with the verdicts.
     private func applyVerdicts(items: [Item], scopeStore: String, saved: JSONValue?, deleted: JSONValue?, errors: [String: WireError],
-                               answered: [Int64], report: inout MirrorSendReport, skipped: inout Set<String>) throws {
+                               answered: [Int64], report: inout MirrorSendReport, skipped: inout Set<String>,
+                               missing: inout [Item]) throws {
         // Saved records' new change tags by name (the reply's records, read for the two members
         // a verdict needs rather than decoded whole: a batch has hundreds).
         var savedByName: [String: String?] = [:]
@@ -550,12 +590,11 @@ extension CloudMirror {
                     case .batchRequestFailed:
                         continue
                     case .unknownItem:
-                        if options.deletePolicy(item.entity.name) == .resurrect {
-                            try state.forgetServerCopy(uuid)
-                        } else {
-                            local.append(LocalChange(uuid: uuid, entity: item.entity, fields: nil, zone: nil))
-                            afterSave.append { try state.dropMeta(uuid); try state.dropPending(item.pending) }
-                        }
+                        // Not in that zone any more: another device deleted the record, or moved
+                        // it into another zone (sharing its session). The store's changes tell
+                        // which, once every batch is answered (`settleMissing`).
+                        missing.append(item)
+                        skipped.insert(uuid)
                     case .zoneNotFound:
                         if store.scope == .private {
                             progress.withLock { _ = $0.zonesEnsured.remove(record.zoneID.key) }

@@ -337,6 +337,32 @@ extension Mirroring {
 
         /// The owner's devices A and B; A logged session "mochi" with events bg-1 and bg-2, sent
         /// them, and B fetched them (so B knows their zone from before any share).
+        /// The edit's counterpart: B edits an event A just moved into a share, before B has fetched
+        /// the move. B's update meets the old zone without the record (unknownItem); the edit must
+        /// follow the event into the share rather than be lost to it.
+        @Test("The owner's second device edits an event the first just moved into a share, before fetching the move: the edit follows it")
+        func editOfAnEventMovedIntoAShareByAnotherDevice() async throws {
+            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
+            let created = try await a.call("share.create", ["objectID": .string(session)])
+            let zoneName = try #require(created["zoneName"]?.stringValue)
+            try await b.set(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue), ["note": "edited on B"])
+            try await b.send()
+            try await b.fetch()
+            try await b.send()
+            try await a.fetch()
+            for device in [a, b] {
+                #expect(try await device.ids() == ["bg-1", "bg-2"], "on \(device.name)")
+                #expect(try await device.object(id: "bg-1")?["values"]?["note"] == "edited on B", "on \(device.name)")
+            }
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-1", "bg-2"])
+            #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
+                .first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"]?["value"] == "edited on B")
+            #expect(try await cloud.records(user: "owner").isEmpty, "a copy was left in the private zone")
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
         static func ownersTwoDevicesWithASession() async throws -> (Cloud, Device, Device, String) {
             let cloud = try await Cloud.start()
             let a = try await Device.start("A", user: "owner", cloud: cloud)
