@@ -71,15 +71,10 @@ extension Mirroring {
             try await a.set(onA[0], ["value": 250])
             try await a.send()
             try await b.set(onB[0], ["note": "ate well"])
-            _ = try await cloud.admin("admin.injectFault", ["effect": "hold", "op": "records.modify", "user": "owner"])
-            let sender = try WireClient(socketPath: b.socket)
-            try await sender.hello(client: "sender")
-            let sending = Task { try await sender.call("sync.send", [:]) }
-            #expect(try await cloud.admin("admin.awaitHeldRequests", [:])["held"] == 1)
-            try await b.set(onB[0], ["eventTypeRaw": "insulin"])
-            #expect(try await cloud.admin("admin.releaseHeldRequests", [:])["released"] == 1)
-            #expect(try await sending.value["conflictsResolved"] == 1)
-            sender.close()
+            let sent = try await cloud.whileHeld("records.modify", device: b, op: "sync.send") {
+                try await b.set(onB[0], ["eventTypeRaw": "insulin"])
+            }
+            #expect(try sent.get()["conflictsResolved"] == 1)
             #expect(try await b.object(id: "e")?["values"]?["eventTypeRaw"] == "insulin", "the merge kept B's save made meanwhile")
             try await b.send()
             try await a.fetch()
@@ -102,15 +97,10 @@ extension Mirroring {
             try await a.set(onA[0], ["value": 250])
             try await a.send()
             try await b.set(onB[0], ["note": "ate well"])
-            _ = try await cloud.admin("admin.injectFault", ["effect": "hold", "op": "records.modify", "user": "owner"])
-            let sender = try WireClient(socketPath: b.socket)
-            try await sender.hello(client: "sender")
-            let sending = Task { try await sender.call("sync.send", [:]) }
-            #expect(try await cloud.admin("admin.awaitHeldRequests", [:])["held"] == 1)
-            try await b.delete(onB[0])
-            #expect(try await cloud.admin("admin.releaseHeldRequests", [:])["released"] == 1)
-            _ = try await sending.value
-            sender.close()
+            let sent = try await cloud.whileHeld("records.modify", device: b, op: "sync.send") {
+                try await b.delete(onB[0])
+            }
+            #expect(try sent.get()["conflictsResolved"] == 1)
             #expect(try await b.object(id: "e") == nil, "the merge brought the deleted row back")
             try await b.send()
             try await a.fetch()
@@ -131,16 +121,11 @@ extension Mirroring {
             try await a.set(onA[0], ["note": "A's note", "value": 250])
             try await a.set(onA[1], ["note": "A's edit of a deleted event"])
             try await a.send()
-            _ = try await cloud.admin("admin.injectFault", ["effect": "hold", "op": "changes.fetchZone", "user": "owner"])
-            let fetcher = try WireClient(socketPath: b.socket)
-            try await fetcher.hello(client: "fetcher")
-            let fetching = Task { try await fetcher.call("sync.fetch", [:]) }
-            #expect(try await cloud.admin("admin.awaitHeldRequests", [:])["held"] == 1)
-            try await b.set(onB[0], ["note": "B's later note", "eventTypeRaw": "insulin"])
-            try await b.delete(onB[1])
-            #expect(try await cloud.admin("admin.releaseHeldRequests", [:])["released"] == 1)
-            _ = try await fetching.value
-            fetcher.close()
+            let fetched = try await cloud.whileHeld("changes.fetchZone", device: b, op: "sync.fetch") {
+                try await b.set(onB[0], ["note": "B's later note", "eventTypeRaw": "insulin"])
+                try await b.delete(onB[1])
+            }
+            _ = try fetched.get()
             #expect(try await b.object(id: "gone") == nil, "the fetched edit brought the deleted row back")
             try await b.send()
             try await a.fetch()

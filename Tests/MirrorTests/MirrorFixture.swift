@@ -56,6 +56,26 @@ final class Cloud: Sendable {
         return all
     }
 
+    /// Runs `op` on a connection of its own to `device` while the cloud holds the first request
+    /// `held` of `user` it makes (a `hold` fault): `move` runs once that request is at the
+    /// server, then it is released. Returns the op's answer, or its error.
+    func whileHeld(_ held: String, of user: String = "owner", device: Device, op: String, _ params: JSONValue = [:],
+                   move: () async throws -> Void) async throws -> Result<JSONValue, WireError> {
+        _ = try await admin("admin.injectFault", ["effect": "hold", "op": .string(held), "user": .string(user)])
+        let client = try WireClient(socketPath: device.socket)
+        defer { client.close() }
+        try await client.hello(client: "held-\(op)")
+        let answer = Task { () -> Result<JSONValue, WireError> in
+            do { return .success(try await client.call(op, params)) } catch let error as WireError { return .failure(error) } catch {
+                return .failure(WireError(ErrorCode("internalError"), "\(error)"))
+            }
+        }
+        #expect(try await admin("admin.awaitHeldRequests", [:])["held"] == 1)
+        try await move()
+        #expect(try await admin("admin.releaseHeldRequests", [:])["released"] == 1)
+        return await answer.value
+    }
+
     /// The ids (`CD_id`) of the CareEvents in one of the owner's zones, sorted.
     func eventIDs(user: String = "owner", zoneName: String) async throws -> [String] {
         try await records(user: user, zone: ["zoneName": .string(zoneName)]).filter { $0["recordType"] == "CD_CareEvent" }

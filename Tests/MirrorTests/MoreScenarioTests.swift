@@ -275,15 +275,10 @@ extension Mirroring {
             let sessionOnB = try #require(try await b.object(id: "doomed", entity: "CareSession")?["objectID"]?.stringValue)
             try await a.delete(session)
             try await a.send()
-            _ = try await cloud.admin("admin.injectFault", ["effect": "hold", "op": "changes.fetchZone", "user": "owner"])
-            let fetcher = try WireClient(socketPath: b.socket)
-            try await fetcher.hello(client: "fetcher")
-            let fetching = Task { try await fetcher.call("sync.fetch", [:]) }
-            #expect(try await cloud.admin("admin.awaitHeldRequests", [:])["held"] == 1)
-            try await b.insertEvents(["late"], session: sessionOnB)
-            #expect(try await cloud.admin("admin.releaseHeldRequests", [:])["released"] == 1)
-            _ = try await fetching.value
-            fetcher.close()
+            let fetched = try await cloud.whileHeld("changes.fetchZone", device: b, op: "sync.fetch") {
+                try await b.insertEvents(["late"], session: sessionOnB)
+            }
+            _ = try fetched.get()
             try await b.send()
             try await a.fetch()
             try await b.fetch()

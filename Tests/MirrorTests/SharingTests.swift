@@ -93,16 +93,11 @@ extension Mirroring {
             let session = try await o.insertSession("mochi")
             try await o.insertEvents(["bg-1", "bg-2"], session: session)
             try await o.send()
-            _ = try await cloud.admin("admin.injectFault", ["effect": "hold", "op": "records.modify", "user": "owner"])
-            let sharer = try WireClient(socketPath: o.socket)
-            try await sharer.hello(client: "sharer")
-            let sharing = Task { try await sharer.call("share.create", ["objectID": .string(session),
-                                                                         "participants": [["user": "alice", "permission": "readWrite"]]]) }
-            #expect(try await cloud.admin("admin.awaitHeldRequests", [:])["held"] == 1)
-            try await o.insertEvents(["bg-3"], session: session)
-            #expect(try await cloud.admin("admin.releaseHeldRequests", [:])["released"] == 1)
-            let zoneName = try #require(try await sharing.value["zoneName"]?.stringValue)
-            sharer.close()
+            let shared = try await cloud.whileHeld("records.modify", device: o, op: "share.create",
+                                                   ["objectID": .string(session), "participants": [["user": "alice", "permission": "readWrite"]]]) {
+                try await o.insertEvents(["bg-3"], session: session)
+            }
+            let zoneName = try #require(try shared.get()["zoneName"]?.stringValue)
             try await o.send()
             #expect(try await cloud.records(user: "owner").isEmpty, "a record was left in the private zone")
             #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-1", "bg-2", "bg-3"])
@@ -299,17 +294,10 @@ extension Mirroring {
             let setup = try await Self.shared("readWrite")
             let session = try await setup.sharedSession(on: setup.p)
             try await setup.p.insertEvents(["p-1"], session: session)
-            _ = try await setup.cloud.admin("admin.injectFault", ["effect": "hold", "op": "records.modify", "user": "alice"])
-            let sender = try WireClient(socketPath: setup.p.socket)
-            try await sender.hello(client: "sender")
-            let sending = Task { () -> String in
-                do { return JSONWriter.text(try await sender.call("sync.send", [:])) } catch { return "\(error)" }
+            // The server refuses it: P's access went with the share.
+            let answer = try await setup.cloud.whileHeld("records.modify", of: "alice", device: setup.p, op: "sync.send") {
+                try await setup.o.call("share.stop", ["zoneName": .string(setup.zoneName)])
             }
-            #expect(try await setup.cloud.admin("admin.awaitHeldRequests", [:])["held"] == 1)
-            try await setup.o.call("share.stop", ["zoneName": .string(setup.zoneName)])
-            #expect(try await setup.cloud.admin("admin.releaseHeldRequests", [:])["released"] == 1)
-            let answer = await sending.value
-            sender.close()
             try await setup.p.fetch()
             #expect(try await setup.p.objects("CareEvent").isEmpty)
             #expect(try await setup.p.objects("CareSession").isEmpty)
