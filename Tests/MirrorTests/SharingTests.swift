@@ -30,14 +30,20 @@ extension Mirroring {
             }
         }
 
-        /// O logs a session with two readings, sends, shares it with P at `permission`; P accepts.
-        static func shared(_ permission: String, accept: Bool = true) async throws -> Setup {
+        /// O logs a session with two readings and sends; P is started. Returns the session's ID on O.
+        static func loggedSession() async throws -> (cloud: Cloud, o: Device, p: Device, session: String) {
             let cloud = try await Cloud.start()
             let o = try await Device.start("O", user: "owner", cloud: cloud)
             let p = try await Device.start("P", user: "alice", cloud: cloud)
             let session = try await o.insertSession("mochi")
             try await o.insertEvents(["bg-1", "bg-2"], session: session)
             try await o.send()
+            return (cloud, o, p, session)
+        }
+
+        /// O logs a session with two readings, sends, shares it with P at `permission`; P accepts.
+        static func shared(_ permission: String, accept: Bool = true) async throws -> Setup {
+            let (cloud, o, p, session) = try await loggedSession()
             let created = try await o.call("share.create", ["objectID": .string(session),
                                                             "participants": [["user": "alice", "permission": .string(permission)]]])
             let zoneName = try #require(created["zoneName"]?.stringValue)
@@ -87,12 +93,7 @@ extension Mirroring {
         /// into the share zone, and P receives it with the rest.
         @Test("An event logged while sharing its session is at the server follows the session into the share")
         func eventLoggedWhileSharing() async throws {
-            let cloud = try await Cloud.start()
-            let o = try await Device.start("O", user: "owner", cloud: cloud)
-            let p = try await Device.start("P", user: "alice", cloud: cloud)
-            let session = try await o.insertSession("mochi")
-            try await o.insertEvents(["bg-1", "bg-2"], session: session)
-            try await o.send()
+            let (cloud, o, p, session) = try await Self.loggedSession()
             let shared = try await cloud.whileHeld("records.modify", device: o, op: "share.create",
                                                    ["objectID": .string(session), "participants": [["user": "alice", "permission": "readWrite"]]]) {
                 try await o.insertEvents(["bg-3"], session: session)
