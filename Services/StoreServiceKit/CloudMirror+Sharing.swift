@@ -40,6 +40,11 @@ extension CloudMirror {
     /// the zone-wide share `cloudkit.zoneshare`); locally the objects stay in the private store.
     func createShare(_ params: ShareCreateParams) throws -> ShareCreateResult {
         _ = try sendAll()
+        // The graph moves as this device holds it, and the move deletes the old zone's copies:
+        // other devices' edits are fetched first (SEMANTICS C11), or the share got this device's
+        // older values and the edits were deleted with the copies that had them.
+        var fetched = MirrorFetchReport()
+        try fetchDatabase(.private, report: &fetched)
         let zone = MirrorZoneID(zoneName: Self.shareZonePrefix + UUID().uuidString)
         let (root, graph) = try withStores { stores -> (String, [(uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: MirrorZoneID?)]) in
             guard let id = ObjectID(uri: params.objectID), let storeUUID = id.storeUUID, let key = id.primaryKey,

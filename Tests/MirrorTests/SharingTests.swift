@@ -352,6 +352,28 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        /// The other order: B's edit reaches the cloud before A, which has not fetched it, shares
+        /// the session. The move must carry B's edit into the share, not A's older copy.
+        @Test("An edit the owner's second device sent before the first shares the session, unfetched there, moves with it")
+        func editSentBeforeAnotherDeviceShares() async throws {
+            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
+            try await b.set(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue), ["note": "edited on B"])
+            try await b.send()
+            let created = try await a.call("share.create", ["objectID": .string(session)])
+            let zoneName = try #require(created["zoneName"]?.stringValue)
+            try await a.send()
+            try await b.fetch()
+            try await a.fetch()
+            for device in [a, b] {
+                #expect(try await device.object(id: "bg-1")?["values"]?["note"] == "edited on B", "on \(device.name)")
+            }
+            #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
+                .first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"]?["value"] == "edited on B")
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
         static func ownersTwoDevicesWithASession() async throws -> (Cloud, Device, Device, String) {
             let cloud = try await Cloud.start()
             let a = try await Device.start("A", user: "owner", cloud: cloud)
