@@ -374,6 +374,26 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        /// O moves an event out of the shared session into one it keeps private, and another in:
+        /// each record follows its session's zone, so P loses the first and gains the second.
+        @Test("O moves an event out of a shared session and another into it: P loses the first and receives the second")
+        func eventsMovedOutOfAndIntoAShare() async throws {
+            let setup = try await Self.shared("readOnly")
+            let privateSession = try await setup.o.insertSession("private-notes")
+            try await setup.o.insertEvents(["kept-private"], session: privateSession)
+            try await setup.o.send()
+            let sharedSession = try #require(try await setup.o.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
+            try await setup.o.set(try #require(try await setup.o.object(id: "bg-1")?["objectID"]?.stringValue), ["session": .string(privateSession)])
+            try await setup.o.set(try #require(try await setup.o.object(id: "kept-private")?["objectID"]?.stringValue), ["session": .string(sharedSession)])
+            try await setup.o.send()
+            try await setup.p.fetch()
+            #expect(try await setup.p.ids(store: "Shared") == ["bg-2", "kept-private"])
+            #expect(try await setup.cloud.eventIDs(zoneName: setup.zoneName) == ["bg-2", "kept-private"])
+            #expect(try await setup.cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["bg-1"])
+            #expect(try await setup.o.pending() == 0)
+            await setup.stop()
+        }
+
         static func ownersTwoDevicesWithASession() async throws -> (Cloud, Device, Device, String) {
             let cloud = try await Cloud.start()
             let a = try await Device.start("A", user: "owner", cloud: cloud)
