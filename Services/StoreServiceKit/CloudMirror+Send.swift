@@ -563,7 +563,8 @@ extension CloudMirror {
                     case .serverRecordChanged, .serverRejectedRequest:
                         guard let server = error.details["serverRecord"].flatMap(MirrorRecord.init(json:)) else { skipped.insert(uuid); continue }
                         let row = try Self.currentFields(entity: item.entity, uuid: uuid, state: state)
-                        if row == nil, try state.pending(uuid: uuid)?.kind == .delete {
+                        let queued = try state.pending(uuid: uuid)
+                        if row == nil, queued?.kind == .delete {
                             // Deleted here while the batch was out: nothing to merge with, and
                             // applying the merge would bring the row back. The server's copy is
                             // what the queued delete now removes (the send's next batch).
@@ -578,7 +579,7 @@ extension CloudMirror {
                         let current = MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,
                                                    fields: row ?? sent)
                         let outcome = try merge(server: server, client: current, ancestor: ancestor,
-                                                pending: try state.pending(uuid: uuid) ?? item.pending, state: state)
+                                                pending: queued ?? item.pending, state: state)
                         local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.zoneName))
                         afterSave.append {
                             try state.setMeta(serverCopy: server, entity: item.entity.name, uuid: uuid)

@@ -106,9 +106,7 @@ extension Mirroring {
             try await p.fetch()
             #expect(try await p.ids(store: "Shared") == ["bg-1", "bg-2", "bg-3"])
             #expect(try await o.ids(store: "Private") == ["bg-1", "bg-2", "bg-3"])
-            _ = await o.stop()
-            _ = await p.stop()
-            await cloud.stop()
+            await ConflictTests.stop(cloud, o, p)
         }
 
         @Test("Scenario 37: P accepts; the zone appears in P's shared database and the records land in P's shared store only")
@@ -347,9 +345,7 @@ extension Mirroring {
             #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
                 .first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"]?["value"] == "edited on B")
             #expect(try await cloud.records(user: "owner").isEmpty, "a copy was left in the private zone")
-            _ = await a.stop()
-            _ = await b.stop()
-            await cloud.stop()
+            await ConflictTests.stop(cloud, a, b)
         }
 
         /// The other order: B's edit reaches the cloud before A, which has not fetched it, shares
@@ -369,9 +365,7 @@ extension Mirroring {
             }
             #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
                 .first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"]?["value"] == "edited on B")
-            _ = await a.stop()
-            _ = await b.stop()
-            await cloud.stop()
+            await ConflictTests.stop(cloud, a, b)
         }
 
         /// O moves an event out of the shared session into one it keeps private, and another in:
@@ -426,9 +420,7 @@ extension Mirroring {
             try await a.fetch()
             for device in [a, b] { #expect(try await device.ids() == ["bg-2"], "on \(device.name)") }
             #expect(try await cloud.eventIDs(zoneName: try #require(zone["zoneName"]?.stringValue)) == ["bg-2"])
-            _ = await a.stop()
-            _ = await b.stop()
-            await cloud.stop()
+            await ConflictTests.stop(cloud, a, b)
         }
 
         /// Found by `SharingLifecycleTests` (seed 503): B, not yet knowing A had shared the
@@ -453,10 +445,7 @@ extension Mirroring {
             #expect(try await p.ids("CareEvent", store: "Shared") == ["bg-1", "bg-2", "bg-3"])
             try await b.fetch()
             for device in [a, b] { #expect(try await device.ids() == ["bg-1", "bg-2", "bg-3"], "on \(device.name)") }
-            _ = await p.stop()
-            _ = await a.stop()
-            _ = await b.stop()
-            await cloud.stop()
+            await ConflictTests.stop(cloud, p, a, b)
         }
 
         /// Found by `SharingLifecycleTests` (seed 546): sharing again moves the graph from the
@@ -491,9 +480,7 @@ extension Mirroring {
                 #expect(try await device.status()["stores"]?.arrayValue?.allSatisfy { $0["tombstonesHeld"] == 0 } == true, "on \(device.name)")
             }
             #expect(try await cloud.eventIDs(zoneName: secondZone) == ["bg-1", "bg-2", "bg-3", "bg-4"])
-            _ = await a.stop()
-            _ = await b.stop()
-            await cloud.stop()
+            await ConflictTests.stop(cloud, a, b)
         }
 
         @Test("The owner's other device keeps a session that sharing moved to a share zone, with the same object IDs")
@@ -513,9 +500,7 @@ extension Mirroring {
             #expect(try await cloud.records(user: "owner").isEmpty)
             try await a.fetch()
             #expect(try await a.object(id: "bg-1")?["values"]?["note"] == "from B")
-            _ = await a.stop()
-            _ = await b.stop()
-            await cloud.stop()
+            await ConflictTests.stop(cloud, a, b)
         }
     }
 }
