@@ -315,7 +315,17 @@ extension CloudMirror {
                 // The record's stamps, decoded only for a merge or for stamps already kept here.
                 var times: [String: FieldStamp]?
                 var keepPending = false
-                if let pending = queued {
+                /// Fields this device's copy won in a merge with a moved copy made without it.
+                var won: Set<String> = []
+                if queued?.kind != .delete, let meta, Self.movedWithout(meta, record: record, fields: serverFields),
+                   let client = try Self.currentFields(entity: entity, uuid: uuid, state: state) {
+                    let outcome = try mergeConcurrent(server: serverFields, client: client, uuid: uuid, state: state)
+                    fields = outcome.fields
+                    times = outcome.times
+                    won = outcome.won
+                    keepPending = queued != nil || !won.isEmpty
+                    report.merged += 1
+                } else if let pending = queued {
                     if pending.kind == .delete {
                         if options.deletePolicy(entity.name) == .deleteWins {
                             // The local delete stands; remember the server's tag and send the delete.
@@ -348,6 +358,8 @@ extension CloudMirror {
                         try state.setFieldTimes(uuid, MirrorRecordCoding.times(serverFields))
                     }
                     if !keep, queued != nil { try state.dropPending(uuid) }
+                    // Sent to the record where it lives now (an insert still queued stays one).
+                    if !won.isEmpty { try state.enqueue(uuid: uuid, entity: entity.name, kind: .update, zone: nil, changed: won) }
                 }
                 report.changedRecords += 1
             }
@@ -431,6 +443,30 @@ extension CloudMirror {
             // The mirror's own import is history too; it is never exported.
             try ingest(store)
         }
+    }
+
+    /// Whether `record` arrived moved from the zone this device's copy is in, by a device that
+    /// had another version of it than this one (`MovedFrom`): the move deleted this device's
+    /// version, and the record came from the mover's.
+    static func movedWithout(_ meta: MirrorState.Meta, record: MirrorRecord, fields: [String: JSONValue]?) -> Bool {
+        guard meta.zone.zoneName != record.zoneID.zoneName, let from = MovedFrom(fields: fields), from.zoneName == meta.zone.zoneName else {
+            return false
+        }
+        return from.changeTag != meta.changeTag
+    }
+
+    /// Two versions neither of which saw the other (a moved copy and the one its move deleted):
+    /// the ancestor is unknown, so every field that differs is decided by the conflict policy
+    /// (by default the later edit by per-field stamp). `won`: the fields that keep this device's value.
+    func mergeConcurrent(server: [String: JSONValue]?, client: [String: JSONValue], uuid: String,
+                         state: MirrorState) throws -> (fields: [String: JSONValue], times: [String: FieldStamp], won: Set<String>) {
+        let serverData = MirrorRecordCoding.dataFields(server)
+        let clientData = MirrorRecordCoding.dataFields(client)
+        let outcome = MirrorMerge(policy: options.conflictPolicy).merge(
+            server: serverData, serverTimes: MirrorRecordCoding.times(server), client: clientData, clientTimes: try state.fieldTimes(uuid),
+            ancestor: nil, localChanged: Set(serverData.keys).union(clientData.keys))
+        let won = Set(outcome.fields.keys).union(serverData.keys).filter { outcome.fields[$0] != serverData[$0] }
+        return (outcome.fields, outcome.times, won)
     }
 
     /// A record lives in the zone of the object it belongs to (an event in its session's share

@@ -450,7 +450,7 @@ extension CloudMirror {
                     report.dropped += 1
                     continue
                 }
-                let fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText, cache: &texts)
+                var fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText, cache: &texts)
                 guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
                     try state.dropPending(pending.uuid)
                     report.dropped += 1
@@ -459,7 +459,14 @@ extension CloudMirror {
                 var record = MirrorRecord(recordName: pending.uuid, zoneID: zone, recordType: "CD_\(entity.name)", fields: nil)
                 var move: MirrorZoneID?
                 if let meta {
-                    if meta.zone == zone { record.recordChangeTag = meta.changeTag } else { move = meta.zone }
+                    if meta.zone == zone {
+                        record.recordChangeTag = meta.changeTag
+                    } else {
+                        move = meta.zone
+                        // The old copy is deleted unconditionally: the tag it was moved from lets
+                        // a device whose edit that delete removed see it (`MovedFrom`).
+                        if let tag = meta.changeTag { fields = MovedFrom(zoneName: meta.zone.zoneName, changeTag: tag).adding(to: fields) }
+                    }
                 }
                 items.append(Item(pending: pending, entity: entity, record: record, fieldsText: fields, delete: move))
                 count += move == nil ? 1 : 2

@@ -67,8 +67,12 @@ extension CloudMirror {
             var graph: [(uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: MirrorZoneID?)] = []
             for (memberEntity, memberKey) in members {
                 guard let memberRow = try store.read(memberEntity, primaryKey: memberKey) else { continue }
-                let fields = try MirrorRecordCoding.fields(entity: memberEntity, row: memberRow, state: state, timesText: try state.fieldTimesText(memberRow.uuid))
-                graph.append((memberRow.uuid, memberEntity, fields, try state.meta(memberRow.uuid)?.zone))
+                var fields = try MirrorRecordCoding.fields(entity: memberEntity, row: memberRow, state: state, timesText: try state.fieldTimesText(memberRow.uuid))
+                let meta = try state.meta(memberRow.uuid)
+                // Another device's edit landing in the old zone before the move deletes it is
+                // lost there; the tag the move started from lets that device see it (`MovedFrom`).
+                if let meta, let tag = meta.changeTag { fields[MovedFrom.field] = MovedFrom(zoneName: meta.zone.zoneName, changeTag: tag).fieldValue }
+                graph.append((memberRow.uuid, memberEntity, fields, meta?.zone))
             }
             return (row.uuid, graph)
         }

@@ -209,7 +209,8 @@ enum MirrorRecordCoding {
     /// double sent as `250.0` and read back as `250` compare equal.
     static func dataFields(_ fields: [String: JSONValue]?) -> [String: JSONValue] {
         var result: [String: JSONValue] = [:]
-        for (name, field) in fields ?? [:] where name != MirrorState.fieldTimesField && name != MirrorState.entityNameField {
+        for (name, field) in fields ?? [:] where name != MirrorState.fieldTimesField && name != MirrorState.entityNameField
+            && name != MovedFrom.field {
             guard var object = field.objectValue, let type = object["type"]?.stringValue, type == "double" || type == "date",
                   let number = object["value"]?.doubleValue else {
                 result[name] = field
@@ -266,5 +267,48 @@ enum JSONText {
 
     static func write(_ value: JSONValue, into text: inout String) {
         JSONWriter.append(value, to: &text, integralDoubles: true)
+    }
+}
+
+/// `MC_movedFrom`, a bookkeeping field on a record a device moved into another zone (sharing a
+/// session moves its graph; an event follows its session): the zone it left and the change tag
+/// of the copy the mover had there. The move deletes that copy unconditionally (CloudKit's
+/// deletes take no tag), so an edit another device saved there after the mover last fetched is
+/// deleted with it, and the moved copy lacks it. That device holds a copy with another tag and
+/// so can tell: it merges the two as concurrent versions (`CloudMirror.applyPage`). The next
+/// ordinary save of the record, which sends the whole field set, leaves the field behind.
+struct MovedFrom: Equatable {
+    static let field = "MC_movedFrom"
+
+    var zoneName: String
+    var changeTag: String
+
+    init(zoneName: String, changeTag: String) {
+        self.zoneName = zoneName
+        self.changeTag = changeTag
+    }
+
+    /// The field of a record's fields, if it has one that reads.
+    init?(fields: [String: JSONValue]?) {
+        guard let text = fields?[Self.field]?["value"]?.stringValue, let object = try? JSONParser.parse(text).objectValue,
+              let zoneName = object["zoneName"]?.stringValue, let changeTag = object["recordChangeTag"]?.stringValue else { return nil }
+        self.init(zoneName: zoneName, changeTag: changeTag)
+    }
+
+    /// The field: a string holding `{"recordChangeTag":…,"zoneName":…}`.
+    var fieldValue: JSONValue {
+        ["type": "string", "value": .string(JSONText.object(["recordChangeTag": .string(changeTag), "zoneName": .string(zoneName)]))]
+    }
+
+    /// Fields text (`MirrorRecordCoding.fieldsText`) with the field added last, where its name
+    /// sorts (after the stamps' `MC_fieldModified`): the text stays in stored form.
+    func adding(to fieldsText: String) -> String {
+        guard fieldsText.hasSuffix("}") else { return fieldsText }
+        var text = String(fieldsText.dropLast())
+        if text != "{" { text += "," }
+        JSONWriter.appendString(Self.field, to: &text)
+        text += ":"
+        JSONText.write(fieldValue, into: &text)
+        return text + "}"
     }
 }

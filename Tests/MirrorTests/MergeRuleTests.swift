@@ -272,5 +272,27 @@ extension Mirroring {
             let positions = order.compactMap { text.range(of: "\"\($0)\":")?.lowerBound }
             #expect(positions.count == order.count && positions == positions.sorted(), "\(text)")
         }
+
+        @Test("A moved record names the zone and tag it left, last among its fields; only a copy of that zone with another tag was left out")
+        func movedFromRules() throws {
+            let from = MovedFrom(zoneName: MirrorState.coreDataZone, changeTag: "t7")
+            let text = from.adding(to: #"{"CD_note":{"type":"string","value":"n"},"MC_fieldModified":{"type":"string","value":"{}"}}"#)
+            let fields = try #require(try JSONParser.parse(text).objectValue)
+            #expect(MovedFrom(fields: fields) == from)
+            #expect(text.hasSuffix(#""MC_movedFrom":{"type":"string","value":"{\"recordChangeTag\":\"t7\",\"zoneName\":\"com.apple.coredata.cloudkit.zone\"}"}}"#), "\(text)")
+            #expect(MovedFrom(fields: ["MC_movedFrom": Self.field("not json")]) == nil)
+            #expect(MirrorRecordCoding.dataFields(fields).keys.sorted() == ["CD_note"], "bookkeeping is no data field")
+
+            let share = MirrorZoneID(zoneName: CloudMirror.shareZonePrefix + "Z")
+            let moved = MirrorRecord(recordName: "e1", zoneID: share, recordType: "CD_CareEvent", fields: fields)
+            func meta(_ zone: MirrorZoneID, _ tag: String?) -> MirrorState.Meta {
+                MirrorState.Meta(uuid: "e1", entity: "CareEvent", zone: zone, changeTag: tag, serverFields: nil)
+            }
+            #expect(CloudMirror.movedWithout(meta(.coreData, "t8"), record: moved, fields: fields), "another version was deleted by the move")
+            #expect(!CloudMirror.movedWithout(meta(.coreData, "t7"), record: moved, fields: fields), "the version the mover had")
+            #expect(!CloudMirror.movedWithout(meta(share, "x"), record: moved, fields: fields), "already known in the new zone")
+            #expect(!CloudMirror.movedWithout(meta(MirrorZoneID(zoneName: "elsewhere"), "t8"), record: moved, fields: fields), "moved from another zone")
+            #expect(!CloudMirror.movedWithout(meta(.coreData, "t8"), record: moved, fields: MirrorRecordCoding.dataFields(fields)), "not a moved record")
+        }
     }
 }

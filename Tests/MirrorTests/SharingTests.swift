@@ -368,6 +368,67 @@ extension Mirroring {
             await ConflictTests.stop(cloud, a, b)
         }
 
+        /// The window between the two: A's share.create has fetched and its move (create in the
+        /// share zone, unconditional delete of the old copies) is at the server when B's edit
+        /// lands in the old zone. The move deletes B's edit there and creates A's older copy in
+        /// the share. The moved record names the tag it was moved from; B's copy has another
+        /// tag, so B merges the two as concurrent versions (the later edit per field) and sends
+        /// its edit into the share zone.
+        @Test("An edit the owner's second device sends while the first's share.create is moving the session reaches the share")
+        func editSentWhileAnotherDeviceMovesTheSession() async throws {
+            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
+            let event = try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue)
+            let created = try await cloud.whileHeld("records.modify", device: a, op: "share.create", ["objectID": .string(session)]) {
+                try await b.set(event, ["note": "edited on B"])
+                #expect(try await b.send()["saved"] == 1)
+            }
+            let zoneName = try #require(try created.get()["zoneName"]?.stringValue)
+            #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
+                .first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"] == nil, "the move carried A's older copy")
+            try await b.fetch()
+            try await b.send()
+            try await a.fetch()
+            for device in [a, b] {
+                #expect(try await device.ids() == ["bg-1", "bg-2"], "on \(device.name)")
+                #expect(try await device.object(id: "bg-1")?["values"]?["note"] == "edited on B", "on \(device.name)")
+                #expect(try await device.pending() == 0, "on \(device.name)")
+            }
+            #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
+                .first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"]?["value"] == "edited on B")
+            #expect(try await cloud.records(user: "owner").isEmpty, "a copy was left in the private zone")
+            await ConflictTests.stop(cloud, a, b)
+        }
+
+        /// The same through a send: A, which has not fetched B's edit of an event, moves the
+        /// event into a shared session. Its send creates A's copy in the share zone and deletes
+        /// the old one, B's edit with it. B merges the moved copy with its own (A's session
+        /// change and B's note are both kept) and sends the note into the share zone.
+        @Test("An edit the owner's second device sent, unfetched by the first, survives the first moving the event into a shared session")
+        func editOfAnEventAnotherDeviceMovesIntoAShare() async throws {
+            let (cloud, a, b, _) = try await Self.ownersTwoDevicesWithASession()
+            let shared = try await a.insertSession("shared-one")
+            let zoneName = try #require(try await a.call("share.create", ["objectID": .string(shared)])["zoneName"]?.stringValue)
+            try await b.fetch()
+            try await b.set(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue), ["note": "edited on B"])
+            try await b.send()
+            try await a.set(try #require(try await a.object(id: "bg-1")?["objectID"]?.stringValue), ["session": .string(shared)])
+            try await a.send()
+            try await b.fetch()
+            try await b.send()
+            try await a.fetch()
+            let sharedOnB = try #require(try await b.object(id: "shared-one", entity: "CareSession")?["objectID"]?.stringValue)
+            for (device, session) in [(a, shared), (b, sharedOnB)] {
+                let event = try await device.object(id: "bg-1")
+                #expect(event?["values"]?["note"] == "edited on B", "on \(device.name)")
+                #expect(event?["values"]?["session"]?.stringValue == session, "on \(device.name)")
+                #expect(try await device.pending() == 0, "on \(device.name)")
+            }
+            #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
+                .first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"]?["value"] == "edited on B")
+            #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["bg-2"])
+            await ConflictTests.stop(cloud, a, b)
+        }
+
         /// O moves an event out of the shared session into one it keeps private, and another in:
         /// each record follows its session's zone, so P loses the first and gains the second.
         @Test("O moves an event out of a shared session and another into it: P loses the first and receives the second")
