@@ -323,7 +323,7 @@ extension CloudMirror {
                     fields = outcome.fields
                     times = outcome.times
                     won = outcome.won
-                    keepPending = queued != nil || !won.isEmpty
+                    keepPending = !won.isEmpty
                     report.merged += 1
                 } else if let pending = queued {
                     if pending.kind == .delete {

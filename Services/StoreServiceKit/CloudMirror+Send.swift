@@ -579,14 +579,22 @@ extension CloudMirror {
                             report.conflictsResolved += 1
                             continue
                         }
-                        let known = error.code == .serverRecordChanged ? try state.meta(uuid, withFields: true)?.serverFields : nil
+                        // The copy this device knew is the ancestor only in the zone it was
+                        // saved to. A save without a tag that met a record there
+                        // (serverRejectedRequest: both devices created it, or another moved it
+                        // there first) has none: the two are concurrent versions, and every field
+                        // either holds is decided by the policy. Counting only the queued fields
+                        // as edited let the other device's copy undo an edit this one carried
+                        // (an edited record both devices moved, each into another zone).
+                        let knownCopy = error.code == .serverRecordChanged ? try state.meta(uuid, withFields: true) : nil
+                        let known = knownCopy?.zone == record.zoneID ? knownCopy?.serverFields : nil
                         let ancestor = error.details["ancestorRecord"].flatMap(MirrorRecord.init(json:))?.fields ?? known
                         // Merge with the row as it is now (a save may have landed since the batch was built).
                         let sent = item.fieldsText.flatMap { try? JSONParser.parse($0).objectValue }
                         let current = MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,
                                                    fields: row ?? sent)
                         let outcome = try merge(server: server, client: current, ancestor: ancestor,
-                                                pending: queued ?? item.pending, state: state)
+                                                pending: queued ?? item.pending, state: state, everyField: ancestor == nil)
                         local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.zoneName))
                         afterSave.append {
                             try state.setMeta(serverCopy: server, entity: item.entity.name, uuid: uuid)
@@ -660,14 +668,18 @@ extension CloudMirror {
 
     /// Merges the server's copy with the local one (SEMANTICS C5).
     /// `serverFields`: `server.fields` when the caller already parsed them.
+    /// `everyField`: every field either side holds counts as edited here (two concurrent
+    /// versions without an ancestor: each differing field is decided by the policy).
     func merge(server: MirrorRecord, client: MirrorRecord, ancestor: [String: JSONValue]?, pending: MirrorState.Pending,
-               state: MirrorState, serverFields parsed: [String: JSONValue]?? = nil) throws -> MirrorMerge.Outcome {
+               state: MirrorState, serverFields parsed: [String: JSONValue]?? = nil, everyField: Bool = false) throws -> MirrorMerge.Outcome {
         // Each side's fields read once (fields that came as text are parsed on each read).
         let serverFields = parsed ?? server.fields
+        let serverData = MirrorRecordCoding.dataFields(serverFields)
         let clientFields = MirrorRecordCoding.dataFields(client.fields)
-        let localChanged = pending.kind == .insert ? Set(clientFields.keys).union(pending.changed) : pending.changed
+        var localChanged = pending.kind == .insert ? Set(clientFields.keys).union(pending.changed) : pending.changed
+        if everyField { localChanged.formUnion(clientFields.keys.map { $0 } + serverData.keys) }
         return MirrorMerge(policy: options.conflictPolicy).merge(
-            server: MirrorRecordCoding.dataFields(serverFields), serverTimes: MirrorRecordCoding.times(serverFields),
+            server: serverData, serverTimes: MirrorRecordCoding.times(serverFields),
             client: clientFields, clientTimes: try state.fieldTimes(client.recordName),
             ancestor: ancestor.map(MirrorRecordCoding.dataFields), ancestorTimes: MirrorRecordCoding.times(ancestor), localChanged: localChanged)
     }

@@ -288,11 +288,34 @@ extension Mirroring {
             try await run(seed: seed, cloud: cloud, devices: [a, b, p], zone: ["zoneName": .string(zoneName)], shareZone: zoneName)
         }
 
-        func run(seed: UInt64, cloud: Cloud, devices: [Driven], zone: JSONValue, shareZone: String?, automatic: Bool = false) async throws {
-            try await run(seed: seed, deployment: Deployment(cloud: cloud), devices: devices, zone: zone, shareZone: shareZone, automatic: automatic)
+        /// A shares the session now and then (its events move into a new share zone, their old
+        /// copies deleted unconditionally) and stops sharing (they stay in the share zone), while
+        /// A and B edit, log and delete events of the session: every move races the other
+        /// device's edits. Found: an edit B saved in the old zone after A's last fetch was
+        /// deleted by the move (`MovedFrom`).
+        @Test("seeded histories on devices A and B of one user, A sharing the session and stopping, converge to the model",
+              arguments: seeds(from: 600))
+        func twoDevicesWhileTheSessionMoves(seed: UInt64) async throws {
+            let cloud = try await Cloud.start()
+            let a = Driven(try await Device.start("A", user: "owner", cloud: cloud))
+            let b = Driven(try await Device.start("B", user: "owner", cloud: cloud))
+            a.session = try await a.device.insertSession("mochi")
+            try await a.device.send()
+            try await b.device.fetch()
+            b.session = try #require(try await b.device.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
+            try await run(seed: seed, cloud: cloud, devices: [a, b], zone: ["zoneName": "com.apple.coredata.cloudkit.zone"], shareZone: nil,
+                          moves: true)
         }
 
-        func run(seed: UInt64, deployment: Deployment, devices: [Driven], zone: JSONValue, shareZone: String?, automatic: Bool = false) async throws {
+        func run(seed: UInt64, cloud: Cloud, devices: [Driven], zone: JSONValue, shareZone: String?, automatic: Bool = false,
+                 moves: Bool = false) async throws {
+            try await run(seed: seed, deployment: Deployment(cloud: cloud), devices: devices, zone: zone, shareZone: shareZone, automatic: automatic,
+                          moves: moves)
+        }
+
+        /// `moves`: the first device shares its session and stops sharing, now and then.
+        func run(seed: UInt64, deployment: Deployment, devices: [Driven], zone: JSONValue, shareZone: String?, automatic: Bool = false,
+                 moves: Bool = false) async throws {
             var random = SplitMix64(state: seed)
             func pick(_ count: Int) -> Int { Int(random.next() % UInt64(count)) }
             for driven in devices { try await driven.catchUp() }
@@ -300,6 +323,9 @@ extension Mirroring {
             var steps: [String] = []
             var counter = 0
             var permission = "readWrite"
+            /// The zone the session's events live in (moves: the last share zone, once shared).
+            var eventZone = zone
+            var sharedZone: String?
 
             func record(_ edits: [Edit], by driven: Driven) {
                 if driven.isParticipant { model.tentative += edits } else { model.effective += edits }
@@ -451,6 +477,18 @@ extension Mirroring {
                     try await devices[0].device.call("share.setPermission", ["zoneName": .string(shareZone), "user": "alice",
                                                                               "permission": .string(permission)])
                     steps.append("A makes P \(permission)")
+                } else if roll < 67, moves, let session = devices[0].session {
+                    if let zoneName = sharedZone {
+                        try await devices[0].device.call("share.stop", ["zoneName": .string(zoneName)])
+                        sharedZone = nil
+                        steps.append("A stops sharing")
+                    } else {
+                        let created = try await devices[0].device.call("share.create", ["objectID": .string(session)])
+                        let zoneName = try #require(created["zoneName"]?.stringValue)
+                        sharedZone = zoneName
+                        eventZone = ["zoneName": .string(zoneName)]
+                        steps.append("A shares the session in \(zoneName.suffix(8)) (\(created["movedRecords"] ?? .null) records)")
+                    }
                 } else if roll < 83 {
                     var report: JSONValue = .null
                     if try await survive({ report = try await device.send() }) { sent(driven) }
@@ -501,7 +539,7 @@ extension Mirroring {
                     }
                 }
             }
-            let records = try await resilient { try await deployment.cloud.records(user: "owner", zone: zone) }.filter { $0["recordType"] == "CD_CareEvent" }
+            let records = try await resilient { try await deployment.cloud.records(user: "owner", zone: eventZone) }.filter { $0["recordType"] == "CD_CareEvent" }
             #expect(records.count == expected.count, "the cloud holds \(records.count) events, the model \(expected.count); \(trace)")
             for driven in devices { _ = await driven.device.stop() }
             await deployment.cloud.stop()

@@ -429,6 +429,41 @@ extension Mirroring {
             await ConflictTests.stop(cloud, a, b)
         }
 
+        /// Two moves of one record race: B logged an event into the zone its session had left
+        /// (B had not fetched the share), and edits it after learning of the share. A shares
+        /// the session again and moves the event, unedited, into the new zone; B's send moves
+        /// its edited copy into the zone B knows, the one the session just left. A receives that
+        /// copy and moves it on into the session's zone, where its own copy is: two versions,
+        /// neither made from the other, that merge by the later edit per field.
+        @Test("Two devices moving one event into different zones: the edit one of them made survives")
+        func twoMovesOfOneEvent() async throws {
+            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
+            let first = try #require(try await a.call("share.create", ["objectID": .string(session)])["zoneName"]?.stringValue)
+            let sessionOnB = try #require(try await b.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
+            try await b.insertEvents(["b-1"], session: sessionOnB)
+            try await b.send()
+            try await b.fetch()
+            try await a.call("share.stop", ["zoneName": .string(first)])
+            try await b.set(try #require(try await b.object(id: "b-1")?["objectID"]?.stringValue), ["value": 71])
+            let second = try #require(try await a.call("share.create", ["objectID": .string(session)])["zoneName"]?.stringValue)
+            try await b.send()
+            for _ in 0..<2 {
+                try await a.fetch()
+                try await a.send()
+                try await b.fetch()
+                try await b.send()
+            }
+            try await a.fetch()
+            for device in [a, b] {
+                #expect(try await device.object(id: "b-1")?["values"]?["value"]?.doubleValue == 71, "on \(device.name)")
+                #expect(try await device.pending() == 0, "on \(device.name)")
+            }
+            #expect(try await cloud.eventIDs(zoneName: second) == ["b-1", "bg-1", "bg-2"])
+            #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(second)])
+                .first { $0["fields"]?["CD_id"]?["value"] == "b-1" }?["fields"]?["CD_value"]?["value"]?.doubleValue == 71)
+            await ConflictTests.stop(cloud, a, b)
+        }
+
         /// O moves an event out of the shared session into one it keeps private, and another in:
         /// each record follows its session's zone, so P loses the first and gains the second.
         @Test("O moves an event out of a shared session and another into it: P loses the first and receives the second")
