@@ -74,6 +74,8 @@ extension Mirroring {
         }
 
         static let editable = ["value", "note", "eventTypeRaw"]
+        /// The id of the moves variant's second session; its events stay in the core-data zone.
+        static let otherSession = "kept"
         /// The model's key for the session's edits (no event id looks like it).
         static let sessionKey = "#session"
         static let titles: [JSONValue] = ["Mochi", "Mochi at the vet", "Mochi 🐱", "Tama"]
@@ -97,6 +99,8 @@ extension Mirroring {
             let isParticipant: Bool
             /// Its objectID of the session every event belongs to (nil: no session).
             var session: String?
+            /// Its objectID of a second, never shared session events move to and back (moves variant).
+            var otherSession: String?
             var lastToken = 0
             init(_ device: Device, store: String = "Private", isParticipant: Bool = false) {
                 self.device = device
@@ -412,9 +416,22 @@ extension Mirroring {
                     record(events.map { event in
                         var fields: [String: JSONValue] = ["id": event["id"] ?? .null]
                         for name in Self.editable { fields[name] = event[name] ?? .null }
+                        if moves { fields["session"] = "mochi" }
                         return Edit(id: event["id"]?.stringValue ?? "", change: .set(fields), stamp: save.stamp)
                     }, by: driven)
                     steps.append("\(device.name) inserts \(events.compactMap { $0["id"]?.stringValue })")
+                } else if roll < 50, moves, driven.otherSession != nil, pick(4) == 0, let session = driven.session, let other = driven.otherSession {
+                    // Move an event this device holds into the other session (a field edit that moves its record).
+                    let held = try await device.objects()
+                    guard !held.isEmpty else { continue }
+                    let object = held[pick(held.count)]
+                    let id = try #require(object["values"]?["id"]?.stringValue)
+                    let objectID = try #require(object["objectID"]?.stringValue)
+                    let toOther = object["values"]?["session"]?.stringValue != other
+                    try await device.set(objectID, ["session": .string(toOther ? other : session)])
+                    guard let (stamp, _) = try await driven.savedChanges(["session": .null], of: objectID) else { continue }
+                    record([Edit(id: id, change: .set(["session": toOther ? .string(Self.otherSession) : "mochi"]), stamp: stamp)], by: driven)
+                    steps.append("\(device.name) moves \(id) to \(toOther ? Self.otherSession : "mochi")")
                 } else if roll < 50 {
                     // Edit one or two fields of an event this device holds, each to a value it does not have.
                     let held = try await resilient { try await device.objects() }
@@ -539,10 +556,24 @@ extension Mirroring {
                         let wanted = fields[name] ?? .null
                         #expect(Self.same(value, wanted), "\(device.name) \(id).\(name) = \(value), the model \(wanted); \(trace)")
                     }
+                    if moves {
+                        let session: JSONValue = object["values"]?["session"]?.stringValue == driven.otherSession ? .string(Self.otherSession) : "mochi"
+                        #expect(session == fields["session"], "\(device.name) \(id) is in session \(session), the model \(fields["session"] ?? .null); \(trace)")
+                    }
                 }
             }
             let records = try await resilient { try await deployment.cloud.records(user: "owner", zone: eventZone) }.filter { $0["recordType"] == "CD_CareEvent" }
-            #expect(records.count == expected.count, "the cloud holds \(records.count) events, the model \(expected.count); \(trace)")
+            if moves, eventZone != zone {
+                // Each event's record is in its session's zone.
+                let kept = expected.filter { $0.value["session"] == .string(Self.otherSession) }.keys.sorted()
+                let inShare = expected.keys.filter { !kept.contains($0) }.sorted()
+                let shareIDs = try await deployment.cloud.eventIDs(zoneName: eventZone["zoneName"]?.stringValue ?? "")
+                let keptIDs = try await deployment.cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone")
+                #expect(shareIDs == inShare, "the share zone holds \(shareIDs), the model \(inShare); \(trace)")
+                #expect(keptIDs == kept, "the core-data zone holds \(keptIDs), the model \(kept); \(trace)")
+            } else {
+                #expect(records.count == expected.count, "the cloud holds \(records.count) events, the model \(expected.count); \(trace)")
+            }
             for driven in devices { _ = await driven.device.stop() }
             await deployment.cloud.stop()
         }
