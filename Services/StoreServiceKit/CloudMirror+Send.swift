@@ -44,6 +44,8 @@ extension CloudMirror {
         var fieldsText: String?
         /// A delete: of the record itself, or of its old copy when it moves to another zone.
         var delete: MirrorZoneID?
+        /// A save of the record where it is, with its tag, before it moves (`buildBatch`).
+        var touch = false
     }
 
     private struct Batch {
@@ -59,7 +61,8 @@ extension CloudMirror {
     /// Ingests new history and builds the next batch of due entries not in `excluding`.
     /// `after`: the queue is read from past this position (the batches still in flight hold
     /// what comes before; reading them again only to skip them was a tenth of a send).
-    private func nextBatch(scope: StoreScope, excluding: Set<String>, after: Int64 = 0, report: inout MirrorSendReport) throws -> Batch? {
+    private func nextBatch(scope: StoreScope, excluding: Set<String>, after: Int64 = 0, touched: Set<String>,
+                           report: inout MirrorSendReport) throws -> Batch? {
         let now = Date().timeIntervalSince1970
         let limit = progress.withLock { $0.batchLimit }
         return try withStores { stores -> Batch? in
@@ -70,7 +73,8 @@ extension CloudMirror {
                 let more = try ingest(store, enough: limit)
                 // One transaction: its dozens of statements per record share one file lock.
                 let batch = try store.database.transaction(commit: .deferred) { () -> Batch in
-                    let items = try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after, report: &report)
+                    let items = try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after, touched: touched,
+                                               report: &report)
                     return Batch(storeName: store.name, database: Self.database(of: store), items: items,
                                  createsInFlight: try Self.recordCreates(of: items, state: MirrorState(store)))
                 }
@@ -226,7 +230,9 @@ extension CloudMirror {
         var inFlight: [InFlight] = []
         var stopError: WireError?
         var rebuild = false
-        var upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report)
+        /// Records saved where they are in this send, so their move can go out (`buildBatch`).
+        var touched: Set<String> = []
+        var upcoming = try nextBatch(scope: scope, excluding: skipped, touched: touched, report: &report)
         func unanswered() -> Set<String> { Set(inFlight.flatMap(\.names)) }
         // Entries before the last one in flight were all sent in this send, or skipped; any
         // still queued there (a merge the client won) are read once nothing is in flight.
@@ -239,17 +245,18 @@ extension CloudMirror {
                 let params = ModifyRequest(database: batch.database, items: batch.items, deletes: deletes)
                 report.requests += 1
                 inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params)))
-                upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), report: &report)
+                upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), touched: touched, report: &report)
             }
             guard !inFlight.isEmpty else { break }
             let sent = inFlight.removeFirst()
             let verdict = finish(sent.waiter, "records.modify", sent.params)
             CrashPoint.reached("mirror.afterServerReply")
-            switch try apply(verdict, of: sent.batch, scope: scope, report: &report, skipped: &skipped, missing: &missing) {
+            switch try apply(verdict, of: sent.batch, scope: scope, report: &report, skipped: &skipped, missing: &missing, touched: &touched) {
             case .next:
                 // When nothing was left to build, look again: saves made during the send are sent by it too.
                 if upcoming == nil, stopError == nil, !rebuild {
-                    upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), report: &report)
+                    upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), touched: touched,
+                                             report: &report)
                 }
             case .rebuild:
                 rebuild = true
@@ -263,7 +270,7 @@ extension CloudMirror {
             }
             if rebuild, inFlight.isEmpty {
                 rebuild = false
-                if stopError == nil { upcoming = try nextBatch(scope: scope, excluding: skipped, report: &report) }
+                if stopError == nil { upcoming = try nextBatch(scope: scope, excluding: skipped, touched: touched, report: &report) }
             }
         }
         if !missing.isEmpty {
@@ -291,18 +298,20 @@ extension CloudMirror {
 
     /// Applies one batch's answer.
     private func apply(_ verdict: Result<JSONValue, WireError>, of batch: Batch, scope: StoreScope,
-                       report: inout MirrorSendReport, skipped: inout Set<String>, missing: inout [Item]) throws -> Step {
+                       report: inout MirrorSendReport, skipped: inout Set<String>, missing: inout [Item], touched: inout Set<String>) throws -> Step {
         let items = batch.items
         switch verdict {
         case let .success(result):
             // Every entry saved: only the mirror's metadata changes.
             try applyVerdicts(items: items, scopeStore: batch.storeName, saved: result["saved"], deleted: result["deleted"], errors: [:],
-                              answered: batch.createsInFlight, report: &report, skipped: &skipped, missing: &missing)
-            return .next
+                              answered: batch.createsInFlight, report: &report, skipped: &skipped, missing: &missing, touched: &touched)
+            // A record saved where it was still moves: its entry is read again.
+            return items.contains(where: \.touch) ? .rebuild : .next
         case let .failure(error) where error.code == .partialFailure:
             let errors = (error.details["partialErrors"]?.objectValue ?? [:]).compactMapValues { try? $0.decode(WireError.self) }
             try applyVerdicts(items: items, scopeStore: batch.storeName, saved: error.details["saved"], deleted: error.details["deleted"],
-                              errors: errors, answered: batch.createsInFlight, report: &report, skipped: &skipped, missing: &missing)
+                              errors: errors, answered: batch.createsInFlight, report: &report, skipped: &skipped, missing: &missing,
+                              touched: &touched)
             return .rebuild
         case let .failure(error) where error.code == .limitExceeded:
             let halved = max(1, items.count / 2)
@@ -417,7 +426,7 @@ extension CloudMirror {
 
     /// The due entries of the queue as records, payloads built now from the rows as they are.
     private func buildBatch(store: PersistentStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
-                            report: inout MirrorSendReport) throws -> [Item] {
+                            touched: Set<String>, report: inout MirrorSendReport) throws -> [Item] {
         let state = MirrorState(store)
         var items: [Item] = []
         var count = 0
@@ -461,10 +470,22 @@ extension CloudMirror {
                 if let meta {
                     if meta.zone == zone {
                         record.recordChangeTag = meta.changeTag
+                    } else if let tag = meta.changeTag, !touched.contains(pending.uuid) {
+                        // A move deletes the old copy unconditionally. It is first saved where it
+                        // is, with its tag: another device's edit there since the last fetch
+                        // fails it (serverRecordChanged: merged, then moved), and so does a copy
+                        // another device moved or deleted meanwhile (unknownItem: the store's
+                        // changes are fetched and tell which), rather than a move that deletes
+                        // the edit, or leaves a second copy of the record in another zone.
+                        record.zoneID = meta.zone
+                        record.recordChangeTag = tag
+                        items.append(Item(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, touch: true))
+                        count += 1
+                        continue
                     } else {
                         move = meta.zone
-                        // The old copy is deleted unconditionally: the tag it was moved from lets
-                        // a device whose edit that delete removed see it (`MovedFrom`).
+                        // The tag it was moved from lets a device whose edit a move deleted
+                        // anyway (in the moment between the two) see it (`MovedFrom`).
                         if let tag = meta.changeTag { fields = MovedFrom(zoneName: meta.zone.zoneName, changeTag: tag).adding(to: fields) }
                     }
                 }
@@ -527,7 +548,7 @@ extension CloudMirror {
     /// `answered`: the batch's rows of creates in flight, dropped with the verdicts.
     private func applyVerdicts(items: [Item], scopeStore: String, saved: JSONValue?, deleted: JSONValue?, errors: [String: WireError],
                                answered: [Int64], report: inout MirrorSendReport, skipped: inout Set<String>,
-                               missing: inout [Item]) throws {
+                               missing: inout [Item], touched: inout Set<String>) throws {
         // Saved records' new change tags by name (the reply's records, read for the two members
         // a verdict needs rather than decoded whole: a batch has hundreds).
         var savedByName: [String: String?] = [:]
@@ -561,6 +582,11 @@ extension CloudMirror {
                     if let tag = savedByName[uuid], error == nil {
                         try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: tag,
                                                 serverFields: nil), fieldsText: item.fieldsText)
+                        if item.touch {
+                            // The copy it moves from is this device's version: the move goes next.
+                            touched.insert(uuid)
+                            continue
+                        }
                         try state.dropPending(item.pending)
                         report.saved += 1
                         continue
@@ -596,13 +622,16 @@ extension CloudMirror {
                         let outcome = try merge(server: server, client: current, ancestor: ancestor,
                                                 pending: queued ?? item.pending, state: state, everyField: ancestor == nil)
                         local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.zoneName))
+                        // A record saved where it was before a move stays queued even when the
+                        // server's copy won: the merged row may still belong in another zone.
+                        let keep = outcome.clientWon || item.touch
                         afterSave.append {
                             try state.setMeta(serverCopy: server, entity: item.entity.name, uuid: uuid)
                             try state.setFieldTimes(uuid, outcome.times)
-                            if !outcome.clientWon { try state.dropPending(item.pending) }
+                            if !keep { try state.dropPending(item.pending) }
                         }
                         report.conflictsResolved += 1
-                        if !outcome.clientWon { skipped.insert(uuid) }
+                        if !keep { skipped.insert(uuid) }
                     case .batchRequestFailed:
                         continue
                     case .unknownItem:

@@ -306,9 +306,11 @@ extension Mirroring {
             let a = Driven(try await Device.start("A", user: "owner", cloud: cloud))
             let b = Driven(try await Device.start("B", user: "owner", cloud: cloud))
             a.session = try await a.device.insertSession("mochi")
+            a.otherSession = try await a.device.insertSession(Self.otherSession, title: "Kept private")
             try await a.device.send()
             try await b.device.fetch()
             b.session = try #require(try await b.device.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
+            b.otherSession = try #require(try await b.device.object(id: Self.otherSession, entity: "CareSession")?["objectID"]?.stringValue)
             try await run(seed: seed, cloud: cloud, devices: [a, b], zone: ["zoneName": "com.apple.coredata.cloudkit.zone"], shareZone: nil,
                           moves: true)
         }

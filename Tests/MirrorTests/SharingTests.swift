@@ -464,6 +464,39 @@ extension Mirroring {
             await ConflictTests.stop(cloud, a, b)
         }
 
+        /// B moves an event out of a session it knows in a share zone (stopped since) into a
+        /// session of the core-data zone, while A, which has not fetched that, shares the session
+        /// again and so moves the event into a new share zone. B's move first saves the record
+        /// where B knows it, with its tag: that copy is gone (unknownItem), so B fetches, finds
+        /// the record in the new share zone, merges its session change in and moves it from
+        /// there. Moving at once (create in the core-data zone, delete the old copy, which was
+        /// already gone) left a copy in each zone: participants kept seeing an event moved out of
+        /// their session, and A and B could each follow another copy.
+        @Test("An event one device moves to another session while the other shares its session ends in one zone, its session's")
+        func eventMovedAwayWhileItsSessionIsShared() async throws {
+            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
+            let other = try await b.insertSession("kept", title: "Kept private")
+            try await b.send()
+            let first = try #require(try await a.call("share.create", ["objectID": .string(session)])["zoneName"]?.stringValue)
+            try await a.call("share.stop", ["zoneName": .string(first)])
+            try await b.fetch()
+            try await b.set(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue), ["session": .string(other)])
+            let zoneName = try #require(try await a.call("share.create", ["objectID": .string(session)])["zoneName"]?.stringValue)
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-1", "bg-2"], "A moved bg-1 with the session")
+            let report = try await b.send()
+            #expect(report["saved"] == 1 && report["pending"] == 0, "\(report)")
+            try await a.fetch()
+            try await b.fetch()
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-2"], "a copy was left in the share zone")
+            #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["bg-1"])
+            let otherOnA = try #require(try await a.object(id: "kept", entity: "CareSession")?["objectID"]?.stringValue)
+            for (device, session) in [(a, otherOnA), (b, other)] {
+                #expect(try await device.object(id: "bg-1")?["values"]?["session"]?.stringValue == session, "on \(device.name)")
+                #expect(try await device.pending() == 0, "on \(device.name)")
+            }
+            await ConflictTests.stop(cloud, a, b)
+        }
+
         /// O moves an event out of the shared session into one it keeps private, and another in:
         /// each record follows its session's zone, so P loses the first and gains the second.
         @Test("O moves an event out of a shared session and another into it: P loses the first and receives the second")
