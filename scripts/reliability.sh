@@ -93,7 +93,7 @@ figure below comes from tests that ran in that command; rerun it to reproduce.
 | injected-fault tests passed (dropped connection before/after commit, partial frame, seeded probability, start-up file, held and dropped pushes, requests held until released, refused bad faults, rules matched by zone, owner and record type) | $faults |
 | hostile frames sent to live services (random, mutated, deeply nested, oversized, invalid UTF-8, hostile params for every op; $seeds seeds × $rounds rounds × 60 frames × 2 services) | $hostile |
 | kill -9 at random moments (\`RandomKillTests\`, seed 1: concurrent writers on a device and a sender to the cloud; the device or the sync-service killed at a random hit of a named point — incl. \`store.midSave\` and \`sync.midBatch\`, inside the transaction — or by SIGKILL on a random acknowledgement; restart; same checks) | $random_kills iterations: $kill_kinds; $random_acked acknowledged saves, $random_events events checked |
-| seeded random histories checked against a model of the sync rules (\`ConvergenceTests\`: two devices, automatic mode, a participant whose permission flips, kill -9 of devices and cloud at named points; \`SharingLifecycleTests\`: invitations, acceptances, permission changes, removals, leavings, stopping and sharing again, and with the owner's second device writing on stale knowledge of the session's zone; two devices editing while one shares the session and stops sharing, again and again), $histories per variant | $history_cases histories in $history_variants variants passed; issues recorded: **$history_failed** |
+| seeded random histories checked against a model of the sync rules (\`ConvergenceTests\`: two devices, automatic mode, a participant whose permission flips, kill -9 of devices and cloud at named points; \`SharingLifecycleTests\`: invitations, acceptances, permission changes, removals, leavings, stopping and sharing again, and with the owner's second device writing on stale knowledge of the session's zone; two devices editing and moving events between sessions while one shares the session and stops sharing, again and again), $histories per variant | $history_cases histories in $history_variants variants passed; issues recorded: **$history_failed** |
 $fuzz_rows
 | authorization matrix (8 principals × 6 actions, against docs/SECURITY.md) | $matrix run |
 | failed tests | $failed |
@@ -141,7 +141,10 @@ caches are full.
   and stops sharing while both edit found one more in its first 60 histories: an edited event
   both devices moved, each into another zone, met the other's copy and lost the edit, because a
   save without a tag that met a record merged only the fields its queue entry named. Every
-  field now counts. (docs/differences-mirroring.md and
+  field now counts. Letting its devices also move events between sessions found 8 failures in
+  60 histories: a move deleted the old copy unconditionally, so a copy another device had moved
+  meanwhile stayed beside a second one in another zone. A move now saves the record where it
+  is, with its tag, first. (docs/differences-mirroring.md and
   docs/differences-cloudkit.md name the tests.)
 
 - A faster run shows the sync-service's writer cache filling: the release build at 8 clients for
