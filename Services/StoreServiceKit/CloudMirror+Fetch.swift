@@ -366,11 +366,14 @@ extension CloudMirror {
             // A record new here that this device deleted: another device moved it into another
             // zone (shared its session) before the delete arrived, which found only the old
             // zone's tombstone. The delete stands (deleteWins): it is sent again to the record
-            // where it lives now, and the record is not brought back.
+            // where it lives now, and the record is not brought back. A move can also bring it
+            // back into the zone the delete was made in (it had moved away and back, an event
+            // between sessions): it carries `MC_movedFrom` there, where a record a resurrect
+            // policy re-created does not.
             let deletedIn = try state.deletedHere(fresh.map { changed[$0.position].recordName })
             func movedAfterDelete(_ position: Int, _ entity: EntityDescription) -> Bool {
-                guard let zone = deletedIn[changed[position].recordName] else { return false }
-                return changed[position].zoneID.zoneName != zone.zoneName && options.deletePolicy(entity.name) == .deleteWins
+                guard let zone = deletedIn[changed[position].recordName], options.deletePolicy(entity.name) == .deleteWins else { return false }
+                return changed[position].zoneID.zoneName != zone.zoneName || MovedFrom(fields: changed[position].fields) != nil
             }
             if !deletedIn.isEmpty {
                 for (position, entity) in fresh where movedAfterDelete(position, entity) {

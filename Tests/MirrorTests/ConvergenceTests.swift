@@ -430,7 +430,10 @@ extension Mirroring {
                     let id = try #require(object["values"]?["id"]?.stringValue)
                     let objectID = try #require(object["objectID"]?.stringValue)
                     let toOther = object["values"]?["session"]?.stringValue != other
-                    try await device.set(objectID, ["session": .string(toOther ? other : session)])
+                    guard try await saving(driven, { try await device.set(objectID, ["session": .string(toOther ? other : session)]) }) else {
+                        steps.append("\(device.name) may not move \(id)")
+                        continue
+                    }
                     guard let (stamp, _) = try await driven.savedChanges(["session": .null], of: objectID) else { continue }
                     record([Edit(id: id, change: .set(["session": toOther ? .string(Self.otherSession) : "mochi"]), stamp: stamp)], by: driven)
                     steps.append("\(device.name) moves \(id) to \(toOther ? Self.otherSession : "mochi")")

@@ -497,6 +497,33 @@ extension Mirroring {
             await ConflictTests.stop(cloud, a, b)
         }
 
+        /// B deletes an event where it last saw it (the core-data zone), unaware that A had moved
+        /// it into a share with its session; A, unaware of the delete, then moves it back into the
+        /// core-data zone (into a session kept private). It arrives at B in the zone B deleted it
+        /// in, carrying `MC_movedFrom`: a move, not a record re-created by a resurrect policy, so
+        /// B's delete stands (deleteWins) and goes out again.
+        @Test("An event deleted on one device and moved back into the zone of that delete by the other stays deleted")
+        func deleteOfAnEventMovedAwayAndBack() async throws {
+            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
+            let kept = try await a.insertSession("kept", title: "Kept private")
+            try await a.send()
+            _ = try await a.call("share.create", ["objectID": .string(session)])
+            try await b.delete(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue))
+            try await b.send()
+            try await a.set(try #require(try await a.object(id: "bg-1")?["objectID"]?.stringValue), ["session": .string(kept)])
+            try await a.send()
+            #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["bg-1"], "A moved it back")
+            try await b.fetch()
+            try await b.send()
+            try await a.fetch()
+            for device in [a, b] {
+                #expect(try await device.ids() == ["bg-2"], "on \(device.name)")
+                #expect(try await device.pending() == 0, "on \(device.name)")
+            }
+            #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone").isEmpty)
+            await ConflictTests.stop(cloud, a, b)
+        }
+
         /// O moves an event out of the shared session into one it keeps private, and another in:
         /// each record follows its session's zone, so P loses the first and gains the second.
         @Test("O moves an event out of a shared session and another into it: P loses the first and receives the second")
