@@ -295,10 +295,16 @@ extension Mirroring {
         /// A shares the session now and then (its events move into a new share zone, their old
         /// copies deleted unconditionally) and stops sharing (they stay in the share zone), while
         /// A and B edit, log and delete events of the session: every move races the other
-        /// device's edits. Found: an edited event both devices moved, each into another zone,
-        /// came back without the edit (seeds 602, 604, 616, 624, 653; `SharingTests`
-        /// "Two devices moving one event into different zones…"). The window inside a move
-        /// itself needs an exact interleaving: `SharingTests.editSentWhileAnotherDeviceMovesTheSession`.
+        /// device's edits; either device also moves events between that session and a second one
+        /// it never shares (an event's session is a field like the others, its latest edit wins,
+        /// and its record lives in its session's zone). Found, each pinned in `SharingTests`:
+        /// an edited event both devices moved, each into another zone, came back without the
+        /// edit (seeds 602, 604, 616, 624, 653: "Two devices moving one event into different
+        /// zones…"); moves left a second copy in another zone (8 of 60 seeds: "An event one
+        /// device moves to another session while the other shares…"); an event deleted on one
+        /// device came back when the other moved it away and back (seed 1064: "An event deleted
+        /// on one device and moved back…"). The window inside a move itself needs an exact
+        /// interleaving: `SharingTests.editSentWhileAnotherDeviceMovesTheSession`.
         @Test("seeded histories on devices A and B of one user, A sharing the session and stopping, converge to the model",
               arguments: seeds(from: 600))
         func twoDevicesWhileTheSessionMoves(seed: UInt64) async throws {

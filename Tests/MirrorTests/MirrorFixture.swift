@@ -76,6 +76,12 @@ final class Cloud: Sendable {
         return await answer.value
     }
 
+    /// A field's value (`CD_…`) on the CareEvent `id` in one of the owner's zones (nil: no such record or field).
+    func eventField(_ field: String, of id: String, zoneName: String) async throws -> JSONValue? {
+        try await records(user: "owner", zone: ["zoneName": .string(zoneName)])
+            .first { $0["fields"]?["CD_id"]?["value"]?.stringValue == id }?["fields"]?[field]?["value"]
+    }
+
     /// The ids (`CD_id`) of the CareEvents in one of the owner's zones, sorted.
     func eventIDs(user: String = "owner", zoneName: String) async throws -> [String] {
         try await records(user: user, zone: ["zoneName": .string(zoneName)]).filter { $0["recordType"] == "CD_CareEvent" }
@@ -223,6 +229,11 @@ final class Device: Sendable {
     /// The object whose business id is `id`.
     func object(id: String, entity: String = "CareEvent") async throws -> JSONValue? {
         try await objects(entity, predicate: "id == '\(id)'").first
+    }
+
+    /// The objectID of the object whose business id is `id` (a test fails without one).
+    func objectID(id: String, entity: String = "CareEvent") async throws -> String {
+        try #require(try await object(id: id, entity: entity)?["objectID"]?.stringValue, "\(name) has no \(entity) \(id)")
     }
 
     func pending() async throws -> Int {

@@ -161,7 +161,7 @@ extension Mirroring {
             let setup = try await Self.shared("readOnly")
             let before = try await setup.cloud.records(user: "owner", zone: setup.zone)
             let session = try await setup.sharedSession(on: setup.p)
-            let event = try #require(try await setup.p.object(id: "bg-1")?["objectID"]?.stringValue)
+            let event = try await setup.p.objectID(id: "bg-1")
 
             let context = try await setup.p.context()
             _ = try await setup.p.call("object.insert", ["context": .string(context), "entity": "CareEvent",
@@ -199,7 +199,7 @@ extension Mirroring {
             #expect(try await setup.p.ids("CareEvent", store: "Shared").isEmpty)
             #expect(try await setup.p.objects("CareSession", store: "Shared").isEmpty)
             if !acceptWhileNone { #expect(lost["zonesRemoved"]?.arrayValue?.count == 1) }
-            try await setup.o.insertEvents(["bg-3"], session: try #require(try await setup.o.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue))
+            try await setup.o.insertEvents(["bg-3"], session: try await setup.o.objectID(id: "mochi", entity: "CareSession"))
             try await setup.o.send()
             try await setup.o.call("share.setPermission", ["zoneName": .string(setup.zoneName), "user": "alice", "permission": "readOnly"])
             try await setup.p.fetch()
@@ -212,7 +212,7 @@ extension Mirroring {
         @Test("Scenario 40: O downgrades P to readOnly while P is offline; P's edit is reverted, P's insert deleted, P's client told")
         func scenario40() async throws {
             let setup = try await Self.shared("readWrite")
-            let event = try #require(try await setup.p.object(id: "bg-1")?["objectID"]?.stringValue)
+            let event = try await setup.p.objectID(id: "bg-1")
             let session = try await setup.sharedSession(on: setup.p)
             try await setup.o.call("share.setPermission", ["zoneName": .string(setup.zoneName), "user": "alice", "permission": "readOnly"])
 
@@ -246,7 +246,7 @@ extension Mirroring {
         @Test("Scenario 41: O deletes the shared root; the share and its records go; P's next fetch removes the whole zone")
         func scenario41() async throws {
             let setup = try await Self.shared("readOnly")
-            let root = try #require(try await setup.o.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
+            let root = try await setup.o.objectID(id: "mochi", entity: "CareSession")
             try await setup.o.delete(root)
             let sent = try await setup.o.send()
             #expect(sent["deleted"] == 3)
@@ -265,7 +265,7 @@ extension Mirroring {
         @Test("Scenario 42: O removes P while P is offline with pending edits; P's fetch removes the zone and discards the edits")
         func scenario42() async throws {
             let setup = try await Self.shared("readWrite")
-            let event = try #require(try await setup.p.object(id: "bg-2")?["objectID"]?.stringValue)
+            let event = try await setup.p.objectID(id: "bg-2")
             try await setup.p.set(event, ["note": "pending edit"])
             try await setup.p.insertEvents(["pending-insert"], session: try await setup.sharedSession(on: setup.p))
             #expect(try await setup.p.status()["quiescent"] == false)
@@ -332,7 +332,7 @@ extension Mirroring {
             let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
             let created = try await a.call("share.create", ["objectID": .string(session)])
             let zoneName = try #require(created["zoneName"]?.stringValue)
-            try await b.set(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue), ["note": "edited on B"])
+            try await b.set(try await b.objectID(id: "bg-1"), ["note": "edited on B"])
             try await b.send()
             try await b.fetch()
             try await b.send()
@@ -342,8 +342,7 @@ extension Mirroring {
                 #expect(try await device.object(id: "bg-1")?["values"]?["note"] == "edited on B", "on \(device.name)")
             }
             #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-1", "bg-2"])
-            #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
-                .first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"]?["value"] == "edited on B")
+            #expect(try await cloud.eventField("CD_note", of: "bg-1", zoneName: zoneName) == "edited on B")
             #expect(try await cloud.records(user: "owner").isEmpty, "a copy was left in the private zone")
             await ConflictTests.stop(cloud, a, b)
         }
@@ -353,7 +352,7 @@ extension Mirroring {
         @Test("An edit the owner's second device sent before the first shares the session, unfetched there, moves with it")
         func editSentBeforeAnotherDeviceShares() async throws {
             let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
-            try await b.set(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue), ["note": "edited on B"])
+            try await b.set(try await b.objectID(id: "bg-1"), ["note": "edited on B"])
             try await b.send()
             let created = try await a.call("share.create", ["objectID": .string(session)])
             let zoneName = try #require(created["zoneName"]?.stringValue)
@@ -363,8 +362,7 @@ extension Mirroring {
             for device in [a, b] {
                 #expect(try await device.object(id: "bg-1")?["values"]?["note"] == "edited on B", "on \(device.name)")
             }
-            #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
-                .first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"]?["value"] == "edited on B")
+            #expect(try await cloud.eventField("CD_note", of: "bg-1", zoneName: zoneName) == "edited on B")
             await ConflictTests.stop(cloud, a, b)
         }
 
@@ -377,14 +375,14 @@ extension Mirroring {
         @Test("An edit the owner's second device sends while the first's share.create is moving the session reaches the share")
         func editSentWhileAnotherDeviceMovesTheSession() async throws {
             let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
-            let event = try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue)
+            let event = try await b.objectID(id: "bg-1")
             let created = try await cloud.whileHeld("records.modify", device: a, op: "share.create", ["objectID": .string(session)]) {
                 try await b.set(event, ["note": "edited on B"])
                 #expect(try await b.send()["saved"] == 1)
             }
             let zoneName = try #require(try created.get()["zoneName"]?.stringValue)
-            #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
-                .first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"] == nil, "the move carried A's older copy")
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-1", "bg-2"])
+            #expect(try await cloud.eventField("CD_note", of: "bg-1", zoneName: zoneName) == nil, "the move carried A's older copy")
             try await b.fetch()
             try await b.send()
             try await a.fetch()
@@ -393,8 +391,7 @@ extension Mirroring {
                 #expect(try await device.object(id: "bg-1")?["values"]?["note"] == "edited on B", "on \(device.name)")
                 #expect(try await device.pending() == 0, "on \(device.name)")
             }
-            #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
-                .first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"]?["value"] == "edited on B")
+            #expect(try await cloud.eventField("CD_note", of: "bg-1", zoneName: zoneName) == "edited on B")
             #expect(try await cloud.records(user: "owner").isEmpty, "a copy was left in the private zone")
             await ConflictTests.stop(cloud, a, b)
         }
@@ -409,22 +406,21 @@ extension Mirroring {
             let shared = try await a.insertSession("shared-one")
             let zoneName = try #require(try await a.call("share.create", ["objectID": .string(shared)])["zoneName"]?.stringValue)
             try await b.fetch()
-            try await b.set(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue), ["note": "edited on B"])
+            try await b.set(try await b.objectID(id: "bg-1"), ["note": "edited on B"])
             try await b.send()
-            try await a.set(try #require(try await a.object(id: "bg-1")?["objectID"]?.stringValue), ["session": .string(shared)])
+            try await a.set(try await a.objectID(id: "bg-1"), ["session": .string(shared)])
             try await a.send()
             try await b.fetch()
             try await b.send()
             try await a.fetch()
-            let sharedOnB = try #require(try await b.object(id: "shared-one", entity: "CareSession")?["objectID"]?.stringValue)
+            let sharedOnB = try await b.objectID(id: "shared-one", entity: "CareSession")
             for (device, session) in [(a, shared), (b, sharedOnB)] {
                 let event = try await device.object(id: "bg-1")
                 #expect(event?["values"]?["note"] == "edited on B", "on \(device.name)")
                 #expect(event?["values"]?["session"]?.stringValue == session, "on \(device.name)")
                 #expect(try await device.pending() == 0, "on \(device.name)")
             }
-            #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)])
-                .first { $0["fields"]?["CD_id"]?["value"] == "bg-1" }?["fields"]?["CD_note"]?["value"] == "edited on B")
+            #expect(try await cloud.eventField("CD_note", of: "bg-1", zoneName: zoneName) == "edited on B")
             #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["bg-2"])
             await ConflictTests.stop(cloud, a, b)
         }
@@ -439,12 +435,12 @@ extension Mirroring {
         func twoMovesOfOneEvent() async throws {
             let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
             let first = try #require(try await a.call("share.create", ["objectID": .string(session)])["zoneName"]?.stringValue)
-            let sessionOnB = try #require(try await b.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
+            let sessionOnB = try await b.objectID(id: "mochi", entity: "CareSession")
             try await b.insertEvents(["b-1"], session: sessionOnB)
             try await b.send()
             try await b.fetch()
             try await a.call("share.stop", ["zoneName": .string(first)])
-            try await b.set(try #require(try await b.object(id: "b-1")?["objectID"]?.stringValue), ["value": 71])
+            try await b.set(try await b.objectID(id: "b-1"), ["value": 71])
             let second = try #require(try await a.call("share.create", ["objectID": .string(session)])["zoneName"]?.stringValue)
             try await b.send()
             for _ in 0..<2 {
@@ -459,8 +455,7 @@ extension Mirroring {
                 #expect(try await device.pending() == 0, "on \(device.name)")
             }
             #expect(try await cloud.eventIDs(zoneName: second) == ["b-1", "bg-1", "bg-2"])
-            #expect(try await cloud.records(user: "owner", zone: ["zoneName": .string(second)])
-                .first { $0["fields"]?["CD_id"]?["value"] == "b-1" }?["fields"]?["CD_value"]?["value"]?.doubleValue == 71)
+            #expect(try await cloud.eventField("CD_value", of: "b-1", zoneName: second)?.doubleValue == 71)
             await ConflictTests.stop(cloud, a, b)
         }
 
@@ -480,7 +475,7 @@ extension Mirroring {
             let first = try #require(try await a.call("share.create", ["objectID": .string(session)])["zoneName"]?.stringValue)
             try await a.call("share.stop", ["zoneName": .string(first)])
             try await b.fetch()
-            try await b.set(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue), ["session": .string(other)])
+            try await b.set(try await b.objectID(id: "bg-1"), ["session": .string(other)])
             let zoneName = try #require(try await a.call("share.create", ["objectID": .string(session)])["zoneName"]?.stringValue)
             #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-1", "bg-2"], "A moved bg-1 with the session")
             let report = try await b.send()
@@ -489,7 +484,7 @@ extension Mirroring {
             try await b.fetch()
             #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-2"], "a copy was left in the share zone")
             #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["bg-1"])
-            let otherOnA = try #require(try await a.object(id: "kept", entity: "CareSession")?["objectID"]?.stringValue)
+            let otherOnA = try await a.objectID(id: "kept", entity: "CareSession")
             for (device, session) in [(a, otherOnA), (b, other)] {
                 #expect(try await device.object(id: "bg-1")?["values"]?["session"]?.stringValue == session, "on \(device.name)")
                 #expect(try await device.pending() == 0, "on \(device.name)")
@@ -508,9 +503,9 @@ extension Mirroring {
             let kept = try await a.insertSession("kept", title: "Kept private")
             try await a.send()
             _ = try await a.call("share.create", ["objectID": .string(session)])
-            try await b.delete(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue))
+            try await b.delete(try await b.objectID(id: "bg-1"))
             try await b.send()
-            try await a.set(try #require(try await a.object(id: "bg-1")?["objectID"]?.stringValue), ["session": .string(kept)])
+            try await a.set(try await a.objectID(id: "bg-1"), ["session": .string(kept)])
             try await a.send()
             #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["bg-1"], "A moved it back")
             try await b.fetch()
@@ -532,9 +527,9 @@ extension Mirroring {
             let privateSession = try await setup.o.insertSession("private-notes")
             try await setup.o.insertEvents(["kept-private"], session: privateSession)
             try await setup.o.send()
-            let sharedSession = try #require(try await setup.o.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
-            try await setup.o.set(try #require(try await setup.o.object(id: "bg-1")?["objectID"]?.stringValue), ["session": .string(privateSession)])
-            try await setup.o.set(try #require(try await setup.o.object(id: "kept-private")?["objectID"]?.stringValue), ["session": .string(sharedSession)])
+            let sharedSession = try await setup.o.objectID(id: "mochi", entity: "CareSession")
+            try await setup.o.set(try await setup.o.objectID(id: "bg-1"), ["session": .string(privateSession)])
+            try await setup.o.set(try await setup.o.objectID(id: "kept-private"), ["session": .string(sharedSession)])
             try await setup.o.send()
             try await setup.p.fetch()
             #expect(try await setup.p.ids(store: "Shared") == ["bg-2", "kept-private"])
@@ -563,7 +558,7 @@ extension Mirroring {
             let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
             let created = try await a.call("share.create", ["objectID": .string(session)])
             let zone: JSONValue = ["zoneName": .string(try #require(created["zoneName"]?.stringValue))]
-            try await b.delete(try #require(try await b.object(id: "bg-1")?["objectID"]?.stringValue))
+            try await b.delete(try await b.objectID(id: "bg-1"))
             try await b.send()
             func remembered() async throws -> Int? { try await b.status()["stores"]?.arrayValue?.first?["deletesRemembered"]?.intValue }
             #expect(try await remembered() == 1)
@@ -588,7 +583,7 @@ extension Mirroring {
             let created = try await a.call("share.create", ["objectID": .string(session),
                                                             "participants": [["user": "alice", "permission": "readOnly"]]])
             let zoneName = try #require(created["zoneName"]?.stringValue)
-            let bSession = try #require(try await b.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
+            let bSession = try await b.objectID(id: "mochi", entity: "CareSession")
             try await b.insertEvents(["bg-3"], session: bSession)
             try await b.send()
             #expect(try await cloud.records(user: "owner").count == 1, "B's event went to the zone B knew")
@@ -614,7 +609,7 @@ extension Mirroring {
             let first = try await a.call("share.create", ["objectID": .string(session)])
             let firstZone = try #require(first["zoneName"]?.stringValue)
             try await b.fetch()
-            let bSession = try #require(try await b.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
+            let bSession = try await b.objectID(id: "mochi", entity: "CareSession")
             try await b.insertEvents(["bg-3"], session: bSession)
             try await b.send()
             // A, not having fetched bg-3, stops sharing and shares again: the graph it knows
