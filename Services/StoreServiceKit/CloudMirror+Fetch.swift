@@ -272,6 +272,9 @@ extension CloudMirror {
             // The page's lookups, and its records new to this device with their metadata, in one
             // transaction; the context path below takes the rest.
             try store.database.transaction(commit: changed.isEmpty ? .deferred : .full) {
+            // A deletion held from an earlier round of this fetch is older than a record the
+            // zone lists now: applied last, it deleted an event moved away and back meanwhile.
+            try state.dropTombstones(changed.map(\.recordName), zone: zone)
             let stored = try state.metaAndPending(changed.map(\.recordName))
             var rows: [String: [String: Int64]] = [:]
             for (entity, records) in Dictionary(grouping: changed, by: { $0.entityName ?? "" }) where store.holds(entity) {

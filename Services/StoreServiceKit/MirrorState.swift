@@ -351,6 +351,16 @@ struct MirrorState {
         try database.execute("DELETE FROM mirror_tombstones WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
     }
 
+    /// Drops the held tombstones of records a later page brought back into the same zone (a
+    /// record moved away and back between two rounds of one fetch): the change is the newer.
+    func dropTombstones(_ uuids: [String], zone: MirrorZoneID) throws {
+        guard !uuids.isEmpty, try holdsTombstones else { return }
+        for uuid in uuids {
+            try database.execute("DELETE FROM mirror_tombstones WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
+                                 [uuid, zone.zoneName, zone.ownerName])
+        }
+    }
+
     var holdsTombstones: Bool {
         get throws { try database.scalar("SELECT 1 FROM mirror_tombstones LIMIT 1") != nil }
     }

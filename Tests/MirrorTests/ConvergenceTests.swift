@@ -308,9 +308,24 @@ extension Mirroring {
         @Test("seeded histories on devices A and B of one user, A sharing the session and stopping, converge to the model",
               arguments: seeds(from: 600))
         func twoDevicesWhileTheSessionMoves(seed: UInt64) async throws {
+            try await sessionMoves(seed: seed, automatic: false)
+        }
+
+        /// The same on two automatic-mode devices: moves race the devices' own sends and fetches.
+        /// Found: a fetch held an event's tombstone in one round and saw it moved back into that
+        /// zone in the next, then applied the older tombstone and deleted it (about 1 history
+        /// in 40; `dropTombstones`).
+        @Test("seeded histories on two automatic-mode devices of one user, A sharing the session and stopping, converge to the model",
+              arguments: seeds(from: 700))
+        func twoAutomaticDevicesWhileTheSessionMoves(seed: UInt64) async throws {
+            try await sessionMoves(seed: seed, automatic: true)
+        }
+
+        func sessionMoves(seed: UInt64, automatic: Bool) async throws {
             let cloud = try await Cloud.start()
-            let a = Driven(try await Device.start("A", user: "owner", cloud: cloud))
-            let b = Driven(try await Device.start("B", user: "owner", cloud: cloud))
+            let extra = automatic ? ["--sync-mode", "automatic"] : []
+            let a = Driven(try await Device.start("A", user: "owner", cloud: cloud, extra: extra))
+            let b = Driven(try await Device.start("B", user: "owner", cloud: cloud, extra: extra))
             a.session = try await a.device.insertSession("mochi")
             a.otherSession = try await a.device.insertSession(Self.otherSession, title: "Kept private")
             try await a.device.send()
@@ -318,7 +333,7 @@ extension Mirroring {
             b.session = try #require(try await b.device.object(id: "mochi", entity: "CareSession")?["objectID"]?.stringValue)
             b.otherSession = try #require(try await b.device.object(id: Self.otherSession, entity: "CareSession")?["objectID"]?.stringValue)
             try await run(seed: seed, cloud: cloud, devices: [a, b], zone: ["zoneName": "com.apple.coredata.cloudkit.zone"], shareZone: nil,
-                          moves: true)
+                          automatic: automatic, moves: true)
         }
 
         func run(seed: UInt64, cloud: Cloud, devices: [Driven], zone: JSONValue, shareZone: String?, automatic: Bool = false,

@@ -57,11 +57,13 @@ final class Cloud: Sendable {
     }
 
     /// Runs `op` on a connection of its own to `device` while the cloud holds the first request
-    /// `held` of `user` it makes (a `hold` fault): `move` runs once that request is at the
-    /// server, then it is released. Returns the op's answer, or its error.
-    func whileHeld(_ held: String, of user: String = "owner", device: Device, op: String, _ params: JSONValue = [:],
+    /// `held` of `user` (naming `zone`, when given) it makes (a `hold` fault): `move` runs once
+    /// that request is at the server, then it is released. Returns the op's answer, or its error.
+    func whileHeld(_ held: String, of user: String = "owner", zone: String? = nil, device: Device, op: String, _ params: JSONValue = [:],
                    move: () async throws -> Void) async throws -> Result<JSONValue, WireError> {
-        _ = try await admin("admin.injectFault", ["effect": "hold", "op": .string(held), "user": .string(user)])
+        var fault: [String: JSONValue] = ["effect": "hold", "op": .string(held), "user": .string(user)]
+        if let zone { fault["zone"] = .string(zone) }
+        _ = try await admin("admin.injectFault", .object(fault))
         let client = try WireClient(socketPath: device.socket)
         defer { client.close() }
         try await client.hello(client: "held-\(op)")

@@ -519,6 +519,38 @@ extension Mirroring {
             await ConflictTests.stop(cloud, a, b)
         }
 
+        /// A fetch reads one zone after another. A's fetch reads the share zone just after B
+        /// moved an event out of it (its tombstone is held until the fetch ends) and is held at
+        /// the core-data zone while B moves the event back. The fetch's next round finds it in
+        /// the share zone again: the held tombstone is older than that, and applying it at the
+        /// end deleted the event on A, for good (the cloud still had it).
+        @Test("A tombstone a fetch holds is dropped when the record comes back into its zone before the fetch ends")
+        func eventMovedAwayAndBackDuringAFetch() async throws {
+            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
+            let kept = try await b.insertSession("kept", title: "Kept private")
+            try await b.send()
+            let zoneName = try #require(try await a.call("share.create", ["objectID": .string(session)])["zoneName"]?.stringValue)
+            try await b.fetch()
+            try await a.fetch()
+            let event = try await b.objectID(id: "bg-1")
+            let sessionOnB = try await b.objectID(id: "mochi", entity: "CareSession")
+            try await b.set(event, ["session": .string(kept)])
+            try await b.send()
+            let fetched = try await cloud.whileHeld("changes.fetchZone", zone: "com.apple.coredata.cloudkit.zone", device: a, op: "sync.fetch") {
+                try await b.set(event, ["session": .string(sessionOnB)])
+                try await b.send()
+            }
+            _ = try fetched.get()
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-1", "bg-2"])
+            #expect(try await a.ids() == ["bg-1", "bg-2"], "A applied the older tombstone")
+            #expect(try await a.object(id: "bg-1")?["values"]?["session"]?.stringValue == session)
+            try await a.send()
+            try await b.fetch()
+            #expect(try await b.ids() == ["bg-1", "bg-2"])
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-1", "bg-2"])
+            await ConflictTests.stop(cloud, a, b)
+        }
+
         /// O moves an event out of the shared session into one it keeps private, and another in:
         /// each record follows its session's zone, so P loses the first and gains the second.
         @Test("O moves an event out of a shared session and another into it: P loses the first and receives the second")
