@@ -147,7 +147,9 @@ caches are full.
   is, with its tag, first. A longer run found one more (1 in 500): an event one device deleted,
   moved away and back by the other, came back into the zone of the delete and was taken for a
   record re-created on purpose; a move now says so on the record (\`MC_movedFrom\`) and the
-  delete stands. (docs/differences-mirroring.md and
+  delete stands. The same on two automatic-mode devices (about 1 history in 40): a fetch held an
+  event's tombstone in one pass and saw it moved back into that zone in the next, then applied
+  the older tombstone; a later page's live record now drops it. (docs/differences-mirroring.md and
   docs/differences-cloudkit.md name the tests.)
 
 - A faster run shows the sync-service's writer cache filling: the release build at 8 clients for
