@@ -233,6 +233,11 @@ final class Device: Sendable {
         try await objects(entity, predicate: "id == '\(id)'").first
     }
 
+    /// Shares a saved object (`share.create`, no participants): the share zone's name.
+    func share(_ objectID: String) async throws -> String {
+        try #require(try await call("share.create", ["objectID": .string(objectID)])["zoneName"]?.stringValue, "\(name) did not share \(objectID)")
+    }
+
     /// The objectID of the object whose business id is `id` (a test fails without one).
     func objectID(id: String, entity: String = "CareEvent") async throws -> String {
         try #require(try await object(id: id, entity: entity)?["objectID"]?.stringValue, "\(name) has no \(entity) \(id)")
