@@ -322,7 +322,7 @@ extension CloudMirror {
                 var won: Set<String> = []
                 if queued?.kind != .delete, let meta, Self.movedWithout(meta, record: record, fields: serverFields),
                    let client = try Self.currentFields(entity: entity, uuid: uuid, state: state) {
-                    let outcome = try mergeConcurrent(server: serverFields, client: client, uuid: uuid, state: state)
+                    let outcome = try mergeConcurrent(server: record, serverFields: serverFields, client: client, state: state)
                     fields = outcome.fields
                     times = outcome.times
                     won = outcome.won
@@ -464,13 +464,12 @@ extension CloudMirror {
     /// Two versions neither of which saw the other (a moved copy and the one its move deleted):
     /// the ancestor is unknown, so every field that differs is decided by the conflict policy
     /// (by default the later edit by per-field stamp). `won`: the fields that keep this device's value.
-    func mergeConcurrent(server: [String: JSONValue]?, client: [String: JSONValue], uuid: String,
+    func mergeConcurrent(server record: MirrorRecord, serverFields: [String: JSONValue]?, client: [String: JSONValue],
                          state: MirrorState) throws -> (fields: [String: JSONValue], times: [String: FieldStamp], won: Set<String>) {
-        let serverData = MirrorRecordCoding.dataFields(server)
-        let clientData = MirrorRecordCoding.dataFields(client)
-        let outcome = MirrorMerge(policy: options.conflictPolicy).merge(
-            server: serverData, serverTimes: MirrorRecordCoding.times(server), client: clientData, clientTimes: try state.fieldTimes(uuid),
-            ancestor: nil, localChanged: Set(serverData.keys).union(clientData.keys))
+        let outcome = try merge(server: record, client: MirrorRecord(recordName: record.recordName, zoneID: record.zoneID, recordType: record.recordType,
+                                                                     fields: client),
+                                ancestor: nil, pending: nil, state: state, serverFields: .some(serverFields))
+        let serverData = MirrorRecordCoding.dataFields(serverFields)
         let won = Set(outcome.fields.keys).union(serverData.keys).filter { outcome.fields[$0] != serverData[$0] }
         return (outcome.fields, outcome.times, won)
     }

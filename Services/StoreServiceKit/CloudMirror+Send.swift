@@ -699,14 +699,16 @@ extension CloudMirror {
     /// `serverFields`: `server.fields` when the caller already parsed them.
     /// `everyField`: every field either side holds counts as edited here (two concurrent
     /// versions without an ancestor: each differing field is decided by the policy).
-    func merge(server: MirrorRecord, client: MirrorRecord, ancestor: [String: JSONValue]?, pending: MirrorState.Pending,
+    /// `pending` nil: no queue entry says what changed here (two concurrent versions), so every
+    /// field counts as edited, as with `everyField`.
+    func merge(server: MirrorRecord, client: MirrorRecord, ancestor: [String: JSONValue]?, pending: MirrorState.Pending?,
                state: MirrorState, serverFields parsed: [String: JSONValue]?? = nil, everyField: Bool = false) throws -> MirrorMerge.Outcome {
         // Each side's fields read once (fields that came as text are parsed on each read).
         let serverFields = parsed ?? server.fields
         let serverData = MirrorRecordCoding.dataFields(serverFields)
         let clientFields = MirrorRecordCoding.dataFields(client.fields)
-        var localChanged = pending.kind == .insert ? Set(clientFields.keys).union(pending.changed) : pending.changed
-        if everyField { localChanged.formUnion(clientFields.keys.map { $0 } + serverData.keys) }
+        var localChanged = pending.map { $0.kind == .insert ? Set(clientFields.keys).union($0.changed) : $0.changed } ?? []
+        if everyField || pending == nil { localChanged.formUnion(Set(clientFields.keys).union(serverData.keys)) }
         return MirrorMerge(policy: options.conflictPolicy).merge(
             server: serverData, serverTimes: MirrorRecordCoding.times(serverFields),
             client: clientFields, clientTimes: try state.fieldTimes(client.recordName),

@@ -469,9 +469,7 @@ extension Mirroring {
         /// their session, and A and B could each follow another copy.
         @Test("An event one device moves to another session while the other shares its session ends in one zone, its session's")
         func eventMovedAwayWhileItsSessionIsShared() async throws {
-            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
-            let other = try await b.insertSession("kept", title: "Kept private")
-            try await b.send()
+            let (cloud, a, b, session, keptOnA, other) = try await Self.ownersTwoDevicesWithTwoSessions()
             let first = try await a.share(session)
             try await a.call("share.stop", ["zoneName": .string(first)])
             try await b.fetch()
@@ -484,8 +482,7 @@ extension Mirroring {
             try await b.fetch()
             #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-2"], "a copy was left in the share zone")
             #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["bg-1"])
-            let otherOnA = try await a.objectID(id: "kept", entity: "CareSession")
-            for (device, session) in [(a, otherOnA), (b, other)] {
+            for (device, session) in [(a, keptOnA), (b, other)] {
                 #expect(try await device.object(id: "bg-1")?["values"]?["session"]?.stringValue == session, "on \(device.name)")
                 #expect(try await device.pending() == 0, "on \(device.name)")
             }
@@ -499,10 +496,8 @@ extension Mirroring {
         /// B's delete stands (deleteWins) and goes out again.
         @Test("An event deleted on one device and moved back into the zone of that delete by the other stays deleted")
         func deleteOfAnEventMovedAwayAndBack() async throws {
-            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
-            let kept = try await a.insertSession("kept", title: "Kept private")
-            try await a.send()
-            _ = try await a.call("share.create", ["objectID": .string(session)])
+            let (cloud, a, b, session, kept, _) = try await Self.ownersTwoDevicesWithTwoSessions()
+            _ = try await a.share(session)
             try await b.delete(try await b.objectID(id: "bg-1"))
             try await b.send()
             try await a.set(try await a.objectID(id: "bg-1"), ["session": .string(kept)])
@@ -526,12 +521,9 @@ extension Mirroring {
         /// end deleted the event on A, for good (the cloud still had it).
         @Test("A tombstone a fetch holds is dropped when the record comes back into its zone before the fetch ends")
         func eventMovedAwayAndBackDuringAFetch() async throws {
-            let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
-            let kept = try await b.insertSession("kept", title: "Kept private")
-            try await b.send()
+            let (cloud, a, b, session, _, kept) = try await Self.ownersTwoDevicesWithTwoSessions()
             let zoneName = try await a.share(session)
             try await b.fetch()
-            try await a.fetch()
             let event = try await b.objectID(id: "bg-1")
             let sessionOnB = try await b.objectID(id: "mochi", entity: "CareSession")
             try await b.set(event, ["session": .string(kept)])
@@ -580,6 +572,16 @@ extension Mirroring {
             try await a.send()
             try await b.fetch()
             return (cloud, a, b, session)
+        }
+
+        /// The same with a second session, "kept", never shared (its records stay in the
+        /// core-data zone): its objectID on A and on B.
+        static func ownersTwoDevicesWithTwoSessions() async throws -> (Cloud, Device, Device, String, String, String) {
+            let (cloud, a, b, session) = try await ownersTwoDevicesWithASession()
+            let keptOnA = try await a.insertSession("kept", title: "Kept private")
+            try await a.send()
+            try await b.fetch()
+            return (cloud, a, b, session, keptOnA, try await b.objectID(id: "kept", entity: "CareSession"))
         }
 
         /// Found by `SharingLifecycleTests`: B's delete went to the event's old zone, where deleting
