@@ -40,42 +40,8 @@ extension CloudMirror {
     /// the zone-wide share `cloudkit.zoneshare`); locally the objects stay in the private store.
     func createShare(_ params: ShareCreateParams) throws -> ShareCreateResult {
         _ = try sendAll()
-        // The graph moves as this device holds it, and the move deletes the old zone's copies:
-        // other devices' edits are fetched first (SEMANTICS C11), or the share got this device's
-        // older values and the edits were deleted with the copies that had them.
-        var fetched = MirrorFetchReport()
-        try fetchDatabase(.private, report: &fetched)
         let zone = MirrorZoneID(zoneName: Self.shareZonePrefix + UUID().uuidString)
-        let (root, graph) = try withStores { stores -> (String, [(uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: MirrorZoneID?)]) in
-            guard let id = ObjectID(uri: params.objectID), let storeUUID = id.storeUUID, let key = id.primaryKey,
-                  let index = stores.index(uuid: storeUUID), stores.list[index].scope == .private,
-                  let entity = stores.model.entity(named: id.entity) else {
-                throw StoreError.unknownObject(params.objectID, "share.create needs a saved object of the private store.")
-            }
-            let store = stores.list[index]
-            let state = MirrorState(store)
-            guard let row = try store.read(entity, primaryKey: key) else { throw StoreError.unknownObject(params.objectID, "it is not in the private store.") }
-            if let existing = try state.shareZone(ofRoot: row.uuid) {
-                throw ServiceError(.alreadyShared, "This object is already shared in zone \(existing); invite participants with share.invite.",
-                                   details: ["zoneName": .string(existing)])
-            }
-            var members: [(EntityDescription, Int64)] = [(entity, key)]
-            for relationship in entity.relationships where relationship.toMany {
-                guard let inverse = relationship.inverse, let destination = stores.model.entity(named: relationship.destination) else { continue }
-                for child in try store.referencing(destination.name, relationship: inverse, primaryKey: key) { members.append((destination, child)) }
-            }
-            var graph: [(uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: MirrorZoneID?)] = []
-            for (memberEntity, memberKey) in members {
-                guard let memberRow = try store.read(memberEntity, primaryKey: memberKey) else { continue }
-                var fields = try MirrorRecordCoding.fields(entity: memberEntity, row: memberRow, state: state, timesText: try state.fieldTimesText(memberRow.uuid))
-                let meta = try state.meta(memberRow.uuid)
-                // Another device's edit landing in the old zone before the move deletes it is
-                // lost there; the tag the move started from lets that device see it (`MovedFrom`).
-                if let meta, let tag = meta.changeTag { fields[MovedFrom.field] = MovedFrom(zoneName: meta.zone.zoneName, changeTag: tag).fieldValue }
-                graph.append((memberRow.uuid, memberEntity, fields, meta?.zone))
-            }
-            return (row.uuid, graph)
-        }
+        let (root, graph) = try touchedGraph(params)
         try ensureZones([.coreData])
         _ = try call("zones.save", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [zone])))
         var saves = graph.map { MirrorRecord(recordName: $0.uuid, zoneID: zone, recordType: "CD_\($0.entity.name)", fields: $0.fields) }
@@ -107,6 +73,118 @@ extension CloudMirror {
         }
         logger.info("shared", ["zone": .string(zone.zoneName), "root": .string(root), "records": .int(graph.count)])
         return ShareCreateResult(zoneName: zone.zoneName, rootRecordName: root, movedRecords: graph.count, share: Self.withoutKeptTexts(shareRecord))
+    }
+
+    typealias GraphMember = (uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: MirrorZoneID?)
+
+    /// How many times share.create fetches and reads the graph again when another device
+    /// changed or moved one of its records between this device's fetch and its move.
+    static let shareAttempts = 3
+
+    /// The graph to share as this device holds it, every member already in the cloud first saved
+    /// where it is with its tag (as a send's move does, `buildBatch`). The move deletes the old
+    /// copies unconditionally (CloudKit's deletes take no tag), so a graph read from a stale
+    /// view moved records another device had changed or moved meanwhile: an event moved into
+    /// another session came back there as a second copy in the share zone, and a later delete
+    /// of one copy left the other (model-checked moves variant, seed 877). A refused save
+    /// (serverRecordChanged, unknownItem) means the view is stale: the store's changes are
+    /// fetched and the graph read again. After `shareAttempts` the graph moves as it is then
+    /// (a copy that is gone with no tombstone left to fetch would otherwise block the share
+    /// for good; deleting it is a no-op, and `MovedFrom` still names each copy's tag).
+    private func touchedGraph(_ params: ShareCreateParams) throws -> (root: String, graph: [GraphMember]) {
+        var round = 0
+        while true {
+            round += 1
+            // The graph moves as this device holds it, and the move deletes the old zone's
+            // copies: other devices' edits are fetched first (SEMANTICS C11), or the share got
+            // this device's older values and the edits were deleted with the copies that had them.
+            var fetched = MirrorFetchReport()
+            try fetchDatabase(.private, report: &fetched)
+            let (root, graph, tags) = try readGraph(params)
+            let touches: [MirrorRecord] = graph.compactMap { member in
+                guard let zone = member.oldZone, let tag = tags[member.uuid] else { return nil }
+                var record = MirrorRecord(recordName: member.uuid, zoneID: zone, recordType: "CD_\(member.entity.name)", fields: member.fields)
+                record.recordChangeTag = tag
+                return record
+            }
+            var saved: JSONValue?
+            var stale = false
+            if !touches.isEmpty {
+                switch attempt("records.modify", ["database": "private", "saves": .array(touches.map(\.json)), "atomic": true] as JSONValue) {
+                case let .success(reply):
+                    saved = reply["saved"]
+                case let .failure(error) where error.code == .partialFailure:
+                    saved = error.details["saved"]
+                    stale = true
+                case let .failure(error):
+                    throw error
+                }
+            }
+            // Each saved copy is this device's version at its new tag: kept as the record's
+            // metadata (a share that fails later leaves it right) and named by the moved copy.
+            let newTags = try keepTouched(saved, graph: graph)
+            if stale, round < Self.shareAttempts { continue }
+            return (root, graph.map { member in
+                var member = member
+                if let zone = member.oldZone, let tag = newTags[member.uuid] ?? tags[member.uuid] {
+                    member.fields[MovedFrom.field] = MovedFrom(zoneName: zone.zoneName, changeTag: tag).fieldValue
+                }
+                return member
+            })
+        }
+    }
+
+    /// The root's graph from the private store: the root and the objects of its to-many
+    /// relationships, with their fields, the zone each is in and its change tag there.
+    private func readGraph(_ params: ShareCreateParams) throws -> (root: String, graph: [GraphMember], tags: [String: String]) {
+        try withStores { stores in
+            guard let id = ObjectID(uri: params.objectID), let storeUUID = id.storeUUID, let key = id.primaryKey,
+                  let index = stores.index(uuid: storeUUID), stores.list[index].scope == .private,
+                  let entity = stores.model.entity(named: id.entity) else {
+                throw StoreError.unknownObject(params.objectID, "share.create needs a saved object of the private store.")
+            }
+            let store = stores.list[index]
+            let state = MirrorState(store)
+            guard let row = try store.read(entity, primaryKey: key) else { throw StoreError.unknownObject(params.objectID, "it is not in the private store.") }
+            if let existing = try state.shareZone(ofRoot: row.uuid) {
+                throw ServiceError(.alreadyShared, "This object is already shared in zone \(existing); invite participants with share.invite.",
+                                   details: ["zoneName": .string(existing)])
+            }
+            var members: [(EntityDescription, Int64)] = [(entity, key)]
+            for relationship in entity.relationships where relationship.toMany {
+                guard let inverse = relationship.inverse, let destination = stores.model.entity(named: relationship.destination) else { continue }
+                for child in try store.referencing(destination.name, relationship: inverse, primaryKey: key) { members.append((destination, child)) }
+            }
+            var graph: [GraphMember] = []
+            var tags: [String: String] = [:]
+            for (memberEntity, memberKey) in members {
+                guard let memberRow = try store.read(memberEntity, primaryKey: memberKey) else { continue }
+                let fields = try MirrorRecordCoding.fields(entity: memberEntity, row: memberRow, state: state, timesText: try state.fieldTimesText(memberRow.uuid))
+                let meta = try state.meta(memberRow.uuid)
+                if let tag = meta?.changeTag { tags[memberRow.uuid] = tag }
+                graph.append((memberRow.uuid, memberEntity, fields, meta?.zone))
+            }
+            return (row.uuid, graph, tags)
+        }
+    }
+
+    /// Keeps the touched copies' new tags (and fields, the next merge's ancestor) as their metadata.
+    private func keepTouched(_ saved: JSONValue?, graph: [GraphMember]) throws -> [String: String] {
+        var tags: [String: String] = [:]
+        try withStores { stores in
+            guard let index = Self.storeIndex(.private, in: stores) else { return }
+            let state = MirrorState(stores.list[index])
+            try stores.list[index].database.transaction(commit: .deferred) {
+                for record in (saved?.arrayValue ?? []).compactMap(MirrorRecord.init(json:)) {
+                    guard let tag = record.recordChangeTag, let member = graph.first(where: { $0.uuid == record.recordName }),
+                          let zone = member.oldZone else { continue }
+                    try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: tag,
+                                            serverFields: record.fields ?? member.fields))
+                    tags[record.recordName] = tag
+                }
+            }
+        }
+        return tags
     }
 
     /// The owner's participant ops, passed to the sync-service for the owner's share zone.

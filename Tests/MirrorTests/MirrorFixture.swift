@@ -59,10 +59,11 @@ final class Cloud: Sendable {
     /// Runs `op` on a connection of its own to `device` while the cloud holds the first request
     /// `held` of `user` (naming `zone`, when given) it makes (a `hold` fault): `move` runs once
     /// that request is at the server, then it is released. Returns the op's answer, or its error.
-    func whileHeld(_ held: String, of user: String = "owner", zone: String? = nil, device: Device, op: String, _ params: JSONValue = [:],
-                   move: () async throws -> Void) async throws -> Result<JSONValue, WireError> {
+    func whileHeld(_ held: String, of user: String = "owner", zone: String? = nil, recordType: String? = nil, device: Device, op: String,
+                   _ params: JSONValue = [:], move: () async throws -> Void) async throws -> Result<JSONValue, WireError> {
         var fault: [String: JSONValue] = ["effect": "hold", "op": .string(held), "user": .string(user)]
         if let zone { fault["zone"] = .string(zone) }
+        if let recordType { fault["recordType"] = .string(recordType) }
         _ = try await admin("admin.injectFault", .object(fault))
         let client = try WireClient(socketPath: device.socket)
         defer { client.close() }

@@ -94,7 +94,7 @@ extension Mirroring {
         @Test("An event logged while sharing its session is at the server follows the session into the share")
         func eventLoggedWhileSharing() async throws {
             let (cloud, o, p, session) = try await Self.loggedSession()
-            let shared = try await cloud.whileHeld("records.modify", device: o, op: "share.create",
+            let shared = try await cloud.whileHeld("records.modify", recordType: "cloudkit.share", device: o, op: "share.create",
                                                    ["objectID": .string(session), "participants": [["user": "alice", "permission": "readWrite"]]]) {
                 try await o.insertEvents(["bg-3"], session: session)
             }
@@ -366,9 +366,9 @@ extension Mirroring {
             await ConflictTests.stop(cloud, a, b)
         }
 
-        /// The window between the two: A's share.create has fetched and its move (create in the
-        /// share zone, unconditional delete of the old copies) is at the server when B's edit
-        /// lands in the old zone. The move deletes B's edit there and creates A's older copy in
+        /// The window between the two: A's share.create has fetched and saved the records where
+        /// they are, and its move (create in the share zone, unconditional delete of the old
+        /// copies) is at the server when B's edit lands in the old zone. The move deletes B's edit there and creates A's older copy in
         /// the share. The moved record names the tag it was moved from; B's copy has another
         /// tag, so B merges the two as concurrent versions (the later edit per field) and sends
         /// its edit into the share zone.
@@ -376,7 +376,9 @@ extension Mirroring {
         func editSentWhileAnotherDeviceMovesTheSession() async throws {
             let (cloud, a, b, session) = try await Self.ownersTwoDevicesWithASession()
             let event = try await b.objectID(id: "bg-1")
-            let created = try await cloud.whileHeld("records.modify", device: a, op: "share.create", ["objectID": .string(session)]) {
+            // Held at the move (the request that saves the share), past the records' first save where they are.
+            let created = try await cloud.whileHeld("records.modify", recordType: "cloudkit.share", device: a, op: "share.create",
+                                                    ["objectID": .string(session)]) {
                 try await b.set(event, ["note": "edited on B"])
                 #expect(try await b.send()["saved"] == 1)
             }
@@ -486,6 +488,41 @@ extension Mirroring {
                 #expect(try await device.object(id: "bg-1")?["values"]?["session"]?.stringValue == session, "on \(device.name)")
                 #expect(try await device.pending() == 0, "on \(device.name)")
             }
+            await ConflictTests.stop(cloud, a, b)
+        }
+
+        /// The other order (model-checked moves variant, seed 877): A shares the session again,
+        /// and B's move of the event reaches the cloud after A's share.create fetched (held at
+        /// its first request to the old zone). A's graph still holds the event, and share.create
+        /// first saves each record where A knows it, with its tag: that save fails (unknownItem:
+        /// B moved the event away), so A fetches and reads the graph again, without the event.
+        /// Moving at once created a second copy, A's older one, in the new share zone: one event
+        /// lived in two zones, and deleting one copy left the other to come back.
+        @Test("An event another device moves out of a session while the session is being shared again stays out of the share")
+        func eventMovedAwayWhileItsSessionIsSharedAgain() async throws {
+            let (cloud, a, b, session, keptOnA, other) = try await Self.ownersTwoDevicesWithTwoSessions()
+            let first = try await a.share(session)
+            try await a.call("share.stop", ["zoneName": .string(first)])
+            try await b.fetch()
+            let created = try await cloud.whileHeld("records.modify", zone: first, device: a, op: "share.create", ["objectID": .string(session)]) {
+                try await b.set(try await b.objectID(id: "bg-1"), ["session": .string(other)])
+                #expect(try await b.send()["saved"] == 1)
+            }
+            let zoneName = try #require(try created.get()["zoneName"]?.stringValue)
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-2"], "A moved its older copy of bg-1 with the session")
+            #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["bg-1"])
+            try await b.fetch()
+            for (device, session) in [(a, keptOnA), (b, other)] {
+                #expect(try await device.object(id: "bg-1")?["values"]?["session"]?.stringValue == session, "on \(device.name)")
+                #expect(try await device.pending() == 0, "on \(device.name)")
+            }
+            // One copy: B's delete removes the event everywhere.
+            try await b.delete(try await b.objectID(id: "bg-1"))
+            try await b.send()
+            try await a.fetch()
+            for device in [a, b] { #expect(try await device.ids() == ["bg-2"], "on \(device.name)") }
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-2"])
+            #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone").isEmpty)
             await ConflictTests.stop(cloud, a, b)
         }
 
