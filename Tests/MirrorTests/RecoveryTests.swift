@@ -565,6 +565,36 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        /// The same on a device that had never fetched: a fetch from no token lists live records
+        /// only, no deletions, so A could not tell B's delete from a create that never arrived,
+        /// and sent it again (the record came back to every device). A now takes the core-data
+        /// zone's token before its first send into it, and the fetch after the lost answer
+        /// reports the deletion.
+        @Test("Scenario 30, then another device's delete, on a device that had never fetched: the create is not sent again",
+              arguments: ["lostAnswer", "killAfterReply"])
+        func deleteByAnotherDeviceAfterALostAnswerUnfetched(_ how: String) async throws {
+            let cloud = try await Cloud.start()
+            let data = cloud.directory.file("a-data")
+            var a = try await Device.start("A", user: "owner", cloud: cloud, dataDirectory: data, environment: Self.armed(how))
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            try await a.insertEvents(["kept", "gone"])
+            a = try await Self.sendLosingTheAnswer(how, a, cloud: cloud, data: data)
+            try await b.fetch()
+            try await b.delete(try #require(try await b.object(id: "gone")?["objectID"]?.stringValue))
+            #expect(try await b.send()["deleted"] == 1)
+            let sent = try await a.send()
+            #expect(sent["saved"] == 0, "nothing is created again: \(sent)")
+            #expect(try await a.pending() == 0)
+            #expect(try await a.ids() == ["kept"])
+            let left = try await cloud.records(user: "owner").compactMap { $0["fields"]?["CD_id"]?["value"]?.stringValue }
+            #expect(left == ["kept"])
+            try await b.fetch()
+            #expect(try await b.ids() == ["kept"])
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
         /// Found by `ConvergenceTests` (seeds 474, 723): the server applied A's create, the answer
         /// was lost, and B edited the record before A sent again. A kept the server's copy (B's
         /// tag) without applying it: A's row missed B's edit, the next fetch skipped the record
