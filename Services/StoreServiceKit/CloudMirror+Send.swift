@@ -381,7 +381,12 @@ extension CloudMirror {
             var afterSave: [() throws -> Void] = []
             for item in items {
                 let uuid = item.pending.uuid
-                guard let zone = item.record?.zoneID, try state.meta(uuid)?.zone == zone, try state.pending(uuid: uuid) != nil else { continue }
+                // Left where it was: the same zone and the tag the update was sent with. A record
+                // moved away and back meanwhile is in that zone again at a newer tag; the edit
+                // merged into it there and goes out (deciding by zone alone deleted it here,
+                // and the record stayed behind in a zone its session had left: seed 724).
+                guard let zone = item.record?.zoneID, let meta = try state.meta(uuid), meta.zone == zone,
+                      meta.changeTag == item.record?.recordChangeTag, try state.pending(uuid: uuid) != nil else { continue }
                 if options.deletePolicy(item.entity.name) == .resurrect {
                     try store.database.transaction(commit: .deferred) { try state.forgetServerCopy(uuid) }
                 } else {

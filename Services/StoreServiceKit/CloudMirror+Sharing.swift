@@ -41,9 +41,12 @@ extension CloudMirror {
     func createShare(_ params: ShareCreateParams) throws -> ShareCreateResult {
         _ = try sendAll()
         let zone = MirrorZoneID(zoneName: Self.shareZonePrefix + UUID().uuidString)
-        let (root, graph) = try touchedGraph(params)
-        try ensureZones([.coreData])
-        _ = try call("zones.save", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [zone])))
+        // The zones are made once the graph is known to be shareable and before its records are
+        // saved where they are: nothing but the move itself comes between that save and the move.
+        let (root, graph) = try touchedGraph(params) {
+            try ensureZones([.coreData])
+            _ = try call("zones.save", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [zone])))
+        }
         var saves = graph.map { MirrorRecord(recordName: $0.uuid, zoneID: zone, recordType: "CD_\($0.entity.name)", fields: $0.fields) }
         saves.append(MirrorRecord(recordName: MirrorRecord.zoneShareName, zoneID: zone, recordType: MirrorRecord.shareType, fields: [:]))
         let deletes: [JSONValue] = try graph.compactMap { member in
@@ -91,7 +94,8 @@ extension CloudMirror {
     /// fetched and the graph read again. After `shareAttempts` the graph moves as it is then
     /// (a copy that is gone with no tombstone left to fetch would otherwise block the share
     /// for good; deleting it is a no-op, and `MovedFrom` still names each copy's tag).
-    private func touchedGraph(_ params: ShareCreateParams) throws -> (root: String, graph: [GraphMember]) {
+    /// `prepare` runs once, after the graph is first read and before its first save.
+    private func touchedGraph(_ params: ShareCreateParams, prepare: () throws -> Void) throws -> (root: String, graph: [GraphMember]) {
         var round = 0
         while true {
             round += 1
@@ -101,6 +105,7 @@ extension CloudMirror {
             var fetched = MirrorFetchReport()
             try fetchDatabase(.private, report: &fetched)
             let (root, graph, tags) = try readGraph(params)
+            if round == 1 { try prepare() }
             let touches: [MirrorRecord] = graph.compactMap { member in
                 guard let zone = member.oldZone, let tag = tags[member.uuid] else { return nil }
                 var record = MirrorRecord(recordName: member.uuid, zoneID: zone, recordType: "CD_\(member.entity.name)", fields: member.fields)

@@ -580,6 +580,40 @@ extension Mirroring {
             await ConflictTests.stop(cloud, a, b)
         }
 
+        /// A's edit of an event goes to the share zone it knows; B has just moved the event out
+        /// (unknownItem), and while A's send fetches to find where it went (held there), B moves
+        /// it back. The fetch finds it in the zone the edit was sent to, at a newer tag: it moved
+        /// away and back, it was not left there missing. Deciding by the zone alone applied the
+        /// delete policy and deleted the event on A; A's edit was lost, and A's next share of
+        /// the session left the event behind in the old zone (automatic moves variant, seed 724).
+        @Test("An edit that finds its event moved away, then back into its zone before the send settles it, reaches the event")
+        func editOfAnEventMovedAwayAndBackBeforeTheSendSettles() async throws {
+            let (cloud, a, b, session, _, kept) = try await Self.ownersTwoDevicesWithTwoSessions()
+            let zoneName = try await a.share(session)
+            try await b.fetch()
+            let event = try await b.objectID(id: "bg-1")
+            let sessionOnB = try await b.objectID(id: "mochi", entity: "CareSession")
+            try await b.set(event, ["session": .string(kept)])
+            try await b.send()
+            try await a.set(try await a.objectID(id: "bg-1"), ["note": "edited on A"])
+            let sent = try await cloud.whileHeld("changes.fetchDatabase", device: a, op: "sync.send") {
+                try await b.set(event, ["session": .string(sessionOnB)])
+                try await b.send()
+            }
+            _ = try sent.get()
+            #expect(try await a.ids() == ["bg-1", "bg-2"], "A deleted the event by the delete policy")
+            #expect(try await a.pending() == 0)
+            try await b.fetch()
+            for device in [a, b] {
+                #expect(try await device.object(id: "bg-1")?["values"]?["note"] == "edited on A", "on \(device.name)")
+            }
+            #expect(try await a.object(id: "bg-1")?["values"]?["session"]?.stringValue == session)
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-1", "bg-2"])
+            #expect(try await cloud.eventField("CD_note", of: "bg-1", zoneName: zoneName) == "edited on A")
+            #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone").isEmpty)
+            await ConflictTests.stop(cloud, a, b)
+        }
+
         /// O moves an event out of the shared session into one it keeps private, and another in:
         /// each record follows its session's zone, so P loses the first and gains the second.
         @Test("O moves an event out of a shared session and another into it: P loses the first and receives the second")
