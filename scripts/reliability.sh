@@ -154,8 +154,8 @@ caches are full.
   session after share.create's fetch, leaving it in two zones (about 1 in 300; share.create now
   saves the graph where it is, with its tags, before the move, as a send's move does); and an
   update answered unknownItem met the delete policy because the fetch found the event back in
-  the zone it was sent to, though at a newer tag (moved away and back;
-  seed 724 failed 1 run in 11): the event was deleted there and the edit lost. One failure in 900 histories remains
+  the zone it was sent to, though at a newer tag (moved away and back; seed 724 failed 1 run in
+  11): the event was deleted there and the edit lost. One failure in 900 histories remains
   (seed 878): two devices moving one record at once, the second saving it where it is right
   after the first did (it learns the tag from its serverRecordChanged answer) and moving it
   before the first's move arrives, leave a copy in each zone; the devices agree on the record,
