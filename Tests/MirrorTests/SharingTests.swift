@@ -558,13 +558,7 @@ extension Mirroring {
         /// end deleted the event on A, for good (the cloud still had it).
         @Test("A tombstone a fetch holds is dropped when the record comes back into its zone before the fetch ends")
         func eventMovedAwayAndBackDuringAFetch() async throws {
-            let (cloud, a, b, session, _, kept) = try await Self.ownersTwoDevicesWithTwoSessions()
-            let zoneName = try await a.share(session)
-            try await b.fetch()
-            let event = try await b.objectID(id: "bg-1")
-            let sessionOnB = try await b.objectID(id: "mochi", entity: "CareSession")
-            try await b.set(event, ["session": .string(kept)])
-            try await b.send()
+            let (cloud, a, b, session, zoneName, event, sessionOnB) = try await Self.eventMovedOutOfTheShareByB()
             let fetched = try await cloud.whileHeld("changes.fetchZone", zone: "com.apple.coredata.cloudkit.zone", device: a, op: "sync.fetch") {
                 try await b.set(event, ["session": .string(sessionOnB)])
                 try await b.send()
@@ -588,13 +582,7 @@ extension Mirroring {
         /// the session left the event behind in the old zone (automatic moves variant, seed 724).
         @Test("An edit that finds its event moved away, then back into its zone before the send settles it, reaches the event")
         func editOfAnEventMovedAwayAndBackBeforeTheSendSettles() async throws {
-            let (cloud, a, b, session, _, kept) = try await Self.ownersTwoDevicesWithTwoSessions()
-            let zoneName = try await a.share(session)
-            try await b.fetch()
-            let event = try await b.objectID(id: "bg-1")
-            let sessionOnB = try await b.objectID(id: "mochi", entity: "CareSession")
-            try await b.set(event, ["session": .string(kept)])
-            try await b.send()
+            let (cloud, a, b, session, zoneName, event, sessionOnB) = try await Self.eventMovedOutOfTheShareByB()
             try await a.set(try await a.objectID(id: "bg-1"), ["note": "edited on A"])
             let sent = try await cloud.whileHeld("changes.fetchDatabase", device: a, op: "sync.send") {
                 try await b.set(event, ["session": .string(sessionOnB)])
@@ -653,6 +641,21 @@ extension Mirroring {
             try await a.send()
             try await b.fetch()
             return (cloud, a, b, session, keptOnA, try await b.objectID(id: "kept", entity: "CareSession"))
+        }
+
+        /// A shares the session (its graph moves into a share zone) and B, having fetched that,
+        /// moves bg-1 out of it into the session kept in the core-data zone, and sends. Returns
+        /// the share zone and B's object IDs of the event and of the shared session.
+        static func eventMovedOutOfTheShareByB() async throws
+            -> (cloud: Cloud, a: Device, b: Device, session: String, zoneName: String, event: String, sessionOnB: String) {
+            let (cloud, a, b, session, _, kept) = try await ownersTwoDevicesWithTwoSessions()
+            let zoneName = try await a.share(session)
+            try await b.fetch()
+            let event = try await b.objectID(id: "bg-1")
+            let sessionOnB = try await b.objectID(id: "mochi", entity: "CareSession")
+            try await b.set(event, ["session": .string(kept)])
+            try await b.send()
+            return (cloud, a, b, session, zoneName, event, sessionOnB)
         }
 
         /// Found by `SharingLifecycleTests`: B's delete went to the event's old zone, where deleting
