@@ -35,9 +35,10 @@ struct ShareAcceptResult: Codable, Sendable {
 extension CloudMirror {
     static let shareZonePrefix = "com.apple.coredata.cloudkit.share."
 
-    /// share.create: the owner shares an object graph. A share zone is created; the graph moves
-    /// there (deleted from its old zone, created in the share zone, in one request together with
-    /// the zone-wide share `cloudkit.zoneshare`); locally the objects stay in the private store.
+    /// share.create: the owner shares an object graph. A share zone is created; the graph, first
+    /// saved where it is (`touchedGraph`), moves there (deleted from its old zone, created in the
+    /// share zone, in one request together with the zone-wide share `cloudkit.zoneshare`);
+    /// locally the objects stay in the private store.
     func createShare(_ params: ShareCreateParams) throws -> ShareCreateResult {
         _ = try sendAll()
         let zone = MirrorZoneID(zoneName: Self.shareZonePrefix + UUID().uuidString)
