@@ -189,15 +189,17 @@ extension CloudMirror {
     /// another device had deleted. So a batch that creates records in Core Data's zone waits
     /// until the device holds that zone's token (its zone is made first if need be, and what
     /// it holds is received).
-    private func needsCoreDataToken(_ batch: Batch) throws -> Bool {
+    /// Nil: the batch creates nothing in Core Data's zone; else whether the device holds the
+    /// zone's token (when it does not, the zone is made if need be).
+    private func coreDataTokenKnown(for batch: Batch) throws -> Bool? {
         guard batch.database == "private",
-              batch.items.contains(where: { $0.record?.recordChangeTag == nil && $0.record?.zoneID == .coreData }) else { return false }
+              batch.items.contains(where: { $0.record?.recordChangeTag == nil && $0.record?.zoneID == .coreData }) else { return nil }
         let known = try withStores { stores -> Bool in
             guard let index = Self.storeIndex(.private, in: stores) else { return true }
             return try MirrorState(stores.list[index]).value(MirrorState.zoneTokenKey(.coreData)) != nil
         }
         if !known { try ensureZones([.coreData]) }
-        return !known
+        return known
     }
 
     private func dropCreatesInFlight(_ ids: [Int64], store name: String) throws {
@@ -250,8 +252,8 @@ extension CloudMirror {
         var rebuild = false
         /// Records saved where they are in this send, so their move can go out (`buildBatch`).
         var touched: Set<String> = []
-        /// Whether this send fetched Core Data's zone for its token (`needsCoreDataToken`).
-        var tokenTaken = false
+        /// Whether this send has settled that it holds Core Data's zone token (`coreDataTokenKnown`).
+        var tokenChecked = false
         var upcoming = try nextBatch(scope: scope, excluding: skipped, touched: touched, report: &report)
         func unanswered() -> Set<String> { Set(inFlight.flatMap(\.names)) }
         // Entries before the last one in flight were all sent in this send, or skipped; any
@@ -259,16 +261,20 @@ extension CloudMirror {
         func readFrom() -> Int64 { inFlight.map(\.batch.lastSeq).max() ?? 0 }
         while true {
             while stopError == nil, !rebuild, inFlight.count < Self.batchesInFlight, rounds < 10_000, let batch = upcoming {
-                if !tokenTaken, try needsCoreDataToken(batch) {
-                    // Taken with nothing in flight (the fetch may merge into rows), then the batch
-                    // is built again. Once per send: a zone that cannot be fetched does not stop it.
-                    if !inFlight.isEmpty { break }
-                    tokenTaken = true
-                    try forgetCreates(of: batch)
-                    var fetched = MirrorFetchReport()
-                    try fetchZone(.coreData, scope: .private, database: "private", report: &fetched)
-                    upcoming = try nextBatch(scope: scope, excluding: skipped, touched: touched, report: &report)
-                    continue
+                if !tokenChecked, let known = try coreDataTokenKnown(for: batch) {
+                    if !known {
+                        // Taken with nothing in flight (the fetch may merge into rows), then the
+                        // batch is built again.
+                        if !inFlight.isEmpty { break }
+                        try forgetCreates(of: batch)
+                        var fetched = MirrorFetchReport()
+                        try fetchZone(.coreData, scope: .private, database: "private", report: &fetched)
+                        upcoming = try nextBatch(scope: scope, excluding: skipped, touched: touched, report: &report)
+                    }
+                    // Once per send: a token once held stays (asking takes the store lock), and a
+                    // zone that cannot be fetched does not stop the send.
+                    tokenChecked = true
+                    if !known { continue }
                 }
                 rounds += 1
                 if batch.database == "private" { try ensureZones(Set(batch.items.compactMap { $0.record?.zoneID })) }

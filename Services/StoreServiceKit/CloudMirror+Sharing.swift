@@ -56,13 +56,14 @@ extension CloudMirror {
         let reply = try call("records.modify", ["database": "private", "saves": .array(saves.map(\.json)), "deletes": .array(deletes)])
         let saved = (reply["saved"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
         var shareRecord: JSONValue = .null
+        let members = Self.byName(graph)
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorState(stores.list[index])
             try stores.list[index].database.transaction {
                 for record in saved {
                     if record.isShare { continue }
-                    guard let member = graph.first(where: { $0.uuid == record.recordName }) else { continue }
+                    guard let member = members[record.recordName] else { continue }
                     try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: record.recordChangeTag,
                                             serverFields: record.fields ?? member.fields))
                     try state.dropPending(record.recordName)
@@ -79,7 +80,8 @@ extension CloudMirror {
         return ShareCreateResult(zoneName: zone.zoneName, rootRecordName: root, movedRecords: graph.count, share: Self.withoutKeptTexts(shareRecord))
     }
 
-    typealias GraphMember = (uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: MirrorZoneID?)
+    /// A member of a shared graph: its fields, and the zone and change tag of its copy in the cloud (nil: never sent).
+    typealias GraphMember = (uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: MirrorZoneID?, tag: String?)
 
     /// How many times share.create fetches and reads the graph again when another device
     /// changed or moved one of its records between this device's fetch and its move.
@@ -105,10 +107,10 @@ extension CloudMirror {
             // this device's older values and the edits were deleted with the copies that had them.
             var fetched = MirrorFetchReport()
             try fetchDatabase(.private, report: &fetched)
-            let (root, graph, tags) = try readGraph(params)
+            let (root, graph) = try readGraph(params)
             if round == 1 { try prepare() }
             let touches: [MirrorRecord] = graph.compactMap { member in
-                guard let zone = member.oldZone, let tag = tags[member.uuid] else { return nil }
+                guard let zone = member.oldZone, let tag = member.tag else { return nil }
                 var record = MirrorRecord(recordName: member.uuid, zoneID: zone, recordType: "CD_\(member.entity.name)", fields: member.fields)
                 record.recordChangeTag = tag
                 return record
@@ -132,7 +134,7 @@ extension CloudMirror {
             if stale, round < Self.shareAttempts { continue }
             return (root, graph.map { member in
                 var member = member
-                if let zone = member.oldZone, let tag = newTags[member.uuid] ?? tags[member.uuid] {
+                if let zone = member.oldZone, let tag = newTags[member.uuid] ?? member.tag {
                     member.fields[MovedFrom.field] = MovedFrom(zoneName: zone.zoneName, changeTag: tag).fieldValue
                 }
                 return member
@@ -142,7 +144,7 @@ extension CloudMirror {
 
     /// The root's graph from the private store: the root and the objects of its to-many
     /// relationships, with their fields, the zone each is in and its change tag there.
-    private func readGraph(_ params: ShareCreateParams) throws -> (root: String, graph: [GraphMember], tags: [String: String]) {
+    private func readGraph(_ params: ShareCreateParams) throws -> (root: String, graph: [GraphMember]) {
         try withStores { stores in
             guard let id = ObjectID(uri: params.objectID), let storeUUID = id.storeUUID, let key = id.primaryKey,
                   let index = stores.index(uuid: storeUUID), stores.list[index].scope == .private,
@@ -162,27 +164,32 @@ extension CloudMirror {
                 for child in try store.referencing(destination.name, relationship: inverse, primaryKey: key) { members.append((destination, child)) }
             }
             var graph: [GraphMember] = []
-            var tags: [String: String] = [:]
             for (memberEntity, memberKey) in members {
                 guard let memberRow = try store.read(memberEntity, primaryKey: memberKey) else { continue }
                 let fields = try MirrorRecordCoding.fields(entity: memberEntity, row: memberRow, state: state, timesText: try state.fieldTimesText(memberRow.uuid))
                 let meta = try state.meta(memberRow.uuid)
-                if let tag = meta?.changeTag { tags[memberRow.uuid] = tag }
-                graph.append((memberRow.uuid, memberEntity, fields, meta?.zone))
+                graph.append((memberRow.uuid, memberEntity, fields, meta?.zone, meta?.changeTag))
             }
-            return (row.uuid, graph, tags)
+            return (row.uuid, graph)
         }
+    }
+
+    /// The graph's members by record name (a session's graph can hold thousands of events:
+    /// looking each answer up in the list was quadratic).
+    private static func byName(_ graph: [GraphMember]) -> [String: GraphMember] {
+        Dictionary(graph.map { ($0.uuid, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// Keeps the touched copies' new tags (and fields, the next merge's ancestor) as their metadata.
     private func keepTouched(_ saved: JSONValue?, graph: [GraphMember]) throws -> [String: String] {
         var tags: [String: String] = [:]
+        let members = Self.byName(graph)
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorState(stores.list[index])
             try stores.list[index].database.transaction(commit: .deferred) {
                 for record in (saved?.arrayValue ?? []).compactMap(MirrorRecord.init(json:)) {
-                    guard let tag = record.recordChangeTag, let member = graph.first(where: { $0.uuid == record.recordName }),
+                    guard let tag = record.recordChangeTag, let member = members[record.recordName],
                           let zone = member.oldZone else { continue }
                     try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: tag,
                                             serverFields: record.fields ?? member.fields))

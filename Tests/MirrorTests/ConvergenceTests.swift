@@ -314,7 +314,12 @@ extension Mirroring {
         /// The same on two automatic-mode devices: moves race the devices' own sends and fetches.
         /// Found: a fetch held an event's tombstone in one round and saw it moved back into that
         /// zone in the next, then applied the older tombstone and deleted it (about 1 history
-        /// in 40; `dropTombstones`).
+        /// in 40; `dropTombstones`); share.create moved a stale copy of an event another device
+        /// had just moved elsewhere (seed 877: "An event another device moves out of a session
+        /// while the session is being shared again…"); an edit whose event moved away and back
+        /// met the delete policy (seed 724: "An edit that finds its event moved away, then
+        /// back…"). Not yet repaired: two devices moving one record at once can leave a copy
+        /// in each zone (seed 878, about 1 in 900; docs/differences-mirroring.md).
         @Test("seeded histories on two automatic-mode devices of one user, A sharing the session and stopping, converge to the model",
               arguments: seeds(from: 700))
         func twoAutomaticDevicesWhileTheSessionMoves(seed: UInt64) async throws {
