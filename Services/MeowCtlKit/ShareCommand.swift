@@ -72,6 +72,10 @@ enum ShareCommand {
         if device.output.json { return device.output.emit(["ok": true, "result": result]) }
         device.output.say("Shared \(session)")
         device.output.say("  zone \(result["zoneName"].cell), \(result["movedRecords"].cell) records moved into it")
+        if let pending = result["pendingRecords"]?.intValue, pending > 0 {
+            // The share exists; the rest of the session moves with the next send.
+            device.output.say("  \(pending) records still to move (\(result["sendError"]?["code"].cell ?? "stopped")): they go with the next `meowctl sync send`")
+        }
         device.output.say(participantTable(result["share"]))
     }
 

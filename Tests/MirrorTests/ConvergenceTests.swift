@@ -304,7 +304,7 @@ extension Mirroring {
         /// device moves to another session while the other shares…"); an event deleted on one
         /// device came back when the other moved it away and back (seed 1064: "An event deleted
         /// on one device and moved back…"). The window inside a move itself needs an exact
-        /// interleaving: `SharingTests.editSentWhileAnotherDeviceMovesTheSession`.
+        /// interleaving: `MergeRuleTests`' moved-record rules (`MC_movedFrom`).
         @Test("seeded histories on devices A and B of one user, A sharing the session and stopping, converge to the model",
               arguments: seeds(from: 600))
         func twoDevicesWhileTheSessionMoves(seed: UInt64) async throws {

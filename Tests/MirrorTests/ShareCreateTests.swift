@@ -1,0 +1,75 @@
+import Foundation
+import MeowWire
+import Testing
+import TestSupport
+
+extension Mirroring {
+    /// share.create on sessions larger than one request: the root moves with the share, the
+    /// rest of the graph follows it by the send's moves, in batches within the server's limits.
+    @Suite("Mirroring: share.create in batches", .timeLimit(.minutes(5)))
+    struct ShareCreateTests {
+        /// A month of readings is more than one `records.modify` may carry (400 items; a move
+        /// is a save and a delete). Moving the whole graph in one request was `limitExceeded`,
+        /// and such a session could not be shared at all.
+        @Test("A session with more records than one request may carry is shared, and the participant receives all of it")
+        func largeSessionIsSharedInBatches() async throws {
+            let cloud = try await Cloud.start()
+            let o = try await Device.start("O", user: "owner", cloud: cloud)
+            let p = try await Device.start("P", user: "alice", cloud: cloud)
+            let session = try await o.insertSession("mochi")
+            let ids = (0..<250).map { String(format: "bg-%03d", $0) }
+            try await o.insertEvents(ids, session: session)
+            try await o.send()
+            let created = try await o.call("share.create", ["objectID": .string(session),
+                                                            "participants": [["user": "alice", "permission": "readOnly"]]])
+            #expect(created["movedRecords"] == 251)
+            #expect(created["pendingRecords"] == 0)
+            #expect(created["sendError"] == nil)
+            let zoneName = try #require(created["zoneName"]?.stringValue)
+            #expect(try await cloud.records(user: "owner").isEmpty, "a record was left in the private zone")
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ids)
+            // Each moved copy names the copy it was moved from (`MC_movedFrom`).
+            let moved = try await cloud.records(user: "owner", zone: ["zoneName": .string(zoneName)]).filter { $0["recordType"] == "CD_CareEvent" }
+            #expect(moved.allSatisfy { $0["fields"]?["MC_movedFrom"] != nil })
+            #expect(try await o.pending() == 0)
+            _ = try await p.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
+            #expect(try await p.ids(store: "Shared") == ids)
+            #expect(try await o.ids(store: "Private") == ids)
+            await ConflictTests.stop(cloud, o, p)
+        }
+
+        /// The share exists once the root has moved; a cloud error while the rest follows does
+        /// not undo it. share.create answers what moved and what is still queued, with the
+        /// error, and the next send moves the rest.
+        @Test("When the cloud stops the graph's move, share.create answers what is left, and the next send moves it")
+        func interruptedMoveIsFinishedByTheNextSend() async throws {
+            let cloud = try await Cloud.start()
+            let o = try await Device.start("O", user: "owner", cloud: cloud)
+            let p = try await Device.start("P", user: "alice", cloud: cloud)
+            let session = try await o.insertSession("mochi")
+            try await o.insertEvents(["bg-1", "bg-2"], session: session)
+            try await o.send()
+            // share.create's own requests save the session and the share; the first one saving an event is the members' move.
+            _ = try await cloud.admin("admin.injectFault", ["op": "records.modify", "recordType": "CD_CareEvent", "code": "serviceUnavailable",
+                                                            "retryAfterSeconds": 0, "count": 1])
+            let created = try await o.call("share.create", ["objectID": .string(session),
+                                                            "participants": [["user": "alice", "permission": "readWrite"]]])
+            #expect(created["movedRecords"] == 1)
+            #expect(created["pendingRecords"] == 2)
+            #expect(created["sendError"]?["code"] == "serviceUnavailable")
+            let zoneName = try #require(created["zoneName"]?.stringValue)
+            #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["bg-1", "bg-2"])
+            #expect(try await cloud.eventIDs(zoneName: zoneName).isEmpty)
+            #expect(try await o.pending() == 2)
+            // Sharing again is refused: the share exists.
+            #expect(try await o.failure("share.create", ["objectID": .string(session)]).code == "alreadyShared")
+            try await o.send()
+            #expect(try await cloud.records(user: "owner").isEmpty, "a record was left in the private zone")
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-1", "bg-2"])
+            #expect(try await o.pending() == 0)
+            _ = try await p.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
+            #expect(try await p.ids(store: "Shared") == ["bg-1", "bg-2"])
+            await ConflictTests.stop(cloud, o, p)
+        }
+    }
+}
