@@ -4,7 +4,7 @@ import SQLiteKit
 
 /// A fetch predicate in a subset of NSPredicate's format language:
 /// comparisons (`==` `=` `!=` `<>` `<` `<=` `>` `>=`, `BEGINSWITH` `ENDSWITH` `CONTAINS`, with an
-/// optional `[c]` for case-insensitive), `IN {…}`, `AND`/`&&`, `OR`/`||`, `NOT`/`!`, parentheses,
+/// optional `[c]` for case-insensitive, `[d]` for diacritic-insensitive, or `[cd]`), `IN {…}`, `AND`/`&&`, `OR`/`||`, `NOT`/`!`, parentheses,
 /// `nil`/`NULL` tests, `TRUEPREDICATE`/`FALSEPREDICATE`, `%@` placeholders filled from
 /// `arguments`, and key paths through to-one relationships (`session.id`). A to-one relationship
 /// compares with an object ID string or nil.
@@ -17,8 +17,15 @@ indirect enum Predicate: Sendable, Equatable {
     case and([Predicate])
     case or([Predicate])
     case not(Predicate)
-    case compare(keyPath: [String], op: ComparisonOperator, value: JSONValue, caseInsensitive: Bool)
+    case compare(keyPath: [String], op: ComparisonOperator, value: JSONValue, options: StringOptions)
     case within(keyPath: [String], values: [JSONValue])
+
+    /// A string comparison's modifiers (`[c]`, `[d]`, `[cd]`).
+    struct StringOptions: OptionSet, Sendable, Equatable {
+        let rawValue: Int
+        static let caseInsensitive = StringOptions(rawValue: Int(CaseFolding.Options.caseInsensitive.rawValue))
+        static let diacriticInsensitive = StringOptions(rawValue: Int(CaseFolding.Options.diacriticInsensitive.rawValue))
+    }
 
     enum ComparisonOperator: String, Sendable, Equatable {
         case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
@@ -42,7 +49,8 @@ private struct PredicateParser {
         case word(String)       // identifiers, key paths and keywords
         case string(String)
         case number(JSONValue)
-        case symbol(String)     // == != < <= > >= = <> ( ) { } , && || ! [c]
+        case symbol(String)     // == != < <= > >= = <> ( ) { } , && || !
+        case modifier(Predicate.StringOptions)  // [c] [d] [cd]
         case placeholder
         case end
     }
@@ -78,6 +86,7 @@ private struct PredicateParser {
         case let .string(text): return "the string \"\(text)\""
         case .number: return "a number"
         case let .symbol(symbol): return "'\(symbol)'"
+        case .modifier: return "a modifier ([c], [d], [cd])"
         case .placeholder: return "%@"
         case .end: return "the end"
         }
@@ -120,8 +129,16 @@ private struct PredicateParser {
             }
             if byte == UInt8(ascii: "["), let close = bytes[index...].firstIndex(of: UInt8(ascii: "]")) {
                 let flags = String(decoding: bytes[(index + 1)..<close], as: UTF8.self).lowercased()
-                guard flags == "c" || flags == "cd" || flags == "d" else { throw predicateError("unknown modifier [\(flags)]; use [c].", text, at: start) }
-                tokens.append((.symbol("[c]"), start)); index = close + 1; continue
+                var options: Predicate.StringOptions = []
+                for flag in flags {
+                    switch flag {
+                    case "c": options.insert(.caseInsensitive)
+                    case "d": options.insert(.diacriticInsensitive)
+                    default: throw predicateError("unknown modifier [\(flags)]; use [c], [d] or [cd].", text, at: start)
+                    }
+                }
+                if options.isEmpty { throw predicateError("empty modifier []; use [c], [d] or [cd].", text, at: start) }
+                tokens.append((.modifier(options), start)); index = close + 1; continue
             }
             let two = index + 1 < bytes.count ? String(decoding: bytes[index...(index + 1)], as: UTF8.self) : ""
             if ["==", "!=", "<=", ">=", "<>", "&&", "||", "=<", "=>"].contains(two) {
@@ -193,10 +210,10 @@ private struct PredicateParser {
             throw predicateError("expected an operator after '\(path)' at offset \(offset), found \(describe(current)).", text, at: offset)
         }
         position += 1
-        var caseInsensitive = false
-        if current == .symbol("[c]") { caseInsensitive = true; position += 1 }
+        var options: Predicate.StringOptions = []
+        if case let .modifier(modifier) = current { options = modifier; position += 1 }
         let value = try parseValue()
-        return .compare(keyPath: keyPath, op: op.op, value: value, caseInsensitive: caseInsensitive)
+        return .compare(keyPath: keyPath, op: op.op, value: value, options: options)
     }
 
     struct ComparisonOperatorParse { let op: Predicate.ComparisonOperator; init(_ op: Predicate.ComparisonOperator) { self.op = op } }
@@ -346,7 +363,7 @@ struct StoreQueryBuilder {
                 marks.append("?")
             }
             return marks.isEmpty ? "0" : "\(column) IN (\(marks.joined(separator: ", ")))"
-        case let .compare(keyPath, op, value, caseInsensitive):
+        case let .compare(keyPath, op, value, options):
             let resolved = try resolve(keyPath)
             var column = Self.column(resolved)
             guard let bound = try literal(value, for: resolved, keyPath: keyPath) else {
@@ -363,7 +380,10 @@ struct StoreQueryBuilder {
             // hasPrefix:, hasSuffix: and rangeOfString: with @"" find nothing).
             if [.beginsWith, .endsWith, .contains].contains(op), bound == .text("") { return "0" }
             var mark = "?"
-            if caseInsensitive { column = "meow_fold(\(column))"; mark = "meow_fold(?)" }
+            if !options.isEmpty {
+                column = "meow_fold(\(column), \(options.rawValue))"
+                mark = "meow_fold(?, \(options.rawValue))"
+            }
             values.append(bound)
             switch op {
             case .equal: return "\(column) = \(mark)"

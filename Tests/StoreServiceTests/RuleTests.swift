@@ -71,14 +71,14 @@ struct RuleTests {
         let parsed = try Predicate.parse("session.id == %@ AND (value > 10 OR note == nil) AND NOT eventTypeRaw IN {'note', \"play\"}",
                                          arguments: ["default-session"])
         #expect(parsed == .and([
-            .compare(keyPath: ["session", "id"], op: .equal, value: "default-session", caseInsensitive: false),
-            .or([.compare(keyPath: ["value"], op: .greater, value: 10, caseInsensitive: false),
-                 .compare(keyPath: ["note"], op: .equal, value: .null, caseInsensitive: false)]),
+            .compare(keyPath: ["session", "id"], op: .equal, value: "default-session", options: []),
+            .or([.compare(keyPath: ["value"], op: .greater, value: 10, options: []),
+                 .compare(keyPath: ["note"], op: .equal, value: .null, options: [])]),
             .not(.within(keyPath: ["eventTypeRaw"], values: ["note", "play"])),
         ]))
         #expect(try Predicate.parse("note BEGINSWITH[c] 'ab' || value <= -1.5") == .or([
-            .compare(keyPath: ["note"], op: .beginsWith, value: "ab", caseInsensitive: true),
-            .compare(keyPath: ["value"], op: .lessOrEqual, value: -1.5, caseInsensitive: false),
+            .compare(keyPath: ["note"], op: .beginsWith, value: "ab", options: .caseInsensitive),
+            .compare(keyPath: ["value"], op: .lessOrEqual, value: -1.5, options: []),
         ]))
     }
 

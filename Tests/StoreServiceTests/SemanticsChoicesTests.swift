@@ -57,6 +57,38 @@ struct SemanticsChoicesTests {
         _ = await store.stop()
     }
 
+    /// NSPredicate's `[d]` ignores diacritics, `[cd]` case too. Marks are removed after
+    /// canonical decomposition, so a composed and a decomposed `é` meet under `[d]` (without a
+    /// modifier they differ: strings compare as stored). `[d]` was read as `[c]`.
+    @Test func diacriticInsensitiveComparisonsIgnoreMarksComposedOrNot() async throws {
+        let store = try await StoreFixture.start(["--no-orphan-repair"])
+        let client = try await store.client()
+        let context = try await client.openContext()
+        let notes = ["Éclair", "éclair", "e\u{301}clair", "eclair", "naïve", "Øre"]
+        for (index, note) in notes.enumerated() {
+            _ = try await client.insertEvent(context, id: "e\(index)", extra: ["note": .string(note)])
+        }
+        _ = try await client.save(context)
+        func ids(_ predicate: String) async throws -> [String] {
+            try await client.call("fetch", ["entity": "CareEvent", "predicate": .string(predicate), "sortDescriptors": [["key": "id"]]])["objects"]?
+                .arrayValue?.compactMap { $0["values"]?["id"]?.stringValue } ?? []
+        }
+        #expect(try await ids("note == 'éclair'") == ["e1"])
+        #expect(try await ids("note ==[d] 'eclair'") == ["e1", "e2", "e3"])
+        #expect(try await ids("note ==[d] 'éclair'") == ["e1", "e2", "e3"])
+        #expect(try await ids("note ==[c] 'éclair'") == ["e0", "e1"])
+        #expect(try await ids("note ==[cd] 'ECLAIR'") == ["e0", "e1", "e2", "e3"])
+        #expect(try await ids("note BEGINSWITH[cd] 'ECL'") == ["e0", "e1", "e2", "e3"])
+        #expect(try await ids("note CONTAINS[d] 'ai'") == ["e0", "e1", "e2", "e3", "e4"])
+        #expect(try await ids("note ENDSWITH[DC] 'IVE'") == ["e4"])
+        #expect(try await ids("note ==[d] 'Ore'").isEmpty, "ø does not decompose")
+        let error = try await client.failure("fetch", ["entity": "CareEvent", "predicate": "note ==[x] 'a'"])
+        #expect(error.code == "invalidPredicate")
+        #expect(error.message.contains("[c], [d] or [cd]"))
+        client.close()
+        _ = await store.stop()
+    }
+
     /// NSPredicate's `[c]` folds case by Unicode's rules (SQLite's `lower()` alone folds ASCII),
     /// and an empty operand is found by no BEGINSWITH, ENDSWITH or CONTAINS (NSString finds @""
     /// nowhere); both hold in every form the predicate can take.
