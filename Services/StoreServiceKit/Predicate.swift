@@ -3,11 +3,13 @@ import ServiceRuntime
 import SQLiteKit
 
 /// A fetch predicate in a subset of NSPredicate's format language:
-/// comparisons (`==` `=` `!=` `<>` `<` `<=` `>` `>=`, `BEGINSWITH` `ENDSWITH` `CONTAINS`, with an
-/// optional `[c]` for case-insensitive, `[d]` for diacritic-insensitive, or `[cd]`), `IN {…}`, `AND`/`&&`, `OR`/`||`, `NOT`/`!`, parentheses,
-/// `nil`/`NULL` tests, `TRUEPREDICATE`/`FALSEPREDICATE`, `%@` placeholders filled from
-/// `arguments`, and key paths through to-one relationships (`session.id`). A to-one relationship
-/// compares with an object ID string or nil.
+/// comparisons (`==` `=` `!=` `<>` `<` `<=` `>` `>=`, `BEGINSWITH` `ENDSWITH` `CONTAINS` `LIKE`
+/// `MATCHES`, with an optional `[c]` for case-insensitive, `[d]` for diacritic-insensitive, or
+/// `[cd]`), `IN {…}`, `AND`/`&&`, `OR`/`||`, `NOT`/`!`, parentheses, `nil`/`NULL` tests,
+/// `TRUEPREDICATE`/`FALSEPREDICATE`, `%@` placeholders filled from `arguments`, key paths
+/// through to-one relationships (`session.id`), and to-many relationships with `ANY`/`SOME`,
+/// `ALL` or `NONE` (`ANY events.eventTypeRaw == 'insulin'`) or `@count` (`events.@count > 3`).
+/// A to-one relationship compares with an object ID string or nil.
 ///
 /// ```swift
 /// let p = try Predicate.parse("session.id == %@ AND value > 100", arguments: ["default-session"])
@@ -19,6 +21,13 @@ indirect enum Predicate: Sendable, Equatable {
     case not(Predicate)
     case compare(keyPath: [String], op: ComparisonOperator, value: JSONValue, options: StringOptions)
     case within(keyPath: [String], values: [JSONValue])
+    /// A comparison (or IN) whose key path goes through a to-many relationship, for some, every
+    /// or no object of it.
+    case quantified(Quantifier, Predicate)
+    /// The number of objects of a to-many relationship (`events.@count`) compared with a number.
+    case count(keyPath: [String], op: ComparisonOperator, value: JSONValue)
+
+    enum Quantifier: String, Sendable, Equatable { case any = "ANY", all = "ALL", none = "NONE" }
 
     /// A string comparison's modifiers (`[c]`, `[d]`, `[cd]`).
     struct StringOptions: OptionSet, Sendable, Equatable {
@@ -29,7 +38,7 @@ indirect enum Predicate: Sendable, Equatable {
 
     enum ComparisonOperator: String, Sendable, Equatable {
         case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
-        case beginsWith = "BEGINSWITH", endsWith = "ENDSWITH", contains = "CONTAINS"
+        case beginsWith = "BEGINSWITH", endsWith = "ENDSWITH", contains = "CONTAINS", like = "LIKE", matches = "MATCHES"
     }
 
     static func parse(_ text: String, arguments: [JSONValue] = []) throws -> Predicate {
@@ -96,7 +105,7 @@ private struct PredicateParser {
         let bytes = Array(text.utf8)
         var index = 0
         func isWordByte(_ b: UInt8) -> Bool {
-            b == UInt8(ascii: "_") || b == UInt8(ascii: ".") || (b >= 48 && b <= 57) || ((b | 0x20) >= 97 && (b | 0x20) <= 122) || b >= 0x80
+            b == UInt8(ascii: "_") || b == UInt8(ascii: ".") || b == UInt8(ascii: "@") || (b >= 48 && b <= 57) || ((b | 0x20) >= 97 && (b | 0x20) <= 122) || b >= 0x80
         }
         while index < bytes.count {
             let byte = bytes[index]
@@ -190,11 +199,27 @@ private struct PredicateParser {
         }
         if isKeyword(current, "TRUEPREDICATE") { position += 1; return .constant(true) }
         if isKeyword(current, "FALSEPREDICATE") { position += 1; return .constant(false) }
-        guard case let .word(path) = current, !isKeyword(current, "AND", "OR", "NOT", "IN") else {
+        if case let .word(word) = current, let quantifier = ["ANY": Predicate.Quantifier.any, "SOME": .any, "ALL": .all, "NONE": .none][word.uppercased()] {
+            position += 1
+            let term = try parseComparison()
+            if case .count = term { throw predicateError("\(quantifier.rawValue) takes a key path to compare, not @count.", text, at: offset) }
+            return .quantified(quantifier, term)
+        }
+        return try parseComparison()
+    }
+
+    /// A key path, an operator (or IN) and a value.
+    mutating func parseComparison() throws -> Predicate {
+        guard case let .word(path) = current, !isKeyword(current, "AND", "OR", "NOT", "IN", "ANY", "SOME", "ALL", "NONE") else {
             throw predicateError("expected a key path at offset \(offset), found \(describe(current)).", text, at: offset)
         }
         let keyPath = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard keyPath.allSatisfy({ !$0.isEmpty }) else { throw predicateError("'\(path)' is not a key path.", text, at: offset) }
+        if let aggregate = keyPath.firstIndex(where: { $0.hasPrefix("@") }) {
+            guard keyPath[aggregate] == "@count", aggregate == keyPath.count - 1, aggregate > 0 else {
+                throw predicateError("'\(path)': the only aggregate is @count, last in a key path to a to-many relationship (events.@count).", text, at: offset)
+            }
+        }
         position += 1
         if isKeyword(current, "IN") {
             position += 1
@@ -204,7 +229,7 @@ private struct PredicateParser {
         switch current {
         case let .symbol(symbol) where ["==", "!=", "<", "<=", ">", ">="].contains(symbol):
             op = .init(Predicate.ComparisonOperator(rawValue: symbol)!)
-        case let .word(word) where ["BEGINSWITH", "ENDSWITH", "CONTAINS"].contains(word.uppercased()):
+        case let .word(word) where ["BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE", "MATCHES"].contains(word.uppercased()):
             op = .init(Predicate.ComparisonOperator(rawValue: word.uppercased())!)
         default:
             throw predicateError("expected an operator after '\(path)' at offset \(offset), found \(describe(current)).", text, at: offset)
@@ -213,6 +238,12 @@ private struct PredicateParser {
         var options: Predicate.StringOptions = []
         if case let .modifier(modifier) = current { options = modifier; position += 1 }
         let value = try parseValue()
+        if keyPath.last == "@count" {
+            guard options.isEmpty, ["==", "!=", "<", "<=", ">", ">="].contains(op.op.rawValue) else {
+                throw predicateError("'\(path)' is a number: compare it with == != < <= > >=.", text, at: offset)
+            }
+            return .count(keyPath: Array(keyPath.dropLast()), op: op.op, value: value)
+        }
         return .compare(keyPath: keyPath, op: op.op, value: value, options: options)
     }
 
@@ -266,15 +297,24 @@ struct StoreQueryBuilder {
     let entity: EntityDescription
     let predicateText: String
     private(set) var joins: [String] = []
-    private var aliases: [String: String] = ["": "t0"]
+    /// Table aliases start with this (subqueries over to-many relationships have their own).
+    private let aliasPrefix: String
+    private var aliases: [String: String]
     private(set) var values: [SQLValue] = []
+    /// Subqueries made so far (each gets an alias prefix of its own).
+    private var subqueries = 0
 
-    init(store: PersistentStore, model: ManagedObjectModel, entity: EntityDescription, predicateText: String) {
+    init(store: PersistentStore, model: ManagedObjectModel, entity: EntityDescription, predicateText: String, aliasPrefix: String = "") {
         self.store = store
         self.model = model
         self.entity = entity
         self.predicateText = predicateText
+        self.aliasPrefix = aliasPrefix
+        self.aliases = ["": aliasPrefix + "t0"]
     }
+
+    /// The entity's own table alias (`t0` at the top).
+    var baseAlias: String { aliasPrefix + "t0" }
 
     enum Resolved {
         case attribute(column: String, AttributeDescription)
@@ -283,40 +323,126 @@ struct StoreQueryBuilder {
 
     /// Resolves `a.b.c`: every step but the last must be a to-one relationship.
     mutating func resolve(_ keyPath: [String]) throws -> Resolved {
+        guard let key = keyPath.last else { throw predicateError("empty key path.", predicateText) }
+        let (alias, owner) = try walkToOne(Array(keyPath.dropLast()), keyPath: keyPath)
+        if let attribute = owner.attribute(key) {
+            return .attribute(column: "\(alias).\"a_\(key)\"", attribute)
+        }
+        // The system columns: the stable business id and the cloud zone (for the mirror).
+        if key == "uuid" || key == "zone", owner.relationship(key) == nil {
+            return .attribute(column: "\(alias).z_\(key)", Self.systemAttribute(key))
+        }
+        let relationship = try self.relationship(key, of: owner, keyPath: keyPath)
+        guard !relationship.toMany else { throw toManyError(key, of: owner, keyPath: keyPath) }
+        return .relationship(column: "\(alias).\"r_\(key)\"", relationship)
+    }
+
+    /// Joins the to-one relationships of `steps`; the alias and entity they lead to.
+    private mutating func walkToOne(_ steps: [String], keyPath: [String]) throws -> (alias: String, entity: EntityDescription) {
         var current = entity
-        var alias = "t0"
+        var alias = baseAlias
         var walked: [String] = []
-        for (index, key) in keyPath.enumerated() {
-            let isLast = index == keyPath.count - 1
-            if isLast, let attribute = current.attribute(key) {
-                return .attribute(column: "\(alias).\"a_\(key)\"", attribute)
-            }
-            // The system columns: the stable business id and the cloud zone (for the mirror).
-            if isLast, key == "uuid" || key == "zone", current.relationship(key) == nil {
-                return .attribute(column: "\(alias).z_\(key)", Self.systemAttribute(key))
-            }
-            guard let relationship = current.relationship(key) else {
-                throw ServiceError(.unknownAttribute, "\(current.name) has no attribute or relationship '\(key)' (in key path '\(keyPath.joined(separator: "."))').",
-                                   details: ["entity": .string(current.name), "property": .string(key), "predicate": .string(predicateText)])
-            }
-            guard !relationship.toMany else {
-                throw predicateError("'\(keyPath.joined(separator: "."))' goes through the to-many relationship \(current.name).\(key); only to-one key paths are supported.", predicateText)
-            }
-            if isLast { return .relationship(column: "\(alias).\"r_\(key)\"", relationship) }
+        for key in steps {
+            let relationship = try self.relationship(key, of: current, keyPath: keyPath)
+            guard !relationship.toMany else { throw toManyError(key, of: current, keyPath: keyPath) }
             walked.append(key)
             let path = walked.joined(separator: ".")
             let destination = model.entity(named: relationship.destination)!
             if let existing = aliases[path] {
                 alias = existing
             } else {
-                let next = "t\(aliases.count)"
+                let next = "\(aliasPrefix)t\(aliases.count)"
                 joins.append("LEFT JOIN \(PersistentStore.table(destination.name)) \(next) ON \(next).z_pk = \(alias).\"r_\(key)\"")
                 aliases[path] = next
                 alias = next
             }
             current = destination
         }
-        throw predicateError("empty key path.", predicateText)
+        return (alias, current)
+    }
+
+    private func relationship(_ key: String, of owner: EntityDescription, keyPath: [String]) throws -> RelationshipDescription {
+        guard let relationship = owner.relationship(key) else {
+            throw ServiceError(.unknownAttribute, "\(owner.name) has no attribute or relationship '\(key)' (in key path '\(keyPath.joined(separator: "."))').",
+                               details: ["entity": .string(owner.name), "property": .string(key), "predicate": .string(predicateText)])
+        }
+        return relationship
+    }
+
+    private func toManyError(_ key: String, of owner: EntityDescription, keyPath: [String]) -> ServiceError {
+        predicateError("'\(keyPath.joined(separator: "."))' goes through the to-many relationship \(owner.name).\(key): "
+                       + "say which of its objects with ANY, ALL or NONE (ANY \(keyPath.joined(separator: ".")) …), or count them with \(key).@count.",
+                       predicateText)
+    }
+
+    /// A to-many relationship reached by `keyPath` (through to-one steps): the alias of the
+    /// object it belongs to, its destination, its inverse (the destination's column naming
+    /// the owner) and the rest of the key path (from the destination).
+    private mutating func collection(_ keyPath: [String]) throws
+        -> (ownerAlias: String, destination: EntityDescription, inverse: String, rest: [String]) {
+        var owner = entity
+        for (index, key) in keyPath.enumerated() {
+            // An attribute on the way: no to-many relationship comes before it.
+            if owner.attribute(key) != nil { break }
+            let relationship = try self.relationship(key, of: owner, keyPath: keyPath)
+            if relationship.toMany {
+                let (alias, _) = try walkToOne(Array(keyPath[..<index]), keyPath: keyPath)
+                guard let inverse = relationship.inverse, let destination = model.entity(named: relationship.destination) else {
+                    throw predicateError("\(owner.name).\(key) has no inverse to query by.", predicateText)
+                }
+                return (alias, destination, inverse, Array(keyPath[(index + 1)...]))
+            }
+            guard let next = model.entity(named: relationship.destination) else { break }
+            owner = next
+        }
+        throw predicateError("'\(keyPath.joined(separator: "."))' goes through no to-many relationship: ANY, ALL, NONE and @count need one.", predicateText)
+    }
+
+    /// `quantified`: EXISTS over the to-many relationship's objects (ANY), NOT EXISTS of one
+    /// failing the term (ALL: true for none at all, as NSPredicate's), or NOT EXISTS (NONE).
+    private mutating func quantifiedSQL(_ quantifier: Predicate.Quantifier, _ term: Predicate) throws -> String {
+        let keyPath: [String]
+        switch term {
+        case let .compare(path, _, _, _), let .within(path, _): keyPath = path
+        default: throw predicateError("\(quantifier.rawValue) takes one comparison.", predicateText)
+        }
+        let (ownerAlias, destination, inverse, rest) = try collection(keyPath)
+        guard !rest.isEmpty else {
+            throw predicateError("'\(keyPath.joined(separator: "."))': \(quantifier.rawValue) compares a property of the relationship's objects (\(keyPath.joined(separator: ".")).<property>).", predicateText)
+        }
+        let inner: Predicate
+        switch term {
+        case let .compare(_, op, value, options): inner = .compare(keyPath: rest, op: op, value: value, options: options)
+        case let .within(_, list): inner = .within(keyPath: rest, values: list)
+        default: inner = term
+        }
+        subqueries += 1
+        var nested = StoreQueryBuilder(store: store, model: model, entity: destination, predicateText: predicateText,
+                                       aliasPrefix: "\(aliasPrefix)q\(subqueries)_")
+        let condition = try nested.sql(for: inner)
+        values += nested.values
+        let from = "SELECT 1 FROM \(PersistentStore.table(destination.name)) \(nested.baseAlias) \(nested.joins.joined(separator: " ")) "
+            + "WHERE \(nested.baseAlias).\"r_\(inverse)\" = \(ownerAlias).z_pk"
+        switch quantifier {
+        case .any: return "EXISTS (\(from) AND \(condition))"
+        case .all: return "NOT EXISTS (\(from) AND NOT coalesce(\(condition), 0))"
+        case .none: return "NOT EXISTS (\(from) AND coalesce(\(condition), 0))"
+        }
+    }
+
+    /// `count`: the number of the relationship's objects, compared with a number.
+    private mutating func countSQL(_ keyPath: [String], _ op: Predicate.ComparisonOperator, _ value: JSONValue) throws -> String {
+        let (ownerAlias, destination, inverse, rest) = try collection(keyPath)
+        guard rest.isEmpty else { throw predicateError("@count counts a to-many relationship's objects: '\(keyPath.joined(separator: ".")).@count'.", predicateText) }
+        let number: SQLValue
+        switch value {
+        case let .int(count): number = .integer(Int64(count))
+        case let .double(count): number = .real(count)
+        default: throw predicateError("'\(keyPath.joined(separator: ".")).@count' compares with a number, not \(JSONWriter.text(value)).", predicateText)
+        }
+        values.append(number)
+        let alias = "\(aliasPrefix)c\(values.count)"
+        return "(SELECT count(*) FROM \(PersistentStore.table(destination.name)) \(alias) WHERE \(alias).\"r_\(inverse)\" = \(ownerAlias).z_pk) \(op.rawValue == "==" ? "=" : op.rawValue) ?"
     }
 
     static func systemAttribute(_ name: String) -> AttributeDescription {
@@ -353,6 +479,8 @@ struct StoreQueryBuilder {
         // 'x')` would miss a nil note. NSPredicate compares nil as false, so a term's unknown
         // is false before it is negated (outside NOT, unknown already filters as false).
         case let .not(term): return "(NOT coalesce(\(try sql(for: term)), 0))"
+        case let .quantified(quantifier, term): return try quantifiedSQL(quantifier, term)
+        case let .count(keyPath, op, value): return try countSQL(keyPath, op, value)
         case let .within(keyPath, list):
             let resolved = try resolve(keyPath)
             let column = Self.column(resolved)
@@ -379,6 +507,26 @@ struct StoreQueryBuilder {
             // An empty operand never begins, ends or is contained in anything (NSString's
             // hasPrefix:, hasSuffix: and rangeOfString: with @"" find nothing).
             if [.beginsWith, .endsWith, .contains].contains(op), bound == .text("") { return "0" }
+            if op == .like || op == .matches {
+                guard case let .text(pattern) = bound else {
+                    throw predicateError("\(keyPath.joined(separator: ".")) \(op.rawValue): \(op.rawValue) compares strings, with a string pattern.", predicateText)
+                }
+                if op == .matches {
+                    // Checked here, so that a bad pattern is the predicate's error, not the query's.
+                    do {
+                        _ = try RegexMatching.compile(pattern, caseInsensitive: options.contains(.caseInsensitive))
+                    } catch {
+                        throw predicateError("'\(pattern)' is not a valid regular expression (ICU syntax, as NSPredicate's MATCHES).", predicateText)
+                    }
+                    values.append(bound)
+                    return "meow_matches(\(column), ?, \(options.rawValue)) = 1"
+                }
+                // LIKE's wildcards are GLOB's (`*` any run, `?` one character); GLOB's own
+                // character classes are not LIKE's, so a `[` is matched as itself.
+                values.append(.text(pattern.replacingOccurrences(of: "[", with: "[[]")))
+                if options.isEmpty { return "\(column) GLOB ?" }
+                return "meow_fold(\(column), \(options.rawValue)) GLOB meow_fold(?, \(options.rawValue))"
+            }
             var mark = "?"
             if !options.isEmpty {
                 column = "meow_fold(\(column), \(options.rawValue))"
@@ -392,6 +540,7 @@ struct StoreQueryBuilder {
             case .beginsWith: values.append(bound); return "substr(\(column), 1, length(\(mark))) = \(mark)"
             case .endsWith: values.append(bound); return "substr(\(column), -length(\(mark))) = \(mark)"
             case .contains: return "instr(\(column), \(mark)) > 0"
+            case .like, .matches: return "0"  // handled above
             }
         }
     }

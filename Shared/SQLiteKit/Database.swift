@@ -48,6 +48,7 @@ public final class Database {
         }
         try execute("PRAGMA foreign_keys=ON")
         registerCaseFolding()
+        registerRegexMatching()
     }
 
     /// An in-memory database: nothing touches the disk.
