@@ -4,8 +4,9 @@ import Testing
 
 /// Seeded random predicates against a store of events with random (and nil) notes, values and
 /// types: the service's SQL must select exactly what NSPredicate's in-memory meaning selects, as
-/// a small evaluator here computes it (nil compares false, `!=` true; `[c]` folds case; an empty
-/// string operand is in nothing; NOT is the complement).
+/// a small evaluator here computes it (nil compares false, `!=` true; `[c]` folds case, `[d]`
+/// diacritics; an empty string operand is in nothing; LIKE's `*` and `?` match code points;
+/// NOT is the complement).
 @Suite("Fetch predicates: random predicates select what NSPredicate's meaning selects")
 struct PredicatePropertyTests {
     struct Event {
@@ -21,10 +22,37 @@ struct PredicatePropertyTests {
         var holds: (Event) -> Bool
     }
 
-    static let notes = ["abc", "ABC", "abcd", "Éclair", "éclair", "straße", "STRASSE", "b", "", "x y", "it's"]
+    static let notes = ["abc", "ABC", "abcd", "Éclair", "éclair", "e\u{301}clair", "Cafe", "café", "straße", "STRASSE", "b", "", "x y", "it's", "a[b]"]
     static let types = ["note", "insulin", "feeding", "play"]
 
-    static func fold(_ text: String) -> String { text.uppercased().lowercased() }
+    /// `[c]`, `[d]` or both, as Foundation folds them.
+    static func fold(_ text: String, _ modifier: String) -> String {
+        var folded = text
+        if modifier.contains("d") { folded = folded.folding(options: .diacriticInsensitive, locale: nil) }
+        if modifier.contains("c") { folded = folded.uppercased().lowercased() }
+        return folded
+    }
+
+    /// LIKE: `*` any run of code points, `?` one, anything else itself.
+    static func like(_ text: some Collection<Unicode.Scalar>, _ pattern: some Collection<Unicode.Scalar>) -> Bool {
+        guard let head = pattern.first else { return text.isEmpty }
+        if head == "*" { return like(text, pattern.dropFirst()) || (!text.isEmpty && like(text.dropFirst(), pattern)) }
+        guard let first = text.first, head == "?" || head == first else { return false }
+        return like(text.dropFirst(), pattern.dropFirst())
+    }
+
+    /// A LIKE pattern made from `source`: some code points become `?`, some runs `*`.
+    static func pattern(from source: String, _ random: inout SplitMix64) -> String {
+        var out = ""
+        for scalar in source.unicodeScalars {
+            switch random.next() % 8 {
+            case 0: out += "?"
+            case 1: if !out.hasSuffix("*") { out += "*" }
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return random.next() % 4 == 0 ? out + "*" : out
+    }
 
     static func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "\\'") + "'" }
 
@@ -34,17 +62,20 @@ struct PredicatePropertyTests {
         let key = onNote ? "note" : "eventTypeRaw"
         let pool = onNote ? notes : types + ["NOTE"]
         let literal = pool[Int(random.next() % UInt64(pool.count))]
-        let ops = ["==", "!=", "<", "<=", ">", ">=", "BEGINSWITH", "ENDSWITH", "CONTAINS"]
+        let ops = ["==", "!=", "<", "<=", ">", ">=", "BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE"]
         let op = ops[Int(random.next() % UInt64(ops.count))]
-        let folds = random.next() % 3 == 0 && !["<", "<=", ">", ">="].contains(op)
-        let text = "\(key) \(op)\(folds ? "[c]" : "") \(quoted(literal))"
+        let modifier = ["<", "<=", ">", ">="].contains(op) ? "" : ["", "", "", "c", "d", "cd"][Int(random.next() % 6)]
+        let operandText = op == "LIKE" ? pattern(from: literal, &random) : literal
+        let text = "\(key) \(op)\(modifier.isEmpty ? "" : "[\(modifier)]") \(quoted(operandText))"
         return Term(text: text) { event in
             guard let raw = onNote ? event.note : event.type else { return op == "!=" }
-            let value = folds ? fold(raw) : raw
-            let operand = folds ? fold(literal) : literal
+            let value = fold(raw, modifier)
+            let operand = fold(operandText, modifier)
             switch op {
-            case "==": return value == operand
-            case "!=": return value != operand
+            case "LIKE": return like(value.unicodeScalars, operand.unicodeScalars)
+            // Bytes, not Swift's canonical equivalence: a decomposed é is not a composed one.
+            case "==": return Array(value.utf8) == Array(operand.utf8)
+            case "!=": return Array(value.utf8) != Array(operand.utf8)
             case "<": return Array(value.utf8).lexicographicallyPrecedes(Array(operand.utf8))
             case "<=": return !Array(operand.utf8).lexicographicallyPrecedes(Array(value.utf8))
             case ">": return Array(operand.utf8).lexicographicallyPrecedes(Array(value.utf8))
@@ -96,7 +127,7 @@ struct PredicatePropertyTests {
         if roll < 58 {
             let picked = (0..<(1 + random.next() % 3)).map { _ in notes[Int(random.next() % UInt64(notes.count))] }
             return Term(text: "note IN {\(picked.map(quoted).joined(separator: ", "))}") { event in
-                event.note.map(picked.contains) ?? false
+                event.note.map { note in picked.contains { Array($0.utf8) == Array(note.utf8) } } ?? false
             }
         }
         return roll < 80 ? stringTerm(&random) : numberTerm(&random)
