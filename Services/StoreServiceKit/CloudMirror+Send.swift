@@ -539,6 +539,21 @@ extension CloudMirror {
         return items
     }
 
+    /// Whether another device changed what the server's copy of a record belongs to (a
+    /// relationship differs from the ancestor's), and the object it now relates to is in
+    /// another zone on this device: the record belongs elsewhere, and that device moves it.
+    /// (A relationship unchanged is no sign: this device may have moved the object itself.)
+    private static func movingElsewhere(_ server: MirrorRecord, ancestor: [String: JSONValue]?, entity: EntityDescription,
+                                        state: MirrorState) throws -> Bool {
+        guard let fields = server.fields, let ancestor else { return false }
+        let before = MirrorRecordCoding.relationshipNames(entity: entity, fields: ancestor)
+        for (relationship, name) in MirrorRecordCoding.relationshipNames(entity: entity, fields: fields) {
+            guard let name, before[relationship] != .some(name) else { continue }
+            if let zone = try state.meta(name)?.zone, zone != server.zoneID { return true }
+        }
+        return false
+    }
+
     /// The row an entry is about: by its primary key when the entry has one (no trip through
     /// the uuid index), checked against its uuid, else by uuid.
     private static func row(of pending: MirrorState.Pending, entity: EntityDescription, store: PersistentStore) throws -> PersistentStore.StoredRow? {
@@ -674,6 +689,18 @@ extension CloudMirror {
                         }
                         report.conflictsResolved += 1
                         if !keep { skipped.insert(uuid) }
+                        if item.touch, try Self.movingElsewhere(server, ancestor: ancestor, entity: item.entity, state: state) {
+                            // Its save where it is met another device's save of it there, which
+                            // changed what it belongs to, into another zone: that device is
+                            // moving it (it saves a record where it is just before moving it). Saving again and moving
+                            // at once raced that move, and each left a copy, one in each zone
+                            // (automatic moves variant, seed 878). The move waits for a send
+                            // after the other device's move has been fetched: the record then
+                            // moves on from where that device put it, if it still must.
+                            skipped.insert(uuid)
+                            progress.withLock { $0.fetchBeforeSend = true }
+                            logger.info("a move waits: another device is moving the record", ["recordName": .string(uuid)])
+                        }
                     case .batchRequestFailed:
                         continue
                     case .unknownItem:

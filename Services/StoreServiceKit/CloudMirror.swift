@@ -41,6 +41,8 @@ final class CloudMirror: Sendable {
         var batchLimit = 400
         var zonesEnsured: Set<String> = []
         var backoffSeconds = 0.0
+        /// A move waits for another device's (`applyVerdicts`): automatic mode fetches before it sends again.
+        var fetchBeforeSend = false
     }
 
     init(options: MirrorOptions, engine: StoreEngine) throws {
@@ -141,6 +143,10 @@ final class CloudMirror: Sendable {
             if due && Date() >= notBefore && isSignedIn {
                 do {
                     try exclusive("automatic") {
+                        if progress.withLock({ state in defer { state.fetchBeforeSend = false }; return state.fetchBeforeSend }) {
+                            lastFetch = Date()
+                            _ = try fetchAll()
+                        }
                         _ = try sendAll()
                         if fetchOwed {
                             lastFetch = Date()
