@@ -155,11 +155,11 @@ caches are full.
   saves the graph where it is, with its tags, before the move, as a send's move does); and an
   update answered unknownItem met the delete policy because the fetch found the event back in
   the zone it was sent to, though at a newer tag (moved away and back; seed 724 failed 1 run in
-  11): the event was deleted there and the edit lost. One failure in 900 histories remains
-  (seed 878): two devices moving one record at once, the second saving it where it is right
-  after the first did (it learns the tag from its serverRecordChanged answer) and moving it
-  before the first's move arrives, leave a copy in each zone; the devices agree on the record,
-  and the extra copy stays in the other zone. (docs/differences-mirroring.md and
+  11): the event was deleted there and the edit lost. And (seed 878, 1 in 900) two devices
+  moving one record into different zones at once, the second saving it where it is right after
+  the first did (it learns the tag from its serverRecordChanged answer) and moving it before the
+  first's move arrived, left a copy in each zone; that move now waits for a send after the
+  first device's move has been fetched. (docs/differences-mirroring.md and
   docs/differences-cloudkit.md name the tests.)
 
 - A faster run shows the sync-service's writer cache filling: the release build at 8 clients for

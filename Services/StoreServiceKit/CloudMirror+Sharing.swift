@@ -40,70 +40,102 @@ struct ShareAcceptResult: Codable, Sendable {
 extension CloudMirror {
     static let shareZonePrefix = "com.apple.coredata.cloudkit.share."
 
-    /// share.create: the owner shares an object graph. A share zone is created and the root,
-    /// first saved where it is (`touchedRoot`), moves there together with the zone-wide share
-    /// `cloudkit.zoneshare` (deleted from its old zone, created in the share zone, one request);
-    /// the rest of the graph follows it by the send's own moves (`followRoot`). Locally the
-    /// objects stay in the private store.
+    /// share.create: the owner shares an object graph. A share zone is created and the graph,
+    /// first saved where it is (`touchedGraph`), moves there with the zone-wide share
+    /// `cloudkit.zoneshare` (deleted from its old zone, created in the share zone). A graph
+    /// that fits one request moves in one (`moveAtOnce`): another device fetches it whole, never
+    /// a session in one zone and its events in another. A larger one cannot (the server's
+    /// per-request limit): its root moves with the share, and the rest follows by the send's own
+    /// moves (`followRoot`). Locally the objects stay in the private store.
     func createShare(_ params: ShareCreateParams) throws -> ShareCreateResult {
         _ = try sendAll()
         let zone = MirrorZoneID(zoneName: Self.shareZonePrefix + UUID().uuidString)
-        // The zones are made once the root is known to be shareable and before it is saved
+        // The zones are made once the graph is known to be shareable and before it is saved
         // where it is: nothing but the move itself comes between that save and the move.
-        let (root, members) = try touchedRoot(params) {
+        let (graph, atOnce) = try touchedGraph(params) {
             try ensureZones([.coreData])
             _ = try call("zones.save", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [zone])))
         }
-        // Queued before the root moves, so that a device killed after the move still moves them.
-        try queueToFollow(members)
-        let saves = [MirrorRecord(recordName: root.uuid, zoneID: zone, recordType: "CD_\(root.entity.name)", fields: root.fields),
-                     MirrorRecord(recordName: MirrorRecord.zoneShareName, zoneID: zone, recordType: MirrorRecord.shareType, fields: [:])]
-        let deletes: [JSONValue] = try root.oldZone.map { [["recordName": .string(root.uuid), "zoneID": try JSONValue(encoding: $0)]] } ?? []
-        let reply = try call("records.modify", ["database": "private", "saves": .array(saves.map(\.json)), "deletes": .array(deletes)])
-        let saved = (reply["saved"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
-        try withStores { stores in
-            guard let index = Self.storeIndex(.private, in: stores) else { return }
-            let state = MirrorState(stores.list[index])
-            try stores.list[index].database.transaction {
-                if let record = saved.first(where: { $0.recordName == root.uuid }) {
-                    try state.setMeta(.init(uuid: root.uuid, entity: root.entity.name, zone: zone, changeTag: record.recordChangeTag,
-                                            serverFields: record.fields ?? root.fields))
-                    try state.dropPending(root.uuid)
-                }
-                try state.setShareRoot(zone: zone.zoneName, root: root.uuid)
-            }
+        let root = graph[0]
+        var moved = graph.count
+        var sendError: WireError?
+        var shareRecord: JSONValue
+        if atOnce, let reply = try moveAtOnce(graph, into: zone) {
+            shareRecord = reply
+        } else {
+            let members = Array(graph.dropFirst())
+            // Queued before the root moves, so that a device killed after the move still moves them.
+            try queueToFollow(members)
+            shareRecord = try moveAtOnce([root], into: zone) ?? .null
+            let followed = try followRoot(members, into: zone)
+            moved = 1 + followed.moved
+            sendError = followed.sendError
         }
-        var shareRecord = (reply["saved"]?.arrayValue ?? []).first { $0["recordType"]?.stringValue == MirrorRecord.shareType } ?? .null
-        let (moved, sendError) = try followRoot(members, into: zone)
         for participant in params.participants ?? [] {
             shareRecord = try call("participants.add", ["zoneID": ["zoneName": .string(zone.zoneName)], "user": .string(participant.user),
                                                         "permission": .string(participant.permission)])["share"] ?? shareRecord
         }
-        logger.info("shared", ["zone": .string(zone.zoneName), "root": .string(root.uuid), "records": .int(1 + moved),
-                               "pending": .int(members.count - moved)])
-        return ShareCreateResult(zoneName: zone.zoneName, rootRecordName: root.uuid, movedRecords: 1 + moved,
-                                 pendingRecords: members.count - moved, sendError: sendError, share: Self.withoutKeptTexts(shareRecord))
+        logger.info("shared", ["zone": .string(zone.zoneName), "root": .string(root.uuid), "records": .int(moved),
+                               "pending": .int(graph.count - moved)])
+        return ShareCreateResult(zoneName: zone.zoneName, rootRecordName: root.uuid, movedRecords: moved,
+                                 pendingRecords: graph.count - moved, sendError: sendError, share: Self.withoutKeptTexts(shareRecord))
     }
 
-    /// The root of a graph to share, with its fields and the zone and change tag of its copy in the cloud (nil: never sent).
-    typealias GraphRoot = (uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: MirrorZoneID?, tag: String?)
-    /// Another member of the graph (the objects of the root's to-many relationships).
-    typealias GraphMember = (uuid: String, entity: EntityDescription)
+    /// Moves `graph` (its root first) into the share zone in one request with the zone-wide
+    /// share, and keeps each moved copy's metadata; returns the share record. Nil: the request
+    /// was over the server's limits (`limitExceeded`; nothing was applied, the request is atomic).
+    private func moveAtOnce(_ graph: [GraphMember], into zone: MirrorZoneID) throws -> JSONValue? {
+        var saves = graph.map { MirrorRecord(recordName: $0.uuid, zoneID: zone, recordType: "CD_\($0.entity.name)", fields: $0.fields) }
+        saves.append(MirrorRecord(recordName: MirrorRecord.zoneShareName, zoneID: zone, recordType: MirrorRecord.shareType, fields: [:]))
+        let deletes: [JSONValue] = try graph.compactMap { member in
+            try member.oldZone.map { ["recordName": .string(member.uuid), "zoneID": try JSONValue(encoding: $0)] }
+        }
+        let reply: JSONValue
+        switch attempt("records.modify", ["database": "private", "saves": .array(saves.map(\.json)), "deletes": .array(deletes)] as JSONValue) {
+        case let .success(value): reply = value
+        case let .failure(error) where error.code == .limitExceeded && graph.count > 1: return nil
+        case let .failure(error): throw error
+        }
+        let saved = (reply["saved"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
+        let members = Self.byName(graph)
+        try withStores { stores in
+            guard let index = Self.storeIndex(.private, in: stores) else { return }
+            let state = MirrorState(stores.list[index])
+            try stores.list[index].database.transaction {
+                for record in saved {
+                    if record.isShare { continue }
+                    guard let member = members[record.recordName] else { continue }
+                    try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: record.recordChangeTag,
+                                            serverFields: record.fields ?? member.fields))
+                    try state.dropPending(record.recordName)
+                }
+                try state.setShareRoot(zone: zone.zoneName, root: graph[0].uuid)
+            }
+        }
+        return (reply["saved"]?.arrayValue ?? []).first { $0["recordType"]?.stringValue == MirrorRecord.shareType } ?? .null
+    }
 
-    /// How many times share.create fetches and reads the root again when another device
-    /// changed or moved it between this device's fetch and its move.
+    /// A member of a shared graph (the root first): its fields, and the zone and change tag of its copy in the cloud (nil: never sent).
+    typealias GraphMember = (uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: MirrorZoneID?, tag: String?)
+
+    /// How many times share.create fetches and reads the graph again when another device
+    /// changed or moved one of its records between this device's fetch and its move.
     static let shareAttempts = 3
 
-    /// The root to share as this device holds it, first saved where it is with its tag (as a
-    /// send's move does, `buildBatch`), and the graph's other members. The move deletes the old
-    /// copy unconditionally (CloudKit's deletes take no tag), so a root read from a stale view
-    /// moved a record another device had changed meanwhile, deleting the change. A refused save
-    /// (serverRecordChanged, unknownItem) means the view is stale: the store's changes are
-    /// fetched and the graph read again. After `shareAttempts` the root moves as it is then
-    /// (a copy that is gone with no tombstone left to fetch would otherwise block the share
-    /// for good; deleting it is a no-op, and `MovedFrom` still names the copy's tag).
-    /// `prepare` runs once, after the graph is first read and before the root's first save.
-    private func touchedRoot(_ params: ShareCreateParams, prepare: () throws -> Void) throws -> (root: GraphRoot, members: [GraphMember]) {
+    /// The graph to share as this device holds it, the members that move with the share first
+    /// saved where they are with their tags (as a send's move does, `buildBatch`): the whole
+    /// graph when it fits one request (`atOnce`), else the root (the send that moves the rest
+    /// saves each where it is first). The move deletes the old copies unconditionally
+    /// (CloudKit's deletes take no tag), so a graph read from a stale view moved records
+    /// another device had changed or moved meanwhile: an event moved into another session came
+    /// back there as a second copy in the share zone, and a later delete of one copy left the
+    /// other (model-checked moves variant, seed 877). A refused save (serverRecordChanged,
+    /// unknownItem) means the view is stale: the store's changes are fetched and the graph read
+    /// again. After `shareAttempts` the graph moves as it is then (a copy that is gone with no
+    /// tombstone left to fetch would otherwise block the share for good; deleting it is a
+    /// no-op, and `MovedFrom` still names each copy's tag).
+    /// `prepare` runs once, after the graph is first read and before its first save.
+    private func touchedGraph(_ params: ShareCreateParams, prepare: () throws -> Void) throws -> (graph: [GraphMember], atOnce: Bool) {
         var round = 0
         while true {
             round += 1
@@ -112,34 +144,48 @@ extension CloudMirror {
             // this device's older values and the edits were deleted with the copies that had them.
             var fetched = MirrorFetchReport()
             try fetchDatabase(.private, report: &fetched)
-            var (root, members) = try readGraph(params)
+            let graph = try readGraph(params)
             if round == 1 { try prepare() }
-            var stale = false
-            var newTag: String?
-            if let zone = root.oldZone, let tag = root.tag {
-                var record = MirrorRecord(recordName: root.uuid, zoneID: zone, recordType: "CD_\(root.entity.name)", fields: root.fields)
+            // One request saves each record in the share zone and deletes its old copy, with the share.
+            let atOnce = 2 * graph.count + 1 <= progress.withLock { $0.batchLimit }
+            let moving = atOnce ? graph : [graph[0]]
+            let touches: [MirrorRecord] = moving.compactMap { member in
+                guard let zone = member.oldZone, let tag = member.tag else { return nil }
+                var record = MirrorRecord(recordName: member.uuid, zoneID: zone, recordType: "CD_\(member.entity.name)", fields: member.fields)
                 record.recordChangeTag = tag
-                switch attempt("records.modify", ["database": "private", "saves": [record.json], "atomic": true] as JSONValue) {
+                return record
+            }
+            var saved: JSONValue?
+            var stale = false
+            if !touches.isEmpty {
+                switch attempt("records.modify", ["database": "private", "saves": .array(touches.map(\.json)), "atomic": true] as JSONValue) {
                 case let .success(reply):
-                    newTag = try keepTouched(reply["saved"], root: root)
+                    saved = reply["saved"]
                 case let .failure(error) where error.code == .partialFailure:
+                    saved = error.details["saved"]
                     stale = true
                 case let .failure(error):
                     throw error
                 }
             }
+            // Each saved copy is this device's version at its new tag: kept as the record's
+            // metadata (a share that fails later leaves it right) and named by the moved copy.
+            let newTags = try keepTouched(saved, graph: graph)
             if stale, round < Self.shareAttempts { continue }
-            // The tag it was moved from lets a device whose edit the move deleted anyway see it.
-            if let zone = root.oldZone, let tag = newTag ?? root.tag {
-                root.fields[MovedFrom.field] = MovedFrom(zoneName: zone.zoneName, changeTag: tag).fieldValue
-            }
-            return (root, members)
+            let names = Set(moving.map(\.uuid))
+            return (graph.map { member in
+                var member = member
+                if names.contains(member.uuid), let zone = member.oldZone, let tag = newTags[member.uuid] ?? member.tag {
+                    member.fields[MovedFrom.field] = MovedFrom(zoneName: zone.zoneName, changeTag: tag).fieldValue
+                }
+                return member
+            }, atOnce)
         }
     }
 
-    /// The root and the other members of its graph (the objects of its to-many relationships)
-    /// from the private store.
-    private func readGraph(_ params: ShareCreateParams) throws -> (root: GraphRoot, members: [GraphMember]) {
+    /// The root's graph from the private store, the root first: the root and the objects of its
+    /// to-many relationships, with their fields, the zone each is in and its change tag there.
+    private func readGraph(_ params: ShareCreateParams) throws -> [GraphMember] {
         try withStores { stores in
             guard let id = ObjectID(uri: params.objectID), let storeUUID = id.storeUUID, let key = id.primaryKey,
                   let index = stores.index(uuid: storeUUID), stores.list[index].scope == .private,
@@ -153,32 +199,46 @@ extension CloudMirror {
                 throw ServiceError(.alreadyShared, "This object is already shared in zone \(existing); invite participants with share.invite.",
                                    details: ["zoneName": .string(existing)])
             }
-            var members: [GraphMember] = []
+            var members: [(EntityDescription, Int64)] = [(entity, key)]
             for relationship in entity.relationships where relationship.toMany {
                 guard let inverse = relationship.inverse, let destination = stores.model.entity(named: relationship.destination) else { continue }
-                for child in try store.referencing(destination.name, relationship: inverse, primaryKey: key) {
-                    guard let uuid = try state.uuid(entity: destination.name, primaryKey: child) else { continue }
-                    members.append((uuid, destination))
-                }
+                for child in try store.referencing(destination.name, relationship: inverse, primaryKey: key) { members.append((destination, child)) }
             }
-            let fields = try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(row.uuid))
-            let meta = try state.meta(row.uuid)
-            return ((row.uuid, entity, fields, meta?.zone, meta?.changeTag), members)
+            var graph: [GraphMember] = []
+            for (memberEntity, memberKey) in members {
+                guard let memberRow = try store.read(memberEntity, primaryKey: memberKey) else { continue }
+                let fields = try MirrorRecordCoding.fields(entity: memberEntity, row: memberRow, state: state, timesText: try state.fieldTimesText(memberRow.uuid))
+                let meta = try state.meta(memberRow.uuid)
+                graph.append((memberRow.uuid, memberEntity, fields, meta?.zone, meta?.changeTag))
+            }
+            return graph
         }
     }
 
-    /// Keeps the touched root's new tag (and fields, the next merge's ancestor) as its metadata.
-    private func keepTouched(_ saved: JSONValue?, root: GraphRoot) throws -> String? {
-        guard let record = (saved?.arrayValue ?? []).compactMap(MirrorRecord.init(json:)).first(where: { $0.recordName == root.uuid }),
-              let tag = record.recordChangeTag, let zone = root.oldZone else { return nil }
+    /// The graph's members by record name (a session's graph can hold thousands of events:
+    /// looking each answer up in the list was quadratic).
+    private static func byName(_ graph: [GraphMember]) -> [String: GraphMember] {
+        Dictionary(graph.map { ($0.uuid, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Keeps the touched copies' new tags (and fields, the next merge's ancestor) as their metadata.
+    private func keepTouched(_ saved: JSONValue?, graph: [GraphMember]) throws -> [String: String] {
+        var tags: [String: String] = [:]
+        let members = Self.byName(graph)
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorState(stores.list[index])
             try stores.list[index].database.transaction(commit: .deferred) {
-                try state.setMeta(.init(uuid: root.uuid, entity: root.entity.name, zone: zone, changeTag: tag, serverFields: record.fields ?? root.fields))
+                for record in (saved?.arrayValue ?? []).compactMap(MirrorRecord.init(json:)) {
+                    guard let tag = record.recordChangeTag, let member = members[record.recordName],
+                          let zone = member.oldZone else { continue }
+                    try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: tag,
+                                            serverFields: record.fields ?? member.fields))
+                    tags[record.recordName] = tag
+                }
             }
         }
-        return tag
+        return tags
     }
 
     /// Queues the graph's other members as unchanged updates: a send builds each one's record in

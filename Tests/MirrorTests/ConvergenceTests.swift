@@ -304,7 +304,7 @@ extension Mirroring {
         /// device moves to another session while the other shares…"); an event deleted on one
         /// device came back when the other moved it away and back (seed 1064: "An event deleted
         /// on one device and moved back…"). The window inside a move itself needs an exact
-        /// interleaving: `MergeRuleTests`' moved-record rules (`MC_movedFrom`).
+        /// interleaving: `SharingTests.editSentWhileAnotherDeviceMovesTheSession`.
         @Test("seeded histories on devices A and B of one user, A sharing the session and stopping, converge to the model",
               arguments: seeds(from: 600))
         func twoDevicesWhileTheSessionMoves(seed: UInt64) async throws {
@@ -318,8 +318,8 @@ extension Mirroring {
         /// had just moved elsewhere (seed 877: "An event another device moves out of a session
         /// while the session is being shared again…"); an edit whose event moved away and back
         /// met the delete policy (seed 724: "An edit that finds its event moved away, then
-        /// back…"). Not yet repaired: two devices moving one record at once can leave a copy
-        /// in each zone (seed 878, about 1 in 900; docs/differences-mirroring.md).
+        /// back…"); two devices moving one record into different zones at once left a copy in
+        /// each (seed 878, about 1 in 900: `MoveRaceTests`).
         @Test("seeded histories on two automatic-mode devices of one user, A sharing the session and stopping, converge to the model",
               arguments: seeds(from: 700))
         func twoAutomaticDevicesWhileTheSessionMoves(seed: UInt64) async throws {

@@ -6,6 +6,7 @@ import TestSupport
 extension Mirroring {
     /// share.create on sessions larger than one request: the root moves with the share, the
     /// rest of the graph follows it by the send's moves, in batches within the server's limits.
+    /// (A graph that fits one request moves in one: `SharingTests`.)
     @Suite("Mirroring: share.create in batches", .timeLimit(.minutes(5)))
     struct ShareCreateTests {
         /// A month of readings is more than one `records.modify` may carry (400 items; a move
@@ -38,6 +39,28 @@ extension Mirroring {
             await ConflictTests.stop(cloud, o, p)
         }
 
+        /// A server whose limit is below the device's batch size refuses the one-request move
+        /// (`limitExceeded`, nothing applied): share.create moves the root alone, and the send
+        /// that moves the rest learns the limit as any send does (halving its batches).
+        @Test("A graph over a lower server limit than the device assumed is shared root first, the rest in smaller batches")
+        func graphOverALowerServerLimitFallsBackToBatches() async throws {
+            let cloud = try await Cloud.start()
+            _ = try await cloud.admin("admin.setLimits", ["maxItemsPerRequest": 10])
+            let o = try await Device.start("O", user: "owner", cloud: cloud)
+            let session = try await o.insertSession("mochi")
+            let ids = (1...8).map { "bg-\($0)" }
+            try await o.insertEvents(ids, session: session)
+            try await o.send()
+            let created = try await o.call("share.create", ["objectID": .string(session)])
+            #expect(created["movedRecords"] == 9)
+            #expect(created["pendingRecords"] == 0)
+            let zoneName = try #require(created["zoneName"]?.stringValue)
+            #expect(try await cloud.records(user: "owner").isEmpty, "a record was left in the private zone")
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ids.sorted())
+            #expect(try await o.pending() == 0)
+            await ConflictTests.stop(cloud, o)
+        }
+
         /// The share exists once the root has moved; a cloud error while the rest follows does
         /// not undo it. share.create answers what moved and what is still queued, with the
         /// error, and the next send moves the rest.
@@ -47,7 +70,9 @@ extension Mirroring {
             let o = try await Device.start("O", user: "owner", cloud: cloud)
             let p = try await Device.start("P", user: "alice", cloud: cloud)
             let session = try await o.insertSession("mochi")
-            try await o.insertEvents(["bg-1", "bg-2"], session: session)
+            // Over one request (200 moves and the root's, with the share): the root moves first.
+            let ids = (0..<200).map { String(format: "bg-%03d", $0) }
+            try await o.insertEvents(ids, session: session)
             try await o.send()
             // share.create's own requests save the session and the share; the first one saving an event is the members' move.
             _ = try await cloud.admin("admin.injectFault", ["op": "records.modify", "recordType": "CD_CareEvent", "code": "serviceUnavailable",
@@ -55,20 +80,20 @@ extension Mirroring {
             let created = try await o.call("share.create", ["objectID": .string(session),
                                                             "participants": [["user": "alice", "permission": "readWrite"]]])
             #expect(created["movedRecords"] == 1)
-            #expect(created["pendingRecords"] == 2)
+            #expect(created["pendingRecords"] == 200)
             #expect(created["sendError"]?["code"] == "serviceUnavailable")
             let zoneName = try #require(created["zoneName"]?.stringValue)
-            #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["bg-1", "bg-2"])
+            #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ids)
             #expect(try await cloud.eventIDs(zoneName: zoneName).isEmpty)
-            #expect(try await o.pending() == 2)
+            #expect(try await o.pending() == 200)
             // Sharing again is refused: the share exists.
             #expect(try await o.failure("share.create", ["objectID": .string(session)]).code == "alreadyShared")
             try await o.send()
             #expect(try await cloud.records(user: "owner").isEmpty, "a record was left in the private zone")
-            #expect(try await cloud.eventIDs(zoneName: zoneName) == ["bg-1", "bg-2"])
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ids)
             #expect(try await o.pending() == 0)
             _ = try await p.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
-            #expect(try await p.ids(store: "Shared") == ["bg-1", "bg-2"])
+            #expect(try await p.ids(store: "Shared") == ids)
             await ConflictTests.stop(cloud, o, p)
         }
     }
