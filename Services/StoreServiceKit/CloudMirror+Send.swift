@@ -545,7 +545,7 @@ extension CloudMirror {
     /// (A relationship unchanged is no sign: this device may have moved the object itself.)
     private static func movingElsewhere(_ server: MirrorRecord, ancestor: [String: JSONValue]?, entity: EntityDescription,
                                         state: MirrorState) throws -> Bool {
-        guard ProcessInfo.processInfo.environment["MEOW_NOFORKFIX"] == nil, let fields = server.fields, let ancestor else { return false }
+        guard let fields = server.fields, let ancestor else { return false }
         let before = MirrorRecordCoding.relationshipNames(entity: entity, fields: ancestor)
         for (relationship, name) in MirrorRecordCoding.relationshipNames(entity: entity, fields: fields) {
             guard let name, before[relationship] != .some(name) else { continue }
