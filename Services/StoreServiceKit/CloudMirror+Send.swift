@@ -692,11 +692,12 @@ extension CloudMirror {
                         if item.touch, try Self.movingElsewhere(server, ancestor: ancestor, entity: item.entity, state: state) {
                             // Its save where it is met another device's save of it there, which
                             // changed what it belongs to, into another zone: that device is
-                            // moving it (it saves a record where it is just before moving it). Saving again and moving
-                            // at once raced that move, and each left a copy, one in each zone
-                            // (automatic moves variant, seed 878). The move waits for a send
-                            // after the other device's move has been fetched: the record then
-                            // moves on from where that device put it, if it still must.
+                            // moving it (it saves a record where it is just before moving it).
+                            // Saving again and moving at once raced that move, and each left a
+                            // copy, one in each zone (automatic moves variant, seed 878). The
+                            // move waits for a send after the other device's move has been
+                            // fetched: the record then moves on from where that device put it,
+                            // if it still must.
                             skipped.insert(uuid)
                             progress.withLock { $0.fetchBeforeSend = true }
                             logger.info("a move waits: another device is moving the record", ["recordName": .string(uuid)])
