@@ -111,11 +111,23 @@ extension CloudMirror {
         // is one request, so once a round has seen its old zone's tombstone, the next round
         // sees its new zone if this one did not: rounds repeat (a few at most) while
         // tombstones wait and the last round found changes.
+        var settled = false
         for _ in 0..<3 {
             let changed = try fetchDatabaseChanges(scope, database: database, zones: &currentZones, report: &report)
-            guard changed, try state(scope, { state, _, _ in try state.holdsTombstones }) else { break }
+            guard changed, try state(scope, { state, _, _ in try state.holdsTombstones }) else { settled = true; break }
         }
-        try applyHeldTombstones(scope, report: &report)
+        // Zones are read one after another, not as one snapshot: a round can read a move's new
+        // zone just before the move and its old zone just after, and see only the deletion.
+        // Applied after a round that still found changes, such a deletion removed a session
+        // another device had just moved (and, by its cascade rule, its events, on every device:
+        // the moves variant with share.create's root-first path, while the other device's
+        // events were still moving). They stay held (kept in the store) until a fetch whose
+        // last round found nothing new, which has seen every zone after the move.
+        if settled {
+            try applyHeldTombstones(scope, report: &report)
+        } else {
+            logger.info("deletions held for the next fetch: the zones were still changing", ["scope": .string(scope.rawValue)])
+        }
         // A fetch from nil lists only the zones that exist now: a zone this device holds data of
         // that is not among them was deleted while the device had no token (first fetch, or an
         // expired token) and is removed like a reported deletion.
