@@ -137,6 +137,7 @@ extension CloudMirror {
     /// `prepare` runs once, after the graph is first read and before its first save.
     private func touchedGraph(_ params: ShareCreateParams, prepare: () throws -> Void) throws -> (graph: [GraphMember], atOnce: Bool) {
         var round = 0
+        var prepared = false
         while true {
             round += 1
             // The graph moves as this device holds it, and the move deletes the old zone's
@@ -144,10 +145,11 @@ extension CloudMirror {
             // this device's older values and the edits were deleted with the copies that had them.
             var fetched = MirrorFetchReport()
             try fetchDatabase(.private, report: &fetched)
-            let graph = try readGraph(params)
-            if round == 1 { try prepare() }
-            // One request saves each record in the share zone and deletes its old copy, with the share.
-            let atOnce = 2 * graph.count + 1 <= progress.withLock { $0.batchLimit }
+            let (graph, atOnce) = try readGraph(params, limit: progress.withLock { $0.batchLimit })
+            if !prepared {
+                try prepare()
+                prepared = true
+            }
             let moving = atOnce ? graph : [graph[0]]
             let touches: [MirrorRecord] = moving.compactMap { member in
                 guard let zone = member.oldZone, let tag = member.tag else { return nil }
@@ -164,6 +166,13 @@ extension CloudMirror {
                 case let .failure(error) where error.code == .partialFailure:
                     saved = error.details["saved"]
                     stale = true
+                case let .failure(error) where error.code == .limitExceeded && moving.count > 1:
+                    // The server takes fewer items per request than the device assumed: learnt
+                    // as a send learns it (the batch size halves), and the graph read again.
+                    let halved = max(1, touches.count / 2)
+                    progress.withLock { $0.batchLimit = min($0.batchLimit, halved) }
+                    round -= 1
+                    continue
                 case let .failure(error):
                     throw error
                 }
@@ -184,8 +193,10 @@ extension CloudMirror {
     }
 
     /// The root's graph from the private store, the root first: the root and the objects of its
-    /// to-many relationships, with their fields, the zone each is in and its change tag there.
-    private func readGraph(_ params: ShareCreateParams) throws -> [GraphMember] {
+    /// to-many relationships, with the zone each is in and its change tag there, and whether it
+    /// fits one request of `limit` items (each record saved and its old copy deleted, and the
+    /// share). Members' fields are read only then: a larger graph's send builds them itself.
+    private func readGraph(_ params: ShareCreateParams, limit: Int) throws -> (graph: [GraphMember], atOnce: Bool) {
         try withStores { stores in
             guard let id = ObjectID(uri: params.objectID), let storeUUID = id.storeUUID, let key = id.primaryKey,
                   let index = stores.index(uuid: storeUUID), stores.list[index].scope == .private,
@@ -204,14 +215,17 @@ extension CloudMirror {
                 guard let inverse = relationship.inverse, let destination = stores.model.entity(named: relationship.destination) else { continue }
                 for child in try store.referencing(destination.name, relationship: inverse, primaryKey: key) { members.append((destination, child)) }
             }
+            let atOnce = 2 * members.count + 1 <= limit
             var graph: [GraphMember] = []
             for (memberEntity, memberKey) in members {
                 guard let memberRow = try store.read(memberEntity, primaryKey: memberKey) else { continue }
-                let fields = try MirrorRecordCoding.fields(entity: memberEntity, row: memberRow, state: state, timesText: try state.fieldTimesText(memberRow.uuid))
+                let fields = atOnce || graph.isEmpty
+                    ? try MirrorRecordCoding.fields(entity: memberEntity, row: memberRow, state: state, timesText: try state.fieldTimesText(memberRow.uuid))
+                    : [:]
                 let meta = try state.meta(memberRow.uuid)
                 graph.append((memberRow.uuid, memberEntity, fields, meta?.zone, meta?.changeTag))
             }
-            return graph
+            return (graph, atOnce)
         }
     }
 

@@ -39,7 +39,8 @@ struct MirrorStatus: Codable, Sendable {
         /// Records this device deleted, remembered until a whole fetch after the delete (a move
         /// by another device that beat the delete is then seen, and the delete follows it).
         var deletesRemembered: Int
-        /// A fetch's deletions held for its end (none once a fetch has finished).
+        /// A fetch's deletions held for its end: none once a fetch has ended on a round that found
+        /// no changes (one whose rounds ran out while zones still changed leaves them to the next).
         var tombstonesHeld: Int
     }
     var user: String?
@@ -93,7 +94,7 @@ extension CloudMirror {
                              tombstonesHeld: try state.heldTombstoneCount)
             }
         }
-        let quiescent = progress.inFlight == nil && stores.allSatisfy { $0.pending == 0 && $0.unqueuedTransactions == 0 }
+        let quiescent = progress.inFlight == nil && stores.allSatisfy { $0.pending == 0 && $0.unqueuedTransactions == 0 && $0.tombstonesHeld == 0 }
         return MirrorStatus(user: user, signedIn: isSignedIn, device: options.deviceName, mode: options.mode, conflictPolicy: options.conflictPolicy, stores: stores,
                             inFlight: progress.inFlight, lastError: progress.lastError,
                             lastSuccess: progress.lastSuccess.map { MirrorRecordCoding.isoFormat.format($0) },
