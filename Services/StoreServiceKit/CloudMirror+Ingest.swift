@@ -21,7 +21,7 @@ extension CloudMirror {
         while true {
             let cursor = Int(try state.value(MirrorState.exportCursorKey) ?? "0") ?? 0
             if try historyWasPurged(after: cursor, store: store) {
-                try store.database.transaction { try queueByComparison(state) }
+                try store.database.transaction { try queueByComparison(state, after: cursor) }
                 continue
             }
             let transactions = try PersistentHistory.fetchStored(store, afterToken: cursor, limit: enough == nil ? 2000 : 16,
@@ -67,8 +67,13 @@ extension CloudMirror {
     /// History the mirror needed is gone: the queue is rebuilt by comparing every row with what
     /// the cloud last had (its ancestor fields): new rows are queued as inserts, changed fields as
     /// updates, known records without a row as deletes. Then the cursor moves to the newest token.
-    private func queueByComparison(_ state: MirrorState) throws {
+    /// A changed field is stamped with the time of its newest edit the history still has, else
+    /// with the newest purged transaction's time (its edit was made by then). Stamped "now",
+    /// an edit older than another device's later one won their conflict.
+    private func queueByComparison(_ state: MirrorState, after cursor: Int) throws {
         let store = state.store
+        let fallback = try PersistentHistory.purgedThrough(store) ?? Date().timeIntervalSince1970
+        let edited = try Self.editTimes(store, after: cursor)
         var present: Set<String> = []
         for entity in store.entities.values {
             for row in try store.database.query("SELECT z_pk, z_uuid, z_zone FROM \(PersistentStore.table(entity.name))") {
@@ -84,8 +89,10 @@ extension CloudMirror {
                 let ancestor = MirrorRecordCoding.dataFields(meta.serverFields)
                 let changed = Set(fields.keys).union(ancestor.keys).filter { fields[$0] != ancestor[$0] }
                 if !changed.isEmpty {
-                    let stamp = FieldStamp(time: Date().timeIntervalSince1970, device: options.deviceName)
-                    try state.setFieldTimes(uuid, Dictionary(uniqueKeysWithValues: changed.map { ($0, stamp) }))
+                    let times = edited[uuid] ?? [:]
+                    try state.setFieldTimes(uuid, Dictionary(uniqueKeysWithValues: changed.map { field in
+                        (field, FieldStamp(time: times[field] ?? fallback, device: options.deviceName))
+                    }))
                     try state.enqueue(uuid: uuid, entity: entity.name, kind: .update, zone: nil, changed: changed)
                 }
             }
@@ -98,6 +105,27 @@ extension CloudMirror {
         try state.setValue(MirrorState.exportCursorKey, String(store.lastToken))
         logger.notice("history the mirror had not queued was purged; the queue was rebuilt by comparing rows with the cloud's copies",
                       ["store": .string(store.name)])
+    }
+
+    /// Per object, per field (`CD_…`), the time of its newest local edit in the history after
+    /// `cursor` (imports are not edits made here).
+    private static func editTimes(_ store: PersistentStore, after cursor: Int) throws -> [String: [String: Double]] {
+        var times: [String: [String: Double]] = [:]
+        var token = cursor
+        while true {
+            let page = try PersistentHistory.fetchStored(store, afterToken: token, limit: 500, skippingChangesOf: SaveOperation.syncAuthor)
+            guard let last = page.last else { return times }
+            for transaction in page where transaction.author != SaveOperation.syncAuthor {
+                guard let time = MirrorRecordCoding.seconds(iso: transaction.timestamp) else { continue }
+                for entry in transaction.entries where entry.kind != .delete {
+                    for property in entry.changed ?? [] {
+                        let field = MirrorRecordCoding.fieldName(property)
+                        times[entry.uuid, default: [:]][field] = max(times[entry.uuid]?[field] ?? time, time)
+                    }
+                }
+            }
+            token = last.token
+        }
     }
 
     static let sharedDefaultZoneDescription =

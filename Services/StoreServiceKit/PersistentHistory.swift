@@ -67,9 +67,26 @@ enum PersistentHistory {
         HistoryChanges.entries(try store.database.scalar("SELECT changes FROM z_transaction WHERE token = ?", [token])?.string ?? "[]")
     }
 
+    /// z_metadata's key for the newest timestamp of any purged transaction.
+    static let purgedThroughKey = "historyPurgedThrough"
+
+    /// The newest timestamp of any transaction purged so far (nil: none was), in seconds.
+    static func purgedThrough(_ store: PersistentStore) throws -> Double? {
+        try store.database.scalar("SELECT value FROM z_metadata WHERE key = ?", [purgedThroughKey])?.string
+            .flatMap(MirrorRecordCoding.seconds(iso:))
+    }
+
     /// Deletes transactions before `beforeToken`; returns how many went. Tokens never repeat.
     static func purge(_ store: PersistentStore, beforeToken: Int) throws -> Int {
         try store.database.transaction {
+            // The newest time among what goes: every change purged now was made by then, which
+            // is all a later reader that needed them can still know (`purgedThrough`).
+            if let newest = try store.database.scalar("SELECT max(timestamp) FROM z_transaction WHERE token < ?", [beforeToken])?.string {
+                try store.database.execute("""
+                    INSERT INTO z_metadata(key, value) VALUES (?, ?)
+                    ON CONFLICT(key) DO UPDATE SET value = max(value, excluded.value)
+                    """, [purgedThroughKey, newest])
+            }
             try store.database.execute("DELETE FROM z_transaction WHERE token < ?", [beforeToken])
             return store.database.changes
         }

@@ -675,5 +675,38 @@ extension Mirroring {
             #expect(try await a.send()["requests"] == 0)
             await ConflictTests.stop(cloud, a, b)
         }
+
+        /// A field whose edit's history is gone is stamped with the newest purged
+        /// transaction's time (the edit was made by then), one whose history survives with that
+        /// history's time. A's note edit is older than B's, its value edit newer; A purges the
+        /// history of the note edit only, then sends into B's record. Stamped "now", A's older
+        /// note won too.
+        @Test("History purged before the mirror queued it: the rebuilt edits keep their times, so a later edit elsewhere still wins")
+        func purgedHistoryKeepsEditTimes() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let event = try #require(try await a.insertEvents(["e1"]).first)
+            try await a.send()
+            try await b.fetch()
+            func lastToken() async throws -> Int {
+                try #require(try await a.call("store.list")["stores"]?.arrayValue?.first { $0["name"] == "Private" }?["lastHistoryToken"]?.intValue)
+            }
+            try await a.set(event, ["note": "A, earlier"])
+            let purgeBefore = try await lastToken() + 1
+            try await b.set(try await b.objectID(id: "e1"), ["note": "B, later", "value": 90.0])
+            try await b.send()
+            try await a.set(event, ["value": 150.0])
+            try await a.call("history.purge", ["store": "Private", "beforeToken": .int(purgeBefore)])
+            let sent = try await a.send()
+            #expect(sent["conflictsResolved"] == 1)
+            try await b.fetch()
+            for device in [a, b] {
+                let values = try await device.object(id: "e1")?["values"]
+                #expect(values?["note"] == "B, later", "on \(device.name): the older note won")
+                #expect(values?["value"]?.doubleValue == 150, "on \(device.name): the newer value lost")
+            }
+            await ConflictTests.stop(cloud, a, b)
+        }
     }
 }
