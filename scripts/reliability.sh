@@ -163,7 +163,9 @@ caches are full.
   too large for one request) on this variant lost a whole session in 5 of 400 histories: a
   fetch's third round read the new share zone just before the move and the old one just after,
   and applied the held deletion; held deletions now wait for a fetch whose last round found no
-  changes (0 of 500 forced histories after). (docs/differences-mirroring.md and
+  changes (0 of 500 forced histories after; \`HeldDeletionTests\` now makes that interleaving
+  exact, and the variant with 9-item batches, \`--batch-size 9\`, takes the root-first path
+  at the default limit). (docs/differences-mirroring.md and
   docs/differences-cloudkit.md name the tests.)
 
 - A faster run shows the sync-service's writer cache filling: the release build at 8 clients for

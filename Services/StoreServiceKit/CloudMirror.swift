@@ -55,6 +55,7 @@ final class CloudMirror: Sendable {
             return try MirrorState(stores.list[index]).value(Self.signedOutKey) != nil
         }
         credential = Mutex(signedOut ? nil : options.credential)
+        progress.withLock { $0.batchLimit = options.batchSize }
     }
 
     // MARK: Serialised work

@@ -34,6 +34,11 @@ public struct MirrorOptions: Sendable {
     public var conflictPolicy: MirrorConflictPolicy = .latestEdit
     /// Entity → policy; entities not listed use `deleteWins`.
     public var deletePolicies: [String: MirrorDeletePolicy] = [:]
+    /// Items per records.modify request to start with (CloudKit's limit is 400); halved on
+    /// limitExceeded. Smaller batches make a small data set behave as a large one: share.create
+    /// then moves a session of more than (size - 1) / 2 records root first.
+    public var batchSize = 400
+    public static let largestBatchSize = 400
 
     public init(syncSocket: String, credential: String) {
         self.syncSocket = syncSocket
@@ -49,6 +54,7 @@ public struct MirrorOptions: Sendable {
         .init("sync-mode", value: "MODE", help: "manual (default: only sync.send/sync.fetch/sync.now) or automatic (also after saves and cloud pushes)."),
         .init("conflict-policy", value: "POLICY", help: "A field both sides changed: latestEdit (default), serverWins or clientWins."),
         .init("delete-policy", value: "ENTITY=POLICY", help: "Delete versus edit for ENTITY: deleteWins (default) or resurrect (repeatable).", repeatable: true),
+        .init("batch-size", value: "N", help: "Items per records.modify request to start with, 1-400 (default 400; halved on limitExceeded)."),
     ]
 
     /// The mirror options, or nil when `--sync-socket` is absent.
@@ -81,6 +87,12 @@ public struct MirrorOptions: Sendable {
                 throw UsageError("--delete-policy must be ENTITY=deleteWins or ENTITY=resurrect; got '\(text)'.")
             }
             result.deletePolicies[parts[0]] = policy
+        }
+        if let text = options.value("batch-size") {
+            guard let size = Int(text), (1...largestBatchSize).contains(size) else {
+                throw UsageError("--batch-size must be a whole number from 1 to \(largestBatchSize); got '\(text)'.")
+            }
+            result.batchSize = size
         }
         return result
     }

@@ -236,5 +236,8 @@ struct LifecycleTests {
         let result = try await runTool("store-service", ["--in-memory", "--bogus"])
         #expect(result.status == 64)
         #expect(result.stderr.contains("Unknown option --bogus"))
+        let batch = try await runTool("store-service", ["--in-memory", "--sync-socket", "/tmp/none.sock", "--sync-credential", "x", "--batch-size", "401"])
+        #expect(batch.status == 64)
+        #expect(batch.stderr.contains("--batch-size must be a whole number from 1 to 400; got '401'."))
     }
 }

@@ -327,24 +327,32 @@ extension Mirroring {
         }
 
         /// The same with a cloud that takes 4 items per request: share.create cannot move even a
-        /// small session in one request, so it moves the root with the share and the events follow
-        /// by the send (the path of sessions over 200 events), and sends split their batches.
-        /// Forcing that path at the default limit (a temporary change) found a fetch applying a
-        /// held deletion of a session another device had just moved, its events going with it
-        /// (5 of 400 histories; `fetchDatabase`'s held deletions now wait for a round with no
-        /// changes). At this limit the timing differs and 300 histories did not meet it without
-        /// the fix: this variant covers the path, it does not pin that fix.
+        /// small session in one request (its first save meets limitExceeded), so it moves the root
+        /// with the share and the events follow by the send (the path of sessions over 200
+        /// events), and sends split their batches.
         @Test("seeded histories on two automatic-mode devices, A sharing the session root first (a 4-item request limit), converge to the model",
               arguments: seeds(from: 1100))
         func twoAutomaticDevicesWhileTheSessionMovesRootFirst(seed: UInt64) async throws {
             try await sessionMoves(seed: seed, automatic: true, requestLimit: 4)
         }
 
-        func sessionMoves(seed: UInt64, automatic: Bool, requestLimit: Int? = nil) async throws {
+        /// The root-first path again, chosen by A itself at the cloud's default limit: A starts
+        /// with 9-item batches (`--batch-size 9`), so a session of more than 4 records moves root
+        /// first. Forcing that path this way (then by a temporary change) found a fetch applying
+        /// a held deletion of a session another device had just moved, its events going with it
+        /// (5 of 400 histories; held deletions now wait for a round with no changes, pinned by
+        /// `HeldDeletionTests`).
+        @Test("seeded histories on two automatic-mode devices, A sharing the session root first (9-item batches), converge to the model",
+              arguments: seeds(from: 1200))
+        func twoAutomaticDevicesWhileTheSessionMovesInSmallBatches(seed: UInt64) async throws {
+            try await sessionMoves(seed: seed, automatic: true, batchSizeOfA: 9)
+        }
+
+        func sessionMoves(seed: UInt64, automatic: Bool, requestLimit: Int? = nil, batchSizeOfA: Int? = nil) async throws {
             let cloud = try await Cloud.start()
             if let requestLimit { _ = try await cloud.admin("admin.setLimits", ["maxItemsPerRequest": .int(requestLimit)]) }
             let extra = automatic ? ["--sync-mode", "automatic"] : []
-            let a = Driven(try await Device.start("A", user: "owner", cloud: cloud, extra: extra))
+            let a = Driven(try await Device.start("A", user: "owner", cloud: cloud, extra: extra + (batchSizeOfA.map { ["--batch-size", String($0)] } ?? [])))
             let b = Driven(try await Device.start("B", user: "owner", cloud: cloud, extra: extra))
             a.session = try await a.device.insertSession("mochi")
             a.otherSession = try await a.device.insertSession(Self.otherSession, title: "Kept private")

@@ -61,6 +61,31 @@ extension Mirroring {
             await ConflictTests.stop(cloud, o)
         }
 
+        /// `--batch-size` makes a small session take the large session's path: with 9-item
+        /// batches a graph of 9 records (18 items moving, the share one more) moves its root
+        /// first; the events follow in requests of their own, one of which the cloud refuses.
+        @Test("A device's smaller batch size moves a small session root first, as a large one")
+        func smallBatchSizeMovesASmallSessionRootFirst() async throws {
+            let cloud = try await Cloud.start()
+            let o = try await Device.start("O", user: "owner", cloud: cloud, extra: ["--batch-size", "9"])
+            #expect(try await o.status()["batchLimit"] == 9)
+            let session = try await o.insertSession("mochi")
+            let ids = (1...8).map { "bg-\($0)" }
+            try await o.insertEvents(ids, session: session)
+            try await o.send()
+            _ = try await cloud.admin("admin.injectFault", ["op": "records.modify", "recordType": "CD_CareEvent", "code": "serviceUnavailable",
+                                                            "retryAfterSeconds": 0, "count": 1])
+            let created = try await o.call("share.create", ["objectID": .string(session)])
+            #expect(created["movedRecords"] == 1)
+            #expect(created["pendingRecords"] == 8)
+            let zoneName = try #require(created["zoneName"]?.stringValue)
+            try await o.send()
+            #expect(try await cloud.records(user: "owner").isEmpty, "a record was left in the private zone")
+            #expect(try await cloud.eventIDs(zoneName: zoneName) == ids.sorted())
+            #expect(try await o.pending() == 0)
+            await ConflictTests.stop(cloud, o)
+        }
+
         /// The share exists once the root has moved; a cloud error while the rest follows does
         /// not undo it. share.create answers what moved and what is still queued, with the
         /// error, and the next send moves the rest.
