@@ -61,6 +61,8 @@ private struct PredicateParser {
         case symbol(String)     // == != < <= > >= = <> ( ) { } , && || !
         case modifier(Predicate.StringOptions)  // [c] [d] [cd]
         case placeholder
+        /// `%K`: the next argument, a key path.
+        case keyPathPlaceholder
         case end
     }
 
@@ -69,6 +71,11 @@ private struct PredicateParser {
     var tokens: [(Token, Int)] = []
     var position = 0
     var argumentIndex = 0
+    /// Parentheses and NOTs open around the term being parsed: each is a level of recursion
+    /// here and when the predicate is built into SQL, so a hostile predicate could exhaust the
+    /// connection thread's stack (8,000 parentheses within the length limit crashed the service).
+    var depth = 0
+    static let maxDepth = 100
 
     init(text: String, arguments: [JSONValue]) {
         self.text = text
@@ -81,7 +88,7 @@ private struct PredicateParser {
         let result = try parseOr()
         guard case .end = current else { throw predicateError("unexpected \(describe(current)) after a complete predicate.", text, at: offset) }
         guard argumentIndex == arguments.count else {
-            throw predicateError("\(arguments.count) arguments given but the predicate has \(argumentIndex) %@ placeholders.", text)
+            throw predicateError("\(arguments.count) arguments given but the predicate has \(argumentIndex) placeholders (%@, %K).", text)
         }
         return result
     }
@@ -97,6 +104,7 @@ private struct PredicateParser {
         case let .symbol(symbol): return "'\(symbol)'"
         case .modifier: return "a modifier ([c], [d], [cd])"
         case .placeholder: return "%@"
+        case .keyPathPlaceholder: return "%K"
         case .end: return "the end"
         }
     }
@@ -135,6 +143,9 @@ private struct PredicateParser {
             }
             if byte == UInt8(ascii: "%"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "@") {
                 tokens.append((.placeholder, start)); index += 2; continue
+            }
+            if byte == UInt8(ascii: "%"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "K") {
+                tokens.append((.keyPathPlaceholder, start)); index += 2; continue
             }
             if byte == UInt8(ascii: "["), let close = bytes[index...].firstIndex(of: UInt8(ascii: "]")) {
                 let flags = String(decoding: bytes[(index + 1)..<close], as: UTF8.self).lowercased()
@@ -185,14 +196,27 @@ private struct PredicateParser {
     }
 
     mutating func parseNot() throws -> Predicate {
-        if isKeyword(current, "NOT") || current == .symbol("!") { position += 1; return .not(try parseNot()) }
+        if isKeyword(current, "NOT") || current == .symbol("!") {
+            position += 1
+            return .not(try nested { try $0.parseNot() })
+        }
         return try parsePrimary()
+    }
+
+    /// One level deeper (`maxDepth`).
+    mutating func nested(_ body: (inout PredicateParser) throws -> Predicate) throws -> Predicate {
+        guard depth < Self.maxDepth else {
+            throw predicateError("nested deeper than \(Self.maxDepth) levels of parentheses and NOT, at offset \(offset).", text, at: offset)
+        }
+        depth += 1
+        defer { depth -= 1 }
+        return try body(&self)
     }
 
     mutating func parsePrimary() throws -> Predicate {
         if current == .symbol("(") {
             position += 1
-            let inner = try parseOr()
+            let inner = try nested { try $0.parseOr() }
             guard current == .symbol(")") else { throw predicateError("expected ')' at offset \(offset), found \(describe(current)).", text, at: offset) }
             position += 1
             return inner
@@ -208,9 +232,24 @@ private struct PredicateParser {
         return try parseComparison()
     }
 
-    /// A key path, an operator (or IN) and a value.
+    /// A key path (or `%K` and a key path argument), an operator (or IN, or BETWEEN) and a value.
     mutating func parseComparison() throws -> Predicate {
-        guard case let .word(path) = current, !isKeyword(current, "AND", "OR", "NOT", "IN", "ANY", "SOME", "ALL", "NONE") else {
+        let path: String
+        switch current {
+        case let .word(word) where !isKeyword(current, "AND", "OR", "NOT", "IN", "BETWEEN", "ANY", "SOME", "ALL", "NONE"):
+            path = word
+        case .keyPathPlaceholder:
+            // Resolved against the model like a written key path: an argument names a property,
+            // it never reaches the SQL as text.
+            guard argumentIndex < arguments.count else {
+                throw predicateError("the predicate has more placeholders (%@, %K) than the \(arguments.count) arguments given.", text, at: offset)
+            }
+            guard case let .string(named) = arguments[argumentIndex] else {
+                throw predicateError("the argument for %K at offset \(offset) must be a key path string, not \(JSONWriter.text(arguments[argumentIndex])).", text, at: offset)
+            }
+            argumentIndex += 1
+            path = named
+        default:
             throw predicateError("expected a key path at offset \(offset), found \(describe(current)).", text, at: offset)
         }
         let keyPath = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
@@ -224,6 +263,21 @@ private struct PredicateParser {
         if isKeyword(current, "IN") {
             position += 1
             return .within(keyPath: keyPath, values: try parseList())
+        }
+        if isKeyword(current, "BETWEEN") {
+            // NSPredicate's BETWEEN {low, high}: low <= value <= high, both ends included.
+            let at = offset
+            position += 1
+            let bounds = try parseList()
+            guard bounds.count == 2 else {
+                throw predicateError("BETWEEN takes two values, {low, high}; got \(bounds.count).", text, at: at)
+            }
+            if keyPath.last == "@count" {
+                let counted = Array(keyPath.dropLast())
+                return .and([.count(keyPath: counted, op: .greaterOrEqual, value: bounds[0]), .count(keyPath: counted, op: .lessOrEqual, value: bounds[1])])
+            }
+            return .and([.compare(keyPath: keyPath, op: .greaterOrEqual, value: bounds[0], options: []),
+                         .compare(keyPath: keyPath, op: .lessOrEqual, value: bounds[1], options: [])])
         }
         let op: ComparisonOperatorParse
         switch current {
@@ -270,7 +324,7 @@ private struct PredicateParser {
 
     mutating func nextArgument() throws -> JSONValue {
         guard argumentIndex < arguments.count else {
-            throw predicateError("the predicate has more %@ placeholders than the \(arguments.count) arguments given.", text, at: offset)
+            throw predicateError("the predicate has more placeholders (%@, %K) than the \(arguments.count) arguments given.", text, at: offset)
         }
         defer { argumentIndex += 1; position += 1 }
         return arguments[argumentIndex]
@@ -401,21 +455,12 @@ struct StoreQueryBuilder {
     /// `quantified`: EXISTS over the to-many relationship's objects (ANY), NOT EXISTS of one
     /// failing the term (ALL: true for none at all, as NSPredicate's), or NOT EXISTS (NONE).
     private mutating func quantifiedSQL(_ quantifier: Predicate.Quantifier, _ term: Predicate) throws -> String {
-        let keyPath: [String]
-        switch term {
-        case let .compare(path, _, _, _), let .within(path, _): keyPath = path
-        default: throw predicateError("\(quantifier.rawValue) takes one comparison.", predicateText)
-        }
+        guard let keyPath = Self.keyPath(of: term) else { throw predicateError("\(quantifier.rawValue) takes one comparison.", predicateText) }
         let (ownerAlias, destination, inverse, rest) = try collection(keyPath)
         guard !rest.isEmpty else {
             throw predicateError("'\(keyPath.joined(separator: "."))': \(quantifier.rawValue) compares a property of the relationship's objects (\(keyPath.joined(separator: ".")).<property>).", predicateText)
         }
-        let inner: Predicate
-        switch term {
-        case let .compare(_, op, value, options): inner = .compare(keyPath: rest, op: op, value: value, options: options)
-        case let .within(_, list): inner = .within(keyPath: rest, values: list)
-        default: inner = term
-        }
+        let inner = Self.rebased(term, to: rest)
         subqueries += 1
         var nested = StoreQueryBuilder(store: store, model: model, entity: destination, predicateText: predicateText,
                                        aliasPrefix: "\(aliasPrefix)q\(subqueries)_")
@@ -427,6 +472,29 @@ struct StoreQueryBuilder {
         case .any: return "EXISTS (\(from) AND \(condition))"
         case .all: return "NOT EXISTS (\(from) AND NOT coalesce(\(condition), 0))"
         case .none: return "NOT EXISTS (\(from) AND coalesce(\(condition), 0))"
+        }
+    }
+
+    /// The one key path a quantifier's term compares: a comparison's, an IN's, or BETWEEN's (two
+    /// comparisons of one key path).
+    static func keyPath(of term: Predicate) -> [String]? {
+        switch term {
+        case let .compare(path, _, _, _), let .within(path, _): return path
+        case let .and(terms):
+            let paths = terms.map(keyPath(of:))
+            guard let first = paths.first ?? nil, paths.allSatisfy({ $0 == first }) else { return nil }
+            return first
+        default: return nil
+        }
+    }
+
+    /// `term` comparing `keyPath` instead (the rest of the quantified key path).
+    static func rebased(_ term: Predicate, to keyPath: [String]) -> Predicate {
+        switch term {
+        case let .compare(_, op, value, options): return .compare(keyPath: keyPath, op: op, value: value, options: options)
+        case let .within(_, list): return .within(keyPath: keyPath, values: list)
+        case let .and(terms): return .and(terms.map { rebased($0, to: keyPath) })
+        default: return term
         }
     }
 
@@ -473,8 +541,8 @@ struct StoreQueryBuilder {
     mutating func sql(for predicate: Predicate) throws -> String {
         switch predicate {
         case let .constant(flag): return flag ? "1" : "0"
-        case let .and(terms): return "(" + (try terms.map { try sql(for: $0) }).joined(separator: " AND ") + ")"
-        case let .or(terms): return "(" + (try terms.map { try sql(for: $0) }).joined(separator: " OR ") + ")"
+        case let .and(terms): return Self.balanced(try terms.map { try sql(for: $0) }, " AND ")
+        case let .or(terms): return Self.balanced(try terms.map { try sql(for: $0) }, " OR ")
         // A comparison with NULL is unknown in SQL, and NOT unknown is unknown: `NOT (note ==
         // 'x')` would miss a nil note. NSPredicate compares nil as false, so a term's unknown
         // is false before it is negated (outside NOT, unknown already filters as false).
@@ -543,6 +611,15 @@ struct StoreQueryBuilder {
             case .like, .matches: return "0"  // handled above
             }
         }
+    }
+
+    /// Terms joined by `separator`, parenthesised as a balanced tree: SQLite parses `a AND b AND
+    /// c …` as a chain as deep as it is long and refuses one deeper than 1,000 ("Expression tree
+    /// is too large"), which a long list of terms within the predicate length limit reaches.
+    static func balanced(_ terms: [String], _ separator: String) -> String {
+        guard terms.count > 8 else { return "(" + terms.joined(separator: separator) + ")" }
+        let middle = terms.count / 2
+        return "(" + balanced(Array(terms[..<middle]), separator) + separator + balanced(Array(terms[middle...]), separator) + ")"
     }
 
     static func column(_ resolved: Resolved) -> String {

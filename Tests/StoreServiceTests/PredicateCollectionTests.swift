@@ -95,12 +95,60 @@ struct PredicateCollectionTests {
             ("CareSession", "events.@count BEGINSWITH 1", "compare it with"),
             ("CareEvent", "note MATCHES '('", "not a valid regular expression"),
             ("CareEvent", "value LIKE 1", "compares strings"),
+            ("CareEvent", "value BETWEEN {1}", "BETWEEN takes two values"),
+            ("CareSession", "ANY events.@count BETWEEN {1, 2}", "takes one comparison"),
         ]
         for (entity, predicate, message) in cases {
             let error = try await client.failure("fetch", ["entity": .string(entity), "predicate": .string(predicate)])
             #expect(error.code == "invalidPredicate", "\(predicate)")
             #expect(error.message.contains(message), "\(predicate): \(error.message)")
         }
+        let keyPathNumber = try await client.failure("fetch", ["entity": "CareEvent", "predicate": "%K == 1", "arguments": [1]])
+        #expect(keyPathNumber.code == "invalidPredicate")
+        #expect(keyPathNumber.message.contains("must be a key path string"), "\(keyPathNumber.message)")
+        // A %K argument is a key path of the model, never SQL.
+        let injected = try await client.failure("fetch", ["entity": "CareEvent", "predicate": "%K == 1", "arguments": ["z_pk = 1 OR 1"]])
+        #expect(injected.code == "unknownAttribute")
+        client.close()
+        _ = await store.stop()
+    }
+
+    @Test("BETWEEN includes both ends, also under ANY and on @count; %K takes a key path from the arguments")
+    func betweenAndKeyPathArguments() async throws {
+        let (store, client) = try await Self.store()
+        #expect(try await Self.ids(client, "CareEvent", "eventTypeRaw BETWEEN {'feeding', 'insulin'}") == ["e-feeding", "e-insulin"])
+        #expect(try await Self.ids(client, "CareEvent", "eventTypeRaw BETWEEN %@", [["a", "g"]]) == ["e-feeding"])
+        #expect(try await Self.ids(client, "CareEvent", "NOT (eventTypeRaw BETWEEN {'a', 'm'})") == ["e-bracket", "e-cafe", "e-x", "e-y"])
+        #expect(try await Self.ids(client, "CareSession", "events.@count BETWEEN {1, 3}") == ["mochi", "tama"])
+        #expect(try await Self.ids(client, "CareSession", "events.@count BETWEEN {0, 0}") == ["empty"])
+        #expect(try await Self.ids(client, "CareSession", "ANY events.eventTypeRaw BETWEEN {'f', 'g'}") == ["mochi"])
+        #expect(try await Self.ids(client, "CareEvent", "%K == %@", ["eventTypeRaw", "insulin"]) == ["e-insulin"])
+        #expect(try await Self.ids(client, "CareSession", "ANY %K ==[c] %@", ["events.note", "CAFÉ"]) == ["mochi"])
+        #expect(try await Self.ids(client, "CareEvent", "%K == %@ AND %K BETWEEN %@", ["session.id", "tama", "note", ["a", "x"]]) == ["e-bracket", "e-x"])
+        client.close()
+        _ = await store.stop()
+    }
+
+    /// Nesting is a level of recursion in the parser and the SQL builder: hostile depth within
+    /// the 16 KiB length limit crashed the service (8,000 parentheses). It is refused past 100
+    /// levels; long flat lists of terms are fine (SQLite's expression depth limit of 1,000 is
+    /// kept clear of by balancing them).
+    @Test("Parentheses and NOT nest 100 deep at most; a thousand terms joined by AND or OR still run; the service stays up")
+    func depthAndLength() async throws {
+        let (store, client) = try await Self.store()
+        let hundred = String(repeating: "(", count: 100) + "eventTypeRaw == 'insulin'" + String(repeating: ")", count: 100)
+        #expect(try await Self.ids(client, "CareEvent", hundred) == ["e-insulin"])
+        for hostile in [String(repeating: "(", count: 8000) + "value == 1" + String(repeating: ")", count: 8000),
+                        String(repeating: "NOT ", count: 4000) + "value == 1", String(repeating: "!", count: 101) + "value == 1"] {
+            let error = try await client.failure("fetch", ["entity": "CareEvent", "predicate": .string(hostile)])
+            #expect(error.code == "invalidPredicate")
+            #expect(error.message.contains("nested deeper than 100 levels"), "\(error.message)")
+        }
+        let manyAnd = "id != 'z'" + String(repeating: " AND id != 'z'", count: 999)
+        #expect(try await Self.ids(client, "CareEvent", manyAnd).count == 6)
+        let manyOr = "id == 'z'" + String(repeating: " OR id == 'z'", count: 998) + " OR id == 'e-x'"
+        #expect(try await Self.ids(client, "CareEvent", manyOr) == ["e-x"])
+        #expect(try await Self.ids(client, "CareEvent", "id == 'e-y'") == ["e-y"])
         client.close()
         _ = await store.stop()
     }
