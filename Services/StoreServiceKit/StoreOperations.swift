@@ -223,8 +223,11 @@ extension StoreService {
                             guard let entity = stores.model.entity(named: item.entity) else { throw StoreError.unknownEntity(item.entity, model: stores.model) }
                             let target = try item.store.map { try stores.index(named: $0) }
                             if let target, !stores.list[target].holds(entity.name) { throw Self.entityNotInStore(entity.name, stores.list[target]) }
-                            if let uuid = item.uuid, uuid.isEmpty || uuid.utf8.count > 255 {
-                                throw ServiceError(.invalidField, "uuid must be 1 to 255 bytes.", details: ["field": "params.uuid"])
+                            // The uuid is the object's cloud record name: CKRecord.ID's rules, or
+                            // every send would meet the server's invalidArguments for it.
+                            if let uuid = item.uuid, uuid.isEmpty || uuid.utf8.count > 255 || uuid.utf8.contains(where: { $0 >= 0x80 }) || uuid.hasPrefix("_") {
+                                throw ServiceError(.invalidField, "uuid must be 1 to 255 ASCII characters, not starting with '_' (it is the object's cloud record name).",
+                                                   details: ["field": "params.uuid"])
                             }
                             let object = context.insert(entity: entity, uuid: item.uuid, zone: item.zone)
                             created.append(object)

@@ -348,6 +348,9 @@ struct ModifyBatch {
         guard !record.recordName.isEmpty, !record.recordType.isEmpty else {
             throw WireError(.invalidArguments, "A record needs a non-empty recordName and recordType.")
         }
+        if let problem = NameRules.problem(recordName: record.recordName) {
+            throw WireError(.invalidArguments, "Record \(NameRules.quoted(record.recordName)): \(problem).")
+        }
         guard let fieldsJSON else { throw WireError(.invalidArguments, "Record '\(record.recordName)' has invalid fields.") }
         let limit = state.limits.maxRecordBytes
         guard fieldsJSON.utf8.count <= limit else {

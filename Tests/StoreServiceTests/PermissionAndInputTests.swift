@@ -72,6 +72,12 @@ struct PermissionAndInputTests {
         #expect(try await client.failure("fetch", ["entity": "CareEvent", "predicate": "value >"]).code == .invalidPredicate)
         #expect(try await client.failure("fetch", ["entity": "CareEvent", "predicate": "colour == 1"]).code == .unknownAttribute)
         #expect(try await client.failure("fetch", ["entity": "CareEvent", "stores": ["Cloud"]]).code == .unknownStore)
+        // A uuid is the cloud record name: CKRecord.ID's rules (ASCII, 255 at most, no leading '_').
+        for uuid in ["", "_private", "café", String(repeating: "u", count: 256)] {
+            let refused = try await client.failure("object.insert", ["context": c, "entity": "CareEvent", "uuid": .string(uuid)])
+            #expect(refused.code == .invalidField, "uuid \(uuid.prefix(20))")
+            #expect(refused.message.contains("1 to 255 ASCII characters"), "\(refused.message)")
+        }
 
         // A batch with one bad object inserts none of them.
         let batch = try await client.failure("object.insert", ["context": c, "objects": [

@@ -176,6 +176,23 @@ import Testing
         #expect(partialErrors(wireError { try cloud.save([bad]) })["a"]?.code == .invalidArguments)
     }
 
+    /// CKRecord.ID's rules: ASCII, at most 255 characters, no leading underscore; CKRecordZone.ID's:
+    /// at most 255 characters (any UTF-8).
+    @Test func recordAndZoneNamesFollowCloudKitsRules() throws {
+        let long = String(repeating: "r", count: 256)
+        let errors = partialErrors(wireError { try cloud.save([record(long), record("café"), record("_hidden")], atomic: false) })
+        #expect(errors[long]?.code == .invalidArguments)
+        #expect(errors[long]?.message.contains("at most 255 characters") == true)
+        #expect(errors[long]?.message.count ?? 0 < 200, "the message quotes a long name in full")
+        #expect(errors["café"]?.message.contains("ASCII characters only") == true)
+        #expect(errors["_hidden"]?.message.contains("must not start with an underscore") == true)
+        try cloud.save([record(String(repeating: "r", count: 255)), record("a.b-c_d~1")])
+        let zoneError = wireError { try cloud.makeZone(String(repeating: "z", count: 256)) }
+        #expect(zoneError?.code == .invalidArguments)
+        #expect(zoneError?.message.contains("a zone name has at most 255 characters") == true)
+        try cloud.makeZone(String(repeating: "貓", count: 255))
+    }
+
     @Test func privateDatabaseCannotReachAnotherUsersZone() throws {
         let error = wireError { try cloud.save([record("a", zone: ZoneID(zoneName: "Zone", ownerName: "owner"))], as: "alice") }
         let item = partialErrors(error)["a"]
