@@ -87,6 +87,7 @@ struct FetchRows: Encodable, Sendable {
 struct FetchExecutor {
     let stores: StoreSet
     let request: FetchRequest
+    static let maxSortDescriptors = 64
 
     struct Hit {
         var store: Int
@@ -109,6 +110,12 @@ struct FetchExecutor {
     private func checkPaging() throws {
         if let limit = request.limit, limit < 0 { throw ServiceError(.invalidField, "limit must be 0 or more (0 means no limit).", details: ["field": "params.limit"]) }
         if let offset = request.offset, offset < 0 { throw ServiceError(.invalidField, "offset must be 0 or more.", details: ["field": "params.offset"]) }
+        // Each descriptor is a result column and an ORDER BY term: thousands reached SQLite's
+        // column limit as internalError.
+        if let count = request.sortDescriptors?.count, count > Self.maxSortDescriptors {
+            throw ServiceError(.invalidField, "sortDescriptors has \(count) entries; at most \(Self.maxSortDescriptors) are allowed.",
+                               details: ["field": "params.sortDescriptors"])
+        }
     }
 
     private struct Query {

@@ -99,7 +99,7 @@ enum CoreOperations {
 
         registry.register("subscribe", params: TopicsParams.self, summary: "Starts events for the given topics.") { params, context in
             for (index, topic) in params.topics.enumerated() where !topics.contains(topic) {
-                throw WireError(.invalidField, "Unknown topic '\(topic)'. Topics: \(topics.joined(separator: ", ")).",
+                throw WireError(.invalidField, "Unknown topic '\(topic.prefix(64))'. Topics: \(topics.joined(separator: ", ")).",
                                 details: ["field": .string("params.topics[\(index)]"), "topics": .array(topics.map { .string($0) })])
             }
             return TopicsParams(topics: context.connection.subscribe(params.topics).sorted())

@@ -72,6 +72,9 @@ struct PermissionAndInputTests {
         #expect(try await client.failure("fetch", ["entity": "CareEvent", "predicate": "value >"]).code == .invalidPredicate)
         #expect(try await client.failure("fetch", ["entity": "CareEvent", "predicate": "colour == 1"]).code == .unknownAttribute)
         #expect(try await client.failure("fetch", ["entity": "CareEvent", "stores": ["Cloud"]]).code == .unknownStore)
+        let sorts = try await client.failure("fetch", ["entity": "CareEvent", "sortDescriptors": .array(Array(repeating: ["key": "value"], count: 3000))])
+        #expect(sorts.code == .invalidField)
+        #expect(sorts.message.contains("at most 64"))
         // A uuid is the cloud record name: CKRecord.ID's rules (ASCII, 255 at most, no leading '_').
         for uuid in ["", "_private", "café", String(repeating: "u", count: 256)] {
             let refused = try await client.failure("object.insert", ["context": c, "entity": "CareEvent", "uuid": .string(uuid)])
