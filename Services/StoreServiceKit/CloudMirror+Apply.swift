@@ -1,5 +1,6 @@
 import Foundation
 import MeowWire
+import ServiceRuntime
 
 extension CloudMirror {
     // MARK: Applying cloud state locally
@@ -82,6 +83,63 @@ extension CloudMirror {
         return unresolved
     }
 
+    /// `applyLocally` (with its second pass for relationships to objects it created), except
+    /// that a record the store refuses for what it holds (a value of the wrong type, a
+    /// required value missing, a string outside its allowed values: another client wrote it)
+    /// is left out rather than failing the rest. One refused record used to fail every fetch of
+    /// its zone, and every send that fetches first: the device stopped syncing for good. The
+    /// changes go in one save; only when it is refused are they saved one by one to find the
+    /// records at fault. Returns the refused records' errors by uuid; the caller keeps their
+    /// bookkeeping as it was (`markUnimportable`), so a later version of the record is tried.
+    func applyRefusing(_ changes: [LocalChange], storeIndex: Int, stores: StoreSet) throws -> [String: WireError] {
+        do {
+            let unresolved = try applyLocally(changes, storeIndex: storeIndex, stores: stores)
+            if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: storeIndex, stores: stores) }
+            return [:]
+        } catch where Self.refusal(error) != nil {
+            var refused: [String: WireError] = [:]
+            var unresolved: [LocalChange] = []
+            func one(_ change: LocalChange) throws -> [LocalChange] {
+                do {
+                    return try applyLocally([change], storeIndex: storeIndex, stores: stores)
+                } catch {
+                    guard let refusal = Self.refusal(error) else { throw error }
+                    refused[change.uuid] = refusal
+                    return []
+                }
+            }
+            for change in changes.sorted(by: { $0.entity.toOneRelationships.count < $1.entity.toOneRelationships.count }) {
+                unresolved += try one(change)
+            }
+            for change in unresolved where refused[change.uuid] == nil { _ = try one(change) }
+            return refused
+        }
+    }
+
+    /// The error, when it is about a record's content and not about the device: the store would
+    /// refuse that record however often it were tried.
+    static func refusal(_ error: any Error) -> WireError? {
+        let wire = (error as? ServiceError)?.wire ?? (error as? WireError)
+        guard let wire, [.validationInvalidValue, .validationMultipleErrors, .validationMissingMandatoryProperty, .validationStringPatternMatching,
+                         .validationRelationshipDeniedDelete, .crossStoreRelationship, .uniquenessConstraint].contains(wire.code) else { return nil }
+        return wire
+    }
+
+    /// Keeps the refusals `applyRefusing` returned: logged, listed by `sync.status`, and told to
+    /// the device's clients (`importRefused`).
+    func keepRefused(_ refused: [String: WireError], of changes: [LocalChange], zone: MirrorZoneID, tags: [String: String?],
+                     state: MirrorState) throws {
+        for change in changes {
+            guard let error = refused[change.uuid] else { continue }
+            guard try state.markUnimportable(change.uuid, entity: change.entity.name, zone: zone, tag: tags[change.uuid] ?? nil, error: error) else { continue }
+            logger.notice("a cloud record was not imported: the store refuses it", ["recordName": .string(change.uuid), "zone": .string(zone.key),
+                                                                              "code": .string(error.code.rawValue), "message": .string(error.message)])
+            engine.events.publish(topic: StoreEngine.remoteChangeTopic, event: Self.importRefusedEvent,
+                                  data: ImportRefusedNotice(store: state.store.name, recordName: change.uuid, entity: change.entity.name,
+                                                            zone: zone.key, code: error.code.rawValue, reason: error.message))
+        }
+    }
+
     /// Delete rules run on the cloud's changes too (a session deleted in the cloud cascades to
     /// the events this device still relates to it). Those extra changes are this device's own
     /// decisions: they are queued for the cloud like a local save, so every copy converges
@@ -115,6 +173,16 @@ extension CloudMirror {
               let row = try state.store.read(entity, primaryKey: key) else { return nil }
         return try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(uuid))
     }
+}
+
+/// The `importRefused` event: a cloud record the store refused (it stays as it was here).
+struct ImportRefusedNotice: Codable, Sendable {
+    var store: String
+    var recordName: String
+    var entity: String
+    var zone: String
+    var code: String
+    var reason: String
 }
 
 /// The `changeReverted` event: the server refused a local change and the device undid it.

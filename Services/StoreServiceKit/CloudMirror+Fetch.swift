@@ -271,7 +271,8 @@ extension CloudMirror {
             let store = state.store
             try ingest(store)
             var local: [LocalChange] = []
-            var afterSave: [() throws -> Void] = []
+            /// Bookkeeping per record for after the context save (left out for a record it refused).
+            var afterSave: [(uuid: String, step: () throws -> Void)] = []
             var notice: RemoteChangeNotice?
             /// Records whose copy here is already the fetched one (this device's own saves).
             var known: Set<String> = []
@@ -344,7 +345,7 @@ extension CloudMirror {
                     if pending.kind == .delete {
                         if options.deletePolicy(entity.name) == .deleteWins {
                             // The local delete stands; remember the server's tag and send the delete.
-                            afterSave.append { try state.setMeta(serverCopy: record, entity: entity.name) }
+                            afterSave.append((uuid, { try state.setMeta(serverCopy: record, entity: entity.name) }))
                             continue
                         }
                     } else if let client = try Self.currentFields(entity: entity, uuid: uuid, state: state) {
@@ -360,7 +361,7 @@ extension CloudMirror {
                 local.append(LocalChange(uuid: uuid, entity: entity, fields: fields, zone: record.zoneID.zoneName))
                 let keep = keepPending
                 let stamps = times
-                afterSave.append {
+                afterSave.append((uuid, {
                     try state.setMeta(serverCopy: record, entity: entity.name)
                     if let stamps {
                         try state.setFieldTimes(uuid, stamps)
@@ -375,7 +376,7 @@ extension CloudMirror {
                     if !keep, queued != nil { try state.dropPending(uuid) }
                     // Sent to the record where it lives now (an insert still queued stays one).
                     if !won.isEmpty { try state.enqueue(uuid: uuid, entity: entity.name, kind: .update, zone: nil, changed: won) }
-                }
+                }))
                 report.changedRecords += 1
             }
             // A record new here that this device deleted: another device moved it into another
@@ -393,10 +394,10 @@ extension CloudMirror {
             if !deletedIn.isEmpty {
                 for (position, entity) in fresh where movedAfterDelete(position, entity) {
                     let record = changed[position]
-                    afterSave.append {
+                    afterSave.append((record.recordName, {
                         try state.setMeta(serverCopy: record, entity: entity.name)
                         try state.enqueue(uuid: record.recordName, entity: entity.name, kind: .delete, zone: record.zoneID, changed: [])
-                    }
+                    }))
                 }
                 fresh.removeAll { movedAfterDelete($0.position, $0.entity) }
             }
@@ -411,7 +412,7 @@ extension CloudMirror {
                 } else {
                     let record = changed[position]
                     local.append(LocalChange(uuid: record.recordName, entity: entity, fields: record.fields ?? [:], zone: record.zoneID.zoneName))
-                    afterSave.append { try Self.keepImported(record, entity: entity, state: state) }
+                    afterSave.append((record.recordName, { try Self.keepImported(record, entity: entity, state: state) }))
                 }
             }
             if holdDeletes { try state.holdTombstones(deleted, zone: zone) }
@@ -420,7 +421,7 @@ extension CloudMirror {
                       let entity = store.model.entity(named: entityName) else { continue }
                 if let pending = try state.pending(uuid: uuid), pending.kind != .delete, options.deletePolicy(entity.name) == .resurrect {
                     // Scenario 20 with resurrect: the local edit re-creates the record.
-                    afterSave.append { try state.forgetServerCopy(uuid) }
+                    afterSave.append((uuid, { try state.forgetServerCopy(uuid) }))
                     continue
                 }
                 let meta = try state.meta(uuid)
@@ -431,7 +432,7 @@ extension CloudMirror {
                 let known = try meta != nil || state.primaryKey(entity: entity.name, uuid: uuid) != nil
                 guard known else { continue }
                 local.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil))
-                afterSave.append { try state.dropMeta(uuid); try state.dropPending(uuid) }
+                afterSave.append((uuid, { try state.dropMeta(uuid); try state.dropPending(uuid) }))
                 report.deletedRecords += 1
             }
             // All history before this import is queued (`ingest` above): the export cursor can
@@ -442,7 +443,8 @@ extension CloudMirror {
             try state.dropFieldTimes(imported.map { changed[$0.position].recordName })
             if let notice, cursorIsCurrent { try state.setValue(MirrorState.exportCursorKey, String(notice.token)) }
             if local.isEmpty {
-                for step in afterSave { try step() }
+                for (_, step) in afterSave { try step() }
+                try state.clearUnimportable(changed.map(\.recordName) + (holdDeletes ? [] : deleted.map(\.0)))
                 afterSave = []
                 try queueStrays()
                 if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
@@ -450,10 +452,12 @@ extension CloudMirror {
             }
             if let notice { engine.publish([notice], from: nil) }
             if !local.isEmpty {
-                let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
-                if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }
+                let refused = try applyRefusing(local, storeIndex: index, stores: stores)
                 try store.database.transaction(commit: .deferred) {
-                    for step in afterSave { try step() }
+                    for (uuid, step) in afterSave where refused[uuid] == nil { try step() }
+                    try state.clearUnimportable((changed.map(\.recordName) + (holdDeletes ? [] : deleted.map(\.0))).filter { refused[$0] == nil })
+                    try keepRefused(refused, of: local, zone: zone, tags: Dictionary(changed.map { ($0.recordName, $0.recordChangeTag) },
+                                                                                      uniquingKeysWith: { $1 }), state: state)
                     try queueStrays()
                     if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
                 }

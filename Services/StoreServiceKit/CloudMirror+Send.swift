@@ -627,7 +627,8 @@ extension CloudMirror {
             // seed 730).
             if !errors.isEmpty { try ingest(store) }
             var local: [LocalChange] = []
-            var afterSave: [() throws -> Void] = []
+            /// Per merged record, its bookkeeping after the context save, and the server copy it merged with.
+            var afterSave: [(uuid: String, server: MirrorRecord, step: () throws -> Void)] = []
             // One transaction for the whole batch's verdicts: with synchronous=FULL each
             // autocommit write is an fsync, which made a send cost ~2 ms per record.
             try store.database.transaction(commit: .deferred) {
@@ -682,11 +683,11 @@ extension CloudMirror {
                         // A record saved where it was before a move stays queued even when the
                         // server's copy won: the merged row may still belong in another zone.
                         let keep = outcome.clientWon || item.touch
-                        afterSave.append {
+                        afterSave.append((uuid, server, {
                             try state.setMeta(serverCopy: server, entity: item.entity.name, uuid: uuid)
                             try state.setFieldTimes(uuid, outcome.times)
                             if !keep { try state.dropPending(item.pending) }
-                        }
+                        }))
                         report.conflictsResolved += 1
                         if !keep { skipped.insert(uuid) }
                         if item.touch, try Self.movingElsewhere(server, ancestor: ancestor, entity: item.entity, state: state) {
@@ -747,9 +748,15 @@ extension CloudMirror {
                 }
             }
             }
-            let unresolved = try applyLocally(local, storeIndex: index, stores: stores)
-            if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: index, stores: stores) }
-            try store.database.transaction(commit: .deferred) { for step in afterSave { try step() } }
+            // A merge with a server copy the store refuses (another client wrote a value it
+            // cannot hold) leaves the record as it was here, its edit still queued.
+            let refused = try applyRefusing(local, storeIndex: index, stores: stores)
+            try store.database.transaction(commit: .deferred) {
+                for (uuid, server, step) in afterSave {
+                    guard refused[uuid] != nil else { try step(); continue }
+                    try keepRefused(refused, of: local.filter { $0.uuid == uuid }, zone: server.zoneID, tags: [uuid: server.recordChangeTag], state: state)
+                }
+            }
         }
         // The owner deleted a share's root: the share zone goes (its share with it), so
         // participants' next fetch removes the whole zone (scenario 41).

@@ -11,6 +11,7 @@ import Synchronization
 /// cooperative pool); `status` is readable at any moment.
 final class CloudMirror: Sendable {
     static let revertedEvent = "changeReverted"
+    static let importRefusedEvent = "importRefused"
 
     let options: MirrorOptions
     let engine: StoreEngine

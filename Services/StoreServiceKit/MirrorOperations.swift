@@ -36,6 +36,9 @@ struct MirrorStatus: Codable, Sendable {
         var zoneTokens: [String: String]
         /// Seed 002: shared-store objects outside any share zone, never exported.
         var unexportable: [String]
+        /// Cloud records the store refused (a value it cannot hold, written by another client):
+        /// left out of the import, kept as they were here, tried again when they change.
+        var unimportable: [MirrorState.Unimportable]
         /// Records this device deleted, remembered until a whole fetch after the delete (a move
         /// by another device that beat the delete is then seen, and the delete follows it).
         var deletesRemembered: Int
@@ -90,7 +93,8 @@ extension CloudMirror {
                 return .init(store: store.name, database: Self.database(of: store), pending: pending.count, pendingByZone: byZone,
                              deferred: deferred, exportCursor: cursor, historyToken: Int(store.lastToken), unqueuedTransactions: unqueued,
                              databaseToken: try state.value(MirrorState.databaseTokenKey), zoneTokens: tokens,
-                             unexportable: try state.unexportable(), deletesRemembered: try state.rememberedDeletes,
+                             unexportable: try state.unexportable(), unimportable: try state.unimportable(),
+                             deletesRemembered: try state.rememberedDeletes,
                              tombstonesHeld: try state.heldTombstoneCount)
             }
         }

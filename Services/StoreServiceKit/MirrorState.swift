@@ -17,6 +17,7 @@ import SQLiteKit
 ///   (the latest-edit policy's clock), as the JSON text records carry in `MC_fieldModified`.
 /// - `mirror_kv`: the export cursor and the change tokens.
 /// - `mirror_unexportable`: seed 002's stray shared-store objects.
+/// - `mirror_unimportable`: cloud records this store refused (`CloudMirror.applyRefusing`).
 /// - `mirror_share`: the owner's share zones and their root records.
 ///
 /// The mirror's busy bookkeeping transactions (queueing history, building batches, applying
@@ -47,6 +48,8 @@ struct MirrorState {
             CREATE INDEX IF NOT EXISTS mirror_meta_zone ON mirror_meta(zone_name, owner_name);
             CREATE TABLE IF NOT EXISTS mirror_fieldtimes(uuid TEXT PRIMARY KEY, times TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_unexportable(uuid TEXT PRIMARY KEY, object_id TEXT NOT NULL, zone TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_unimportable(uuid TEXT PRIMARY KEY, entity TEXT NOT NULL, zone_name TEXT NOT NULL,
+                owner_name TEXT NOT NULL, change_tag TEXT, code TEXT NOT NULL, message TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_share(zone_name TEXT PRIMARY KEY, root_uuid TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_deleted(uuid TEXT PRIMARY KEY, zone_name TEXT NOT NULL, owner_name TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_inflight(id INTEGER PRIMARY KEY AUTOINCREMENT, zone_name TEXT NOT NULL,
@@ -532,6 +535,46 @@ struct MirrorState {
 
     func clearUnexportable(_ uuid: String) throws {
         try database.execute("DELETE FROM mirror_unexportable WHERE uuid = ?", [uuid])
+    }
+
+    // MARK: Unimportable records
+
+    /// A cloud record the store refused, as `sync.status` lists it.
+    struct Unimportable: Codable, Sendable, Equatable {
+        var recordName: String
+        var entity: String
+        var zone: String
+        var recordChangeTag: String?
+        var code: String
+        var message: String
+    }
+
+    /// Returns false when that version of the record was already refused (nothing new to tell).
+    @discardableResult
+    func markUnimportable(_ uuid: String, entity: String, zone: MirrorZoneID, tag: String?, error: WireError) throws -> Bool {
+        if let known = try database.query("SELECT change_tag, code FROM mirror_unimportable WHERE uuid = ?", [uuid]).first,
+           known[0].string == tag, known[1].string == error.code.rawValue {
+            return false
+        }
+        try database.execute("""
+            INSERT OR REPLACE INTO mirror_unimportable(uuid, entity, zone_name, owner_name, change_tag, code, message)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, [uuid, entity, zone.zoneName, zone.ownerName, SQLValue(tag), error.code.rawValue, error.message])
+        return true
+    }
+
+    /// Forgets refusals of these records (a later version of each was applied, or it was deleted).
+    func clearUnimportable(_ uuids: [String]) throws {
+        guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_unimportable LIMIT 1") != nil else { return }
+        for uuid in uuids { try database.execute("DELETE FROM mirror_unimportable WHERE uuid = ?", [uuid]) }
+    }
+
+    func unimportable() throws -> [Unimportable] {
+        try database.query("SELECT uuid, entity, zone_name, owner_name, change_tag, code, message FROM mirror_unimportable ORDER BY uuid").map { row in
+            Unimportable(recordName: row[0].string ?? "", entity: row[1].string ?? "",
+                         zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? "").key,
+                         recordChangeTag: row[4].string, code: row[5].string ?? "", message: row[6].string ?? "")
+        }
     }
 
     // MARK: Owner's shares

@@ -1,0 +1,82 @@
+import Foundation
+import MeowWire
+import Testing
+import TestSupport
+
+extension Mirroring {
+    /// Records another client wrote into the cloud that this device's store cannot hold.
+    @Suite("Mirroring: cloud records the store refuses", .timeLimit(.minutes(5)))
+    struct ImportRefusalTests {
+        static let zone: JSONValue = ["zoneName": "com.apple.coredata.cloudkit.zone"]
+
+        /// A CareEvent record as another client might write it: valid, with `changes` applied
+        /// (a nil removes the field).
+        static func event(_ name: String, _ changes: [String: JSONValue?] = [:], tag: String? = nil) -> JSONValue {
+            var fields: [String: JSONValue] = [
+                "CD_entityName": ["type": "string", "value": "CareEvent"], "CD_id": ["type": "string", "value": .string(name)],
+                "CD_eventTypeRaw": ["type": "string", "value": "note"], "CD_occurredAt": ["type": "date", "value": 1_780_000_000],
+                "CD_updatedAt": ["type": "date", "value": 1_780_000_000]]
+            for (field, value) in changes { fields[field] = value }
+            var record: [String: JSONValue] = ["recordName": .string(name), "recordType": "CD_CareEvent", "zoneID": zone, "fields": .object(fields)]
+            if let tag { record["recordChangeTag"] = .string(tag) }
+            return .object(record)
+        }
+
+        /// One record the store refuses used to fail every fetch of its zone (and every send,
+        /// which fetches the zone first): the device stopped syncing. Now the page is applied
+        /// without it; it is listed in `sync.status` (`unimportable`), logged, and told to the
+        /// device's clients (`importRefused`); the device keeps syncing; a later, valid version
+        /// of the record is imported and the listing goes.
+        @Test("A record the store refuses is left out of its page, listed and announced; the rest syncs; a valid version later imports")
+        func refusedRecordsAreLeftOutAndTheDeviceKeepsSyncing() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let watcher = try await a.remoteChangeWatcher()
+            defer { watcher.close() }
+            let writer = try await cloud.connect("owner-secret")
+            defer { writer.close() }
+            _ = try await writer.call("zones.save", ["database": "private", "zoneIDs": [Self.zone]])
+            _ = try await writer.call("records.modify", ["database": "private", "atomic": false, "saves": [
+                Self.event("ok-1"),
+                Self.event("bad-date", ["CD_occurredAt": ["type": "date", "value": 1e300]]),
+                Self.event("bad-type", ["CD_eventTypeRaw": ["type": "string", "value": "nap"]]),
+                Self.event("no-updated", ["CD_updatedAt": .some(nil)]),
+                Self.event("ok-2")]])
+            let fetched = try await a.fetch()
+            #expect(fetched["changedRecords"] == 5)
+            #expect(try await a.ids() == ["ok-1", "ok-2"])
+            let listed = try await a.status()["stores"]?.arrayValue?.first { $0["store"] == "Private" }?["unimportable"]?.arrayValue ?? []
+            #expect(listed.compactMap { $0["recordName"]?.stringValue } == ["bad-date", "bad-type", "no-updated"])
+            #expect(listed.compactMap { $0["code"]?.stringValue } == ["validationInvalidValue", "validationStringPatternMatching",
+                                                                    "validationMissingMandatoryProperty"])
+            var events = watcher.events.makeAsyncIterator()
+            var announced: [String] = []
+            while announced.count < 3, let event = await events.next() {
+                if event.name == "importRefused", let name = event.data["recordName"]?.stringValue { announced.append(name) }
+            }
+            #expect(announced.sorted() == ["bad-date", "bad-type", "no-updated"])
+
+            // The device still syncs both ways, and fetching again announces nothing new.
+            try await a.insertEvents(["mine"])
+            #expect(try await a.send()["saved"] == 1)
+            #expect(try await a.fetch()["changedRecords"] == 0)
+
+            // The other client fixes one record: its new version is imported, its listing goes.
+            let current = try await writer.call("records.fetch", ["database": "private", "recordIDs": [["recordName": "bad-type", "zoneID": Self.zone]]])
+            let tag = try #require(current["records"]?.arrayValue?.first?["recordChangeTag"]?.stringValue)
+            _ = try await writer.call("records.modify", ["database": "private", "saves": [Self.event("bad-type", tag: tag)]])
+            try await a.fetch()
+            #expect(try await a.ids() == ["bad-type", "mine", "ok-1", "ok-2"])
+            let still = try await a.status()["stores"]?.arrayValue?.first { $0["store"] == "Private" }?["unimportable"]?.arrayValue ?? []
+            #expect(still.compactMap { $0["recordName"]?.stringValue } == ["bad-date", "no-updated"])
+            // Between the refusals and the fixed record's import, nothing was announced again.
+            var between: [String] = []
+            while let event = await events.next() {
+                if event.name == "remoteChange", event.data["author"] == "sync" { break }
+                between.append(event.name)
+            }
+            #expect(!between.contains("importRefused"), "\(between)")
+            await ConflictTests.stop(cloud, a)
+        }
+    }
+}
