@@ -22,6 +22,8 @@ enum DoctorCommand {
       exportStuck         changes pending while the mirror's last step failed
       exportDeferred      changes held back by a server retry-after
       unexportable        objects sync.status reports as never exportable
+      unimportable        cloud records the store refused (another client wrote values the
+                          model cannot hold); they are missing on this device
       cloudSharedDefaultZone  (with --cloud) the user's shared database lists another user's
                           core-data or default zone: a share of a zone that must not be shared
       cloudUserMismatch   (with --cloud) the credential is not the device's cloud user
@@ -223,6 +225,7 @@ struct Doctor {
         var stuck: [DoctorCommand.Finding] = []
         var deferred: [DoctorCommand.Finding] = []
         var unexportable: [DoctorCommand.Finding] = []
+        var unimportable: [DoctorCommand.Finding] = []
         let alreadyReported = Set(findings.compactMap(\.objectID))
         for store in status["stores"]?.arrayValue ?? [] {
             let name = store["store"]?.stringValue ?? "?"
@@ -250,10 +253,19 @@ struct Doctor {
                     explanation: "sync.status lists shared-store objects outside any share zone (seed 002); the mirror never exports them.",
                     fix: "Move it to the private store (object.moveToStore) or into a share zone."))
             }
+            for refused in store["unimportable"]?.arrayValue ?? [] {
+                let record = refused["recordName"].cell, zone = refused["zone"]?.stringValue
+                unimportable.append(.init(kind: "unimportable", store: name, objectID: nil, zone: zone,
+                    summary: "cloud record \(record) (\(refused["entity"].cell), zone \(zone ?? "?")) was not imported into the \(name) store: \(refused["code"].cell)",
+                    explanation: "The store refuses what the record holds: \(refused["message"].cell) Another client wrote it; this device "
+                        + "leaves it out (the rest syncs) and tries again when the record changes.",
+                    fix: "Correct the record in the cloud (a valid version is imported on the next fetch), or delete it there."))
+            }
         }
         record("exportStuck", stuck, clean: "no pending export behind a failed sync step", dirty: "exports stuck behind \(lastError?["code"].cell ?? "an error")")
         record("exportDeferred", deferred, clean: "no export deferred by a retry-after", dirty: "exports deferred by the server")
         record("unexportable", unexportable, clean: "the mirror reports nothing unexportable beyond the findings above", dirty: "\(unexportable.count) object(s) the mirror cannot export")
+        record("unimportable", unimportable, clean: "the store refused no cloud record", dirty: "\(unimportable.count) cloud record(s) the store refused")
     }
 
     /// The cloud as the device's user sees it: its shared database must hold no core-data or

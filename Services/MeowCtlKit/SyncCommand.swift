@@ -134,6 +134,12 @@ enum SyncCommand {
             lines.append("unexportable (shared-store objects outside any share zone, seed 002; 'meowctl doctor' explains):")
             lines += unexportable.map { "  \($0.0): \($0.1)" }
         }
+        let unimportable = stores.flatMap { store in (store["unimportable"]?.arrayValue ?? []).map { (store["store"].cell, $0) } }
+        if !unimportable.isEmpty {
+            lines.append("")
+            lines.append("unimportable (cloud records the store refused; 'meowctl doctor' explains):")
+            lines += unimportable.map { "  \($0.0): \($0.1["recordName"].cell) in \($0.1["zone"].cell): \($0.1["code"].cell)" }
+        }
         return lines.joined(separator: "\n")
     }
 }

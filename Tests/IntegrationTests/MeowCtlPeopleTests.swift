@@ -208,6 +208,29 @@ struct MeowCtlPeopleTests {
         await deployment.stop()
     }
 
+    @Test("doctor explains a cloud record the store refused to import")
+    func doctorFindsUnimportableRecords() async throws {
+        let deployment = try await PeopleDeployment.start()
+        let writer = try await deployment.client(deployment.cloudSocket, credential: PeopleDeployment.olivia)
+        defer { writer.close() }
+        let zone: JSONValue = ["zoneName": "com.apple.coredata.cloudkit.zone"]
+        _ = try await writer.call("zones.save", ["database": "private", "zoneIDs": [zone]])
+        _ = try await writer.call("records.modify", ["database": "private", "saves": [[
+            "recordName": "NAP-1", "recordType": "CD_CareEvent", "zoneID": zone,
+            "fields": ["CD_entityName": ["type": "string", "value": "CareEvent"], "CD_id": ["type": "string", "value": "nap"],
+                       "CD_eventTypeRaw": ["type": "string", "value": "nap"], "CD_occurredAt": ["type": "date", "value": 1_780_000_000],
+                       "CD_updatedAt": ["type": "date", "value": 1_780_000_000]]]]])
+        #expect(try await runTool("meowctl", ["sync", "fetch", "--socket", deployment.deviceSocket]).status == 0)
+        let doctor = try await meowctlJSON(["doctor", "--socket", deployment.deviceSocket])
+        #expect(doctor.status == 1)
+        let finding = doctor.json["findings"]?.arrayValue?.first { $0["kind"] == "unimportable" }
+        #expect(finding?["summary"]?.stringValue?.contains("NAP-1") == true)
+        #expect(finding?["explanation"]?.stringValue?.contains("'nap' is not one of the allowed values") == true)
+        let status = try await runTool("meowctl", ["sync", "status", "--socket", deployment.deviceSocket])
+        #expect(status.stdout.contains("NAP-1 in __defaultOwner__/com.apple.coredata.cloudkit.zone: validationStringPatternMatching"), "\(status.stdout)")
+        await deployment.stop()
+    }
+
     @Test("log --follow prints requests as they happen, filtered, until stopped")
     func logFollow() async throws {
         let deployment = try await PeopleDeployment.start()
