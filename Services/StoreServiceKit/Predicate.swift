@@ -245,7 +245,7 @@ private struct PredicateParser {
                 throw predicateError("the predicate has more placeholders (%@, %K) than the \(arguments.count) arguments given.", text, at: offset)
             }
             guard case let .string(named) = arguments[argumentIndex] else {
-                throw predicateError("the argument for %K at offset \(offset) must be a key path string, not \(JSONWriter.text(arguments[argumentIndex])).", text, at: offset)
+                throw predicateError("the argument for %K at offset \(offset) must be a key path string, not \(JSONWriter.text(arguments[argumentIndex]).prefix(80)).", text, at: offset)
             }
             argumentIndex += 1
             path = named
