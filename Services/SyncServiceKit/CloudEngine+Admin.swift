@@ -59,6 +59,11 @@ public struct ClockParams: Codable, Sendable {
     }
 }
 
+/// admin.schema's answer: record type → field → CloudKit's type name.
+public struct SchemaResult: Codable, Sendable {
+    public var recordTypes: JSONValue
+}
+
 public struct ClockResult: Codable, Sendable {
     public var now: Double
     public var fixed: Bool
@@ -99,12 +104,15 @@ extension CloudEngine {
             }
             for zone in zones { try state.removeZone(zone, kind: kind) }
             if params.scope == "all" {
+                // As CloudKit's "reset the development environment": the schema goes too.
+                try state.db.execute("DELETE FROM field_types")
                 try state.db.execute("DELETE FROM database_changes")
                 try state.db.execute("UPDATE meta SET value = ? WHERE key = 'databaseHorizon'", [state.seq])
             }
             for zone in zones where zone.isDefaultZone {
                 _ = try state.ensureZone(owner: zone.owner, name: ZoneID.defaultZoneName)
             }
+            if params.scope == "all" { fieldSchema.withLock { $0 = FieldSchema() } }
             return ResetResult(zonesRemoved: zones.count)
         } }
     }
@@ -161,6 +169,7 @@ extension CloudEngine {
                                 records: try state.db.scalar("SELECT count(*) FROM records WHERE deleted = 0")?.int ?? 0)
         } }
         try reloadAccounts()
+        try reloadFieldSchema()
         return result
     }
 

@@ -82,6 +82,8 @@ struct ModifyOutcome: Sendable {
     var saved: [CloudRecord] = []
     var deleted: [RecordID] = []
     var errors: [String: WireError] = [:]
+    /// Field definitions the request's saves added to the schema (record type, field, type).
+    var defined: [(recordType: String, field: String, type: String)] = []
 }
 
 extension CloudEngine {
@@ -115,6 +117,7 @@ extension CloudEngine {
         var zoneSet = Set(saves.lazy.map { $0.zoneID.resolved(caller: caller) })
         zoneSet.formUnion(deletes.lazy.map { $0.zoneID.resolved(caller: caller) })
         let zones = Array(zoneSet)
+        let schema = fieldSchema.withLock { $0 }
         var outcome = try locks.withZones(zones) {
             // Decide on a read-only connection (these zones cannot change: their locks are
             // held), then apply the plans in one transaction on the writer.
@@ -128,12 +131,21 @@ extension CloudEngine {
                     throw WireError(.limitExceeded, "The request carries \(requestBytes) bytes of records; at most \(limits.maxRequestBytes) are allowed. Split it in half and retry.",
                                     details: ["bytes": .int(requestBytes), "maxBytes": .int(limits.maxRequestBytes)])
                 }
-                let batch = ModifyBatch(state: state, caller: caller, scope: params.database, policy: policy, atomic: atomic, trace: trace)
+                var batch = ModifyBatch(state: state, caller: caller, scope: params.database, policy: policy, atomic: atomic, trace: trace)
+                batch.schema = schema
                 return try batch.decide(saves: saves, encodedFields: encoded, deletes: deletes)
             }
             return try write { state -> ModifyOutcome in
                 let batch = ModifyBatch(state: state, caller: caller, scope: params.database, policy: policy, atomic: atomic, trace: trace)
-                return try batch.apply(decision)
+                let outcome = try batch.apply(decision)
+                if !outcome.defined.isEmpty {
+                    // Under the writer's lock, in commit order: later requests see the new
+                    // fields, and of two requests defining one field the first one's type stays.
+                    fieldSchema.withLock { schema in
+                        for (recordType, field, type) in outcome.defined { schema.define(recordType: recordType, field: field, type: type) }
+                    }
+                }
+                return outcome
             }
         }
         if params.returnFields == false || params.reply == .tags {
@@ -168,6 +180,8 @@ struct ModifyDecision: Sendable {
     var keys: [String]
     var zones: [Zone] = []
     var errors: [String: WireError] = [:]
+    /// Per save (by item index) that passed the schema check, the fields it defines (`FieldSchema`).
+    var newFieldTypes: [Int: [(field: String, type: String)]] = [:]
 }
 
 /// One records.modify request, decided on a snapshot and then applied, zone by zone.
@@ -178,6 +192,8 @@ struct ModifyBatch {
     let policy: SavePolicy
     let atomic: Bool
     let trace: RequestTrace?
+    /// The schema as the request found it (`FieldSchema`).
+    var schema = FieldSchema()
 
     enum Item: Sendable {
         case save(CloudRecord, fieldsJSON: String?)
@@ -225,6 +241,22 @@ struct ModifyBatch {
             byZone[zone, default: []].append(index)
         }
         var decision = ModifyDecision(items: items, keys: keys)
+        // The schema check, in request order: a field the request's first save of it defines
+        // holds for its later saves too.
+        var schemaErrors: [Int: WireError] = [:]
+        var known = schema
+        for (index, item) in items.enumerated() {
+            guard case let .save(record, fieldsJSON?) = item else { continue }
+            let types = FieldSchema.fieldTypes(of: record, fieldsJSON: fieldsJSON)
+            if let conflict = known.conflict(recordType: record.recordType, types) {
+                schemaErrors[index] = conflict
+                continue
+            }
+            let new = known.undefined(recordType: record.recordType, types)
+            guard !new.isEmpty else { continue }
+            decision.newFieldTypes[index] = new
+            for (field, type) in new { known.define(recordType: record.recordType, field: field, type: type) }
+        }
         for zoneID in order {
             let indices = byZone[zoneID] ?? []
             let zone: ZoneRow
@@ -234,7 +266,7 @@ struct ModifyBatch {
                 for index in indices { decision.errors[keys[index]] = itemError(error, items[index]) }
                 continue
             }
-            let (plans, failures) = try decide(zone: zone, indices: indices, items: items)
+            let (plans, failures) = try decide(zone: zone, indices: indices, items: items, schemaErrors: schemaErrors)
             for (index, error) in failures { decision.errors[keys[index]] = error }
             if !plans.isEmpty { decision.zones.append(ModifyDecision.Zone(zone: zone, indices: indices, plans: plans)) }
         }
@@ -252,6 +284,13 @@ struct ModifyBatch {
                 continue
             }
             try apply(zone: zone.zone, indices: zone.indices, items: decision.items, plans: zone.plans, outcome: &outcome)
+            for index in zone.indices where zone.plans[index] != nil {
+                guard case let .save(record, _) = decision.items[index], let new = decision.newFieldTypes[index] else { continue }
+                for (field, type) in new {
+                    try state.db.execute("INSERT OR IGNORE INTO field_types(record_type, field, type) VALUES (?, ?, ?)", [record.recordType, field, type])
+                    if state.db.changes == 1 { outcome.defined.append((record.recordType, field, type)) }
+                }
+            }
         }
         return outcome
     }
@@ -278,7 +317,7 @@ struct ModifyBatch {
         return error
     }
 
-    private func decide(zone: ZoneRow, indices: [Int], items: [Item]) throws -> (plans: [Int: Plan], failures: [Int: WireError]) {
+    private func decide(zone: ZoneRow, indices: [Int], items: [Item], schemaErrors: [Int: WireError]) throws -> (plans: [Int: Plan], failures: [Int: WireError]) {
         var pending: [String: CloudRecord] = [:]
         pending.reserveCapacity(indices.count)
         var deleteNames: Set<String> = []
@@ -299,6 +338,7 @@ struct ModifyBatch {
                 if duplicates.contains(items[index].recordName) {
                     throw WireError(.invalidArguments, "Record '\(items[index].recordName)' appears more than once in the request.")
                 }
+                if let conflict = schemaErrors[index] { throw conflict }
                 switch items[index] {
                 case let .save(record, fieldsJSON):
                     plans[index] = try planSave(record, fieldsJSON: fieldsJSON, zone: zone, pending: pending, deleteNames: deleteNames)

@@ -35,6 +35,8 @@ public final class CloudEngine: Sendable {
     private let readers: [Reader]
     private let nextReader = Atomic<Int>(0)
     private let currentLimits: Mutex<CloudLimits>
+    /// The field definitions (`FieldSchema`), as committed: read by every modify's decision.
+    let fieldSchema = Mutex(FieldSchema())
     /// Per-zone serialisation of writes (see WriteLocks).
     let locks = WriteLocks()
 
@@ -76,6 +78,18 @@ public final class CloudEngine: Sendable {
             return Reader(state: CloudState(db: reader, seq: 0, limits: limits))
         }
         try reloadAccounts()
+        try reloadFieldSchema()
+    }
+
+    /// Reads the field definitions again (after a reset or a snapshot import replaced them).
+    func reloadFieldSchema() throws {
+        var schema = FieldSchema()
+        try write { state in
+            for row in try state.db.query("SELECT record_type, field, type FROM field_types") {
+                schema.define(recordType: row[0].string ?? "", field: row[1].string ?? "", type: row[2].string ?? "")
+            }
+        }
+        fieldSchema.withLock { $0 = schema }
     }
 
     /// Called after each committed change with the notices to publish.

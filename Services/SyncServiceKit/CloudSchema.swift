@@ -44,6 +44,8 @@ enum CloudSchema {
         PRIMARY KEY(user, scope, owner, zone_name));
     CREATE INDEX IF NOT EXISTS database_changes_by_seq ON database_changes(user, scope, seq);
     CREATE INDEX IF NOT EXISTS zone_removals_by_age ON database_changes(changed) WHERE kind != 'changed';
+    CREATE TABLE IF NOT EXISTS field_types(record_type TEXT NOT NULL, field TEXT NOT NULL, type TEXT NOT NULL,
+        PRIMARY KEY(record_type, field));
     """
 
     /// Tables a snapshot carries, with their columns, in an order that imports cleanly.
@@ -57,6 +59,7 @@ enum CloudSchema {
         ("participants", ["zone", "share", "user", "role", "permission", "acceptance"]),
         ("reading_starts", ["zone", "user", "seq"]),
         ("database_changes", ["user", "scope", "owner", "zone_name", "kind", "seq", "changed"]),
+        ("field_types", ["record_type", "field", "type"]),
         ("meta", ["key", "value"]),
     ]
 

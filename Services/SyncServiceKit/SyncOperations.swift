@@ -81,6 +81,9 @@ struct SyncOperations {
         }
         admin("admin.setLimits", LimitsParams.self, "Changes limits; returns them all.") { try $0.setLimits($1) }
         admin("admin.expireChangeTokens", Empty.self, "Every token issued so far answers changeTokenExpired.") { engine, _ in try engine.expireChangeTokens() }
+        admin("admin.schema", Empty.self, "The record types' fields and their types, as saves defined them.") { engine, _ in
+            SchemaResult(recordTypes: engine.fieldSchema.withLock { $0 }.json)
+        }
         admin("admin.injectFault", InjectedFault.self, "The next matching user requests fail with a transient error.") { _, fault in
             try service.faults.arm(fault)
         }

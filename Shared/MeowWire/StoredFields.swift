@@ -57,6 +57,21 @@ public enum StoredFields {
         }
     }
 
+    /// Each field's name and type, in key order, when `text` is one fields object in stored
+    /// form (nil otherwise): what the sync-service's schema check needs, without the values.
+    public static func fieldTypes(_ text: String) -> [(field: String, type: String)]? {
+        var text = text
+        return text.withUTF8 { bytes -> [(field: String, type: String)]? in
+            var scanner = StoredFormScanner(bytes: bytes, index: 0)
+            scanner.found = []
+            guard scanner.fields(), scanner.index == bytes.count, let found = scanner.found else { return nil }
+            return found.map { name, type, _ in
+                (String(decoding: UnsafeBufferPointer(rebasing: bytes[name]), as: UTF8.self),
+                 String(decoding: UnsafeBufferPointer(rebasing: bytes[type]), as: UTF8.self))
+            }
+        }
+    }
+
     /// A value the scanner accepted: a canonical string, or a number in the writer's form.
     private static func value(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue {
         guard text.first == UInt8(ascii: "\"") else {

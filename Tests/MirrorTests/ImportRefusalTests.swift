@@ -78,5 +78,36 @@ extension Mirroring {
             #expect(!between.contains("importRefused"), "\(between)")
             await ConflictTests.stop(cloud, a)
         }
+
+        /// The other way round: the cloud's schema (CloudKit's, learned from the first save of
+        /// each field) refuses a device's record whose field has another type, as CloudKit refuses
+        /// records of an app version that changed an attribute's type. The device keeps the change
+        /// queued and reports the server's message; the fields the device defined are in the schema.
+        @Test("A device's record whose field type differs from the cloud's schema is refused with CloudKit's message and stays queued")
+        func aFieldTypeTheSchemaDoesNotHaveIsRefused() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            try await a.insertEvents(["first"])
+            try await a.send()
+            let schema = try await cloud.admin("admin.schema", [:])["recordTypes"]?["CD_CareEvent"]
+            #expect(schema?["CD_occurredAt"] == "TIMESTAMP")
+            #expect(schema?["CD_value"] == "DOUBLE")
+            #expect(schema?["CD_note"] == nil, "no event had a note: the field is not defined")
+            // An older app version wrote notes as numbers.
+            let writer = try await cloud.connect("owner-secret")
+            defer { writer.close() }
+            _ = try await writer.call("records.modify", ["database": "private", "saves": [
+                Self.event("older", ["CD_note": ["type": "int64", "value": 7]])]])
+            let id = try #require(try await a.insertEvents(["noted"]).first)
+            try await a.set(id, ["note": "after breakfast"])
+            let sent = try await a.send()
+            #expect(sent["saved"] == 0)
+            #expect(try await a.pending() == 1)
+            let error = try await a.status()["lastError"]
+            #expect(error?["code"] == "invalidArguments")
+            #expect(error?["message"] == "invalid attempt to set value type STRING for field 'CD_note' for type 'CD_CareEvent', defined to be: INT64")
+            #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["first", "older"])
+            await ConflictTests.stop(cloud, a)
+        }
     }
 }

@@ -193,6 +193,50 @@ import Testing
         try cloud.makeZone(String(repeating: "貓", count: 255))
     }
 
+    /// CloudKit's just-in-time schema: a field's first save defines its type for its record
+    /// type, in every user's databases; another type later is invalidArguments with CloudKit's
+    /// server message. An atomic zone's other items fail with it (batchRequestFailed).
+    @Test func aFieldKeepsTheTypeItsFirstSaveGaveIt() throws {
+        var first = record("a")
+        first.fields["CD_value"] = ["type": "double", "value": 1.5]
+        first.fields["CD_tags"] = ["type": "list", "value": [["type": "string", "value": "cat"]]]
+        try cloud.save([first])
+        var wrong = record("b")
+        wrong.fields["CD_value"] = ["type": "string", "value": "high"]
+        let errors = partialErrors(wireError { try cloud.save([wrong, record("c")]) })
+        #expect(errors["b"]?.code == .invalidArguments)
+        #expect(errors["b"]?.message == "invalid attempt to set value type STRING for field 'CD_value' for type 'CD_CareEvent', defined to be: DOUBLE")
+        #expect(errors["b"]?.details["definedType"] == "DOUBLE")
+        #expect(errors["c"]?.code == .batchRequestFailed)
+        var wrongList = record("d")
+        wrongList.fields["CD_tags"] = ["type": "list", "value": [["type": "int64", "value": 3]]]
+        #expect(partialErrors(wireError { try cloud.save([wrongList]) })["d"]?.message.contains("INT64_LIST for field 'CD_tags' for type 'CD_CareEvent', defined to be: STRING_LIST") == true)
+        // Another user, same record type: one schema per cloud.
+        try cloud.makeZone(user: "alice")
+        var alices = record("e")
+        alices.fields["CD_value"] = ["type": "int64", "value": 2]
+        #expect(partialErrors(wireError { try cloud.save([alices], as: "alice") })["e"]?.code == .invalidArguments)
+        // The same field name in another record type is another field; a null removes, defining nothing.
+        var session = record("s", type: "CD_CareSession")
+        session.fields["CD_value"] = ["type": "string", "value": "fine"]
+        var removal = record("a", tag: try #require(try cloud.fetch("a")?.recordChangeTag))
+        removal.fields["CD_value"] = .null
+        try cloud.save([session, removal], policy: .changedKeys)
+        // In one request, the first save of a new field defines it for the rest.
+        var one = record("f"), two = record("g")
+        one.fields["CD_weight"] = ["type": "double", "value": 4.2]
+        two.fields["CD_weight"] = ["type": "string", "value": "4.2 kg"]
+        #expect(partialErrors(wireError { try cloud.save([one, two], atomic: false) }).keys.sorted() == ["g"])
+        let schema = cloud.engine.fieldSchema.withLock { $0 }.json
+        #expect(schema["CD_CareEvent"]?["CD_weight"] == "DOUBLE")
+        #expect(schema["CD_CareEvent"]?["CD_tags"] == "STRING_LIST")
+        #expect(schema["CD_CareSession"]?["CD_value"] == "STRING")
+        // A reset of everything resets the schema (CloudKit's "reset the development environment").
+        _ = try cloud.engine.reset(ResetParams(scope: "all"))
+        try cloud.makeZone()
+        try cloud.save([wrong])
+    }
+
     @Test func privateDatabaseCannotReachAnotherUsersZone() throws {
         let error = wireError { try cloud.save([record("a", zone: ZoneID(zoneName: "Zone", ownerName: "owner"))], as: "alice") }
         let item = partialErrors(error)["a"]

@@ -1,0 +1,74 @@
+import MeowWire
+
+/// CloudKit's just-in-time schema, as in its development environment: the first save of a field
+/// of a record type defines the field's type; a later save giving that field another type is
+/// refused with invalidArguments and CloudKit's server message ("invalid attempt to set value
+/// type STRING for field 'CD_value' for type 'CD_CareEvent', defined to be: DOUBLE"). One schema
+/// per cloud, as one per container: every user's records of a type share it. Share records
+/// (`cloudkit.share`) are CloudKit's own type and define nothing.
+///
+/// Why: an app version that changes an attribute's type writes records older versions cannot
+/// read, and CloudKit refuses them at the server; here the same bug shows up the same way.
+struct FieldSchema: Sendable, Equatable {
+    /// Record type → field → type (this protocol's type names; a list as `list` + its items' type).
+    private(set) var types: [String: [String: String]] = [:]
+
+    init(types: [String: [String: String]] = [:]) { self.types = types }
+
+    /// The types a record's fields give, for fields that define one: a null (the field's
+    /// removal) defines nothing, nor does an empty list (CloudKit cannot tell its items' type).
+    static func fieldTypes(of record: CloudRecord, fieldsJSON: String) -> [(field: String, type: String)] {
+        guard !record.isShare else { return [] }
+        if record.fieldsAreStoredText, let stored = StoredFields.fieldTypes(fieldsJSON) { return stored }
+        var found: [(String, String)] = []
+        for (name, field) in record.fields {
+            guard let type = field["type"]?.stringValue else { continue }
+            if type == "list" {
+                guard let item = field["value"]?.arrayValue?.first?["type"]?.stringValue else { continue }
+                found.append((name, "list/" + item))
+            } else {
+                found.append((name, type))
+            }
+        }
+        return found
+    }
+
+    /// The error for the first field whose type differs from its definition, if any.
+    func conflict(recordType: String, _ fields: [(field: String, type: String)]) -> WireError? {
+        guard let defined = types[recordType] else { return nil }
+        for (field, type) in fields {
+            guard let definition = defined[field], definition != type else { continue }
+            return WireError(.invalidArguments,
+                             "invalid attempt to set value type \(Self.cloudKitName(type)) for field '\(field)' for type '\(recordType)', defined to be: \(Self.cloudKitName(definition))",
+                             details: ["recordType": .string(recordType), "field": .string(field),
+                                       "type": .string(Self.cloudKitName(type)), "definedType": .string(Self.cloudKitName(definition))])
+        }
+        return nil
+    }
+
+    /// The fields among `fields` not defined yet.
+    func undefined(recordType: String, _ fields: [(field: String, type: String)]) -> [(field: String, type: String)] {
+        let defined = types[recordType]
+        return fields.filter { defined?[$0.field] == nil }
+    }
+
+    /// Adds definitions; an existing one stays (the first definition wins).
+    mutating func define(recordType: String, field: String, type: String) {
+        if types[recordType]?[field] == nil { types[recordType, default: [:]][field] = type }
+    }
+
+    /// CloudKit's name of a type (as its server messages and CloudKit's dashboard show them).
+    static func cloudKitName(_ type: String) -> String {
+        if type.hasPrefix("list/") { return cloudKitName(String(type.dropFirst(5))) + "_LIST" }
+        switch type {
+        case "date": return "TIMESTAMP"
+        case "asset": return "ASSETID"
+        default: return type.uppercased()
+        }
+    }
+
+    /// As `admin.schema` answers it: record type → field → CloudKit's type name.
+    var json: JSONValue {
+        .object(types.mapValues { fields in .object(fields.mapValues { .string(Self.cloudKitName($0)) }) })
+    }
+}
