@@ -245,10 +245,24 @@ struct ModifyBatch {
         // holds for its later saves too.
         var schemaErrors: [Int: WireError] = [:]
         var known = schema
+        // The last stored-form record checked: its type, fields' types and verdict. A record
+        // with the same ones gets the same verdict and defines nothing new (its predecessor
+        // defined it), without a string or a lookup per field.
+        var last: (recordType: String, signature: [UInt8], conflict: WireError?)?
         for (index, item) in items.enumerated() {
             guard case let .save(record, fieldsJSON?) = item else { continue }
+            var signature: [UInt8]?
+            if record.fieldsAreStoredText, !record.isShare, let current = StoredFields.typeSignature(fieldsJSON) {
+                if let last, last.recordType == record.recordType, last.signature == current {
+                    if let conflict = last.conflict { schemaErrors[index] = conflict }
+                    continue
+                }
+                signature = current
+            }
             let types = FieldSchema.fieldTypes(of: record, fieldsJSON: fieldsJSON)
-            if let conflict = known.conflict(recordType: record.recordType, types) {
+            let conflict = known.conflict(recordType: record.recordType, types)
+            if let signature { last = (record.recordType, signature, conflict) }
+            if let conflict {
                 schemaErrors[index] = conflict
                 continue
             }

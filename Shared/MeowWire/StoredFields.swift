@@ -72,6 +72,27 @@ public enum StoredFields {
         }
     }
 
+    /// Each field's name and type as one run of bytes (`name 0 type 0 …`), when `text` is one
+    /// fields object in stored form: two records whose runs are equal give their fields the same
+    /// types (a batch's records mostly do, and comparing bytes is cheaper than a string each).
+    public static func typeSignature(_ text: String) -> [UInt8]? {
+        var text = text
+        return text.withUTF8 { bytes -> [UInt8]? in
+            var scanner = StoredFormScanner(bytes: bytes, index: 0)
+            scanner.found = []
+            guard scanner.fields(), scanner.index == bytes.count, let found = scanner.found else { return nil }
+            var signature: [UInt8] = []
+            signature.reserveCapacity(found.count * 24)
+            for (name, type, _) in found {
+                signature.append(contentsOf: bytes[name])
+                signature.append(0)
+                signature.append(contentsOf: bytes[type])
+                signature.append(0)
+            }
+            return signature
+        }
+    }
+
     /// A value the scanner accepted: a canonical string, or a number in the writer's form.
     private static func value(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue {
         guard text.first == UInt8(ascii: "\"") else {
