@@ -105,18 +105,21 @@ struct MirrorImport {
         guard let value, !value.isNull else { return .null }
         switch attribute.type {
         case .string:
-            guard let text = value.stringValue else { return .null }
-            if let allowed = attribute.allowedValues, !allowed.contains(text) { return nil }
-            return .text(text)
-        case .integer: return value.intValue.map { .integer(Int64($0)) } ?? .null
-        case .boolean: return (value.intValue.map { $0 != 0 } ?? value.boolValue).map { .integer($0 ? 1 : 0) } ?? .null
-        case .double: return value.doubleValue.map { .real($0) } ?? .null
+            if let text = value.stringValue {
+                if let allowed = attribute.allowedValues, !allowed.contains(text) { return nil }
+                return .text(text)
+            }
+        case .integer: if let integer = value.intValue { return .integer(Int64(integer)) }
+        case .boolean: if let flag = value.intValue.map({ $0 != 0 }) ?? value.boolValue { return .integer(flag ? 1 : 0) }
+        case .double: if let number = value.doubleValue { return .real(number) }
         case .date:
             // The written text is canonical but for dates outside what the store accepts (a
             // negative year): those are refused as `context.set` refuses them.
-            guard let seconds = value.doubleValue else { return .null }
-            return AttributeCoding.canonicalDate(MirrorRecordCoding.iso(seconds: seconds)).map { .text($0) }
+            if let seconds = value.doubleValue { return AttributeCoding.canonicalDate(MirrorRecordCoding.iso(seconds: seconds)).map { .text($0) } }
         }
+        // A value of another type: whatever `context.set` makes of it (an ISO date written as a
+        // string is a date; most are refused, and the record is reported: `applyRefusing`).
+        return try? AttributeCoding.storageValue(MirrorRecordCoding.attributeValue(value, type: attribute.type), for: attribute, entity: "")
     }
 
     /// Takes a new record when it can be written directly; false leaves it to the context path.

@@ -232,16 +232,18 @@ enum MirrorRecordCoding {
         return values
     }
 
-    /// A field's value as the attribute's wire value (dates as ISO text); null when absent or
-    /// of another type.
+    /// A field's value as the attribute's wire value (dates as ISO text); null when absent. A
+    /// value of another type is passed on as it is, so that `context.set` refuses it and the
+    /// record is reported (`applyRefusing`): read as null, another client's wrong value
+    /// silently emptied the attribute here.
     static func attributeValue(_ value: JSONValue?, type: AttributeType) -> JSONValue {
         guard let value, !value.isNull else { return .null }
         switch type {
-        case .string: return value.stringValue.map { .string($0) } ?? .null
-        case .integer: return value.intValue.map { .int($0) } ?? .null
-        case .boolean: return value.intValue.map { .bool($0 != 0) } ?? value.boolValue.map { .bool($0) } ?? .null
-        case .double: return value.doubleValue.map { .double($0) } ?? .null
-        case .date: return value.doubleValue.map { .string(iso(seconds: $0)) } ?? .null
+        case .string: return value.stringValue.map { .string($0) } ?? value
+        case .integer: return value.intValue.map { .int($0) } ?? value
+        case .boolean: return value.intValue.map { .bool($0 != 0) } ?? value.boolValue.map { .bool($0) } ?? value
+        case .double: return value.doubleValue.map { .double($0) } ?? value
+        case .date: return value.doubleValue.map { .string(iso(seconds: $0)) } ?? value
         }
     }
 

@@ -41,20 +41,21 @@ extension Mirroring {
                 Self.event("bad-date", ["CD_occurredAt": ["type": "date", "value": 1e300]]),
                 Self.event("bad-type", ["CD_eventTypeRaw": ["type": "string", "value": "nap"]]),
                 Self.event("no-updated", ["CD_updatedAt": .some(nil)]),
+                Self.event("bad-value", ["CD_note": ["type": "int64", "value": 7]]),
                 Self.event("ok-2")]])
             let fetched = try await a.fetch()
-            #expect(fetched["changedRecords"] == 5)
+            #expect(fetched["changedRecords"] == 6)
             #expect(try await a.ids() == ["ok-1", "ok-2"])
             let listed = try await a.status()["stores"]?.arrayValue?.first { $0["store"] == "Private" }?["unimportable"]?.arrayValue ?? []
-            #expect(listed.compactMap { $0["recordName"]?.stringValue } == ["bad-date", "bad-type", "no-updated"])
+            #expect(listed.compactMap { $0["recordName"]?.stringValue } == ["bad-date", "bad-type", "bad-value", "no-updated"])
             #expect(listed.compactMap { $0["code"]?.stringValue } == ["validationInvalidValue", "validationStringPatternMatching",
-                                                                    "validationMissingMandatoryProperty"])
+                                                                    "validationInvalidValue", "validationMissingMandatoryProperty"])
             var events = watcher.events.makeAsyncIterator()
             var announced: [String] = []
-            while announced.count < 3, let event = await events.next() {
+            while announced.count < 4, let event = await events.next() {
                 if event.name == "importRefused", let name = event.data["recordName"]?.stringValue { announced.append(name) }
             }
-            #expect(announced.sorted() == ["bad-date", "bad-type", "no-updated"])
+            #expect(announced.sorted() == ["bad-date", "bad-type", "bad-value", "no-updated"])
 
             // The device still syncs both ways, and fetching again announces nothing new.
             try await a.insertEvents(["mine"])
@@ -68,7 +69,7 @@ extension Mirroring {
             try await a.fetch()
             #expect(try await a.ids() == ["bad-type", "mine", "ok-1", "ok-2"])
             let still = try await a.status()["stores"]?.arrayValue?.first { $0["store"] == "Private" }?["unimportable"]?.arrayValue ?? []
-            #expect(still.compactMap { $0["recordName"]?.stringValue } == ["bad-date", "no-updated"])
+            #expect(still.compactMap { $0["recordName"]?.stringValue } == ["bad-date", "bad-value", "no-updated"])
             // Between the refusals and the fixed record's import, nothing was announced again.
             var between: [String] = []
             while let event = await events.next() {
