@@ -276,6 +276,8 @@ extension CloudMirror {
             var notice: RemoteChangeNotice?
             /// Records whose copy here is already the fetched one (this device's own saves).
             var known: Set<String> = []
+            /// Records refused before (`unimportable`) that this page brought in.
+            var recovered: [String] = []
             // Strays are queued in the transaction that saves the page's token: a crash cannot
             // leave the token past a stray that was never queued.
             func queueStrays() throws {
@@ -444,7 +446,7 @@ extension CloudMirror {
             if let notice, cursorIsCurrent { try state.setValue(MirrorState.exportCursorKey, String(notice.token)) }
             if local.isEmpty {
                 for (_, step) in afterSave { try step() }
-                try state.clearUnimportable(changed.map(\.recordName) + (holdDeletes ? [] : deleted.map(\.0)))
+                recovered = try state.clearUnimportable(changed.map(\.recordName) + (holdDeletes ? [] : deleted.map(\.0)))
                 afterSave = []
                 try queueStrays()
                 if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
@@ -455,16 +457,42 @@ extension CloudMirror {
                 let refused = try applyRefusing(local, storeIndex: index, stores: stores)
                 try store.database.transaction(commit: .deferred) {
                     for (uuid, step) in afterSave where refused[uuid] == nil { try step() }
-                    try state.clearUnimportable((changed.map(\.recordName) + (holdDeletes ? [] : deleted.map(\.0))).filter { refused[$0] == nil })
+                    recovered = try state.clearUnimportable((changed.map(\.recordName) + (holdDeletes ? [] : deleted.map(\.0))).filter { refused[$0] == nil })
                     try keepRefused(refused, of: local, zone: zone, tags: Dictionary(changed.map { ($0.recordName, $0.recordChangeTag) },
                                                                                       uniquingKeysWith: { $1 }), state: state)
                     try queueStrays()
                     if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
                 }
             }
+            if !recovered.isEmpty { try relink(to: recovered, state: state, storeIndex: index, stores: stores) }
             // The mirror's own import is history too; it is never exported.
             try ingest(store)
         }
+    }
+
+    /// Objects imported while a record they relate to was refused (`unimportable`) got the
+    /// relationship cleared; now that the record has arrived, each such relationship is set as
+    /// its server copy says (only the relationship: the object may have local edits queued).
+    private func relink(to uuids: [String], state: MirrorState, storeIndex: Int, stores: StoreSet) throws {
+        var changes: [LocalChange] = []
+        for target in uuids {
+            for (uuid, entityName) in try state.recordsNaming(target) {
+                guard let entity = state.store.model.entity(named: entityName),
+                      let server = try state.meta(uuid, withFields: true)?.serverFields,
+                      var fields = try Self.currentFields(entity: entity, uuid: uuid, state: state) else { continue }
+                var changed = false
+                for relationship in entity.toOneRelationships {
+                    let field = MirrorRecordCoding.fieldName(relationship.name)
+                    guard server[field]?["value"]?.stringValue == target, fields[field] == nil else { continue }
+                    fields[field] = server[field]
+                    changed = true
+                }
+                if changed { changes.append(LocalChange(uuid: uuid, entity: entity, fields: fields, zone: nil)) }
+            }
+        }
+        guard !changes.isEmpty else { return }
+        logger.info("relationships to records that arrived after a refusal set again", ["objects": .int(changes.count)])
+        _ = try applyRefusing(changes, storeIndex: storeIndex, stores: stores)
     }
 
     /// Whether `record` arrived moved from the zone this device's copy is in, by a device that

@@ -563,10 +563,27 @@ struct MirrorState {
         return true
     }
 
-    /// Forgets refusals of these records (a later version of each was applied, or it was deleted).
-    func clearUnimportable(_ uuids: [String]) throws {
-        guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_unimportable LIMIT 1") != nil else { return }
-        for uuid in uuids { try database.execute("DELETE FROM mirror_unimportable WHERE uuid = ?", [uuid]) }
+    /// Forgets refusals of these records (a later version of each was applied, or it was
+    /// deleted); returns those it forgot.
+    @discardableResult
+    func clearUnimportable(_ uuids: [String]) throws -> [String] {
+        guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_unimportable LIMIT 1") != nil else { return [] }
+        var cleared: [String] = []
+        for uuid in uuids {
+            try database.execute("DELETE FROM mirror_unimportable WHERE uuid = ?", [uuid])
+            if database.changes > 0 { cleared.append(uuid) }
+        }
+        return cleared
+    }
+
+    /// Records whose server copy names `uuid` somewhere in its fields (candidates for a
+    /// relationship to it: the caller checks which field). A scan: for the rare record that
+    /// was refused and has now arrived.
+    func recordsNaming(_ uuid: String) throws -> [(uuid: String, entity: String)] {
+        try database.query("SELECT uuid, entity FROM mirror_meta WHERE instr(server_fields, ?) > 0", [uuid]).compactMap { row in
+            guard let name = row[0].string, let entity = row[1].string, name != uuid else { return nil }
+            return (name, entity)
+        }
     }
 
     func unimportable() throws -> [Unimportable] {

@@ -80,6 +80,39 @@ extension Mirroring {
             await ConflictTests.stop(cloud, a)
         }
 
+        /// An event imported while its session was refused gets no session (the relationship's
+        /// target is not here); once a valid version of the session arrives, the event is linked
+        /// to it as its server copy says.
+        @Test("An event imported while its session was refused is linked to the session once a valid version of it arrives")
+        func childrenOfARefusedRecordAreLinkedWhenItArrives() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let writer = try await cloud.connect("owner-secret")
+            defer { writer.close() }
+            _ = try await writer.call("zones.save", ["database": "private", "zoneIDs": [Self.zone]])
+            func session(_ fields: [String: JSONValue], tag: String? = nil) -> JSONValue {
+                var record: [String: JSONValue] = ["recordName": "S-1", "recordType": "CD_CareSession", "zoneID": Self.zone, "fields": .object(
+                    ["CD_entityName": ["type": "string", "value": "CareSession"], "CD_id": ["type": "string", "value": "vet"],
+                     "CD_title": ["type": "string", "value": "Vet"]].merging(fields) { $1 })]
+                if let tag { record["recordChangeTag"] = .string(tag) }
+                return .object(record)
+            }
+            // No isDefault: the store refuses the session (a required value).
+            _ = try await writer.call("records.modify", ["database": "private", "saves": [
+                session([:]), Self.event("visit", ["CD_session": ["type": "string", "value": "S-1"]])]])
+            try await a.fetch()
+            #expect(try await a.ids() == ["visit"])
+            #expect(try await a.object(id: "visit")?["values"]?["session"] == .null)
+            let tag = try #require(try await writer.call("records.fetch", ["database": "private", "recordIDs": [["recordName": "S-1", "zoneID": Self.zone]]])[
+                "records"]?.arrayValue?.first?["recordChangeTag"]?.stringValue)
+            _ = try await writer.call("records.modify", ["database": "private", "saves": [session(["CD_isDefault": ["type": "int64", "value": 0]], tag: tag)]])
+            try await a.fetch()
+            let vet = try await a.objectID(id: "vet", entity: "CareSession")
+            #expect(try await a.object(id: "visit")?["values"]?["session"]?.stringValue == vet)
+            #expect(try await a.pending() == 0, "the link is the server's already: nothing to send")
+            await ConflictTests.stop(cloud, a)
+        }
+
         /// The other way round: the cloud's schema (CloudKit's, learned from the first save of
         /// each field) refuses a device's record whose field has another type, as CloudKit refuses
         /// records of an app version that changed an attribute's type. The device keeps the change
