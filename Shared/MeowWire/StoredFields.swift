@@ -44,12 +44,8 @@ public enum StoredFields {
     /// otherwise): what `JSONParser.parse(text)` gives as `name: {"type", "value"}`, without
     /// a dictionary per field.
     public static func fields(_ text: String) -> [Field]? {
-        var text = text
-        return text.withUTF8 { bytes -> [Field]? in
-            var scanner = StoredFormScanner(bytes: bytes, index: 0)
-            scanner.found = []
-            guard scanner.fields(), scanner.index == bytes.count, let found = scanner.found else { return nil }
-            return found.map { name, type, value in
+        scanned(text) { bytes, found in
+            found.map { name, type, value in
                 Field(name: String(decoding: UnsafeBufferPointer(rebasing: bytes[name]), as: UTF8.self),
                       type: String(decoding: UnsafeBufferPointer(rebasing: bytes[type]), as: UTF8.self),
                       value: self.value(UnsafeBufferPointer(rebasing: bytes[value])))
@@ -60,12 +56,8 @@ public enum StoredFields {
     /// Each field's name and type, in key order, when `text` is one fields object in stored
     /// form (nil otherwise): what the sync-service's schema check needs, without the values.
     public static func fieldTypes(_ text: String) -> [(field: String, type: String)]? {
-        var text = text
-        return text.withUTF8 { bytes -> [(field: String, type: String)]? in
-            var scanner = StoredFormScanner(bytes: bytes, index: 0)
-            scanner.found = []
-            guard scanner.fields(), scanner.index == bytes.count, let found = scanner.found else { return nil }
-            return found.map { name, type, _ in
+        scanned(text) { bytes, found in
+            found.map { name, type, _ in
                 (String(decoding: UnsafeBufferPointer(rebasing: bytes[name]), as: UTF8.self),
                  String(decoding: UnsafeBufferPointer(rebasing: bytes[type]), as: UTF8.self))
             }
@@ -76,11 +68,7 @@ public enum StoredFields {
     /// fields object in stored form: two records whose runs are equal give their fields the same
     /// types (a batch's records mostly do, and comparing bytes is cheaper than a string each).
     public static func typeSignature(_ text: String) -> [UInt8]? {
-        var text = text
-        return text.withUTF8 { bytes -> [UInt8]? in
-            var scanner = StoredFormScanner(bytes: bytes, index: 0)
-            scanner.found = []
-            guard scanner.fields(), scanner.index == bytes.count, let found = scanner.found else { return nil }
+        scanned(text) { bytes, found in
             var signature: [UInt8] = []
             signature.reserveCapacity(found.count * 24)
             for (name, type, _) in found {
@@ -90,6 +78,19 @@ public enum StoredFields {
                 signature.append(0)
             }
             return signature
+        }
+    }
+
+    /// `body` over the byte ranges of each field's name, type and value, when `text` is one
+    /// fields object in stored form (nil otherwise).
+    private static func scanned<T>(_ text: String,
+                                   _ body: (UnsafeBufferPointer<UInt8>, [(name: Range<Int>, type: Range<Int>, value: Range<Int>)]) -> T) -> T? {
+        var text = text
+        return text.withUTF8 { bytes -> T? in
+            var scanner = StoredFormScanner(bytes: bytes, index: 0)
+            scanner.found = []
+            guard scanner.fields(), scanner.index == bytes.count, let found = scanner.found else { return nil }
+            return body(bytes, found)
         }
     }
 
