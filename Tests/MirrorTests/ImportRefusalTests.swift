@@ -130,6 +130,12 @@ extension Mirroring {
             // An older app version wrote notes as numbers.
             let writer = try await cloud.connect("owner-secret")
             defer { writer.close() }
+            do {
+                _ = try await writer.call("admin.schema", [:])
+                Issue.record("a user read the schema through an admin operation")
+            } catch {
+                #expect(error.code == "permissionFailure")
+            }
             _ = try await writer.call("records.modify", ["database": "private", "saves": [
                 Self.event("older", ["CD_note": ["type": "int64", "value": 7]])]])
             // Three noted events in one request: the records share their fields' types, so the
