@@ -62,6 +62,7 @@ struct MeowCareDemo {
             try await conflictChapter()
         }
         await ConvergenceChapters(deployment: deployment, transcript: transcript).tell()
+        await RobustnessChapters(deployment: deployment, transcript: transcript).tell()
         _ = sessionID
     }
 
