@@ -303,8 +303,19 @@ extension CloudMirror {
     /// share.stop: the owner ends the share (deletes `cloudkit.zoneshare`); participants lose
     /// the zone. The owner keeps the records, in the share zone.
     func stopShare(_ params: ShareZoneParams) throws -> JSONValue {
-        let reply = try call("records.modify", ["database": "private", "deletes": [["recordName": .string(MirrorRecord.zoneShareName),
-                                                                                     "zoneID": ["zoneName": .string(params.zoneName)]]]])
+        let reply: JSONValue
+        let request: JSONValue = ["database": "private", "deletes": [["recordName": .string(MirrorRecord.zoneShareName),
+                                                                       "zoneID": ["zoneName": .string(params.zoneName)]]]]
+        switch attempt("records.modify", request) {
+        case let .success(value): reply = value
+        case let .failure(error):
+            // The one item's error says what is wrong (no such zone, no share in it); the
+            // request's "1 of 1 items failed" did not.
+            guard error.code == .partialFailure,
+                  let item = error.details["partialErrors"]?.objectValue?.values.first.flatMap({ try? $0.decode(WireError.self) }) else { throw error }
+            throw WireError(item.code, "share.stop: \(item.message) (zone '\(params.zoneName)'; share.list names this device's shares).",
+                            details: item.details)
+        }
         try withStores { stores in
             if let index = Self.storeIndex(.private, in: stores) { try MirrorState(stores.list[index]).dropShare(zone: params.zoneName) }
         }

@@ -86,6 +86,17 @@ extension Mirroring {
             await ConflictTests.stop(cloud, o)
         }
 
+        @Test("share.stop of a zone that is not a share of this device answers the cloud's reason for it, naming the zone")
+        func stoppingAnUnknownShareSaysWhy() async throws {
+            let cloud = try await Cloud.start()
+            let o = try await Device.start("O", user: "owner", cloud: cloud)
+            let error = try await o.failure("share.stop", ["zoneName": "no-such-share"])
+            #expect(error.code == "zoneNotFound")
+            #expect(error.message.hasPrefix("share.stop: "))
+            #expect(error.message.contains("zone 'no-such-share'"))
+            await ConflictTests.stop(cloud, o)
+        }
+
         /// The share exists once the root has moved; a cloud error while the rest follows does
         /// not undo it. share.create answers what moved and what is still queued, with the
         /// error, and the next send moves the rest.
