@@ -580,6 +580,7 @@ extension CloudMirror {
                 for pending in try state.allPending() where pending.zone == zone { try state.dropPending(pending.uuid) }
                 try state.setValue(MirrorState.zoneTokenKey(zone), nil)
                 try state.dropTombstones(zone: zone)
+                try state.dropUnimportable(zone: zone)
                 if store.scope == .shared {
                     try store.database.execute("DELETE FROM z_share WHERE zone_name = ?", [zone.zoneName])
                 } else {

@@ -586,6 +586,11 @@ struct MirrorState {
         }
     }
 
+    /// Forgets the refusals of a zone's records (the zone left this device).
+    func dropUnimportable(zone: MirrorZoneID) throws {
+        try database.execute("DELETE FROM mirror_unimportable WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
+    }
+
     func unimportable() throws -> [Unimportable] {
         try database.query("SELECT uuid, entity, zone_name, owner_name, change_tag, code, message FROM mirror_unimportable ORDER BY uuid").map { row in
             Unimportable(recordName: row[0].string ?? "", entity: row[1].string ?? "",

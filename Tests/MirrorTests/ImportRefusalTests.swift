@@ -77,6 +77,11 @@ extension Mirroring {
                 between.append(event.name)
             }
             #expect(!between.contains("importRefused"), "\(between)")
+            // A zone that leaves the device takes its refusals with it.
+            _ = try await cloud.admin("admin.reset", ["scope": "zone", "zoneID": ["zoneName": "com.apple.coredata.cloudkit.zone", "ownerName": "owner"]])
+            try await a.fetch()
+            let gone = try await a.status()["stores"]?.arrayValue?.first { $0["store"] == "Private" }?["unimportable"]?.arrayValue
+            #expect(gone?.isEmpty == true, "\(String(describing: gone))")
             await ConflictTests.stop(cloud, a)
         }
 
