@@ -824,9 +824,15 @@ extension CloudMirror {
         try withStores { stores in
             let index = try stores.index(named: storeName)
             let state = MirrorState(stores.list[index])
-            try applyLocally([LocalChange(uuid: pending.uuid, entity: entity, fields: serverFields, zone: zone?.zoneName)],
-                             storeIndex: index, stores: stores)
+            let change = LocalChange(uuid: pending.uuid, entity: entity, fields: serverFields, zone: zone?.zoneName)
+            // A server copy the store cannot hold (another client wrote it) cannot be put back:
+            // the refused local change still goes (the server will not take it), and the copy is
+            // reported like any refused import; failing here failed every send after.
+            let refused = try applyRefusing([change], storeIndex: index, stores: stores)
             try stores.list[index].database.transaction {
+                if !refused.isEmpty, let zone {
+                    try keepRefused(refused, of: [change], zone: zone, tags: [pending.uuid: serverCopy?.recordChangeTag], state: state)
+                }
                 try state.dropPending(pending.uuid)
                 if let serverCopy, let zone {
                     try state.setMeta(serverCopy: serverCopy, entity: entity.name, uuid: pending.uuid, zone: zone)

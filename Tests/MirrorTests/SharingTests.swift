@@ -209,6 +209,36 @@ extension Mirroring {
             await setup.stop()
         }
 
+        /// Scenario 40 when the server's copy is one P's store cannot hold (another client of
+        /// the owner wrote a kind of event P's model does not list): the revert cannot put it
+        /// back. P's refused edit still goes from the queue, the copy is reported as unimportable,
+        /// and the send completes (it used to fail, and every send after it).
+        @Test("A revert to a server copy the store cannot hold drops the refused change and reports the copy; the send completes")
+        func revertToACopyTheStoreRefuses() async throws {
+            let setup = try await Self.shared("readWrite")
+            let event = try await setup.p.objectID(id: "bg-1")
+            let uuid = try #require(try await setup.p.object(id: "bg-1")?["uuid"]?.stringValue)
+            try await setup.o.call("share.setPermission", ["zoneName": .string(setup.zoneName), "user": "alice", "permission": "readOnly"])
+            let writer = try await setup.cloud.connect("owner-secret")
+            defer { writer.close() }
+            let current = try #require(try await writer.call("records.fetch", ["database": "private", "recordIDs": [["recordName": .string(uuid), "zoneID": setup.zone]]])[
+                "records"]?.arrayValue?.first)
+            var fields = current["fields"]?.objectValue ?? [:]
+            fields["CD_eventTypeRaw"] = ["type": "string", "value": "nap"]
+            _ = try await writer.call("records.modify", ["database": "private", "saves": [[
+                "recordName": .string(uuid), "recordType": "CD_CareEvent", "zoneID": setup.zone, "fields": .object(fields),
+                "recordChangeTag": current["recordChangeTag"] ?? .null]]])
+            try await setup.p.set(event, ["note": "offline edit"])
+            let sent = try await setup.p.send()
+            #expect(sent["reverted"] == 1)
+            #expect(try await setup.p.pending() == 0)
+            let refused = try await setup.p.status()["stores"]?.arrayValue?.first { $0["store"] == "Shared" }?["unimportable"]?.arrayValue ?? []
+            #expect(refused.compactMap { $0["recordName"]?.stringValue } == [uuid])
+            #expect(refused.first?["code"] == "validationStringPatternMatching")
+            #expect(try await setup.p.send()["requests"] == 0, "nothing is left to send")
+            await setup.stop()
+        }
+
         @Test("Scenario 40: O downgrades P to readOnly while P is offline; P's edit is reverted, P's insert deleted, P's client told")
         func scenario40() async throws {
             let setup = try await Self.shared("readWrite")
