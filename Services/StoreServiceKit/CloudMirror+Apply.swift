@@ -125,19 +125,26 @@ extension CloudMirror {
         return wire
     }
 
-    /// Keeps the refusals `applyRefusing` returned: logged, listed by `sync.status`, and told to
-    /// the device's clients (`importRefused`).
+    /// Keeps the refusals `applyRefusing` returned (listed by `sync.status`) and logs them, in
+    /// the caller's transaction; returns what to tell the device's clients once it commits
+    /// (`publishRefused`). A version of a record already refused is not told again.
     func keepRefused(_ refused: [String: WireError], of changes: [LocalChange], zone: MirrorZoneID, tags: [String: String?],
-                     state: MirrorState) throws {
+                     state: MirrorState) throws -> [ImportRefusedNotice] {
+        var notices: [ImportRefusedNotice] = []
         for change in changes {
             guard let error = refused[change.uuid] else { continue }
             guard try state.markUnimportable(change.uuid, entity: change.entity.name, zone: zone, tag: tags[change.uuid] ?? nil, error: error) else { continue }
             logger.notice("a cloud record was not imported: the store refuses it", ["recordName": .string(change.uuid), "zone": .string(zone.key),
                                                                               "code": .string(error.code.rawValue), "message": .string(error.message)])
-            engine.events.publish(topic: StoreEngine.remoteChangeTopic, event: Self.importRefusedEvent,
-                                  data: ImportRefusedNotice(store: state.store.name, recordName: change.uuid, entity: change.entity.name,
-                                                            zone: zone.key, code: error.code.rawValue, reason: error.message))
+            notices.append(ImportRefusedNotice(store: state.store.name, recordName: change.uuid, entity: change.entity.name,
+                                               zone: zone.key, code: error.code.rawValue, reason: error.message))
         }
+        return notices
+    }
+
+    /// Tells the device's clients of records their store refused (`importRefused`).
+    func publishRefused(_ notices: [ImportRefusedNotice]) {
+        for notice in notices { engine.events.publish(topic: StoreEngine.remoteChangeTopic, event: Self.importRefusedEvent, data: notice) }
     }
 
     /// Delete rules run on the cloud's changes too (a session deleted in the cloud cascades to

@@ -455,14 +455,16 @@ extension CloudMirror {
             if let notice { engine.publish([notice], from: nil) }
             if !local.isEmpty {
                 let refused = try applyRefusing(local, storeIndex: index, stores: stores)
-                try store.database.transaction(commit: .deferred) {
+                let told = try store.database.transaction(commit: .deferred) { () -> [ImportRefusedNotice] in
                     for (uuid, step) in afterSave where refused[uuid] == nil { try step() }
                     recovered = try state.clearUnimportable((changed.map(\.recordName) + (holdDeletes ? [] : deleted.map(\.0))).filter { refused[$0] == nil })
-                    try keepRefused(refused, of: local, zone: zone, tags: Dictionary(changed.map { ($0.recordName, $0.recordChangeTag) },
-                                                                                      uniquingKeysWith: { $1 }), state: state)
+                    let told = try keepRefused(refused, of: local, zone: zone, tags: Dictionary(changed.map { ($0.recordName, $0.recordChangeTag) },
+                                                                                                  uniquingKeysWith: { $1 }), state: state)
                     try queueStrays()
                     if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
+                    return told
                 }
+                publishRefused(told)
             }
             if !recovered.isEmpty { try relink(to: recovered, state: state, storeIndex: index, stores: stores) }
             // The mirror's own import is history too; it is never exported.

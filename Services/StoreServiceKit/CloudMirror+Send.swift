@@ -751,12 +751,16 @@ extension CloudMirror {
             // A merge with a server copy the store refuses (another client wrote a value it
             // cannot hold) leaves the record as it was here, its edit still queued.
             let refused = try applyRefusing(local, storeIndex: index, stores: stores)
-            try store.database.transaction(commit: .deferred) {
+            let told = try store.database.transaction(commit: .deferred) { () -> [ImportRefusedNotice] in
+                var told: [ImportRefusedNotice] = []
                 for (uuid, server, step) in afterSave {
                     guard refused[uuid] != nil else { try step(); continue }
-                    try keepRefused(refused, of: local.filter { $0.uuid == uuid }, zone: server.zoneID, tags: [uuid: server.recordChangeTag], state: state)
+                    told += try keepRefused(refused, of: local.filter { $0.uuid == uuid }, zone: server.zoneID, tags: [uuid: server.recordChangeTag],
+                                            state: state)
                 }
+                return told
             }
+            publishRefused(told)
         }
         // The owner deleted a share's root: the share zone goes (its share with it), so
         // participants' next fetch removes the whole zone (scenario 41).
@@ -829,9 +833,10 @@ extension CloudMirror {
             // the refused local change still goes (the server will not take it), and the copy is
             // reported like any refused import; failing here failed every send after.
             let refused = try applyRefusing([change], storeIndex: index, stores: stores)
+            var told: [ImportRefusedNotice] = []
             try stores.list[index].database.transaction {
                 if !refused.isEmpty, let zone {
-                    try keepRefused(refused, of: [change], zone: zone, tags: [pending.uuid: serverCopy?.recordChangeTag], state: state)
+                    told = try keepRefused(refused, of: [change], zone: zone, tags: [pending.uuid: serverCopy?.recordChangeTag], state: state)
                 }
                 try state.dropPending(pending.uuid)
                 if let serverCopy, let zone {
@@ -841,6 +846,7 @@ extension CloudMirror {
                     try state.dropMeta(pending.uuid)
                 }
             }
+            publishRefused(told)
         }
         let action = pending.kind == .delete ? "deleteReverted" : (serverCopy == nil ? "insertDeleted" : "updateReverted")
         logger.notice("the server refused a local change; reverted", ["recordName": .string(pending.uuid), "action": .string(action)])
