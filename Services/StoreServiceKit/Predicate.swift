@@ -241,13 +241,10 @@ private struct PredicateParser {
         case .keyPathPlaceholder:
             // Resolved against the model like a written key path: an argument names a property,
             // it never reaches the SQL as text.
-            guard argumentIndex < arguments.count else {
-                throw predicateError("the predicate has more placeholders (%@, %K) than the \(arguments.count) arguments given.", text, at: offset)
+            let argument = try takeArgument()
+            guard case let .string(named) = argument else {
+                throw predicateError("the argument for %K at offset \(offset) must be a key path string, not \(JSONWriter.text(argument).prefix(80)).", text, at: offset)
             }
-            guard case let .string(named) = arguments[argumentIndex] else {
-                throw predicateError("the argument for %K at offset \(offset) must be a key path string, not \(JSONWriter.text(arguments[argumentIndex]).prefix(80)).", text, at: offset)
-            }
-            argumentIndex += 1
             path = named
         default:
             throw predicateError("expected a key path at offset \(offset), found \(describe(current)).", text, at: offset)
@@ -322,12 +319,20 @@ private struct PredicateParser {
         }
     }
 
-    mutating func nextArgument() throws -> JSONValue {
+    /// The argument of the placeholder at `position` (`%@` or `%K`, in order).
+    mutating func takeArgument() throws -> JSONValue {
         guard argumentIndex < arguments.count else {
             throw predicateError("the predicate has more placeholders (%@, %K) than the \(arguments.count) arguments given.", text, at: offset)
         }
-        defer { argumentIndex += 1; position += 1 }
-        return arguments[argumentIndex]
+        argumentIndex += 1
+        return arguments[argumentIndex - 1]
+    }
+
+    /// A `%@` value: its argument, and past the placeholder.
+    mutating func nextArgument() throws -> JSONValue {
+        let value = try takeArgument()
+        position += 1
+        return value
     }
 
     mutating func parseValue() throws -> JSONValue {

@@ -225,7 +225,7 @@ extension StoreService {
                             if let target, !stores.list[target].holds(entity.name) { throw Self.entityNotInStore(entity.name, stores.list[target]) }
                             // The uuid is the object's cloud record name: CKRecord.ID's rules, or
                             // every send would meet the server's invalidArguments for it.
-                            if let uuid = item.uuid, uuid.isEmpty || uuid.utf8.count > 255 || uuid.utf8.contains(where: { $0 >= 0x80 }) || uuid.hasPrefix("_") {
+                            if let uuid = item.uuid, CloudKitNames.problem(recordName: uuid) != nil {
                                 throw ServiceError(.invalidField, "uuid must be 1 to 255 ASCII characters, not starting with '_' (it is the object's cloud record name).",
                                                    details: ["field": "params.uuid"])
                             }

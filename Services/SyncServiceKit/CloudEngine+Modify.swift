@@ -252,14 +252,17 @@ struct ModifyBatch {
         for (index, item) in items.enumerated() {
             guard case let .save(record, fieldsJSON?) = item else { continue }
             var signature: [UInt8]?
-            if record.fieldsAreStoredText, !record.isShare, let current = StoredFields.typeSignature(fieldsJSON) {
+            if record.fieldsAreStoredText, !record.isShare {
+                // Kept as text, the fields passed the stored-form scan when the request was
+                // parsed, so this one finds them too.
+                guard let current = StoredFields.typeSignature(fieldsJSON) else { continue }
                 if let last, last.recordType == record.recordType, last.signature == current {
                     if let conflict = last.conflict { schemaErrors[index] = conflict }
                     continue
                 }
                 signature = current
             }
-            let types = FieldSchema.fieldTypes(of: record, fieldsJSON: fieldsJSON)
+            let types = FieldSchema.fieldTypes(of: record, signature: signature)
             let conflict = known.conflict(recordType: record.recordType, types)
             if let signature { last = (record.recordType, signature, conflict) }
             if let conflict {
@@ -402,8 +405,8 @@ struct ModifyBatch {
         guard !record.recordName.isEmpty, !record.recordType.isEmpty else {
             throw WireError(.invalidArguments, "A record needs a non-empty recordName and recordType.")
         }
-        if let problem = NameRules.problem(recordName: record.recordName) {
-            throw WireError(.invalidArguments, "Record \(NameRules.quoted(record.recordName)): \(problem).")
+        if let problem = CloudKitNames.problem(recordName: record.recordName) {
+            throw WireError(.invalidArguments, "Record \(CloudKitNames.quoted(record.recordName)): \(problem).")
         }
         guard let fieldsJSON else { throw WireError(.invalidArguments, "Record '\(record.recordName)' has invalid fields.") }
         let limit = state.limits.maxRecordBytes

@@ -42,8 +42,8 @@ extension CloudEngine {
                     throw WireError(.permissionFailure, "PrivateDB can't be used to access another user's zone (\(zoneID.zoneName) of \(zoneID.ownerName)).")
                 }
                 guard !zoneID.zoneName.isEmpty else { throw WireError(.invalidArguments, "A zone needs a non-empty zoneName.") }
-                if let problem = NameRules.problem(zoneName: zoneID.zoneName) {
-                    throw WireError(.invalidArguments, "Zone \(NameRules.quoted(zoneID.zoneName)): \(problem).")
+                if let problem = CloudKitNames.problem(zoneName: zoneID.zoneName) {
+                    throw WireError(.invalidArguments, "Zone \(CloudKitNames.quoted(zoneID.zoneName)): \(problem).")
                 }
                 let count = try state.db.scalar("SELECT count(*) FROM zones WHERE owner = ?", [caller])?.int ?? 0
                 let (zone, created) = try state.ensureZone(owner: caller, name: zoneID.zoneName)

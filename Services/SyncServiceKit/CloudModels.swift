@@ -198,30 +198,6 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     var isShare: Bool { recordType == CloudRecord.shareRecordType }
 }
 
-/// CloudKit's rules for names (CKRecord.ID: "must contain only ASCII characters, must not
-/// exceed 255 characters, and must not start with an underscore"; CKRecordZone.ID: "Zone names
-/// must be 255 characters or less"). CloudKit's client raises them before a request leaves the
-/// device; here, where any client can send anything, the server answers invalidArguments.
-enum NameRules {
-    static let longest = 255
-
-    static func problem(recordName name: String) -> String? {
-        if name.utf8.count > longest { return "a record name has at most \(longest) characters; this one has \(name.utf8.count) bytes" }
-        if name.utf8.contains(where: { $0 >= 0x80 }) { return "a record name has ASCII characters only" }
-        if name.hasPrefix("_") { return "a record name must not start with an underscore" }
-        return nil
-    }
-
-    static func problem(zoneName name: String) -> String? {
-        name.utf16.count > longest ? "a zone name has at most \(longest) characters; this one has \(name.utf16.count)" : nil
-    }
-
-    /// A name as an error message quotes it: long ones cut short.
-    static func quoted(_ name: String) -> String {
-        name.count > 60 ? "'\(name.prefix(60))…'" : "'\(name)'"
-    }
-}
-
 /// Field types the server checks; any other type is stored as given.
 enum FieldValidation {
     static func problem(in fields: [String: JSONValue]) -> String? {

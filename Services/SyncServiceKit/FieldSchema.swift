@@ -17,9 +17,14 @@ struct FieldSchema: Sendable, Equatable {
 
     /// The types a record's fields give, for fields that define one: a null (the field's
     /// removal) defines nothing, nor does an empty list (CloudKit cannot tell its items' type).
-    static func fieldTypes(of record: CloudRecord, fieldsJSON: String) -> [(field: String, type: String)] {
+    /// `signature`: the record's `StoredFields.typeSignature` when its fields came in stored
+    /// form (read from it: the fields text is not scanned again).
+    static func fieldTypes(of record: CloudRecord, signature: [UInt8]?) -> [(field: String, type: String)] {
         guard !record.isShare else { return [] }
-        if record.fieldsAreStoredText, let stored = StoredFields.fieldTypes(fieldsJSON) { return stored }
+        if let signature {
+            let parts = signature.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+            return stride(from: 0, to: parts.count - 1, by: 2).map { (parts[$0], parts[$0 + 1]) }
+        }
         var found: [(String, String)] = []
         for (name, field) in record.fields {
             guard let type = field["type"]?.stringValue else { continue }

@@ -53,17 +53,6 @@ public enum StoredFields {
         }
     }
 
-    /// Each field's name and type, in key order, when `text` is one fields object in stored
-    /// form (nil otherwise): what the sync-service's schema check needs, without the values.
-    public static func fieldTypes(_ text: String) -> [(field: String, type: String)]? {
-        scanned(text) { bytes, found in
-            found.map { name, type, _ in
-                (String(decoding: UnsafeBufferPointer(rebasing: bytes[name]), as: UTF8.self),
-                 String(decoding: UnsafeBufferPointer(rebasing: bytes[type]), as: UTF8.self))
-            }
-        }
-    }
-
     /// Each field's name and type as one run of bytes (`name 0 type 0 …`), when `text` is one
     /// fields object in stored form: two records whose runs are equal give their fields the same
     /// types (a batch's records mostly do, and comparing bytes is cheaper than a string each).

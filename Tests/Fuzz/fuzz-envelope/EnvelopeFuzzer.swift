@@ -13,7 +13,7 @@ import MeowWire
 /// - the device's reply parse, which keeps record fields in stored form as text alone
 ///   (`StoredFields`), accepts exactly what the plain parse accepts and reads the same value,
 ///   and `StoredFields.fields` reads stored-form fields as the tree parse does (and the schema
-///   check's `fieldTypes` and `typeSignature` accept exactly what it accepts, with its names and types).
+///   check's `typeSignature` accepts exactly what it accepts, with its names and types).
 /// Known differences, not flagged: duplicate keys (JSONParser: last wins; Foundation: first), so
 /// the comparison is skipped when the text may repeat a key; and numbers beyond 2^53, where
 /// Foundation's JSONValue probe decodes `26666669666666666.80` as the integer 26666669666666666
@@ -88,13 +88,12 @@ private func namesKeptSuffix(_ value: JSONValue) -> Bool {
 /// `StoredFields.fields` reads what the tree parse reads: each field as `{"type", "value"}`.
 private func checkStoredFields(_ text: String, _ tree: JSONValue) {
     guard let fields = StoredFields.fields(text) else {
-        precondition(StoredFields.fieldTypes(text) == nil && StoredFields.typeSignature(text) == nil,
-                     "the schema's scans read as stored form what fields(_:) refuses: \(text)")
+        precondition(StoredFields.typeSignature(text) == nil, "typeSignature reads as stored form what fields(_:) refuses: \(text)")
         return
     }
-    let types = StoredFields.fieldTypes(text) ?? []
-    precondition(types.map(\.field) == fields.map(\.name) && types.map(\.type) == fields.map(\.type),
-                 "fieldTypes read \(types), fields(_:) \(fields.map { ($0.name, $0.type) }): \(text)")
+    var expected: [UInt8] = []
+    for field in fields { expected += Array(field.name.utf8) + [0] + Array(field.type.utf8) + [0] }
+    precondition(StoredFields.typeSignature(text) == expected, "typeSignature does not give fields(_:)'s names and types: \(text)")
     guard case let .object(members) = tree else { preconditionFailure("stored-form fields that are not an object: \(text)") }
     precondition(members.count == fields.count, "StoredFields read \(fields.count) fields, the parse \(members.count): \(text)")
     for field in fields {

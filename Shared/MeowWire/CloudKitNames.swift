@@ -1,0 +1,27 @@
+/// CloudKit's rules for names (CKRecord.ID: "must contain only ASCII characters, must not
+/// exceed 255 characters, and must not start with an underscore"; CKRecordZone.ID: "Zone names
+/// must be 255 characters or less"). CloudKit's client raises them before a request leaves the
+/// device. The sync-service, which any client can reach, answers invalidArguments; the
+/// store-service checks an object's uuid by the same rule, since it becomes the record name.
+public enum CloudKitNames {
+    public static let longest = 255
+
+    /// What is wrong with `name` as a record name (nil: nothing).
+    public static func problem(recordName name: String) -> String? {
+        if name.isEmpty { return "a record name must not be empty" }
+        if name.utf8.count > longest { return "a record name has at most \(longest) characters; this one has \(name.utf8.count) bytes" }
+        if name.utf8.contains(where: { $0 >= 0x80 }) { return "a record name has ASCII characters only" }
+        if name.hasPrefix("_") { return "a record name must not start with an underscore" }
+        return nil
+    }
+
+    /// What is wrong with `name` as a zone name (nil: nothing).
+    public static func problem(zoneName name: String) -> String? {
+        name.utf16.count > longest ? "a zone name has at most \(longest) characters; this one has \(name.utf16.count)" : nil
+    }
+
+    /// A name as an error message quotes it: long ones cut short.
+    public static func quoted(_ name: String) -> String {
+        name.count > 60 ? "'\(name.prefix(60))…'" : "'\(name)'"
+    }
+}
