@@ -135,8 +135,22 @@ extension CloudEngine {
                 batch.schema = schema
                 return try batch.decide(saves: saves, encodedFields: encoded, deletes: deletes)
             }
+            trace?.pauseBeforeCommit?()
             return try write { state -> ModifyOutcome in
-                let batch = ModifyBatch(state: state, caller: caller, scope: params.database, policy: policy, atomic: atomic, trace: trace)
+                var batch = ModifyBatch(state: state, caller: caller, scope: params.database, policy: policy, atomic: atomic, trace: trace)
+                var decision = decision
+                let committed = fieldSchema.withLock { $0 }
+                if decision.conflicts(with: committed) {
+                    // A request in other zones (it did not wait for these locks) defined one of
+                    // the fields this one defines, with another type, after this one decided.
+                    // Decided again here, under the writer, where nothing else commits: the
+                    // save meets the committed type as a later request would, and of two
+                    // requests defining a field the first to commit gives its type.
+                    trace?.decisions.removeAll()
+                    trace?.decide(true, "the schema changed while the request waited: decided again")
+                    batch.schema = committed
+                    decision = try batch.decide(saves: saves, encodedFields: encoded, deletes: deletes)
+                }
                 let outcome = try batch.apply(decision)
                 if !outcome.defined.isEmpty {
                     // Under the writer's lock, in commit order: later requests see the new
@@ -182,6 +196,15 @@ struct ModifyDecision: Sendable {
     var errors: [String: WireError] = [:]
     /// Per save (by item index) that passed the schema check, the fields it defines (`FieldSchema`).
     var newFieldTypes: [Int: [(field: String, type: String)]] = [:]
+
+    /// Whether a field this decision defines has another type in `schema` (defined by a request
+    /// that committed after this one decided).
+    func conflicts(with schema: FieldSchema) -> Bool {
+        newFieldTypes.contains { index, fields in
+            guard case let .save(record, _) = items[index] else { return false }
+            return schema.conflict(recordType: record.recordType, fields) != nil
+        }
+    }
 }
 
 /// One records.modify request, decided on a snapshot and then applied, zone by zone.

@@ -6,6 +6,9 @@ public final class RequestTrace {
     public var database: String?
     public var zones: [String] = []
     public var decisions: [JSONValue] = []
+    /// Set by a `holdBeforeCommit` fault: a records.modify calls it once it has decided, before
+    /// it takes the writer (a test makes its move between a decision and its commit).
+    var pauseBeforeCommit: (() -> Void)?
 
     public init() {}
 

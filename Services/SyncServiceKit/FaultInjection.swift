@@ -29,7 +29,9 @@ public struct InjectedFault: Codable, Sendable, Hashable {
     /// `partialFrame` (apply, then send the first half of the reply frame and close), `latency`,
     /// `hold` (wait, before running, until `admin.releaseHeldRequests`, or at most
     /// `FaultInjector.longestHold` seconds): a test makes its move while a client's request is
-    /// at the server, and knows it is there from `admin.awaitHeldRequests`.
+    /// at the server, and knows it is there from `admin.awaitHeldRequests`),
+    /// `holdBeforeCommit` (records.modify only: the same wait, after the request has decided
+    /// every item and before it commits; other requests, of other zones, run meanwhile).
     public var effect: String?
     /// Added before the request runs (any effect; the only one of `latency`).
     public var latencyMilliseconds: Int?
@@ -81,7 +83,7 @@ struct FaultTarget: Sendable {
 
 /// What the server does to one request because of a fault.
 struct FaultEffect: Sendable {
-    enum Kind: String, Sendable { case error, dropBeforeCommit, dropAfterCommit, partialFrame, latency, hold }
+    enum Kind: String, Sendable { case error, dropBeforeCommit, dropAfterCommit, partialFrame, latency, hold, holdBeforeCommit }
     var kind: Kind
     var fault: InjectedFault
 }
@@ -115,6 +117,9 @@ public final class FaultInjector: Sendable {
             guard let code = fault.code, Self.allowedCodes.contains(ErrorCode(code)) else {
                 throw WireError(.invalidArguments, "code must be one of \(Self.allowedCodes.map(\.rawValue).sorted().joined(separator: ", ")).")
             }
+        }
+        if kind == .holdBeforeCommit, fault.op != "records.modify" {
+            throw WireError(.invalidArguments, "effect holdBeforeCommit needs op 'records.modify' (only a modify decides before it commits); got \(fault.op.map { "'\($0)'" } ?? "no op").")
         }
         guard (fault.count ?? 1) >= 1 else { throw WireError(.invalidArguments, "count must be at least 1.") }
         if let probability = fault.probability, !(0...1).contains(probability) {
@@ -150,7 +155,7 @@ public final class FaultInjector: Sendable {
     static func kind(of fault: InjectedFault) throws -> FaultEffect.Kind {
         guard let name = fault.effect else { return .error }
         guard let kind = FaultEffect.Kind(rawValue: name) else {
-            throw WireError(.invalidArguments, "effect must be error, dropBeforeCommit, dropAfterCommit, partialFrame, latency or hold; got '\(name)'.")
+            throw WireError(.invalidArguments, "effect must be error, dropBeforeCommit, dropAfterCommit, partialFrame, latency, hold or holdBeforeCommit; got '\(name)'.")
         }
         return kind
     }

@@ -203,6 +203,14 @@ public final class SyncService: ServiceDefinition {
                 let released = faults.held.hold(seconds: FaultInjector.longestHold)
                 trace.decide(true, released ? "injected hold: released" : "injected hold: ran after \(Int(FaultInjector.longestHold)) s unreleased")
             }
+            if effect?.kind == .holdBeforeCommit {
+                let held = faults.held
+                trace.pauseBeforeCommit = {
+                    let released = held.hold(seconds: FaultInjector.longestHold)
+                    trace.decide(true, released ? "injected hold before the commit: released"
+                                                : "injected hold before the commit: ran after \(Int(FaultInjector.longestHold)) s unreleased")
+                }
+            }
             if let effect {
                 switch effect.kind {
                 case .error where effect.fault.afterApplying != true:

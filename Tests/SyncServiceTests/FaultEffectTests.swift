@@ -219,6 +219,44 @@ struct FaultEffectTests {
         _ = await cloud.service.stop()
     }
 
+    /// CloudKit's schema is one per container, and a field's first save defines its type. Two
+    /// requests in different zones do not wait for each other's locks: the one held here decides
+    /// (defining CD_weight as DOUBLE), and another defines it as STRING and commits meanwhile.
+    /// Committing the held decision as made would keep a DOUBLE record under a STRING schema
+    /// (a device of another app version could not read it); it is decided again and refused.
+    @Test("holdBeforeCommit: a modify held after deciding meets a field type another zone's request defined meanwhile, and is refused")
+    func holdBeforeCommitMeetsTheSchemaAnotherRequestDefined() async throws {
+        let cloud = try await Cloud()
+        let client = try await cloud.connect("u-secret")
+        _ = try await client.call("zones.save", ["database": "private", "zoneIDs": [["zoneName": "com.apple.coredata.cloudkit.zone"], ["zoneName": "Cats"]]])
+        func save(_ name: String, zone: String, weight: JSONValue, on connection: WireClient) async throws(WireError) -> JSONValue {
+            try await connection.call("records.modify", ["database": "private", "saves": [[
+                "recordName": .string(name), "recordType": "CD_CareEvent", "zoneID": ["zoneName": .string(zone)],
+                "fields": ["CD_weight": weight]]]])
+        }
+        try await Self.arm(cloud, ["effect": "holdBeforeCommit", "op": "records.modify", "zone": "Cats"])
+        let admin = try await cloud.connect("admin-secret")
+        let held = Task { () async throws(WireError) -> JSONValue in try await save("first", zone: "Cats", weight: ["type": "double", "value": 4.2], on: client) }
+        #expect(try await admin.call("admin.awaitHeldRequests", ["count": 1])["held"] == 1)
+        let other = try await cloud.connect("u-secret")
+        _ = try await save("second", zone: "com.apple.coredata.cloudkit.zone", weight: ["type": "string", "value": "4.2 kg"], on: other)
+        #expect(try await admin.call("admin.releaseHeldRequests", [:])["released"] == 1)
+        let refused = await #expect(throws: WireError.self) { _ = try await held.value }
+        #expect(refused?.code == .partialFailure)
+        let item = refused?.details["partialErrors"]?.objectValue?.values.first
+        #expect(item?["code"] == "invalidArguments")
+        #expect(item?["message"] == "invalid attempt to set value type DOUBLE for field 'CD_weight' for type 'CD_CareEvent', defined to be: STRING")
+        #expect(try await admin.call("admin.schema", [:])["recordTypes"]?["CD_CareEvent"]?["CD_weight"] == "STRING")
+        #expect(try await cloud.exists("second"))
+        // The fault's options are checked: holding before a commit only means something for a modify.
+        let wrongOp = await #expect(throws: WireError.self) { _ = try await admin.call("admin.injectFault", ["effect": "holdBeforeCommit", "op": "records.fetch"]) }
+        #expect(wrongOp?.code == .invalidArguments)
+        client.close()
+        other.close()
+        admin.close()
+        _ = await cloud.service.stop()
+    }
+
     @Test("faults armed from a start-up file apply to the first matching requests, with latency")
     func startUpFile() async throws {
         let cloud = try await Cloud(faults: #"{"faults":[{"op":"zones.fetch","code":"zoneBusy","retryAfterSeconds":2,"latencyMilliseconds":50,"count":2}]}"#)
