@@ -3,6 +3,8 @@ import FoundationEssentials
 extension ManagedObjectModel {
     /// MeowCare's model, used when no `--model` file is given. The same text is a valid model
     /// file: `store-service --print-model > m.json` gives a starting point for another app.
+    /// Every attribute is optional or has a default, as CloudKit mirroring requires
+    /// (`CloudKitModelRules`); the app declares `id: String?` and `occurredAt: Date?` (seed 002).
     public static let meowCareJSON = #"""
     {
       "name": "MeowCare",
@@ -10,7 +12,7 @@ extension ManagedObjectModel {
         {
           "name": "CareSession",
           "attributes": [
-            {"name": "id", "type": "string", "optional": false, "preservesValueInHistoryOnDeletion": true},
+            {"name": "id", "type": "string", "preservesValueInHistoryOnDeletion": true},
             {"name": "title", "type": "string", "optional": false, "defaultValue": "Care"},
             {"name": "createdAt", "type": "date"},
             {"name": "isDefault", "type": "boolean", "optional": false, "defaultValue": false}
@@ -23,12 +25,12 @@ extension ManagedObjectModel {
         {
           "name": "CareEvent",
           "attributes": [
-            {"name": "id", "type": "string", "optional": false, "preservesValueInHistoryOnDeletion": true},
-            {"name": "eventTypeRaw", "type": "string", "optional": false,
+            {"name": "id", "type": "string", "preservesValueInHistoryOnDeletion": true},
+            {"name": "eventTypeRaw", "type": "string",
              "allowedValues": ["bloodGlucose", "insulin", "feeding", "water", "medication", "weight", "litter",
                                "vomit", "symptom", "vetVisit", "vaccination", "grooming", "play", "note"]},
-            {"name": "occurredAt", "type": "date", "optional": false},
-            {"name": "updatedAt", "type": "date", "optional": false},
+            {"name": "occurredAt", "type": "date"},
+            {"name": "updatedAt", "type": "date"},
             {"name": "value", "type": "double"},
             {"name": "note", "type": "string"}
           ],

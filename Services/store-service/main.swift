@@ -21,4 +21,10 @@ do {
     ServiceMain.printError("store-service: bad model: \(error.message)")
     exitNow(78)
 }
+// NSPersistentCloudKitContainer refuses to load a mirrored store whose model breaks CloudKit's
+// rules; a device would fail here, so the service does too (without mirroring, any model loads).
+if storeOptions.mirror != nil, let refusal = CloudKitModelRules.refusal(of: model) {
+    ServiceMain.printError("store-service: \(refusal)")
+    exitNow(78)
+}
 ServiceMain.run(StoreService(configuration: configuration, options: storeOptions, model: model), configuration: configuration)

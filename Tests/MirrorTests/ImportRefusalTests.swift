@@ -40,14 +40,17 @@ extension Mirroring {
                 Self.event("ok-1"),
                 Self.event("bad-date", ["CD_occurredAt": ["type": "date", "value": 1e300]]),
                 Self.event("bad-type", ["CD_eventTypeRaw": ["type": "string", "value": "nap"]]),
-                Self.event("no-updated", ["CD_updatedAt": .some(nil)]),
+                // A session without its required flag (an attribute with a default, sent without it).
+                ["recordName": "no-flag", "recordType": "CD_CareSession", "zoneID": Self.zone, "fields": [
+                    "CD_entityName": ["type": "string", "value": "CareSession"], "CD_id": ["type": "string", "value": "no-flag"],
+                    "CD_title": ["type": "string", "value": "Flagless"]]],
                 Self.event("bad-value", ["CD_note": ["type": "int64", "value": 7]]),
                 Self.event("ok-2")]])
             let fetched = try await a.fetch()
             #expect(fetched["changedRecords"] == 6)
             #expect(try await a.ids() == ["ok-1", "ok-2"])
             let listed = try await a.status()["stores"]?.arrayValue?.first { $0["store"] == "Private" }?["unimportable"]?.arrayValue ?? []
-            #expect(listed.compactMap { $0["recordName"]?.stringValue } == ["bad-date", "bad-type", "bad-value", "no-updated"])
+            #expect(listed.compactMap { $0["recordName"]?.stringValue } == ["bad-date", "bad-type", "bad-value", "no-flag"])
             #expect(listed.compactMap { $0["code"]?.stringValue } == ["validationInvalidValue", "validationStringPatternMatching",
                                                                     "validationInvalidValue", "validationMissingMandatoryProperty"])
             var events = watcher.events.makeAsyncIterator()
@@ -55,7 +58,7 @@ extension Mirroring {
             while announced.count < 4, let event = await events.next() {
                 if event.name == "importRefused", let name = event.data["recordName"]?.stringValue { announced.append(name) }
             }
-            #expect(announced.sorted() == ["bad-date", "bad-type", "bad-value", "no-updated"])
+            #expect(announced.sorted() == ["bad-date", "bad-type", "bad-value", "no-flag"])
 
             // The device still syncs both ways.
             try await a.insertEvents(["mine"])
@@ -73,7 +76,7 @@ extension Mirroring {
             try await a.fetch()
             #expect(try await a.ids() == ["bad-type", "mine", "ok-1", "ok-2"])
             let still = try await a.status()["stores"]?.arrayValue?.first { $0["store"] == "Private" }?["unimportable"]?.arrayValue ?? []
-            #expect(still.compactMap { $0["recordName"]?.stringValue } == ["bad-date", "bad-value", "no-updated"])
+            #expect(still.compactMap { $0["recordName"]?.stringValue } == ["bad-date", "bad-value", "no-flag"])
             // Between the refusals and the fixed record's import (the refetch included), nothing
             // was announced again.
             var between: [String] = []

@@ -222,4 +222,33 @@ struct BadModelStartUpTests {
         #expect(result.stderr.contains("Cat.owner: destination entity 'Human' is not in the model."))
         #expect(!FileManager.default.fileExists(atPath: directory.file("s.sock")))
     }
+
+    /// A model CloudKit cannot mirror loads without mirroring, and stops a mirrored start-up
+    /// with NSPersistentCloudKitContainer's refusal (134060), before any cloud is contacted: a
+    /// device would fail to load its stores the same way.
+    @Test func aModelCloudKitCannotMirrorStopsOnlyAMirroredStartUp() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("m.json")
+        try #"""
+        {"name": "Cats", "entities": [{"name": "Cat", "attributes": [{"name": "name", "type": "string", "optional": false}]}],
+         "configurations": [{"name": "Private", "scope": "private", "entities": ["Cat"]}, {"name": "Shared", "scope": "shared", "entities": ["Cat"]}]}
+        """#.write(toFile: path, atomically: true, encoding: .utf8)
+        let mirrored = try await runTool("store-service", ["--socket", directory.file("s.sock"), "--in-memory", "--model", path,
+                                                           "--sync-socket", directory.file("nowhere.sock"), "--sync-credential", "c"], timeout: 20)
+        #expect(mirrored.status == 78)
+        #expect(mirrored.stderr.contains("""
+            the Private store cannot be mirrored with CloudKit: coreDataError (134060) A Core Data error occurred. \
+            CloudKit integration requires that all attributes be optional, or have a default value set. \
+            The following attributes are marked non-optional but do not have a default value:
+            Cat: name
+            """), "\(mirrored.stderr)")
+        #expect(mirrored.stderr.contains("the Shared store cannot be mirrored"))
+        #expect(!FileManager.default.fileExists(atPath: directory.file("s.sock")))
+        let local = try await ServiceProcess.start("store-service", ["--socket", directory.file("l.sock"), "--in-memory", "--model", path])
+        let client = try WireClient(socketPath: directory.file("l.sock"), timeout: .seconds(10))
+        try await client.hello(client: "model")
+        #expect(try await client.call("ping", JSONValue.object([:]))["pong"] == true)
+        client.close()
+        _ = await local.stop()
+    }
 }

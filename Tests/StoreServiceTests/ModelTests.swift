@@ -57,6 +57,48 @@ struct ModelTests {
         #expect(badConfiguration?.contains("lists entity 'Cat'") == true)
     }
 
+    /// NSPersistentCloudKitContainer's model check (PFCloudKitModelValidator): every breach of
+    /// a configuration's entities is listed under Apple's heading for its rule, each list sorted,
+    /// the rules in Apple's order, so the reason reads as a device's load error does.
+    @Test func cloudKitRulesListEveryBreachInApplesWords() throws {
+        let meowCare = ManagedObjectModel.meowCare()
+        #expect(CloudKitModelRules.refusal(of: meowCare) == nil, "MeowCare's own model must be mirrorable")
+        let text = #"""
+        {"name": "Cats", "entities": [
+          {"name": "Cat", "attributes": [{"name": "name", "type": "string", "optional": false},
+                                         {"name": "born", "type": "date", "optional": false, "defaultValue": null},
+                                         {"name": "indoor", "type": "boolean", "optional": false, "defaultValue": true},
+                                         {"name": "breed", "type": "string"}],
+           "relationships": [{"name": "toys", "destination": "Toy", "toMany": true, "inverse": "cat", "deleteRule": "deny"},
+                             {"name": "vet", "destination": "Vet", "optional": false},
+                             {"name": "bowl", "destination": "Bowl"}]},
+          {"name": "Toy", "relationships": [{"name": "cat", "destination": "Cat", "inverse": "toys", "optional": false}]},
+          {"name": "Bowl"},
+          {"name": "Vet", "attributes": [{"name": "Clinic", "type": "string", "optional": false}]}],
+         "configurations": [{"name": "Home", "scope": "private", "entities": ["Cat", "Toy", "Vet"]},
+                            {"name": "Shared", "scope": "shared", "entities": ["Bowl"]}]}
+        """#
+        let model = try ManagedObjectModel.load(json: Data(text.utf8))
+        #expect(CloudKitModelRules.failureReason(model: model, configuration: model.configurations[0]) == """
+            CloudKit integration requires that all relationships have an inverse, the following do not:
+            Cat: bowl
+            Cat: vet
+            CloudKit integration requires that all attributes be optional, or have a default value set. The following attributes are marked non-optional but do not have a default value:
+            Cat: born
+            Cat: name
+            Vet: Clinic
+            CloudKit integration requires that all relationships be optional, the following are not:
+            Cat: vet
+            Toy: cat
+            CloudKit integration does not allow relationships to objects that aren't sync'd. The following relationships have destination entities that not in the specified configuration.
+            Cat: bowl - Bowl
+            The following relationships are configured with unsupported delete rules:
+            Cat:toys - Deny
+            """)
+        #expect(CloudKitModelRules.failureReason(model: model, configuration: model.configurations[1]) == nil, "Bowl alone breaks nothing")
+        #expect(CloudKitModelRules.refusal(of: model)?.hasPrefix("the Home store cannot be mirrored with CloudKit: coreDataError (134060) A Core Data error occurred. ") == true)
+    }
+
     @Test func objectIDsRoundTripInCoreDataURIForm() throws {
         let temporary = ObjectID.newTemporary(entity: "CareEvent")
         #expect(temporary.uri.hasPrefix("x-coredata:///CareEvent/t"))

@@ -88,17 +88,20 @@ struct PermissionAndInputTests {
         #expect(batch.details["index"] == 1)
         #expect(try await client.call("context.rollback", ["context": c])["registeredObjects"] == 0)
 
-        // Missing required values fail at save with Core Data's codes; nothing is written.
-        _ = try await client.call("object.insert", ["context": c, "entity": "CareEvent", "values": ["id": "x", "eventTypeRaw": "note", "occurredAt": "2026-07-27T08:00:00Z"]])
+        let sessionsBefore = try await client.count("CareSession")
+        // Missing required values fail at save with Core Data's codes; nothing is written. (A
+        // required attribute has a default, as CloudKit mirroring requires; set to nil it fails.)
+        _ = try await client.call("object.insert", ["context": c, "entity": "CareSession", "values": ["id": "x", "title": nil]])
         let missing = try await client.failure("context.save", ["context": c])
         #expect(missing.code == .validationMissingMandatoryProperty)
         #expect(missing.details["coreDataCode"] == 1570)
-        #expect(missing.details["property"] == "updatedAt")
-        _ = try await client.call("object.insert", ["context": c, "entity": "CareEvent", "values": [:]])
+        #expect(missing.details["property"] == "title")
+        _ = try await client.call("object.insert", ["context": c, "entity": "CareSession", "values": ["title": nil, "isDefault": nil]])
         let several = try await client.failure("context.save", ["context": c])
         #expect(several.code == .validationMultipleErrors)
         #expect(several.details["coreDataCode"] == 1560)
         #expect(try await client.count("CareEvent") == 0)
+        #expect(try await client.count("CareSession") == sessionsBefore)
 
         #expect(try await client.call("ping")["pong"] == true)
         client.close()
