@@ -46,14 +46,12 @@ public enum CloudKitModelRules {
         return reasons.isEmpty ? nil : reasons.joined(separator: "\n")
     }
 
-    /// Every configuration's refusal, as start-up reports it (nil: the model can be mirrored).
-    public static func refusal(of model: ManagedObjectModel) -> String? {
-        let refusals = model.configurations.compactMap { configuration in
-            failureReason(model: model, configuration: configuration).map { (configuration.name, $0) }
+    /// Each configuration's refusal, as start-up reports it (empty: the model can be mirrored).
+    public static func refusals(of model: ManagedObjectModel) -> [String] {
+        model.configurations.compactMap { configuration in
+            failureReason(model: model, configuration: configuration).map {
+                "the \(configuration.name) store cannot be mirrored with CloudKit: coreDataError (\(coreDataErrorNumber)) A Core Data error occurred. \($0)"
+            }
         }
-        guard !refusals.isEmpty else { return nil }
-        return refusals.map { name, reason in
-            "the \(name) store cannot be mirrored with CloudKit: coreDataError (\(coreDataErrorNumber)) A Core Data error occurred. \(reason)"
-        }.joined(separator: "\n")
     }
 }

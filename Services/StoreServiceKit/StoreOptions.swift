@@ -17,6 +17,7 @@ public struct StoreOptions: Sendable {
     public static let commandLineOptions: [CommandLineParser.Option] = [
         .init("model", value: "FILE", help: "Load the data model from this JSON file instead of the embedded MeowCare model."),
         .init("print-model", help: "Print the embedded MeowCare model (a model-file template) and exit."),
+        .init("check-model", help: "Check the model (--model, else MeowCare's) as a mirrored store's load does: print CloudKit's refusal and exit 78, or exit 0."),
         .init("routing", value: "MODE", help: "Where unassigned new objects go: deterministic (default: related object's store, else private), strict (refuse ambiguous inserts) or legacy (Core Data's load order)."),
         .init("load-order", value: "ORDER", help: "private,shared (default) or shared,private: the order the stores are loaded in."),
         .init("no-orphan-repair", help: "Do not attach orphans to the default session at start-up (repair.orphans still works)."),

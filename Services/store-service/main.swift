@@ -6,7 +6,6 @@ if options.has("print-model") {
     print(StoreServiceKit.ManagedObjectModel.meowCareJSON)
     exitNow(0)
 }
-let configuration = ServiceMain.configuration(options, command: "store-service")
 let storeOptions: StoreOptions
 do {
     storeOptions = try StoreOptions.from(options)
@@ -21,10 +20,20 @@ do {
     ServiceMain.printError("store-service: bad model: \(error.message)")
     exitNow(78)
 }
+if options.has("check-model") {
+    // "Will this model load on a device with iCloud?" without starting anything.
+    let refusals = CloudKitModelRules.refusals(of: model)
+    for refusal in refusals { print("store-service: \(refusal)") }
+    if !refusals.isEmpty { exitNow(78) }
+    print("The \(model.name) model can be mirrored with CloudKit: its stores \(model.configurations.map(\.name).joined(separator: " and ")) pass NSPersistentCloudKitContainer's model check.")
+    exitNow(0)
+}
+let configuration = ServiceMain.configuration(options, command: "store-service")
 // NSPersistentCloudKitContainer refuses to load a mirrored store whose model breaks CloudKit's
 // rules; a device would fail here, so the service does too (without mirroring, any model loads).
-if storeOptions.mirror != nil, let refusal = CloudKitModelRules.refusal(of: model) {
-    ServiceMain.printError("store-service: \(refusal)")
-    exitNow(78)
+if storeOptions.mirror != nil {
+    let refusals = CloudKitModelRules.refusals(of: model)
+    for refusal in refusals { ServiceMain.printError("store-service: \(refusal)") }
+    if !refusals.isEmpty { exitNow(78) }
 }
 ServiceMain.run(StoreService(configuration: configuration, options: storeOptions, model: model), configuration: configuration)

@@ -242,8 +242,15 @@ struct BadModelStartUpTests {
             The following attributes are marked non-optional but do not have a default value:
             Cat: name
             """), "\(mirrored.stderr)")
-        #expect(mirrored.stderr.contains("the Shared store cannot be mirrored"))
+        #expect(mirrored.stderr.contains("store-service: the Shared store cannot be mirrored"))
         #expect(!FileManager.default.fileExists(atPath: directory.file("s.sock")))
+        // The same verdict without starting anything, and MeowCare's own model passes.
+        let checked = try await runTool("store-service", ["--check-model", "--model", path], timeout: 20)
+        #expect(checked.status == 78)
+        #expect(checked.stdout.contains("store-service: the Private store cannot be mirrored with CloudKit: coreDataError (134060)"))
+        let meowCare = try await runTool("store-service", ["--check-model"], timeout: 20)
+        #expect(meowCare.status == 0)
+        #expect(meowCare.stdout.contains("The MeowCare model can be mirrored with CloudKit"))
         let local = try await ServiceProcess.start("store-service", ["--socket", directory.file("l.sock"), "--in-memory", "--model", path])
         let client = try WireClient(socketPath: directory.file("l.sock"), timeout: .seconds(10))
         try await client.hello(client: "model")
