@@ -16,6 +16,7 @@ public enum CloudKitModelRules {
     public static func failureReason(model: ManagedObjectModel, configuration: StoreConfiguration) -> String? {
         let names = Set(configuration.entities)
         let entities = model.entities.filter { names.contains($0.name) }
+        guard !entities.isEmpty else { return "The configuration named '\(configuration.name)' does not contain any entities." }
         var noInverse: [String] = [], requiredAttributes: [String] = [], requiredRelationships: [String] = []
         var outside: [String] = [], deny: [String] = []
         for entity in entities {

@@ -96,6 +96,8 @@ struct ModelTests {
             Cat:toys - Deny
             """)
         #expect(CloudKitModelRules.failureReason(model: model, configuration: model.configurations[1]) == nil, "Bowl alone breaks nothing")
+        let empty = StoreConfiguration(name: "Nothing", scope: .shared, entities: [])
+        #expect(CloudKitModelRules.failureReason(model: model, configuration: empty) == "The configuration named 'Nothing' does not contain any entities.")
         #expect(CloudKitModelRules.refusals(of: model).count == 1)
         #expect(CloudKitModelRules.refusals(of: model).first?.hasPrefix("the Home store cannot be mirrored with CloudKit: coreDataError (134060) A Core Data error occurred. ") == true)
     }
