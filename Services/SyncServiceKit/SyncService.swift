@@ -205,7 +205,7 @@ public final class SyncService: ServiceDefinition {
             }
             if effect?.kind == .holdBeforeCommit {
                 let held = faults.held
-                trace.pauseBeforeCommit = {
+                trace.pauseBeforeCommit = { [unowned trace] in
                     let released = held.hold(seconds: FaultInjector.longestHold)
                     trace.decide(true, released ? "injected hold before the commit: released"
                                                 : "injected hold before the commit: ran after \(Int(FaultInjector.longestHold)) s unreleased")

@@ -6,22 +6,27 @@ if options.has("print-model") {
     print(StoreServiceKit.ManagedObjectModel.meowCareJSON)
     exitNow(0)
 }
-let storeOptions: StoreOptions
-do {
-    storeOptions = try StoreOptions.from(options)
-} catch {
-    ServiceMain.printError("store-service: \(error.message)")
-    exitNow(64)
+
+/// The store options and the model, or the exit a mistake in them calls for.
+func storeOptionsAndModel() -> (StoreOptions, ManagedObjectModel) {
+    let storeOptions: StoreOptions
+    do {
+        storeOptions = try StoreOptions.from(options)
+    } catch {
+        ServiceMain.printError("store-service: \(error.message)")
+        exitNow(64)
+    }
+    do {
+        return (storeOptions, try storeOptions.loadModel())
+    } catch {
+        ServiceMain.printError("store-service: bad model: \(error.message)")
+        exitNow(78)
+    }
 }
-let model: ManagedObjectModel
-do {
-    model = try storeOptions.loadModel()
-} catch {
-    ServiceMain.printError("store-service: bad model: \(error.message)")
-    exitNow(78)
-}
+
 if options.has("check-model") {
     // "Will this model load on a device with iCloud?" without starting anything.
+    let (_, model) = storeOptionsAndModel()
     let refusals = CloudKitModelRules.refusals(of: model)
     for refusal in refusals { print("store-service: \(refusal)") }
     if !refusals.isEmpty { exitNow(78) }
@@ -29,6 +34,7 @@ if options.has("check-model") {
     exitNow(0)
 }
 let configuration = ServiceMain.configuration(options, command: "store-service")
+let (storeOptions, model) = storeOptionsAndModel()
 // NSPersistentCloudKitContainer refuses to load a mirrored store whose model breaks CloudKit's
 // rules; a device would fail here, so the service does too (without mirroring, any model loads).
 if storeOptions.mirror != nil {
