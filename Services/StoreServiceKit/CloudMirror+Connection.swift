@@ -9,6 +9,21 @@ extension CloudMirror {
     func client() throws(WireError) -> Connection {
         if let live = connection.withLock({ $0 }) { return live }
         let credential = try signedInCredential()
+        // Connecting is each store's setup event (NSPersistentCloudKitContainer's `.setup`).
+        let setups = (try? withStores { stores in stores.list.map { CloudKitEvent(.setup, store: $0, mirror: self) } }) ?? []
+        for setup in setups { setup.begin() }
+        do {
+            let live = try connect(credential: credential)
+            for setup in setups { setup.end(nil) }
+            return live
+        } catch {
+            for setup in setups { setup.end(error) }
+            throw error
+        }
+    }
+
+    /// A new connection: hello with the credential, the push subscription, the local data switched to its user.
+    private func connect(credential: String) throws(WireError) -> Connection {
         // Records' fields arrive with their text beside them: the mirror keeps that text as a
         // record's server fields instead of writing the parsed fields out again. Fields in the
         // sync-service's stored form (all of a mirror's own) come as that text alone, with no

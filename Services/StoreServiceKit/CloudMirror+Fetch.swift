@@ -22,7 +22,7 @@ extension CloudMirror {
         try signedInCredential()
         var report = MirrorFetchReport()
         for scope in [StoreScope.private, .shared] {
-            try fetchDatabase(scope, report: &report)
+            try event(.import, scope: scope) { _ in try fetchDatabase(scope, report: &report) }
         }
         return report
     }

@@ -29,7 +29,8 @@ extension CloudMirror {
         try signedInCredential()
         var report = MirrorSendReport()
         for scope in [StoreScope.private, .shared] {
-            try send(scope: scope, report: &report)
+            // An export event only when the store has something to send (`send` begins it).
+            try event(.export, scope: scope, lazily: true) { event in try send(scope: scope, report: &report, event: event) }
         }
         return report
     }
@@ -241,7 +242,8 @@ extension CloudMirror {
     /// again from its start, so entries left over go out before later ones (parents before
     /// their children), as without batches in flight.
     /// `settling`: a second pass, for what `settleMissing` queued; it settles without another pass.
-    private func send(scope: StoreScope, report: inout MirrorSendReport, settling: Bool = false) throws {
+    /// `event`: the export event, begun when the first batch goes out.
+    private func send(scope: StoreScope, report: inout MirrorSendReport, settling: Bool = false, event: CloudKitEvent? = nil) throws {
         try resolveCreatesInFlight(scope: scope)
         var skipped: Set<String> = []
         /// Updates the server found no record for (unknownItem), settled once every batch is answered.
@@ -281,6 +283,7 @@ extension CloudMirror {
                 let deletes = batch.items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
                 let params = ModifyRequest(database: batch.database, items: batch.items, deletes: deletes)
                 report.requests += 1
+                event?.begin()
                 inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params)))
                 upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), touched: touched, report: &report)
             }

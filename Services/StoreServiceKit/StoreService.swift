@@ -31,7 +31,7 @@ public final class StoreService: ServiceDefinition {
         summary: "one device's Core Data stack (a private and a shared store) over a Unix socket",
         options: ServiceConfiguration.commandLineOptions + StoreOptions.commandLineOptions + MirrorOptions.commandLineOptions)
 
-    public var topics: [String] { [StoreEngine.remoteChangeTopic] }
+    public var topics: [String] { [StoreEngine.remoteChangeTopic, CloudMirror.cloudKitEventsTopic] }
     public var features: [String] { ["contexts", "history", "remoteChange", "orphanRepair", "routing.\(options.routing.rawValue)"] }
 
     func engine() throws -> StoreEngine {
