@@ -20,6 +20,11 @@ enum SyncCommand {
           account's data leaves the device; local saves go on and upload after sign-in.
       meowctl sync signin  --socket PATH [--credential SECRET] [--json]
           Signs in again (account.signIn; default: the credential the device started with).
+      meowctl sync schema --socket PATH [--dry-run] [--json]
+          Defines every field of the model in the cloud's schema before real records go out
+          (sync.initializeSchema, initializeCloudKitSchema): prints each record type's fields and
+          CloudKit types; fails with CloudKit's message if the schema types a field otherwise.
+          --dry-run prints them without uploading.
       meowctl sync status --socket PATH [--require-quiescent] [--json]
           Pending changes per store and zone, deferred ones, change tokens, the last error and
           whether the mirror is quiescent (nothing queued, nothing in flight). With
@@ -33,8 +38,8 @@ enum SyncCommand {
 
     static func run(_ arguments: [String]) async throws(CommandError) {
         let args = try Arguments.parse(arguments, command: "sync", options: ["socket", "timeout", "credential"],
-                                       flags: ["progress", "no-progress", "require-quiescent"])
-        let subcommand = try args.subcommand(of: "sync", ["now", "send", "fetch", "status", "signout", "signin"])
+                                       flags: ["progress", "no-progress", "require-quiescent", "dry-run"])
+        let subcommand = try args.subcommand(of: "sync", ["now", "send", "fetch", "status", "signout", "signin", "schema"])
         let socket = try args.deviceSocket(for: "sync \(subcommand)")
         let output = args.output
         let device = try await ServiceSession.open(socket: socket, output: output, timeout: try args.timeout(default: 600))
@@ -45,6 +50,17 @@ enum SyncCommand {
             if output.json { return output.emit(result) }
             output.say(result["signedIn"] == true ? "signed in as \(result["user"].cell)"
                                                   : "signed out; \(result["objectsRemoved"].cell) objects of the account left this device")
+            return
+        }
+        if subcommand == "schema" {
+            let result = try await device.call("sync.initializeSchema", ["dryRun": .bool(args.has("dry-run"))])
+            if output.json { return output.emit(result) }
+            for (recordType, fields) in (result["recordTypes"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+                let list = (fields.objectValue ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.cell)" }
+                output.say("\(recordType): \(list.joined(separator: ", "))")
+            }
+            output.say(result["dryRun"] == true ? "dry run: nothing uploaded"
+                                                : "the cloud's schema now knows these fields (\(result["uploaded"].cell) representative records saved and deleted)")
             return
         }
         if subcommand == "status" {

@@ -139,6 +139,11 @@ extension StoreService {
             let mirror = try mirror()
             return try mirror.exclusive("now") { MirrorNowResult(send: try mirror.sendAll(), fetch: try mirror.fetchAll()) }
         }
+        registry.register("sync.initializeSchema", params: InitializeSchemaParams.self,
+                          summary: "Saves and deletes one record per entity so the cloud's schema knows every field (initializeCloudKitSchema).") { [self] params, _ in
+            let mirror = try mirror()
+            return try mirror.exclusive("initializeSchema") { try mirror.initializeSchema(dryRun: params.dryRun ?? false) }
+        }
         registry.register("account.signOut", params: Empty.self, summary: "Signs the device out of its cloud account: syncing stops and the account's data leaves the stores.") { [self] _, _ in
             let mirror = try mirror()
             return try mirror.exclusive("account.signOut") { try mirror.signOut() }

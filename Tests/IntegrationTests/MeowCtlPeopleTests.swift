@@ -208,6 +208,36 @@ struct MeowCtlPeopleTests {
         await deployment.stop()
     }
 
+    @Test("sync schema defines the model's fields in the cloud's schema; a dry run prints them only; a retyped field fails with CloudKit's message")
+    func syncSchemaInitializesTheCloudsSchema() async throws {
+        let deployment = try await PeopleDeployment.start()
+        let dry = try await runTool("meowctl", ["sync", "schema", "--socket", deployment.deviceSocket, "--dry-run"])
+        #expect(dry.status == 0)
+        #expect(dry.stdout.contains("CD_CareEvent: CD_entityName STRING, CD_eventTypeRaw STRING, CD_id STRING, CD_note STRING, CD_occurredAt TIMESTAMP"), "\(dry.stdout)")
+        #expect(dry.stdout.contains("dry run: nothing uploaded"))
+        let admin = try await deployment.client(deployment.cloudSocket, credential: PeopleDeployment.admin)
+        defer { admin.close() }
+        #expect(try await admin.call("admin.schema", [:])["recordTypes"] == [:])
+        let done = try await meowctlJSON(["sync", "schema", "--socket", deployment.deviceSocket])
+        #expect(done.status == 0)
+        #expect(done.json["uploaded"] == 2)
+        #expect(try await admin.call("admin.schema", [:])["recordTypes"]?["CD_CareEvent"]?["CD_value"] == "DOUBLE")
+        // On a cloud reset since, a field the schema types otherwise (another app version wrote
+        // it so) fails the run.
+        _ = try await admin.call("admin.reset", ["scope": "all"])
+        let writer = try await deployment.client(deployment.cloudSocket, credential: PeopleDeployment.olivia)
+        defer { writer.close() }
+        let zone: JSONValue = ["zoneName": "com.apple.coredata.cloudkit.zone"]
+        _ = try await writer.call("zones.save", ["database": "private", "zoneIDs": [zone]])
+        _ = try await writer.call("records.modify", ["database": "private", "saves": [[
+            "recordName": "E-1", "recordType": "CD_CareEvent", "zoneID": zone, "fields": ["CD_occurredAt": ["type": "string", "value": "yesterday"]]]]])
+        let refused = try await runTool("meowctl", ["sync", "schema", "--socket", deployment.deviceSocket])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("invalid attempt to set value type TIMESTAMP for field 'CD_occurredAt' for type 'CD_CareEvent', defined to be: STRING"),
+                "\(refused.stderr)")
+        await deployment.stop()
+    }
+
     @Test("doctor explains a cloud record the store refused to import")
     func doctorFindsUnimportableRecords() async throws {
         let deployment = try await PeopleDeployment.start()

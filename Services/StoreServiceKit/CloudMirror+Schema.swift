@@ -1,0 +1,82 @@
+import Foundation
+import MeowWire
+
+/// `sync.initializeSchema`.
+struct InitializeSchemaParams: Codable, Sendable {
+    /// Build the representative records and answer the schema, without uploading (Apple's `.dryRun`).
+    var dryRun: Bool?
+}
+
+struct InitializeSchemaResult: Codable, Sendable {
+    /// Record type → field → CloudKit's type name, as the representative records define them.
+    var recordTypes: [String: [String: String]]
+    /// Representative records saved (and deleted again); 0 for a dry run.
+    var uploaded: Int
+    var dryRun: Bool
+}
+
+extension CloudMirror {
+    /// NSPersistentCloudKitContainer.initializeCloudKitSchema(options:): one representative
+    /// record per mirrored entity, every field set, is saved to the private database's Core
+    /// Data zone and deleted again. The cloud's just-in-time schema (the development
+    /// environment's) learns every field's type before any real record is sent, and a field
+    /// whose type the schema already gives otherwise (an app version that changed an
+    /// attribute's type) fails here, with CloudKit's message, instead of at the first export.
+    /// The records carry the types the mirror's exports give each attribute
+    /// (`MirrorRecordCoding.TextCache.layout`: booleans as int64, dates as date, …). Another device fetching meanwhile may see them
+    /// come and go, as with Apple's.
+    func initializeSchema(dryRun: Bool) throws -> InitializeSchemaResult {
+        let names = Set(engine.model.configurations.flatMap(\.entities))
+        let entities = engine.model.entities.filter { names.contains($0.name) }
+        var recordTypes: [String: [String: String]] = [:]
+        var saves: [JSONValue] = []
+        for entity in entities {
+            let (fields, types) = MirrorRecordCoding.representativeFields(entity)
+            let recordType = "CD_\(entity.name)"
+            recordTypes[recordType] = types
+            saves.append(["recordName": .string("initializeSchema-\(entity.name)-\(UUID().uuidString)"), "recordType": .string(recordType),
+                          "zoneID": MirrorZoneID.coreData.json, "fields": fields])
+        }
+        guard !dryRun else { return InitializeSchemaResult(recordTypes: recordTypes, uploaded: 0, dryRun: true) }
+        try signedInCredential()
+        try ensureZones([.coreData])
+        switch attempt("records.modify", ["database": "private", "saves": .array(saves), "atomic": true, "reply": "tags"] as JSONValue) {
+        case .success: break
+        case let .failure(error):
+            // The item at fault says what the schema refused; the others only failed with it.
+            let items = (error.details["partialErrors"]?.objectValue?.values ?? [:].values).compactMap { try? $0.decode(WireError.self) }
+            guard error.code == .partialFailure, let item = items.first(where: { $0.code != .batchRequestFailed }) ?? items.first else { throw error }
+            throw WireError(item.code, "sync.initializeSchema: \(item.message)", details: item.details)
+        }
+        let deletes = saves.map { save -> JSONValue in ["recordName": save["recordName"] ?? .null, "zoneID": save["zoneID"] ?? .null] }
+        _ = try call("records.modify", ["database": "private", "deletes": .array(deletes), "atomic": true])
+        return InitializeSchemaResult(recordTypes: recordTypes, uploaded: saves.count, dryRun: false)
+    }
+}
+
+extension MirrorRecordCoding {
+    /// A record's fields with every stored property set to a stand-in value of its type, and
+    /// the per-field stamps field: the fields a real export can carry, with their CloudKit types.
+    static func representativeFields(_ entity: EntityDescription) -> (fields: JSONValue, types: [String: String]) {
+        var fields: [String: JSONValue] = [:]
+        var types: [String: String] = [:]
+        func add(_ name: String, _ type: String, _ value: JSONValue) {
+            fields[name] = ["type": .string(type), "value": value]
+            types[name] = type == "date" ? "TIMESTAMP" : type.uppercased()
+        }
+        add(MirrorState.entityNameField, "string", .string(entity.name))
+        for attribute in entity.attributes {
+            let name = fieldName(attribute.name)
+            switch attribute.type {
+            case .string: add(name, "string", .string(attribute.allowedValues?.first ?? "initializeSchema"))
+            case .integer, .boolean: add(name, "int64", 0)
+            case .double: add(name, "double", 0.5)
+            case .date: add(name, "date", 0)
+            }
+        }
+        // A to-one relationship is the related record's name.
+        for relationship in entity.toOneRelationships { add(fieldName(relationship.name), "string", "initializeSchema") }
+        add(MirrorState.fieldTimesField, "string", "{}")
+        return (.object(fields), types)
+    }
+}
