@@ -10,7 +10,7 @@ extension CloudMirror {
         if let live = connection.withLock({ $0 }) { return live }
         let credential = try signedInCredential()
         // Connecting is each store's setup event (NSPersistentCloudKitContainer's `.setup`).
-        let setups = (try? withStores { stores in stores.list.map { CloudKitEvent(.setup, store: $0, mirror: self) } }) ?? []
+        let setups = storeIdentities.map { CloudKitEvent(.setup, store: $0, mirror: self) }
         for setup in setups { setup.begin() }
         do {
             let live = try connect(credential: credential)

@@ -43,7 +43,7 @@ extension CloudMirror {
         private let mirror: CloudMirror
         private(set) var begun = false
 
-        init(_ type: CloudKitEventNotice.Kind, store: PersistentStore, mirror: CloudMirror) {
+        init(_ type: CloudKitEventNotice.Kind, store: StoreIdentity, mirror: CloudMirror) {
             self.mirror = mirror
             notice = CloudKitEventNotice(identifier: UUID().uuidString, store: store.name, storeIdentifier: store.uuid, type: type,
                                          startDate: ISOTime.string(seconds: Date().timeIntervalSince1970), endDate: nil,
@@ -74,8 +74,7 @@ extension CloudMirror {
     /// then `body` begins it when it finds work, and an attempt with nothing to do is no event).
     func event<T>(_ type: CloudKitEventNotice.Kind, scope: StoreScope, lazily: Bool = false,
                   _ body: (CloudKitEvent?) throws -> T) throws -> T {
-        let store = try withStores { stores in Self.storeIndex(scope, in: stores).map { stores.list[$0] } }
-        guard let store else { return try body(nil) }
+        guard let store = storeIdentities.first(where: { $0.scope == scope }) else { return try body(nil) }
         let event = CloudKitEvent(type, store: store, mirror: self)
         if !lazily { event.begin() }
         do {

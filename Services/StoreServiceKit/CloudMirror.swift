@@ -27,6 +27,15 @@ final class CloudMirror: Sendable {
     private let stopping = Atomic<Bool>(false)
     /// Set by a `databaseChanged` push: the automatic loop fetches at once.
     private let poked = Atomic<Bool>(false)
+    /// Each store's name and identifier, for `cloudKitEvents` (fixed once loaded; read without
+    /// the store lock, which a reconnect inside a locked step could not take again).
+    let storeIdentities: [StoreIdentity]
+
+    struct StoreIdentity: Sendable {
+        var scope: StoreScope
+        var name: String
+        var uuid: String
+    }
 
     struct Connection: Sendable {
         var client: WireClient
@@ -50,6 +59,9 @@ final class CloudMirror: Sendable {
         self.options = options
         self.engine = engine
         // A sign-out outlives restarts (iOS stays signed out until the user signs in again).
+        storeIdentities = try engine.coordinator.withStores { stores in
+            stores.list.map { StoreIdentity(scope: $0.scope, name: $0.name, uuid: $0.uuid) }
+        }
         let signedOut = try engine.coordinator.withStores { stores -> Bool in
             for store in stores.list { try store.database.transaction { try MirrorState(store).createTables() } }
             guard let index = Self.storeIndex(.private, in: stores) else { return false }
