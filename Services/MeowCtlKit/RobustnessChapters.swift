@@ -5,7 +5,8 @@ import MeowWire
 /// devices writes a kind of care event this version's model does not list; this device reports
 /// it and keeps syncing, and imports it once the record holds what it can store. Then the cloud's
 /// schema refuses a save that gives a field another type (what CloudKit does to an app version
-/// that changed an attribute's type).
+/// that changed an attribute's type), and this version's own model passes the schema check a
+/// development build runs at launch.
 struct RobustnessChapters {
     let deployment: Deployment
     let transcript: DemoTranscript
@@ -62,5 +63,11 @@ struct RobustnessChapters {
         let defined = try await schema.call("admin.schema", [:])["recordTypes"]?["CD_CareEvent"]?["CD_value"]
         transcript.say("a save giving CD_value a string, where the schema says \(defined.cell): \(typed == nil ? "refused (invalidArguments: invalid attempt to set value type STRING for field 'CD_value' …)" : "accepted")")
         transcript.check(typed == nil && defined == "DOUBLE", "the cloud's schema refused a field of another type, as CloudKit does")
+        // What a development build runs at launch (initializeCloudKitSchema): this version's
+        // model against the cloud's schema, before any real record goes out.
+        let initialized = try await device.client.call("sync.initializeSchema", [:])
+        let fields = initialized["recordTypes"]?["CD_CareEvent"]?.objectValue?.count ?? 0
+        transcript.say("device B: sync.initializeSchema → \(initialized["uploaded"].cell) representative records saved and deleted; CD_CareEvent has \(fields) fields")
+        transcript.check(initialized["uploaded"] == 2, "this app version's model agrees with the cloud's schema (initializeCloudKitSchema)")
     }
 }
