@@ -58,10 +58,10 @@ extension CloudMirror {
             mirror.publish(notice)
         }
 
-        /// Publishes the end: succeeded without `error`. A failure that came before `begin`
-        /// publishes the start first (an attempt that failed at once is still an event).
+        /// Publishes the end: succeeded without `error`. An event never begun (an export that
+        /// found nothing to send, or failed before its first batch: a connection that could not
+        /// be made is the setup's failure) publishes nothing.
         func end(_ error: (any Error)?) {
-            if error != nil { begin() }
             guard begun else { return }
             notice.endDate = ISOTime.string(seconds: Date().timeIntervalSince1970)
             notice.succeeded = error == nil

@@ -21,6 +21,9 @@ extension CloudMirror {
     func fetchAll() throws -> MirrorFetchReport {
         try signedInCredential()
         var report = MirrorFetchReport()
+        // Connected first: a connection that cannot be made is the setup's failure, and the
+        // imports begin only once there is a cloud to import from.
+        _ = try client()
         for scope in [StoreScope.private, .shared] {
             try event(.import, scope: scope) { _ in try fetchDatabase(scope, report: &report) }
         }

@@ -257,6 +257,13 @@ extension CloudMirror {
         /// Whether this send has settled that it holds Core Data's zone token (`coreDataTokenKnown`).
         var tokenChecked = false
         var upcoming = try nextBatch(scope: scope, excluding: skipped, touched: touched, report: &report)
+        // The export begins once there is something to send and the cloud is connected (a
+        // connection that cannot be made is the setup's failure, not an export's); the zone made
+        // for it, the token fetched before a first create and the batches are all part of it.
+        if upcoming != nil, let event, !event.begun {
+            _ = try client()
+            event.begin()
+        }
         func unanswered() -> Set<String> { Set(inFlight.flatMap(\.names)) }
         // Entries before the last one in flight were all sent in this send, or skipped; any
         // still queued there (a merge the client won) are read once nothing is in flight.

@@ -62,5 +62,29 @@ extension Mirroring {
             #expect(failed.last?["error"]?["code"] == "serviceUnavailable")
             await ConflictTests.stop(cloud, a)
         }
+
+        /// A sync-service that cannot be reached fails each store's setup with the connection's
+        /// error; the export never began, so it is no event of its own.
+        @Test("With the cloud down, each store's setup ends unsucceeded with the connection's error, and no export event follows")
+        func setupFailsWhenTheCloudIsDown() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            await cloud.stop()
+            let watcher = try WireClient(socketPath: a.socket)
+            defer { watcher.close() }
+            try await watcher.hello(client: "events")
+            _ = try await watcher.call("subscribe", ["topics": ["cloudKitEvents"]])
+            var events = watcher.events.makeAsyncIterator()
+            try await a.insertEvents(["offline"])
+            let refused = try await a.failure("sync.send")
+            let setup = await Self.next(4, from: &events)
+            #expect(setup.map { "\($0["type"]?.stringValue ?? "") \($0["store"]?.stringValue ?? "") \($0["endDate"] == .null ? "start" : "end")" } == [
+                "setup Private start", "setup Shared start", "setup Private end", "setup Shared end"])
+            #expect(setup.suffix(2).allSatisfy { $0["succeeded"] == false && $0["error"]?["code"]?.stringValue == refused.code.rawValue })
+            // The next event is the next attempt's setup, not an export of the failed one.
+            _ = try? await a.call("sync.fetch")
+            #expect(await Self.next(1, from: &events).first?["type"] == "setup")
+            _ = await a.stop()
+        }
     }
 }
