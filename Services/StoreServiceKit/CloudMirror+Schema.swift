@@ -34,13 +34,17 @@ extension CloudMirror {
             let (fields, types) = MirrorRecordCoding.representativeFields(entity)
             let recordType = "CD_\(entity.name)"
             recordTypes[recordType] = types
-            saves.append(["recordName": .string("initializeSchema-\(entity.name)-\(UUID().uuidString)"), "recordType": .string(recordType),
+            // One name per entity: a run again after one whose delete failed overwrites and
+            // deletes the records that one left, instead of leaving them for devices to import.
+            saves.append(["recordName": .string("initializeSchema-\(entity.name)"), "recordType": .string(recordType),
                           "zoneID": MirrorZoneID.coreData.json, "fields": fields])
         }
         guard !dryRun else { return InitializeSchemaResult(recordTypes: recordTypes, uploaded: 0, dryRun: true) }
         try signedInCredential()
-        try ensureZones([.coreData])
-        switch attempt("records.modify", ["database": "private", "saves": .array(saves), "atomic": true, "reply": "tags"] as JSONValue) {
+        // Made (or found) every time: a zone deleted since this process made it is made again.
+        _ = try call("zones.save", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [.coreData])))
+        switch attempt("records.modify", ["database": "private", "saves": .array(saves), "atomic": true, "reply": "tags",
+                                          "savePolicy": "allKeys"] as JSONValue) {
         case .success: break
         case let .failure(error):
             // The item at fault says what the schema refused; the others only failed with it.
@@ -49,7 +53,12 @@ extension CloudMirror {
             throw WireError(item.code, "sync.initializeSchema: \(item.message)", details: item.details)
         }
         let deletes = saves.map { save -> JSONValue in ["recordName": save["recordName"] ?? .null, "zoneID": save["zoneID"] ?? .null] }
-        _ = try call("records.modify", ["database": "private", "deletes": .array(deletes), "atomic": true])
+        do {
+            _ = try call("records.modify", ["database": "private", "deletes": .array(deletes), "atomic": true])
+        } catch {
+            throw WireError(error.code, "sync.initializeSchema: the schema is defined, but deleting its representative records failed (\(error.message)); run it again to delete them.",
+                            details: error.details)
+        }
         return InitializeSchemaResult(recordTypes: recordTypes, uploaded: saves.count, dryRun: false)
     }
 }
