@@ -23,8 +23,8 @@ extension CloudMirror {
     /// whose type the schema already gives otherwise (an app version that changed an
     /// attribute's type) fails here, with CloudKit's message, instead of at the first export.
     /// The records carry the types the mirror's exports give each attribute
-    /// (`MirrorRecordCoding.TextCache.layout`: booleans as int64, dates as date, …). Another device fetching meanwhile may see them
-    /// come and go, as with Apple's.
+    /// (`MirrorRecordCoding.TextCache.layout`: booleans as int64, dates as date, …). Another
+    /// device fetching meanwhile may see them come and go, as with Apple's.
     func initializeSchema(dryRun: Bool) throws -> InitializeSchemaResult {
         let names = Set(engine.model.configurations.flatMap(\.entities))
         let entities = engine.model.entities.filter { names.contains($0.name) }
