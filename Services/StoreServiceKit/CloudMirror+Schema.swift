@@ -23,7 +23,7 @@ extension CloudMirror {
     /// whose type the schema already gives otherwise (an app version that changed an
     /// attribute's type) fails here, with CloudKit's message, instead of at the first export.
     /// The records carry the types the mirror's exports give each attribute
-    /// (`MirrorRecordCoding.TextCache.layout`: booleans as int64, dates as date, …). Another
+    /// (`MirrorRecordCoding.fieldType`: booleans as int64, dates as date, …). Another
     /// device fetching meanwhile may see them come and go, as with Apple's.
     func initializeSchema(dryRun: Bool) throws -> InitializeSchemaResult {
         let names = Set(engine.model.configurations.flatMap(\.entities))
@@ -75,13 +75,13 @@ extension MirrorRecordCoding {
         }
         add(MirrorState.entityNameField, "string", .string(entity.name))
         for attribute in entity.attributes {
-            let name = fieldName(attribute.name)
+            let stand: JSONValue
             switch attribute.type {
-            case .string: add(name, "string", .string(attribute.allowedValues?.first ?? "initializeSchema"))
-            case .integer, .boolean: add(name, "int64", 0)
-            case .double: add(name, "double", 0.5)
-            case .date: add(name, "date", 0)
+            case .string: stand = .string(attribute.allowedValues?.first ?? "initializeSchema")
+            case .integer, .boolean, .date: stand = 0
+            case .double: stand = 0.5
             }
+            add(fieldName(attribute.name), fieldType(attribute.type), stand)
         }
         // A to-one relationship is the related record's name.
         for relationship in entity.toOneRelationships { add(fieldName(relationship.name), "string", "initializeSchema") }

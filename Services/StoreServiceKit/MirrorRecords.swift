@@ -126,19 +126,24 @@ enum MirrorRecordCoding {
             // order, the stored form the sync-service keeps without writing them again.
             let fields = (MirrorImport.FieldLayout(entity).sorted + [(MirrorState.entityNameField, -1)]).sorted { $0.name < $1.name }
             let layout = fields.map { name, position -> (position: Int, opening: String) in
-                let type: String
-                switch position < 0 || position >= entity.attributes.count ? nil : entity.attributes[position].type {
-                case .string?, nil: type = "string"
-                case .integer?, .boolean?: type = "int64"
-                case .double?: type = "double"
-                case .date?: type = "date"
-                }
+                // The entity's name and relationships (related record names) are strings.
+                let type = position < 0 || position >= entity.attributes.count ? "string" : fieldType(entity.attributes[position].type)
                 var opening = ""
                 JSONWriter.appendString(name, to: &opening)
                 return (position, opening + #":{"type":""# + type + #"","value":"#)
             }
             layouts[entity.name] = layout
             return layout
+        }
+    }
+
+    /// The field type an attribute's values go out as.
+    static func fieldType(_ type: AttributeType) -> String {
+        switch type {
+        case .string: return "string"
+        case .integer, .boolean: return "int64"
+        case .double: return "double"
+        case .date: return "date"
         }
     }
 
