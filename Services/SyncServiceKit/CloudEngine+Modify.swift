@@ -146,8 +146,8 @@ extension CloudEngine {
                     // Decided again here, under the writer, where nothing else commits: the
                     // save meets the committed type as a later request would, and of two
                     // requests defining a field the first to commit gives its type.
-                    trace?.decisions.removeAll()
-                    trace?.decide(true, "the schema changed while the request waited: decided again")
+                    // The first decisions stay in the request log, above the ones that count.
+                    trace?.decide(true, "the schema changed while the request waited: decided again (the decisions below replace those above)")
                     batch.schema = committed
                     decision = try batch.decide(saves: saves, encodedFields: encoded, deletes: deletes)
                 }

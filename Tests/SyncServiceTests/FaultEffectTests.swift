@@ -248,6 +248,11 @@ struct FaultEffectTests {
         #expect(item?["message"] == "invalid attempt to set value type DOUBLE for field 'CD_weight' for type 'CD_CareEvent', defined to be: STRING")
         #expect(try await admin.call("admin.schema", [:])["recordTypes"]?["CD_CareEvent"]?["CD_weight"] == "STRING")
         #expect(try await cloud.exists("second"))
+        // The request log tells the story: held before its commit, then decided again.
+        let log = try await admin.call("admin.requestLog", [:])["entries"]?.arrayValue ?? []
+        let reasons = log.last { $0["code"] == "partialFailure" }?["permissions"]?.arrayValue?.compactMap { $0["reason"]?.stringValue } ?? []
+        #expect(reasons.contains("injected hold before the commit: released"), "\(reasons)")
+        #expect(reasons.contains { $0.hasPrefix("the schema changed while the request waited: decided again") }, "\(reasons)")
         // The fault's options are checked: holding before a commit only means something for a modify.
         let wrongOp = await #expect(throws: WireError.self) { _ = try await admin.call("admin.injectFault", ["effect": "holdBeforeCommit", "op": "records.fetch"]) }
         #expect(wrongOp?.code == .invalidArguments)
