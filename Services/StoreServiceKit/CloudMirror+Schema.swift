@@ -47,9 +47,8 @@ extension CloudMirror {
                                           "savePolicy": "allKeys"] as JSONValue) {
         case .success: break
         case let .failure(error):
-            // The item at fault says what the schema refused; the others only failed with it.
-            let items = (error.details["partialErrors"]?.objectValue?.values ?? [:].values).compactMap { try? $0.decode(WireError.self) }
-            guard error.code == .partialFailure, let item = items.first(where: { $0.code != .batchRequestFailed }) ?? items.first else { throw error }
+            // The item at fault says what the schema refused.
+            guard let item = Self.itemAtFault(error) else { throw error }
             throw WireError(item.code, "sync.initializeSchema: \(item.message)", details: item.details)
         }
         let deletes = saves.map { save -> JSONValue in ["recordName": save["recordName"] ?? .null, "zoneID": save["zoneID"] ?? .null] }
@@ -71,7 +70,7 @@ extension MirrorRecordCoding {
         var types: [String: String] = [:]
         func add(_ name: String, _ type: String, _ value: JSONValue) {
             fields[name] = ["type": .string(type), "value": value]
-            types[name] = type == "date" ? "TIMESTAMP" : type.uppercased()
+            types[name] = CloudKitNames.typeName(type)
         }
         add(MirrorState.entityNameField, "string", .string(entity.name))
         for attribute in entity.attributes {

@@ -104,6 +104,15 @@ extension CloudMirror {
         try dropCreatesInFlight(batch.createsInFlight, store: batch.storeName)
     }
 
+    /// The error of the item a partialFailure is about: the first that is not only
+    /// batchRequestFailed (which the other items of an atomic zone get), for an op whose one
+    /// request stands for one thing the client asked (share.stop, sync.initializeSchema).
+    static func itemAtFault(_ error: WireError) -> WireError? {
+        guard error.code == .partialFailure else { return nil }
+        let items = (error.details["partialErrors"]?.objectValue ?? [:]).sorted { $0.key < $1.key }.compactMap { try? $0.value.decode(WireError.self) }
+        return items.first { $0.code != .batchRequestFailed } ?? items.first
+    }
+
     /// Answers to a lookup that mean the records cannot be there for this device to change.
     static let goneCodes: Set<ErrorCode> = [.zoneNotFound, .userDeletedZone, .unknownItem, .permissionFailure]
 
@@ -242,7 +251,7 @@ extension CloudMirror {
     /// again from its start, so entries left over go out before later ones (parents before
     /// their children), as without batches in flight.
     /// `settling`: a second pass, for what `settleMissing` queued; it settles without another pass.
-    /// `event`: the export event, begun when the first batch goes out.
+    /// `event`: the export event, begun once the send has a batch and a connection.
     private func send(scope: StoreScope, report: inout MirrorSendReport, settling: Bool = false, event: CloudKitEvent? = nil) throws {
         try resolveCreatesInFlight(scope: scope)
         var skipped: Set<String> = []
@@ -290,7 +299,6 @@ extension CloudMirror {
                 let deletes = batch.items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
                 let params = ModifyRequest(database: batch.database, items: batch.items, deletes: deletes)
                 report.requests += 1
-                event?.begin()
                 inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params)))
                 upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), touched: touched, report: &report)
             }

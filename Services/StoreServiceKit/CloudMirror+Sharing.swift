@@ -311,8 +311,7 @@ extension CloudMirror {
         case let .failure(error):
             // The one item's error says what is wrong (no such zone, no share in it); the
             // request's "1 of 1 items failed" did not.
-            guard error.code == .partialFailure,
-                  let item = error.details["partialErrors"]?.objectValue?.values.first.flatMap({ try? $0.decode(WireError.self) }) else { throw error }
+            guard let item = Self.itemAtFault(error) else { throw error }
             throw WireError(item.code, "share.stop: \(item.message) (zone '\(params.zoneName)'; share.list names this device's shares).",
                             details: item.details)
         }

@@ -139,8 +139,9 @@ extension CloudEngine {
             return try write { state -> ModifyOutcome in
                 var batch = ModifyBatch(state: state, caller: caller, scope: params.database, policy: policy, atomic: atomic, trace: trace)
                 var decision = decision
-                let committed = fieldSchema.withLock { $0 }
-                if decision.conflicts(with: committed) {
+                // Only a decision that defines fields can meet a definition made since.
+                let committed = decision.newFieldTypes.isEmpty ? nil : fieldSchema.withLock { $0 }
+                if let committed, decision.conflicts(with: committed) {
                     // A request in other zones (it did not wait for these locks) defined one of
                     // the fields this one defines, with another type, after this one decided.
                     // Decided again here, under the writer, where nothing else commits: the

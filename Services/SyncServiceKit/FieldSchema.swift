@@ -44,9 +44,9 @@ struct FieldSchema: Sendable, Equatable {
         for (field, type) in fields {
             guard let definition = defined[field], definition != type else { continue }
             return WireError(.invalidArguments,
-                             "invalid attempt to set value type \(Self.cloudKitName(type)) for field '\(field)' for type '\(recordType)', defined to be: \(Self.cloudKitName(definition))",
+                             "invalid attempt to set value type \(CloudKitNames.typeName(type)) for field '\(field)' for type '\(recordType)', defined to be: \(CloudKitNames.typeName(definition))",
                              details: ["recordType": .string(recordType), "field": .string(field),
-                                       "type": .string(Self.cloudKitName(type)), "definedType": .string(Self.cloudKitName(definition))])
+                                       "type": .string(CloudKitNames.typeName(type)), "definedType": .string(CloudKitNames.typeName(definition))])
         }
         return nil
     }
@@ -62,18 +62,8 @@ struct FieldSchema: Sendable, Equatable {
         if types[recordType]?[field] == nil { types[recordType, default: [:]][field] = type }
     }
 
-    /// CloudKit's name of a type (as its server messages and CloudKit's dashboard show them).
-    static func cloudKitName(_ type: String) -> String {
-        if type.hasPrefix("list/") { return cloudKitName(String(type.dropFirst(5))) + "_LIST" }
-        switch type {
-        case "date": return "TIMESTAMP"
-        case "asset": return "ASSETID"
-        default: return type.uppercased()
-        }
-    }
-
     /// As `admin.schema` answers it: record type → field → CloudKit's type name.
     var json: JSONValue {
-        .object(types.mapValues { fields in .object(fields.mapValues { .string(Self.cloudKitName($0)) }) })
+        .object(types.mapValues { fields in .object(fields.mapValues { .string(CloudKitNames.typeName($0)) }) })
     }
 }

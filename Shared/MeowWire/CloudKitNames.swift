@@ -20,6 +20,17 @@ public enum CloudKitNames {
         name.utf16.count > longest ? "a zone name has at most \(longest) characters; this one has \(name.utf16.count)" : nil
     }
 
+    /// CloudKit's name of a field type of this protocol (as its server messages and dashboard
+    /// show them): `date` is TIMESTAMP, a list of strings (`list/string`) STRING_LIST, …
+    public static func typeName(_ type: String) -> String {
+        if type.hasPrefix("list/") { return typeName(String(type.dropFirst(5))) + "_LIST" }
+        switch type {
+        case "date": return "TIMESTAMP"
+        case "asset": return "ASSETID"
+        default: return type.uppercased()
+        }
+    }
+
     /// A name as an error message quotes it: long ones cut short.
     public static func quoted(_ name: String) -> String {
         name.count > 60 ? "'\(name.prefix(60))…'" : "'\(name)'"
