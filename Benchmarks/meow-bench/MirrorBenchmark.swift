@@ -79,7 +79,7 @@ enum MirrorBenchmark {
         // B fetches as the cloud's pushes arrive, so the three processes work at once. Timed
         // from A's first save until B's remoteChange events have named every event. In rounds
         // too, each beside the batched-save rate of a manual-mode device measured just before.
-        var live: [(local: Double, rate: Double, saves: Double, rest: Double, cpu: String)] = []
+        var live: [(local: Double, rate: Double, saves: Double, rest: Double, cpu: String, busy: [Double])] = []
         for round in 0..<rounds {
             let baseline = try device("base\(round)", "live\(round)-secret")
             let liveA = try device("live\(round)-a", "live\(round)-secret", mode: "automatic")
@@ -98,15 +98,20 @@ enum MirrorBenchmark {
             _ = try waitForEvents(watcher, entity: "CareSession", count: 1)
             let liveRequests = (0..<(events / 1000)).map { la.insertParams(batch: $0, count: 1000, session: liveSession) }
             let cpuStart = try [liveA, cloud, liveB].map { try $0.cpuSeconds() } + [ownCPUSeconds()]
+            let machineStart = MachineCPU.read()
             started = now()
             for request in liveRequests { try la.save(request) }
             let liveSaved = now()
+            let machineSaved = MachineCPU.read()
             _ = try waitForEvents(watcher, entity: "CareEvent", count: events)
             let done = now()
+            let machineDone = MachineCPU.read()
+            let busy = [MachineCPU.busyShare(from: machineStart, to: machineDone), MachineCPU.busyShare(from: machineStart, to: machineSaved),
+                        MachineCPU.busyShare(from: machineSaved, to: machineDone)]
             let cpu = try zip(cpuStart, [liveA, cloud, liveB].map { try $0.cpuSeconds() } + [ownCPUSeconds()]).map { format(($1 - $0) / Double(events) * 1e6, 0) }.joined(separator: " / ")
             let received = try StoreSession(socket: liveB.socket).call("fetch.count", #"{"entity":"CareEvent"}"#)["count"]?.intValue ?? -1
             guard received == events else { throw BenchError("live B received \(received) of \(events) events") }
-            live.append((localRate, Double(events) / (Double(done - started) / 1e9), Double(liveSaved - started) / 1e9, Double(done - liveSaved) / 1e9, cpu))
+            live.append((localRate, Double(events) / (Double(done - started) / 1e9), Double(liveSaved - started) / 1e9, Double(done - liveSaved) / 1e9, cpu, busy))
             // Idle automatic devices still look for work; stop them before the next round.
             liveA.stop()
             liveB.stop()
@@ -117,6 +122,8 @@ enum MirrorBenchmark {
         print(row(["  every round's ratio", "", "", live.map { format($0.rate / $0.local, 2) }.joined(separator: " ")], widths: widths))
         print(row(["  of which A's saves / the rest: s", "", format(liveMedian.saves, 2) + " / " + format(liveMedian.rest, 2), ""], widths: widths))
         print(row(["  CPU/record A+saves / cloud / B / bench: µs", "", liveMedian.cpu, ""], widths: widths))
+        print(row(["  cores busy: all / A's saves / the rest", "", liveMedian.busy.map { format($0 * 100, 0) + "%" }.joined(separator: " / "), ""],
+                  widths: widths))
 
         // 3. One change on top of many synced records vs on top of few.
         let many = quick ? 20_000 : 100_000
@@ -145,17 +152,32 @@ enum MirrorBenchmark {
     }
 
     /// Reads `remoteChange` events until they have named `count` distinct objects of `entity`.
+    /// The entity is matched on the object ID's bytes: this process shares the two cores with
+    /// the processes it times, and Foundation's `contains` on each of 10,000 IDs cost it about
+    /// as much CPU as parsing the events.
     static func waitForEvents(_ watcher: RawClient, entity: String, count: Int) throws -> Int {
         var seen: Set<String> = []
-        let marker = "/\(entity)/"
+        let marker = Array("/\(entity)/".utf8)
         while seen.count < count {
             let message = try JSONParser.parse(try watcher.receive())
             guard message["event"] == "remoteChange" else { continue }
             for id in message["data"]?["changedObjectIDs"]?.arrayValue ?? [] {
-                if let id = id.stringValue, id.contains(marker) { seen.insert(id) }
+                if let id = id.stringValue, names(id, marker) { seen.insert(id) }
             }
         }
         return seen.count
+    }
+
+    /// Whether the object ID `id` (`x-coredata://<store>/<Entity>/p<key>`) holds `marker` (`/<Entity>/`).
+    static func names(_ id: String, _ marker: [UInt8]) -> Bool {
+        var id = id
+        return id.withUTF8 { bytes in
+            guard bytes.count >= marker.count else { return false }
+            for start in 0...(bytes.count - marker.count) where bytes[start] == marker[0] {
+                if marker.indices.allSatisfy({ bytes[start + $0] == marker[$0] }) { return true }
+            }
+            return false
+        }
     }
 
     /// p50 of: A saves one event, sends it; B fetches it (saving on A is not timed).

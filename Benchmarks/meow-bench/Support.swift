@@ -144,3 +144,26 @@ func format(_ value: Double, _ digits: Int = 1) -> String { String(format: "%.\(
 func row(_ columns: [String], widths: [Int]) -> String {
     zip(columns, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: " ")
 }
+
+/// The whole machine's CPU time from /proc/stat: busy and total jiffies over every core, so a
+/// benchmark can say how busy the machine was while it timed (idle cores mean a pipeline stall,
+/// busy ones that only less CPU per record makes it faster).
+struct MachineCPU {
+    var busy: Double, total: Double
+
+    static func read() -> MachineCPU {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") }) else { return MachineCPU(busy: 0, total: 0) }
+        // user nice system idle iowait irq softirq steal …: idle and iowait are the idle part.
+        let values = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        let total = values.prefix(8).reduce(0, +)
+        let idle = values.count > 4 ? values[3] + values[4] : 0
+        return MachineCPU(busy: total - idle, total: total)
+    }
+
+    /// Busy share of the cores between two readings, 0…1.
+    static func busyShare(from start: MachineCPU, to end: MachineCPU) -> Double {
+        let total = end.total - start.total
+        return total > 0 ? (end.busy - start.busy) / total : 0
+    }
+}
