@@ -119,8 +119,7 @@ extension CloudMirror {
     /// The error, when it is about a record's content and not about the device: the store would
     /// refuse that record however often it were tried.
     static func refusal(_ error: any Error) -> WireError? {
-        let wire = (error as? ServiceError)?.wire ?? (error as? WireError)
-        guard let wire, [.validationInvalidValue, .validationMultipleErrors, .validationMissingMandatoryProperty, .validationStringPatternMatching,
+        guard let wire = ServiceError.wire(of: error), [.validationInvalidValue, .validationMultipleErrors, .validationMissingMandatoryProperty, .validationStringPatternMatching,
                          .validationRelationshipDeniedDelete, .crossStoreRelationship, .uniquenessConstraint].contains(wire.code) else { return nil }
         return wire
     }

@@ -65,7 +65,7 @@ extension CloudMirror {
             guard begun else { return }
             notice.endDate = ISOTime.string(seconds: Date().timeIntervalSince1970)
             notice.succeeded = error == nil
-            notice.error = error.map { ($0 as? ServiceError)?.wire ?? ($0 as? WireError) ?? WireError(.internalError, "\($0)") }
+            notice.error = error.map { ServiceError.wire(of: $0) ?? WireError(.internalError, "\($0)") }
             mirror.publish(notice)
         }
     }

@@ -279,7 +279,7 @@ extension CloudMirror {
         do {
             _ = try sendAll()
         } catch {
-            guard let wire = (error as? WireError) ?? (error as? ServiceError)?.wire else { throw error }
+            guard let wire = ServiceError.wire(of: error) else { throw error }
             sendError = wire
             logger.warning("share.create: the session's records did not all move; the rest stays queued",
                            ["zone": .string(zone.zoneName), "code": .string(wire.code.rawValue)])

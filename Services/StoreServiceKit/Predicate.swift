@@ -319,7 +319,7 @@ private struct PredicateParser {
         }
     }
 
-    /// The argument of the placeholder at `position` (`%@` or `%K`, in order).
+    /// The next placeholder's argument (`%@` and `%K` take theirs in order).
     mutating func takeArgument() throws -> JSONValue {
         guard argumentIndex < arguments.count else {
             throw predicateError("the predicate has more placeholders (%@, %K) than the \(arguments.count) arguments given.", text, at: offset)

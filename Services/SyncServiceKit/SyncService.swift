@@ -244,7 +244,7 @@ public final class SyncService: ServiceDefinition {
             log("ok", engine)
             return result
         } catch {
-            let code = (error as? WireError)?.code.rawValue ?? (error as? ServiceError)?.wire.code.rawValue ?? "internalError"
+            let code = ServiceError.wire(of: error)?.code.rawValue ?? "internalError"
             log(code, engine)
             throw error
         }

@@ -257,6 +257,12 @@ public struct ServiceError: Error, Sendable {
         self.line = line
     }
     public var origin: String { "\(file):\(line)" }
+
+    /// The wire error `error` carries when it is one of the two a service throws (a
+    /// `WireError`, or a `ServiceError` with its origin); nil for anything else.
+    public static func wire(of error: any Error) -> WireError? {
+        (error as? WireError) ?? (error as? ServiceError)?.wire
+    }
 }
 
 /// The connection whose request the current thread is running, if any.
