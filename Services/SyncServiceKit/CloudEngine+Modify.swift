@@ -374,6 +374,10 @@ struct ModifyBatch {
         var plans: [Int: Plan] = [:]
         plans.reserveCapacity(indices.count)
         var failures: [Int: WireError] = [:]
+        // Whether each stored parent is live, read once per request: a batch's records mostly
+        // share a parent (a session's events), and reading it for each was a lookup of a whole
+        // record per save. The zone does not change while the batch is decided.
+        var liveParents: [String: Bool] = [:]
         for index in indices {
             do {
                 if duplicates.contains(items[index].recordName) {
@@ -382,7 +386,8 @@ struct ModifyBatch {
                 if let conflict = schemaErrors[index] { throw conflict }
                 switch items[index] {
                 case let .save(record, fieldsJSON):
-                    plans[index] = try planSave(record, fieldsJSON: fieldsJSON, zone: zone, pending: pending, deleteNames: deleteNames)
+                    plans[index] = try planSave(record, fieldsJSON: fieldsJSON, zone: zone, pending: pending, deleteNames: deleteNames,
+                                                liveParents: &liveParents)
                 case let .delete(item):
                     plans[index] = try planDelete(item, zone: zone, deleteNames: deleteNames)
                 }
@@ -421,7 +426,7 @@ struct ModifyBatch {
     // MARK: Deciding
 
     private func planSave(_ record: CloudRecord, fieldsJSON: String?, zone: ZoneRow, pending: [String: CloudRecord],
-                          deleteNames: Set<String>) throws -> Plan {
+                          deleteNames: Set<String>, liveParents: inout [String: Bool]) throws -> Plan {
         // fieldsJSON is nil exactly when the fields have a problem (see modifyRecords).
         if fieldsJSON == nil, let problem = FieldValidation.problem(in: record.fields) {
             throw WireError(.invalidArguments, "Record '\(record.recordName)': \(problem).")
@@ -459,8 +464,7 @@ struct ModifyBatch {
         if let parent = record.parent?.recordName {
             guard parent != record.recordName else { throw WireError(.invalidArguments, "Record '\(parent)' cannot be its own parent.") }
             let inRequest = pending[parent] != nil
-            let stored = try state.liveRecord(zone: zone.id, name: parent) != nil
-            guard inRequest || (stored && !deleteNames.contains(parent)) else {
+            guard try inRequest || (!deleteNames.contains(parent) && isLive(parent, zone: zone, known: &liveParents)) else {
                 throw WireError(.referenceViolation, "The parent '\(parent)' of '\(record.recordName)' does not exist in zone \(zone.name).",
                                 details: ["parent": .string(parent)])
             }
@@ -474,6 +478,14 @@ struct ModifyBatch {
         }
         return .save(record, fieldsJSON: fieldsJSON, fields: record.fieldsAreStoredText ? nil : FieldsJSON.withoutNulls(record.fields),
                      share: share, existing: existing)
+    }
+
+    /// Whether `name` is a live record of `zone`, from `known` when this request read it already.
+    private func isLive(_ name: String, zone: ZoneRow, known: inout [String: Bool]) throws -> Bool {
+        if let live = known[name] { return live }
+        let live = try state.liveRecord(zone: zone.id, name: name) != nil
+        known[name] = live
+        return live
     }
 
     private func checkSharedSave(_ record: CloudRecord, live: StoredRecord?, share: String?, zone: ZoneRow, pending: [String: CloudRecord]) throws {
