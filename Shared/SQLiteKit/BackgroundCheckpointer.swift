@@ -10,12 +10,16 @@ import Foundation
 /// writer or readers, and a checkpoint is safe at any moment (a crash mid-way leaves the log
 /// as the source of truth, as SQLite's own checkpoints do).
 final class BackgroundCheckpointer: @unchecked Sendable {
-    /// Log size (pages) that starts a checkpoint: SQLite's own default.
-    static let thresholdPages: Int32 = 1000
-    /// Log size (pages, 32 MiB) at which the writer checkpoints in its own commit instead. At
+    /// Log size that starts a checkpoint: SQLite's own default (1,000 pages of 4 KiB).
+    static let thresholdBytes = 4 << 20
+    /// Log size (32 MiB) at which the writer checkpoints in its own commit instead. At
     /// 16 MiB a fetch of 10,000 records still spent a fourteenth of its applying thread here
     /// while the other core had room for the background thread.
-    static let writerCheckpointPages: Int32 = 8000
+    static let writerCheckpointBytes = 32 << 20
+
+    /// The two sizes in this database's pages (the WAL hook counts pages).
+    let thresholdPages: Int32
+    let writerCheckpointPages: Int32
 
     private let path: String
     private let condition = NSCondition()
@@ -23,8 +27,10 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     private var requested = false
     private var stopped = false
 
-    init(path: String) {
+    init(path: String, pageSize: Int) {
         self.path = path
+        thresholdPages = Int32(Self.thresholdBytes / max(pageSize, 512))
+        writerCheckpointPages = Int32(Self.writerCheckpointBytes / max(pageSize, 512))
         let thread = Thread { [self] in run() }
         thread.name = "sqlite-checkpoint"
         thread.start()
@@ -32,7 +38,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
 
     /// Called from the writer's WAL hook after each commit with the log's size in pages.
     func logGrew(to pages: Int32) {
-        guard pages >= Self.thresholdPages else { return }
+        guard pages >= thresholdPages else { return }
         condition.lock()
         requested = true
         condition.signal()
@@ -69,21 +75,24 @@ final class BackgroundCheckpointer: @unchecked Sendable {
 extension Database {
     /// Moves this (file, WAL) database's checkpoints off the committing thread: SQLite's
     /// automatic checkpoint is turned off for this connection and a background thread checkpoints
-    /// instead whenever a commit leaves the log at 1,000 pages or more. Call once, on the writer.
+    /// instead whenever a commit leaves the log at 4 MiB or more. Call once, on the writer.
     public func checkpointInBackground() {
         guard path != ":memory:", checkpointer == nil else { return }
-        let checkpointer = BackgroundCheckpointer(path: path)
+        let pageSize = (try? scalar("PRAGMA page_size")?.int).flatMap { $0 } ?? 4096
+        let checkpointer = BackgroundCheckpointer(path: path, pageSize: pageSize)
         self.checkpointer = checkpointer
         // Replaces the automatic checkpoint's own hook (sqlite3_wal_autocheckpoint installs one).
         sqlite3_wal_hook(handle, { context, db, _, pages in
-            if pages >= BackgroundCheckpointer.writerCheckpointPages {
+            guard let context else { return SQLITE_OK }
+            let checkpointer = Unmanaged<BackgroundCheckpointer>.fromOpaque(context).takeUnretainedValue()
+            if pages >= checkpointer.writerCheckpointPages {
                 // The background thread has fallen behind a stream of commits (a checkpoint
                 // cannot finish while new frames keep coming, and the log is only restarted
                 // after one has): the writer checkpoints itself, as SQLite's own hook would, so
                 // the log stays bounded and its pages are reused rather than the file grown.
                 sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-            } else if let context {
-                Unmanaged<BackgroundCheckpointer>.fromOpaque(context).takeUnretainedValue().logGrew(to: pages)
+            } else {
+                checkpointer.logGrew(to: pages)
             }
             return SQLITE_OK
         }, Unmanaged.passUnretained(checkpointer).toOpaque())

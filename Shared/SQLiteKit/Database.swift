@@ -42,6 +42,14 @@ public final class Database {
         self.path = path
         syncsCommits = path != ":memory:" && !readOnly
         sqlite3_busy_timeout(db, 5000)
+        if !readOnly {
+            // 16 KiB pages for a new database (SQLite keeps an existing file's size): rows here
+            // are large (a record's fields, a synced record's server copy: ~0.7 KiB), and with
+            // 4 KiB pages only five fit in one, so appending them spent its time splitting
+            // pages and writing a WAL frame per few rows. Measured on this project's tables,
+            // inserting such rows took about a quarter less CPU; small rows about the same.
+            try execute("PRAGMA page_size=\(Self.pageSize)")
+        }
         if path != ":memory:" && !readOnly {
             try execute("PRAGMA journal_mode=WAL")
             try execute("PRAGMA synchronous=FULL")
@@ -50,6 +58,9 @@ public final class Database {
         registerCaseFolding()
         registerRegexMatching()
     }
+
+    /// The page size a new database gets.
+    public static let pageSize = 16_384
 
     /// An in-memory database: nothing touches the disk.
     public static func inMemory() throws(SQLiteError) -> Database { try Database(path: ":memory:") }
