@@ -66,25 +66,62 @@ extension CloudMirror {
                            report: inout MirrorSendReport) throws -> Batch? {
         let now = Date().timeIntervalSince1970
         let limit = progress.withLock { $0.batchLimit }
-        return try withStores { stores -> Batch? in
-            guard let index = Self.storeIndex(scope, in: stores) else { return nil }
-            let store = stores.list[index]
-            while true {
-                // Queued a batch's worth at a time: the rest waits for the next batch's turn.
-                let more = try ingest(store, enough: limit)
-                // One transaction: its dozens of statements per record share one file lock.
-                let batch = try store.database.transaction(commit: .deferred) { () -> Batch in
-                    let items = try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after, touched: touched,
-                                               report: &report)
-                    return Batch(storeName: store.name, database: Self.database(of: store), items: items,
-                                 createsInFlight: try Self.recordCreates(of: items, state: MirrorState(store)))
+        while true {
+            // History into the queue (a write): under the store lock, a batch's worth at a time;
+            // the rest waits for the next batch's turn.
+            guard let (store, more, reader) = try withStores({ stores -> (PersistentStore, Bool, PersistentStore?)? in
+                guard let index = Self.storeIndex(scope, in: stores) else { return nil }
+                let store = stores.list[index]
+                return (store, try ingest(store, enough: limit), try store.readingCompanion())
+            }) else { return nil }
+            let batch: Batch?
+            if let reader {
+                // The batch is read from a snapshot on the store's reading connection, without
+                // the store lock: clients' saves go on meanwhile (building was a fifth of the
+                // time a sending device held the lock, and its saves waited for it). A save that
+                // lands meanwhile is queued again (a new generation), so the batch carries the
+                // row as it was a moment earlier, as if built just before that save.
+                var drops: [MirrorState.Pending] = []
+                let items = try reader.database.readTransaction {
+                    try buildBatch(store: reader, now: now, limit: limit, skipped: excluding, after: after, touched: touched,
+                                   drops: &drops, report: &report)
                 }
-                if !batch.items.isEmpty { return batch }
-                // What was queued sends nothing (deletes of records never sent, seed 002's
-                // strays): look further into the history before saying the queue is done.
-                if !more { return nil }
+                batch = try withStores { stores -> Batch? in
+                    // (A store replaced meanwhile: built again from the new one.)
+                    guard let index = Self.storeIndex(scope, in: stores), stores.list[index] === store else { return nil }
+                    return try store.database.transaction(commit: .deferred) { try finishBatch(items, drops: drops, store: store) }
+                }
+                guard batch != nil else { continue }
+            } else {
+                // An in-memory store has one connection: the batch is built under the lock.
+                batch = try withStores { stores -> Batch? in
+                    guard let index = Self.storeIndex(scope, in: stores), stores.list[index] === store else { return nil }
+                    // One transaction: its dozens of statements per record share one file lock.
+                    return try store.database.transaction(commit: .deferred) {
+                        var drops: [MirrorState.Pending] = []
+                        let items = try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after, touched: touched,
+                                                   drops: &drops, report: &report)
+                        return try finishBatch(items, drops: drops, store: store)
+                    }
+                }
+                guard batch != nil else { continue }
             }
+            if let batch, !batch.items.isEmpty { return batch }
+            // What was queued sends nothing (deletes of records never sent, seed 002's
+            // strays): look further into the history before saying the queue is done.
+            if !more { return nil }
         }
+    }
+
+    /// The writes a built batch needs before it goes out, under the store lock in one
+    /// transaction: the entries it found nothing to send for leave the queue (each only if
+    /// still the version the build read: a newer edit stays queued), and its creates are
+    /// recorded as in flight.
+    private func finishBatch(_ items: [Item], drops: [MirrorState.Pending], store: PersistentStore) throws -> Batch {
+        let state = MirrorState(store)
+        for pending in drops { try state.dropPending(pending) }
+        return Batch(storeName: store.name, database: Self.database(of: store), items: items,
+                     createsInFlight: try Self.recordCreates(of: items, state: state))
     }
 
     /// Records the batch's creates (records without a tag: new to the server, or to a zone
@@ -485,8 +522,10 @@ extension CloudMirror {
     struct ZonesRequest: Codable { var database: String; var zoneIDs: [MirrorZoneID] }
 
     /// The due entries of the queue as records, payloads built now from the rows as they are.
+    /// Reads the next batch; writes nothing (it may run on the store's reading connection).
+    /// `drops`: the entries read that have nothing to send, for `finishBatch` to remove.
     private func buildBatch(store: PersistentStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
-                            touched: Set<String>, report: inout MirrorSendReport) throws -> [Item] {
+                            touched: Set<String>, drops: inout [MirrorState.Pending], report: inout MirrorSendReport) throws -> [Item] {
         let state = MirrorState(store)
         var items: [Item] = []
         var count = 0
@@ -500,12 +539,12 @@ extension CloudMirror {
             after = lastSeq
             for entry in due where !skipped.contains(entry.pending.uuid) && count < limit {
                 let pending = entry.pending
-                guard let entity = store.model.entity(named: pending.entity) else { try state.dropPending(pending.uuid); continue }
+                guard let entity = store.model.entity(named: pending.entity) else { drops.append(pending); continue }
                 let meta = entry.meta
                 if pending.kind == .delete {
                     guard let meta else {
                         // Never reached the server: nothing to delete there.
-                        try state.dropPending(pending.uuid)
+                        drops.append(pending)
                         report.dropped += 1
                         continue
                     }
@@ -515,13 +554,13 @@ extension CloudMirror {
                 }
                 guard store.holds(entity.name), let row = try Self.row(of: pending, entity: entity, store: store) else {
                     // Scenario 21: the row is gone (its delete follows, or it never existed): upload nothing.
-                    try state.dropPending(pending.uuid)
+                    drops.append(pending)
                     report.dropped += 1
                     continue
                 }
                 var fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText, cache: &texts)
                 guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
-                    try state.dropPending(pending.uuid)
+                    drops.append(pending)
                     report.dropped += 1
                     continue
                 }

@@ -16,7 +16,9 @@ import SQLiteKit
 /// handed out before the save.
 ///
 /// `@unchecked Sendable`: a store is reachable only through `PersistentStoreCoordinator`,
-/// whose lock is held for every use, so no two threads touch its database at once.
+/// whose lock is held for every use, so no two threads touch its database at once. Its reading
+/// companion (`readingCompanion()`) has a connection of its own, used by the mirror's send
+/// alone (one send at a time).
 final class PersistentStore: @unchecked Sendable {
     let url: String
     let filePath: String?
@@ -56,6 +58,37 @@ final class PersistentStore: @unchecked Sendable {
         rowByKeySQL = byKey
         rowByUUIDSQL = byUUID
         try createSchema()
+    }
+
+    /// The reading connection beside this store (`init(readingBeside:)`), made on first use.
+    /// Made under the coordinator's lock; used by the mirror's send alone (one at a time), which
+    /// reads a batch from it without the lock. Dies with this store, so a store replaced at the
+    /// same path never has its successor read through the old file.
+    private var reader: PersistentStore??
+
+    func readingCompanion() throws -> PersistentStore? {
+        if let reader { return reader }
+        let made = try PersistentStore(readingBeside: self)
+        reader = .some(made)
+        return made
+    }
+
+    /// A second, read-only connection to `store`'s file, for reading beside its writer: a read
+    /// transaction on it sees the last commit and never waits for (or blocks) the writer (WAL).
+    /// Nil for an in-memory store (its database is its one connection's). Not the writer's
+    /// lock's: whoever makes it serialises its own use.
+    init?(readingBeside store: PersistentStore) throws {
+        guard let filePath = store.filePath else { return nil }
+        url = store.url
+        self.filePath = filePath
+        configuration = store.configuration
+        model = store.model
+        database = try Database(path: filePath, readOnly: true)
+        try database.execute("PRAGMA cache_size = -32768")
+        uuid = store.uuid
+        entities = store.entities
+        rowByKeySQL = store.rowByKeySQL
+        rowByUUIDSQL = store.rowByUUIDSQL
     }
 
     static func table(_ entity: String) -> String { "\"e_\(entity)\"" }

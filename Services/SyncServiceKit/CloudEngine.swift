@@ -155,9 +155,7 @@ public final class CloudEngine: Sendable {
             let state = reader.state
             state.now = now
             state.limits = limits
-            try state.db.execute("BEGIN")
-            defer { try? state.db.execute("COMMIT") }
-            return try body(state)
+            return try state.db.readTransaction { try body(state) }
         }
     }
 

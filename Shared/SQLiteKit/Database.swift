@@ -177,6 +177,15 @@ public final class Database {
         try inTransaction { (.commit, try body()) }
     }
 
+    /// Runs `body` in one read transaction (a deferred BEGIN: no lock is taken until the first
+    /// read, and then only a read snapshot). For a reading connection beside a writer: every
+    /// statement of `body` sees the same committed state. `body` must not write.
+    public func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN")
+        defer { if isInTransaction { try? execute("COMMIT") } }
+        return try body()
+    }
+
     /// How a transaction's COMMIT reaches the disk.
     public enum CommitSync: Sendable {
         /// COMMIT returns once the log is on disk (`synchronous=FULL`): for acknowledged writes.
