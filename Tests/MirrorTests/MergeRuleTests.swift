@@ -1,3 +1,4 @@
+import Foundation
 import MeowWire
 import SQLiteKit
 import Testing
@@ -169,6 +170,51 @@ extension Mirroring {
             try state.dropFieldTimes(["new"])
             try state.enqueue(uuid: "new", entity: "CareEvent", kind: .insert, zone: nil, changed: [], new: true, timesText: nil, primaryKey: 8)
             #expect(try state.fieldTimesText("new") == nil, "not the earlier life's stamps")
+        }
+
+        @Test("Record metadata has no index on its zone (a store written with one loses it when the mirror opens it); the zone's records are still found")
+        func metadataZoneIndexIsDropped() throws {
+            let model = ManagedObjectModel.meowCare()
+            let configuration = try #require(model.configurations.first { $0.scope == .private })
+            let store = try PersistentStore(url: "memory://meta-index", filePath: nil, configuration: configuration, model: model)
+            let state = MirrorState(store)
+            try state.createTables()
+            try store.database.execute("CREATE INDEX mirror_meta_zone ON mirror_meta(zone_name, owner_name)")
+            try state.createTables()
+            #expect(try store.database.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mirror_meta' AND sql IS NOT NULL")?.int == 0)
+            let zone = MirrorZoneID(zoneName: "share-1", ownerName: "owner")
+            try state.setMeta(.init(uuid: "a", entity: "CareEvent", zone: zone, changeTag: "t1", serverFields: nil))
+            try state.setMeta(.init(uuid: "b", entity: "CareEvent", zone: .coreData, changeTag: "t2", serverFields: nil))
+            #expect(try state.recordNames(inZone: zone).map(\.uuid) == ["a"])
+            #expect(try state.knowsRecords(inZone: zone) && !state.knowsRecords(inZone: MirrorZoneID(zoneName: "other", ownerName: "owner")))
+            #expect(try state.knownZones() == [zone, .coreData])
+        }
+
+        @Test("A file store's reading companion reads what the store committed, in snapshots, and cannot write; an in-memory store has none")
+        func readingCompanion() throws {
+            let model = ManagedObjectModel.meowCare()
+            let configuration = try #require(model.configurations.first { $0.scope == .private })
+            let memory = try PersistentStore(url: "memory://companion", filePath: nil, configuration: configuration, model: model)
+            #expect(try memory.readingCompanion() == nil)
+            let dir = NSTemporaryDirectory() + "companion-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let store = try PersistentStore(url: "file://\(dir)/p.sqlite", filePath: dir + "/p.sqlite", configuration: configuration, model: model)
+            let state = MirrorState(store)
+            try state.createTables()
+            let reader = try #require(try store.readingCompanion())
+            #expect(try store.readingCompanion() === reader, "made once")
+            #expect(reader.name == store.name && reader.uuid == store.uuid)
+            try state.enqueue(uuid: "n1", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, primaryKey: 1)
+            let seen = try reader.database.readTransaction { () throws -> [String] in
+                let first = try MirrorState(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
+                // A commit made meanwhile is not in this snapshot.
+                try state.enqueue(uuid: "n2", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, primaryKey: 2)
+                return try first + MirrorState(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
+            }
+            #expect(seen == ["n1", "n1"])
+            #expect(try reader.database.readTransaction { try MirrorState(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid) } == ["n1", "n2"])
+            #expect(throws: SQLiteError.self) { try MirrorState(reader).dropPending("n1") }
         }
 
         @Test("A record the server lost but a local edit re-creates (resurrect) keeps its stamps, wherever they lived")

@@ -117,6 +117,56 @@ struct DatabaseTests {
         }
     }
 
+    @Test("A new database file gets 16 KiB pages; an existing file keeps the size it was made with")
+    func newFilesGetLargePages() throws {
+        let dir = NSTemporaryDirectory() + "sqlkit-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let db = try Database(path: dir + "/new.sqlite")
+            try db.execute("CREATE TABLE t(a INTEGER)")
+            #expect(try db.scalar("PRAGMA page_size")?.int == Database.pageSize)
+            #expect(Database.pageSize == 16_384)
+        }
+        #expect(try Database(path: dir + "/new.sqlite").scalar("PRAGMA page_size")?.int == 16_384)
+        // A file written before (4 KiB pages) is opened as it is: SQLite cannot change a WAL
+        // file's page size, and the pragma must not fail its opening.
+        do {
+            let old = try Database(path: dir + "/old.sqlite")
+            try old.execute("PRAGMA journal_mode=DELETE")
+            try old.execute("PRAGMA page_size=4096")
+            try old.execute("VACUUM")
+            try old.execute("PRAGMA journal_mode=WAL")
+            try old.execute("CREATE TABLE t(a INTEGER)")
+            try old.execute("INSERT INTO t VALUES (1)")
+            #expect(try old.scalar("PRAGMA page_size")?.int == 4096)
+        }
+        let reopened = try Database(path: dir + "/old.sqlite")
+        #expect(try reopened.scalar("PRAGMA page_size")?.int == 4096)
+        #expect(try reopened.scalar("SELECT count(*) FROM t")?.int == 1)
+    }
+
+    @Test("A read transaction on a read-only connection sees one snapshot while the writer commits, and the next sees the commit")
+    func readTransactionsAreSnapshots() throws {
+        let dir = NSTemporaryDirectory() + "sqlkit-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let writer = try Database(path: dir + "/db.sqlite")
+        try writer.execute("CREATE TABLE t(a INTEGER)")
+        try writer.execute("INSERT INTO t VALUES (1)")
+        let reader = try Database(path: dir + "/db.sqlite", readOnly: true)
+        let (before, during) = try reader.readTransaction { () throws -> (Int?, Int?) in
+            let before = try reader.scalar("SELECT count(*) FROM t")?.int
+            // The writer is not blocked by the open read transaction (WAL).
+            try writer.transaction { try writer.execute("INSERT INTO t VALUES (2)") }
+            return (before, try reader.scalar("SELECT count(*) FROM t")?.int)
+        }
+        #expect(before == 1 && during == 1)
+        #expect(!reader.isInTransaction)
+        #expect(try reader.readTransaction { try reader.scalar("SELECT count(*) FROM t")?.int } == 2)
+        #expect(throws: SQLiteError.self) { try reader.execute("INSERT INTO t VALUES (3)") }
+    }
+
     @Test("Background checkpoints: a stream of commits keeps the log bounded and loses nothing; the file holds it all after close")
     func backgroundCheckpointsKeepTheLogBounded() throws {
         let dir = NSTemporaryDirectory() + "sqlkit-\(UUID().uuidString)"
@@ -129,8 +179,8 @@ struct DatabaseTests {
             db.checkpointInBackground()
             try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
             let body = String(repeating: "x", count: 3000)
-            // 120 commits of ~250 pages each: 30,000 pages written, the log passes the writer's
-            // own checkpoint size (8,000 pages) several times.
+            // 120 commits of ~750 KB each: ~90 MB written, the log passes the writer's own
+            // checkpoint size (32 MiB) several times.
             for batch in 0..<120 {
                 try db.transaction {
                     for row in 0..<250 { try db.execute("INSERT INTO t(id, body) VALUES (?, ?)", [batch * 250 + row, body]) }
@@ -140,8 +190,8 @@ struct DatabaseTests {
             }
             #expect(try db.scalar("SELECT count(*) FROM t")?.int == 30_000)
         }
-        // 8,000 pages plus one commit's worth, with headers: never the 30,000 pages written.
-        #expect(largestLog > 0 && largestLog < 8_600 * 4_200, "largest log \(largestLog) bytes")
+        // 32 MiB plus one commit's worth, with frame headers: never the ~90 MB written.
+        #expect(largestLog > 0 && largestLog < (32 << 20) + (3 << 20), "largest log \(largestLog) bytes")
         let reopened = try Database(path: path)
         #expect(try reopened.scalar("SELECT count(*) FROM t")?.int == 30_000)
         #expect(try reopened.integrityCheck() == "ok")
