@@ -67,10 +67,14 @@ extension Mirroring {
         /// `MEOW_CONVERGENCE_SEEDS=500 swift test --filter ConvergenceTests`). A failure prints
         /// its seed and every step, and `MEOW_CONVERGENCE_SEED=S` runs that seed alone, which
         /// replays it exactly (the automatic variant's only approximately).
+        /// `MEOW_CONVERGENCE_SEED_OFFSET=K` starts every test K seeds further on: a search
+        /// beyond the seeds already searched (the printed seed replays as before).
         static func seeds(from first: UInt64) -> [UInt64] {
-            let count = ProcessInfo.processInfo.environment["MEOW_CONVERGENCE_SEEDS"].flatMap { UInt64($0) } ?? 8
-            if let only = ProcessInfo.processInfo.environment["MEOW_CONVERGENCE_SEED"].flatMap({ UInt64($0) }) { return [only] }
-            return Array(first..<(first + max(1, count)))
+            let environment = ProcessInfo.processInfo.environment
+            let count = environment["MEOW_CONVERGENCE_SEEDS"].flatMap { UInt64($0) } ?? 8
+            if let only = environment["MEOW_CONVERGENCE_SEED"].flatMap({ UInt64($0) }) { return [only] }
+            let start = first + (environment["MEOW_CONVERGENCE_SEED_OFFSET"].flatMap { UInt64($0) } ?? 0)
+            return Array(start..<(start + max(1, count)))
         }
 
         static let editable = ["value", "note", "eventTypeRaw"]
