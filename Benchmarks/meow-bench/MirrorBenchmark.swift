@@ -79,7 +79,7 @@ enum MirrorBenchmark {
         // B fetches as the cloud's pushes arrive, so the three processes work at once. Timed
         // from A's first save until B's remoteChange events have named every event. In rounds
         // too, each beside the batched-save rate of a manual-mode device measured just before.
-        var live: [(local: Double, rate: Double, saves: Double, rest: Double, cpu: String, busy: [Double])] = []
+        var live: [(local: Double, rate: Double, saves: Double, rest: Double, cpu: String, busy: [Double], lock: [Double])] = []
         for round in 0..<rounds {
             let baseline = try device("base\(round)", "live\(round)-secret")
             let liveA = try device("live\(round)-a", "live\(round)-secret", mode: "automatic")
@@ -98,6 +98,7 @@ enum MirrorBenchmark {
             _ = try waitForEvents(watcher, entity: "CareSession", count: 1)
             let liveRequests = (0..<(events / 1000)).map { la.insertParams(batch: $0, count: 1000, session: liveSession) }
             let cpuStart = try [liveA, cloud, liveB].map { try $0.cpuSeconds() } + [ownCPUSeconds()]
+            let lockStart = try la.call("info", "{}")["storeLock"]
             let machineStart = MachineCPU.read()
             started = now()
             for request in liveRequests { try la.save(request) }
@@ -106,12 +107,17 @@ enum MirrorBenchmark {
             _ = try waitForEvents(watcher, entity: "CareEvent", count: events)
             let done = now()
             let machineDone = MachineCPU.read()
+            // A's store lock over the round: the share of it held, and the time its takers waited.
+            let lockEnd = try la.call("info", "{}")["storeLock"]
+            let lock = ["heldSeconds", "waitedSeconds"].map { key in
+                ((lockEnd?[key]?.doubleValue ?? 0) - (lockStart?[key]?.doubleValue ?? 0)) / (Double(done - started) / 1e9)
+            }
             let busy = [MachineCPU.busyShare(from: machineStart, to: machineDone), MachineCPU.busyShare(from: machineStart, to: machineSaved),
                         MachineCPU.busyShare(from: machineSaved, to: machineDone)]
             let cpu = try zip(cpuStart, [liveA, cloud, liveB].map { try $0.cpuSeconds() } + [ownCPUSeconds()]).map { format(($1 - $0) / Double(events) * 1e6, 0) }.joined(separator: " / ")
             let received = try StoreSession(socket: liveB.socket).call("fetch.count", #"{"entity":"CareEvent"}"#)["count"]?.intValue ?? -1
             guard received == events else { throw BenchError("live B received \(received) of \(events) events") }
-            live.append((localRate, Double(events) / (Double(done - started) / 1e9), Double(liveSaved - started) / 1e9, Double(done - liveSaved) / 1e9, cpu, busy))
+            live.append((localRate, Double(events) / (Double(done - started) / 1e9), Double(liveSaved - started) / 1e9, Double(done - liveSaved) / 1e9, cpu, busy, lock))
             // Idle automatic devices still look for work; stop them before the next round.
             liveA.stop()
             liveB.stop()
@@ -123,6 +129,8 @@ enum MirrorBenchmark {
         print(row(["  of which A's saves / the rest: s", "", format(liveMedian.saves, 2) + " / " + format(liveMedian.rest, 2), ""], widths: widths))
         print(row(["  CPU/record A+saves / cloud / B / bench: µs", "", liveMedian.cpu, ""], widths: widths))
         print(row(["  cores busy: all / A's saves / the rest", "", liveMedian.busy.map { format($0 * 100, 0) + "%" }.joined(separator: " / "), ""],
+                  widths: widths))
+        print(row(["  A's store lock: held / waited for", "", liveMedian.lock.map { format($0 * 100, 0) + "%" }.joined(separator: " / "), ""],
                   widths: widths))
 
         // 3. One change on top of many synced records vs on top of few.

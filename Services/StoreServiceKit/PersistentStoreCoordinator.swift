@@ -14,6 +14,9 @@ import Synchronization
 public final class PersistentStoreCoordinator: Sendable {
     public let model: ManagedObjectModel
     private let state = SleepingMutex(Stores())
+    /// How much the lock is used and waited for (`info.storeLock`): every save, fetch and mirror
+    /// step takes it, so on a busy device it is what clients wait for.
+    private let lockUse = LockUse()
 
     struct Stores: Sendable {
         var list: [PersistentStore] = []
@@ -47,8 +50,17 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Runs `body` with the stores, in load order, holding the coordinator's lock.
     func withStores<T>(_ body: (StoreSet) throws -> T) throws -> T {
-        try state.withLock { stores in try body(StoreSet(list: stores.list, model: model)) }
+        let asked = ContinuousClock.now
+        return try state.withLock { stores in
+            let taken = ContinuousClock.now
+            defer { lockUse.add(waited: taken - asked, held: ContinuousClock.now - taken) }
+            return try body(StoreSet(list: stores.list, model: model))
+        }
     }
+
+    /// The lock's use since start: how often it was taken, and the time spent waiting for it
+    /// and holding it (summed over threads: waits overlap).
+    public var lockStatistics: (acquisitions: Int, waitedSeconds: Double, heldSeconds: Double) { lockUse.totals }
 
     /// Folds each store's WAL into its main file (a clean shutdown leaves single-file stores).
     public func checkpoint() {
@@ -99,5 +111,27 @@ public struct StoreDescription: Sendable, Codable, Hashable {
         path = store.filePath
         entities = store.configuration.entities
         lastHistoryToken = Int(store.lastToken)
+    }
+}
+
+/// Counters of a lock's use, updated by whoever held it (atomics: read without the lock).
+private final class LockUse: Sendable {
+    private let acquisitions = Atomic<Int>(0)
+    private let waitedNanoseconds = Atomic<Int>(0)
+    private let heldNanoseconds = Atomic<Int>(0)
+
+    func add(waited: Duration, held: Duration) {
+        acquisitions.add(1, ordering: .relaxed)
+        waitedNanoseconds.add(Self.nanoseconds(waited), ordering: .relaxed)
+        heldNanoseconds.add(Self.nanoseconds(held), ordering: .relaxed)
+    }
+
+    var totals: (acquisitions: Int, waitedSeconds: Double, heldSeconds: Double) {
+        (acquisitions.load(ordering: .relaxed), Double(waitedNanoseconds.load(ordering: .relaxed)) / 1e9,
+         Double(heldNanoseconds.load(ordering: .relaxed)) / 1e9)
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int {
+        Int(duration.components.seconds) * 1_000_000_000 + Int(duration.components.attoseconds / 1_000_000_000)
     }
 }

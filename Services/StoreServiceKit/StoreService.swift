@@ -84,6 +84,11 @@ public final class StoreService: ServiceDefinition {
             "stores": (try? JSONValue(encoding: stores)) ?? .null,
             "model": .string(model.name),
             "routing": .string(options.routing.rawValue),
+            "storeLock": Self.lockJSON(engine.coordinator.lockStatistics),
         ]
+    }
+
+    private static func lockJSON(_ use: (acquisitions: Int, waitedSeconds: Double, heldSeconds: Double)) -> JSONValue {
+        ["acquisitions": .int(use.acquisitions), "waitedSeconds": .double(use.waitedSeconds), "heldSeconds": .double(use.heldSeconds)]
     }
 }

@@ -29,6 +29,22 @@ struct LifecycleTests {
         _ = await service.process.stop()
     }
 
+    @Test("info.storeLock counts the store lock's use: a save takes it and holds it for a while; waits are counted apart")
+    func storeLockUseIsReported() async throws {
+        let service = try await RunningService.start("store-service")
+        let client = try WireClient(socketPath: service.socket)
+        _ = try await client.hello(client: "lock-test")
+        let before = try await client.call("info", Empty())["storeLock"]
+        let taken = try #require(before?["acquisitions"]?.intValue)
+        #expect(before?["heldSeconds"]?.doubleValue ?? -1 >= 0 && before?["waitedSeconds"]?.doubleValue ?? -1 >= 0)
+        #expect(await CrashHarnessTests.save(client, batch: 0, count: 50))
+        let after = try await client.call("info", Empty())["storeLock"]
+        #expect(try #require(after?["acquisitions"]?.intValue) > taken)
+        #expect(try #require(after?["heldSeconds"]?.doubleValue) > before?["heldSeconds"]?.doubleValue ?? 0)
+        client.close()
+        _ = await service.process.stop()
+    }
+
     @Test("with MEOW_EXIT_WITH_PID (the test support sets its own pid) a service stops cleanly once that process has ended")
     func exitsWithItsParent() async throws {
         let directory = TemporaryDirectory()
