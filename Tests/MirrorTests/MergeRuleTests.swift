@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import SQLiteKit
 import Testing
+import TestSupport
 @testable import StoreServiceKit
 
 extension Mirroring {
@@ -9,6 +10,13 @@ extension Mirroring {
     @Suite("Mirroring: the per-field merge rule")
     struct MergeRuleTests {
         static func field(_ text: String) -> JSONValue { ["type": "string", "value": .string(text)] }
+
+        /// A MeowCare private store: in memory, or on a file at `filePath`.
+        static func privateStore(_ url: String, filePath: String? = nil) throws -> PersistentStore {
+            let model = ManagedObjectModel.meowCare()
+            let configuration = try #require(model.configurations.first { $0.scope == .private })
+            return try PersistentStore(url: url, filePath: filePath, configuration: configuration, model: model)
+        }
         let early = FieldStamp(time: 100, device: "A")
         let late = FieldStamp(time: 200, device: "A")
 
@@ -141,9 +149,7 @@ extension Mirroring {
 
         @Test("A queue written before entries carried a new object's stamps and its row's key gains both when the mirror opens it; old entries are kept")
         func pendingColumnsAreAdded() throws {
-            let model = ManagedObjectModel.meowCare()
-            let configuration = try #require(model.configurations.first { $0.scope == .private })
-            let store = try PersistentStore(url: "memory://migrate", filePath: nil, configuration: configuration, model: model)
+            let store = try Self.privateStore("memory://migrate")
             try store.database.execute("""
                 CREATE TABLE mirror_pending(seq INTEGER PRIMARY KEY AUTOINCREMENT, uuid TEXT NOT NULL UNIQUE,
                     entity TEXT NOT NULL, kind TEXT NOT NULL, zone_name TEXT, owner_name TEXT, changed TEXT NOT NULL,
@@ -174,9 +180,7 @@ extension Mirroring {
 
         @Test("Record metadata has no index on its zone (a store written with one loses it when the mirror opens it); the zone's records are still found")
         func metadataZoneIndexIsDropped() throws {
-            let model = ManagedObjectModel.meowCare()
-            let configuration = try #require(model.configurations.first { $0.scope == .private })
-            let store = try PersistentStore(url: "memory://meta-index", filePath: nil, configuration: configuration, model: model)
+            let store = try Self.privateStore("memory://meta-index")
             let state = MirrorState(store)
             try state.createTables()
             try store.database.execute("CREATE INDEX mirror_meta_zone ON mirror_meta(zone_name, owner_name)")
@@ -192,14 +196,11 @@ extension Mirroring {
 
         @Test("A file store's reading companion reads what the store committed, in snapshots, and cannot write; an in-memory store has none")
         func readingCompanion() throws {
-            let model = ManagedObjectModel.meowCare()
-            let configuration = try #require(model.configurations.first { $0.scope == .private })
-            let memory = try PersistentStore(url: "memory://companion", filePath: nil, configuration: configuration, model: model)
+            let memory = try Self.privateStore("memory://companion")
             #expect(try memory.readingCompanion() == nil)
-            let dir = NSTemporaryDirectory() + "companion-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: dir) }
-            let store = try PersistentStore(url: "file://\(dir)/p.sqlite", filePath: dir + "/p.sqlite", configuration: configuration, model: model)
+            let dir = TemporaryDirectory(prefix: "companion")
+            defer { withExtendedLifetime(dir) {} }  // removed only once the store is done with its files
+            let store = try Self.privateStore("file://\(dir.file("p.sqlite"))", filePath: dir.file("p.sqlite"))
             let state = MirrorState(store)
             try state.createTables()
             let reader = try #require(try store.readingCompanion())
@@ -219,9 +220,7 @@ extension Mirroring {
 
         @Test("A record the server lost but a local edit re-creates (resurrect) keeps its stamps, wherever they lived")
         func forgettingTheServerCopyKeepsStamps() throws {
-            let model = ManagedObjectModel.meowCare()
-            let configuration = try #require(model.configurations.first { $0.scope == .private })
-            let store = try PersistentStore(url: "memory://resurrect", filePath: nil, configuration: configuration, model: model)
+            let store = try Self.privateStore("memory://resurrect")
             let state = MirrorState(store)
             try state.createTables()
             let sent = FieldStamp.encode(["CD_id", "CD_value"], FieldStamp(time: 1, device: "A"))
@@ -283,9 +282,7 @@ extension Mirroring {
 
         @Test("A row's fields as text: each attribute as its typed field in name order, the stamps as a string field")
         func fieldsTextOfARow() throws {
-            let model = ManagedObjectModel.meowCare()
-            let configuration = try #require(model.configurations.first { $0.scope == .private })
-            let store = try PersistentStore(url: "memory://rules", filePath: nil, configuration: configuration, model: model)
+            let store = try Self.privateStore("memory://rules")
             let entity = try #require(store.model.entity(named: "CareEvent"))
             var values = [SQLValue](repeating: .null, count: entity.attributes.count + entity.toOneRelationships.count)
             for (index, attribute) in entity.attributes.enumerated() where attribute.name != "note" {

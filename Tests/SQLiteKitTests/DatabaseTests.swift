@@ -2,6 +2,14 @@ import Foundation
 import SQLiteKit
 import Testing
 
+/// A fresh directory for one test's files, removed by `remove()`.
+struct TestDirectory {
+    let path = NSTemporaryDirectory() + "sqlkit-\(UUID().uuidString)"
+    init() throws { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+    func file(_ name: String) -> String { path + "/" + name }
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
 @Suite("SQLiteKit")
 struct DatabaseTests {
     /// `cached` looks a statement up by the address of its text first; texts built again and
@@ -61,28 +69,26 @@ struct DatabaseTests {
 
     @Test("a file database uses WAL and synchronous=FULL, and its data survives reopening")
     func durability() throws {
-        let dir = NSTemporaryDirectory() + "sqlkit-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let dir = try TestDirectory()
+        defer { dir.remove() }
         do {
-            let db = try Database(path: dir + "/a.sqlite")
+            let db = try Database(path: dir.file("a.sqlite"))
             #expect(try db.scalar("PRAGMA journal_mode")?.string == "wal")
             #expect(try db.scalar("PRAGMA synchronous")?.int == 2)
             try db.execute("CREATE TABLE t(v BLOB)")
             try db.execute("INSERT INTO t VALUES (?)", [[UInt8]([1, 2, 3])])
         }
-        let reopened = try Database(path: dir + "/a.sqlite")
+        let reopened = try Database(path: dir.file("a.sqlite"))
         #expect(try reopened.scalar("SELECT v FROM t")?.bytes == [1, 2, 3])
         #expect(try reopened.integrityCheck() == "ok")
     }
 
     @Test("a deferred transaction commits without waiting for the disk, and the next one waits again (also after a throw)")
     func deferredCommit() throws {
-        let dir = NSTemporaryDirectory() + "sqlkit-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let dir = try TestDirectory()
+        defer { dir.remove() }
         do {
-            let db = try Database(path: dir + "/a.sqlite")
+            let db = try Database(path: dir.file("a.sqlite"))
             try db.execute("CREATE TABLE t(a INTEGER PRIMARY KEY)")
             let inside = try db.transaction(commit: .deferred) { () throws -> Int? in
                 try db.execute("INSERT INTO t VALUES (?)", [1])
@@ -98,7 +104,7 @@ struct DatabaseTests {
             #expect(full == 2)
         }
         // Committed (the log is written before COMMIT returns): a new connection reads it.
-        #expect(try Database(path: dir + "/a.sqlite").scalar("SELECT count(*) FROM t")?.int == 1)
+        #expect(try Database(path: dir.file("a.sqlite")).scalar("SELECT count(*) FROM t")?.int == 1)
         // In memory there is no disk to wait for: the setting is left alone.
         let memory = try Database.inMemory()
         let setting = try memory.scalar("PRAGMA synchronous")?.int
@@ -119,20 +125,19 @@ struct DatabaseTests {
 
     @Test("A new database file gets 16 KiB pages; an existing file keeps the size it was made with")
     func newFilesGetLargePages() throws {
-        let dir = NSTemporaryDirectory() + "sqlkit-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let dir = try TestDirectory()
+        defer { dir.remove() }
         do {
-            let db = try Database(path: dir + "/new.sqlite")
+            let db = try Database(path: dir.file("new.sqlite"))
             try db.execute("CREATE TABLE t(a INTEGER)")
             #expect(try db.scalar("PRAGMA page_size")?.int == Database.pageSize)
             #expect(Database.pageSize == 16_384)
         }
-        #expect(try Database(path: dir + "/new.sqlite").scalar("PRAGMA page_size")?.int == 16_384)
+        #expect(try Database(path: dir.file("new.sqlite")).scalar("PRAGMA page_size")?.int == 16_384)
         // A file written before (4 KiB pages) is opened as it is: SQLite cannot change a WAL
         // file's page size, and the pragma must not fail its opening.
         do {
-            let old = try Database(path: dir + "/old.sqlite")
+            let old = try Database(path: dir.file("old.sqlite"))
             try old.execute("PRAGMA journal_mode=DELETE")
             try old.execute("PRAGMA page_size=4096")
             try old.execute("VACUUM")
@@ -141,20 +146,19 @@ struct DatabaseTests {
             try old.execute("INSERT INTO t VALUES (1)")
             #expect(try old.scalar("PRAGMA page_size")?.int == 4096)
         }
-        let reopened = try Database(path: dir + "/old.sqlite")
+        let reopened = try Database(path: dir.file("old.sqlite"))
         #expect(try reopened.scalar("PRAGMA page_size")?.int == 4096)
         #expect(try reopened.scalar("SELECT count(*) FROM t")?.int == 1)
     }
 
     @Test("A read transaction on a read-only connection sees one snapshot while the writer commits, and the next sees the commit")
     func readTransactionsAreSnapshots() throws {
-        let dir = NSTemporaryDirectory() + "sqlkit-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let writer = try Database(path: dir + "/db.sqlite")
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let writer = try Database(path: dir.file("db.sqlite"))
         try writer.execute("CREATE TABLE t(a INTEGER)")
         try writer.execute("INSERT INTO t VALUES (1)")
-        let reader = try Database(path: dir + "/db.sqlite", readOnly: true)
+        let reader = try Database(path: dir.file("db.sqlite"), readOnly: true)
         let (before, during) = try reader.readTransaction { () throws -> (Int?, Int?) in
             let before = try reader.scalar("SELECT count(*) FROM t")?.int
             // The writer is not blocked by the open read transaction (WAL).
@@ -169,10 +173,9 @@ struct DatabaseTests {
 
     @Test("Background checkpoints: a stream of commits keeps the log bounded and loses nothing; the file holds it all after close")
     func backgroundCheckpointsKeepTheLogBounded() throws {
-        let dir = NSTemporaryDirectory() + "sqlkit-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let path = dir + "/bg.sqlite"
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let path = dir.file("bg.sqlite")
         var largestLog = 0
         do {
             let db = try Database(path: path)
