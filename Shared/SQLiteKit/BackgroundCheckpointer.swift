@@ -78,7 +78,7 @@ extension Database {
     /// instead whenever a commit leaves the log at 4 MiB or more. Call once, on the writer.
     public func checkpointInBackground() {
         guard path != ":memory:", checkpointer == nil else { return }
-        let pageSize = (try? scalar("PRAGMA page_size")?.int).flatMap { $0 } ?? 4096
+        let pageSize = (try? scalar("PRAGMA page_size"))?.int ?? 4096
         let checkpointer = BackgroundCheckpointer(path: path, pageSize: pageSize)
         self.checkpointer = checkpointer
         // Replaces the automatic checkpoint's own hook (sqlite3_wal_autocheckpoint installs one).
