@@ -74,39 +74,31 @@ extension CloudMirror {
                 let store = stores.list[index]
                 return (store, try ingest(store, enough: limit), try store.readingCompanion())
             }) else { return nil }
-            let batch: Batch?
-            if let reader {
-                // The batch is read from a snapshot on the store's reading connection, without
-                // the store lock: clients' saves go on meanwhile (building was a fifth of the
-                // time a sending device held the lock, and its saves waited for it). A save that
-                // lands meanwhile is queued again (a new generation), so the batch carries the
-                // row as it was a moment earlier, as if built just before that save.
-                var drops: [MirrorState.Pending] = []
-                let items = try reader.database.readTransaction {
+            // The batch is read from a snapshot on the store's reading connection, without the
+            // store lock: clients' saves go on meanwhile (building was a fifth of the time a
+            // sending device held the lock, and its saves waited for it). A save that lands
+            // meanwhile is queued again (a new generation), so the batch carries the row as it
+            // was a moment earlier, as if built just before that save. An in-memory store has
+            // one connection: its batch is built under the lock, below.
+            var drops: [MirrorState.Pending] = []
+            let read = try reader.map { reader in
+                try reader.database.readTransaction {
                     try buildBatch(store: reader, now: now, limit: limit, skipped: excluding, after: after, touched: touched,
                                    drops: &drops, report: &report)
                 }
-                batch = try withStores { stores -> Batch? in
-                    // (A store replaced meanwhile: built again from the new one.)
-                    guard let index = Self.storeIndex(scope, in: stores), stores.list[index] === store else { return nil }
-                    return try store.database.transaction(commit: .deferred) { try finishBatch(items, drops: drops, store: store) }
-                }
-                guard batch != nil else { continue }
-            } else {
-                // An in-memory store has one connection: the batch is built under the lock.
-                batch = try withStores { stores -> Batch? in
-                    guard let index = Self.storeIndex(scope, in: stores), stores.list[index] === store else { return nil }
-                    // One transaction: its dozens of statements per record share one file lock.
-                    return try store.database.transaction(commit: .deferred) {
-                        var drops: [MirrorState.Pending] = []
-                        let items = try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after, touched: touched,
-                                                   drops: &drops, report: &report)
-                        return try finishBatch(items, drops: drops, store: store)
-                    }
-                }
-                guard batch != nil else { continue }
             }
-            if let batch, !batch.items.isEmpty { return batch }
+            let built = try withStores { stores -> Batch? in
+                // (A store replaced meanwhile: built again from the new one.)
+                guard let index = Self.storeIndex(scope, in: stores), stores.list[index] === store else { return nil }
+                // One transaction: its dozens of statements per record share one file lock.
+                return try store.database.transaction(commit: .deferred) {
+                    let items = try read ?? buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: after,
+                                                       touched: touched, drops: &drops, report: &report)
+                    return try finishBatch(items, drops: drops, store: store)
+                }
+            }
+            guard let batch = built else { continue }
+            if !batch.items.isEmpty { return batch }
             // What was queued sends nothing (deletes of records never sent, seed 002's
             // strays): look further into the history before saying the queue is done.
             if !more { return nil }
