@@ -22,14 +22,15 @@ extension CloudMirror {
         }
     }
 
+    /// Records' fields arrive with their text beside them: the mirror keeps that text as a
+    /// record's server fields instead of writing the parsed fields out again. Fields in the
+    /// sync-service's stored form (all of a mirror's own) come as that text alone, with no
+    /// tree: a tree of a page's fields, a dictionary per field, was half of parsing it.
+    static let fieldsAsText = JSONParser.KeptText(key: "fields", depth: nil, textOnly: { bytes, start in StoredFields.end(bytes, from: start) })
+
     /// A new connection: hello with the credential, the push subscription, the local data switched to its user.
     private func connect(credential: String) throws(WireError) -> Connection {
-        // Records' fields arrive with their text beside them: the mirror keeps that text as a
-        // record's server fields instead of writing the parsed fields out again. Fields in the
-        // sync-service's stored form (all of a mirror's own) come as that text alone, with no
-        // tree: a tree of a page's fields, a dictionary per field, was half of parsing it.
-        let fieldsAsText = JSONParser.KeptText(key: "fields", depth: nil, textOnly: { bytes, start in StoredFields.end(bytes, from: start) })
-        let client = try WireClient(socketPath: options.syncSocket, timeout: .seconds(60), keeping: fieldsAsText)
+        let client = try WireClient(socketPath: options.syncSocket, timeout: .seconds(60), keeping: Self.fieldsAsText)
         let hello = try client.callBlocking("hello", HelloParams(client: "store-service mirror (\(options.deviceName))", credential: credential))
         guard let user = hello["user"]?.stringValue else {
             client.close()
@@ -118,7 +119,7 @@ extension CloudMirror {
             }
             let client = try client().client
             waiter.client = client
-            client.send(op, params) { waiter.resolve($0) }
+            client.send(op, params, reader: waiter.resultReader) { waiter.resolve($0) }
         } catch {
             waiter.resolve(.failure(error))
         }
@@ -154,9 +155,25 @@ final class ReplyWaiter: Sendable {
     /// Runs on the client's reader thread when a reply succeeds, so that work is done before
     /// the waiting thread wakes (a fetch decodes the next page while it applies this one).
     private let decode: (@Sendable (JSONValue) -> any Sendable)?
+    /// Reads a success reply from its bytes instead (`WireClient.ResultReader`), on the same
+    /// thread; nil from it leaves the reply to be parsed, and then to `decode`.
+    private let read: (@Sendable (UnsafeBufferPointer<UInt8>) -> (any Sendable)?)?
     private let decodedValue = Mutex<(any Sendable)?>(nil)
 
-    init(decode: (@Sendable (JSONValue) -> any Sendable)? = nil) { self.decode = decode }
+    init(decode: (@Sendable (JSONValue) -> any Sendable)? = nil, read: (@Sendable (UnsafeBufferPointer<UInt8>) -> (any Sendable)?)? = nil) {
+        self.decode = decode
+        self.read = read
+    }
+
+    /// `read` as the client's reader: what it reads is kept as the decoded value.
+    var resultReader: WireClient.ResultReader? {
+        guard let read else { return nil }
+        return { [self] bytes in
+            guard let value = read(bytes) else { return false }
+            decodedValue.withLock { $0 = value }
+            return true
+        }
+    }
 
     /// What `decode` made of the reply, once `wait` has returned a success.
     func decoded<T>(as type: T.Type) -> T? { decodedValue.withLock { $0 as? T } }
@@ -169,7 +186,7 @@ final class ReplyWaiter: Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
 
     func resolve(_ result: Result<JSONValue, WireError>) {
-        if let decode, case let .success(value) = result {
+        if let decode, case let .success(value) = result, decodedValue.withLock({ $0 == nil }) {
             let decoded = decode(value)
             decodedValue.withLock { $0 = decoded }
         }

@@ -55,7 +55,7 @@ extension CloudMirror {
     /// Pages of a zone fetched ahead of the one being applied (`PagesAhead`).
     static let pagesAhead = 2
 
-    private struct ZoneChanges: Sendable {
+    struct ZoneChanges: Sendable {
         var changed: [MirrorRecord]
         var deleted: [(recordName: String, recordType: String)]
         var token: String
@@ -66,7 +66,60 @@ extension CloudMirror {
         var prepared: [MirrorImport.Prepared?]
 
         init(json: JSONValue, model: ManagedObjectModel, holding: Set<String>) {
-            changed = (json["changed"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
+            let deleted = (json["deleted"]?.arrayValue ?? []).compactMap { item -> (String, String)? in
+                guard let name = item["recordName"]?.stringValue else { return nil }
+                return (name, item["recordType"]?.stringValue ?? "")
+            }
+            self.init(changed: (json["changed"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:)), deleted: deleted,
+                      token: json["token"]?.stringValue ?? "", moreComing: json["moreComing"]?.boolValue ?? false, model: model, holding: holding)
+        }
+
+        /// Reads a page from the reply's bytes (`WireClient.ResultReader`): nil when it cannot,
+        /// and the reply is parsed into a tree and read by `init(json:)`, which it matches.
+        init?(bytes: UnsafeBufferPointer<UInt8>, model: ManagedObjectModel, holding: Set<String>) {
+            var scanner = JSONScanner(bytes)
+            var changed: [MirrorRecord] = [], deleted: [(recordName: String, recordType: String)] = []
+            var token = "", moreComing = false
+            guard scanner.beginObject() else { return nil }
+            while let key = scanner.nextKey() {
+                switch key {
+                case "changed":
+                    changed = []
+                    guard scanner.beginArray() else { return nil }
+                    while scanner.nextElement() {
+                        guard let record = MirrorRecord(scanning: &scanner) else { return nil }
+                        changed.append(record)
+                    }
+                    guard scanner.finishedArray else { return nil }
+                case "deleted":
+                    deleted = []
+                    guard scanner.beginArray() else { return nil }
+                    while scanner.nextElement() {
+                        guard scanner.beginObject() else { return nil }
+                        var name: String?, type = ""
+                        while let member = scanner.nextKey() {
+                            switch member {
+                            case "recordName": guard let value = scanner.string() else { return nil }; name = value
+                            case "recordType": guard let value = scanner.string() else { return nil }; type = value
+                            default: guard scanner.skipValue() else { return nil }
+                            }
+                        }
+                        guard scanner.finishedObject, let name else { return nil }
+                        deleted.append((name, type))
+                    }
+                    guard scanner.finishedArray else { return nil }
+                case "token": guard let value = scanner.string() else { return nil }; token = value
+                case "moreComing": guard let value = scanner.bool() else { return nil }; moreComing = value
+                default: guard scanner.skipValue() else { return nil }
+                }
+            }
+            guard scanner.finishedObject, scanner.atEnd else { return nil }
+            self.init(changed: changed, deleted: deleted, token: token, moreComing: moreComing, model: model, holding: holding)
+        }
+
+        private init(changed: [MirrorRecord], deleted: [(recordName: String, recordType: String)], token: String, moreComing: Bool,
+                     model: ManagedObjectModel, holding: Set<String>) {
+            self.changed = changed
             var layouts: [String: MirrorImport.FieldLayout] = [:]
             prepared = changed.map { record -> MirrorImport.Prepared? in
                 guard !record.isShare, let name = record.entityName, holding.contains(name), let entity = model.entity(named: name) else { return nil }
@@ -79,12 +132,9 @@ extension CloudMirror {
                 guard let fields = record.fields else { return nil }
                 return MirrorImport.Prepared(entity: entity, fields: layout.values(fields))
             }
-            deleted = (json["deleted"]?.arrayValue ?? []).compactMap { item in
-                guard let name = item["recordName"]?.stringValue else { return nil }
-                return (name, item["recordType"]?.stringValue ?? "")
-            }
-            token = json["token"]?.stringValue ?? ""
-            moreComing = json["moreComing"]?.boolValue ?? false
+            self.deleted = deleted
+            self.token = token
+            self.moreComing = moreComing
         }
 
         /// The token to ask the next page from, when the page says more is coming.
@@ -198,9 +248,15 @@ extension CloudMirror {
         defer { ahead.stop() }
         // The next page is asked for as soon as this one's token is known, before its records
         // are decoded: pages chain through tokens, so the cloud builds the next one meanwhile.
+        // Pages are read from the reply's bytes (`ZoneChanges(bytes:)`), or failing that from
+        // its tree; either way the next page is asked for first.
         ahead.setUp(decode: { [weak ahead] json in
             if let token = ZoneChanges.nextToken(json) { ahead?.ask(after: token) }
             return ZoneChanges(json: json, model: model, holding: holding)
+        }, read: { [weak ahead] bytes in
+            guard let page = ZoneChanges(bytes: bytes, model: model, holding: holding) else { return nil }
+            if page.moreComing { ahead?.ask(after: page.token) }
+            return page
         }, send: { [self] token, waiter in
             let params: JSONValue = ["database": .string(database), "zoneID": zone.json, "limit": 1000, "since": .string(token)]
             begin("changes.fetchZone", params, into: waiter, connecting: false)
@@ -214,9 +270,18 @@ extension CloudMirror {
             let reply: JSONValue
             let prefetched = ahead.next()
             var outcome = prefetched?.wait()
-            let decoded = prefetched?.decoded(as: ZoneChanges.self)
+            var decoded = prefetched?.decoded(as: ZoneChanges.self)
+            // A page that came ahead and was decoded has asked for the one after it already.
+            let askedNext = decoded != nil
             if case .failure = outcome { outcome = nil }
-            switch outcome ?? attempt("changes.fetchZone", JSONValue.object(params)) {
+            if outcome == nil {
+                let asked = JSONValue.object(params)
+                let waiter = ReplyWaiter(read: { bytes in ZoneChanges(bytes: bytes, model: model, holding: holding) })
+                begin("changes.fetchZone", asked, into: waiter)
+                outcome = finish(waiter, "changes.fetchZone", asked)
+                decoded = waiter.decoded(as: ZoneChanges.self)
+            }
+            switch outcome! {
             case let .success(value): reply = value
             case let .failure(error) where error.code == .changeTokenExpired && token != nil:
                 // SEMANTICS C9: refetch from nil; applying is idempotent, so nothing doubles.
@@ -232,7 +297,7 @@ extension CloudMirror {
             // this one is applied; each is used only after the page before has been applied with
             // its token, so the order of pages and tokens is unchanged. A page that came ahead
             // was decoded when it arrived, and has already asked for the one after it.
-            if decoded == nil, let next = ZoneChanges.nextToken(reply) { ahead.ask(after: next) }
+            if !askedNext, let next = decoded.map({ $0.moreComing ? $0.token : nil }) ?? ZoneChanges.nextToken(reply) { ahead.ask(after: next) }
             let page = decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
             report.pages += 1
             // The page's token is saved in the transaction that applies the page (the last one,
@@ -607,6 +672,7 @@ extension CloudMirror {
 /// request is sent, so the queue is in page order however fast replies come back.
 final class PagesAhead: Sendable {
     typealias Decode = @Sendable (JSONValue) -> any Sendable
+    typealias Read = @Sendable (UnsafeBufferPointer<UInt8>) -> (any Sendable)?
     typealias Send = @Sendable (String, ReplyWaiter) -> Void
     private struct State {
         var waiting: [ReplyWaiter] = []
@@ -614,6 +680,7 @@ final class PagesAhead: Sendable {
         var parked: String?
         var stopped = false
         var decode: Decode?
+        var read: Read?
         var send: Send?
     }
     private let state = Mutex(State())
@@ -624,12 +691,21 @@ final class PagesAhead: Sendable {
     /// `decode` runs for pages that arrive while the fetch still wants them: one that comes
     /// after `stop` (the fetch of the zone ended, say on an error) is left undecoded, as nothing
     /// will apply it.
-    func setUp(decode: @escaping Decode, send: @escaping Send) {
+    /// `read`: the same from the reply's bytes (nil: it cannot, and `decode` gets the tree).
+    func setUp(decode: @escaping Decode, read: Read? = nil, send: @escaping Send) {
         let wanted: Decode = { [weak self] json in
             guard let self, !self.state.withLock({ $0.stopped }) else { return Unwanted() }
             return decode(json)
         }
-        state.withLock { $0.decode = wanted; $0.send = send }
+        var wantedBytes: Read?
+        if let read {
+            wantedBytes = { [weak self] bytes -> (any Sendable)? in
+                guard let self, !self.state.withLock({ $0.stopped }) else { return Unwanted() }
+                return read(bytes)
+            }
+        }
+        let reading = wantedBytes
+        state.withLock { $0.decode = wanted; $0.read = reading; $0.send = send }
     }
 
     /// What a page that came after `stop` decodes to.
@@ -641,7 +717,7 @@ final class PagesAhead: Sendable {
         let queued = state.withLock { state -> (ReplyWaiter, Send)? in
             guard !state.stopped, let send = state.send else { return nil }
             if state.waiting.count >= depth { state.parked = token; return nil }
-            let waiter = ReplyWaiter(decode: state.decode)
+            let waiter = ReplyWaiter(decode: state.decode, read: state.read)
             state.waiting.append(waiter)
             return (waiter, send)
         }
@@ -662,5 +738,5 @@ final class PagesAhead: Sendable {
     }
 
     /// Nothing more is asked for (the fetch of the zone ended).
-    func stop() { state.withLock { $0.stopped = true; $0.decode = nil; $0.send = nil } }
+    func stop() { state.withLock { $0.stopped = true; $0.decode = nil; $0.read = nil; $0.send = nil } }
 }

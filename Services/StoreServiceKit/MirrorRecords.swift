@@ -60,6 +60,54 @@ struct MirrorRecord: Sendable {
         share = json["share"]?["recordName"]?.stringValue.map { Reference(recordName: $0) }
         shareInfo = try? json["shareInfo"]?.decode(ShareInfo.self)
     }
+    /// Reads a record where `scanner` is (a reply's record read without a JSON tree:
+    /// `JSONScanner`), as `init(json:)` reads it from the tree of a reply parsed keeping fields in
+    /// stored form as text alone (`CloudMirror.connect`). Nil for anything else it does not take
+    /// (fields not in stored form, share records' participants), and the caller parses the reply.
+    init?(scanning scanner: inout JSONScanner) {
+        guard scanner.beginObject() else { return nil }
+        var name: String?, zone: MirrorZoneID?, type: String?
+        while let key = scanner.nextKey() {
+            switch key {
+            case "recordName": guard let value = scanner.string() else { return nil }; name = value
+            case "recordType": guard let value = scanner.string() else { return nil }; type = value
+            case "recordChangeTag": guard let value = scanner.optionalString() else { return nil }; recordChangeTag = value
+            case "zoneID":
+                guard let value = MirrorZoneID(scanning: &scanner) else { return nil }
+                zone = value
+            case "fields":
+                guard let text = scanner.text(endingWith: StoredFields.end) else { return nil }
+                fieldsText = String(decoding: text, as: UTF8.self)
+            case "share":
+                if scanner.peek() == UInt8(ascii: "n") {
+                    guard scanner.skipValue() else { return nil }
+                    share = nil
+                    continue
+                }
+                guard scanner.beginObject() else { return nil }
+                var reference: String?
+                while let member = scanner.nextKey() {
+                    if member == "recordName" {
+                        guard let value = scanner.string() else { return nil }
+                        reference = value
+                    } else if !scanner.skipValue() {
+                        return nil
+                    }
+                }
+                guard scanner.finishedObject else { return nil }
+                share = reference.map { Reference(recordName: $0) }
+            case "shareInfo", "fields" + JSONParser.textSuffix:
+                return nil
+            default:
+                guard scanner.skipValue() else { return nil }
+            }
+        }
+        guard scanner.finishedObject, let name, let zone, let type else { return nil }
+        recordName = name
+        zoneID = zone
+        recordType = type
+    }
+
     /// The record as request JSON (the shape its Codable form has), built without JSONEncoder:
     /// a batch of 400 records is the mirror's largest request.
     var json: JSONValue {

@@ -16,6 +16,13 @@ import Synchronization
 /// ```
 public final class WireClient: Sendable {
     public typealias Completion = @Sendable (Result<JSONValue, WireError>) -> Void
+    /// Reads a success reply's `result` straight from the reply's bytes, on the reader thread,
+    /// for replies too large to be worth a JSON tree that is read once (a fetched page of
+    /// records). Answers false when it cannot (the reply is then parsed as usual, and the
+    /// completion gets the tree); when it answers true the completion gets `.success(.null)`:
+    /// what it read is the reader's to keep. Used only for replies in the services' own form,
+    /// `{"id":<integer>,"ok":true,"result":…}`.
+    public typealias ResultReader = @Sendable (_ result: UnsafeBufferPointer<UInt8>) -> Bool
 
     public let socketPath: String
     public let defaultTimeout: Duration
@@ -35,6 +42,7 @@ public final class WireClient: Sendable {
     private struct State {
         var nextID = 1
         var pending: [RequestID: Completion] = [:]
+        var readers: [RequestID: ResultReader] = [:]
         var closedError: WireError?
     }
 
@@ -120,8 +128,9 @@ public final class WireClient: Sendable {
     }
 
     /// Sends a request without waiting; `completion` runs on the reader thread (or a timer) once.
+    /// `reader`: reads the success reply's result from its bytes (`ResultReader`).
     @discardableResult
-    public func send<P: Encodable>(_ op: String, _ params: P, timeout: Duration? = nil,
+    public func send<P: Encodable>(_ op: String, _ params: P, timeout: Duration? = nil, reader: ResultReader? = nil,
                                    completion: @escaping Completion) -> RequestID {
         let id: RequestID = state.withLock { state in
             defer { state.nextID += 1 }
@@ -138,12 +147,16 @@ public final class WireClient: Sendable {
         let closed: WireError? = state.withLock { state in
             if let error = state.closedError { return error }
             state.pending[id] = completion
+            if let reader { state.readers[id] = reader }
             return nil
         }
         if let closed { completion(.failure(closed)); return id }
         let limit = timeout ?? defaultTimeout
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(limit.nanoseconds))) { [weak self] in
-            guard let self, let pending = self.state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
+            guard let self, let pending = self.state.withLock({ state in
+                state.readers.removeValue(forKey: id)
+                return state.pending.removeValue(forKey: id)
+            }) else { return }
             pending(.failure(WireError(.timedOut, "No reply to '\(op)' (id \(id)) within \(limit).")))
         }
         writer.async { [self] in
@@ -211,6 +224,7 @@ public final class WireClient: Sendable {
             decoder.append(buffer[0..<n])
             do {
                 while let frame = try decoder.nextFrame() {
+                    if readDirectly(frame) { continue }
                     guard let message = try? jsonDecoder.decode(IncomingMessage.self, from: frame, keeping: kept) else { continue }
                     dispatch(message)
                 }
@@ -221,6 +235,39 @@ public final class WireClient: Sendable {
         }
         failAll(closeReason)
         eventContinuation.finish()
+    }
+
+    /// A success reply whose request has a `ResultReader`, read by it; false when the frame
+    /// is not such a reply or the reader could not read it (it is then parsed as usual).
+    private static let replyOpening = Array(#"{"id":"#.utf8)
+    private static let replySuccess = Array(#","ok":true,"result":"#.utf8)
+
+    private func readDirectly(_ frame: [UInt8]) -> Bool {
+        frame.withUnsafeBufferPointer { bytes -> Bool in
+            // `{"id":` digits `,"ok":true,"result":` … `}`: the services' own reply form.
+            let opening = Self.replyOpening, middle = Self.replySuccess
+            guard bytes.count > opening.count + middle.count + 2, bytes.starts(with: opening), bytes[bytes.count - 1] == UInt8(ascii: "}") else {
+                return false
+            }
+            var index = opening.count
+            var number = 0
+            while index < bytes.count, index - opening.count < 18, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                number = number * 10 + Int(bytes[index] - UInt8(ascii: "0"))
+                index += 1
+            }
+            guard index > opening.count, bytes[opening.count] != UInt8(ascii: "0") || index == opening.count + 1,
+                  UnsafeBufferPointer(rebasing: bytes[index...]).starts(with: middle) else { return false }
+            let id = RequestID.int(number)
+            guard let reader = state.withLock({ $0.readers[id] }) else { return false }
+            let result = UnsafeBufferPointer(rebasing: bytes[(index + middle.count)..<(bytes.count - 1)])
+            guard reader(result) else { return false }
+            let completion = state.withLock { state in
+                state.readers.removeValue(forKey: id)
+                return state.pending.removeValue(forKey: id)
+            }
+            completion?(.success(.null))
+            return true
+        }
     }
 
     private func dispatch(_ message: IncomingMessage) {
@@ -236,7 +283,10 @@ public final class WireClient: Sendable {
             if case let .failure(error) = outcome { failAll(error) }
             return
         }
-        if let completion = state.withLock({ $0.pending.removeValue(forKey: id) }) {
+        if let completion = state.withLock({ state in
+            state.readers.removeValue(forKey: id)
+            return state.pending.removeValue(forKey: id)
+        }) {
             completion(outcome)
         }
     }
@@ -244,7 +294,7 @@ public final class WireClient: Sendable {
     private func failAll(_ error: WireError) {
         let pending = state.withLock { state -> [Completion] in
             if state.closedError == nil { state.closedError = error }
-            defer { state.pending.removeAll() }
+            defer { state.pending.removeAll(); state.readers.removeAll() }
             return Array(state.pending.values)
         }
         for completion in pending { completion(.failure(error)) }

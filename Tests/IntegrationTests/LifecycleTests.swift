@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 import MeowWire
 import TestSupport
 import Testing
@@ -25,6 +26,35 @@ struct LifecycleTests {
         #expect(info["ops"]?.arrayValue?.contains("ping") == true)
         let health = try await client.call("health", Empty())
         #expect(health["ready"] == true)
+        client.close()
+        _ = await service.process.stop()
+    }
+
+    @Test("A result reader reads a success reply from its bytes (the completion gets null); a reply it declines, and an error, come as trees")
+    func resultReaderReadsRepliesFromTheirBytes() async throws {
+        let service = try await RunningService.start("sync-service")
+        let client = try WireClient(socketPath: service.socket)
+        _ = try await client.hello(client: "reader-test")
+        func ping(_ echo: JSONValue, op: String = "ping", accept: Bool) async -> (read: String?, reply: Result<JSONValue, WireError>) {
+            let read = Mutex<String?>(nil)
+            let reply: Result<JSONValue, WireError> = await withCheckedContinuation { continuation in
+                client.send(op, ["echo": echo] as JSONValue, reader: { bytes in
+                    read.withLock { $0 = String(decoding: bytes, as: UTF8.self) }
+                    return accept
+                }) { continuation.resume(returning: $0) }
+            }
+            return (read.withLock { $0 }, reply)
+        }
+        let taken = await ping(["n": 1, "s": "é"], accept: true)
+        let text = try #require(taken.read)
+        #expect(try JSONParser.parse(text) == ["pong": true, "echo": ["n": 1, "s": "é"]], "the reader gets exactly the result's bytes")
+        #expect(try taken.reply.get() == .null)
+        let declined = await ping("x", accept: false)
+        #expect(declined.read != nil)
+        #expect(try declined.reply.get()["echo"] == "x", "a reply the reader declines is parsed as usual")
+        let failed = await ping("x", op: "no.such.op", accept: true)
+        #expect(failed.read == nil, "an error reply is not the reader's")
+        if case let .failure(error) = failed.reply { #expect(error.code == .unknownOp) } else { Issue.record("expected an error") }
         client.close()
         _ = await service.process.stop()
     }

@@ -27,5 +27,95 @@ extension Mirroring {
             #expect(decodes.withLock { $0 } == 1)
             if case .failure = waiters[1].wait() { Issue.record("the reply itself must still reach whoever waits") }
         }
+
+        typealias Page = CloudMirror.ZoneChanges
+
+        /// A page read from its bytes, and the same page read from the tree the client parses
+        /// replies into (nil for either that does not read).
+        static func bothReads(_ text: String) throws -> (direct: Page?, tree: Page) {
+            let model = ManagedObjectModel.meowCare()
+            let holding = Set(model.entities.map(\.name))
+            let bytes = Array(text.utf8)
+            let direct = bytes.withUnsafeBufferPointer { Page(bytes: $0, model: model, holding: holding) }
+            let tree = Page(json: try JSONParser.parse(bytes, keeping: CloudMirror.fieldsAsText), model: model, holding: holding)
+            return (direct, tree)
+        }
+
+        static func summary(_ page: Page) -> String {
+            let records = page.changed.map { record in
+                [record.recordName, record.zoneID.key, record.recordType, record.fieldsText ?? "-", record.recordChangeTag ?? "-",
+                 record.share?.recordName ?? "-", record.fields.map { "\($0.count) fields" } ?? "-"].joined(separator: "|")
+            }
+            let prepared = page.prepared.map { $0.map { "\($0.values) \($0.targets)" } ?? "nil" }
+            return "\(records) \(page.deleted.map { "\($0.recordName)/\($0.recordType)" }) \(page.token) \(page.moreComing) \(prepared)"
+        }
+
+        static let fields = #"{"CD_eventTypeRaw":{"type":"string","value":"bloodGlucose"},"CD_id":{"type":"string","value":"e1"},"CD_note":{"type":"string","value":"before \"breakfast\""},"CD_occurredAt":{"type":"date","value":1780000000.5},"CD_session":{"type":"string","value":"S1"},"CD_value":{"type":"double","value":120}}"#
+
+        @Test("A fetched page read from its bytes is the page read from its tree: records, kept fields text, tags, shares, deletions, token")
+        func pageFromBytesMatchesTree() throws {
+            let record = #"{"recordName":"E1","zoneID":{"zoneName":"com.apple.coredata.cloudkit.zone","ownerName":"__defaultOwner__"},"recordType":"CD_CareEvent","fields":\#(Self.fields),"recordChangeTag":"t7","creationDate":1780000000.25,"modificationDate":1780000001,"creatorUserRecordName":"alice","lastModifiedUserRecordName":"bob","parent":{"recordName":"S1","action":"none"}}"#
+            let variants = [
+                #"{"changed":[\#(record)],"deleted":[{"recordName":"E9","recordType":"CD_CareEvent"}],"token":"42","moreComing":true}"#,
+                // No owner (the default), a null tag, a share reference, unknown members, an entity this store does not hold.
+                #" { "changed" : [ {"recordName":"E2","zoneID":{"zoneName":"share-1"},"recordType":"CD_CareEvent","fields":\#(Self.fields),"recordChangeTag":null,"share":{"recordName":"cloudkit.zoneshare","x":[1,{}]},"later":{"a":[true,null]}} , {"recordName":"X","zoneID":{"zoneName":"z","ownerName":"o"},"recordType":"CD_Unknown","fields":{}} ] , "deleted" : [ ] , "token" : "t\u00e9" , "moreComing" : false , "extra" : 1 } "#,
+                #"{"changed":[],"deleted":[{"recordName":"E3","other":1},{"recordType":"CD_CareSession","recordName":"S3"}],"token":"1","moreComing":false}"#,
+                #"{"token":"5","changed":[\#(record)],"changed":[],"moreComing":false}"#,
+            ]
+            for text in variants {
+                let (direct, tree) = try Self.bothReads(text)
+                let read = try #require(direct, "not read from its bytes: \(text)")
+                #expect(Self.summary(read) == Self.summary(tree), "\(text)")
+            }
+            let first = try #require(try Self.bothReads(variants[0]).direct)
+            #expect(first.changed.first?.fieldsText == Self.fields)
+            #expect(first.prepared.first??.targets == ["S1"])
+        }
+
+        @Test("A page the scanner does not take (fields not in stored form, share participants, malformed) is left to the tree")
+        func otherPagesAreLeftToTheTree() throws {
+            let zone = #""zoneID":{"zoneName":"z"}"#
+            for text in [
+                #"{"changed":[{"recordName":"E","\#(zone),"recordType":"CD_CareEvent","fields":{"CD_id":{"value":"e","type":"string"}}}],"token":"1","moreComing":false}"#,
+                #"{"changed":[{"recordName":"cloudkit.zoneshare",\#(zone),"recordType":"cloudkit.share","shareInfo":{"owner":"o","participants":[]}}],"token":"1","moreComing":false}"#,
+                #"{"changed":[{"recordName":7,\#(zone),"recordType":"CD_CareEvent"}],"token":"1","moreComing":false}"#,
+                #"{"changed":[],"token":"1","moreComing":"yes"}"#,
+                #"{"changed":[],"token":"1","moreComing":false} x"#,
+                #"{"changed":[],"token":"1",}"#,
+            ] {
+                let model = ManagedObjectModel.meowCare()
+                let direct = Array(text.utf8).withUnsafeBufferPointer { Page(bytes: $0, model: model, holding: ["CareEvent"]) }
+                #expect(direct == nil, "\(text)")
+            }
+        }
+
+        @Test("A reader that reads a page ahead asks for the next one first, and none after the fetch stopped")
+        func readerAsksForTheNextPage() throws {
+            let ahead = PagesAhead(depth: 2)
+            let asked = Mutex<[String]>([])
+            let sent = Mutex<[ReplyWaiter]>([])
+            ahead.setUp(decode: { _ in "tree" }, read: { bytes in
+                let token = String(decoding: bytes, as: UTF8.self)
+                ahead.ask(after: token + "+")
+                return token
+            }, send: { token, waiter in
+                asked.withLock { $0.append(token) }
+                sent.withLock { $0.append(waiter) }
+            })
+            ahead.ask(after: "t1")
+            let first = try #require(sent.withLock { $0.first })
+            let reader = try #require(first.resultReader)
+            #expect(Array("t2".utf8).withUnsafeBufferPointer { reader($0) })
+            first.resolve(.success(.null))
+            #expect(first.decoded(as: String.self) == "t2", "what the reader read is the decoded page, not a tree decode of null")
+            #expect(asked.withLock { $0 } == ["t1", "t2+"])
+            let second = try #require(sent.withLock { $0.last })
+            ahead.stop()
+            let late = try #require(second.resultReader)
+            #expect(Array("t3".utf8).withUnsafeBufferPointer { late($0) }, "a late page is taken (and dropped), not parsed")
+            second.resolve(.success(.null))
+            #expect(second.decoded(as: String.self) == nil)
+            #expect(asked.withLock { $0 } == ["t1", "t2+"], "nothing is asked for after the fetch stopped")
+        }
     }
 }
