@@ -55,6 +55,65 @@ public struct ModifyParams: Codable, Sendable {
     }
 }
 
+/// A sync engine's batch read from the request's bytes (`JSONScannable`): the database, records
+/// as `CloudRecord(scanning:)` reads them, deletes, and the options; anything else (a save
+/// policy, records of other shapes, malformed text) is left to the parser and `init(from:)`.
+extension ModifyParams: JSONScannable {
+    public init?(scanning scanner: inout JSONScanner) {
+        guard scanner.beginObject() else { return nil }
+        var database: DatabaseScope?
+        self.init(database: .private)
+        while let key = scanner.nextKey() {
+            switch key {
+            case "database":
+                guard let value = scanner.string().flatMap(DatabaseScope.init(rawValue:)) else { return nil }
+                database = value
+            case "saves":
+                guard scanner.beginArray() else { return nil }
+                var records: [CloudRecord] = []
+                while scanner.nextElement() {
+                    guard let record = CloudRecord(scanning: &scanner) else { return nil }
+                    records.append(record)
+                }
+                guard scanner.finishedArray else { return nil }
+                saves = records
+            case "deletes":
+                guard scanner.beginArray() else { return nil }
+                var items: [DeleteItem] = []
+                while scanner.nextElement() {
+                    guard let item = DeleteItem(scanning: &scanner) else { return nil }
+                    items.append(item)
+                }
+                guard scanner.finishedArray else { return nil }
+                deletes = items
+            case "atomic": guard let value = scanner.bool() else { return nil }; atomic = value
+            case "returnFields": guard let value = scanner.bool() else { return nil }; returnFields = value
+            case "reply": guard let value = scanner.string().flatMap(ModifyReply.init(rawValue:)) else { return nil }; reply = value
+            case "savePolicy": return nil
+            default: guard scanner.skipValue() else { return nil }
+            }
+        }
+        guard scanner.finishedObject, let database else { return nil }
+        self.database = database
+    }
+}
+
+extension DeleteItem {
+    init?(scanning scanner: inout JSONScanner) {
+        guard scanner.beginObject() else { return nil }
+        var name: String?, zone: ZoneID?
+        while let key = scanner.nextKey() {
+            switch key {
+            case "recordName": guard let value = scanner.string() else { return nil }; name = value
+            case "zoneID": guard let value = ZoneID(scanning: &scanner) else { return nil }; zone = value
+            default: guard scanner.skipValue() else { return nil }
+            }
+        }
+        guard scanner.finishedObject, let name, let zone else { return nil }
+        self.init(recordName: name, zoneID: zone)
+    }
+}
+
 /// What records.modify says of each saved record: the record (`records`, as CloudKit's
 /// savedRecords), or only its name and new change tag (`tags`: all a sync engine that keeps
 /// what it sent needs; a batch's reply was a third of the bytes a save moved).

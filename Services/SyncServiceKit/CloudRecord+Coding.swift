@@ -172,6 +172,35 @@ extension CloudRecord {
         if textOnly { storedFieldsToText() }
     }
 
+    /// Reads a record from a request's bytes as `init(tree:)` reads it from the request's tree
+    /// (fields in stored form kept as text alone): a record with nothing but its name, zone,
+    /// type, fields in stored form and change tag, as a sync engine saves it. Nil for any other
+    /// (its dates, creators, parent, share or fields of another form), and the request is parsed.
+    init?(scanning scanner: inout JSONScanner) {
+        guard scanner.beginObject() else { return nil }
+        var name: String?, zone: ZoneID?, type: String?, text: String?, tag: String?
+        while let key = scanner.nextKey() {
+            switch key {
+            case "recordName": guard let value = scanner.string() else { return nil }; name = value
+            case "recordType": guard let value = scanner.string() else { return nil }; type = value
+            case "zoneID": guard let value = ZoneID(scanning: &scanner) else { return nil }; zone = value
+            case "recordChangeTag": guard let value = scanner.optionalString() else { return nil }; tag = value
+            case "fields":
+                guard let bytes = scanner.text(endingWith: FieldsJSON.storedFormEnd) else { return nil }
+                text = String(decoding: bytes, as: UTF8.self)
+            case "creationDate", "modificationDate", "creatorUserRecordName", "lastModifiedUserRecordName", "parent", "share", "shareInfo",
+                 "fields" + JSONParser.textSuffix:
+                return nil
+            default:
+                guard scanner.skipValue() else { return nil }
+            }
+        }
+        guard scanner.finishedObject, let name, let zone, let type, let text else { return nil }
+        self.init(recordName: name, zoneID: zone, recordType: type, recordChangeTag: tag)
+        sentFieldsText = text
+        storedFieldsToText()
+    }
+
     /// `saves` of a request: from the tree when the decoder has one and every record takes the
     /// fast path, else through `[CloudRecord]`'s decoding (same values, same errors).
     static func decodeArrayIfPresent<Key: CodingKey>(_ c: KeyedDecodingContainer<Key>, forKey key: Key,
@@ -264,6 +293,21 @@ extension ZoneID {
         guard case let .object(members)? = tree, case let .string(zoneName)? = members["zoneName"],
               let owner = TreeField.string(members["ownerName"]) else { return nil }
         self.init(zoneName: zoneName, ownerName: owner ?? ZoneID.defaultOwner)
+    }
+
+    /// Reads a zone ID from a request's bytes as `init(tree:)` reads it.
+    init?(scanning scanner: inout JSONScanner) {
+        guard scanner.beginObject() else { return nil }
+        var name: String?, owner: String?
+        while let key = scanner.nextKey() {
+            switch key {
+            case "zoneName": guard let value = scanner.string() else { return nil }; name = value
+            case "ownerName": guard let value = scanner.optionalString() else { return nil }; owner = value
+            default: guard scanner.skipValue() else { return nil }
+            }
+        }
+        guard scanner.finishedObject, let name else { return nil }
+        self.init(zoneName: name, ownerName: owner ?? ZoneID.defaultOwner)
     }
 
     func encode(into c: inout KeyedEncodingContainer<CodingKeys>) throws {

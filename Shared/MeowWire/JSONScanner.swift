@@ -268,3 +268,19 @@ public struct JSONScanner {
         return nil
     }
 }
+
+/// A type that reads itself from JSON bytes with a `JSONScanner`: nil when it cannot, and the
+/// bytes are then parsed into a tree and decoded as usual (`Decodable`), which it must match
+/// for everything it does read. The services read such request params this way.
+public protocol JSONScannable {
+    init?(scanning scanner: inout JSONScanner)
+}
+
+extension JSONScannable {
+    /// Reads a whole text (one value, nothing after it but whitespace).
+    public static func scanned(_ bytes: UnsafeBufferPointer<UInt8>) -> Self? {
+        var scanner = JSONScanner(bytes)
+        guard let value = Self(scanning: &scanner), scanner.atEnd else { return nil }
+        return value
+    }
+}

@@ -149,8 +149,9 @@ final class Connection {
     func handleFrame(_ body: [UInt8]) {
         var request: IncomingRequest
         do {
-            // One pass over the bytes, then typed params from the tree (see JSONParser for why).
-            request = try decoder.decode(IncomingRequest.self, from: JSONParser.parse(body, keeping: keptText))
+            // One pass over the bytes, then typed params from the tree (see JSONParser for why),
+            // unless the op's params read themselves from the bytes.
+            request = try readDirectly(body) ?? decoder.decode(IncomingRequest.self, from: JSONParser.parse(body, keeping: keptText))
         } catch {
             send(ErrorReply(id: nil, error: Self.bodyError(body, error)))
             return
@@ -180,6 +181,42 @@ final class Connection {
         } catch {
             logger.error("unmapped error; answered internalError", ["op": .string(op), "error": .string(String(reflecting: error))])
             send(ErrorReply(id: id, error: WireError(.internalError, "The service failed on '\(op)': \(error)")))
+        }
+    }
+
+    private static let requestOpening = Array(#"{"id":"#.utf8)
+    private static let requestOp = Array(#","op":""#.utf8)
+    private static let requestParams = Array("\",\"params\":".utf8)
+
+    /// A request in the form clients of this package write, `{"id":<integer>,"op":"<name>",
+    /// "params":…}`, whose op's params read themselves from their bytes (`JSONScannable`: a
+    /// batch of records needs no JSON tree); nil for any other request, parsed as usual.
+    private func readDirectly(_ body: [UInt8]) -> IncomingRequest? {
+        body.withUnsafeBufferPointer { bytes -> IncomingRequest? in
+            guard bytes.count > 32, bytes.starts(with: Self.requestOpening), bytes[bytes.count - 1] == UInt8(ascii: "}") else { return nil }
+            var index = Self.requestOpening.count
+            var number = 0
+            while index < bytes.count, index - Self.requestOpening.count < 18, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                number = number * 10 + Int(bytes[index] - UInt8(ascii: "0"))
+                index += 1
+            }
+            // No leading zeros (JSON has none), at least one digit.
+            guard index > Self.requestOpening.count, bytes[Self.requestOpening.count] != UInt8(ascii: "0") || index == Self.requestOpening.count + 1,
+                  UnsafeBufferPointer(rebasing: bytes[index...]).starts(with: Self.requestOp) else { return nil }
+            index += Self.requestOp.count
+            let nameStart = index
+            // Op names are plain ASCII (letters, digits, dots): anything else takes the parser.
+            while index < bytes.count, bytes[index] != UInt8(ascii: "\""), index - nameStart < 64 {
+                let byte = bytes[index]
+                guard byte >= 0x21, byte < 0x7F, byte != UInt8(ascii: "\\") else { return nil }
+                index += 1
+            }
+            guard index < bytes.count, UnsafeBufferPointer(rebasing: bytes[index...]).starts(with: Self.requestParams) else { return nil }
+            let op = String(decoding: UnsafeBufferPointer(rebasing: bytes[nameStart..<index]), as: UTF8.self)
+            guard let read = registry.entry(op)?.readParams else { return nil }
+            let params = UnsafeBufferPointer(rebasing: bytes[(index + Self.requestParams.count)..<(bytes.count - 1)])
+            guard let value = read(params) else { return nil }
+            return IncomingRequest(id: .int(number), op: op, params: value)
         }
     }
 

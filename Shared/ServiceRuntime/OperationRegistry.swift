@@ -32,6 +32,8 @@ public struct OperationRegistry: Sendable {
         let access: OperationAccess
         let summary: String
         let decodeParams: @Sendable (KeyedDecodingContainer<IncomingRequest.Keys>, Bool) throws -> any Sendable
+        /// Reads params straight from their bytes, for params types that can (`JSONScannable`).
+        let readParams: (@Sendable (UnsafeBufferPointer<UInt8>) -> (any Sendable)?)?
         let run: @Sendable (any Sendable, RequestContext) throws -> any Encodable & Sendable
     }
 
@@ -51,7 +53,18 @@ public struct OperationRegistry: Sendable {
                 if present { return try container.decode(Params.self, forKey: .params) }
                 return try JSONValueDecoder().decode(Params.self, from: JSONValue.object([:]))
             },
+            readParams: Self.paramsReader(Params.self),
             run: { params, context in try handler(params as! Params, context) })
+    }
+
+    /// The bytes reader of a params type that reads itself (`JSONScannable`), else nil.
+    static func paramsReader<Params>(_ type: Params.Type) -> (@Sendable (UnsafeBufferPointer<UInt8>) -> (any Sendable)?)? {
+        guard let scannable = type as? any (JSONScannable & Sendable).Type else { return nil }
+        return reader(scannable)
+    }
+
+    private static func reader<Scannable: JSONScannable & Sendable>(_ type: Scannable.Type) -> @Sendable (UnsafeBufferPointer<UInt8>) -> (any Sendable)? {
+        { bytes in Scannable.scanned(bytes) }
     }
 
     func entry(_ name: String) -> Entry? { entries[name] }
@@ -69,6 +82,13 @@ struct IncomingRequest: Decodable {
     var op: String?
     var params: Result<any Sendable, WireError>?
     var fieldError: WireError?
+
+    /// A request whose params were read from its bytes (`Connection.readDirectly`).
+    init(id: RequestID, op: String, params: any Sendable) {
+        self.id = id
+        self.op = op
+        self.params = .success(params)
+    }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)

@@ -343,6 +343,41 @@ import Testing
         #expect(await service.stop() == 0)
     }
 
+    /// A records.modify in the form this package's clients write is read from its bytes
+    /// (`ModifyParams(scanning:)`); written any other way it is parsed. Either way the service
+    /// decides the same: a save, the same save again refused, a stale tag refused.
+    @Test func batchesReadFromTheirBytesAreDecidedAsParsedOnes() async throws {
+        let service = try await start()
+        let raw = try RawConnection(path: dir.file("s.sock"))
+        try raw.hello(credential: "owner-secret")
+        func call(_ body: String) throws -> JSONValue {
+            raw.send(json: body)
+            return try raw.nextMessage()
+        }
+        _ = try call(#"{"id":1,"op":"zones.save","params":{"database":"private","zoneIDs":[{"zoneName":"Zone"}]}}"#)
+        let record = #"{"recordName":"R","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields":{"CD_title":{"type":"string","value":"note"}}}"#
+        let direct = #"{"id":2,"op":"records.modify","params":{"database":"private","saves":[\#(record)],"atomic":true,"reply":"tags"}}"#
+        let parsed = #" {"id": 3, "op": "records.modify", "params": {"database":"private","saves":[\#(record)],"atomic":true,"reply":"tags"}}"#
+        let saved = try call(direct)
+        #expect(saved["ok"] == true, "\(saved)")
+        let tag = try #require(saved["result"]?["saved"]?.arrayValue?.first?["recordChangeTag"]?.stringValue)
+        for again in [parsed, direct.replacingOccurrences(of: #""id":2"#, with: #""id":4"#)] {
+            let refused = try call(again)
+            #expect(refused["ok"] == false)
+            let item = refused["error"]?["details"]?["partialErrors"]?.objectValue?.values.first
+            #expect(item?["code"] == "serverRejectedRequest", "\(refused)")
+        }
+        let stale = record.replacingOccurrences(of: "}}}", with: #"}},"recordChangeTag":"stale"}"#)
+        for body in [#"{"id":5,"op":"records.modify","params":{"database":"private","saves":[\#(stale)]}}"#,
+                     #"{"op":"records.modify","id":6,"params":{"database":"private","saves":[\#(stale)]}}"#] {
+            let refused = try call(body)
+            let item = refused["error"]?["details"]?["partialErrors"]?.objectValue?.values.first
+            #expect(item?["code"] == "serverRecordChanged", "\(refused)")
+            #expect(item?["details"]?["serverRecord"]?["recordChangeTag"]?.stringValue == tag)
+        }
+        #expect(await service.stop() == 0)
+    }
+
     /// A save stores a record's fields text as it was sent when it is already in stored form, and
     /// writes anything else out again, so every record's stored text is the stored form; and a
     /// request cannot pass off other text as its fields (the parser drops such members).
