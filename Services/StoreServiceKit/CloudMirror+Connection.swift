@@ -102,8 +102,10 @@ extension CloudMirror {
 
     /// Sends a request without waiting (the reply is decoded on the client's reader thread
     /// while this thread works on): `wait()` gives the reply.
-    func begin<P: Encodable>(_ op: String, _ params: P, decode: (@Sendable (JSONValue) -> any Sendable)? = nil) -> ReplyWaiter {
-        let waiter = ReplyWaiter(decode: decode)
+    /// `read`: reads a success reply from its bytes instead, on the reader thread (`ReplyWaiter`).
+    func begin<P: Encodable>(_ op: String, _ params: P, decode: (@Sendable (JSONValue) -> any Sendable)? = nil,
+                             read: (@Sendable (UnsafeBufferPointer<UInt8>) -> (any Sendable)?)? = nil) -> ReplyWaiter {
+        let waiter = ReplyWaiter(decode: decode, read: read)
         begin(op, params, into: waiter)
         return waiter
     }

@@ -328,14 +328,14 @@ extension CloudMirror {
                 let deletes = batch.items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
                 let params = ModifyRequest(database: batch.database, items: batch.items, deletes: deletes)
                 report.requests += 1
-                inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params)))
+                inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params, read: ModifyVerdicts.init(bytes:))))
                 upcoming = try nextBatch(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), touched: touched, report: &report)
             }
             guard !inFlight.isEmpty else { break }
             let sent = inFlight.removeFirst()
             let verdict = finish(sent.waiter, "records.modify", sent.params)
             CrashPoint.reached("mirror.afterServerReply")
-            switch try apply(verdict, of: sent.batch, scope: scope, report: &report, skipped: &skipped, missing: &missing, touched: &touched) {
+            switch try apply(verdict, read: sent.waiter.decoded(as: ModifyVerdicts.self), of: sent.batch, scope: scope, report: &report, skipped: &skipped, missing: &missing, touched: &touched) {
             case .next:
                 // When nothing was left to build, look again: saves made during the send are sent by it too.
                 if upcoming == nil, stopError == nil, !rebuild {
@@ -380,20 +380,22 @@ extension CloudMirror {
         if let stopError { throw stopError }
     }
 
-    /// Applies one batch's answer.
-    private func apply(_ verdict: Result<JSONValue, WireError>, of batch: Batch, scope: StoreScope,
+    /// Applies one batch's answer. `read`: its success reply as read from the bytes, if it was.
+    private func apply(_ verdict: Result<JSONValue, WireError>, read: ModifyVerdicts?, of batch: Batch, scope: StoreScope,
                        report: inout MirrorSendReport, skipped: inout Set<String>, missing: inout [Item], touched: inout Set<String>) throws -> Step {
         let items = batch.items
         switch verdict {
         case let .success(result):
-            // Every entry saved: only the mirror's metadata changes.
-            try applyVerdicts(items: items, scopeStore: batch.storeName, saved: result["saved"], deleted: result["deleted"], errors: [:],
+            // Every entry saved: only the mirror's metadata changes. (Read from the reply's bytes
+            // when it came in the service's form, `ModifyVerdicts(bytes:)`.)
+            let verdicts = read ?? ModifyVerdicts(saved: result["saved"], deleted: result["deleted"])
+            try applyVerdicts(items: items, scopeStore: batch.storeName, verdicts: verdicts, errors: [:],
                               answered: batch.createsInFlight, report: &report, skipped: &skipped, missing: &missing, touched: &touched)
             // A record saved where it was still moves: its entry is read again.
             return items.contains(where: \.touch) ? .rebuild : .next
         case let .failure(error) where error.code == .partialFailure:
             let errors = (error.details["partialErrors"]?.objectValue ?? [:]).compactMapValues { try? $0.decode(WireError.self) }
-            try applyVerdicts(items: items, scopeStore: batch.storeName, saved: error.details["saved"], deleted: error.details["deleted"],
+            try applyVerdicts(items: items, scopeStore: batch.storeName, verdicts: ModifyVerdicts(saved: error.details["saved"], deleted: error.details["deleted"]),
                               errors: errors, answered: batch.createsInFlight, report: &report, skipped: &skipped, missing: &missing,
                               touched: &touched)
             return .rebuild
@@ -453,6 +455,54 @@ extension CloudMirror {
     }
 
     private struct DeleteRef: Codable { var recordName: String; var zoneID: MirrorZoneID }
+
+    /// What a records.modify reply says was done: saved records' new change tags by name, and
+    /// the names deleted (read for the members a verdict needs rather than decoded whole: a
+    /// batch has hundreds).
+    struct ModifyVerdicts: Sendable {
+        var saved: [String: String?] = [:]
+        var deleted: Set<String> = []
+
+        init(saved: JSONValue?, deleted: JSONValue?) {
+            for record in saved?.arrayValue ?? [] {
+                guard let name = record["recordName"]?.stringValue else { continue }
+                self.saved[name] = .some(record["recordChangeTag"]?.stringValue)
+            }
+            self.deleted = Set((deleted?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue })
+        }
+
+        /// From a success reply's bytes (`WireClient.ResultReader`), as `init(saved:deleted:)`
+        /// reads its tree; nil for anything but the service's reply of names and tags.
+        init?(bytes: UnsafeBufferPointer<UInt8>) {
+            var scanner = JSONScanner(bytes)
+            guard scanner.beginObject() else { return nil }
+            while let key = scanner.nextKey() {
+                guard key == "saved" || key == "deleted" else {
+                    guard scanner.skipValue() else { return nil }
+                    continue
+                }
+                var saved: [String: String?] = [:], deleted: Set<String> = []
+                guard scanner.beginArray() else { return nil }
+                while scanner.nextElement() {
+                    guard scanner.beginObject() else { return nil }
+                    var name: String?, tag: String?
+                    while let member = scanner.nextKey() {
+                        switch member {
+                        case "recordName": guard let value = scanner.string() else { return nil }; name = value
+                        case "recordChangeTag" where key == "saved": guard let value = scanner.optionalString() else { return nil }; tag = value
+                        default: guard scanner.skipValue() else { return nil }
+                        }
+                    }
+                    guard scanner.finishedObject else { return nil }
+                    guard let name else { continue }
+                    if key == "saved" { saved[name] = .some(tag) } else { deleted.insert(name) }
+                }
+                guard scanner.finishedArray else { return nil }
+                if key == "saved" { self.saved = saved } else { self.deleted = deleted }
+            }
+            guard scanner.finishedObject, scanner.atEnd else { return nil }
+        }
+    }
 
     /// records.modify's params, written as JSON text: each record's fields text goes in as it
     /// was built from the row (`JSONTextWritable`; `WireClient` sends it without an encoder).
@@ -652,17 +702,11 @@ extension CloudMirror {
     // MARK: Verdicts
 
     /// `answered`: the batch's rows of creates in flight, dropped with the verdicts.
-    private func applyVerdicts(items: [Item], scopeStore: String, saved: JSONValue?, deleted: JSONValue?, errors: [String: WireError],
+    private func applyVerdicts(items: [Item], scopeStore: String, verdicts: ModifyVerdicts, errors: [String: WireError],
                                answered: [Int64], report: inout MirrorSendReport, skipped: inout Set<String>,
                                missing: inout [Item], touched: inout Set<String>) throws {
-        // Saved records' new change tags by name (the reply's records, read for the two members
-        // a verdict needs rather than decoded whole: a batch has hundreds).
-        var savedByName: [String: String?] = [:]
-        for record in saved?.arrayValue ?? [] {
-            guard let name = record["recordName"]?.stringValue else { continue }
-            savedByName[name] = .some(record["recordChangeTag"]?.stringValue)
-        }
-        let deletedNames = Set((deleted?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue })
+        let savedByName = verdicts.saved
+        let deletedNames = verdicts.deleted
         var reverts: [(Item, WireError)] = []
         var rootsDeleted: [String] = []
         try withStores { stores in

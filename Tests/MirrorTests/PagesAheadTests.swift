@@ -89,6 +89,31 @@ extension Mirroring {
             }
         }
 
+        @Test("A records.modify reply read from its bytes gives the verdicts its tree gives; other shapes are left to the tree")
+        func modifyVerdictsFromBytesMatchTree() throws {
+            typealias Verdicts = CloudMirror.ModifyVerdicts
+            for text in [
+                #"{"saved":[{"recordName":"A","recordChangeTag":"3"},{"recordName":"B","recordChangeTag":null},{"recordChangeTag":"9"}],"deleted":[{"recordName":"C","zoneID":{"zoneName":"z"}}]}"#,
+                #" { "deleted" : [ ] , "saved" : [ { "zoneID" : {"zoneName":"z"} , "recordName" : "A\u00e9" , "recordChangeTag" : "4" , "x" : [1] } ] , "more" : {} } "#,
+                #"{"saved":[{"recordName":"A","recordChangeTag":"1"}],"saved":[]}"#,
+            ] {
+                let bytes = Array(text.utf8)
+                let direct = try #require(bytes.withUnsafeBufferPointer { Verdicts(bytes: $0) }, "\(text)")
+                let tree = try JSONParser.parse(bytes)
+                let parsed = Verdicts(saved: tree["saved"], deleted: tree["deleted"])
+                #expect(direct.saved == parsed.saved, "\(text)")
+                #expect(direct.deleted == parsed.deleted, "\(text)")
+            }
+            let first = try #require(Array(#"{"saved":[{"recordName":"A","recordChangeTag":"3"},{"recordName":"B","recordChangeTag":null}],"deleted":[{"recordName":"C"}]}"#.utf8)
+                .withUnsafeBufferPointer { Verdicts(bytes: $0) })
+            let expected: [String: String?] = ["A": "3", "B": nil]
+            #expect(first.saved == expected)
+            #expect(first.deleted == ["C"])
+            for text in [#"{"saved":{}}"#, #"{"saved":[1]}"#, #"{"saved":[{"recordName":"A","recordChangeTag":3}]}"#, #"{"saved":[]} x"#] {
+                #expect(Array(text.utf8).withUnsafeBufferPointer { Verdicts(bytes: $0) } == nil, "\(text)")
+            }
+        }
+
         @Test("A reader that reads a page ahead asks for the next one first, and none after the fetch stopped")
         func readerAsksForTheNextPage() throws {
             let ahead = PagesAhead(depth: 2)
