@@ -25,12 +25,18 @@ public final class Statement {
 
     deinit { sqlite3_finalize(handle) }
 
+    /// The statement's `?` parameters.
+    private lazy var parameterCount = sqlite3_bind_parameter_count(handle)
+
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
     /// Binds values to the `?` parameters in order (clearing earlier bindings).
     public func bind(_ values: [any SQLBindable]) throws(SQLiteError) {
         sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
+        // Only parameters left unbound need clearing: clearing every one freed each text value's
+        // buffer, so binding the next text allocated it again (an allocation per text value per
+        // row, in every batch the mirror writes); a parameter bound again reuses its buffer.
+        if values.count < Int(parameterCount) { sqlite3_clear_bindings(handle) }
         for (offset, value) in values.enumerated() { try bind(value.sqlValue, at: Int32(offset + 1)) }
     }
 

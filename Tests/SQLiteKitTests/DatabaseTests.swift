@@ -28,6 +28,21 @@ struct DatabaseTests {
         #expect(try db.cached("SELECT 1") === literal)
     }
 
+    /// A statement run again binds every parameter afresh (reusing their buffers), and one run
+    /// with fewer values than parameters leaves the rest NULL, not the last run's values.
+    @Test("a cached statement run again stores each run's values; parameters given no value are NULL")
+    func reboundParameters() throws {
+        let db = try Database.inMemory()
+        try db.execute("CREATE TABLE t(k INTEGER, a TEXT, b TEXT)")
+        let long = String(repeating: "é猫", count: 300)
+        let rows: [(Int64, String, String?)] = [(1, long, "x"), (2, "short", long), (3, "", nil), (4, long + "!", "é")]
+        for (key, a, b) in rows { try db.execute("INSERT INTO t(k, a, b) VALUES (?, ?, ?)", [key, a, b.map(SQLValue.text) ?? .null]) }
+        try db.execute("INSERT INTO t(k, a, b) VALUES (?, ?, ?)", [Int64(5), "only a"])
+        let stored = try db.query("SELECT k, a, b FROM t ORDER BY k")
+        #expect(stored.map { $0[1].string } == rows.map(\.1) + ["only a"])
+        #expect(stored.map { $0[2].string } == rows.map(\.2) + [nil], "a parameter left out is NULL, not the last run's value")
+    }
+
     @Test("a transaction commits all of its statements")
     func commit() throws {
         let db = try Database.inMemory()
