@@ -30,6 +30,9 @@ public struct ModifyParams: Codable, Sendable {
     public var returnFields: Bool?
     /// `tags`: saved records come back as their names and new change tags alone.
     public var reply: ModifyReply?
+    /// Per save, its fields' `StoredFields.typeSignature` when the params were read from their
+    /// bytes (the scan that read the fields made it); not part of the request's JSON.
+    var typeSignatures: [[UInt8]?]?
     public init(database: DatabaseScope, saves: [CloudRecord]? = nil, deletes: [DeleteItem]? = nil,
                 savePolicy: SavePolicy? = nil, atomic: Bool? = nil) {
         self.database = database
@@ -70,13 +73,16 @@ extension ModifyParams: JSONScannable {
                 database = value
             case "saves":
                 guard scanner.beginArray() else { return nil }
-                var records: [CloudRecord] = []
+                var records: [CloudRecord] = [], signatures: [[UInt8]?] = []
                 while scanner.nextElement() {
-                    guard let record = CloudRecord(scanning: &scanner) else { return nil }
+                    var signature: [UInt8]?
+                    guard let record = CloudRecord(scanning: &scanner, signature: &signature) else { return nil }
                     records.append(record)
+                    signatures.append(signature)
                 }
                 guard scanner.finishedArray else { return nil }
                 saves = records
+                typeSignatures = signatures
             case "deletes":
                 guard scanner.beginArray() else { return nil }
                 var items: [DeleteItem] = []
@@ -192,7 +198,7 @@ extension CloudEngine {
                 }
                 var batch = ModifyBatch(state: state, caller: caller, scope: params.database, policy: policy, atomic: atomic, trace: trace)
                 batch.schema = schema
-                return try batch.decide(saves: saves, encodedFields: encoded, deletes: deletes)
+                return try batch.decide(saves: saves, encodedFields: encoded, deletes: deletes, signatures: params.typeSignatures ?? [])
             }
             trace?.pauseBeforeCommit?()
             return try write { state -> ModifyOutcome in
@@ -209,7 +215,7 @@ extension CloudEngine {
                     // The first decisions stay in the request log, above the ones that count.
                     trace?.decide(true, "the schema changed while the request waited: decided again (the decisions below replace those above)")
                     batch.schema = committed
-                    decision = try batch.decide(saves: saves, encodedFields: encoded, deletes: deletes)
+                    decision = try batch.decide(saves: saves, encodedFields: encoded, deletes: deletes, signatures: params.typeSignatures ?? [])
                 }
                 let outcome = try batch.apply(decision)
                 if !outcome.defined.isEmpty {
@@ -312,7 +318,8 @@ struct ModifyBatch {
     }
 
     /// Decides every item against the current state; writes nothing.
-    func decide(saves: [CloudRecord], encodedFields: [String?], deletes: [DeleteItem]) throws -> ModifyDecision {
+    /// `signatures`: per save, its fields' type signature when the request's read made it.
+    func decide(saves: [CloudRecord], encodedFields: [String?], deletes: [DeleteItem], signatures: [[UInt8]?] = []) throws -> ModifyDecision {
         var items: [Item] = zip(saves, encodedFields).map { .save($0, fieldsJSON: $1) }
         items += deletes.map { .delete($0) }
         let keys = Self.errorKeys(items, caller: caller)
@@ -338,7 +345,7 @@ struct ModifyBatch {
             if record.fieldsAreStoredText, !record.isShare {
                 // Kept as text, the fields passed the stored-form scan when the request was
                 // parsed, so this one finds them too.
-                guard let current = StoredFields.typeSignature(fieldsJSON) else { continue }
+                guard let current = (index < signatures.count ? signatures[index] : nil) ?? StoredFields.typeSignature(fieldsJSON) else { continue }
                 if let last, last.recordType == record.recordType, last.signature == current {
                     if let conflict = last.conflict { schemaErrors[index] = conflict }
                     continue

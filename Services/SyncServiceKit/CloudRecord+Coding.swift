@@ -176,7 +176,8 @@ extension CloudRecord {
     /// (fields in stored form kept as text alone): a record with nothing but its name, zone,
     /// type, fields in stored form and change tag, as a sync engine saves it. Nil for any other
     /// (its dates, creators, parent, share or fields of another form), and the request is parsed.
-    init?(scanning scanner: inout JSONScanner) {
+    /// `signature`: the fields' `StoredFields.typeSignature`, from the same scan.
+    init?(scanning scanner: inout JSONScanner, signature: inout [UInt8]?) {
         guard scanner.beginObject() else { return nil }
         var name: String?, zone: ZoneID?, type: String?, text: String?, tag: String?
         while let key = scanner.nextKey() {
@@ -186,8 +187,14 @@ extension CloudRecord {
             case "zoneID": guard let value = ZoneID(scanning: &scanner) else { return nil }; zone = value
             case "recordChangeTag": guard let value = scanner.optionalString() else { return nil }; tag = value
             case "fields":
-                guard let bytes = scanner.text(endingWith: FieldsJSON.storedFormEnd) else { return nil }
+                var found: [UInt8]?
+                guard let bytes = scanner.text(endingWith: { bytes, start in
+                    guard let (end, fieldTypes) = StoredFields.endAndTypeSignature(bytes, from: start) else { return nil }
+                    found = fieldTypes
+                    return end
+                }) else { return nil }
                 text = String(decoding: bytes, as: UTF8.self)
+                signature = found
             case "creationDate", "modificationDate", "creatorUserRecordName", "lastModifiedUserRecordName", "parent", "share", "shareInfo",
                  "fields" + JSONParser.textSuffix:
                 return nil

@@ -57,17 +57,28 @@ public enum StoredFields {
     /// fields object in stored form: two records whose runs are equal give their fields the same
     /// types (a batch's records mostly do, and comparing bytes is cheaper than a string each).
     public static func typeSignature(_ text: String) -> [UInt8]? {
-        scanned(text) { bytes, found in
-            var signature: [UInt8] = []
-            signature.reserveCapacity(found.count * 24)
-            for (name, type, _) in found {
-                signature.append(contentsOf: bytes[name])
-                signature.append(0)
-                signature.append(contentsOf: bytes[type])
-                signature.append(0)
-            }
-            return signature
+        scanned(text) { bytes, found in signature(bytes, found) }
+    }
+
+    /// `end` and the fields' `typeSignature` from the one scan (a request's records are scanned
+    /// once where the request is read, not again to compare their types).
+    public static func endAndTypeSignature(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, signature: [UInt8])? {
+        var scanner = StoredFormScanner(bytes: bytes, index: start)
+        scanner.found = []
+        guard scanner.fields(), let found = scanner.found else { return nil }
+        return (scanner.index, signature(bytes, found))
+    }
+
+    private static func signature(_ bytes: UnsafeBufferPointer<UInt8>, _ found: [(name: Range<Int>, type: Range<Int>, value: Range<Int>)]) -> [UInt8] {
+        var signature: [UInt8] = []
+        signature.reserveCapacity(found.count * 24)
+        for (name, type, _) in found {
+            signature.append(contentsOf: bytes[name])
+            signature.append(0)
+            signature.append(contentsOf: bytes[type])
+            signature.append(0)
         }
+        return signature
     }
 
     /// `body` over the byte ranges of each field's name, type and value, when `text` is one

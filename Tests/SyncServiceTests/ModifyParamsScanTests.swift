@@ -41,6 +41,11 @@ struct ModifyParamsScanTests {
         ] {
             let read = try #require(Self.viaBytes(text), "not read from its bytes: \(text)")
             #expect(Self.summary(read) == Self.summary(try Self.viaTree(text)), "\(text)")
+            // The fields' type signatures come from the scan that read them, one per save.
+            #expect(read.typeSignatures?.count == read.saves?.count)
+            for (record, signature) in zip(read.saves ?? [], read.typeSignatures ?? []) {
+                #expect(signature != nil && signature == record.sentFieldsText.flatMap(StoredFields.typeSignature), "\(record.recordName)")
+            }
         }
         let read = try #require(Self.viaBytes(#"{"database":"private","saves":[\#(record)]}"#))
         #expect(read.saves?.first?.fieldsAreStoredText == true)
