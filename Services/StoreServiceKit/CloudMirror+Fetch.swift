@@ -79,16 +79,20 @@ extension CloudMirror {
         init?(bytes: UnsafeBufferPointer<UInt8>, model: ManagedObjectModel, holding: Set<String>) {
             var scanner = JSONScanner(bytes)
             var changed: [MirrorRecord] = [], deleted: [(recordName: String, recordType: String)] = []
+            var read: [[StoredFields.Field]?] = []
             var token = "", moreComing = false
             guard scanner.beginObject() else { return nil }
             while let key = scanner.nextKey() {
                 switch key {
                 case "changed":
                     changed = []
+                    read = []
                     guard scanner.beginArray() else { return nil }
                     while scanner.nextElement() {
-                        guard let record = MirrorRecord(scanning: &scanner) else { return nil }
+                        var fields: [StoredFields.Field]?
+                        guard let record = MirrorRecord(scanning: &scanner, fields: &fields) else { return nil }
                         changed.append(record)
+                        read.append(fields)
                     }
                     guard scanner.finishedArray else { return nil }
                 case "deleted":
@@ -114,19 +118,21 @@ extension CloudMirror {
                 }
             }
             guard scanner.finishedObject, scanner.atEnd else { return nil }
-            self.init(changed: changed, deleted: deleted, token: token, moreComing: moreComing, model: model, holding: holding)
+            self.init(changed: changed, deleted: deleted, token: token, moreComing: moreComing, model: model, holding: holding, read: read)
         }
 
+        /// `read`: per changed record, its fields as the page's scan read them (empty: none were).
         private init(changed: [MirrorRecord], deleted: [(recordName: String, recordType: String)], token: String, moreComing: Bool,
-                     model: ManagedObjectModel, holding: Set<String>) {
+                     model: ManagedObjectModel, holding: Set<String>, read: [[StoredFields.Field]?] = []) {
             self.changed = changed
             var layouts: [String: MirrorImport.FieldLayout] = [:]
-            prepared = changed.map { record -> MirrorImport.Prepared? in
+            prepared = changed.indices.map { position -> MirrorImport.Prepared? in
+                let record = changed[position]
                 guard !record.isShare, let name = record.entityName, holding.contains(name), let entity = model.entity(named: name) else { return nil }
                 let layout = layouts[name] ?? MirrorImport.FieldLayout(entity)
                 layouts[name] = layout
                 // Fields in stored form came as text alone, and are read from it.
-                if let text = record.fieldsText, let stored = StoredFields.fields(text) {
+                if let text = record.fieldsText, let stored = (position < read.count ? read[position] : nil) ?? StoredFields.fields(text) {
                     return MirrorImport.Prepared(entity: entity, fields: layout.values(stored))
                 }
                 guard let fields = record.fields else { return nil }

@@ -64,7 +64,8 @@ struct MirrorRecord: Sendable {
     /// `JSONScanner`), as `init(json:)` reads it from the tree of a reply parsed keeping fields in
     /// stored form as text alone (`CloudMirror.connect`). Nil for anything else it does not take
     /// (fields not in stored form, share records' participants), and the caller parses the reply.
-    init?(scanning scanner: inout JSONScanner) {
+    /// `fields`: the fields read from the same scan (`StoredFields.fields` of `fieldsText`).
+    init?(scanning scanner: inout JSONScanner, fields: inout [StoredFields.Field]?) {
         guard scanner.beginObject() else { return nil }
         var name: String?, zone: MirrorZoneID?, type: String?
         while let key = scanner.nextKey() {
@@ -76,8 +77,14 @@ struct MirrorRecord: Sendable {
                 guard let value = MirrorZoneID(scanning: &scanner) else { return nil }
                 zone = value
             case "fields":
-                guard let text = scanner.text(endingWith: StoredFields.end) else { return nil }
+                var found: [StoredFields.Field]?
+                guard let text = scanner.text(endingWith: { bytes, start in
+                    guard let (end, read) = StoredFields.endAndFields(bytes, from: start) else { return nil }
+                    found = read
+                    return end
+                }) else { return nil }
                 fieldsText = String(decoding: text, as: UTF8.self)
+                fields = found
             case "share":
                 if scanner.peek() == UInt8(ascii: "n") {
                     guard scanner.skipValue() else { return nil }

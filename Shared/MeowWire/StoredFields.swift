@@ -44,12 +44,23 @@ public enum StoredFields {
     /// otherwise): what `JSONParser.parse(text)` gives as `name: {"type", "value"}`, without
     /// a dictionary per field.
     public static func fields(_ text: String) -> [Field]? {
-        scanned(text) { bytes, found in
-            found.map { name, type, value in
-                Field(name: String(decoding: UnsafeBufferPointer(rebasing: bytes[name]), as: UTF8.self),
-                      type: String(decoding: UnsafeBufferPointer(rebasing: bytes[type]), as: UTF8.self),
-                      value: self.value(UnsafeBufferPointer(rebasing: bytes[value])))
-            }
+        scanned(text) { bytes, found in fields(bytes, found) }
+    }
+
+    /// `end` and the `fields` of the object from the one scan (a fetched page's records are
+    /// scanned once where the reply is read, not again to read their values).
+    public static func endAndFields(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, fields: [Field])? {
+        var scanner = StoredFormScanner(bytes: bytes, index: start)
+        scanner.found = []
+        guard scanner.fields(), let found = scanner.found else { return nil }
+        return (scanner.index, fields(bytes, found))
+    }
+
+    private static func fields(_ bytes: UnsafeBufferPointer<UInt8>, _ found: [(name: Range<Int>, type: Range<Int>, value: Range<Int>)]) -> [Field] {
+        found.map { name, type, value in
+            Field(name: String(decoding: UnsafeBufferPointer(rebasing: bytes[name]), as: UTF8.self),
+                  type: String(decoding: UnsafeBufferPointer(rebasing: bytes[type]), as: UTF8.self),
+                  value: self.value(UnsafeBufferPointer(rebasing: bytes[value])))
         }
     }
 
