@@ -72,6 +72,48 @@ extension Mirroring {
             #expect(first.prepared.first??.targets == ["S1"])
         }
 
+        @Test("Random and damaged pages: what the scanner takes, the parser takes too and reads the same")
+        func randomPages() throws {
+            var random = SplitMix64(state: 2026_12_17)
+            func pick<T>(_ options: [T]) -> T { options[Int(random.next() % UInt64(options.count))] }
+            var taken = 0
+            for round in 0..<500 {
+                let records = (0..<Int(random.next() % 4)).map { index -> String in
+                    var members = [#""recordName":"# + pick([#""E\#(index)""#, #""E\u00e9""#, "7"])]
+                    members.append(#""zoneID":"# + pick([#"{"zoneName":"z"}"#, #"{"zoneName":"z","ownerName":null}"#, #"{"ownerName":"o","zoneName":"s"}"#, #"{"zoneName":1}"#]))
+                    members.append(#""recordType":"# + pick([#""CD_CareEvent""#, #""CD_CareSession""#, #""cloudkit.share""#, "null"]))
+                    members.append(#""fields":"# + pick([Self.fields, "{}", #"{"CD_id":{"value":"x","type":"string"}}"#, "null"]))
+                    if random.next() % 2 == 0 { members.append(#""recordChangeTag":"# + pick([#""3""#, "null", "4"])) }
+                    if random.next() % 3 == 0 {
+                        members.append(pick([#""share":{"recordName":"cloudkit.zoneshare"}"#, #""share":null"#, #""creationDate":1.5"#,
+                                             #""parent":{"recordName":"S1","action":"none"}"#, #""shareInfo":{"owner":"o","participants":[]}"#]))
+                    }
+                    return "{" + members.shuffled(using: &random).joined(separator: ",") + "}"
+                }
+                var members = [#""changed":[\#(records.joined(separator: ","))]"#, #""token":"# + pick([#""t1""#, "1"]),
+                               #""moreComing":"# + pick(["true", "false", "null"])]
+                if random.next() % 2 == 0 { members.append(#""deleted":[{"recordName":"D","recordType":"CD_CareEvent"}]"#) }
+                var bytes = Array(("{" + members.shuffled(using: &random).joined(separator: ",") + "}").utf8)
+                if round % 2 == 1 {
+                    let at = Int(random.next() % UInt64(bytes.count))
+                    let damage = Array("{}[],:\" 0\\".utf8)
+                    switch random.next() % 3 {
+                    case 0: bytes.remove(at: at)
+                    case 1: bytes.insert(damage[Int(random.next() % UInt64(damage.count))], at: at)
+                    default: bytes[at] = damage[Int(random.next() % UInt64(damage.count))]
+                    }
+                }
+                let text = String(decoding: bytes, as: UTF8.self)
+                let model = ManagedObjectModel.meowCare()
+                let holding = Set(model.entities.map(\.name))
+                guard let direct = bytes.withUnsafeBufferPointer({ Page(bytes: $0, model: model, holding: holding) }) else { continue }
+                taken += 1
+                let tree = try #require(try? JSONParser.parse(bytes, keeping: CloudMirror.fieldsAsText), "the scanner took what the parser refuses: \(text)")
+                #expect(Self.summary(direct) == Self.summary(Page(json: tree, model: model, holding: holding)), "\(text)")
+            }
+            #expect(taken > 25, "the scanner should take the well-formed pages of the usual shape")
+        }
+
         @Test("A page the scanner does not take (fields not in stored form, share participants, malformed) is left to the tree")
         func otherPagesAreLeftToTheTree() throws {
             let zone = #""zoneID":{"zoneName":"z"}"#

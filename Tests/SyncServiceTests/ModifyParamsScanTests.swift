@@ -52,6 +52,46 @@ struct ModifyParamsScanTests {
         #expect(read.saves?.first?.fields["CD_id"]?["value"] == "e \"1\" é")
     }
 
+    /// Random requests of the shapes a client may send, half of them damaged: whatever the
+    /// scanner takes, the parser takes too and reads the same.
+    @Test("Random and damaged requests: the scanner takes only what the parser reads the same")
+    func randomRequests() throws {
+        var random = SplitMix64(state: 2026_12_16)
+        func pick<T>(_ options: [T]) -> T { options[Int(random.next() % UInt64(options.count))] }
+        var taken = 0
+        for round in 0..<500 {
+            let records = (0..<Int(random.next() % 4)).map { index -> String in
+                var members = [#""recordName":"# + pick([#""E\#(index)""#, #""Eé""#, "7"])]
+                members.append(#""zoneID":"# + pick([#"{"zoneName":"z"}"#, #"{"zoneName":"z","ownerName":null}"#, #"{"ownerName":"o","zoneName":"s"}"#, #"{"zoneName":1}"#]))
+                members.append(#""recordType":"# + pick([#""CD_CareEvent""#, #""T""#, "null"]))
+                members.append(#""fields":"# + pick([Self.fields, "{}", #"{"CD_a":{"value":1,"type":"int64"}}"#, "null", #"{"CD_a":{"type":"int64","value":-3}}"#]))
+                if random.next() % 2 == 0 { members.append(#""recordChangeTag":"# + pick([#""3""#, "null", "4"])) }
+                if random.next() % 4 == 0 { members.append(pick([#""x":[1,{"y":null}]"#, #""creationDate":5"#, #""parent":{"recordName":"p"}"#])) }
+                return "{" + members.shuffled(using: &random).joined(separator: ",") + "}"
+            }
+            var members = [#""database":"# + pick([#""private""#, #""shared""#, #""public""#]), #""saves":[\#(records.joined(separator: ","))]"#]
+            if random.next() % 2 == 0 { members.append(#""atomic":"# + pick(["true", "false", #""yes""#])) }
+            if random.next() % 2 == 0 { members.append(#""reply":"# + pick([#""tags""#, #""records""#, #""all""#])) }
+            if random.next() % 3 == 0 { members.append(#""deletes":[{"recordName":"D","zoneID":{"zoneName":"z"}}]"#) }
+            var bytes = Array(("{" + members.shuffled(using: &random).joined(separator: ",") + "}").utf8)
+            if round % 2 == 1 {
+                let at = Int(random.next() % UInt64(bytes.count))
+                let damage = Array("{}[],:\" 0\\".utf8)
+                switch random.next() % 3 {
+                case 0: bytes.remove(at: at)
+                case 1: bytes.insert(damage[Int(random.next() % UInt64(damage.count))], at: at)
+                default: bytes[at] = damage[Int(random.next() % UInt64(damage.count))]
+                }
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard let read = Self.viaBytes(text) else { continue }
+            taken += 1
+            let parsed = try #require(try? Self.viaTree(text), "the scanner took what the parser refuses: \(text)")
+            #expect(Self.summary(read) == Self.summary(parsed), "\(text)")
+        }
+        #expect(taken > 25, "the scanner should take the well-formed requests of the usual shape")
+    }
+
     @Test("A request the scanner does not take (a save policy, dates, a parent, fields not in stored form, malformed text) is left to the parser", arguments: [
         #"{"database":"private","saves":[],"savePolicy":"allKeys"}"#,
         #"{"database":"private","saves":[{"recordName":"a","zoneID":{"zoneName":"z"},"recordType":"T","fields":{},"creationDate":1}]}"#,
