@@ -207,7 +207,7 @@ extension StoreService {
 
         registry.register("object.insert", params: InsertParams.self, summary: "Inserts new objects (temporary IDs); optionally assigns a store.") { [self] params, request in
             let engine = try engine()
-            return try engine.withContext(request.connection, params.context) { context, stores in
+            return try engine.withContext(request.connection, params.context, lockingStores: false) { context, stores in
                 let single = params.objects == nil
                 var items = params.objects ?? []
                 if single {
