@@ -50,10 +50,17 @@ public enum StoredFields {
     /// `end` and the `fields` of the object from the one scan (a fetched page's records are
     /// scanned once where the reply is read, not again to read their values).
     public static func endAndFields(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, fields: [Field])? {
+        scannedFrom(bytes, start, fields).map { (end: $0.end, fields: $0.value) }
+    }
+
+    /// `body` over the byte ranges of each field of the fields object that starts at `start`,
+    /// with the index just past it (nil when what starts there is not one in stored form).
+    private static func scannedFrom<T>(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int,
+                                       _ body: (UnsafeBufferPointer<UInt8>, [(name: Range<Int>, type: Range<Int>, value: Range<Int>)]) -> T) -> (end: Int, value: T)? {
         var scanner = StoredFormScanner(bytes: bytes, index: start)
         scanner.found = []
         guard scanner.fields(), let found = scanner.found else { return nil }
-        return (scanner.index, fields(bytes, found))
+        return (scanner.index, body(bytes, found))
     }
 
     private static func fields(_ bytes: UnsafeBufferPointer<UInt8>, _ found: [(name: Range<Int>, type: Range<Int>, value: Range<Int>)]) -> [Field] {
@@ -74,10 +81,7 @@ public enum StoredFields {
     /// `end` and the fields' `typeSignature` from the one scan (a request's records are scanned
     /// once where the request is read, not again to compare their types).
     public static func endAndTypeSignature(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, signature: [UInt8])? {
-        var scanner = StoredFormScanner(bytes: bytes, index: start)
-        scanner.found = []
-        guard scanner.fields(), let found = scanner.found else { return nil }
-        return (scanner.index, signature(bytes, found))
+        scannedFrom(bytes, start, signature).map { (end: $0.end, signature: $0.value) }
     }
 
     private static func signature(_ bytes: UnsafeBufferPointer<UInt8>, _ found: [(name: Range<Int>, type: Range<Int>, value: Range<Int>)]) -> [UInt8] {

@@ -3,6 +3,7 @@ import MeowWire
 import Synchronization
 @testable import StoreServiceKit
 import Testing
+import TestSupport
 
 extension Mirroring {
     /// The pages a zone fetch asks for ahead of the one it applies (`PagesAhead`).
@@ -94,15 +95,7 @@ extension Mirroring {
                                #""moreComing":"# + pick(["true", "false", "null"])]
                 if random.next() % 2 == 0 { members.append(#""deleted":[{"recordName":"D","recordType":"CD_CareEvent"}]"#) }
                 var bytes = Array(("{" + members.shuffled(using: &random).joined(separator: ",") + "}").utf8)
-                if round % 2 == 1 {
-                    let at = Int(random.next() % UInt64(bytes.count))
-                    let damage = Array("{}[],:\" 0\\".utf8)
-                    switch random.next() % 3 {
-                    case 0: bytes.remove(at: at)
-                    case 1: bytes.insert(damage[Int(random.next() % UInt64(damage.count))], at: at)
-                    default: bytes[at] = damage[Int(random.next() % UInt64(damage.count))]
-                    }
-                }
+                if round % 2 == 1 { damage(&bytes, random: &random) }
                 let text = String(decoding: bytes, as: UTF8.self)
                 let model = ManagedObjectModel.meowCare()
                 let holding = Set(model.entities.map(\.name))

@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 @testable import SyncServiceKit
 import Testing
+import TestSupport
 
 /// A records.modify request read from its bytes (`ModifyParams(scanning:)`) must be the request
 /// the parser and `init(from:)` read, and anything the scanner leaves must go to them.
@@ -74,15 +75,7 @@ struct ModifyParamsScanTests {
             if random.next() % 2 == 0 { members.append(#""reply":"# + pick([#""tags""#, #""records""#, #""all""#])) }
             if random.next() % 3 == 0 { members.append(#""deletes":[{"recordName":"D","zoneID":{"zoneName":"z"}}]"#) }
             var bytes = Array(("{" + members.shuffled(using: &random).joined(separator: ",") + "}").utf8)
-            if round % 2 == 1 {
-                let at = Int(random.next() % UInt64(bytes.count))
-                let damage = Array("{}[],:\" 0\\".utf8)
-                switch random.next() % 3 {
-                case 0: bytes.remove(at: at)
-                case 1: bytes.insert(damage[Int(random.next() % UInt64(damage.count))], at: at)
-                default: bytes[at] = damage[Int(random.next() % UInt64(damage.count))]
-                }
-            }
+            if round % 2 == 1 { damage(&bytes, random: &random) }
             let text = String(decoding: bytes, as: UTF8.self)
             guard let read = Self.viaBytes(text) else { continue }
             taken += 1
