@@ -81,43 +81,48 @@ extension CloudMirror {
             var changed: [MirrorRecord] = [], deleted: [(recordName: String, recordType: String)] = []
             var read: [[StoredFields.Field]?] = []
             var token = "", moreComing = false
-            guard scanner.beginObject() else { return nil }
-            while let key = scanner.nextKey() {
+            let page = scanner.object { key, scanner in
                 switch key {
                 case "changed":
                     changed = []
                     read = []
-                    guard scanner.beginArray() else { return nil }
-                    while scanner.nextElement() {
+                    return scanner.array { scanner in
                         var fields: [StoredFields.Field]?
-                        guard let record = MirrorRecord(scanning: &scanner, fields: &fields) else { return nil }
+                        guard let record = MirrorRecord(scanning: &scanner, fields: &fields) else { return false }
                         changed.append(record)
                         read.append(fields)
+                        return true
                     }
-                    guard scanner.finishedArray else { return nil }
                 case "deleted":
                     deleted = []
-                    guard scanner.beginArray() else { return nil }
-                    while scanner.nextElement() {
-                        guard scanner.beginObject() else { return nil }
+                    return scanner.array { scanner in
                         var name: String?, type = ""
-                        while let member = scanner.nextKey() {
+                        let item = scanner.object { member, scanner in
                             switch member {
-                            case "recordName": guard let value = scanner.string() else { return nil }; name = value
-                            case "recordType": guard let value = scanner.string() else { return nil }; type = value
-                            default: guard scanner.skipValue() else { return nil }
+                            case "recordName": name = scanner.string(); return name != nil
+                            case "recordType":
+                                guard let value = scanner.string() else { return false }
+                                type = value
+                                return true
+                            default: return scanner.skipValue()
                             }
                         }
-                        guard scanner.finishedObject, let name else { return nil }
+                        guard item, let name else { return false }
                         deleted.append((name, type))
+                        return true
                     }
-                    guard scanner.finishedArray else { return nil }
-                case "token": guard let value = scanner.string() else { return nil }; token = value
-                case "moreComing": guard let value = scanner.bool() else { return nil }; moreComing = value
-                default: guard scanner.skipValue() else { return nil }
+                case "token":
+                    guard let value = scanner.string() else { return false }
+                    token = value
+                    return true
+                case "moreComing":
+                    guard let value = scanner.bool() else { return false }
+                    moreComing = value
+                    return true
+                default: return scanner.skipValue()
                 }
             }
-            guard scanner.finishedObject, scanner.atEnd else { return nil }
+            guard page, scanner.atEnd else { return nil }
             self.init(changed: changed, deleted: deleted, token: token, moreComing: moreComing, model: model, holding: holding, read: read)
         }
 

@@ -475,32 +475,31 @@ extension CloudMirror {
         /// reads its tree; nil for anything but the service's reply of names and tags.
         init?(bytes: UnsafeBufferPointer<UInt8>) {
             var scanner = JSONScanner(bytes)
-            guard scanner.beginObject() else { return nil }
-            while let key = scanner.nextKey() {
-                guard key == "saved" || key == "deleted" else {
-                    guard scanner.skipValue() else { return nil }
-                    continue
-                }
-                var saved: [String: String?] = [:], deleted: Set<String> = []
-                guard scanner.beginArray() else { return nil }
-                while scanner.nextElement() {
-                    guard scanner.beginObject() else { return nil }
+            var saved: [String: String?] = [:], deleted: Set<String> = []
+            let read = scanner.object { key, scanner in
+                guard key == "saved" || key == "deleted" else { return scanner.skipValue() }
+                if key == "saved" { saved = [:] } else { deleted = [] }
+                return scanner.array { scanner in
                     var name: String?, tag: String?
-                    while let member = scanner.nextKey() {
+                    let item = scanner.object { member, scanner in
                         switch member {
-                        case "recordName": guard let value = scanner.string() else { return nil }; name = value
-                        case "recordChangeTag" where key == "saved": guard let value = scanner.optionalString() else { return nil }; tag = value
-                        default: guard scanner.skipValue() else { return nil }
+                        case "recordName": name = scanner.string(); return name != nil
+                        case "recordChangeTag" where key == "saved":
+                            guard let value = scanner.optionalString() else { return false }
+                            tag = value
+                            return true
+                        default: return scanner.skipValue()
                         }
                     }
-                    guard scanner.finishedObject else { return nil }
-                    guard let name else { continue }
-                    if key == "saved" { saved[name] = .some(tag) } else { deleted.insert(name) }
+                    guard item else { return false }
+                    // (An item without a name says nothing, as in the tree.)
+                    if let name { if key == "saved" { saved[name] = .some(tag) } else { deleted.insert(name) } }
+                    return true
                 }
-                guard scanner.finishedArray else { return nil }
-                if key == "saved" { self.saved = saved } else { self.deleted = deleted }
             }
-            guard scanner.finishedObject, scanner.atEnd else { return nil }
+            guard read, scanner.atEnd else { return nil }
+            self.saved = saved
+            self.deleted = deleted
         }
     }
 

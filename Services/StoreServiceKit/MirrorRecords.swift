@@ -66,53 +66,48 @@ struct MirrorRecord: Sendable {
     /// (fields not in stored form, share records' participants), and the caller parses the reply.
     /// `fields`: the fields read from the same scan (`StoredFields.fields` of `fieldsText`).
     init?(scanning scanner: inout JSONScanner, fields: inout [StoredFields.Field]?) {
-        guard scanner.beginObject() else { return nil }
-        var name: String?, zone: MirrorZoneID?, type: String?
-        while let key = scanner.nextKey() {
+        var name: String?, zone: MirrorZoneID?, type: String?, tag: String?, text: String?, found: [StoredFields.Field]?
+        var reference: String?
+        let read = scanner.object { key, scanner in
             switch key {
-            case "recordName": guard let value = scanner.string() else { return nil }; name = value
-            case "recordType": guard let value = scanner.string() else { return nil }; type = value
-            case "recordChangeTag": guard let value = scanner.optionalString() else { return nil }; recordChangeTag = value
-            case "zoneID":
-                guard let value = MirrorZoneID(scanning: &scanner) else { return nil }
-                zone = value
+            case "recordName": name = scanner.string(); return name != nil
+            case "recordType": type = scanner.string(); return type != nil
+            case "recordChangeTag":
+                guard let value = scanner.optionalString() else { return false }
+                tag = value
+                return true
+            case "zoneID": zone = MirrorZoneID(scanning: &scanner); return zone != nil
             case "fields":
-                var found: [StoredFields.Field]?
-                guard let text = scanner.text(endingWith: { bytes, start in
+                guard let bytes = scanner.text(endingWith: { bytes, start in
                     guard let (end, read) = StoredFields.endAndFields(bytes, from: start) else { return nil }
                     found = read
                     return end
-                }) else { return nil }
-                fieldsText = String(decoding: text, as: UTF8.self)
-                fields = found
+                }) else { return false }
+                text = String(decoding: bytes, as: UTF8.self)
+                return true
             case "share":
-                if scanner.peek() == UInt8(ascii: "n") {
-                    guard scanner.skipValue() else { return nil }
-                    share = nil
-                    continue
+                reference = nil
+                // A null share is none; an object names its record (its other members aside).
+                if scanner.peek() == UInt8(ascii: "n") { return scanner.skipValue() }
+                return scanner.object { member, scanner in
+                    guard member == "recordName" else { return scanner.skipValue() }
+                    reference = scanner.string()
+                    return reference != nil
                 }
-                guard scanner.beginObject() else { return nil }
-                var reference: String?
-                while let member = scanner.nextKey() {
-                    if member == "recordName" {
-                        guard let value = scanner.string() else { return nil }
-                        reference = value
-                    } else if !scanner.skipValue() {
-                        return nil
-                    }
-                }
-                guard scanner.finishedObject else { return nil }
-                share = reference.map { Reference(recordName: $0) }
             case "shareInfo", "fields" + JSONParser.textSuffix:
-                return nil
+                return false
             default:
-                guard scanner.skipValue() else { return nil }
+                return scanner.skipValue()
             }
         }
-        guard scanner.finishedObject, let name, let zone, let type else { return nil }
+        guard read, let name, let zone, let type else { return nil }
         recordName = name
         zoneID = zone
         recordType = type
+        recordChangeTag = tag
+        fieldsText = text
+        share = reference.map { Reference(recordName: $0) }
+        fields = found
     }
 
     /// The record as request JSON (the shape its Codable form has), built without JSONEncoder:

@@ -640,21 +640,10 @@ struct MirrorZoneID: Codable, Sendable, Hashable {
         ownerName = json["ownerName"]?.stringValue ?? MirrorState.defaultOwner
     }
 
-    /// Reads a zone ID where `scanner` is, as `init(json:)` reads it from a tree.
+    /// Reads a zone ID where `scanner` is, as `init(json:)` reads it from a tree (a null or
+    /// absent owner is the default one).
     init?(scanning scanner: inout JSONScanner) {
-        guard scanner.beginObject() else { return nil }
-        var name: String?, owner: String?
-        while let key = scanner.nextKey() {
-            switch key {
-            case "zoneName": guard let value = scanner.string() else { return nil }; name = value
-            case "ownerName":
-                // A non-string owner reads as absent in the tree (`stringValue`): the default.
-                guard let value = scanner.optionalString() else { return nil }
-                owner = value
-            default: guard scanner.skipValue() else { return nil }
-            }
-        }
-        guard scanner.finishedObject, let name else { return nil }
+        guard let (name, owner) = scanner.zoneID() else { return nil }
         zoneName = name
         ownerName = owner ?? MirrorState.defaultOwner
     }

@@ -63,59 +63,58 @@ public struct ModifyParams: Codable, Sendable {
 /// policy, records of other shapes, malformed text) is left to the parser and `init(from:)`.
 extension ModifyParams: JSONScannable {
     public init?(scanning scanner: inout JSONScanner) {
-        guard scanner.beginObject() else { return nil }
-        var database: DatabaseScope?
-        self.init(database: .private)
-        while let key = scanner.nextKey() {
+        var database: DatabaseScope?, saves: [CloudRecord]?, signatures: [[UInt8]?]?, deletes: [DeleteItem]?
+        var atomic: Bool?, returnFields: Bool?, reply: ModifyReply?
+        let read = scanner.object { key, scanner in
             switch key {
-            case "database":
-                guard let value = scanner.string().flatMap(DatabaseScope.init(rawValue:)) else { return nil }
-                database = value
+            case "database": database = scanner.string().flatMap(DatabaseScope.init(rawValue:)); return database != nil
             case "saves":
-                guard scanner.beginArray() else { return nil }
-                var records: [CloudRecord] = [], signatures: [[UInt8]?] = []
-                while scanner.nextElement() {
+                var records: [CloudRecord] = [], found: [[UInt8]?] = []
+                guard scanner.array({ scanner in
                     var signature: [UInt8]?
-                    guard let record = CloudRecord(scanning: &scanner, signature: &signature) else { return nil }
+                    guard let record = CloudRecord(scanning: &scanner, signature: &signature) else { return false }
                     records.append(record)
-                    signatures.append(signature)
-                }
-                guard scanner.finishedArray else { return nil }
+                    found.append(signature)
+                    return true
+                }) else { return false }
                 saves = records
-                typeSignatures = signatures
+                signatures = found
+                return true
             case "deletes":
-                guard scanner.beginArray() else { return nil }
                 var items: [DeleteItem] = []
-                while scanner.nextElement() {
-                    guard let item = DeleteItem(scanning: &scanner) else { return nil }
+                guard scanner.array({ scanner in
+                    guard let item = DeleteItem(scanning: &scanner) else { return false }
                     items.append(item)
-                }
-                guard scanner.finishedArray else { return nil }
+                    return true
+                }) else { return false }
                 deletes = items
-            case "atomic": guard let value = scanner.bool() else { return nil }; atomic = value
-            case "returnFields": guard let value = scanner.bool() else { return nil }; returnFields = value
-            case "reply": guard let value = scanner.string().flatMap(ModifyReply.init(rawValue:)) else { return nil }; reply = value
-            case "savePolicy": return nil
-            default: guard scanner.skipValue() else { return nil }
+                return true
+            case "atomic": atomic = scanner.bool(); return atomic != nil
+            case "returnFields": returnFields = scanner.bool(); return returnFields != nil
+            case "reply": reply = scanner.string().flatMap(ModifyReply.init(rawValue:)); return reply != nil
+            case "savePolicy": return false
+            default: return scanner.skipValue()
             }
         }
-        guard scanner.finishedObject, let database else { return nil }
-        self.database = database
+        guard read, let database else { return nil }
+        self.init(database: database, saves: saves, deletes: deletes, atomic: atomic)
+        self.returnFields = returnFields
+        self.reply = reply
+        typeSignatures = signatures
     }
 }
 
 extension DeleteItem {
     init?(scanning scanner: inout JSONScanner) {
-        guard scanner.beginObject() else { return nil }
         var name: String?, zone: ZoneID?
-        while let key = scanner.nextKey() {
+        let read = scanner.object { key, scanner in
             switch key {
-            case "recordName": guard let value = scanner.string() else { return nil }; name = value
-            case "zoneID": guard let value = ZoneID(scanning: &scanner) else { return nil }; zone = value
-            default: guard scanner.skipValue() else { return nil }
+            case "recordName": name = scanner.string(); return name != nil
+            case "zoneID": zone = ZoneID(scanning: &scanner); return zone != nil
+            default: return scanner.skipValue()
             }
         }
-        guard scanner.finishedObject, let name, let zone else { return nil }
+        guard read, let name, let zone else { return nil }
         self.init(recordName: name, zoneID: zone)
     }
 }

@@ -178,34 +178,36 @@ extension CloudRecord {
     /// (its dates, creators, parent, share or fields of another form), and the request is parsed.
     /// `signature`: the fields' `StoredFields.typeSignature`, from the same scan.
     init?(scanning scanner: inout JSONScanner, signature: inout [UInt8]?) {
-        guard scanner.beginObject() else { return nil }
-        var name: String?, zone: ZoneID?, type: String?, text: String?, tag: String?
-        while let key = scanner.nextKey() {
+        var name: String?, zone: ZoneID?, type: String?, text: String?, tag: String?, found: [UInt8]?
+        let read = scanner.object { key, scanner in
             switch key {
-            case "recordName": guard let value = scanner.string() else { return nil }; name = value
-            case "recordType": guard let value = scanner.string() else { return nil }; type = value
-            case "zoneID": guard let value = ZoneID(scanning: &scanner) else { return nil }; zone = value
-            case "recordChangeTag": guard let value = scanner.optionalString() else { return nil }; tag = value
+            case "recordName": name = scanner.string(); return name != nil
+            case "recordType": type = scanner.string(); return type != nil
+            case "zoneID": zone = ZoneID(scanning: &scanner); return zone != nil
+            case "recordChangeTag":
+                guard let value = scanner.optionalString() else { return false }
+                tag = value
+                return true
             case "fields":
-                var found: [UInt8]?
                 guard let bytes = scanner.text(endingWith: { bytes, start in
                     guard let (end, fieldTypes) = StoredFields.endAndTypeSignature(bytes, from: start) else { return nil }
                     found = fieldTypes
                     return end
-                }) else { return nil }
+                }) else { return false }
                 text = String(decoding: bytes, as: UTF8.self)
-                signature = found
+                return true
             case "creationDate", "modificationDate", "creatorUserRecordName", "lastModifiedUserRecordName", "parent", "share", "shareInfo",
                  "fields" + JSONParser.textSuffix:
-                return nil
+                return false
             default:
-                guard scanner.skipValue() else { return nil }
+                return scanner.skipValue()
             }
         }
-        guard scanner.finishedObject, let name, let zone, let type, let text else { return nil }
+        guard read, let name, let zone, let type, let text else { return nil }
         self.init(recordName: name, zoneID: zone, recordType: type, recordChangeTag: tag)
         sentFieldsText = text
         storedFieldsToText()
+        signature = found
     }
 
     /// `saves` of a request: from the tree when the decoder has one and every record takes the
@@ -304,16 +306,7 @@ extension ZoneID {
 
     /// Reads a zone ID from a request's bytes as `init(tree:)` reads it.
     init?(scanning scanner: inout JSONScanner) {
-        guard scanner.beginObject() else { return nil }
-        var name: String?, owner: String?
-        while let key = scanner.nextKey() {
-            switch key {
-            case "zoneName": guard let value = scanner.string() else { return nil }; name = value
-            case "ownerName": guard let value = scanner.optionalString() else { return nil }; owner = value
-            default: guard scanner.skipValue() else { return nil }
-            }
-        }
-        guard scanner.finishedObject, let name else { return nil }
+        guard let (name, owner) = scanner.zoneID() else { return nil }
         self.init(zoneName: name, ownerName: owner ?? ZoneID.defaultOwner)
     }
 

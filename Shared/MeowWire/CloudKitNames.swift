@@ -36,3 +36,24 @@ public enum CloudKitNames {
         name.count > 60 ? "'\(name.prefix(60))…'" : "'\(name)'"
     }
 }
+
+extension JSONScanner {
+    /// A zone ID, `{"zoneName": …, "ownerName": …}`, read where the scanner is (both services
+    /// read one in every record of a hot message): its owner nil when absent or null, which
+    /// each service reads as its default owner; nil for anything else (other members skipped).
+    public mutating func zoneID() -> (zoneName: String, ownerName: String?)? {
+        var name: String?, owner: String?
+        let read = object { key, scanner in
+            switch key {
+            case "zoneName": name = scanner.string(); return name != nil
+            case "ownerName":
+                guard let value = scanner.optionalString() else { return false }
+                owner = value
+                return true
+            default: return scanner.skipValue()
+            }
+        }
+        guard read, let name else { return nil }
+        return (name, owner)
+    }
+}

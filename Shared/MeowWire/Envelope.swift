@@ -88,3 +88,30 @@ public struct WireEvent: Sendable, Hashable {
 public struct Empty: Codable, Sendable, Hashable {
     public init() {}
 }
+
+/// The envelope as this package writes it: compact, `id` first and an integer
+/// (`{"id":7,"op":…` from `WireClient`, `{"id":7,"ok":true,"result":…}` from the services).
+/// Readers of hot messages find an envelope's parts this way without a JSON tree; a body in any
+/// other form is parsed as usual (docs/PROTOCOL.md §2).
+public enum CompactEnvelope {
+    private static let opening = Array(#"{"id":"#.utf8)
+
+    /// The id of a body that opens `{"id":` with an integer (1–18 digits, no leading zero) and
+    /// ends with `}`, and the index just past the id's digits; nil for any other body.
+    public static func leadingID(_ bytes: UnsafeBufferPointer<UInt8>) -> (id: Int, end: Int)? {
+        guard bytes.count > opening.count + 1, bytes.starts(with: opening), bytes[bytes.count - 1] == UInt8(ascii: "}") else { return nil }
+        var index = opening.count
+        var number = 0
+        while index < bytes.count, index - opening.count < 18, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+            number = number * 10 + Int(bytes[index] - UInt8(ascii: "0"))
+            index += 1
+        }
+        guard index > opening.count, bytes[opening.count] != UInt8(ascii: "0") || index == opening.count + 1 else { return nil }
+        return (number, index)
+    }
+
+    /// Whether `bytes` hold `expected` from `index` on.
+    public static func has(_ expected: [UInt8], in bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Bool {
+        index <= bytes.count && UnsafeBufferPointer(rebasing: bytes[index...]).starts(with: expected)
+    }
+}

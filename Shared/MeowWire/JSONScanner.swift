@@ -11,14 +11,14 @@
 ///
 /// ```swift
 /// var scanner = JSONScanner(bytes)
-/// guard scanner.beginObject() else { return nil }
-/// while let key = scanner.nextKey() {
+/// var token: String?
+/// let read = scanner.object { key, scanner in
 ///     switch key {
-///     case "token": guard let token = scanner.string() else { return nil }; …
-///     default: guard scanner.skipValue() else { return nil }
+///     case "token": token = scanner.string(); return token != nil
+///     default: return scanner.skipValue()
 ///     }
 /// }
-/// guard scanner.finishedObject, scanner.atEnd else { return nil }
+/// guard read, scanner.atEnd, let token else { return nil }
 /// ```
 public struct JSONScanner {
     public let bytes: UnsafeBufferPointer<UInt8>
@@ -120,6 +120,25 @@ public struct JSONScanner {
         return true
     }
 
+    /// Walks an object: `member` reads the value of each member (given its key) and answers
+    /// whether it could; false at the first it could not, or when the object is not well formed.
+    public mutating func object(_ member: (_ key: String, _ scanner: inout JSONScanner) -> Bool) -> Bool {
+        guard beginObject() else { return false }
+        while let key = nextKey() {
+            guard member(key, &self) else { return false }
+        }
+        return finishedObject
+    }
+
+    /// Walks an array: `element` reads each element and answers whether it could.
+    public mutating func array(_ element: (_ scanner: inout JSONScanner) -> Bool) -> Bool {
+        guard beginArray() else { return false }
+        while nextElement() {
+            guard element(&self) else { return false }
+        }
+        return finishedArray
+    }
+
     // MARK: Values
 
     /// A string value (escapes decoded exactly as `JSONParser` decodes them).
@@ -133,9 +152,8 @@ public struct JSONScanner {
             if byte == UInt8(ascii: "\"") {
                 let contents = UnsafeBufferPointer(rebasing: bytes[(start + 1)..<index])
                 index += 1
-                if ascii { return String(decoding: contents, as: UTF8.self) }
-                // Non-ASCII: the parser's check of the UTF-8 (it refuses invalid bytes).
-                return reparsedString(from: start)
+                // Non-ASCII text is checked as the parser checks it (invalid UTF-8 is refused).
+                return ascii ? String(decoding: contents, as: UTF8.self) : String(validating: contents, as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") {
                 // Escapes are rare here: the parser decodes the whole string.
@@ -197,21 +215,9 @@ public struct JSONScanner {
             index = end
             return plain || reparsedString(from: start) != nil
         case UInt8(ascii: "{"):
-            guard depth < JSONParser.maxDepth else { return false }
-            index += 1
-            first = true
-            while let _ = nextKey() {
-                guard skipValue(depth: depth + 1) else { return false }
-            }
-            return finishedObject
+            return depth < JSONParser.maxDepth && object { _, scanner in scanner.skipValue(depth: depth + 1) }
         case UInt8(ascii: "["):
-            guard depth < JSONParser.maxDepth else { return false }
-            index += 1
-            first = true
-            while nextElement() {
-                guard skipValue(depth: depth + 1) else { return false }
-            }
-            return finishedArray
+            return depth < JSONParser.maxDepth && array { scanner in scanner.skipValue(depth: depth + 1) }
         case UInt8(ascii: "t"): return literal("true")
         case UInt8(ascii: "f"): return literal("false")
         case UInt8(ascii: "n"): return literal("null")

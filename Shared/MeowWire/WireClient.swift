@@ -237,29 +237,18 @@ public final class WireClient: Sendable {
         eventContinuation.finish()
     }
 
-    /// A success reply whose request has a `ResultReader`, read by it; false when the frame
-    /// is not such a reply or the reader could not read it (it is then parsed as usual).
-    private static let replyOpening = Array(#"{"id":"#.utf8)
     private static let replySuccess = Array(#","ok":true,"result":"#.utf8)
 
+    /// A success reply whose request has a `ResultReader`, read by it; false when the frame
+    /// is not such a reply or the reader could not read it (it is then parsed as usual).
     private func readDirectly(_ frame: [UInt8]) -> Bool {
         frame.withUnsafeBufferPointer { bytes -> Bool in
             // `{"id":` digits `,"ok":true,"result":` … `}`: the services' own reply form.
-            let opening = Self.replyOpening, middle = Self.replySuccess
-            guard bytes.count > opening.count + middle.count + 2, bytes.starts(with: opening), bytes[bytes.count - 1] == UInt8(ascii: "}") else {
-                return false
-            }
-            var index = opening.count
-            var number = 0
-            while index < bytes.count, index - opening.count < 18, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-                number = number * 10 + Int(bytes[index] - UInt8(ascii: "0"))
-                index += 1
-            }
-            guard index > opening.count, bytes[opening.count] != UInt8(ascii: "0") || index == opening.count + 1,
-                  UnsafeBufferPointer(rebasing: bytes[index...]).starts(with: middle) else { return false }
+            guard let (number, index) = CompactEnvelope.leadingID(bytes), CompactEnvelope.has(Self.replySuccess, in: bytes, at: index),
+                  index + Self.replySuccess.count < bytes.count else { return false }
             let id = RequestID.int(number)
             guard let reader = state.withLock({ $0.readers[id] }) else { return false }
-            let result = UnsafeBufferPointer(rebasing: bytes[(index + middle.count)..<(bytes.count - 1)])
+            let result = UnsafeBufferPointer(rebasing: bytes[(index + Self.replySuccess.count)..<(bytes.count - 1)])
             guard reader(result) else { return false }
             let completion = state.withLock { state in
                 state.readers.removeValue(forKey: id)

@@ -184,7 +184,6 @@ final class Connection {
         }
     }
 
-    private static let requestOpening = Array(#"{"id":"#.utf8)
     private static let requestOp = Array(#","op":""#.utf8)
     private static let requestParams = Array("\",\"params\":".utf8)
 
@@ -193,25 +192,17 @@ final class Connection {
     /// batch of records needs no JSON tree); nil for any other request, parsed as usual.
     private func readDirectly(_ body: [UInt8]) -> IncomingRequest? {
         body.withUnsafeBufferPointer { bytes -> IncomingRequest? in
-            guard bytes.count > 32, bytes.starts(with: Self.requestOpening), bytes[bytes.count - 1] == UInt8(ascii: "}") else { return nil }
-            var index = Self.requestOpening.count
-            var number = 0
-            while index < bytes.count, index - Self.requestOpening.count < 18, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-                number = number * 10 + Int(bytes[index] - UInt8(ascii: "0"))
-                index += 1
-            }
-            // No leading zeros (JSON has none), at least one digit.
-            guard index > Self.requestOpening.count, bytes[Self.requestOpening.count] != UInt8(ascii: "0") || index == Self.requestOpening.count + 1,
-                  UnsafeBufferPointer(rebasing: bytes[index...]).starts(with: Self.requestOp) else { return nil }
-            index += Self.requestOp.count
-            let nameStart = index
+            guard let (number, afterID) = CompactEnvelope.leadingID(bytes), CompactEnvelope.has(Self.requestOp, in: bytes, at: afterID) else { return nil }
+            let nameStart = afterID + Self.requestOp.count
+            var index = nameStart
             // Op names are plain ASCII (letters, digits, dots): anything else takes the parser.
             while index < bytes.count, bytes[index] != UInt8(ascii: "\""), index - nameStart < 64 {
                 let byte = bytes[index]
                 guard byte >= 0x21, byte < 0x7F, byte != UInt8(ascii: "\\") else { return nil }
                 index += 1
             }
-            guard index < bytes.count, UnsafeBufferPointer(rebasing: bytes[index...]).starts(with: Self.requestParams) else { return nil }
+            guard index < bytes.count, CompactEnvelope.has(Self.requestParams, in: bytes, at: index),
+                  index + Self.requestParams.count < bytes.count else { return nil }
             let op = String(decoding: UnsafeBufferPointer(rebasing: bytes[nameStart..<index]), as: UTF8.self)
             guard let read = registry.entry(op)?.readParams else { return nil }
             let params = UnsafeBufferPointer(rebasing: bytes[(index + Self.requestParams.count)..<(bytes.count - 1)])

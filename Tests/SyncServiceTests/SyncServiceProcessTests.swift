@@ -1,5 +1,6 @@
 import Foundation
 import MeowWire
+import SyncServiceKit
 import TestSupport
 import Testing
 
@@ -358,6 +359,14 @@ import Testing
         let record = #"{"recordName":"R","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields":{"CD_title":{"type":"string","value":"note"}}}"#
         let direct = #"{"id":2,"op":"records.modify","params":{"database":"private","saves":[\#(record)],"atomic":true,"reply":"tags"}}"#
         let parsed = #" {"id": 3, "op": "records.modify", "params": {"database":"private","saves":[\#(record)],"atomic":true,"reply":"tags"}}"#
+        // The two bodies take the two paths: the first is in the compact form and its params
+        // read from their bytes, the second (a space first) is not.
+        for (body, compact) in [(direct, true), (parsed, false)] {
+            let found = Array(body.utf8).withUnsafeBufferPointer { CompactEnvelope.leadingID($0) != nil }
+            #expect(found == compact, "\(body)")
+        }
+        let params = #"{"database":"private","saves":[\#(record)],"atomic":true,"reply":"tags"}"#
+        #expect(Array(params.utf8).withUnsafeBufferPointer { ModifyParams.scanned($0) } != nil)
         let saved = try call(direct)
         #expect(saved["ok"] == true, "\(saved)")
         let tag = try #require(saved["result"]?["saved"]?.arrayValue?.first?["recordChangeTag"]?.stringValue)
