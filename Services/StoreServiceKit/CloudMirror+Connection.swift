@@ -200,4 +200,9 @@ final class ReplyWaiter: Sendable {
         semaphore.wait()
         return reply.withLock { $0! }
     }
+
+    /// Whether the reply is here and a success, without waiting for it or taking it.
+    var succeeded: Bool {
+        reply.withLock { reply in if case .success = reply { true } else { false } }
+    }
 }

@@ -9,12 +9,18 @@ extension CloudMirror {
         try ingest(store, enough: nil)
     }
 
+    /// What one ingest did: how many changes it queued, and whether history is left unqueued
+    /// (it stopped at `enough`).
+    struct IngestOutcome {
+        var queued = 0
+        var more = false
+    }
+
     /// `enough`: stops (at a transaction's end) once that many changes were queued, so a send
     /// puts its first batch on the wire before the rest of a large history is queued, and the
     /// rest is queued while the server works (the send's next batches ask for more).
-    /// Returns whether history is left unqueued (it stopped at `enough`).
     @discardableResult
-    func ingest(_ store: PersistentStore, enough: Int?) throws -> Bool {
+    func ingest(_ store: PersistentStore, enough: Int?) throws -> IngestOutcome {
         let state = MirrorState(store)
         var queued = 0
         var cache = IngestCache()
@@ -26,7 +32,7 @@ extension CloudMirror {
             }
             let transactions = try PersistentHistory.fetchStored(store, afterToken: cursor, limit: enough == nil ? 2000 : 16,
                                                                  skippingChangesOf: SaveOperation.syncAuthor)
-            guard !transactions.isEmpty else { return false }
+            guard !transactions.isEmpty else { return IngestOutcome(queued: queued) }
             var faults: [String] = []
             var reachedEnough = false
             try store.database.transaction(commit: .deferred) {
@@ -52,7 +58,7 @@ extension CloudMirror {
                 // Seed 002: what iOS prints, exactly; the device keeps running.
                 logger.rawLine("CoreData: fault: Illegal attempt to work with the core-data or default zone in the shared database: \(zone)")
             }
-            if reachedEnough { return true }
+            if reachedEnough { return IngestOutcome(queued: queued, more: true) }
         }
     }
 

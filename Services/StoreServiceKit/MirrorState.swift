@@ -451,11 +451,11 @@ struct MirrorState {
         try database.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
     }
 
-    /// Drops the stamps rows of `uuids`, a statement per 500 (a page of imports or a bulk save's
+    /// Drops the stamps rows of `uuids` in one statement (a page of imports or a bulk save's
     /// new objects have few or none; none at all when no record has a row).
     func dropFieldTimes(_ uuids: [String]) throws {
         guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_fieldtimes LIMIT 1") != nil else { return }
-        try forChunks(of: uuids, "DELETE FROM mirror_fieldtimes WHERE uuid IN (%@)") { _ in }
+        try forRows(of: uuids, "DELETE FROM mirror_fieldtimes WHERE uuid IN (SELECT value FROM json_each(?))") { _ in }
     }
 
     /// Replaces a record's stamps with `text` (an `MC_fieldModified` text, kept as it is).
@@ -472,45 +472,38 @@ struct MirrorState {
         return try database.scalar("SELECT z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid = ?", [uuid])?.int64
     }
 
-    /// `body` over the rows of `sql` (with `IN (%@)` for the marks) for `uuids` in chunks of 500.
-    private func forChunks(of uuids: [String], _ sql: String, _ body: (Row) -> Void) throws {
-        var start = 0
-        while start < uuids.count {
-            let chunk = Array(uuids[start..<min(uuids.count, start + 500)])
-            start += chunk.count
-            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-            for row in try statement(sql.replacingOccurrences(of: "%@", with: marks), reused: chunk.count == 500).query(chunk) { body(row) }
-        }
-    }
-
-    /// A statement for SQL built for a number of rows: kept for reuse for a full chunk (the
-    /// common size), prepared once for any other, so the cache does not grow with every size.
-    private func statement(_ sql: String, reused: Bool) throws -> Statement {
-        reused ? try database.cached(sql) : try database.prepare(sql)
+    /// `body` over the rows of `sql` for `uuids`, which it names as one JSON array
+    /// (`IN (SELECT value FROM json_each(?))`): one cached statement for any number of them.
+    /// A statement with a mark per uuid (`IN (?,?,…)`) had to be prepared for each page's size,
+    /// and preparing it cost more than the lookups it made (a page of 400 records paid ~1.3 µs
+    /// per uuid for each of its three lookups).
+    private func forRows(of uuids: [String], _ sql: String, _ body: (Row) -> Void) throws {
+        guard !uuids.isEmpty else { return }
+        for row in try database.query(sql, [PersistentStore.jsonArray(uuids)]) { body(row) }
     }
 
     /// The metadata (without server fields) and queue entries of `uuids`, two statements for a
     /// page of records instead of two per record.
     func metaAndPending(_ uuids: [String]) throws -> (meta: [String: Meta], pending: [String: Pending]) {
         var metas: [String: Meta] = [:], pendings: [String: Pending] = [:]
-        try forChunks(of: uuids, "SELECT uuid, entity, zone_name, owner_name, change_tag FROM mirror_meta WHERE uuid IN (%@)") { row in
+        try forRows(of: uuids, "SELECT uuid, entity, zone_name, owner_name, change_tag FROM mirror_meta WHERE uuid IN (SELECT value FROM json_each(?))") { row in
             guard let uuid = row[0].string else { return }
             metas[uuid] = Meta(uuid: uuid, entity: row[1].string ?? "", zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
                                changeTag: row[4].string, serverFields: nil)
         }
-        try forChunks(of: uuids, "SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid IN (%@)") { row in
+        try forRows(of: uuids, "SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid IN (SELECT value FROM json_each(?))") { row in
             let entry = Self.pending(row)
             pendings[entry.uuid] = entry
         }
         return (metas, pendings)
     }
 
-    /// The primary keys of the rows of `entity` among `uuids`, a few statements for a whole page
+    /// The primary keys of the rows of `entity` among `uuids`, one statement for a whole page
     /// (a statement per record was a twentieth of applying one).
     func primaryKeys(entity: String, uuids: [String]) throws -> [String: Int64] {
         guard store.holds(entity), !uuids.isEmpty else { return [:] }
         var keys: [String: Int64] = [:]
-        try forChunks(of: uuids, "SELECT z_uuid, z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid IN (%@)") { row in
+        try forRows(of: uuids, "SELECT z_uuid, z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid IN (SELECT value FROM json_each(?))") { row in
             if let uuid = row[0].string, let key = row[1].int64 { keys[uuid] = key }
         }
         return keys

@@ -182,6 +182,29 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        @Test("A send builds its batches from one read of the queue: entries with nothing to send between them are dropped once, every record goes once")
+        func batchesFromOneRead() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let ids = try await a.insertEvents((0..<1_000).map { "e\($0)" })
+            // Deleted before any send: their queued inserts become deletes of records the server
+            // never had, read among the others, at and around the batches' boundaries (400 a batch).
+            let gone = [0, 399, 400, 401, 799, 800, 999]
+            for index in gone { try await a.delete(ids[index]) }
+            let sent = try await a.send()
+            #expect(sent["saved"] == .int(1_000 - gone.count))
+            #expect(sent["dropped"] == .int(gone.count))
+            #expect(sent["requests"] == 3)
+            #expect(try await a.pending() == 0)
+            let names = try await cloud.records(user: "owner").compactMap { $0["recordName"]?.stringValue }
+            #expect(names.count == 1_000 - gone.count)
+            #expect(Set(names).count == names.count)
+            // Nothing left to send: a second send makes no request.
+            #expect(try await a.send()["requests"] == 0)
+            _ = await a.stop()
+            await cloud.stop()
+        }
+
         @Test("No echo: what B imports is never sent back, and B's clients hear of it as author sync")
         func noEcho() async throws {
             let cloud = try await Cloud.start()
