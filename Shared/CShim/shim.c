@@ -12,6 +12,7 @@
 #include <spawn.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <malloc.h>
 
 int meow_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     struct ucred cred;
@@ -131,4 +132,10 @@ int meow_pidfd_open(pid_t pid) {
     errno = ENOSYS;
     return -1;
 #endif
+}
+
+int meow_keep_freed_memory(int mmap_threshold, int trim_threshold) {
+    if (mallopt(M_MMAP_THRESHOLD, mmap_threshold) != 1) return -1;
+    if (mallopt(M_TRIM_THRESHOLD, trim_threshold) != 1) return -1;
+    return 0;
 }

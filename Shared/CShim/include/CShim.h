@@ -37,4 +37,9 @@ pid_t meow_spawn(const char *path, char *const argv[], char *const envp[], int s
 /// ignored (a Dispatch signal source registers asynchronously, so an early SIGTERM could be).
 int meow_install_shutdown_signals(int write_fd);
 
+/// mallopt(M_MMAP_THRESHOLD) and mallopt(M_TRIM_THRESHOLD): blocks below `mmap_threshold` come
+/// from the heap, and freed memory is returned to the kernel only when more than `trim_threshold`
+/// is free at a heap's top. Returns 0, or -1 when glibc refused a value.
+int meow_keep_freed_memory(int mmap_threshold, int trim_threshold);
+
 #endif
