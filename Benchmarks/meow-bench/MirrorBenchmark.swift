@@ -9,7 +9,7 @@ enum MirrorBenchmark {
         let directory = NSTemporaryDirectory() + "mb-mirror-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let rounds = quick ? 3 : 5
+        let rounds = quick ? 3 : 9
         let cloud = try Child.syncService(in: directory, users: (0..<rounds).flatMap { ["r\($0)", "live\($0)"] } + ["small"])
         defer { cloud.stop() }
         func device(_ name: String, _ credential: String, mode: String = "manual") throws -> Child {

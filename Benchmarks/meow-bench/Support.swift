@@ -141,8 +141,10 @@ struct Latencies: Sendable {
 func format(_ value: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", value) }
 
 /// One line of a result table.
+/// Columns padded to their widths; a longer value is kept whole (truncating it hid the last
+/// rounds of a nine-round ratio list) and pushes the rest of its line along.
 func row(_ columns: [String], widths: [Int]) -> String {
-    zip(columns, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: " ")
+    zip(columns, widths).map { $0.count >= $1 ? $0 : $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: " ")
 }
 
 /// The whole machine's CPU time from /proc/stat: busy and total jiffies over every core, so a
