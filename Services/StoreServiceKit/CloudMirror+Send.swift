@@ -72,6 +72,7 @@ extension CloudMirror {
                              ahead: inout QueuedAhead?, report: inout MirrorSendReport) throws -> [Batch] {
         let now = Date().timeIntervalSince1970
         let limit = progress.withLock { $0.batchLimit }
+        var lookedAgain = false
         while true {
             // History into the queue (a write, under the store lock), unless the last batches'
             // turn queued it: the batches' worth at a time; the rest waits for a later turn.
@@ -127,8 +128,16 @@ extension CloudMirror {
             ahead = next
             if !batches.isEmpty { return batches }
             // What was queued sends nothing (deletes of records never sent, seed 002's
-            // strays): look further into the history before saying the queue is done.
-            if !queued.more && next.queued == 0 && !next.more { return [] }
+            // strays): look further into the history before saying the queue is done, on while
+            // the build's history was left partly unqueued, and once for what this turn queued
+            // (saves made meanwhile). Not on for as long as saves come: while every entry they
+            // queue is one a batch in flight holds, that would never return to its answers.
+            if queued.more { continue }
+            if next.queued > 0 && !lookedAgain {
+                lookedAgain = true
+                continue
+            }
+            return []
         }
     }
 
