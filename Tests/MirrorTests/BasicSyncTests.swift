@@ -205,6 +205,40 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        /// A page's records are looked up by name in one statement per lookup, the names passed
+        /// as one JSON array (`json_each`): names with the characters JSON escapes must come
+        /// back as themselves, or an update would insert a second row and a reference would
+        /// find no target.
+        @Test("Records another client names with quotes and backslashes are found again by name: an update replaces the row, a reference resolves")
+        func namesJSONEscapesAreFoundAgain() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let writer = try await cloud.connect("owner-secret")
+            defer { writer.close() }
+            _ = try await writer.call("zones.save", ["database": "private", "zoneIDs": [ImportRefusalTests.zone]])
+            let sessionName = #"S "vet" \ 1"#, eventName = #"E\"note"/2"#
+            let session: JSONValue = ["recordName": .string(sessionName), "recordType": "CD_CareSession", "zoneID": ImportRefusalTests.zone, "fields": [
+                "CD_entityName": ["type": "string", "value": "CareSession"], "CD_id": ["type": "string", "value": "vet"],
+                "CD_title": ["type": "string", "value": "Vet"], "CD_isDefault": ["type": "int64", "value": 0]]]
+            _ = try await writer.call("records.modify", ["database": "private", "saves": [
+                session, ImportRefusalTests.event(eventName, ["CD_id": ["type": "string", "value": "quoted"],
+                                                "CD_session": ["type": "string", "value": .string(sessionName)]])]])
+            try await a.fetch()
+            let vet = try await a.objectID(id: "vet", entity: "CareSession")
+            #expect(try await a.object(id: "quoted")?["values"]?["session"]?.stringValue == vet)
+            let current = try await writer.call("records.fetch", ["database": "private", "recordIDs": [["recordName": .string(eventName), "zoneID": ImportRefusalTests.zone]]])
+            let tag = try #require(current["records"]?.arrayValue?.first?["recordChangeTag"]?.stringValue)
+            _ = try await writer.call("records.modify", ["database": "private", "saves": [
+                ImportRefusalTests.event(eventName, ["CD_id": ["type": "string", "value": "quoted"], "CD_note": ["type": "string", "value": "edited"],
+                                       "CD_session": ["type": "string", "value": .string(sessionName)]], tag: tag)]])
+            let second = try await a.fetch()
+            #expect(second["changedRecords"] == 1)
+            #expect(try await a.ids() == ["quoted"])
+            #expect(try await a.object(id: "quoted")?["values"]?["note"] == "edited")
+            #expect(try await a.pending() == 0)
+            await ConflictTests.stop(cloud, a)
+        }
+
         @Test("No echo: what B imports is never sent back, and B's clients hear of it as author sync")
         func noEcho() async throws {
             let cloud = try await Cloud.start()
