@@ -59,7 +59,7 @@ extension CloudMirror {
         var lastSeq: Int64 { items.map(\.pending.seq).max() ?? 0 }
     }
 
-    /// Ingests new history and builds up to `count` next batches of due entries not in
+    /// Ingests new history and builds up to `batchesInFlight` next batches of due entries not in
     /// `excluding`, in queue order, from one read of the queue; they are finished (`finishBatch`)
     /// in one turn of the store lock. A device that sends while its clients save gets the lock
     /// between their saves, and each turn waited for a whole save (~30 ms for 1,000 objects):
@@ -68,10 +68,11 @@ extension CloudMirror {
     /// `after`: the queue is read from past this position (the batches still in flight hold
     /// what comes before; reading them again only to skip them was a tenth of a send).
     /// Empty when there is nothing to send.
-    private func nextBatches(scope: StoreScope, count: Int, excluding: Set<String>, after: Int64 = 0, touched: Set<String>,
+    private func nextBatches(scope: StoreScope, excluding: Set<String>, after: Int64 = 0, touched: Set<String>,
                              ahead: inout QueuedAhead?, report: inout MirrorSendReport) throws -> [Batch] {
         let now = Date().timeIntervalSince1970
         let limit = progress.withLock { $0.batchLimit }
+        let count = Self.batchesInFlight
         var lookedAgain = false
         while true {
             // History into the queue (a write, under the store lock), unless the last batches'
@@ -347,8 +348,7 @@ extension CloudMirror {
         /// The queue as topped up by the last batches' turn (`nextBatches`).
         var ahead: QueuedAhead?
         /// Batches built and not yet sent, in queue order.
-        var upcoming = try nextBatches(scope: scope, count: Self.batchesInFlight, excluding: skipped, touched: touched, ahead: &ahead,
-                                       report: &report)
+        var upcoming = try nextBatches(scope: scope, excluding: skipped, touched: touched, ahead: &ahead, report: &report)
         // The export begins once there is something to send and the cloud is connected (a
         // connection that cannot be made is the setup's failure, not an export's); the zone made
         // for it, the token fetched before a first create and the batches are all part of it.
@@ -363,8 +363,8 @@ extension CloudMirror {
         // Built when none is left to send: as many as may be in flight at once, so that a turn
         // of the store lock between a client's saves finishes up to a save's worth of batches.
         func buildMore() throws -> [Batch] {
-            try nextBatches(scope: scope, count: Self.batchesInFlight, excluding: skipped.union(unanswered()), after: readFrom(),
-                            touched: touched, ahead: &ahead, report: &report)
+            try nextBatches(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), touched: touched, ahead: &ahead,
+                            report: &report)
         }
         while true {
             while stopError == nil, !rebuild, inFlight.count < Self.batchesInFlight, rounds < 10_000, let batch = upcoming.first {
@@ -376,8 +376,7 @@ extension CloudMirror {
                         try forgetCreates(of: upcoming)
                         var fetched = MirrorFetchReport()
                         try fetchZone(.coreData, scope: .private, database: "private", report: &fetched)
-                        upcoming = try nextBatches(scope: scope, count: Self.batchesInFlight, excluding: skipped, touched: touched, ahead: &ahead,
-                                                   report: &report)
+                        upcoming = try nextBatches(scope: scope, excluding: skipped, touched: touched, ahead: &ahead, report: &report)
                     }
                     // Once per send: a token once held stays (asking takes the store lock), and a
                     // zone that cannot be fetched does not stop the send.
@@ -428,8 +427,7 @@ extension CloudMirror {
             if rebuild, inFlight.isEmpty {
                 rebuild = false
                 if stopError == nil {
-                    upcoming = try nextBatches(scope: scope, count: Self.batchesInFlight, excluding: skipped, touched: touched, ahead: &ahead,
-                                               report: &report)
+                    upcoming = try nextBatches(scope: scope, excluding: skipped, touched: touched, ahead: &ahead, report: &report)
                 }
             }
         }

@@ -67,19 +67,11 @@ public struct JSONScanner {
     /// (`finishedObject` says whether it ended cleanly) or at anything else.
     public mutating func nextKey() -> String? {
         finishedObject = false
-        guard let next = peek() else { return nil }
-        if next == UInt8(ascii: "}") {
-            index += 1
+        guard let follows = step(closing: UInt8(ascii: "}")) else { return nil }
+        guard follows else {
             finishedObject = true
-            // The container this object was a value in has had a member now.
-            first = false
             return nil
         }
-        if !first {
-            guard next == UInt8(ascii: ",") else { return nil }
-            index += 1
-        }
-        first = false
         guard peek() == UInt8(ascii: "\""), let key = string(), take(UInt8(ascii: ":")) else { return nil }
         return key
     }
@@ -93,15 +85,23 @@ public struct JSONScanner {
     /// consumed: `finishedArray` true) or at anything else.
     public mutating func nextElement() -> Bool {
         finishedArray = false
-        guard let next = peek() else { return false }
-        if next == UInt8(ascii: "]") {
+        guard let follows = step(closing: UInt8(ascii: "]")) else { return false }
+        finishedArray = !follows
+        return follows
+    }
+
+    /// Past what stands between a container's members or elements: true when another follows
+    /// (its `,` consumed unless it is the first), false at `closing` (consumed), nil at anything
+    /// else. Either way the container that holds this one has had a member now.
+    private mutating func step(closing: UInt8) -> Bool? {
+        guard let next = peek() else { return nil }
+        if next == closing {
             index += 1
-            finishedArray = true
             first = false
             return false
         }
         if !first {
-            guard next == UInt8(ascii: ",") else { return false }
+            guard next == UInt8(ascii: ",") else { return nil }
             index += 1
         }
         first = false
@@ -226,10 +226,8 @@ public struct JSONScanner {
     }
 
     private mutating func literal(_ word: StaticString) -> Bool {
-        let count = word.utf8CodeUnitCount
-        guard bytes.count - index >= count else { return false }
-        for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] { return false }
-        index += count
+        guard bytes.starts(with: word, at: index) else { return false }
+        index += word.utf8CodeUnitCount
         return true
     }
 
@@ -288,5 +286,15 @@ extension JSONScannable {
         var scanner = JSONScanner(bytes)
         guard let value = Self(scanning: &scanner), scanner.atEnd else { return nil }
         return value
+    }
+}
+
+extension UnsafeBufferPointer<UInt8> {
+    /// Whether `word`'s bytes stand at `index` (the scanners' `true`, `false`, `null`).
+    func starts(with word: StaticString, at index: Int) -> Bool {
+        let count = word.utf8CodeUnitCount
+        guard self.count - index >= count else { return false }
+        for offset in 0..<count where self[index + offset] != word.utf8Start[offset] { return false }
+        return true
     }
 }

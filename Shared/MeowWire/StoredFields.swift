@@ -209,10 +209,8 @@ struct StoredFormScanner {
     }
 
     private mutating func literal(_ text: StaticString) -> Bool {
-        let count = text.utf8CodeUnitCount
-        guard bytes.count - index >= count else { return false }
-        for offset in 0..<count where bytes[index + offset] != text.utf8Start[offset] { return false }
-        index += count
+        guard bytes.starts(with: text, at: index) else { return false }
+        index += text.utf8CodeUnitCount
         return true
     }
 
