@@ -43,6 +43,7 @@ extension CloudMirror {
                         for change in transaction.entries {
                             faults += try ingest(change, time: time, state: state, cache: &cache)
                         }
+                        try cache.flush(state)
                         if !cache.inserted.isEmpty {
                             try state.dropFieldTimes(cache.inserted)
                             cache.inserted.removeAll(keepingCapacity: true)
@@ -148,12 +149,28 @@ extension CloudMirror {
         /// New objects of the history transaction being queued: any stamps row their uuids
         /// still have (an earlier life of the uuid) is dropped once, after the transaction.
         var inserted: [String] = []
+        /// New objects not queued yet, of one entity and `key`: queued together
+        /// (`MirrorState.enqueueNewObjects`) before any other change, so the queue keeps
+        /// history's order.
+        var waiting: (entity: String, objects: [(uuid: String, primaryKey: Int64)])?
+
+        mutating func flush(_ state: MirrorState) throws {
+            guard let batch = waiting else { return }
+            waiting = nil
+            try state.enqueueNewObjects(entity: batch.entity, objects: batch.objects, changedText: changedText,
+                                        timesText: names.isEmpty ? nil : stampsText)
+        }
     }
 
     private func ingest(_ change: HistoryChanges.Entry, time: Double, state: MirrorState, cache: inout IngestCache) throws -> [String] {
         let store = state.store
         guard let entity = store.model.entity(named: change.entity) else { return [] }
         let kind = change.kind
+        let stamp = FieldStamp(time: time, device: options.deviceName)
+        // Anything but another new object like the waiting ones is queued after them.
+        if kind != .insert || cache.waiting?.entity != entity.name || cache.key?.changed != (change.changed ?? []) || cache.key?.stamp != stamp {
+            try cache.flush(state)
+        }
         if kind == .delete {
             try state.clearUnexportable(change.uuid)
             try state.enqueue(uuid: change.uuid, entity: entity.name, kind: .delete, zone: try state.meta(change.uuid)?.zone, changed: [])
@@ -170,7 +187,6 @@ extension CloudMirror {
                 return []
             }
         }
-        let stamp = FieldStamp(time: time, device: options.deviceName)
         if kind == .insert {
             // A new object: its stamps are these alone, one group (nothing to read and merge).
             let changed = change.changed ?? []
@@ -183,9 +199,8 @@ extension CloudMirror {
             }
             // Its stamps ride in its queue entry (a stale stamps row would hide them: see `inserted`).
             cache.inserted.append(change.uuid)
-            try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: cache.names, new: true,
-                              changedText: cache.changedText, timesText: cache.names.isEmpty ? nil : cache.stampsText,
-                              primaryKey: change.primaryKey)
+            if cache.waiting == nil { cache.waiting = (entity.name, []) }
+            cache.waiting!.objects.append((change.uuid, change.primaryKey))
             return []
         }
         let names = Set((change.changed ?? []).map(MirrorRecordCoding.fieldName))

@@ -192,6 +192,28 @@ struct MirrorState {
                   primaryKey.map { SQLValue.integer($0) } ?? .null, new ? 1 : 0])
     }
 
+    /// Queues new objects of one entity that share their changed fields and stamps (a bulk
+    /// save's inserts), as `enqueue(…, new: true, …)` does each, in one statement: the queue's
+    /// positions follow `objects`' order. A statement per object was most of queueing history.
+    func enqueueNewObjects(entity: String, objects: [(uuid: String, primaryKey: Int64)], changedText: String, timesText: String?) throws {
+        guard !objects.isEmpty else { return }
+        var list = "["
+        for (index, object) in objects.enumerated() {
+            if index > 0 { list += "," }
+            list += "["
+            JSONWriter.appendString(object.uuid, to: &list)
+            list += "," + String(object.primaryKey) + "]"
+        }
+        list += "]"
+        // `WHERE true`: an upsert after a SELECT needs a WHERE to parse (SQLite's rule).
+        try database.cached("""
+            INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before, times, pk)
+            SELECT value ->> 0, ?1, 'insert', NULL, NULL, ?2, 0, ?3, value ->> 1 FROM json_each(?4) WHERE true
+            ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = NULL, owner_name = NULL,
+                changed = excluded.changed, not_before = 0, generation = generation + 1, times = excluded.times, pk = excluded.pk
+            """).run([entity, changedText, SQLValue(timesText), list])
+    }
+
     func dropPending(_ uuid: String) throws {
         try database.execute("DELETE FROM mirror_pending WHERE uuid = ?", [uuid])
     }

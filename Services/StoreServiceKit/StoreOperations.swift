@@ -172,10 +172,14 @@ extension StoreService {
         }
         registry.register("context.save", params: SaveParams.self, summary: "Saves the context's changes in one transaction.") { [self] params, request in
             let engine = try engine()
-            let (result, notices) = try engine.withContext(request.connection, params.context) { context, stores in
-                let outcome = try SaveOperation(context: context, stores: stores, router: engine.router, logger: engine.logger,
-                                                report: params.report ?? .objects).run()
-                return (outcome.0, outcome.1)
+            let (result, notices) = try engine.contexts(request.connection).with(params.context) { context in
+                // The store lock for the writes only: the context is brought up to date after it
+                // (under the context's own lock), so the device's mirror is not kept waiting.
+                let committed = try engine.coordinator.withStores { stores in
+                    try SaveOperation(context: context, stores: stores, router: engine.router, logger: engine.logger,
+                                      report: params.report ?? .objects).write()
+                }
+                return committed.update(context)
             }
             engine.publish(notices, from: request.connection)
             // Automatic mode starts its sync now rather than at its next look at the history.
