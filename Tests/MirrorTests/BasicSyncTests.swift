@@ -205,6 +205,52 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        /// A bulk save's new objects are queued a run at a time (one statement per run of one
+        /// entity with the same fields and stamp): the queue must still follow the history's
+        /// order, or a child could go out before its parent. One item a request, so each record
+        /// gets its change tag in the order it was sent.
+        @Test("One save's new objects of two entities, an edit and a delete are sent in the history's order, a record a request")
+        func newObjectRunsKeepHistoryOrder() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud, extra: ["--batch-size", "1"])
+            let first = try await a.insertSession("first")
+            let earlier = try await a.insertEvents(["edited", "deleted"], session: first)
+            try await a.send()
+            let context = try await a.context()
+            func insert(_ entity: String, _ values: JSONValue) async throws -> String {
+                try #require(try await a.call("object.insert", ["context": .string(context), "entity": .string(entity), "values": values])["objectID"]?.stringValue)
+            }
+            // A note on the first event only: its fields differ from the second's, so the two are
+            // separate runs; the session starts a run of another entity; the last event is in it.
+            _ = try await insert("CareEvent", Device.eventValues("x1", note: "first", session: first))
+            _ = try await insert("CareEvent", Device.eventValues("x2", session: first))
+            let second = try await insert("CareSession", ["id": "second", "title": "Tama"])
+            _ = try await insert("CareEvent", Device.eventValues("y1", session: second))
+            try await a.call("object.set", ["context": .string(context), "objectID": .string(earlier[0]), "values": ["note": "later"]])
+            try await a.call("object.delete", ["context": .string(context), "objectID": .string(earlier[1])])
+            try await a.call("context.save", ["context": .string(context)])
+            let sent = try await a.send()
+            #expect(sent["saved"] == 5)
+            #expect(sent["deleted"] == 1)
+            #expect(try await a.pending() == 0)
+            let records = try await cloud.records(user: "owner")
+            let ids = Dictionary(uniqueKeysWithValues: records.compactMap { record -> (String, String)? in
+                guard let id = record["fields"]?["CD_id"]?["value"]?.stringValue, let tag = record["recordChangeTag"]?.stringValue else { return nil }
+                return (id, tag)
+            })
+            #expect(ids["deleted"] == nil)
+            #expect(ids["second"] != nil)
+            // Tags are the cloud's sequence in base 36: their order is the order of the saves.
+            // (Not the sessions': saving a child gives its parent a new tag.) The event in the
+            // new session was taken, so its session went before it.
+            let order = ["x1", "x2", "y1", "edited"].map { id in ids[id].flatMap { Int($0, radix: 36) } ?? -1 }
+            #expect(order.allSatisfy { $0 > 0 })
+            #expect(order == order.sorted())
+            #expect(try await a.objects().first { $0["values"]?["id"] == "edited" }?["values"]?["note"] == "later")
+            _ = await a.stop()
+            await cloud.stop()
+        }
+
         /// A page's records are looked up by name in one statement per lookup, the names passed
         /// as one JSON array (`json_each`): names with the characters JSON escapes must come
         /// back as themselves, or an update would insert a second row and a reference would
