@@ -244,7 +244,7 @@ extension CloudMirror {
             for zone in ordered { try fetchZone(zone, scope: scope, database: database, report: &report) }
             currentZones.formUnion(changes.changedZones)
             changedAny = changedAny || !changes.changedZones.isEmpty
-            try state(scope) { state, _, _ in try state.setValue(MirrorState.databaseTokenKey, changes.token) }
+            try state(scope) { state, _, _ in try state.setDerivableValue(MirrorState.databaseTokenKey, changes.token) }
             if !changes.moreComing { break }
         }
         return changedAny

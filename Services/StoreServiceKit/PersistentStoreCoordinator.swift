@@ -74,6 +74,14 @@ public final class PersistentStoreCoordinator: Sendable {
     public var storeDescriptions: [StoreDescription] {
         state.withLock { $0.list.map(StoreDescription.init) }
     }
+
+    /// Per store (by configuration name), its commits since it was opened that waited for the
+    /// disk and that did not (`info.commits`; stores on disk only).
+    public var commitCounts: [String: (durable: Int, relaxed: Int)] {
+        state.withLock { stores in
+            Dictionary(stores.list.filter { $0.filePath != nil }.map { ($0.name, $0.database.ledger.counts) }, uniquingKeysWith: { first, _ in first })
+        }
+    }
 }
 
 /// The stores as an operation sees them while holding the coordinator's lock.

@@ -85,6 +85,7 @@ public final class StoreService: ServiceDefinition {
             "model": .string(model.name),
             "routing": .string(options.routing.rawValue),
             "storeLock": Self.lockJSON(engine.coordinator.lockStatistics),
+            "commits": .object(engine.coordinator.commitCounts.mapValues { ["durable": .int($0.durable), "relaxed": .int($0.relaxed)] }),
         ]
     }
 

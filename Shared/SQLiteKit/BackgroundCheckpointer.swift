@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Synchronization
 
 /// Folds a WAL database's log into its main file from a thread (and connection) of its own.
 ///
@@ -22,13 +23,16 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     let writerCheckpointPages: Int32
 
     private let path: String
+    /// The writer's commit counts, kept by the same hook.
+    let ledger: CommitLedger
     private let condition = NSCondition()
     // Guarded by `condition`.
     private var requested = false
     private var stopped = false
 
-    init(path: String, pageSize: Int) {
+    init(path: String, pageSize: Int, ledger: CommitLedger) {
         self.path = path
+        self.ledger = ledger
         thresholdPages = Int32(Self.thresholdBytes / max(pageSize, 512))
         writerCheckpointPages = Int32(Self.writerCheckpointBytes / max(pageSize, 512))
         let thread = Thread { [self] in run() }
@@ -79,12 +83,13 @@ extension Database {
     public func checkpointInBackground() {
         guard path != ":memory:", checkpointer == nil else { return }
         let pageSize = (try? scalar("PRAGMA page_size"))?.int ?? 4096
-        let checkpointer = BackgroundCheckpointer(path: path, pageSize: pageSize)
+        let checkpointer = BackgroundCheckpointer(path: path, pageSize: pageSize, ledger: ledger)
         self.checkpointer = checkpointer
         // Replaces the automatic checkpoint's own hook (sqlite3_wal_autocheckpoint installs one).
         sqlite3_wal_hook(handle, { context, db, _, pages in
             guard let context else { return SQLITE_OK }
             let checkpointer = Unmanaged<BackgroundCheckpointer>.fromOpaque(context).takeUnretainedValue()
+            checkpointer.ledger.count()
             if pages >= checkpointer.writerCheckpointPages {
                 // The background thread has fallen behind a stream of commits (a checkpoint
                 // cannot finish while new frames keep coming, and the log is only restarted
@@ -96,5 +101,30 @@ extension Database {
             }
             return SQLITE_OK
         }, Unmanaged.passUnretained(checkpointer).toOpaque())
+    }
+}
+
+/// A connection's commits that wrote to its log, by whether each waited for the disk
+/// (`synchronous=FULL`) or not (a deferred transaction's NORMAL). Counted by the WAL hook, on
+/// the committing thread; read from any thread. A commit that changed no page writes no log
+/// and is not counted.
+public final class CommitLedger: Sendable {
+    private let durableCount = Atomic<Int>(0)
+    private let relaxedCount = Atomic<Int>(0)
+    private let relaxedMode = Atomic<Bool>(false)
+
+    /// Whether commits now skip waiting for the disk (set by the connection's owner).
+    var relaxed: Bool {
+        get { relaxedMode.load(ordering: .relaxed) }
+        set { relaxedMode.store(newValue, ordering: .relaxed) }
+    }
+
+    func count() {
+        if relaxed { relaxedCount.add(1, ordering: .relaxed) } else { durableCount.add(1, ordering: .relaxed) }
+    }
+
+    /// Commits that waited for the disk, and commits that did not.
+    public var counts: (durable: Int, relaxed: Int) {
+        (durableCount.load(ordering: .relaxed), relaxedCount.load(ordering: .relaxed))
     }
 }

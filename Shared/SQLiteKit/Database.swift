@@ -24,8 +24,15 @@ public final class Database {
     /// Whether a COMMIT waits for the disk (file databases, `synchronous=FULL`).
     private let syncsCommits: Bool
     /// A deferred transaction could not put FULL back (SQLite refuses inside a transaction):
-    /// the next `beginImmediate` does, before anything else commits.
-    private var syncRelaxed = false
+    /// the next `beginImmediate` does, before anything else commits. (Kept in the ledger, whose
+    /// WAL hook counts each commit by it.)
+    private var syncRelaxed: Bool {
+        get { ledger.relaxed }
+        set { ledger.relaxed = newValue }
+    }
+    /// Commits that wrote to the log, by whether they waited for the disk (file databases with
+    /// a background checkpointer: the WAL hook counts them).
+    public let ledger = CommitLedger()
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory only.
     public init(path: String, readOnly: Bool = false) throws(SQLiteError) {

@@ -251,6 +251,48 @@ extension Mirroring {
             await cloud.stop()
         }
 
+        /// A database change token is derivable (lost, the zones it covered are listed again;
+        /// each zone's token is kept with its pages), so it is kept without waiting for the
+        /// disk: a fetch saved it in a commit of its own that did, two per automatic pass (the
+        /// private and the shared database) on the thread applying pages. The store-service's
+        /// `info.commits` counts each store's commits by whether they waited.
+        @Test("A fetch keeps database tokens without waiting for the disk; only a page of records does; nothing new commits nothing")
+        func databaseTokensDoNotWaitForTheDisk() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud, dataDirectory: cloud.directory.file("B-data"))
+            func commits() async throws -> (durable: Int, relaxed: Int) {
+                let all = try #require(try await b.call("info")["commits"]?.objectValue)
+                #expect(Set(all.keys) == ["Private", "Shared"])
+                return all.values.reduce((0, 0)) { ($0.0 + ($1["durable"]?.intValue ?? 0), $0.1 + ($1["relaxed"]?.intValue ?? 0)) }
+            }
+            try await a.insertEvents(["e1", "e2"])
+            try await a.send()
+            #expect(try await b.fetch()["changedRecords"] == 2)
+            let settled = try await commits()
+            for _ in 0..<3 { #expect(try await b.fetch()["changedRecords"] == 0) }
+            let idle = try await commits()
+            #expect(idle.durable == settled.durable && idle.relaxed == settled.relaxed)
+            // Another user's change moves both of the owner's database tokens and nothing else.
+            let bob = try await cloud.connect("bob-secret")
+            defer { bob.close() }
+            _ = try await bob.call("zones.save", ["database": "private", "zoneIDs": [ImportRefusalTests.zone]])
+            _ = try await bob.call("records.modify", ["database": "private", "saves": [ImportRefusalTests.event("bob-1")]])
+            #expect(try await b.fetch()["changedRecords"] == 0)
+            let tokens = try await commits()
+            #expect(tokens.durable == idle.durable)
+            #expect(tokens.relaxed > idle.relaxed)
+            // A page of records still waits for the disk.
+            try await a.insertEvents(["e3"])
+            try await a.send()
+            #expect(try await b.fetch()["changedRecords"] == 1)
+            #expect(try await commits().durable > tokens.durable)
+            #expect(try await b.ids() == ["e1", "e2", "e3"])
+            _ = await a.stop()
+            _ = await b.stop()
+            await cloud.stop()
+        }
+
         /// A page's records are looked up by name in one statement per lookup, the names passed
         /// as one JSON array (`json_each`): names with the characters JSON escapes must come
         /// back as themselves, or an update would insert a second row and a reference would

@@ -214,4 +214,22 @@ struct DatabaseTests {
         #expect(try reopened.scalar("SELECT count(*) FROM t")?.int == 30_000)
         #expect(try reopened.integrityCheck() == "ok")
     }
+
+    @Test("The commit ledger counts commits that wrote the log: durable ones, deferred ones, autocommits; not one that changed nothing")
+    func commitLedgerCountsBySync() throws {
+        let directory = try TestDirectory()
+        defer { directory.remove() }
+        let db = try Database(path: directory.file("ledger.sqlite"))
+        db.checkpointInBackground()
+        try db.execute("CREATE TABLE kv(key TEXT PRIMARY KEY, value TEXT)")
+        let start = db.ledger.counts
+        try db.transaction { try db.execute("INSERT INTO kv VALUES ('a', '1')") }
+        try db.transaction(commit: .deferred) { try db.execute("INSERT INTO kv VALUES ('b', '1')") }
+        try db.execute("INSERT INTO kv VALUES ('c', '1')")
+        // The same value again: SQLite leaves the page as it was, so nothing reaches the log.
+        try db.transaction { try db.execute("UPDATE kv SET value = '1' WHERE key = 'a'") }
+        let end = db.ledger.counts
+        #expect(end.durable - start.durable == 2)
+        #expect(end.relaxed - start.relaxed == 1)
+    }
 }
