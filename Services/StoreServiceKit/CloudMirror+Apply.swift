@@ -143,7 +143,7 @@ extension CloudMirror {
 
     /// Tells the device's clients of records their store refused (`importRefused`).
     func publishRefused(_ notices: [ImportRefusedNotice]) {
-        for notice in notices { engine.events.publish(topic: StoreEngine.remoteChangeTopic, event: Self.importRefusedEvent, data: notice) }
+        for notice in notices { engine.announce(topic: StoreEngine.remoteChangeTopic, event: Self.importRefusedEvent, data: notice) }
     }
 
     /// Delete rules run on the cloud's changes too (a session deleted in the cloud cascades to
@@ -170,7 +170,7 @@ extension CloudMirror {
 
     /// Tells the device's clients that the server refused a local change and it was undone.
     func publishReverted(_ data: RevertedNotice) {
-        engine.events.publish(topic: StoreEngine.remoteChangeTopic, event: Self.revertedEvent, data: data)
+        engine.announce(topic: StoreEngine.remoteChangeTopic, event: Self.revertedEvent, data: data)
     }
 
     /// The row of `uuid` in `store` as record fields, or nil when it is gone.

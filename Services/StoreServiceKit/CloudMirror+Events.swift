@@ -88,6 +88,6 @@ extension CloudMirror {
     }
 
     fileprivate func publish(_ notice: CloudKitEventNotice) {
-        _ = engine.events.publish(topic: Self.cloudKitEventsTopic, event: Self.eventChangedEvent, data: notice)
+        engine.announce(topic: Self.cloudKitEventsTopic, event: Self.eventChangedEvent, data: notice)
     }
 }

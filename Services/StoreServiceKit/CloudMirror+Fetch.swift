@@ -338,9 +338,12 @@ extension CloudMirror {
     /// Applies one page of zone changes to the scope's store, and saves `token` (the zone's
     /// token after the page) with it.
     /// `prepared`: per changed record, its row values as far as they need no store (`ZoneChanges`).
-    /// A page with records commits waiting for the disk: it may write rows and a history
-    /// transaction whose token clients are told of at once, and a power loss must not roll that
-    /// token back to be handed out again. Pages of nothing but bookkeeping do not wait.
+    /// A page commits without waiting for the disk (rows, history, metadata and token roll
+    /// back together; the page is fetched again). Its history token must not reach clients
+    /// before the disk has it, or a power cut could hand the token out again: the notice goes
+    /// out once the log is synced, on the announcer's thread (`OrderedAnnouncer`), while this
+    /// thread applies the next page. (A page that needs a context save, for merges, makes it
+    /// as a client's save does: waiting.)
     /// `holdDeletes`: the page's deletions are kept (`holdTombstones`) for the fetch's end
     /// rather than applied.
     func applyPage(_ changed: [MirrorRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: MirrorZoneID,
@@ -365,7 +368,9 @@ extension CloudMirror {
             }
             // The page's lookups, and its records new to this device with their metadata, in one
             // transaction; the context path below takes the rest.
-            try store.database.transaction(commit: changed.isEmpty ? .deferred : .full) {
+            // Without waiting for the disk: the page, its token and its history roll back
+            // together, and its notice goes out once the log is synced (`publishOnceDurable`).
+            try store.database.transaction(commit: .deferred) {
             // A deletion held from an earlier round of this fetch is older than a record the
             // zone lists now: applied last, it deleted an event moved away and back meanwhile.
             try state.dropTombstones(changed.map(\.recordName), zone: zone)
@@ -531,7 +536,7 @@ extension CloudMirror {
                 if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
             }
             }
-            if let notice { engine.publish([notice], from: nil) }
+            if let notice { engine.publishOnceDurable([notice], store: store) }
             if !local.isEmpty {
                 let refused = try applyRefusing(local, storeIndex: index, stores: stores)
                 let told = try store.database.transaction(commit: .deferred) { () -> [ImportRefusedNotice] in

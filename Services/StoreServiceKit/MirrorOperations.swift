@@ -62,6 +62,14 @@ struct MirrorStatus: Codable, Sendable {
 }
 
 extension CloudMirror {
+    /// `body`, answered only after every notice it gave rise to went out: an explicit sync's
+    /// reply comes after its imports' remote-change events (which a fetched page's commit
+    /// sends once the log is synced: `OrderedAnnouncer`), as before pages stopped waiting.
+    func announced<T>(_ body: () throws -> T) throws -> T {
+        defer { engine.announcer.drain() }
+        return try body()
+    }
+
     func status() throws -> MirrorStatus {
         let progress = progress.withLock { $0 }
         let now = Date().timeIntervalSince1970
@@ -129,15 +137,15 @@ extension StoreService {
     func registerMirrorOperations(in registry: inout OperationRegistry) {
         registry.register("sync.send", params: Empty.self, summary: "Sends the queued local changes to the cloud.") { [self] _, _ in
             let mirror = try mirror()
-            return try mirror.exclusive("send") { try mirror.sendAll() }
+            return try mirror.announced { try mirror.exclusive("send") { try mirror.sendAll() } }
         }
         registry.register("sync.fetch", params: Empty.self, summary: "Fetches and applies the cloud's changes.") { [self] _, _ in
             let mirror = try mirror()
-            return try mirror.exclusive("fetch") { try mirror.fetchAll() }
+            return try mirror.announced { try mirror.exclusive("fetch") { try mirror.fetchAll() } }
         }
         registry.register("sync.now", params: Empty.self, summary: "Sends, then fetches.") { [self] _, _ in
             let mirror = try mirror()
-            return try mirror.exclusive("now") { MirrorNowResult(send: try mirror.sendAll(), fetch: try mirror.fetchAll()) }
+            return try mirror.announced { try mirror.exclusive("now") { MirrorNowResult(send: try mirror.sendAll(), fetch: try mirror.fetchAll()) } }
         }
         registry.register("sync.initializeSchema", params: InitializeSchemaParams.self,
                           summary: "Saves and deletes one record per entity so the cloud's schema knows every field (initializeCloudKitSchema).") { [self] params, _ in

@@ -24,8 +24,8 @@ import SQLiteKit
 /// verdicts, tokens and metadata after a context save) commit `.deferred`: without waiting for
 /// the disk. All of it can be derived again (from history after the cursor they roll back with,
 /// or from the cloud by the next send or fetch), so a power loss costs a redo at worst; a
-/// process crash (kill -9) loses nothing. A fetched page that writes rows and history clients
-/// are told of waits, as a client's save does (`CloudMirror.applyPage`).
+/// process crash (kill -9) loses nothing. So does a fetched page that writes rows and history;
+/// its notice to clients waits until the log is synced (`CloudMirror.applyPage`).
 struct MirrorState {
     let store: PersistentStore
     private var database: Database { store.database }

@@ -15,6 +15,8 @@ final class StoreEngine: Sendable {
     let coordinator: PersistentStoreCoordinator
     let router: StoreRouter
     let events: EventHub
+    /// Events in commit order, a fetched page's once it is on disk.
+    let announcer = OrderedAnnouncer()
     let logger = Logger(label: "store-service.store")
 
     init(coordinator: PersistentStoreCoordinator, routing: RoutingMode, events: EventHub) {
@@ -85,9 +87,27 @@ final class StoreEngine: Sendable {
     }
 
     func publish(_ notices: [RemoteChangeNotice], from connection: ConnectionHandle?) {
-        for notice in notices {
-            events.publish(topic: Self.remoteChangeTopic, event: Self.remoteChangeTopic, data: notice) { $0.id != connection?.id }
+        guard !notices.isEmpty else { return }
+        announcer.now { [events] in
+            for notice in notices {
+                events.publish(topic: Self.remoteChangeTopic, event: Self.remoteChangeTopic, data: notice) { $0.id != connection?.id }
+            }
         }
+    }
+
+    /// Publishes the notice of a commit made without waiting for the disk once `store`'s log is
+    /// synced (`OrderedAnnouncer`); at once for an in-memory store. Call under the store lock,
+    /// right after the commit.
+    func publishOnceDurable(_ notices: [RemoteChangeNotice], store: PersistentStore) {
+        guard let path = store.filePath else { return publish(notices, from: nil) }
+        announcer.afterSync(path: path) { [events] in
+            for notice in notices { events.publish(topic: Self.remoteChangeTopic, event: Self.remoteChangeTopic, data: notice) }
+        }
+    }
+
+    /// Publishes an event in order with the remote-change notices (`OrderedAnnouncer.now`).
+    func announce<Payload: Encodable & Sendable>(topic: String, event: String, data: Payload) {
+        announcer.now { [events] in _ = events.publish(topic: topic, event: event, data: data) }
     }
 }
 

@@ -86,6 +86,7 @@ public final class StoreService: ServiceDefinition {
             "routing": .string(options.routing.rawValue),
             "storeLock": Self.lockJSON(engine.coordinator.lockStatistics),
             "commits": .object(engine.coordinator.commitCounts.mapValues { ["durable": .int($0.durable), "relaxed": .int($0.relaxed)] }),
+            "logSyncs": .int(engine.announcer.logSyncs),
         ]
     }
 

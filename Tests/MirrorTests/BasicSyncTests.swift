@@ -251,43 +251,62 @@ extension Mirroring {
             await cloud.stop()
         }
 
-        /// A database change token is derivable (lost, the zones it covered are listed again;
-        /// each zone's token is kept with its pages), so it is kept without waiting for the
-        /// disk: a fetch saved it in a commit of its own that did, two per automatic pass (the
-        /// private and the shared database) on the thread applying pages. The store-service's
-        /// `info.commits` counts each store's commits by whether they waited.
-        @Test("A fetch keeps database tokens without waiting for the disk; only a page of records does; nothing new commits nothing")
-        func databaseTokensDoNotWaitForTheDisk() async throws {
+        /// What a fetch commits does not wait for the disk: a database change token is
+        /// derivable (lost, the zones it covered are listed again; each zone's token is kept
+        /// with its pages), and a page of records rolls back with its token. A page's notice
+        /// names a history token, which a power cut must not hand out again: the log is synced
+        /// first (on the announcer's thread, while the fetch applies the next page). A fetch
+        /// saved each database token in a commit of its own that waited, two per automatic
+        /// pass, and each page waited for its commit, on the thread the pipeline ends on.
+        /// `info.commits` counts each store's commits by whether they waited, `info.logSyncs`
+        /// the syncs made before an announcement.
+        @Test("A fetch commits without waiting for the disk; a page's notice goes out after its log is synced; nothing new commits nothing")
+        func fetchCommitsWithoutWaiting() async throws {
             let cloud = try await Cloud.start()
             let a = try await Device.start("A", user: "owner", cloud: cloud)
             let b = try await Device.start("B", user: "owner", cloud: cloud, dataDirectory: cloud.directory.file("B-data"))
-            func commits() async throws -> (durable: Int, relaxed: Int) {
-                let all = try #require(try await b.call("info")["commits"]?.objectValue)
+            let watcher = try await b.remoteChangeWatcher()
+            defer { watcher.close() }
+            func counts() async throws -> (durable: Int, relaxed: Int, syncs: Int) {
+                let info = try await b.call("info")
+                let all = try #require(info["commits"]?.objectValue)
                 #expect(Set(all.keys) == ["Private", "Shared"])
-                return all.values.reduce((0, 0)) { ($0.0 + ($1["durable"]?.intValue ?? 0), $0.1 + ($1["relaxed"]?.intValue ?? 0)) }
+                let sums = all.values.reduce((0, 0)) { ($0.0 + ($1["durable"]?.intValue ?? 0), $0.1 + ($1["relaxed"]?.intValue ?? 0)) }
+                return (sums.0, sums.1, try #require(info["logSyncs"]?.intValue))
             }
+            // (B's first fetch sets the device up: its account, its zone.)
+            #expect(try await b.fetch()["changedRecords"] == 0)
             try await a.insertEvents(["e1", "e2"])
             try await a.send()
+            let before = try await counts()
             #expect(try await b.fetch()["changedRecords"] == 2)
-            let settled = try await commits()
+            let page = try await counts()
+            #expect(page.durable == before.durable)
+            #expect(page.relaxed > before.relaxed)
+            #expect(page.syncs == before.syncs + 1)
+            // The sync came before the notice, which came before the fetch's reply.
+            var events = watcher.events.makeAsyncIterator()
+            let event = try #require(await events.next())
+            #expect(event.name == "remoteChange")
+            #expect(event.data["author"] == "sync")
+            #expect(event.data["changedObjectIDs"]?.arrayValue?.count == 2)
             for _ in 0..<3 { #expect(try await b.fetch()["changedRecords"] == 0) }
-            let idle = try await commits()
-            #expect(idle.durable == settled.durable && idle.relaxed == settled.relaxed)
+            let idle = try await counts()
+            #expect(idle.durable == page.durable && idle.relaxed == page.relaxed && idle.syncs == page.syncs)
             // Another user's change moves both of the owner's database tokens and nothing else.
             let bob = try await cloud.connect("bob-secret")
             defer { bob.close() }
             _ = try await bob.call("zones.save", ["database": "private", "zoneIDs": [ImportRefusalTests.zone]])
             _ = try await bob.call("records.modify", ["database": "private", "saves": [ImportRefusalTests.event("bob-1")]])
             #expect(try await b.fetch()["changedRecords"] == 0)
-            let tokens = try await commits()
+            let tokens = try await counts()
             #expect(tokens.durable == idle.durable)
             #expect(tokens.relaxed > idle.relaxed)
-            // A page of records still waits for the disk.
-            try await a.insertEvents(["e3"])
-            try await a.send()
-            #expect(try await b.fetch()["changedRecords"] == 1)
-            #expect(try await commits().durable > tokens.durable)
-            #expect(try await b.ids() == ["e1", "e2", "e3"])
+            #expect(tokens.syncs == idle.syncs)
+            // A client's save on B still waits for the disk.
+            try await b.insertEvents(["b1"])
+            #expect(try await counts().durable > tokens.durable)
+            #expect(try await b.ids() == ["b1", "e1", "e2"])
             _ = await a.stop()
             _ = await b.stop()
             await cloud.stop()
