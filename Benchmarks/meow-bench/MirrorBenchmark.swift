@@ -80,7 +80,7 @@ enum MirrorBenchmark {
         // from A's first save until B's remoteChange events have named every event. In rounds
         // too, each beside the batched-save rate of a manual-mode device measured just before
         // (the same saves: 1,000 events of a session per save, as part 1's baseline).
-        var live: [(local: Double, rate: Double, saves: Double, rest: Double, cpu: String, busy: [Double], lock: [Double])] = []
+        var live: [(local: Double, rate: Double, saves: Double, rest: Double, cpu: String, busy: [Double], lock: [Double], cores: Double)] = []
         for round in 0..<rounds {
             let baseline = try device("base\(round)", "live\(round)-secret")
             let liveA = try device("live\(round)-a", "live\(round)-secret", mode: "automatic")
@@ -101,6 +101,9 @@ enum MirrorBenchmark {
             let liveSession = try la.insertSession(id: "bench")
             _ = try waitForEvents(watcher, entity: "CareSession", count: 1)
             let liveRequests = (0..<(events / 1000)).map { la.insertParams(batch: $0, count: 1000, session: liveSession) }
+            // The cores the machine gives two threads just now (untimed): on a shared VM the
+            // second one comes and goes, and the pipeline needs it where the baseline does not.
+            let cores = CoreCapacity.measure()
             let cpuStart = try [liveA, cloud, liveB].map { try $0.cpuSeconds() } + [ownCPUSeconds()]
             let lockStart = try la.call("info", "{}")["storeLock"]
             let machineStart = MachineCPU.read()
@@ -121,7 +124,8 @@ enum MirrorBenchmark {
             let cpu = try zip(cpuStart, [liveA, cloud, liveB].map { try $0.cpuSeconds() } + [ownCPUSeconds()]).map { format(($1 - $0) / Double(events) * 1e6, 0) }.joined(separator: " / ")
             let received = try StoreSession(socket: liveB.socket).call("fetch.count", #"{"entity":"CareEvent"}"#)["count"]?.intValue ?? -1
             guard received == events else { throw BenchError("live B received \(received) of \(events) events") }
-            live.append((localRate, Double(events) / (Double(done - started) / 1e9), Double(liveSaved - started) / 1e9, Double(done - liveSaved) / 1e9, cpu, busy, lock))
+            live.append((localRate, Double(events) / (Double(done - started) / 1e9), Double(liveSaved - started) / 1e9, Double(done - liveSaved) / 1e9, cpu, busy, lock,
+                         cores))
             // Idle automatic devices still look for work; stop them before the next round.
             liveA.stop()
             liveB.stop()
@@ -136,6 +140,7 @@ enum MirrorBenchmark {
                   widths: widths))
         print(row(["  A's store lock: held / waited for", "", liveMedian.lock.map { format($0 * 100, 0) + "%" }.joined(separator: " / "), ""],
                   widths: widths))
+        print(row(["  cores two threads got, before each round", "", "", live.map { format($0.cores, 2) }.joined(separator: " ")], widths: widths))
 
         // 3. One change on top of many synced records vs on top of few.
         let many = quick ? 20_000 : 100_000

@@ -169,3 +169,44 @@ struct MachineCPU {
         return total > 0 ? (end.busy - start.busy) / total : 0
     }
 }
+
+/// How many cores' worth of work the machine gives two threads right now: the same fixed work
+/// timed on one thread, then on two at once. On a shared VM the second core comes and goes
+/// (the host runs other guests on it), and a pipeline of processes that needs two cores reads
+/// slower beside a one-thread baseline when it does; the figure shows when that happened.
+enum CoreCapacity {
+    /// Fixed arithmetic (~10 ms on this machine): no memory traffic, no system calls.
+    private static func spin() -> UInt64 {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<4_000_000 { state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407 }
+        return state
+    }
+
+    private static func timed() -> Double {
+        let start = now()
+        blackHole(spin())
+        return Double(now() - start) / 1e9
+    }
+
+    /// 2 when two threads each ran as fast as one alone, 1 when they shared one core.
+    static func measure() -> Double {
+        let alone = (0..<3).map { _ in timed() }.min() ?? 1
+        let times = Mutex<[Double]>([])
+        let done = DispatchGroup()
+        for _ in 0..<2 {
+            done.enter()
+            Thread {
+                let seconds = timed()
+                times.withLock { $0.append(seconds) }
+                done.leave()
+            }.start()
+        }
+        done.wait()
+        let slowest = times.withLock { $0.max() } ?? alone
+        return min(2, 2 * alone / max(slowest, 1e-9))
+    }
+
+    @inline(never) private static func blackHole(_ value: UInt64) {
+        if value == 42 { print("") }
+    }
+}
