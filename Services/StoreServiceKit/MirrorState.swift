@@ -515,15 +515,27 @@ struct MirrorState {
         for row in try database.query(sql, [PersistentStore.jsonArray(uuids)]) { body(row) }
     }
 
+    /// Whether `table`'s indexed `column` may hold any of `names`: not when all it holds sorts
+    /// before the least of them (bytewise, as SQLite compares text), one index probe. A page of
+    /// records new to this device (time-ordered names, made after all it knows) then skips its
+    /// lookups: they were a tenth of applying such a page.
+    private func mayHold(_ names: [String], table: String, column: String) throws -> Bool {
+        guard let least = names.min(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) else { return false }
+        return try database.scalar("SELECT 1 FROM \(table) WHERE \(column) >= ? LIMIT 1", [least]) != nil
+    }
+
     /// The metadata (without server fields) and queue entries of `uuids`, two statements for a
     /// page of records instead of two per record.
     func metaAndPending(_ uuids: [String]) throws -> (meta: [String: Meta], pending: [String: Pending]) {
         var metas: [String: Meta] = [:], pendings: [String: Pending] = [:]
-        try forRows(of: uuids, "SELECT uuid, entity, zone_name, owner_name, change_tag FROM mirror_meta WHERE uuid IN (SELECT value FROM json_each(?))") { row in
-            guard let uuid = row[0].string else { return }
-            metas[uuid] = Meta(uuid: uuid, entity: row[1].string ?? "", zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
-                               changeTag: row[4].string, serverFields: nil)
+        if try mayHold(uuids, table: "mirror_meta", column: "uuid") {
+            try forRows(of: uuids, "SELECT uuid, entity, zone_name, owner_name, change_tag FROM mirror_meta WHERE uuid IN (SELECT value FROM json_each(?))") { row in
+                guard let uuid = row[0].string else { return }
+                metas[uuid] = Meta(uuid: uuid, entity: row[1].string ?? "", zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
+                                   changeTag: row[4].string, serverFields: nil)
+            }
         }
+        guard try mayHold(uuids, table: "mirror_pending", column: "uuid") else { return (metas, pendings) }
         try forRows(of: uuids, "SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid IN (SELECT value FROM json_each(?))") { row in
             let entry = Self.pending(row)
             pendings[entry.uuid] = entry
@@ -534,7 +546,7 @@ struct MirrorState {
     /// The primary keys of the rows of `entity` among `uuids`, one statement for a whole page
     /// (a statement per record was a twentieth of applying one).
     func primaryKeys(entity: String, uuids: [String]) throws -> [String: Int64] {
-        guard store.holds(entity), !uuids.isEmpty else { return [:] }
+        guard store.holds(entity), !uuids.isEmpty, try mayHold(uuids, table: PersistentStore.table(entity), column: "z_uuid") else { return [:] }
         var keys: [String: Int64] = [:]
         try forRows(of: uuids, "SELECT z_uuid, z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid IN (SELECT value FROM json_each(?))") { row in
             if let uuid = row[0].string, let key = row[1].int64 { keys[uuid] = key }
