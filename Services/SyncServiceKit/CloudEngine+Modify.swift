@@ -443,6 +443,15 @@ struct ModifyBatch {
         // share a parent (a session's events), and reading it for each was a lookup of a whole
         // record per save. The zone does not change while the batch is decided.
         var liveParents: [String: Bool] = [:]
+        // Whether the zone holds any record named at or after the least name saved here (one
+        // index probe): when not, none of the saves exists yet, and each skips its lookup (a
+        // batch of new records, time-ordered names made after the zone's others, was a fifth
+        // of deciding on these lookups).
+        let saved = indices.compactMap { index -> String? in
+            if case .save = items[index] { return items[index].recordName }
+            return nil
+        }
+        let mayExist = try state.mayHoldRecords(zone: zone.id, named: saved)
         for index in indices {
             do {
                 if duplicates.contains(items[index].recordName) {
@@ -452,7 +461,7 @@ struct ModifyBatch {
                 switch items[index] {
                 case let .save(record, fieldsJSON):
                     plans[index] = try planSave(record, fieldsJSON: fieldsJSON, zone: zone, pending: pending, deleteNames: deleteNames,
-                                                liveParents: &liveParents)
+                                                lookUp: mayExist, liveParents: &liveParents)
                 case let .delete(item):
                     plans[index] = try planDelete(item, zone: zone, deleteNames: deleteNames)
                 }
@@ -490,8 +499,9 @@ struct ModifyBatch {
 
     // MARK: Deciding
 
+    /// `lookUp`: false when the zone is known to hold no record of this name.
     private func planSave(_ record: CloudRecord, fieldsJSON: String?, zone: ZoneRow, pending: [String: CloudRecord],
-                          deleteNames: Set<String>, liveParents: inout [String: Bool]) throws -> Plan {
+                          deleteNames: Set<String>, lookUp: Bool, liveParents: inout [String: Bool]) throws -> Plan {
         // fieldsJSON is nil exactly when the fields have a problem (see modifyRecords).
         if fieldsJSON == nil, let problem = FieldValidation.problem(in: record.fields) {
             throw WireError(.invalidArguments, "Record '\(record.recordName)': \(problem).")
@@ -508,7 +518,7 @@ struct ModifyBatch {
             throw WireError(.limitExceeded, "Record '\(record.recordName)' is \(fieldsJSON.utf8.count) bytes; a record may hold at most \(limit).",
                             details: ["bytes": .int(fieldsJSON.utf8.count), "maxRecordBytes": .int(limit)])
         }
-        let existing = try state.record(zone: zone.id, name: record.recordName)
+        let existing = lookUp ? try state.record(zone: zone.id, name: record.recordName) : nil
         let live = existing.flatMap { $0.deleted ? nil : $0 }
         if let live, live.type != record.recordType && (live.type == CloudRecord.shareRecordType || record.isShare) {
             throw WireError(.invalidArguments, "Record '\(record.recordName)' cannot change between a share and a non-share record.")

@@ -98,6 +98,14 @@ extension CloudState {
         return found
     }
 
+    /// Whether `zone` may hold a record (live or tombstone) named any of `names`: not when it
+    /// holds none named at or after the least of them (bytewise, as SQLite compares text), one
+    /// probe of the `(zone, name)` index.
+    func mayHoldRecords(zone: Int64, named names: [String]) throws -> Bool {
+        guard let least = names.min(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) else { return false }
+        return try db.scalar("SELECT 1 FROM records WHERE zone = ? AND name >= ? LIMIT 1", [zone, least]) != nil
+    }
+
     func liveRecord(zone: Int64, name: String) throws -> StoredRecord? {
         guard let record = try record(zone: zone, name: name), !record.deleted else { return nil }
         return record
