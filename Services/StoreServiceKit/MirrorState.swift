@@ -520,7 +520,7 @@ struct MirrorState {
     /// records new to this device (time-ordered names, made after all it knows) then skips its
     /// lookups: they were a tenth of applying such a page.
     private func mayHold(_ names: [String], table: String, column: String) throws -> Bool {
-        guard let least = names.min(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) else { return false }
+        guard let least = SQLValue.leastText(names) else { return false }
         return try database.scalar("SELECT 1 FROM \(table) WHERE \(column) >= ? LIMIT 1", [least]) != nil
     }
 

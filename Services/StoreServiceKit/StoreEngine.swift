@@ -88,10 +88,13 @@ final class StoreEngine: Sendable {
 
     func publish(_ notices: [RemoteChangeNotice], from connection: ConnectionHandle?) {
         guard !notices.isEmpty else { return }
-        announcer.now { [events] in
-            for notice in notices {
-                events.publish(topic: Self.remoteChangeTopic, event: Self.remoteChangeTopic, data: notice) { $0.id != connection?.id }
-            }
+        announcer.now { [events] in Self.send(notices, on: events, skipping: connection) }
+    }
+
+    /// `remoteChange` events, to every subscriber but `connection` (the saving client's own).
+    private static func send(_ notices: [RemoteChangeNotice], on events: EventHub, skipping connection: ConnectionHandle?) {
+        for notice in notices {
+            events.publish(topic: remoteChangeTopic, event: remoteChangeTopic, data: notice) { $0.id != connection?.id }
         }
     }
 
@@ -100,9 +103,7 @@ final class StoreEngine: Sendable {
     /// right after the commit.
     func publishOnceDurable(_ notices: [RemoteChangeNotice], store: PersistentStore) {
         guard let path = store.filePath else { return publish(notices, from: nil) }
-        announcer.afterSync(path: path) { [events] in
-            for notice in notices { events.publish(topic: Self.remoteChangeTopic, event: Self.remoteChangeTopic, data: notice) }
-        }
+        announcer.afterSync(path: path) { [events] in Self.send(notices, on: events, skipping: nil) }
     }
 
     /// Publishes an event in order with the remote-change notices (`OrderedAnnouncer.now`).

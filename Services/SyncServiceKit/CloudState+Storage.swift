@@ -102,7 +102,7 @@ extension CloudState {
     /// holds none named at or after the least of them (bytewise, as SQLite compares text), one
     /// probe of the `(zone, name)` index.
     func mayHoldRecords(zone: Int64, named names: [String]) throws -> Bool {
-        guard let least = names.min(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) else { return false }
+        guard let least = SQLValue.leastText(names) else { return false }
         return try db.scalar("SELECT 1 FROM records WHERE zone = ? AND name >= ? LIMIT 1", [zone, least]) != nil
     }
 

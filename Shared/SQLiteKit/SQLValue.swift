@@ -52,3 +52,12 @@ public struct Row: Sendable {
         return values[index]
     }
 }
+
+extension SQLValue {
+    /// The least of `texts` as SQLite orders text under its default (BINARY) collation: by
+    /// their UTF-8 bytes, which Swift's own `<` on strings need not match. For "is anything
+    /// stored at or after these?" probes of a text index.
+    public static func leastText(_ texts: [String]) -> String? {
+        texts.min { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+}

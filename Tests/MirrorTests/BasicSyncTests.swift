@@ -247,8 +247,7 @@ extension Mirroring {
             #expect(order.allSatisfy { $0 > 0 })
             #expect(order == order.sorted())
             #expect(try await a.objects().first { $0["values"]?["id"] == "edited" }?["values"]?["note"] == "later")
-            _ = await a.stop()
-            await cloud.stop()
+            await ConflictTests.stop(cloud, a)
         }
 
         /// What a fetch commits does not wait for the disk: a database change token is
@@ -294,9 +293,8 @@ extension Mirroring {
             let idle = try await counts()
             #expect(idle.durable == page.durable && idle.relaxed == page.relaxed && idle.syncs == page.syncs)
             // Another user's change moves both of the owner's database tokens and nothing else.
-            let bob = try await cloud.connect("bob-secret")
+            let bob = try await cloud.writer("bob")
             defer { bob.close() }
-            _ = try await bob.call("zones.save", ["database": "private", "zoneIDs": [ImportRefusalTests.zone]])
             _ = try await bob.call("records.modify", ["database": "private", "saves": [ImportRefusalTests.event("bob-1")]])
             #expect(try await b.fetch()["changedRecords"] == 0)
             let tokens = try await counts()
@@ -307,9 +305,7 @@ extension Mirroring {
             try await b.insertEvents(["b1"])
             #expect(try await counts().durable > tokens.durable)
             #expect(try await b.ids() == ["b1", "e1", "e2"])
-            _ = await a.stop()
-            _ = await b.stop()
-            await cloud.stop()
+            await ConflictTests.stop(cloud, a, b)
         }
 
         /// A page's records are looked up by name in one statement per lookup, the names passed
@@ -320,9 +316,8 @@ extension Mirroring {
         func namesJSONEscapesAreFoundAgain() async throws {
             let cloud = try await Cloud.start()
             let a = try await Device.start("A", user: "owner", cloud: cloud)
-            let writer = try await cloud.connect("owner-secret")
+            let writer = try await cloud.writer("owner")
             defer { writer.close() }
-            _ = try await writer.call("zones.save", ["database": "private", "zoneIDs": [ImportRefusalTests.zone]])
             let sessionName = #"S "vet" \ 1"#, eventName = #"E\"note"/2"#
             let session: JSONValue = ["recordName": .string(sessionName), "recordType": "CD_CareSession", "zoneID": ImportRefusalTests.zone, "fields": [
                 "CD_entityName": ["type": "string", "value": "CareSession"], "CD_id": ["type": "string", "value": "vet"],

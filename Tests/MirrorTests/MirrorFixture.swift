@@ -28,6 +28,14 @@ final class Cloud: Sendable {
         return Cloud(directory: directory, process: process, socket: socket)
     }
 
+    /// A client of `user`'s own writing to their private database directly (another app, or
+    /// another user's activity), with Core Data's zone saved. Close it when done.
+    func writer(_ user: String) async throws -> WireClient {
+        let client = try await connect("\(user)-secret")
+        _ = try await client.call("zones.save", ["database": "private", "zoneIDs": [["zoneName": "com.apple.coredata.cloudkit.zone"]]])
+        return client
+    }
+
     /// A client of the cloud itself (a user's or the admin's), to look at what the server holds.
     func connect(_ credential: String) async throws -> WireClient {
         let client = try WireClient(socketPath: socket)
@@ -253,3 +261,4 @@ final class Device: Sendable {
         return await process.stop()
     }
 }
+

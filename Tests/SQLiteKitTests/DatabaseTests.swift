@@ -232,4 +232,19 @@ struct DatabaseTests {
         #expect(end.durable - start.durable == 2)
         #expect(end.relaxed - start.relaxed == 1)
     }
+
+    @Test("The least text is SQLite's least (bytewise) where Swift's string order differs: a decomposed é sorts before f")
+    func leastTextIsSQLitesOrder() throws {
+        let texts = ["\u{E9}", "e\u{301}x", "f"]
+        // Swift compares canonical forms: the decomposed "éx" is U+00E9 there, after "f".
+        #expect(texts.min() == "f")
+        let db = try Database.inMemory()
+        try db.execute("CREATE TABLE t(v TEXT)")
+        for text in texts { try db.execute("INSERT INTO t VALUES (?)", [text]) }
+        let least = try #require(try db.scalar("SELECT min(v) FROM t")?.string)
+        #expect(SQLValue.leastText(texts) == least)
+        #expect(least == "e\u{301}x")
+        #expect(SQLValue.leastText([]) == nil)
+    }
 }
+
