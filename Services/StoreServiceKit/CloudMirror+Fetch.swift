@@ -360,6 +360,10 @@ extension CloudMirror {
             var known: Set<String> = []
             /// Records refused before (`unimportable`) that this page brought in.
             var recovered: [String] = []
+            /// Records named like an object this store holds in another owner's zone (never
+            /// taken for that object), and what to tell clients of them.
+            var collided: Set<String> = []
+            var collisionNotices: [ImportRefusedNotice] = []
             // Strays are queued in the transaction that saves the page's token: a crash cannot
             // leave the token past a stray that was never queued.
             func queueStrays() throws {
@@ -398,8 +402,15 @@ extension CloudMirror {
                       store.holds(entityName) else { continue }
                 let uuid = changed[position].recordName
                 var meta = stored.meta[uuid]
+                if let heldIn = try Self.heldElsewhere(uuid, arriving: changed[position].zoneID, entity: entity, meta: meta,
+                                                        hasRow: rows[entity.name]?[uuid] != nil, state: state) {
+                    let notice = try refuseCollision(changed[position], entity: entity, heldIn: heldIn, state: state)
+                    collided.insert(uuid)
+                    if let notice { collisionNotices.append(notice) }
+                    continue
+                }
                 if let meta, let tag = meta.changeTag, tag == changed[position].recordChangeTag,
-                   meta.zone.zoneName == changed[position].zoneID.zoneName {
+                   meta.zone == changed[position].zoneID {
                     known.insert(uuid)
                     continue
                 }
@@ -444,7 +455,7 @@ extension CloudMirror {
                         report.merged += 1
                     }
                 }
-                local.append(LocalChange(uuid: uuid, entity: entity, fields: fields, zone: record.zoneID.zoneName))
+                local.append(LocalChange(uuid: uuid, entity: entity, fields: fields, zone: record.zoneID.key))
                 let keep = keepPending
                 let stamps = times
                 afterSave.append((uuid, {
@@ -475,7 +486,7 @@ extension CloudMirror {
             let deletedIn = try state.deletedHere(fresh.map { changed[$0.position].recordName })
             func movedAfterDelete(_ position: Int, _ entity: EntityDescription) -> Bool {
                 guard let zone = deletedIn[changed[position].recordName], options.deletePolicy(entity.name) == .deleteWins else { return false }
-                return changed[position].zoneID.zoneName != zone.zoneName || MovedFrom(fields: changed[position].fields) != nil
+                return changed[position].zoneID != zone || MovedFrom(fields: changed[position].fields) != nil
             }
             if !deletedIn.isEmpty {
                 for (position, entity) in fresh where movedAfterDelete(position, entity) {
@@ -493,11 +504,11 @@ extension CloudMirror {
             fresh.sort { ($0.entity.toOneRelationships.count, $0.position) < ($1.entity.toOneRelationships.count, $1.position) }
             for (position, entity) in fresh {
                 let values = position < prepared.count ? prepared[position] : nil
-                if try direct.accept(uuid: changed[position].recordName, entity: entity, prepared: values, zone: changed[position].zoneID.zoneName) {
+                if try direct.accept(uuid: changed[position].recordName, entity: entity, prepared: values, zone: changed[position].zoneID.key) {
                     imported.append((position, entity))
                 } else {
                     let record = changed[position]
-                    local.append(LocalChange(uuid: record.recordName, entity: entity, fields: record.fields ?? [:], zone: record.zoneID.zoneName))
+                    local.append(LocalChange(uuid: record.recordName, entity: entity, fields: record.fields ?? [:], zone: record.zoneID.key))
                     afterSave.append((record.recordName, { try Self.keepImported(record, entity: entity, state: state) }))
                 }
             }
@@ -514,7 +525,9 @@ extension CloudMirror {
                 // A record that moved to another zone (sharing moves a graph from the core-data
                 // zone into a share zone) is deleted from its old zone: that deletion must not
                 // remove the object, whichever zone's changes this fetch applies first.
-                if let meta, meta.zone.zoneName != zone.zoneName { continue }
+                if let meta, meta.zone != zone { continue }
+                // Another owner's tombstone never deletes this store's object of the same name.
+                if meta == nil, let held = try state.rowZone(entity: entity, uuid: uuid), held != zone { continue }
                 let known = try meta != nil || state.primaryKey(entity: entity.name, uuid: uuid) != nil
                 guard known else { continue }
                 local.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil))
@@ -530,18 +543,20 @@ extension CloudMirror {
             if let notice, cursorIsCurrent { try state.setValue(MirrorState.exportCursorKey, String(notice.token)) }
             if local.isEmpty {
                 for (_, step) in afterSave { try step() }
-                recovered = try state.clearUnimportable(changed.map(\.recordName) + (holdDeletes ? [] : deleted.map(\.0)))
+                recovered = try state.clearUnimportable(changed.map(\.recordName).filter { !collided.contains($0) } + (holdDeletes ? [] : deleted.map(\.0)), zone: zone)
                 afterSave = []
                 try queueStrays()
                 if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
             }
             }
             if let notice { engine.publishOnceDurable([notice], store: store) }
+            publishRefused(collisionNotices)
             if !local.isEmpty {
                 let refused = try applyRefusing(local, storeIndex: index, stores: stores)
                 let told = try store.database.transaction(commit: .deferred) { () -> [ImportRefusedNotice] in
                     for (uuid, step) in afterSave where refused[uuid] == nil { try step() }
-                    recovered = try state.clearUnimportable((changed.map(\.recordName) + (holdDeletes ? [] : deleted.map(\.0))).filter { refused[$0] == nil })
+                    recovered = try state.clearUnimportable((changed.map(\.recordName).filter { !collided.contains($0) } + (holdDeletes ? [] : deleted.map(\.0)))
+                        .filter { refused[$0] == nil }, zone: zone)
                     let told = try keepRefused(refused, of: local, zone: zone, tags: Dictionary(changed.map { ($0.recordName, $0.recordChangeTag) },
                                                                                                   uniquingKeysWith: { $1 }), state: state)
                     try queueStrays()
@@ -579,6 +594,34 @@ extension CloudMirror {
         guard !changes.isEmpty else { return }
         logger.info("relationships to records that arrived after a refusal set again", ["objects": .int(changes.count)])
         _ = try applyRefusing(changes, storeIndex: storeIndex, stores: stores)
+    }
+
+    /// The zone of the object this store holds under `uuid`, when a record of that name arriving
+    /// in `arriving` is not that object: CloudKit names a record by (recordName, zoneID), so a
+    /// record in a zone of another owner — or of another entity — is another record, however
+    /// its name reads. Only a move between one owner's zones (sharing) carries a record over.
+    static func heldElsewhere(_ uuid: String, arriving: MirrorZoneID, entity: EntityDescription, meta: MirrorState.Meta?,
+                              hasRow: Bool, state: MirrorState) throws -> MirrorZoneID? {
+        if let meta {
+            return meta.zone.ownerName != arriving.ownerName || meta.entity != entity.name ? meta.zone : nil
+        }
+        guard hasRow, let held = try state.rowZone(entity: entity, uuid: uuid), held.ownerName != arriving.ownerName else { return nil }
+        return held
+    }
+
+    /// Keeps a record that collides with an object of another zone's owner as unimportable
+    /// (`sync.status` lists it, doctor reports it), in the page's transaction; the notice to
+    /// tell clients, unless that version was refused before. The store holds one object per
+    /// record name, so the record is not imported beside the object it collides with.
+    func refuseCollision(_ record: MirrorRecord, entity: EntityDescription, heldIn: MirrorZoneID, state: MirrorState) throws -> ImportRefusedNotice? {
+        let error = WireError(.uniquenessConstraint,
+                              "Record '\(record.recordName)' of zone \(record.zoneID.key) has the name of an object this store holds in zone \(heldIn.key). A record of another owner's zone is another record: it was not imported, and the object was left as it is.",
+                              details: ["recordName": .string(record.recordName), "zone": .string(record.zoneID.key), "heldInZone": .string(heldIn.key)])
+        guard try state.markUnimportable(record.recordName, entity: entity.name, zone: record.zoneID, tag: record.recordChangeTag, error: error) else { return nil }
+        logger.warning("a cloud record collides with an object of another owner's zone; not imported",
+                       ["recordName": .string(record.recordName), "zone": .string(record.zoneID.key), "heldInZone": .string(heldIn.key)])
+        return ImportRefusedNotice(store: state.store.name, recordName: record.recordName, entity: entity.name, zone: record.zoneID.key,
+                                   code: error.code.rawValue, reason: error.message)
     }
 
     /// Whether `record` arrived moved from the zone this device's copy is in, by a device that
@@ -642,7 +685,7 @@ extension CloudMirror {
             var uuids: [String] = []
             if store.scope == .shared {
                 for entity in store.entities.values {
-                    let rows = try store.database.query("SELECT z_uuid FROM \(PersistentStore.table(entity.name)) WHERE z_zone = ?", [zone.zoneName])
+                    let rows = try store.database.query("SELECT z_uuid FROM \(PersistentStore.table(entity.name)) WHERE z_zone = ?", [zone.key])
                     for row in rows {
                         guard let uuid = row[0].string else { continue }
                         uuids.append(uuid)
@@ -668,7 +711,7 @@ extension CloudMirror {
                 try state.dropTombstones(zone: zone)
                 try state.dropUnimportable(zone: zone)
                 if store.scope == .shared {
-                    try store.database.execute("DELETE FROM z_share WHERE zone_name = ?", [zone.zoneName])
+                    try store.database.execute("DELETE FROM z_share WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
                 } else {
                     try state.dropShare(zone: zone.zoneName)
                 }

@@ -761,8 +761,7 @@ extension CloudMirror {
                       cache: inout [String: MirrorZoneID?], depth: Int = 0) throws -> MirrorZoneID? {
         let store = state.store
         if store.scope == .shared {
-            guard let zoneName = row.zone, let owner = try state.shareOwner(zone: zoneName) else { return nil }
-            return MirrorZoneID(zoneName: zoneName, ownerName: owner)
+            return try row.zone.flatMap { try state.shareZone(key: $0) }
         }
         if depth < 4 {
             for (offset, relationship) in entity.toOneRelationships.enumerated() {
@@ -858,7 +857,7 @@ extension CloudMirror {
                                                    fields: row ?? sent)
                         let outcome = try merge(server: server, client: current, ancestor: ancestor,
                                                 pending: queued ?? item.pending, state: state, everyField: ancestor == nil)
-                        local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.zoneName))
+                        local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.key))
                         // A record saved where it was before a move stays queued even when the
                         // server's copy won: the merged row may still belong in another zone.
                         let keep = outcome.clientWon || item.touch

@@ -57,7 +57,7 @@ struct FetchRows: Encodable, Sendable {
             try row.encode(storeNames[hit.store])
             try row.encode(hit.row.version)
             try row.encode(hit.row.uuid)
-            if let zone = hit.row.zone { try row.encode(zone) } else { try row.encodeNil() }
+            if let zone = ObjectRecord.zoneParts(hit.row.zone).name { try row.encode(zone) } else { try row.encodeNil() }
             for (index, value) in hit.row.values.enumerated() {
                 if index >= attributeCount {
                     if let key = value.int64 {
@@ -293,7 +293,7 @@ struct FetchExecutor {
             values[relationship.name] = value.int64.map { .string(store.objectID(relationship.destination, $0).uri) } ?? .null
         }
         return ObjectRecord(objectID: store.objectID(entity.name, hit.row.primaryKey).uri, entity: entity.name, store: store.name,
-                            version: Int(hit.row.version), uuid: hit.row.uuid, zone: hit.row.zone, values: values,
+                            version: Int(hit.row.version), uuid: hit.row.uuid, zoneKey: hit.row.zone, values: values,
                             isInserted: nil, isDeleted: nil, hasChanges: nil)
     }
 }

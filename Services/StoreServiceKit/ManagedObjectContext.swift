@@ -319,7 +319,7 @@ final class ManagedObjectContext {
         }
         return ObjectRecord(objectID: object.uri, entity: object.entity.name,
                             store: object.store.map { stores.list[$0].name }, version: Int(object.version),
-                            uuid: object.uuid, zone: object.zone, values: values,
+                            uuid: object.uuid, zoneKey: object.zone, values: values,
                             isInserted: object.isInserted, isDeleted: object.isDeleted, hasChanges: object.hasChanges)
     }
 }
@@ -332,14 +332,37 @@ public struct ObjectRecord: Sendable, Codable, Equatable {
     public var version: Int
     /// The stable business id (record name for the cloud mirror).
     public var uuid: String
+    /// The cloud zone of a shared-store object, and its owner's user name.
     public var zone: String?
+    public var zoneOwner: String?
     public var values: [String: JSONValue]
     public var isInserted: Bool?
     public var isDeleted: Bool?
     public var hasChanges: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case objectID, entity, store, version, uuid, zone, values, isInserted, isDeleted, hasChanges
+        case objectID, entity, store, version, uuid, zone, zoneOwner, values, isInserted, isDeleted, hasChanges
+    }
+
+    init(objectID: String, entity: String, store: String?, version: Int, uuid: String, zoneKey: String?, values: [String: JSONValue],
+         isInserted: Bool?, isDeleted: Bool?, hasChanges: Bool?) {
+        self.objectID = objectID
+        self.entity = entity
+        self.store = store
+        self.version = version
+        self.uuid = uuid
+        (zone, zoneOwner) = Self.zoneParts(zoneKey)
+        self.values = values
+        self.isInserted = isInserted
+        self.isDeleted = isDeleted
+        self.hasChanges = hasChanges
+    }
+
+    /// The zone name and owner of a row's zone key (`owner/zoneName`).
+    static func zoneParts(_ key: String?) -> (name: String?, owner: String?) {
+        guard let key else { return (nil, nil) }
+        guard let zone = MirrorZoneID(key: key) else { return (key, nil) }
+        return (zone.zoneName, zone.ownerName)
     }
 
     private struct ValueKey: CodingKey {
@@ -359,6 +382,7 @@ public struct ObjectRecord: Sendable, Codable, Equatable {
         try container.encode(version, forKey: .version)
         try container.encode(uuid, forKey: .uuid)
         try container.encode(zone, forKey: .zone)
+        try container.encodeIfPresent(zoneOwner, forKey: .zoneOwner)
         var nested = container.nestedContainer(keyedBy: ValueKey.self, forKey: .values)
         for (name, value) in values {
             let key = ValueKey(stringValue: name)

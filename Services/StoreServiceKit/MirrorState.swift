@@ -47,8 +47,8 @@ struct MirrorState {
                 owner_name TEXT NOT NULL, change_tag TEXT, server_fields TEXT);
             CREATE TABLE IF NOT EXISTS mirror_fieldtimes(uuid TEXT PRIMARY KEY, times TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_unexportable(uuid TEXT PRIMARY KEY, object_id TEXT NOT NULL, zone TEXT NOT NULL);
-            CREATE TABLE IF NOT EXISTS mirror_unimportable(uuid TEXT PRIMARY KEY, entity TEXT NOT NULL, zone_name TEXT NOT NULL,
-                owner_name TEXT NOT NULL, change_tag TEXT, code TEXT NOT NULL, message TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_unimportable(uuid TEXT NOT NULL, entity TEXT NOT NULL, zone_name TEXT NOT NULL,
+                owner_name TEXT NOT NULL, change_tag TEXT, code TEXT NOT NULL, message TEXT NOT NULL, PRIMARY KEY(uuid, zone_name, owner_name));
             CREATE TABLE IF NOT EXISTS mirror_share(zone_name TEXT PRIMARY KEY, root_uuid TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_deleted(uuid TEXT PRIMARY KEY, zone_name TEXT NOT NULL, owner_name TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_inflight(id INTEGER PRIMARY KEY AUTOINCREMENT, zone_name TEXT NOT NULL,
@@ -61,6 +61,17 @@ struct MirrorState {
         // row's cost (~3 µs), paid to speed up what runs once per zone lifetime: a zone's
         // deletion, purge or reset, and a first fetch of a zone (a scan of the table then).
         try database.execute("DROP INDEX IF EXISTS mirror_meta_zone")
+        // Refusals kept before a record was named by its zone too (one per record name): another
+        // owner's record of the same name is another record, refused or not on its own.
+        if try database.scalar("SELECT count(*) FROM pragma_table_info('mirror_unimportable') WHERE pk > 0")?.int ?? 0 < 2 {
+            try database.execute("""
+                CREATE TABLE mirror_unimportable_keyed(uuid TEXT NOT NULL, entity TEXT NOT NULL, zone_name TEXT NOT NULL,
+                    owner_name TEXT NOT NULL, change_tag TEXT, code TEXT NOT NULL, message TEXT NOT NULL, PRIMARY KEY(uuid, zone_name, owner_name));
+                INSERT INTO mirror_unimportable_keyed SELECT uuid, entity, zone_name, owner_name, change_tag, code, message FROM mirror_unimportable;
+                DROP TABLE mirror_unimportable;
+                ALTER TABLE mirror_unimportable_keyed RENAME TO mirror_unimportable;
+                """)
+        }
         // Queues written before entries carried a new object's stamps and its row's key.
         if try database.scalar("SELECT 1 FROM pragma_table_info('mirror_pending') WHERE name = 'pk'") == nil {
             try database.execute("ALTER TABLE mirror_pending ADD COLUMN times TEXT; ALTER TABLE mirror_pending ADD COLUMN pk INTEGER")
@@ -559,9 +570,19 @@ struct MirrorState {
         return try database.scalar("SELECT z_uuid FROM \(PersistentStore.table(entity)) WHERE z_pk = ?", [primaryKey])?.string
     }
 
-    /// The owner name the shared store's metadata records for `zone`.
-    func shareOwner(zone: String) throws -> String? {
-        try database.scalar("SELECT owner_name FROM z_share WHERE zone_name = ?", [zone])?.string
+    /// The share zone a shared-store row keeps as `zoneKey`, when the store has that share's
+    /// metadata (a zone it was never given is no share of this user's: seed 002's fault).
+    func shareZone(key zoneKey: String) throws -> MirrorZoneID? {
+        guard let zone = MirrorZoneID(key: zoneKey),
+              try database.scalar("SELECT 1 FROM z_share WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName]) != nil else { return nil }
+        return zone
+    }
+
+    /// The zone the shared-store row of `entity` named `uuid` lives in (nil: no such row, or
+    /// not a shared-store row).
+    func rowZone(entity: EntityDescription, uuid: String) throws -> MirrorZoneID? {
+        guard store.scope == .shared, store.holds(entity.name) else { return nil }
+        return try store.read(entity, uuid: uuid)?.zone.flatMap { MirrorZoneID(key: $0) }
     }
 
     // MARK: Unexportable (seed 002)
@@ -594,7 +615,8 @@ struct MirrorState {
     /// Returns false when that version of the record was already refused (nothing new to tell).
     @discardableResult
     func markUnimportable(_ uuid: String, entity: String, zone: MirrorZoneID, tag: String?, error: WireError) throws -> Bool {
-        if let known = try database.query("SELECT change_tag, code FROM mirror_unimportable WHERE uuid = ?", [uuid]).first,
+        if let known = try database.query("SELECT change_tag, code FROM mirror_unimportable WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
+                                          [uuid, zone.zoneName, zone.ownerName]).first,
            known[0].string == tag, known[1].string == error.code.rawValue {
             return false
         }
@@ -605,14 +627,15 @@ struct MirrorState {
         return true
     }
 
-    /// Forgets refusals of these records (a later version of each was applied, or it was
-    /// deleted); returns those it forgot.
+    /// Forgets refusals of these records of `zone` (a later version of each was applied, or it
+    /// was deleted); returns those it forgot.
     @discardableResult
-    func clearUnimportable(_ uuids: [String]) throws -> [String] {
+    func clearUnimportable(_ uuids: [String], zone: MirrorZoneID) throws -> [String] {
         guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_unimportable LIMIT 1") != nil else { return [] }
         var cleared: [String] = []
         for uuid in uuids {
-            try database.execute("DELETE FROM mirror_unimportable WHERE uuid = ?", [uuid])
+            try database.execute("DELETE FROM mirror_unimportable WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
+                                 [uuid, zone.zoneName, zone.ownerName])
             if database.changes > 0 { cleared.append(uuid) }
         }
         return cleared
@@ -688,7 +711,15 @@ struct MirrorZoneID: Codable, Sendable, Hashable {
 
     var json: JSONValue { ["zoneName": .string(zoneName), "ownerName": .string(ownerName)] }
 
+    /// `owner/zoneName`: how a shared-store row keeps its zone (`z_zone`). Owner names never
+    /// hold a `/` (the cloud refuses such user names), so the first one splits the key.
     var key: String { "\(ownerName)/\(zoneName)" }
+
+    init?(key: String) {
+        guard let slash = key.firstIndex(of: "/") else { return nil }
+        ownerName = String(key[..<slash])
+        zoneName = String(key[key.index(after: slash)...])
+    }
     static let coreData = MirrorZoneID(zoneName: MirrorState.coreDataZone)
 }
 

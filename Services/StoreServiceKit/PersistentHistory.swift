@@ -13,7 +13,7 @@ public struct HistoryTransaction: Codable, Sendable {
         public var uuid: String
         /// Insert: the properties set; update: the properties changed.
         public var changedProperties: [String]?
-        /// Delete: the uuid, zone and the attributes marked preservesValueInHistoryOnDeletion.
+        /// Delete: the uuid, zone and zone owner, and the attributes marked preservesValueInHistoryOnDeletion.
         public var tombstone: [String: JSONValue]?
     }
     public var store: String

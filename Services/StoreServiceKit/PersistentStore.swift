@@ -11,7 +11,8 @@ import SQLiteKit
 /// real SQLite rows, so predicates, sorts and limit/offset run inside SQLite and stream; the
 /// model's indexes become SQLite indexes. System columns: `z_pk` (the `p<n>` of the object ID),
 /// `z_version` (optimistic locking, bumped by every save), `z_uuid` (the stable business id the
-/// cloud mirror uses as record name) and `z_zone` (the cloud zone of shared objects).
+/// cloud mirror uses as record name) and `z_zone` (the cloud zone of shared objects, as
+/// `owner/zoneName`: CloudKit names a zone by both, and two owners may use one zone name).
 /// Primary keys come from `z_primarykey` (Core Data's Z_PRIMARYKEY), so a permanent ID can be
 /// handed out before the save.
 ///
@@ -111,9 +112,11 @@ final class PersistentStore: @unchecked Sendable {
                 CREATE TABLE IF NOT EXISTS z_primarykey(entity TEXT PRIMARY KEY, max INTEGER NOT NULL);
                 CREATE TABLE IF NOT EXISTS z_transaction(token INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT NOT NULL,
                     author TEXT NOT NULL, context_name TEXT, changes TEXT NOT NULL DEFAULT '[]');
-                CREATE TABLE IF NOT EXISTS z_share(zone_name TEXT PRIMARY KEY, owner_name TEXT NOT NULL,
-                    permission TEXT NOT NULL, updated_at TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS z_share(zone_name TEXT NOT NULL, owner_name TEXT NOT NULL,
+                    permission TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY(zone_name, owner_name));
                 """)
+            let zonesByName = try database.scalar("SELECT 1 FROM z_metadata WHERE key = 'storeUUID'") != nil
+                && database.scalar("SELECT 1 FROM z_metadata WHERE key = 'zoneKeys'") == nil
             try HistoryChanges.migrateChangeRows(database)
             for entity in entities.values.sorted(by: { $0.name < $1.name }) {
                 let table = Self.table(entity.name)
@@ -141,6 +144,8 @@ final class PersistentStore: @unchecked Sendable {
                 }
                 try database.execute("INSERT OR IGNORE INTO z_primarykey(entity, max) VALUES (?, 0)", [entity.name])
             }
+            if zonesByName { try migrateZoneKeys() }
+            try database.execute("INSERT OR IGNORE INTO z_metadata(key, value) VALUES ('zoneKeys', '1')")
             if let stored = try database.scalar("SELECT value FROM z_metadata WHERE key = 'storeUUID'")?.string {
                 uuid = stored
             } else {
@@ -150,6 +155,27 @@ final class PersistentStore: @unchecked Sendable {
                 try database.execute("INSERT INTO z_metadata(key, value) VALUES ('configuration', ?)", [configuration.name])
             }
         }
+    }
+
+    /// Stores written before zones were named by owner too kept `z_zone` as the zone name and
+    /// one share row per zone name: each row's zone gains the owner its share row named, and the
+    /// share table is keyed by (zone, owner). Runs once, in the schema's transaction.
+    private func migrateZoneKeys() throws {
+        for entity in entities.values {
+            try database.execute("""
+                UPDATE \(Self.table(entity.name)) SET z_zone = coalesce((SELECT owner_name FROM z_share WHERE zone_name = z_zone LIMIT 1), ?) || '/' || z_zone
+                WHERE z_zone IS NOT NULL
+                """, [MirrorState.defaultOwner])
+        }
+        let keyed = try database.scalar("SELECT count(*) FROM pragma_table_info('z_share') WHERE pk > 0")?.int ?? 0
+        guard keyed < 2 else { return }
+        try database.execute("""
+            CREATE TABLE z_share_keyed(zone_name TEXT NOT NULL, owner_name TEXT NOT NULL, permission TEXT NOT NULL,
+                updated_at TEXT NOT NULL, PRIMARY KEY(zone_name, owner_name));
+            INSERT INTO z_share_keyed SELECT zone_name, owner_name, permission, updated_at FROM z_share;
+            DROP TABLE z_share;
+            ALTER TABLE z_share_keyed RENAME TO z_share;
+            """)
     }
 
     func holds(_ entity: String) -> Bool { entities[entity] != nil }

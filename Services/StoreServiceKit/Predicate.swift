@@ -387,9 +387,17 @@ struct StoreQueryBuilder {
         if let attribute = owner.attribute(key) {
             return .attribute(column: "\(alias).\"a_\(key)\"", attribute)
         }
-        // The system columns: the stable business id and the cloud zone (for the mirror).
-        if key == "uuid" || key == "zone", owner.relationship(key) == nil {
-            return .attribute(column: "\(alias).z_\(key)", Self.systemAttribute(key))
+        // The system columns: the stable business id, and the cloud zone and its owner (a row
+        // keeps both in `z_zone` as `owner/zoneName`; owner names hold no `/`).
+        if key == "uuid" || key == "zone" || key == "zoneOwner", owner.relationship(key) == nil {
+            let zone = "\(alias).z_zone"
+            let column: String
+            switch key {
+            case "uuid": column = "\(alias).z_uuid"
+            case "zone": column = "substr(\(zone), instr(\(zone), '/') + 1)"
+            default: column = "nullif(substr(\(zone), 1, instr(\(zone), '/') - 1), '')"
+            }
+            return .attribute(column: column, Self.systemAttribute(key))
         }
         let relationship = try self.relationship(key, of: owner, keyPath: keyPath)
         guard !relationship.toMany else { throw toManyError(key, of: owner, keyPath: keyPath) }

@@ -620,7 +620,9 @@ struct SaveOperation {
             }
         }
         var tombstone: [String: JSONValue] = ["uuid": .string(row.uuid)]
-        if let zone = row.zone { tombstone["zone"] = .string(zone) }
+        let (zone, zoneOwner) = ObjectRecord.zoneParts(row.zone)
+        if let zone { tombstone["zone"] = .string(zone) }
+        if let zoneOwner { tombstone["zoneOwner"] = .string(zoneOwner) }
         for (index, attribute) in entity.attributes.enumerated() where attribute.preservesValueInHistoryOnDeletion {
             tombstone[attribute.name] = AttributeCoding.jsonValue(row.values[index], type: attribute.type)
         }

@@ -11,9 +11,13 @@ public enum SharePermission: String, Sendable, Codable, CaseIterable {
 /// Share metadata the shared store keeps per cloud zone (filled by the mirror; settable with
 /// `share.setMetadata`), and NSPersistentCloudKitContainer's permission predicates over it.
 enum SharePermissions {
-    /// The permission on `zone`; a zone the store has no metadata for is `none`.
-    static func permission(zone: String, in store: PersistentStore) throws -> SharePermission {
-        guard let text = try store.database.scalar("SELECT permission FROM z_share WHERE zone_name = ?", [zone])?.string else { return .none }
+    /// The permission on the zone a row keeps as `zoneKey` (`owner/zoneName`); a zone the store
+    /// has no metadata for is `none`. By owner and name: another owner's zone of the same name
+    /// is another zone, with a share of its own.
+    static func permission(zone zoneKey: String, in store: PersistentStore) throws -> SharePermission {
+        guard let zone = MirrorZoneID(key: zoneKey),
+              let text = try store.database.scalar("SELECT permission FROM z_share WHERE zone_name = ? AND owner_name = ?",
+                                                   [zone.zoneName, zone.ownerName])?.string else { return .none }
         return SharePermission(rawValue: text) ?? .none
     }
 
@@ -21,7 +25,7 @@ enum SharePermissions {
         let now = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         try store.database.execute("""
             INSERT INTO z_share(zone_name, owner_name, permission, updated_at) VALUES (?, ?, ?, ?)
-            ON CONFLICT(zone_name) DO UPDATE SET owner_name = excluded.owner_name, permission = excluded.permission, updated_at = excluded.updated_at
+            ON CONFLICT(zone_name, owner_name) DO UPDATE SET permission = excluded.permission, updated_at = excluded.updated_at
             """, [zone, owner, permission.rawValue, now])
     }
 

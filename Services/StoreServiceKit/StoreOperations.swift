@@ -41,8 +41,12 @@ struct InsertItem: Codable, Sendable {
     var store: String?
     /// The stable business id (cloud record name) when it already exists, e.g. on import.
     var uuid: String?
-    /// The cloud zone (import into the shared store).
+    /// The cloud zone (import into the shared store) and its owner (default: `__defaultOwner__`).
     var zone: String?
+    var zoneOwner: String?
+
+    /// The zone as a row keeps it (`owner/zoneName`).
+    var zoneKey: String? { zone.map { MirrorZoneID(zoneName: $0, ownerName: zoneOwner ?? MirrorState.defaultOwner).key } }
 }
 struct InsertParams: Codable, Sendable {
     var context: String
@@ -51,6 +55,7 @@ struct InsertParams: Codable, Sendable {
     var store: String?
     var uuid: String?
     var zone: String?
+    var zoneOwner: String?
     var objects: [InsertItem]?
     /// false: answer only the count (bulk inserts whose IDs the client does not need).
     var returnObjectIDs: Bool?
@@ -162,10 +167,22 @@ struct StoreListResult: Codable, Sendable {
 }
 
 extension StoreService {
+    /// While the device mirrors, only the mirror speaks for the cloud: a client may not write as
+    /// the mirror or set what the cloud decides (share metadata, permissions). Without a mirror
+    /// there is no cloud to contradict, and clients may play its part (tests of the hooks do).
+    func refuseWhileMirroring(_ condition: Bool, what: String, why: String, field: String) throws {
+        guard condition, options.mirror != nil else { return }
+        throw ServiceError(.permissionFailure, "\(what) is refused on a device that mirrors to a cloud: \(why). Save with another author; share metadata comes from share.accept and sync.fetch.",
+                           details: ["field": .string(field)])
+    }
+
     func registerStoreOperations(in registry: inout OperationRegistry) {
         registry.register("context.open", params: ContextOpenParams.self, summary: "Opens a context (unit of work) with a merge policy.") { [self] params, request in
             let engine = try engine()
             let author = params.author ?? "app"
+            try refuseWhileMirroring(author == SaveOperation.syncAuthor, what: "A context with author '\(author)'",
+                                     why: "that author is the cloud mirror's own: its saves skip the share permission check and are never exported",
+                                     field: "params.author")
             let policy = params.mergePolicy ?? .error
             let id = try engine.contexts(request.connection).open(name: params.name, author: author, mergePolicy: policy)
             return ContextOpenResult(context: id, name: params.name, author: author, mergePolicy: policy)
@@ -218,7 +235,7 @@ extension StoreService {
                     guard let entity = params.entity else {
                         throw ServiceError(.missingField, "'object.insert' needs entity (or objects: [{entity, values}]).", details: ["field": "params.entity"])
                     }
-                    items = [InsertItem(entity: entity, values: params.values, store: params.store, uuid: params.uuid, zone: params.zone)]
+                    items = [InsertItem(entity: entity, values: params.values, store: params.store, uuid: params.uuid, zone: params.zone, zoneOwner: params.zoneOwner)]
                 }
                 var created: [ContextObject] = []
                 do {
@@ -233,7 +250,7 @@ extension StoreService {
                                 throw ServiceError(.invalidField, "uuid must be 1 to 255 ASCII characters, not starting with '_' (it is the object's cloud record name).",
                                                    details: ["field": "params.uuid"])
                             }
-                            let object = context.insert(entity: entity, uuid: item.uuid, zone: item.zone)
+                            let object = context.insert(entity: entity, uuid: item.uuid, zone: item.zoneKey)
                             created.append(object)
                             try context.set(item.values?.values ?? [:], on: object, model: stores.model)
                             if let target {
@@ -428,18 +445,22 @@ extension StoreService {
         }
 
         registry.register("share.setMetadata", params: ShareParams.self, summary: "Records a share zone's permission in the shared store (mirror fills this).") { [self] params, _ in
-            try engine().coordinator.withStores { stores in
+            try refuseWhileMirroring(true, what: "share.setMetadata",
+                                     why: "a mirroring device takes its share metadata and permissions from the cloud's share records",
+                                     field: "op")
+            return try engine().coordinator.withStores { stores in
                 guard let index = stores.list.firstIndex(where: { $0.scope == .shared }) else { throw ServiceError(.unknownStore, "No shared store is loaded.") }
                 let store = stores.list[index]
                 guard !params.zoneName.isEmpty else { throw ServiceError(.invalidField, "zoneName must not be empty.", details: ["field": "params.zoneName"]) }
                 var zoned = 0
                 try store.database.transaction {
-                    try SharePermissions.setMetadata(zone: params.zoneName, owner: params.ownerName ?? "__defaultOwner__", permission: params.permission, in: store)
+                    let zone = MirrorZoneID(zoneName: params.zoneName, ownerName: params.ownerName ?? MirrorState.defaultOwner)
+                    try SharePermissions.setMetadata(zone: zone.zoneName, owner: zone.ownerName, permission: params.permission, in: store)
                     for uri in params.objectIDs ?? [] {
                         guard let id = ObjectID(uri: uri), id.storeUUID == store.uuid, let key = id.primaryKey, store.holds(id.entity) else {
                             throw StoreError.unknownObject(uri, "share.setMetadata.objectIDs must be saved objects of the \(store.name) store.")
                         }
-                        try store.database.execute("UPDATE \(PersistentStore.table(id.entity)) SET z_zone = ? WHERE z_pk = ?", [params.zoneName, key])
+                        try store.database.execute("UPDATE \(PersistentStore.table(id.entity)) SET z_zone = ? WHERE z_pk = ?", [zone.key, key])
                         guard store.database.changes == 1 else { throw StoreError.unknownObject(uri, "it is not in the \(store.name) store.") }
                         zoned += 1
                     }

@@ -18,8 +18,8 @@ private struct PeopleDeployment {
     var cloudSocket: String { directory.file("sockets/sync-service.sock") }
     var deviceSocket: String { directory.file("sockets/device-a.sock") }
 
-    static func start(deviceOptions: [String] = []) async throws -> PeopleDeployment {
-        let directory = TemporaryDirectory(prefix: "mctl")
+    static func start(deviceOptions: [String] = [], directory: TemporaryDirectory = TemporaryDirectory(prefix: "mctl"),
+                      devicePersistence: [String] = ["--in-memory"]) async throws -> PeopleDeployment {
         try FileManager.default.createDirectory(atPath: directory.file("config"), withIntermediateDirectories: true)
         let users = directory.file("config/users.json")
         try #"{"users":[{"user":"olivia","credential":"olivia-secret"},{"user":"pablo","credential":"pablo-secret"}]}"#
@@ -29,7 +29,7 @@ private struct PeopleDeployment {
         let cloudSocket = directory.file("sockets/sync-service.sock")
         let cloud = try await ServiceProcess.start("sync-service", ["--socket", cloudSocket, "--in-memory",
                                                                     "--users", users, "--admin-credential", admin])
-        let device = try await ServiceProcess.start("store-service", ["--socket", directory.file("sockets/device-a.sock"), "--in-memory",
+        let device = try await ServiceProcess.start("store-service", ["--socket", directory.file("sockets/device-a.sock")] + devicePersistence + [
                                                                       "--sync-socket", cloudSocket,
                                                                       "--sync-credential", olivia, "--device-name", "A"] + deviceOptions)
         return PeopleDeployment(directory: directory, cloud: cloud, device: device)
@@ -93,7 +93,23 @@ struct MeowCtlPeopleTests {
 
     @Test("doctor finds a seed-002 object, an orphan and an object in the shared core-data zone, and explains each")
     func doctorFindsPlantedObjects() async throws {
-        let deployment = try await PeopleDeployment.start()
+        // An object in the shared store's core-data zone, which the shared database has not: a
+        // mirroring device refuses to write as its mirror, so it is planted while the device's
+        // stores are served without one, as an import (author sync) would have written it.
+        let directory = TemporaryDirectory(prefix: "mctl")
+        let stores = directory.file("device-a")
+        let offline = try await ServiceProcess.start("store-service", ["--socket", directory.file("offline.sock"), "--data-dir", stores])
+        let planter = try WireClient(socketPath: directory.file("offline.sock"))
+        try await planter.hello(client: "meowctl-tests")
+        let importer = try await planter.call("context.open", ["author": "sync"])["context"] ?? .null
+        _ = try await planter.call("object.insert", ["context": importer, "entity": "CareEvent", "store": "Shared",
+                                                     "zone": "com.apple.coredata.cloudkit.zone",
+                                                     "values": .object(event.merging(["id": "in-core-data-zone"]) { $1 })])
+        _ = try await planter.call("context.save", ["context": importer])
+        planter.close()
+        #expect(await offline.stop() == 0)
+
+        let deployment = try await PeopleDeployment.start(directory: directory, devicePersistence: ["--data-dir", stores])
         let device = try await deployment.client(deployment.deviceSocket)
         defer { device.close() }
         let app = try await device.call("context.open", [:])["context"] ?? .null
@@ -103,12 +119,6 @@ struct MeowCtlPeopleTests {
         let saved = try await device.call("context.save", ["context": app])
         #expect(saved["unexportable"]?.arrayValue?.count == 1)
         let strayID = saved["inserted"]?.arrayValue?.first { $0["temporaryID"] == stray["objectID"] }?["objectID"]
-        // An import (author sync) into the shared store's core-data zone, which the shared database has not.
-        let importer = try await device.call("context.open", ["author": "sync"])["context"] ?? .null
-        _ = try await device.call("object.insert", ["context": importer, "entity": "CareEvent", "store": "Shared",
-                                                    "zone": "com.apple.coredata.cloudkit.zone",
-                                                    "values": .object(event.merging(["id": "in-core-data-zone"]) { $1 })])
-        _ = try await device.call("context.save", ["context": importer])
 
         let doctor = try await meowctlJSON(["doctor", "--socket", deployment.deviceSocket])
         #expect(doctor.status == 1)

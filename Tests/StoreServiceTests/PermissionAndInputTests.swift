@@ -40,8 +40,14 @@ struct PermissionAndInputTests {
         try await client.call("context.rollback", ["context": .string(context)])
         #expect(try await client.get(event)["values"]?["note"] == .null)
 
+        // Another owner's zone of the same name is another zone: its permission changes nothing here.
+        try await client.call("share.setMetadata", ["zoneName": "com.apple.coredata.cloudkit.share.Z1", "ownerName": "mallory", "permission": "readWrite"])
+        try await client.call("object.set", ["context": .string(context), "objectID": .string(event), "values": ["note": "edit"]])
+        #expect(try await client.failure("context.save", ["context": .string(context)]).code == "permissionFailure")
+        try await client.call("context.rollback", ["context": .string(context)])
+
         // Read-write: the same edit goes through.
-        try await client.call("share.setMetadata", ["zoneName": "com.apple.coredata.cloudkit.share.Z1", "permission": "readWrite"])
+        try await client.call("share.setMetadata", ["zoneName": "com.apple.coredata.cloudkit.share.Z1", "ownerName": "owner", "permission": "readWrite"])
         try await client.call("object.set", ["context": .string(context), "objectID": .string(event), "values": ["note": "edit"]])
         _ = try await client.save(context)
         #expect(try await client.get(event)["values"]?["note"] == "edit")
