@@ -129,7 +129,7 @@ struct SaveOperation {
     /// the lock, which the device's mirror waited out.
     struct Committed {
         fileprivate var result: SaveResult
-        fileprivate var notices: [RemoteChangeNotice]
+        fileprivate(set) var notices: [RemoteChangeNotice]
         fileprivate var finalStates: [(object: ContextObject, values: [SQLValue], version: Int64, store: Int?, id: ObjectID?)] = []
         fileprivate var forgotten: [String] = []
 

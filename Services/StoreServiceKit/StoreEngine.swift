@@ -86,6 +86,8 @@ final class StoreEngine: Sendable {
         }
     }
 
+    /// Call under the store lock, right after the commit the notices are of: announcements
+    /// leave in the order they are made, so made under the lock they leave in commit order.
     func publish(_ notices: [RemoteChangeNotice], from connection: ConnectionHandle?) {
         guard !notices.isEmpty else { return }
         announcer.now { [events] in Self.send(notices, on: events, skipping: connection) }

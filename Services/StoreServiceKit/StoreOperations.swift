@@ -192,13 +192,16 @@ extension StoreService {
             let (result, notices) = try engine.contexts(request.connection).with(params.context) { context in
                 // The store lock for the writes only: the context is brought up to date after it
                 // (under the context's own lock), so the device's mirror is not kept waiting.
+                // The notices go out under the lock, so every subscriber hears of commits in
+                // their order, whichever saving thread gets on first after it.
                 let committed = try engine.coordinator.withStores { stores in
-                    try SaveOperation(context: context, stores: stores, router: engine.router, logger: engine.logger,
-                                      report: params.report ?? .objects).write()
+                    let committed = try SaveOperation(context: context, stores: stores, router: engine.router, logger: engine.logger,
+                                                      report: params.report ?? .objects).write()
+                    engine.publish(committed.notices, from: request.connection)
+                    return committed
                 }
                 return committed.update(context)
             }
-            engine.publish(notices, from: request.connection)
             // Automatic mode starts its sync now rather than at its next look at the history.
             if !notices.isEmpty { mirrorSlot.current?.localSaveCommitted() }
             return result
@@ -437,11 +440,11 @@ extension StoreService {
                     try OrphanRepair(rule: rule, stores: stores).runInContext(context)
                 }
             }
-            let (report, notices) = try engine.coordinator.withStores { stores in
-                try OrphanRepair(rule: rule, stores: stores).runInStores(author: "app")
+            return try engine.coordinator.withStores { stores in
+                let (report, notices) = try OrphanRepair(rule: rule, stores: stores).runInStores(author: "app")
+                engine.publish(notices, from: request.connection)
+                return report
             }
-            engine.publish(notices, from: request.connection)
-            return report
         }
 
         registry.register("share.setMetadata", params: ShareParams.self, summary: "Records a share zone's permission in the shared store (mirror fills this).") { [self] params, _ in

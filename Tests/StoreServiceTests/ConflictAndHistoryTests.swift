@@ -204,4 +204,52 @@ struct ConflictAndHistoryTests {
         #expect(next?["data"]?["token"] == other["result"]?["transactions"]?[0]?["token"])
         _ = await store.stop()
     }
+
+    /// A client that resumes history from the last token it was told of must never be told of
+    /// token N+1 before N: eight clients save at once, and a subscriber hears every token of the
+    /// store in increasing order, none missing.
+    @Test("remoteChange notices reach a subscriber in commit order while eight clients save at once")
+    func remoteChangeNoticesFollowCommitOrder() async throws {
+        let store = try await StoreFixture.start()
+        let listener = try RawConnection(path: store.socket)
+        try listener.hello(client: "listener")
+        listener.send(["id": 1, "op": "subscribe", "params": ["topics": ["remoteChange"]]])
+        #expect(try listener.nextMessage()["ok"] == true)
+        let clients = 8, saves = 60
+        let savers = try (0..<clients).map { index in
+            let connection = try RawConnection(path: store.socket)
+            try connection.hello(client: "saver-\(index)")
+            return connection
+        }
+        let answered = await withTaskGroup(of: Int.self) { group in
+            for (index, connection) in savers.enumerated() {
+                group.addTask {
+                    await offThread {
+                        connection.send(["id": 1, "op": "context.open", "params": [:]])
+                        let context = (try? connection.nextMessage())?["result"]?["context"] ?? .null
+                        var ok = 0
+                        for round in 0..<saves {
+                            connection.send(["id": 2, "op": "object.insert", "params": ["context": context, "entity": "CareEvent", "values": [
+                                "id": .string("c\(index)-\(round)"), "eventTypeRaw": "feeding", "occurredAt": "2026-07-27T08:00:00Z",
+                                "updatedAt": "2026-07-27T08:00:00Z"]]])
+                            connection.send(["id": 3, "op": "context.save", "params": ["context": context]])
+                            _ = try? connection.nextMessage()
+                            if (try? connection.nextMessage())?["ok"] == true { ok += 1 }
+                        }
+                        return ok
+                    }
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(answered == clients * saves)
+        let tokens = await offThread { () -> [Int] in
+            (0..<(clients * saves)).compactMap { _ in (try? listener.nextMessage())?["data"]?["token"]?.intValue }
+        }
+        #expect(tokens.count == clients * saves)
+        let out = tokens.indices.dropFirst().first { tokens[$0] != tokens[$0 - 1] + 1 }
+        #expect(out == nil, "token \(out.map { tokens[$0] } ?? 0) came right after \(out.map { tokens[$0 - 1] } ?? 0)")
+        withExtendedLifetime(savers) {}
+        _ = await store.stop()
+    }
 }
