@@ -24,6 +24,8 @@ enum DoctorCommand {
       unexportable        objects sync.status reports as never exportable
       unimportable        cloud records the store refused (another client wrote values the
                           model cannot hold); they are missing on this device
+      pendingLink         imported objects whose related record has not arrived yet (an event
+                          fetched before its session), with how long each has waited
       cloudSharedDefaultZone  (with --cloud) the user's shared database lists another user's
                           core-data or default zone: a share of a zone that must not be shared
       cloudUserMismatch   (with --cloud) the credential is not the device's cloud user
@@ -196,7 +198,17 @@ struct Doctor {
         // Orphans, as the model's orphan repair defines them.
         var orphans: [DoctorCommand.Finding] = []
         if let repair = model["orphanRepair"], let child = repair["childEntity"]?.stringValue, let key = repair["relationship"]?.stringValue {
-            for row in rowsByEntity[child] ?? [] where row[key] == nil || row[key] == .null {
+            // An object whose relationship waits for a record not fetched yet is no orphan
+            // (reported as pendingLink below).
+            var waiting: Set<String> = []
+            if case let .success(status) = try await device.attempt("sync.status") {
+                for store in status["stores"]?.arrayValue ?? [] {
+                    for link in store["pendingLinks"]?.arrayValue ?? [] where link["entity"]?.stringValue == child && link["relationship"]?.stringValue == key {
+                        if let name = link["recordName"]?.stringValue { waiting.insert(name) }
+                    }
+                }
+            }
+            for row in rowsByEntity[child] ?? [] where (row[key] == nil || row[key] == .null) && !waiting.contains(row["uuid"]?.stringValue ?? "") {
                 let store = row["store"]?.stringValue ?? "?"
                 orphans.append(.init(kind: "orphan", store: store, objectID: row["objectID"]?.stringValue, zone: row["zone"]?.stringValue,
                     summary: "\(Self.describe(child, row)) in the \(store) store has no \(key)",
@@ -226,6 +238,7 @@ struct Doctor {
         var deferred: [DoctorCommand.Finding] = []
         var unexportable: [DoctorCommand.Finding] = []
         var unimportable: [DoctorCommand.Finding] = []
+        var waiting: [DoctorCommand.Finding] = []
         let alreadyReported = Set(findings.compactMap(\.objectID))
         for store in status["stores"]?.arrayValue ?? [] {
             let name = store["store"]?.stringValue ?? "?"
@@ -261,11 +274,20 @@ struct Doctor {
                         + "leaves it out (the rest syncs) and tries again when the record changes.",
                     fix: "Correct the record in the cloud (a valid version is imported on the next fetch), or delete it there."))
             }
+            for link in store["pendingLinks"]?.arrayValue ?? [] {
+                let record = link["recordName"].cell, target = link["target"].cell
+                waiting.append(.init(kind: "pendingLink", store: name, objectID: nil, zone: link["zone"]?.stringValue,
+                    summary: "\(link["entity"].cell) \(record) in the \(name) store waits for its \(link["relationship"].cell) record \(target) (\(link["waitingSeconds"].cell) s)",
+                    explanation: "The record was imported before the record its relationship names (another page, fetch or zone). The relationship "
+                        + "stays empty until that record arrives and is then set; the orphan repair leaves the object alone meanwhile.",
+                    fix: "Run 'meowctl sync fetch'. A link that keeps waiting names a record the cloud does not have (deleted, or in a zone this user cannot read): fix the record that names it."))
+            }
         }
         record("exportStuck", stuck, clean: "no pending export behind a failed sync step", dirty: "exports stuck behind \(lastError?["code"].cell ?? "an error")")
         record("exportDeferred", deferred, clean: "no export deferred by a retry-after", dirty: "exports deferred by the server")
         record("unexportable", unexportable, clean: "the mirror reports nothing unexportable beyond the findings above", dirty: "\(unexportable.count) object(s) the mirror cannot export")
         record("unimportable", unimportable, clean: "the store refused no cloud record", dirty: "\(unimportable.count) cloud record(s) the store refused")
+        record("pendingLink", waiting, clean: "no relationship waits for a record", dirty: "\(waiting.count) relationship(s) wait for records not fetched yet")
     }
 
     /// The cloud as the device's user sees it: its shared database must hold no core-data or

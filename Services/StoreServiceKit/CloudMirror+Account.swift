@@ -85,7 +85,7 @@ extension CloudMirror {
                 try store.database.execute("""
                     DELETE FROM mirror_pending; DELETE FROM mirror_meta; DELETE FROM mirror_fieldtimes;
                     DELETE FROM mirror_unexportable; DELETE FROM mirror_unimportable; DELETE FROM mirror_share; DELETE FROM z_share;
-                    DELETE FROM mirror_deleted; DELETE FROM mirror_inflight; DELETE FROM mirror_tombstones;
+                    DELETE FROM mirror_deleted; DELETE FROM mirror_inflight; DELETE FROM mirror_tombstones; DELETE FROM \(PendingLinks.table);
                     DELETE FROM mirror_kv WHERE key NOT IN ('\(MirrorState.exportCursorKey)', '\(Self.signedOutKey)');
                     """)
                 try MirrorState(store).setValue(MirrorState.exportCursorKey, String(store.lastToken))

@@ -92,6 +92,8 @@ extension CloudMirror {
     /// records at fault. Returns the refused records' errors by uuid; the caller keeps their
     /// bookkeeping as it was (`markUnimportable`), so a later version of the record is tried.
     func applyRefusing(_ changes: [LocalChange], storeIndex: Int, stores: StoreSet) throws -> [String: WireError] {
+        let state = MirrorState(stores.list[storeIndex])
+        try notePendingLinks(changes, state: state)
         do {
             let unresolved = try applyLocally(changes, storeIndex: storeIndex, stores: stores)
             if !unresolved.isEmpty { try applyLocally(unresolved, storeIndex: storeIndex, stores: stores) }
@@ -112,7 +114,40 @@ extension CloudMirror {
                 unresolved += try one(change)
             }
             for change in unresolved where refused[change.uuid] == nil { _ = try one(change) }
+            // Objects that name a refused record wait for it like any other destination.
+            try notePendingLinks(changes.filter { refused[$0.uuid] == nil }, state: state, absent: Set(refused.keys))
             return refused
+        }
+    }
+
+    /// Keeps, for `changes` about to be applied, each relationship whose destination is neither
+    /// stored nor among the changes (or is `absent`: refused), which stays empty until that
+    /// record arrives (`PendingLinks`), and forgets what the changes' records waited for before.
+    /// Committed before the changes are saved: a crash between leaves a link that sets what is
+    /// set already, never an empty relationship that nothing waits for.
+    func notePendingLinks(_ changes: [LocalChange], state: MirrorState, absent: Set<String> = []) throws {
+        let links = PendingLinks(database: state.store.database)
+        let batch = Set(changes.map(\.uuid)).subtracting(absent)
+        let now = Date().timeIntervalSince1970
+        var waiting: [PendingLinks.Link] = []
+        for change in changes {
+            guard let fields = change.fields else { continue }
+            for (name, target) in MirrorRecordCoding.relationshipNames(entity: change.entity, fields: fields) {
+                guard let target, !batch.contains(target), let destination = change.entity.relationship(name)?.destination,
+                      try state.primaryKey(entity: destination, uuid: target) == nil else { continue }
+                let zone = try change.zone ?? state.meta(change.uuid)?.zone.key
+                waiting.append(.init(recordName: change.uuid, entity: change.entity.name, relationship: name, target: target, zone: zone, since: now))
+            }
+        }
+        guard try !waiting.isEmpty || !links.isEmpty else { return }
+        let database = state.store.database
+        if database.isInTransaction {
+            try links.replace(sources: changes.map(\.uuid), with: waiting)
+        } else {
+            try database.transaction(commit: .deferred) { try links.replace(sources: changes.map(\.uuid), with: waiting) }
+        }
+        if !waiting.isEmpty {
+            logger.info("relationships wait for records not fetched yet", ["links": .int(waiting.count), "store": .string(state.store.name)])
         }
     }
 

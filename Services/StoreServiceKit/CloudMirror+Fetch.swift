@@ -358,8 +358,6 @@ extension CloudMirror {
             var notice: RemoteChangeNotice?
             /// Records whose copy here is already the fetched one (this device's own saves).
             var known: Set<String> = []
-            /// Records refused before (`unimportable`) that this page brought in.
-            var recovered: [String] = []
             /// Records named like an object this store holds in another owner's zone (never
             /// taken for that object), and what to tell clients of them.
             var collided: Set<String> = []
@@ -543,7 +541,7 @@ extension CloudMirror {
             if let notice, cursorIsCurrent { try state.setValue(MirrorState.exportCursorKey, String(notice.token)) }
             if local.isEmpty {
                 for (_, step) in afterSave { try step() }
-                recovered = try state.clearUnimportable(changed.map(\.recordName).filter { !collided.contains($0) } + (holdDeletes ? [] : deleted.map(\.0)), zone: zone)
+                try state.clearUnimportable(changed.map(\.recordName).filter { !collided.contains($0) } + (holdDeletes ? [] : deleted.map(\.0)), zone: zone)
                 afterSave = []
                 try queueStrays()
                 if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
@@ -555,7 +553,7 @@ extension CloudMirror {
                 let refused = try applyRefusing(local, storeIndex: index, stores: stores)
                 let told = try store.database.transaction(commit: .deferred) { () -> [ImportRefusedNotice] in
                     for (uuid, step) in afterSave where refused[uuid] == nil { try step() }
-                    recovered = try state.clearUnimportable((changed.map(\.recordName).filter { !collided.contains($0) } + (holdDeletes ? [] : deleted.map(\.0)))
+                    try state.clearUnimportable((changed.map(\.recordName).filter { !collided.contains($0) } + (holdDeletes ? [] : deleted.map(\.0)))
                         .filter { refused[$0] == nil }, zone: zone)
                     let told = try keepRefused(refused, of: local, zone: zone, tags: Dictionary(changed.map { ($0.recordName, $0.recordChangeTag) },
                                                                                                   uniquingKeysWith: { $1 }), state: state)
@@ -565,35 +563,29 @@ extension CloudMirror {
                 }
                 publishRefused(told)
             }
-            if !recovered.isEmpty { try relink(to: recovered, state: state, storeIndex: index, stores: stores) }
+            try linkWaiting(for: changed.map(\.recordName).filter { !collided.contains($0) }, state: state, storeIndex: index, stores: stores)
             // The mirror's own import is history too; it is never exported.
             try ingest(store)
         }
     }
 
-    /// Objects imported while a record they relate to was refused (`unimportable`) got the
-    /// relationship cleared; now that the record has arrived, each such relationship is set as
-    /// its server copy says (only the relationship: the object may have local edits queued).
-    private func relink(to uuids: [String], state: MirrorState, storeIndex: Int, stores: StoreSet) throws {
-        var changes: [LocalChange] = []
-        for target in uuids {
-            for (uuid, entityName) in try state.recordsNaming(target) {
-                guard let entity = state.store.model.entity(named: entityName),
-                      let server = try state.meta(uuid, withFields: true)?.serverFields,
-                      var fields = try Self.currentFields(entity: entity, uuid: uuid, state: state) else { continue }
-                var changed = false
-                for relationship in entity.toOneRelationships {
-                    let field = MirrorRecordCoding.fieldName(relationship.name)
-                    guard server[field]?["value"]?.stringValue == target, fields[field] == nil else { continue }
-                    fields[field] = server[field]
-                    changed = true
-                }
-                if changed { changes.append(LocalChange(uuid: uuid, entity: entity, fields: fields, zone: nil)) }
+    /// Sets the relationships that waited for `arrived` records (`PendingLinks`): imported in
+    /// another page, another fetch, another zone or after a refusal, the destination is here now.
+    /// An import like any other (author sync): the cloud's records already name it.
+    func linkWaiting(for arrived: [String], state: MirrorState, storeIndex: Int, stores: StoreSet) throws {
+        let waiting = try PendingLinks(database: state.store.database).waiting(for: arrived)
+        guard !waiting.isEmpty else { return }
+        var changes: [String: LocalChange] = [:]
+        for link in waiting {
+            guard let entity = state.store.model.entity(named: link.entity), entity.relationship(link.relationship) != nil else { continue }
+            if changes[link.recordName] == nil {
+                guard let fields = try Self.currentFields(entity: entity, uuid: link.recordName, state: state) else { continue }
+                changes[link.recordName] = LocalChange(uuid: link.recordName, entity: entity, fields: fields, zone: nil)
             }
+            changes[link.recordName]?.fields?[MirrorRecordCoding.fieldName(link.relationship)] = ["type": "string", "value": .string(link.target)]
         }
-        guard !changes.isEmpty else { return }
-        logger.info("relationships to records that arrived after a refusal set again", ["objects": .int(changes.count)])
-        _ = try applyRefusing(changes, storeIndex: storeIndex, stores: stores)
+        logger.info("relationships whose destination arrived are set", ["objects": .int(changes.count), "store": .string(state.store.name)])
+        _ = try applyRefusing(Array(changes.values), storeIndex: storeIndex, stores: stores)
     }
 
     /// The zone of the object this store holds under `uuid`, when a record of that name arriving
@@ -710,6 +702,7 @@ extension CloudMirror {
                 try state.setValue(MirrorState.zoneTokenKey(zone), nil)
                 try state.dropTombstones(zone: zone)
                 try state.dropUnimportable(zone: zone)
+                try PendingLinks(database: store.database).drop(zone: zone.key)
                 if store.scope == .shared {
                     try store.database.execute("DELETE FROM z_share WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
                 } else {

@@ -45,6 +45,17 @@ struct MirrorStatus: Codable, Sendable {
         /// A fetch's deletions held for its end: none once a fetch has ended on a round that found
         /// no changes (one whose rounds ran out while zones still changed leaves them to the next).
         var tombstonesHeld: Int
+        /// Relationships of imported objects whose destination record has not arrived yet
+        /// (`PendingLinks`), each with how long it has waited.
+        var pendingLinks: [PendingLinkStatus]
+    }
+    struct PendingLinkStatus: Codable, Sendable {
+        var recordName: String
+        var entity: String
+        var relationship: String
+        var target: String
+        var zone: String?
+        var waitingSeconds: Double
     }
     var user: String?
     /// False after account.signOut, until account.signIn.
@@ -103,7 +114,11 @@ extension CloudMirror {
                              databaseToken: try state.value(MirrorState.databaseTokenKey), zoneTokens: tokens,
                              unexportable: try state.unexportable(), unimportable: try state.unimportable(),
                              deletesRemembered: try state.rememberedDeletes,
-                             tombstonesHeld: try state.heldTombstoneCount)
+                             tombstonesHeld: try state.heldTombstoneCount,
+                             pendingLinks: try PendingLinks(database: store.database).all().map {
+                                 .init(recordName: $0.recordName, entity: $0.entity, relationship: $0.relationship, target: $0.target, zone: $0.zone,
+                                       waitingSeconds: max(0, (now - $0.since).rounded()))
+                             })
             }
         }
         let quiescent = progress.inFlight == nil && stores.allSatisfy { $0.pending == 0 && $0.unqueuedTransactions == 0 && $0.tombstonesHeld == 0 }

@@ -56,6 +56,7 @@ struct MirrorState {
             CREATE TABLE IF NOT EXISTS mirror_tombstones(uuid TEXT NOT NULL, record_type TEXT NOT NULL, zone_name TEXT NOT NULL,
                 owner_name TEXT NOT NULL, PRIMARY KEY(uuid, zone_name, owner_name));
             """)
+        try PendingLinks.createTable(in: database)
         // No index on a record's zone: every record synced writes a metadata row (the sending
         // device's verdict, the receiving device's page), and the index was a fifth of that
         // row's cost (~3 µs), paid to speed up what runs once per zone lifetime: a zone's
@@ -639,16 +640,6 @@ struct MirrorState {
             if database.changes > 0 { cleared.append(uuid) }
         }
         return cleared
-    }
-
-    /// Records whose server copy names `uuid` somewhere in its fields (candidates for a
-    /// relationship to it: the caller checks which field). A scan: for the rare record that
-    /// was refused and has now arrived.
-    func recordsNaming(_ uuid: String) throws -> [(uuid: String, entity: String)] {
-        try database.query("SELECT uuid, entity FROM mirror_meta WHERE instr(server_fields, ?) > 0", [uuid]).compactMap { row in
-            guard let name = row[0].string, let entity = row[1].string, name != uuid else { return nil }
-            return (name, entity)
-        }
     }
 
     /// Forgets the refusals of a zone's records (the zone left this device).

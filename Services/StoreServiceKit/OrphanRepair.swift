@@ -99,14 +99,16 @@ struct OrphanRepair {
             }
             let session = sessionKey!
             report.session = store.objectID(parent.name, session).uri
-            let listed = try store.database.query("SELECT z_pk FROM \(childTable) WHERE \(column) IS NULL ORDER BY z_pk LIMIT ?", [Self.listLimit + 1])
+            // An object whose relationship waits for a record not fetched yet is no orphan.
+            let orphan = "\(column) IS NULL AND " + (try PendingLinks.notWaiting(table: childTable, relationship: rule.relationship, in: store.database))
+            let listed = try store.database.query("SELECT z_pk FROM \(childTable) WHERE \(orphan) ORDER BY z_pk LIMIT ?", [Self.listLimit + 1])
             if !listed.isEmpty {
                 _ = try historyToken()
                 let changedJSON = PersistentStore.jsonArray([rule.relationship])
-                try store.database.cached("SELECT z_pk, z_uuid FROM \(childTable) WHERE \(column) IS NULL ORDER BY z_pk").forEach { row in
+                try store.database.cached("SELECT z_pk, z_uuid FROM \(childTable) WHERE \(orphan) ORDER BY z_pk").forEach { row in
                     history.append(kind: .update, entity: child.name, primaryKey: row.int64(at: 0), uuid: row.string(at: 1) ?? "", changedJSON: changedJSON)
                 }
-                try store.database.execute("UPDATE \(childTable) SET \(column) = ?, z_version = z_version + 1 WHERE \(column) IS NULL", [session])
+                try store.database.execute("UPDATE \(childTable) SET \(column) = ?, z_version = z_version + 1 WHERE \(orphan)", [session])
                 report.attached = store.database.changes
                 report.attachedObjectIDs = listed.prefix(Self.listLimit).compactMap { $0[0].int64 }.map { store.objectID(child.name, $0).uri }
                 report.truncated = report.attached > Self.listLimit
@@ -120,8 +122,9 @@ struct OrphanRepair {
         }
         for (index, other) in stores.list.enumerated() where index != privateIndex && other.holds(child.name) {
             let table = PersistentStore.table(child.name)
-            report.skippedCount += try other.database.scalar("SELECT COUNT(*) FROM \(table) WHERE \(column) IS NULL")?.int ?? 0
-            for row in try other.database.query("SELECT z_pk FROM \(table) WHERE \(column) IS NULL ORDER BY z_pk LIMIT ?", [Self.listLimit]) {
+            let orphan = "\(column) IS NULL AND " + (try PendingLinks.notWaiting(table: table, relationship: rule.relationship, in: other.database))
+            report.skippedCount += try other.database.scalar("SELECT COUNT(*) FROM \(table) WHERE \(orphan)")?.int ?? 0
+            for row in try other.database.query("SELECT z_pk FROM \(table) WHERE \(orphan) ORDER BY z_pk LIMIT ?", [Self.listLimit]) {
                 report.skipped.append(.init(objectID: other.objectID(child.name, row[0].int64 ?? 0).uri, store: other.name, reason: Self.crossStoreReason))
             }
         }
@@ -161,12 +164,20 @@ struct OrphanRepair {
         }
         // Saved orphans from the stores join the context; unsaved ones are already in it.
         let column = "\"r_\(rule.relationship)\""
+        var waiting: Set<String> = []
         for store in stores.list where store.holds(child.name) {
-            for row in try store.database.query("SELECT z_pk FROM \(PersistentStore.table(child.name)) WHERE \(column) IS NULL ORDER BY z_pk") {
+            let table = PersistentStore.table(child.name)
+            let pending = try PendingLinks.notWaiting(table: table, relationship: rule.relationship, in: store.database)
+            for row in try store.database.query("SELECT z_pk FROM \(table) WHERE \(column) IS NULL AND \(pending) ORDER BY z_pk") {
                 _ = try context.object(store.objectID(child.name, row[0].int64 ?? 0).uri, stores: stores)
             }
+            for row in try store.database.query("SELECT z_uuid FROM \(table) WHERE \(column) IS NULL AND NOT (\(pending))") {
+                if let uuid = row[0].string { waiting.insert(uuid) }
+            }
         }
-        let orphans = context.registered.filter { $0.entity.name == child.name && !$0.isDeleted && $0.value(rule.relationship) == .null }
+        let orphans = context.registered.filter {
+            $0.entity.name == child.name && !$0.isDeleted && $0.value(rule.relationship) == .null && !($0.store != nil && waiting.contains($0.uuid))
+        }
         for orphan in orphans {
             if orphan.id.isTemporary && orphan.store == nil {
                 orphan.store = target
