@@ -161,7 +161,7 @@ extension CloudEngine {
         var requestBytes = 0
         for record in saves {
             // Fields kept as text alone passed the stored-form check, which is stricter than
-            // FieldValidation; they are stored as they came.
+            // FieldValidation (it applies the same value rules); they are stored as they came.
             if let text = record.sentFieldsText, record.fieldsAreStoredText {
                 requestBytes += text.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
                 encoded.append(text)
@@ -504,7 +504,7 @@ struct ModifyBatch {
                           deleteNames: Set<String>, lookUp: Bool, liveParents: inout [String: Bool]) throws -> Plan {
         // fieldsJSON is nil exactly when the fields have a problem (see modifyRecords).
         if fieldsJSON == nil, let problem = FieldValidation.problem(in: record.fields) {
-            throw WireError(.invalidArguments, "Record '\(record.recordName)': \(problem).")
+            throw WireError(.invalidArguments, "Record '\(record.recordName)': \(problem.message).", details: ["field": .string(problem.field)])
         }
         guard !record.recordName.isEmpty, !record.recordType.isEmpty else {
             throw WireError(.invalidArguments, "A record needs a non-empty recordName and recordType.")
