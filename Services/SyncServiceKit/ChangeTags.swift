@@ -20,13 +20,22 @@ struct ChangeTags {
         if next + 2 > pool.count { refill() }
         let high = pool[next], low = pool[next + 1]
         next += 2
-        return Self.text(high) + Self.text(low)
+        // Each word as exactly `digitsPerWord` digits, so two side by side read only one way.
+        return String(unsafeUninitializedCapacity: 2 * Self.digitsPerWord) { buffer in
+            Self.write(high, into: buffer, at: 0)
+            Self.write(low, into: buffer, at: Self.digitsPerWord)
+            return 2 * Self.digitsPerWord
+        }
     }
 
-    /// A word as exactly `digitsPerWord` digits: two words side by side always read one way.
-    private static func text(_ word: UInt64) -> String {
-        let digits = String(word, radix: 36)
-        return String(repeating: "0", count: digitsPerWord - digits.utf8.count) + digits
+    private static let digits = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
+
+    private static func write(_ word: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at start: Int) {
+        var rest = word
+        for position in stride(from: start + digitsPerWord - 1, through: start, by: -1) {
+            buffer[position] = digits[Int(rest % 36)]
+            rest /= 36
+        }
     }
 
     private mutating func refill() {

@@ -98,6 +98,51 @@ import Testing
         #expect(await service.stop() == 0)
     }
 
+    /// A batch of stale saves of records another client grew to 0.9 MB each: every item's
+    /// serverRecordChanged carried the server's record, 18 MB in one reply, and every retry of
+    /// the batch failed with frameTooLarge. Records that do not fit the page budget are left out
+    /// of their items (`recordsOmitted`); sent again, those items get them.
+    @Test func conflictsOverLargeRecordsAnswerUnderTheFrameLimit() async throws {
+        let service = try await start()
+        let owner = try await connect("owner-secret")
+        _ = try await owner.call("zones.save", ["database": "private", "zoneIDs": [Self.zone]])
+        let names = (0..<20).map { "r\($0)" }
+        let saved = try await owner.call("records.modify", ["database": "private", "reply": "tags", "saves": .array(names.map { Self.record($0, note: "small") })])
+        let tags = Dictionary(uniqueKeysWithValues: (saved["saved"]?.arrayValue ?? []).compactMap { item -> (String, String)? in
+            guard let name = item["recordName"]?.stringValue, let tag = item["recordChangeTag"]?.stringValue else { return nil }
+            return (name, tag)
+        })
+        let large = String(repeating: "g", count: 900_000)
+        for pair in stride(from: 0, to: names.count, by: 2) {
+            _ = try await owner.call("records.modify", ["database": "private", "reply": "tags", "saves": .array(names[pair...(pair + 1)].map {
+                Self.record($0, note: large, tag: tags[$0])
+            })])
+        }
+        var waiting = Set(names)
+        var rounds = 0
+        while !waiting.isEmpty, rounds < 5 {
+            rounds += 1
+            let error = await failure {
+                _ = try await owner.call("records.modify", ["database": "private", "atomic": false,
+                                                            "saves": .array(waiting.sorted().map { Self.record($0, note: "stale edit", tag: tags[$0]) })])
+            }
+            let items = try #require(error?.details["partialErrors"]?.objectValue, "\(String(describing: error))")
+            #expect(items.count == waiting.count)
+            for (name, item) in items {
+                #expect(item["code"] == "serverRecordChanged")
+                if item["details"]?["serverRecord"]?["fields"]?["CD_note"]?["value"]?.stringValue?.utf8.count == 900_000 {
+                    waiting.remove(name)
+                } else {
+                    #expect(item["details"]?["recordsOmitted"] == true)
+                }
+            }
+        }
+        #expect(waiting.isEmpty)
+        #expect(rounds >= 3)
+        owner.close()
+        #expect(await service.stop() == 0)
+    }
+
     // MARK: Change tags
 
     /// Tags were the cloud's write sequence in base 36: a participant saving with each small
