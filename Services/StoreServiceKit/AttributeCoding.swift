@@ -29,7 +29,10 @@ enum AttributeCoding {
             guard number.rounded() == number, abs(number) < 9.0e15 else { throw wrongType("a whole number") }
             return .integer(Int64(number))
         case (.integer, _): throw wrongType("a whole number")
-        case let (.double, .double(number)): return .real(number)
+        case let (.double, .double(number)):
+            // The cloud refuses it too (`FieldValueRules`): its sign would not survive storage or sync.
+            guard !FieldValueRules.isNegativeZero(number) else { throw wrongType("a number other than -0.0 (send 0)") }
+            return .real(number)
         case let (.double, .int(number)): return .real(Double(number))
         case (.double, _): throw wrongType("a number")
         case let (.boolean, .bool(flag)): return .integer(flag ? 1 : 0)
@@ -38,6 +41,7 @@ enum AttributeCoding {
             guard let canonical = canonicalDate(text) else {
                 throw wrongType("an ISO-8601 date such as \"2026-07-27T09:30:00Z\"")
             }
+            guard isInCloudRange(canonical) else { throw wrongType("a date in \(FieldValueRules.dateRangeText)") }
             return .text(canonical)
         case (.date, _): throw wrongType("an ISO-8601 date string")
         }
@@ -86,6 +90,21 @@ enum AttributeCoding {
         let plain = Date.ISO8601FormatStyle()
         guard let date = (try? withFraction.parse(text)) ?? (try? plain.parse(text)) else { return nil }
         return withFraction.format(date)
+    }
+
+    /// Whether a canonical date lies in the years a cloud record's date may hold
+    /// (`FieldValueRules`): four digits from 0001, the form every such date is written in.
+    static func isInCloudRange(_ canonical: String) -> Bool {
+        let utf8 = canonical.utf8
+        guard utf8.count == 24 else { return false }
+        var index = utf8.startIndex
+        var year = 0
+        for _ in 0..<4 {
+            guard isDigit(utf8[index]) else { return false }
+            year = year * 10 + Int(utf8[index] - 48)
+            index = utf8.index(after: index)
+        }
+        return year >= 1 && utf8[index] == 45
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }

@@ -143,7 +143,12 @@ extension CloudEngine {
                 // Change pages send a record's stored fields text as it is: it must be the
                 // canonical text a save would have stored, or one bad row would spoil every page.
                 let fieldsColumn = table.name == "records" ? table.columns.firstIndex(of: "fields") : nil
-                for (number, row) in (snapshot.tables[table.name] ?? []).enumerated() {
+                // Columns added since a snapshot was written take their defaults (`CloudSchema.addedColumns`).
+                let added = CloudSchema.addedColumns.filter { $0.table == table.name }
+                for (number, given) in (snapshot.tables[table.name] ?? []).enumerated() {
+                    var row = given
+                    let missing = table.columns.count - row.count
+                    if missing > 0, missing <= added.count { row += added.suffix(missing).map(\.value) }
                     guard row.count == table.columns.count else {
                         throw WireError(.invalidArguments, "Table \(table.name): each row needs \(table.columns.count) values.")
                     }
@@ -159,7 +164,7 @@ extension CloudEngine {
                 }
             }
             let imported = try state.db.scalar("SELECT value FROM meta WHERE key = 'seq'")?.int64 ?? 0
-            // Tags must never repeat: keep counting from whichever sequence is higher.
+            // The sequence never goes back (change tokens are positions in it): keep counting from whichever is higher.
             state.seq = max(state.seq, imported)
             try state.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('seq', ?)", [state.seq])
             try state.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('databaseHorizon', 0)")

@@ -91,6 +91,7 @@ extension CloudEngine {
             var records: [CloudRecord] = []
             var errors: [String: JSONValue] = [:]
             var zones: [ZoneID: ZoneRow] = [:]
+            var page = PageBudget()
             for id in params.recordIDs {
                 do {
                     let key = id.zoneID.resolved(caller: caller)
@@ -103,7 +104,13 @@ extension CloudEngine {
                         let share = try state.governingShare(zone: zone.id, from: stored.name)
                         try state.requireSharedAccess(zone: zone, share: share, caller: caller, write: false, record: stored.name, trace: trace)
                     }
-                    records.append(try state.render(stored, zone: zone, caller: caller))
+                    let record = try state.render(stored, zone: zone, caller: caller)
+                    let cost = PageBudget.cost(of: stored, zoneBytes: PageBudget.zoneCost(record.zoneID)) + PageBudget.shareInfoCost(record.shareInfo)
+                    guard page.take(cost) else {
+                        throw WireError(.limitExceeded, "Record '\(id.recordName)' did not fit in this reply: a reply holds at most \(PageBudget.bytes) bytes of records; fetch it in another request.",
+                                        details: ["maxBytes": .int(PageBudget.bytes)])
+                    }
+                    records.append(record)
                 } catch var error as WireError {
                     error.details["recordName"] = .string(id.recordName)
                     error.details["zoneID"] = state.zoneJSON(id.zoneID)
@@ -161,32 +168,56 @@ extension CloudEngine {
             }
             let limit = max(1, min(params.limit ?? state.limits.defaultFetchLimit, 10_000))
             let sql = params.since == nil ? CloudState.liveRecordsAfterSQL : CloudState.changesAfterSQL
+            let presented = zone.zoneID.presented(to: caller)
+            let zoneBytes = PageBudget.zoneCost(presented)
+            // Rows are read until the count or the byte budget is reached (a page of records
+            // of a megabyte each is a few rows, not `limit` of them held in memory).
             var rows: [StoredRecord] = []
             rows.reserveCapacity(min(limit + 1, 1024))
-            try state.db.cached(sql).forEach([zone.id, after, Int64(limit + 1)]) { rows.append(StoredRecord($0)) }
-            let moreComing = rows.count > limit
+            var read = PageBudget()
+            try state.db.cached(sql).forEach([zone.id, after, Int64(limit + 1)]) { statement in
+                let stored = StoredRecord(statement)
+                rows.append(stored)
+                _ = read.take(stored.deleted ? PageBudget.deletionCost(of: stored) : PageBudget.cost(of: stored, zoneBytes: zoneBytes))
+                return !read.isFull
+            }
+            var moreComing = rows.count > limit || (read.isFull && rows.count > 0)
             var changed: [CloudRecord] = []
             changed.reserveCapacity(min(rows.count, limit))
             var deleted: [DeletedRecord] = []
             var last = after
             var shareOf: [String: Bool] = [:]
-            let presented = zone.zoneID.presented(to: caller)
+            var page = PageBudget()
             for stored in rows.prefix(limit) {
-                last = stored.seq
                 if stored.deleted {
-                    if params.database == .shared, !(try state.shareVisible(stored.share, zone: zone, caller: caller, cache: &shareOf)) { continue }
+                    if params.database == .shared, !(try state.shareVisible(stored.share, zone: zone, caller: caller, cache: &shareOf)) {
+                        last = stored.seq
+                        continue
+                    }
+                    guard page.take(PageBudget.deletionCost(of: stored)) else { moreComing = true; break }
+                    last = stored.seq
                     deleted.append(DeletedRecord(recordName: stored.name, recordType: stored.type))
                     continue
                 }
-                if params.database == .shared, !(try state.visibleToParticipant(stored, zone: zone, caller: caller, cache: &shareOf)) { continue }
+                if params.database == .shared, !(try state.visibleToParticipant(stored, zone: zone, caller: caller, cache: &shareOf)) {
+                    last = stored.seq
+                    continue
+                }
+                let record: CloudRecord
                 if !fieldsAsText || stored.type == CloudRecord.shareRecordType || stored.fields == nil {
-                    changed.append(try state.render(stored, zone: zone, presentedZoneID: presented))
+                    record = try state.render(stored, zone: zone, presentedZoneID: presented)
                 } else {
                     // The stored text goes out as it is (FieldsJSON wrote it, so it is valid JSON).
-                    var record = try state.render(stored, zone: zone, presentedZoneID: presented, fields: [:])
-                    record.fieldsText = stored.fields
-                    changed.append(record)
+                    var text = try state.render(stored, zone: zone, presentedZoneID: presented, fields: [:])
+                    text.fieldsText = stored.fields
+                    record = text
                 }
+                guard page.take(PageBudget.cost(of: stored, zoneBytes: zoneBytes) + PageBudget.shareInfoCost(record.shareInfo)) else {
+                    moreComing = true
+                    break
+                }
+                last = stored.seq
+                changed.append(record)
             }
             if !moreComing { last = max(last, try state.zoneHighWater(zone: zone.id, after: after)) }
             return FetchZoneChangesResult(changed: changed, deleted: deleted, token: ZoneToken(zone: zone.id, seq: last, horizon: horizon, reading: reading).text,
@@ -218,12 +249,16 @@ extension CloudEngine {
                 ? "SELECT owner, zone_name, kind, seq FROM database_changes WHERE user = ? AND scope = ? AND seq > ? AND kind = 'changed' ORDER BY seq LIMIT ?"
                 : "SELECT owner, zone_name, kind, seq FROM database_changes WHERE user = ? AND scope = ? AND seq > ? ORDER BY seq LIMIT ?"
             let rows = try state.db.query(sql, [caller, params.database.rawValue, after, Int64(limit + 1)])
-            let moreComing = rows.count > limit
             var result = FetchDatabaseChangesResult(changedZones: [], deletedZones: [], purgedZones: [], encryptedDataResetZones: [],
-                                                    token: "", moreComing: moreComing)
+                                                    token: "", moreComing: rows.count > limit)
             var last = after
+            var page = PageBudget()
             for row in rows.prefix(limit) {
                 let zoneID = ZoneID(zoneName: row[1].string ?? "", ownerName: row[0].string ?? "").presented(to: caller)
+                guard page.take(PageBudget.zoneCost(zoneID)) else {
+                    result.moreComing = true
+                    break
+                }
                 last = row[3].int64 ?? last
                 switch row[2].string {
                 case "deleted": result.deletedZones.append(zoneID)
@@ -232,7 +267,7 @@ extension CloudEngine {
                 default: result.changedZones.append(zoneID)
                 }
             }
-            if !moreComing { last = max(last, try state.storedSeq()) }
+            if !result.moreComing { last = max(last, try state.storedSeq()) }
             result.token = "d\(last).\(horizon)"
             return result
         }

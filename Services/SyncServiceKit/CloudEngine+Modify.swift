@@ -161,7 +161,7 @@ extension CloudEngine {
         var requestBytes = 0
         for record in saves {
             // Fields kept as text alone passed the stored-form check, which is stricter than
-            // FieldValidation; they are stored as they came.
+            // FieldValidation (it applies the same value rules); they are stored as they came.
             if let text = record.sentFieldsText, record.fieldsAreStoredText {
                 requestBytes += text.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
                 encoded.append(text)
@@ -236,13 +236,39 @@ extension CloudEngine {
         }
         if !outcome.errors.isEmpty {
             var errors: [String: JSONValue] = [:]
-            for (key, error) in outcome.errors { errors[key] = try JSONValue(encoding: error) }
+            var budget = PageBudget()
+            // In key order, so which items keep their records does not depend on hashing.
+            for key in outcome.errors.keys.sorted() {
+                errors[key] = try JSONValue(encoding: Self.fitting(outcome.errors[key]!, into: &budget))
+            }
             throw WireError(.partialFailure, "\(outcome.errors.count) of \(saves.count + deletes.count) items failed.",
                             details: ["partialErrors": .object(errors),
                                       "saved": try JSONValue(encoding: outcome.saved),
                                       "deleted": try JSONValue(encoding: outcome.deleted)])
         }
         return ModifyResult(saved: outcome.saved, deleted: outcome.deleted)
+    }
+}
+
+extension CloudEngine {
+    /// The records an item's error carries (serverRecordChanged, serverRejectedRequest).
+    static let errorRecordKeys = ["serverRecord", "clientRecord", "ancestorRecord"]
+
+    /// `error` with its records if they fit in what is left of the reply's page budget, else
+    /// without them (`details.recordsOmitted`): 400 conflicts over records of a megabyte would
+    /// be a reply far over the frame limit, refused again on every retry. A client sends such an
+    /// item again and gets its records then.
+    static func fitting(_ error: WireError, into budget: inout PageBudget) -> WireError {
+        let records = errorRecordKeys.compactMap { error.details[$0] }
+        guard !records.isEmpty else { return error }
+        var text = ""
+        for record in records { JSONWriter.append(record, to: &text) }
+        if budget.take(text.utf8.count + PageBudget.recordOverhead) { return error }
+        var trimmed = error
+        for key in errorRecordKeys { trimmed.details[key] = nil }
+        trimmed.details["recordsOmitted"] = true
+        trimmed.message += " (Its records did not fit in this reply; send it again to get them.)"
+        return trimmed
     }
 }
 
@@ -504,7 +530,7 @@ struct ModifyBatch {
                           deleteNames: Set<String>, lookUp: Bool, liveParents: inout [String: Bool]) throws -> Plan {
         // fieldsJSON is nil exactly when the fields have a problem (see modifyRecords).
         if fieldsJSON == nil, let problem = FieldValidation.problem(in: record.fields) {
-            throw WireError(.invalidArguments, "Record '\(record.recordName)': \(problem).")
+            throw WireError(.invalidArguments, "Record '\(record.recordName)': \(problem.message).", details: ["field": .string(problem.field)])
         }
         guard !record.recordName.isEmpty, !record.recordType.isEmpty else {
             throw WireError(.invalidArguments, "A record needs a non-empty recordName and recordType.")

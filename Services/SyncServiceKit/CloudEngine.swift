@@ -279,6 +279,9 @@ final class CloudState: @unchecked Sendable {
         return seq
     }
 
-    /// A change tag: the write's sequence number in base 36 (unique for ever; never reused).
-    static func tag(for seq: Int64) -> String { String(seq, radix: 36) }
+    /// Makes the writer's change tags (`ChangeTags`); only the writer's state uses it.
+    private var tags = ChangeTags()
+
+    /// A new change tag: opaque and unguessable (`ChangeTags`), never the write sequence.
+    func newTag() -> String { tags.make() }
 }

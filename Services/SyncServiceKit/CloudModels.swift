@@ -198,15 +198,18 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     var isShare: Bool { recordType == CloudRecord.shareRecordType }
 }
 
-/// Field types the server checks; any other type is stored as given.
+/// Field types the server checks; any other type is stored as given. Values follow
+/// `FieldValueRules`: bytes are base64, dates lie in years 0001–9999, an int64 fits 64 bits,
+/// and a negative zero double or date is refused (it would come back as 0).
 enum FieldValidation {
-    static func problem(in fields: [String: JSONValue]) -> String? {
+    /// The first field with a problem: its name and what is wrong.
+    static func problem(in fields: [String: JSONValue]) -> (field: String, message: String)? {
         for (name, field) in fields {
             if field.isNull { continue }  // null in changedKeys means "remove this field"
             guard let object = field.objectValue, let type = object["type"]?.stringValue else {
-                return "field '\(name)' must be an object {\"type\": …, \"value\": …}"
+                return (name, "field '\(name)' must be an object {\"type\": …, \"value\": …}")
             }
-            if let problem = check(type: type, value: object["value"] ?? .null) { return "field '\(name)': \(problem)" }
+            if let problem = check(type: type, value: object["value"] ?? .null) { return (name, "field '\(name)': \(problem)") }
         }
         return nil
     }
@@ -214,9 +217,24 @@ enum FieldValidation {
     private static func check(type: String, value: JSONValue) -> String? {
         switch type {
         case "string": return value.stringValue == nil ? "a string field needs a string value" : nil
-        case "int64": if case .int = value { return nil }; return "an int64 field needs an integer value"
-        case "double", "date": return value.doubleValue == nil ? "a \(type) field needs a number value" : nil
-        case "bytes": return value.stringValue == nil ? "a bytes field needs a base64 string value" : nil
+        case "int64":
+            switch value {
+            case .int: return nil
+            case let .double(number) where number.rounded() == number:
+                return "\(number) is outside int64's range (-9223372036854775808 to 9223372036854775807)"
+            default: return "an int64 field needs an integer value"
+            }
+        case "double", "date":
+            guard let number = value.doubleValue else { return "a \(type) field needs a number value" }
+            if FieldValueRules.isNegativeZero(number) { return "-0.0 is not stored (its sign would be lost); send 0" }
+            if type == "date", !FieldValueRules.isDateInRange(number) {
+                return "the date \(number) is outside \(FieldValueRules.dateRangeText)"
+            }
+            return nil
+        case "bytes":
+            guard let text = value.stringValue else { return "a bytes field needs a base64 string value" }
+            return FieldValueRules.isBase64(text) ? nil
+                : "a bytes field needs base64 text (A–Z, a–z, 0–9, + and /, padded with = to a multiple of 4 characters)"
         case "reference": return value["recordName"]?.stringValue == nil ? "a reference needs {\"recordName\": …}" : nil
         case "list":
             guard let items = value.arrayValue else { return "a list field needs an array value" }

@@ -40,6 +40,9 @@ enum FieldCoding {
     static func normalizedValue(_ value: JSONValue, type: String?) -> JSONValue {
         switch (type, value) {
         case ("int64", let .double(number)):
+            // Only strictly inside ±2^63: -2^63 as a double may be -2^63-1 rounded (an integer
+            // that does not fit an Int is read as a double), and must not become Int.min.
+            guard abs(number) < 0x1p63 else { return value }
             return Int(exactly: number).map(JSONValue.int) ?? value
         case ("double", let .int(number)), ("date", let .int(number)):
             return .double(Double(number))

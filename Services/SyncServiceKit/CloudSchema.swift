@@ -1,3 +1,4 @@
+import MeowWire
 import SQLiteKit
 
 /// The whole cloud in one SQLite database.
@@ -28,7 +29,7 @@ enum CloudSchema {
     CREATE INDEX IF NOT EXISTS tombstones_by_age ON records(zone, modified) WHERE deleted = 1;
     CREATE TABLE IF NOT EXISTS record_versions(
         zone INTEGER NOT NULL, name TEXT NOT NULL, tag TEXT NOT NULL, body TEXT NOT NULL,
-        superseded REAL NOT NULL, UNIQUE(zone, name, tag));
+        superseded REAL NOT NULL, superseded_seq INTEGER NOT NULL DEFAULT 0, UNIQUE(zone, name, tag));
     CREATE INDEX IF NOT EXISTS record_versions_by_zone_age ON record_versions(zone, superseded);
     CREATE TABLE IF NOT EXISTS shares(
         zone INTEGER NOT NULL, name TEXT NOT NULL, root TEXT,
@@ -54,7 +55,7 @@ enum CloudSchema {
         ("zones", ["id", "owner", "name", "created", "horizon"]),
         ("records", ["zone", "name", "type", "fields", "tag", "seq", "deleted", "created", "creator",
                      "modified", "modifier", "parent", "share"]),
-        ("record_versions", ["zone", "name", "tag", "body", "superseded"]),
+        ("record_versions", ["zone", "name", "tag", "body", "superseded", "superseded_seq"]),
         ("shares", ["zone", "name", "root", "public_permission"]),
         ("participants", ["zone", "share", "user", "role", "permission", "acceptance"]),
         ("reading_starts", ["zone", "user", "seq"]),
@@ -63,7 +64,15 @@ enum CloudSchema {
         ("meta", ["key", "value"]),
     ]
 
+    /// Columns added after a table was first written: a cloud file without one gets it with
+    /// its default, and a snapshot's rows may leave it out (they take the default too).
+    static let addedColumns: [(table: String, column: String, definition: String, value: JSONValue)] = [
+        // The sequence of the write that replaced a kept version (who may see it as an ancestor).
+        ("record_versions", "superseded_seq", "INTEGER NOT NULL DEFAULT 0", .int(0)),
+    ]
+
     static func create(in db: Database) throws {
+        try addMissingColumns(in: db)
         try migrateRowTables(in: db)
         try db.execute(statements)
         try db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schemaVersion', \(version))")
@@ -81,6 +90,14 @@ enum CloudSchema {
         ("records", ["records_by_seq", "records_by_parent", "tombstones_by_age"]),
         ("record_versions", ["record_versions_by_zone_age"]),
     ]
+
+    static func addMissingColumns(in db: Database) throws {
+        for added in addedColumns {
+            let columns = try db.query("PRAGMA table_info(\(added.table))").compactMap { $0["name"].string }
+            guard !columns.isEmpty, !columns.contains(added.column) else { continue }
+            try db.execute("ALTER TABLE \(added.table) ADD COLUMN \(added.column) \(added.definition)")
+        }
+    }
 
     static func migrateRowTables(in db: Database) throws {
         for table in rowTables {

@@ -145,14 +145,14 @@ extension CloudState {
     /// Writes a record's new version; the superseded one is kept for serverRecordChanged's ancestor.
     func storeRecord(zone: ZoneRow, name: String, type: String, fieldsJSON: String, parent: String?, share: String?,
                      previous: StoredRecord?, user: String) throws -> StoredRecord {
+        let seq = nextSeq()
         if let previous, !previous.deleted {
             let body = try render(previous, zone: zone, caller: zone.owner)
-            try db.execute("INSERT OR REPLACE INTO record_versions(zone, name, tag, body, superseded) VALUES (?, ?, ?, ?, ?)",
-                           [zone.id, name, previous.tag, String(decoding: try encoder.encode(body), as: UTF8.self), now])
+            try db.execute("INSERT OR REPLACE INTO record_versions(zone, name, tag, body, superseded, superseded_seq) VALUES (?, ?, ?, ?, ?, ?)",
+                           [zone.id, name, previous.tag, String(decoding: try encoder.encode(body), as: UTF8.self), now, seq])
         }
-        let seq = nextSeq()
         let live = previous.flatMap { $0.deleted ? nil : $0 }
-        let stored = StoredRecord(name: name, type: type, fields: fieldsJSON, tag: Self.tag(for: seq), seq: seq, deleted: false,
+        let stored = StoredRecord(name: name, type: type, fields: fieldsJSON, tag: newTag(), seq: seq, deleted: false,
                                   created: live?.created ?? now, creator: live?.creator ?? user,
                                   modified: now, modifier: user, parent: parent, share: share)
         // Bound one value at a time: a batch writes hundreds of these.
@@ -194,16 +194,33 @@ extension CloudState {
         let share = try governingShare(zone: zone.id, from: name)
         let seq = nextSeq()
         try db.execute("UPDATE records SET deleted = 1, fields = NULL, tag = ?, seq = ?, modified = ?, modifier = ?, share = ? WHERE zone = ? AND name = ?",
-                       [Self.tag(for: seq), seq, now, user, share, zone.id, name])
+                       [newTag(), seq, now, user, share, zone.id, name])
         try db.execute("DELETE FROM record_versions WHERE zone = ? AND name = ?", [zone.id, name])
     }
 
-    /// The version of a record whose tag was `tag`, if it is still kept.
+    /// The version of a record whose tag was `tag`, if it is still kept and `caller` could have
+    /// read it (`mayReadVersion`).
     func ancestor(zone: ZoneRow, name: String, tag: String, caller: String) throws -> CloudRecord? {
-        guard let body = try db.scalar("SELECT body FROM record_versions WHERE zone = ? AND name = ? AND tag = ?", [zone.id, name, tag])?.string,
-              var record = try? decoder.decode(CloudRecord.self, from: Data(body.utf8)) else { return nil }
+        guard let row = try db.query("SELECT body, superseded_seq FROM record_versions WHERE zone = ? AND name = ? AND tag = ?",
+                                     [zone.id, name, tag]).first,
+              let body = row[0].string,
+              var record = try? decoder.decode(CloudRecord.self, from: Data(body.utf8)),
+              try mayReadVersion(supersededAt: row[1].int64 ?? 0, writer: record.lastModifiedUserRecordName, zone: zone, caller: caller)
+        else { return nil }
         record.zoneID = zone.zoneID.presented(to: caller)
         return record
+    }
+
+    /// Whether `caller` could have read a version written by `writer` that stopped being current
+    /// at sequence `superseded`: the owner reads every version; anyone else the versions they
+    /// wrote and those still current when their current reading of the zone began
+    /// (`readingStart`) or later, never one replaced before it (such as the record's content
+    /// before it was shared). A version kept before that sequence was recorded (0) is shown to
+    /// the owner and its writer only.
+    func mayReadVersion(supersededAt superseded: Int64, writer: String?, zone: ZoneRow, caller: String) throws -> Bool {
+        if caller == zone.owner || writer == caller { return true }
+        guard superseded > 0 else { return false }
+        return superseded > (try readingStart(zone: zone.id, user: caller))
     }
 
     func liveChildren(zone: Int64, of name: String) throws -> [String] {

@@ -182,12 +182,16 @@ struct StoredFormScanner {
         guard literal(#"{"type":"#), let type = plainString(), literal(#","value":"#) else { return false }
         let start = index
         let valid: Bool
-        if isType(type, "string") || isType(type, "bytes") {
+        if isType(type, "string") {
             valid = canonicalString()
+        } else if isType(type, "bytes") {
+            valid = base64String()
         } else if isType(type, "int64") {
             valid = integer(maxDigits: 18)
-        } else if isType(type, "double") || isType(type, "date") {
-            valid = double()
+        } else if isType(type, "double") {
+            valid = double() != nil
+        } else if isType(type, "date") {
+            valid = double().map(FieldValueRules.isDateInRange) ?? false
         } else {
             valid = false
         }
@@ -225,6 +229,17 @@ struct StoredFormScanner {
             index += 1
         }
         return nil
+    }
+
+    /// A base64 string (`FieldValueRules.isBase64`): its characters never need escaping.
+    private mutating func base64String() -> Bool {
+        guard take(UInt8(ascii: "\"")) else { return false }
+        let start = index
+        while index < bytes.count, bytes[index] != UInt8(ascii: "\"") { index += 1 }
+        guard index < bytes.count else { return false }
+        let contents = UnsafeBufferPointer(rebasing: bytes[start..<index])
+        index += 1
+        return FieldValueRules.isBase64(contents)
     }
 
     /// A string escaped as `FieldsJSON.quote` escapes: `\"`, `\\`, `\n`, `\r`, `\t`, other
@@ -298,21 +313,24 @@ struct StoredFormScanner {
     }
 
     /// A double as `FieldsJSON.write` writes it: a whole number below 1e15 as an integer, any
-    /// other finite number as Swift's shortest text for it.
-    private mutating func double() -> Bool {
+    /// other finite number as Swift's shortest text for it. Its value, or nil when it is not one.
+    private mutating func double() -> Double? {
         let start = index
         var end = index
         while end < bytes.count, Self.isNumberByte(bytes[end]) { end += 1 }
         let token = bytes[start..<end]
-        guard !token.isEmpty else { return false }
+        guard !token.isEmpty else { return nil }
         if !token.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "+") }) {
-            return integer(maxDigits: 15) && index == end
+            guard integer(maxDigits: 15), index == end else { return nil }
+            var value = 0
+            for byte in token where byte != UInt8(ascii: "-") { value = value * 10 + Int(byte - UInt8(ascii: "0")) }
+            return Double(token.first == UInt8(ascii: "-") ? -value : value)
         }
         let text = String(decoding: token, as: UTF8.self)
         guard let number = Double(text), number.isFinite, !(number.rounded() == number && abs(number) < 1e15),
-              number.description == text else { return false }
+              number.description == text else { return nil }
         index = end
-        return true
+        return number
     }
 
     private static func isNumberByte(_ byte: UInt8) -> Bool {

@@ -116,6 +116,16 @@ public final class Statement {
         while try step() { try body(self) }
     }
 
+    /// `forEach` that stops stepping once `body` answers false (a scan bounded by what the
+    /// rows hold, not only by their count).
+    public func forEach(_ values: [any SQLBindable] = [], while body: (Statement) throws -> Bool) throws {
+        try bind(values)
+        defer { sqlite3_reset(handle) }
+        while try step() {
+            guard try body(self) else { return }
+        }
+    }
+
     /// Names of the result columns, read once per statement (every query's rows carry them).
     public var columnNames: [String] {
         if let cachedColumnNames, cachedColumnNames.count == Int(sqlite3_column_count(handle)) { return cachedColumnNames }

@@ -39,6 +39,7 @@ struct StoredFieldsTests {
     func readsWhatAParseGives() throws {
         var random = SplitMix64(state: 2026_11_30)
         let pieces = ["a", "Z", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{01}", "\u{1F}", "\u{7F}", "é", "猫", "🐈", "\u{2028}", "0", "-"]
+        let base64 = Array("ABCXYZabcxyz0189+/")
         for round in 0..<400 {
             var fields: [(name: String, type: String, value: JSONValue)] = []
             for index in 0..<Int.random(in: 0...9, using: &random) {
@@ -46,8 +47,15 @@ struct StoredFieldsTests {
                 guard !fields.contains(where: { $0.name == name }) else { continue }
                 switch Int.random(in: 0...4, using: &random) {
                 case 0, 1:
+                    if round % 7 == 0 {
+                        // Bytes are base64 text (FieldValueRules), padded to a multiple of four.
+                        let digits = (0..<(4 * Int.random(in: 0...4, using: &random))).map { _ in base64.randomElement(using: &random)! }
+                        let padding = digits.isEmpty ? 0 : Int.random(in: 0...2, using: &random)
+                        fields.append((name, "bytes", .string(String(digits.dropLast(padding)) + String(repeating: "=", count: padding))))
+                        continue
+                    }
                     let text = (0..<Int.random(in: 0...12, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
-                    fields.append((name, round % 7 == 0 ? "bytes" : "string", .string(text)))
+                    fields.append((name, "string", .string(text)))
                 case 2: fields.append((name, "int64", .int(Int.random(in: -999_999_999_999...999_999_999_999, using: &random))))
                 case 3: fields.append((name, "date", .double(Double(Int.random(in: 0...2_000_000_000_000, using: &random)) / 1000)))
                 default:
@@ -73,6 +81,9 @@ struct StoredFieldsTests {
             #"{"a":{"type":"reference","value":{"recordName":"x"}}}"#, #"{"a":{"value":"x","type":"string"}}"#,
             #"{"a":{"type":"string","value":"\u0041"}}"#, #"{"a":{"type":"double","value":1.50}}"#, #"{"a":{"type":"double","value":2.0}}"#,
             #"{"a": {"type":"string","value":"x"}}"#, #"{"a":{"type":"string","value":"x"}}{}"#,
+            // Values outside FieldValueRules: bytes that are not base64, dates outside years 0001–9999.
+            #"{"a":{"type":"bytes","value":"not base64!"}}"#, #"{"a":{"type":"bytes","value":"AAE"}}"#, #"{"a":{"type":"bytes","value":"A=AA"}}"#,
+            #"{"a":{"type":"date","value":1e+300}}"#, #"{"a":{"type":"date","value":253402300800}}"#, #"{"a":{"type":"date","value":-62135596801}}"#,
         ]
         for text in refused { #expect(StoredFields.fields(text) == nil, "\(text)") }
         #expect(StoredFields.fields("{}") == [])

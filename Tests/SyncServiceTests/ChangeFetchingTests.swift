@@ -34,6 +34,28 @@ import Testing
         #expect(try changes(since: token).changed.isEmpty)
     }
 
+    /// Database pages are bounded by bytes too: 6,000 zones with 255-character names are over
+    /// the 8 MiB page budget as counted (six bytes a name byte), so they come in two pages.
+    @Test func databaseChangePagesEndAtThePageBudget() throws {
+        var limits = LimitsParams()
+        limits.maxZonesPerUser = 7_000
+        _ = try cloud.engine.setLimits(limits)
+        let names = (0..<6_000).map { number in String(number) + String(repeating: "z", count: 255 - String(number).count) }
+        for start in stride(from: 0, to: names.count, by: 1_000) {
+            _ = try cloud.engine.saveZones(caller: "owner", ZonesParams(database: .private, zoneIDs: names[start..<(start + 1_000)].map { ZoneID(zoneName: $0) }))
+        }
+        let first = try cloud.engine.fetchDatabaseChanges(caller: "owner", FetchDatabaseChangesParams(database: .private, limit: 10_000))
+        #expect(first.moreComing)
+        // About 8 MiB / (6 × (255 + 16) + 64) zones: the budget ended the page, not the limit.
+        #expect((4_900..<5_000).contains(first.changedZones.count), "\(first.changedZones.count)")
+        let second = try cloud.engine.fetchDatabaseChanges(caller: "owner", FetchDatabaseChangesParams(database: .private, since: first.token, limit: 10_000))
+        #expect(!second.moreComing)
+        // "Zone" (made by the fixture) and the 6,000, each once.
+        let all = (first.changedZones + second.changedZones).map(\.zoneName)
+        #expect(Set(all) == Set(names + ["Zone"]))
+        #expect(all.count == 6_001)
+    }
+
     @Test func deletionsAreReportedWithNameAndTypeAndEditsOnce() throws {
         try cloud.save([record("a"), record("b")])
         let token = try changes().token

@@ -103,6 +103,8 @@ struct StoredFormTests {
         func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
         let strings = ["plain", "quote \" and \\ backslash", "line\nbreak\r\ttab", "é猫🐈", "", "\u{1}\u{1f}\u{7f}", "a/b"]
         let doubles: [Double] = [120, 120.5, 1e20, -0.25, 1780000000.123, 0.1, 1e-7, -3, 999_999_999_999_999, 1e15]
+        // Dates lie in years 0001–9999 (FieldValueRules); others are refused, not stored.
+        let dates: [Double] = [120, 120.5, -0.25, 1780000000.123, 0.1, 1e-7, -3, 253_402_300_799.5, -62_135_596_800]
         var fields: [String: JSONValue] = [:]
         for index in 0..<Int(random.next() % 8) {
             let name = pick(["CD_a", "CD_note", "CD_Z", "MC_fieldModified", "CD_value\(index)", "x y", "CD_date"])
@@ -111,7 +113,7 @@ struct StoredFormTests {
                 ["type": "bytes", "value": "AAEC"],
                 ["type": "int64", "value": .int(pick([0, -1, 42, Int(Int32.max) * 1000, -987_654_321_012_345_678]))],
                 ["type": "double", "value": .double(pick(doubles))],
-                ["type": "date", "value": .double(pick(doubles))],
+                ["type": "date", "value": .double(pick(dates))],
             ] as [JSONValue])
         }
         return fields
@@ -139,6 +141,8 @@ struct StoredFormTests {
             #"{"CD_a":{"type":"double","value":1E-7}}"#,                                   // exponent form
             #"{"CD_a":{"type":"double","value":1e15}}"#,                                   // written as 1e+15
             #"{"CD_a":{"type":"double","value":-0}}"#,
+            #"{"CD_a":{"type":"date","value":1e+20}}"#,                                    // outside years 0001–9999
+            #"{"CD_a":{"type":"bytes","value":"AAE"}}"#,                                   // not base64
             #"{"CD_a":{"type":"int64","value":5.0}}"#,
             #"{"CD_a":{"type":"int64","value":007}}"#,
             #"{"CD_a":null}"#,                                                             // nulls are left out
