@@ -139,3 +139,7 @@ int meow_keep_freed_memory(int mmap_threshold, int trim_threshold) {
     if (mallopt(M_TRIM_THRESHOLD, trim_threshold) != 1) return -1;
     return 0;
 }
+
+int meow_release_free_memory(void) {
+    return malloc_trim(0);
+}

@@ -25,12 +25,29 @@ public struct FrameDecoder: Sendable {
     /// Bytes received but not yet returned as a frame.
     public var bufferedByteCount: Int { buffer.count - start }
 
+    /// The room reserved for buffered bytes (what a half-received frame costs in memory).
+    public var reservedByteCount: Int { buffer.capacity }
+
     public mutating func append<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        makeRoom(for: bytes.count)
         buffer.append(contentsOf: bytes)
     }
 
     public mutating func append(_ pointer: UnsafeRawBufferPointer) {
+        makeRoom(for: pointer.count)
         buffer.append(contentsOf: pointer)
+    }
+
+    /// Grows the buffer with the bytes received: geometrically (doubling up to 4 MiB, then by a
+    /// quarter), and never past the end of the frame being received, so a frame announced
+    /// large but half sent costs what was sent, not its announced length or twice that.
+    private mutating func makeRoom(for count: Int) {
+        let needed = buffer.count + count
+        let capacity = buffer.capacity
+        guard needed > capacity else { return }
+        var target = capacity < 4 << 20 ? capacity * 2 : capacity + capacity / 4
+        if let length = announcedLength, length <= maxFrameBytes { target = min(target, start + 4 + length) }
+        buffer.reserveCapacity(max(needed, target))
     }
 
     /// The next complete frame body, nil when more bytes are needed.

@@ -42,4 +42,7 @@ int meow_install_shutdown_signals(int write_fd);
 /// is free at a heap's top. Returns 0, or -1 when glibc refused a value.
 int meow_keep_freed_memory(int mmap_threshold, int trim_threshold);
 
+/// malloc_trim(0): returns free memory of every arena to the kernel. Returns 1 if any was.
+int meow_release_free_memory(void);
+
 #endif
