@@ -30,18 +30,9 @@ final class Connection {
         encoder.outputFormatting = [.withoutEscapingSlashes]
     }
 
-    /// How a connection ended, for the server's bookkeeping.
-    struct Outcome {
-        /// hello completed (the slot stopped counting as pending).
-        var greeted: Bool
-        /// It ended holding a large unfinished frame, whose freed buffer is worth returning.
-        var leftLargeBuffer: Bool
-    }
-
-    /// Buffers at least this large are returned to the kernel when a connection ends with them.
-    static let largeBufferBytes = 1 << 20
-
-    func serve() -> Outcome {
+    /// Serves until the connection ends; returns whether it completed hello (its slot stopped
+    /// counting as pending then).
+    func serve() -> Bool {
         let fd = handle.fd
         var frames = FrameDecoder(maxFrameBytes: configuration.maxFrameBytes)
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -51,9 +42,6 @@ final class Connection {
         var frameDeadline: ContinuousClock.Instant?
         var charged = 0
         defer { _ = server.frameBudget.recharge(from: charged, to: 0) }
-        func outcome() -> Outcome {
-            Outcome(greeted: helloDeadline == nil, leftLargeBuffer: frames.reservedByteCount >= Self.largeBufferBytes)
-        }
         reading: while true {
             if let deadline = Self.earliest(frameDeadline, helloDeadline) {
                 let remaining = deadline - .now
@@ -119,7 +107,7 @@ final class Connection {
             }
         }
         flush()
-        return outcome()
+        return helloDeadline == nil
     }
 
     /// After a frame on a connection that has not said hello: notes a completed hello (true

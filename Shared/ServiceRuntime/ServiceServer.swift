@@ -143,11 +143,8 @@ public final class ServiceServer: Sendable {
         logger.info("connection opened", ["connection": .int(id), "peerPID": .int(Int(peer.pid)), "peerUID": .int(Int(peer.uid))])
         connectionsDone.enter()
         let thread = Thread { [self] in
-            let outcome = Connection(handle: handle, server: self).serve()
-            slots.release(pid: peer.pid, greeted: outcome.greeted)
-            // The services keep freed memory for speed (MemoryTuning); an unfinished large
-            // frame's buffer is not worth keeping, and many of them would stay resident.
-            if outcome.leftLargeBuffer { meow_release_free_memory() }
+            let greeted = Connection(handle: handle, server: self).serve()
+            slots.release(pid: peer.pid, greeted: greeted)
             events.remove(handle)
             definition.connectionClosed(handle)
             handle.flushEvents()
