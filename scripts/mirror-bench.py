@@ -80,7 +80,7 @@ def save_events(client, prefix, count):
 try:
     with open(os.path.join(work, "users.json"), "w") as users:
         users.write('{"users":[{"user":"owner","credential":"owner-secret"},{"user":"bob","credential":"bob-secret"}]}')
-    cloud = start("cloud", ["sync-service", "--in-memory", "--users", os.path.join(work, "users.json"), "--admin-credential", "bench"])
+    cloud = start("cloud", ["sync-service", "--in-memory", "--users", os.path.join(work, "users.json"), "--admin-credential", "bench-admin-credential"])
     def device(name, user="owner"):
         return Client(start(name, ["store-service", "--in-memory", "--no-orphan-repair", "--device-name", name,
                                    "--sync-socket", cloud, "--sync-credential", f"{user}-secret"]))

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MeowWire
+
 /// A tiny argument reader for meowctl's subcommands: `--name value`, `--name=value`, flags,
 /// positionals in order.
 struct Arguments {
@@ -34,8 +39,23 @@ struct Arguments {
         return value
     }
 
-    /// Rejects options the command does not know, so a typo is not silently ignored.
+    /// The credential: --credential C, --credential-file FILE (0600), or $MEOW_CREDENTIAL. A
+    /// command line is visible to every local user in /proc; the file and the variable are not.
+    /// `fallback` (a deployment's credential for --dir) comes before the variable.
+    func credential(fallback: String? = nil) throws(CommandError) -> String? {
+        do {
+            let given = try CredentialFile.resolve(value: value("credential"), file: value("credential-file"), environment: "",
+                                                   valueOption: "credential", fileOption: "credential-file")
+            return given ?? fallback ?? getenv("MEOW_CREDENTIAL").map { String(cString: $0) }
+        } catch {
+            throw CommandError.usage(error.message)
+        }
+    }
+
+    /// Rejects options the command does not know, so a typo is not silently ignored. A command
+    /// that takes --credential also takes --credential-file.
     func check(known: Set<String>, command: String) throws(CommandError) {
+        let known = known.contains("credential") ? known.union(["credential-file"]) : known
         for name in Set(values.keys).union(flags) where !known.contains(name) {
             throw CommandError.usage("meowctl \(command) has no option --\(name). Run 'meowctl \(command) --help'.")
         }

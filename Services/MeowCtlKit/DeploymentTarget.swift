@@ -29,12 +29,12 @@ extension Arguments {
     /// device's user (`user`: what the device's mirror reported, if it has connected yet).
     func cloudTarget(for command: String, deviceUser user: String?) throws(CommandError) -> (socket: String, credential: String)? {
         if let cloud = value("cloud") {
-            guard let credential = value("credential") else { throw .usage("meowctl \(command) --cloud needs --credential C (the device's cloud user).") }
+            guard let credential = try self.credential() else { throw .usage("meowctl \(command) --cloud needs --credential C (the device's cloud user).") }
             return (cloud, credential)
         }
         guard let deployment = try deployment() else { return nil }
         let name = user ?? Self.deploymentUser(device: value("device") ?? "device-a")
-        guard let credential = value("credential") ?? deployment.credentials[name] else {
+        guard let credential = try self.credential(fallback: deployment.credentials[name]) else {
             throw .usage("The deployment in \(deployment.directory) has no credential for '\(name)'; pass --credential C.")
         }
         return (deployment.socket("sync-service"), credential)
@@ -46,7 +46,7 @@ extension Arguments {
         guard let socket = value("socket") ?? deployment?.socket("sync-service") else {
             throw .usage("meowctl \(command) needs --socket SYNC_SOCKET (or --dir DIR).")
         }
-        guard let credential = value("credential") ?? deployment?.credentials["admin"] else {
+        guard let credential = try self.credential(fallback: deployment?.credentials["admin"]) else {
             throw .usage("meowctl \(command) needs --credential ADMIN (or --dir DIR).")
         }
         return (socket, credential)

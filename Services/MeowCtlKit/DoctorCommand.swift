@@ -64,7 +64,7 @@ enum DoctorCommand {
     static func run(_ arguments: [String]) async throws(CommandError) {
         let args = try Arguments.parse(arguments, command: "doctor", options: ["socket", "cloud", "credential", "timeout"])
         let socket = try args.deviceSocket(for: "doctor")
-        if args.value("cloud") != nil, args.value("credential") == nil { throw .usage("meowctl doctor --cloud needs --credential C (the device's cloud user).") }
+        if args.value("cloud") != nil, try args.credential() == nil { throw .usage("meowctl doctor --cloud needs --credential C (the device's cloud user).") }
         let output = args.output
         let device = try await ServiceSession.open(socket: socket, output: output, timeout: try args.timeout(default: 60))
         defer { device.close() }

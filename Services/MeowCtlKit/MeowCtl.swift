@@ -130,7 +130,7 @@ enum CallCommand {
             params = parsed
         }
         let seconds = Double(args.value("timeout") ?? "30") ?? 30
-        let (client, _) = try await MeowCtl.connect(socket: socket, credential: args.value("credential"),
+        let (client, _) = try await MeowCtl.connect(socket: socket, credential: try args.credential(),
                                                     timeout: .milliseconds(Int(seconds * 1000)))
         defer { client.close() }
         do {
@@ -152,7 +152,7 @@ enum WatchCommand {
         try args.check(known: ["socket", "credential", "topic", "count"], command: "watch")
         let socket = try args.required("socket", for: "watch")
         let limit = args.value("count").flatMap(Int.init)
-        let (client, hello) = try await MeowCtl.connect(socket: socket, credential: args.value("credential"), timeout: .seconds(30))
+        let (client, hello) = try await MeowCtl.connect(socket: socket, credential: try args.credential(), timeout: .seconds(30))
         defer { client.close() }
         let topics = args.all("topic").isEmpty ? hello.topics : args.all("topic")
         do {

@@ -45,7 +45,7 @@ enum SyncCommand {
         let device = try await ServiceSession.open(socket: socket, output: output, timeout: try args.timeout(default: 600))
         defer { device.close() }
         if subcommand == "signout" || subcommand == "signin" {
-            let params: [String: JSONValue] = args.value("credential").map { ["credential": .string($0)] } ?? [:]
+            let params: [String: JSONValue] = try args.credential().map { ["credential": .string($0)] } ?? [:]
             let result = try await device.call(subcommand == "signout" ? "account.signOut" : "account.signIn", params)
             if output.json { return output.emit(result) }
             output.say(result["signedIn"] == true ? "signed in as \(result["user"].cell)"

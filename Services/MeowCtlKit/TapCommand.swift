@@ -11,16 +11,24 @@ import Synchronization
 /// sent — malformed frames included. Parsing is only for the log.
 enum TapCommand {
     static func run(_ arguments: [String]) throws(CommandError) {
-        let args = try Arguments(arguments, flags: [])
-        try args.check(known: ["listen", "to", "log"], command: "tap")
+        let args = try Arguments(arguments, flags: ["show-credentials"])
+        try args.check(known: ["listen", "to", "log", "show-credentials"], command: "tap")
         let listenPath = try args.required("listen", for: "tap")
         let upstreamPath = try args.required("to", for: "tap")
         let sink: TapLog
+        let redacting = !args.has("show-credentials")
         if let path = args.value("log") {
-            guard let file = fopen(path, "a") else { throw .usage("Cannot open --log \(path): \(String(cString: strerror(errno))).") }
-            sink = TapLog(file: file)
+            // 0600 even with --show-credentials off: frames carry users' data.
+            let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            if fd >= 0 { _ = fchmod(fd, 0o600) }
+            guard fd >= 0, let file = fdopen(fd, "a") else {
+                let reason = String(cString: strerror(errno))
+                if fd >= 0 { close(fd) }
+                throw .usage("Cannot open --log \(path): \(reason).")
+            }
+            sink = TapLog(file: file, redacting: redacting)
         } else {
-            sink = TapLog(file: fdopen(1, "a"))
+            sink = TapLog(file: fdopen(1, "a"), redacting: redacting)
         }
         signal(SIGPIPE, SIG_IGN)
         let listener = try bind(listenPath)
@@ -139,7 +147,7 @@ final class TapPair: Sendable {
     private func logFrame(_ body: [UInt8], direction: String) {
         var entry: [String: JSONValue] = ["event": "frame", "conn": .int(id), "dir": .string(direction), "length": .int(body.count)]
         if let value = try? JSONParser.parse(body) {
-            entry["frame"] = value
+            entry["frame"] = log.redacting ? CredentialRedaction.redacted(value) : value
         } else {
             entry["invalid"] = .string(String(validating: body, as: UTF8.self) == nil ? "invalidUTF8" : "invalidJSON")
             entry["raw"] = .string(Data(body).base64EncodedString())
@@ -153,7 +161,12 @@ final class TapLog: @unchecked Sendable {
     // @unchecked: the FILE* is only used under `lock`.
     private let file: UnsafeMutablePointer<FILE>
     private let lock = Mutex(())
-    init(file: UnsafeMutablePointer<FILE>) { self.file = file }
+    /// Credentials in logged frames are replaced (`CredentialRedaction`) unless --show-credentials.
+    let redacting: Bool
+    init(file: UnsafeMutablePointer<FILE>, redacting: Bool) {
+        self.file = file
+        self.redacting = redacting
+    }
 
     func write(_ fields: [String: JSONValue]) {
         var entry = fields
@@ -163,5 +176,40 @@ final class TapLog: @unchecked Sendable {
             fputs(line, file)
             fflush(file)
         }
+    }
+}
+
+/// Replaces credentials in a logged frame: every member named `credential` (hello's param,
+/// admin.createUser's, a users file's) and the credential column of a snapshot's users table.
+enum CredentialRedaction {
+    static let placeholder: JSONValue = "<redacted>"
+
+    static func redacted(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case let .object(members):
+            var copy: [String: JSONValue] = [:]
+            for (key, member) in members {
+                if key == "credential", member != .null {
+                    copy[key] = placeholder
+                } else if key == "tables", case var .object(tables) = member, case let .array(rows)? = tables["users"] {
+                    tables["users"] = .array(rows.map(redactedUserRow))
+                    copy[key] = redacted(.object(tables))
+                } else {
+                    copy[key] = redacted(member)
+                }
+            }
+            return .object(copy)
+        case let .array(items):
+            return .array(items.map(redacted))
+        default:
+            return value
+        }
+    }
+
+    /// A snapshot's users row: name, credential, status, created.
+    private static func redactedUserRow(_ row: JSONValue) -> JSONValue {
+        guard case var .array(values) = row, values.count > 1, values[1] != .null else { return row }
+        values[1] = placeholder
+        return .array(values)
     }
 }

@@ -49,7 +49,8 @@ public struct MirrorOptions: Sendable {
 
     public static let commandLineOptions: [CommandLineParser.Option] = [
         .init("sync-socket", value: "PATH", help: "Mirror the stores to the sync-service listening on PATH (needs --sync-credential)."),
-        .init("sync-credential", value: "SECRET", help: "The cloud user's credential the mirror says hello with."),
+        .init("sync-credential", value: "SECRET", help: "The cloud user's credential the mirror says hello with. A command line is visible to every local user: prefer --sync-credential-file or $MEOW_SYNC_CREDENTIAL."),
+        .init("sync-credential-file", value: "FILE", help: "Read the cloud user's credential from FILE (mode 0600 or stricter; one trailing newline ignored)."),
         .init("device-name", value: "NAME", help: "This device's name: breaks ties between equal edit times (default 'device')."),
         .init("sync-mode", value: "MODE", help: "manual (default: only sync.send/sync.fetch/sync.now) or automatic (also after saves and cloud pushes)."),
         .init("conflict-policy", value: "POLICY", help: "A field both sides changed: latestEdit (default), serverWins or clientWins."),
@@ -60,11 +61,20 @@ public struct MirrorOptions: Sendable {
     /// The mirror options, or nil when `--sync-socket` is absent.
     public static func from(_ options: ParsedOptions) throws(UsageError) -> MirrorOptions? {
         guard let socket = options.value("sync-socket") else {
-            if options.value("sync-credential") != nil { throw UsageError("--sync-credential needs --sync-socket PATH.") }
+            if options.value("sync-credential") != nil || options.value("sync-credential-file") != nil {
+                throw UsageError("--sync-credential needs --sync-socket PATH.")
+            }
             return nil
         }
-        guard let credential = options.value("sync-credential"), !credential.isEmpty else {
-            throw UsageError("--sync-socket needs --sync-credential SECRET (the cloud user's credential).")
+        let given: String?
+        do {
+            given = try CredentialFile.resolve(value: options.value("sync-credential"), file: options.value("sync-credential-file"),
+                                               environment: "MEOW_SYNC_CREDENTIAL", valueOption: "sync-credential", fileOption: "sync-credential-file")
+        } catch {
+            throw UsageError(error.message)
+        }
+        guard let credential = given, !credential.isEmpty else {
+            throw UsageError("--sync-socket needs the cloud user's credential: --sync-credential-file FILE, $MEOW_SYNC_CREDENTIAL or --sync-credential SECRET.")
         }
         var result = MirrorOptions(syncSocket: socket, credential: credential)
         if let name = options.value("device-name") {

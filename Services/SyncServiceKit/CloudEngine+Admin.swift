@@ -27,6 +27,12 @@ public struct CloudSnapshot: Codable, Sendable {
     public var tables: [String: [[JSONValue]]]
 }
 
+public struct ExportSnapshotParams: Codable, Sendable {
+    /// Users' credentials in clear in the snapshot (default: null).
+    public var includeCredentials: Bool?
+    public init(includeCredentials: Bool? = nil) { self.includeCredentials = includeCredentials }
+}
+
 public struct SnapshotResult: Codable, Sendable {
     public var snapshot: CloudSnapshot
 }
@@ -117,24 +123,32 @@ extension CloudEngine {
         } }
     }
 
-    /// admin.exportSnapshot: every table, as one JSON value.
-    public func exportSnapshot() throws -> SnapshotResult {
+    /// admin.exportSnapshot: every table, as one JSON value. Users' credentials are null unless
+    /// `includeCredentials` asks for them: a snapshot is often kept or passed around, and a
+    /// credential in it opens that user's data.
+    public func exportSnapshot(includeCredentials: Bool = false) throws -> SnapshotResult {
         try read { state in
             var tables: [String: [[JSONValue]]] = [:]
             for table in CloudSchema.snapshotTables {
+                let hidden = table.name == "users" && !includeCredentials ? table.columns.firstIndex(of: "credential") : nil
                 tables[table.name] = try state.db.query("SELECT \(table.columns.joined(separator: ", ")) FROM \(table.name)").map { row in
-                    row.values.map(Self.json)
+                    var values = row.values.map(Self.json)
+                    if let hidden { values[hidden] = .null }
+                    return values
                 }
             }
             return SnapshotResult(snapshot: CloudSnapshot(format: "meowcare-cloud-snapshot", schemaVersion: CloudSchema.version, tables: tables))
         }
     }
 
-    /// admin.importSnapshot: replaces the whole state with a snapshot, in one transaction.
+    /// admin.importSnapshot: replaces the whole state with a snapshot, in one transaction. A user
+    /// whose credential the snapshot leaves out (null) keeps the credential it has in this cloud;
+    /// one this cloud does not know is refused (export with includeCredentials to move users).
     public func importSnapshot(_ snapshot: CloudSnapshot) throws -> ImportResult {
         guard snapshot.format == "meowcare-cloud-snapshot", snapshot.schemaVersion == CloudSchema.version else {
             throw WireError(.invalidArguments, "Not a snapshot of schema version \(CloudSchema.version) (format meowcare-cloud-snapshot).")
         }
+        let snapshot = try withKnownCredentials(snapshot)
         let result = try locks.exclusive { try write { state in
             for table in CloudSchema.snapshotTables { try state.db.execute("DELETE FROM \(table.name)") }
             for table in CloudSchema.snapshotTables {
@@ -176,6 +190,26 @@ extension CloudEngine {
         try reloadAccounts()
         try reloadFieldSchema()
         return result
+    }
+
+    /// The snapshot with each null credential replaced by the one its user has here now.
+    private func withKnownCredentials(_ snapshot: CloudSnapshot) throws -> CloudSnapshot {
+        guard let columns = CloudSchema.snapshotTables.first(where: { $0.name == "users" })?.columns,
+              let nameColumn = columns.firstIndex(of: "name"), let credentialColumn = columns.firstIndex(of: "credential"),
+              var rows = snapshot.tables["users"] else { return snapshot }
+        let known = credentialsByUser()
+        for (number, row) in rows.enumerated() where row.count == columns.count && row[credentialColumn] == .null {
+            let user = row[nameColumn].stringValue ?? ""
+            guard let credential = known[user], !credential.isEmpty else {
+                throw WireError(.invalidArguments,
+                                "Table users, row \(number + 1): user '\(user)' has no credential in the snapshot and none in this cloud. Export with params.includeCredentials true to move users to another cloud, or create the user first.",
+                                details: ["table": "users", "row": .int(number + 1), "user": .string(user)])
+            }
+            rows[number][credentialColumn] = .string(credential)
+        }
+        var copy = snapshot
+        copy.tables["users"] = rows
+        return copy
     }
 
     /// admin.setLimits: changes the given limits; returns them all.

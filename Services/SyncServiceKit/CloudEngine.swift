@@ -192,8 +192,23 @@ public final class CloudEngine: Sendable {
         accounts.withLock { accounts in accounts.first { $0.value.credential == credential }?.key }
     }
 
+    /// Every user's credential (a snapshot import fills in the ones it leaves out).
+    func credentialsByUser() -> [String: String] {
+        accounts.withLock { $0.mapValues(\.credential) }
+    }
+
     public func accountStatus(of user: String) -> AccountStatus? {
         accounts.withLock { $0[user]?.status }
+    }
+
+    /// Whether `user`'s open connections get databaseChanged pushes: not once the account is
+    /// noAccount or the user is gone (a temporarily unavailable account keeps them: its devices
+    /// fetch when it is back).
+    public func receivesPushes(_ user: String) -> Bool {
+        switch accountStatus(of: user) {
+        case .available, .temporarilyUnavailable: return true
+        case .noAccount, nil: return false
+        }
     }
 
     /// Throws CloudKit's error for a user whose account is not available.

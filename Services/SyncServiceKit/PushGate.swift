@@ -19,13 +19,15 @@ final class PushGate: Sendable {
     }
     private let state = Mutex(State())
 
-    /// Publishes now, or keeps the push while holding.
-    func publish(_ push: Push, via events: EventHub) {
+    /// Publishes now, or keeps the push while holding. `available` says whether a user still
+    /// receives pushes (`CloudEngine.receivesPushes`): one set to noAccount gets none on the
+    /// connections it still has open.
+    func publish(_ push: Push, via events: EventHub, available: (String) -> Bool) {
         let deliverNow = state.withLock { state -> Bool in
             if state.holding { state.held.append(push); return false }
             return true
         }
-        if deliverNow { Self.deliver(push, via: events) }
+        if deliverNow { Self.deliver(push, via: events, available: available) }
     }
 
     func hold() -> PushGateStatus {
@@ -36,17 +38,18 @@ final class PushGate: Sendable {
     }
 
     /// Stops holding; delivers the held pushes in commit order (or drops them).
-    func release(drop: Bool, via events: EventHub) -> PushGateStatus {
+    func release(drop: Bool, via events: EventHub, available: (String) -> Bool) -> PushGateStatus {
         let held = state.withLock { state -> [Push] in
             state.holding = false
             defer { state.held.removeAll() }
             return state.held
         }
-        if !drop { for push in held { Self.deliver(push, via: events) } }
+        if !drop { for push in held { Self.deliver(push, via: events, available: available) } }
         return PushGateStatus(holding: false, held: 0, delivered: drop ? 0 : held.count, dropped: drop ? held.count : 0)
     }
 
-    private static func deliver(_ push: Push, via events: EventHub) {
+    private static func deliver(_ push: Push, via events: EventHub, available: (String) -> Bool) {
+        guard available(push.user) else { return }
         events.publish(topic: SyncService.databaseChangesTopic, event: "databaseChanged", data: push.event) {
             $0.principal?.user == push.user && $0.id != push.origin
         }

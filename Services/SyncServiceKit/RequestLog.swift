@@ -55,8 +55,15 @@ public final class RequestLog: Sendable {
         self.capacity = capacity
         var handle: UnsafeMutablePointer<FILE>?
         if let path {
-            handle = fopen(path, "a")
-            if handle == nil { throw WireError(.internalError, "Cannot open the request log \(path): \(String(cString: strerror(errno))).") }
+            // 0600: the log names users, zones and permission decisions.
+            let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            if fd >= 0 { _ = fchmod(fd, 0o600) }
+            handle = fd >= 0 ? fdopen(fd, "a") : nil
+            if handle == nil {
+                let reason = String(cString: strerror(errno))
+                if fd >= 0 { close(fd) }
+                throw WireError(.internalError, "Cannot open the request log \(path): \(reason).")
+            }
         }
         file = Mutex(handle)
     }

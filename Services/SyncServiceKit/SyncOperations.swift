@@ -69,7 +69,9 @@ struct SyncOperations {
         admin("admin.setAccountStatus", AccountStatusParams.self, "available, noAccount or temporarilyUnavailable.") { try $0.setAccountStatus($1.user, $1.status) }
         admin("admin.listUsers", Empty.self, "Every user and account status.") { engine, _ in UsersResult(users: try engine.listUsers()) }
         admin("admin.reset", ResetParams.self, "Removes everything, one user's data, or one zone.") { try $0.reset($1) }
-        admin("admin.exportSnapshot", Empty.self, "The whole cloud as one JSON snapshot.") { engine, _ in try engine.exportSnapshot() }
+        admin("admin.exportSnapshot", ExportSnapshotParams.self, "The whole cloud as one JSON snapshot; credentials only with includeCredentials.") { engine, params in
+            try engine.exportSnapshot(includeCredentials: params.includeCredentials ?? false)
+        }
         admin("admin.importSnapshot", ImportSnapshotParams.self, "Replaces the whole cloud with a snapshot.") { try $0.importSnapshot($1.snapshot) }
         admin("admin.setClock", ClockParams.self, "Fixes, advances or releases the clock.") { engine, params in
             if let advance = params.advanceSeconds {
@@ -111,7 +113,8 @@ struct SyncOperations {
         registry.register("admin.releasePushes", params: ReleasePushesParams.self, access: .admin,
                           summary: "Delivers (or drops) the held pushes in commit order and stops holding.") { params, _ in
             guard let events = service.eventHub.withLock({ $0 }) else { throw WireError(.serviceUnavailable, "The service is not started yet.") }
-            return service.pushes.release(drop: params.drop ?? false, via: events)
+            let engine = try service.engine
+            return service.pushes.release(drop: params.drop ?? false, via: events) { engine.receivesPushes($0) }
         }
         registry.register("admin.requestLog", params: RequestLogParams.self, access: .admin, summary: "Recent requests with permission decisions.") { params, _ in
             try service.requestLog().entries(after: params.after, limit: params.limit)

@@ -9,7 +9,8 @@ import Synchronization
 
 /// Sync-specific settings, from the command line.
 public struct SyncSettings: Sendable {
-    /// The credential whose hello makes a connection the admin; nil disables admin ops.
+    /// The credential whose hello makes a connection the admin; nil disables admin ops. At
+    /// least `minimumAdminCredentialLength` characters (the command line refuses shorter ones).
     public var adminCredential: String?
     /// A JSON file of users to create at start-up: {"users":[{"user":…,"credential":…,"accountStatus":…}]}.
     public var usersFile: String?
@@ -27,6 +28,8 @@ public final class SyncService: ServiceDefinition {
     public let version = MeowVersion.current
     public static let versionString = MeowVersion.current
     public static let adminUser = "_admin"
+    /// The shortest admin credential start-up accepts: the admin reads and replaces the whole cloud.
+    public static let minimumAdminCredentialLength = 16
     public static let databaseChangesTopic = "databaseChanges"
     public let configuration: ServiceConfiguration
     public let settings: SyncSettings
@@ -49,7 +52,8 @@ public final class SyncService: ServiceDefinition {
         summary: "a local CloudKit: private and shared databases for many users, over a Unix socket",
         options: ServiceConfiguration.commandLineOptions + [
             .init("faults", value: "FILE", help: "Arm injected faults at start-up from FILE: {\"faults\": [{\"op\", \"user\", \"zone\", \"recordType\", \"effect\", \"code\", \"probability\", \"seed\", …}]} (see admin.injectFault)."),
-            .init("admin-credential", value: "SECRET", help: "Credential whose hello makes a connection the admin (admin.* ops). Without it admin ops are refused."),
+            .init("admin-credential", value: "SECRET", help: "Credential whose hello makes a connection the admin (admin.* ops), at least 16 characters. Without it (or --admin-credential-file, or $MEOW_ADMIN_CREDENTIAL) admin ops are refused. A command line is visible to every local user: prefer the file."),
+            .init("admin-credential-file", value: "FILE", help: "Read the admin credential from FILE (mode 0600 or stricter; one trailing newline ignored)."),
             .init("users", value: "FILE", help: "JSON file of users created at start-up: {\"users\":[{\"user\":\"alice\",\"credential\":\"…\"}]}."),
             .init("request-log", value: "FILE", help: "Append every request (user, database, zone, op, result, permission reasons) to FILE as JSON lines."),
             .init("retention", value: "SECONDS", help: "History kept for change tokens (default 2592000); older tokens get changeTokenExpired."),
@@ -62,7 +66,15 @@ public final class SyncService: ServiceDefinition {
     /// Reads the sync-specific options (exits 64 with a message on a mistake).
     public static func settings(from options: ParsedOptions) throws(UsageError) -> SyncSettings {
         var settings = SyncSettings()
-        settings.adminCredential = options.value("admin-credential")
+        do {
+            settings.adminCredential = try CredentialFile.resolve(value: options.value("admin-credential"), file: options.value("admin-credential-file"),
+                                                                  environment: "MEOW_ADMIN_CREDENTIAL", valueOption: "admin-credential", fileOption: "admin-credential-file")
+        } catch {
+            throw UsageError(error.message)
+        }
+        if let admin = settings.adminCredential, admin.count < minimumAdminCredentialLength {
+            throw UsageError("The admin credential is \(admin.isEmpty ? "empty" : "\(admin.count) characters"); it must be at least \(minimumAdminCredentialLength) characters (it opens every user's data). Generate one, e.g. with: head -c 18 /dev/urandom | base64")
+        }
         settings.faultsFile = options.value("faults")
         settings.usersFile = options.value("users")
         settings.requestLogFile = options.value("request-log")
@@ -114,12 +126,14 @@ public final class SyncService: ServiceDefinition {
         if let file = settings.usersFile { try Self.loadUsers(file: file, into: engine) }
         if let file = settings.faultsFile { try faults.arm(file: file) }
         eventHub.withLock { $0 = events }
-        engine.onChange { [pushes] notices in
+        engine.onChange { [pushes, weak engine] notices in
             // Changes are reported on the thread of the request that made them.
             let origin = RequestOrigin.current
             for notice in notices {
                 let data = DatabaseChangedEvent(scope: notice.scope, zoneID: notice.zoneID.presented(to: notice.user), seq: notice.seq)
-                pushes.publish(.init(user: notice.user, event: data, origin: origin), via: events)
+                pushes.publish(.init(user: notice.user, event: data, origin: origin), via: events) {
+                    engine?.receivesPushes($0) == true
+                }
             }
         }
         let requestLog = try RequestLog(path: settings.requestLogFile)

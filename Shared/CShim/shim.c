@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <malloc.h>
+#include <sys/mman.h>
 
 int meow_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     struct ucred cred;
@@ -138,4 +139,29 @@ int meow_keep_freed_memory(int mmap_threshold, int trim_threshold) {
     if (mallopt(M_MMAP_THRESHOLD, mmap_threshold) != 1) return -1;
     if (mallopt(M_TRIM_THRESHOLD, trim_threshold) != 1) return -1;
     return 0;
+}
+
+void *meow_remap(void *old_address, size_t old_size, size_t new_size) {
+    return mremap(old_address, old_size, new_size, MREMAP_MAYMOVE);
+}
+
+static struct flock meow_whole_file_write_lock(void) {
+    struct flock lock;
+    memset(&lock, 0, sizeof lock);
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    lock.l_start = 0;
+    lock.l_len = 0;
+    return lock;
+}
+
+int meow_lock_file(int fd) {
+    struct flock lock = meow_whole_file_write_lock();
+    return fcntl(fd, F_SETLK, &lock);
+}
+
+int meow_lock_holder(int fd) {
+    struct flock lock = meow_whole_file_write_lock();
+    if (fcntl(fd, F_GETLK, &lock) != 0) return -1;
+    return lock.l_type == F_UNLCK ? 0 : (int)lock.l_pid;
 }

@@ -47,6 +47,13 @@ extension ErrorCode {
     public static let tooManyConnections: ErrorCode = "tooManyConnections"
     /// The peer's uid is not allowed to connect. Connection closed.
     public static let peerNotAllowed: ErrorCode = "peerNotAllowed"
+    /// The connection did not complete hello within the hello timeout. Connection closed.
+    public static let helloTimeout: ErrorCode = "helloTimeout"
+    /// Too many hellos with a bad credential on one connection. Connection closed.
+    public static let tooManyFailedHellos: ErrorCode = "tooManyFailedHellos"
+    /// A frame would have taken the service's buffered bytes (all connections' unfinished
+    /// frames) past its budget. Connection closed.
+    public static let bufferBudgetExceeded: ErrorCode = "bufferBudgetExceeded"
     /// The service is stopping and takes no new work.
     public static let shuttingDown: ErrorCode = "shuttingDown"
     /// The client fell too far behind reading events; the connection's event queue overflowed.

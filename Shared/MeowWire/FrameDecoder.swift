@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Splits a byte stream into length-prefixed frames: a 4-byte big-endian unsigned body length,
 /// then the body. Nothing is consumed until a whole frame is there ("need more data"), and a
 /// length is checked against the limit before any room for the body is reserved.
@@ -9,8 +13,10 @@
 /// ```
 public struct FrameDecoder: Sendable {
     public let maxFrameBytes: Int
-    private var buffer: [UInt8] = []
+    private var bytes = FrameBytes()
     private var start = 0
+    /// Room kept between frames: more is returned once the frame that needed it is consumed.
+    static let keptCapacity = 4 << 20
 
     public init(maxFrameBytes: Int = WireLimits.defaultMaxFrameBytes) {
         self.maxFrameBytes = maxFrameBytes
@@ -18,41 +24,67 @@ public struct FrameDecoder: Sendable {
 
     /// The body length the next (incomplete) frame announced, once its 4 length bytes are in.
     public var announcedLength: Int? {
-        guard buffer.count - start >= 4 else { return nil }
-        return Int(buffer[start]) << 24 | Int(buffer[start + 1]) << 16 | Int(buffer[start + 2]) << 8 | Int(buffer[start + 3])
+        guard bytes.count - start >= 4 else { return nil }
+        return length(at: start)
     }
 
     /// Bytes received but not yet returned as a frame.
-    public var bufferedByteCount: Int { buffer.count - start }
+    public var bufferedByteCount: Int { bytes.count - start }
+
+    /// The room reserved for buffered bytes. Beyond 1 MiB it is mapped memory, resident only
+    /// where bytes were written.
+    public var reservedByteCount: Int { bytes.capacity }
 
     public mutating func append<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
-        buffer.append(contentsOf: bytes)
+        if bytes.withContiguousStorageIfAvailable({ append(UnsafeRawBufferPointer($0)) }) != nil { return }
+        Array(bytes).withUnsafeBytes { append($0) }
     }
 
     public mutating func append(_ pointer: UnsafeRawBufferPointer) {
-        buffer.append(contentsOf: pointer)
+        if !isKnownUniquelyReferenced(&bytes) { bytes = bytes.copy() }
+        makeRoom(for: pointer.count)
+        bytes.append(pointer)
+    }
+
+    /// Grows the buffer with the bytes received: doubling, but never past the end of the frame
+    /// being received, so a frame announced large but half sent costs what was sent.
+    private mutating func makeRoom(for count: Int) {
+        let needed = bytes.count + count
+        let capacity = bytes.capacity
+        guard needed > capacity else { return }
+        var target = max(capacity * 2, 256)
+        if let length = announcedLength, length <= maxFrameBytes { target = min(target, start + 4 + length) }
+        bytes.reserve(max(needed, target))
+    }
+
+    private func length(at index: Int) -> Int {
+        Int(bytes[index]) << 24 | Int(bytes[index + 1]) << 16 | Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
     }
 
     /// The next complete frame body, nil when more bytes are needed.
     /// Throws on a zero or oversized length; the stream cannot be resynchronised after that.
     public mutating func nextFrame() throws(FrameError) -> [UInt8]? {
-        let available = buffer.count - start
+        let available = bytes.count - start
         guard available >= 4 else { compact(); return nil }
-        let length = Int(buffer[start]) << 24 | Int(buffer[start + 1]) << 16
-            | Int(buffer[start + 2]) << 8 | Int(buffer[start + 3])
+        let length = length(at: start)
         if length == 0 { throw .emptyFrame }
         if length > maxFrameBytes { throw .frameTooLarge(length: length, limit: maxFrameBytes) }
         guard available >= 4 + length else { compact(); return nil }
-        let body = Array(buffer[(start + 4)..<(start + 4 + length)])
+        let body = Array(UnsafeBufferPointer(start: bytes.base! + start + 4, count: length))
         start += 4 + length
-        if start == buffer.count { buffer.removeAll(keepingCapacity: buffer.capacity <= 1 << 20); start = 0 }
+        if start == bytes.count {
+            if !isKnownUniquelyReferenced(&bytes) { bytes = FrameBytes() }
+            bytes.removeAll(keepingCapacity: bytes.capacity <= Self.keptCapacity)
+            start = 0
+        }
         return body
     }
 
     /// Drops consumed bytes once they dominate the buffer, so a long pipelined stream stays small.
     private mutating func compact() {
-        if start > 0 && start >= buffer.count / 2 {
-            buffer.removeFirst(start)
+        if start > 0 && start >= bytes.count / 2 {
+            if !isKnownUniquelyReferenced(&bytes) { bytes = bytes.copy() }
+            bytes.removeFirst(start)
             start = 0
         }
     }

@@ -7,10 +7,13 @@ import Foundation
 /// # sync-service for the local deployment
 /// socket = /run/meowcare/sync.sock
 /// data-dir = /var/lib/meowcare/sync
-/// allow-uid = 1001        # repeatable options: one line each
+/// # repeatable options: one line each
+/// allow-uid = 1001
 /// log-level = info
 /// ```
-/// A bare name is a flag (`in-memory`). Names are the long options without `--`.
+/// A bare name is a flag (`in-memory`). Names are the long options without `--`. A comment is a
+/// line whose first non-blank character is `#`; anywhere else `#` is part of the value, since
+/// values are credentials and paths that may contain one.
 public enum ConfigFile {
     public static func options(path: String, parser: CommandLineParser) throws(UsageError) -> ParsedOptions {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
@@ -18,10 +21,8 @@ public enum ConfigFile {
         }
         var arguments: [String] = []
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            var line = Substring(rawLine)
-            if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty { continue }
+            let trimmed = rawLine.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             if let equals = trimmed.firstIndex(of: "=") {
                 let name = trimmed[..<equals].trimmingCharacters(in: .whitespaces)
                 let value = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)

@@ -30,15 +30,32 @@ final class Connection {
         encoder.outputFormatting = [.withoutEscapingSlashes]
     }
 
-    func serve() {
+    /// Serves until the connection ends; returns whether it completed hello (its slot stopped
+    /// counting as pending then).
+    func serve() -> Bool {
         let fd = handle.fd
         var frames = FrameDecoder(maxFrameBytes: configuration.maxFrameBytes)
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        let frameTimeout = Duration.milliseconds(configuration.frameTimeoutMilliseconds)
+        // Both deadlines are absolute: a peer trickling bytes does not move them.
+        var helloDeadline: ContinuousClock.Instant? = .now + .milliseconds(configuration.helloTimeoutMilliseconds)
+        var frameDeadline: ContinuousClock.Instant?
+        var charged = 0
+        defer { _ = server.frameBudget.recharge(from: charged, to: 0) }
         reading: while true {
-            if frames.bufferedByteCount > 0,
-               !UnixSocket.waitReadable(fd: fd, timeoutMilliseconds: Int32(configuration.frameTimeoutMilliseconds)) {
-                closeWithFrameError(.truncatedFrame(expected: expectedLength(frames), received: frames.bufferedByteCount - 4))
-                break
+            if let deadline = Self.earliest(frameDeadline, helloDeadline) {
+                let remaining = deadline - .now
+                let expired = remaining <= .zero
+                    || (!UnixSocket.waitReadable(fd: fd, timeoutMilliseconds: Self.milliseconds(remaining)) && ContinuousClock.now >= deadline)
+                if expired {
+                    if let helloDeadline, ContinuousClock.now >= helloDeadline {
+                        closeWithError(WireError(.helloTimeout, "No hello within \(configuration.helloTimeoutMilliseconds) ms of connecting (--hello-timeout-ms); the connection will be closed. Send hello first.",
+                                                 details: ["timeoutMilliseconds": .int(configuration.helloTimeoutMilliseconds)]))
+                    } else {
+                        closeWithFrameError(.truncatedFrame(expected: expectedLength(frames), received: max(0, frames.bufferedByteCount - 4)))
+                    }
+                    break
+                }
             }
             let n = buffer.withUnsafeMutableBytes { UnixSocket.read(fd: fd, into: $0) }
             if n <= 0 {
@@ -47,11 +64,15 @@ final class Connection {
                 }
                 break
             }
+            let hadPartialFrame = frames.bufferedByteCount > 0
             frames.append(buffer[0..<n])
+            var finishedFrame = false
             do {
                 var started = ContinuousClock.now
                 while let body = try frames.nextFrame() {
+                    finishedFrame = true
                     handleFrame(body)
+                    if helloDeadline != nil, noteHello(&helloDeadline) { flush(); break reading }
                     // Replies to quick requests go out together (a pipelined client's pings
                     // cost one write for many); once the unsent ones took a while, they go at
                     // once, so a client that already sent its next request (a mirror's second
@@ -67,13 +88,59 @@ final class Connection {
                 closeWithFrameError(error)
                 break reading
             }
+            let buffered = frames.bufferedByteCount
+            if buffered == 0 {
+                frameDeadline = nil
+            } else if !hadPartialFrame || finishedFrame {
+                // The unfinished frame's first byte came in this read.
+                frameDeadline = .now + frameTimeout
+            }
+            let charge = FrameBudget.charge(forBuffered: buffered)
+            if charge != charged {
+                guard server.frameBudget.recharge(from: charged, to: charge) else {
+                    closeWithError(WireError(.bufferBudgetExceeded,
+                                             "This frame would take the service's buffered unfinished frames past \(server.frameBudget.limit) bytes (--max-buffered-bytes); the connection will be closed. Retry later, or send smaller frames.",
+                                             details: ["limit": .int(server.frameBudget.limit), "buffered": .int(buffered)]))
+                    break
+                }
+                charged = charge
+            }
         }
         flush()
+        return helloDeadline == nil
+    }
+
+    /// After a frame on a connection that has not said hello: notes a completed hello (true
+    /// when the connection must close instead, after too many failed hellos).
+    private func noteHello(_ deadline: inout ContinuousClock.Instant?) -> Bool {
+        if handle.helloDone {
+            deadline = nil
+            server.slots.greeted()
+            return false
+        }
+        return handle.closeRequested
+    }
+
+    /// `duration` in whole milliseconds, rounded up (a poll timeout).
+    private static func milliseconds(_ duration: Duration) -> Int32 {
+        Int32(clamping: duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000 + 1)
+    }
+
+    private static func earliest(_ a: ContinuousClock.Instant?, _ b: ContinuousClock.Instant?) -> ContinuousClock.Instant? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return min(a, b)
     }
 
     /// The length the buffered partial frame announced (for the truncatedFrame message).
     private func expectedLength(_ frames: FrameDecoder) -> Int {
         frames.announcedLength ?? 0
+    }
+
+    private func closeWithError(_ error: WireError) {
+        logger.info("closing connection", ["connection": .int(handle.id), "code": .string(error.code.rawValue)])
+        send(ErrorReply(id: nil, error: error))
+        flush()
     }
 
     private func closeWithFrameError(_ error: FrameError) {

@@ -33,6 +33,8 @@ public final class ConnectionHandle: Sendable {
         var principal: Principal?
         var topics: Set<String> = []
         var attachments: [String: any Sendable] = [:]
+        var failedHellos = 0
+        var closeAfterReply = false
         // Events
         var nextSeq: UInt64 = 1
         var queued: [[UInt8]] = []
@@ -63,6 +65,13 @@ public final class ConnectionHandle: Sendable {
             $0.principal = principal
         }
     }
+
+    /// Counts a hello refused for its credential; returns the count on this connection.
+    func recordFailedHello() -> Int { state.withLock { $0.failedHellos += 1; return $0.failedHellos } }
+
+    /// Asks the connection's reader to close once the reply being made is written.
+    func requestCloseAfterReply() { state.withLock { $0.closeAfterReply = true } }
+    var closeRequested: Bool { state.withLock { $0.closeAfterReply } }
 
     func subscribe(_ topics: [String]) -> Set<String> { state.withLock { $0.topics.formUnion(topics); return $0.topics } }
     func unsubscribe(_ topics: [String]) -> Set<String> { state.withLock { $0.topics.subtract(topics); return $0.topics } }

@@ -48,7 +48,9 @@ enum CoreOperations {
                                 details: ["supported": ["min": .int(WireLimits.minProtocolVersion), "max": .int(WireLimits.maxProtocolVersion)],
                                           "requested": ["min": .int(params.minVersion), "max": .int(params.maxVersion)]])
             }
-            let principal = try definition.authenticate(credential: params.credential, connection: context.connection)
+            let principal = try HelloThrottle.guarding(context.connection) {
+                try definition.authenticate(credential: params.credential, connection: context.connection)
+            }
             context.connection.completeHello(client: params.client, version: chosen, principal: principal)
             context.logger.info("hello", ["connection": .int(context.connection.id), "client": .string(params.client),
                                           "user": principal.map { .string($0.user) } ?? .null])

@@ -26,6 +26,11 @@ struct Listener {
 
     private static func bind(path: String, logger: Logger) throws -> Int32 {
         try makePrivateDirectory(parentOf: path, logger: logger)
+        // Held for the process's life: two services started at once on one path would both see
+        // a stale (or no) socket, and the second would unlink the first's live socket.
+        try ProcessLock.acquire(path: path + ".lock") { holder in
+            "Another service (\(holder)) is already listening on \(path), or starting to (it holds \(path).lock). Stop it first, or choose another --socket."
+        }
         try clearStaleSocket(at: path, logger: logger)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw StartupError("socket(): \(String(cString: strerror(errno)))") }
@@ -56,15 +61,8 @@ struct Listener {
         guard let slash = path.lastIndex(of: "/") else { return }
         let directory = String(path[..<slash])
         guard !directory.isEmpty else { return }
-        var current = directory.hasPrefix("/") ? "" : "."
-        for component in directory.split(separator: "/") {
-            current += "/" + component
-            var info = stat()
-            if stat(current, &info) == 0 { continue }
-            guard mkdir(current, 0o700) == 0 || errno == EEXIST else {
-                throw StartupError("Could not create the socket directory \(current): \(String(cString: strerror(errno))).")
-            }
-            logger.info("created socket directory", ["path": .string(current), "mode": "0700"])
+        try PrivateDirectory.make(directory) { created in
+            logger.info("created socket directory", ["path": .string(created), "mode": "0700"])
         }
         var info = stat()
         if stat(directory, &info) == 0, info.st_mode & 0o022 != 0 {

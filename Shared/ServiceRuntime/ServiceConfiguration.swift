@@ -17,8 +17,18 @@ public struct ServiceConfiguration: Sendable {
     public var maxConnections = 256
     /// A client that does not take a frame within this time is disconnected.
     public var sendTimeoutMilliseconds = 10_000
-    /// A frame begun but not finished within this time closes the connection (truncatedFrame).
+    /// A frame not finished within this time of its first byte closes the connection (truncatedFrame).
     public var frameTimeoutMilliseconds = 30_000
+    /// A connection that has not completed hello within this time of its accept is closed (helloTimeout).
+    public var helloTimeoutMilliseconds = 10_000
+    /// Connections one peer process (by SO_PEERCRED pid) may hold at once.
+    public var maxConnectionsPerPeer = 32
+    /// Connections that have not completed hello yet, across all peers: the rest of
+    /// `maxConnections` stays for connections that did.
+    public var maxPendingConnections = 64
+    /// Bytes of unfinished frames buffered across all connections; a frame that would go past
+    /// it is refused (bufferBudgetExceeded) and its connection closed.
+    public var maxBufferedBytes = 128 * 1024 * 1024
     /// Events queued for one slow reader beyond this are dropped and replaced by `resyncRequired`.
     public var maxEventQueueBytes = 8 * 1024 * 1024
     /// Peer uids allowed besides the service's own; nil allows any uid.
@@ -33,14 +43,18 @@ public struct ServiceConfiguration: Sendable {
 
     /// The options above, for a service's command-line parser.
     public static let commandLineOptions: [CommandLineParser.Option] = [
-        .init("config", value: "FILE", help: "Read options from FILE: one 'name = value' (or a bare flag name) per line, # comments. The command line wins."),
+        .init("config", value: "FILE", help: "Read options from FILE: one 'name = value' (or a bare flag name) per line; a line whose first non-blank character is # is a comment (a # elsewhere is part of the value). The command line wins."),
         .init("socket", value: "PATH", help: "Unix socket to listen on (directory created 0700; socket 0600). Ignored under systemd socket activation."),
         .init("data-dir", value: "DIR", help: "Keep data in SQLite files under DIR (created 0700 if missing)."),
         .init("in-memory", help: "Keep everything in memory; nothing is written to disk (tests)."),
         .init("max-frame-bytes", value: "N", help: "Largest frame accepted, in bytes (default 16777216)."),
         .init("max-connections", value: "N", help: "Connections served at once; more are refused with tooManyConnections (default 256)."),
         .init("send-timeout-ms", value: "MS", help: "Disconnect a client that does not read a frame within MS (default 10000)."),
-        .init("frame-timeout-ms", value: "MS", help: "Close a connection whose frame stays incomplete for MS (default 30000)."),
+        .init("frame-timeout-ms", value: "MS", help: "Close a connection whose frame is not complete MS after its first byte (default 30000)."),
+        .init("hello-timeout-ms", value: "MS", help: "Close a connection that has not completed hello MS after it was accepted, with helloTimeout (default 10000)."),
+        .init("max-connections-per-peer", value: "N", help: "Connections one peer process (SO_PEERCRED pid) may hold; more are refused with tooManyConnections (default 32)."),
+        .init("max-pending-connections", value: "N", help: "Connections not yet past hello, across all peers; more are refused with tooManyConnections (default 64)."),
+        .init("max-buffered-bytes", value: "N", help: "Bytes of unfinished frames buffered across all connections; a frame past it is refused with bufferBudgetExceeded (default 134217728)."),
         .init("max-event-queue-bytes", value: "N", help: "Events buffered for a slow reader before resyncRequired (default 8388608)."),
         .init("allow-uid", value: "UID", help: "Also accept peers with this uid (repeatable). By default only the service's own uid.", repeatable: true),
         .init("allow-any-uid", help: "Accept peers of any uid (SO_PEERCRED is still logged)."),
@@ -65,6 +79,10 @@ public struct ServiceConfiguration: Sendable {
         configuration.maxConnections = try options.int("max-connections", default: configuration.maxConnections, range: 1...65536)
         configuration.sendTimeoutMilliseconds = try options.int("send-timeout-ms", default: configuration.sendTimeoutMilliseconds, range: 1...3_600_000)
         configuration.frameTimeoutMilliseconds = try options.int("frame-timeout-ms", default: configuration.frameTimeoutMilliseconds, range: 1...3_600_000)
+        configuration.helloTimeoutMilliseconds = try options.int("hello-timeout-ms", default: configuration.helloTimeoutMilliseconds, range: 1...3_600_000)
+        configuration.maxConnectionsPerPeer = try options.int("max-connections-per-peer", default: configuration.maxConnectionsPerPeer, range: 1...65536)
+        configuration.maxPendingConnections = try options.int("max-pending-connections", default: configuration.maxPendingConnections, range: 1...65536)
+        configuration.maxBufferedBytes = try options.int("max-buffered-bytes", default: configuration.maxBufferedBytes, range: (64 * 1024)...(1 << 40))
         configuration.maxEventQueueBytes = try options.int("max-event-queue-bytes", default: configuration.maxEventQueueBytes, range: 1024...(1 << 31))
         if options.has("allow-any-uid") {
             configuration.allowedUIDs = nil

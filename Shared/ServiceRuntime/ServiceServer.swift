@@ -20,6 +20,8 @@ public final class ServiceServer: Sendable {
     public let events: EventHub
     let registry: OperationRegistry
     let statistics: ServerStatistics
+    let slots: ConnectionSlots
+    let frameBudget: FrameBudget
     private let logger: Logger
     private let connectionsDone = DispatchGroup()
     private let wakePipe: (read: Int32, write: Int32)
@@ -32,6 +34,8 @@ public final class ServiceServer: Sendable {
         self.logger = Logger(label: definition.name)
         let statistics = ServerStatistics(socketPath: configuration.socketPath)
         self.statistics = statistics
+        self.slots = ConnectionSlots(configuration: configuration)
+        self.frameBudget = FrameBudget(limit: configuration.maxBufferedBytes)
         var registry = OperationRegistry()
         CoreOperations.register(in: &registry, definition: definition, configuration: configuration,
                                 statistics: statistics, events: events)
@@ -47,6 +51,7 @@ public final class ServiceServer: Sendable {
 
     /// Starts the service and serves until `shutdown()`. Throws StartupError if it cannot start.
     public func run() throws {
+        try lockDataDirectory()
         try definition.start(events: events)
         let listener = try Listener.open(path: configuration.socketPath, logger: logger)
         let stopEarly = listenerState.withLock { state -> Bool in
@@ -63,6 +68,20 @@ public final class ServiceServer: Sendable {
         if !stopEarly { acceptLoop(listenFD: listener.fd) }
         finishShutdown(listener: listener)
     }
+
+    /// Two services on one data directory would both write its files: the second is refused,
+    /// naming the first. In-memory services have nothing to guard.
+    private func lockDataDirectory() throws {
+        guard case let .dataDirectory(directory) = configuration.persistence else { return }
+        try PrivateDirectory.make(directory)
+        let path = "\(directory)/\(Self.dataLockName)"
+        try ProcessLock.acquire(path: path) { [definition] holder in
+            "Another service (\(holder)) is using the data directory \(directory) (it holds \(path)); two must never share one. Stop it first, or choose another --data-dir for this \(definition.name)."
+        }
+    }
+
+    /// The lock file inside a service's data directory.
+    public static let dataLockName = "meowcare.lock"
 
     /// Begins a graceful stop. Safe from any thread, more than once.
     public func shutdown() {
@@ -111,11 +130,11 @@ public final class ServiceServer: Sendable {
                                      details: ["uid": .int(Int(peer.uid))]))
             return
         }
-        guard events.count < configuration.maxConnections else {
+        if let refusal = slots.take(pid: peer.pid) {
             statistics.refused()
-            logger.warning("refused a connection: limit reached", ["limit": .int(configuration.maxConnections), "peerPID": .int(Int(peer.pid))])
-            reject(fd: fd, WireError(.tooManyConnections, "The service already serves \(configuration.maxConnections) connections (--max-connections). Close one or raise the limit.",
-                                     details: ["limit": .int(configuration.maxConnections)]))
+            logger.warning("refused a connection: limit reached", ["reason": refusal.details["reason"] ?? .null,
+                                                                   "limit": refusal.details["limit"] ?? .null, "peerPID": .int(Int(peer.pid))])
+            reject(fd: fd, refusal)
             return
         }
         let id = statistics.accepted()
@@ -124,7 +143,8 @@ public final class ServiceServer: Sendable {
         logger.info("connection opened", ["connection": .int(id), "peerPID": .int(Int(peer.pid)), "peerUID": .int(Int(peer.uid))])
         connectionsDone.enter()
         let thread = Thread { [self] in
-            Connection(handle: handle, server: self).serve()
+            let greeted = Connection(handle: handle, server: self).serve()
+            slots.release(pid: peer.pid, greeted: greeted)
             events.remove(handle)
             definition.connectionClosed(handle)
             handle.flushEvents()

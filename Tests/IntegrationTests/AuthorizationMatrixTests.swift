@@ -14,7 +14,7 @@ struct AuthorizationMatrixTests {
     static let credentials: [String: String?] = [
         "owner": "owner-secret", "readWrite participant": "rw-secret", "readOnly participant": "ro-secret",
         "pending invitee": "pending-secret", "removed participant": "removed-secret", "stranger": "stranger-secret",
-        "admin": "admin-secret", "no credential": nil,
+        "admin": "admin-secret-for-tests", "no credential": nil,
     ]
     static let users = ["owner": "owner", "readWrite participant": "rw", "readOnly participant": "ro", "pending invitee": "pending",
                         "removed participant": "removed", "stranger": "stranger"]
@@ -57,7 +57,7 @@ struct AuthorizationMatrixTests {
         let users = Self.users.map { #"{"user":"\#($0.value)","credential":"\#(Self.credentials[$0.key]!!)"}"# }
         try #"{"users":[\#(users.joined(separator: ","))]}"#.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
         let service = try await ServiceProcess.start("sync-service", ["--socket", directory.file("s.sock"), "--in-memory",
-                                                                      "--users", directory.file("users.json"), "--admin-credential", "admin-secret"])
+                                                                      "--users", directory.file("users.json"), "--admin-credential", "admin-secret-for-tests"])
         func connect(_ role: String) async throws -> WireClient {
             let client = try WireClient(socketPath: directory.file("s.sock"))
             try await client.hello(client: "matrix", credential: Self.credentials[role] ?? nil)

@@ -70,7 +70,7 @@ struct HostileInputTests {
         var extra: [String] = []
         if executable == "sync-service" {
             try #"{"users":[{"user":"u","credential":"u-secret"}]}"#.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
-            extra = ["--users", directory.file("users.json"), "--admin-credential", "admin-secret"]
+            extra = ["--users", directory.file("users.json"), "--admin-credential", "admin-secret-for-tests"]
         }
         let service = try await ServiceProcess.start(executable, ["--socket", socket, "--in-memory", "--max-frame-bytes", "1048576"] + extra)
         let witness = try RawConnection(path: socket)
@@ -84,7 +84,7 @@ struct HostileInputTests {
         let rounds = environment["MEOW_FUZZ_ROUNDS"].flatMap { Int($0) } ?? 24
         var tried = 0
         var replies = 0
-        let credentials: [String?] = executable == "sync-service" ? ["u-secret", "admin-secret", nil] : [nil]
+        let credentials: [String?] = executable == "sync-service" ? ["u-secret", "admin-secret-for-tests", nil] : [nil]
         for round in 0..<rounds {
             let attacker = try RawConnection(path: socket)
             let credential = credentials[round % credentials.count]

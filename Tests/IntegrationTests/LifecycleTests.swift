@@ -260,8 +260,9 @@ struct LifecycleTests {
         try """
         # a config file as deploy/ writes them
         socket = \(directory.file("from-file.sock"))
+          # comments may be indented
         in-memory
-        max-frame-bytes = 4096   # comments after values too
+        max-frame-bytes = 4096
         """.write(toFile: config, atomically: true, encoding: .utf8)
         let fromFile = try await ServiceProcess.start("sync-service", ["--config", config])
         let reply = try RawConnection(path: directory.file("from-file.sock")).hello()

@@ -8,7 +8,7 @@ import Testing
 private struct PeopleDeployment {
     static let olivia = "olivia-secret"
     static let pablo = "pablo-secret"
-    static let admin = "admin-secret"
+    static let admin = "admin-secret-for-tests"
 
     let directory: TemporaryDirectory
     let cloud: ServiceProcess
@@ -24,7 +24,7 @@ private struct PeopleDeployment {
         let users = directory.file("config/users.json")
         try #"{"users":[{"user":"olivia","credential":"olivia-secret"},{"user":"pablo","credential":"pablo-secret"}]}"#
             .write(toFile: users, atomically: true, encoding: .utf8)
-        try #"{"admin":"admin-secret","olivia":"olivia-secret","pablo":"pablo-secret"}"#
+        try #"{"admin":"admin-secret-for-tests","olivia":"olivia-secret","pablo":"pablo-secret"}"#
             .write(toFile: directory.file("config/credentials.json"), atomically: true, encoding: .utf8)
         let cloudSocket = directory.file("sockets/sync-service.sock")
         let cloud = try await ServiceProcess.start("sync-service", ["--socket", cloudSocket, "--in-memory",

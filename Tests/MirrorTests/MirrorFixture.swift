@@ -5,7 +5,7 @@ import TestSupport
 
 /// One real sync-service (the cloud) with users owner, alice (participant P) and bob.
 final class Cloud: Sendable {
-    static let adminCredential = "admin-secret"
+    static let adminCredential = "admin-secret-for-tests"
     let directory: TemporaryDirectory
     let process: ServiceProcess
     let socket: String

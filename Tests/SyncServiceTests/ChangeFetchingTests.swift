@@ -213,7 +213,7 @@ import Testing
     @Test func snapshotExportThenImportReproducesTheCloud() throws {
         try cloud.save([record("session", type: "CD_CareSession"), record("e1", parent: "session")])
         try cloud.shareZone(with: [("alice", "readWrite")])
-        let snapshot = try cloud.engine.exportSnapshot().snapshot
+        let snapshot = try cloud.engine.exportSnapshot(includeCredentials: true).snapshot
         let other = try CloudEngine(database: Database.inMemory())
         let imported = try other.importSnapshot(snapshot)
         #expect(imported.users == 4)

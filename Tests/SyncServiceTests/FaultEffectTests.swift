@@ -85,7 +85,7 @@ struct FaultEffectTests {
         init(faults: String? = nil) async throws {
             try #"{"users":[{"user":"u","credential":"u-secret"}]}"#.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
             var arguments = ["--socket", directory.file("s.sock"), "--in-memory", "--users", directory.file("users.json"),
-                             "--admin-credential", "admin-secret"]
+                             "--admin-credential", "admin-secret-for-tests"]
             if let faults {
                 try faults.write(toFile: directory.file("faults.json"), atomically: true, encoding: .utf8)
                 arguments += ["--faults", directory.file("faults.json")]
@@ -119,7 +119,7 @@ struct FaultEffectTests {
     }
 
     static func arm(_ cloud: Cloud, _ fault: JSONValue) async throws {
-        let admin = try await cloud.connect("admin-secret")
+        let admin = try await cloud.connect("admin-secret-for-tests")
         _ = try await admin.call("admin.injectFault", fault)
         admin.close()
     }
@@ -197,7 +197,7 @@ struct FaultEffectTests {
         let cloud = try await Cloud()
         try await Self.prepareZone(cloud)
         try await Self.arm(cloud, ["effect": "hold", "op": "records.modify", "user": "u"])
-        let admin = try await cloud.connect("admin-secret")
+        let admin = try await cloud.connect("admin-secret-for-tests")
         let nothingYet = await #expect(throws: WireError.self) { _ = try await admin.call("admin.awaitHeldRequests", ["timeoutSeconds": 0]) }
         #expect(nothingYet?.code == .timedOut)
         #expect(nothingYet?.details["held"] == 0)
@@ -235,7 +235,7 @@ struct FaultEffectTests {
                 "fields": ["CD_weight": weight]]]])
         }
         try await Self.arm(cloud, ["effect": "holdBeforeCommit", "op": "records.modify", "zone": "Cats"])
-        let admin = try await cloud.connect("admin-secret")
+        let admin = try await cloud.connect("admin-secret-for-tests")
         let held = Task { () async throws(WireError) -> JSONValue in try await save("first", zone: "Cats", weight: ["type": "double", "value": 4.2], on: client) }
         #expect(try await admin.call("admin.awaitHeldRequests", ["count": 1])["held"] == 1)
         let other = try await cloud.connect("u-secret")
@@ -308,7 +308,7 @@ struct FaultEffectTests {
     @Test("any CloudKit code can be injected as a request's error (changeTokenExpired, limitExceeded, zoneNotFound), with its number")
     func anyCloudKitCode() async throws {
         let cloud = try await Cloud()
-        let admin = try await cloud.connect("admin-secret")
+        let admin = try await cloud.connect("admin-secret-for-tests")
         let user = try await cloud.connect("u-secret")
         let zone: JSONValue = ["zoneName": "Z"]
         _ = try await user.call("zones.save", ["database": "private", "zoneIDs": [zone]])
@@ -332,7 +332,7 @@ struct FaultEffectTests {
     @Test("a bad fault is refused with a reason")
     func badFault() async throws {
         let cloud = try await Cloud()
-        let admin = try await cloud.connect("admin-secret")
+        let admin = try await cloud.connect("admin-secret-for-tests")
         for fault: JSONValue in [["effect": "explode"], ["code": "serverRecordChanged"], ["code": "partialFailure"], ["code": "invalidJSON"],
                                  ["code": "zoneBusy", "probability": 2.0]] {
             do {
@@ -352,7 +352,7 @@ struct FaultEffectTests {
         let listener = try await cloud.connect("u-secret")
         _ = try await listener.call("subscribe", ["topics": ["databaseChanges"]])
         var events = listener.events.makeAsyncIterator()
-        let admin = try await cloud.connect("admin-secret")
+        let admin = try await cloud.connect("admin-secret-for-tests")
         let user = try await cloud.connect("u-secret")
 
         _ = try await admin.call("admin.holdPushes", [:])

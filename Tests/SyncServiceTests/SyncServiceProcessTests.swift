@@ -7,7 +7,7 @@ import Testing
 /// The real `sync-service` binary over its socket: one test per group of rules.
 @Suite(.timeLimit(.minutes(3))) struct SyncServiceProcessTests {
     let dir = TemporaryDirectory(prefix: "sy")
-    static let admin = "admin-secret"
+    static let admin = "admin-secret-for-tests"
 
     func start(dataDir: Bool = false, extra: [String] = []) async throws -> ServiceProcess {
         let users = #"{"users":[{"user":"owner","credential":"owner-secret"},{"user":"alice","credential":"alice-secret"},{"user":"bob","credential":"bob-secret"}]}"#
@@ -263,7 +263,9 @@ import Testing
         admin.close()
         #expect(await first.stop() == 0)
 
-        let second = try await ServiceProcess.start("sync-service", ["--socket", dir.file("s.sock"), "--in-memory", "--admin-credential", Self.admin])
+        // The snapshot leaves credentials out: the users come from --users here, and keep theirs.
+        let second = try await ServiceProcess.start("sync-service", ["--socket", dir.file("s.sock"), "--in-memory", "--admin-credential", Self.admin,
+                                                                     "--users", dir.file("users.json")])
         admin = try await connect(Self.admin)
         let imported = try await admin.call("admin.importSnapshot", ["snapshot": snapshot] as JSONValue)
         #expect(imported["records"] == 1)

@@ -42,4 +42,16 @@ int meow_install_shutdown_signals(int write_fd);
 /// is free at a heap's top. Returns 0, or -1 when glibc refused a value.
 int meow_keep_freed_memory(int mmap_threshold, int trim_threshold);
 
+/// Takes an exclusive POSIX record lock (fcntl F_SETLK, F_WRLCK) on the whole file without
+/// waiting. Returns 0, or -1 with errno set (EAGAIN or EACCES: another process holds it).
+int meow_lock_file(int fd);
+
+/// The pid of a process holding a lock that conflicts with an exclusive lock on the whole
+/// file (fcntl F_GETLK), 0 when none does, or -1 with errno set.
+int meow_lock_holder(int fd);
+
+/// mremap(old, old_size, new_size, MREMAP_MAYMOVE): grows a mapping without copying its pages.
+/// Returns the (possibly moved) address, or MAP_FAILED with errno set.
+void *meow_remap(void *old_address, size_t old_size, size_t new_size);
+
 #endif

@@ -1,0 +1,75 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import MeowWire
+import TestSupport
+import Testing
+
+/// Two services on one data directory (or one socket) never both run: the second start fails,
+/// naming the first by pid.
+@Suite("Start-up locks")
+struct StartupLockTests {
+    /// Waits until `process` is ready (true) or has exited (false).
+    static func comesUp(_ process: ServiceProcess) async -> Bool {
+        await process.waitForLine(containing: "\"msg\":\"ready\"", timeout: 60) != nil
+    }
+
+    @Test("two sync-services started at once on one data directory and socket: exactly one comes up, the other exits 1 naming it",
+          arguments: 0..<3)
+    func simultaneousStarts(round: Int) async throws {
+        let directory = TemporaryDirectory()
+        let arguments = ["--socket", directory.file("run/cloud.sock"), "--data-dir", directory.file("data")]
+        let first = try ServiceProcess("sync-service", arguments)
+        let second = try ServiceProcess("sync-service", arguments)
+        let up = [await Self.comesUp(first), await Self.comesUp(second)]
+        #expect(up.filter { $0 }.count == 1, "round \(round): \(up)")
+        guard up.filter({ $0 }).count == 1 else {
+            first.kill()
+            second.kill()
+            return
+        }
+        let (winner, loser) = up[0] ? (first, second) : (second, first)
+        #expect(await loser.waitForExit() == 1)
+        let message = loser.lines.joined(separator: "\n")
+        #expect(message.contains("Another service (pid \(winner.pid)) is using the data directory \(directory.file("data"))"), "\(message)")
+        #expect(try RawConnection(path: directory.file("run/cloud.sock")).hello()["ok"] == true)
+        #expect(await winner.stop() == 0)
+    }
+
+    @Test("a second start on a data directory in use fails with the holder's pid, also on another socket",
+          arguments: ["store-service", "sync-service"])
+    func dataDirectoryInUse(executable: String) async throws {
+        let directory = TemporaryDirectory()
+        let data = directory.file("data")
+        let running = try await ServiceProcess.start(executable, ["--socket", directory.file("a.sock"), "--data-dir", data])
+        let second = try await runTool(executable, ["--socket", directory.file("b.sock"), "--data-dir", data])
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("Another service (pid \(running.pid)) is using the data directory \(data)"), "\(second.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("b.sock")))
+        #expect(try RawConnection(path: directory.file("a.sock")).hello()["ok"] == true)
+        #expect(await running.stop() == 0)
+        // Once it stopped, the directory is free again.
+        let next = try await ServiceProcess.start(executable, ["--socket", directory.file("b.sock"), "--data-dir", data])
+        #expect(await next.stop() == 0)
+    }
+
+    @Test("two in-memory services started at once on one socket: exactly one comes up, the other exits 1 naming it")
+    func simultaneousSocket() async throws {
+        let directory = TemporaryDirectory()
+        let arguments = ["--socket", directory.file("run/s.sock"), "--in-memory"]
+        let first = try ServiceProcess("sync-service", arguments)
+        let second = try ServiceProcess("sync-service", arguments)
+        let up = [await Self.comesUp(first), await Self.comesUp(second)]
+        #expect(up.filter { $0 }.count == 1, "\(up)")
+        guard up.filter({ $0 }).count == 1 else {
+            first.kill()
+            second.kill()
+            return
+        }
+        let (winner, loser) = up[0] ? (first, second) : (second, first)
+        #expect(await loser.waitForExit() == 1)
+        #expect(loser.lines.joined(separator: "\n").contains("Another service (pid \(winner.pid)) is already listening on \(directory.file("run/s.sock"))"))
+        #expect(await winner.stop() == 0)
+    }
+}
