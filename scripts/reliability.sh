@@ -89,7 +89,7 @@ figure below comes from tests that ran in that command; rerun it to reproduce.
 | what | figure |
 |---|---|
 | named kill points survived (kill -9 at \`store.afterSaveCommit\`, \`sync.afterCommit\`, \`mirror.afterServerReply\`, \`mirror.afterApplyingPage\`; several hits each; restart; no acknowledged write lost, no duplicate, devices converge, \`integrity_check\` ok) | $kill_cases cases |
-| kill -9 during sync and recovery scenarios (SCENARIOS 27–30, crashes during a send) | $mirror_crash tests |
+| kill -9 during sync and recovery scenarios (scenarios 27–30, crashes during a send) | $mirror_crash tests |
 | injected-fault tests passed (dropped connection before/after commit, partial frame, seeded probability, start-up file, held and dropped pushes, requests held until released, refused bad faults, rules matched by zone, owner and record type) | $faults |
 | hostile frames sent to live services (random, mutated, deeply nested, oversized, invalid UTF-8, hostile params for every op; $seeds seeds × $rounds rounds × 60 frames × 2 services) | $hostile |
 | kill -9 at random moments (\`RandomKillTests\`, seed 1: concurrent writers on a device and a sender to the cloud; the device or the sync-service killed at a random hit of a named point — incl. \`store.midSave\` and \`sync.midBatch\`, inside the transaction — or by SIGKILL on a random acknowledgement; restart; same checks) | $random_kills iterations: $kill_kinds; $random_acked acknowledged saves, $random_events events checked |

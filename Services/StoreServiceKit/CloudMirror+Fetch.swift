@@ -295,7 +295,7 @@ extension CloudMirror {
             switch outcome! {
             case let .success(value): reply = value
             case let .failure(error) where error.code == .changeTokenExpired && token != nil:
-                // SEMANTICS C9: refetch from nil; applying is idempotent, so nothing doubles.
+                // docs/RULES.md (mirroring): an expired token refetches from nil; applying is idempotent, so nothing doubles.
                 report.tokensExpired += 1
                 try state(scope) { state, _, _ in try state.setValue(MirrorState.zoneTokenKey(zone), nil) }
                 continue
@@ -668,7 +668,7 @@ extension CloudMirror {
 
     /// A zone is gone (deleted, purged, or the user left / was removed / the share ended): its
     /// local rows are removed, its queued changes discarded (never moved elsewhere) and its
-    /// token forgotten (SEMANTICS C9, scenarios 25, 41, 42).
+    /// token forgotten (docs/RULES.md, mirroring: zones deleted or purged; scenarios 25, 41, 42).
     func removeZone(_ zone: MirrorZoneID, scope: StoreScope, purged: Bool, report: inout MirrorFetchReport) throws {
         try state(scope) { state, index, stores in
             let store = state.store

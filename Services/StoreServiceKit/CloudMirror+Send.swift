@@ -954,7 +954,7 @@ extension CloudMirror {
         }
     }
 
-    /// Merges the server's copy with the local one (SEMANTICS C5).
+    /// Merges the server's copy with the local one (docs/RULES.md, mirroring: the per-field merge).
     /// `serverFields`: `server.fields` when the caller already parsed them.
     /// `everyField`: every field either side holds counts as edited here (two concurrent
     /// versions without an ancestor: each differing field is decided by the policy).
@@ -992,7 +992,7 @@ extension CloudMirror {
     }
 
     /// permissionFailure: the server is the authority. An edit goes back to the server's copy; an
-    /// insert the server never had is deleted; the device's clients are told (SEMANTICS C7).
+    /// insert the server never had is deleted; the device's clients are told (docs/RULES.md, mirroring: permissions checked twice).
     private func revert(_ pending: MirrorState.Pending, entity: EntityDescription, zone: MirrorZoneID?, storeName: String, error: WireError) throws {
         var serverCopy: MirrorRecord?
         if let zone, pending.kind != .insert {

@@ -141,7 +141,7 @@ extension CloudMirror {
         while true {
             round += 1
             // The graph moves as this device holds it, and the move deletes the old zone's
-            // copies: other devices' edits are fetched first (SEMANTICS C11), or the share got
+            // copies: other devices' edits are fetched first (docs/RULES.md, mirroring: sharing fetches first), or the share got
             // this device's older values and the edits were deleted with the copies that had them.
             var fetched = MirrorFetchReport()
             try fetchDatabase(.private, report: &fetched)

@@ -1,6 +1,6 @@
 import MeowWire
 
-/// The per-field three-way merge of SEMANTICS C5: a field only one side changed (against the
+/// The per-field three-way merge (docs/RULES.md, mirroring): a field only one side changed (against the
 /// ancestor) keeps that side's value; a field both changed is decided by the policy. A missing
 /// field is nil, and setting nil is an edit like any other.
 struct MirrorMerge {

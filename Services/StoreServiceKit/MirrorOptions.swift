@@ -9,7 +9,7 @@ public enum MirrorSyncMode: String, Sendable, Codable {
     case manual, automatic
 }
 
-/// How a field both sides changed is decided (SEMANTICS C5).
+/// How a field both sides changed is decided (docs/RULES.md, mirroring: the per-field merge).
 public enum MirrorConflictPolicy: String, Sendable, Codable, CaseIterable {
     /// The later edit by per-field timestamp; equal timestamps: the greater device name wins.
     case latestEdit
@@ -17,7 +17,7 @@ public enum MirrorConflictPolicy: String, Sendable, Codable, CaseIterable {
     case clientWins
 }
 
-/// Delete versus edit (SEMANTICS C6), per entity.
+/// Delete versus edit (docs/RULES.md, mirroring: delete versus edit), per entity.
 public enum MirrorDeletePolicy: String, Sendable, Codable, CaseIterable {
     /// The delete stands: the edit is dropped.
     case deleteWins

@@ -5,7 +5,7 @@ import SQLiteKit
 
 /// The mirror's durable bookkeeping, kept in each store's own SQLite file beside its rows:
 ///
-/// - `mirror_pending`: the outgoing queue (record names, never payloads: SEMANTICS C1). It is
+/// - `mirror_pending`: the outgoing queue (record names, never payloads: docs/RULES.md, mirroring). It is
 ///   derived from persistent history, which the save writes in its own transaction, by
 ///   `ingest`, which moves history after the durable export cursor into the queue and advances
 ///   the cursor in one transaction. A crash anywhere leaves either the history not yet ingested

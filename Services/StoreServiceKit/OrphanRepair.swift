@@ -31,7 +31,7 @@ public struct OrphanRepairReport: Codable, Sendable {
 struct OrphanRepair {
     /// The default parent's stable id (its cloud record name), the same on every device: each
     /// device that ensures "the" default session creates the same record, so after sync there
-    /// is one default session, not one per device (SCENARIOS 17: the same logical object made
+    /// is one default session, not one per device (scenario 17 of docs/SCENARIO-TESTS.md: the same logical object made
     /// offline on two devices becomes one record).
     static func defaultParentUUID(_ parent: EntityDescription) -> String {
         "default-\(parent.name)"

@@ -151,7 +151,7 @@ struct ModifyOutcome: Sendable {
 }
 
 extension CloudEngine {
-    /// records.modify: saves and deletes answered per SEMANTICS.md B3 (see docs/protocol-sync-service.md).
+    /// records.modify: saves and deletes answered per the decision table of docs/RULES.md (see docs/protocol-sync-service.md).
     /// Items that fail are reported inside one `partialFailure`; everything else is committed.
     public func modifyRecords(caller: String, _ params: ModifyParams, trace: RequestTrace? = nil) throws -> ModifyResult {
         let saves = params.saves ?? []

@@ -3,7 +3,7 @@ import MeowWire
 import ServiceRuntime
 import Synchronization
 
-/// A fault an operator arms for tests (SEMANTICS.md B6), through `admin.injectFault` or a
+/// A fault an operator arms for tests (docs/RULES.md: throttling, transient errors and accounts), through `admin.injectFault` or a
 /// start-up file (`--faults FILE`): the next `count` requests matching `op`, `user`, `zone`,
 /// `zoneOwner` and `recordType` (each with `probability`, drawn from a generator seeded by
 /// `seed`) get the fault's effect. A field left out matches anything.

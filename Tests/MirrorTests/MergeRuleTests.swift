@@ -6,7 +6,7 @@ import TestSupport
 @testable import StoreServiceKit
 
 extension Mirroring {
-    /// The per-field merge rule (SEMANTICS C5) on its own, apart from the processes that use it.
+    /// The per-field merge rule (docs/RULES.md, mirroring) on its own, apart from the processes that use it.
     @Suite("Mirroring: the per-field merge rule")
     struct MergeRuleTests {
         static func field(_ text: String) -> JSONValue { ["type": "string", "value": .string(text)] }

@@ -2,7 +2,7 @@ import MeowWire
 import Testing
 @testable import SyncServiceKit
 
-/// SEMANTICS.md B4 as a property: seeded random saves (new records and updates, with their
+/// docs/RULES.md (fetching changes and tokens) as a property: seeded random saves (new records and updates, with their
 /// tags), deletes, stale-tag saves the server refuses, and atomic batches one bad item spoils;
 /// between them, a client replays the zone's changes from a token it kept (or from nothing),
 /// in pages of a random size, onto the records it had then. Whatever the token and the page

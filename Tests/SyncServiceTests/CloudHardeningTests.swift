@@ -7,7 +7,7 @@ import Testing
 /// that name other versions, field values the cloud cannot hold exactly.
 @Suite(.timeLimit(.minutes(5))) struct CloudHardeningTests {
     let dir = TemporaryDirectory(prefix: "ch")
-    static let admin = "admin-secret"
+    static let admin = "admin-secret-for-tests"
     static let zone: JSONValue = ["zoneName": "Zone"]
     static let ownerZone: JSONValue = ["zoneName": "Zone", "ownerName": "owner"]
 

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 @testable import SyncServiceKit
 
-/// SEMANTICS.md B3, row by row, against the rules engine in-process.
+/// The decision table of docs/RULES.md, row by row, against the rules engine in-process.
 @Suite struct ModifyDecisionTableTests {
     let cloud: CloudFixture
     init() throws {

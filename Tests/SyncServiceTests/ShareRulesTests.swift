@@ -2,7 +2,7 @@ import MeowWire
 import Testing
 @testable import SyncServiceKit
 
-/// SEMANTICS.md B5 and the shared-database rows of B3, against the rules engine in-process.
+/// docs/RULES.md's shares and participants, and the decision table's shared-database rows, against the rules engine in-process.
 @Suite struct ShareRulesTests {
     let cloud: CloudFixture
     init() throws {
