@@ -227,6 +227,26 @@ import Testing
         #expect(again.tables["participants"] == snapshot.tables["participants"])
     }
 
+    /// A snapshot written before kept versions recorded the sequence that replaced them imports;
+    /// such a version is an ancestor for the owner still, and for no participant.
+    @Test func aSnapshotWithoutTheSupersedingSequenceImportsAndKeepsAncestorsFromParticipants() throws {
+        let base = try #require(try cloud.save([record("a", title: "before sharing")]).saved.first?.recordChangeTag)
+        let current = try #require(try cloud.save([record("a", title: "shared", tag: base)]).saved.first?.recordChangeTag)
+        try cloud.shareZone(with: [("alice", "readWrite")])
+        try cloud.save([record("a", title: "after", tag: current)])
+        var snapshot = try cloud.engine.exportSnapshot().snapshot
+        snapshot.tables["record_versions"] = snapshot.tables["record_versions"]?.map { Array($0.dropLast()) }
+        let other = try CloudEngine(database: Database.inMemory())
+        _ = try other.importSnapshot(snapshot)
+        func ancestor(_ user: String, _ database: DatabaseScope, _ zone: ZoneID, tag: String) -> JSONValue? {
+            let error = wireError { _ = try other.modifyRecords(caller: user, ModifyParams(database: database, saves: [record("a", zone: zone, title: "stale", tag: tag)])) }
+            return partialErrors(error)["a"]?.details["ancestorRecord"]
+        }
+        #expect(ancestor("owner", .private, zone, tag: base)?["fields"]?["CD_title"]?["value"] == "before sharing")
+        #expect(ancestor("alice", .shared, ownerZone, tag: base) == .null)
+        #expect(ancestor("alice", .shared, ownerZone, tag: current) == .null)
+    }
+
     @Test("A snapshot's record fields are stored as a save would store them; text that is not fields is refused")
     func snapshotFieldsAreCanonical() throws {
         try cloud.save([record("a", title: "é and \"q\"")])
