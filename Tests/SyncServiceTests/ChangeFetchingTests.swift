@@ -234,7 +234,7 @@ import Testing
         let current = try #require(try cloud.save([record("a", title: "shared", tag: base)]).saved.first?.recordChangeTag)
         try cloud.shareZone(with: [("alice", "readWrite")])
         try cloud.save([record("a", title: "after", tag: current)])
-        var snapshot = try cloud.engine.exportSnapshot().snapshot
+        var snapshot = try cloud.engine.exportSnapshot(includeCredentials: true).snapshot
         snapshot.tables["record_versions"] = snapshot.tables["record_versions"]?.map { Array($0.dropLast()) }
         let other = try CloudEngine(database: Database.inMemory())
         _ = try other.importSnapshot(snapshot)
