@@ -687,6 +687,7 @@ extension CloudMirror {
                     continue
                 }
                 var fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText, cache: &texts)
+                if meta != nil, pending.kind != .insert { fields = Self.clearing(pending, entity: entity, row: row, in: fields) }
                 guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
                     drops.append(pending)
                     report.dropped += 1
@@ -722,6 +723,28 @@ extension CloudMirror {
             if due.count < limit { break }
         }
         return items
+    }
+
+    /// The fields text with a null for each field this update cleared: the server keeps every
+    /// key a save leaves out (another app version's fields among them), so a cleared field left
+    /// out would keep its old value. Fields nobody changed here are left out, not cleared.
+    static func clearing(_ pending: MirrorState.Pending, entity: EntityDescription, row: PersistentStore.StoredRow, in text: String) -> String {
+        let names = entity.storedPropertyNames
+        var changed: Set<String>?
+        var cleared: [String] = []
+        for (position, value) in row.values.enumerated() where value.isNull && position < names.count {
+            if changed == nil { changed = pending.changed }
+            let field = MirrorRecordCoding.fieldName(names[position])
+            if changed?.contains(field) == true { cleared.append(field) }
+        }
+        guard !cleared.isEmpty, text.hasSuffix("}") else { return text }
+        var out = String(text.dropLast())
+        for field in cleared.sorted() {
+            if out != "{" { out += "," }
+            JSONWriter.appendString(field, to: &out)
+            out += ":null"
+        }
+        return out + "}"
     }
 
     /// Whether another device changed what the server's copy of a record belongs to (a

@@ -4,9 +4,11 @@ import MeowWire
 public enum SavePolicy: String, Codable, Sendable {
     /// Compare change tags (CloudKit's default).
     case ifServerRecordUnchanged
-    /// Write only the keys sent (a null value removes the key); no tag comparison.
+    /// No tag comparison. Under every policy the keys sent are written (a null value removes
+    /// the key) and the keys not sent are kept.
     case changedKeys
-    /// Write every key as sent; no tag comparison.
+    /// No tag comparison; the client sends all the keys it has (the server still keeps the
+    /// ones it did not send).
     case allKeys
 }
 
@@ -570,15 +572,32 @@ struct ModifyBatch {
                                 details: ["parent": .string(parent)])
             }
         }
-        if policy == .changedKeys, !record.isShare, let live {
-            var fields = state.decodeFields(live.fields)
-            for (name, value) in record.fields {
-                if value.isNull { fields.removeValue(forKey: name) } else { fields[name] = value }
-            }
-            return .save(record, fieldsJSON: try state.encodeFields(fields), fields: fields, share: share, existing: existing)
+        if !record.isShare, let live, let merged = try keepingUnsentKeys(record, fieldsJSON: fieldsJSON, live: live) {
+            return .save(record, fieldsJSON: merged.text, fields: merged.fields, share: share, existing: existing)
         }
         return .save(record, fieldsJSON: fieldsJSON, fields: record.fieldsAreStoredText ? nil : FieldsJSON.withoutNulls(record.fields),
                      share: share, existing: existing)
+    }
+
+    /// CloudKit writes the keys a save carries, under every save policy: a key set to null is
+    /// removed, and a key the save leaves out keeps the server's value (an older app version does
+    /// not know a newer one's fields; `allKeys` only means the client sends all the keys it has).
+    /// Nil when the save carries exactly the stored keys and no null: it is stored as sent.
+    private func keepingUnsentKeys(_ record: CloudRecord, fieldsJSON: String, live: StoredRecord) throws -> (text: String, fields: [String: JSONValue])? {
+        let removed = record.fieldsAreStoredText ? [] : record.fields.filter { $0.value.isNull }.map(\.key)
+        if removed.isEmpty, let sent = StoredFields.typeSignature(fieldsJSON), sent == live.fields.flatMap(StoredFields.typeSignature) {
+            return nil
+        }
+        var fields = state.decodeFields(live.fields)
+        for (name, value) in state.decodeFields(fieldsJSON) { fields[name] = value }
+        for name in removed { fields.removeValue(forKey: name) }
+        let text = try state.encodeFields(fields)
+        let limit = state.limits.maxRecordBytes
+        guard text.utf8.count <= limit else {
+            throw WireError(.limitExceeded, "Record '\(record.recordName)' would be \(text.utf8.count) bytes with the fields it keeps; a record may hold at most \(limit).",
+                            details: ["bytes": .int(text.utf8.count), "maxRecordBytes": .int(limit)])
+        }
+        return (text, fields)
     }
 
     /// Whether `name` is a live record of `zone`, from `known` when this request read it already.

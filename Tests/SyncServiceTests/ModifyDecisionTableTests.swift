@@ -150,14 +150,16 @@ import Testing
         #expect(stored.fields["CD_title"] == nil)
     }
 
-    @Test func allKeysOverwritesWithoutComparingTags() throws {
+    /// `allKeys` writes every key the client sends, without comparing tags; like every policy
+    /// it keeps the keys the client did not send (another client may have added them).
+    @Test func allKeysWritesWithoutComparingTagsAndKeepsUnsentKeys() throws {
         var first = record("a", title: "t")
         first.fields["CD_count"] = ["type": "int64", "value": 1]
         try cloud.save([first])
         try cloud.save([record("a", title: "replaced")], policy: .allKeys)
         let stored = try #require(try cloud.fetch("a"))
         #expect(title(stored) == "replaced")
-        #expect(stored.fields["CD_count"] == nil)
+        #expect(stored.fields["CD_count"] == ["type": "int64", "value": 1])
     }
 
     @Test func unknownFieldTypesAndNamesRoundTripUnchanged() throws {
