@@ -208,7 +208,7 @@ import Testing
     @Test("A snapshot's record fields are stored as a save would store them; text that is not fields is refused")
     func snapshotFieldsAreCanonical() throws {
         try cloud.save([record("a", title: "é and \"q\"")])
-        var snapshot = try cloud.engine.exportSnapshot().snapshot
+        var snapshot = try cloud.engine.exportSnapshot(includeCredentials: true).snapshot
         let fieldsColumn = try #require(CloudSchema.snapshotTables.first { $0.name == "records" }?.columns.firstIndex(of: "fields"))
         var rows = try #require(snapshot.tables["records"])
         let index = try #require(rows.firstIndex { $0[fieldsColumn].stringValue?.contains("CD_title") == true })
