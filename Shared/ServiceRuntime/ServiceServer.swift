@@ -39,7 +39,7 @@ public final class ServiceServer: Sendable {
         self.frameBudget = FrameBudget(limit: configuration.maxBufferedBytes)
         var registry = OperationRegistry()
         CoreOperations.register(in: &registry, definition: definition, configuration: configuration,
-                                statistics: statistics, events: events)
+                                statistics: statistics, events: events, frameBudget: frameBudget)
         definition.registerOperations(in: &registry)
         self.registry = registry
         statistics.setOpNames(registry.names)
