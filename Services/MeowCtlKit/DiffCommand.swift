@@ -8,7 +8,7 @@ enum DiffCommand {
     meowctl diff — a device's stores against the cloud, zone by zone
 
     Usage:
-      meowctl diff --socket DEVICE_SOCKET --cloud SYNC_SOCKET --credential C [--json]
+      meowctl diff --socket DEVICE_SOCKET --cloud SYNC_SOCKET (--credential C | --credential-file FILE) [--json]
 
     The private store is compared with the user's private database, the shared store with the
     shared database (C is the device's cloud user's credential). For every zone: records only in

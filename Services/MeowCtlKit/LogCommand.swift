@@ -8,7 +8,7 @@ enum LogCommand {
     meowctl log — the sync-service's request log, with permission decisions and their reasons
 
     Usage:
-      meowctl log --socket SYNC_SOCKET --credential ADMIN [--user U] [--zone Z] [--op OP]
+      meowctl log --socket SYNC_SOCKET (--credential ADMIN | --credential-file FILE) [--user U] [--zone Z] [--op OP]
                   [--result CODE] [--denied] [--limit N] [--follow] [--json]
 
     Filters (all must match): --user the acting user; --zone a zone name or owner/zone the

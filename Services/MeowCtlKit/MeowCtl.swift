@@ -11,16 +11,17 @@ public enum MeowCtl {
     meowctl — talk to a store-service or sync-service over its Unix socket
 
     Usage:
-      meowctl call  --socket PATH [--credential C] [--timeout SECONDS] [--raw] OP [PARAMS_JSON]
+      meowctl call  --socket PATH [--credential C | --credential-file FILE] [--timeout SECONDS] [--raw] OP [PARAMS_JSON]
           Says hello, sends one request, prints the reply as readable JSON.
           Exit 0 on an ok reply, 1 on an error reply, 2 if the service cannot be reached.
-      meowctl watch --socket PATH [--credential C] [--topic T ...] [--count N]
+      meowctl watch --socket PATH [--credential C | --credential-file FILE] [--topic T ...] [--count N]
           Subscribes (default: every topic the service offers) and prints each event as one
           JSON line as it arrives. --count N exits after N events.
-      meowctl tap   --listen PATH --to PATH [--log FILE]
+      meowctl tap   --listen PATH --to PATH [--log FILE] [--show-credentials]
           A transparent proxy: clients connect to --listen, bytes go to --to unchanged (malformed
           ones included), and every frame in both directions is logged as one JSON line with time,
-          connection and direction (to stdout, or --log FILE).
+          connection and direction (to stdout, or --log FILE, created 0600). Credentials in
+          logged frames read "<redacted>" unless --show-credentials.
 
       meowctl demo  --dir DIR
           Tells the MeowCare story against a local deployment (deploy/meowcare-local up --dir DIR),
@@ -34,6 +35,9 @@ public enum MeowCtl {
       meowctl doctor   --socket DEVICE [--cloud SYNC --credential C]   invariant violations, explained
       meowctl diff     --socket DEVICE --cloud SYNC --credential C     a device against the cloud, zone by zone
       meowctl log      --socket SYNC --credential ADMIN [filters] [--follow]   the cloud's request log
+
+    A credential (--credential C) can also come from --credential-file FILE (mode 0600) or
+    $MEOW_CREDENTIAL: a command line is visible to every local user.
 
     Every command takes --help. Exit codes: 0 ok, 1 error reply, 2 unreachable, 64 usage.
     """

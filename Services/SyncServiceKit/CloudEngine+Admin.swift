@@ -192,13 +192,19 @@ extension CloudEngine {
         return result
     }
 
-    /// The snapshot with each null credential replaced by the one its user has here now.
+    /// The snapshot with each null credential replaced by the one its user has here now; an
+    /// empty one is refused.
     private func withKnownCredentials(_ snapshot: CloudSnapshot) throws -> CloudSnapshot {
         guard let columns = CloudSchema.snapshotTables.first(where: { $0.name == "users" })?.columns,
               let nameColumn = columns.firstIndex(of: "name"), let credentialColumn = columns.firstIndex(of: "credential"),
               var rows = snapshot.tables["users"] else { return snapshot }
         let known = credentialsByUser()
-        for (number, row) in rows.enumerated() where row.count == columns.count && row[credentialColumn] == .null {
+        for (number, row) in rows.enumerated() where row.count == columns.count {
+            if row[credentialColumn] == "" {
+                throw WireError(.invalidArguments, "Table users, row \(number + 1): a credential must not be empty (a hello with an empty credential would act as this user).",
+                                details: ["table": "users", "row": .int(number + 1)])
+            }
+            guard row[credentialColumn] == .null else { continue }
             let user = row[nameColumn].stringValue ?? ""
             guard let credential = known[user], !credential.isEmpty else {
                 throw WireError(.invalidArguments,

@@ -55,7 +55,7 @@ public final class SyncService: ServiceDefinition {
             .init("admin-credential", value: "SECRET", help: "Credential whose hello makes a connection the admin (admin.* ops), at least 16 characters. Without it (or --admin-credential-file, or $MEOW_ADMIN_CREDENTIAL) admin ops are refused. A command line is visible to every local user: prefer the file."),
             .init("admin-credential-file", value: "FILE", help: "Read the admin credential from FILE (mode 0600 or stricter; one trailing newline ignored)."),
             .init("users", value: "FILE", help: "JSON file of users created at start-up: {\"users\":[{\"user\":\"alice\",\"credential\":\"…\"}]}."),
-            .init("request-log", value: "FILE", help: "Append every request (user, database, zone, op, result, permission reasons) to FILE as JSON lines."),
+            .init("request-log", value: "FILE", help: "Append every request (user, database, zone, op, result, permission reasons) to FILE as JSON lines (created 0600)."),
             .init("retention", value: "SECONDS", help: "History kept for change tokens (default 2592000); older tokens get changeTokenExpired."),
             .init("max-items", value: "N", help: "Items per records.modify request (default 400)."),
             .init("max-request-bytes", value: "N", help: "Record bytes per records.modify request (default 2097152)."),

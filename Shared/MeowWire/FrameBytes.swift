@@ -3,16 +3,17 @@ import Glibc
 #endif
 import CShim
 
-/// The bytes a `FrameDecoder` holds: from malloc while small, and mapped from the kernel
-/// (mmap, grown with mremap) once larger than `mappedThreshold`. A large buffer then grows
-/// without copying, is resident only for the pages actually written (a frame announced large
-/// but half sent costs the half), and goes back to the kernel when freed, whatever malloc's
-/// settings (the services keep freed heap memory: `MemoryTuning`).
+/// The memory a `FrameDecoder` holds bytes in: from malloc while small, and mapped from the
+/// kernel (mmap, grown with mremap) once larger than `mappedThreshold`. A large buffer then
+/// grows without copying, is resident only for the pages actually written (a frame announced
+/// large but half sent costs the half), and goes back to the kernel when freed, whatever
+/// malloc's settings (the services keep freed heap memory: `MemoryTuning`).
+/// The decoder keeps the count and caches the address: reading a class's stored properties
+/// is checked for exclusive access, and the decoder's per-frame path reads them every time.
 final class FrameBytes: @unchecked Sendable {
     // @unchecked: owned by one FrameDecoder value at a time (copied before a shared one is changed).
     static let mappedThreshold = 1 << 20
     private(set) var base: UnsafeMutablePointer<UInt8>?
-    private(set) var count = 0
     private(set) var capacity = 0
     private var mapped = false
 
@@ -20,8 +21,8 @@ final class FrameBytes: @unchecked Sendable {
 
     deinit { release() }
 
-    /// Grows the room to at least `minimum` bytes, keeping the contents.
-    func reserve(_ minimum: Int) {
+    /// Grows the room to at least `minimum` bytes, keeping the first `count`.
+    func reserve(_ minimum: Int, keeping count: Int) {
         guard minimum > capacity else { return }
         if minimum > Self.mappedThreshold {
             let size = Self.pageRounded(minimum)
@@ -46,40 +47,20 @@ final class FrameBytes: @unchecked Sendable {
         }
     }
 
-    func append(_ bytes: UnsafeRawBufferPointer) {
-        guard bytes.count > 0 else { return }
-        reserve(count + bytes.count)
-        UnsafeMutableRawPointer(base! + count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-        count += bytes.count
-    }
-
-    /// Drops the first `n` bytes (the consumed frames), moving the rest to the front.
-    func removeFirst(_ n: Int) {
-        guard n > 0, let base else { return }
-        if n < count { (base).update(from: base + n, count: count - n) }
-        count -= n
-    }
-
-    /// Empties the buffer; the room stays when `keepingCapacity`.
-    func removeAll(keepingCapacity: Bool) {
-        count = 0
-        if !keepingCapacity { release() }
-    }
-
-    func copy() -> FrameBytes {
+    /// A separate copy of the first `count` bytes.
+    func copy(count: Int) -> FrameBytes {
         let copy = FrameBytes()
-        if let base, count > 0 { copy.append(UnsafeRawBufferPointer(start: base, count: count)) }
+        copy.reserve(max(count, 1), keeping: 0)
+        if let base, let target = copy.base, count > 0 { target.update(from: base, count: count) }
         return copy
     }
 
-    subscript(index: Int) -> UInt8 { base![index] }
-
-    private func release() {
+    /// Gives the memory back.
+    func release() {
         if let base {
             if mapped { munmap(base, capacity) } else { free(base) }
         }
         base = nil
-        count = 0
         capacity = 0
         mapped = false
     }

@@ -11,9 +11,15 @@ import Glibc
 /// decoder.append(bytesFromSocket)
 /// while let body = try decoder.nextFrame() { handle(body) }
 /// ```
-public struct FrameDecoder: Sendable {
+// @unchecked Sendable: `base` points into `storage`, which a decoder copies before changing one
+// it shares (as Array does), so copies handed to other threads never see each other's writes.
+public struct FrameDecoder: @unchecked Sendable {
     public let maxFrameBytes: Int
-    private var bytes = FrameBytes()
+    private var storage = FrameBytes()
+    /// `storage.base` and `storage.capacity`, cached (see FrameBytes).
+    private var base: UnsafeMutablePointer<UInt8>?
+    private var capacity = 0
+    private var count = 0
     private var start = 0
     /// Room kept between frames: more is returned once the frame that needed it is consumed.
     static let keptCapacity = 4 << 20
@@ -24,16 +30,16 @@ public struct FrameDecoder: Sendable {
 
     /// The body length the next (incomplete) frame announced, once its 4 length bytes are in.
     public var announcedLength: Int? {
-        guard bytes.count - start >= 4 else { return nil }
-        return length(at: start)
+        guard count - start >= 4, let base else { return nil }
+        return Self.length(at: base + start)
     }
 
     /// Bytes received but not yet returned as a frame.
-    public var bufferedByteCount: Int { bytes.count - start }
+    public var bufferedByteCount: Int { count - start }
 
     /// The room reserved for buffered bytes. Beyond 1 MiB it is mapped memory, resident only
     /// where bytes were written.
-    public var reservedByteCount: Int { bytes.capacity }
+    public var reservedByteCount: Int { capacity }
 
     public mutating func append<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
         if bytes.withContiguousStorageIfAvailable({ append(UnsafeRawBufferPointer($0)) }) != nil { return }
@@ -41,52 +47,62 @@ public struct FrameDecoder: Sendable {
     }
 
     public mutating func append(_ pointer: UnsafeRawBufferPointer) {
-        if !isKnownUniquelyReferenced(&bytes) { bytes = bytes.copy() }
+        guard let source = pointer.baseAddress, pointer.count > 0 else { return }
+        if !isKnownUniquelyReferenced(&storage) { adopt(storage.copy(count: count)) }
         makeRoom(for: pointer.count)
-        bytes.append(pointer)
+        UnsafeMutableRawPointer(base! + count).copyMemory(from: source, byteCount: pointer.count)
+        count += pointer.count
     }
 
     /// Grows the buffer with the bytes received: doubling, but never past the end of the frame
     /// being received, so a frame announced large but half sent costs what was sent.
-    private mutating func makeRoom(for count: Int) {
-        let needed = bytes.count + count
-        let capacity = bytes.capacity
+    private mutating func makeRoom(for added: Int) {
+        let needed = count + added
         guard needed > capacity else { return }
         var target = max(capacity * 2, 256)
         if let length = announcedLength, length <= maxFrameBytes { target = min(target, start + 4 + length) }
-        bytes.reserve(max(needed, target))
+        storage.reserve(max(needed, target), keeping: count)
+        base = storage.base
+        capacity = storage.capacity
     }
 
-    private func length(at index: Int) -> Int {
-        Int(bytes[index]) << 24 | Int(bytes[index + 1]) << 16 | Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
+    private mutating func adopt(_ fresh: FrameBytes) {
+        storage = fresh
+        base = fresh.base
+        capacity = fresh.capacity
+    }
+
+    private static func length(at header: UnsafeMutablePointer<UInt8>) -> Int {
+        Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
     }
 
     /// The next complete frame body, nil when more bytes are needed.
     /// Throws on a zero or oversized length; the stream cannot be resynchronised after that.
     public mutating func nextFrame() throws(FrameError) -> [UInt8]? {
-        let available = bytes.count - start
-        guard available >= 4 else { compact(); return nil }
-        let length = length(at: start)
+        let available = count - start
+        guard available >= 4, let base else { compact(); return nil }
+        let header = base + start
+        let length = Self.length(at: header)
         if length == 0 { throw .emptyFrame }
         if length > maxFrameBytes { throw .frameTooLarge(length: length, limit: maxFrameBytes) }
         guard available >= 4 + length else { compact(); return nil }
-        let body = Array(UnsafeBufferPointer(start: bytes.base! + start + 4, count: length))
+        let body = Array(UnsafeBufferPointer(start: header + 4, count: length))
         start += 4 + length
-        if start == bytes.count {
-            if !isKnownUniquelyReferenced(&bytes) { bytes = FrameBytes() }
-            bytes.removeAll(keepingCapacity: bytes.capacity <= Self.keptCapacity)
+        if start == count {
+            count = 0
             start = 0
+            if capacity > Self.keptCapacity || !isKnownUniquelyReferenced(&storage) { adopt(FrameBytes()) }
         }
         return body
     }
 
     /// Drops consumed bytes once they dominate the buffer, so a long pipelined stream stays small.
     private mutating func compact() {
-        if start > 0 && start >= bytes.count / 2 {
-            if !isKnownUniquelyReferenced(&bytes) { bytes = bytes.copy() }
-            bytes.removeFirst(start)
-            start = 0
-        }
+        guard start > 0 && start >= count / 2 else { return }
+        if !isKnownUniquelyReferenced(&storage) { adopt(storage.copy(count: count)) }
+        if let base, start < count { base.update(from: base + start, count: count - start) }
+        count -= start
+        start = 0
     }
 }
 

@@ -29,7 +29,8 @@ public struct HealthResult: Codable, Sendable {
 /// The ops every service answers: hello, ping, health, info, subscribe, unsubscribe.
 enum CoreOperations {
     static func register(in registry: inout OperationRegistry, definition: any ServiceDefinition,
-                         configuration: ServiceConfiguration, statistics: ServerStatistics, events: EventHub) {
+                         configuration: ServiceConfiguration, statistics: ServerStatistics, events: EventHub,
+                         frameBudget: FrameBudget) {
         let limits = HelloResult.Limits(
             maxFrameBytes: configuration.maxFrameBytes, maxConnections: configuration.maxConnections,
             maxEventQueueBytes: configuration.maxEventQueueBytes,
@@ -85,7 +86,11 @@ enum CoreOperations {
                 "socket": ["path": .string(statistics.socketPath), "activation": .string(counts.activation)],
                 "persistence": .object(persistence),
                 "connections": ["open": .int(events.count), "accepted": .int(counts.accepted),
-                                "refused": .int(counts.refused), "limit": .int(configuration.maxConnections)],
+                                "refused": .int(counts.refused), "limit": .int(configuration.maxConnections),
+                                "perPeerLimit": .int(configuration.maxConnectionsPerPeer),
+                                "pendingLimit": .int(configuration.maxPendingConnections),
+                                "helloTimeoutMilliseconds": .int(configuration.helloTimeoutMilliseconds)],
+                "bufferedBytes": ["unfinishedFrames": .int(frameBudget.inUse), "limit": .int(frameBudget.limit)],
                 "topics": .array(topics.map { .string($0) }),
             ]
             info["ops"] = .array(statistics.opNames.map { .string($0) })

@@ -9,6 +9,8 @@ struct Listener {
     let fd: Int32
     /// The path this process bound and must remove at exit; nil under socket activation.
     let boundPath: String?
+    /// The lock on `boundPath` + ".lock", released after the socket file is removed.
+    let lock: ProcessLock?
     let activation: String
 
     /// Prefers a socket from systemd (LISTEN_PID/LISTEN_FDS, fd 3); otherwise binds `path`.
@@ -19,18 +21,28 @@ struct Listener {
                 throw StartupError("systemd passed \(passed) socket(s) but fd 3 is not a listening Unix stream socket. Check the .socket unit (ListenStream=).")
             }
             logger.info("using the socket systemd passed", ["fd": 3, "fds": .int(Int(passed))])
-            return Listener(fd: 3, boundPath: nil, activation: "systemd")
+            return Listener(fd: 3, boundPath: nil, lock: nil, activation: "systemd")
         }
-        return Listener(fd: try bind(path: path, logger: logger), boundPath: path, activation: "self-bound")
+        let (fd, lock) = try bind(path: path, logger: logger)
+        return Listener(fd: fd, boundPath: path, lock: lock, activation: "self-bound")
     }
 
-    private static func bind(path: String, logger: Logger) throws -> Int32 {
+    private static func bind(path: String, logger: Logger) throws -> (Int32, ProcessLock) {
         try makePrivateDirectory(parentOf: path, logger: logger)
-        // Held for the process's life: two services started at once on one path would both see
-        // a stale (or no) socket, and the second would unlink the first's live socket.
-        try ProcessLock.acquire(path: path + ".lock") { holder in
+        // Held while the socket is served: two services started at once on one path would both
+        // see a stale (or no) socket, and the second would unlink the first's live socket.
+        let lock = try ProcessLock.acquire(path: path + ".lock") { holder in
             "Another service (\(holder)) is already listening on \(path), or starting to (it holds \(path).lock). Stop it first, or choose another --socket."
         }
+        do {
+            return (try bindLocked(path: path, logger: logger), lock)
+        } catch {
+            lock.release()
+            throw error
+        }
+    }
+
+    private static func bindLocked(path: String, logger: Logger) throws -> Int32 {
         try clearStaleSocket(at: path, logger: logger)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw StartupError("socket(): \(String(cString: strerror(errno)))") }

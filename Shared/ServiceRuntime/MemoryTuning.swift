@@ -11,7 +11,9 @@ import CShim
 /// keeping it cut the cloud's and the receiving device's page faults by a fifth to a third (the
 /// rest are first touches: each round starts fresh processes), and the automatic round ran
 /// about 5% faster in alternating runs. A service keeps its heap instead; its resident size
-/// stays near its busiest moment, as a long-running server's does.
+/// stays near its busiest moment, as a long-running server's does. Frame buffers beyond 1 MiB
+/// are the exception: they are mapped outside malloc (`FrameBytes` in MeowWire), so a peer's
+/// half-sent large frames cannot leave hundreds of megabytes kept here after they close.
 public enum MemoryTuning {
     /// Blocks below this come from the heap (glibc's own ceiling for the setting).
     public static let mmapThreshold: Int32 = 32 << 20

@@ -45,7 +45,7 @@ public struct ServiceConfiguration: Sendable {
     public static let commandLineOptions: [CommandLineParser.Option] = [
         .init("config", value: "FILE", help: "Read options from FILE: one 'name = value' (or a bare flag name) per line; a line whose first non-blank character is # is a comment (a # elsewhere is part of the value). The command line wins."),
         .init("socket", value: "PATH", help: "Unix socket to listen on (directory created 0700; socket 0600). Ignored under systemd socket activation."),
-        .init("data-dir", value: "DIR", help: "Keep data in SQLite files under DIR (created 0700 if missing)."),
+        .init("data-dir", value: "DIR", help: "Keep data in SQLite files under DIR (created 0700 if missing). DIR/meowcare.lock keeps a second service off it while this one runs."),
         .init("in-memory", help: "Keep everything in memory; nothing is written to disk (tests)."),
         .init("max-frame-bytes", value: "N", help: "Largest frame accepted, in bytes (default 16777216)."),
         .init("max-connections", value: "N", help: "Connections served at once; more are refused with tooManyConnections (default 256)."),

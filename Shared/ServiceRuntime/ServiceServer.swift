@@ -26,6 +26,7 @@ public final class ServiceServer: Sendable {
     private let connectionsDone = DispatchGroup()
     private let wakePipe: (read: Int32, write: Int32)
     private let listenerState = Mutex<(fd: Int32, boundPath: String?, stopping: Bool)>((-1, nil, false))
+    private let dataLock = Mutex<ProcessLock?>(nil)
 
     public init(definition: any ServiceDefinition, configuration: ServiceConfiguration) throws {
         self.definition = definition
@@ -38,7 +39,7 @@ public final class ServiceServer: Sendable {
         self.frameBudget = FrameBudget(limit: configuration.maxBufferedBytes)
         var registry = OperationRegistry()
         CoreOperations.register(in: &registry, definition: definition, configuration: configuration,
-                                statistics: statistics, events: events)
+                                statistics: statistics, events: events, frameBudget: frameBudget)
         definition.registerOperations(in: &registry)
         self.registry = registry
         statistics.setOpNames(registry.names)
@@ -52,8 +53,14 @@ public final class ServiceServer: Sendable {
     /// Starts the service and serves until `shutdown()`. Throws StartupError if it cannot start.
     public func run() throws {
         try lockDataDirectory()
-        try definition.start(events: events)
-        let listener = try Listener.open(path: configuration.socketPath, logger: logger)
+        let listener: Listener
+        do {
+            try definition.start(events: events)
+            listener = try Listener.open(path: configuration.socketPath, logger: logger)
+        } catch {
+            dataLock.withLock { $0?.release(); $0 = nil }
+            throw error
+        }
         let stopEarly = listenerState.withLock { state -> Bool in
             state.fd = listener.fd
             state.boundPath = listener.boundPath
@@ -75,9 +82,10 @@ public final class ServiceServer: Sendable {
         guard case let .dataDirectory(directory) = configuration.persistence else { return }
         try PrivateDirectory.make(directory)
         let path = "\(directory)/\(Self.dataLockName)"
-        try ProcessLock.acquire(path: path) { [definition] holder in
+        let lock = try ProcessLock.acquire(path: path) { [definition] holder in
             "Another service (\(holder)) is using the data directory \(directory) (it holds \(path)); two must never share one. Stop it first, or choose another --data-dir for this \(definition.name)."
         }
+        dataLock.withLock { $0 = lock }
     }
 
     /// The lock file inside a service's data directory.
@@ -172,6 +180,7 @@ public final class ServiceServer: Sendable {
     private func finishShutdown(listener: Listener) {
         close(listener.fd)
         if let path = listener.boundPath { unlink(path) }
+        listener.lock?.release()
         events.publish(topic: EventHub.serviceTopic, event: "shuttingDown",
                        data: ["reason": "The service is stopping; reconnect once it is back."] as [String: String])
         // Ends each reader after its in-flight request: the request is answered, then EOF.
@@ -182,6 +191,8 @@ public final class ServiceServer: Sendable {
             _ = connectionsDone.wait(timeout: .now() + .seconds(2))
         }
         definition.stop()
+        // Only once the data is closed may another service take the directory.
+        dataLock.withLock { $0?.release(); $0 = nil }
         logger.info("stopped")
     }
 }

@@ -55,6 +55,9 @@ struct FrameMemoryTests {
             }
         }
         let holding = Self.heapMiB(service.process.pid)
+        witness.send(["id": 3, "op": "info"])
+        let counted = try #require(try witness.nextMessage()["result"]?["bufferedBytes"]?["unfinishedFrames"]?.intValue)
+        #expect(counted > 0 && counted <= budget)
         #expect(refused > 0, "no frame was refused although 240 MiB were sent against a 64 MiB budget")
         // Everything sent was 240 MiB; the budget is 64 MiB (buffers may be up to a quarter
         // larger than what they hold, plus threads and the witness).
@@ -62,6 +65,8 @@ struct FrameMemoryTests {
         connections.removeAll()
         #expect(try Self.waitForOpenConnections(witness, 1))
         let after = Self.heapMiB(service.process.pid)
+        witness.send(["id": 4, "op": "info"])
+        #expect(try witness.nextMessage()["result"]?["bufferedBytes"]?["unfinishedFrames"] == 0)
         #expect(after - baseline < 40, "heap stayed \(after - baseline) MiB above its start after the connections closed")
         #expect(try service.stillServes())
         _ = await service.process.stop()

@@ -39,7 +39,7 @@ struct ProtocolDocumentTests {
         for code in ["frameTooLarge", "emptyFrame", "truncatedFrame", "invalidUTF8", "invalidJSON", "notAnObject",
                      "missingField", "invalidField", "helloRequired", "helloAlreadyDone", "unsupportedVersion",
                      "unknownOp", "notAuthenticated", "permissionFailure", "internalError", "tooManyConnections",
-                     "peerNotAllowed", "resyncRequired", "shuttingDown"] {
+                     "peerNotAllowed", "resyncRequired", "shuttingDown", "helloTimeout", "tooManyFailedHellos", "bufferBudgetExceeded"] {
             #expect(text.contains("`\(code)`"), "docs/PROTOCOL.md does not document \(code)")
         }
     }

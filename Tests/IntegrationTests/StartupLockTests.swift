@@ -49,8 +49,22 @@ struct StartupLockTests {
         #expect(!FileManager.default.fileExists(atPath: directory.file("b.sock")))
         #expect(try RawConnection(path: directory.file("a.sock")).hello()["ok"] == true)
         #expect(await running.stop() == 0)
-        // Once it stopped, the directory is free again.
+        // A clean stop removes both lock files; the directory is free again.
+        #expect(!FileManager.default.fileExists(atPath: "\(data)/meowcare.lock"))
+        #expect(!FileManager.default.fileExists(atPath: directory.file("a.sock.lock")))
         let next = try await ServiceProcess.start(executable, ["--socket", directory.file("b.sock"), "--data-dir", data])
+        #expect(await next.stop() == 0)
+    }
+
+    @Test("after kill -9 the lock files are left behind, and the next start takes them")
+    func locksAfterACrash() async throws {
+        let directory = TemporaryDirectory()
+        let arguments = ["--socket", directory.file("c.sock"), "--data-dir", directory.file("data")]
+        let crashed = try await ServiceProcess.start("sync-service", arguments)
+        crashed.kill()
+        #expect(FileManager.default.fileExists(atPath: directory.file("data/meowcare.lock")))
+        let next = try await ServiceProcess.start("sync-service", arguments)
+        #expect(try RawConnection(path: directory.file("c.sock")).hello()["ok"] == true)
         #expect(await next.stop() == 0)
     }
 

@@ -75,4 +75,50 @@ struct FrameDecoderTests {
         #expect(Array(frame.prefix(4)) == [0x00, 0x01, 0x02, 0x03])
         #expect(frame.count == 0x010203 + 4)
     }
+
+    @Test("a frame larger than the mapped threshold, fed in reads of 64 KiB with a small frame behind it, comes out whole")
+    func largeFrameInReads() throws {
+        var decoder = FrameDecoder()
+        let large = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let stream = FrameEncoder.frame(large) + FrameEncoder.frame(body)
+        var out: [[UInt8]] = []
+        var offset = 0
+        while offset < stream.count {
+            let end = min(offset + 65536, stream.count)
+            decoder.append(stream[offset..<end])
+            offset = end
+            while let frame = try decoder.nextFrame() { out.append(frame) }
+        }
+        #expect(out.count == 2 && out[0] == large && out[1] == body)
+        #expect(decoder.bufferedByteCount == 0)
+    }
+
+    @Test("room grows with the bytes received, not with the announced length")
+    func roomFollowsReceivedBytes() throws {
+        var decoder = FrameDecoder()
+        decoder.append([0x01, 0x00, 0x00, 0x00] + [UInt8](repeating: 0x20, count: 100_000))  // announces 16 MiB
+        #expect(try decoder.nextFrame() == nil)
+        #expect(decoder.reservedByteCount < 1 << 20)
+        var chunk = 100_004
+        while chunk < 3 << 20 {
+            decoder.append([UInt8](repeating: 0x20, count: 65536))
+            chunk += 65536
+        }
+        #expect(try decoder.nextFrame() == nil)
+        #expect(decoder.reservedByteCount <= 2 * decoder.bufferedByteCount)
+    }
+
+    @Test("a copy of a decoder is independent of the original")
+    func copiesAreIndependent() throws {
+        var original = FrameDecoder()
+        let frame = FrameEncoder.frame(body)
+        original.append(frame.prefix(5))
+        var copy = original
+        copy.append(frame.dropFirst(5))
+        #expect(try copy.nextFrame() == body)
+        #expect(try original.nextFrame() == nil)
+        #expect(original.bufferedByteCount == 5)
+        original.append(frame.dropFirst(5))
+        #expect(try original.nextFrame() == body)
+    }
 }

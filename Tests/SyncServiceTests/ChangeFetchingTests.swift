@@ -247,6 +247,24 @@ import Testing
         #expect(ancestor("alice", .shared, ownerZone, tag: current) == .null)
     }
 
+    @Test("A snapshot without credentials imports into a cloud that knows its users; one that does not, or an empty credential, is refused")
+    func snapshotCredentialsOnImport() throws {
+        let snapshot = try cloud.engine.exportSnapshot().snapshot
+        let credentialColumn = try #require(CloudSchema.snapshotTables.first { $0.name == "users" }?.columns.firstIndex(of: "credential"))
+        #expect(snapshot.tables["users"]?.allSatisfy { $0[credentialColumn] == .null } == true)
+        // The same cloud knows every user: they keep their credentials.
+        _ = try cloud.engine.importSnapshot(snapshot)
+        #expect(cloud.engine.user(forCredential: "alice-secret") == "alice")
+        let other = try CloudEngine(database: Database.inMemory())
+        #expect(wireError { _ = try other.importSnapshot(snapshot) }?.code == .invalidArguments)
+        var empty = try cloud.engine.exportSnapshot(includeCredentials: true).snapshot
+        var rows = try #require(empty.tables["users"])
+        rows[0][credentialColumn] = ""
+        empty.tables["users"] = rows
+        #expect(wireError { _ = try other.importSnapshot(empty) }?.code == .invalidArguments)
+        #expect(other.user(forCredential: "") == nil)
+    }
+
     @Test("A snapshot's record fields are stored as a save would store them; text that is not fields is refused")
     func snapshotFieldsAreCanonical() throws {
         try cloud.save([record("a", title: "é and \"q\"")])
