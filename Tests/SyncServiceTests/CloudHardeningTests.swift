@@ -7,33 +7,17 @@ import Testing
 /// that name other versions, field values the cloud cannot hold exactly.
 @Suite(.timeLimit(.minutes(5))) struct CloudHardeningTests {
     let dir = TemporaryDirectory(prefix: "ch")
-    static let admin = "admin-secret-for-tests"
+    static let admin = CloudProcess.admin
     static let zone: JSONValue = ["zoneName": "Zone"]
     static let ownerZone: JSONValue = ["zoneName": "Zone", "ownerName": "owner"]
 
-    func start() async throws -> ServiceProcess {
-        let users = #"{"users":[{"user":"owner","credential":"owner-secret"},{"user":"alice","credential":"alice-secret"}]}"#
-        try users.write(toFile: dir.file("users.json"), atomically: true, encoding: .utf8)
-        return try await ServiceProcess.start("sync-service", ["--socket", dir.file("s.sock"), "--admin-credential", Self.admin,
-                                                               "--users", dir.file("users.json"), "--in-memory"])
-    }
+    func start() async throws -> ServiceProcess { try await CloudProcess(dir: dir).start() }
 
     func connect(_ credential: String) async throws -> WireClient {
-        let client = try WireClient(socketPath: dir.file("s.sock"))
-        try await client.hello(client: "hardening-tests", credential: credential)
-        return client
+        try await CloudProcess(dir: dir).connect(credential, client: "hardening-tests")
     }
 
-    func failure(_ body: () async throws -> Void) async -> WireError? {
-        do {
-            try await body()
-            return nil
-        } catch let error as WireError {
-            return error
-        } catch {
-            return WireError(.internalError, "\(error)")
-        }
-    }
+    func failure(_ body: () async throws -> Void) async -> WireError? { await CloudProcess.failure(body) }
 
     static func record(_ name: String, zone: JSONValue = zone, note: String, tag: String? = nil) -> JSONValue {
         var record: [String: JSONValue] = ["recordName": .string(name), "zoneID": zone, "recordType": "CD_CareEvent",

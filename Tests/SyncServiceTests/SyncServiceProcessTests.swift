@@ -7,32 +7,17 @@ import Testing
 /// The real `sync-service` binary over its socket: one test per group of rules.
 @Suite(.timeLimit(.minutes(3))) struct SyncServiceProcessTests {
     let dir = TemporaryDirectory(prefix: "sy")
-    static let admin = "admin-secret-for-tests"
+    static let admin = CloudProcess.admin
 
     func start(dataDir: Bool = false, extra: [String] = []) async throws -> ServiceProcess {
-        let users = #"{"users":[{"user":"owner","credential":"owner-secret"},{"user":"alice","credential":"alice-secret"},{"user":"bob","credential":"bob-secret"}]}"#
-        try users.write(toFile: dir.file("users.json"), atomically: true, encoding: .utf8)
-        let persistence = dataDir ? ["--data-dir", dir.file("data")] : ["--in-memory"]
-        return try await ServiceProcess.start("sync-service", ["--socket", dir.file("s.sock"), "--admin-credential", Self.admin,
-                                                               "--users", dir.file("users.json")] + persistence + extra)
+        try await CloudProcess(dir: dir).start(dataDir: dataDir, extra: extra)
     }
 
     func connect(_ credential: String?) async throws -> WireClient {
-        let client = try WireClient(socketPath: dir.file("s.sock"))
-        try await client.hello(client: "sync-tests", credential: credential)
-        return client
+        try await CloudProcess(dir: dir).connect(credential, client: "sync-tests")
     }
 
-    func failure(_ body: () async throws -> Void) async -> WireError? {
-        do {
-            try await body()
-            return nil
-        } catch let error as WireError {
-            return error
-        } catch {
-            return WireError(.internalError, "\(error)")
-        }
-    }
+    func failure(_ body: () async throws -> Void) async -> WireError? { await CloudProcess.failure(body) }
 
     static let zone: JSONValue = ["zoneName": "Zone"]
     static let ownerZone: JSONValue = ["zoneName": "Zone", "ownerName": "owner"]
