@@ -12,8 +12,10 @@ import Synchronization
 /// committed), `store.afterSaveCommit` (a save committed, its reply not sent), `sync.midBatch`
 /// (a record of a batch written on the server, its transaction not committed),
 /// `sync.afterCommit` (a request's changes committed on the server, its reply not sent), and the mirror's
-/// `mirror.afterServerReply` (the server committed and answered, the verdict not applied) and
-/// `mirror.afterApplyingPage` (a fetched page applied, its token not saved).
+/// `mirror.afterServerReply` (the server committed and answered, the verdict not applied),
+/// `mirror.midImport` (a record of a fetched page written, the page not committed) and
+/// `mirror.afterApplyingPage` (a fetched page applied, its token not saved). docs/RELIABILITY.md
+/// lists them for people.
 public enum CrashPoint {
     private static let target: (name: String, hit: Int)? = {
         guard let spec = ProcessInfo.processInfo.environment["MEOW_CRASH_AT"], !spec.isEmpty else { return nil }
