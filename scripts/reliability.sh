@@ -99,6 +99,29 @@ $fuzz_rows
 | failed tests | $failed |
 | **losses** (acknowledged writes missing, duplicates, corrupt files) | **$([ "$failed" = 0 ] && [ "$status" = 0 ] && echo 0 || echo "see failures")** |
 
+## Arming a kill point
+
+A service started with \`MEOW_CRASH_AT=NAME\` in its environment kills itself with SIGKILL (no
+clean-up, no flush, no reply, exactly as \`kill -9\`) the first time it reaches the point \`NAME\`;
+\`MEOW_CRASH_AT=NAME:N\` waits for the N-th time. It writes one log line first,
+\`{"msg":"crash point reached; dying as kill -9 would","point":"NAME"}\`, so a harness can tell
+the planned death from a real crash. Without the variable the points cost one check of a static.
+The points:
+
+| point | service | the moment |
+|---|---|---|
+| \`store.midSave\` | store-service | one inserted object of a save written, the save's transaction not committed |
+| \`store.afterSaveCommit\` | store-service | a save committed, its reply not sent |
+| \`mirror.afterServerReply\` | store-service | the cloud committed and answered a batch, its verdict not applied |
+| \`mirror.midImport\` | store-service | one record of a fetched page written straight into rows, the page's transaction not committed |
+| \`mirror.afterApplyingPage\` | store-service | a fetched page applied, its token not saved |
+| \`sync.midBatch\` | sync-service | one record of a \`records.modify\` written, its transaction not committed |
+| \`sync.afterCommit\` | sync-service | a request's changes committed, its reply not sent |
+
+After the kill, start the service again on the same \`--data-dir\`: the tests named above check
+that no acknowledged write is lost or doubled and that devices converge
+(\`CrashHarnessTests\`, \`RandomKillTests\`, \`ConvergenceTests\`).
+
 ## Load and soak
 
 \`meow-bench load --seconds $soak_seconds --clients 8\` (debug build, the one the tests use; two devices
