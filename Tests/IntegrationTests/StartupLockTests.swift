@@ -15,22 +15,29 @@ struct StartupLockTests {
         await process.waitForLine(containing: "\"msg\":\"ready\"", timeout: 60) != nil
     }
 
+    /// Starts two sync-services with the same arguments at once: the one that came up and the
+    /// one that exited 1, or nil (recorded as an issue) when not exactly one came up.
+    static func race(_ arguments: [String], round: Int) async throws -> (winner: ServiceProcess, loser: ServiceProcess)? {
+        let first = try ServiceProcess("sync-service", arguments)
+        let second = try ServiceProcess("sync-service", arguments)
+        let up = [await comesUp(first), await comesUp(second)]
+        #expect(up.filter { $0 }.count == 1, "round \(round): \(up)")
+        guard up.filter({ $0 }).count == 1 else {
+            first.kill()
+            second.kill()
+            return nil
+        }
+        let (winner, loser) = up[0] ? (first, second) : (second, first)
+        #expect(await loser.waitForExit() == 1)
+        return (winner, loser)
+    }
+
     @Test("two sync-services started at once on one data directory and socket: exactly one comes up, the other exits 1 naming it",
           arguments: 0..<3)
     func simultaneousStarts(round: Int) async throws {
         let directory = TemporaryDirectory()
         let arguments = ["--socket", directory.file("run/cloud.sock"), "--data-dir", directory.file("data")]
-        let first = try ServiceProcess("sync-service", arguments)
-        let second = try ServiceProcess("sync-service", arguments)
-        let up = [await Self.comesUp(first), await Self.comesUp(second)]
-        #expect(up.filter { $0 }.count == 1, "round \(round): \(up)")
-        guard up.filter({ $0 }).count == 1 else {
-            first.kill()
-            second.kill()
-            return
-        }
-        let (winner, loser) = up[0] ? (first, second) : (second, first)
-        #expect(await loser.waitForExit() == 1)
+        guard let (winner, loser) = try await Self.race(arguments, round: round) else { return }
         let message = loser.lines.joined(separator: "\n")
         #expect(message.contains("Another service (pid \(winner.pid)) is using the data directory \(directory.file("data"))"), "\(message)")
         #expect(try RawConnection(path: directory.file("run/cloud.sock")).hello()["ok"] == true)
@@ -72,17 +79,7 @@ struct StartupLockTests {
     func simultaneousSocket() async throws {
         let directory = TemporaryDirectory()
         let arguments = ["--socket", directory.file("run/s.sock"), "--in-memory"]
-        let first = try ServiceProcess("sync-service", arguments)
-        let second = try ServiceProcess("sync-service", arguments)
-        let up = [await Self.comesUp(first), await Self.comesUp(second)]
-        #expect(up.filter { $0 }.count == 1, "\(up)")
-        guard up.filter({ $0 }).count == 1 else {
-            first.kill()
-            second.kill()
-            return
-        }
-        let (winner, loser) = up[0] ? (first, second) : (second, first)
-        #expect(await loser.waitForExit() == 1)
+        guard let (winner, loser) = try await Self.race(arguments, round: 0) else { return }
         #expect(loser.lines.joined(separator: "\n").contains("Another service (pid \(winner.pid)) is already listening on \(directory.file("run/s.sock"))"))
         #expect(await winner.stop() == 0)
     }
