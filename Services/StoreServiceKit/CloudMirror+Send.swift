@@ -47,6 +47,8 @@ extension CloudMirror {
         var delete: MirrorZoneID?
         /// A save of the record where it is, with its tag, before it moves (`buildBatch`).
         var touch = false
+        /// `fieldsText` holds only the keys changed here: the server's copy is the kept one with them applied.
+        var partial = false
     }
 
     private struct Batch {
@@ -686,18 +688,32 @@ extension CloudMirror {
                     report.dropped += 1
                     continue
                 }
-                var fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText, cache: &texts)
-                if meta != nil, pending.kind != .insert { fields = Self.clearing(pending, entity: entity, row: row, in: fields) }
                 guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
                     drops.append(pending)
                     report.dropped += 1
                     continue
                 }
+                // An update of a record the server has where it stays carries only the keys this
+                // device changed (and the stamps): the server keeps the rest, so fields another
+                // app version writes, or another device changed meanwhile, are never sent back
+                // stale. A new record, a move, or an update whose keys are unknown carries all.
+                let changed = meta != nil && pending.kind == .update && meta?.zone == zone ? pending.changed : []
+                let only = changed.isEmpty ? nil : changed.union([MirrorState.fieldTimesField])
+                var fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText,
+                                                               only: only, cache: &texts)
+                if meta != nil, pending.kind != .insert { fields = Self.clearing(pending, entity: entity, row: row, in: fields) }
+                // The first ordinary save after a move drops the move's bookkeeping field (the
+                // server keeps a key a save leaves out).
+                if only != nil, entry.movedFromKept, fields.hasSuffix("}") {
+                    fields = String(fields.dropLast()) + (fields == "{}" ? "" : ",") + "\"\(MovedFrom.field)\":null}"
+                }
                 var record = MirrorRecord(recordName: pending.uuid, zoneID: zone, recordType: "CD_\(entity.name)", fields: nil)
                 var move: MirrorZoneID?
+                var partial = false
                 if let meta {
                     if meta.zone == zone {
                         record.recordChangeTag = meta.changeTag
+                        partial = only != nil
                     } else if let tag = meta.changeTag, !touched.contains(pending.uuid) {
                         // A move deletes the old copy unconditionally. It is first saved where it
                         // is, with its tag: another device's edit there since the last fetch
@@ -717,7 +733,7 @@ extension CloudMirror {
                         if let tag = meta.changeTag { fields = MovedFrom(zoneName: meta.zone.zoneName, changeTag: tag).adding(to: fields) }
                     }
                 }
-                items.append(Item(pending: pending, entity: entity, record: record, fieldsText: fields, delete: move))
+                items.append(Item(pending: pending, entity: entity, record: record, fieldsText: fields, delete: move, partial: partial))
                 count += move == nil ? 1 : 2
             }
             if due.count < limit { break }
@@ -840,7 +856,7 @@ extension CloudMirror {
                 if let record = item.record {
                     if let tag = savedByName[uuid], error == nil {
                         try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: tag,
-                                                serverFields: nil), fieldsText: item.fieldsText)
+                                                serverFields: nil), fieldsText: item.partial ? try state.serverFields(uuid, applying: item.fieldsText) : item.fieldsText)
                         if item.touch {
                             // The copy it moves from is this device's version: the move goes next.
                             touched.insert(uuid)

@@ -167,20 +167,20 @@ enum MirrorRecordCoding {
         var stamps: (text: String, quoted: String)?
         /// Per entity: its stored properties in field-name order, each with its field's opening
         /// text (`"CD_name":{"type":…,"value":`), so a record is written in one pass.
-        var layouts: [String: [(position: Int, opening: String)]] = [:]
+        var layouts: [String: [(position: Int, name: String, opening: String)]] = [:]
 
-        mutating func layout(_ entity: EntityDescription) -> [(position: Int, opening: String)] {
+        mutating func layout(_ entity: EntityDescription) -> [(position: Int, name: String, opening: String)] {
             if let layout = layouts[entity.name] { return layout }
             // The stored properties' fields in name order (the order a fetch reads them in), and
             // the entity's name in its place among them (position -1): records go out in key
             // order, the stored form the sync-service keeps without writing them again.
             let fields = (MirrorImport.FieldLayout(entity).sorted + [(MirrorState.entityNameField, -1)]).sorted { $0.name < $1.name }
-            let layout = fields.map { name, position -> (position: Int, opening: String) in
+            let layout = fields.map { name, position -> (position: Int, name: String, opening: String) in
                 // The entity's name and relationships (related record names) are strings.
                 let type = position < 0 || position >= entity.attributes.count ? "string" : fieldType(entity.attributes[position].type)
                 var opening = ""
                 JSONWriter.appendString(name, to: &opening)
-                return (position, opening + #":{"type":""# + type + #"","value":"#)
+                return (position, name, opening + #":{"type":""# + type + #"","value":"#)
             }
             layouts[entity.name] = layout
             return layout
@@ -197,12 +197,15 @@ enum MirrorRecordCoding {
         }
     }
 
+    /// `only`: the fields to write (an update of a record the server has carries the keys it
+    /// changed, and the stamps); nil writes them all.
     static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
-                           timesText: String?, cache: inout TextCache) throws -> String {
+                           timesText: String?, only: Set<String>? = nil, cache: inout TextCache) throws -> String {
         var record = "{"
         var first = true
         let attributeCount = entity.attributes.count
-        for (position, opening) in cache.layout(entity) {
+        for (position, name, opening) in cache.layout(entity) {
+            if let only, !only.contains(name) { continue }
             if position < 0 {
                 if !first { record += "," }
                 first = false
@@ -213,7 +216,7 @@ enum MirrorRecordCoding {
             }
             let value = row.values[position]
             guard !value.isNull else { continue }
-            var name: String?
+            var related: String?
             if position >= attributeCount {
                 // A related record's name, or nothing when the related row is gone.
                 guard let key = value.int64 else { continue }
@@ -221,13 +224,13 @@ enum MirrorRecordCoding {
                 let cacheKey = destination + "/" + String(key)
                 if cache.names[cacheKey] == nil { cache.names[cacheKey] = .some(try state.uuid(entity: destination, primaryKey: key)) }
                 guard let found = cache.names[cacheKey] ?? nil else { continue }
-                name = found
+                related = found
             }
             if !first { record += "," }
             first = false
             record += opening
-            if let name {
-                JSONWriter.appendString(name, to: &record)
+            if let related {
+                JSONWriter.appendString(related, to: &record)
             } else {
                 switch entity.attributes[position].type {
                 case .string: JSONWriter.appendString(value.string ?? "", to: &record)
@@ -241,7 +244,7 @@ enum MirrorRecordCoding {
         // The stamps last ("MC_" sorts after "CD_"), as stored: the same text the record
         // carries (no parse and re-encode).
         if let timesText, !FieldStamp.isEmptyText(timesText) {
-            record += #","MC_fieldModified":{"type":"string","value":"#
+            record += (first ? "" : ",") + #""MC_fieldModified":{"type":"string","value":"#
             if let stamps = cache.stamps, stamps.text == timesText {
                 record += stamps.quoted
             } else {

@@ -156,13 +156,16 @@ struct MirrorState {
         var pending: Pending
         var meta: Meta?
         var timesText: String?
+        /// The kept server copy carries `MC_movedFrom` (the record was moved into its zone).
+        var movedFromKept = false
     }
 
     /// Entries due now (not deferred by a retry-after), oldest first, each with its metadata
     /// and stamps: one statement per batch instead of two more per record.
     private static let dueEntriesSQL = """
         SELECT \(pendingColumns.split(separator: ",").map { "p." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
-            m.uuid, m.entity, m.zone_name, m.owner_name, m.change_tag, \(storedTimesSQL) FROM mirror_pending p
+            m.uuid, m.entity, m.zone_name, m.owner_name, m.change_tag, \(storedTimesSQL),
+            json_type(m.server_fields, '$.\(MovedFrom.field)') IS NOT NULL FROM mirror_pending p
         LEFT JOIN mirror_meta m ON m.uuid = p.uuid LEFT JOIN mirror_fieldtimes t ON t.uuid = p.uuid
         WHERE p.not_before <= ? AND p.seq > ? ORDER BY p.seq LIMIT ?
         """
@@ -173,7 +176,7 @@ struct MirrorState {
                 Meta(uuid: uuid, entity: row[11].string ?? "", zone: MirrorZoneID(zoneName: row[12].string ?? "", ownerName: row[13].string ?? ""),
                      changeTag: row[14].string, serverFields: nil)
             }
-            return DueEntry(pending: Self.pending(row), meta: meta, timesText: row[15].string)
+            return DueEntry(pending: Self.pending(row), meta: meta, timesText: row[15].string, movedFromKept: row[16].int64 == 1)
         }
     }
 
@@ -282,6 +285,16 @@ struct MirrorState {
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,
                 change_tag = excluded.change_tag, server_fields = excluded.server_fields
             """, [meta.uuid, meta.entity, meta.zone.zoneName, meta.zone.ownerName, SQLValue(meta.changeTag), SQLValue(fields)])
+    }
+
+    /// The server's copy of a record after a save that carried only some keys (`sentText`):
+    /// the kept copy with each sent key written over it and each null removed, as the server
+    /// applies it.
+    func serverFields(_ uuid: String, applying sentText: String?) throws -> String? {
+        guard let sentText, let sent = try JSONParser.parse(sentText).objectValue else { return sentText }
+        var fields = try meta(uuid, withFields: true)?.serverFields ?? [:]
+        for (key, value) in sent { fields[key] = value.isNull ? nil : value }
+        return JSONText.object(fields)
     }
 
     /// Keeps `record` as the server's copy of the record `uuid` (its own name unless given) of

@@ -119,12 +119,13 @@ final class Device: Sendable {
     }
 
     /// `orphanRepair`: run the start-up orphan repair (off by default: it makes a default session).
+    /// `syncSocket`: where the device reaches the cloud, when not its socket (a `meowctl tap` in between).
     static func start(_ name: String, user: String, cloud: Cloud, extra: [String] = [], dataDirectory: String? = nil,
-                      environment: [String: String]? = nil, orphanRepair: Bool = false) async throws -> Device {
+                      environment: [String: String]? = nil, orphanRepair: Bool = false, syncSocket: String? = nil) async throws -> Device {
         let socket = cloud.directory.file("\(name).sock")
         let persistence = dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
         let process = try await ServiceProcess.start("store-service", ["--socket", socket] + persistence + [
-            "--sync-socket", cloud.socket, "--sync-credential", "\(user)-secret", "--device-name", name] + (orphanRepair ? [] : ["--no-orphan-repair"]) + extra,
+            "--sync-socket", syncSocket ?? cloud.socket, "--sync-credential", "\(user)-secret", "--device-name", name] + (orphanRepair ? [] : ["--no-orphan-repair"]) + extra,
             environment: environment)
         let client = try WireClient(socketPath: socket)
         try await client.hello(client: "mirror-tests-\(name)")

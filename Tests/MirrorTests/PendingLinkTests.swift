@@ -19,6 +19,13 @@ extension Mirroring {
             ImportRefusalTests.event(name, ["CD_session": ["type": "string", "value": .string(session)]])
         }
 
+        /// `record` placed in another zone (a share zone, as its owner names it).
+        static func inZone(_ record: JSONValue, _ zoneName: String) -> JSONValue {
+            guard case var .object(members) = record else { return record }
+            members["zoneID"] = ["zoneName": .string(zoneName)]
+            return .object(members)
+        }
+
         static func waiting(_ device: Device) async throws -> [JSONValue] {
             try await device.status()["stores"]?.arrayValue?.flatMap { $0["pendingLinks"]?.arrayValue ?? [] } ?? []
         }
@@ -46,6 +53,33 @@ extension Mirroring {
             #expect(try await Self.waiting(a).isEmpty)
             #expect(try await a.pending() == 0, "setting a link the cloud already has queues nothing")
             await ConflictTests.stop(cloud, a)
+        }
+
+        @Test("In the shared store too: a participant fetches an event before its session; it waits, and links when the session arrives")
+        func participantsEventBeforeItsSession() async throws {
+            let setup = try await SharingTests.shared("readWrite")
+            let (cloud, p) = (setup.cloud, setup.p)
+            try await p.fetch()
+            let writer = try await cloud.writer("owner")
+            defer { writer.close() }
+            _ = try await writer.call("records.modify", ["database": "private", "saves": [
+                Self.inZone(Self.event("late-event", session: "late-session"), setup.zoneName)]])
+            try await p.fetch()
+            let event = try #require(try await p.objects(store: "Shared", predicate: "id == 'late-event'").first)
+            #expect(event["values"]?["session"] == .null)
+            let waiting = try await Self.waiting(p)
+            #expect(waiting.count == 1 && waiting.first?["target"] == "late-session")
+            #expect(try await p.status()["stores"]?.arrayValue?.first { $0["store"] == "Shared" }?["pendingLinks"]?.arrayValue?.count == 1,
+                    "the link waits in the shared store's own list")
+
+            _ = try await writer.call("records.modify", ["database": "private", "saves": [
+                Self.inZone(Self.session("late-session", id: "late"), setup.zoneName)]])
+            try await p.fetch()
+            let late = try #require(try await p.objects("CareSession", store: "Shared", predicate: "id == 'late'").first?["objectID"]?.stringValue)
+            #expect(try await p.objects(store: "Shared", predicate: "id == 'late-event'").first?["values"]?["session"]?.stringValue == late)
+            #expect(try await Self.waiting(p).isEmpty)
+            #expect(try await p.pending() == 0, "setting a link the cloud already has queues nothing")
+            await ConflictTests.stop(cloud, setup.o, p)
         }
 
         @Test("A device restarted while an event waits for its session: the start-up orphan repair leaves it alone, and the session links it")

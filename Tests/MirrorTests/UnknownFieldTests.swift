@@ -72,6 +72,71 @@ extension Mirroring {
             await ConflictTests.stop(cloud, newer, older)
         }
 
+        /// The fields of each `records.modify` save the device sent through the tap, in order.
+        static func sentSaves(_ logFile: String) throws -> [[String: JSONValue]] {
+            let lines = try String(contentsOfFile: logFile, encoding: .utf8).split(separator: "\n")
+            let frames: [JSONValue] = lines.compactMap { line -> JSONValue? in
+                guard let entry = try? JSONParser.parse(Array(line.utf8)), entry["event"] == "frame", entry["dir"] == "c2s" else { return nil }
+                return entry["frame"]
+            }
+            let modifies = frames.filter { $0["op"] == "records.modify" }
+            let saves: [JSONValue] = modifies.flatMap { $0["params"]?["saves"]?.arrayValue ?? [] }
+            return saves.compactMap { $0["fields"]?.objectValue }
+        }
+
+        @Test("An update sends only the keys it changed (a cleared one as null) and the stamps; the cloud keeps the rest")
+        func updatesCarryChangedKeysOnly() async throws {
+            let cloud = try await Cloud.start()
+            let tapSocket = cloud.directory.file("tap.sock")
+            let logFile = cloud.directory.file("tap.log")
+            let tap = try ServiceProcess("meowctl", ["tap", "--listen", tapSocket, "--to", cloud.socket, "--log", logFile])
+            #expect(await tap.waitForLine(containing: "tap ready") != nil)
+            let device = try await Device.start("A", user: "owner", cloud: cloud, syncSocket: tapSocket)
+            let other = try await Device.start("B", user: "owner", cloud: cloud)
+            try await device.insertEvents(["e1"])
+            let event = try await device.objectID(id: "e1")
+            try await device.set(event, ["note": "first", "value": 5])
+            try await device.send()
+            let created = try #require(try Self.sentSaves(logFile).last)
+            #expect(created["CD_entityName"] != nil && created["CD_eventTypeRaw"] != nil, "a new record carries every field")
+
+            try await device.set(event, ["value": 7])
+            try await device.send()
+            let edited = try #require(try Self.sentSaves(logFile).last)
+            #expect(Set(edited.keys) == ["CD_value", "MC_fieldModified"])
+
+            try await device.set(event, ["note": .null])
+            try await device.send()
+            let cleared = try #require(try Self.sentSaves(logFile).last)
+            #expect(Set(cleared.keys) == ["CD_note", "MC_fieldModified"])
+            #expect(cleared["CD_note"] == .null)
+
+            let fields = try await Self.cloudEvent(cloud, "e1")
+            #expect(fields["CD_value"]?["value"]?.doubleValue == 7)
+            #expect(fields["CD_note"] == nil)
+            #expect(fields["CD_eventTypeRaw"] != nil && fields["CD_eventTypeRaw"] == created["CD_eventTypeRaw"],
+                    "a key no save carried since the record was made is kept")
+            try await other.fetch()
+            #expect(try await other.object(id: "e1")?["values"]?["value"]?.doubleValue == 7)
+            #expect((try await other.object(id: "e1")?["values"]?["note"] ?? .null) == .null)
+
+            // The device's idea of the server's copy is the kept one with the sent keys applied:
+            // a later conflict merges against it (another device's edit of another field wins
+            // nothing it should not, and neither edit is lost).
+            try await other.set(try await other.objectID(id: "e1"), ["note": "from B"])
+            try await other.send()
+            try await device.set(event, ["value": 9])
+            try await device.send()
+            try await other.fetch()
+            try await device.fetch()
+            for peer in [device, other] {
+                #expect(try await peer.object(id: "e1")?["values"]?["note"] == "from B", "\(peer.name)")
+                #expect(try await peer.object(id: "e1")?["values"]?["value"]?.doubleValue == 9, "\(peer.name)")
+            }
+            tap.kill()
+            await ConflictTests.stop(cloud, device, other)
+        }
+
         @Test("The server writes only the keys a save carries under every save policy; a null removes a key")
         func everyPolicyKeepsUnsentKeys() async throws {
             let cloud = try await Cloud.start()
