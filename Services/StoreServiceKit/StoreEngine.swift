@@ -36,7 +36,9 @@ final class StoreEngine: Sendable {
                            loadOrder: [StoreScope]) throws -> PersistentStoreCoordinator {
         let coordinator = PersistentStoreCoordinator(model: model)
         let memoryDirectory = "memory:///\(model.name)-InMemory-\(UUID().uuidString)"
-        if case let .dataDirectory(directory) = persistence { try makeDirectory(directory) }
+        if case let .dataDirectory(directory) = persistence {
+            do { try PrivateDirectory.make(directory) } catch { throw ServiceError(.internalError, "Cannot create the data directory: \(error.message)") }
+        }
         for scope in loadOrder {
             let configuration = model.configuration(scope: scope)
             let fileName = "\(model.name)-\(configuration.name).sqlite"
@@ -49,16 +51,6 @@ final class StoreEngine: Sendable {
             }
         }
         return coordinator
-    }
-
-    private static func makeDirectory(_ path: String) throws {
-        var current = path.hasPrefix("/") ? "" : "."
-        for part in path.split(separator: "/") {
-            current += "/\(part)"
-            guard mkdir(current, 0o700) == 0 || errno == EEXIST else {
-                throw ServiceError(.internalError, "Cannot create the data directory \(current): \(String(cString: strerror(errno))).")
-            }
-        }
     }
 
     // MARK: Contexts

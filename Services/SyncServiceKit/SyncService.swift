@@ -113,8 +113,8 @@ public final class SyncService: ServiceDefinition {
         case .inMemory:
             database = try Database.inMemory()
         case let .dataDirectory(dir):
-            if mkdir(dir, 0o700) != 0 && errno != EEXIST {
-                throw WireError(.internalError, "Cannot create the data directory \(dir): \(String(cString: strerror(errno))).")
+            do { try PrivateDirectory.make(dir) } catch {
+                throw WireError(.internalError, "Cannot create the data directory \(dir): \(error.message)")
             }
             database = try Database(path: "\(dir)/cloud.sqlite")
             // 64 MiB of page cache (SQLite's default is 2 MiB): a batch's index lookups

@@ -23,6 +23,16 @@ int meow_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     return 0;
 }
 
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59
+#endif
+
+int meow_peer_groups(int fd, gid_t *groups, int capacity) {
+    socklen_t len = (socklen_t)(capacity * (int)sizeof(gid_t));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0) return -1;
+    return (int)(len / sizeof(gid_t));
+}
+
 int meow_accept_cloexec(int fd) {
     return accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 }

@@ -61,8 +61,8 @@ struct ProcessLock: Sendable {
 }
 
 /// Creates a directory and its missing parents, each with mode 0700.
-enum PrivateDirectory {
-    static func make(_ directory: String, created: (String) -> Void = { _ in }) throws {
+public enum PrivateDirectory {
+    public static func make(_ directory: String, created: (String) -> Void = { _ in }) throws(StartupError) {
         var current = directory.hasPrefix("/") ? "" : "."
         for component in directory.split(separator: "/") {
             current += "/" + component

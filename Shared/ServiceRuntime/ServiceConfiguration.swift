@@ -33,6 +33,9 @@ public struct ServiceConfiguration: Sendable {
     public var maxEventQueueBytes = 8 * 1024 * 1024
     /// Peer uids allowed besides the service's own; nil allows any uid.
     public var allowedUIDs: Set<UInt32>? = []
+    /// Groups whose members are accepted too (the peer's primary or a supplementary group):
+    /// services of a deployment run as different users sharing one group.
+    public var allowedGIDs: Set<UInt32> = []
     /// How long shutdown waits for in-flight requests before closing anyway.
     public var shutdownGraceMilliseconds = 10_000
 
@@ -57,6 +60,7 @@ public struct ServiceConfiguration: Sendable {
         .init("max-buffered-bytes", value: "N", help: "Bytes of unfinished frames buffered across all connections; a frame past it is refused with bufferBudgetExceeded (default 134217728)."),
         .init("max-event-queue-bytes", value: "N", help: "Events buffered for a slow reader before resyncRequired (default 8388608)."),
         .init("allow-uid", value: "UID", help: "Also accept peers with this uid (repeatable). By default only the service's own uid.", repeatable: true),
+        .init("allow-group", value: "GROUP", help: "Also accept peers in this group, by name or gid (their primary or a supplementary group; repeatable).", repeatable: true),
         .init("allow-any-uid", help: "Accept peers of any uid (SO_PEERCRED is still logged)."),
         .init("log-level", value: "LEVEL", help: "trace, debug, info (default), notice, warning or error."),
         .init("help", help: "Show this help and exit."),
@@ -94,6 +98,12 @@ public struct ServiceConfiguration: Sendable {
             }
             configuration.allowedUIDs = uids
         }
+        for text in options.all("allow-group") {
+            guard let gid = UInt32(text) ?? Self.groupID(named: text) else {
+                throw UsageError("--allow-group: no group named '\(text)' (give a group name from /etc/group or a numeric gid).")
+            }
+            configuration.allowedGIDs.insert(gid)
+        }
         if let level = options.value("log-level") {
             guard let parsed = Logger.Level(name: level) else {
                 throw UsageError("--log-level must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", ")); got '\(level)'.")
@@ -107,6 +117,22 @@ public struct ServiceConfiguration: Sendable {
     public func allows(uid: UInt32) -> Bool {
         guard let allowedUIDs else { return true }
         return uid == getuid() || allowedUIDs.contains(uid)
+    }
+
+    /// Whether a peer may connect by its uid, or by one of its groups (`groups()` is asked only
+    /// when the uid alone does not decide it).
+    public func allows(uid: UInt32, gid: UInt32, groups: () -> [UInt32]) -> Bool {
+        if allows(uid: uid) { return true }
+        guard !allowedGIDs.isEmpty else { return false }
+        return allowedGIDs.contains(gid) || groups().contains { allowedGIDs.contains($0) }
+    }
+
+    static func groupID(named name: String) -> UInt32? {
+        var group = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 16 * 1024)
+        guard getgrnam_r(name, &group, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return group.gr_gid
     }
 
     /// A per-user default socket path: $XDG_RUNTIME_DIR/meowcare/NAME.sock, else /tmp/meowcare-UID/NAME.sock.

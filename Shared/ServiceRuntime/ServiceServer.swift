@@ -126,15 +126,23 @@ public final class ServiceServer: Sendable {
         }
     }
 
+    /// The peer's supplementary groups as the kernel recorded them at connect (SO_PEERGROUPS).
+    static func supplementaryGroups(_ fd: Int32) -> [UInt32] {
+        var groups = [gid_t](repeating: 0, count: 1024)
+        let count = meow_peer_groups(fd, &groups, Int32(groups.count))
+        return count > 0 ? Array(groups[0..<Int(count)]) : []
+    }
+
     private func admit(fd: Int32) {
         var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
         let peer = meow_peer_credentials(fd, &pid, &uid, &gid) == 0
             ? PeerCredentials(pid: pid, uid: uid, gid: gid) : PeerCredentials(pid: -1, uid: UInt32.max, gid: UInt32.max)
         _ = meow_set_send_timeout(fd, Int32(configuration.sendTimeoutMilliseconds))
-        guard configuration.allows(uid: peer.uid) else {
+        guard configuration.allows(uid: peer.uid, gid: peer.gid, groups: { Self.supplementaryGroups(fd) }) else {
             statistics.refused()
             logger.warning("refused a peer of another uid", ["peerUID": .int(Int(peer.uid)), "peerPID": .int(Int(peer.pid))])
-            reject(fd: fd, WireError(.peerNotAllowed, "This service accepts peers of uid \(getuid()) only; yours is \(peer.uid). Start it with --allow-uid \(peer.uid) to allow it.",
+            let groups = configuration.allowedGIDs.isEmpty ? "" : " or groups \(configuration.allowedGIDs.sorted().map(String.init).joined(separator: ", "))"
+            reject(fd: fd, WireError(.peerNotAllowed, "This service accepts peers of uid \(getuid())\(groups) only; yours is \(peer.uid). Start it with --allow-uid \(peer.uid) (or --allow-group with one of your groups) to allow it.",
                                      details: ["uid": .int(Int(peer.uid))]))
             return
         }

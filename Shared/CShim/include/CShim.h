@@ -5,6 +5,10 @@
 /// Peer credentials of a connected Unix socket (SO_PEERCRED). Returns 0 or -1 with errno set.
 int meow_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 
+/// SO_PEERGROUPS: the peer's supplementary groups at connect time, at most `capacity` of them;
+/// the count, or -1 (ERANGE when there are more than `capacity`).
+int meow_peer_groups(int fd, gid_t *groups, int capacity);
+
 /// accept4(..., SOCK_CLOEXEC): not visible from Swift's Glibc module without _GNU_SOURCE.
 int meow_accept_cloexec(int fd);
 
