@@ -11,7 +11,7 @@ public enum MeowCtl {
     meowctl — talk to a store-service or sync-service over its Unix socket
 
     Usage:
-      meowctl call  --socket PATH [--credential C | --credential-file FILE] [--timeout SECONDS] [--raw] OP [PARAMS_JSON]
+      meowctl call  --socket PATH [--credential C | --credential-file FILE] [--timeout SECONDS] [--raw] OP [PARAMS_JSON | --params-file FILE|-]
           Says hello, sends one request, prints the reply as readable JSON.
           Exit 0 on an ok reply, 1 on an error reply, 2 if the service cannot be reached.
       meowctl watch --socket PATH [--credential C | --credential-file FILE] [--topic T ...] [--count N]
@@ -122,12 +122,16 @@ public enum MeowCtl {
 enum CallCommand {
     static func run(_ arguments: [String]) async throws(CommandError) {
         let args = try Arguments(arguments, flags: ["raw"])
-        try args.check(known: ["socket", "credential", "timeout", "raw"], command: "call")
+        try args.check(known: ["socket", "credential", "timeout", "raw", "params-file"], command: "call")
         let socket = try args.required("socket", for: "call")
         guard let op = args.positional.first else { throw .usage("meowctl call needs an OP, e.g. meowctl call --socket PATH ping") }
         guard args.positional.count <= 2 else { throw .usage("meowctl call takes OP and at most one PARAMS_JSON argument (quote it).") }
         var params: JSONValue = .object([:])
-        if args.positional.count == 2 {
+        if let file = args.value("params-file") {
+            // A command-line argument stops at 128 KiB (the kernel's limit); a file or stdin does not.
+            guard args.positional.count == 1 else { throw .usage("Give PARAMS_JSON or --params-file, not both.") }
+            params = try readParams(file)
+        } else if args.positional.count == 2 {
             guard let parsed = try? JSONParser.parse(args.positional[1]), parsed.objectValue != nil else {
                 throw .usage("PARAMS_JSON must be a JSON object, e.g. '{\"echo\": 1}'; got: \(args.positional[1])")
             }
@@ -147,6 +151,23 @@ enum CallCommand {
             if error.code == .connectionClosed || error.code == .timedOut { throw .unavailable(error.message) }
             throw .errorReply
         }
+    }
+}
+
+extension CallCommand {
+    /// The params object in `path` (`-`: standard input).
+    static func readParams(_ path: String) throws(CommandError) -> JSONValue {
+        let data: Data?
+        if path == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            data = FileManager.default.contents(atPath: path)
+        }
+        guard let data else { throw .usage("Cannot read --params-file \(path).") }
+        guard let parsed = try? JSONParser.parse(Array(data)), parsed.objectValue != nil else {
+            throw .usage("--params-file \(path) must hold one JSON object (\(data.count) bytes read).")
+        }
+        return parsed
     }
 }
 

@@ -29,6 +29,25 @@ struct MeowCtlTests {
         _ = await service.process.stop()
     }
 
+    @Test("call reads params past the 128 KiB a command-line argument may hold from --params-file FILE or - (stdin)")
+    func callReadsLargeParams() async throws {
+        let service = try await RunningService.start()
+        let echo = String(repeating: "m", count: 300_000)
+        let file = service.directory.file("params.json")
+        try JSONWriter.text(["echo": .string(echo)] as JSONValue).write(toFile: file, atomically: true, encoding: .utf8)
+        let meowctl = Binaries.path("meowctl")
+        for source in ["--params-file \(file)", "--params-file - < \(file)"] {
+            let run = try await runTool("/bin/sh", ["-c", "\(meowctl) call --raw --socket \(service.socket) ping \(source)"])
+            #expect(run.status == 0, "\(source): \(run.stderr)")
+            #expect(try JSONParser.parse(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["result"]?["echo"]?.stringValue?.count == echo.count, "\(source)")
+        }
+        let both = try await runTool("meowctl", ["call", "--socket", service.socket, "ping", "{}", "--params-file", file])
+        #expect(both.status == 64)
+        let notJSON = try await runTool("/bin/sh", ["-c", "echo '[1]' | \(meowctl) call --socket \(service.socket) ping --params-file -"])
+        #expect(notJSON.status == 64 && notJSON.stderr.contains("one JSON object"))
+        _ = await service.process.stop()
+    }
+
     @Test("watch prints events as JSON lines as they arrive")
     func watchPrintsEvents() async throws {
         let service = try await RunningService.start("sync-service")
