@@ -35,6 +35,7 @@ public enum MeowCtl {
       meowctl doctor   --socket DEVICE [--cloud SYNC --credential C]   invariant violations, explained
       meowctl diff     --socket DEVICE --cloud SYNC --credential C     a device against the cloud, zone by zone
       meowctl log      --socket SYNC --credential ADMIN [filters] [--follow]   the cloud's request log
+      meowctl snapshot export|import --socket SYNC --credential ADMIN --file PATH   the whole cloud to or from a file
 
     A credential (--credential C) can also come from --credential-file FILE (mode 0600) or
     $MEOW_CREDENTIAL: a command line is visible to every local user.
@@ -66,8 +67,9 @@ public enum MeowCtl {
             case "doctor": try await DoctorCommand.run(rest)
             case "diff": try await DiffCommand.run(rest)
             case "log": try await LogCommand.run(rest)
+            case "snapshot": try await SnapshotCommand.run(rest)
             case "--version", "version": print("meowctl \(MeowVersion.current)")
-            default: throw CommandError.usage("Unknown command '\(command)'. Commands: call, watch, tap, demo, events, sessions, share, sync, doctor, diff, log.")
+            default: throw CommandError.usage("Unknown command '\(command)'. Commands: call, watch, tap, demo, events, sessions, share, sync, doctor, diff, log, snapshot.")
             }
             return 0
         } catch let error as CommandError {

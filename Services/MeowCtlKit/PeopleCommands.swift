@@ -7,13 +7,16 @@ enum PeopleCommands {
         "sync": SyncCommand.help + deviceNote,
         "doctor": DoctorCommand.help + deviceAndCloudNote,
         "diff": DiffCommand.help + deviceAndCloudNote,
-        "log": LogCommand.help + """
-
-
-        A local deployment: --dir DIR (deploy/meowcare-local up --dir DIR) instead of --socket and
-        --credential: its sync-service and its admin credential.
-        """,
+        "log": LogCommand.help + adminNote,
+        "snapshot": SnapshotCommand.help + adminNote,
     ]
+
+    static let adminNote = """
+
+
+    A local deployment: --dir DIR (deploy/meowcare-local up --dir DIR) instead of --socket and
+    --credential: its sync-service and its admin credential.
+    """
 
     static let deviceNote = """
 

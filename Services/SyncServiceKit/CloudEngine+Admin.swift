@@ -30,7 +30,12 @@ public struct CloudSnapshot: Codable, Sendable {
 public struct ExportSnapshotParams: Codable, Sendable {
     /// Users' credentials in clear in the snapshot (default: null).
     public var includeCredentials: Bool?
-    public init(includeCredentials: Bool? = nil) { self.includeCredentials = includeCredentials }
+    /// Write the snapshot to this file (absolute, on the service's machine) instead of answering it.
+    public var path: String?
+    public init(includeCredentials: Bool? = nil, path: String? = nil) {
+        self.includeCredentials = includeCredentials
+        self.path = path
+    }
 }
 
 public struct SnapshotResult: Codable, Sendable {

@@ -16,7 +16,9 @@ public struct UsersResult: Codable, Sendable {
 }
 
 public struct ImportSnapshotParams: Codable, Sendable {
-    public var snapshot: CloudSnapshot
+    /// The snapshot inline, or the absolute path of a file holding it (one of the two).
+    public var snapshot: CloudSnapshot?
+    public var path: String?
 }
 
 /// The sync-service's operation table: users' ops (access `.authenticated`, account status
@@ -69,10 +71,19 @@ struct SyncOperations {
         admin("admin.setAccountStatus", AccountStatusParams.self, "available, noAccount or temporarilyUnavailable.") { try $0.setAccountStatus($1.user, $1.status) }
         admin("admin.listUsers", Empty.self, "Every user and account status.") { engine, _ in UsersResult(users: try engine.listUsers()) }
         admin("admin.reset", ResetParams.self, "Removes everything, one user's data, or one zone.") { try $0.reset($1) }
-        admin("admin.exportSnapshot", ExportSnapshotParams.self, "The whole cloud as one JSON snapshot; credentials only with includeCredentials.") { engine, params in
-            try engine.exportSnapshot(includeCredentials: params.includeCredentials ?? false)
+        admin("admin.exportSnapshot", ExportSnapshotParams.self, "The whole cloud as one JSON snapshot (or into params.path); credentials only with includeCredentials.") { engine, params in
+            let snapshot = try engine.exportSnapshot(includeCredentials: params.includeCredentials ?? false).snapshot
+            guard let path = params.path else { return SnapshotExport(snapshot: snapshot) }
+            let bytes = try SnapshotFile.write(snapshot, to: path)
+            return SnapshotExport(path: path, bytes: bytes, tables: snapshot.tables.mapValues(\.count))
         }
-        admin("admin.importSnapshot", ImportSnapshotParams.self, "Replaces the whole cloud with a snapshot.") { try $0.importSnapshot($1.snapshot) }
+        admin("admin.importSnapshot", ImportSnapshotParams.self, "Replaces the whole cloud with a snapshot (inline or from params.path).") { engine, params in
+            switch (params.snapshot, params.path) {
+            case let (snapshot?, nil): return try engine.importSnapshot(snapshot)
+            case let (nil, path?): return try engine.importSnapshot(try SnapshotFile.read(path))
+            default: throw WireError(.invalidArguments, "admin.importSnapshot takes params.snapshot (the snapshot itself) or params.path (a file holding it), exactly one.")
+            }
+        }
         admin("admin.setClock", ClockParams.self, "Fixes, advances or releases the clock.") { engine, params in
             if let advance = params.advanceSeconds {
                 engine.setClock(engine.now() + advance)
