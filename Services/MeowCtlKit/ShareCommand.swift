@@ -14,6 +14,8 @@ enum ShareCommand {
       meowctl share remove      --socket PATH --zone ZONE --user USER [--json]
       meowctl share stop        --socket PATH --zone ZONE [--json]
           The owner's side: invite a participant, change or remove one, end the share.
+      meowctl share owned       --socket PATH [--json]
+          The shares this user owns: zone, root, records, and each participant.
       meowctl share invitations --socket PATH [--json]
       meowctl share accept      --socket PATH --zone ZONE --owner OWNER [--json]
       meowctl share leave       --socket PATH --zone ZONE --owner OWNER [--json]
@@ -25,7 +27,7 @@ enum ShareCommand {
     alreadyShared, mirrorNotConfigured), 2 unreachable, 64 usage.
     """
 
-    static let subcommands = ["create", "invite", "permission", "remove", "stop", "invitations", "accept", "leave", "list"]
+    static let subcommands = ["create", "invite", "permission", "remove", "stop", "owned", "invitations", "accept", "leave", "list"]
 
     static func run(_ arguments: [String]) async throws(CommandError) {
         let args = try Arguments.parse(arguments, command: "share",
@@ -48,6 +50,7 @@ enum ShareCommand {
             let result = try await device.call("share.stop", ["zoneName": .string(zone)])
             output.json ? output.emit(["ok": true, "result": result]) : output.say("Stopped sharing \(zone); participants lose it at their next fetch.")
         case "invitations": try await invitations(device)
+        case "owned": try await owned(device)
         case "accept", "leave": try await participate(args, device, subcommand)
         default: try await list(device)
         }
@@ -100,6 +103,19 @@ enum ShareCommand {
             [$0["zoneID"]?["zoneName"].cell ?? "–", $0["zoneID"]?["ownerName"].cell ?? "–", $0["permission"].cell,
              $0["acceptanceStatus"].cell, $0["role"].cell]
         }).rendered)
+    }
+
+    private static func owned(_ device: ServiceSession) async throws(CommandError) {
+        let shares = try await device.call("share.owned")["shares"]?.arrayValue ?? []
+        if device.output.json { return device.output.emit(["ok": true, "shares": .array(shares)]) }
+        var rows: [[String]] = []
+        for share in shares {
+            let participants = (share["participants"]?.arrayValue ?? []).filter { $0["role"] != "owner" }
+            let people = participants.map { "\($0["user"].cell):\($0["permission"].cell) (\($0["acceptanceStatus"].cell))" }
+            rows.append([share["zoneID"]?["zoneName"].cell ?? "–", share["rootRecordName"]?.stringValue ?? "(zone-wide)", share["recordCount"].cell,
+                         share["publicPermission"].cell, people.isEmpty ? "–" : people.joined(separator: ", ")])
+        }
+        device.output.say(Table(["ZONE", "ROOT", "RECORDS", "PUBLIC", "PARTICIPANTS"], rows).rendered)
     }
 
     private static func participate(_ args: Arguments, _ device: ServiceSession, _ subcommand: String) async throws(CommandError) {

@@ -207,5 +207,9 @@ extension StoreService {
             let mirror = try mirror()
             return try mirror.exclusive("share.invitations") { CloudMirror.withoutKeptTexts(try mirror.call("shares.invitations", [:])) }
         }
+        registry.register("share.owned", params: Empty.self, summary: "The shares this user owns, with their participants.") { [self] _, _ in
+            let mirror = try mirror()
+            return try mirror.exclusive("share.owned") { CloudMirror.withoutKeptTexts(try mirror.call("shares.owned", [:])) }
+        }
     }
 }

@@ -61,6 +61,7 @@ struct SyncOperations {
             try $0.setPublicPermission(caller: $1, $2, trace: $3)
         }
         user("shares.invitations", Empty.self, "Shares the caller is invited to or has accepted.") { engine, caller, _, _ in try engine.invitations(caller: caller) }
+        user("shares.owned", Empty.self, "The shares the caller owns, with their participants.") { engine, caller, _, _ in try engine.ownedShares(caller: caller) }
         user("participants.add", ShareParams.self, "Owner: invites a user with a permission.") { try $0.addParticipant(caller: $1, $2, trace: $3) }
         user("participants.setPermission", ShareParams.self, "Owner: changes a participant's permission.") {
             try $0.setParticipantPermission(caller: $1, $2, trace: $3)
