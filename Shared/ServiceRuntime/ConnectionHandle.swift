@@ -127,7 +127,7 @@ public final class ConnectionHandle: Sendable {
                 state.dropped += state.queued.count + 1
                 state.queued.removeAll()
                 state.queuedBytes = 0
-                let notice = Array(#"{"reason":"The client did not read events fast enough; events were dropped. Refetch state."#.utf8)
+                let notice = Array(#"{"reason":"The client did not read events fast enough; events were dropped. Refetch state.""#.utf8)
                     + Array(#","dropped":\#(state.dropped)}"#.utf8)
                 state.queued.append(Self.eventFrame("resyncRequired", seq: state.nextSeq, data: notice))
                 state.nextSeq += 1

@@ -51,7 +51,9 @@ public struct OperationRegistry: Sendable {
             name: name, access: access, summary: summary,
             decodeParams: { container, present in
                 if present { return try container.decode(Params.self, forKey: .params) }
-                return try JSONValueDecoder().decode(Params.self, from: JSONValue.object([:]))
+                // Decoded under a `params` key, so a missing field is named `params.name` as it
+                // is when the client sent params.
+                return try JSONValueDecoder().decode(ParamsLeftOut<Params>.self, from: ["params": [:]]).params
             },
             readParams: Self.paramsReader(Params.self),
             run: { params, context in try handler(params as! Params, context) })
@@ -68,6 +70,8 @@ public struct OperationRegistry: Sendable {
     }
 
     func entry(_ name: String) -> Entry? { entries[name] }
+
+    private struct ParamsLeftOut<Params: Decodable>: Decodable { var params: Params }
 
     public var names: [String] { entries.keys.sorted() }
 }
