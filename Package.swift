@@ -53,6 +53,8 @@ let package = Package(
                     path: "Tests/SyncServiceTests", swiftSettings: strict),
         .testTarget(name: "MirrorTests", dependencies: ["StoreServiceKit", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
                     path: "Tests/MirrorTests", swiftSettings: strict),
+        .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "MeowWire", "TestSupport"],
+                    path: "Tests/ServiceRuntimeTests", swiftSettings: strict),
         .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire"],
                     path: "Tests/IntegrationTests", swiftSettings: strict),
     ]
