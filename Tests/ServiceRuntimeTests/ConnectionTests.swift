@@ -107,9 +107,7 @@ struct ConnectionTests {
         let missing = try served.client.call(#"{"id":3,"op":"test.echoName"}"#)
         #expect(missing["error"]?["code"] == "missingField")
         #expect(missing["error"]?["details"]?["op"] == "test.echoName")
-        withKnownIssue("params left out are decoded from {} at the root, so the field is named 'name', not 'params.name' as with params given (OperationRegistry.register)") {
-            #expect(missing["error"]?["details"]?["field"] == "params.name")
-        }
+        #expect(missing["error"]?["details"]?["field"] == "params.name", "named as when params are given")
         _ = await served.end()
     }
 
