@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import Synchronization
 import MeowWire
@@ -33,15 +34,15 @@ extension CloudMirror {
     // Replies are read straight from the JSON tree the client already parsed (decoding them
     // again through Codable doubled the cost of a fetch).
     private struct DatabaseChanges {
-        var changedZones: [MirrorZoneID]
-        var deletedZones: [MirrorZoneID]
-        var purgedZones: [MirrorZoneID]
-        var encryptedDataResetZones: [MirrorZoneID]
+        var changedZones: [ZoneID]
+        var deletedZones: [ZoneID]
+        var purgedZones: [ZoneID]
+        var encryptedDataResetZones: [ZoneID]
         var token: String
         var moreComing: Bool
 
         init(json: JSONValue) {
-            func zones(_ key: String) -> [MirrorZoneID] { (json[key]?.arrayValue ?? []).compactMap(MirrorZoneID.init(json:)) }
+            func zones(_ key: String) -> [ZoneID] { (json[key]?.arrayValue ?? []).compactMap { ZoneID(tree: $0) } }
             changedZones = zones("changedZones")
             deletedZones = zones("deletedZones")
             purgedZones = zones("purgedZones")
@@ -170,7 +171,7 @@ extension CloudMirror {
         guard try storeName(scope) != nil else { return }
         let database = scope == .private ? "private" : "shared"
         let fullFetch = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) } == nil
-        var currentZones: Set<MirrorZoneID> = []
+        var currentZones: Set<ZoneID> = []
         // Deletions are held until every changed zone is applied (`holdTombstones`). A move
         // is one request, so once a round has seen its old zone's tombstone, the next round
         // sees its new zone if this one did not: rounds repeat (a few at most) while
@@ -211,7 +212,7 @@ extension CloudMirror {
     }
 
     /// One pass over the database's changes from its token: whether any zone changed.
-    private func fetchDatabaseChanges(_ scope: StoreScope, database: String, zones currentZones: inout Set<MirrorZoneID>,
+    private func fetchDatabaseChanges(_ scope: StoreScope, database: String, zones currentZones: inout Set<ZoneID>,
                                       report: inout MirrorFetchReport) throws -> Bool {
         var changedAny = false
         while true {
@@ -239,8 +240,8 @@ extension CloudMirror {
             }
             // Share zones before the core-data zone: sharing moves records out of the core-data
             // zone, and the move's creates are then known before its deletes arrive.
-            let ordered = changes.changedZones.filter { $0.zoneName != MirrorState.coreDataZone }
-                + changes.changedZones.filter { $0.zoneName == MirrorState.coreDataZone }
+            let ordered = changes.changedZones.filter { $0.zoneName != ZoneID.coreDataZoneName }
+                + changes.changedZones.filter { $0.zoneName == ZoneID.coreDataZoneName }
             for zone in ordered { try fetchZone(zone, scope: scope, database: database, report: &report) }
             currentZones.formUnion(changes.changedZones)
             changedAny = changedAny || !changes.changedZones.isEmpty
@@ -250,7 +251,7 @@ extension CloudMirror {
         return changedAny
     }
 
-    func fetchZone(_ zone: MirrorZoneID, scope: StoreScope, database: String, report: inout MirrorFetchReport) throws {
+    func fetchZone(_ zone: ZoneID, scope: StoreScope, database: String, report: inout MirrorFetchReport) throws {
         // A fetch from nil lists live records only, no deletions: the records this device knows
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
@@ -329,7 +330,7 @@ extension CloudMirror {
         if let listed {
             let gone = try state(scope) { state, _, _ in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
             if !gone.isEmpty {
-                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, token: nil,
+                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, CloudKitNames.coreDataName($0.entity)) }, zone: zone, scope: scope, token: nil,
                               holdDeletes: true, report: &report)
             }
         }
@@ -346,7 +347,7 @@ extension CloudMirror {
     /// as a client's save does: waiting.)
     /// `holdDeletes`: the page's deletions are kept (`holdTombstones`) for the fetch's end
     /// rather than applied.
-    func applyPage(_ changed: [MirrorRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: MirrorZoneID,
+    func applyPage(_ changed: [MirrorRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: ZoneID,
                            scope: StoreScope, token: String?, holdDeletes: Bool, report: inout MirrorFetchReport) throws {
         let me = user
         try state(scope) { state, index, stores in
@@ -592,8 +593,8 @@ extension CloudMirror {
     /// in `arriving` is not that object: CloudKit names a record by (recordName, zoneID), so a
     /// record in a zone of another owner — or of another entity — is another record, however
     /// its name reads. Only a move between one owner's zones (sharing) carries a record over.
-    static func heldElsewhere(_ uuid: String, arriving: MirrorZoneID, entity: EntityDescription, meta: MirrorState.Meta?,
-                              hasRow: Bool, state: MirrorState) throws -> MirrorZoneID? {
+    static func heldElsewhere(_ uuid: String, arriving: ZoneID, entity: EntityDescription, meta: MirrorState.Meta?,
+                              hasRow: Bool, state: MirrorState) throws -> ZoneID? {
         if let meta {
             return meta.zone.ownerName != arriving.ownerName || meta.entity != entity.name ? meta.zone : nil
         }
@@ -605,7 +606,7 @@ extension CloudMirror {
     /// (`sync.status` lists it, doctor reports it), in the page's transaction; the notice to
     /// tell clients, unless that version was refused before. The store holds one object per
     /// record name, so the record is not imported beside the object it collides with.
-    func refuseCollision(_ record: MirrorRecord, entity: EntityDescription, heldIn: MirrorZoneID, state: MirrorState) throws -> ImportRefusedNotice? {
+    func refuseCollision(_ record: MirrorRecord, entity: EntityDescription, heldIn: ZoneID, state: MirrorState) throws -> ImportRefusedNotice? {
         let error = WireError(.uniquenessConstraint,
                               "Record '\(record.recordName)' of zone \(record.zoneID.key) has the name of an object this store holds in zone \(heldIn.key). A record of another owner's zone is another record: it was not imported, and the object was left as it is.",
                               details: ["recordName": .string(record.recordName), "zone": .string(record.zoneID.key), "heldInZone": .string(heldIn.key)])
@@ -669,7 +670,7 @@ extension CloudMirror {
     /// A zone is gone (deleted, purged, or the user left / was removed / the share ended): its
     /// local rows are removed, its queued changes discarded (never moved elsewhere) and its
     /// token forgotten (docs/RULES.md, mirroring: zones deleted or purged; scenarios 25, 41, 42).
-    func removeZone(_ zone: MirrorZoneID, scope: StoreScope, purged: Bool, report: inout MirrorFetchReport) throws {
+    func removeZone(_ zone: ZoneID, scope: StoreScope, purged: Bool, report: inout MirrorFetchReport) throws {
         try state(scope) { state, index, stores in
             let store = state.store
             try ingest(store)

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 import ServiceRuntime
@@ -44,7 +45,7 @@ extension CloudMirror {
         /// The saved record's fields as JSON text (`MirrorRecordCoding.fieldsText`).
         var fieldsText: String?
         /// A delete: of the record itself, or of its old copy when it moves to another zone.
-        var delete: MirrorZoneID?
+        var delete: ZoneID?
         /// A save of the record where it is, with its tag, before it moves (`buildBatch`).
         var touch = false
         /// `fieldsText` holds only the keys changed here: the server's copy is the kept one with them applied.
@@ -171,7 +172,7 @@ extension CloudMirror {
     /// Records the batch's creates (records without a tag: new to the server, or to a zone
     /// they move into) per zone, before the batch goes out.
     private static func recordCreates(of items: [Item], state: MirrorState) throws -> [Int64] {
-        var byZone: [MirrorZoneID: [MirrorState.Pending]] = [:]
+        var byZone: [ZoneID: [MirrorState.Pending]] = [:]
         for item in items {
             guard let record = item.record, record.recordChangeTag == nil else { continue }
             byZone[record.zoneID, default: []].append(item.pending)
@@ -199,7 +200,6 @@ extension CloudMirror {
     static let goneCodes: Set<ErrorCode> = [.zoneNotFound, .userDeletedZone, .unknownItem, .permissionFailure]
 
     private struct RecordsFetchRequest: Encodable {
-        struct RecordID: Encodable { var recordName: String; var zoneID: MirrorZoneID }
         var database: String
         var recordIDs: [RecordID]
     }
@@ -233,7 +233,7 @@ extension CloudMirror {
             var found: [MirrorRecord] = []
             if !row.entries.isEmpty {
                 let request = RecordsFetchRequest(database: outstanding.database,
-                                                  recordIDs: row.entries.map { RecordsFetchRequest.RecordID(recordName: $0.name, zoneID: row.zone) })
+                                                  recordIDs: row.entries.map { RecordID(recordName: $0.name, zoneID: row.zone) })
                 switch attempt("records.fetch", request) {
                 case let .success(result):
                     found = (result["records"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
@@ -530,7 +530,7 @@ extension CloudMirror {
         }
     }
 
-    private struct DeleteRef: Codable { var recordName: String; var zoneID: MirrorZoneID }
+    private struct DeleteRef: Codable { var recordName: String; var zoneID: ZoneID }
 
     /// What a records.modify reply says was done: saved records' new change tags by name, and
     /// the names deleted (read for the members a verdict needs rather than decoded whole: a
@@ -598,7 +598,7 @@ extension CloudMirror {
             out += #","saves":["#
             var first = true
             // A batch's records share a zone or two: each zone's JSON is written once.
-            var zoneTexts: [MirrorZoneID: String] = [:]
+            var zoneTexts: [ZoneID: String] = [:]
             for item in items {
                 guard let record = item.record, let fields = item.fieldsText else { continue }
                 if !first { out += "," }
@@ -635,14 +635,14 @@ extension CloudMirror {
     }
 
     /// Creates the private database zones a batch needs (once per process and zone; again after zoneNotFound).
-    func ensureZones(_ zones: Set<MirrorZoneID>) throws {
+    func ensureZones(_ zones: Set<ZoneID>) throws {
         let missing = progress.withLock { state in zones.filter { !state.zonesEnsured.contains($0.key) } }
         guard !missing.isEmpty else { return }
         _ = try call("zones.save", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: Array(missing))))
         progress.withLock { state in for zone in missing { state.zonesEnsured.insert(zone.key) } }
     }
 
-    struct ZonesRequest: Codable { var database: String; var zoneIDs: [MirrorZoneID] }
+    struct ZonesRequest: Codable { var database: String; var zoneIDs: [ZoneID] }
 
     /// The due entries of the queue as records, payloads built now from the rows as they are.
     /// Reads the next batch; writes nothing (it may run on the store's reading connection).
@@ -657,7 +657,7 @@ extension CloudMirror {
         var count = 0
         var after = start
         // Zones of related records (a batch of a session's events asks for one session's zone).
-        var zones: [String: MirrorZoneID?] = [:]
+        var zones: [String: ZoneID?] = [:]
         var texts = MirrorRecordCoding.TextCache()
         while count < limit {
             let due = try state.dueEntries(now: now, limit: limit, after: after)
@@ -707,8 +707,8 @@ extension CloudMirror {
                 if only != nil, entry.movedFromKept, fields.hasSuffix("}") {
                     fields = String(fields.dropLast()) + (fields == "{}" ? "" : ",") + "\"\(MovedFrom.field)\":null}"
                 }
-                var record = MirrorRecord(recordName: pending.uuid, zoneID: zone, recordType: "CD_\(entity.name)", fields: nil)
-                var move: MirrorZoneID?
+                var record = MirrorRecord(recordName: pending.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(entity.name), fields: nil)
+                var move: ZoneID?
                 var partial = false
                 if let meta {
                     if meta.zone == zone {
@@ -788,8 +788,8 @@ extension CloudMirror {
     /// The cloud zone of a record: shared store — the row's share zone; private store — the
     /// zone of the object it belongs to (an event follows its session into a share zone),
     /// else its own known zone, else Core Data's zone.
-    func zone(for uuid: String, entity: EntityDescription, state: MirrorState) throws -> MirrorZoneID? {
-        var cache: [String: MirrorZoneID?] = [:]
+    func zone(for uuid: String, entity: EntityDescription, state: MirrorState) throws -> ZoneID? {
+        var cache: [String: ZoneID?] = [:]
         guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
             return try state.meta(uuid)?.zone
         }
@@ -797,7 +797,7 @@ extension CloudMirror {
     }
 
     private func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
-                      cache: inout [String: MirrorZoneID?], depth: Int = 0) throws -> MirrorZoneID? {
+                      cache: inout [String: ZoneID?], depth: Int = 0) throws -> ZoneID? {
         let store = state.store
         if store.scope == .shared {
             return try row.zone.flatMap { try state.shareZone(key: $0) }
@@ -811,7 +811,7 @@ extension CloudMirror {
                     if let known { return known }
                     continue
                 }
-                var found: MirrorZoneID?
+                var found: ZoneID?
                 if let targetUUID = try state.uuid(entity: destination.name, primaryKey: target),
                    let targetRow = try store.read(destination, primaryKey: target) {
                     found = try zone(for: targetUUID, entity: destination, row: targetRow, state: state, cache: &cache, depth: depth + 1)
@@ -982,7 +982,7 @@ extension CloudMirror {
         // The owner deleted a share's root: the share zone goes (its share with it), so
         // participants' next fetch removes the whole zone (scenario 41).
         for zone in rootsDeleted {
-            _ = try? call("zones.delete", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [MirrorZoneID(zoneName: zone)])))
+            _ = try? call("zones.delete", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [ZoneID(zoneName: zone)])))
             try withStores { stores in
                 if let index = Self.storeIndex(.private, in: stores) { try MirrorState(stores.list[index]).dropShare(zone: zone) }
             }
@@ -1014,7 +1014,7 @@ extension CloudMirror {
     }
 
     /// zoneNotFound (or an encrypted-data reset): every known record of the zone is sent again as new.
-    func requeueZone(_ zone: MirrorZoneID, state: MirrorState) throws {
+    func requeueZone(_ zone: ZoneID, state: MirrorState) throws {
         for meta in try state.metas(inZone: zone) {
             // The stamps may live only in the server fields about to be forgotten: kept first.
             if let stamps = try state.fieldTimesText(meta.uuid) { try state.replaceFieldTimes(meta.uuid, text: stamps) }
@@ -1032,7 +1032,7 @@ extension CloudMirror {
 
     /// permissionFailure: the server is the authority. An edit goes back to the server's copy; an
     /// insert the server never had is deleted; the device's clients are told (docs/RULES.md, mirroring: permissions checked twice).
-    private func revert(_ pending: MirrorState.Pending, entity: EntityDescription, zone: MirrorZoneID?, storeName: String, error: WireError) throws {
+    private func revert(_ pending: MirrorState.Pending, entity: EntityDescription, zone: ZoneID?, storeName: String, error: WireError) throws {
         var serverCopy: MirrorRecord?
         if let zone, pending.kind != .insert {
             let database = try withStores { stores in Self.database(of: stores.list[try stores.index(named: storeName)]) }

@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
@@ -19,7 +20,7 @@ struct MirrorRecord: Sendable {
     }
 
     var recordName: String
-    var zoneID: MirrorZoneID
+    var zoneID: ZoneID
     var recordType: String
     /// The fields as a tree: the one the record was made with or that its reply carried, else
     /// read from `fieldsText` on each use. A fetched record's fields in stored form come as text
@@ -35,12 +36,9 @@ struct MirrorRecord: Sendable {
     var share: Reference?
     var shareInfo: ShareInfo?
 
-    static let shareType = "cloudkit.share"
-    static let zoneShareName = "cloudkit.zoneshare"
+    var isShare: Bool { recordType == CloudKitNames.shareRecordType }
 
-    var isShare: Bool { recordType == Self.shareType }
-
-    init(recordName: String, zoneID: MirrorZoneID, recordType: String, fields: [String: JSONValue]?) {
+    init(recordName: String, zoneID: ZoneID, recordType: String, fields: [String: JSONValue]?) {
         self.recordName = recordName
         self.zoneID = zoneID
         self.recordType = recordType
@@ -49,7 +47,7 @@ struct MirrorRecord: Sendable {
 
     /// Reads a record from the JSON tree of a reply (nil when it is not one).
     init?(json: JSONValue) {
-        guard let name = json["recordName"]?.stringValue, let zone = json["zoneID"].flatMap(MirrorZoneID.init(json:)),
+        guard let name = json["recordName"]?.stringValue, let zone = ZoneID(tree: json["zoneID"]),
               let type = json["recordType"]?.stringValue else { return nil }
         recordName = name
         zoneID = zone
@@ -66,7 +64,7 @@ struct MirrorRecord: Sendable {
     /// (fields not in stored form, share records' participants), and the caller parses the reply.
     /// `fields`: the fields read from the same scan (`StoredFields.fields` of `fieldsText`).
     init?(scanning scanner: inout JSONScanner, fields: inout [StoredFields.Field]?) {
-        var name: String?, zone: MirrorZoneID?, type: String?, tag: String?, text: String?, found: [StoredFields.Field]?
+        var name: String?, zone: ZoneID?, type: String?, tag: String?, text: String?, found: [StoredFields.Field]?
         var reference: String?
         let read = scanner.object { key, scanner in
             switch key {
@@ -76,7 +74,7 @@ struct MirrorRecord: Sendable {
                 guard let value = scanner.optionalString() else { return false }
                 tag = value
                 return true
-            case "zoneID": zone = MirrorZoneID(scanning: &scanner); return zone != nil
+            case "zoneID": zone = ZoneID(scanning: &scanner); return zone != nil
             case "fields":
                 guard let bytes = scanner.text(endingWith: { bytes, start in
                     guard let (end, read) = StoredFields.endAndFields(bytes, from: start) else { return nil }
@@ -129,14 +127,14 @@ struct MirrorRecord: Sendable {
     }
 
     /// `CD_CareEvent` → `CareEvent`.
-    var entityName: String? { recordType.hasPrefix("CD_") ? String(recordType.dropFirst(3)) : nil }
+    var entityName: String? { CloudKitNames.entityName(recordType: recordType) }
 }
 
 /// Conversions between store rows and Core Data's CloudKit record shape: record type
 /// `CD_<Entity>`, fields `CD_<attribute>`, to-one relationships as the related record's name,
 /// `CD_entityName`, and this project's `MC_fieldModified` (per-field edit stamps, JSON text).
 enum MirrorRecordCoding {
-    static func fieldName(_ property: String) -> String { "CD_\(property)" }
+    static func fieldName(_ property: String) -> String { CloudKitNames.coreDataName(property) }
 
     static let isoFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
@@ -174,7 +172,7 @@ enum MirrorRecordCoding {
             // The stored properties' fields in name order (the order a fetch reads them in), and
             // the entity's name in its place among them (position -1): records go out in key
             // order, the stored form the sync-service keeps without writing them again.
-            let fields = (MirrorImport.FieldLayout(entity).sorted + [(MirrorState.entityNameField, -1)]).sorted { $0.name < $1.name }
+            let fields = (MirrorImport.FieldLayout(entity).sorted + [(CloudKitNames.entityNameField, -1)]).sorted { $0.name < $1.name }
             let layout = fields.map { name, position -> (position: Int, name: String, opening: String) in
                 // The entity's name and relationships (related record names) are strings.
                 let type = position < 0 || position >= entity.attributes.count ? "string" : fieldType(entity.attributes[position].type)
@@ -267,7 +265,7 @@ enum MirrorRecordCoding {
     /// double sent as `250.0` and read back as `250` compare equal.
     static func dataFields(_ fields: [String: JSONValue]?) -> [String: JSONValue] {
         var result: [String: JSONValue] = [:]
-        for (name, field) in fields ?? [:] where name != MirrorState.fieldTimesField && name != MirrorState.entityNameField
+        for (name, field) in fields ?? [:] where name != MirrorState.fieldTimesField && name != CloudKitNames.entityNameField
             && name != MovedFrom.field {
             guard var object = field.objectValue, let type = object["type"]?.stringValue, type == "double" || type == "date",
                   let number = object["value"]?.doubleValue else {

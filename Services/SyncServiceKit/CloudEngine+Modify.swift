@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 
@@ -548,7 +549,7 @@ struct ModifyBatch {
         }
         let existing = lookUp ? try state.record(zone: zone.id, name: record.recordName) : nil
         let live = existing.flatMap { $0.deleted ? nil : $0 }
-        if let live, live.type != record.recordType && (live.type == CloudRecord.shareRecordType || record.isShare) {
+        if let live, live.type != record.recordType && (live.type == CloudKitNames.shareRecordType || record.isShare) {
             throw WireError(.invalidArguments, "Record '\(record.recordName)' cannot change between a share and a non-share record.")
         }
         let share = record.isShare ? nil : (record.share?.recordName ?? live?.share)
@@ -629,7 +630,7 @@ struct ModifyBatch {
         guard !zone.isDefaultZone else {
             throw WireError(.invalidArguments, "Shares live in custom zones; _defaultZone cannot hold a share.")
         }
-        if record.recordName == CloudRecord.zoneShareName {
+        if record.recordName == CloudKitNames.zoneShareName {
             if let other = try state.db.scalar("SELECT name FROM shares WHERE zone = ?", [zone.id])?.string {
                 throw WireError(.alreadyShared, "Zone \(zone.name) already has share '\(other)'; a zone-wide share would put its records in two shares.",
                                 details: ["otherShare": .string(other)])
@@ -683,7 +684,7 @@ struct ModifyBatch {
     private func planDelete(_ item: DeleteItem, zone: ZoneRow, deleteNames: Set<String>) throws -> Plan {
         guard let live = try state.liveRecord(zone: zone.id, name: item.recordName) else { return .delete(nil) }
         if scope == .shared {
-            if live.type == CloudRecord.shareRecordType {
+            if live.type == CloudKitNames.shareRecordType {
                 guard try state.participation(zone: zone.id, share: live.name, user: caller) != nil else {
                     let reason = "\(caller) is not a participant of share \(live.name)"
                     trace?.decide(false, reason, zone: zone.zoneID, record: live.name)
@@ -737,7 +738,7 @@ struct ModifyBatch {
         for index in indices {
             switch plans[index] {
             case let .delete(live?)?:
-                if live.type == CloudRecord.shareRecordType {
+                if live.type == CloudKitNames.shareRecordType {
                     try state.endShare(zone: zone, name: live.name, user: caller)
                 } else {
                     if let share = live.share { try state.endShare(zone: zone, name: share, user: caller) }
@@ -756,7 +757,7 @@ struct ModifyBatch {
         let presented = zone.zoneID.presented(to: caller)
         for (stored, fields) in savedStored {
             // Share records and roots may have changed again in this request (share created or ended).
-            let changedSince = stored.type == CloudRecord.shareRecordType || stored.share != nil
+            let changedSince = stored.type == CloudKitNames.shareRecordType || stored.share != nil
             let current = changedSince ? try state.liveRecord(zone: zone.id, name: stored.name) ?? stored : stored
             var saved = try state.render(current, zone: zone, presentedZoneID: presented, fields: changedSince ? nil : fields ?? [:])
             if !changedSince, fields == nil, let text = current.fields {

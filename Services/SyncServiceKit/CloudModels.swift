@@ -1,38 +1,8 @@
 import FoundationEssentials
+import CloudWire
 import MeowWire
 
-/// The two databases a user reaches. (CloudKit's public database is not modelled.)
-public enum DatabaseScope: String, Codable, Sendable, Hashable {
-    case `private`, shared
-}
-
-/// A zone's identity: (zoneName, ownerName). `__defaultOwner__` means the caller.
-public struct ZoneID: Codable, Sendable, Hashable {
-    public static let defaultOwner = "__defaultOwner__"
-    public static let defaultZoneName = "_defaultZone"
-    public static let coreDataZoneName = "com.apple.coredata.cloudkit.zone"
-
-    public var zoneName: String
-    public var ownerName: String
-
-    public init(zoneName: String, ownerName: String = ZoneID.defaultOwner) {
-        self.zoneName = zoneName
-        self.ownerName = ownerName
-    }
-
-    enum CodingKeys: String, CodingKey { case zoneName, ownerName }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        zoneName = try container.decode(String.self, forKey: .zoneName)
-        ownerName = try container.decodeIfPresent(String.self, forKey: .ownerName) ?? ZoneID.defaultOwner
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try encode(into: &container)
-    }
-
+extension ZoneID {
     /// The real owner: `__defaultOwner__` replaced by the caller.
     func resolved(caller: String) -> ZoneID {
         ownerName == ZoneID.defaultOwner ? ZoneID(zoneName: zoneName, ownerName: caller) : self
@@ -45,33 +15,6 @@ public struct ZoneID: Codable, Sendable, Hashable {
 
     var isDefaultOrCoreDataZone: Bool {
         zoneName == ZoneID.defaultZoneName || zoneName == ZoneID.coreDataZoneName
-    }
-}
-
-/// A reference to another record of the same zone (`parent`, `share`, reference fields).
-public struct RecordReference: Codable, Sendable, Hashable {
-    public var recordName: String
-    public var action: String?
-    public init(recordName: String, action: String? = nil) {
-        self.recordName = recordName
-        self.action = action
-    }
-
-    enum CodingKeys: String, CodingKey { case recordName, action }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try encode(into: &container)
-    }
-}
-
-/// A record's identity in requests: recordName + zoneID.
-public struct RecordID: Codable, Sendable, Hashable {
-    public var recordName: String
-    public var zoneID: ZoneID
-    public init(recordName: String, zoneID: ZoneID) {
-        self.recordName = recordName
-        self.zoneID = zoneID
     }
 }
 
@@ -94,9 +37,6 @@ public struct ShareInfo: Codable, Sendable, Hashable {
 /// A record on the wire. `fields` maps a field name to `{"type": …, "value": …}`; field types
 /// the server does not know are kept and returned unchanged.
 public struct CloudRecord: Codable, Sendable, Hashable {
-    public static let shareRecordType = "cloudkit.share"
-    public static let zoneShareName = "cloudkit.zoneshare"
-
     public var recordName: String
     public var zoneID: ZoneID
     public var recordType: String
@@ -195,7 +135,7 @@ public struct CloudRecord: Codable, Sendable, Hashable {
         try encode(into: &c)
     }
 
-    var isShare: Bool { recordType == CloudRecord.shareRecordType }
+    var isShare: Bool { recordType == CloudKitNames.shareRecordType }
 }
 
 /// Field types the server checks; any other type is stored as given. Values follow

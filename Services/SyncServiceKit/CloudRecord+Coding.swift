@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 
 /// Records on the wire are the hot path of records.modify (decoding hundreds per request) and of
@@ -296,32 +297,5 @@ enum TreeField {
             return .some(RecordReference(recordName: recordName, action: action))
         default: return nil
         }
-    }
-}
-
-extension ZoneID {
-    /// The zone ID `init(from:)` decodes from `tree`; nil where it would throw.
-    init?(tree: JSONValue?) {
-        guard case let .object(members)? = tree, case let .string(zoneName)? = members["zoneName"],
-              let owner = TreeField.string(members["ownerName"]) else { return nil }
-        self.init(zoneName: zoneName, ownerName: owner ?? ZoneID.defaultOwner)
-    }
-
-    /// Reads a zone ID from a request's bytes as `init(tree:)` reads it.
-    init?(scanning scanner: inout JSONScanner) {
-        guard let (name, owner) = scanner.zoneID() else { return nil }
-        self.init(zoneName: name, ownerName: owner ?? ZoneID.defaultOwner)
-    }
-
-    func encode(into c: inout KeyedEncodingContainer<CodingKeys>) throws {
-        try c.encode(zoneName, forKey: .zoneName)
-        try c.encode(ownerName, forKey: .ownerName)
-    }
-}
-
-extension RecordReference {
-    func encode(into c: inout KeyedEncodingContainer<CodingKeys>) throws {
-        try c.encode(recordName, forKey: .recordName)
-        try c.encodeIfPresent(action, forKey: .action)
     }
 }

@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 
 /// Record pages and modify replies written as JSON text directly (see `JSONTextWritable`):
@@ -57,22 +58,6 @@ extension CloudRecord {
 
     /// Whether these records can be written as text (no share record's `shareInfo`).
     static func writable(_ records: [CloudRecord]) -> Bool { records.allSatisfy { $0.shareInfo == nil } }
-}
-
-extension ZoneID {
-    func writeJSON(to out: inout String) {
-        out += #"{"zoneName":"#; JSONWriter.appendString(zoneName, to: &out)
-        out += #","ownerName":"#; JSONWriter.appendString(ownerName, to: &out)
-        out += "}"
-    }
-}
-
-extension RecordReference {
-    func writeJSON(to out: inout String) {
-        out += #"{"recordName":"#; JSONWriter.appendString(recordName, to: &out)
-        if let action { out += #","action":"#; JSONWriter.appendString(action, to: &out) }
-        out += "}"
-    }
 }
 
 extension FetchZoneChangesResult: JSONTextWritable {
