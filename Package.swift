@@ -66,8 +66,8 @@ let package = Package(
 // libFuzzer targets (Tests/Fuzz/<name>): no main of their own. Built with --sanitize=fuzzer
 // (scripts/fuzz.sh: swift build --product fuzz-frame --sanitize=fuzzer --scratch-path .build-fuzz)
 // libFuzzer's main drives them; in a normal build they link as programs that do nothing, so
-// every build still compiles them against the current MeowWire.
+// every build still compiles them against the current MeowWire and CloudWire.
 for name in ["fuzz-frame", "fuzz-envelope"] {
     package.products.append(.executable(name: name, targets: [name]))
-    package.targets.append(.executableTarget(name: name, dependencies: ["MeowWire"], path: "Tests/Fuzz/\(name)", swiftSettings: strict))
+    package.targets.append(.executableTarget(name: name, dependencies: ["MeowWire", "CloudWire"], path: "Tests/Fuzz/\(name)", swiftSettings: strict))
 }

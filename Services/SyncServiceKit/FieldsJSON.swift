@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 
 /// Writes and reads record fields as compact JSON text (sorted keys). Records are the hot path

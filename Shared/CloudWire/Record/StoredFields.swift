@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MeowWire
 
 /// Record fields in the sync-service's stored form: the exact text its canonical writer makes
 /// (keys in byte order without escapes, no whitespace, every field `{"type":…,"value":…}` of a
