@@ -162,23 +162,21 @@ enum MirrorRecordCoding {
     /// save's records share one, and escaping it was a tenth of building a batch).
     struct TextCache {
         var names: [String: String?] = [:]
-        var stamps: (text: String, quoted: String)?
+        var stamps: (text: String, quoted: RecordFields.Builder.Quoted)?
         /// Per entity: its stored properties in field-name order, each with its field's opening
         /// text (`"CD_name":{"type":…,"value":`), so a record is written in one pass.
-        var layouts: [String: [(position: Int, name: String, opening: String)]] = [:]
+        var layouts: [String: [(position: Int, name: String, opening: RecordFields.Builder.Opening)]] = [:]
 
-        mutating func layout(_ entity: EntityDescription) -> [(position: Int, name: String, opening: String)] {
+        mutating func layout(_ entity: EntityDescription) -> [(position: Int, name: String, opening: RecordFields.Builder.Opening)] {
             if let layout = layouts[entity.name] { return layout }
             // The stored properties' fields in name order (the order a fetch reads them in), and
             // the entity's name in its place among them (position -1): records go out in key
             // order, the stored form the sync-service keeps without writing them again.
             let fields = (MirrorImport.FieldLayout(entity).sorted + [(CloudKitNames.entityNameField, -1)]).sorted { $0.name < $1.name }
-            let layout = fields.map { name, position -> (position: Int, name: String, opening: String) in
+            let layout = fields.map { name, position -> (position: Int, name: String, opening: RecordFields.Builder.Opening) in
                 // The entity's name and relationships (related record names) are strings.
                 let type = position < 0 || position >= entity.attributes.count ? "string" : fieldType(entity.attributes[position].type)
-                var opening = ""
-                JSONWriter.appendString(name, to: &opening)
-                return (position, name, opening + #":{"type":""# + type + #"","value":"#)
+                return (position, name, RecordFields.Builder.opening(name: name, type: type))
             }
             layouts[entity.name] = layout
             return layout
@@ -195,21 +193,22 @@ enum MirrorRecordCoding {
         }
     }
 
+    /// The stamps field's opening (a string holding the stamps' JSON text).
+    static let stampsOpening = RecordFields.Builder.opening(name: MirrorState.fieldTimesField, type: "string")
+
     /// `only`: the fields to write (an update of a record the server has carries the keys it
-    /// changed, and the stamps); nil writes them all.
+    /// changed, and the stamps); nil writes them all. Written by the fields writer
+    /// (`RecordFields.Builder`), so the text is the canonical one the sync-service stores.
     static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
                            timesText: String?, only: Set<String>? = nil, cache: inout TextCache) throws -> String {
-        var record = "{"
-        var first = true
+        var record = RecordFields.Builder()
         let attributeCount = entity.attributes.count
         for (position, name, opening) in cache.layout(entity) {
             if let only, !only.contains(name) { continue }
             if position < 0 {
-                if !first { record += "," }
-                first = false
-                record += opening
-                JSONWriter.appendString(entity.name, to: &record)
-                record += "}"
+                record.open(opening)
+                record.string(entity.name)
+                record.close()
                 continue
             }
             let value = row.values[position]
@@ -224,36 +223,33 @@ enum MirrorRecordCoding {
                 guard let found = cache.names[cacheKey] ?? nil else { continue }
                 related = found
             }
-            if !first { record += "," }
-            first = false
-            record += opening
+            record.open(opening)
             if let related {
-                JSONWriter.appendString(related, to: &record)
+                record.string(related)
             } else {
                 switch entity.attributes[position].type {
-                case .string: JSONWriter.appendString(value.string ?? "", to: &record)
-                case .integer, .boolean: record += String(value.int64 ?? 0)
-                case .double: JSONText.write(.double(value.double ?? 0), into: &record)
-                case .date: JSONText.write(.double(seconds(iso: value.string ?? "") ?? 0), into: &record)
+                case .string: record.string(value.string ?? "")
+                case .integer, .boolean: record.int64(value.int64 ?? 0)
+                case .double: record.double(value.double ?? 0)
+                case .date: record.double(seconds(iso: value.string ?? "") ?? 0)
                 }
             }
-            record += "}"
+            record.close()
         }
         // The stamps last ("MC_" sorts after "CD_"), as stored: the same text the record
         // carries (no parse and re-encode).
         if let timesText, !FieldStamp.isEmptyText(timesText) {
-            record += (first ? "" : ",") + #""MC_fieldModified":{"type":"string","value":"#
+            record.open(stampsOpening)
             if let stamps = cache.stamps, stamps.text == timesText {
-                record += stamps.quoted
+                record.string(quoted: stamps.quoted)
             } else {
-                var quoted = ""
-                JSONWriter.appendString(timesText, to: &quoted)
+                let quoted = RecordFields.Builder.quoted(timesText)
                 cache.stamps = (timesText, quoted)
-                record += quoted
+                record.string(quoted: quoted)
             }
-            record += "}"
+            record.close()
         }
-        return record + "}"
+        return record.finish()
     }
 
     /// The per-field edit stamps a record carries.
@@ -313,9 +309,10 @@ enum MirrorRecordCoding {
     }
 }
 
-/// JSON text for the mirror's own columns and fields, written directly (JSONEncoder's generic
-/// path cost more than the rest of a send for small values written once per record). Whole
-/// doubles are written as integers: stored server fields compare as the server returns them.
+/// JSON text for the mirror's own values inside fields and columns (the stamps, `MC_movedFrom`),
+/// written directly (JSONEncoder's generic path cost more than the rest of a send for small
+/// values written once per record). Whole doubles are written as integers, as in record fields
+/// (which `RecordFields` writes).
 enum JSONText {
     static func object(_ object: [String: JSONValue]) -> String {
         var text = ""
@@ -361,12 +358,8 @@ struct MovedFrom: Equatable {
     /// Fields text (`MirrorRecordCoding.fieldsText`) with the field added last, where its name
     /// sorts (after the stamps' `MC_fieldModified`): the text stays in stored form.
     func adding(to fieldsText: String) -> String {
-        guard fieldsText.hasSuffix("}") else { return fieldsText }
-        var text = String(fieldsText.dropLast())
-        if text != "{" { text += "," }
-        JSONWriter.appendString(Self.field, to: &text)
-        text += ":"
-        JSONText.write(fieldValue, into: &text)
-        return text + "}"
+        guard var fields = RecordFields.Builder(continuing: fieldsText) else { return fieldsText }
+        fields.field(Self.field, fieldValue)
+        return fields.finish()
     }
 }

@@ -278,7 +278,7 @@ struct MirrorState {
     /// as received). Kept stamps serve as the record's stamps until a row of its own is written
     /// (`fieldTimesText`); readers of the ancestor strip them.
     func setMeta(_ meta: Meta, fieldsText: String? = nil) throws {
-        let fields = fieldsText ?? meta.serverFields.map { JSONText.object($0) }
+        let fields = fieldsText ?? meta.serverFields.map { RecordFields($0).text }
         try database.execute("""
             INSERT INTO mirror_meta(uuid, entity, zone_name, owner_name, change_tag, server_fields) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,
@@ -293,7 +293,7 @@ struct MirrorState {
         guard let sentText, let sent = try JSONParser.parse(sentText).objectValue else { return sentText }
         var fields = try meta(uuid, withFields: true)?.serverFields ?? [:]
         for (key, value) in sent { fields[key] = value.isNull ? nil : value }
-        return JSONText.object(fields)
+        return RecordFields(fields).text
     }
 
     /// Keeps `record` as the server's copy of the record `uuid` (its own name unless given) of

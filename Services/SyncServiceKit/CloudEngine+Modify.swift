@@ -175,7 +175,7 @@ extension CloudEngine {
                 continue
             }
             // Fields that came with a tree were refused as stored form when parsed: written out.
-            let json = FieldsJSON.text(skippingNulls: record.fields)
+            let json = RecordFields(record.fields).text
             requestBytes += json.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
             encoded.append(json)
         }
@@ -576,7 +576,7 @@ struct ModifyBatch {
         if !record.isShare, let live, let merged = try keepingUnsentKeys(record, fieldsJSON: fieldsJSON, live: live) {
             return .save(record, fieldsJSON: merged.text, fields: merged.fields, share: share, existing: existing)
         }
-        return .save(record, fieldsJSON: fieldsJSON, fields: record.fieldsAreStoredText ? nil : FieldsJSON.withoutNulls(record.fields),
+        return .save(record, fieldsJSON: fieldsJSON, fields: record.fieldsAreStoredText ? nil : RecordFields.withoutNulls(record.fields),
                      share: share, existing: existing)
     }
 

@@ -81,7 +81,7 @@ public struct CloudRecord: Codable, Sendable, Hashable {
             fields = try Self.decodeFields(c, decoder)
         } else if let text = try decoder.container(keyedBy: FieldCoding.Key.self)
                     .decodeIfPresent(String.self, forKey: FieldCoding.Key("fields" + JSONParser.textSuffix)),
-                  FieldsJSON.isStoredForm(text) {
+                  StoredFields.isStoredForm(text) {
             // The request's parse kept these fields as text alone (`SyncService.keptRequestText`).
             sentFieldsText = text
         } else {
@@ -110,7 +110,7 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     var fieldsText: String?
 
     /// The fields exactly as a request sent them (`SyncService.keptRequestText`): stored as
-    /// they are when they are already in stored form (`FieldsJSON.isStoredForm`).
+    /// they are when they are already in stored form (`StoredFields.isStoredForm`).
     var sentFieldsText: String?
 
     enum CodingKeys: String, CodingKey {

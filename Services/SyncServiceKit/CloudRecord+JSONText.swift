@@ -17,7 +17,7 @@ extension CloudRecord {
         out += #","recordType":"#; JSONWriter.appendString(recordType, to: &out)
         if !omitsFields {
             out += #","fields":"#
-            if let fieldsText { out += fieldsText } else { JSONWriter.append(.object(fields), to: &out, integralDoubles: true) }
+            if let fieldsText { out += fieldsText } else { RecordFields.write(fields, to: &out) }
         }
         if let recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(recordChangeTag, to: &out) }
         if let creationDate { out += #","creationDate":"#; JSONWriter.append(.double(creationDate), to: &out, integralDoubles: true) }

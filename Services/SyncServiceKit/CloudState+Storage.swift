@@ -113,7 +113,7 @@ extension CloudState {
     }
 
     func encodeFields(_ fields: [String: JSONValue]) throws -> String {
-        FieldsJSON.text(fields)
+        RecordFields(fields).text
     }
 
     func decodeFields(_ text: String?) -> [String: JSONValue] {

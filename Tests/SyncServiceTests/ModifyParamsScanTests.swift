@@ -13,7 +13,7 @@ struct ModifyParamsScanTests {
     /// alone, at the records' depth within the params (the service's own setting is relative
     /// to the whole request, one level up).
     static func viaTree(_ text: String) throws -> ModifyParams {
-        let kept = JSONParser.KeptText(key: "fields", depth: 3, textOnly: { bytes, start in FieldsJSON.storedFormEnd(bytes, from: start) })
+        let kept = JSONParser.KeptText(key: "fields", depth: 3, textOnly: { bytes, start in StoredFields.end(bytes, from: start) })
         return try JSONValueDecoder().decode(ModifyParams.self, from: JSONParser.parse(Array(text.utf8), keeping: kept))
     }
 
