@@ -1,12 +1,11 @@
-import CloudWire
 import MeowWire
 
 /// Reads record fields' stored text (`RecordFields` writes it) into values. Records are the hot
 /// path of records.modify and of change fetching, and Foundation's coders cost several times more
 /// than this direct reader.
-enum FieldsJSON {
+package enum FieldsJSON {
     /// Parses JSON text into a value; nil if the text is not valid JSON.
-    static func parse(_ text: String) -> JSONValue? {
+    package static func parse(_ text: String) -> JSONValue? {
         var text = text
         return text.withUTF8 { bytes -> JSONValue? in
             var reader = Reader(bytes: bytes)

@@ -1,4 +1,3 @@
-import CloudWire
 import MeowWire
 
 /// Records on the wire are the hot path of records.modify (decoding hundreds per request) and of
@@ -9,11 +8,11 @@ import MeowWire
 ///   rules to it (`FieldCoding.normalized`), instead of a keyed container per field;
 /// - encoding writes nested containers with concrete types (`encode(_: String, forKey:)`, …), so
 ///   JSONEncoder neither makes an encoder per nested value nor probes each for special types.
-enum FieldCoding {
+package enum FieldCoding {
     /// The fields as `[String: FieldDecoding]` would decode them from `tree`, or nil when that
     /// decoding would throw (a field that is neither null nor an object; `fields` not an object).
     /// The caller then decodes the slow way, which throws the exact error.
-    static func normalized(_ tree: JSONValue) -> [String: JSONValue]? {
+    package static func normalized(_ tree: JSONValue) -> [String: JSONValue]? {
         guard case var .object(fields) = tree else { return nil }
         for (name, field) in fields {
             guard let normalized = normalizedField(field) else { return nil }
@@ -25,7 +24,7 @@ enum FieldCoding {
     /// One `{"type": …, "value": …}` field as `FieldDecoding` reads it: null stays null; other
     /// keys are kept as they are; the value is converted to its type where `FieldDecoding`
     /// converts it. nil where `FieldDecoding` throws (the field is not an object).
-    static func normalizedField(_ field: JSONValue) -> JSONValue? {
+    package static func normalizedField(_ field: JSONValue) -> JSONValue? {
         if case .null = field { return .null }
         guard case var .object(members) = field else { return nil }
         guard let value = members["value"] else { return field }
@@ -38,7 +37,7 @@ enum FieldCoding {
     /// `FieldDecoding.decodeValue` over a tree: a known type decodes its value as that type when
     /// it can (an integer date becomes a double, a whole double int64 an integer, a reference
     /// keeps recordName and action only, list items are fields); otherwise the value stays as is.
-    static func normalizedValue(_ value: JSONValue, type: String?) -> JSONValue {
+    package static func normalizedValue(_ value: JSONValue, type: String?) -> JSONValue {
         switch (type, value) {
         case ("int64", let .double(number)):
             // Only strictly inside ±2^63: -2^63 as a double may be -2^63-1 rounded (an integer
@@ -72,7 +71,7 @@ enum FieldCoding {
     /// Whether `decoder` decodes from a parsed tree (`JSONValueDecoder`), where asking for a
     /// `JSONValue` hands back the tree as is. Under other decoders (Foundation's) the rules above
     /// would run on a value found by probing, so those keep the plain `FieldDecoding` path.
-    static func isTreeDecoder(_ decoder: any Decoder) -> Bool {
+    package static func isTreeDecoder(_ decoder: any Decoder) -> Bool {
         ObjectIdentifier(type(of: decoder)) == treeDecoderType
     }
 
@@ -88,20 +87,20 @@ enum FieldCoding {
     // MARK: Encoding
 
     /// Any string as a coding key (field names, keys of open-ended values).
-    struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(_ string: String) { stringValue = string }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
+    package struct Key: CodingKey {
+        package var stringValue: String
+        package var intValue: Int? { nil }
+        package init(_ string: String) { stringValue = string }
+        package init(stringValue: String) { self.stringValue = stringValue }
+        package init?(intValue: Int) { nil }
     }
 
     /// `object` as `[String: JSONValue]`'s encoding writes it, into a keyed container.
-    static func encode(_ object: [String: JSONValue], into container: inout KeyedEncodingContainer<Key>) throws {
+    package static func encode(_ object: [String: JSONValue], into container: inout KeyedEncodingContainer<Key>) throws {
         for (name, value) in object { try encode(value, forKey: Key(name), into: &container) }
     }
 
-    static func encode(_ value: JSONValue, forKey key: Key, into container: inout KeyedEncodingContainer<Key>) throws {
+    package static func encode(_ value: JSONValue, forKey key: Key, into container: inout KeyedEncodingContainer<Key>) throws {
         switch value {
         case .null: try container.encodeNil(forKey: key)
         case let .bool(flag): try container.encode(flag, forKey: key)
@@ -117,7 +116,7 @@ enum FieldCoding {
         }
     }
 
-    static func encode(_ items: [JSONValue], into container: inout any UnkeyedEncodingContainer) throws {
+    package static func encode(_ items: [JSONValue], into container: inout any UnkeyedEncodingContainer) throws {
         for item in items {
             switch item {
             case .null: try container.encodeNil()
@@ -140,7 +139,7 @@ extension CloudRecord {
     /// The record `init(from:)` decodes from `tree` under `JSONValueDecoder`, built straight
     /// from the tree; nil unless every key has the shape that decoding accepts (and no
     /// `shareInfo`), in which case the caller decodes the plain way — and gets its errors.
-    init?(tree: JSONValue) {
+    package init?(tree: JSONValue) {
         guard case let .object(members) = tree,
               case let .string(recordName)? = members["recordName"],
               let zoneID = ZoneID(tree: members["zoneID"]),
@@ -181,7 +180,7 @@ extension CloudRecord {
     /// type, fields in stored form and change tag, as a sync engine saves it. Nil for any other
     /// (its dates, creators, parent, share or fields of another form), and the request is parsed.
     /// `signature`: the fields' `StoredFields.typeSignature`, from the same scan.
-    init?(scanning scanner: inout JSONScanner, signature: inout [UInt8]?) {
+    package init?(scanning scanner: inout JSONScanner, signature: inout [UInt8]?) {
         var name: String?, zone: ZoneID?, type: String?, text: String?, tag: String?, found: [UInt8]?
         let read = scanner.object { key, scanner in
             switch key {
@@ -216,7 +215,7 @@ extension CloudRecord {
 
     /// `saves` of a request: from the tree when the decoder has one and every record takes the
     /// fast path, else through `[CloudRecord]`'s decoding (same values, same errors).
-    static func decodeArrayIfPresent<Key: CodingKey>(_ c: KeyedDecodingContainer<Key>, forKey key: Key,
+    package static func decodeArrayIfPresent<Key: CodingKey>(_ c: KeyedDecodingContainer<Key>, forKey key: Key,
                                                      _ decoder: any Decoder) throws -> [CloudRecord]? {
         if FieldCoding.isTreeDecoder(decoder), case let .array(items)? = try c.decodeIfPresent(JSONValue.self, forKey: key) {
             var records: [CloudRecord] = []
@@ -231,7 +230,7 @@ extension CloudRecord {
     }
 
     /// The record's keys into `c` (its own container, or one nested in a reply's array).
-    func encode(into c: inout KeyedEncodingContainer<CodingKeys>) throws {
+    package func encode(into c: inout KeyedEncodingContainer<CodingKeys>) throws {
         try c.encode(recordName, forKey: .recordName)
         if tagOnly {
             try c.encodeIfPresent(recordChangeTag, forKey: .recordChangeTag)
@@ -261,7 +260,7 @@ extension CloudRecord {
     }
 
     /// Records as an array of nested containers (no encoder per record).
-    static func encode(_ records: [CloudRecord], into container: inout any UnkeyedEncodingContainer) throws {
+    package static func encode(_ records: [CloudRecord], into container: inout any UnkeyedEncodingContainer) throws {
         for record in records {
             var nested = container.nestedContainer(keyedBy: CodingKeys.self)
             try record.encode(into: &nested)
@@ -271,8 +270,8 @@ extension CloudRecord {
 
 /// Optional values of a tree as `decodeIfPresent` reads them: the outer nil is "decoding would
 /// throw"; `.some(nil)` is absent or null.
-enum TreeField {
-    static func string(_ value: JSONValue?) -> String?? {
+package enum TreeField {
+    package static func string(_ value: JSONValue?) -> String?? {
         switch value {
         case nil, .null?: return .some(nil)
         case let .string(text)?: return .some(text)
@@ -280,7 +279,7 @@ enum TreeField {
         }
     }
 
-    static func double(_ value: JSONValue?) -> Double?? {
+    package static func double(_ value: JSONValue?) -> Double?? {
         switch value {
         case nil, .null?: return .some(nil)
         case let .double(number)?: return .some(number)
@@ -289,7 +288,7 @@ enum TreeField {
         }
     }
 
-    static func reference(_ value: JSONValue?) -> RecordReference?? {
+    package static func reference(_ value: JSONValue?) -> RecordReference?? {
         switch value {
         case nil, .null?: return .some(nil)
         case let .object(members)?:

@@ -1,12 +1,12 @@
-import CloudWire
 import MeowWire
 
-/// Record pages and modify replies written as JSON text directly (see `JSONTextWritable`):
-/// the same keys and values as their `Encodable` forms, which `RecordTextTests` checks. Replies
-/// holding a share record's `shareInfo` go through `JSONEncoder`: they are checked for one
-/// before anything is written, so a fallback leaves nothing behind.
+/// Records written as JSON text directly, for the replies that hold them (see
+/// `JSONTextWritable`): the same keys and values as their `Encodable` forms, which
+/// `RecordTextTests` checks. Replies holding a share record's `shareInfo` go through
+/// `JSONEncoder`: they are checked for one before anything is written, so a fallback leaves
+/// nothing behind.
 extension CloudRecord {
-    func writeJSON(to out: inout String) {
+    package func writeJSON(to out: inout String) {
         out += #"{"recordName":"#; JSONWriter.appendString(recordName, to: &out)
         if tagOnly {
             if let recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(recordChangeTag, to: &out) }
@@ -32,7 +32,7 @@ extension CloudRecord {
     }
 
     /// `[item, …]` with each item written by `write`.
-    static func writeArray<T>(_ items: [T], to out: inout String, _ write: (T, inout String) -> Void) {
+    package static func writeArray<T>(_ items: [T], to out: inout String, _ write: (T, inout String) -> Void) {
         out += "["
         for (index, item) in items.enumerated() {
             if index > 0 { out += "," }
@@ -44,7 +44,7 @@ extension CloudRecord {
     /// `{"<key>":[records],"deleted":[items]` (the object left open for the reply's other
     /// members), both replies' shared opening; false, with nothing written, when a record
     /// cannot be written as text.
-    static func writeRecords<D>(_ key: String, _ records: [CloudRecord], deleted: [D], to out: inout String,
+    package static func writeRecords<D>(_ key: String, _ records: [CloudRecord], deleted: [D], to out: inout String,
                                 _ writeDeleted: (D, inout String) -> Void) -> Bool {
         guard writable(records) else { return false }
         out += "{"
@@ -57,30 +57,5 @@ extension CloudRecord {
     }
 
     /// Whether these records can be written as text (no share record's `shareInfo`).
-    static func writable(_ records: [CloudRecord]) -> Bool { records.allSatisfy { $0.shareInfo == nil } }
-}
-
-extension FetchZoneChangesResult: JSONTextWritable {
-    public func writeJSON(to out: inout String) -> Bool {
-        guard CloudRecord.writeRecords("changed", changed, deleted: deleted, to: &out, { item, out in
-            out += #"{"recordName":"#; JSONWriter.appendString(item.recordName, to: &out)
-            out += #","recordType":"#; JSONWriter.appendString(item.recordType, to: &out)
-            out += "}"
-        }) else { return false }
-        out += #","token":"#; JSONWriter.appendString(token, to: &out)
-        out += moreComing ? #","moreComing":true}"# : #","moreComing":false}"#
-        return true
-    }
-}
-
-extension ModifyResult: JSONTextWritable {
-    public func writeJSON(to out: inout String) -> Bool {
-        guard CloudRecord.writeRecords("saved", saved, deleted: deleted, to: &out, { item, out in
-            out += #"{"recordName":"#; JSONWriter.appendString(item.recordName, to: &out)
-            out += #","zoneID":"#; item.zoneID.writeJSON(to: &out)
-            out += "}"
-        }) else { return false }
-        out += "}"
-        return true
-    }
+    package static func writable(_ records: [CloudRecord]) -> Bool { records.allSatisfy { $0.shareInfo == nil } }
 }
