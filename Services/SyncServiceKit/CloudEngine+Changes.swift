@@ -208,7 +208,7 @@ extension CloudEngine {
                 if !fieldsAsText || stored.type == CloudKitNames.shareRecordType || stored.fields == nil {
                     record = try state.render(stored, zone: zone, presentedZoneID: presented)
                 } else {
-                    // The stored text goes out as it is (FieldsJSON wrote it, so it is valid JSON).
+                    // The stored text goes out as it is (RecordFields wrote it, so it is valid JSON).
                     var text = try state.render(stored, zone: zone, presentedZoneID: presented, fields: [:])
                     text.fieldsText = stored.fields
                     record = text

@@ -62,7 +62,8 @@ public struct ModifyParams: Codable, Sendable {
 }
 
 /// A sync engine's batch read from the request's bytes (`JSONScannable`): the database, records
-/// as `CloudRecord(scanning:)` reads them, deletes, and the options; anything else (a save
+/// as `CloudRecord(scanning:)` reads them (nothing but a name, zone, type, fields in stored form
+/// and change tag, as a sync engine saves them), deletes, and the options; anything else (a save
 /// policy, records of other shapes, malformed text) is left to the parser and `init(from:)`.
 extension ModifyParams: JSONScannable {
     public init?(scanning scanner: inout JSONScanner) {
@@ -75,7 +76,13 @@ extension ModifyParams: JSONScannable {
                 var records: [CloudRecord] = [], found: [[UInt8]?] = []
                 guard scanner.array({ scanner in
                     var signature: [UInt8]?
-                    guard let record = CloudRecord(scanning: &scanner, signature: &signature) else { return false }
+                    guard let record = CloudRecord(scanning: &scanner, fieldsEnd: { bytes, start in
+                        guard let (end, fieldTypes) = StoredFields.endAndTypeSignature(bytes, from: start) else { return nil }
+                        signature = fieldTypes
+                        return end
+                    }), record.fieldsAreStoredText, record.creationDate == nil, record.modificationDate == nil,
+                          record.creatorUserRecordName == nil, record.lastModifiedUserRecordName == nil, record.parent == nil,
+                          record.share == nil else { return false }
                     records.append(record)
                     found.append(signature)
                     return true
@@ -165,7 +172,7 @@ extension CloudEngine {
         for record in saves {
             // Fields kept as text alone passed the stored-form check, which is stricter than
             // FieldValidation (it applies the same value rules); they are stored as they came.
-            if let text = record.sentFieldsText, record.fieldsAreStoredText {
+            if let text = record.fieldsText, record.fieldsAreStoredText {
                 requestBytes += text.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
                 encoded.append(text)
                 continue
@@ -762,8 +769,6 @@ struct ModifyBatch {
             var saved = try state.render(current, zone: zone, presentedZoneID: presented, fields: changedSince ? nil : fields ?? [:])
             if !changedSince, fields == nil, let text = current.fields {
                 // Fields kept as text: the reply writes the stored text; nothing parses it.
-                saved.sentFieldsText = text
-                saved.storedFieldsToText()
                 saved.fieldsText = text
             }
             outcome.saved.append(saved)

@@ -23,7 +23,7 @@ struct ModifyParamsScanTests {
 
     static func summary(_ params: ModifyParams) -> String {
         let saves = (params.saves ?? []).map { record in
-            [record.recordName, record.zoneID.zoneName, record.zoneID.ownerName, record.recordType, record.sentFieldsText ?? "-",
+            [record.recordName, record.zoneID.zoneName, record.zoneID.ownerName, record.recordType, record.fieldsText ?? "-",
              "\(record.fieldsAreStoredText)", record.recordChangeTag ?? "-", "\(record.fields.count)"].joined(separator: "|")
         }
         let deletes = (params.deletes ?? []).map { "\($0.recordName)@\($0.zoneID.zoneName)/\($0.zoneID.ownerName)" }
@@ -46,7 +46,7 @@ struct ModifyParamsScanTests {
             // The fields' type signatures come from the scan that read them, one per save.
             #expect(read.typeSignatures?.count == read.saves?.count)
             for (record, signature) in zip(read.saves ?? [], read.typeSignatures ?? []) {
-                #expect(signature != nil && signature == record.sentFieldsText.flatMap(StoredFields.typeSignature), "\(record.recordName)")
+                #expect(signature != nil && signature == record.fieldsText.flatMap(StoredFields.typeSignature), "\(record.recordName)")
             }
         }
         let read = try #require(Self.viaBytes(#"{"database":"private","saves":[\#(record)]}"#))

@@ -137,17 +137,15 @@ package enum FieldCoding {
 
 extension CloudRecord {
     /// The record `init(from:)` decodes from `tree` under `JSONValueDecoder`, built straight
-    /// from the tree; nil unless every key has the shape that decoding accepts (and no
-    /// `shareInfo`), in which case the caller decodes the plain way — and gets its errors.
+    /// from the tree; nil unless every key has the shape that decoding accepts, in which case
+    /// the caller decodes the plain way — and gets its errors. Fields the parse kept as text
+    /// alone (in stored form) stay that text (`fieldsText`).
     package init?(tree: JSONValue) {
         guard case let .object(members) = tree,
               case let .string(recordName)? = members["recordName"],
               let zoneID = ZoneID(tree: members["zoneID"]),
               case let .string(recordType)? = members["recordType"] else { return nil }
         var fields: [String: JSONValue] = [:]
-        let sentText = members["fields" + JSONParser.textSuffix]?.stringValue
-        // No `fields` but their text: the parse kept them as text alone, in stored form.
-        let textOnly = members["fields"] == nil && sentText != nil
         switch members["fields"] {
         case nil, .null?: break
         case let tree?:
@@ -161,9 +159,13 @@ extension CloudRecord {
               let lastModifiedUserRecordName = TreeField.string(members["lastModifiedUserRecordName"]),
               let parent = TreeField.reference(members["parent"]),
               let share = TreeField.reference(members["share"]) else { return nil }
+        var shareInfo: ShareInfo?
         switch members["shareInfo"] {
         case nil, .null?: break
-        default: return nil
+        case let info?:
+            // (A share's participants: rare, and read as `init(from:)` reads them.)
+            guard let decoded = try? JSONValueDecoder().decode(ShareInfo.self, from: info) else { return nil }
+            shareInfo = decoded
         }
         self.init(recordName: recordName, zoneID: zoneID, recordType: recordType, fields: fields,
                   recordChangeTag: recordChangeTag, parent: parent, share: share)
@@ -171,46 +173,106 @@ extension CloudRecord {
         self.modificationDate = modificationDate
         self.creatorUserRecordName = creatorUserRecordName
         self.lastModifiedUserRecordName = lastModifiedUserRecordName
-        sentFieldsText = sentText
-        if textOnly { storedFieldsToText() }
+        self.shareInfo = shareInfo
+        // No `fields` but their text: the parse kept them as text alone, in stored form.
+        if members["fields"] == nil, let text = members["fields" + JSONParser.textSuffix]?.stringValue { fieldsText = text }
     }
 
-    /// Reads a record from a request's bytes as `init(tree:)` reads it from the request's tree
-    /// (fields in stored form kept as text alone): a record with nothing but its name, zone,
-    /// type, fields in stored form and change tag, as a sync engine saves it. Nil for any other
-    /// (its dates, creators, parent, share or fields of another form), and the request is parsed.
-    /// `signature`: the fields' `StoredFields.typeSignature`, from the same scan.
-    package init?(scanning scanner: inout JSONScanner, signature: inout [UInt8]?) {
-        var name: String?, zone: ZoneID?, type: String?, text: String?, tag: String?, found: [UInt8]?
+    /// Reads a record where `scanner` is, as `init(tree:)` reads it from a tree parsed keeping
+    /// fields in stored form as text alone (both services read hundreds per message this way).
+    /// Nil for anything it does not take (fields not in stored form, a share's `shareInfo`), and
+    /// the caller parses the message.
+    /// `fieldsEnd`: where the fields object that starts at the given index ends, nil when it is
+    /// not in stored form: `StoredFields.end`, or a variant that keeps what its scan read
+    /// (`endAndTypeSignature`, `endAndFields`).
+    package init?(scanning scanner: inout JSONScanner, fieldsEnd: (UnsafeBufferPointer<UInt8>, Int) -> Int?) {
+        var name: String?, zone: ZoneID?, type: String?, text: String?, tag: String?
+        var created: Double?, modified: Double?, creator: String?, modifier: String?
+        var parent: RecordReference?, share: RecordReference?
         let read = scanner.object { key, scanner in
             switch key {
             case "recordName": name = scanner.string(); return name != nil
             case "recordType": type = scanner.string(); return type != nil
             case "zoneID": zone = ZoneID(scanning: &scanner); return zone != nil
-            case "recordChangeTag":
-                guard let value = scanner.optionalString() else { return false }
-                tag = value
-                return true
+            case "recordChangeTag": return Self.optionalString(&scanner, into: &tag)
+            case "creatorUserRecordName": return Self.optionalString(&scanner, into: &creator)
+            case "lastModifiedUserRecordName": return Self.optionalString(&scanner, into: &modifier)
+            case "creationDate": return Self.optionalNumber(&scanner, into: &created)
+            case "modificationDate": return Self.optionalNumber(&scanner, into: &modified)
+            case "parent": return Self.reference(&scanner, into: &parent)
+            case "share": return Self.reference(&scanner, into: &share)
             case "fields":
-                guard let bytes = scanner.text(endingWith: { bytes, start in
-                    guard let (end, fieldTypes) = StoredFields.endAndTypeSignature(bytes, from: start) else { return nil }
-                    found = fieldTypes
-                    return end
-                }) else { return false }
+                guard let bytes = scanner.text(endingWith: fieldsEnd) else { return false }
                 text = String(decoding: bytes, as: UTF8.self)
                 return true
-            case "creationDate", "modificationDate", "creatorUserRecordName", "lastModifiedUserRecordName", "parent", "share", "shareInfo",
-                 "fields" + JSONParser.textSuffix:
+            case "shareInfo":
+                return scanner.peek() == UInt8(ascii: "n") && scanner.optionalString() == .some(nil)
+            case "fields" + JSONParser.textSuffix:
                 return false
             default:
                 return scanner.skipValue()
             }
         }
-        guard read, let name, let zone, let type, let text else { return nil }
-        self.init(recordName: name, zoneID: zone, recordType: type, recordChangeTag: tag)
-        sentFieldsText = text
-        storedFieldsToText()
-        signature = found
+        guard read, let name, let zone, let type else { return nil }
+        self.init(recordName: name, zoneID: zone, recordType: type, recordChangeTag: tag, parent: parent, share: share)
+        creationDate = created
+        modificationDate = modified
+        creatorUserRecordName = creator
+        lastModifiedUserRecordName = modifier
+        if let text { fieldsText = text }
+    }
+
+    /// A string or null (nil) into `value`; false for anything else.
+    private static func optionalString(_ scanner: inout JSONScanner, into value: inout String?) -> Bool {
+        guard let read = scanner.optionalString() else { return false }
+        value = read
+        return true
+    }
+
+    /// A number or null (nil) into `value`, as a tree gives it (`TreeField.double`: an integer
+    /// is read as one, then made a Double); false for anything else.
+    private static func optionalNumber(_ scanner: inout JSONScanner, into value: inout Double?) -> Bool {
+        guard let first = scanner.peek() else { return false }
+        switch first {
+        case UInt8(ascii: "n"):
+            guard scanner.optionalString() == .some(nil) else { return false }
+            value = nil
+            return true
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            let start = scanner.index
+            guard scanner.skipValue() else { return false }
+            let text = String(decoding: UnsafeBufferPointer(rebasing: scanner.bytes[start..<scanner.index]), as: UTF8.self)
+            if !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let integer = Int(text) {
+                value = Double(integer)
+            } else {
+                guard let number = Double(text), number.isFinite else { return false }
+                value = number
+            }
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// A reference (`{"recordName": …, "action": …}`, other members skipped) or null into
+    /// `value`, as `TreeField.reference` reads one; false for anything else.
+    private static func reference(_ scanner: inout JSONScanner, into value: inout RecordReference?) -> Bool {
+        if scanner.peek() == UInt8(ascii: "n") {
+            guard scanner.optionalString() == .some(nil) else { return false }
+            value = nil
+            return true
+        }
+        var name: String?, action: String?
+        let read = scanner.object { member, scanner in
+            switch member {
+            case "recordName": name = scanner.string(); return name != nil
+            case "action": return optionalString(&scanner, into: &action)
+            default: return scanner.skipValue()
+            }
+        }
+        guard read, let name else { return false }
+        value = RecordReference(recordName: name, action: action)
+        return true
     }
 
     /// `saves` of a request: from the tree when the decoder has one and every record takes the
@@ -241,7 +303,7 @@ extension CloudRecord {
         try c.encode(recordType, forKey: .recordType)
         if !omitsFields {
             var nested = c.nestedContainer(keyedBy: FieldCoding.Key.self, forKey: .fields)
-            try FieldCoding.encode(fieldsText.flatMap { FieldsJSON.parse($0)?.objectValue } ?? fields, into: &nested)
+            try FieldCoding.encode(fields, into: &nested)
         }
         try c.encodeIfPresent(recordChangeTag, forKey: .recordChangeTag)
         try c.encodeIfPresent(creationDate, forKey: .creationDate)

@@ -37,18 +37,34 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     public var recordName: String
     public var zoneID: ZoneID
     public var recordType: String
-    /// The fields; for a record whose request sent them in stored form they are kept as that
-    /// text (`sentFieldsText`) and parsed only when read here.
+    /// The fields. A record that has them as text (`fieldsText`) parses it only when they are
+    /// read here; setting them leaves the text behind.
     public var fields: [String: JSONValue] {
-        get { storedFields ?? sentFieldsText.flatMap { FieldsJSON.parse($0).flatMap(FieldCoding.normalized) } ?? [:] }
-        set { storedFields = newValue }
+        get { tree ?? text.flatMap { FieldsJSON.parse($0).flatMap(FieldCoding.normalized) } ?? [:] }
+        set {
+            tree = newValue
+            text = nil
+        }
     }
-    private var storedFields: [String: JSONValue]?
-    /// The fields exist only as `sentFieldsText`, which is in stored form.
-    package var fieldsAreStoredText: Bool { storedFields == nil && sentFieldsText != nil }
-    /// Leaves the fields to `sentFieldsText` (set by the tree decoder when the parse kept them
-    /// as text alone).
-    package mutating func storedFieldsToText() { storedFields = nil }
+
+    /// The fields as their canonical text (`RecordFields`), when the record has them so: read in
+    /// stored form from a message (kept as text alone by the parse, or by a scan), or a stored
+    /// record's text a reply writes as it is (parsing each record's text only to write it again
+    /// cost half of a fetched record's time). Setting it makes it the fields.
+    public var fieldsText: String? {
+        get { text }
+        set {
+            text = newValue
+            tree = nil
+        }
+    }
+
+    /// Exactly one of the two is the fields (`tree` when both are nil: none).
+    private var tree: [String: JSONValue]?
+    private var text: String?
+
+    /// The fields exist only as `fieldsText` (a request's fields in stored form).
+    package var fieldsAreStoredText: Bool { tree == nil && text != nil }
     public var recordChangeTag: String?
     public var creationDate: Double?
     public var modificationDate: Double?
@@ -79,8 +95,8 @@ public struct CloudRecord: Codable, Sendable, Hashable {
         } else if let text = try decoder.container(keyedBy: FieldCoding.Key.self)
                     .decodeIfPresent(String.self, forKey: FieldCoding.Key("fields" + JSONParser.textSuffix)),
                   StoredFields.isStoredForm(text) {
-            // The request's parse kept these fields as text alone (`SyncService.keptRequestText`).
-            sentFieldsText = text
+            // The message's parse kept these fields as text alone (`SyncService.keptRequestText`).
+            fieldsText = text
         } else {
             fields = [:]
         }
@@ -100,15 +116,6 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     /// When set, only `recordName` and `recordChangeTag` are encoded (records.modify with
     /// `"reply": "tags"`).
     package var tagOnly = false
-
-    /// The fields as the stored JSON text, written into a reply as they are instead of
-    /// `fields` (change pages: parsing each record's text only to write it again cost half of
-    /// a fetched record's time). Text replies only; the Encodable form parses it.
-    package var fieldsText: String?
-
-    /// The fields exactly as a request sent them (`SyncService.keptRequestText`): stored as
-    /// they are when they are already in stored form (`StoredFields.isStoredForm`).
-    package var sentFieldsText: String?
 
     package enum CodingKeys: String, CodingKey {
         case recordName, zoneID, recordType, fields, recordChangeTag, creationDate, modificationDate
