@@ -41,7 +41,7 @@ extension CloudMirror {
         var pending: MirrorState.Pending
         var entity: EntityDescription
         /// The record to save (nil: a delete); its fields are in `fieldsText`.
-        var record: MirrorRecord?
+        var record: CloudRecord?
         /// The saved record's fields as JSON text (`MirrorRecordCoding.fieldsText`).
         var fieldsText: String?
         /// A delete: of the record itself, or of its old copy when it moves to another zone.
@@ -228,17 +228,17 @@ extension CloudMirror {
             return rows.isEmpty ? nil : (store.name, Self.database(of: store), rows)
         }
         guard let outstanding else { return }
-        var answers: [(row: MirrorState.CreatesInFlight, found: [MirrorRecord])] = []
+        var answers: [(row: MirrorState.CreatesInFlight, found: [CloudRecord])] = []
         for row in outstanding.rows {
-            var found: [MirrorRecord] = []
+            var found: [CloudRecord] = []
             if !row.entries.isEmpty {
                 let request = RecordsFetchRequest(database: outstanding.database,
                                                   recordIDs: row.entries.map { RecordID(recordName: $0.name, zoneID: row.zone) })
                 switch attempt("records.fetch", request) {
                 case let .success(result):
-                    found = (result["records"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
+                    found = (result["records"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) })
                 case let .failure(error) where error.code == .partialFailure:
-                    found = (error.details["records"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
+                    found = (error.details["records"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) })
                 case let .failure(error) where Self.goneCodes.contains(error.code):
                     // The zone or the access is gone: so is anything of it to update or delete.
                     found = []
@@ -707,7 +707,7 @@ extension CloudMirror {
                 if only != nil, entry.movedFromKept, fields.hasSuffix("}") {
                     fields = String(fields.dropLast()) + (fields == "{}" ? "" : ",") + "\"\(MovedFrom.field)\":null}"
                 }
-                var record = MirrorRecord(recordName: pending.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(entity.name), fields: nil)
+                var record = CloudRecord(recordName: pending.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(entity.name))
                 var move: ZoneID?
                 var partial = false
                 if let meta {
@@ -767,9 +767,10 @@ extension CloudMirror {
     /// relationship differs from the ancestor's), and the object it now relates to is in
     /// another zone on this device: the record belongs elsewhere, and that device moves it.
     /// (A relationship unchanged is no sign: this device may have moved the object itself.)
-    private static func movingElsewhere(_ server: MirrorRecord, ancestor: [String: JSONValue]?, entity: EntityDescription,
+    private static func movingElsewhere(_ server: CloudRecord, ancestor: [String: JSONValue]?, entity: EntityDescription,
                                         state: MirrorState) throws -> Bool {
-        guard let fields = server.fields, let ancestor else { return false }
+        guard let ancestor else { return false }
+        let fields = server.fields
         let before = MirrorRecordCoding.relationshipNames(entity: entity, fields: ancestor)
         for (relationship, name) in MirrorRecordCoding.relationshipNames(entity: entity, fields: fields) {
             guard let name, before[relationship] != .some(name) else { continue }
@@ -845,7 +846,7 @@ extension CloudMirror {
             if !errors.isEmpty { try ingest(store) }
             var local: [LocalChange] = []
             /// Per merged record, its bookkeeping after the context save, and the server copy it merged with.
-            var afterSave: [(uuid: String, server: MirrorRecord, step: () throws -> Void)] = []
+            var afterSave: [(uuid: String, server: CloudRecord, step: () throws -> Void)] = []
             // One transaction for the whole batch's verdicts: with synchronous=FULL each
             // autocommit write is an fsync, which made a send cost ~2 ms per record.
             try store.database.transaction(commit: .deferred) {
@@ -869,7 +870,7 @@ extension CloudMirror {
                     guard let error else { skipped.insert(uuid); continue }
                     switch error.code {
                     case .serverRecordChanged, .serverRejectedRequest:
-                        guard let server = error.details["serverRecord"].flatMap(MirrorRecord.init(json:)) else { skipped.insert(uuid); continue }
+                        guard let server = error.details["serverRecord"].flatMap({ CloudRecord(tree: $0) }) else { skipped.insert(uuid); continue }
                         let row = try Self.currentFields(entity: item.entity, uuid: uuid, state: state)
                         let queued = try state.pending(uuid: uuid)
                         if row == nil, queued?.kind == .delete {
@@ -889,11 +890,11 @@ extension CloudMirror {
                         // (an edited record both devices moved, each into another zone).
                         let knownCopy = error.code == .serverRecordChanged ? try state.meta(uuid, withFields: true) : nil
                         let known = knownCopy?.zone == record.zoneID ? knownCopy?.serverFields : nil
-                        let ancestor = error.details["ancestorRecord"].flatMap(MirrorRecord.init(json:))?.fields ?? known
+                        let ancestor = error.details["ancestorRecord"].flatMap({ CloudRecord(tree: $0) })?.fields ?? known
                         // Merge with the row as it is now (a save may have landed since the batch was built).
                         let sent = item.fieldsText.flatMap { try? JSONParser.parse($0).objectValue }
-                        let current = MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,
-                                                   fields: row ?? sent)
+                        let current = CloudRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,
+                                                   fields: row ?? sent ?? [:])
                         let outcome = try merge(server: server, client: current, ancestor: ancestor,
                                                 pending: queued ?? item.pending, state: state, everyField: ancestor == nil)
                         local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.key))
@@ -999,7 +1000,7 @@ extension CloudMirror {
     /// versions without an ancestor: each differing field is decided by the policy).
     /// `pending` nil: no queue entry says what changed here (two concurrent versions), so every
     /// field counts as edited, as with `everyField`.
-    func merge(server: MirrorRecord, client: MirrorRecord, ancestor: [String: JSONValue]?, pending: MirrorState.Pending?,
+    func merge(server: CloudRecord, client: CloudRecord, ancestor: [String: JSONValue]?, pending: MirrorState.Pending?,
                state: MirrorState, serverFields parsed: [String: JSONValue]?? = nil, everyField: Bool = false) throws -> MirrorMerge.Outcome {
         // Each side's fields read once (fields that came as text are parsed on each read).
         let serverFields = parsed ?? server.fields
@@ -1033,12 +1034,12 @@ extension CloudMirror {
     /// permissionFailure: the server is the authority. An edit goes back to the server's copy; an
     /// insert the server never had is deleted; the device's clients are told (docs/RULES.md, mirroring: permissions checked twice).
     private func revert(_ pending: MirrorState.Pending, entity: EntityDescription, zone: ZoneID?, storeName: String, error: WireError) throws {
-        var serverCopy: MirrorRecord?
+        var serverCopy: CloudRecord?
         if let zone, pending.kind != .insert {
             let database = try withStores { stores in Self.database(of: stores.list[try stores.index(named: storeName)]) }
             let fetched = try? call("records.fetch", ["database": .string(database),
                                                        "recordIDs": [["recordName": .string(pending.uuid), "zoneID": try JSONValue(encoding: zone)]]])
-            serverCopy = fetched?["records"]?.arrayValue?.first.flatMap(MirrorRecord.init(json:))
+            serverCopy = fetched?["records"]?.arrayValue?.first.flatMap({ CloudRecord(tree: $0) })
         }
         // Parsed once (fields that came as text are parsed on each read).
         let serverFields = serverCopy?.fields

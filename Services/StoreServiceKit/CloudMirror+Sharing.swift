@@ -85,18 +85,18 @@ extension CloudMirror {
     /// share, and keeps each moved copy's metadata; returns the share record. Nil: the request
     /// was over the server's limits (`limitExceeded`; nothing was applied, the request is atomic).
     private func moveAtOnce(_ graph: [GraphMember], into zone: ZoneID) throws -> JSONValue? {
-        var saves = graph.map { MirrorRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity.name), fields: $0.fields) }
-        saves.append(MirrorRecord(recordName: CloudKitNames.zoneShareName, zoneID: zone, recordType: CloudKitNames.shareRecordType, fields: [:]))
+        var saves = graph.map { CloudRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity.name), fields: $0.fields) }
+        saves.append(CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: zone, recordType: CloudKitNames.shareRecordType))
         let deletes: [JSONValue] = try graph.compactMap { member in
             try member.oldZone.map { ["recordName": .string(member.uuid), "zoneID": try JSONValue(encoding: $0)] }
         }
         let reply: JSONValue
-        switch attempt("records.modify", ["database": "private", "saves": .array(saves.map(\.json)), "deletes": .array(deletes)] as JSONValue) {
+        switch attempt("records.modify", ["database": "private", "saves": .array(try saves.map { try JSONValue(encoding: $0) }), "deletes": .array(deletes)] as JSONValue) {
         case let .success(value): reply = value
         case let .failure(error) where error.code == .limitExceeded && graph.count > 1: return nil
         case let .failure(error): throw error
         }
-        let saved = (reply["saved"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
+        let saved = (reply["saved"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) })
         let members = Self.byName(graph)
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
@@ -106,7 +106,7 @@ extension CloudMirror {
                     if record.isShare { continue }
                     guard let member = members[record.recordName] else { continue }
                     try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: record.recordChangeTag,
-                                            serverFields: record.fields ?? member.fields))
+                                            serverFields: record.fields))
                     try state.dropPending(record.recordName)
                 }
                 try state.setShareRoot(zone: zone.zoneName, root: graph[0].uuid)
@@ -151,16 +151,16 @@ extension CloudMirror {
                 prepared = true
             }
             let moving = atOnce ? graph : [graph[0]]
-            let touches: [MirrorRecord] = moving.compactMap { member in
+            let touches: [CloudRecord] = moving.compactMap { member in
                 guard let zone = member.oldZone, let tag = member.tag else { return nil }
-                var record = MirrorRecord(recordName: member.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(member.entity.name), fields: member.fields)
+                var record = CloudRecord(recordName: member.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(member.entity.name), fields: member.fields)
                 record.recordChangeTag = tag
                 return record
             }
             var saved: JSONValue?
             var stale = false
             if !touches.isEmpty {
-                switch attempt("records.modify", ["database": "private", "saves": .array(touches.map(\.json)), "atomic": true] as JSONValue) {
+                switch attempt("records.modify", ["database": "private", "saves": .array(try touches.map { try JSONValue(encoding: $0) }), "atomic": true] as JSONValue) {
                 case let .success(reply):
                     saved = reply["saved"]
                 case let .failure(error) where error.code == .partialFailure:
@@ -243,11 +243,11 @@ extension CloudMirror {
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorState(stores.list[index])
             try stores.list[index].database.transaction(commit: .deferred) {
-                for record in (saved?.arrayValue ?? []).compactMap(MirrorRecord.init(json:)) {
+                for record in (saved?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) }) {
                     guard let tag = record.recordChangeTag, let member = members[record.recordName],
                           let zone = member.oldZone else { continue }
                     try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: tag,
-                                            serverFields: record.fields ?? member.fields))
+                                            serverFields: record.fields))
                     tags[record.recordName] = tag
                 }
             }

@@ -299,7 +299,7 @@ struct MirrorState {
     /// Keeps `record` as the server's copy of the record `uuid` (its own name unless given) of
     /// `entity`: its zone (unless `zone` says otherwise), its tag and its fields (as the text
     /// received, when it came with one: no tree is made of it).
-    func setMeta(serverCopy record: MirrorRecord, entity: String, uuid: String? = nil, zone: ZoneID? = nil) throws {
+    func setMeta(serverCopy record: CloudRecord, entity: String, uuid: String? = nil, zone: ZoneID? = nil) throws {
         try setMeta(.init(uuid: uuid ?? record.recordName, entity: entity, zone: zone ?? record.zoneID, changeTag: record.recordChangeTag,
                           serverFields: record.fieldsText == nil ? record.fields : nil), fieldsText: record.fieldsText)
     }

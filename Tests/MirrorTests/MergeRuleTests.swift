@@ -328,7 +328,7 @@ extension Mirroring {
             #expect(MirrorRecordCoding.dataFields(fields).keys.sorted() == ["CD_note"], "bookkeeping is no data field")
 
             let share = ZoneID(zoneName: CloudKitNames.coreDataShareZonePrefix + "Z")
-            let moved = MirrorRecord(recordName: "e1", zoneID: share, recordType: "CD_CareEvent", fields: fields)
+            let moved = CloudRecord(recordName: "e1", zoneID: share, recordType: "CD_CareEvent", fields: fields)
             func meta(_ zone: ZoneID, _ tag: String?) -> MirrorState.Meta {
                 MirrorState.Meta(uuid: "e1", entity: "CareEvent", zone: zone, changeTag: tag, serverFields: nil)
             }
