@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "meowctl", targets: ["meowctl"]),
         .executable(name: "meow-bench", targets: ["meow-bench"]),
         .library(name: "MeowWire", targets: ["MeowWire"]),
+        .library(name: "CloudWire", targets: ["CloudWire"]),
     ],
     targets: [
         // C helpers Glibc does not expose to Swift (SO_PEERCRED's struct ucred, accept4).
@@ -25,14 +26,17 @@ let package = Package(
         .target(name: "SQLiteKit", dependencies: ["CSQLite"], path: "Shared/SQLiteKit", swiftSettings: strict),
         // The wire protocol and its Swift client: all a client needs.
         .target(name: "MeowWire", dependencies: ["CShim"], path: "Shared/MeowWire", swiftSettings: strict),
+        // The cloud protocol (what the sync-service speaks): zone and record identities, CloudKit's
+        // names, records and their fields, the messages. All a cloud client needs, without SQLite.
+        .target(name: "CloudWire", dependencies: ["MeowWire"], path: "Shared/CloudWire", swiftSettings: strict),
         // Listener, connections, lifecycle, signals, logging, options.
         .target(name: "ServiceRuntime", dependencies: ["MeowWire", "CShim"], path: "Shared/ServiceRuntime", swiftSettings: strict),
 
-        .target(name: "StoreServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "SQLiteKit"],
+        .target(name: "StoreServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
                 path: "Services/StoreServiceKit", swiftSettings: strict),
-        .target(name: "SyncServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "SQLiteKit"],
+        .target(name: "SyncServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
                 path: "Services/SyncServiceKit", swiftSettings: strict),
-        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
+        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
         .executableTarget(name: "store-service", dependencies: ["StoreServiceKit", "ServiceRuntime"],
                           path: "Services/store-service", swiftSettings: strict),
         .executableTarget(name: "sync-service", dependencies: ["SyncServiceKit", "ServiceRuntime"],
@@ -41,17 +45,18 @@ let package = Package(
 
         // Benchmarks: a raw C echo server with the same framing is the same-run baseline.
         .executableTarget(name: "echo-baseline", path: "Benchmarks/echo-baseline"),
-        .executableTarget(name: "meow-bench", dependencies: ["MeowWire", "SQLiteKit"],
+        .executableTarget(name: "meow-bench", dependencies: ["MeowWire", "CloudWire", "SQLiteKit"],
                           path: "Benchmarks/meow-bench", swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["MeowWire", "CShim"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "MeowWireTests", dependencies: ["MeowWire"], path: "Tests/MeowWireTests", swiftSettings: strict),
+        .testTarget(name: "CloudWireTests", dependencies: ["CloudWire", "MeowWire"], path: "Tests/CloudWireTests", swiftSettings: strict),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"], path: "Tests/SQLiteKitTests", swiftSettings: strict),
-        .testTarget(name: "StoreServiceTests", dependencies: ["StoreServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
+        .testTarget(name: "StoreServiceTests", dependencies: ["CloudWire", "StoreServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
                     path: "Tests/StoreServiceTests", swiftSettings: strict),
-        .testTarget(name: "SyncServiceTests", dependencies: ["SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
+        .testTarget(name: "SyncServiceTests", dependencies: ["CloudWire", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
                     path: "Tests/SyncServiceTests", swiftSettings: strict),
-        .testTarget(name: "MirrorTests", dependencies: ["StoreServiceKit", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
+        .testTarget(name: "MirrorTests", dependencies: ["CloudWire", "StoreServiceKit", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
                     path: "Tests/MirrorTests", swiftSettings: strict),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "MeowWire", "TestSupport"],
                     path: "Tests/ServiceRuntimeTests", swiftSettings: strict),
@@ -63,8 +68,8 @@ let package = Package(
 // libFuzzer targets (Tests/Fuzz/<name>): no main of their own. Built with --sanitize=fuzzer
 // (scripts/fuzz.sh: swift build --product fuzz-frame --sanitize=fuzzer --scratch-path .build-fuzz)
 // libFuzzer's main drives them; in a normal build they link as programs that do nothing, so
-// every build still compiles them against the current MeowWire.
+// every build still compiles them against the current MeowWire and CloudWire.
 for name in ["fuzz-frame", "fuzz-envelope"] {
     package.products.append(.executable(name: name, targets: [name]))
-    package.targets.append(.executableTarget(name: name, dependencies: ["MeowWire"], path: "Tests/Fuzz/\(name)", swiftSettings: strict))
+    package.targets.append(.executableTarget(name: name, dependencies: ["MeowWire", "CloudWire"], path: "Tests/Fuzz/\(name)", swiftSettings: strict))
 }

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 import SQLiteKit
@@ -8,7 +9,7 @@ import SQLiteKit
 /// saved and per record fetched (the whole zone in pages of 1,000, as the mirror fetches); and the
 /// cost of fetching 1 change from a zone of 100,000 records beside the same from a zone of 100.
 enum CloudBenchmark {
-    static let zone = "com.apple.coredata.cloudkit.zone"
+    static let zone = ZoneID.coreDataZoneName
 
     static func run(_ quick: Bool) throws {
         let directory = NSTemporaryDirectory() + "mb-cloud-\(getpid())"

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 
@@ -119,16 +120,16 @@ enum DiffCommand {
             if let name = row["zone"]?.stringValue {
                 zone = "\(owners[name] ?? "?")/\(name)"
             } else {
-                zone = db == "private" ? "__defaultOwner__/\(DoctorCommand.coreDataZone)" : "(no zone)"
+                zone = db == "private" ? "\(ZoneID.defaultOwner)/\(ZoneID.coreDataZoneName)" : "(no zone)"
             }
             var fields: [String: String] = [:]
             for attribute in entity["attributes"]?.arrayValue ?? [] {
                 guard let name = attribute["name"]?.stringValue, let value = row[name], !value.isNull else { continue }
-                fields["CD_\(name)"] = normalize(local: value, type: attribute["type"]?.stringValue ?? "string")
+                fields[CloudKitNames.coreDataName(name)] = normalize(local: value, type: attribute["type"]?.stringValue ?? "string")
             }
             for relationship in entity["relationships"]?.arrayValue ?? [] where relationship["toMany"] != true {
                 guard let name = relationship["name"]?.stringValue, let target = row[name]?.stringValue else { continue }
-                fields["CD_\(name)"] = uuidOf[target] ?? target
+                fields[CloudKitNames.coreDataName(name)] = uuidOf[target] ?? target
             }
             items[key(db, uuid)] = Item(database: db, zone: zone, entity: entity["name"]?.stringValue ?? "?",
                                         objectID: row["objectID"]?.stringValue, fields: fields)
@@ -159,13 +160,13 @@ enum DiffCommand {
                     page = .null
                 }
                 for record in page["changed"]?.arrayValue ?? [] {
-                    guard let type = record["recordType"]?.stringValue, type.hasPrefix("CD_"),
+                    guard let type = record["recordType"]?.stringValue, let entity = CloudKitNames.entityName(recordType: type),
                           let name = record["recordName"]?.stringValue else { continue }
                     var fields: [String: String] = [:]
-                    for (field, value) in record["fields"]?.objectValue ?? [:] where field.hasPrefix("CD_") && field != "CD_entityName" {
+                    for (field, value) in record["fields"]?.objectValue ?? [:] where field.hasPrefix(CloudKitNames.coreDataPrefix) && field != CloudKitNames.entityNameField {
                         fields[field] = normalize(cloud: value)
                     }
-                    items[key(database, name)] = Item(database: database, zone: zoneKey, entity: String(type.dropFirst(3)),
+                    items[key(database, name)] = Item(database: database, zone: zoneKey, entity: entity,
                                                       objectID: nil, fields: fields)
                 }
                 guard page["moreComing"] == true else { break }

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 
@@ -34,8 +35,6 @@ enum DoctorCommand {
     found, 2 unreachable, 64 usage. --json prints {"ok", "findings": [...], "checks": [...]}.
     """
 
-    static let coreDataZone = "com.apple.coredata.cloudkit.zone"
-    static let defaultZone = "_defaultZone"
 
     /// One violation: what, where, why it matters and what to do.
     struct Finding {
@@ -149,7 +148,7 @@ struct Doctor {
                             + "(--routing deterministic, the default) or assign them to the private store."))
                     continue
                 }
-                if zone == DoctorCommand.coreDataZone || zone == DoctorCommand.defaultZone {
+                if zone == ZoneID.coreDataZoneName || zone == ZoneID.defaultZoneName {
                     defaultZone.append(.init(kind: "sharedDefaultZone", store: sharedStore, objectID: objectID, zone: zone,
                         summary: "\(name) is in the shared store's \(zone)",
                         explanation: "The shared database has no core-data or default zone: every write of this record is refused with "
@@ -313,14 +312,14 @@ struct Doctor {
         var found: [DoctorCommand.Finding] = []
         for zone in zones {
             let name = zone["zoneName"]?.stringValue ?? ""
-            guard name == DoctorCommand.coreDataZone || name == DoctorCommand.defaultZone else { continue }
+            guard name == ZoneID.coreDataZoneName || name == ZoneID.defaultZoneName else { continue }
             let owner = zone["ownerName"]?.stringValue ?? "?"
             found.append(.init(kind: "cloudSharedDefaultZone", store: nil, objectID: nil, zone: "\(owner)/\(name)",
                 summary: "\(cloud.hello.user ?? "this user")'s shared database lists \(owner)'s \(name)",
-                explanation: "\(owner) shared their whole \(name == DoctorCommand.coreDataZone ? "core-data" : "default") zone. Records there would be "
+                explanation: "\(owner) shared their whole \(name == ZoneID.coreDataZoneName ? "core-data" : "default") zone. Records there would be "
                     + "in the shared database's \(name), which CloudKit refuses: fetching or writing them fails with permissionFailure "
                     + "(\"Illegal attempt to work with the core-data or default zone in the shared database\").",
-                fix: "\(owner) should stop that share (delete cloudkit.zoneshare in \(name)) and share sessions with 'meowctl share create', "
+                fix: "\(owner) should stop that share (delete \(CloudKitNames.zoneShareName) in \(name)) and share sessions with 'meowctl share create', "
                     + "which moves them into a share zone of their own."))
         }
         record("cloudSharedDefaultZone", found, clean: "the shared database has no core-data or default zone (\(zones.count) shared zone(s))",

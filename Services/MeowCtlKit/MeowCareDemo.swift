@@ -7,8 +7,6 @@ struct MeowCareDemo {
     let deployment: Deployment
     let transcript: DemoTranscript
 
-    static let privateZone = "com.apple.coredata.cloudkit.zone"
-
     func tell() async {
         var sessionID = ""
         await transcript.run("1. Olivia logs blood-glucose readings on device A") {

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 
@@ -11,7 +12,7 @@ struct RobustnessChapters {
     let deployment: Deployment
     let transcript: DemoTranscript
 
-    static let zone: JSONValue = ["zoneName": .string(MeowCareDemo.privateZone)]
+    static let zone: JSONValue = ["zoneName": .string(ZoneID.coreDataZoneName)]
 
     func tell() async {
         await transcript.run("9. A newer app version writes what this one cannot hold") {
@@ -22,7 +23,7 @@ struct RobustnessChapters {
     /// A care event as another client writes it straight into Olivia's private database.
     private func event(kind: String, tag: String? = nil) -> JSONValue {
         var record: [String: JSONValue] = ["recordName": "NEWER-APP-NAP-1", "recordType": "CD_CareEvent", "zoneID": Self.zone, "fields": [
-            "CD_entityName": ["type": "string", "value": "CareEvent"], "CD_id": ["type": "string", "value": "nap-1"],
+            CloudKitNames.entityNameField: ["type": "string", "value": "CareEvent"], "CD_id": ["type": "string", "value": "nap-1"],
             "CD_eventTypeRaw": ["type": "string", "value": .string(kind)], "CD_occurredAt": ["type": "date", "value": 1_796_040_000],
             "CD_updatedAt": ["type": "date", "value": 1_796_040_000]]]
         if let tag { record["recordChangeTag"] = .string(tag) }

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import CloudWire
 import Glibc
 #endif
 import Foundation
@@ -78,7 +79,7 @@ struct SeedChapters {
         do {
             _ = try await olivia.call("records.modify", ["database": "shared", "saves": [[
                 "recordName": "bg-legacy", "recordType": "CD_CareEvent",
-                "zoneID": ["zoneName": .string(MeowCareDemo.privateZone)], "fields": [:]]]])
+                "zoneID": ["zoneName": .string(ZoneID.coreDataZoneName)], "fields": [:]]]])
             transcript.check(false, "the cloud refuses a record in the shared database's core-data zone")
         } catch {
             let message = error.details["partialErrors"]?["bg-legacy"]?["message"]?.stringValue ?? error.message

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 import ServiceRuntime
@@ -162,7 +163,7 @@ extension CloudMirror {
     /// Keeps the refusals `applyRefusing` returned (listed by `sync.status`) and logs them, in
     /// the caller's transaction; returns what to tell the device's clients once it commits
     /// (`publishRefused`). A version of a record already refused is not told again.
-    func keepRefused(_ refused: [String: WireError], of changes: [LocalChange], zone: MirrorZoneID, tags: [String: String?],
+    func keepRefused(_ refused: [String: WireError], of changes: [LocalChange], zone: ZoneID, tags: [String: String?],
                      state: MirrorState) throws -> [ImportRefusedNotice] {
         var notices: [ImportRefusedNotice] = []
         for change in changes {

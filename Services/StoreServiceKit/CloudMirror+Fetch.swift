@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import Synchronization
 import MeowWire
@@ -33,15 +34,15 @@ extension CloudMirror {
     // Replies are read straight from the JSON tree the client already parsed (decoding them
     // again through Codable doubled the cost of a fetch).
     private struct DatabaseChanges {
-        var changedZones: [MirrorZoneID]
-        var deletedZones: [MirrorZoneID]
-        var purgedZones: [MirrorZoneID]
-        var encryptedDataResetZones: [MirrorZoneID]
+        var changedZones: [ZoneID]
+        var deletedZones: [ZoneID]
+        var purgedZones: [ZoneID]
+        var encryptedDataResetZones: [ZoneID]
         var token: String
         var moreComing: Bool
 
         init(json: JSONValue) {
-            func zones(_ key: String) -> [MirrorZoneID] { (json[key]?.arrayValue ?? []).compactMap(MirrorZoneID.init(json:)) }
+            func zones(_ key: String) -> [ZoneID] { (json[key]?.arrayValue ?? []).compactMap { ZoneID(tree: $0) } }
             changedZones = zones("changedZones")
             deletedZones = zones("deletedZones")
             purgedZones = zones("purgedZones")
@@ -56,7 +57,7 @@ extension CloudMirror {
     static let pagesAhead = 2
 
     struct ZoneChanges: Sendable {
-        var changed: [MirrorRecord]
+        var changed: [CloudRecord]
         var deleted: [(recordName: String, recordType: String)]
         var token: String
         var moreComing: Bool
@@ -70,7 +71,7 @@ extension CloudMirror {
                 guard let name = item["recordName"]?.stringValue else { return nil }
                 return (name, item["recordType"]?.stringValue ?? "")
             }
-            self.init(changed: (json["changed"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:)), deleted: deleted,
+            self.init(changed: (json["changed"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) }), deleted: deleted,
                       token: json["token"]?.stringValue ?? "", moreComing: json["moreComing"]?.boolValue ?? false, model: model, holding: holding)
         }
 
@@ -78,7 +79,7 @@ extension CloudMirror {
         /// and the reply is parsed into a tree and read by `init(json:)`, which it matches.
         init?(bytes: UnsafeBufferPointer<UInt8>, model: ManagedObjectModel, holding: Set<String>) {
             var scanner = JSONScanner(bytes)
-            var changed: [MirrorRecord] = [], deleted: [(recordName: String, recordType: String)] = []
+            var changed: [CloudRecord] = [], deleted: [(recordName: String, recordType: String)] = []
             var read: [[StoredFields.Field]?] = []
             var token = "", moreComing = false
             let page = scanner.object { key, scanner in
@@ -88,7 +89,11 @@ extension CloudMirror {
                     read = []
                     return scanner.array { scanner in
                         var fields: [StoredFields.Field]?
-                        guard let record = MirrorRecord(scanning: &scanner, fields: &fields) else { return false }
+                        guard let record = CloudRecord(scanning: &scanner, fieldsEnd: { bytes, start in
+                            guard let (end, read) = StoredFields.endAndFields(bytes, from: start) else { return nil }
+                            fields = read
+                            return end
+                        }) else { return false }
                         changed.append(record)
                         read.append(fields)
                         return true
@@ -127,7 +132,7 @@ extension CloudMirror {
         }
 
         /// `read`: per changed record, its fields as the page's scan read them (empty: none were).
-        private init(changed: [MirrorRecord], deleted: [(recordName: String, recordType: String)], token: String, moreComing: Bool,
+        private init(changed: [CloudRecord], deleted: [(recordName: String, recordType: String)], token: String, moreComing: Bool,
                      model: ManagedObjectModel, holding: Set<String>, read: [[StoredFields.Field]?] = []) {
             self.changed = changed
             var layouts: [String: MirrorImport.FieldLayout] = [:]
@@ -140,8 +145,7 @@ extension CloudMirror {
                 if let text = record.fieldsText, let stored = (position < read.count ? read[position] : nil) ?? StoredFields.fields(text) {
                     return MirrorImport.Prepared(entity: entity, fields: layout.values(stored))
                 }
-                guard let fields = record.fields else { return nil }
-                return MirrorImport.Prepared(entity: entity, fields: layout.values(fields))
+                return MirrorImport.Prepared(entity: entity, fields: layout.values(record.fields))
             }
             self.deleted = deleted
             self.token = token
@@ -170,7 +174,7 @@ extension CloudMirror {
         guard try storeName(scope) != nil else { return }
         let database = scope == .private ? "private" : "shared"
         let fullFetch = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) } == nil
-        var currentZones: Set<MirrorZoneID> = []
+        var currentZones: Set<ZoneID> = []
         // Deletions are held until every changed zone is applied (`holdTombstones`). A move
         // is one request, so once a round has seen its old zone's tombstone, the next round
         // sees its new zone if this one did not: rounds repeat (a few at most) while
@@ -211,7 +215,7 @@ extension CloudMirror {
     }
 
     /// One pass over the database's changes from its token: whether any zone changed.
-    private func fetchDatabaseChanges(_ scope: StoreScope, database: String, zones currentZones: inout Set<MirrorZoneID>,
+    private func fetchDatabaseChanges(_ scope: StoreScope, database: String, zones currentZones: inout Set<ZoneID>,
                                       report: inout MirrorFetchReport) throws -> Bool {
         var changedAny = false
         while true {
@@ -239,8 +243,8 @@ extension CloudMirror {
             }
             // Share zones before the core-data zone: sharing moves records out of the core-data
             // zone, and the move's creates are then known before its deletes arrive.
-            let ordered = changes.changedZones.filter { $0.zoneName != MirrorState.coreDataZone }
-                + changes.changedZones.filter { $0.zoneName == MirrorState.coreDataZone }
+            let ordered = changes.changedZones.filter { $0.zoneName != ZoneID.coreDataZoneName }
+                + changes.changedZones.filter { $0.zoneName == ZoneID.coreDataZoneName }
             for zone in ordered { try fetchZone(zone, scope: scope, database: database, report: &report) }
             currentZones.formUnion(changes.changedZones)
             changedAny = changedAny || !changes.changedZones.isEmpty
@@ -250,7 +254,7 @@ extension CloudMirror {
         return changedAny
     }
 
-    func fetchZone(_ zone: MirrorZoneID, scope: StoreScope, database: String, report: inout MirrorFetchReport) throws {
+    func fetchZone(_ zone: ZoneID, scope: StoreScope, database: String, report: inout MirrorFetchReport) throws {
         // A fetch from nil lists live records only, no deletions: the records this device knows
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
@@ -329,7 +333,7 @@ extension CloudMirror {
         if let listed {
             let gone = try state(scope) { state, _, _ in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
             if !gone.isEmpty {
-                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, "CD_\($0.entity)") }, zone: zone, scope: scope, token: nil,
+                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, CloudKitNames.coreDataName($0.entity)) }, zone: zone, scope: scope, token: nil,
                               holdDeletes: true, report: &report)
             }
         }
@@ -346,7 +350,7 @@ extension CloudMirror {
     /// as a client's save does: waiting.)
     /// `holdDeletes`: the page's deletions are kept (`holdTombstones`) for the fetch's end
     /// rather than applied.
-    func applyPage(_ changed: [MirrorRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: MirrorZoneID,
+    func applyPage(_ changed: [CloudRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: ZoneID,
                            scope: StoreScope, token: String?, holdDeletes: Bool, report: inout MirrorFetchReport) throws {
         let me = user
         try state(scope) { state, index, stores in
@@ -422,7 +426,7 @@ extension CloudMirror {
                 let record = changed[position]
                 // Parsed once here (fields that came as text are parsed on each read).
                 let serverFields = record.fields
-                var fields = serverFields ?? [:]
+                var fields = serverFields
                 // The record's stamps, decoded only for a merge or for stamps already kept here.
                 var times: [String: FieldStamp]?
                 var keepPending = false
@@ -445,7 +449,7 @@ extension CloudMirror {
                         }
                     } else if let client = try Self.currentFields(entity: entity, uuid: uuid, state: state) {
                         meta = try state.meta(uuid, withFields: true)
-                        let outcome = try merge(server: record, client: MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType, fields: client),
+                        let outcome = try merge(server: record, client: CloudRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType, fields: client),
                                                 ancestor: meta?.serverFields, pending: pending, state: state, serverFields: .some(serverFields))
                         fields = outcome.fields
                         times = outcome.times
@@ -506,13 +510,13 @@ extension CloudMirror {
                     imported.append((position, entity))
                 } else {
                     let record = changed[position]
-                    local.append(LocalChange(uuid: record.recordName, entity: entity, fields: record.fields ?? [:], zone: record.zoneID.key))
+                    local.append(LocalChange(uuid: record.recordName, entity: entity, fields: record.fields, zone: record.zoneID.key))
                     afterSave.append((record.recordName, { try Self.keepImported(record, entity: entity, state: state) }))
                 }
             }
             if holdDeletes { try state.holdTombstones(deleted, zone: zone) }
             for (uuid, recordType) in holdDeletes ? [] : deleted {
-                guard let entityName = MirrorRecord(recordName: uuid, zoneID: zone, recordType: recordType, fields: nil).entityName,
+                guard let entityName = CloudKitNames.entityName(recordType: recordType),
                       let entity = store.model.entity(named: entityName) else { continue }
                 if let pending = try state.pending(uuid: uuid), pending.kind != .delete, options.deletePolicy(entity.name) == .resurrect {
                     // Scenario 20 with resurrect: the local edit re-creates the record.
@@ -592,8 +596,8 @@ extension CloudMirror {
     /// in `arriving` is not that object: CloudKit names a record by (recordName, zoneID), so a
     /// record in a zone of another owner — or of another entity — is another record, however
     /// its name reads. Only a move between one owner's zones (sharing) carries a record over.
-    static func heldElsewhere(_ uuid: String, arriving: MirrorZoneID, entity: EntityDescription, meta: MirrorState.Meta?,
-                              hasRow: Bool, state: MirrorState) throws -> MirrorZoneID? {
+    static func heldElsewhere(_ uuid: String, arriving: ZoneID, entity: EntityDescription, meta: MirrorState.Meta?,
+                              hasRow: Bool, state: MirrorState) throws -> ZoneID? {
         if let meta {
             return meta.zone.ownerName != arriving.ownerName || meta.entity != entity.name ? meta.zone : nil
         }
@@ -605,7 +609,7 @@ extension CloudMirror {
     /// (`sync.status` lists it, doctor reports it), in the page's transaction; the notice to
     /// tell clients, unless that version was refused before. The store holds one object per
     /// record name, so the record is not imported beside the object it collides with.
-    func refuseCollision(_ record: MirrorRecord, entity: EntityDescription, heldIn: MirrorZoneID, state: MirrorState) throws -> ImportRefusedNotice? {
+    func refuseCollision(_ record: CloudRecord, entity: EntityDescription, heldIn: ZoneID, state: MirrorState) throws -> ImportRefusedNotice? {
         let error = WireError(.uniquenessConstraint,
                               "Record '\(record.recordName)' of zone \(record.zoneID.key) has the name of an object this store holds in zone \(heldIn.key). A record of another owner's zone is another record: it was not imported, and the object was left as it is.",
                               details: ["recordName": .string(record.recordName), "zone": .string(record.zoneID.key), "heldInZone": .string(heldIn.key)])
@@ -619,7 +623,7 @@ extension CloudMirror {
     /// Whether `record` arrived moved from the zone this device's copy is in, by a device that
     /// had another version of it than this one (`MovedFrom`): the move deleted this device's
     /// version, and the record came from the mover's.
-    static func movedWithout(_ meta: MirrorState.Meta, record: MirrorRecord, fields: [String: JSONValue]?) -> Bool {
+    static func movedWithout(_ meta: MirrorState.Meta, record: CloudRecord, fields: [String: JSONValue]?) -> Bool {
         guard meta.zone.zoneName != record.zoneID.zoneName, let from = MovedFrom(fields: fields), from.zoneName == meta.zone.zoneName else {
             return false
         }
@@ -629,9 +633,9 @@ extension CloudMirror {
     /// Two versions neither of which saw the other (a moved copy and the one its move deleted):
     /// the ancestor is unknown, so every field that differs is decided by the conflict policy
     /// (by default the later edit by per-field stamp). `won`: the fields that keep this device's value.
-    func mergeConcurrent(server record: MirrorRecord, serverFields: [String: JSONValue]?, client: [String: JSONValue],
+    func mergeConcurrent(server record: CloudRecord, serverFields: [String: JSONValue]?, client: [String: JSONValue],
                          state: MirrorState) throws -> (fields: [String: JSONValue], times: [String: FieldStamp], won: Set<String>) {
-        let outcome = try merge(server: record, client: MirrorRecord(recordName: record.recordName, zoneID: record.zoneID, recordType: record.recordType,
+        let outcome = try merge(server: record, client: CloudRecord(recordName: record.recordName, zoneID: record.zoneID, recordType: record.recordType,
                                                                      fields: client),
                                 ancestor: nil, pending: nil, state: state, serverFields: .some(serverFields))
         let serverData = MirrorRecordCoding.dataFields(serverFields)
@@ -647,7 +651,7 @@ extension CloudMirror {
     /// device that wrote it gets its own record back unchanged and leaves it, and a device
     /// moving the children of a session it sees arrive could re-create an event another device
     /// had just moved and deleted.
-    private func followParents(_ changed: [MirrorRecord], state: MirrorState) throws {
+    private func followParents(_ changed: [CloudRecord], state: MirrorState) throws {
         let store = state.store
         for record in changed where !record.isShare {
             guard let name = record.entityName, store.holds(name), let entity = store.model.entity(named: name),
@@ -661,7 +665,7 @@ extension CloudMirror {
     /// The metadata of a record new to this device: its tag and server fields (the next merge's
     /// ancestor). Its stamps are the record's, read from the server fields just kept
     /// (`fieldTimesText`); a stale stamps row would hide them.
-    private static func keepImported(_ record: MirrorRecord, entity: EntityDescription, state: MirrorState) throws {
+    private static func keepImported(_ record: CloudRecord, entity: EntityDescription, state: MirrorState) throws {
         try state.setMeta(serverCopy: record, entity: entity.name)
         try state.dropFieldTimes(record.recordName)
     }
@@ -669,7 +673,7 @@ extension CloudMirror {
     /// A zone is gone (deleted, purged, or the user left / was removed / the share ended): its
     /// local rows are removed, its queued changes discarded (never moved elsewhere) and its
     /// token forgotten (docs/RULES.md, mirroring: zones deleted or purged; scenarios 25, 41, 42).
-    func removeZone(_ zone: MirrorZoneID, scope: StoreScope, purged: Bool, report: inout MirrorFetchReport) throws {
+    func removeZone(_ zone: ZoneID, scope: StoreScope, purged: Bool, report: inout MirrorFetchReport) throws {
         try state(scope) { state, index, stores in
             let store = state.store
             try ingest(store)

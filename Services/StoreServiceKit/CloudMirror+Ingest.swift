@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 
 extension CloudMirror {
@@ -107,7 +108,7 @@ extension CloudMirror {
         for row in try store.database.query("SELECT uuid, entity, zone_name, owner_name FROM mirror_meta") {
             guard let uuid = row[0].string, !present.contains(uuid) else { continue }
             try state.enqueue(uuid: uuid, entity: row[1].string ?? "", kind: .delete,
-                              zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""), changed: [])
+                              zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""), changed: [])
         }
         try state.setValue(MirrorState.exportCursorKey, String(store.lastToken))
         logger.notice("history the mirror had not queued was purged; the queue was rebuilt by comparing rows with the cloud's copies",
@@ -136,7 +137,7 @@ extension CloudMirror {
     }
 
     static let sharedDefaultZoneDescription =
-        "<CKRecordZoneID: zoneName=\(MirrorState.coreDataZone), ownerName=\(MirrorState.defaultOwner)>"
+        "<CKRecordZoneID: zoneName=\(ZoneID.coreDataZoneName), ownerName=\(ZoneID.defaultOwner)>"
 
     /// Queues one history change; returns the zone descriptions of seed-002 faults it hit.
     /// A new object's queue and stamps texts for the last changed-property list and stamp: a

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 
@@ -32,12 +33,12 @@ extension CloudMirror {
         var saves: [JSONValue] = []
         for entity in entities {
             let (fields, types) = MirrorRecordCoding.representativeFields(entity)
-            let recordType = "CD_\(entity.name)"
+            let recordType = CloudKitNames.coreDataName(entity.name)
             recordTypes[recordType] = types
             // One name per entity: a run again after one whose delete failed overwrites and
             // deletes the records that one left, instead of leaving them for devices to import.
             saves.append(["recordName": .string("initializeSchema-\(entity.name)"), "recordType": .string(recordType),
-                          "zoneID": MirrorZoneID.coreData.json, "fields": fields])
+                          "zoneID": ZoneID.coreData.json, "fields": fields])
         }
         guard !dryRun else { return InitializeSchemaResult(recordTypes: recordTypes, uploaded: 0, dryRun: true) }
         try signedInCredential()
@@ -72,7 +73,7 @@ extension MirrorRecordCoding {
             fields[name] = ["type": .string(type), "value": value]
             types[name] = CloudKitNames.typeName(type)
         }
-        add(MirrorState.entityNameField, "string", .string(entity.name))
+        add(CloudKitNames.entityNameField, "string", .string(entity.name))
         for attribute in entity.attributes {
             let stand: JSONValue
             switch attribute.type {

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 import ServiceRuntime
@@ -40,11 +41,11 @@ extension CloudMirror {
         var pending: MirrorState.Pending
         var entity: EntityDescription
         /// The record to save (nil: a delete); its fields are in `fieldsText`.
-        var record: MirrorRecord?
+        var record: CloudRecord?
         /// The saved record's fields as JSON text (`MirrorRecordCoding.fieldsText`).
         var fieldsText: String?
         /// A delete: of the record itself, or of its old copy when it moves to another zone.
-        var delete: MirrorZoneID?
+        var delete: ZoneID?
         /// A save of the record where it is, with its tag, before it moves (`buildBatch`).
         var touch = false
         /// `fieldsText` holds only the keys changed here: the server's copy is the kept one with them applied.
@@ -171,7 +172,7 @@ extension CloudMirror {
     /// Records the batch's creates (records without a tag: new to the server, or to a zone
     /// they move into) per zone, before the batch goes out.
     private static func recordCreates(of items: [Item], state: MirrorState) throws -> [Int64] {
-        var byZone: [MirrorZoneID: [MirrorState.Pending]] = [:]
+        var byZone: [ZoneID: [MirrorState.Pending]] = [:]
         for item in items {
             guard let record = item.record, record.recordChangeTag == nil else { continue }
             byZone[record.zoneID, default: []].append(item.pending)
@@ -199,7 +200,6 @@ extension CloudMirror {
     static let goneCodes: Set<ErrorCode> = [.zoneNotFound, .userDeletedZone, .unknownItem, .permissionFailure]
 
     private struct RecordsFetchRequest: Encodable {
-        struct RecordID: Encodable { var recordName: String; var zoneID: MirrorZoneID }
         var database: String
         var recordIDs: [RecordID]
     }
@@ -228,17 +228,17 @@ extension CloudMirror {
             return rows.isEmpty ? nil : (store.name, Self.database(of: store), rows)
         }
         guard let outstanding else { return }
-        var answers: [(row: MirrorState.CreatesInFlight, found: [MirrorRecord])] = []
+        var answers: [(row: MirrorState.CreatesInFlight, found: [CloudRecord])] = []
         for row in outstanding.rows {
-            var found: [MirrorRecord] = []
+            var found: [CloudRecord] = []
             if !row.entries.isEmpty {
                 let request = RecordsFetchRequest(database: outstanding.database,
-                                                  recordIDs: row.entries.map { RecordsFetchRequest.RecordID(recordName: $0.name, zoneID: row.zone) })
+                                                  recordIDs: row.entries.map { RecordID(recordName: $0.name, zoneID: row.zone) })
                 switch attempt("records.fetch", request) {
                 case let .success(result):
-                    found = (result["records"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
+                    found = (result["records"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) })
                 case let .failure(error) where error.code == .partialFailure:
-                    found = (error.details["records"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
+                    found = (error.details["records"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) })
                 case let .failure(error) where Self.goneCodes.contains(error.code):
                     // The zone or the access is gone: so is anything of it to update or delete.
                     found = []
@@ -530,7 +530,7 @@ extension CloudMirror {
         }
     }
 
-    private struct DeleteRef: Codable { var recordName: String; var zoneID: MirrorZoneID }
+    private struct DeleteRef: Codable { var recordName: String; var zoneID: ZoneID }
 
     /// What a records.modify reply says was done: saved records' new change tags by name, and
     /// the names deleted (read for the members a verdict needs rather than decoded whole: a
@@ -598,7 +598,7 @@ extension CloudMirror {
             out += #","saves":["#
             var first = true
             // A batch's records share a zone or two: each zone's JSON is written once.
-            var zoneTexts: [MirrorZoneID: String] = [:]
+            var zoneTexts: [ZoneID: String] = [:]
             for item in items {
                 guard let record = item.record, let fields = item.fieldsText else { continue }
                 if !first { out += "," }
@@ -635,14 +635,14 @@ extension CloudMirror {
     }
 
     /// Creates the private database zones a batch needs (once per process and zone; again after zoneNotFound).
-    func ensureZones(_ zones: Set<MirrorZoneID>) throws {
+    func ensureZones(_ zones: Set<ZoneID>) throws {
         let missing = progress.withLock { state in zones.filter { !state.zonesEnsured.contains($0.key) } }
         guard !missing.isEmpty else { return }
         _ = try call("zones.save", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: Array(missing))))
         progress.withLock { state in for zone in missing { state.zonesEnsured.insert(zone.key) } }
     }
 
-    struct ZonesRequest: Codable { var database: String; var zoneIDs: [MirrorZoneID] }
+    struct ZonesRequest: Codable { var database: String; var zoneIDs: [ZoneID] }
 
     /// The due entries of the queue as records, payloads built now from the rows as they are.
     /// Reads the next batch; writes nothing (it may run on the store's reading connection).
@@ -657,7 +657,7 @@ extension CloudMirror {
         var count = 0
         var after = start
         // Zones of related records (a batch of a session's events asks for one session's zone).
-        var zones: [String: MirrorZoneID?] = [:]
+        var zones: [String: ZoneID?] = [:]
         var texts = MirrorRecordCoding.TextCache()
         while count < limit {
             let due = try state.dueEntries(now: now, limit: limit, after: after)
@@ -707,8 +707,8 @@ extension CloudMirror {
                 if only != nil, entry.movedFromKept, fields.hasSuffix("}") {
                     fields = String(fields.dropLast()) + (fields == "{}" ? "" : ",") + "\"\(MovedFrom.field)\":null}"
                 }
-                var record = MirrorRecord(recordName: pending.uuid, zoneID: zone, recordType: "CD_\(entity.name)", fields: nil)
-                var move: MirrorZoneID?
+                var record = CloudRecord(recordName: pending.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(entity.name))
+                var move: ZoneID?
                 var partial = false
                 if let meta {
                     if meta.zone == zone {
@@ -767,9 +767,10 @@ extension CloudMirror {
     /// relationship differs from the ancestor's), and the object it now relates to is in
     /// another zone on this device: the record belongs elsewhere, and that device moves it.
     /// (A relationship unchanged is no sign: this device may have moved the object itself.)
-    private static func movingElsewhere(_ server: MirrorRecord, ancestor: [String: JSONValue]?, entity: EntityDescription,
+    private static func movingElsewhere(_ server: CloudRecord, ancestor: [String: JSONValue]?, entity: EntityDescription,
                                         state: MirrorState) throws -> Bool {
-        guard let fields = server.fields, let ancestor else { return false }
+        guard let ancestor else { return false }
+        let fields = server.fields
         let before = MirrorRecordCoding.relationshipNames(entity: entity, fields: ancestor)
         for (relationship, name) in MirrorRecordCoding.relationshipNames(entity: entity, fields: fields) {
             guard let name, before[relationship] != .some(name) else { continue }
@@ -788,8 +789,8 @@ extension CloudMirror {
     /// The cloud zone of a record: shared store — the row's share zone; private store — the
     /// zone of the object it belongs to (an event follows its session into a share zone),
     /// else its own known zone, else Core Data's zone.
-    func zone(for uuid: String, entity: EntityDescription, state: MirrorState) throws -> MirrorZoneID? {
-        var cache: [String: MirrorZoneID?] = [:]
+    func zone(for uuid: String, entity: EntityDescription, state: MirrorState) throws -> ZoneID? {
+        var cache: [String: ZoneID?] = [:]
         guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
             return try state.meta(uuid)?.zone
         }
@@ -797,7 +798,7 @@ extension CloudMirror {
     }
 
     private func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
-                      cache: inout [String: MirrorZoneID?], depth: Int = 0) throws -> MirrorZoneID? {
+                      cache: inout [String: ZoneID?], depth: Int = 0) throws -> ZoneID? {
         let store = state.store
         if store.scope == .shared {
             return try row.zone.flatMap { try state.shareZone(key: $0) }
@@ -811,7 +812,7 @@ extension CloudMirror {
                     if let known { return known }
                     continue
                 }
-                var found: MirrorZoneID?
+                var found: ZoneID?
                 if let targetUUID = try state.uuid(entity: destination.name, primaryKey: target),
                    let targetRow = try store.read(destination, primaryKey: target) {
                     found = try zone(for: targetUUID, entity: destination, row: targetRow, state: state, cache: &cache, depth: depth + 1)
@@ -845,7 +846,7 @@ extension CloudMirror {
             if !errors.isEmpty { try ingest(store) }
             var local: [LocalChange] = []
             /// Per merged record, its bookkeeping after the context save, and the server copy it merged with.
-            var afterSave: [(uuid: String, server: MirrorRecord, step: () throws -> Void)] = []
+            var afterSave: [(uuid: String, server: CloudRecord, step: () throws -> Void)] = []
             // One transaction for the whole batch's verdicts: with synchronous=FULL each
             // autocommit write is an fsync, which made a send cost ~2 ms per record.
             try store.database.transaction(commit: .deferred) {
@@ -869,7 +870,7 @@ extension CloudMirror {
                     guard let error else { skipped.insert(uuid); continue }
                     switch error.code {
                     case .serverRecordChanged, .serverRejectedRequest:
-                        guard let server = error.details["serverRecord"].flatMap(MirrorRecord.init(json:)) else { skipped.insert(uuid); continue }
+                        guard let server = error.details["serverRecord"].flatMap({ CloudRecord(tree: $0) }) else { skipped.insert(uuid); continue }
                         let row = try Self.currentFields(entity: item.entity, uuid: uuid, state: state)
                         let queued = try state.pending(uuid: uuid)
                         if row == nil, queued?.kind == .delete {
@@ -889,11 +890,11 @@ extension CloudMirror {
                         // (an edited record both devices moved, each into another zone).
                         let knownCopy = error.code == .serverRecordChanged ? try state.meta(uuid, withFields: true) : nil
                         let known = knownCopy?.zone == record.zoneID ? knownCopy?.serverFields : nil
-                        let ancestor = error.details["ancestorRecord"].flatMap(MirrorRecord.init(json:))?.fields ?? known
+                        let ancestor = error.details["ancestorRecord"].flatMap({ CloudRecord(tree: $0) })?.fields ?? known
                         // Merge with the row as it is now (a save may have landed since the batch was built).
                         let sent = item.fieldsText.flatMap { try? JSONParser.parse($0).objectValue }
-                        let current = MirrorRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,
-                                                   fields: row ?? sent)
+                        let current = CloudRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,
+                                                   fields: row ?? sent ?? [:])
                         let outcome = try merge(server: server, client: current, ancestor: ancestor,
                                                 pending: queued ?? item.pending, state: state, everyField: ancestor == nil)
                         local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.key))
@@ -982,7 +983,7 @@ extension CloudMirror {
         // The owner deleted a share's root: the share zone goes (its share with it), so
         // participants' next fetch removes the whole zone (scenario 41).
         for zone in rootsDeleted {
-            _ = try? call("zones.delete", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [MirrorZoneID(zoneName: zone)])))
+            _ = try? call("zones.delete", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [ZoneID(zoneName: zone)])))
             try withStores { stores in
                 if let index = Self.storeIndex(.private, in: stores) { try MirrorState(stores.list[index]).dropShare(zone: zone) }
             }
@@ -999,7 +1000,7 @@ extension CloudMirror {
     /// versions without an ancestor: each differing field is decided by the policy).
     /// `pending` nil: no queue entry says what changed here (two concurrent versions), so every
     /// field counts as edited, as with `everyField`.
-    func merge(server: MirrorRecord, client: MirrorRecord, ancestor: [String: JSONValue]?, pending: MirrorState.Pending?,
+    func merge(server: CloudRecord, client: CloudRecord, ancestor: [String: JSONValue]?, pending: MirrorState.Pending?,
                state: MirrorState, serverFields parsed: [String: JSONValue]?? = nil, everyField: Bool = false) throws -> MirrorMerge.Outcome {
         // Each side's fields read once (fields that came as text are parsed on each read).
         let serverFields = parsed ?? server.fields
@@ -1014,7 +1015,7 @@ extension CloudMirror {
     }
 
     /// zoneNotFound (or an encrypted-data reset): every known record of the zone is sent again as new.
-    func requeueZone(_ zone: MirrorZoneID, state: MirrorState) throws {
+    func requeueZone(_ zone: ZoneID, state: MirrorState) throws {
         for meta in try state.metas(inZone: zone) {
             // The stamps may live only in the server fields about to be forgotten: kept first.
             if let stamps = try state.fieldTimesText(meta.uuid) { try state.replaceFieldTimes(meta.uuid, text: stamps) }
@@ -1032,13 +1033,13 @@ extension CloudMirror {
 
     /// permissionFailure: the server is the authority. An edit goes back to the server's copy; an
     /// insert the server never had is deleted; the device's clients are told (docs/RULES.md, mirroring: permissions checked twice).
-    private func revert(_ pending: MirrorState.Pending, entity: EntityDescription, zone: MirrorZoneID?, storeName: String, error: WireError) throws {
-        var serverCopy: MirrorRecord?
+    private func revert(_ pending: MirrorState.Pending, entity: EntityDescription, zone: ZoneID?, storeName: String, error: WireError) throws {
+        var serverCopy: CloudRecord?
         if let zone, pending.kind != .insert {
             let database = try withStores { stores in Self.database(of: stores.list[try stores.index(named: storeName)]) }
             let fetched = try? call("records.fetch", ["database": .string(database),
                                                        "recordIDs": [["recordName": .string(pending.uuid), "zoneID": try JSONValue(encoding: zone)]]])
-            serverCopy = fetched?["records"]?.arrayValue?.first.flatMap(MirrorRecord.init(json:))
+            serverCopy = fetched?["records"]?.arrayValue?.first.flatMap({ CloudRecord(tree: $0) })
         }
         // Parsed once (fields that came as text are parsed on each read).
         let serverFields = serverCopy?.fields

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 import ServiceRuntime
@@ -38,7 +39,6 @@ struct ShareAcceptResult: Codable, Sendable {
 }
 
 extension CloudMirror {
-    static let shareZonePrefix = "com.apple.coredata.cloudkit.share."
 
     /// share.create: the owner shares an object graph. A share zone is created and the graph,
     /// first saved where it is (`touchedGraph`), moves there with the zone-wide share
@@ -49,7 +49,7 @@ extension CloudMirror {
     /// moves (`followRoot`). Locally the objects stay in the private store.
     func createShare(_ params: ShareCreateParams) throws -> ShareCreateResult {
         _ = try sendAll()
-        let zone = MirrorZoneID(zoneName: Self.shareZonePrefix + UUID().uuidString)
+        let zone = ZoneID(zoneName: CloudKitNames.coreDataShareZonePrefix + UUID().uuidString)
         // The zones are made once the graph is known to be shareable and before it is saved
         // where it is: nothing but the move itself comes between that save and the move.
         let (graph, atOnce) = try touchedGraph(params) {
@@ -84,19 +84,19 @@ extension CloudMirror {
     /// Moves `graph` (its root first) into the share zone in one request with the zone-wide
     /// share, and keeps each moved copy's metadata; returns the share record. Nil: the request
     /// was over the server's limits (`limitExceeded`; nothing was applied, the request is atomic).
-    private func moveAtOnce(_ graph: [GraphMember], into zone: MirrorZoneID) throws -> JSONValue? {
-        var saves = graph.map { MirrorRecord(recordName: $0.uuid, zoneID: zone, recordType: "CD_\($0.entity.name)", fields: $0.fields) }
-        saves.append(MirrorRecord(recordName: MirrorRecord.zoneShareName, zoneID: zone, recordType: MirrorRecord.shareType, fields: [:]))
+    private func moveAtOnce(_ graph: [GraphMember], into zone: ZoneID) throws -> JSONValue? {
+        var saves = graph.map { CloudRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity.name), fields: $0.fields) }
+        saves.append(CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: zone, recordType: CloudKitNames.shareRecordType))
         let deletes: [JSONValue] = try graph.compactMap { member in
             try member.oldZone.map { ["recordName": .string(member.uuid), "zoneID": try JSONValue(encoding: $0)] }
         }
         let reply: JSONValue
-        switch attempt("records.modify", ["database": "private", "saves": .array(saves.map(\.json)), "deletes": .array(deletes)] as JSONValue) {
+        switch attempt("records.modify", ["database": "private", "saves": .array(try saves.map { try JSONValue(encoding: $0) }), "deletes": .array(deletes)] as JSONValue) {
         case let .success(value): reply = value
         case let .failure(error) where error.code == .limitExceeded && graph.count > 1: return nil
         case let .failure(error): throw error
         }
-        let saved = (reply["saved"]?.arrayValue ?? []).compactMap(MirrorRecord.init(json:))
+        let saved = (reply["saved"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) })
         let members = Self.byName(graph)
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
@@ -106,17 +106,17 @@ extension CloudMirror {
                     if record.isShare { continue }
                     guard let member = members[record.recordName] else { continue }
                     try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: record.recordChangeTag,
-                                            serverFields: record.fields ?? member.fields))
+                                            serverFields: record.fields))
                     try state.dropPending(record.recordName)
                 }
                 try state.setShareRoot(zone: zone.zoneName, root: graph[0].uuid)
             }
         }
-        return (reply["saved"]?.arrayValue ?? []).first { $0["recordType"]?.stringValue == MirrorRecord.shareType } ?? .null
+        return (reply["saved"]?.arrayValue ?? []).first { $0["recordType"]?.stringValue == CloudKitNames.shareRecordType } ?? .null
     }
 
     /// A member of a shared graph (the root first): its fields, and the zone and change tag of its copy in the cloud (nil: never sent).
-    typealias GraphMember = (uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: MirrorZoneID?, tag: String?)
+    typealias GraphMember = (uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: ZoneID?, tag: String?)
 
     /// How many times share.create fetches and reads the graph again when another device
     /// changed or moved one of its records between this device's fetch and its move.
@@ -151,16 +151,16 @@ extension CloudMirror {
                 prepared = true
             }
             let moving = atOnce ? graph : [graph[0]]
-            let touches: [MirrorRecord] = moving.compactMap { member in
+            let touches: [CloudRecord] = moving.compactMap { member in
                 guard let zone = member.oldZone, let tag = member.tag else { return nil }
-                var record = MirrorRecord(recordName: member.uuid, zoneID: zone, recordType: "CD_\(member.entity.name)", fields: member.fields)
+                var record = CloudRecord(recordName: member.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(member.entity.name), fields: member.fields)
                 record.recordChangeTag = tag
                 return record
             }
             var saved: JSONValue?
             var stale = false
             if !touches.isEmpty {
-                switch attempt("records.modify", ["database": "private", "saves": .array(touches.map(\.json)), "atomic": true] as JSONValue) {
+                switch attempt("records.modify", ["database": "private", "saves": .array(try touches.map { try JSONValue(encoding: $0) }), "atomic": true] as JSONValue) {
                 case let .success(reply):
                     saved = reply["saved"]
                 case let .failure(error) where error.code == .partialFailure:
@@ -243,11 +243,11 @@ extension CloudMirror {
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorState(stores.list[index])
             try stores.list[index].database.transaction(commit: .deferred) {
-                for record in (saved?.arrayValue ?? []).compactMap(MirrorRecord.init(json:)) {
+                for record in (saved?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) }) {
                     guard let tag = record.recordChangeTag, let member = members[record.recordName],
                           let zone = member.oldZone else { continue }
                     try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: tag,
-                                            serverFields: record.fields ?? member.fields))
+                                            serverFields: record.fields))
                     tags[record.recordName] = tag
                 }
             }
@@ -274,7 +274,7 @@ extension CloudMirror {
     /// Sends the members queued to follow the root; returns how many are in the share zone now
     /// and the cloud error that stopped the send, if any (the share exists then: what is left
     /// stays queued for the next send, and `pendingRecords` counts it).
-    private func followRoot(_ members: [GraphMember], into zone: MirrorZoneID) throws -> (moved: Int, sendError: WireError?) {
+    private func followRoot(_ members: [GraphMember], into zone: ZoneID) throws -> (moved: Int, sendError: WireError?) {
         var sendError: WireError?
         do {
             _ = try sendAll()
@@ -304,7 +304,7 @@ extension CloudMirror {
     /// the zone. The owner keeps the records, in the share zone.
     func stopShare(_ params: ShareZoneParams) throws -> JSONValue {
         let reply: JSONValue
-        let request: JSONValue = ["database": "private", "deletes": [["recordName": .string(MirrorRecord.zoneShareName),
+        let request: JSONValue = ["database": "private", "deletes": [["recordName": .string(CloudKitNames.zoneShareName),
                                                                        "zoneID": ["zoneName": .string(params.zoneName)]]]]
         switch attempt("records.modify", request) {
         case let .success(value): reply = value
@@ -339,7 +339,7 @@ extension CloudMirror {
         }
         _ = try call("shares.leave", ["zoneID": ["zoneName": .string(params.zoneName), "ownerName": .string(owner)]])
         var report = MirrorFetchReport()
-        try removeZone(MirrorZoneID(zoneName: params.zoneName, ownerName: owner), scope: .shared, purged: false, report: &report)
+        try removeZone(ZoneID(zoneName: params.zoneName, ownerName: owner), scope: .shared, purged: false, report: &report)
         return report
     }
 }

@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
@@ -361,7 +362,7 @@ public struct ObjectRecord: Sendable, Codable, Equatable {
     /// The zone name and owner of a row's zone key (`owner/zoneName`).
     static func zoneParts(_ key: String?) -> (name: String?, owner: String?) {
         guard let key else { return (nil, nil) }
-        guard let zone = MirrorZoneID(key: key) else { return (key, nil) }
+        guard let zone = ZoneID(key: key) else { return (key, nil) }
         return (zone.zoneName, zone.ownerName)
     }
 

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 import ServiceRuntime
@@ -95,7 +96,7 @@ extension CloudMirror {
                 let pending = try state.allPending()
                 for entry in pending {
                     if entry.notBefore > now { deferred += 1 }
-                    let zone: MirrorZoneID?
+                    let zone: ZoneID?
                     if entry.kind == .delete {
                         zone = entry.zone
                     } else {

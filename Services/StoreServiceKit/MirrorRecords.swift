@@ -1,142 +1,19 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
 
-/// A cloud record as the sync-service sends and takes it (docs/protocol-sync-service.md).
-struct MirrorRecord: Sendable {
-    struct Reference: Codable, Sendable, Hashable { var recordName: String }
-    struct Participant: Codable, Sendable, Hashable {
-        var userRecordName: String
-        var role: String
-        var permission: String
-        var acceptanceStatus: String
-    }
-    struct ShareInfo: Codable, Sendable, Hashable {
-        var owner: String
-        var publicPermission: String?
-        var participants: [Participant]
-    }
-
-    var recordName: String
-    var zoneID: MirrorZoneID
-    var recordType: String
-    /// The fields as a tree: the one the record was made with or that its reply carried, else
-    /// read from `fieldsText` on each use. A fetched record's fields in stored form come as text
-    /// alone (the reply parse keeps no tree of them, `CloudMirror.connect`): most are written
-    /// to rows from the text (`StoredFields.fields`) and kept as the text, and never need one.
-    var fields: [String: JSONValue]? {
-        tree ?? fieldsText.flatMap { try? JSONParser.parse($0).objectValue }
-    }
-    private var tree: [String: JSONValue]?
-    /// `fields` as the JSON text the sync-service sent (replies parsed keeping the text).
-    var fieldsText: String?
-    var recordChangeTag: String?
-    var share: Reference?
-    var shareInfo: ShareInfo?
-
-    static let shareType = "cloudkit.share"
-    static let zoneShareName = "cloudkit.zoneshare"
-
-    var isShare: Bool { recordType == Self.shareType }
-
-    init(recordName: String, zoneID: MirrorZoneID, recordType: String, fields: [String: JSONValue]?) {
-        self.recordName = recordName
-        self.zoneID = zoneID
-        self.recordType = recordType
-        self.tree = fields
-    }
-
-    /// Reads a record from the JSON tree of a reply (nil when it is not one).
-    init?(json: JSONValue) {
-        guard let name = json["recordName"]?.stringValue, let zone = json["zoneID"].flatMap(MirrorZoneID.init(json:)),
-              let type = json["recordType"]?.stringValue else { return nil }
-        recordName = name
-        zoneID = zone
-        recordType = type
-        tree = json["fields"]?.objectValue
-        fieldsText = json["fields" + JSONParser.textSuffix]?.stringValue
-        recordChangeTag = json["recordChangeTag"]?.stringValue
-        share = json["share"]?["recordName"]?.stringValue.map { Reference(recordName: $0) }
-        shareInfo = try? json["shareInfo"]?.decode(ShareInfo.self)
-    }
-    /// Reads a record where `scanner` is (a reply's record read without a JSON tree:
-    /// `JSONScanner`), as `init(json:)` reads it from the tree of a reply parsed keeping fields in
-    /// stored form as text alone (`CloudMirror.connect`). Nil for anything else it does not take
-    /// (fields not in stored form, share records' participants), and the caller parses the reply.
-    /// `fields`: the fields read from the same scan (`StoredFields.fields` of `fieldsText`).
-    init?(scanning scanner: inout JSONScanner, fields: inout [StoredFields.Field]?) {
-        var name: String?, zone: MirrorZoneID?, type: String?, tag: String?, text: String?, found: [StoredFields.Field]?
-        var reference: String?
-        let read = scanner.object { key, scanner in
-            switch key {
-            case "recordName": name = scanner.string(); return name != nil
-            case "recordType": type = scanner.string(); return type != nil
-            case "recordChangeTag":
-                guard let value = scanner.optionalString() else { return false }
-                tag = value
-                return true
-            case "zoneID": zone = MirrorZoneID(scanning: &scanner); return zone != nil
-            case "fields":
-                guard let bytes = scanner.text(endingWith: { bytes, start in
-                    guard let (end, read) = StoredFields.endAndFields(bytes, from: start) else { return nil }
-                    found = read
-                    return end
-                }) else { return false }
-                text = String(decoding: bytes, as: UTF8.self)
-                return true
-            case "share":
-                reference = nil
-                // A null share is none; an object names its record (its other members aside).
-                if scanner.peek() == UInt8(ascii: "n") { return scanner.skipValue() }
-                return scanner.object { member, scanner in
-                    guard member == "recordName" else { return scanner.skipValue() }
-                    reference = scanner.string()
-                    return reference != nil
-                }
-            case "shareInfo", "fields" + JSONParser.textSuffix:
-                return false
-            default:
-                return scanner.skipValue()
-            }
-        }
-        guard read, let name, let zone, let type else { return nil }
-        recordName = name
-        zoneID = zone
-        recordType = type
-        recordChangeTag = tag
-        fieldsText = text
-        share = reference.map { Reference(recordName: $0) }
-        fields = found
-    }
-
-    /// The record as request JSON (the shape its Codable form has), built without JSONEncoder:
-    /// a batch of 400 records is the mirror's largest request.
-    var json: JSONValue {
-        var object: [String: JSONValue] = ["recordName": .string(recordName), "zoneID": zoneID.json, "recordType": .string(recordType)]
-        if let fields { object["fields"] = .object(fields) }
-        if let recordChangeTag { object["recordChangeTag"] = .string(recordChangeTag) }
-        if let share { object["share"] = ["recordName": .string(share.recordName)] }
-        if let shareInfo {
-            var info: [String: JSONValue] = ["owner": .string(shareInfo.owner), "participants": .array(shareInfo.participants.map { participant in
-                ["userRecordName": .string(participant.userRecordName), "role": .string(participant.role),
-                 "permission": .string(participant.permission), "acceptanceStatus": .string(participant.acceptanceStatus)]
-            })]
-            if let publicPermission = shareInfo.publicPermission { info["publicPermission"] = .string(publicPermission) }
-            object["shareInfo"] = .object(info)
-        }
-        return .object(object)
-    }
-
+extension CloudRecord {
     /// `CD_CareEvent` → `CareEvent`.
-    var entityName: String? { recordType.hasPrefix("CD_") ? String(recordType.dropFirst(3)) : nil }
+    var entityName: String? { CloudKitNames.entityName(recordType: recordType) }
 }
 
 /// Conversions between store rows and Core Data's CloudKit record shape: record type
 /// `CD_<Entity>`, fields `CD_<attribute>`, to-one relationships as the related record's name,
 /// `CD_entityName`, and this project's `MC_fieldModified` (per-field edit stamps, JSON text).
 enum MirrorRecordCoding {
-    static func fieldName(_ property: String) -> String { "CD_\(property)" }
+    static func fieldName(_ property: String) -> String { CloudKitNames.coreDataName(property) }
 
     static let isoFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
@@ -164,23 +41,21 @@ enum MirrorRecordCoding {
     /// save's records share one, and escaping it was a tenth of building a batch).
     struct TextCache {
         var names: [String: String?] = [:]
-        var stamps: (text: String, quoted: String)?
+        var stamps: (text: String, quoted: RecordFields.Builder.Quoted)?
         /// Per entity: its stored properties in field-name order, each with its field's opening
         /// text (`"CD_name":{"type":…,"value":`), so a record is written in one pass.
-        var layouts: [String: [(position: Int, name: String, opening: String)]] = [:]
+        var layouts: [String: [(position: Int, name: String, opening: RecordFields.Builder.Opening)]] = [:]
 
-        mutating func layout(_ entity: EntityDescription) -> [(position: Int, name: String, opening: String)] {
+        mutating func layout(_ entity: EntityDescription) -> [(position: Int, name: String, opening: RecordFields.Builder.Opening)] {
             if let layout = layouts[entity.name] { return layout }
             // The stored properties' fields in name order (the order a fetch reads them in), and
             // the entity's name in its place among them (position -1): records go out in key
             // order, the stored form the sync-service keeps without writing them again.
-            let fields = (MirrorImport.FieldLayout(entity).sorted + [(MirrorState.entityNameField, -1)]).sorted { $0.name < $1.name }
-            let layout = fields.map { name, position -> (position: Int, name: String, opening: String) in
+            let fields = (MirrorImport.FieldLayout(entity).sorted + [(CloudKitNames.entityNameField, -1)]).sorted { $0.name < $1.name }
+            let layout = fields.map { name, position -> (position: Int, name: String, opening: RecordFields.Builder.Opening) in
                 // The entity's name and relationships (related record names) are strings.
                 let type = position < 0 || position >= entity.attributes.count ? "string" : fieldType(entity.attributes[position].type)
-                var opening = ""
-                JSONWriter.appendString(name, to: &opening)
-                return (position, name, opening + #":{"type":""# + type + #"","value":"#)
+                return (position, name, RecordFields.Builder.opening(name: name, type: type))
             }
             layouts[entity.name] = layout
             return layout
@@ -197,21 +72,22 @@ enum MirrorRecordCoding {
         }
     }
 
+    /// The stamps field's opening (a string holding the stamps' JSON text).
+    static let stampsOpening = RecordFields.Builder.opening(name: MirrorState.fieldTimesField, type: "string")
+
     /// `only`: the fields to write (an update of a record the server has carries the keys it
-    /// changed, and the stamps); nil writes them all.
+    /// changed, and the stamps); nil writes them all. Written by the fields writer
+    /// (`RecordFields.Builder`), so the text is the canonical one the sync-service stores.
     static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
                            timesText: String?, only: Set<String>? = nil, cache: inout TextCache) throws -> String {
-        var record = "{"
-        var first = true
+        var record = RecordFields.Builder()
         let attributeCount = entity.attributes.count
         for (position, name, opening) in cache.layout(entity) {
             if let only, !only.contains(name) { continue }
             if position < 0 {
-                if !first { record += "," }
-                first = false
-                record += opening
-                JSONWriter.appendString(entity.name, to: &record)
-                record += "}"
+                record.open(opening)
+                record.string(entity.name)
+                record.close()
                 continue
             }
             let value = row.values[position]
@@ -226,36 +102,33 @@ enum MirrorRecordCoding {
                 guard let found = cache.names[cacheKey] ?? nil else { continue }
                 related = found
             }
-            if !first { record += "," }
-            first = false
-            record += opening
+            record.open(opening)
             if let related {
-                JSONWriter.appendString(related, to: &record)
+                record.string(related)
             } else {
                 switch entity.attributes[position].type {
-                case .string: JSONWriter.appendString(value.string ?? "", to: &record)
-                case .integer, .boolean: record += String(value.int64 ?? 0)
-                case .double: JSONText.write(.double(value.double ?? 0), into: &record)
-                case .date: JSONText.write(.double(seconds(iso: value.string ?? "") ?? 0), into: &record)
+                case .string: record.string(value.string ?? "")
+                case .integer, .boolean: record.int64(value.int64 ?? 0)
+                case .double: record.double(value.double ?? 0)
+                case .date: record.double(seconds(iso: value.string ?? "") ?? 0)
                 }
             }
-            record += "}"
+            record.close()
         }
         // The stamps last ("MC_" sorts after "CD_"), as stored: the same text the record
         // carries (no parse and re-encode).
         if let timesText, !FieldStamp.isEmptyText(timesText) {
-            record += (first ? "" : ",") + #""MC_fieldModified":{"type":"string","value":"#
+            record.open(stampsOpening)
             if let stamps = cache.stamps, stamps.text == timesText {
-                record += stamps.quoted
+                record.string(quoted: stamps.quoted)
             } else {
-                var quoted = ""
-                JSONWriter.appendString(timesText, to: &quoted)
+                let quoted = RecordFields.Builder.quoted(timesText)
                 cache.stamps = (timesText, quoted)
-                record += quoted
+                record.string(quoted: quoted)
             }
-            record += "}"
+            record.close()
         }
-        return record + "}"
+        return record.finish()
     }
 
     /// The per-field edit stamps a record carries.
@@ -267,7 +140,7 @@ enum MirrorRecordCoding {
     /// double sent as `250.0` and read back as `250` compare equal.
     static func dataFields(_ fields: [String: JSONValue]?) -> [String: JSONValue] {
         var result: [String: JSONValue] = [:]
-        for (name, field) in fields ?? [:] where name != MirrorState.fieldTimesField && name != MirrorState.entityNameField
+        for (name, field) in fields ?? [:] where name != MirrorState.fieldTimesField && name != CloudKitNames.entityNameField
             && name != MovedFrom.field {
             guard var object = field.objectValue, let type = object["type"]?.stringValue, type == "double" || type == "date",
                   let number = object["value"]?.doubleValue else {
@@ -315,9 +188,10 @@ enum MirrorRecordCoding {
     }
 }
 
-/// JSON text for the mirror's own columns and fields, written directly (JSONEncoder's generic
-/// path cost more than the rest of a send for small values written once per record). Whole
-/// doubles are written as integers: stored server fields compare as the server returns them.
+/// JSON text for the mirror's own values inside fields and columns (the stamps, `MC_movedFrom`),
+/// written directly (JSONEncoder's generic path cost more than the rest of a send for small
+/// values written once per record). Whole doubles are written as integers, as in record fields
+/// (which `RecordFields` writes).
 enum JSONText {
     static func object(_ object: [String: JSONValue]) -> String {
         var text = ""
@@ -363,12 +237,8 @@ struct MovedFrom: Equatable {
     /// Fields text (`MirrorRecordCoding.fieldsText`) with the field added last, where its name
     /// sorts (after the stamps' `MC_fieldModified`): the text stays in stored form.
     func adding(to fieldsText: String) -> String {
-        guard fieldsText.hasSuffix("}") else { return fieldsText }
-        var text = String(fieldsText.dropLast())
-        if text != "{" { text += "," }
-        JSONWriter.appendString(Self.field, to: &text)
-        text += ":"
-        JSONText.write(fieldValue, into: &text)
-        return text + "}"
+        guard var fields = RecordFields.Builder(continuing: fieldsText) else { return fieldsText }
+        fields.field(Self.field, fieldValue)
+        return fields.finish()
     }
 }

@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
@@ -30,10 +31,8 @@ struct MirrorState {
     let store: PersistentStore
     private var database: Database { store.database }
 
-    static let coreDataZone = "com.apple.coredata.cloudkit.zone"
-    static let defaultOwner = "__defaultOwner__"
+    /// This project's bookkeeping field of per-field edit stamps (`FieldStamp`).
     static let fieldTimesField = "MC_fieldModified"
-    static let entityNameField = "CD_entityName"
 
     init(_ store: PersistentStore) { self.store = store }
 
@@ -112,7 +111,7 @@ struct MirrorState {
         try database.transaction(commit: .deferred) { try setValue(key, value) }
     }
 
-    static func zoneTokenKey(_ zone: MirrorZoneID) -> String { "zoneToken:\(zone.ownerName)/\(zone.zoneName)" }
+    static func zoneTokenKey(_ zone: ZoneID) -> String { "zoneToken:\(zone.ownerName)/\(zone.zoneName)" }
     static let databaseTokenKey = "databaseToken"
     static let exportCursorKey = "exportCursor"
 
@@ -123,7 +122,7 @@ struct MirrorState {
         var uuid: String
         var entity: String
         var kind: ChangeKind
-        var zone: MirrorZoneID?
+        var zone: ZoneID?
         /// The changed fields as stored (a JSON array), parsed only when asked: a send reads
         /// hundreds of entries per batch and needs them only to merge.
         var changedText: String
@@ -138,7 +137,7 @@ struct MirrorState {
     }
 
     private static func pending(_ row: Row) -> Pending {
-        let zone = row[4].string.map { MirrorZoneID(zoneName: $0, ownerName: row[5].string ?? defaultOwner) }
+        let zone = row[4].string.map { ZoneID(zoneName: $0, ownerName: row[5].string ?? ZoneID.defaultOwner) }
         return Pending(seq: row[0].int64 ?? 0, uuid: row[1].string ?? "", entity: row[2].string ?? "",
                        kind: ChangeKind(rawValue: row[3].string ?? "") ?? .update, zone: zone, changedText: row[6].string ?? "[]",
                        notBefore: row[7].double ?? 0, generation: row[8].int64 ?? 0, primaryKey: row[9].int64)
@@ -173,7 +172,7 @@ struct MirrorState {
     func dueEntries(now: Double, limit: Int, after seq: Int64) throws -> [DueEntry] {
         try database.query(Self.dueEntriesSQL, [now, seq, limit]).map { row in
             let meta = row[10].string.map { uuid in
-                Meta(uuid: uuid, entity: row[11].string ?? "", zone: MirrorZoneID(zoneName: row[12].string ?? "", ownerName: row[13].string ?? ""),
+                Meta(uuid: uuid, entity: row[11].string ?? "", zone: ZoneID(zoneName: row[12].string ?? "", ownerName: row[13].string ?? ""),
                      changeTag: row[14].string, serverFields: nil)
             }
             return DueEntry(pending: Self.pending(row), meta: meta, timesText: row[15].string, movedFromKept: row[16].int64 == 1)
@@ -197,7 +196,7 @@ struct MirrorState {
     /// `timesText`: a new object's stamps, kept in its entry rather than a stamps row of its own
     /// (until a later edit writes one; once sent, the record's kept server fields hold them).
     /// `primaryKey`: the row's key, when known (the batch reads the row by it).
-    func enqueue(uuid: String, entity: String, kind: ChangeKind, zone: MirrorZoneID?, changed: Set<String>, new: Bool = false,
+    func enqueue(uuid: String, entity: String, kind: ChangeKind, zone: ZoneID?, changed: Set<String>, new: Bool = false,
                  changedText: String? = nil, timesText: String? = nil, primaryKey: Int64? = nil) throws {
         var union = changed
         var newKind = kind
@@ -259,7 +258,7 @@ struct MirrorState {
     struct Meta {
         var uuid: String
         var entity: String
-        var zone: MirrorZoneID
+        var zone: ZoneID
         var changeTag: String?
         var serverFields: [String: JSONValue]?
     }
@@ -270,7 +269,7 @@ struct MirrorState {
         guard let row = try database.query("SELECT uuid, entity, zone_name, owner_name, change_tag, \(columns) FROM mirror_meta WHERE uuid = ?",
                                            [uuid]).first else { return nil }
         let fields = row[5].string.flatMap { try? JSONParser.parse($0).objectValue }
-        return Meta(uuid: uuid, entity: row[1].string ?? "", zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
+        return Meta(uuid: uuid, entity: row[1].string ?? "", zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
                     changeTag: row[4].string, serverFields: fields)
     }
 
@@ -279,7 +278,7 @@ struct MirrorState {
     /// as received). Kept stamps serve as the record's stamps until a row of its own is written
     /// (`fieldTimesText`); readers of the ancestor strip them.
     func setMeta(_ meta: Meta, fieldsText: String? = nil) throws {
-        let fields = fieldsText ?? meta.serverFields.map { JSONText.object($0) }
+        let fields = fieldsText ?? meta.serverFields.map { RecordFields($0).text }
         try database.execute("""
             INSERT INTO mirror_meta(uuid, entity, zone_name, owner_name, change_tag, server_fields) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,
@@ -294,13 +293,13 @@ struct MirrorState {
         guard let sentText, let sent = try JSONParser.parse(sentText).objectValue else { return sentText }
         var fields = try meta(uuid, withFields: true)?.serverFields ?? [:]
         for (key, value) in sent { fields[key] = value.isNull ? nil : value }
-        return JSONText.object(fields)
+        return RecordFields(fields).text
     }
 
     /// Keeps `record` as the server's copy of the record `uuid` (its own name unless given) of
     /// `entity`: its zone (unless `zone` says otherwise), its tag and its fields (as the text
     /// received, when it came with one: no tree is made of it).
-    func setMeta(serverCopy record: MirrorRecord, entity: String, uuid: String? = nil, zone: MirrorZoneID? = nil) throws {
+    func setMeta(serverCopy record: CloudRecord, entity: String, uuid: String? = nil, zone: ZoneID? = nil) throws {
         try setMeta(.init(uuid: uuid ?? record.recordName, entity: entity, zone: zone ?? record.zoneID, changeTag: record.recordChangeTag,
                           serverFields: record.fieldsText == nil ? record.fields : nil), fieldsText: record.fieldsText)
     }
@@ -321,7 +320,7 @@ struct MirrorState {
     /// Until the batch's verdict is applied (which drops the row) the server may hold them
     /// without this device knowing: a send whose answer was lost, or a device killed before
     /// applying it. Returns the row's id.
-    func recordCreatesInFlight(_ entries: [Pending], zone: MirrorZoneID) throws -> Int64 {
+    func recordCreatesInFlight(_ entries: [Pending], zone: ZoneID) throws -> Int64 {
         var text = "["
         for (index, entry) in entries.enumerated() {
             if index > 0 { text += "," }
@@ -341,7 +340,7 @@ struct MirrorState {
     /// One batch's creates in one zone: each record's name and the queue version it carried.
     struct CreatesInFlight {
         var id: Int64
-        var zone: MirrorZoneID
+        var zone: ZoneID
         var entries: [(name: String, seq: Int64, generation: Int64)]
     }
 
@@ -355,7 +354,7 @@ struct MirrorState {
                       let generation = parts[2].intValue else { return nil }
                 return (name, Int64(seq), Int64(generation))
             }
-            return CreatesInFlight(id: id, zone: MirrorZoneID(zoneName: zone, ownerName: owner), entries: entries)
+            return CreatesInFlight(id: id, zone: ZoneID(zoneName: zone, ownerName: owner), entries: entries)
         }
     }
 
@@ -366,7 +365,7 @@ struct MirrorState {
     /// session): the delete then found only the tombstone the move left, and the record comes
     /// back from its new zone, which `deletedHere` tells. (Back in the same zone it was
     /// re-created, by a device whose delete policy is resurrect, and is welcome.)
-    func rememberDeleted(_ uuid: String, zone: MirrorZoneID) throws {
+    func rememberDeleted(_ uuid: String, zone: ZoneID) throws {
         try database.execute("INSERT OR REPLACE INTO mirror_deleted(uuid, zone_name, owner_name) VALUES (?, ?, ?)",
                              [uuid, zone.zoneName, zone.ownerName])
     }
@@ -375,13 +374,13 @@ struct MirrorState {
     var heldTombstoneCount: Int { get throws { try database.scalar("SELECT count(*) FROM mirror_tombstones")?.int ?? 0 } }
 
     /// The zones this device deleted `uuids` in (`rememberDeleted`), by uuid.
-    func deletedHere(_ uuids: [String]) throws -> [String: MirrorZoneID] {
+    func deletedHere(_ uuids: [String]) throws -> [String: ZoneID] {
         guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_deleted LIMIT 1") != nil else { return [:] }
         // One statement for a page's names, each looked up in the table's key.
-        var found: [String: MirrorZoneID] = [:]
+        var found: [String: ZoneID] = [:]
         for row in try database.query("SELECT uuid, zone_name, owner_name FROM mirror_deleted WHERE uuid IN (SELECT value FROM json_each(?))",
                                       [PersistentStore.jsonArray(uuids)]) {
-            if let uuid = row[0].string { found[uuid] = MirrorZoneID(zoneName: row[1].string ?? "", ownerName: row[2].string ?? "") }
+            if let uuid = row[0].string { found[uuid] = ZoneID(zoneName: row[1].string ?? "", ownerName: row[2].string ?? "") }
         }
         return found
     }
@@ -393,7 +392,7 @@ struct MirrorState {
     /// that tombstone would delete the object and, by its delete rules, children the move
     /// carried along (which would then be deleted in the cloud too). Kept in the page's
     /// transaction, with its token: a crash before they are applied loses none.
-    func holdTombstones(_ deleted: [(String, String)], zone: MirrorZoneID) throws {
+    func holdTombstones(_ deleted: [(String, String)], zone: ZoneID) throws {
         for (uuid, recordType) in deleted {
             try database.execute("INSERT OR REPLACE INTO mirror_tombstones(uuid, record_type, zone_name, owner_name) VALUES (?, ?, ?, ?)",
                                  [uuid, recordType, zone.zoneName, zone.ownerName])
@@ -401,24 +400,24 @@ struct MirrorState {
     }
 
     /// The held tombstones by zone, in the order they came.
-    func heldTombstones() throws -> [(zone: MirrorZoneID, deleted: [(String, String)])] {
-        var byZone: [MirrorZoneID: [(String, String)]] = [:]
-        var order: [MirrorZoneID] = []
+    func heldTombstones() throws -> [(zone: ZoneID, deleted: [(String, String)])] {
+        var byZone: [ZoneID: [(String, String)]] = [:]
+        var order: [ZoneID] = []
         for row in try database.query("SELECT uuid, record_type, zone_name, owner_name FROM mirror_tombstones ORDER BY rowid") {
-            let zone = MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? "")
+            let zone = ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? "")
             if byZone[zone] == nil { order.append(zone) }
             byZone[zone, default: []].append((row[0].string ?? "", row[1].string ?? ""))
         }
         return order.map { ($0, byZone[$0] ?? []) }
     }
 
-    func dropTombstones(zone: MirrorZoneID) throws {
+    func dropTombstones(zone: ZoneID) throws {
         try database.execute("DELETE FROM mirror_tombstones WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
     }
 
     /// Drops the held tombstones of records a later page brought back into the same zone (a
     /// record moved away and back between two rounds of one fetch): the change is the newer.
-    func dropTombstones(_ uuids: [String], zone: MirrorZoneID) throws {
+    func dropTombstones(_ uuids: [String], zone: ZoneID) throws {
         guard !uuids.isEmpty, try holdsTombstones else { return }
         for uuid in uuids {
             try database.execute("DELETE FROM mirror_tombstones WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
@@ -435,7 +434,7 @@ struct MirrorState {
     var knowsOtherZones: Bool {
         get throws {
             try database.scalar("SELECT 1 FROM mirror_kv WHERE key LIKE 'zoneToken:%' AND key NOT LIKE ? LIMIT 1",
-                                ["%/" + Self.coreDataZone]) != nil || database.scalar("SELECT 1 FROM mirror_share LIMIT 1") != nil
+                                ["%/" + ZoneID.coreDataZoneName]) != nil || database.scalar("SELECT 1 FROM mirror_share LIMIT 1") != nil
         }
     }
 
@@ -444,30 +443,30 @@ struct MirrorState {
         try database.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
     }
 
-    func metas(inZone zone: MirrorZoneID) throws -> [Meta] {
+    func metas(inZone zone: ZoneID) throws -> [Meta] {
         try database.query("SELECT uuid FROM mirror_meta WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
             .compactMap { $0[0].string }.compactMap { try meta($0, withFields: true) }
     }
 
     /// The records this device knows in `zone` (name and entity).
-    func recordNames(inZone zone: MirrorZoneID) throws -> [(uuid: String, entity: String)] {
+    func recordNames(inZone zone: ZoneID) throws -> [(uuid: String, entity: String)] {
         try database.query("SELECT uuid, entity FROM mirror_meta WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
             .compactMap { row in row[0].string.map { ($0, row[1].string ?? "") } }
     }
 
     /// Whether this device knows any record of `zone`.
-    func knowsRecords(inZone zone: MirrorZoneID) throws -> Bool {
+    func knowsRecords(inZone zone: ZoneID) throws -> Bool {
         try database.scalar("SELECT 1 FROM mirror_meta WHERE zone_name = ? AND owner_name = ? LIMIT 1", [zone.zoneName, zone.ownerName]) != nil
     }
 
     /// The zones this store holds data of: record metadata's zones, and the shared store's share zones.
-    func knownZones() throws -> Set<MirrorZoneID> {
+    func knownZones() throws -> Set<ZoneID> {
         var zones = Set(try database.query("SELECT DISTINCT zone_name, owner_name FROM mirror_meta").map {
-            MirrorZoneID(zoneName: $0[0].string ?? "", ownerName: $0[1].string ?? "")
+            ZoneID(zoneName: $0[0].string ?? "", ownerName: $0[1].string ?? "")
         })
         if store.scope == .shared {
             for row in try database.query("SELECT zone_name, owner_name FROM z_share") {
-                zones.insert(MirrorZoneID(zoneName: row[0].string ?? "", ownerName: row[1].string ?? ""))
+                zones.insert(ZoneID(zoneName: row[0].string ?? "", ownerName: row[1].string ?? ""))
             }
         }
         return zones
@@ -556,7 +555,7 @@ struct MirrorState {
         if try mayHold(uuids, table: "mirror_meta", column: "uuid") {
             try forRows(of: uuids, "SELECT uuid, entity, zone_name, owner_name, change_tag FROM mirror_meta WHERE uuid IN (SELECT value FROM json_each(?))") { row in
                 guard let uuid = row[0].string else { return }
-                metas[uuid] = Meta(uuid: uuid, entity: row[1].string ?? "", zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
+                metas[uuid] = Meta(uuid: uuid, entity: row[1].string ?? "", zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
                                    changeTag: row[4].string, serverFields: nil)
             }
         }
@@ -586,17 +585,17 @@ struct MirrorState {
 
     /// The share zone a shared-store row keeps as `zoneKey`, when the store has that share's
     /// metadata (a zone it was never given is no share of this user's: seed 002's fault).
-    func shareZone(key zoneKey: String) throws -> MirrorZoneID? {
-        guard let zone = MirrorZoneID(key: zoneKey),
+    func shareZone(key zoneKey: String) throws -> ZoneID? {
+        guard let zone = ZoneID(key: zoneKey),
               try database.scalar("SELECT 1 FROM z_share WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName]) != nil else { return nil }
         return zone
     }
 
     /// The zone the shared-store row of `entity` named `uuid` lives in (nil: no such row, or
     /// not a shared-store row).
-    func rowZone(entity: EntityDescription, uuid: String) throws -> MirrorZoneID? {
+    func rowZone(entity: EntityDescription, uuid: String) throws -> ZoneID? {
         guard store.scope == .shared, store.holds(entity.name) else { return nil }
-        return try store.read(entity, uuid: uuid)?.zone.flatMap { MirrorZoneID(key: $0) }
+        return try store.read(entity, uuid: uuid)?.zone.flatMap { ZoneID(key: $0) }
     }
 
     // MARK: Unexportable (seed 002)
@@ -628,7 +627,7 @@ struct MirrorState {
 
     /// Returns false when that version of the record was already refused (nothing new to tell).
     @discardableResult
-    func markUnimportable(_ uuid: String, entity: String, zone: MirrorZoneID, tag: String?, error: WireError) throws -> Bool {
+    func markUnimportable(_ uuid: String, entity: String, zone: ZoneID, tag: String?, error: WireError) throws -> Bool {
         if let known = try database.query("SELECT change_tag, code FROM mirror_unimportable WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
                                           [uuid, zone.zoneName, zone.ownerName]).first,
            known[0].string == tag, known[1].string == error.code.rawValue {
@@ -644,7 +643,7 @@ struct MirrorState {
     /// Forgets refusals of these records of `zone` (a later version of each was applied, or it
     /// was deleted); returns those it forgot.
     @discardableResult
-    func clearUnimportable(_ uuids: [String], zone: MirrorZoneID) throws -> [String] {
+    func clearUnimportable(_ uuids: [String], zone: ZoneID) throws -> [String] {
         guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_unimportable LIMIT 1") != nil else { return [] }
         var cleared: [String] = []
         for uuid in uuids {
@@ -656,14 +655,14 @@ struct MirrorState {
     }
 
     /// Forgets the refusals of a zone's records (the zone left this device).
-    func dropUnimportable(zone: MirrorZoneID) throws {
+    func dropUnimportable(zone: ZoneID) throws {
         try database.execute("DELETE FROM mirror_unimportable WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
     }
 
     func unimportable() throws -> [Unimportable] {
         try database.query("SELECT uuid, entity, zone_name, owner_name, change_tag, code, message FROM mirror_unimportable ORDER BY uuid").map { row in
             Unimportable(recordName: row[0].string ?? "", entity: row[1].string ?? "",
-                         zone: MirrorZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? "").key,
+                         zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? "").key,
                          recordChangeTag: row[4].string, code: row[5].string ?? "", message: row[6].string ?? "")
         }
     }
@@ -683,48 +682,17 @@ struct MirrorState {
     }
 }
 
-/// A zone as the mirror names it: the owner is `__defaultOwner__` for the user's own zones.
-struct MirrorZoneID: Codable, Sendable, Hashable {
-    var zoneName: String
-    var ownerName: String
-
-    init(zoneName: String, ownerName: String = MirrorState.defaultOwner) {
-        self.zoneName = zoneName
-        self.ownerName = ownerName
-    }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        zoneName = try container.decode(String.self, forKey: .zoneName)
-        ownerName = try container.decodeIfPresent(String.self, forKey: .ownerName) ?? MirrorState.defaultOwner
-    }
-
-    init?(json: JSONValue) {
-        guard let name = json["zoneName"]?.stringValue else { return nil }
-        zoneName = name
-        ownerName = json["ownerName"]?.stringValue ?? MirrorState.defaultOwner
-    }
-
-    /// Reads a zone ID where `scanner` is, as `init(json:)` reads it from a tree (a null or
-    /// absent owner is the default one).
-    init?(scanning scanner: inout JSONScanner) {
-        guard let (name, owner) = scanner.zoneID() else { return nil }
-        zoneName = name
-        ownerName = owner ?? MirrorState.defaultOwner
-    }
-
-    var json: JSONValue { ["zoneName": .string(zoneName), "ownerName": .string(ownerName)] }
-
-    /// `owner/zoneName`: how a shared-store row keeps its zone (`z_zone`). Owner names never
-    /// hold a `/` (the cloud refuses such user names), so the first one splits the key.
+/// A zone as a shared-store row keeps it (`z_zone`): `owner/zoneName`, the owner
+/// `__defaultOwner__` for the user's own zones.
+extension ZoneID {
+    /// Owner names never hold a `/` (the cloud refuses such user names), so the first one splits
+    /// the key.
     var key: String { "\(ownerName)/\(zoneName)" }
 
     init?(key: String) {
         guard let slash = key.firstIndex(of: "/") else { return nil }
-        ownerName = String(key[..<slash])
-        zoneName = String(key[key.index(after: slash)...])
+        self.init(zoneName: String(key[key.index(after: slash)...]), ownerName: String(key[..<slash]))
     }
-    static let coreData = MirrorZoneID(zoneName: MirrorState.coreDataZone)
 }
 
 /// When and where a field was last edited.

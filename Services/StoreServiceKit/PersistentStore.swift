@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import SQLiteKit
@@ -165,7 +166,7 @@ final class PersistentStore: @unchecked Sendable {
             try database.execute("""
                 UPDATE \(Self.table(entity.name)) SET z_zone = coalesce((SELECT owner_name FROM z_share WHERE zone_name = z_zone LIMIT 1), ?) || '/' || z_zone
                 WHERE z_zone IS NOT NULL
-                """, [MirrorState.defaultOwner])
+                """, [ZoneID.defaultOwner])
         }
         let keyed = try database.scalar("SELECT count(*) FROM pragma_table_info('z_share') WHERE pk > 0")?.int ?? 0
         guard keyed < 2 else { return }

@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
@@ -15,7 +16,7 @@ enum SharePermissions {
     /// has no metadata for is `none`. By owner and name: another owner's zone of the same name
     /// is another zone, with a share of its own.
     static func permission(zone zoneKey: String, in store: PersistentStore) throws -> SharePermission {
-        guard let zone = MirrorZoneID(key: zoneKey),
+        guard let zone = ZoneID(key: zoneKey),
               let text = try store.database.scalar("SELECT permission FROM z_share WHERE zone_name = ? AND owner_name = ?",
                                                    [zone.zoneName, zone.ownerName])?.string else { return .none }
         return SharePermission(rawValue: text) ?? .none

@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
@@ -46,7 +47,7 @@ struct InsertItem: Codable, Sendable {
     var zoneOwner: String?
 
     /// The zone as a row keeps it (`owner/zoneName`).
-    var zoneKey: String? { zone.map { MirrorZoneID(zoneName: $0, ownerName: zoneOwner ?? MirrorState.defaultOwner).key } }
+    var zoneKey: String? { zone.map { ZoneID(zoneName: $0, ownerName: zoneOwner ?? ZoneID.defaultOwner).key } }
 }
 struct InsertParams: Codable, Sendable {
     var context: String

@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
@@ -294,7 +295,7 @@ extension StoreService {
                 guard !params.zoneName.isEmpty else { throw ServiceError(.invalidField, "zoneName must not be empty.", details: ["field": "params.zoneName"]) }
                 var zoned = 0
                 try store.database.transaction {
-                    let zone = MirrorZoneID(zoneName: params.zoneName, ownerName: params.ownerName ?? MirrorState.defaultOwner)
+                    let zone = ZoneID(zoneName: params.zoneName, ownerName: params.ownerName ?? ZoneID.defaultOwner)
                     try SharePermissions.setMetadata(zone: zone.zoneName, owner: zone.ownerName, permission: params.permission, in: store)
                     for uri in params.objectIDs ?? [] {
                         guard let id = ObjectID(uri: uri), id.storeUUID == store.uuid, let key = id.primaryKey, store.holds(id.entity) else {

@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import SQLiteKit
@@ -177,7 +178,7 @@ extension CloudEngine {
                             throw WireError(.invalidArguments, "Table records, row \(number + 1): fields is not a JSON object of record fields.",
                                             details: ["table": "records", "row": .int(number + 1)])
                         }
-                        values[fieldsColumn] = .text(FieldsJSON.text(skippingNulls: fields))
+                        values[fieldsColumn] = .text(RecordFields(fields).text)
                     }
                     try state.db.execute(sql, values)
                 }

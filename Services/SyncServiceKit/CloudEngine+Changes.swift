@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 import SQLiteKit
 
@@ -204,10 +205,10 @@ extension CloudEngine {
                     continue
                 }
                 let record: CloudRecord
-                if !fieldsAsText || stored.type == CloudRecord.shareRecordType || stored.fields == nil {
+                if !fieldsAsText || stored.type == CloudKitNames.shareRecordType || stored.fields == nil {
                     record = try state.render(stored, zone: zone, presentedZoneID: presented)
                 } else {
-                    // The stored text goes out as it is (FieldsJSON wrote it, so it is valid JSON).
+                    // The stored text goes out as it is (RecordFields wrote it, so it is valid JSON).
                     var text = try state.render(stored, zone: zone, presentedZoneID: presented, fields: [:])
                     text.fieldsText = stored.fields
                     record = text

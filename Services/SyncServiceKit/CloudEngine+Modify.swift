@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 
@@ -61,7 +62,8 @@ public struct ModifyParams: Codable, Sendable {
 }
 
 /// A sync engine's batch read from the request's bytes (`JSONScannable`): the database, records
-/// as `CloudRecord(scanning:)` reads them, deletes, and the options; anything else (a save
+/// as `CloudRecord(scanning:)` reads them (nothing but a name, zone, type, fields in stored form
+/// and change tag, as a sync engine saves them), deletes, and the options; anything else (a save
 /// policy, records of other shapes, malformed text) is left to the parser and `init(from:)`.
 extension ModifyParams: JSONScannable {
     public init?(scanning scanner: inout JSONScanner) {
@@ -74,7 +76,13 @@ extension ModifyParams: JSONScannable {
                 var records: [CloudRecord] = [], found: [[UInt8]?] = []
                 guard scanner.array({ scanner in
                     var signature: [UInt8]?
-                    guard let record = CloudRecord(scanning: &scanner, signature: &signature) else { return false }
+                    guard let record = CloudRecord(scanning: &scanner, fieldsEnd: { bytes, start in
+                        guard let (end, fieldTypes) = StoredFields.endAndTypeSignature(bytes, from: start) else { return nil }
+                        signature = fieldTypes
+                        return end
+                    }), record.fieldsAreStoredText, record.creationDate == nil, record.modificationDate == nil,
+                          record.creatorUserRecordName == nil, record.lastModifiedUserRecordName == nil, record.parent == nil,
+                          record.share == nil else { return false }
                     records.append(record)
                     found.append(signature)
                     return true
@@ -164,7 +172,7 @@ extension CloudEngine {
         for record in saves {
             // Fields kept as text alone passed the stored-form check, which is stricter than
             // FieldValidation (it applies the same value rules); they are stored as they came.
-            if let text = record.sentFieldsText, record.fieldsAreStoredText {
+            if let text = record.fieldsText, record.fieldsAreStoredText {
                 requestBytes += text.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
                 encoded.append(text)
                 continue
@@ -174,7 +182,7 @@ extension CloudEngine {
                 continue
             }
             // Fields that came with a tree were refused as stored form when parsed: written out.
-            let json = FieldsJSON.text(skippingNulls: record.fields)
+            let json = RecordFields(record.fields).text
             requestBytes += json.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
             encoded.append(json)
         }
@@ -548,7 +556,7 @@ struct ModifyBatch {
         }
         let existing = lookUp ? try state.record(zone: zone.id, name: record.recordName) : nil
         let live = existing.flatMap { $0.deleted ? nil : $0 }
-        if let live, live.type != record.recordType && (live.type == CloudRecord.shareRecordType || record.isShare) {
+        if let live, live.type != record.recordType && (live.type == CloudKitNames.shareRecordType || record.isShare) {
             throw WireError(.invalidArguments, "Record '\(record.recordName)' cannot change between a share and a non-share record.")
         }
         let share = record.isShare ? nil : (record.share?.recordName ?? live?.share)
@@ -575,7 +583,7 @@ struct ModifyBatch {
         if !record.isShare, let live, let merged = try keepingUnsentKeys(record, fieldsJSON: fieldsJSON, live: live) {
             return .save(record, fieldsJSON: merged.text, fields: merged.fields, share: share, existing: existing)
         }
-        return .save(record, fieldsJSON: fieldsJSON, fields: record.fieldsAreStoredText ? nil : FieldsJSON.withoutNulls(record.fields),
+        return .save(record, fieldsJSON: fieldsJSON, fields: record.fieldsAreStoredText ? nil : RecordFields.withoutNulls(record.fields),
                      share: share, existing: existing)
     }
 
@@ -629,7 +637,7 @@ struct ModifyBatch {
         guard !zone.isDefaultZone else {
             throw WireError(.invalidArguments, "Shares live in custom zones; _defaultZone cannot hold a share.")
         }
-        if record.recordName == CloudRecord.zoneShareName {
+        if record.recordName == CloudKitNames.zoneShareName {
             if let other = try state.db.scalar("SELECT name FROM shares WHERE zone = ?", [zone.id])?.string {
                 throw WireError(.alreadyShared, "Zone \(zone.name) already has share '\(other)'; a zone-wide share would put its records in two shares.",
                                 details: ["otherShare": .string(other)])
@@ -683,7 +691,7 @@ struct ModifyBatch {
     private func planDelete(_ item: DeleteItem, zone: ZoneRow, deleteNames: Set<String>) throws -> Plan {
         guard let live = try state.liveRecord(zone: zone.id, name: item.recordName) else { return .delete(nil) }
         if scope == .shared {
-            if live.type == CloudRecord.shareRecordType {
+            if live.type == CloudKitNames.shareRecordType {
                 guard try state.participation(zone: zone.id, share: live.name, user: caller) != nil else {
                     let reason = "\(caller) is not a participant of share \(live.name)"
                     trace?.decide(false, reason, zone: zone.zoneID, record: live.name)
@@ -737,7 +745,7 @@ struct ModifyBatch {
         for index in indices {
             switch plans[index] {
             case let .delete(live?)?:
-                if live.type == CloudRecord.shareRecordType {
+                if live.type == CloudKitNames.shareRecordType {
                     try state.endShare(zone: zone, name: live.name, user: caller)
                 } else {
                     if let share = live.share { try state.endShare(zone: zone, name: share, user: caller) }
@@ -756,13 +764,11 @@ struct ModifyBatch {
         let presented = zone.zoneID.presented(to: caller)
         for (stored, fields) in savedStored {
             // Share records and roots may have changed again in this request (share created or ended).
-            let changedSince = stored.type == CloudRecord.shareRecordType || stored.share != nil
+            let changedSince = stored.type == CloudKitNames.shareRecordType || stored.share != nil
             let current = changedSince ? try state.liveRecord(zone: zone.id, name: stored.name) ?? stored : stored
             var saved = try state.render(current, zone: zone, presentedZoneID: presented, fields: changedSince ? nil : fields ?? [:])
             if !changedSince, fields == nil, let text = current.fields {
                 // Fields kept as text: the reply writes the stored text; nothing parses it.
-                saved.sentFieldsText = text
-                saved.storedFieldsToText()
                 saved.fieldsText = text
             }
             outcome.saved.append(saved)

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import CloudWire
 import MeowWire
 import SQLiteKit
 
@@ -33,7 +34,7 @@ extension CloudEngine {
                 FROM shares s JOIN zones z ON z.id = s.zone
                 JOIN records r ON r.zone = s.zone AND r.name = s.name AND r.deleted = 0
                 WHERE z.owner = ? ORDER BY z.name, s.name
-                """, [CloudRecord.shareRecordType, caller])
+                """, [CloudKitNames.shareRecordType, caller])
             return OwnedSharesResult(shares: try shares.map { row in
                 let participants = try state.db.query("""
                     SELECT user, role, permission, acceptance FROM participants

@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 
 /// Params of the share and participant ops: which share (its zone and record name), and for
@@ -15,7 +16,7 @@ public struct ShareParams: Codable, Sendable {
         self.user = user
         self.permission = permission
     }
-    var share: String { shareName ?? CloudRecord.zoneShareName }
+    var share: String { shareName ?? CloudKitNames.zoneShareName }
 }
 
 public struct ShareResult: Codable, Sendable {
@@ -172,7 +173,7 @@ extension CloudEngine {
                                 details: ["reason": "only the owner manages a share"])
             }
             let zone = try state.openZone(params.zoneID, scope: .private, caller: caller, trace: trace)
-            guard try state.liveRecord(zone: zone.id, name: params.share)?.type == CloudRecord.shareRecordType else {
+            guard try state.liveRecord(zone: zone.id, name: params.share)?.type == CloudKitNames.shareRecordType else {
                 throw WireError(.unknownItem, "Zone \(zone.name) has no share '\(params.share)'.", details: ["shareName": .string(params.share)])
             }
             trace?.decide(true, "owner manages own share", zone: zone.zoneID, record: params.share)
@@ -190,7 +191,7 @@ extension CloudEngine {
             throw WireError(.invalidArguments, "\(caller) owns this share; owners do not accept or leave their own shares.")
         }
         guard let zone = try state.zone(owner: zoneID.ownerName, name: zoneID.zoneName) else { throw state.zoneNotFound(params.zoneID) }
-        guard try state.liveRecord(zone: zone.id, name: params.share)?.type == CloudRecord.shareRecordType else {
+        guard try state.liveRecord(zone: zone.id, name: params.share)?.type == CloudKitNames.shareRecordType else {
             throw WireError(.unknownItem, "Zone \(zone.name) of \(zone.owner) has no share '\(params.share)'.", details: ["shareName": .string(params.share)])
         }
         return zone
@@ -222,7 +223,7 @@ extension CloudState {
     }
 
     func shareRecord(zone: ZoneRow, name: String, caller: String) throws -> CloudRecord {
-        guard let stored = try liveRecord(zone: zone.id, name: name), stored.type == CloudRecord.shareRecordType else {
+        guard let stored = try liveRecord(zone: zone.id, name: name), stored.type == CloudKitNames.shareRecordType else {
             throw WireError(.unknownItem, "Zone \(zone.name) has no share '\(name)'.")
         }
         return try render(stored, zone: zone, caller: caller)

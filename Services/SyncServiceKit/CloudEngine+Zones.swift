@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 import SQLiteKit
 
@@ -118,10 +119,10 @@ extension CloudEngine {
 
 extension CloudState {
     func zoneInfo(_ zone: ZoneRow, caller: String) throws -> ZoneInfo {
-        let hasZoneShare = try db.scalar("SELECT 1 FROM shares WHERE zone = ? AND name = ?", [zone.id, CloudRecord.zoneShareName]) != nil
+        let hasZoneShare = try db.scalar("SELECT 1 FROM shares WHERE zone = ? AND name = ?", [zone.id, CloudKitNames.zoneShareName]) != nil
         return ZoneInfo(zoneID: zone.zoneID.presented(to: caller),
                         capabilities: zone.isDefaultZone ? [] : ["atomic", "fetchChanges", "sharing"],
-                        zoneShare: hasZoneShare ? CloudRecord.zoneShareName : nil)
+                        zoneShare: hasZoneShare ? CloudKitNames.zoneShareName : nil)
     }
 
     /// Deletes a zone and everything in it; logs `kind` (deleted or purged) for everyone who saw it.

@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 
 /// What one request touched and every permission decision taken for it, with its reason:
@@ -88,8 +89,8 @@ extension CloudState {
     /// The share a record belongs to: the zone-wide share, else the first `share` found walking
     /// up the parent chain from `name` (records of the current request win over stored ones).
     func governingShare(zone: Int64, from name: String?, pending: [String: CloudRecord] = [:]) throws -> String? {
-        if try db.scalar("SELECT 1 FROM shares WHERE zone = ? AND name = ?", [zone, CloudRecord.zoneShareName]) != nil {
-            return CloudRecord.zoneShareName
+        if try db.scalar("SELECT 1 FROM shares WHERE zone = ? AND name = ?", [zone, CloudKitNames.zoneShareName]) != nil {
+            return CloudKitNames.zoneShareName
         }
         var current = name
         var seen: Set<String> = []
@@ -99,7 +100,7 @@ extension CloudState {
                 if let share = record.share?.recordName { return share }
                 current = record.parent?.recordName
             } else if let record = try liveRecord(zone: zone, name: name) {
-                if record.type == CloudRecord.shareRecordType { return record.name }
+                if record.type == CloudKitNames.shareRecordType { return record.name }
                 if let share = record.share { return share }
                 current = record.parent
             } else {

@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
@@ -112,7 +113,7 @@ extension CloudState {
     }
 
     func encodeFields(_ fields: [String: JSONValue]) throws -> String {
-        FieldsJSON.text(fields)
+        RecordFields(fields).text
     }
 
     func decodeFields(_ text: String?) -> [String: JSONValue] {

@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 
 /// CloudKit's just-in-time schema, as in its development environment: the first save of a field

@@ -1,3 +1,4 @@
+import CloudWire
 /// The bytes a reply of records may hold: a page stops before the record that would take it
 /// over `bytes` (a lone record over it still travels, alone), so a reply stays well under the
 /// 16 MiB frame limit however large the records are (a record may hold `maxRecordBytes`).

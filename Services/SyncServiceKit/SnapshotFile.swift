@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import CloudWire
 import MeowWire
 
 /// admin.exportSnapshot and admin.importSnapshot through a file the service writes or reads: a

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import CloudWire
 import Glibc
 #endif
 import FoundationEssentials
@@ -103,7 +104,7 @@ public final class SyncService: ServiceDefinition {
     /// fields are not parsed into a tree at all unless something asks for them
     /// (`CloudRecord.fields`): building the tree was a fifth of a save.
     public var keptRequestText: JSONParser.KeptText? {
-        JSONParser.KeptText(key: "fields", depth: 4, textOnly: { bytes, start in FieldsJSON.storedFormEnd(bytes, from: start) })
+        JSONParser.KeptText(key: "fields", depth: 4, textOnly: { bytes, start in StoredFields.end(bytes, from: start) })
     }
     public var topics: [String] { [Self.databaseChangesTopic] }
 

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import CloudWire
 import Glibc
 #endif
 import Dispatch

@@ -290,8 +290,9 @@ extension JSONScannable {
 }
 
 extension UnsafeBufferPointer<UInt8> {
-    /// Whether `word`'s bytes stand at `index` (the scanners' `true`, `false`, `null`).
-    func starts(with word: StaticString, at index: Int) -> Bool {
+    /// Whether `word`'s bytes stand at `index` (the scanners' `true`, `false`, `null`, and the
+    /// stored-form scanner's fixed pieces).
+    public func starts(with word: StaticString, at index: Int) -> Bool {
         let count = word.utf8CodeUnitCount
         guard self.count - index >= count else { return false }
         for offset in 0..<count where self[index + offset] != word.utf8Start[offset] { return false }

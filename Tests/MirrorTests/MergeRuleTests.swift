@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 import SQLiteKit
@@ -186,11 +187,11 @@ extension Mirroring {
             try store.database.execute("CREATE INDEX mirror_meta_zone ON mirror_meta(zone_name, owner_name)")
             try state.createTables()
             #expect(try store.database.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mirror_meta' AND sql IS NOT NULL")?.int == 0)
-            let zone = MirrorZoneID(zoneName: "share-1", ownerName: "owner")
+            let zone = ZoneID(zoneName: "share-1", ownerName: "owner")
             try state.setMeta(.init(uuid: "a", entity: "CareEvent", zone: zone, changeTag: "t1", serverFields: nil))
             try state.setMeta(.init(uuid: "b", entity: "CareEvent", zone: .coreData, changeTag: "t2", serverFields: nil))
             #expect(try state.recordNames(inZone: zone).map(\.uuid) == ["a"])
-            #expect(try state.knowsRecords(inZone: zone) && !state.knowsRecords(inZone: MirrorZoneID(zoneName: "other", ownerName: "owner")))
+            #expect(try state.knowsRecords(inZone: zone) && !state.knowsRecords(inZone: ZoneID(zoneName: "other", ownerName: "owner")))
             #expect(try state.knownZones() == [zone, .coreData])
         }
 
@@ -226,7 +227,7 @@ extension Mirroring {
             let sent = FieldStamp.encode(["CD_id", "CD_value"], FieldStamp(time: 1, device: "A"))
             let record: [String: JSONValue] = ["CD_id": ["type": "string", "value": "x"], MirrorState.fieldTimesField: ["type": "string", "value": .string(sent)]]
             // Stamps only in the kept server copy (a record sent or imported and not edited since).
-            try state.setMeta(.init(uuid: "kept", entity: "CareEvent", zone: MirrorZoneID(zoneName: MirrorState.coreDataZone), changeTag: "t1", serverFields: record))
+            try state.setMeta(.init(uuid: "kept", entity: "CareEvent", zone: ZoneID.coreData, changeTag: "t1", serverFields: record))
             try state.enqueue(uuid: "kept", entity: "CareEvent", kind: .update, zone: nil, changed: ["CD_note"])
             try state.forgetServerCopy("kept")
             #expect(try state.meta("kept") == nil)
@@ -235,7 +236,7 @@ extension Mirroring {
             let inserted = FieldStamp.encode(["CD_id"], FieldStamp(time: 1, device: "A"))
             try state.enqueue(uuid: "edited", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, timesText: inserted)
             try state.setFieldTimes("edited", ["CD_note": FieldStamp(time: 2, device: "A")])
-            try state.setMeta(.init(uuid: "edited", entity: "CareEvent", zone: MirrorZoneID(zoneName: MirrorState.coreDataZone), changeTag: "t1", serverFields: record))
+            try state.setMeta(.init(uuid: "edited", entity: "CareEvent", zone: ZoneID.coreData, changeTag: "t1", serverFields: record))
             try state.forgetServerCopy("edited")
             #expect(try state.fieldTimes("edited").keys.sorted() == ["CD_id", "CD_note"])
         }
@@ -307,7 +308,7 @@ extension Mirroring {
             #expect(record["CD_occurredAt"]?["value"]?.doubleValue == ISOTime.seconds("2026-11-30T08:00:00.250Z"))
             #expect(record["CD_note"] == nil, "a nil attribute is an absent field")
             #expect(record["CD_session"] == nil, "no related row, no field")
-            #expect(record[MirrorState.entityNameField] == ["type": "string", "value": "CareEvent"])
+            #expect(record[CloudKitNames.entityNameField] == ["type": "string", "value": "CareEvent"])
             #expect(record[MirrorState.fieldTimesField] == ["type": "string", "value": .string(times)])
             #expect(try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: times) == record)
             // The entity name first, then the data fields in name order, then the stamps.
@@ -318,7 +319,7 @@ extension Mirroring {
 
         @Test("A moved record names the zone and tag it left, last among its fields; only a copy of that zone with another tag was left out")
         func movedFromRules() throws {
-            let from = MovedFrom(zoneName: MirrorState.coreDataZone, changeTag: "t7")
+            let from = MovedFrom(zoneName: ZoneID.coreDataZoneName, changeTag: "t7")
             let text = from.adding(to: #"{"CD_note":{"type":"string","value":"n"},"MC_fieldModified":{"type":"string","value":"{}"}}"#)
             let fields = try #require(try JSONParser.parse(text).objectValue)
             #expect(MovedFrom(fields: fields) == from)
@@ -326,15 +327,15 @@ extension Mirroring {
             #expect(MovedFrom(fields: ["MC_movedFrom": Self.field("not json")]) == nil)
             #expect(MirrorRecordCoding.dataFields(fields).keys.sorted() == ["CD_note"], "bookkeeping is no data field")
 
-            let share = MirrorZoneID(zoneName: CloudMirror.shareZonePrefix + "Z")
-            let moved = MirrorRecord(recordName: "e1", zoneID: share, recordType: "CD_CareEvent", fields: fields)
-            func meta(_ zone: MirrorZoneID, _ tag: String?) -> MirrorState.Meta {
+            let share = ZoneID(zoneName: CloudKitNames.coreDataShareZonePrefix + "Z")
+            let moved = CloudRecord(recordName: "e1", zoneID: share, recordType: "CD_CareEvent", fields: fields)
+            func meta(_ zone: ZoneID, _ tag: String?) -> MirrorState.Meta {
                 MirrorState.Meta(uuid: "e1", entity: "CareEvent", zone: zone, changeTag: tag, serverFields: nil)
             }
             #expect(CloudMirror.movedWithout(meta(.coreData, "t8"), record: moved, fields: fields), "another version was deleted by the move")
             #expect(!CloudMirror.movedWithout(meta(.coreData, "t7"), record: moved, fields: fields), "the version the mover had")
             #expect(!CloudMirror.movedWithout(meta(share, "x"), record: moved, fields: fields), "already known in the new zone")
-            #expect(!CloudMirror.movedWithout(meta(MirrorZoneID(zoneName: "elsewhere"), "t8"), record: moved, fields: fields), "moved from another zone")
+            #expect(!CloudMirror.movedWithout(meta(ZoneID(zoneName: "elsewhere"), "t8"), record: moved, fields: fields), "moved from another zone")
             #expect(!CloudMirror.movedWithout(meta(.coreData, "t8"), record: moved, fields: MirrorRecordCoding.dataFields(fields)), "not a moved record")
         }
     }

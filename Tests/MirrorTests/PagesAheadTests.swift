@@ -45,7 +45,7 @@ extension Mirroring {
         static func summary(_ page: Page) -> String {
             let records = page.changed.map { record in
                 [record.recordName, record.zoneID.key, record.recordType, record.fieldsText ?? "-", record.recordChangeTag ?? "-",
-                 record.share?.recordName ?? "-", record.fields.map { "\($0.count) fields" } ?? "-"].joined(separator: "|")
+                 record.share?.recordName ?? "-", "\(record.fields.count) fields"].joined(separator: "|")
             }
             let prepared = page.prepared.map { $0.map { "\($0.values) \($0.targets)" } ?? "nil" }
             return "\(records) \(page.deleted.map { "\($0.recordName)/\($0.recordType)" }) \(page.token) \(page.moreComing) \(prepared)"

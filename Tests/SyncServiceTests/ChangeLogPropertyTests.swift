@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 import Testing
 @testable import SyncServiceKit

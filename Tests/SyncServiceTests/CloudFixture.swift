@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 import SQLiteKit
 @testable import SyncServiceKit
@@ -40,7 +41,7 @@ struct CloudFixture {
 
     /// The owner shares `zone` zone-wide with `user` at `permission`; the user accepts unless told not to.
     func shareZone(_ zone: ZoneID = ZoneID(zoneName: "Zone"), with users: [(String, String)], accept: Bool = true) throws {
-        try save([CloudRecord(recordName: CloudRecord.zoneShareName, zoneID: zone, recordType: CloudRecord.shareRecordType)])
+        try save([CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: zone, recordType: CloudKitNames.shareRecordType)])
         for (user, permission) in users {
             _ = try engine.addParticipant(caller: "owner", ShareParams(zoneID: zone, user: user, permission: permission))
             if accept { _ = try engine.acceptShare(caller: user, ShareParams(zoneID: ZoneID(zoneName: zone.zoneName, ownerName: "owner"))) }

@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import TestSupport
@@ -395,7 +396,7 @@ import Testing
             "list": ["type": "list", "value": [["type": "string", "value": "a"], ["type": "int64", "value": 2]]],
             "odd": ["type": "location", "value": ["lat": 25.03, "flag": true, "none": nil]],
         ]
-        let text = FieldsJSON.text(fields)
+        let text = RecordFields(fields).text
         let back = try JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8))
         #expect(back == fields)
         #expect(FieldsJSON.parse(text) == .object(fields))

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 @testable import SyncServiceKit
@@ -12,7 +13,7 @@ struct ModifyParamsScanTests {
     /// alone, at the records' depth within the params (the service's own setting is relative
     /// to the whole request, one level up).
     static func viaTree(_ text: String) throws -> ModifyParams {
-        let kept = JSONParser.KeptText(key: "fields", depth: 3, textOnly: { bytes, start in FieldsJSON.storedFormEnd(bytes, from: start) })
+        let kept = JSONParser.KeptText(key: "fields", depth: 3, textOnly: { bytes, start in StoredFields.end(bytes, from: start) })
         return try JSONValueDecoder().decode(ModifyParams.self, from: JSONParser.parse(Array(text.utf8), keeping: kept))
     }
 
@@ -22,7 +23,7 @@ struct ModifyParamsScanTests {
 
     static func summary(_ params: ModifyParams) -> String {
         let saves = (params.saves ?? []).map { record in
-            [record.recordName, record.zoneID.zoneName, record.zoneID.ownerName, record.recordType, record.sentFieldsText ?? "-",
+            [record.recordName, record.zoneID.zoneName, record.zoneID.ownerName, record.recordType, record.fieldsText ?? "-",
              "\(record.fieldsAreStoredText)", record.recordChangeTag ?? "-", "\(record.fields.count)"].joined(separator: "|")
         }
         let deletes = (params.deletes ?? []).map { "\($0.recordName)@\($0.zoneID.zoneName)/\($0.zoneID.ownerName)" }
@@ -45,7 +46,7 @@ struct ModifyParamsScanTests {
             // The fields' type signatures come from the scan that read them, one per save.
             #expect(read.typeSignatures?.count == read.saves?.count)
             for (record, signature) in zip(read.saves ?? [], read.typeSignatures ?? []) {
-                #expect(signature != nil && signature == record.sentFieldsText.flatMap(StoredFields.typeSignature), "\(record.recordName)")
+                #expect(signature != nil && signature == record.fieldsText.flatMap(StoredFields.typeSignature), "\(record.recordName)")
             }
         }
         let read = try #require(Self.viaBytes(#"{"database":"private","saves":[\#(record)]}"#))

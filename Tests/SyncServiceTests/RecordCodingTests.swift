@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import Testing
@@ -124,11 +125,11 @@ import Testing
             "b": ["type": "string", "value": "x"], "a": nil, "c": ["value": 1, "type": "int64"],
             "d": ["type": "list", "value": [nil, ["value": 2.5, "type": "double"]]], "e": ["value": 1, "note": "n"],
         ]
-        let withoutNulls = FieldsJSON.withoutNulls(fields)
+        let withoutNulls = RecordFields.withoutNulls(fields)
         #expect(withoutNulls.count == 4 && withoutNulls["a"] == nil)
-        #expect(FieldsJSON.text(skippingNulls: fields) == FieldsJSON.text(withoutNulls))
-        #expect(FieldsJSON.text(skippingNulls: fields)
+        #expect(RecordFields(fields).text == RecordFields(withoutNulls).text)
+        #expect(RecordFields(fields).text
                 == #"{"b":{"type":"string","value":"x"},"c":{"type":"int64","value":1},"d":{"type":"list","value":[null,{"type":"double","value":2.5}]},"e":{"note":"n","value":1}}"#)
-        #expect(FieldsJSON.withoutNulls(withoutNulls) == withoutNulls)
+        #expect(RecordFields.withoutNulls(withoutNulls) == withoutNulls)
     }
 }

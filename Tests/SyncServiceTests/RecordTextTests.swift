@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 @testable import SyncServiceKit
@@ -81,7 +82,7 @@ struct RecordTextTests {
 
     @Test("a share record's reply falls back to JSONEncoder")
     func shareFallsBack() throws {
-        var share = CloudRecord(recordName: CloudRecord.zoneShareName, zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)
+        var share = CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: ZoneID(zoneName: "Zone"), recordType: CloudKitNames.shareRecordType)
         share.shareInfo = ShareInfo(owner: "owner", publicPermission: "none", rootRecordName: nil, participants: [])
         var text = "prefix"
         #expect(FetchZoneChangesResult(changed: Self.records(2, seed: 1) + [share], deleted: [], token: "t", moreComing: false).writeJSON(to: &text) == false)
@@ -95,7 +96,7 @@ struct RecordTextTests {
 struct StoredFormTests {
     static func stored(_ text: String) throws -> String? {
         guard let fields = FieldCoding.normalized(try JSONParser.parse(text)) else { return nil }
-        return FieldsJSON.text(skippingNulls: fields)
+        return RecordFields(fields).text
     }
 
     static func fields(seed: UInt64) -> [String: JSONValue] {
@@ -121,8 +122,8 @@ struct StoredFormTests {
 
     @Test("what a save writes is in stored form, and reads back to the same text", arguments: Array(0..<40) as [UInt64])
     func writtenTextsAreStoredForm(seed: UInt64) throws {
-        let text = FieldsJSON.text(skippingNulls: Self.fields(seed: seed))
-        #expect(FieldsJSON.isStoredForm(text), "\(text)")
+        let text = RecordFields(Self.fields(seed: seed)).text
+        #expect(StoredFields.isStoredForm(text), "\(text)")
         #expect(try Self.stored(text) == text)
     }
 
@@ -152,23 +153,23 @@ struct StoredFormTests {
             #"{"CD_a":{"type":"string","value":"x"}} "#,
             #"{"CD_\u0061":{"type":"string","value":"x"}}"#,
         ]
-        for text in refused { #expect(!FieldsJSON.isStoredForm(text), "\(text)") }
+        for text in refused { #expect(!StoredFields.isStoredForm(text), "\(text)") }
         // Bytes that are not UTF-8 (the parser refuses them) are never taken as stored form.
         for bad: [UInt8] in [[0xC3, 0x28], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0x80], [0xC3]] {
             let bytes = Array(#"{"CD_a":{"type":"string","value":""#.utf8) + bad + Array(#""}}"#.utf8)
-            #expect(bytes.withUnsafeBufferPointer { FieldsJSON.storedFormEnd($0, from: 0) } == nil, "\(bad)")
+            #expect(bytes.withUnsafeBufferPointer { StoredFields.end($0, from: 0) } == nil, "\(bad)")
             #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(bytes) }
         }
         let good = Array(#"{"CD_a":{"type":"string","value":"é猫🐈"}}"#.utf8)
-        #expect(good.withUnsafeBufferPointer { FieldsJSON.storedFormEnd($0, from: 0) } == good.count)
-        #expect(FieldsJSON.isStoredForm("{}"))
-        #expect(FieldsJSON.isStoredForm(#"{"CD_a":{"type":"double","value":1e-07}}"#), "Swift's own exponent form")
+        #expect(good.withUnsafeBufferPointer { StoredFields.end($0, from: 0) } == good.count)
+        #expect(StoredFields.isStoredForm("{}"))
+        #expect(StoredFields.isStoredForm(#"{"CD_a":{"type":"double","value":1e-07}}"#), "Swift's own exponent form")
     }
 
     @Test("no text is accepted that writing its parsed fields would change (mutated texts)", arguments: Array(0..<40) as [UInt64])
     func acceptedTextsAreExactlyWhatASaveWrites(seed: UInt64) throws {
         var random = SplitMix64(state: seed &+ 1000)
-        let base = Array(FieldsJSON.text(skippingNulls: Self.fields(seed: seed)).utf8)
+        let base = Array(RecordFields(Self.fields(seed: seed)).text.utf8)
         let alphabet = Array(#"{}[]":,\ ue0-9.Ea"#.utf8)
         var accepted = 0
         for _ in 0..<200 {
@@ -182,7 +183,7 @@ struct StoredFormTests {
                 }
             }
             let text = String(decoding: bytes, as: UTF8.self)
-            guard FieldsJSON.isStoredForm(text) else { continue }
+            guard StoredFields.isStoredForm(text) else { continue }
             accepted += 1
             #expect(try Self.stored(text) == text, "accepted \(text)")
         }

@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 import Testing
 @testable import SyncServiceKit
@@ -13,7 +14,7 @@ import Testing
     /// The owner shares a session hierarchy (root "session" with share "share-1").
     func shareSession(with users: [(String, String)], accept: Bool = true) throws {
         try cloud.save([record("session", type: "CD_CareSession", share: "share-1"),
-                        CloudRecord(recordName: "share-1", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)])
+                        CloudRecord(recordName: "share-1", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudKitNames.shareRecordType)])
         for (user, permission) in users {
             _ = try cloud.engine.addParticipant(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1", user: user, permission: permission))
             if accept { _ = try cloud.engine.acceptShare(caller: user, ShareParams(zoneID: ownerZone, shareName: "share-1")) }
@@ -104,7 +105,7 @@ import Testing
 
     @Test func aNewShareWithoutItsRootIsInvalidArguments() throws {
         let error = wireError {
-            try cloud.save([CloudRecord(recordName: "share-1", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)])
+            try cloud.save([CloudRecord(recordName: "share-1", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudKitNames.shareRecordType)])
         }
         #expect(partialErrors(error)["share-1"]?.code == .invalidArguments)
         #expect(partialErrors(error)["share-1"]?.details["ckErrorCode"] == 12)
@@ -113,12 +114,12 @@ import Testing
     @Test func aRecordInTwoSharesIsAlreadyShared() throws {
         try shareSession(with: [])
         let zoneWide = wireError {
-            try cloud.save([CloudRecord(recordName: CloudRecord.zoneShareName, zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)])
+            try cloud.save([CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: ZoneID(zoneName: "Zone"), recordType: CloudKitNames.shareRecordType)])
         }
-        #expect(partialErrors(zoneWide)[CloudRecord.zoneShareName]?.code == .alreadyShared)
+        #expect(partialErrors(zoneWide)[CloudKitNames.zoneShareName]?.code == .alreadyShared)
         let nested = wireError {
             try cloud.save([record("inner", parent: "session", share: "share-2"),
-                            CloudRecord(recordName: "share-2", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)])
+                            CloudRecord(recordName: "share-2", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudKitNames.shareRecordType)])
         }
         #expect(partialErrors(nested)["inner"]?.code == .alreadyShared)
         #expect(partialErrors(nested)["inner"]?.details["ckErrorCode"] == 30)
@@ -176,7 +177,7 @@ import Testing
     @Test func aShareRecordIsAlwaysSavedIfServerRecordUnchanged() throws {
         try shareSession(with: [])
         let error = wireError {
-            try cloud.save([CloudRecord(recordName: "share-1", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType, recordChangeTag: "stale")],
+            try cloud.save([CloudRecord(recordName: "share-1", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudKitNames.shareRecordType, recordChangeTag: "stale")],
                            policy: .allKeys)
         }
         #expect(partialErrors(error)["share-1"]?.code == .serverRecordChanged)
@@ -197,17 +198,17 @@ import Testing
         try cloud.shareZone(with: [("alice", "readWrite")])
         let zones = try cloud.engine.fetchZones(caller: "alice", ZonesParams(database: .shared)).zones
         #expect(zones.map(\.zoneID) == [ownerZone])
-        #expect(zones.first?.zoneShare == CloudRecord.zoneShareName)
+        #expect(zones.first?.zoneShare == CloudKitNames.zoneShareName)
         try cloud.save([record("c", zone: ownerZone)], as: "alice", database: .shared)
         let changes = try cloud.engine.fetchZoneChanges(caller: "alice", FetchZoneChangesParams(database: .shared, zoneID: ownerZone))
-        #expect(Set(changes.changed.map(\.recordName)) == ["a", "b", "c", CloudRecord.zoneShareName])
+        #expect(Set(changes.changed.map(\.recordName)) == ["a", "b", "c", CloudKitNames.zoneShareName])
     }
 
     @Test func downgradedParticipantIsRefusedAndTheServerIsUnchanged() throws {
         try cloud.save([record("a", title: "owner's")])
         try cloud.shareZone(with: [("alice", "readWrite")])
         let tag = try #require(try cloud.fetch("a")?.recordChangeTag)
-        _ = try cloud.engine.setParticipantPermission(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: CloudRecord.zoneShareName,
+        _ = try cloud.engine.setParticipantPermission(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: CloudKitNames.zoneShareName,
                                                                                     user: "alice", permission: "readOnly"))
         let error = wireError { try cloud.save([record("a", zone: ownerZone, title: "alice's", tag: tag), record("new", zone: ownerZone)], as: "alice", database: .shared) }
         #expect(partialErrors(error)["a"]?.code == .permissionFailure)
@@ -225,7 +226,7 @@ import Testing
         let write = wireError { try cloud.save([record("e1", zone: ownerZone, parent: "session")], as: "alice", database: .shared) }
         #expect(partialErrors(write)["e1"]?.code == .permissionFailure)
         try cloud.save([record("session", type: "CD_CareSession", tag: try cloud.fetch("session")?.recordChangeTag, share: "share-2"),
-                        CloudRecord(recordName: "share-2", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudRecord.shareRecordType)])
+                        CloudRecord(recordName: "share-2", zoneID: ZoneID(zoneName: "Zone"), recordType: CloudKitNames.shareRecordType)])
         #expect(try cloud.fetch("session")?.share?.recordName == "share-2")
     }
 

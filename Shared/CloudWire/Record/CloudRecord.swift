@@ -1,86 +1,19 @@
 import FoundationEssentials
 import MeowWire
 
-/// The two databases a user reaches. (CloudKit's public database is not modelled.)
-public enum DatabaseScope: String, Codable, Sendable, Hashable {
-    case `private`, shared
-}
-
-/// A zone's identity: (zoneName, ownerName). `__defaultOwner__` means the caller.
-public struct ZoneID: Codable, Sendable, Hashable {
-    public static let defaultOwner = "__defaultOwner__"
-    public static let defaultZoneName = "_defaultZone"
-    public static let coreDataZoneName = "com.apple.coredata.cloudkit.zone"
-
-    public var zoneName: String
-    public var ownerName: String
-
-    public init(zoneName: String, ownerName: String = ZoneID.defaultOwner) {
-        self.zoneName = zoneName
-        self.ownerName = ownerName
-    }
-
-    enum CodingKeys: String, CodingKey { case zoneName, ownerName }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        zoneName = try container.decode(String.self, forKey: .zoneName)
-        ownerName = try container.decodeIfPresent(String.self, forKey: .ownerName) ?? ZoneID.defaultOwner
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try encode(into: &container)
-    }
-
-    /// The real owner: `__defaultOwner__` replaced by the caller.
-    func resolved(caller: String) -> ZoneID {
-        ownerName == ZoneID.defaultOwner ? ZoneID(zoneName: zoneName, ownerName: caller) : self
-    }
-
-    /// As the caller sees it: their own zones carry `__defaultOwner__`.
-    func presented(to caller: String) -> ZoneID {
-        ownerName == caller ? ZoneID(zoneName: zoneName, ownerName: ZoneID.defaultOwner) : self
-    }
-
-    var isDefaultOrCoreDataZone: Bool {
-        zoneName == ZoneID.defaultZoneName || zoneName == ZoneID.coreDataZoneName
-    }
-}
-
-/// A reference to another record of the same zone (`parent`, `share`, reference fields).
-public struct RecordReference: Codable, Sendable, Hashable {
-    public var recordName: String
-    public var action: String?
-    public init(recordName: String, action: String? = nil) {
-        self.recordName = recordName
-        self.action = action
-    }
-
-    enum CodingKeys: String, CodingKey { case recordName, action }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try encode(into: &container)
-    }
-}
-
-/// A record's identity in requests: recordName + zoneID.
-public struct RecordID: Codable, Sendable, Hashable {
-    public var recordName: String
-    public var zoneID: ZoneID
-    public init(recordName: String, zoneID: ZoneID) {
-        self.recordName = recordName
-        self.zoneID = zoneID
-    }
-}
-
 /// One participant of a share, as the owner and participants see it.
 public struct ShareParticipant: Codable, Sendable, Hashable {
     public var userRecordName: String
     public var role: String          // owner, privateUser, publicUser
     public var permission: String    // none, readOnly, readWrite
     public var acceptanceStatus: String  // pending, accepted, removed
+
+    public init(userRecordName: String, role: String, permission: String, acceptanceStatus: String) {
+        self.userRecordName = userRecordName
+        self.role = role
+        self.permission = permission
+        self.acceptanceStatus = acceptanceStatus
+    }
 }
 
 /// Server-maintained part of a `cloudkit.share` record.
@@ -89,29 +22,49 @@ public struct ShareInfo: Codable, Sendable, Hashable {
     public var publicPermission: String
     public var rootRecordName: String?
     public var participants: [ShareParticipant]
+
+    public init(owner: String, publicPermission: String, rootRecordName: String?, participants: [ShareParticipant]) {
+        self.owner = owner
+        self.publicPermission = publicPermission
+        self.rootRecordName = rootRecordName
+        self.participants = participants
+    }
 }
 
 /// A record on the wire. `fields` maps a field name to `{"type": …, "value": …}`; field types
 /// the server does not know are kept and returned unchanged.
 public struct CloudRecord: Codable, Sendable, Hashable {
-    public static let shareRecordType = "cloudkit.share"
-    public static let zoneShareName = "cloudkit.zoneshare"
-
     public var recordName: String
     public var zoneID: ZoneID
     public var recordType: String
-    /// The fields; for a record whose request sent them in stored form they are kept as that
-    /// text (`sentFieldsText`) and parsed only when read here.
+    /// The fields. A record that has them as text (`fieldsText`) parses it only when they are
+    /// read here; setting them leaves the text behind.
     public var fields: [String: JSONValue] {
-        get { storedFields ?? sentFieldsText.flatMap { FieldsJSON.parse($0).flatMap(FieldCoding.normalized) } ?? [:] }
-        set { storedFields = newValue }
+        get { tree ?? text.flatMap { FieldsJSON.parse($0).flatMap(FieldCoding.normalized) } ?? [:] }
+        set {
+            tree = newValue
+            text = nil
+        }
     }
-    private var storedFields: [String: JSONValue]?
-    /// The fields exist only as `sentFieldsText`, which is in stored form.
-    var fieldsAreStoredText: Bool { storedFields == nil && sentFieldsText != nil }
-    /// Leaves the fields to `sentFieldsText` (set by the tree decoder when the parse kept them
-    /// as text alone).
-    mutating func storedFieldsToText() { storedFields = nil }
+
+    /// The fields as their canonical text (`RecordFields`), when the record has them so: read in
+    /// stored form from a message (kept as text alone by the parse, or by a scan), or a stored
+    /// record's text a reply writes as it is (parsing each record's text only to write it again
+    /// cost half of a fetched record's time). Setting it makes it the fields.
+    public var fieldsText: String? {
+        get { text }
+        set {
+            text = newValue
+            tree = nil
+        }
+    }
+
+    /// Exactly one of the two is the fields (`tree` when both are nil: none).
+    private var tree: [String: JSONValue]?
+    private var text: String?
+
+    /// The fields exist only as `fieldsText` (a request's fields in stored form).
+    package var fieldsAreStoredText: Bool { tree == nil && text != nil }
     public var recordChangeTag: String?
     public var creationDate: Double?
     public var modificationDate: Double?
@@ -141,9 +94,9 @@ public struct CloudRecord: Codable, Sendable, Hashable {
             fields = try Self.decodeFields(c, decoder)
         } else if let text = try decoder.container(keyedBy: FieldCoding.Key.self)
                     .decodeIfPresent(String.self, forKey: FieldCoding.Key("fields" + JSONParser.textSuffix)),
-                  FieldsJSON.isStoredForm(text) {
-            // The request's parse kept these fields as text alone (`SyncService.keptRequestText`).
-            sentFieldsText = text
+                  StoredFields.isStoredForm(text) {
+            // The message's parse kept these fields as text alone (`SyncService.keptRequestText`).
+            fieldsText = text
         } else {
             fields = [:]
         }
@@ -159,21 +112,12 @@ public struct CloudRecord: Codable, Sendable, Hashable {
 
     /// When set, `fields` is left out of the encoded record (records.modify with
     /// `"returnFields": false`: the client keeps the fields it sent and takes the metadata).
-    var omitsFields = false
+    package var omitsFields = false
     /// When set, only `recordName` and `recordChangeTag` are encoded (records.modify with
     /// `"reply": "tags"`).
-    var tagOnly = false
+    package var tagOnly = false
 
-    /// The fields as the stored JSON text, written into a reply as they are instead of
-    /// `fields` (change pages: parsing each record's text only to write it again cost half of
-    /// a fetched record's time). Text replies only; the Encodable form parses it.
-    var fieldsText: String?
-
-    /// The fields exactly as a request sent them (`SyncService.keptRequestText`): stored as
-    /// they are when they are already in stored form (`FieldsJSON.isStoredForm`).
-    var sentFieldsText: String?
-
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case recordName, zoneID, recordType, fields, recordChangeTag, creationDate, modificationDate
         case creatorUserRecordName, lastModifiedUserRecordName, parent, share, shareInfo
     }
@@ -195,15 +139,15 @@ public struct CloudRecord: Codable, Sendable, Hashable {
         try encode(into: &c)
     }
 
-    var isShare: Bool { recordType == CloudRecord.shareRecordType }
+    package var isShare: Bool { recordType == CloudKitNames.shareRecordType }
 }
 
 /// Field types the server checks; any other type is stored as given. Values follow
 /// `FieldValueRules`: bytes are base64, dates lie in years 0001–9999, an int64 fits 64 bits,
 /// and a negative zero double or date is refused (it would come back as 0).
-enum FieldValidation {
+package enum FieldValidation {
     /// The first field with a problem: its name and what is wrong.
-    static func problem(in fields: [String: JSONValue]) -> (field: String, message: String)? {
+    package static func problem(in fields: [String: JSONValue]) -> (field: String, message: String)? {
         for (name, field) in fields {
             if field.isNull { continue }  // null in changedKeys means "remove this field"
             guard let object = field.objectValue, let type = object["type"]?.stringValue else {
@@ -250,55 +194,26 @@ enum FieldValidation {
     }
 }
 
-/// Limits of one container; `admin.setLimits` changes them at run time.
-public struct CloudLimits: Codable, Sendable, Hashable {
-    public var maxItemsPerRequest = 400
-    public var maxRequestBytes = 2 * 1024 * 1024
-    public var maxRecordBytes = 1024 * 1024
-    public var maxParticipants = 100
-    public var maxZonesPerUser = 1000
-    /// Deleted-record tombstones and superseded versions older than this are dropped; tokens
-    /// from before the dropped history answer changeTokenExpired.
-    public var retentionSeconds = 30 * 24 * 3600
-    public var defaultFetchLimit = 400
-
-    public init() {}
-}
-
-/// Account states a user can be put in (CKAccountStatus).
-public enum AccountStatus: String, Codable, Sendable {
-    case available, noAccount, temporarilyUnavailable
-}
-
-/// Share permissions and acceptance states.
-enum SharePermission: String, Codable, Sendable {
-    case none, readOnly, readWrite
-}
-
-enum Acceptance: String, Codable, Sendable {
-    case pending, accepted, removed
-}
-
 /// Decodes one field `{"type": …, "value": …}` guided by its type. JSONValue's own decoder finds
 /// a value's kind by trying each in turn, and every failed try throws, which is slow on Linux;
 /// records are the hot path, so known types decode in one step. Unknown types and mismatched
 /// values fall back to the generic decoder (and the field check then reports the mismatch).
-struct FieldDecoding: Decodable {
-    let value: JSONValue
+package struct FieldDecoding: Decodable {
+    package let value: JSONValue
 
-    struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
+    package struct Key: CodingKey {
+        package var stringValue: String
+        package var intValue: Int? { nil }
+        package init(stringValue: String) { self.stringValue = stringValue }
+        package init?(intValue: Int) { nil }
     }
 
-    struct Reference: Decodable {
+    package struct Reference: Decodable {
         var recordName: String
         var action: String?
     }
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         if try decoder.singleValueContainer().decodeNil() {
             value = .null
             return

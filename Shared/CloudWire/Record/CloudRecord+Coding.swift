@@ -8,11 +8,11 @@ import MeowWire
 ///   rules to it (`FieldCoding.normalized`), instead of a keyed container per field;
 /// - encoding writes nested containers with concrete types (`encode(_: String, forKey:)`, …), so
 ///   JSONEncoder neither makes an encoder per nested value nor probes each for special types.
-enum FieldCoding {
+package enum FieldCoding {
     /// The fields as `[String: FieldDecoding]` would decode them from `tree`, or nil when that
     /// decoding would throw (a field that is neither null nor an object; `fields` not an object).
     /// The caller then decodes the slow way, which throws the exact error.
-    static func normalized(_ tree: JSONValue) -> [String: JSONValue]? {
+    package static func normalized(_ tree: JSONValue) -> [String: JSONValue]? {
         guard case var .object(fields) = tree else { return nil }
         for (name, field) in fields {
             guard let normalized = normalizedField(field) else { return nil }
@@ -24,7 +24,7 @@ enum FieldCoding {
     /// One `{"type": …, "value": …}` field as `FieldDecoding` reads it: null stays null; other
     /// keys are kept as they are; the value is converted to its type where `FieldDecoding`
     /// converts it. nil where `FieldDecoding` throws (the field is not an object).
-    static func normalizedField(_ field: JSONValue) -> JSONValue? {
+    package static func normalizedField(_ field: JSONValue) -> JSONValue? {
         if case .null = field { return .null }
         guard case var .object(members) = field else { return nil }
         guard let value = members["value"] else { return field }
@@ -37,7 +37,7 @@ enum FieldCoding {
     /// `FieldDecoding.decodeValue` over a tree: a known type decodes its value as that type when
     /// it can (an integer date becomes a double, a whole double int64 an integer, a reference
     /// keeps recordName and action only, list items are fields); otherwise the value stays as is.
-    static func normalizedValue(_ value: JSONValue, type: String?) -> JSONValue {
+    package static func normalizedValue(_ value: JSONValue, type: String?) -> JSONValue {
         switch (type, value) {
         case ("int64", let .double(number)):
             // Only strictly inside ±2^63: -2^63 as a double may be -2^63-1 rounded (an integer
@@ -71,7 +71,7 @@ enum FieldCoding {
     /// Whether `decoder` decodes from a parsed tree (`JSONValueDecoder`), where asking for a
     /// `JSONValue` hands back the tree as is. Under other decoders (Foundation's) the rules above
     /// would run on a value found by probing, so those keep the plain `FieldDecoding` path.
-    static func isTreeDecoder(_ decoder: any Decoder) -> Bool {
+    package static func isTreeDecoder(_ decoder: any Decoder) -> Bool {
         ObjectIdentifier(type(of: decoder)) == treeDecoderType
     }
 
@@ -87,20 +87,20 @@ enum FieldCoding {
     // MARK: Encoding
 
     /// Any string as a coding key (field names, keys of open-ended values).
-    struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(_ string: String) { stringValue = string }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
+    package struct Key: CodingKey {
+        package var stringValue: String
+        package var intValue: Int? { nil }
+        package init(_ string: String) { stringValue = string }
+        package init(stringValue: String) { self.stringValue = stringValue }
+        package init?(intValue: Int) { nil }
     }
 
     /// `object` as `[String: JSONValue]`'s encoding writes it, into a keyed container.
-    static func encode(_ object: [String: JSONValue], into container: inout KeyedEncodingContainer<Key>) throws {
+    package static func encode(_ object: [String: JSONValue], into container: inout KeyedEncodingContainer<Key>) throws {
         for (name, value) in object { try encode(value, forKey: Key(name), into: &container) }
     }
 
-    static func encode(_ value: JSONValue, forKey key: Key, into container: inout KeyedEncodingContainer<Key>) throws {
+    package static func encode(_ value: JSONValue, forKey key: Key, into container: inout KeyedEncodingContainer<Key>) throws {
         switch value {
         case .null: try container.encodeNil(forKey: key)
         case let .bool(flag): try container.encode(flag, forKey: key)
@@ -116,7 +116,7 @@ enum FieldCoding {
         }
     }
 
-    static func encode(_ items: [JSONValue], into container: inout any UnkeyedEncodingContainer) throws {
+    package static func encode(_ items: [JSONValue], into container: inout any UnkeyedEncodingContainer) throws {
         for item in items {
             switch item {
             case .null: try container.encodeNil()
@@ -137,17 +137,15 @@ enum FieldCoding {
 
 extension CloudRecord {
     /// The record `init(from:)` decodes from `tree` under `JSONValueDecoder`, built straight
-    /// from the tree; nil unless every key has the shape that decoding accepts (and no
-    /// `shareInfo`), in which case the caller decodes the plain way — and gets its errors.
-    init?(tree: JSONValue) {
+    /// from the tree; nil unless every key has the shape that decoding accepts, in which case
+    /// the caller decodes the plain way — and gets its errors. Fields the parse kept as text
+    /// alone (in stored form) stay that text (`fieldsText`).
+    package init?(tree: JSONValue) {
         guard case let .object(members) = tree,
               case let .string(recordName)? = members["recordName"],
               let zoneID = ZoneID(tree: members["zoneID"]),
               case let .string(recordType)? = members["recordType"] else { return nil }
         var fields: [String: JSONValue] = [:]
-        let sentText = members["fields" + JSONParser.textSuffix]?.stringValue
-        // No `fields` but their text: the parse kept them as text alone, in stored form.
-        let textOnly = members["fields"] == nil && sentText != nil
         switch members["fields"] {
         case nil, .null?: break
         case let tree?:
@@ -161,9 +159,13 @@ extension CloudRecord {
               let lastModifiedUserRecordName = TreeField.string(members["lastModifiedUserRecordName"]),
               let parent = TreeField.reference(members["parent"]),
               let share = TreeField.reference(members["share"]) else { return nil }
+        var shareInfo: ShareInfo?
         switch members["shareInfo"] {
         case nil, .null?: break
-        default: return nil
+        case let info?:
+            // (A share's participants: rare, and read as `init(from:)` reads them.)
+            guard let decoded = try? JSONValueDecoder().decode(ShareInfo.self, from: info) else { return nil }
+            shareInfo = decoded
         }
         self.init(recordName: recordName, zoneID: zoneID, recordType: recordType, fields: fields,
                   recordChangeTag: recordChangeTag, parent: parent, share: share)
@@ -171,51 +173,111 @@ extension CloudRecord {
         self.modificationDate = modificationDate
         self.creatorUserRecordName = creatorUserRecordName
         self.lastModifiedUserRecordName = lastModifiedUserRecordName
-        sentFieldsText = sentText
-        if textOnly { storedFieldsToText() }
+        self.shareInfo = shareInfo
+        // No `fields` but their text: the parse kept them as text alone, in stored form.
+        if members["fields"] == nil, let text = members["fields" + JSONParser.textSuffix]?.stringValue { fieldsText = text }
     }
 
-    /// Reads a record from a request's bytes as `init(tree:)` reads it from the request's tree
-    /// (fields in stored form kept as text alone): a record with nothing but its name, zone,
-    /// type, fields in stored form and change tag, as a sync engine saves it. Nil for any other
-    /// (its dates, creators, parent, share or fields of another form), and the request is parsed.
-    /// `signature`: the fields' `StoredFields.typeSignature`, from the same scan.
-    init?(scanning scanner: inout JSONScanner, signature: inout [UInt8]?) {
-        var name: String?, zone: ZoneID?, type: String?, text: String?, tag: String?, found: [UInt8]?
+    /// Reads a record where `scanner` is, as `init(tree:)` reads it from a tree parsed keeping
+    /// fields in stored form as text alone (both services read hundreds per message this way).
+    /// Nil for anything it does not take (fields not in stored form, a share's `shareInfo`), and
+    /// the caller parses the message.
+    /// `fieldsEnd`: where the fields object that starts at the given index ends, nil when it is
+    /// not in stored form: `StoredFields.end`, or a variant that keeps what its scan read
+    /// (`endAndTypeSignature`, `endAndFields`).
+    package init?(scanning scanner: inout JSONScanner, fieldsEnd: (UnsafeBufferPointer<UInt8>, Int) -> Int?) {
+        var name: String?, zone: ZoneID?, type: String?, text: String?, tag: String?
+        var created: Double?, modified: Double?, creator: String?, modifier: String?
+        var parent: RecordReference?, share: RecordReference?
         let read = scanner.object { key, scanner in
             switch key {
             case "recordName": name = scanner.string(); return name != nil
             case "recordType": type = scanner.string(); return type != nil
             case "zoneID": zone = ZoneID(scanning: &scanner); return zone != nil
-            case "recordChangeTag":
-                guard let value = scanner.optionalString() else { return false }
-                tag = value
-                return true
+            case "recordChangeTag": return Self.optionalString(&scanner, into: &tag)
+            case "creatorUserRecordName": return Self.optionalString(&scanner, into: &creator)
+            case "lastModifiedUserRecordName": return Self.optionalString(&scanner, into: &modifier)
+            case "creationDate": return Self.optionalNumber(&scanner, into: &created)
+            case "modificationDate": return Self.optionalNumber(&scanner, into: &modified)
+            case "parent": return Self.reference(&scanner, into: &parent)
+            case "share": return Self.reference(&scanner, into: &share)
             case "fields":
-                guard let bytes = scanner.text(endingWith: { bytes, start in
-                    guard let (end, fieldTypes) = StoredFields.endAndTypeSignature(bytes, from: start) else { return nil }
-                    found = fieldTypes
-                    return end
-                }) else { return false }
+                guard let bytes = scanner.text(endingWith: fieldsEnd) else { return false }
                 text = String(decoding: bytes, as: UTF8.self)
                 return true
-            case "creationDate", "modificationDate", "creatorUserRecordName", "lastModifiedUserRecordName", "parent", "share", "shareInfo",
-                 "fields" + JSONParser.textSuffix:
+            case "shareInfo":
+                return scanner.peek() == UInt8(ascii: "n") && scanner.optionalString() == .some(nil)
+            case "fields" + JSONParser.textSuffix:
                 return false
             default:
                 return scanner.skipValue()
             }
         }
-        guard read, let name, let zone, let type, let text else { return nil }
-        self.init(recordName: name, zoneID: zone, recordType: type, recordChangeTag: tag)
-        sentFieldsText = text
-        storedFieldsToText()
-        signature = found
+        guard read, let name, let zone, let type else { return nil }
+        self.init(recordName: name, zoneID: zone, recordType: type, recordChangeTag: tag, parent: parent, share: share)
+        creationDate = created
+        modificationDate = modified
+        creatorUserRecordName = creator
+        lastModifiedUserRecordName = modifier
+        if let text { fieldsText = text }
+    }
+
+    /// A string or null (nil) into `value`; false for anything else.
+    private static func optionalString(_ scanner: inout JSONScanner, into value: inout String?) -> Bool {
+        guard let read = scanner.optionalString() else { return false }
+        value = read
+        return true
+    }
+
+    /// A number or null (nil) into `value`, as a tree gives it (`TreeField.double`: an integer
+    /// is read as one, then made a Double); false for anything else.
+    private static func optionalNumber(_ scanner: inout JSONScanner, into value: inout Double?) -> Bool {
+        guard let first = scanner.peek() else { return false }
+        switch first {
+        case UInt8(ascii: "n"):
+            guard scanner.optionalString() == .some(nil) else { return false }
+            value = nil
+            return true
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            let start = scanner.index
+            guard scanner.skipValue() else { return false }
+            let text = String(decoding: UnsafeBufferPointer(rebasing: scanner.bytes[start..<scanner.index]), as: UTF8.self)
+            if !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let integer = Int(text) {
+                value = Double(integer)
+            } else {
+                guard let number = Double(text), number.isFinite else { return false }
+                value = number
+            }
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// A reference (`{"recordName": …, "action": …}`, other members skipped) or null into
+    /// `value`, as `TreeField.reference` reads one; false for anything else.
+    private static func reference(_ scanner: inout JSONScanner, into value: inout RecordReference?) -> Bool {
+        if scanner.peek() == UInt8(ascii: "n") {
+            guard scanner.optionalString() == .some(nil) else { return false }
+            value = nil
+            return true
+        }
+        var name: String?, action: String?
+        let read = scanner.object { member, scanner in
+            switch member {
+            case "recordName": name = scanner.string(); return name != nil
+            case "action": return optionalString(&scanner, into: &action)
+            default: return scanner.skipValue()
+            }
+        }
+        guard read, let name else { return false }
+        value = RecordReference(recordName: name, action: action)
+        return true
     }
 
     /// `saves` of a request: from the tree when the decoder has one and every record takes the
     /// fast path, else through `[CloudRecord]`'s decoding (same values, same errors).
-    static func decodeArrayIfPresent<Key: CodingKey>(_ c: KeyedDecodingContainer<Key>, forKey key: Key,
+    package static func decodeArrayIfPresent<Key: CodingKey>(_ c: KeyedDecodingContainer<Key>, forKey key: Key,
                                                      _ decoder: any Decoder) throws -> [CloudRecord]? {
         if FieldCoding.isTreeDecoder(decoder), case let .array(items)? = try c.decodeIfPresent(JSONValue.self, forKey: key) {
             var records: [CloudRecord] = []
@@ -230,7 +292,7 @@ extension CloudRecord {
     }
 
     /// The record's keys into `c` (its own container, or one nested in a reply's array).
-    func encode(into c: inout KeyedEncodingContainer<CodingKeys>) throws {
+    package func encode(into c: inout KeyedEncodingContainer<CodingKeys>) throws {
         try c.encode(recordName, forKey: .recordName)
         if tagOnly {
             try c.encodeIfPresent(recordChangeTag, forKey: .recordChangeTag)
@@ -241,7 +303,7 @@ extension CloudRecord {
         try c.encode(recordType, forKey: .recordType)
         if !omitsFields {
             var nested = c.nestedContainer(keyedBy: FieldCoding.Key.self, forKey: .fields)
-            try FieldCoding.encode(fieldsText.flatMap { FieldsJSON.parse($0)?.objectValue } ?? fields, into: &nested)
+            try FieldCoding.encode(fields, into: &nested)
         }
         try c.encodeIfPresent(recordChangeTag, forKey: .recordChangeTag)
         try c.encodeIfPresent(creationDate, forKey: .creationDate)
@@ -260,7 +322,7 @@ extension CloudRecord {
     }
 
     /// Records as an array of nested containers (no encoder per record).
-    static func encode(_ records: [CloudRecord], into container: inout any UnkeyedEncodingContainer) throws {
+    package static func encode(_ records: [CloudRecord], into container: inout any UnkeyedEncodingContainer) throws {
         for record in records {
             var nested = container.nestedContainer(keyedBy: CodingKeys.self)
             try record.encode(into: &nested)
@@ -270,8 +332,8 @@ extension CloudRecord {
 
 /// Optional values of a tree as `decodeIfPresent` reads them: the outer nil is "decoding would
 /// throw"; `.some(nil)` is absent or null.
-enum TreeField {
-    static func string(_ value: JSONValue?) -> String?? {
+package enum TreeField {
+    package static func string(_ value: JSONValue?) -> String?? {
         switch value {
         case nil, .null?: return .some(nil)
         case let .string(text)?: return .some(text)
@@ -279,7 +341,7 @@ enum TreeField {
         }
     }
 
-    static func double(_ value: JSONValue?) -> Double?? {
+    package static func double(_ value: JSONValue?) -> Double?? {
         switch value {
         case nil, .null?: return .some(nil)
         case let .double(number)?: return .some(number)
@@ -288,7 +350,7 @@ enum TreeField {
         }
     }
 
-    static func reference(_ value: JSONValue?) -> RecordReference?? {
+    package static func reference(_ value: JSONValue?) -> RecordReference?? {
         switch value {
         case nil, .null?: return .some(nil)
         case let .object(members)?:
@@ -296,32 +358,5 @@ enum TreeField {
             return .some(RecordReference(recordName: recordName, action: action))
         default: return nil
         }
-    }
-}
-
-extension ZoneID {
-    /// The zone ID `init(from:)` decodes from `tree`; nil where it would throw.
-    init?(tree: JSONValue?) {
-        guard case let .object(members)? = tree, case let .string(zoneName)? = members["zoneName"],
-              let owner = TreeField.string(members["ownerName"]) else { return nil }
-        self.init(zoneName: zoneName, ownerName: owner ?? ZoneID.defaultOwner)
-    }
-
-    /// Reads a zone ID from a request's bytes as `init(tree:)` reads it.
-    init?(scanning scanner: inout JSONScanner) {
-        guard let (name, owner) = scanner.zoneID() else { return nil }
-        self.init(zoneName: name, ownerName: owner ?? ZoneID.defaultOwner)
-    }
-
-    func encode(into c: inout KeyedEncodingContainer<CodingKeys>) throws {
-        try c.encode(zoneName, forKey: .zoneName)
-        try c.encode(ownerName, forKey: .ownerName)
-    }
-}
-
-extension RecordReference {
-    func encode(into c: inout KeyedEncodingContainer<CodingKeys>) throws {
-        try c.encode(recordName, forKey: .recordName)
-        try c.encodeIfPresent(action, forKey: .action)
     }
 }

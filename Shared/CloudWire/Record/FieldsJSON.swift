@@ -1,11 +1,11 @@
 import MeowWire
 
-/// Writes and reads record fields as compact JSON text (sorted keys). Records are the hot path
-/// of records.modify and of change fetching, and Foundation's coders cost several times more
-/// than this direct writer and reader.
-enum FieldsJSON {
+/// Reads record fields' stored text (`RecordFields` writes it) into values. Records are the hot
+/// path of records.modify and of change fetching, and Foundation's coders cost several times more
+/// than this direct reader.
+package enum FieldsJSON {
     /// Parses JSON text into a value; nil if the text is not valid JSON.
-    static func parse(_ text: String) -> JSONValue? {
+    package static func parse(_ text: String) -> JSONValue? {
         var text = text
         return text.withUTF8 { bytes -> JSONValue? in
             var reader = Reader(bytes: bytes)
@@ -176,117 +176,4 @@ enum FieldsJSON {
             return Double(text).map(JSONValue.double)
         }
     }
-
-    static func text(_ fields: [String: JSONValue]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(64 * max(1, fields.count))
-        writeObject(fields, skippingNulls: false, into: &out)
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// The text of `fields` without its null values (what a save stores): the same as
-    /// `text(withoutNulls(fields))`, without building the filtered dictionary.
-    static func text(skippingNulls fields: [String: JSONValue]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(64 * max(1, fields.count))
-        writeObject(fields, skippingNulls: true, into: &out)
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// `fields` without null values (the same dictionary when it has none).
-    static func withoutNulls(_ fields: [String: JSONValue]) -> [String: JSONValue] {
-        fields.values.contains(.null) ? fields.filter { !$0.value.isNull } : fields
-    }
-
-    /// Whether `text` is exactly what `text(skippingNulls:)` writes for the fields it parses to
-    /// (after `FieldCoding.normalized`), so a save can store it as it came. Conservative: keys in
-    /// byte order without escapes, no whitespace, every field `{"type":…,"value":…}` of a
-    /// string, bytes, int64, double or date type with its value as the writer writes it; anything
-    /// else (references, lists, other number forms, other escapes) answers false and is written
-    /// out again from the parsed fields.
-    static func isStoredForm(_ text: String) -> Bool { StoredFields.isStoredForm(text) }
-
-    /// Where a fields object in stored form that starts at `start` ends (the index after its
-    /// closing brace), or nil when what starts there is not one (`isStoredForm`'s rules). What
-    /// it accepts is well-formed JSON: the parser keeps such fields as text without a tree.
-    static func storedFormEnd(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
-        StoredFields.end(bytes, from: start)
-    }
-
-    // Written as UTF-8 bytes and made a String once: appending to a String re-checks its
-    // encoding on every piece, and a batch writes thousands of pieces.
-
-    static func write(_ value: JSONValue, into out: inout [UInt8]) {
-        switch value {
-        case .null: out.append(contentsOf: "null".utf8)
-        case let .bool(flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
-        case let .int(number): out.append(contentsOf: number.description.utf8)
-        case let .double(number):
-            // Swift prints the shortest text that reads back as the same Double; JSON has no
-            // NaN or infinity, and the decoder never produces them. Whole doubles are written
-            // as integers, as JSONEncoder and the reply writers do: change pages send this
-            // stored text as it is, and must read the same as a reply written from values.
-            if number.isFinite, number.rounded() == number, abs(number) < 1e15 {
-                out.append(contentsOf: String(Int64(number)).utf8)
-            } else {
-                out.append(contentsOf: (number.isFinite ? number.description : "null").utf8)
-            }
-        case let .string(text): quote(text, into: &out)
-        case let .array(items):
-            out.append(UInt8(ascii: "["))
-            var first = true
-            for item in items {
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                write(item, into: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        case let .object(object):
-            writeObject(object, skippingNulls: false, into: &out)
-        }
-    }
-
-    /// Keys in sorted order. A field's `{"type": …, "value": …}` — most objects written — skips
-    /// the sort ("type" < "value").
-    private static func writeObject(_ object: [String: JSONValue], skippingNulls: Bool, into out: inout [UInt8]) {
-        if object.count == 2, !skippingNulls, let type = object["type"], let value = object["value"] {
-            out.append(contentsOf: #"{"type":"#.utf8)
-            write(type, into: &out)
-            out.append(contentsOf: #","value":"#.utf8)
-            write(value, into: &out)
-            out.append(UInt8(ascii: "}"))
-            return
-        }
-        out.append(UInt8(ascii: "{"))
-        var first = true
-        for key in object.keys.sorted() {
-            guard let value = object[key], !(skippingNulls && value.isNull) else { continue }
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            quote(key, into: &out)
-            out.append(UInt8(ascii: ":"))
-            write(value, into: &out)
-        }
-        out.append(UInt8(ascii: "}"))
-    }
-
-    /// A JSON string: quotes, backslashes and control characters escaped, byte by byte (the
-    /// bytes escaped are ASCII, which never occur inside a multi-byte UTF-8 sequence).
-    static func quote(_ text: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case 0x22: out.append(contentsOf: [0x5C, 0x22])
-            case 0x5C: out.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0..<0x20: out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }

@@ -1,9 +1,34 @@
+import MeowWire
+
+/// CloudKit's names, each spelled once: the constants both services and their clients use, and
 /// CloudKit's rules for names (CKRecord.ID: "must contain only ASCII characters, must not
 /// exceed 255 characters, and must not start with an underscore"; CKRecordZone.ID: "Zone names
 /// must be 255 characters or less"). CloudKit's client raises them before a request leaves the
 /// device. The sync-service, which any client can reach, answers invalidArguments; the
 /// store-service checks an object's uuid by the same rule, since it becomes the record name.
 public enum CloudKitNames {
+    /// The record type of a share (`CKShare`), a record the server maintains.
+    public static let shareRecordType = "cloudkit.share"
+    /// The record name of a zone-wide share (`CKRecordNameZoneWideShare`).
+    public static let zoneShareName = "cloudkit.zoneshare"
+
+    /// NSPersistentCloudKitContainer's prefix of record types and field names: entity
+    /// `CareEvent` is record type `CD_CareEvent`, attribute `note` field `CD_note`.
+    public static let coreDataPrefix = "CD_"
+    /// The field naming a record's entity (`CD_entityName`).
+    public static let entityNameField = coreDataPrefix + "entityName"
+    /// The prefix of the zones NSPersistentCloudKitContainer shares into, one per share
+    /// (`com.apple.coredata.cloudkit.share.<UUID>`).
+    public static let coreDataShareZonePrefix = "com.apple.coredata.cloudkit.share."
+
+    /// `CareEvent` → `CD_CareEvent`; `note` → `CD_note`.
+    public static func coreDataName(_ name: String) -> String { coreDataPrefix + name }
+
+    /// `CD_CareEvent` → `CareEvent`; nil for a name without the prefix.
+    public static func entityName(recordType: String) -> String? {
+        recordType.hasPrefix(coreDataPrefix) ? String(recordType.dropFirst(coreDataPrefix.count)) : nil
+    }
+
     public static let longest = 255
 
     /// What is wrong with `name` as a record name (nil: nothing).
@@ -34,26 +59,5 @@ public enum CloudKitNames {
     /// A name as an error message quotes it: long ones cut short.
     public static func quoted(_ name: String) -> String {
         name.count > 60 ? "'\(name.prefix(60))…'" : "'\(name)'"
-    }
-}
-
-extension JSONScanner {
-    /// A zone ID, `{"zoneName": …, "ownerName": …}`, read where the scanner is (both services
-    /// read one in every record of a hot message): its owner nil when absent or null, which
-    /// each service reads as its default owner; nil for anything else (other members skipped).
-    public mutating func zoneID() -> (zoneName: String, ownerName: String?)? {
-        var name: String?, owner: String?
-        let read = object { key, scanner in
-            switch key {
-            case "zoneName": name = scanner.string(); return name != nil
-            case "ownerName":
-                guard let value = scanner.optionalString() else { return false }
-                owner = value
-                return true
-            default: return scanner.skipValue()
-            }
-        }
-        guard read, let name else { return nil }
-        return (name, owner)
     }
 }

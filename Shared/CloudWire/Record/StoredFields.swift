@@ -1,10 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MeowWire
 
-/// Record fields in the sync-service's stored form: the exact text its canonical writer makes
-/// (keys in byte order without escapes, no whitespace, every field `{"type":…,"value":…}` of a
-/// string, bytes, int64, double or date type with its value as the writer writes it).
+/// Record fields in the sync-service's stored form: the exact text their one writer
+/// (`RecordFields`) makes, keys in byte order without escapes, no whitespace, every field
+/// `{"type":…,"value":…}` of a string, bytes, int64, double or date type with its value as the
+/// writer writes it.
 ///
 /// Both services meet fields in this form by the thousand: the sync-service stores a save's
 /// fields as they came when they are in it, and a device keeps a fetched record's fields as the
@@ -242,8 +244,8 @@ struct StoredFormScanner {
         return FieldValueRules.isBase64(contents)
     }
 
-    /// A string escaped as `FieldsJSON.quote` escapes: `\"`, `\\`, `\n`, `\r`, `\t`, other
-    /// control characters as lowercase `\u00xx`, everything else as it is.
+    /// A string escaped as `RecordFields` (`JSONWriter.appendString`) escapes it: `\"`, `\\`,
+    /// `\n`, `\r`, `\t`, other control characters as lowercase `\u00xx`, everything else as it is.
     private mutating func canonicalString() -> Bool {
         guard take(UInt8(ascii: "\"")) else { return false }
         while index < bytes.count {
@@ -312,7 +314,7 @@ struct StoredFormScanner {
         return true
     }
 
-    /// A double as `FieldsJSON.write` writes it: a whole number below 1e15 as an integer, any
+    /// A double as `RecordFields` writes it: a whole number below 1e15 as an integer, any
     /// other finite number as Swift's shortest text for it. Its value, or nil when it is not one.
     private mutating func double() -> Double? {
         let start = index

@@ -1,4 +1,4 @@
-import MeowWire
+import CloudWire
 import Testing
 
 @Suite("CloudKit names")

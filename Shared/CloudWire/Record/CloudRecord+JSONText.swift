@@ -1,0 +1,61 @@
+import MeowWire
+
+/// Records written as JSON text directly, for the replies that hold them (see
+/// `JSONTextWritable`): the same keys and values as their `Encodable` forms, which
+/// `RecordTextTests` checks. Replies holding a share record's `shareInfo` go through
+/// `JSONEncoder`: they are checked for one before anything is written, so a fallback leaves
+/// nothing behind.
+extension CloudRecord {
+    package func writeJSON(to out: inout String) {
+        out += #"{"recordName":"#; JSONWriter.appendString(recordName, to: &out)
+        if tagOnly {
+            if let recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(recordChangeTag, to: &out) }
+            out += "}"
+            return
+        }
+        out += #","zoneID":"#; zoneID.writeJSON(to: &out)
+        out += #","recordType":"#; JSONWriter.appendString(recordType, to: &out)
+        if !omitsFields {
+            out += #","fields":"#
+            if let fieldsText { out += fieldsText } else { RecordFields.write(fields, to: &out) }
+        }
+        if let recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(recordChangeTag, to: &out) }
+        if let creationDate { out += #","creationDate":"#; JSONWriter.append(.double(creationDate), to: &out, integralDoubles: true) }
+        if let modificationDate { out += #","modificationDate":"#; JSONWriter.append(.double(modificationDate), to: &out, integralDoubles: true) }
+        if let creatorUserRecordName { out += #","creatorUserRecordName":"#; JSONWriter.appendString(creatorUserRecordName, to: &out) }
+        if let lastModifiedUserRecordName {
+            out += #","lastModifiedUserRecordName":"#; JSONWriter.appendString(lastModifiedUserRecordName, to: &out)
+        }
+        if let parent { out += #","parent":"#; parent.writeJSON(to: &out) }
+        if let share { out += #","share":"#; share.writeJSON(to: &out) }
+        out += "}"
+    }
+
+    /// `[item, …]` with each item written by `write`.
+    package static func writeArray<T>(_ items: [T], to out: inout String, _ write: (T, inout String) -> Void) {
+        out += "["
+        for (index, item) in items.enumerated() {
+            if index > 0 { out += "," }
+            write(item, &out)
+        }
+        out += "]"
+    }
+
+    /// `{"<key>":[records],"deleted":[items]` (the object left open for the reply's other
+    /// members), both replies' shared opening; false, with nothing written, when a record
+    /// cannot be written as text.
+    package static func writeRecords<D>(_ key: String, _ records: [CloudRecord], deleted: [D], to out: inout String,
+                                _ writeDeleted: (D, inout String) -> Void) -> Bool {
+        guard writable(records) else { return false }
+        out += "{"
+        JSONWriter.appendString(key, to: &out)
+        out += ":"
+        writeArray(records, to: &out) { record, out in record.writeJSON(to: &out) }
+        out += #","deleted":"#
+        writeArray(deleted, to: &out, writeDeleted)
+        return true
+    }
+
+    /// Whether these records can be written as text (no share record's `shareInfo`).
+    package static func writable(_ records: [CloudRecord]) -> Bool { records.allSatisfy { $0.shareInfo == nil } }
+}

@@ -1,0 +1,142 @@
+import MeowWire
+
+/// Record fields as their canonical text, and the one writer of it: a JSON object with its keys
+/// in ascending order and no whitespace, each field `{"type":…,"value":…}` (or whatever value a
+/// client gave it) written by `JSONWriter` with whole doubles below 1e15 as integers, null fields
+/// left out (a null is the field's absence). The sync-service stores this text and sends it as
+/// it is; a device builds it straight from its rows and keeps it as the record's server fields.
+/// `StoredFields` is its validator: text in stored form is exactly what this writer writes for
+/// the fields it holds (the converse holds for the five value types it knows).
+public struct RecordFields: Sendable, Hashable {
+    /// The canonical text.
+    public let text: String
+
+    /// The fields written from values (the one writer); null fields are left out.
+    public init(_ fields: [String: JSONValue]) {
+        var text = ""
+        Self.write(fields, to: &text)
+        self.text = text
+    }
+
+    /// `text` as it is when it is in stored form (`StoredFields`), which a save keeps without
+    /// writing it again; nil otherwise.
+    public init?(validating text: String) {
+        guard StoredFields.isStoredForm(text) else { return nil }
+        self.text = text
+    }
+
+    /// The fields written from values straight into `out` (a reply that holds them).
+    public static func write(_ fields: [String: JSONValue], to out: inout String) {
+        var builder = Builder()
+        for name in fields.keys.sorted() {
+            guard let field = fields[name], !field.isNull else { continue }
+            builder.field(name, field)
+        }
+        out += builder.finish()
+    }
+
+    /// `fields` without null values (the same dictionary when it has none): what the text holds.
+    public static func withoutNulls(_ fields: [String: JSONValue]) -> [String: JSONValue] {
+        fields.values.contains(.null) ? fields.filter { !$0.value.isNull } : fields
+    }
+
+    /// Writes a fields object field by field, keys ascending (each caller's order: a device's
+    /// fields layout is sorted once per entity). Values go in by type without a tree: a batch of
+    /// 400 records built as trees and then written cost more than the rest of a send.
+    ///
+    ///     var builder = RecordFields.Builder()
+    ///     builder.open(RecordFields.Builder.opening(name: "CD_note", type: "string"))
+    ///     builder.string("before breakfast")
+    ///     builder.close()
+    ///     let text = builder.finish()
+    public struct Builder {
+        private var text = "{"
+        private var first = true
+        #if DEBUG
+        /// The last field's name: keys must ascend (checked in debug builds).
+        private var lastName: String?
+        #endif
+
+        public init() {}
+
+        /// Goes on writing a fields object this writer finished (`finish()`): fields whose
+        /// names sort after all of its fields. Nil when `text` is not an object's text.
+        public init?(continuing text: String) {
+            guard text.hasPrefix("{"), text.hasSuffix("}") else { return nil }
+            self.text = String(text.dropLast())
+            first = self.text == "{"
+        }
+
+        /// A field's opening, `"name":{"type":"T","value":`, made once and reused (a device
+        /// makes one per property of an entity).
+        public static func opening(name: String, type: String) -> Opening {
+            var text = ""
+            JSONWriter.appendString(name, to: &text)
+            text += #":{"type":"#
+            JSONWriter.appendString(type, to: &text)
+            return Opening(name: name, text: text + #","value":"#)
+        }
+
+        /// `opening(name:type:)`'s result: the field's name (the keys' order is checked in
+        /// debug builds) and its text.
+        public struct Opening: Sendable {
+            public let name: String
+            let text: String
+        }
+
+        /// Starts a field: its value follows, then `close()`.
+        public mutating func open(_ opening: Opening) {
+            checkOrder(opening.name)
+            if !first { text += "," }
+            first = false
+            text += opening.text
+        }
+
+        /// A string value.
+        public mutating func string(_ value: String) { JSONWriter.appendString(value, to: &text) }
+
+        /// A string value already written as a JSON string (a value many records share, escaped
+        /// once: `quoted(_:)`).
+        public mutating func string(quoted: Quoted) { text += quoted.text }
+
+        /// An int64 value.
+        public mutating func int64(_ value: Int64) { text += String(value) }
+
+        /// A double or date value: whole numbers below 1e15 as integers.
+        public mutating func double(_ value: Double) { JSONWriter.append(.double(value), to: &text, integralDoubles: true) }
+
+        /// Ends a field opened with `open(_:)`.
+        public mutating func close() { text += "}" }
+
+        /// A whole field from a value (`{"type":…,"value":…}`, or anything a client sent).
+        public mutating func field(_ name: String, _ field: JSONValue) {
+            checkOrder(name)
+            if !first { text += "," }
+            first = false
+            JSONWriter.appendString(name, to: &text)
+            text += ":"
+            JSONWriter.append(field, to: &text, integralDoubles: true)
+        }
+
+        /// The fields object's text.
+        public consuming func finish() -> String { text + "}" }
+
+        /// A string as a JSON string, for `string(quoted:)`.
+        public static func quoted(_ value: String) -> Quoted {
+            var text = ""
+            JSONWriter.appendString(value, to: &text)
+            return Quoted(text: text)
+        }
+
+        public struct Quoted: Sendable, Equatable {
+            let text: String
+        }
+
+        private mutating func checkOrder(_ name: String) {
+            #if DEBUG
+            if let lastName { precondition(lastName < name, "fields out of order: \(name) after \(lastName)") }
+            lastName = name
+            #endif
+        }
+    }
+}
