@@ -172,7 +172,7 @@ extension CloudMirror {
 
     func fetchDatabase(_ scope: StoreScope, report: inout MirrorFetchReport) throws {
         guard try storeName(scope) != nil else { return }
-        let database = scope == .private ? "private" : "shared"
+        let database: DatabaseScope = scope == .private ? .private : .shared
         let fullFetch = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) } == nil
         var currentZones: Set<ZoneID> = []
         // Deletions are held until every changed zone is applied (`holdTombstones`). A move
@@ -215,15 +215,13 @@ extension CloudMirror {
     }
 
     /// One pass over the database's changes from its token: whether any zone changed.
-    private func fetchDatabaseChanges(_ scope: StoreScope, database: String, zones currentZones: inout Set<ZoneID>,
+    private func fetchDatabaseChanges(_ scope: StoreScope, database: DatabaseScope, zones currentZones: inout Set<ZoneID>,
                                       report: inout MirrorFetchReport) throws -> Bool {
         var changedAny = false
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) }
-            var params: [String: JSONValue] = ["database": .string(database)]
-            if let token { params["since"] = .string(token) }
             let reply: JSONValue
-            switch attempt("changes.fetchDatabase", JSONValue.object(params)) {
+            switch attempt("changes.fetchDatabase", FetchDatabaseChangesParams(database: database, since: token)) {
             case let .success(value): reply = value
             case let .failure(error) where error.code == .changeTokenExpired && token != nil:
                 report.tokensExpired += 1
@@ -254,7 +252,7 @@ extension CloudMirror {
         return changedAny
     }
 
-    func fetchZone(_ zone: ZoneID, scope: StoreScope, database: String, report: inout MirrorFetchReport) throws {
+    func fetchZone(_ zone: ZoneID, scope: StoreScope, database: DatabaseScope, report: inout MirrorFetchReport) throws {
         // A fetch from nil lists live records only, no deletions: the records this device knows
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
@@ -273,15 +271,13 @@ extension CloudMirror {
             if page.moreComing { ahead?.ask(after: page.token) }
             return page
         }, send: { [self] token, waiter in
-            let params: JSONValue = ["database": .string(database), "zoneID": zone.json, "limit": 1000, "since": .string(token)]
-            begin("changes.fetchZone", params, into: waiter, connecting: false)
+            begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: 1000), into: waiter, connecting: false)
         })
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.zoneTokenKey(zone)) }
             // (A device that knows no record of the zone yet has nothing to compare.)
             if token == nil { listed = try state(scope) { state, _, _ in try state.knowsRecords(inZone: zone) } ? [] : nil }
-            var params: [String: JSONValue] = ["database": .string(database), "zoneID": zone.json, "limit": 1000]
-            if let token { params["since"] = .string(token) }
+            let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: 1000)
             let reply: JSONValue
             let prefetched = ahead.next()
             var outcome = prefetched?.wait()
@@ -290,10 +286,9 @@ extension CloudMirror {
             let askedNext = decoded != nil
             if case .failure = outcome { outcome = nil }
             if outcome == nil {
-                let asked = JSONValue.object(params)
                 let waiter = ReplyWaiter(read: { bytes in ZoneChanges(bytes: bytes, model: model, holding: holding) })
-                begin("changes.fetchZone", asked, into: waiter)
-                outcome = finish(waiter, "changes.fetchZone", asked)
+                begin("changes.fetchZone", params, into: waiter)
+                outcome = finish(waiter, "changes.fetchZone", params)
                 decoded = waiter.decoded(as: ZoneChanges.self)
             }
             switch outcome! {

@@ -54,7 +54,7 @@ extension CloudMirror {
         // where it is: nothing but the move itself comes between that save and the move.
         let (graph, atOnce) = try touchedGraph(params) {
             try ensureZones([.coreData])
-            _ = try call("zones.save", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [zone])))
+            _ = try request("zones.save", ZonesParams(database: .private, zoneIDs: [zone]))
         }
         let root = graph[0]
         var moved = graph.count
@@ -87,11 +87,9 @@ extension CloudMirror {
     private func moveAtOnce(_ graph: [GraphMember], into zone: ZoneID) throws -> JSONValue? {
         var saves = graph.map { CloudRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity.name), fields: $0.fields) }
         saves.append(CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: zone, recordType: CloudKitNames.shareRecordType))
-        let deletes: [JSONValue] = try graph.compactMap { member in
-            try member.oldZone.map { ["recordName": .string(member.uuid), "zoneID": try JSONValue(encoding: $0)] }
-        }
+        let deletes = graph.compactMap { member in member.oldZone.map { DeleteItem(recordName: member.uuid, zoneID: $0) } }
         let reply: JSONValue
-        switch attempt("records.modify", ["database": "private", "saves": .array(try saves.map { try JSONValue(encoding: $0) }), "deletes": .array(deletes)] as JSONValue) {
+        switch attempt("records.modify", ModifyParams(database: .private, saves: saves, deletes: deletes)) {
         case let .success(value): reply = value
         case let .failure(error) where error.code == .limitExceeded && graph.count > 1: return nil
         case let .failure(error): throw error
@@ -160,7 +158,7 @@ extension CloudMirror {
             var saved: JSONValue?
             var stale = false
             if !touches.isEmpty {
-                switch attempt("records.modify", ["database": "private", "saves": .array(try touches.map { try JSONValue(encoding: $0) }), "atomic": true] as JSONValue) {
+                switch attempt("records.modify", ModifyParams(database: .private, saves: touches, atomic: true)) {
                 case let .success(reply):
                     saved = reply["saved"]
                 case let .failure(error) where error.code == .partialFailure:
@@ -304,9 +302,8 @@ extension CloudMirror {
     /// the zone. The owner keeps the records, in the share zone.
     func stopShare(_ params: ShareZoneParams) throws -> JSONValue {
         let reply: JSONValue
-        let request: JSONValue = ["database": "private", "deletes": [["recordName": .string(CloudKitNames.zoneShareName),
-                                                                       "zoneID": ["zoneName": .string(params.zoneName)]]]]
-        switch attempt("records.modify", request) {
+        let stop = ModifyParams(database: .private, deletes: [DeleteItem(recordName: CloudKitNames.zoneShareName, zoneID: ZoneID(zoneName: params.zoneName))])
+        switch attempt("records.modify", stop) {
         case let .success(value): reply = value
         case let .failure(error):
             // The one item's error says what is wrong (no such zone, no share in it); the

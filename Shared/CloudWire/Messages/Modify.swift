@@ -37,12 +37,14 @@ public struct ModifyParams: Codable, Sendable {
     /// bytes (the scan that read the fields made it); not part of the request's JSON.
     package var typeSignatures: [[UInt8]?]?
     public init(database: DatabaseScope, saves: [CloudRecord]? = nil, deletes: [DeleteItem]? = nil,
-                savePolicy: SavePolicy? = nil, atomic: Bool? = nil) {
+                savePolicy: SavePolicy? = nil, atomic: Bool? = nil, returnFields: Bool? = nil, reply: ModifyReply? = nil) {
         self.database = database
         self.saves = saves
         self.deletes = deletes
         self.savePolicy = savePolicy
         self.atomic = atomic
+        self.returnFields = returnFields
+        self.reply = reply
     }
 
     enum CodingKeys: String, CodingKey { case database, saves, deletes, savePolicy, atomic, returnFields, reply }
@@ -58,6 +60,35 @@ public struct ModifyParams: Codable, Sendable {
         atomic = try c.decodeIfPresent(Bool.self, forKey: .atomic)
         returnFields = try c.decodeIfPresent(Bool.self, forKey: .returnFields)
         reply = try c.decodeIfPresent(ModifyReply.self, forKey: .reply)
+    }
+}
+
+/// The request written as JSON text directly (see `JSONTextWritable`): a device's batch of 400
+/// records goes out with each record's fields text as it was built (`CloudRecord.fieldsText`),
+/// never parsed. The same keys and values as its `Encodable` form (`ModifyTextTests`).
+extension ModifyParams: JSONTextWritable {
+    public func writeJSON(to out: inout String) -> Bool {
+        // (A share record's `shareInfo` goes through the encoder; nothing written before.)
+        guard CloudRecord.writable(saves ?? []) else { return false }
+        out += #"{"database":"#; JSONWriter.appendString(database.rawValue, to: &out)
+        if let saves {
+            out += #","saves":"#
+            CloudRecord.writeArray(saves, to: &out) { record, out in record.writeJSON(to: &out) }
+        }
+        if let deletes {
+            out += #","deletes":"#
+            CloudRecord.writeArray(deletes, to: &out) { item, out in
+                out += #"{"recordName":"#; JSONWriter.appendString(item.recordName, to: &out)
+                out += #","zoneID":"#; item.zoneID.writeJSON(to: &out)
+                out += "}"
+            }
+        }
+        if let savePolicy { out += #","savePolicy":"#; JSONWriter.appendString(savePolicy.rawValue, to: &out) }
+        if let atomic { out += atomic ? #","atomic":true"# : #","atomic":false"# }
+        if let returnFields { out += returnFields ? #","returnFields":true"# : #","returnFields":false"# }
+        if let reply { out += #","reply":"#; JSONWriter.appendString(reply.rawValue, to: &out) }
+        out += "}"
+        return true
     }
 }
 
