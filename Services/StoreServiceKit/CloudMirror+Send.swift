@@ -539,59 +539,6 @@ extension CloudMirror {
         }
     }
 
-    /// What a records.modify reply says was done: saved records' new change tags by name, and
-    /// the names deleted (read for the members a verdict needs rather than decoded whole: a
-    /// batch has hundreds).
-    struct ModifyVerdicts: Sendable {
-        var saved: [String: String?] = [:]
-        var deleted: Set<String> = []
-
-        /// Adds another batch's verdicts (batches in flight hold different records).
-        mutating func merge(_ other: ModifyVerdicts) {
-            saved.merge(other.saved) { _, later in later }
-            deleted.formUnion(other.deleted)
-        }
-
-        init(saved: JSONValue?, deleted: JSONValue?) {
-            for record in saved?.arrayValue ?? [] {
-                guard let name = record["recordName"]?.stringValue else { continue }
-                self.saved[name] = .some(record["recordChangeTag"]?.stringValue)
-            }
-            self.deleted = Set((deleted?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue })
-        }
-
-        /// From a success reply's bytes (`WireClient.ResultReader`), as `init(saved:deleted:)`
-        /// reads its tree; nil for anything but the service's reply of names and tags.
-        init?(bytes: UnsafeBufferPointer<UInt8>) {
-            var scanner = JSONScanner(bytes)
-            var saved: [String: String?] = [:], deleted: Set<String> = []
-            let read = scanner.object { key, scanner in
-                guard key == "saved" || key == "deleted" else { return scanner.skipValue() }
-                if key == "saved" { saved = [:] } else { deleted = [] }
-                return scanner.array { scanner in
-                    var name: String?, tag: String?
-                    let item = scanner.object { member, scanner in
-                        switch member {
-                        case "recordName": name = scanner.string(); return name != nil
-                        case "recordChangeTag" where key == "saved":
-                            guard let value = scanner.optionalString() else { return false }
-                            tag = value
-                            return true
-                        default: return scanner.skipValue()
-                        }
-                    }
-                    guard item else { return false }
-                    // (An item without a name says nothing, as in the tree.)
-                    if let name { if key == "saved" { saved[name] = .some(tag) } else { deleted.insert(name) } }
-                    return true
-                }
-            }
-            guard read, scanner.atEnd else { return nil }
-            self.saved = saved
-            self.deleted = deleted
-        }
-    }
-
     /// Creates the private database zones a batch needs (once per process and zone; again after zoneNotFound).
     func ensureZones(_ zones: Set<ZoneID>) throws {
         let missing = progress.withLock { state in zones.filter { !state.zonesEnsured.contains($0.key) } }

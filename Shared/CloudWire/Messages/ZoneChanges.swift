@@ -66,3 +66,82 @@ extension FetchZoneChangesResult: JSONTextWritable {
         return true
     }
 }
+
+extension FetchZoneChangesResult {
+    /// A page as a client reads it from the reply's tree (parsed keeping fields in stored form
+    /// as text alone, `CloudRecord(tree:)`): records that do not read and deletions without a
+    /// name are left out, a deletion without a type has "", an absent token is "" and
+    /// `moreComing` false.
+    public init(tree: JSONValue) {
+        let deleted = (tree["deleted"]?.arrayValue ?? []).compactMap { item -> DeletedRecord? in
+            guard let name = item["recordName"]?.stringValue else { return nil }
+            return DeletedRecord(recordName: name, recordType: item["recordType"]?.stringValue ?? "")
+        }
+        self.init(changed: (tree["changed"]?.arrayValue ?? []).compactMap { CloudRecord(tree: $0) }, deleted: deleted,
+                  token: tree["token"]?.stringValue ?? "", moreComing: tree["moreComing"]?.boolValue ?? false)
+    }
+
+    /// Reads a page from the reply's bytes as `init(tree:)` reads it from its tree (a device's
+    /// pages of 1,000 records, without a tree): nil when it cannot, and the reply is parsed.
+    /// `fields`: where a changed record's stored-form fields end, and what the scan read of
+    /// them (`StoredFields.endAndFields`); the page's `fields` holds that per changed record.
+    public static func scanned<T>(_ bytes: UnsafeBufferPointer<UInt8>,
+                                  fields: (UnsafeBufferPointer<UInt8>, Int) -> (end: Int, read: T)?) -> (page: FetchZoneChangesResult, fields: [T?])? {
+        var scanner = JSONScanner(bytes)
+        var changed: [CloudRecord] = [], read: [T?] = [], deleted: [DeletedRecord] = []
+        var token = "", moreComing = false
+        let page = scanner.object { key, scanner in
+            switch key {
+            case "changed":
+                changed = []
+                read = []
+                return scanner.array { scanner in
+                    var found: T?
+                    guard let record = CloudRecord(scanning: &scanner, fieldsEnd: { bytes, start in
+                        guard let (end, kept) = fields(bytes, start) else { return nil }
+                        found = kept
+                        return end
+                    }) else { return false }
+                    changed.append(record)
+                    read.append(found)
+                    return true
+                }
+            case "deleted":
+                deleted = []
+                return scanner.array { scanner in
+                    var name: String?, type = ""
+                    let item = scanner.object { member, scanner in
+                        switch member {
+                        case "recordName": name = scanner.string(); return name != nil
+                        case "recordType":
+                            guard let value = scanner.string() else { return false }
+                            type = value
+                            return true
+                        default: return scanner.skipValue()
+                        }
+                    }
+                    guard item, let name else { return false }
+                    deleted.append(DeletedRecord(recordName: name, recordType: type))
+                    return true
+                }
+            case "token":
+                guard let value = scanner.string() else { return false }
+                token = value
+                return true
+            case "moreComing":
+                guard let value = scanner.bool() else { return false }
+                moreComing = value
+                return true
+            default: return scanner.skipValue()
+            }
+        }
+        guard page, scanner.atEnd else { return nil }
+        return (FetchZoneChangesResult(changed: changed, deleted: deleted, token: token, moreComing: moreComing), read)
+    }
+
+    /// The token to ask the next page from, when the page's tree says more is coming.
+    public static func nextToken(_ tree: JSONValue) -> String? {
+        guard tree["moreComing"]?.boolValue == true else { return nil }
+        return tree["token"]?.stringValue ?? ""
+    }
+}
