@@ -774,7 +774,8 @@ extension CloudMirror {
                     guard let error else { skipped.insert(uuid); continue }
                     switch error.code {
                     case .serverRecordChanged, .serverRejectedRequest:
-                        guard let server = error.details["serverRecord"].flatMap({ CloudRecord(tree: $0) }) else { skipped.insert(uuid); continue }
+                        guard let conflict = RecordConflict(details: error.details) else { skipped.insert(uuid); continue }
+                        let server = conflict.server
                         let row = try Self.currentFields(entity: item.entity, uuid: uuid, state: state)
                         let queued = try state.pending(uuid: uuid)
                         if row == nil, queued?.kind == .delete {
@@ -794,7 +795,7 @@ extension CloudMirror {
                         // (an edited record both devices moved, each into another zone).
                         let knownCopy = error.code == .serverRecordChanged ? try state.meta(uuid, withFields: true) : nil
                         let known = knownCopy?.zone == record.zoneID ? knownCopy?.serverFields : nil
-                        let ancestor = error.details["ancestorRecord"].flatMap({ CloudRecord(tree: $0) })?.fields ?? known
+                        let ancestor = conflict.ancestor?.fields ?? known
                         // Merge with the row as it is now (a save may have landed since the batch was built).
                         let sent = item.fieldsText.flatMap { try? JSONParser.parse($0).objectValue }
                         let current = CloudRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,

@@ -112,21 +112,18 @@ extension CloudEngine {
 }
 
 extension CloudEngine {
-    /// The records an item's error carries (serverRecordChanged, serverRejectedRequest).
-    static let errorRecordKeys = ["serverRecord", "clientRecord", "ancestorRecord"]
-
     /// `error` with its records if they fit in what is left of the reply's page budget, else
     /// without them (`details.recordsOmitted`): 400 conflicts over records of a megabyte would
     /// be a reply far over the frame limit, refused again on every retry. A client sends such an
     /// item again and gets its records then.
     static func fitting(_ error: WireError, into budget: inout PageBudget) -> WireError {
-        let records = errorRecordKeys.compactMap { error.details[$0] }
+        let records = RecordConflict.keys.compactMap { error.details[$0] }
         guard !records.isEmpty else { return error }
         var text = ""
         for record in records { JSONWriter.append(record, to: &text) }
         if budget.take(text.utf8.count + PageBudget.recordOverhead) { return error }
         var trimmed = error
-        for key in errorRecordKeys { trimmed.details[key] = nil }
+        for key in RecordConflict.keys { trimmed.details[key] = nil }
         trimmed.details["recordsOmitted"] = true
         trimmed.message += " (Its records did not fit in this reply; send it again to get them.)"
         return trimmed
@@ -524,13 +521,11 @@ struct ModifyBatch {
             let ancestor = try state.ancestor(zone: zone, name: record.recordName, tag: tag, caller: caller)
             throw WireError(.serverRecordChanged,
                             "Record '\(record.recordName)' changed on the server (server tag \(live.tag), client tag \(tag)); merge and retry with the server's tag.",
-                            details: ["serverRecord": try JSONValue(encoding: state.render(live, zone: zone, caller: caller)),
-                                      "clientRecord": try JSONValue(encoding: record),
-                                      "ancestorRecord": try ancestor.map { try JSONValue(encoding: $0) } ?? .null])
+                            details: try RecordConflict(server: state.render(live, zone: zone, caller: caller), client: record, ancestor: ancestor).details())
         case let (live?, nil):
             throw WireError(.serverRejectedRequest,
                             "Record '\(record.recordName)' already exists on the server but the save carries no change tag (a new record with a taken name); fetch it and merge.",
-                            details: ["serverRecord": try JSONValue(encoding: state.render(live, zone: zone, caller: caller))])
+                            details: try RecordConflict(server: state.render(live, zone: zone, caller: caller)).details())
         case let (nil, tag?):
             throw WireError(.unknownItem, "Record '\(record.recordName)' does not exist on the server (it was deleted) but the save carries change tag \(tag).",
                             details: ["deleted": .bool(existing?.deleted == true)])
