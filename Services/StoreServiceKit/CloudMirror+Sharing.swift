@@ -72,8 +72,8 @@ extension CloudMirror {
             sendError = followed.sendError
         }
         for participant in params.participants ?? [] {
-            shareRecord = try call("participants.add", ["zoneID": ["zoneName": .string(zone.zoneName)], "user": .string(participant.user),
-                                                        "permission": .string(participant.permission)])["share"] ?? shareRecord
+            shareRecord = try request("participants.add", CloudWire.ShareParams(zoneID: zone, user: participant.user,
+                                                                      permission: participant.permission))["share"] ?? shareRecord
         }
         logger.info("shared", ["zone": .string(zone.zoneName), "root": .string(root.uuid), "records": .int(moved),
                                "pending": .int(graph.count - moved)])
@@ -292,10 +292,7 @@ extension CloudMirror {
 
     /// The owner's participant ops, passed to the sync-service for the owner's share zone.
     func ownerShareOp(_ op: String, _ params: ShareZoneParams) throws -> JSONValue {
-        var request: [String: JSONValue] = ["zoneID": ["zoneName": .string(params.zoneName)]]
-        if let user = params.user { request["user"] = .string(user) }
-        if let permission = params.permission { request["permission"] = .string(permission) }
-        return Self.withoutKeptTexts(try call(op, .object(request)))
+        Self.withoutKeptTexts(try request(op, CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName), user: params.user, permission: params.permission)))
     }
 
     /// share.stop: the owner ends the share (deletes `cloudkit.zoneshare`); participants lose
@@ -323,7 +320,7 @@ extension CloudMirror {
         guard let owner = params.ownerName else {
             throw ServiceError(.missingField, "share.accept needs ownerName (the user who shared the zone).", details: ["field": "params.ownerName"])
         }
-        let reply = try call("shares.accept", ["zoneID": ["zoneName": .string(params.zoneName), "ownerName": .string(owner)]])
+        let reply = try request("shares.accept", CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName, ownerName: owner)))
         var report = MirrorFetchReport()
         try fetchDatabase(.shared, report: &report)
         return ShareAcceptResult(zoneName: params.zoneName, ownerName: owner, share: Self.withoutKeptTexts(reply["share"] ?? .null), fetch: report)
@@ -334,7 +331,7 @@ extension CloudMirror {
         guard let owner = params.ownerName else {
             throw ServiceError(.missingField, "share.leave needs ownerName.", details: ["field": "params.ownerName"])
         }
-        _ = try call("shares.leave", ["zoneID": ["zoneName": .string(params.zoneName), "ownerName": .string(owner)]])
+        _ = try request("shares.leave", CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName, ownerName: owner)))
         var report = MirrorFetchReport()
         try removeZone(ZoneID(zoneName: params.zoneName, ownerName: owner), scope: .shared, purged: false, report: &report)
         return report
