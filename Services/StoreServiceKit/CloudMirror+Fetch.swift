@@ -31,27 +31,6 @@ extension CloudMirror {
         return report
     }
 
-    // Replies are read straight from the JSON tree the client already parsed (decoding them
-    // again through Codable doubled the cost of a fetch).
-    private struct DatabaseChanges {
-        var changedZones: [ZoneID]
-        var deletedZones: [ZoneID]
-        var purgedZones: [ZoneID]
-        var encryptedDataResetZones: [ZoneID]
-        var token: String
-        var moreComing: Bool
-
-        init(json: JSONValue) {
-            func zones(_ key: String) -> [ZoneID] { (json[key]?.arrayValue ?? []).compactMap { ZoneID(tree: $0) } }
-            changedZones = zones("changedZones")
-            deletedZones = zones("deletedZones")
-            purgedZones = zones("purgedZones")
-            encryptedDataResetZones = zones("encryptedDataResetZones")
-            token = json["token"]?.stringValue ?? ""
-            moreComing = json["moreComing"]?.boolValue ?? false
-        }
-    }
-
     private static let releaser = DispatchQueue(label: "cloud-mirror.release", qos: .utility)
     /// Pages of a zone fetched ahead of the one being applied (`PagesAhead`).
     static let pagesAhead = 2
@@ -66,74 +45,25 @@ extension CloudMirror {
         /// pages fetched ahead, on the client's reader thread while the page before is applied.
         var prepared: [MirrorImport.Prepared?]
 
+        /// A page read from the reply's tree (`FetchZoneChangesResult(tree:)`).
         init(json: JSONValue, model: ManagedObjectModel, holding: Set<String>) {
-            let deleted = (json["deleted"]?.arrayValue ?? []).compactMap { item -> (String, String)? in
-                guard let name = item["recordName"]?.stringValue else { return nil }
-                return (name, item["recordType"]?.stringValue ?? "")
-            }
-            self.init(changed: (json["changed"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) }), deleted: deleted,
-                      token: json["token"]?.stringValue ?? "", moreComing: json["moreComing"]?.boolValue ?? false, model: model, holding: holding)
+            self.init(FetchZoneChangesResult(tree: json), model: model, holding: holding)
         }
 
-        /// Reads a page from the reply's bytes (`WireClient.ResultReader`): nil when it cannot,
-        /// and the reply is parsed into a tree and read by `init(json:)`, which it matches.
+        /// Reads a page from the reply's bytes (`WireClient.ResultReader`,
+        /// `FetchZoneChangesResult.scanned`), its records' fields read by the same scan: nil
+        /// when it cannot, and the reply is parsed into a tree and read by `init(json:)`, which
+        /// it matches.
         init?(bytes: UnsafeBufferPointer<UInt8>, model: ManagedObjectModel, holding: Set<String>) {
-            var scanner = JSONScanner(bytes)
-            var changed: [CloudRecord] = [], deleted: [(recordName: String, recordType: String)] = []
-            var read: [[StoredFields.Field]?] = []
-            var token = "", moreComing = false
-            let page = scanner.object { key, scanner in
-                switch key {
-                case "changed":
-                    changed = []
-                    read = []
-                    return scanner.array { scanner in
-                        var fields: [StoredFields.Field]?
-                        guard let record = CloudRecord(scanning: &scanner, fieldsEnd: { bytes, start in
-                            guard let (end, read) = StoredFields.endAndFields(bytes, from: start) else { return nil }
-                            fields = read
-                            return end
-                        }) else { return false }
-                        changed.append(record)
-                        read.append(fields)
-                        return true
-                    }
-                case "deleted":
-                    deleted = []
-                    return scanner.array { scanner in
-                        var name: String?, type = ""
-                        let item = scanner.object { member, scanner in
-                            switch member {
-                            case "recordName": name = scanner.string(); return name != nil
-                            case "recordType":
-                                guard let value = scanner.string() else { return false }
-                                type = value
-                                return true
-                            default: return scanner.skipValue()
-                            }
-                        }
-                        guard item, let name else { return false }
-                        deleted.append((name, type))
-                        return true
-                    }
-                case "token":
-                    guard let value = scanner.string() else { return false }
-                    token = value
-                    return true
-                case "moreComing":
-                    guard let value = scanner.bool() else { return false }
-                    moreComing = value
-                    return true
-                default: return scanner.skipValue()
-                }
-            }
-            guard page, scanner.atEnd else { return nil }
-            self.init(changed: changed, deleted: deleted, token: token, moreComing: moreComing, model: model, holding: holding, read: read)
+            guard let (page, read) = FetchZoneChangesResult.scanned(bytes, fields: { bytes, start in
+                StoredFields.endAndFields(bytes, from: start).map { (end: $0.end, read: $0.fields) }
+            }) else { return nil }
+            self.init(page, model: model, holding: holding, read: read)
         }
 
         /// `read`: per changed record, its fields as the page's scan read them (empty: none were).
-        private init(changed: [CloudRecord], deleted: [(recordName: String, recordType: String)], token: String, moreComing: Bool,
-                     model: ManagedObjectModel, holding: Set<String>, read: [[StoredFields.Field]?] = []) {
+        private init(_ page: FetchZoneChangesResult, model: ManagedObjectModel, holding: Set<String>, read: [[StoredFields.Field]?] = []) {
+            let changed = page.changed
             self.changed = changed
             var layouts: [String: MirrorImport.FieldLayout] = [:]
             prepared = changed.indices.map { position -> MirrorImport.Prepared? in
@@ -147,15 +77,9 @@ extension CloudMirror {
                 }
                 return MirrorImport.Prepared(entity: entity, fields: layout.values(record.fields))
             }
-            self.deleted = deleted
-            self.token = token
-            self.moreComing = moreComing
-        }
-
-        /// The token to ask the next page from, when the page says more is coming.
-        static func nextToken(_ json: JSONValue) -> String? {
-            guard json["moreComing"]?.boolValue == true else { return nil }
-            return json["token"]?.stringValue ?? ""
+            deleted = page.deleted.map { ($0.recordName, $0.recordType) }
+            token = page.token
+            moreComing = page.moreComing
         }
     }
 
@@ -172,7 +96,7 @@ extension CloudMirror {
 
     func fetchDatabase(_ scope: StoreScope, report: inout MirrorFetchReport) throws {
         guard try storeName(scope) != nil else { return }
-        let database = scope == .private ? "private" : "shared"
+        let database: DatabaseScope = scope == .private ? .private : .shared
         let fullFetch = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) } == nil
         var currentZones: Set<ZoneID> = []
         // Deletions are held until every changed zone is applied (`holdTombstones`). A move
@@ -215,15 +139,13 @@ extension CloudMirror {
     }
 
     /// One pass over the database's changes from its token: whether any zone changed.
-    private func fetchDatabaseChanges(_ scope: StoreScope, database: String, zones currentZones: inout Set<ZoneID>,
+    private func fetchDatabaseChanges(_ scope: StoreScope, database: DatabaseScope, zones currentZones: inout Set<ZoneID>,
                                       report: inout MirrorFetchReport) throws -> Bool {
         var changedAny = false
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) }
-            var params: [String: JSONValue] = ["database": .string(database)]
-            if let token { params["since"] = .string(token) }
             let reply: JSONValue
-            switch attempt("changes.fetchDatabase", JSONValue.object(params)) {
+            switch attempt("changes.fetchDatabase", FetchDatabaseChangesParams(database: database, since: token)) {
             case let .success(value): reply = value
             case let .failure(error) where error.code == .changeTokenExpired && token != nil:
                 report.tokensExpired += 1
@@ -231,7 +153,7 @@ extension CloudMirror {
                 continue
             case let .failure(error): throw error
             }
-            let changes = DatabaseChanges(json: reply)
+            let changes = FetchDatabaseChangesResult(tree: reply)
             for zone in changes.deletedZones { try removeZone(zone, scope: scope, purged: false, report: &report) }
             for zone in changes.purgedZones { try removeZone(zone, scope: scope, purged: true, report: &report) }
             for zone in changes.encryptedDataResetZones {
@@ -254,7 +176,7 @@ extension CloudMirror {
         return changedAny
     }
 
-    func fetchZone(_ zone: ZoneID, scope: StoreScope, database: String, report: inout MirrorFetchReport) throws {
+    func fetchZone(_ zone: ZoneID, scope: StoreScope, database: DatabaseScope, report: inout MirrorFetchReport) throws {
         // A fetch from nil lists live records only, no deletions: the records this device knows
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
@@ -266,22 +188,20 @@ extension CloudMirror {
         // Pages are read from the reply's bytes (`ZoneChanges(bytes:)`), or failing that from
         // its tree; either way the next page is asked for first.
         ahead.setUp(decode: { [weak ahead] json in
-            if let token = ZoneChanges.nextToken(json) { ahead?.ask(after: token) }
+            if let token = FetchZoneChangesResult.nextToken(json) { ahead?.ask(after: token) }
             return ZoneChanges(json: json, model: model, holding: holding)
         }, read: { [weak ahead] bytes in
             guard let page = ZoneChanges(bytes: bytes, model: model, holding: holding) else { return nil }
             if page.moreComing { ahead?.ask(after: page.token) }
             return page
         }, send: { [self] token, waiter in
-            let params: JSONValue = ["database": .string(database), "zoneID": zone.json, "limit": 1000, "since": .string(token)]
-            begin("changes.fetchZone", params, into: waiter, connecting: false)
+            begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: 1000), into: waiter, connecting: false)
         })
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorState.zoneTokenKey(zone)) }
             // (A device that knows no record of the zone yet has nothing to compare.)
             if token == nil { listed = try state(scope) { state, _, _ in try state.knowsRecords(inZone: zone) } ? [] : nil }
-            var params: [String: JSONValue] = ["database": .string(database), "zoneID": zone.json, "limit": 1000]
-            if let token { params["since"] = .string(token) }
+            let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: 1000)
             let reply: JSONValue
             let prefetched = ahead.next()
             var outcome = prefetched?.wait()
@@ -290,10 +210,9 @@ extension CloudMirror {
             let askedNext = decoded != nil
             if case .failure = outcome { outcome = nil }
             if outcome == nil {
-                let asked = JSONValue.object(params)
                 let waiter = ReplyWaiter(read: { bytes in ZoneChanges(bytes: bytes, model: model, holding: holding) })
-                begin("changes.fetchZone", asked, into: waiter)
-                outcome = finish(waiter, "changes.fetchZone", asked)
+                begin("changes.fetchZone", params, into: waiter)
+                outcome = finish(waiter, "changes.fetchZone", params)
                 decoded = waiter.decoded(as: ZoneChanges.self)
             }
             switch outcome! {
@@ -312,7 +231,7 @@ extension CloudMirror {
             // this one is applied; each is used only after the page before has been applied with
             // its token, so the order of pages and tokens is unchanged. A page that came ahead
             // was decoded when it arrived, and has already asked for the one after it.
-            if !askedNext, let next = decoded.map({ $0.moreComing ? $0.token : nil }) ?? ZoneChanges.nextToken(reply) { ahead.ask(after: next) }
+            if !askedNext, let next = decoded.map({ $0.moreComing ? $0.token : nil }) ?? FetchZoneChangesResult.nextToken(reply) { ahead.ask(after: next) }
             let page = decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
             report.pages += 1
             // The page's token is saved in the transaction that applies the page (the last one,

@@ -30,31 +30,30 @@ extension CloudMirror {
         let names = Set(engine.model.configurations.flatMap(\.entities))
         let entities = engine.model.entities.filter { names.contains($0.name) }
         var recordTypes: [String: [String: String]] = [:]
-        var saves: [JSONValue] = []
+        var saves: [CloudRecord] = []
         for entity in entities {
             let (fields, types) = MirrorRecordCoding.representativeFields(entity)
             let recordType = CloudKitNames.coreDataName(entity.name)
             recordTypes[recordType] = types
             // One name per entity: a run again after one whose delete failed overwrites and
             // deletes the records that one left, instead of leaving them for devices to import.
-            saves.append(["recordName": .string("initializeSchema-\(entity.name)"), "recordType": .string(recordType),
-                          "zoneID": ZoneID.coreData.json, "fields": fields])
+            saves.append(CloudRecord(recordName: "initializeSchema-\(entity.name)", zoneID: .coreData, recordType: recordType,
+                                     fields: fields.objectValue ?? [:]))
         }
         guard !dryRun else { return InitializeSchemaResult(recordTypes: recordTypes, uploaded: 0, dryRun: true) }
         try signedInCredential()
         // Made (or found) every time: a zone deleted since this process made it is made again.
-        _ = try call("zones.save", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [.coreData])))
-        switch attempt("records.modify", ["database": "private", "saves": .array(saves), "atomic": true, "reply": "tags",
-                                          "savePolicy": "allKeys"] as JSONValue) {
+        _ = try request("zones.save", ZonesParams(database: .private, zoneIDs: [.coreData]))
+        switch attempt("records.modify", ModifyParams(database: .private, saves: saves, savePolicy: .allKeys, atomic: true, reply: .tags)) {
         case .success: break
         case let .failure(error):
             // The item at fault says what the schema refused.
             guard let item = Self.itemAtFault(error) else { throw error }
             throw WireError(item.code, "sync.initializeSchema: \(item.message)", details: item.details)
         }
-        let deletes = saves.map { save -> JSONValue in ["recordName": save["recordName"] ?? .null, "zoneID": save["zoneID"] ?? .null] }
+        let deletes = saves.map { DeleteItem(recordName: $0.recordName, zoneID: $0.zoneID) }
         do {
-            _ = try call("records.modify", ["database": "private", "deletes": .array(deletes), "atomic": true])
+            _ = try request("records.modify", ModifyParams(database: .private, deletes: deletes, atomic: true))
         } catch {
             throw WireError(error.code, "sync.initializeSchema: the schema is defined, but deleting its representative records failed (\(error.message)); run it again to delete them.",
                             details: error.details)

@@ -54,7 +54,7 @@ extension CloudMirror {
 
     private struct Batch {
         var storeName: String
-        var database: String
+        var database: DatabaseScope
         var items: [Item]
         /// Its rows of creates in flight (`MirrorState.recordCreatesInFlight`), dropped with its verdict.
         var createsInFlight: [Int64] = []
@@ -199,11 +199,6 @@ extension CloudMirror {
     /// Answers to a lookup that mean the records cannot be there for this device to change.
     static let goneCodes: Set<ErrorCode> = [.zoneNotFound, .userDeletedZone, .unknownItem, .permissionFailure]
 
-    private struct RecordsFetchRequest: Encodable {
-        var database: String
-        var recordIDs: [RecordID]
-    }
-
     /// Creates an earlier send made without applying their answer (the answer was lost, or the
     /// device was killed first) may be on the server. The server is asked, and what it has is
     /// applied like a fetched change (merged with the row and its queue entry): an entry the
@@ -215,7 +210,7 @@ extension CloudMirror {
     /// (which would otherwise go out again and bring the record back). Runs before a send
     /// builds its first batch.
     private func resolveCreatesInFlight(scope: StoreScope) throws {
-        let outstanding = try withStores { stores -> (store: String, database: String, rows: [MirrorState.CreatesInFlight])? in
+        let outstanding = try withStores { stores -> (store: String, database: DatabaseScope, rows: [MirrorState.CreatesInFlight])? in
             guard let index = Self.storeIndex(scope, in: stores) else { return nil }
             let store = stores.list[index]
             let state = MirrorState(store)
@@ -232,7 +227,7 @@ extension CloudMirror {
         for row in outstanding.rows {
             var found: [CloudRecord] = []
             if !row.entries.isEmpty {
-                let request = RecordsFetchRequest(database: outstanding.database,
+                let request = FetchRecordsParams(database: outstanding.database,
                                                   recordIDs: row.entries.map { RecordID(recordName: $0.name, zoneID: row.zone) })
                 switch attempt("records.fetch", request) {
                 case let .success(result):
@@ -284,7 +279,7 @@ extension CloudMirror {
     /// Nil: the batch creates nothing in Core Data's zone; else whether the device holds the
     /// zone's token (when it does not, the zone is made if need be).
     private func coreDataTokenKnown(for batch: Batch) throws -> Bool? {
-        guard batch.database == "private",
+        guard batch.database == .private,
               batch.items.contains(where: { $0.record?.recordChangeTag == nil && $0.record?.zoneID == .coreData }) else { return nil }
         let known = try withStores { stores -> Bool in
             guard let index = Self.storeIndex(.private, in: stores) else { return true }
@@ -304,9 +299,24 @@ extension CloudMirror {
     /// One batch sent and not answered yet.
     private struct InFlight {
         var batch: Batch
-        var params: ModifyRequest
+        var params: ModifyParams
         var waiter: ReplyWaiter
         var names: [String] { batch.items.map(\.pending.uuid) }
+    }
+
+    /// A batch's records.modify: each record with its fields text as it was built from the row
+    /// (`ModifyParams` writes it as it is), atomic, answered with names and tags alone (the
+    /// mirror keeps the fields it sent: a verdict reads nothing else, `applyVerdicts`).
+    private static func request(_ batch: Batch) -> ModifyParams {
+        var saves: [CloudRecord] = []
+        saves.reserveCapacity(batch.items.count)
+        for item in batch.items {
+            guard var record = item.record, let fields = item.fieldsText else { continue }
+            record.fieldsText = fields
+            saves.append(record)
+        }
+        let deletes = batch.items.compactMap { item in item.delete.map { DeleteItem(recordName: item.pending.uuid, zoneID: $0) } }
+        return ModifyParams(database: batch.database, saves: saves, deletes: deletes, atomic: true, reply: .tags)
     }
 
     /// What one batch's answer means for the send.
@@ -377,7 +387,7 @@ extension CloudMirror {
                         if !inFlight.isEmpty { break }
                         try forgetCreates(of: upcoming)
                         var fetched = MirrorFetchReport()
-                        try fetchZone(.coreData, scope: .private, database: "private", report: &fetched)
+                        try fetchZone(.coreData, scope: .private, database: .private, report: &fetched)
                         upcoming = try nextBatches(scope: scope, excluding: skipped, touched: touched, ahead: &ahead, report: &report)
                     }
                     // Once per send: a token once held stays (asking takes the store lock), and a
@@ -387,9 +397,8 @@ extension CloudMirror {
                 }
                 rounds += 1
                 upcoming.removeFirst()
-                if batch.database == "private" { try ensureZones(Set(batch.items.compactMap { $0.record?.zoneID })) }
-                let deletes = batch.items.compactMap { item in item.delete.map { DeleteRef(recordName: item.pending.uuid, zoneID: $0) } }
-                let params = ModifyRequest(database: batch.database, items: batch.items, deletes: deletes)
+                if batch.database == .private { try ensureZones(Set(batch.items.compactMap { $0.record?.zoneID })) }
+                let params = Self.request(batch)
                 report.requests += 1
                 inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params, read: ModifyVerdicts.init(bytes:))))
                 if upcoming.isEmpty { upcoming = try buildMore() }
@@ -530,119 +539,14 @@ extension CloudMirror {
         }
     }
 
-    private struct DeleteRef: Codable { var recordName: String; var zoneID: ZoneID }
-
-    /// What a records.modify reply says was done: saved records' new change tags by name, and
-    /// the names deleted (read for the members a verdict needs rather than decoded whole: a
-    /// batch has hundreds).
-    struct ModifyVerdicts: Sendable {
-        var saved: [String: String?] = [:]
-        var deleted: Set<String> = []
-
-        /// Adds another batch's verdicts (batches in flight hold different records).
-        mutating func merge(_ other: ModifyVerdicts) {
-            saved.merge(other.saved) { _, later in later }
-            deleted.formUnion(other.deleted)
-        }
-
-        init(saved: JSONValue?, deleted: JSONValue?) {
-            for record in saved?.arrayValue ?? [] {
-                guard let name = record["recordName"]?.stringValue else { continue }
-                self.saved[name] = .some(record["recordChangeTag"]?.stringValue)
-            }
-            self.deleted = Set((deleted?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue })
-        }
-
-        /// From a success reply's bytes (`WireClient.ResultReader`), as `init(saved:deleted:)`
-        /// reads its tree; nil for anything but the service's reply of names and tags.
-        init?(bytes: UnsafeBufferPointer<UInt8>) {
-            var scanner = JSONScanner(bytes)
-            var saved: [String: String?] = [:], deleted: Set<String> = []
-            let read = scanner.object { key, scanner in
-                guard key == "saved" || key == "deleted" else { return scanner.skipValue() }
-                if key == "saved" { saved = [:] } else { deleted = [] }
-                return scanner.array { scanner in
-                    var name: String?, tag: String?
-                    let item = scanner.object { member, scanner in
-                        switch member {
-                        case "recordName": name = scanner.string(); return name != nil
-                        case "recordChangeTag" where key == "saved":
-                            guard let value = scanner.optionalString() else { return false }
-                            tag = value
-                            return true
-                        default: return scanner.skipValue()
-                        }
-                    }
-                    guard item else { return false }
-                    // (An item without a name says nothing, as in the tree.)
-                    if let name { if key == "saved" { saved[name] = .some(tag) } else { deleted.insert(name) } }
-                    return true
-                }
-            }
-            guard read, scanner.atEnd else { return nil }
-            self.saved = saved
-            self.deleted = deleted
-        }
-    }
-
-    /// records.modify's params, written as JSON text: each record's fields text goes in as it
-    /// was built from the row (`JSONTextWritable`; `WireClient` sends it without an encoder).
-    private struct ModifyRequest: Encodable, JSONTextWritable {
-        var database: String
-        var items: [Item]
-        var deletes: [DeleteRef]
-
-        func writeJSON(to out: inout String) -> Bool {
-            out += #"{"database":"#
-            JSONWriter.appendString(database, to: &out)
-            out += #","saves":["#
-            var first = true
-            // A batch's records share a zone or two: each zone's JSON is written once.
-            var zoneTexts: [ZoneID: String] = [:]
-            for item in items {
-                guard let record = item.record, let fields = item.fieldsText else { continue }
-                if !first { out += "," }
-                first = false
-                out += #"{"recordName":"#; JSONWriter.appendString(record.recordName, to: &out)
-                out += #","zoneID":"#
-                if let zone = zoneTexts[record.zoneID] {
-                    out += zone
-                } else {
-                    var zone = ""
-                    JSONWriter.append(record.zoneID.json, to: &zone)
-                    zoneTexts[record.zoneID] = zone
-                    out += zone
-                }
-                out += #","recordType":"#; JSONWriter.appendString(record.recordType, to: &out)
-                out += #","fields":"# + fields
-                if let tag = record.recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(tag, to: &out) }
-                out += "}"
-            }
-            out += #"],"deletes":"#
-            JSONWriter.append(.array(deletes.map { ["recordName": .string($0.recordName), "zoneID": $0.zoneID.json] }), to: &out)
-            // The mirror keeps the fields it sent: replies carry each saved record's name and
-            // new tag, all a verdict reads (`applyVerdicts`).
-            out += #","atomic":true,"reply":"tags"}"#
-            return true
-        }
-
-        /// The Encodable form (what the text says), for encoders other than the client's.
-        func encode(to encoder: any Encoder) throws {
-            var text = ""
-            _ = writeJSON(to: &text)
-            try JSONParser.parse(text).encode(to: encoder)
-        }
-    }
-
     /// Creates the private database zones a batch needs (once per process and zone; again after zoneNotFound).
     func ensureZones(_ zones: Set<ZoneID>) throws {
         let missing = progress.withLock { state in zones.filter { !state.zonesEnsured.contains($0.key) } }
         guard !missing.isEmpty else { return }
-        _ = try call("zones.save", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: Array(missing))))
+        _ = try request("zones.save", ZonesParams(database: .private, zoneIDs: Array(missing)))
         progress.withLock { state in for zone in missing { state.zonesEnsured.insert(zone.key) } }
     }
 
-    struct ZonesRequest: Codable { var database: String; var zoneIDs: [ZoneID] }
 
     /// The due entries of the queue as records, payloads built now from the rows as they are.
     /// Reads the next batch; writes nothing (it may run on the store's reading connection).
@@ -870,7 +774,8 @@ extension CloudMirror {
                     guard let error else { skipped.insert(uuid); continue }
                     switch error.code {
                     case .serverRecordChanged, .serverRejectedRequest:
-                        guard let server = error.details["serverRecord"].flatMap({ CloudRecord(tree: $0) }) else { skipped.insert(uuid); continue }
+                        guard let conflict = RecordConflict(details: error.details) else { skipped.insert(uuid); continue }
+                        let server = conflict.server
                         let row = try Self.currentFields(entity: item.entity, uuid: uuid, state: state)
                         let queued = try state.pending(uuid: uuid)
                         if row == nil, queued?.kind == .delete {
@@ -890,7 +795,7 @@ extension CloudMirror {
                         // (an edited record both devices moved, each into another zone).
                         let knownCopy = error.code == .serverRecordChanged ? try state.meta(uuid, withFields: true) : nil
                         let known = knownCopy?.zone == record.zoneID ? knownCopy?.serverFields : nil
-                        let ancestor = error.details["ancestorRecord"].flatMap({ CloudRecord(tree: $0) })?.fields ?? known
+                        let ancestor = conflict.ancestor?.fields ?? known
                         // Merge with the row as it is now (a save may have landed since the batch was built).
                         let sent = item.fieldsText.flatMap { try? JSONParser.parse($0).objectValue }
                         let current = CloudRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,
@@ -983,7 +888,7 @@ extension CloudMirror {
         // The owner deleted a share's root: the share zone goes (its share with it), so
         // participants' next fetch removes the whole zone (scenario 41).
         for zone in rootsDeleted {
-            _ = try? call("zones.delete", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [ZoneID(zoneName: zone)])))
+            _ = try? request("zones.delete", ZonesParams(database: .private, zoneIDs: [ZoneID(zoneName: zone)]))
             try withStores { stores in
                 if let index = Self.storeIndex(.private, in: stores) { try MirrorState(stores.list[index]).dropShare(zone: zone) }
             }
@@ -1037,8 +942,7 @@ extension CloudMirror {
         var serverCopy: CloudRecord?
         if let zone, pending.kind != .insert {
             let database = try withStores { stores in Self.database(of: stores.list[try stores.index(named: storeName)]) }
-            let fetched = try? call("records.fetch", ["database": .string(database),
-                                                       "recordIDs": [["recordName": .string(pending.uuid), "zoneID": try JSONValue(encoding: zone)]]])
+            let fetched = try? request("records.fetch", FetchRecordsParams(database: database, recordIDs: [RecordID(recordName: pending.uuid, zoneID: zone)]))
             serverCopy = fetched?["records"]?.arrayValue?.first.flatMap({ CloudRecord(tree: $0) })
         }
         // Parsed once (fields that came as text are parsed on each read).

@@ -54,7 +54,7 @@ extension CloudMirror {
         // where it is: nothing but the move itself comes between that save and the move.
         let (graph, atOnce) = try touchedGraph(params) {
             try ensureZones([.coreData])
-            _ = try call("zones.save", try JSONValue(encoding: ZonesRequest(database: "private", zoneIDs: [zone])))
+            _ = try request("zones.save", ZonesParams(database: .private, zoneIDs: [zone]))
         }
         let root = graph[0]
         var moved = graph.count
@@ -72,8 +72,8 @@ extension CloudMirror {
             sendError = followed.sendError
         }
         for participant in params.participants ?? [] {
-            shareRecord = try call("participants.add", ["zoneID": ["zoneName": .string(zone.zoneName)], "user": .string(participant.user),
-                                                        "permission": .string(participant.permission)])["share"] ?? shareRecord
+            shareRecord = try request("participants.add", CloudWire.ShareParams(zoneID: zone, user: participant.user,
+                                                                      permission: participant.permission))["share"] ?? shareRecord
         }
         logger.info("shared", ["zone": .string(zone.zoneName), "root": .string(root.uuid), "records": .int(moved),
                                "pending": .int(graph.count - moved)])
@@ -87,11 +87,9 @@ extension CloudMirror {
     private func moveAtOnce(_ graph: [GraphMember], into zone: ZoneID) throws -> JSONValue? {
         var saves = graph.map { CloudRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity.name), fields: $0.fields) }
         saves.append(CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: zone, recordType: CloudKitNames.shareRecordType))
-        let deletes: [JSONValue] = try graph.compactMap { member in
-            try member.oldZone.map { ["recordName": .string(member.uuid), "zoneID": try JSONValue(encoding: $0)] }
-        }
+        let deletes = graph.compactMap { member in member.oldZone.map { DeleteItem(recordName: member.uuid, zoneID: $0) } }
         let reply: JSONValue
-        switch attempt("records.modify", ["database": "private", "saves": .array(try saves.map { try JSONValue(encoding: $0) }), "deletes": .array(deletes)] as JSONValue) {
+        switch attempt("records.modify", ModifyParams(database: .private, saves: saves, deletes: deletes)) {
         case let .success(value): reply = value
         case let .failure(error) where error.code == .limitExceeded && graph.count > 1: return nil
         case let .failure(error): throw error
@@ -160,7 +158,7 @@ extension CloudMirror {
             var saved: JSONValue?
             var stale = false
             if !touches.isEmpty {
-                switch attempt("records.modify", ["database": "private", "saves": .array(try touches.map { try JSONValue(encoding: $0) }), "atomic": true] as JSONValue) {
+                switch attempt("records.modify", ModifyParams(database: .private, saves: touches, atomic: true)) {
                 case let .success(reply):
                     saved = reply["saved"]
                 case let .failure(error) where error.code == .partialFailure:
@@ -294,19 +292,15 @@ extension CloudMirror {
 
     /// The owner's participant ops, passed to the sync-service for the owner's share zone.
     func ownerShareOp(_ op: String, _ params: ShareZoneParams) throws -> JSONValue {
-        var request: [String: JSONValue] = ["zoneID": ["zoneName": .string(params.zoneName)]]
-        if let user = params.user { request["user"] = .string(user) }
-        if let permission = params.permission { request["permission"] = .string(permission) }
-        return Self.withoutKeptTexts(try call(op, .object(request)))
+        Self.withoutKeptTexts(try request(op, CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName), user: params.user, permission: params.permission)))
     }
 
     /// share.stop: the owner ends the share (deletes `cloudkit.zoneshare`); participants lose
     /// the zone. The owner keeps the records, in the share zone.
     func stopShare(_ params: ShareZoneParams) throws -> JSONValue {
         let reply: JSONValue
-        let request: JSONValue = ["database": "private", "deletes": [["recordName": .string(CloudKitNames.zoneShareName),
-                                                                       "zoneID": ["zoneName": .string(params.zoneName)]]]]
-        switch attempt("records.modify", request) {
+        let stop = ModifyParams(database: .private, deletes: [DeleteItem(recordName: CloudKitNames.zoneShareName, zoneID: ZoneID(zoneName: params.zoneName))])
+        switch attempt("records.modify", stop) {
         case let .success(value): reply = value
         case let .failure(error):
             // The one item's error says what is wrong (no such zone, no share in it); the
@@ -326,7 +320,7 @@ extension CloudMirror {
         guard let owner = params.ownerName else {
             throw ServiceError(.missingField, "share.accept needs ownerName (the user who shared the zone).", details: ["field": "params.ownerName"])
         }
-        let reply = try call("shares.accept", ["zoneID": ["zoneName": .string(params.zoneName), "ownerName": .string(owner)]])
+        let reply = try request("shares.accept", CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName, ownerName: owner)))
         var report = MirrorFetchReport()
         try fetchDatabase(.shared, report: &report)
         return ShareAcceptResult(zoneName: params.zoneName, ownerName: owner, share: Self.withoutKeptTexts(reply["share"] ?? .null), fetch: report)
@@ -337,7 +331,7 @@ extension CloudMirror {
         guard let owner = params.ownerName else {
             throw ServiceError(.missingField, "share.leave needs ownerName.", details: ["field": "params.ownerName"])
         }
-        _ = try call("shares.leave", ["zoneID": ["zoneName": .string(params.zoneName), "ownerName": .string(owner)]])
+        _ = try request("shares.leave", CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName, ownerName: owner)))
         var report = MirrorFetchReport()
         try removeZone(ZoneID(zoneName: params.zoneName, ownerName: owner), scope: .shared, purged: false, report: &report)
         return report

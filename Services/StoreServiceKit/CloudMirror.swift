@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 import ServiceRuntime
@@ -108,7 +109,7 @@ final class CloudMirror: Sendable {
         stores.list.firstIndex { $0.scope == scope }
     }
 
-    static func database(of store: PersistentStore) -> String { store.scope == .private ? "private" : "shared" }
+    static func database(of store: PersistentStore) -> DatabaseScope { store.scope == .private ? .private : .shared }
 
     // MARK: Automatic mode
 

@@ -24,7 +24,7 @@ struct SignInParams: Codable, Sendable {
 struct MirrorStatus: Codable, Sendable {
     struct StoreStatus: Codable, Sendable {
         var store: String
-        var database: String
+        var database: DatabaseScope
         var pending: Int
         var pendingByZone: [String: Int]
         var deferred: Int

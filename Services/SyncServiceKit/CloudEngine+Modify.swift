@@ -2,155 +2,6 @@ import CloudWire
 import FoundationEssentials
 import MeowWire
 
-public enum SavePolicy: String, Codable, Sendable {
-    /// Compare change tags (CloudKit's default).
-    case ifServerRecordUnchanged
-    /// No tag comparison. Under every policy the keys sent are written (a null value removes
-    /// the key) and the keys not sent are kept.
-    case changedKeys
-    /// No tag comparison; the client sends all the keys it has (the server still keeps the
-    /// ones it did not send).
-    case allKeys
-}
-
-public struct DeleteItem: Codable, Sendable, Hashable {
-    public var recordName: String
-    public var zoneID: ZoneID
-    public init(recordName: String, zoneID: ZoneID) {
-        self.recordName = recordName
-        self.zoneID = zoneID
-    }
-}
-
-public struct ModifyParams: Codable, Sendable {
-    public var database: DatabaseScope
-    public var saves: [CloudRecord]?
-    public var deletes: [DeleteItem]?
-    public var savePolicy: SavePolicy?
-    /// Per-zone atomic batches (default true); `_defaultZone` is never atomic.
-    public var atomic: Bool?
-    /// false: saved records come back without `fields` (metadata and tags only; smaller replies).
-    public var returnFields: Bool?
-    /// `tags`: saved records come back as their names and new change tags alone.
-    public var reply: ModifyReply?
-    /// Per save, its fields' `StoredFields.typeSignature` when the params were read from their
-    /// bytes (the scan that read the fields made it); not part of the request's JSON.
-    var typeSignatures: [[UInt8]?]?
-    public init(database: DatabaseScope, saves: [CloudRecord]? = nil, deletes: [DeleteItem]? = nil,
-                savePolicy: SavePolicy? = nil, atomic: Bool? = nil) {
-        self.database = database
-        self.saves = saves
-        self.deletes = deletes
-        self.savePolicy = savePolicy
-        self.atomic = atomic
-    }
-
-    enum CodingKeys: String, CodingKey { case database, saves, deletes, savePolicy, atomic, returnFields, reply }
-
-    /// As synthesized (same keys, same order, same errors), with `saves` taken from the request's
-    /// tree when it has one: hundreds of records per request are the hot path.
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        database = try c.decode(DatabaseScope.self, forKey: .database)
-        saves = try CloudRecord.decodeArrayIfPresent(c, forKey: .saves, decoder)
-        deletes = try c.decodeIfPresent([DeleteItem].self, forKey: .deletes)
-        savePolicy = try c.decodeIfPresent(SavePolicy.self, forKey: .savePolicy)
-        atomic = try c.decodeIfPresent(Bool.self, forKey: .atomic)
-        returnFields = try c.decodeIfPresent(Bool.self, forKey: .returnFields)
-        reply = try c.decodeIfPresent(ModifyReply.self, forKey: .reply)
-    }
-}
-
-/// A sync engine's batch read from the request's bytes (`JSONScannable`): the database, records
-/// as `CloudRecord(scanning:)` reads them (nothing but a name, zone, type, fields in stored form
-/// and change tag, as a sync engine saves them), deletes, and the options; anything else (a save
-/// policy, records of other shapes, malformed text) is left to the parser and `init(from:)`.
-extension ModifyParams: JSONScannable {
-    public init?(scanning scanner: inout JSONScanner) {
-        var database: DatabaseScope?, saves: [CloudRecord]?, signatures: [[UInt8]?]?, deletes: [DeleteItem]?
-        var atomic: Bool?, returnFields: Bool?, reply: ModifyReply?
-        let read = scanner.object { key, scanner in
-            switch key {
-            case "database": database = scanner.string().flatMap(DatabaseScope.init(rawValue:)); return database != nil
-            case "saves":
-                var records: [CloudRecord] = [], found: [[UInt8]?] = []
-                guard scanner.array({ scanner in
-                    var signature: [UInt8]?
-                    guard let record = CloudRecord(scanning: &scanner, fieldsEnd: { bytes, start in
-                        guard let (end, fieldTypes) = StoredFields.endAndTypeSignature(bytes, from: start) else { return nil }
-                        signature = fieldTypes
-                        return end
-                    }), record.fieldsAreStoredText, record.creationDate == nil, record.modificationDate == nil,
-                          record.creatorUserRecordName == nil, record.lastModifiedUserRecordName == nil, record.parent == nil,
-                          record.share == nil else { return false }
-                    records.append(record)
-                    found.append(signature)
-                    return true
-                }) else { return false }
-                saves = records
-                signatures = found
-                return true
-            case "deletes":
-                var items: [DeleteItem] = []
-                guard scanner.array({ scanner in
-                    guard let item = DeleteItem(scanning: &scanner) else { return false }
-                    items.append(item)
-                    return true
-                }) else { return false }
-                deletes = items
-                return true
-            case "atomic": atomic = scanner.bool(); return atomic != nil
-            case "returnFields": returnFields = scanner.bool(); return returnFields != nil
-            case "reply": reply = scanner.string().flatMap(ModifyReply.init(rawValue:)); return reply != nil
-            case "savePolicy": return false
-            default: return scanner.skipValue()
-            }
-        }
-        guard read, let database else { return nil }
-        self.init(database: database, saves: saves, deletes: deletes, atomic: atomic)
-        self.returnFields = returnFields
-        self.reply = reply
-        typeSignatures = signatures
-    }
-}
-
-extension DeleteItem {
-    init?(scanning scanner: inout JSONScanner) {
-        var name: String?, zone: ZoneID?
-        let read = scanner.object { key, scanner in
-            switch key {
-            case "recordName": name = scanner.string(); return name != nil
-            case "zoneID": zone = ZoneID(scanning: &scanner); return zone != nil
-            default: return scanner.skipValue()
-            }
-        }
-        guard read, let name, let zone else { return nil }
-        self.init(recordName: name, zoneID: zone)
-    }
-}
-
-/// What records.modify says of each saved record: the record (`records`, as CloudKit's
-/// savedRecords), or only its name and new change tag (`tags`: all a sync engine that keeps
-/// what it sent needs; a batch's reply was a third of the bytes a save moved).
-public enum ModifyReply: String, Codable, Sendable {
-    case records, tags
-}
-
-public struct ModifyResult: Codable, Sendable {
-    public var saved: [CloudRecord]
-    public var deleted: [RecordID]
-
-    enum CodingKeys: String, CodingKey { case saved, deleted }
-
-    /// Records as nested containers (see FieldCoding): replies of 400 records are the hot path.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        var records = c.nestedUnkeyedContainer(forKey: .saved)
-        try CloudRecord.encode(saved, into: &records)
-        try c.encode(deleted, forKey: .deleted)
-    }
-}
-
 /// The outcome of one modify request before it is turned into a reply.
 struct ModifyOutcome: Sendable {
     var saved: [CloudRecord] = []
@@ -261,21 +112,18 @@ extension CloudEngine {
 }
 
 extension CloudEngine {
-    /// The records an item's error carries (serverRecordChanged, serverRejectedRequest).
-    static let errorRecordKeys = ["serverRecord", "clientRecord", "ancestorRecord"]
-
     /// `error` with its records if they fit in what is left of the reply's page budget, else
     /// without them (`details.recordsOmitted`): 400 conflicts over records of a megabyte would
     /// be a reply far over the frame limit, refused again on every retry. A client sends such an
     /// item again and gets its records then.
     static func fitting(_ error: WireError, into budget: inout PageBudget) -> WireError {
-        let records = errorRecordKeys.compactMap { error.details[$0] }
+        let records = RecordConflict.keys.compactMap { error.details[$0] }
         guard !records.isEmpty else { return error }
         var text = ""
         for record in records { JSONWriter.append(record, to: &text) }
         if budget.take(text.utf8.count + PageBudget.recordOverhead) { return error }
         var trimmed = error
-        for key in errorRecordKeys { trimmed.details[key] = nil }
+        for key in RecordConflict.keys { trimmed.details[key] = nil }
         trimmed.details["recordsOmitted"] = true
         trimmed.message += " (Its records did not fit in this reply; send it again to get them.)"
         return trimmed
@@ -673,13 +521,11 @@ struct ModifyBatch {
             let ancestor = try state.ancestor(zone: zone, name: record.recordName, tag: tag, caller: caller)
             throw WireError(.serverRecordChanged,
                             "Record '\(record.recordName)' changed on the server (server tag \(live.tag), client tag \(tag)); merge and retry with the server's tag.",
-                            details: ["serverRecord": try JSONValue(encoding: state.render(live, zone: zone, caller: caller)),
-                                      "clientRecord": try JSONValue(encoding: record),
-                                      "ancestorRecord": try ancestor.map { try JSONValue(encoding: $0) } ?? .null])
+                            details: try RecordConflict(server: state.render(live, zone: zone, caller: caller), client: record, ancestor: ancestor).details())
         case let (live?, nil):
             throw WireError(.serverRejectedRequest,
                             "Record '\(record.recordName)' already exists on the server but the save carries no change tag (a new record with a taken name); fetch it and merge.",
-                            details: ["serverRecord": try JSONValue(encoding: state.render(live, zone: zone, caller: caller))])
+                            details: try RecordConflict(server: state.render(live, zone: zone, caller: caller)).details())
         case let (nil, tag?):
             throw WireError(.unknownItem, "Record '\(record.recordName)' does not exist on the server (it was deleted) but the save carries change tag \(tag).",
                             details: ["deleted": .bool(existing?.deleted == true)])

@@ -1,41 +1,6 @@
 import CloudWire
 import MeowWire
 
-/// Params of the share and participant ops: which share (its zone and record name), and for
-/// participant ops the user and permission.
-public struct ShareParams: Codable, Sendable {
-    public var database: DatabaseScope?
-    public var zoneID: ZoneID
-    public var shareName: String?
-    public var user: String?
-    public var permission: String?
-    public init(database: DatabaseScope? = nil, zoneID: ZoneID, shareName: String? = nil, user: String? = nil, permission: String? = nil) {
-        self.database = database
-        self.zoneID = zoneID
-        self.shareName = shareName
-        self.user = user
-        self.permission = permission
-    }
-    var share: String { shareName ?? CloudKitNames.zoneShareName }
-}
-
-public struct ShareResult: Codable, Sendable {
-    public var share: CloudRecord
-}
-
-public struct Invitation: Codable, Sendable, Hashable {
-    public var zoneID: ZoneID
-    public var shareName: String
-    public var rootRecordName: String?
-    public var role: String
-    public var permission: String
-    public var acceptanceStatus: String
-}
-
-public struct InvitationsResult: Codable, Sendable {
-    public var invitations: [Invitation]
-}
-
 extension CloudEngine {
     /// participants.add: the owner invites a user (pending until they accept).
     public func addParticipant(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {

@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 import ServiceRuntime
 

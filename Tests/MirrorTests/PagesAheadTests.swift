@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 import Synchronization
@@ -126,7 +127,7 @@ extension Mirroring {
 
         @Test("A records.modify reply read from its bytes gives the verdicts its tree gives; other shapes are left to the tree")
         func modifyVerdictsFromBytesMatchTree() throws {
-            typealias Verdicts = CloudMirror.ModifyVerdicts
+            typealias Verdicts = ModifyVerdicts
             for text in [
                 #"{"saved":[{"recordName":"A","recordChangeTag":"3"},{"recordName":"B","recordChangeTag":null},{"recordChangeTag":"9"}],"deleted":[{"recordName":"C","zoneID":{"zoneName":"z"}}]}"#,
                 #" { "deleted" : [ ] , "saved" : [ { "zoneID" : {"zoneName":"z"} , "recordName" : "A\u00e9" , "recordChangeTag" : "4" , "x" : [1] } ] , "more" : {} } "#,

@@ -74,7 +74,4 @@ public struct ZoneID: Codable, Sendable, Hashable {
         out += #","ownerName":"#; JSONWriter.appendString(ownerName, to: &out)
         out += "}"
     }
-
-    /// The zone ID as a tree (requests built as trees).
-    public var json: JSONValue { ["zoneName": .string(zoneName), "ownerName": .string(ownerName)] }
 }

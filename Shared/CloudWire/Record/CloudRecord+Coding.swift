@@ -241,8 +241,9 @@ extension CloudRecord {
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             let start = scanner.index
             guard scanner.skipValue() else { return false }
-            let text = String(decoding: UnsafeBufferPointer(rebasing: scanner.bytes[start..<scanner.index]), as: UTF8.self)
-            if !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let integer = Int(text) {
+            let bytes = UnsafeBufferPointer(rebasing: scanner.bytes[start..<scanner.index])
+            let text = String(decoding: bytes, as: UTF8.self)
+            if !bytes.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }), let integer = Int(text) {
                 value = Double(integer)
             } else {
                 guard let number = Double(text), number.isFinite else { return false }

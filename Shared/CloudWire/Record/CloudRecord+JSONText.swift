@@ -1,8 +1,8 @@
 import MeowWire
 
-/// Records written as JSON text directly, for the replies that hold them (see
+/// Records written as JSON text directly, for the messages that hold them (see
 /// `JSONTextWritable`): the same keys and values as their `Encodable` forms, which
-/// `RecordTextTests` checks. Replies holding a share record's `shareInfo` go through
+/// `RecordTextTests` checks. Messages holding a share record's `shareInfo` go through
 /// `JSONEncoder`: they are checked for one before anything is written, so a fallback leaves
 /// nothing behind.
 extension CloudRecord {
@@ -17,7 +17,7 @@ extension CloudRecord {
         out += #","recordType":"#; JSONWriter.appendString(recordType, to: &out)
         if !omitsFields {
             out += #","fields":"#
-            if let fieldsText { out += fieldsText } else { RecordFields.write(fields, to: &out) }
+            if let fieldsText { out += fieldsText } else { RecordFields.write(fields, keepingNulls: true, to: &out) }
         }
         if let recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(recordChangeTag, to: &out) }
         if let creationDate { out += #","creationDate":"#; JSONWriter.append(.double(creationDate), to: &out, integralDoubles: true) }

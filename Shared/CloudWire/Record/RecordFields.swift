@@ -25,11 +25,13 @@ public struct RecordFields: Sendable, Hashable {
         self.text = text
     }
 
-    /// The fields written from values straight into `out` (a reply that holds them).
-    public static func write(_ fields: [String: JSONValue], to out: inout String) {
+    /// The fields written from values straight into `out` (a message that holds them).
+    /// `keepingNulls`: a save's null fields stay, as the removals they are (a record's fields
+    /// hold none).
+    public static func write(_ fields: [String: JSONValue], keepingNulls: Bool = false, to out: inout String) {
         var builder = Builder()
         for name in fields.keys.sorted() {
-            guard let field = fields[name], !field.isNull else { continue }
+            guard let field = fields[name], keepingNulls || !field.isNull else { continue }
             builder.field(name, field)
         }
         out += builder.finish()

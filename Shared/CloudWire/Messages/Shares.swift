@@ -1,0 +1,54 @@
+import MeowWire
+
+/// Params of the share and participant ops: which share (its zone and record name), and for
+/// participant ops the user and permission.
+public struct ShareParams: Codable, Sendable {
+    public var database: DatabaseScope?
+    public var zoneID: ZoneID
+    public var shareName: String?
+    public var user: String?
+    public var permission: String?
+    public init(database: DatabaseScope? = nil, zoneID: ZoneID, shareName: String? = nil, user: String? = nil, permission: String? = nil) {
+        self.database = database
+        self.zoneID = zoneID
+        self.shareName = shareName
+        self.user = user
+        self.permission = permission
+    }
+    /// The share's record name (default: the zone-wide share).
+    package var share: String { shareName ?? CloudKitNames.zoneShareName }
+}
+
+public struct ShareResult: Codable, Sendable {
+    public var share: CloudRecord
+
+    public init(share: CloudRecord) {
+        self.share = share
+    }
+}
+
+public struct Invitation: Codable, Sendable, Hashable {
+    public var zoneID: ZoneID
+    public var shareName: String
+    public var rootRecordName: String?
+    public var role: String
+    public var permission: String
+    public var acceptanceStatus: String
+
+    public init(zoneID: ZoneID, shareName: String, rootRecordName: String? = nil, role: String, permission: String, acceptanceStatus: String) {
+        self.zoneID = zoneID
+        self.shareName = shareName
+        self.rootRecordName = rootRecordName
+        self.role = role
+        self.permission = permission
+        self.acceptanceStatus = acceptanceStatus
+    }
+}
+
+public struct InvitationsResult: Codable, Sendable {
+    public var invitations: [Invitation]
+
+    public init(invitations: [Invitation]) {
+        self.invitations = invitations
+    }
+}
