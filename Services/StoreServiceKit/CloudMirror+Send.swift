@@ -601,16 +601,15 @@ extension CloudMirror {
                 // device changed (and the stamps): the server keeps the rest, so fields another
                 // app version writes, or another device changed meanwhile, are never sent back
                 // stale. A new record, a move, or an update whose keys are unknown carries all.
-                let changed = meta != nil && pending.kind == .update && meta?.zone == zone ? pending.changed : []
-                let only = changed.isEmpty ? nil : changed.union([MirrorState.fieldTimesField])
+                // An update's changed keys, parsed once (the partial payload and the nulls both need them).
+                let edited = meta != nil && pending.kind != .insert ? pending.changed : []
+                let only = pending.kind == .update && meta?.zone == zone && !edited.isEmpty ? edited.union([MirrorState.fieldTimesField]) : nil
                 var fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText,
                                                                only: only, cache: &texts)
-                if meta != nil, pending.kind != .insert { fields = Self.clearing(pending, entity: entity, row: row, in: fields) }
                 // The first ordinary save after a move drops the move's bookkeeping field (the
                 // server keeps a key a save leaves out).
-                if only != nil, entry.movedFromKept, fields.hasSuffix("}") {
-                    fields = String(fields.dropLast()) + (fields == "{}" ? "" : ",") + "\"\(MovedFrom.field)\":null}"
-                }
+                let dropped = only != nil && entry.movedFromKept ? [MovedFrom.field] : []
+                fields = Self.clearing(edited, entity: entity, row: row, also: dropped, in: fields)
                 var record = CloudRecord(recordName: pending.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(entity.name))
                 var move: ZoneID?
                 var partial = false
@@ -647,15 +646,17 @@ extension CloudMirror {
 
     /// The fields text with a null for each field this update cleared: the server keeps every
     /// key a save leaves out (another app version's fields among them), so a cleared field left
-    /// out would keep its old value. Fields nobody changed here are left out, not cleared.
-    static func clearing(_ pending: MirrorState.Pending, entity: EntityDescription, row: PersistentStore.StoredRow, in text: String) -> String {
+    /// out would keep its old value. Fields nobody changed here are left out, not cleared;
+    /// `extra` fields are cleared too.
+    static func clearing(_ changed: Set<String>, entity: EntityDescription, row: PersistentStore.StoredRow,
+                         also extra: [String] = [], in text: String) -> String {
         let names = entity.storedPropertyNames
-        var changed: Set<String>?
-        var cleared: [String] = []
-        for (position, value) in row.values.enumerated() where value.isNull && position < names.count {
-            if changed == nil { changed = pending.changed }
-            let field = MirrorRecordCoding.fieldName(names[position])
-            if changed?.contains(field) == true { cleared.append(field) }
+        var cleared = extra
+        if !changed.isEmpty {
+            for (position, value) in row.values.enumerated() where value.isNull && position < names.count {
+                let field = MirrorRecordCoding.fieldName(names[position])
+                if changed.contains(field) { cleared.append(field) }
+            }
         }
         guard !cleared.isEmpty, text.hasSuffix("}") else { return text }
         var out = String(text.dropLast())

@@ -19,20 +19,19 @@ enum SnapshotFile {
         let temporary = "\(path).\(getpid()).partial"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw failure("write", path) }
-        var written = 0
-        let ok = data.withUnsafeBytes { bytes -> Bool in
-            while written < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + written, bytes.count - written)
-                if n < 0 { if errno == EINTR { continue }; return false }
-                written += n
-            }
-            return fsync(fd) == 0
-        }
-        let error = failure("write", path)
-        close(fd)
-        guard ok, rename(temporary, path) == 0 else {
+        let file = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        do {
+            try file.write(contentsOf: data)
+            try file.synchronize()
+            try file.close()
+        } catch {
             unlink(temporary)
-            throw ok ? failure("write", path) : error
+            throw WireError(.invalidArguments, "The sync-service cannot write \(path): \(error.localizedDescription).", details: ["path": .string(path)])
+        }
+        guard rename(temporary, path) == 0 else {
+            let reason = failure("write", path)
+            unlink(temporary)
+            throw reason
         }
         return data.count
     }
