@@ -86,7 +86,7 @@ struct SystemdUnitTests {
         let socketUnit = try text(socket), serviceUnit = try text(service)
         func local(_ value: String) -> String {
             value.replacingOccurrences(of: "%i", with: instance).replacingOccurrences(of: "/run/meowcare", with: "\(root)/run")
-                .replacingOccurrences(of: "/etc/meowcare", with: "\(root)/etc").replacingOccurrences(of: "/usr/local/bin", with: Binaries.directory)
+                .replacingOccurrences(of: "/etc/meowcare", with: "\(root)/etc").replacingOccurrences(of: "/usr/local/bin", with: "\(root)/bin")
         }
         let path = local(try value("ListenStream", in: socketUnit))
         let execStart = local(try value("ExecStart", in: serviceUnit)).split(separator: " ").map(String.init)
@@ -131,6 +131,13 @@ struct SystemdUnitTests {
         chmod(root, 0o755)
         let (syncUser, storeUser, group) = (Self.ids["meowcare-sync"]!, Self.ids["meowcare-store"]!, Self.ids["meowcare"]!)
         Self.directory("\(root)/run", owner: 0, mode: 0o755)        // the socket units' DirectoryMode=0755
+        // The binaries as installed (/usr/local/bin, 0755): the build directory may be one the
+        // services' users cannot reach (a checkout in a 0700 directory).
+        Self.directory("\(root)/bin", owner: 0, mode: 0o755)
+        for binary in ["store-service", "sync-service"] {
+            try FileManager.default.copyItem(atPath: Binaries.path(binary), toPath: "\(root)/bin/\(binary)")
+            #expect(chmod("\(root)/bin/\(binary)", 0o755) == 0)
+        }
         Self.directory("\(root)/etc", owner: 0, mode: 0o750)
         Self.directory("\(root)/state", owner: 0, mode: 0o755)
         Self.directory("\(root)/state/sync", owner: syncUser)
