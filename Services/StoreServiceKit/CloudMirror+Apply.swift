@@ -129,7 +129,7 @@ extension CloudMirror {
     func notePendingLinks(_ changes: [LocalChange], state: MirrorState, absent: Set<String> = []) throws {
         let links = PendingLinks(database: state.store.database)
         let batch = Set(changes.map(\.uuid)).subtracting(absent)
-        let now = Date().timeIntervalSince1970
+        let now = clock.seconds()
         var waiting: [PendingLinks.Link] = []
         for change in changes {
             guard let fields = change.fields else { continue }

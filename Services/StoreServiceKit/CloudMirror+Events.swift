@@ -46,7 +46,7 @@ extension CloudMirror {
         init(_ type: CloudKitEventNotice.Kind, store: StoreIdentity, mirror: CloudMirror) {
             self.mirror = mirror
             notice = CloudKitEventNotice(identifier: UUID().uuidString, store: store.name, storeIdentifier: store.uuid, type: type,
-                                         startDate: ISOTime.string(seconds: Date().timeIntervalSince1970), endDate: nil,
+                                         startDate: ISOTime.string(seconds: mirror.clock.seconds()), endDate: nil,
                                          succeeded: false, error: nil)
         }
 
@@ -54,7 +54,7 @@ extension CloudMirror {
         func begin() {
             guard !begun else { return }
             begun = true
-            notice.startDate = ISOTime.string(seconds: Date().timeIntervalSince1970)
+            notice.startDate = ISOTime.string(seconds: mirror.clock.seconds())
             mirror.publish(notice)
         }
 
@@ -63,7 +63,7 @@ extension CloudMirror {
         /// be made is the setup's failure) publishes nothing.
         func end(_ error: (any Error)?) {
             guard begun else { return }
-            notice.endDate = ISOTime.string(seconds: Date().timeIntervalSince1970)
+            notice.endDate = ISOTime.string(seconds: mirror.clock.seconds())
             notice.succeeded = error == nil
             notice.error = error.map { ServiceError.wire(of: $0) ?? WireError(.internalError, "\($0)") }
             mirror.publish(notice)

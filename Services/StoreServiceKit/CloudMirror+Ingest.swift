@@ -40,7 +40,7 @@ extension CloudMirror {
                 var last = cursor
                 for transaction in transactions {
                     if transaction.author != SaveOperation.syncAuthor {
-                        let time = MirrorRecordCoding.seconds(iso: transaction.timestamp) ?? Date().timeIntervalSince1970
+                        let time = MirrorRecordCoding.seconds(iso: transaction.timestamp) ?? clock.seconds()
                         for change in transaction.entries {
                             faults += try ingest(change, time: time, state: state, cache: &cache)
                         }
@@ -80,7 +80,7 @@ extension CloudMirror {
     /// an edit older than another device's later one won their conflict.
     private func queueByComparison(_ state: MirrorState, after cursor: Int) throws {
         let store = state.store
-        let fallback = try PersistentHistory.purgedThrough(store) ?? Date().timeIntervalSince1970
+        let fallback = try PersistentHistory.purgedThrough(store) ?? clock.seconds()
         let edited = try Self.editTimes(store, after: cursor)
         var present: Set<String> = []
         for entity in store.entities.values {

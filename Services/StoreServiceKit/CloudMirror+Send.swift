@@ -73,7 +73,7 @@ extension CloudMirror {
     /// Empty when there is nothing to send.
     private func nextBatches(scope: StoreScope, excluding: Set<String>, after: Int64 = 0, touched: Set<String>,
                              ahead: inout QueuedAhead?, report: inout MirrorSendReport) throws -> [Batch] {
-        let now = Date().timeIntervalSince1970
+        let now = clock.seconds()
         let limit = progress.withLock { $0.batchLimit }
         let count = Self.batchesInFlight
         var lookedAgain = false
@@ -456,7 +456,7 @@ extension CloudMirror {
             if stopError != nil { return }
             let state = MirrorState(stores.list[index])
             report.pending += try state.pendingCount()
-            let now = Date().timeIntervalSince1970
+            let now = clock.seconds()
             if let next = try state.earliestDeferral(now: now) {
                 report.retryAfterSeconds = min(report.retryAfterSeconds ?? .infinity, next - now)
                 report.deferred += try state.allPending().filter { $0.notBefore > now }.count
@@ -494,7 +494,7 @@ extension CloudMirror {
                 ?? progress.withLock { state -> Double in state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2)); return state.backoffSeconds }
             try withStores { stores in
                 guard let index = Self.storeIndex(scope, in: stores) else { return }
-                try MirrorState(stores.list[index]).deferEntries(items.map(\.pending.uuid), until: Date().timeIntervalSince1970 + retryAfter)
+                try MirrorState(stores.list[index]).deferEntries(items.map(\.pending.uuid), until: clock.seconds() + retryAfter)
             }
             var annotated = error
             annotated.details["deferredItems"] = .int(items.count)

@@ -16,6 +16,7 @@ final class CloudMirror: Sendable {
 
     let options: MirrorOptions
     let engine: StoreEngine
+    var clock: DeviceClock { engine.coordinator.clock }
     let logger = Logger(label: "store-service.mirror")
     // The live connection and the credential are read and replaced by the connection and
     // account extensions (CloudMirror+Connection.swift, CloudMirror+Account.swift).
@@ -81,7 +82,7 @@ final class CloudMirror: Sendable {
             defer { progress.withLock { $0.inFlight = nil } }
             do {
                 let result = try body()
-                progress.withLock { $0.lastSuccess = Date(); $0.backoffSeconds = 0 }
+                progress.withLock { $0.lastSuccess = clock.date(); $0.backoffSeconds = 0 }
                 return result
             } catch let error as ServiceError {
                 throw failed(error.wire)
@@ -155,7 +156,7 @@ final class CloudMirror: Sendable {
             let tokens = (try? withStores { stores in stores.list.map(\.lastToken) }) ?? []
             if poked.exchange(false, ordering: .relaxed) || Date().timeIntervalSince(lastFetch) >= 5 { fetchOwed = true }
             let due = fetchOwed || tokens != seenTokens
-            if due && Date() >= notBefore && isSignedIn {
+            if due && clock.date() >= notBefore && isSignedIn {
                 do {
                     try exclusive("automatic") {
                         if progress.withLock({ state in defer { state.fetchBeforeSend = false }; return state.fetchBeforeSend }) {
@@ -175,7 +176,7 @@ final class CloudMirror: Sendable {
                         state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2))
                         return state.backoffSeconds
                     }
-                    notBefore = Date().addingTimeInterval(backoff)
+                    notBefore = clock.date().addingTimeInterval(backoff)
                 }
                 // A save during the sync (or the sync's own imports) moves the tokens again and
                 // starts one more pass, which finds nothing new when nothing happened.

@@ -84,7 +84,7 @@ extension CloudMirror {
 
     func status() throws -> MirrorStatus {
         let progress = progress.withLock { $0 }
-        let now = Date().timeIntervalSince1970
+        let now = clock.seconds()
         let stores: [MirrorStatus.StoreStatus] = try withStores { stores in
             try stores.list.map { store in
                 // Queue what was saved since the last sync step, so the counts are current.

@@ -26,6 +26,8 @@ final class PersistentStore: @unchecked Sendable {
     let filePath: String?
     let configuration: StoreConfiguration
     let model: ManagedObjectModel
+    /// The device's clock (its coordinator's): history times are read from it.
+    let clock: DeviceClock
     let database: Database
     private(set) var uuid: String = ""
     /// The entities this store holds, by name.
@@ -39,8 +41,10 @@ final class PersistentStore: @unchecked Sendable {
     var scope: StoreScope { configuration.scope }
 
     /// Opens (creating if needed) the store at `filePath`, or an in-memory store when nil.
-    init(url: String, filePath: String?, configuration: StoreConfiguration, model: ManagedObjectModel) throws {
+    init(url: String, filePath: String?, configuration: StoreConfiguration, model: ManagedObjectModel,
+         clock: DeviceClock = DeviceClock()) throws {
         self.url = url
+        self.clock = clock
         self.filePath = filePath
         self.configuration = configuration
         self.model = model
@@ -85,6 +89,7 @@ final class PersistentStore: @unchecked Sendable {
         self.filePath = filePath
         configuration = store.configuration
         model = store.model
+        clock = store.clock
         database = try Database(path: filePath, readOnly: true)
         try database.execute("PRAGMA cache_size = -32768")
         uuid = store.uuid
@@ -286,7 +291,7 @@ final class PersistentStore: @unchecked Sendable {
     func beginHistoryTransaction(author: String, contextName: String?) throws -> Int64 {
         // Microseconds: the latest-edit policy orders edits from different devices by these
         // times, and two saves a round trip apart must not tie.
-        let now = ISOTime.string(seconds: Date().timeIntervalSince1970, fractionDigits: 6)
+        let now = ISOTime.string(seconds: clock.seconds(), fractionDigits: 6)
         try database.execute("INSERT INTO z_transaction(timestamp, author, context_name) VALUES (?, ?, ?)",
                              [now, author, SQLValue(contextName)])
         return database.lastInsertRowID

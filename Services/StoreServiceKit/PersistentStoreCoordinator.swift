@@ -13,6 +13,8 @@ import Synchronization
 /// ```
 public final class PersistentStoreCoordinator: Sendable {
     public let model: ManagedObjectModel
+    /// The device's clock, shared by its stores and its mirror.
+    public let clock = DeviceClock()
     private let state = SleepingMutex(Stores())
     /// How much the lock is used and waited for (`info.storeLock`): every save, fetch and mirror
     /// step takes it, so on a busy device it is what clients wait for.
@@ -38,7 +40,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 throw StoreError.coreData(.storeAlreadyAdded, 134081, StoreError.duplicateStoreMessage,
                                           ["url": .string(url), "storeUUID": .string(loaded.uuid)])
             }
-            let store = try PersistentStore(url: url, filePath: filePath, configuration: configuration, model: model)
+            let store = try PersistentStore(url: url, filePath: filePath, configuration: configuration, model: model, clock: clock)
             if let loaded = stores.list.first(where: { $0.uuid == store.uuid }) {
                 throw StoreError.coreData(.storeAlreadyAdded, 134081, StoreError.duplicateStoreMessage,
                                           ["url": .string(url), "storeUUID": .string(store.uuid), "loadedURL": .string(loaded.url)])

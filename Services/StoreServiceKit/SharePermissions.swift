@@ -23,7 +23,7 @@ enum SharePermissions {
     }
 
     static func setMetadata(zone: String, owner: String, permission: SharePermission, in store: PersistentStore) throws {
-        let now = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let now = store.clock.date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         try store.database.execute("""
             INSERT INTO z_share(zone_name, owner_name, permission, updated_at) VALUES (?, ?, ?, ?)
             ON CONFLICT(zone_name, owner_name) DO UPDATE SET permission = excluded.permission, updated_at = excluded.updated_at

@@ -166,3 +166,37 @@ struct StoreListResult: Codable, Sendable {
     var stores: [StoreDescription]
     var routing: RoutingMode
 }
+
+/// clock.set: `{}` reads the clock, `{"now": seconds}` sets it (null: the real clock again),
+/// `{"advanceSeconds": n}` moves it; one of the two at most.
+struct DeviceClockParams: Codable, Sendable {
+    var now: Double??
+    var advanceSeconds: Double?
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        // A present null (`"now": null`) is "back to the real clock", not "no change".
+        now = container.contains(.now) ? .some(try container.decodeIfPresent(Double.self, forKey: .now)) : .none
+        advanceSeconds = try container.decodeIfPresent(Double.self, forKey: .advanceSeconds)
+    }
+
+    func apply(to clock: DeviceClock) throws {
+        if now != nil, advanceSeconds != nil {
+            throw ServiceError(.invalidField, "clock.set takes 'now' or 'advanceSeconds', not both.", details: ["field": "params.advanceSeconds"])
+        }
+        for (name, value) in [("now", now ?? nil), ("advanceSeconds", advanceSeconds)] {
+            if let value, !value.isFinite {
+                throw ServiceError(.invalidField, "clock.set: '\(name)' must be a finite number of seconds.", details: ["field": .string("params.\(name)")])
+            }
+        }
+        if let now { clock.set(now: now) }
+        if let advanceSeconds { clock.advance(by: advanceSeconds) }
+    }
+}
+
+struct DeviceClockResult: Codable, Sendable {
+    /// Seconds since 1970, as the device reads its clock now.
+    var now: Double
+    /// How far it is set from the real clock (0: not set).
+    var offsetSeconds: Double
+}

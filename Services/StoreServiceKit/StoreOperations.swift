@@ -342,6 +342,11 @@ extension StoreService {
         registry.register("model.get", params: Empty.self, summary: "The data model in use.") { [self] _, _ in
             try engine().model
         }
+        registry.register("clock.set", params: DeviceClockParams.self, summary: "Reads, sets or advances the device's clock.") { [self] params, _ in
+            let clock = try engine().coordinator.clock
+            try params.apply(to: clock)
+            return DeviceClockResult(now: clock.seconds(), offsetSeconds: clock.offsetSeconds)
+        }
     }
 
     static func entityNotInStore(_ entity: String, _ store: PersistentStore) -> ServiceError {

@@ -267,8 +267,11 @@ extension Mirroring {
             let waited = try #require(early["retryAfterSeconds"]?.doubleValue)
             #expect(waited <= 2)
             #expect(Date().timeIntervalSince(started) + waited >= 2)
-            // Waiting out the server's retry-after is the behaviour under test, not synchronisation.
-            try await Task.sleep(for: .milliseconds(Int(waited * 1000) + 100))
+            // The device's clock is moved past the deferral instead of waiting it out; a move
+            // short of it still sends nothing.
+            _ = try await a.call("clock.set", ["advanceSeconds": .double(waited / 2)])
+            #expect(try await a.send()["deferred"] == 1)
+            _ = try await a.call("clock.set", ["advanceSeconds": .double(waited)])
             #expect(try await a.send()["saved"] == 1)
             #expect(try await a.pending() == 0)
             _ = await a.stop()
@@ -290,8 +293,7 @@ extension Mirroring {
             // sent wait.
             #expect(try await a.pending() == 500)
             #expect(try await cloud.records(user: "owner").count == 800)
-            // Waiting out the server's retry-after is the behaviour under test, not synchronisation.
-            try await Task.sleep(for: .milliseconds(400))
+            _ = try await a.call("clock.set", ["advanceSeconds": 1])
             #expect(try await a.send()["saved"] == 500)
             #expect(try await a.pending() == 0)
             let names = try await cloud.records(user: "owner").compactMap { $0["recordName"]?.stringValue }

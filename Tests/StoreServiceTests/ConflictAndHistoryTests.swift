@@ -127,6 +127,31 @@ struct ConflictAndHistoryTests {
         _ = await store.stop()
     }
 
+    @Test("clock.set moves the device's clock: history is stamped with the time it reads, it keeps running, and null returns to the real clock")
+    func deviceClockStampsHistory() async throws {
+        let store = try await StoreFixture.start(["--no-orphan-repair"])
+        let client = try await store.client()
+        let context = try await client.openContext()
+        let set = try await client.call("clock.set", ["now": 1_900_000_000])
+        #expect(set["now"]?.doubleValue.map { $0 >= 1_900_000_000 && $0 < 1_900_000_060 } == true)
+        let advanced = try await client.call("clock.set", ["advanceSeconds": 3600])
+        #expect(advanced["now"]?.doubleValue.map { $0 >= 1_900_003_600 && $0 < 1_900_003_660 } == true)
+        _ = try await client.insertEvent(context, id: "c1")
+        let token = try #require(try await client.save(context)["transactions"]?[0]?["token"]?.intValue)
+        let history = try await client.call("history.fetch", ["store": "Private", "afterToken": .int(token - 1)])
+        // 1_900_003_600 s after 1970 is 2030-03-17T18:46:40Z.
+        #expect(history["transactions"]?[0]?["timestamp"]?.stringValue?.hasPrefix("2030-03-17T18:4") == true)
+
+        let both = try await client.failure("clock.set", ["now": 1, "advanceSeconds": 1])
+        #expect(both.code == .invalidField)
+        #expect(both.details["field"] == "params.advanceSeconds")
+        let real = try await client.call("clock.set", ["now": .null])
+        #expect(real["offsetSeconds"] == 0)
+        #expect(abs((real["now"]?.doubleValue ?? 0) - Date().timeIntervalSince1970) < 60)
+        client.close()
+        _ = await store.stop()
+    }
+
     /// History is one packed row per transaction; stores written with a row per change
     /// (`z_change`) are folded into that layout when they open, and their history reads the same.
     @Test func historyOfAStoreWithTheOldPerChangeRowsIsMigratedOnOpen() async throws {
