@@ -75,6 +75,12 @@ final class CloudMirror: Sendable {
 
     // MARK: Serialised work
 
+    /// Runs `body` while no sync step runs (a snapshot's import or export), without recording it
+    /// as a step: its errors are its caller's, not the mirror's.
+    func pausingSync<T>(_ body: () throws -> T) throws -> T {
+        try work.withLock { _ in try body() }
+    }
+
     /// Runs one sync step exclusively, recording it as in flight and its error as the last one.
     func exclusive<T>(_ name: String, _ body: () throws -> T) throws -> T {
         try work.withLock { _ in

@@ -66,6 +66,7 @@ public final class StoreService: ServiceDefinition {
     public func registerOperations(in registry: inout OperationRegistry) {
         registerStoreOperations(in: &registry)
         registerMirrorOperations(in: &registry)
+        registerSnapshotOperations(in: &registry)
     }
 
     public func healthChecks() -> [HealthCheck] {

@@ -1,0 +1,170 @@
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// A device's two stores as one JSON document (`snapshot.export` / `snapshot.import`): every
+/// table of each store, rows as arrays of column values, so a test can put a device back into
+/// a state it recorded, or seed one device from another.
+struct DeviceSnapshot: Codable, Sendable {
+    static let formatName = "meowcare-device-snapshot"
+    static let currentVersion = 1
+
+    var format: String
+    var schemaVersion: Int
+    /// The model the stores were written with (its name): another model's tables do not fit.
+    var model: String
+    var stores: [StoreTables]
+
+    struct StoreTables: Codable, Sendable {
+        var name: String
+        var tables: [String: Table]
+    }
+
+    struct Table: Codable, Sendable {
+        var columns: [String]
+        var rows: [[JSONValue]]
+    }
+}
+
+extension DeviceSnapshot {
+    /// Reads every table of every store (the caller holds the coordinator's lock).
+    static func export(_ stores: StoreSet) throws -> DeviceSnapshot {
+        let list = try stores.list.map { store in
+            var tables: [String: Table] = [:]
+            try store.database.readTransaction {
+                for name in try tableNames(store.database) {
+                    let columns = try columnNames(name, in: store.database)
+                    let quoted = columns.map { "\"\($0)\"" }.joined(separator: ", ")
+                    let rows = try store.database.query("SELECT \(quoted) FROM \"\(name)\" ORDER BY rowid").map { $0.values.map(json) }
+                    tables[name] = Table(columns: columns, rows: rows)
+                }
+            }
+            return StoreTables(name: store.name, tables: tables)
+        }
+        return DeviceSnapshot(format: formatName, schemaVersion: currentVersion, model: stores.model.name, stores: list)
+    }
+
+    /// Replaces both stores' contents with the snapshot's, or changes nothing: every check runs
+    /// before the first write, and both stores' writes share one outcome (each store is its own
+    /// SQLite file: the second commits right after the first).
+    ///
+    /// What stays this device's: each store's identity (`storeUUID`, so object IDs keep their
+    /// form and two devices seeded from one snapshot are still two), and counters that must not
+    /// go back (history tokens, primary keys), which continue from the higher of the two.
+    func importInto(_ stores: StoreSet) throws -> [String: Int] {
+        try validate(against: stores)
+        let pairs = stores.list.map { store in (store, self.stores.first { $0.name == store.name }!) }
+        for (store, _) in pairs { try store.database.beginImmediate() }
+        do {
+            var counts: [String: Int] = [:]
+            for (store, tables) in pairs { counts[store.name] = try Self.replace(store, with: tables) }
+            for (store, _) in pairs { try store.database.execute("COMMIT") }
+            return counts
+        } catch {
+            for (store, _) in pairs where store.database.isInTransaction { try? store.database.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    private func validate(against stores: StoreSet) throws {
+        guard format == Self.formatName else {
+            throw Self.invalid("This is not a device snapshot (format '\(format)'; expected '\(Self.formatName)').", field: "format")
+        }
+        guard schemaVersion == Self.currentVersion else {
+            throw Self.invalid("The snapshot is of format version \(schemaVersion); this store-service reads version \(Self.currentVersion).", field: "schemaVersion")
+        }
+        guard model == stores.model.name else {
+            throw Self.invalid("The snapshot was written with model '\(model)'; this device runs '\(stores.model.name)'.", field: "model")
+        }
+        let names = Set(self.stores.map(\.name)), mine = Set(stores.list.map(\.name))
+        guard names == mine, self.stores.count == names.count else {
+            throw Self.invalid("The snapshot holds stores \(self.stores.map(\.name).sorted()); this device has \(mine.sorted()), and each must appear once.", field: "stores")
+        }
+        for store in stores.list {
+            let given = self.stores.first { $0.name == store.name }!
+            let mirrored = given.tables.keys.contains { $0.hasPrefix("mirror_") || $0 == PendingLinks.table }
+            let present = Set(try Self.tableNames(store.database))
+            for (name, table) in given.tables.sorted(by: { $0.key < $1.key }) {
+                // A mirrored device's bookkeeping is made on import when this device has none yet.
+                guard present.contains(name) || (mirrored && (name.hasPrefix("mirror_") || name == PendingLinks.table)) else {
+                    throw Self.invalid("Store \(store.name) has no table '\(name)' (the snapshot's model or version differs).", field: "stores")
+                }
+                if present.contains(name) {
+                    let columns = Set(try Self.columnNames(name, in: store.database))
+                    if let unknown = table.columns.first(where: { !columns.contains($0) }) {
+                        throw Self.invalid("Store \(store.name), table \(name): no column '\(unknown)' here.", field: "stores")
+                    }
+                }
+                if let row = table.rows.firstIndex(where: { $0.count != table.columns.count }) {
+                    throw Self.invalid("Store \(store.name), table \(name), row \(row + 1): \(table.rows[row].count) values for \(table.columns.count) columns (a truncated or edited snapshot?).", field: "stores")
+                }
+            }
+            for required in ["z_metadata", "z_primarykey", "z_transaction", "z_share"] where given.tables[required] == nil {
+                throw Self.invalid("Store \(store.name): the snapshot has no table '\(required)' (a truncated or edited snapshot?).", field: "stores")
+            }
+        }
+    }
+
+    /// Replaces one store's rows inside the open transaction; returns how many rows it wrote.
+    private static func replace(_ store: PersistentStore, with given: StoreTables) throws -> Int {
+        let database = store.database
+        if given.tables.keys.contains(where: { $0.hasPrefix("mirror_") }) { try MirrorState(store).createTables() }
+        let keys = Dictionary(try database.query("SELECT entity, max FROM z_primarykey").map { ($0[0].string ?? "", $0[1].int64 ?? 0) },
+                              uniquingKeysWith: max)
+        // sqlite_sequence is left alone: a DELETE never lowers it, so tokens and queue numbers
+        // continue above both the old and the imported ones.
+        for name in try tableNames(database) { try database.execute("DELETE FROM \"\(name)\"") }
+        var written = 0
+        for (name, table) in given.tables.sorted(by: { $0.key < $1.key }) where !table.columns.isEmpty {
+            let columns = table.columns.map { "\"\($0)\"" }.joined(separator: ", ")
+            let marks = Array(repeating: "?", count: table.columns.count).joined(separator: ", ")
+            let insert = try database.prepare("INSERT INTO \"\(name)\"(\(columns)) VALUES (\(marks))")
+            for (number, row) in table.rows.enumerated() {
+                do { try insert.run(row.map(sql)) } catch {
+                    throw invalid("Store \(store.name), table \(name), row \(number + 1): \(error) — nothing was imported.", field: "stores")
+                }
+            }
+            written += table.rows.count
+        }
+        try database.execute("INSERT OR REPLACE INTO z_metadata(key, value) VALUES ('storeUUID', ?)", [store.uuid])
+        for (entity, max) in keys {
+            try database.execute("INSERT INTO z_primarykey(entity, max) VALUES (?, ?) ON CONFLICT(entity) DO UPDATE SET \"max\" = max(\"max\", excluded.\"max\")",
+                                 [entity, max])
+        }
+        return written
+    }
+
+    private static func tableNames(_ database: Database) throws -> [String] {
+        try database.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").compactMap { $0[0].string }
+    }
+
+    private static func columnNames(_ table: String, in database: Database) throws -> [String] {
+        try database.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [table]).compactMap { $0[0].string }
+    }
+
+    private static func json(_ value: SQLValue) -> JSONValue {
+        switch value {
+        case .null: return .null
+        case let .integer(number): return .int(Int(number))
+        case let .real(number): return .double(number)
+        case let .text(text): return .string(text)
+        case let .blob(bytes): return ["base64": .string(Data(bytes).base64EncodedString())]
+        }
+    }
+
+    private static func sql(_ value: JSONValue) -> SQLValue {
+        switch value {
+        case let .int(number): return .integer(Int64(number))
+        case let .double(number): return .real(number)
+        case let .string(text): return .text(text)
+        case let .bool(flag): return .integer(flag ? 1 : 0)
+        case let .object(members): return members["base64"]?.stringValue.flatMap { Data(base64Encoded: $0) }.map { .blob([UInt8]($0)) } ?? .null
+        default: return .null
+        }
+    }
+
+    static func invalid(_ message: String, field: String) -> ServiceError {
+        ServiceError(.invalidField, message, details: ["field": .string("params.snapshot.\(field)")])
+    }
+}

@@ -1,0 +1,71 @@
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+
+/// snapshot.export / snapshot.import: both stores at once, inline or through a file the
+/// service writes or reads (a snapshot in a file has no frame limit).
+struct SnapshotExportParams: Codable, Sendable {
+    var path: String?
+}
+
+struct SnapshotImportParams: Codable, Sendable {
+    var snapshot: DeviceSnapshot?
+    var path: String?
+}
+
+struct SnapshotExportResult: Codable, Sendable {
+    var snapshot: DeviceSnapshot?
+    var path: String?
+    var bytes: Int?
+    /// Rows per store, then per table.
+    var stores: [String: [String: Int]]?
+}
+
+struct SnapshotImportResult: Codable, Sendable {
+    /// Rows written per store.
+    var stores: [String: Int]
+}
+
+extension StoreService {
+    func registerSnapshotOperations(in registry: inout OperationRegistry) {
+        registry.register("snapshot.export", params: SnapshotExportParams.self,
+                          summary: "Both stores as one JSON snapshot (or written to params.path).") { [self] params, _ in
+            let snapshot = try whileNoSyncRuns { try engine().coordinator.withStores(DeviceSnapshot.export) }
+            guard let path = params.path else { return SnapshotExportResult(snapshot: snapshot) }
+            let data: Data
+            do { data = try JSONEncoder().encode(snapshot) } catch {
+                throw ServiceError(.internalError, "Cannot encode the snapshot: \(error).")
+            }
+            try WholeFile.write(data, to: path, service: "store-service", code: .invalidField)
+            let rows = Dictionary(uniqueKeysWithValues: snapshot.stores.map { ($0.name, $0.tables.mapValues(\.rows.count)) })
+            return SnapshotExportResult(path: path, bytes: data.count, stores: rows)
+        }
+        registry.register("snapshot.import", params: SnapshotImportParams.self,
+                          summary: "Replaces both stores' contents with a snapshot (inline or from params.path).") { [self] params, _ in
+            let snapshot: DeviceSnapshot
+            switch (params.snapshot, params.path) {
+            case let (given?, nil): snapshot = given
+            case let (nil, path?): snapshot = try Self.readSnapshot(path)
+            default:
+                throw ServiceError(.invalidField, "snapshot.import takes params.snapshot (the snapshot itself) or params.path (a file holding it), exactly one.",
+                                   details: ["field": "params"])
+            }
+            let written = try whileNoSyncRuns { try engine().coordinator.withStores(snapshot.importInto) }
+            return SnapshotImportResult(stores: written)
+        }
+    }
+
+    /// A snapshot is taken and put back between sync steps, never in the middle of one.
+    private func whileNoSyncRuns<T>(_ body: () throws -> T) throws -> T {
+        guard let mirror = mirrorSlot.current else { return try body() }
+        return try mirror.pausingSync(body)
+    }
+
+    private static func readSnapshot(_ path: String) throws -> DeviceSnapshot {
+        let data = try WholeFile.read(path, service: "store-service", code: .invalidField)
+        do { return try JSONDecoder().decode(DeviceSnapshot.self, from: data) } catch {
+            throw ServiceError(.invalidField, "\(path) is not a device snapshot (\(data.count) bytes; expected the JSON snapshot.export writes: \(error)).",
+                               details: ["field": "params.path", "path": .string(path)])
+        }
+    }
+}
