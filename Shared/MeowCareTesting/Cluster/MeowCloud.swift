@@ -11,12 +11,15 @@ public final class MeowCloud: Sendable {
     public let admin: MeowCloudAdmin
     /// Every user's credential (what a device's `--sync-credential` would be).
     public let credentials: [String: String]
+    /// The admin credential (for `meowctl --credential` while watching a test).
+    public let adminCredential: String
     let lifecycle: ClusterLifecycle
 
-    init(socketPath: String, admin: MeowCloudAdmin, credentials: [String: String], lifecycle: ClusterLifecycle) {
+    init(socketPath: String, admin: MeowCloudAdmin, credentials: [String: String], adminCredential: String, lifecycle: ClusterLifecycle) {
         self.socketPath = socketPath
         self.admin = admin
         self.credentials = credentials
+        self.adminCredential = adminCredential
         self.lifecycle = lifecycle
     }
 

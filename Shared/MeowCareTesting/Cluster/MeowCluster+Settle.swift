@@ -20,8 +20,13 @@ extension MeowCluster {
             for device in devices {
                 let status = try await device.sync.status()
                 guard status.signedIn else { continue }
-                let now = try await device.sync.now()
-                if now.changedAnything { moved.append("\(device.name): \(Self.describe(now))") }
+                do throws(MeowCareError) {
+                    let now = try await device.sync.now()
+                    if now.changedAnything { moved.append("\(device.name): \(Self.describe(now))") }
+                } catch where Self.transient.contains(error.code) {
+                    // The entries stay queued, deferred by the retry-after: a later round reports them.
+                    moved.append("\(device.name): \(error.code): \(error.message)")
+                }
             }
             statuses = [:]
             var busy: [String] = []
@@ -36,6 +41,9 @@ extension MeowCluster {
         throw MeowCareError(.didNotSettle, "settle() gave up after \(maxRounds) rounds of sync.now on every device; the last round still had:\n  "
                             + lastRound.joined(separator: "\n  "), service: "cluster")
     }
+
+    /// The cloud's errors after which a device keeps its queue and retries later.
+    static let transient: Set<ErrorCode> = [.serviceUnavailable, .requestRateLimited, .zoneBusy]
 
     static func describe(_ now: SyncNowResult) -> String {
         "sent \(now.send.saved) saved / \(now.send.deleted) deleted / \(now.send.conflictsResolved) merged / \(now.send.reverted) reverted "

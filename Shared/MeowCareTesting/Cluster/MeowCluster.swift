@@ -73,7 +73,7 @@ public final class MeowCluster: Sendable {
             (endpoints, connections, local, directory) = (started.0.endpoints, started.1, started.0, started.0.directory)
         }
         let cloud = MeowCloud(socketPath: endpoints.cloud.socket, admin: MeowCloudAdmin(connection: connections[0]),
-                              credentials: endpoints.credentials, lifecycle: lifecycle)
+                              credentials: endpoints.credentials, adminCredential: endpoints.adminCredential, lifecycle: lifecycle)
         let devices = zip(endpoints.devices, connections.dropFirst()).map { endpoint, connection in
             MeowDevice(name: endpoint.name, user: endpoint.user ?? "", socketPath: endpoint.socket, connection: connection, lifecycle: lifecycle)
         }
