@@ -56,7 +56,7 @@ let package = Package(
 
         // Benchmarks: a raw C echo server with the same framing is the same-run baseline.
         .executableTarget(name: "echo-baseline", path: "Benchmarks/echo-baseline"),
-        .executableTarget(name: "meow-bench", dependencies: ["MeowWire", "CloudWire", "SQLiteKit", "MeowCareCluster"],
+        .executableTarget(name: "meow-bench", dependencies: ["MeowWire", "CloudWire", "SQLiteKit", "MeowCareCluster", "CShim"],
                           path: "Benchmarks/meow-bench", swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["MeowWire", "CShim"], path: "Tests/TestSupport", swiftSettings: strict),
