@@ -85,28 +85,38 @@ struct LocalDeployment: Sendable {
     /// admin, then one per device. A service that exits meanwhile, or is not ready in time,
     /// fails the start with its own log's last lines.
     private func waitUntilReady(timeout: Duration, lifecycle: ClusterLifecycle) async throws(MeowCareError) -> [TracedConnection] {
-        let services = [(endpoints.cloud, endpoints.adminCredential, processes[0])] + zip(endpoints.devices, processes.dropFirst()).map { ($0, nil as String?, $1) }
-        let result = await withTaskGroup(of: (Int, Result<TracedConnection, MeowCareError>).self) { group in
-            for (index, (endpoint, credential, process)) in services.enumerated() {
+        let credentials: [String?] = [endpoints.adminCredential] + endpoints.devices.map { _ in nil }
+        let endpoints = [self.endpoints.cloud] + self.endpoints.devices
+        let processes = self.processes
+        let outcomes = await withTaskGroup(of: (Int, Result<TracedConnection, MeowCareError>).self) { group in
+            for index in endpoints.indices {
                 group.addTask {
-                    do throws(MeowCareError) {
-                        return (index, .success(try await Self.waitForHealth(endpoint, credential: credential, process: process, timeout: timeout, lifecycle: lifecycle)))
-                    } catch {
-                        return (index, .failure(error))
-                    }
+                    (index, await Self.readiness(endpoints[index], credential: credentials[index], process: processes[index],
+                                                 timeout: timeout, lifecycle: lifecycle))
                 }
             }
-            var connections: [Int: TracedConnection] = [:]
-            var failures: [MeowCareError] = []
-            for await (index, outcome) in group {
-                switch outcome {
-                case let .success(connection): connections[index] = connection
-                case let .failure(error): failures.append(error)
-                }
-            }
-            return failures.isEmpty ? Result<[TracedConnection], MeowCareError>.success(services.indices.map { connections[$0]! }) : .failure(failures[0])
+            var outcomes = [Result<TracedConnection, MeowCareError>?](repeating: nil, count: endpoints.count)
+            for await (index, outcome) in group { outcomes[index] = outcome }
+            return outcomes
         }
-        return try result.get()
+        var connections: [TracedConnection] = []
+        for outcome in outcomes {
+            switch outcome {
+            case let .success(connection)?: connections.append(connection)
+            case let .failure(error)?: throw error
+            case nil: throw MeowCareError(.internalError, "A service's readiness was never reported.", service: "cluster")
+            }
+        }
+        return connections
+    }
+
+    private static func readiness(_ endpoint: ServiceEndpoint, credential: String?, process: ServiceProcess, timeout: Duration,
+                                  lifecycle: ClusterLifecycle) async -> Result<TracedConnection, MeowCareError> {
+        do throws(MeowCareError) {
+            return .success(try await waitForHealth(endpoint, credential: credential, process: process, timeout: timeout, lifecycle: lifecycle))
+        } catch {
+            return .failure(error)
+        }
     }
 
     private static func waitForHealth(_ endpoint: ServiceEndpoint, credential: String?, process: ServiceProcess, timeout: Duration,
