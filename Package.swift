@@ -16,6 +16,8 @@ let package = Package(
         .executable(name: "meow-bench", targets: ["meow-bench"]),
         .library(name: "MeowWire", targets: ["MeowWire"]),
         .library(name: "CloudWire", targets: ["CloudWire"]),
+        // For app teams' test targets: an isolated cloud and devices per test (docs/TESTING.md).
+        .library(name: "MeowCareTesting", targets: ["MeowCareTesting"]),
     ],
     targets: [
         // C helpers Glibc does not expose to Swift (SO_PEERCRED's struct ucred, accept4).
@@ -36,7 +38,16 @@ let package = Package(
                 path: "Services/StoreServiceKit", swiftSettings: strict),
         .target(name: "SyncServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
                 path: "Services/SyncServiceKit", swiftSettings: strict),
-        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
+        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "MeowInspection", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
+        // The checks `meowctl doctor` and `diff` run (a device's invariants, a device against the
+        // cloud), without the command line: MeowCareTesting's assertions run the same ones.
+        .target(name: "MeowInspection", dependencies: ["MeowWire", "CloudWire"], path: "Shared/MeowInspection", swiftSettings: strict),
+        // The test library: the cluster fixture and typed clients (no Swift Testing, so tools such
+        // as meow-bench can use it), and its Swift Testing face (trait, attachments, issues).
+        .target(name: "MeowCareCluster", dependencies: ["MeowWire", "CloudWire", "MeowInspection", "CShim"],
+                path: "Shared/MeowCareTesting/Cluster", swiftSettings: strict),
+        .target(name: "MeowCareTesting", dependencies: ["MeowCareCluster", "MeowWire", "CloudWire"],
+                path: "Shared/MeowCareTesting/Testing", swiftSettings: strict),
         .executableTarget(name: "store-service", dependencies: ["StoreServiceKit", "ServiceRuntime"],
                           path: "Services/store-service", swiftSettings: strict),
         .executableTarget(name: "sync-service", dependencies: ["SyncServiceKit", "ServiceRuntime"],
@@ -45,7 +56,7 @@ let package = Package(
 
         // Benchmarks: a raw C echo server with the same framing is the same-run baseline.
         .executableTarget(name: "echo-baseline", path: "Benchmarks/echo-baseline"),
-        .executableTarget(name: "meow-bench", dependencies: ["MeowWire", "CloudWire", "SQLiteKit"],
+        .executableTarget(name: "meow-bench", dependencies: ["MeowWire", "CloudWire", "SQLiteKit", "MeowCareCluster", "CShim"],
                           path: "Benchmarks/meow-bench", swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["MeowWire", "CShim"], path: "Tests/TestSupport", swiftSettings: strict),
@@ -60,6 +71,8 @@ let package = Package(
                     path: "Tests/MirrorTests", swiftSettings: strict),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "MeowWire", "TestSupport"],
                     path: "Tests/ServiceRuntimeTests", swiftSettings: strict),
+        .testTarget(name: "MeowCareTestingTests", dependencies: ["MeowCareTesting"],
+                    path: "Tests/MeowCareTestingTests", swiftSettings: strict),
         .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire"],
                     path: "Tests/IntegrationTests", swiftSettings: strict),
     ]

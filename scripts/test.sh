@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: set up, check the docs' test references, build everything (services, meowctl,
-# benchmarks, tests), run the suite.
+# benchmarks, tests), run the suite, then README's first test from outside the package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -8,3 +8,5 @@ source scripts/setup.sh
 python3 scripts/docs-check.py
 swift build --build-tests
 swift test --skip-build "$@"
+# README's "Write your first test" block, run verbatim from a package outside this one.
+bash scripts/first-test-swift.sh

@@ -11,5 +11,6 @@ enum Benchmarks {
         BenchmarkSuite(name: "cloud", run: CloudBenchmark.run),
         BenchmarkSuite(name: "mirror", run: MirrorBenchmark.run),
         BenchmarkSuite(name: "load", run: LoadBenchmark.run),
+        BenchmarkSuite(name: "fixture", run: FixtureBenchmark.run),
     ]
 }

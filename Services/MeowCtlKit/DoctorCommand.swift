@@ -1,5 +1,5 @@
-import CloudWire
 import Foundation
+import MeowInspection
 import MeowWire
 
 /// `meowctl doctor`: checks a device's stores (and the cloud) for the invariants MeowCare's bugs
@@ -36,30 +36,6 @@ enum DoctorCommand {
     """
 
 
-    /// One violation: what, where, why it matters and what to do.
-    struct Finding {
-        var kind: String
-        var store: String?
-        var objectID: String?
-        var zone: String?
-        var summary: String
-        var explanation: String
-        var fix: String
-
-        var json: JSONValue {
-            ["kind": .string(kind), "store": store.map { .string($0) } ?? .null, "objectID": objectID.map { .string($0) } ?? .null,
-             "zone": zone.map { .string($0) } ?? .null, "summary": .string(summary), "explanation": .string(explanation), "fix": .string(fix)]
-        }
-    }
-
-    struct Check {
-        var name: String
-        var found: Int
-        var detail: String
-        /// Not run (e.g. no cloud mirror to ask); neither passed nor failed.
-        var skipped = false
-    }
-
     static func run(_ arguments: [String]) async throws(CommandError) {
         let args = try Arguments.parse(arguments, command: "doctor", options: ["socket", "cloud", "credential", "timeout"])
         let socket = try args.deviceSocket(for: "doctor")
@@ -67,12 +43,12 @@ enum DoctorCommand {
         let output = args.output
         let device = try await ServiceSession.open(socket: socket, output: output, timeout: try args.timeout(default: 60))
         defer { device.close() }
-        var doctor = Doctor(device: device)
-        try await doctor.examineDevice()
+        var doctor = Doctor(device: device.inspection)
+        do throws(InspectionError) { try await doctor.examineDevice() } catch { throw output.fail(op: error.op, error.error) }
         if let (cloud, credential) = try args.cloudTarget(for: "doctor", deviceUser: doctor.deviceUser) {
             let session = try await ServiceSession.open(socket: cloud, credential: credential, output: output, timeout: try args.timeout(default: 60))
             defer { session.close() }
-            try await doctor.examineCloud(session)
+            do throws(InspectionError) { try await doctor.examineCloud(session.inspection) } catch { throw output.fail(op: error.op, error.error) }
         }
         report(doctor, output: output, socket: socket)
         if !doctor.findings.isEmpty { throw .errorReply }
@@ -95,247 +71,5 @@ enum DoctorCommand {
             output.say("   why: \(finding.explanation)")
             output.say("   fix: \(finding.fix)")
         }
-    }
-}
-
-/// The checks themselves, run against one device's store-service and, optionally, the cloud.
-struct Doctor {
-    let device: ServiceSession
-    private(set) var findings: [DoctorCommand.Finding] = []
-    private(set) var checks: [DoctorCommand.Check] = []
-    /// The cloud user the device's mirror reported (nil before it first connected, or without a mirror).
-    private(set) var deviceUser: String?
-
-    init(device: ServiceSession) { self.device = device }
-
-    private mutating func record(_ name: String, _ found: [DoctorCommand.Finding], clean: String, dirty: String) {
-        findings += found
-        checks.append(.init(name: name, found: found.count, detail: found.isEmpty ? clean : dirty))
-    }
-
-    mutating func examineDevice() async throws(CommandError) {
-        let storeList = try await device.call("store.list")["stores"]?.arrayValue ?? []
-        let model = try await device.call("model.get")
-        let shares = try await device.call("share.list")["shares"]?.arrayValue ?? []
-        let shareZones = Set(shares.compactMap { $0["zoneName"]?.stringValue })
-        let sharedStore = storeList.first { $0["scope"] == "shared" }?["name"]?.stringValue
-        let storeUUIDs = Dictionary(storeList.compactMap { store in
-            store["name"]?.stringValue.flatMap { name in store["storeUUID"]?.stringValue.map { (name, $0) } }
-        }, uniquingKeysWith: { first, _ in first })
-        let entities = model["entities"]?.arrayValue ?? []
-
-        var rowsByEntity: [String: [[String: JSONValue]]] = [:]
-        for entity in entities.compactMap({ $0["name"]?.stringValue }) {
-            rowsByEntity[entity] = try await device.rows(entity: entity)
-        }
-        let allRows = rowsByEntity.flatMap { entity, rows in rows.map { (entity, $0) } }
-
-        var wrongStore: [DoctorCommand.Finding] = []
-        var defaultZone: [DoctorCommand.Finding] = []
-        var unknownZone: [DoctorCommand.Finding] = []
-        if let sharedStore {
-            for (entity, row) in allRows where row["store"]?.stringValue == sharedStore {
-                let objectID = row["objectID"]?.stringValue
-                let name = Self.describe(entity, row)
-                guard let zone = row["zone"]?.stringValue else {
-                    wrongStore.append(.init(kind: "wrongStore", store: sharedStore, objectID: objectID, zone: nil,
-                        summary: "\(name) is in the \(sharedStore) store but in no share zone",
-                        explanation: "The shared store only holds records of other people's shares, each in its share zone. An object saved there "
-                            + "without one was routed by store load order (seed 002: legacy routing with the shared store loaded first, or an "
-                            + "explicit assign). The mirror cannot export it: its only destination would be the shared database's core-data "
-                            + "zone, which CloudKit refuses (\"Illegal attempt to work with the core-data or default zone in the shared database\").",
-                        fix: "Move it to the private store (object.moveToStore keeps its uuid), and let new objects be routed deterministically "
-                            + "(--routing deterministic, the default) or assign them to the private store."))
-                    continue
-                }
-                if zone == ZoneID.coreDataZoneName || zone == ZoneID.defaultZoneName {
-                    defaultZone.append(.init(kind: "sharedDefaultZone", store: sharedStore, objectID: objectID, zone: zone,
-                        summary: "\(name) is in the shared store's \(zone)",
-                        explanation: "The shared database has no core-data or default zone: every write of this record is refused with "
-                            + "permissionFailure, so it never reaches the cloud and nobody else sees it.",
-                        fix: "Move it to the private store, or into a real share zone (share.setMetadata with objectIDs)."))
-                } else if !shareZones.contains(zone) {
-                    unknownZone.append(.init(kind: "unknownShareZone", store: sharedStore, objectID: objectID, zone: zone,
-                        summary: "\(name) is in zone \(zone), which the device has no share for",
-                        explanation: "Without the zone's share metadata the device does not know the owner or its permission: edits are "
-                            + "judged as the shared store's default and the mirror cannot address the owner's zone.",
-                        fix: "Run 'meowctl sync fetch' (a fetch refreshes share metadata); if the share is gone, leave it ('meowctl share leave')."))
-                }
-            }
-        }
-        record("wrongStore", wrongStore, clean: "every shared-store object is in a share zone", dirty: "\(wrongStore.count) shared-store object(s) outside any share zone (seed 002)")
-        record("sharedDefaultZone", defaultZone, clean: "no shared-store object in the core-data or default zone", dirty: "\(defaultZone.count) object(s) in a zone the shared database refuses")
-        record("unknownShareZone", unknownZone, clean: "every share zone in use has share metadata", dirty: "\(unknownZone.count) object(s) in zones without a share")
-
-        // Relationships: the related object must be in the same store, and there.
-        let present = Set(allRows.compactMap { $0.1["objectID"]?.stringValue })
-        let storeOfUUID = Dictionary(storeUUIDs.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
-        var crossStore: [DoctorCommand.Finding] = []
-        for entity in entities {
-            guard let entityName = entity["name"]?.stringValue else { continue }
-            for relationship in entity["relationships"]?.arrayValue ?? [] where relationship["toMany"] != true {
-                guard let key = relationship["name"]?.stringValue else { continue }
-                for row in rowsByEntity[entityName] ?? [] {
-                    guard let target = row[key]?.stringValue, let store = row["store"]?.stringValue else { continue }
-                    let targetStore = Self.storeUUID(of: target).flatMap { storeOfUUID[$0] }
-                    guard targetStore != store || !present.contains(target) else { continue }
-                    let name = Self.describe(entityName, row)
-                    crossStore.append(.init(kind: "crossStore", store: store, objectID: row["objectID"]?.stringValue, zone: row["zone"]?.stringValue,
-                        summary: targetStore != store
-                            ? "\(name) in the \(store) store points through '\(key)' at \(target) in the \(targetStore ?? "unknown") store"
-                            : "\(name) in the \(store) store points through '\(key)' at \(target), which is not in the store",
-                        explanation: "Core Data does not support persistent cross-store relationships: a save refuses them (133010), and a "
-                            + "link that crossed stores anyway reads back as a dangling reference that fetches, the cloud mirror and the "
-                            + "orphan repair cannot follow.",
-                        fix: "Clear the relationship (object.set \(key) null) or point it at an object of the same store; to move an object "
-                            + "between stores use object.moveToStore with the new relationship in its values."))
-                }
-            }
-        }
-        record("crossStore", crossStore, clean: "no relationship crosses stores or dangles", dirty: "\(crossStore.count) relationship(s) crossing stores or dangling")
-
-        // Orphans, as the model's orphan repair defines them.
-        var orphans: [DoctorCommand.Finding] = []
-        if let repair = model["orphanRepair"], let child = repair["childEntity"]?.stringValue, let key = repair["relationship"]?.stringValue {
-            // An object whose relationship waits for a record not fetched yet is no orphan
-            // (reported as pendingLink below).
-            var waiting: Set<String> = []
-            if case let .success(status) = try await device.attempt("sync.status") {
-                for store in status["stores"]?.arrayValue ?? [] {
-                    for link in store["pendingLinks"]?.arrayValue ?? [] where link["entity"]?.stringValue == child && link["relationship"]?.stringValue == key {
-                        if let name = link["recordName"]?.stringValue { waiting.insert(name) }
-                    }
-                }
-            }
-            for row in rowsByEntity[child] ?? [] where (row[key] == nil || row[key] == .null) && !waiting.contains(row["uuid"]?.stringValue ?? "") {
-                let store = row["store"]?.stringValue ?? "?"
-                orphans.append(.init(kind: "orphan", store: store, objectID: row["objectID"]?.stringValue, zone: row["zone"]?.stringValue,
-                    summary: "\(Self.describe(child, row)) in the \(store) store has no \(key)",
-                    explanation: "An orphan (seed 000): lists by \(key) never show it. Old data has them; the first repair tried to assign "
-                        + "saved orphans to a store, which Core Data refuses (\"Can't reassign an object to a different store once it has been saved.\").",
-                    fix: store == sharedStore
-                        ? "It is in the shared store, so the default session (private store) cannot take it: set its \(key) to a session of the same share, or move it to the private store."
-                        : "Run repair.orphans ('meowctl call --socket … repair.orphans'), which sets the relationship without an assign; start-up runs it unless --no-orphan-repair."))
-            }
-            record("orphan", orphans, clean: "every \(child) has a \(key)", dirty: "\(orphans.count) \(child)(s) without a \(key)")
-        }
-
-        try await examineExports()
-    }
-
-    private mutating func examineExports() async throws(CommandError) {
-        let status: JSONValue
-        switch try await device.attempt("sync.status") {
-        case let .success(value): status = value
-        case let .failure(error):
-            checks.append(.init(name: "exports", found: 0, detail: "not checked: \(error.code) (\(error.message))", skipped: true))
-            return
-        }
-        deviceUser = status["user"]?.stringValue
-        let lastError = status["lastError"].flatMap { $0.isNull ? nil : $0 }
-        var stuck: [DoctorCommand.Finding] = []
-        var deferred: [DoctorCommand.Finding] = []
-        var unexportable: [DoctorCommand.Finding] = []
-        var unimportable: [DoctorCommand.Finding] = []
-        var waiting: [DoctorCommand.Finding] = []
-        let alreadyReported = Set(findings.compactMap(\.objectID))
-        for store in status["stores"]?.arrayValue ?? [] {
-            let name = store["store"]?.stringValue ?? "?"
-            let pending = store["pending"]?.intValue ?? 0
-            let held = store["deferred"]?.intValue ?? 0
-            if pending > 0, let lastError {
-                let zones = (store["pendingByZone"]?.objectValue ?? [:]).map { "\($0.key): \($0.value.cell)" }.sorted().joined(separator: ", ")
-                stuck.append(.init(kind: "exportStuck", store: name, objectID: nil, zone: nil,
-                    summary: "\(pending) change(s) of the \(name) store wait to be exported (\(zones)) and the last sync step failed: \(lastError["code"].cell)",
-                    explanation: "The mirror's last step failed with \(lastError["code"].cell): \(lastError["message"].cell.trimmingCharacters(in: CharacterSet(charactersIn: "."))). Until a send succeeds "
-                        + "these changes exist only on this device.",
-                    fix: "Fix the cause (a cloud that is down, an account, a quota), then 'meowctl sync now'; 'meowctl log' shows the server's side."))
-            }
-            if held > 0 {
-                let retry = lastError?["details"]?["retryAfterSeconds"]
-                deferred.append(.init(kind: "exportDeferred", store: name, objectID: nil, zone: nil,
-                    summary: "\(held) change(s) of the \(name) store are deferred by a server retry-after\(retry.map { " (\($0.cell) s)" } ?? "")",
-                    explanation: "The cloud answered with a transient error (requestRateLimited, serviceUnavailable, zoneBusy) and a retry-after; "
-                        + "the mirror does not send these entries before that time.",
-                    fix: "Wait for the retry-after to pass and run 'meowctl sync send'; repeated deferrals mean the server is overloaded or faults are injected."))
-            }
-            for objectID in (store["unexportable"]?.arrayValue ?? []).compactMap(\.stringValue) where !alreadyReported.contains(objectID) {
-                unexportable.append(.init(kind: "unexportable", store: name, objectID: objectID, zone: nil,
-                    summary: "\(objectID) in the \(name) store is reported unexportable by the mirror",
-                    explanation: "sync.status lists shared-store objects outside any share zone (seed 002); the mirror never exports them.",
-                    fix: "Move it to the private store (object.moveToStore) or into a share zone."))
-            }
-            for refused in store["unimportable"]?.arrayValue ?? [] {
-                let record = refused["recordName"].cell, zone = refused["zone"]?.stringValue
-                unimportable.append(.init(kind: "unimportable", store: name, objectID: nil, zone: zone,
-                    summary: "cloud record \(record) (\(refused["entity"].cell), zone \(zone ?? "?")) was not imported into the \(name) store: \(refused["code"].cell)",
-                    explanation: "The store refuses what the record holds: \(refused["message"].cell) Another client wrote it; this device "
-                        + "leaves it out (the rest syncs) and tries again when the record changes.",
-                    fix: "Correct the record in the cloud (a valid version is imported on the next fetch), or delete it there."))
-            }
-            for link in store["pendingLinks"]?.arrayValue ?? [] {
-                let record = link["recordName"].cell, target = link["target"].cell
-                waiting.append(.init(kind: "pendingLink", store: name, objectID: nil, zone: link["zone"]?.stringValue,
-                    summary: "\(link["entity"].cell) \(record) in the \(name) store waits for its \(link["relationship"].cell) record \(target) (\(link["waitingSeconds"].cell) s)",
-                    explanation: "The record was imported before the record its relationship names (another page, fetch or zone). The relationship "
-                        + "stays empty until that record arrives and is then set; the orphan repair leaves the object alone meanwhile.",
-                    fix: "Run 'meowctl sync fetch'. A link that keeps waiting names a record the cloud does not have (deleted, or in a zone this user cannot read): fix the record that names it."))
-            }
-        }
-        record("exportStuck", stuck, clean: "no pending export behind a failed sync step", dirty: "exports stuck behind \(lastError?["code"].cell ?? "an error")")
-        record("exportDeferred", deferred, clean: "no export deferred by a retry-after", dirty: "exports deferred by the server")
-        record("unexportable", unexportable, clean: "the mirror reports nothing unexportable beyond the findings above", dirty: "\(unexportable.count) object(s) the mirror cannot export")
-        record("unimportable", unimportable, clean: "the store refused no cloud record", dirty: "\(unimportable.count) cloud record(s) the store refused")
-        record("pendingLink", waiting, clean: "no relationship waits for a record", dirty: "\(waiting.count) relationship(s) wait for records not fetched yet")
-    }
-
-    /// The cloud as the device's user sees it: its shared database must hold no core-data or
-    /// default zone.
-    mutating func examineCloud(_ cloud: ServiceSession) async throws(CommandError) {
-        var mismatch: [DoctorCommand.Finding] = []
-        if let deviceUser, let cloudUser = cloud.hello.user, deviceUser != cloudUser {
-            mismatch.append(.init(kind: "cloudUserMismatch", store: nil, objectID: nil, zone: nil,
-                summary: "the credential is \(cloudUser)'s, but the device mirrors \(deviceUser)'s databases",
-                explanation: "The cloud checks ran as another user than the device's, so they say nothing about this device.",
-                fix: "Pass the credential of \(deviceUser)."))
-        }
-        record("cloudUser", mismatch, clean: "the credential is the device's cloud user (\(cloud.hello.user ?? "?"))", dirty: "credential of another user")
-
-        var zones: [JSONValue] = []
-        var since = JSONValue.null
-        while true {
-            let page = try await cloud.call("changes.fetchDatabase", ["database": "shared", "since": since])
-            zones += page["changedZones"]?.arrayValue ?? []
-            guard page["moreComing"] == true else { break }
-            since = page["token"] ?? .null
-        }
-        var found: [DoctorCommand.Finding] = []
-        for zone in zones {
-            let name = zone["zoneName"]?.stringValue ?? ""
-            guard name == ZoneID.coreDataZoneName || name == ZoneID.defaultZoneName else { continue }
-            let owner = zone["ownerName"]?.stringValue ?? "?"
-            found.append(.init(kind: "cloudSharedDefaultZone", store: nil, objectID: nil, zone: "\(owner)/\(name)",
-                summary: "\(cloud.hello.user ?? "this user")'s shared database lists \(owner)'s \(name)",
-                explanation: "\(owner) shared their whole \(name == ZoneID.coreDataZoneName ? "core-data" : "default") zone. Records there would be "
-                    + "in the shared database's \(name), which CloudKit refuses: fetching or writing them fails with permissionFailure "
-                    + "(\"Illegal attempt to work with the core-data or default zone in the shared database\").",
-                fix: "\(owner) should stop that share (delete \(CloudKitNames.zoneShareName) in \(name)) and share sessions with 'meowctl share create', "
-                    + "which moves them into a share zone of their own."))
-        }
-        record("cloudSharedDefaultZone", found, clean: "the shared database has no core-data or default zone (\(zones.count) shared zone(s))",
-               dirty: "\(found.count) core-data/default zone(s) in the shared database")
-    }
-
-    static func describe(_ entity: String, _ row: [String: JSONValue]) -> String {
-        let id = row["id"]?.stringValue.map { " '\($0)'" } ?? ""
-        return "\(entity)\(id) (\(row["objectID"]?.stringValue ?? "?"))"
-    }
-
-    /// `x-coredata://<storeUUID>/Entity/p1` → the store UUID; temporary IDs have none.
-    static func storeUUID(of objectID: String) -> String? {
-        guard objectID.hasPrefix("x-coredata://") else { return nil }
-        let rest = objectID.dropFirst("x-coredata://".count)
-        guard let slash = rest.firstIndex(of: "/"), slash != rest.startIndex else { return nil }
-        return String(rest[..<slash])
     }
 }

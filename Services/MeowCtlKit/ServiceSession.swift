@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import MeowInspection
 import MeowWire
 
 /// One connection of a command for people: calls whose failures become meowctl's exit codes
@@ -24,6 +25,9 @@ struct ServiceSession {
     }
 
     func close() { client.close() }
+
+    /// This connection for the checks `doctor` and `diff` share with MeowCareTesting.
+    var inspection: WireInspectionConnection { WireInspectionConnection(client: client, user: hello.user) }
 
     /// Calls `op`; an error reply is reported and ends the command with exit code 1.
     func call(_ op: String, _ params: [String: JSONValue] = [:], timeout: Duration? = nil) async throws(CommandError) -> JSONValue {

@@ -12,15 +12,25 @@
 #include <spawn.h>
 #include <string.h>
 #include <sys/syscall.h>
+#ifdef __linux__
 #include <malloc.h>
+#endif
 #include <sys/mman.h>
 
+// The services run on Linux only; the client (MeowWire) also builds on macOS, where the
+// Linux-only calls below fail with ENOSYS or use the nearest portable equivalent.
 int meow_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
+#ifndef __linux__
+    (void)fd; (void)pid; (void)uid; (void)gid;
+    errno = ENOSYS;
+    return -1;
+#else
     struct ucred cred;
     socklen_t len = sizeof(cred);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
     *pid = cred.pid; *uid = cred.uid; *gid = cred.gid;
     return 0;
+#endif
 }
 
 #ifndef SO_PEERGROUPS
@@ -28,13 +38,25 @@ int meow_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
 #endif
 
 int meow_peer_groups(int fd, gid_t *groups, int capacity) {
+#ifndef __linux__
+    (void)fd; (void)groups; (void)capacity;
+    errno = ENOSYS;
+    return -1;
+#else
     socklen_t len = (socklen_t)(capacity * (int)sizeof(gid_t));
     if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0) return -1;
     return (int)(len / sizeof(gid_t));
+#endif
 }
 
 int meow_accept_cloexec(int fd) {
+#ifdef __linux__
     return accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+#else
+    int accepted = accept(fd, NULL, NULL);
+    if (accepted >= 0) fcntl(accepted, F_SETFD, FD_CLOEXEC);
+    return accepted;
+#endif
 }
 
 int meow_listen_fds(void) {
@@ -107,7 +129,14 @@ int meow_install_shutdown_signals(int write_fd) {
 }
 
 int meow_pipe_cloexec(int fds[2]) {
+#ifdef __linux__
     return pipe2(fds, O_CLOEXEC);
+#else
+    if (pipe(fds) != 0) return -1;
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return 0;
+#endif
 }
 
 pid_t meow_spawn(const char *path, char *const argv[], char *const envp[], int stdout_fd, int stderr_fd) {
@@ -146,13 +175,25 @@ int meow_pidfd_open(pid_t pid) {
 }
 
 int meow_keep_freed_memory(int mmap_threshold, int trim_threshold) {
+#ifdef __linux__
     if (mallopt(M_MMAP_THRESHOLD, mmap_threshold) != 1) return -1;
     if (mallopt(M_TRIM_THRESHOLD, trim_threshold) != 1) return -1;
+#else
+    (void)mmap_threshold; (void)trim_threshold;
+#endif
     return 0;
 }
 
 void *meow_remap(void *old_address, size_t old_size, size_t new_size) {
+#ifdef __linux__
     return mremap(old_address, old_size, new_size, MREMAP_MAYMOVE);
+#else
+    void *fresh = mmap(NULL, new_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+    if (fresh == MAP_FAILED) return MAP_FAILED;
+    memcpy(fresh, old_address, old_size < new_size ? old_size : new_size);
+    munmap(old_address, old_size);
+    return fresh;
+#endif
 }
 
 static struct flock meow_whole_file_write_lock(void) {

@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Splits a byte stream into length-prefixed frames: a 4-byte big-endian unsigned body length,

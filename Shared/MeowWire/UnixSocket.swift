@@ -1,24 +1,20 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
-import CShim
 
 /// Thin, blocking helpers over a Unix stream socket file descriptor. EINTR is retried, partial
-/// writes are continued, and SIGPIPE is never raised (MSG_NOSIGNAL).
+/// writes are continued, and SIGPIPE is never raised. The system calls are `SystemSocket`'s.
 public enum UnixSocket {
     /// Connects to the socket at `path`; returns the file descriptor.
     public static func connect(path: String) throws(WireError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = SystemSocket.openStream()
         guard fd >= 0 else { throw systemError("socket", path: path) }
-        var address = try makeAddress(path: path)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        if result != 0 {
+        let address = try makeAddress(path: path)
+        if SystemSocket.connect(fd, to: address) != 0 {
             let error = systemError("connect", path: path)
-            close(fd)
+            SystemSocket.close(fd)
             throw error
         }
         return fd
@@ -26,8 +22,7 @@ public enum UnixSocket {
 
     /// A sockaddr_un for `path`, refusing paths longer than sun_path holds (107 bytes).
     public static func makeAddress(path: String) throws(WireError) -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
+        var address = SystemSocket.emptyAddress()
         let bytes = Array(path.utf8)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard !bytes.isEmpty, bytes.count < capacity else {
@@ -45,7 +40,7 @@ public enum UnixSocket {
     public static func writeAll(fd: Int32, _ bytes: UnsafeRawBufferPointer) -> WriteOutcome {
         var offset = 0
         while offset < bytes.count {
-            let n = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            let n = SystemSocket.send(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n > 0 { offset += n; continue }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .timedOut }
@@ -63,7 +58,7 @@ public enum UnixSocket {
     /// Reads what is available (blocking); 0 on EOF, -1 on error (EINTR retried).
     public static func read(fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
         while true {
-            let n = recv(fd, buffer.baseAddress, buffer.count, 0)
+            let n = SystemSocket.receive(fd, buffer.baseAddress, buffer.count)
             if n < 0 && errno == EINTR { continue }
             return n
         }
@@ -71,17 +66,16 @@ public enum UnixSocket {
 
     /// Waits until fd is readable or the timeout passes (milliseconds; -1 waits forever).
     public static func waitReadable(fd: Int32, timeoutMilliseconds: Int32) -> Bool {
-        var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while true {
-            let n = poll(&pollfd, 1, timeoutMilliseconds)
+            let n = SystemSocket.pollReadable(fd, timeoutMilliseconds: timeoutMilliseconds)
             if n < 0 && errno == EINTR { continue }
             return n > 0
         }
     }
 
     static func systemError(_ call: String, path: String) -> WireError {
-        let code = errno
-        let reason = String(cString: strerror(code))
+        let code = SystemSocket.lastError
+        let reason = SystemSocket.describe(code)
         var hint = ""
         if code == ENOENT { hint = " Is the service running? Start it with --socket \(path)." }
         if code == ECONNREFUSED { hint = " Nothing is listening there (a stale socket file?)." }

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Synchronization
 
@@ -72,12 +69,12 @@ public final class WireClient: Sendable {
     }
 
     deinit {
-        Glibc.close(fd)
+        SystemSocket.close(fd)
     }
 
     /// Closes the connection; pending requests fail with `connectionClosed`.
     public func close() {
-        shutdown(fd, Int32(SHUT_RDWR))
+        SystemSocket.shutdownBoth(fd)
     }
 
     // MARK: Requests

@@ -1,0 +1,5 @@
+// A test imports one module: the wire values (JSONValue, ErrorCode), the cloud's record types
+// (CloudRecord, ZoneID, RecordConflict) and the checks' reports appear in the clients' signatures.
+@_exported import CloudWire
+@_exported import MeowWire
+@_exported import MeowInspection

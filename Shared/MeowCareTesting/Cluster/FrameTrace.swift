@@ -1,0 +1,50 @@
+import Foundation
+import Synchronization
+
+/// What the cluster's clients sent and received, in order: every request, reply and event on
+/// every connection the fixture opened, each with its time since the cluster started. A failing
+/// test attaches it, as `meowctl tap` would have recorded the same connections.
+///
+/// ```swift
+/// print(cluster.trace.text())
+/// ```
+public final class FrameTrace: Sendable {
+    public struct Entry: Sendable {
+        /// Seconds since the cluster started.
+        public var time: Double
+        /// The connection, e.g. `A` or `cloud:admin`.
+        public var connection: String
+        /// `→` sent, `←` received (a reply), `⚡` an event.
+        public var direction: String
+        /// The frame's JSON, cut to `maxEntryCharacters`.
+        public var json: String
+    }
+
+    /// Entries beyond this are dropped from the front: the end of a trace explains a failure.
+    public static let maxEntries = 20_000
+    public static let maxEntryCharacters = 4_000
+    private let start = ContinuousClock.now
+    private let entries = Mutex<[Entry]>([])
+
+    public init() {}
+
+    func record(_ connection: String, _ direction: String, _ json: @autoclosure () -> String) {
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        var text = json()
+        if text.count > Self.maxEntryCharacters { text = String(text.prefix(Self.maxEntryCharacters)) + "…" }
+        let entry = Entry(time: seconds, connection: connection, direction: direction, json: text)
+        entries.withLock { entries in
+            entries.append(entry)
+            if entries.count > Self.maxEntries { entries.removeFirst(entries.count - Self.maxEntries) }
+        }
+    }
+
+    /// Every entry so far.
+    public var all: [Entry] { entries.withLock { $0 } }
+
+    /// One line per frame: `  1.234 A → {"op":"sync.now","params":{}}`.
+    public func text() -> String {
+        all.map { String(format: "%8.3f ", $0.time) + "\($0.connection) \($0.direction) \($0.json)" }.joined(separator: "\n")
+    }
+}

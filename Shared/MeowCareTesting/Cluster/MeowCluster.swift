@@ -1,0 +1,138 @@
+import Foundation
+
+/// An isolated cloud and N devices for one test: a sync-service with users made for it, and a
+/// store-service per device mirroring to it as its user, each on its own socket in a short temp
+/// directory of its own. `stop()` ends them all; the Swift Testing trait (`.meowCluster`) and
+/// `withMeowCluster` call it when the test ends, however it ends.
+///
+/// ```swift
+/// let cluster = try await MeowCluster.start(MeowClusterConfiguration(devices: ["A": "olivia", "P": "pablo"]))
+/// let session = try await cluster["A"].insert("CareSession", ["id": "s1", "title": "Mochi"])
+/// try await cluster.settle()
+/// await cluster.stop()
+/// ```
+public final class MeowCluster: Sendable {
+    public let configuration: MeowClusterConfiguration
+    /// The devices, in the configuration's order.
+    public let devices: [MeowDevice]
+    public let cloud: MeowCloud
+    /// The cluster's directory (sockets, logs, SQLite files); the deployment's in external mode.
+    public let directory: String
+    /// Whether the cluster uses a running deployment (`MEOWCARE_EXTERNAL`) rather than its own services.
+    public let isExternal: Bool
+    let lifecycle: ClusterLifecycle
+    private let local: LocalDeployment?
+    private let logFiles: [(service: String, path: String)]
+
+    /// The cluster of the running test (the `.meowCluster` trait's, or `withMeowCluster`'s).
+    @TaskLocal static var scoped: MeowCluster?
+
+    /// The cluster of the current test: set by the `.meowCluster` trait and inside `withMeowCluster`.
+    public static var current: MeowCluster {
+        get throws(MeowCareError) {
+            guard let cluster = scoped else {
+                throw MeowCareError(.invalidConfiguration, "MeowCluster.current is set only in a test with the .meowCluster(…) trait "
+                                    + "or inside withMeowCluster { … }.", service: "cluster")
+            }
+            return cluster
+        }
+    }
+
+    /// Runs `body` with `cluster` as `MeowCluster.current`.
+    public static func withCurrent<T>(_ cluster: MeowCluster, _ body: () async throws -> T) async rethrows -> T {
+        try await $scoped.withValue(cluster) { try await body() }
+    }
+
+    private init(configuration: MeowClusterConfiguration, devices: [MeowDevice], cloud: MeowCloud, directory: String, isExternal: Bool,
+                 lifecycle: ClusterLifecycle, local: LocalDeployment?, logFiles: [(service: String, path: String)]) {
+        self.configuration = configuration
+        self.devices = devices
+        self.cloud = cloud
+        self.directory = directory
+        self.isExternal = isExternal
+        self.lifecycle = lifecycle
+        self.local = local
+        self.logFiles = logFiles
+    }
+
+    /// Starts the services (or connects to `configuration.externalDeployment`) and returns once
+    /// every one answers `health` ready. A service that cannot start fails this with its own log lines.
+    public static func start(_ configuration: MeowClusterConfiguration) async throws(MeowCareError) -> MeowCluster {
+        try configuration.validate()
+        let lifecycle = ClusterLifecycle()
+        let endpoints: ClusterEndpoints, connections: [TracedConnection], local: LocalDeployment?, directory: String
+        if let external = configuration.externalDeployment {
+            let deployment = try ExternalDeployment(directory: external, configuration: configuration)
+            do throws(MeowCareError) { connections = try await deployment.connect(lifecycle: lifecycle) } catch {
+                lifecycle.stop()
+                throw error
+            }
+            (endpoints, local, directory) = (deployment.endpoints, nil, external)
+        } else {
+            let started = try await LocalDeployment.start(configuration, lifecycle: lifecycle)
+            (endpoints, connections, local, directory) = (started.0.endpoints, started.1, started.0, started.0.directory)
+        }
+        let cloud = MeowCloud(socketPath: endpoints.cloud.socket, admin: MeowCloudAdmin(connection: connections[0]),
+                              credentials: endpoints.credentials, adminCredential: endpoints.adminCredential, lifecycle: lifecycle)
+        let devices = zip(endpoints.devices, connections.dropFirst()).map { endpoint, connection in
+            MeowDevice(name: endpoint.name, user: endpoint.user ?? "", socketPath: endpoint.socket, connection: connection, lifecycle: lifecycle)
+        }
+        let logs = ([endpoints.cloud] + endpoints.devices).compactMap { endpoint in endpoint.logPath.map { (service: endpoint.name, path: $0) } }
+        return MeowCluster(configuration: configuration, devices: devices, cloud: cloud, directory: directory, isExternal: local == nil,
+                           lifecycle: lifecycle, local: local, logFiles: logs)
+    }
+
+    /// The device named `name`; a name the configuration does not have stops the test with the names it has.
+    public subscript(name: String) -> MeowDevice {
+        guard let device = devices.first(where: { $0.name == name }) else {
+            preconditionFailure("The cluster has no device '\(name)'; its devices: \(devices.map(\.name).joined(separator: ", ")).")
+        }
+        return device
+    }
+
+    /// The device named `name`, or an error naming the devices there are.
+    public func device(named name: String) throws(MeowCareError) -> MeowDevice {
+        guard let device = devices.first(where: { $0.name == name }) else {
+            throw MeowCareError(.invalidConfiguration, "The cluster has no device '\(name)'; its devices: \(devices.map(\.name).joined(separator: ", ")).",
+                                service: "cluster")
+        }
+        return device
+    }
+
+    /// The users of the devices, each once.
+    public var users: [String] {
+        var seen: Set<String> = []
+        return devices.map(\.user).filter { seen.insert($0).inserted }
+    }
+
+    /// Every frame the cluster's clients sent and received.
+    public var trace: FrameTrace { lifecycle.trace }
+
+    public var isStopped: Bool { lifecycle.isStopped }
+
+    /// Closes every client and stops every service this cluster started (SIGTERM, then SIGKILL
+    /// after 10 s), then removes its directory. In external mode only the clients are closed.
+    /// Clients used afterwards fail with `clusterStopped`. Calling it again does nothing.
+    public func stop() async {
+        let first = !lifecycle.isStopped
+        lifecycle.stop()
+        if first { await local?.stop() }
+    }
+
+    /// Each service's log (one JSON object per line), its last `limit` lines: `cloud` first,
+    /// then the devices by name.
+    public func logs(limit: Int = 5_000) -> [(service: String, text: String)] {
+        logFiles.map { entry in
+            let text = (try? String(contentsOfFile: entry.path, encoding: .utf8)) ?? ""
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: true)
+            return (entry.service, lines.suffix(limit).joined(separator: "\n"))
+        }
+    }
+
+    /// Sets every clock — the cloud's (`admin.setClock`) and each device's (`clock.set`) — to
+    /// `seconds` later than it is, so retry-after waits and expiries pass at once.
+    public func advanceClocks(by seconds: Double) async throws(MeowCareError) {
+        _ = try await cloud.admin.advanceClock(by: seconds)
+        for device in devices { _ = try await device.advanceClock(by: seconds) }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+
+/// What a cluster is made of: the devices (each a store-service mirroring as one user), how
+/// they store data and sync, and the options passed through to the services.
+///
+/// ```swift
+/// var configuration = MeowClusterConfiguration(devices: ["A": "olivia", "B": "olivia", "P": "pablo"])
+/// configuration.persistence = .sqlite
+/// let cluster = try await MeowCluster.start(configuration)
+/// ```
+public struct MeowClusterConfiguration: Sendable {
+    /// One device: its name (also its `--device-name`) and its cloud user.
+    public struct Device: Sendable, Hashable {
+        public var name: String
+        public var user: String
+        public init(name: String, user: String) {
+            self.name = name
+            self.user = user
+        }
+    }
+
+    public enum Persistence: Sendable, Hashable {
+        /// Nothing touches the disk (the default: fastest, and nothing to clean up).
+        case inMemory
+        /// SQLite files under the cluster's directory, as on a device.
+        case sqlite
+    }
+
+    public enum SyncMode: String, Sendable, Hashable {
+        /// Devices reach the cloud only when asked (`sync.*`, `settle()`): tests are deterministic.
+        case manual
+        /// Devices also send after each save and fetch on the cloud's pushes, as an app does.
+        case automatic
+    }
+
+    public var devices: [Device]
+    public var persistence: Persistence = .inMemory
+    public var syncMode: SyncMode = .manual
+    /// A data model file (`store-service --model`); nil: the embedded MeowCare model.
+    public var modelFile: String?
+    /// Run the start-up orphan repair, which creates the model's default parent on every device.
+    /// Off by default, so a device's stores hold only what the test made.
+    public var orphanRepair = false
+    /// More options for every store-service (e.g. `["--conflict-policy", "serverWins"]`).
+    public var deviceArguments: [String] = []
+    /// More options for the sync-service (e.g. `["--max-items", "50"]`).
+    public var cloudArguments: [String] = []
+    /// How long each service may take to answer `health` with ready.
+    public var startTimeout: Duration = .seconds(30)
+    /// A running `deploy/meowcare-local` deployment's directory to use instead of starting
+    /// services; defaults to `$MEOWCARE_EXTERNAL` (see `ExternalDeployment`).
+    public var externalDeployment: String? = ProcessInfo.processInfo.environment["MEOWCARE_EXTERNAL"].flatMap { $0.isEmpty ? nil : $0 }
+
+    public init(devices: [Device]) {
+        self.devices = devices
+    }
+
+    /// Devices and their users, in order: `["A": "olivia", "P": "pablo"]`.
+    public init(devices: KeyValuePairs<String, String>) {
+        self.devices = devices.map { Device(name: $0.key, user: $0.value) }
+    }
+
+    /// Devices of one user (several devices of one account).
+    public init(devices: [String], user: String = "owner") {
+        self.devices = devices.map { Device(name: $0, user: user) }
+    }
+
+    /// The users of the devices, each once, in order of first appearance.
+    public var users: [String] {
+        var seen: Set<String> = []
+        return devices.map(\.user).filter { seen.insert($0).inserted }
+    }
+
+    func validate() throws(MeowCareError) {
+        let names = devices.map(\.name)
+        if let repeated = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
+            throw MeowCareError(.invalidConfiguration, "The device name '\(repeated)' is used twice; each device needs its own name.", service: "cluster")
+        }
+        for user in users where user.isEmpty || user.hasPrefix("_") || user.contains("/") {
+            throw MeowCareError(.invalidConfiguration, "'\(user)' cannot be a cloud user's name: it must be non-empty, not start with '_' and not contain '/'.",
+                                service: "cluster")
+        }
+    }
+}

@@ -1,0 +1,115 @@
+/// `sync.send`'s answer.
+public struct SyncSendResult: Decodable, Sendable, Hashable {
+    public var saved: Int
+    public var deleted: Int
+    /// `serverRecordChanged` / `serverRejectedRequest` verdicts merged per field.
+    public var conflictsResolved: Int
+    /// Local changes the server refused (`permissionFailure`) and the device undid.
+    public var reverted: Int
+    public var dropped: Int
+    /// Entries held back by a server retry-after.
+    public var deferred: Int
+    public var requests: Int
+    public var pending: Int
+    public var retryAfterSeconds: Double?
+}
+
+/// `sync.fetch`'s answer.
+public struct SyncFetchResult: Decodable, Sendable, Hashable {
+    public var changedRecords: Int
+    public var deletedRecords: Int
+    public var merged: Int
+    public var pages: Int
+    /// `owner/zone`, prefixed `purged:` for purged zones.
+    public var zonesRemoved: [String]
+    public var zonesReset: [String]
+    public var tokensExpired: Int
+}
+
+/// `sync.now`'s answer: a send, then a fetch.
+public struct SyncNowResult: Decodable, Sendable, Hashable {
+    public var send: SyncSendResult
+    public var fetch: SyncFetchResult
+
+    /// Whether the step moved anything in either direction (what `settle()` loops on).
+    public var changedAnything: Bool {
+        send.requests > 0 || send.saved + send.deleted + send.conflictsResolved + send.reverted + send.dropped > 0
+            || fetch.changedRecords + fetch.deletedRecords + fetch.merged > 0 || !fetch.zonesRemoved.isEmpty || !fetch.zonesReset.isEmpty
+    }
+}
+
+/// `sync.status`: the mirror's state, never waiting for a running step.
+public struct SyncStatus: Decodable, Sendable {
+    public struct Store: Decodable, Sendable {
+        public var store: String
+        public var database: String
+        public var pending: Int
+        public var deferred: Int
+        public var pendingByZone: [String: Int]?
+        public var unexportable: [String]?
+        public var unimportable: [JSONValue]?
+        public var pendingLinks: [JSONValue]?
+        public var tombstonesHeld: Int?
+    }
+
+    public var user: String?
+    public var signedIn: Bool
+    public var device: String?
+    /// `manual` or `automatic`.
+    public var mode: String
+    /// The running step (`send`, `fetch`, `now`, `share.create`, `automatic`, …), if any.
+    public var inFlight: String?
+    public var lastError: WireError?
+    /// Nothing queued, nothing unqueued, nothing in flight, no deletions held.
+    public var quiescent: Bool
+    public var stores: [Store]
+
+    /// Changes waiting to be sent, over both stores.
+    public var pending: Int { stores.reduce(0) { $0 + $1.pending } }
+    /// Changes held back by a retry-after, over both stores.
+    public var deferred: Int { stores.reduce(0) { $0 + $1.deferred } }
+}
+
+/// `share.create`'s answer.
+public struct ShareCreation: Decodable, Sendable {
+    /// The new share zone (`com.apple.coredata.cloudkit.share.<UUID>`).
+    public var zoneName: String
+    public var rootRecordName: String
+    public var movedRecords: Int
+    public var pendingRecords: Int
+    /// A cloud error that stopped the move's send (the share exists; the next send moves the rest).
+    public var sendError: WireError?
+    public var share: CloudRecord
+}
+
+/// `share.accept`'s answer: the share, and the fetch that brought its records.
+public struct ShareAcceptance: Decodable, Sendable {
+    public var zoneName: String
+    public var ownerName: String
+    public var share: CloudRecord
+    public var fetch: SyncFetchResult
+}
+
+/// One share the caller owns (`share.owned`, the cloud's `shares.owned`).
+public struct OwnedShare: Decodable, Sendable, Hashable {
+    public struct Participant: Decodable, Sendable, Hashable {
+        public var user: String
+        public var role: String
+        public var permission: String
+        public var acceptanceStatus: String
+    }
+
+    public var zoneID: ZoneID
+    public var shareName: String
+    public var rootRecordName: String?
+    public var publicPermission: String
+    public var recordCount: Int
+    public var participants: [Participant]
+}
+
+/// `sync.initializeSchema`'s answer: every record type's fields as CloudKit names their types.
+public struct SchemaInitialization: Decodable, Sendable, Hashable {
+    public var recordTypes: [String: [String: String]]
+    public var uploaded: Int
+    public var dryRun: Bool
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Synchronization
+
+/// The cluster's state every client checks: whether it has stopped, and the connections to
+/// close when it does.
+final class ClusterLifecycle: Sendable {
+    private let state = Mutex<(stopped: Bool, clients: [WireClient])>((false, []))
+    let trace = FrameTrace()
+
+    var isStopped: Bool { state.withLock { $0.stopped } }
+
+    /// Registers a connection to close at stop; false (and the client closed) when the cluster stopped already.
+    func adopt(_ client: WireClient) -> Bool {
+        let adopted = state.withLock { state -> Bool in
+            if state.stopped { return false }
+            state.clients.append(client)
+            return true
+        }
+        if !adopted { client.close() }
+        return adopted
+    }
+
+    /// Marks the cluster stopped and closes every connection; later calls fail with `clusterStopped`.
+    func stop() {
+        let clients = state.withLock { state -> [WireClient] in
+            state.stopped = true
+            defer { state.clients = [] }
+            return state.clients
+        }
+        clients.forEach { $0.close() }
+    }
+
+    func stoppedError(op: String?, service: String) -> MeowCareError {
+        MeowCareError(.clusterStopped, "\(service) was used after its cluster stopped: a client lives only as long as the cluster "
+                      + "(the test's scope, or the withMeowCluster closure) that made it.", op: op, service: service)
+    }
+}
+
+/// One connection of the fixture to a service, with `hello` done: every request and reply is
+/// recorded in the cluster's trace, errors become `MeowCareError`s naming the service, and a
+/// call after the cluster stopped fails with `clusterStopped`.
+final class TracedConnection: Sendable {
+    let label: String
+    let service: String
+    let client: WireClient
+    let lifecycle: ClusterLifecycle
+
+    private init(label: String, service: String, client: WireClient, lifecycle: ClusterLifecycle) {
+        self.label = label
+        self.service = service
+        self.client = client
+        self.lifecycle = lifecycle
+    }
+
+    static func open(socket: String, service: String, label: String, credential: String? = nil,
+                     lifecycle: ClusterLifecycle) async throws(MeowCareError) -> TracedConnection {
+        if lifecycle.isStopped { throw lifecycle.stoppedError(op: "hello", service: service) }
+        let client: WireClient
+        do throws(WireError) { client = try WireClient(socketPath: socket, timeout: .seconds(120)) } catch { throw MeowCareError(error, op: "connect", service: service) }
+        guard lifecycle.adopt(client) else { throw lifecycle.stoppedError(op: "hello", service: service) }
+        let connection = TracedConnection(label: label, service: service, client: client, lifecycle: lifecycle)
+        lifecycle.trace.record(label, "→", #"{"op":"hello","params":{"client":"MeowCareTesting"\#(credential == nil ? "" : #","credential":"…""#)}}"#)
+        do throws(WireError) {
+            let hello = try await client.hello(client: "MeowCareTesting \(label)", credential: credential)
+            lifecycle.trace.record(label, "←", #"{"service":"\#(hello.service)","user":\#(hello.user.map { "\"\($0)\"" } ?? "null")}"#)
+        } catch {
+            throw connection.failure(error, op: "hello")
+        }
+        return connection
+    }
+
+    /// The user the connection acts as (the cloud's hello answer).
+    func call(_ op: String, _ params: [String: JSONValue] = [:], timeout: Duration? = nil) async throws(MeowCareError) -> JSONValue {
+        if lifecycle.isStopped { throw lifecycle.stoppedError(op: op, service: service) }
+        let request: JSONValue = ["op": .string(op), "params": .object(params)]
+        lifecycle.trace.record(label, "→", JSONWriter.text(request))
+        do throws(WireError) {
+            let result = try await client.call(op, params, timeout: timeout)
+            lifecycle.trace.record(label, "←", JSONWriter.text(["op": .string(op), "ok": true, "result": result]))
+            return result
+        } catch {
+            lifecycle.trace.record(label, "←", JSONWriter.text(["op": .string(op), "ok": false,
+                                                                  "error": ["code": .string(error.code.rawValue), "message": .string(error.message),
+                                                                            "details": .object(error.details)]]))
+            throw failure(error, op: op)
+        }
+    }
+
+    /// A call whose result decodes as `R`.
+    func call<R: Decodable>(_ op: String, _ params: [String: JSONValue] = [:], as type: R.Type, timeout: Duration? = nil) async throws(MeowCareError) -> R {
+        let value = try await call(op, params, timeout: timeout)
+        do { return try value.decode(R.self) } catch {
+            throw MeowCareError(.internalError, "The reply to '\(op)' did not read as \(R.self): \(error). Reply: \(JSONWriter.text(value).prefix(500))",
+                                op: op, service: service)
+        }
+    }
+
+    /// Opens a subscription's event stream on this connection: each event is traced.
+    func subscribe(_ topics: [String]) async throws(MeowCareError) -> AsyncStream<WireEvent> {
+        _ = try await call("subscribe", ["topics": .array(topics.map { .string($0) })])
+        let (stream, continuation) = AsyncStream.makeStream(of: WireEvent.self)
+        let source = client.events
+        let label = self.label, trace = lifecycle.trace
+        Task {
+            for await event in source {
+                trace.record(label, "⚡", JSONWriter.text(["event": .string(event.name), "seq": .int(Int(event.seq)), "data": event.data]))
+                continuation.yield(event)
+            }
+            continuation.finish()
+        }
+        return stream
+    }
+
+    func close() { client.close() }
+
+    private func failure(_ error: WireError, op: String) -> MeowCareError {
+        // A connection the stop closed under a call reads as the stop, not as a lost service.
+        if lifecycle.isStopped, [.connectionClosed, .networkUnavailable].contains(error.code) {
+            return lifecycle.stoppedError(op: op, service: service)
+        }
+        return MeowCareError(error, op: op, service: service)
+    }
+}

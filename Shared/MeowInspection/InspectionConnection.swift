@@ -1,0 +1,90 @@
+import FoundationEssentials
+import MeowWire
+
+/// A connection the checks run on: a device's store-service, or the cloud as one user. The
+/// checks are shared by `meowctl doctor`/`diff` and MeowCareTesting, which report failures
+/// their own way, so a failed call is handed back as an `InspectionError` naming its op.
+public protocol InspectionConnection: Sendable {
+    /// The user the connection acts as (the cloud's `hello` answer); nil for a device.
+    var user: String? { get }
+    func request(_ op: String, _ params: [String: JSONValue]) async throws(WireError) -> JSONValue
+}
+
+/// A check's call that failed: the op and the service's error.
+public struct InspectionError: Error, Sendable, CustomStringConvertible {
+    public var op: String
+    public var error: WireError
+    public init(op: String, error: WireError) {
+        self.op = op
+        self.error = error
+    }
+    public var description: String { "\(op) failed: \(error.code): \(error.message)" }
+}
+
+/// A `WireClient` that said hello (as `user`, for the cloud).
+///
+/// ```swift
+/// let doctor = Doctor(device: WireInspectionConnection(client: client))
+/// ```
+public struct WireInspectionConnection: InspectionConnection {
+    public let client: WireClient
+    public let user: String?
+    public init(client: WireClient, user: String? = nil) {
+        self.client = client
+        self.user = user
+    }
+    public func request(_ op: String, _ params: [String: JSONValue]) async throws(WireError) -> JSONValue {
+        try await client.call(op, params, timeout: .seconds(60))
+    }
+}
+
+extension InspectionConnection {
+    func call(_ op: String, _ params: [String: JSONValue] = [:]) async throws(InspectionError) -> JSONValue {
+        do { return try await request(op, params) } catch { throw InspectionError(op: op, error: error) }
+    }
+
+    /// An error reply handed back; a lost or unreachable service still ends the checks.
+    func attempt(_ op: String, _ params: [String: JSONValue] = [:]) async throws(InspectionError) -> Result<JSONValue, WireError> {
+        do {
+            return .success(try await request(op, params))
+        } catch {
+            if [.connectionClosed, .timedOut, .networkUnavailable].contains(error.code) { throw InspectionError(op: op, error: error) }
+            return .failure(error)
+        }
+    }
+
+    /// Every row of `entity` (`resultFormat: rows`, paged), as dictionaries keyed by column.
+    func rows(entity: String) async throws(InspectionError) -> [[String: JSONValue]] {
+        let page = 2000
+        var result: [[String: JSONValue]] = []
+        while true {
+            let reply = try await call("fetch", ["entity": .string(entity), "resultFormat": "rows",
+                                                 "offset": .int(result.count), "limit": .int(page)])
+            let columns = reply["columns"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            let rows = reply["rows"]?.arrayValue ?? []
+            for row in rows { result.append(Dictionary(uniqueKeysWithValues: zip(columns, row.arrayValue ?? []))) }
+            if rows.count < page { return result }
+        }
+    }
+}
+
+extension JSONValue {
+    /// A value as a finding's text shows it: strings as they are, whole numbers without ".0", null as "–".
+    var cell: String {
+        switch self {
+        case .null: return "–"
+        case let .string(text): return text
+        case let .bool(value): return value ? "yes" : "no"
+        case let .int(value): return String(value)
+        case let .double(value): return value.rounded() == value && abs(value) < 1e15 ? String(Int(value)) : String(value)
+        case .array, .object:
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "\(self)"
+        }
+    }
+}
+
+extension Optional where Wrapped == JSONValue {
+    var cell: String { self?.cell ?? "–" }
+}
