@@ -1,0 +1,56 @@
+"""External mode: MEOWCARE_EXTERNAL points the fixture at a running deploy/meowcare-local deployment."""
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+
+import pytest
+
+from conftest import event_values
+from meowcare_testing import Cluster, ClusterStopped
+from meowcare_testing.binaries import find_binaries, repository_candidates
+
+
+@pytest.fixture
+def deployment():
+    repositories = [path for path in repository_candidates() if (path / "deploy" / "meowcare-local").is_file()]
+    if not repositories:
+        pytest.skip("not run from a MeowCare checkout: deploy/meowcare-local is not here")
+    script = str(repositories[0] / "deploy" / "meowcare-local")
+    bin_dir = os.path.dirname(find_binaries()["store-service"])
+    if not os.access(os.path.join(bin_dir, "meowctl"), os.X_OK):
+        pytest.skip(f"deploy/meowcare-local needs meowctl beside the services in {bin_dir}")
+    directory = tempfile.mkdtemp(prefix="mx.", dir="/tmp")
+    # MEOW_EXIT_WITH_PID: the deployment ends with this test run even if it is killed.
+    environment = {**os.environ, "MEOW_BIN_DIR": bin_dir, "MEOW_EXIT_WITH_PID": str(os.getpid())}
+    try:
+        subprocess.run([script, "up", "--dir", directory, "--in-memory"], env=environment, check=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        yield directory
+    finally:
+        subprocess.run([script, "down", "--dir", directory], env=environment, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=60)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_cluster_attaches_to_a_running_deployment(deployment, monkeypatch):
+    monkeypatch.setenv("MEOWCARE_EXTERNAL", deployment)
+    tag = uuid.uuid4().hex[:8]  # a deployment outlives tests: their data must not collide
+    with Cluster(devices={"A": "owner", "P": "participant"}) as cluster:
+        a, p = cluster["A"], cluster["P"]
+        assert (a.user, p.user) == ("olivia", "pablo") == (cluster.user("owner"), cluster.user("participant"))
+        assert a.process is None and a.socket.startswith(deployment)
+        session = a.insert("CareSession", {"id": f"s-{tag}"})
+        a.insert("CareEvent", event_values(f"e-{tag}", session=session.object_id))
+        share = a.share_create(session.object_id, {p.user: "readOnly"})
+        p.share_accept(share["zoneName"], a.user)
+        cluster.settle(devices=["A", "P"])
+        assert p.fetch_one("CareEvent", "id == %@", f"e-{tag}") is not None
+        cluster.assert_converged(devices=["A", "P"])
+        assert any('"msg":"ready"' in line for line in a.log_lines()), "the deployment's log file"
+    with pytest.raises(ClusterStopped):
+        a.sync_status()
+    # The deployment itself keeps running after the test.
+    assert subprocess.run([os.path.join(os.path.dirname(find_binaries()["store-service"]), "meowctl"), "call", "--socket",
+                           a.socket, "health"], stdout=subprocess.PIPE, timeout=30).returncode == 0
