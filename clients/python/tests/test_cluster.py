@@ -1,6 +1,7 @@
 """A cluster's life: up, ready, isolated, stopped; a bad start; a client after the stop."""
 import os
 import select
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -105,12 +106,14 @@ def test_services_stop_when_the_test_process_is_killed(tmp_path):
         import sys
         from meowcare_testing import Cluster
         cluster = Cluster(devices={"A": "owner"}).start()
-        print(cluster.cloud.process.pid, cluster["A"].process.pid, flush=True)
+        print(cluster.directory, cluster.cloud.process.pid, cluster["A"].process.pid, flush=True)
         sys.stdin.read()  # until the test kills this process
     """)
+    directory = ""
     child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        pids = [int(pid) for pid in child.stdout.readline().split()]
+        directory, *pids = child.stdout.readline().split()
+        pids = [int(pid) for pid in pids]
         assert len(pids) == 2
         child.kill()
         child.wait()
@@ -119,3 +122,4 @@ def test_services_stop_when_the_test_process_is_killed(tmp_path):
     finally:
         if child.poll() is None:
             child.kill()
+        shutil.rmtree(directory, ignore_errors=True)  # the killed run could not remove it

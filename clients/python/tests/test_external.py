@@ -1,5 +1,6 @@
 """External mode: MEOWCARE_EXTERNAL points the fixture at a running deploy/meowcare-local deployment."""
 import os
+import pathlib
 import shutil
 import subprocess
 import tempfile
@@ -14,7 +15,10 @@ from meowcare_testing.binaries import find_binaries, repository_candidates
 
 @pytest.fixture
 def deployment():
-    repositories = [path for path in repository_candidates() if (path / "deploy" / "meowcare-local").is_file()]
+    # These tests live in the repository: its deploy script is found from here even when the
+    # package was installed elsewhere.
+    candidates = [pathlib.Path(__file__).resolve().parents[3], *repository_candidates()]
+    repositories = [path for path in candidates if (path / "deploy" / "meowcare-local").is_file()]
     if not repositories:
         pytest.skip("not run from a MeowCare checkout: deploy/meowcare-local is not here")
     script = str(repositories[0] / "deploy" / "meowcare-local")
