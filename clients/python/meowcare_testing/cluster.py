@@ -230,8 +230,7 @@ class Cluster:
 
     def _start_device(self, name: str, spec: DeviceSpec) -> Device:
         assert self.directory is not None
-        index = len(self._processes)
-        socket_path = os.path.join(self.directory, _socket_name(name, index))
+        socket_path = os.path.join(self.directory, _socket_name(name, list(self.specs).index(name)))
         storage = spec.storage or self.storage
         argv = [self._binaries["store-service"], "--socket", socket_path]
         argv += ["--in-memory"] if storage == "memory" else ["--data-dir", os.path.join(self.directory, f"device-{name}")]

@@ -408,10 +408,7 @@ def error_from_reply(error: Mapping[str, Any], op: Optional[str] = None) -> Meow
     code = str(error.get("code") or "unknown")
     message = str(error.get("message") or "")
     details = error.get("details") if isinstance(error.get("details"), dict) else {}
-    cls = error_class(code, details)
-    if cls is ServiceStartError:  # never built from a reply
-        cls = ClientError
-    return cls(code, message, details, op=op)
+    return error_class(code, details)(code, message, details, op=op)
 
 
 __all__ = [name for name, value in dict(globals()).items()
