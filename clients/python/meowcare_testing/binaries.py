@@ -63,10 +63,10 @@ def find_binaries(bin_dir: Optional[str] = None) -> Dict[str, str]:
     if all(on_path.values()):
         return {name: str(path) for name, path in on_path.items()}
     looked.append("PATH")
-    repository = str(repositories[0]) if repositories else "<path to the MeowCare repository>"
+    where = str(repositories[0]) if repositories else "<path to the MeowCare repository>"
     raise BinariesNotFound(
         "binariesNotFound",
         "No built store-service and sync-service found (looked in " + ", ".join(looked) + "). "
-        f"Build them with: swift build --package-path {repository}   "
+        f"Build them with: swift build --package-path {where}   "
         f"or set {ENV_BIN_DIR} to the directory that holds them.",
         {"looked": looked})

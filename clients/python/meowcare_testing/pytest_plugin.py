@@ -11,7 +11,7 @@ last frames of every client connection, as extra sections (shown by pytest under
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, List
+from typing import Any, Callable, Generator, Iterator, List
 
 import pytest
 
@@ -56,12 +56,13 @@ def meow_cluster(request: pytest.FixtureRequest, meow_cluster_factory: Callable[
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: "pytest.CallInfo[None]") -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
     if not report.failed or call.when == "teardown":
         return
-    for index, cluster in enumerate(item.stash.get(_CLUSTERS, [])):
+    clusters: List[Cluster] = item.stash.get(_CLUSTERS, [])
+    for index, cluster in enumerate(clusters):
         prefix = "meowcare" if index == 0 else f"meowcare cluster {index + 1}"
         try:
             sections = cluster.failure_report()
