@@ -475,7 +475,8 @@ class Cluster:
 
         Retry-after deferrals, token expiry and the dates services stamp then behave as if that
         time had passed. Devices first: a store-service without ``clock.set`` raises
-        :class:`UnknownOp` before anything moved. Returns ``{name: {"now", "fixed"}}`` (``"cloud"`` too).
+        :class:`UnknownOp` before anything moved. Returns each clock's answer by device name
+        (``{"now", "offsetSeconds"}``) and ``"cloud"`` (``{"now", "fixed"}``).
         """
         assert self.cloud is not None
         results: Dict[str, Any] = {name: device.advance_clock(seconds) for name, device in self.devices.items()}
@@ -483,7 +484,11 @@ class Cluster:
         return results
 
     def set_clocks(self, now: Union[None, int, float, _dt.datetime]) -> Dict[str, Any]:
-        """Fixes every clock of the cluster at ``now`` (None: back to the real clock)."""
+        """Sets every clock of the cluster to ``now`` (None: back to the real clock).
+
+        The devices' clocks run on from that reading; the cloud's stays fixed at it (as
+        ``admin.setClock`` does) until moved.
+        """
         assert self.cloud is not None
         results: Dict[str, Any] = {name: device.set_clock(now) for name, device in self.devices.items()}
         results["cloud"] = self.cloud.set_clock(now)

@@ -441,16 +441,21 @@ class Device(ServiceClient):
 
     # -- clock ----------------------------------------------------------------------------
 
+    def clock(self) -> Dict[str, Any]:
+        """``clock.set`` with ``{}``: the device's clock now, ``{"now", "offsetSeconds"}`` (0: not set)."""
+        return self.call("clock.set", {})
+
     def set_clock(self, now: Union[None, int, float, _dt.datetime]) -> Dict[str, Any]:
         """``clock.set`` with ``now`` (seconds since 1970 or a datetime; None: the real clock again).
 
-        Result ``{"now", "fixed"}``. A store-service built before ``clock.set`` raises
+        The device's clock then runs on from that reading (two saves still get increasing times).
+        Result ``{"now", "offsetSeconds"}``. A store-service built before ``clock.set`` raises
         :class:`~meowcare_testing.errors.UnknownOp`.
         """
         return self.call("clock.set", {"now": seconds_since_1970(now)})
 
     def advance_clock(self, seconds: float) -> Dict[str, Any]:
-        """``clock.set`` with ``advanceSeconds``: the device's time moves on at once."""
+        """``clock.set`` with ``advanceSeconds`` (back when negative): the device's time moves at once."""
         return self.call("clock.set", {"advanceSeconds": seconds})
 
     # -- events ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
-"""Device clocks (issue 30, part 3): set and advanced over the socket, all at once for a cluster.
+"""Device clocks (issue 30, part 3): read, set and advanced over the socket, all at once for a cluster.
 
-The store-service's ``clock.set`` is the lead's part; until a build has it, the op answers
-``unknownOp`` and these tests skip, saying so. The cloud's ``admin.setClock`` exists already.
+The store-service's ``clock.set`` is the lead's part; a build without it answers ``unknownOp``
+and the device-clock tests skip, saying so. The cloud's ``admin.setClock`` exists in every build.
 """
 import datetime
 
@@ -14,7 +14,7 @@ from meowcare_testing import RequestRateLimited, UnknownOp
 @pytest.fixture
 def device_clocks(meow_cluster):
     try:
-        meow_cluster["A"].advance_clock(0)
+        meow_cluster["A"].clock()
     except UnknownOp:
         pytest.skip("this store-service build has no clock.set (it answers unknownOp): device clocks are not in it yet")
     return meow_cluster
@@ -29,12 +29,19 @@ def test_the_clouds_clock_is_set_and_advanced(meow_cluster):
 
 
 @pytest.mark.meow_cluster(devices={"A": "owner"})
-def test_a_devices_clock_is_set_advanced_and_released(device_clocks):
+def test_a_devices_clock_is_set_advanced_and_released_and_stamps_history(device_clocks):
     a = device_clocks["A"]
-    fixed = 1_900_000_000.0
-    assert a.set_clock(fixed) == {"now": fixed, "fixed": True}
-    assert a.advance_clock(60) == {"now": fixed + 60, "fixed": True}
-    assert a.set_clock(None)["fixed"] is False
+    assert a.clock()["offsetSeconds"] == 0
+    fixed = datetime.datetime(2031, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
+    was = a.set_clock(fixed)
+    assert fixed.timestamp() <= was["now"] < fixed.timestamp() + 5, "a set clock runs on from its new reading"
+    assert was["offsetSeconds"] != 0
+    moved = a.advance_clock(3600)
+    assert moved["now"] - was["now"] >= 3600
+    a.insert("CareEvent", event_values("e1"))
+    stamped = a.history_fetch("Private")["transactions"][-1]["timestamp"]
+    assert stamped.startswith("2031-05-01T13:"), stamped
+    assert a.set_clock(None)["offsetSeconds"] == 0
 
 
 @pytest.mark.meow_cluster(devices={"A": "owner", "B": "owner"})
