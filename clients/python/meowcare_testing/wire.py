@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import itertools
 import json
+import re
 import socket
 import struct
 import threading
@@ -41,7 +42,11 @@ class FrameTrace:
         self._lock = threading.Lock()
         self.max_chars = max_chars
 
+    _CREDENTIAL = re.compile(r'("credential"\s*:\s*)"(?:[^"\\]|\\.)*"')
+
     def record(self, label: str, direction: str, body: str) -> None:
+        # Credentials never reach a test report (an external deployment's are real), as meowctl tap redacts them.
+        body = self._CREDENTIAL.sub(r'\1"<redacted>"', body)
         if len(body) > self.max_chars:
             body = body[: self.max_chars] + f"… ({len(body)} chars)"
         with self._lock:

@@ -29,3 +29,4 @@ def test_fixtures_marker_and_failure_report(pytester):
     assert '"op": "changes.fetchDatabase"' in output, "the request log lists the mirror's requests"
     assert '"op":"sync.now"' in output, "the frame trace shows the test's request"
     assert '"msg":"ready"' in output, "the services' own log lines"
+    assert '"credential":"<redacted>"' in output, "hello's credentials are kept out of reports"
