@@ -24,16 +24,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import convergence, invariants
+from . import convergence, external, invariants
 from .base import Lifetime
 from .binaries import find_binaries
 from .cloud import Cloud
 from .device import Device
 from .errors import MeowError, NotAuthenticated, NotSettled, ServiceStartError
+from .external import ENV_EXTERNAL
 from .process import ServiceProcess
 from .wire import FrameTrace, probe_health
 
-ENV_EXTERNAL = "MEOWCARE_EXTERNAL"
 #: The devices of a cluster made without ``devices=``: the owner's two devices and a participant's.
 DEFAULT_DEVICES: Dict[str, str] = {"A": "owner", "B": "owner", "P": "participant"}
 
@@ -287,54 +287,22 @@ class Cluster:
     # -- external mode ------------------------------------------------------------------------
 
     def _attach_external(self, directory: str) -> None:
-        """Attaches to ``deploy/meowcare-local up --dir DIRECTORY``: its config says sockets and users."""
-        config = os.path.join(directory, "config")
-        try:
-            with open(os.path.join(config, "credentials.json"), encoding="utf-8") as handle:
-                credentials: Dict[str, str] = json.load(handle)
-        except OSError as error:
-            raise MeowError("externalNotFound", f"{ENV_EXTERNAL}={directory}: no deployment there ({error}). Start one with "
-                            f"'deploy/meowcare-local up --dir {directory}'.", {"directory": directory}) from None
+        """Attaches to ``deploy/meowcare-local up --dir DIRECTORY`` (see :mod:`meowcare_testing.external`)."""
+        deployment = external.read_deployment(directory)
         self.directory = directory
         self._lifetime.description = f"{directory} (external)"
-        by_credential = {credential: user for user, credential in credentials.items() if user != "admin"}
-        deployed: Dict[str, Tuple[str, str, str]] = {}  # device-name → (socket, user, service)
-        cloud_socket = None
-        for file_name in sorted(os.listdir(config)):
-            if not file_name.endswith(".conf"):
-                continue
-            settings = {}
-            with open(os.path.join(config, file_name), encoding="utf-8") as handle:
-                for line in handle:
-                    if "=" in line and not line.lstrip().startswith("#"):
-                        key, _, value = line.partition("=")
-                        settings[key.strip()] = value.strip()
-            service = file_name[: -len(".conf")]
-            if "users" in settings:
-                cloud_socket = settings["socket"]
-            elif "sync-socket" in settings:
-                deployed[settings.get("device-name", service)] = (settings["socket"], by_credential.get(settings.get("sync-credential", ""), "?"), service)
-        if cloud_socket is None:
-            raise MeowError("externalNotFound", f"{ENV_EXTERNAL}={directory}: no sync-service config in {config}.", {"directory": directory})
-        for name, spec in self.specs.items():
-            match = next((key for key in deployed if key.lower() in (name.lower(), f"device-{name.lower()}")), None)
-            if match is None:
-                raise MeowError("externalMismatch", f"{ENV_EXTERNAL}: the test wants device {name!r}, the deployment in {directory} has "
-                                f"{', '.join(sorted(deployed))}.", {"device": name})
-            socket_path, real_user, service = deployed[match]
-            known = self._user_names.setdefault(spec.user, real_user)
-            if known != real_user:
-                raise MeowError("externalMismatch", f"{ENV_EXTERNAL}: the test gives devices of user {spec.user!r} to two deployment "
-                                f"users ({known} and {real_user}).", {"user": spec.user})
-            self.devices[name] = Device(name, socket_path, user=real_user, log_path=os.path.join(directory, "logs", f"{service}.log"),
+        chosen = external.map_devices(deployment, {name: spec.user for name, spec in self.specs.items()})
+        for name, deployed in chosen.items():
+            self._user_names[self.specs[name].user] = deployed.user
+            self.devices[name] = Device(name, deployed.socket, user=deployed.user, log_path=deployment.log_path(deployed.service),
                                         lifetime=self._lifetime, trace=self.trace, timeout=self.timeout)
         for user in self._requested_users:
             if user not in self._user_names:
                 raise MeowError("externalMismatch", f"{ENV_EXTERNAL}: user {user!r} has no device in the deployment.", {"user": user})
-        self.credentials.update({user: credential for user, credential in credentials.items() if user != "admin"})
-        self.cloud = Cloud(cloud_socket, admin_credential=credentials["admin"], credentials=self.credentials,
-                           log_path=os.path.join(directory, "logs", "sync-service.log"), lifetime=self._lifetime,
-                           trace=self.trace, timeout=self.timeout, on_user_created=self._user_created)
+        self.credentials.update(deployment.credentials)
+        self.cloud = Cloud(deployment.cloud_socket, admin_credential=deployment.admin_credential, credentials=self.credentials,
+                           log_path=deployment.log_path("sync-service"), lifetime=self._lifetime, trace=self.trace,
+                           timeout=self.timeout, on_user_created=self._user_created)
         for name, device in self.devices.items():
             if not (probe_health(device.socket) or {}).get("ready"):
                 raise MeowError("externalNotReady", f"{ENV_EXTERNAL}: device {name} ({device.socket}) does not answer health ready; "

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from conftest import event_values
-from meowcare_testing import Cluster, ClusterStopped
+from meowcare_testing import Cluster, ClusterStopped, MeowError
 from meowcare_testing.binaries import find_binaries, repository_candidates
 
 
@@ -58,3 +58,29 @@ def test_a_cluster_attaches_to_a_running_deployment(deployment, monkeypatch):
     # The deployment itself keeps running after the test.
     assert subprocess.run([os.path.join(os.path.dirname(find_binaries()["store-service"]), "meowctl"), "call", "--socket",
                            a.socket, "health"], stdout=subprocess.PIPE, timeout=30).returncode == 0
+
+
+def _fake_deployment(directory):
+    """The config files deploy/meowcare-local writes (no services: mapping only)."""
+    config = directory / "config"
+    config.mkdir()
+    (config / "credentials.json").write_text('{"admin":"a-secret","olivia":"o-secret","pablo":"p-secret"}')
+    (config / "sync-service.conf").write_text(f"socket = {directory}/sockets/sync-service.sock\nusers = x\n")
+    for service, credential in (("device-a", "o-secret"), ("device-b", "o-secret"), ("device-p", "p-secret")):
+        (config / f"{service}.conf").write_text(f"# {service}\nsocket = {directory}/sockets/{service}.sock\n"
+                                                f"sync-socket = s\nsync-credential = {credential}\ndevice-name = {service}\n")
+    return str(directory)
+
+
+def test_a_tests_devices_and_users_map_onto_the_deployments(tmp_path):
+    from meowcare_testing.external import map_devices, read_deployment
+    deployment = read_deployment(_fake_deployment(tmp_path))
+    chosen = map_devices(deployment, {"A": "owner", "B": "owner", "P": "participant"})
+    assert {name: (device.service, device.user) for name, device in chosen.items()} == {
+        "A": ("device-a", "olivia"), "B": ("device-b", "olivia"), "P": ("device-p", "pablo")}
+    with pytest.raises(MeowError, match="two deployment users"):
+        map_devices(deployment, {"A": "owner", "P": "owner"})
+    with pytest.raises(MeowError, match="wants device 'Z'.*device-a, device-b, device-p"):
+        map_devices(deployment, {"Z": "owner"})
+    with pytest.raises(MeowError, match="no deployment there"):
+        Cluster(devices={"A": "owner"}, external=str(tmp_path / "nothing")).start()
