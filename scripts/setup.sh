@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build and test MeowCare: SQLite's headers (the storage
-# engine), python3 (the protocol example), systemd-socket-activate and setpriv (activation and
-# peer-uid tests). Idempotent; apt-get runs only when something is missing.
+# engine), python3 (the protocol example) with venv and pip (the Python package's tests in a
+# fresh virtual environment), systemd-socket-activate and setpriv (activation and peer-uid
+# tests). Idempotent; apt-get runs only when something is missing.
 set -euo pipefail
 
 missing=()
 dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing+=(libsqlite3-dev)
 command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+# A python3 without ensurepip cannot make a virtual environment with pip in it (Debian splits it out).
+python3 -c "import venv, ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 command -v systemd-socket-activate >/dev/null 2>&1 || missing+=(systemd)
 command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
 

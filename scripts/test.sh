@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: set up, check the docs' test references, build everything (services, meowctl,
-# benchmarks, tests), run the suite, then README's first test from outside the package.
+# benchmarks, tests), run the suite, then README's first tests from outside the package: the Swift
+# one in a package of its own, the Python one in a fresh virtual environment with the package's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -8,5 +9,6 @@ source scripts/setup.sh
 python3 scripts/docs-check.py
 swift build --build-tests
 swift test --skip-build "$@"
-# README's "Write your first test" block, run verbatim from a package outside this one.
+# README's "Write your first test" blocks, run verbatim from outside this package.
 bash scripts/first-test-swift.sh
+bash scripts/first-test-python.sh

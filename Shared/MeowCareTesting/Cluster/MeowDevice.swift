@@ -204,16 +204,22 @@ public final class MeowDevice: Sendable {
 
     // MARK: Clock
 
-    /// `clock.set`: fixes the device's clock at `now` (seconds since 1970), or back to the system's with nil.
+    /// `clock.set`: the device's clock reads `now` (seconds since 1970) from here on and keeps
+    /// running; nil: the system's clock again.
     @discardableResult
-    public func setClock(now: Double?) async throws(MeowCareError) -> ClockState {
-        try await connection.call("clock.set", ["now": now.map { .double($0) } ?? .null], as: ClockState.self)
+    public func setClock(now: Double?) async throws(MeowCareError) -> DeviceClockState {
+        try await connection.call("clock.set", ["now": now.map { .double($0) } ?? .null], as: DeviceClockState.self)
+    }
+
+    /// `clock.set` with no params: the device's clock as it reads now.
+    public func clock() async throws(MeowCareError) -> DeviceClockState {
+        try await connection.call("clock.set", [:], as: DeviceClockState.self)
     }
 
     /// `clock.set` with `advanceSeconds`: the device's clock moves `seconds` ahead.
     @discardableResult
-    public func advanceClock(by seconds: Double) async throws(MeowCareError) -> ClockState {
-        try await connection.call("clock.set", ["advanceSeconds": .double(seconds)], as: ClockState.self)
+    public func advanceClock(by seconds: Double) async throws(MeowCareError) -> DeviceClockState {
+        try await connection.call("clock.set", ["advanceSeconds": .double(seconds)], as: DeviceClockState.self)
     }
 }
 

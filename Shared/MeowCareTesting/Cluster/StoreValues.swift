@@ -125,10 +125,18 @@ public enum SharePermission: String, Sendable, Hashable, Codable {
     case none, readOnly, readWrite
 }
 
-/// A device's clock, or the cloud's (`clock.set`, `admin.setClock`).
+/// The cloud's clock (`admin.setClock`): it stands still once set.
 public struct ClockState: Decodable, Sendable, Hashable {
     /// Seconds since 1970.
     public var now: Double
     /// Whether the clock is set (true) or follows the system's (false).
     public var fixed: Bool
+}
+
+/// A device's clock (`clock.set`): once set it keeps running from its new reading, as a device's does.
+public struct DeviceClockState: Decodable, Sendable, Hashable {
+    /// Seconds since 1970, as the device reads its clock now.
+    public var now: Double
+    /// How far it is set from the system's clock (0: not set).
+    public var offsetSeconds: Double
 }

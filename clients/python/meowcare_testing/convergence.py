@@ -1,0 +1,248 @@
+"""A device's stores against its user's cloud databases, record by record (``meowctl diff``'s comparison).
+
+The private store is compared with the user's private database and the shared store with the
+shared database, keyed by record name (an object's ``uuid``). Fields are compared as the mirror
+maps them: attribute ``note`` ↔ field ``CD_note``, a to-one relationship by the related record's
+name, booleans as 0/1, numbers by value, dates to the millisecond. The report reads like
+``meowctl diff``'s table, so a failing ``assert_converged`` says which record and field differ.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from .errors import MeowError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .cloud import CloudUser
+    from .device import Device
+
+PREFIX = "CD_"
+ENTITY_NAME_FIELD = "CD_entityName"
+DEFAULT_OWNER = "__defaultOwner__"
+CORE_DATA_ZONE = "com.apple.coredata.cloudkit.zone"
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+Key = Tuple[str, str]  # (database, record name)
+
+
+@dataclass
+class Item:
+    """One side's view of one record: where it is and its comparable fields."""
+
+    database: str
+    zone: str
+    entity: str
+    object_id: Optional[str]
+    fields: Dict[str, str]
+
+
+@dataclass
+class FieldDifference:
+    field: str
+    device: Optional[str]
+    cloud: Optional[str]
+
+
+@dataclass
+class ZoneReport:
+    database: str
+    zone: str
+    matching: int = 0
+    only_in_cloud: List[Tuple[str, Item]] = field(default_factory=list)
+    only_on_device: List[Tuple[str, Item]] = field(default_factory=list)
+    differing: List[Tuple[str, Item, List[FieldDifference]]] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.only_in_cloud or self.only_on_device or self.differing)
+
+
+@dataclass
+class ConvergenceReport:
+    """One device against the cloud: per zone, what matches and what does not."""
+
+    device: str
+    user: str
+    zones: List[ZoneReport]
+    unreadable: List[str]
+    pending: int
+
+    @property
+    def identical(self) -> bool:
+        return all(zone.clean for zone in self.zones) and not self.unreadable
+
+    def text(self) -> str:
+        """A readable account of every difference (empty when identical)."""
+        if self.identical:
+            return ""
+        lines = [f"device {self.device} (user {self.user}) differs from the cloud:"]
+        for zone in self.zones:
+            if zone.clean:
+                continue
+            lines.append(f"  {zone.database} database, zone {zone.zone}: {zone.matching} matching, {len(zone.only_in_cloud)} only in "
+                         f"the cloud, {len(zone.only_on_device)} only on the device, {len(zone.differing)} differing")
+            for name, item in sorted(zone.only_in_cloud, key=lambda entry: entry[0]):
+                lines.append(f"    only in the cloud:  {item.entity} {_describe(name, item)}")
+            for name, item in sorted(zone.only_on_device, key=lambda entry: entry[0]):
+                lines.append(f"    only on the device: {item.entity} {_describe(name, item)} {item.object_id or ''}".rstrip())
+            for name, item, differences in sorted(zone.differing, key=lambda entry: entry[0]):
+                for difference in differences:
+                    lines.append(f"    differs: {item.entity} {_describe(name, item)} {difference.field}: "
+                                 f"device {_show(difference.device)}, cloud {_show(difference.cloud)}")
+        for zone_name in self.unreadable:
+            lines.append(f"  unreadable zone: {zone_name}")
+        if self.pending:
+            lines.append(f"  (device {self.device} has {self.pending} change(s) pending: cluster.settle() sends them)")
+        return "\n".join(lines)
+
+
+def _describe(name: str, item: Item) -> str:
+    """A record by its name and, where it has one, its ``id`` attribute (what people recognise)."""
+    business_id = item.fields.get("CD_id")
+    return f"{name} ({business_id})" if business_id is not None else name
+
+
+def _show(value: Optional[str]) -> str:
+    return "–" if value is None else repr(value)
+
+
+# -- normalisation: both sides' values as one comparable text --------------------------------------
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float)):
+        return _number(float(value))
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) and abs(value) < 1e15 else repr(value)
+
+
+def _millis(seconds: float) -> str:
+    moment = _EPOCH + _dt.timedelta(milliseconds=round(seconds * 1000))
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def normalize_local(value: Any, attribute_type: str) -> str:
+    if attribute_type == "date" and isinstance(value, str):
+        try:
+            moment = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=_dt.timezone.utc)
+        return _millis((moment - _EPOCH).total_seconds())
+    if attribute_type in ("integer", "double") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _number(float(value))
+    return _text(value)
+
+
+def normalize_cloud(field_value: Dict[str, Any]) -> str:
+    value = field_value.get("value")
+    kind = field_value.get("type")
+    if kind == "date" and isinstance(value, (int, float)):
+        return _millis(float(value))
+    if kind in ("int64", "double") and isinstance(value, (int, float)):
+        return _number(float(value))
+    return _text(value)
+
+
+# -- the two sides -----------------------------------------------------------------------------
+
+def device_items(device: "Device") -> Dict[Key, Item]:
+    """Every object of the device, keyed by database and record name (its uuid)."""
+    stores = device.store_list()["stores"]
+    database_of = {store["name"]: ("shared" if store.get("scope") == "shared" else "private") for store in stores}
+    owners = {share["zoneName"]: share.get("ownerName", "?") for share in device.share_list()}
+    entities = device.model_get().get("entities") or []
+    rows: List[Tuple[Dict[str, Any], Dict[str, Any]]] = []
+    for entity in entities:
+        rows += [(entity, row) for row in device.rows(entity["name"])]
+    uuid_of = {row["objectID"]: row["uuid"] for _, row in rows if row.get("objectID") and row.get("uuid")}
+    items: Dict[Key, Item] = {}
+    for entity, row in rows:
+        uuid, store = row.get("uuid"), row.get("store")
+        if not uuid or not store:
+            continue
+        database = database_of.get(store, "private")
+        if row.get("zone"):
+            zone = f"{row.get('zoneOwner') or owners.get(row['zone'], '?')}/{row['zone']}"
+        else:
+            zone = f"{DEFAULT_OWNER}/{CORE_DATA_ZONE}" if database == "private" else "(no zone)"
+        fields: Dict[str, str] = {}
+        for attribute in entity.get("attributes") or []:
+            value = row.get(attribute["name"])
+            if value is not None:
+                fields[PREFIX + attribute["name"]] = normalize_local(value, attribute.get("type", "string"))
+        for relationship in entity.get("relationships") or []:
+            if relationship.get("toMany"):
+                continue
+            target = row.get(relationship["name"])
+            if isinstance(target, str):
+                fields[PREFIX + relationship["name"]] = uuid_of.get(target, target)
+        items[(database, uuid)] = Item(database, zone, entity["name"], row.get("objectID"), fields)
+    return items
+
+
+def cloud_items(user: "CloudUser") -> Tuple[Dict[Key, Item], List[str]]:
+    """Every ``CD_`` record of the user's private and shared databases, and the zones it could not read."""
+    items: Dict[Key, Item] = {}
+    unreadable: List[str] = []
+    for database in ("private", "shared"):
+        for zone in user.changed_zones(database):
+            zone_key = f"{zone.get('ownerName')}/{zone.get('zoneName')}"
+            try:
+                records = user.records(database, zone["zoneName"], zone.get("ownerName"))
+            except MeowError as error:
+                unreadable.append(f"{database} {zone_key}: {error.code} — {error.message}")
+                continue
+            for record in records:
+                record_type = record.get("recordType") or ""
+                if not record_type.startswith(PREFIX):
+                    continue
+                fields = {name: normalize_cloud(value) for name, value in (record.get("fields") or {}).items()
+                          if name.startswith(PREFIX) and name != ENTITY_NAME_FIELD and isinstance(value, dict)}
+                items[(database, record["recordName"])] = Item(database, zone_key, record_type[len(PREFIX):], None, fields)
+    return items, unreadable
+
+
+def compare_items(local: Dict[Key, Item], cloud: Dict[Key, Item]) -> List[ZoneReport]:
+    reports: Dict[Tuple[str, str], ZoneReport] = {}
+
+    def report(item: Item) -> ZoneReport:
+        key = (item.database, item.zone)
+        if key not in reports:
+            reports[key] = ZoneReport(item.database, item.zone)
+        return reports[key]
+
+    for key, remote in cloud.items():
+        mine = local.get(key)
+        if mine is None:
+            report(remote).only_in_cloud.append((key[1], remote))
+            continue
+        differences = [FieldDifference(name, mine.fields.get(name), remote.fields.get(name))
+                       for name in sorted(set(mine.fields) | set(remote.fields))
+                       if mine.fields.get(name) != remote.fields.get(name)]
+        if differences:
+            report(remote).differing.append((key[1], Item(remote.database, remote.zone, remote.entity, mine.object_id, mine.fields), differences))
+        else:
+            report(remote).matching += 1
+    for key, mine in local.items():
+        if key not in cloud:
+            report(mine).only_on_device.append((key[1], mine))
+    return [reports[key] for key in sorted(reports)]
+
+
+def compare(device: "Device", user: "CloudUser") -> ConvergenceReport:
+    """The device against the cloud as its user sees it."""
+    pending = device.pending()
+    local = device_items(device)
+    remote, unreadable = cloud_items(user)
+    return ConvergenceReport(device.name, device.user, compare_items(local, remote), unreadable, pending)

@@ -1,0 +1,72 @@
+"""pytest fixtures (installed with ``pip install 'meowcare-testing[pytest]'``, loaded by the ``pytest11`` entry point).
+
+- ``meow_cluster``: a fresh, started :class:`~meowcare_testing.Cluster` per test, stopped after
+  it (pass or fail). Configure it with the marker
+  ``@pytest.mark.meow_cluster(devices={"A": "owner", "P": "participant"}, sync_mode="automatic")``
+  (any of ``Cluster``'s keyword arguments).
+- ``meow_cluster_factory``: ``make(**kwargs)`` starts more clusters in one test; all stop after it.
+
+When a test fails, its report gets each cluster's service logs, the cloud's request log and the
+last frames of every client connection, as extra sections (shown by pytest under the failure).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Generator, Iterator, List
+
+import pytest
+
+from .cluster import Cluster
+
+_CLUSTERS = pytest.StashKey[List[Cluster]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "meow_cluster(**options): keyword arguments for the meow_cluster fixture's Cluster "
+                            "(devices=, users=, sync_mode=, storage=, model=, device_args=, …)")
+
+
+def _track(request: pytest.FixtureRequest, cluster: Cluster) -> None:
+    request.node.stash.setdefault(_CLUSTERS, []).append(cluster)
+
+
+@pytest.fixture
+def meow_cluster_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., Cluster]]:
+    """Starts clusters on demand (``make(devices={...})``); each is stopped when the test ends."""
+    made: List[Cluster] = []
+
+    def make(**options: Any) -> Cluster:
+        cluster = Cluster(**options)
+        made.append(cluster)
+        _track(request, cluster)
+        return cluster.start()
+
+    yield make
+    for cluster in reversed(made):
+        cluster.stop()
+
+
+@pytest.fixture
+def meow_cluster(request: pytest.FixtureRequest, meow_cluster_factory: Callable[..., Cluster]) -> Cluster:
+    """A started cluster for this test, configured by the ``meow_cluster`` marker (closest wins)."""
+    marker = request.node.get_closest_marker("meow_cluster")
+    options = dict(marker.kwargs) if marker is not None else {}
+    if marker is not None and marker.args:
+        options.setdefault("devices", marker.args[0])
+    return meow_cluster_factory(**options)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: "pytest.CallInfo[None]") -> Generator[None, Any, None]:
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or call.when == "teardown":
+        return
+    clusters: List[Cluster] = item.stash.get(_CLUSTERS, [])
+    for index, cluster in enumerate(clusters):
+        prefix = "meowcare" if index == 0 else f"meowcare cluster {index + 1}"
+        try:
+            sections = cluster.failure_report()
+        except Exception as error:  # a report must never hide the test's own failure
+            sections = [("report", f"could not collect the cluster's report: {error!r}")]
+        for title, text in sections:
+            report.sections.append((f"{prefix}: {title}", text))
