@@ -7,7 +7,7 @@ enum ShareCommand {
     meowctl share — share a care session with other people, through a device's cloud mirror
 
     Usage (the device is a store-service started with --sync-socket):
-      meowctl share create      --socket PATH --session ID [--participant USER[:readOnly|readWrite]]... [--json]
+      meowctl share create      --socket PATH --session ID [--participant USER[:readOnly|readWrite]]... [--progress | --no-progress] [--json]
           The owner shares a session (its id or object ID) and its events: a new share zone.
       meowctl share invite      --socket PATH --zone ZONE --user USER [--permission readOnly|readWrite] [--json]
       meowctl share permission  --socket PATH --zone ZONE --user USER --permission none|readOnly|readWrite [--json]
@@ -31,7 +31,8 @@ enum ShareCommand {
 
     static func run(_ arguments: [String]) async throws(CommandError) {
         let args = try Arguments.parse(arguments, command: "share",
-                                       options: ["socket", "session", "participant", "zone", "user", "permission", "owner", "timeout"])
+                                       options: ["socket", "session", "participant", "zone", "user", "permission", "owner", "timeout"],
+                                       flags: ["progress", "no-progress"])
         let subcommand = try args.subcommand(of: "share", subcommands)
         let socket = try args.deviceSocket(for: "share \(subcommand)")
         let output = args.output
@@ -71,7 +72,8 @@ enum ShareCommand {
             guard let user = parts.first, !user.isEmpty else { throw .usage("--participant needs USER or USER:PERMISSION, got '\(entry)'.") }
             participants.append(["user": .string(user), "permission": .string(parts.count > 1 ? parts[1] : "readOnly")])
         }
-        let result = try await device.call("share.create", ["objectID": .string(session), "participants": .array(participants)])
+        let result = try await device.callShowingProgress("share.create", ["objectID": .string(session), "participants": .array(participants)],
+                                                          show: args.showsProgress)
         if device.output.json { return device.output.emit(["ok": true, "result": result]) }
         device.output.say("Shared \(session)")
         device.output.say("  zone \(result["zoneName"].cell), \(result["movedRecords"].cell) records moved into it")

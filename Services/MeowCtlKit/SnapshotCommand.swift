@@ -9,7 +9,7 @@ enum SnapshotCommand {
 
     Usage:
       meowctl snapshot export --socket SYNC_SOCKET (--credential ADMIN | --credential-file FILE) --file PATH
-                              [--include-credentials] [--json]
+                              [--include-credentials] [--progress | --no-progress] [--json]
       meowctl snapshot import --socket SYNC_SOCKET (--credential ADMIN | --credential-file FILE) --file PATH [--json]
       meowctl snapshot export|import --socket DEVICE_SOCKET --file PATH [--json]
       meowctl snapshot export|import --dir DIR [--device NAME] --file PATH [--json]
@@ -22,7 +22,8 @@ enum SnapshotCommand {
     readable by the user it runs as; a relative PATH is taken from meowctl's working directory.
     export writes the file 0600, replacing it whole; the cloud's users' credentials are left out
     (null) unless --include-credentials. import replaces everything at once or, on any error,
-    nothing.
+    nothing. While it runs, its progress (phase, done/total) is shown on stderr when stderr is a
+    terminal or with --progress (never with --json).
     Exit codes: 0 ok, 1 error reply, 2 unreachable, 64 usage.
     """
 
@@ -31,7 +32,8 @@ enum SnapshotCommand {
             throw .usage("meowctl snapshot needs export or import, e.g. meowctl snapshot export --socket PATH --credential-file FILE --file cloud.json")
         }
         let args = try Arguments.parse(Array(arguments.dropFirst()), command: "snapshot",
-                                       options: ["socket", "credential", "credential-file", "file", "timeout"], flags: ["include-credentials"])
+                                       options: ["socket", "credential", "credential-file", "file", "timeout"],
+                                       flags: ["include-credentials", "progress", "no-progress"])
         guard let given = args.value("file") else { throw .usage("meowctl snapshot \(action) needs --file PATH.") }
         let path = given.hasPrefix("/") ? given : FileManager.default.currentDirectoryPath + "/" + given
         let credential = try args.credential()
@@ -49,12 +51,13 @@ enum SnapshotCommand {
         let cloud = try await ServiceSession.open(socket: socket, credential: credential, output: output, timeout: try args.timeout(default: 600))
         defer { cloud.close() }
         if action == "export" {
-            let result = try await cloud.call("admin.exportSnapshot", ["path": .string(path), "includeCredentials": .bool(args.has("include-credentials"))])
+            let result = try await cloud.callShowingProgress("admin.exportSnapshot", ["path": .string(path), "includeCredentials": .bool(args.has("include-credentials"))],
+                                                             show: args.showsProgress)
             if output.json { output.emit(result); return }
             let records = result["tables"]?["records"]?.intValue ?? 0
             output.say("wrote \(path): \(result["bytes"]?.intValue ?? 0) bytes, \(records) record rows")
         } else {
-            let result = try await cloud.call("admin.importSnapshot", ["path": .string(path)])
+            let result = try await cloud.callShowingProgress("admin.importSnapshot", ["path": .string(path)], show: args.showsProgress)
             if output.json { output.emit(result); return }
             output.say("imported \(path): \(result["users"]?.intValue ?? 0) users, \(result["zones"]?.intValue ?? 0) zones, \(result["records"]?.intValue ?? 0) records")
         }
@@ -68,7 +71,7 @@ enum SnapshotCommand {
         guard device.hello.service == "store-service" else {
             throw output.failure("\(socket) is the \(device.hello.service), not a store-service; a cloud snapshot needs --credential ADMIN.", code: "usage")
         }
-        let result = try await device.call("snapshot.\(action)", ["path": .string(path)])
+        let result = try await device.callShowingProgress("snapshot.\(action)", ["path": .string(path)], show: args.showsProgress)
         if output.json { output.emit(result); return }
         let stores = (result["stores"]?.objectValue ?? [:]).sorted { $0.key < $1.key }
         if action == "export" {

@@ -20,7 +20,7 @@ enum SyncCommand {
           account's data leaves the device; local saves go on and upload after sign-in.
       meowctl sync signin  --socket PATH [--credential SECRET] [--json]
           Signs in again (account.signIn; default: the credential the device started with).
-      meowctl sync schema --socket PATH [--dry-run] [--json]
+      meowctl sync schema --socket PATH [--dry-run] [--progress | --no-progress] [--json]
           Defines every field of the model in the cloud's schema before real records go out
           (sync.initializeSchema, initializeCloudKitSchema): prints each record type's fields and
           CloudKit types; fails with CloudKit's message if the schema types a field otherwise.
@@ -53,7 +53,7 @@ enum SyncCommand {
             return
         }
         if subcommand == "schema" {
-            let result = try await device.call("sync.initializeSchema", ["dryRun": .bool(args.has("dry-run"))])
+            let result = try await device.callShowingProgress("sync.initializeSchema", ["dryRun": .bool(args.has("dry-run"))], show: args.showsProgress)
             if output.json { return output.emit(result) }
             for (recordType, fields) in (result["recordTypes"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
                 let list = (fields.objectValue ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.cell)" }

@@ -1,6 +1,7 @@
 import CloudWire
 import Foundation
 import MeowWire
+import ServiceRuntime
 
 /// `sync.initializeSchema`.
 struct InitializeSchemaParams: Codable, Sendable {
@@ -26,7 +27,7 @@ extension CloudMirror {
     /// The records carry the types the mirror's exports give each attribute
     /// (`MirrorRecordCoding.fieldType`: booleans as int64, dates as date, …). Another
     /// device fetching meanwhile may see them come and go, as with Apple's.
-    func initializeSchema(dryRun: Bool) throws -> InitializeSchemaResult {
+    func initializeSchema(dryRun: Bool, progress: ProgressReporter = .silent) throws -> InitializeSchemaResult {
         let names = Set(engine.model.configurations.flatMap(\.entities))
         let entities = engine.model.entities.filter { names.contains($0.name) }
         var recordTypes: [String: [String: String]] = [:]
@@ -44,6 +45,7 @@ extension CloudMirror {
         try signedInCredential()
         // Made (or found) every time: a zone deleted since this process made it is made again.
         _ = try request("zones.save", ZonesParams(database: .private, zoneIDs: [.coreData]))
+        progress.report(phase: "uploading", done: 0, total: saves.count)
         switch attempt("records.modify", ModifyParams(database: .private, saves: saves, savePolicy: .allKeys, atomic: true, reply: .tags)) {
         case .success: break
         case let .failure(error):
@@ -51,9 +53,11 @@ extension CloudMirror {
             guard let item = Self.itemAtFault(error) else { throw error }
             throw WireError(item.code, "sync.initializeSchema: \(item.message)", details: item.details)
         }
+        progress.report(phase: "uploading", done: saves.count, total: saves.count)
         let deletes = saves.map { DeleteItem(recordName: $0.recordName, zoneID: $0.zoneID) }
         do {
             _ = try request("records.modify", ModifyParams(database: .private, deletes: deletes, atomic: true))
+            progress.report(phase: "deleting", done: deletes.count, total: deletes.count)
         } catch {
             throw WireError(error.code, "sync.initializeSchema: the schema is defined, but deleting its representative records failed (\(error.message)); run it again to delete them.",
                             details: error.details)

@@ -469,6 +469,7 @@ extension CloudMirror {
     private func apply(_ verdict: Result<JSONValue, WireError>, read: ModifyVerdicts?, of batch: Batch, scope: StoreScope,
                        report: inout MirrorSendReport, skipped: inout Set<String>, missing: inout [Item], touched: inout Set<String>) throws -> Step {
         let items = batch.items
+        defer { if let observer = sendObserver.withLock({ $0 }) { observer(report.saved) } }
         switch verdict {
         case let .success(result):
             // Every entry saved: only the mirror's metadata changes. (Read from the reply's bytes

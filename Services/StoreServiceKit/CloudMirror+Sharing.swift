@@ -47,7 +47,7 @@ extension CloudMirror {
     /// a session in one zone and its events in another. A larger one cannot (the server's
     /// per-request limit): its root moves with the share, and the rest follows by the send's own
     /// moves (`followRoot`). Locally the objects stay in the private store.
-    func createShare(_ params: ShareCreateParams) throws -> ShareCreateResult {
+    func createShare(_ params: ShareCreateParams, progress: ProgressReporter = .silent) throws -> ShareCreateResult {
         _ = try sendAll()
         let zone = ZoneID(zoneName: CloudKitNames.coreDataShareZonePrefix + UUID().uuidString)
         // The zones are made once the graph is known to be shareable and before it is saved
@@ -57,6 +57,7 @@ extension CloudMirror {
             _ = try request("zones.save", ZonesParams(database: .private, zoneIDs: [zone]))
         }
         let root = graph[0]
+        progress.report(phase: "moving", done: 0, total: graph.count)
         var moved = graph.count
         var sendError: WireError?
         var shareRecord: JSONValue
@@ -67,10 +68,14 @@ extension CloudMirror {
             // Queued before the root moves, so that a device killed after the move still moves them.
             try queueToFollow(members)
             shareRecord = try moveAtOnce([root], into: zone) ?? .null
-            let followed = try followRoot(members, into: zone)
+            progress.report(phase: "moving", done: 1, total: graph.count)
+            let followed = try followRoot(members, into: zone) { saved in
+                progress.report(phase: "moving", done: min(graph.count, 1 + saved), total: graph.count)
+            }
             moved = 1 + followed.moved
             sendError = followed.sendError
         }
+        progress.report(phase: "moving", done: graph.count, total: graph.count)
         for participant in params.participants ?? [] {
             shareRecord = try request("participants.add", CloudWire.ShareParams(zoneID: zone, user: participant.user,
                                                                       permission: participant.permission))["share"] ?? shareRecord
@@ -272,8 +277,11 @@ extension CloudMirror {
     /// Sends the members queued to follow the root; returns how many are in the share zone now
     /// and the cloud error that stopped the send, if any (the share exists then: what is left
     /// stays queued for the next send, and `pendingRecords` counts it).
-    private func followRoot(_ members: [GraphMember], into zone: ZoneID) throws -> (moved: Int, sendError: WireError?) {
+    private func followRoot(_ members: [GraphMember], into zone: ZoneID,
+                            sent: @escaping @Sendable (Int) -> Void) throws -> (moved: Int, sendError: WireError?) {
         var sendError: WireError?
+        sendObserver.withLock { $0 = sent }
+        defer { sendObserver.withLock { $0 = nil } }
         do {
             _ = try sendAll()
         } catch {

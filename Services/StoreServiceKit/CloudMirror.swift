@@ -25,6 +25,9 @@ final class CloudMirror: Sendable {
     let credential: Mutex<String?>
     private let work = Mutex(())
     let progress = Mutex(Progress())
+    /// Told the records saved so far after each batch a send applies, while a request that
+    /// reports progress (share.create) runs a send.
+    let sendObserver = Mutex<(@Sendable (Int) -> Void)?>(nil)
     private let wake = WakeSignal()
     private let stopping = Atomic<Bool>(false)
     /// Set by a `databaseChanged` push: the automatic loop fetches at once.

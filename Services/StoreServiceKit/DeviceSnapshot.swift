@@ -29,11 +29,15 @@ struct DeviceSnapshot: Codable, Sendable {
 
 extension DeviceSnapshot {
     /// Reads every table of every store (the caller holds the coordinator's lock).
-    static func export(_ stores: StoreSet) throws -> DeviceSnapshot {
+    static func export(_ stores: StoreSet, progress: ProgressReporter = .silent) throws -> DeviceSnapshot {
+        let total = try stores.list.map { try tableNames($0.database).count }.reduce(0, +)
+        var done = 0
+        progress.report(phase: "reading", done: 0, total: total)
         let list = try stores.list.map { store in
             var tables: [String: Table] = [:]
             try store.database.readTransaction {
                 for name in try tableNames(store.database) {
+                    defer { done += 1; progress.report(phase: "reading", done: done, total: total) }
                     let columns = try columnNames(name, in: store.database)
                     let quoted = columns.map { "\"\($0)\"" }.joined(separator: ", ")
                     let rows = try store.database.query("SELECT \(quoted) FROM \"\(name)\" ORDER BY rowid").map { $0.values.map(json) }
@@ -52,13 +56,15 @@ extension DeviceSnapshot {
     /// What stays this device's: each store's identity (`storeUUID`, so object IDs keep their
     /// form and two devices seeded from one snapshot are still two), and counters that must not
     /// go back (history tokens, primary keys), which continue from the higher of the two.
-    func importInto(_ stores: StoreSet) throws -> [String: Int] {
+    func importInto(_ stores: StoreSet, progress: ProgressReporter = .silent) throws -> [String: Int] {
         try validate(against: stores)
+        let rows = Progress(total: self.stores.flatMap(\.tables.values).map(\.rows.count).reduce(0, +), reporter: progress)
         let pairs = stores.list.map { store in (store, self.stores.first { $0.name == store.name }!) }
         for (store, _) in pairs { try store.database.beginImmediate() }
         do {
             var counts: [String: Int] = [:]
-            for (store, tables) in pairs { counts[store.name] = try Self.replace(store, with: tables) }
+            for (store, tables) in pairs { counts[store.name] = try Self.replace(store, with: tables, rows: rows) }
+            rows.finish()
             for (store, _) in pairs { try store.database.execute("COMMIT") }
             return counts
         } catch {
@@ -107,7 +113,25 @@ extension DeviceSnapshot {
     }
 
     /// Replaces one store's rows inside the open transaction; returns how many rows it wrote.
-    private static func replace(_ store: PersistentStore, with given: StoreTables) throws -> Int {
+    /// Rows written so far, reported as the `writing` phase.
+    final class Progress {
+        let total: Int
+        let reporter: ProgressReporter
+        private(set) var done = 0
+        init(total: Int, reporter: ProgressReporter) {
+            self.total = total
+            self.reporter = reporter
+            reporter.report(phase: "writing", done: 0, total: total)
+        }
+        func add(_ count: Int) {
+            done += count
+            if done < total { reporter.report(phase: "writing", done: done, total: total) }
+        }
+        /// The phase's last event only once everything is written (and about to commit).
+        func finish() { reporter.report(phase: "writing", done: total, total: total) }
+    }
+
+    private static func replace(_ store: PersistentStore, with given: StoreTables, rows progress: Progress) throws -> Int {
         let database = store.database
         if given.tables.keys.contains(where: { $0.hasPrefix("mirror_") }) { try MirrorState(store).createTables() }
         let keys = Dictionary(try database.query("SELECT entity, max FROM z_primarykey").map { ($0[0].string ?? "", $0[1].int64 ?? 0) },
@@ -124,7 +148,9 @@ extension DeviceSnapshot {
                 do { try insert.run(row.map(sql)) } catch {
                     throw invalid("Store \(store.name), table \(name), row \(number + 1): \(error) — nothing was imported.", field: "stores")
                 }
+                if number % 1000 == 999 { progress.add(1000) }
             }
+            progress.add(table.rows.count % 1000)
             written += table.rows.count
         }
         try database.execute("INSERT OR REPLACE INTO z_metadata(key, value) VALUES ('storeUUID', ?)", [store.uuid])

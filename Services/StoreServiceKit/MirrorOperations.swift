@@ -164,9 +164,11 @@ extension StoreService {
             return try mirror.announced { try mirror.exclusive("now") { MirrorNowResult(send: try mirror.sendAll(), fetch: try mirror.fetchAll()) } }
         }
         registry.register("sync.initializeSchema", params: InitializeSchemaParams.self,
-                          summary: "Saves and deletes one record per entity so the cloud's schema knows every field (initializeCloudKitSchema).") { [self] params, _ in
+                          summary: "Saves and deletes one record per entity so the cloud's schema knows every field (initializeCloudKitSchema).") { [self] params, request in
             let mirror = try mirror()
-            return try mirror.exclusive("initializeSchema") { try mirror.initializeSchema(dryRun: params.dryRun ?? false) }
+            return try mirror.exclusive("initializeSchema") {
+                try mirror.initializeSchema(dryRun: params.dryRun ?? false, progress: ProgressReporter(request))
+            }
         }
         registry.register("account.signOut", params: Empty.self, summary: "Signs the device out of its cloud account: syncing stops and the account's data leaves the stores.") { [self] _, _ in
             let mirror = try mirror()
@@ -179,9 +181,9 @@ extension StoreService {
         registry.register("sync.status", params: Empty.self, summary: "Queues, tokens, in-flight work, last error, quiescence.") { [self] _, _ in
             try mirror().status()
         }
-        registry.register("share.create", params: ShareCreateParams.self, summary: "Owner: shares an object graph in a new share zone.") { [self] params, _ in
+        registry.register("share.create", params: ShareCreateParams.self, summary: "Owner: shares an object graph in a new share zone.") { [self] params, request in
             let mirror = try mirror()
-            return try mirror.exclusive("share.create") { try mirror.createShare(params) }
+            return try mirror.exclusive("share.create") { try mirror.createShare(params, progress: ProgressReporter(request)) }
         }
         let ownerOps = [("share.invite", "participants.add", "Owner: invites a user (user, permission)."),
                         ("share.setPermission", "participants.setPermission", "Owner: changes a participant's permission."),

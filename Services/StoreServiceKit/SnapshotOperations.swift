@@ -29,19 +29,23 @@ struct SnapshotImportResult: Codable, Sendable {
 extension StoreService {
     func registerSnapshotOperations(in registry: inout OperationRegistry) {
         registry.register("snapshot.export", params: SnapshotExportParams.self,
-                          summary: "Both stores as one JSON snapshot (or written to params.path).") { [self] params, _ in
-            let snapshot = try whileNoSyncRuns { try engine().coordinator.withStores(DeviceSnapshot.export) }
+                          summary: "Both stores as one JSON snapshot (or written to params.path).") { [self] params, request in
+            let progress = ProgressReporter(request)
+            let snapshot = try whileNoSyncRuns { try engine().coordinator.withStores { try DeviceSnapshot.export($0, progress: progress) } }
             guard let path = params.path else { return SnapshotExportResult(snapshot: snapshot) }
             let data: Data
             do { data = try JSONEncoder().encode(snapshot) } catch {
                 throw ServiceError(.internalError, "Cannot encode the snapshot: \(error).")
             }
+            progress.report(phase: "writing", done: 0, total: data.count)
             try WholeFile.write(data, to: path, service: "store-service", code: .invalidField)
+            progress.report(phase: "writing", done: data.count, total: data.count)
             let rows = Dictionary(uniqueKeysWithValues: snapshot.stores.map { ($0.name, $0.tables.mapValues(\.rows.count)) })
             return SnapshotExportResult(path: path, bytes: data.count, stores: rows)
         }
         registry.register("snapshot.import", params: SnapshotImportParams.self,
-                          summary: "Replaces both stores' contents with a snapshot (inline or from params.path).") { [self] params, _ in
+                          summary: "Replaces both stores' contents with a snapshot (inline or from params.path).") { [self] params, request in
+            let progress = ProgressReporter(request)
             let snapshot: DeviceSnapshot
             switch (params.snapshot, params.path) {
             case let (given?, nil): snapshot = given
@@ -50,7 +54,7 @@ extension StoreService {
                 throw ServiceError(.invalidField, "snapshot.import takes params.snapshot (the snapshot itself) or params.path (a file holding it), exactly one.",
                                    details: ["field": "params"])
             }
-            let written = try whileNoSyncRuns { try engine().coordinator.withStores(snapshot.importInto) }
+            let written = try whileNoSyncRuns { try engine().coordinator.withStores { try snapshot.importInto($0, progress: progress) } }
             return SnapshotImportResult(stores: written)
         }
     }

@@ -1,6 +1,7 @@
 import CloudWire
 import FoundationEssentials
 import MeowWire
+import ServiceRuntime
 import SQLiteKit
 
 public struct ResetParams: Codable, Sendable {
@@ -132,10 +133,12 @@ extension CloudEngine {
     /// admin.exportSnapshot: every table, as one JSON value. Users' credentials are null unless
     /// `includeCredentials` asks for them: a snapshot is often kept or passed around, and a
     /// credential in it opens that user's data.
-    public func exportSnapshot(includeCredentials: Bool = false) throws -> SnapshotResult {
+    public func exportSnapshot(includeCredentials: Bool = false, progress: ProgressReporter = .silent) throws -> SnapshotResult {
         try read { state in
             var tables: [String: [[JSONValue]]] = [:]
-            for table in CloudSchema.snapshotTables {
+            let total = CloudSchema.snapshotTables.count
+            for (done, table) in CloudSchema.snapshotTables.enumerated() {
+                defer { progress.report(phase: "reading", done: done + 1, total: total) }
                 let hidden = table.name == "users" && !includeCredentials ? table.columns.firstIndex(of: "credential") : nil
                 tables[table.name] = try state.db.query("SELECT \(table.columns.joined(separator: ", ")) FROM \(table.name)").map { row in
                     var values = row.values.map(Self.json)
@@ -150,13 +153,16 @@ extension CloudEngine {
     /// admin.importSnapshot: replaces the whole state with a snapshot, in one transaction. A user
     /// whose credential the snapshot leaves out (null) keeps the credential it has in this cloud;
     /// one this cloud does not know is refused (export with includeCredentials to move users).
-    public func importSnapshot(_ snapshot: CloudSnapshot) throws -> ImportResult {
+    public func importSnapshot(_ snapshot: CloudSnapshot, progress: ProgressReporter = .silent) throws -> ImportResult {
         guard snapshot.format == "meowcare-cloud-snapshot", snapshot.schemaVersion == CloudSchema.version else {
             throw WireError(.invalidArguments, "Not a snapshot of schema version \(CloudSchema.version) (format meowcare-cloud-snapshot).")
         }
         let snapshot = try withKnownCredentials(snapshot)
         let result = try locks.exclusive { try write { state in
             for table in CloudSchema.snapshotTables { try state.db.execute("DELETE FROM \(table.name)") }
+            let total = CloudSchema.snapshotTables.map { snapshot.tables[$0.name]?.count ?? 0 }.reduce(0, +)
+            var written = 0
+            progress.report(phase: "writing", done: 0, total: total)
             for table in CloudSchema.snapshotTables {
                 let placeholders = Array(repeating: "?", count: table.columns.count).joined(separator: ", ")
                 let sql = "INSERT INTO \(table.name)(\(table.columns.joined(separator: ", "))) VALUES (\(placeholders))"
@@ -166,6 +172,8 @@ extension CloudEngine {
                 // Columns added since a snapshot was written take their defaults (`CloudSchema.addedColumns`).
                 let added = CloudSchema.addedColumns.filter { $0.table == table.name }
                 for (number, given) in (snapshot.tables[table.name] ?? []).enumerated() {
+                    written += 1
+                    if written % 1000 == 0, written < total { progress.report(phase: "writing", done: written, total: total) }
                     var row = given
                     let missing = table.columns.count - row.count
                     if missing > 0, missing <= added.count { row += added.suffix(missing).map(\.value) }
@@ -183,6 +191,7 @@ extension CloudEngine {
                     try state.db.execute(sql, values)
                 }
             }
+            progress.report(phase: "writing", done: total, total: total)
             let imported = try state.db.scalar("SELECT value FROM meta WHERE key = 'seq'")?.int64 ?? 0
             // The sequence never goes back (change tokens are positions in it): keep counting from whichever is higher.
             state.seq = max(state.seq, imported)

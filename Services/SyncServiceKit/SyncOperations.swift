@@ -73,18 +73,23 @@ struct SyncOperations {
         admin("admin.setAccountStatus", AccountStatusParams.self, "available, noAccount or temporarilyUnavailable.") { try $0.setAccountStatus($1.user, $1.status) }
         admin("admin.listUsers", Empty.self, "Every user and account status.") { engine, _ in UsersResult(users: try engine.listUsers()) }
         admin("admin.reset", ResetParams.self, "Removes everything, one user's data, or one zone.") { try $0.reset($1) }
-        admin("admin.exportSnapshot", ExportSnapshotParams.self, "The whole cloud as one JSON snapshot (or into params.path); credentials only with includeCredentials.") { engine, params in
-            let snapshot = try engine.exportSnapshot(includeCredentials: params.includeCredentials ?? false).snapshot
-            guard let path = params.path else { return SnapshotExport(snapshot: snapshot) }
-            let bytes = try SnapshotFile.write(snapshot, to: path)
-            return SnapshotExport(path: path, bytes: bytes, tables: snapshot.tables.mapValues(\.count))
-        }
-        admin("admin.importSnapshot", ImportSnapshotParams.self, "Replaces the whole cloud with a snapshot (inline or from params.path).") { engine, params in
-            switch (params.snapshot, params.path) {
-            case let (snapshot?, nil): return try engine.importSnapshot(snapshot)
-            case let (nil, path?): return try engine.importSnapshot(try SnapshotFile.read(path))
-            default: throw WireError(.invalidArguments, "admin.importSnapshot takes params.snapshot (the snapshot itself) or params.path (a file holding it), exactly one.")
+        // Snapshots report progress (`progress` events) to the admin connection that asked.
+        registry.register("admin.exportSnapshot", params: ExportSnapshotParams.self, access: .admin,
+                          summary: "The whole cloud as one JSON snapshot (or into params.path); credentials only with includeCredentials.") { params, context in
+            let progress = ProgressReporter(context)
+            return try service.run(context, checkAccount: false) { engine, _, _ in
+                let snapshot = try engine.exportSnapshot(includeCredentials: params.includeCredentials ?? false, progress: progress).snapshot
+                guard let path = params.path else { return SnapshotExport(snapshot: snapshot) }
+                progress.report(phase: "writing", done: 0, total: 1)
+                let bytes = try SnapshotFile.write(snapshot, to: path)
+                progress.report(phase: "writing", done: 1, total: 1)
+                return SnapshotExport(path: path, bytes: bytes, tables: snapshot.tables.mapValues(\.count))
             }
+        }
+        registry.register("admin.importSnapshot", params: ImportSnapshotParams.self, access: .admin,
+                          summary: "Replaces the whole cloud with a snapshot (inline or from params.path).") { params, context in
+            let progress = ProgressReporter(context)
+            return try service.run(context, checkAccount: false) { engine, _, _ in try Self.importSnapshot(params, into: engine, progress: progress) }
         }
         admin("admin.setClock", ClockParams.self, "Fixes, advances or releases the clock.") { engine, params in
             if let advance = params.advanceSeconds {
@@ -131,6 +136,19 @@ struct SyncOperations {
         }
         registry.register("admin.requestLog", params: RequestLogParams.self, access: .admin, summary: "Recent requests with permission decisions.") { params, _ in
             try service.requestLog().entries(after: params.after, limit: params.limit)
+        }
+    }
+
+    /// admin.importSnapshot: a snapshot inline or in a file, exactly one.
+    static func importSnapshot(_ params: ImportSnapshotParams, into engine: CloudEngine, progress: ProgressReporter) throws -> ImportResult {
+        switch (params.snapshot, params.path) {
+        case let (snapshot?, nil): return try engine.importSnapshot(snapshot, progress: progress)
+        case let (nil, path?):
+            progress.report(phase: "reading", done: 0, total: 1)
+            let snapshot = try SnapshotFile.read(path)
+            progress.report(phase: "reading", done: 1, total: 1)
+            return try engine.importSnapshot(snapshot, progress: progress)
+        default: throw WireError(.invalidArguments, "admin.importSnapshot takes params.snapshot (the snapshot itself) or params.path (a file holding it), exactly one.")
         }
     }
 }

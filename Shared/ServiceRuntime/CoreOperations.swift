@@ -36,7 +36,7 @@ enum CoreOperations {
             maxEventQueueBytes: configuration.maxEventQueueBytes,
             sendTimeoutMilliseconds: configuration.sendTimeoutMilliseconds,
             frameTimeoutMilliseconds: configuration.frameTimeoutMilliseconds)
-        let topics = [EventHub.serviceTopic] + definition.topics
+        let topics = [EventHub.serviceTopic, ProgressReporter.topic] + definition.topics
 
         registry.register("hello", params: HelloParams.self, summary: "Opens the conversation; must come first.") { params, context in
             guard !context.connection.helloDone else {

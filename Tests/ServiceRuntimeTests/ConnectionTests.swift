@@ -33,7 +33,7 @@ struct ConnectionTests {
         #expect(result["protocol"] == "meowcare-wire")
         #expect(result["protocolVersion"] == 1)
         #expect(result["connectionID"] == 7)
-        #expect(result["topics"] == ["service", "things"])
+        #expect(result["topics"] == ["service", "progress", "things"])
         #expect(result["limits"]?["maxFrameBytes"] == 4096)
         #expect(served.handle.helloDone)
         #expect(served.handle.clientName == "unit-test")
