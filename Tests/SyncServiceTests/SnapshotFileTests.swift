@@ -88,4 +88,39 @@ struct SnapshotFileTests {
         #expect(try await Self.records(thirdOwner) == before)
         for process in [cloud, other, thirdCloud] { _ = await process.stop() }
     }
+
+    @Test("Bad snapshots change nothing in the cloud: a missing or truncated file, a newer format, an unwritable or relative path")
+    func badSnapshotsChangeNothing() async throws {
+        let cloud = CloudProcess(dir: TemporaryDirectory())
+        let process = try await cloud.start()
+        let owner = try await cloud.connect("owner-secret", client: "snapshot-test")
+        defer { owner.close() }
+        _ = try await owner.call("zones.save", ["database": "private", "zoneIDs": [["zoneName": "big"]]] as JSONValue)
+        let admin = try await cloud.connect(CloudProcess.admin, client: "snapshot-admin")
+        defer { admin.close() }
+        let file = cloud.dir.file("cloud.json")
+        _ = try await admin.call("admin.exportSnapshot", ["path": .string(file)] as JSONValue)
+        let whole = try Data(contentsOf: URL(fileURLWithPath: file))
+        let truncated = cloud.dir.file("truncated.json")
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: truncated))
+        var newer = try JSONParser.parse(Array(whole)).objectValue ?? [:]
+        newer["schemaVersion"] = 99
+        let zonesBefore = try await owner.call("zones.fetch", ["database": "private"] as JSONValue)
+
+        let cases: [(String, JSONValue, String)] = [
+            ("missing file", ["path": .string(cloud.dir.file("none.json"))], "cannot read"),
+            ("truncated file", ["path": .string(truncated)], "is not a snapshot"),
+            ("newer format", ["snapshot": .object(newer)], "schema version"),
+            ("relative path", ["path": "cloud.json"], "absolute"),
+        ]
+        for (name, params, text) in cases {
+            let error = await CloudProcess.failure { _ = try await admin.call("admin.importSnapshot", params) }
+            #expect(error?.code == .invalidArguments, "\(name)")
+            #expect(error?.message.contains(text) == true, "\(name): \(error?.message ?? "")")
+            #expect(try await owner.call("zones.fetch", ["database": "private"] as JSONValue) == zonesBefore, "\(name)")
+        }
+        let unwritable = await CloudProcess.failure { _ = try await admin.call("admin.exportSnapshot", ["path": "/proc/cloud.json"] as JSONValue) }
+        #expect(unwritable?.code == .invalidArguments && unwritable?.details["path"] == "/proc/cloud.json")
+        _ = await process.stop()
+    }
 }
