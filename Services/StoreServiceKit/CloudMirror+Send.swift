@@ -37,7 +37,7 @@ extension CloudMirror {
     }
 
     /// One outgoing item of a batch.
-    private struct Item {
+    struct SendItem {
         var pending: MirrorState.Pending
         var entity: EntityDescription
         /// The record to save (nil: a delete); its fields are in `fieldsText`.
@@ -52,10 +52,10 @@ extension CloudMirror {
         var partial = false
     }
 
-    private struct Batch {
+    struct Batch {
         var storeName: String
         var database: DatabaseScope
-        var items: [Item]
+        var items: [SendItem]
         /// Its rows of creates in flight (`MirrorState.recordCreatesInFlight`), dropped with its verdict.
         var createsInFlight: [Int64] = []
         /// The queue position of its last entry.
@@ -101,8 +101,8 @@ extension CloudMirror {
             // was a moment earlier, as if built just before that save. An in-memory store has
             // one connection: its batches are built under the lock, below.
             var drops: [MirrorState.Pending] = []
-            func build(_ store: PersistentStore, drops: inout [MirrorState.Pending]) throws -> [[Item]] {
-                var built: [[Item]] = []
+            func build(_ store: PersistentStore, drops: inout [MirrorState.Pending]) throws -> [[SendItem]] {
+                var built: [[SendItem]] = []
                 var position = after
                 while built.count < count {
                     let items = try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: position, touched: touched,
@@ -164,14 +164,14 @@ extension CloudMirror {
         for pending in drops { try state.dropPending(pending) }
     }
 
-    private func finishBatch(_ items: [Item], store: PersistentStore) throws -> Batch {
+    private func finishBatch(_ items: [SendItem], store: PersistentStore) throws -> Batch {
         Batch(storeName: store.name, database: Self.database(of: store), items: items,
               createsInFlight: try Self.recordCreates(of: items, state: MirrorState(store)))
     }
 
     /// Records the batch's creates (records without a tag: new to the server, or to a zone
     /// they move into) per zone, before the batch goes out.
-    private static func recordCreates(of items: [Item], state: MirrorState) throws -> [Int64] {
+    private static func recordCreates(of items: [SendItem], state: MirrorState) throws -> [Int64] {
         var byZone: [ZoneID: [MirrorState.Pending]] = [:]
         for item in items {
             guard let record = item.record, record.recordChangeTag == nil else { continue }
@@ -198,103 +198,6 @@ extension CloudMirror {
 
     /// Answers to a lookup that mean the records cannot be there for this device to change.
     static let goneCodes: Set<ErrorCode> = [.zoneNotFound, .userDeletedZone, .unknownItem, .permissionFailure]
-
-    /// Creates an earlier send made without applying their answer (the answer was lost, or the
-    /// device was killed first) may be on the server. The server is asked, and what it has is
-    /// applied like a fetched change (merged with the row and its queue entry): an entry the
-    /// server already has leaves the queue, a newer one goes out as an update or delete of that
-    /// record, never as a delete dropped for "never sent", which left the record in the cloud
-    /// to come back to every device. A create the server does not have either never got
-    /// there or got there and was deleted since by another device: the store's changes are
-    /// fetched first, and a tombstone among them removes the object and its queued create
-    /// (which would otherwise go out again and bring the record back). Runs before a send
-    /// builds its first batch.
-    private func resolveCreatesInFlight(scope: StoreScope) throws {
-        let outstanding = try withStores { stores -> (store: String, database: DatabaseScope, rows: [MirrorState.CreatesInFlight])? in
-            guard let index = Self.storeIndex(scope, in: stores) else { return nil }
-            let store = stores.list[index]
-            let state = MirrorState(store)
-            var rows = try state.createsInFlight()
-            // Only names whose answer this device never applied: no copy of them in that zone.
-            for position in rows.indices {
-                let zone = rows[position].zone
-                rows[position].entries = try rows[position].entries.filter { try state.meta($0.name)?.zone != zone }
-            }
-            return rows.isEmpty ? nil : (store.name, Self.database(of: store), rows)
-        }
-        guard let outstanding else { return }
-        var answers: [(row: MirrorState.CreatesInFlight, found: [CloudRecord])] = []
-        for row in outstanding.rows {
-            var found: [CloudRecord] = []
-            if !row.entries.isEmpty {
-                let request = FetchRecordsParams(database: outstanding.database,
-                                                  recordIDs: row.entries.map { RecordID(recordName: $0.name, zoneID: row.zone) })
-                switch attempt("records.fetch", request) {
-                case let .success(result):
-                    found = (result["records"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) })
-                case let .failure(error) where error.code == .partialFailure:
-                    found = (error.details["records"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) })
-                case let .failure(error) where Self.goneCodes.contains(error.code):
-                    // The zone or the access is gone: so is anything of it to update or delete.
-                    found = []
-                case let .failure(error):
-                    throw error
-                }
-            }
-            answers.append((row, found))
-        }
-        // What the server has is applied as a fetched change would be: merged with the local
-        // row (another device may have edited it since), so the row, its queue entry and the
-        // kept server copy agree. Keeping the server's copy without applying it left this
-        // device's row behind that copy's tag, and its next edit overwrote the other device's.
-        // The rows naming creates the server lacks stay until the fetch below has run, so a
-        // fetch that fails leaves them to be asked about again.
-        var unresolved: [Int64] = []
-        for (row, found) in answers {
-            let sent = found.filter { record in row.entries.contains { $0.name == record.recordName } }
-            if !sent.isEmpty {
-                var applied = MirrorFetchReport()
-                try applyPage(sent, prepared: [], deleted: [], zone: row.zone, scope: scope, token: nil, holdDeletes: true, report: &applied)
-                logger.info("creates of an unanswered send found on the server", ["zone": .string(row.zone.key), "records": .int(sent.count)])
-            }
-            if row.entries.contains(where: { entry in !sent.contains { $0.recordName == entry.name } }) {
-                unresolved.append(row.id)
-            } else {
-                try dropCreatesInFlight([row.id], store: outstanding.store)
-            }
-        }
-        guard !unresolved.isEmpty else { return }
-        var fetched = MirrorFetchReport()
-        try fetchDatabase(scope, report: &fetched)
-        try dropCreatesInFlight(unresolved, store: outstanding.store)
-    }
-
-    /// A create whose answer was lost is asked for on the server, and when the server does not
-    /// have it, a fetch tells a record deleted since from one that never arrived
-    /// (`resolveCreatesInFlight`). Only a fetch from a token reports deletions: a device that
-    /// had never fetched could not tell, and sent the create again, bringing back a record
-    /// another device had deleted. So a batch that creates records in Core Data's zone waits
-    /// until the device holds that zone's token (its zone is made first if need be, and what
-    /// it holds is received).
-    /// Nil: the batch creates nothing in Core Data's zone; else whether the device holds the
-    /// zone's token (when it does not, the zone is made if need be).
-    private func coreDataTokenKnown(for batch: Batch) throws -> Bool? {
-        guard batch.database == .private,
-              batch.items.contains(where: { $0.record?.recordChangeTag == nil && $0.record?.zoneID == .coreData }) else { return nil }
-        let known = try withStores { stores -> Bool in
-            guard let index = Self.storeIndex(.private, in: stores) else { return true }
-            return try MirrorState(stores.list[index]).value(MirrorState.zoneTokenKey(.coreData)) != nil
-        }
-        if !known { try ensureZones([.coreData]) }
-        return known
-    }
-
-    private func dropCreatesInFlight(_ ids: [Int64], store name: String) throws {
-        try withStores { stores in
-            let store = stores.list[try stores.index(named: name)]
-            try store.database.transaction(commit: .deferred) { try MirrorState(store).dropCreatesInFlight(ids) }
-        }
-    }
 
     /// One batch sent and not answered yet.
     private struct InFlight {
@@ -348,7 +251,7 @@ extension CloudMirror {
         try resolveCreatesInFlight(scope: scope)
         var skipped: Set<String> = []
         /// Updates the server found no record for (unknownItem), settled once every batch is answered.
-        var missing: [Item] = []
+        var missing: [SendItem] = []
         var rounds = 0
         var inFlight: [InFlight] = []
         var stopError: WireError?
@@ -467,7 +370,7 @@ extension CloudMirror {
 
     /// Applies one batch's answer. `read`: its success reply as read from the bytes, if it was.
     private func apply(_ verdict: Result<JSONValue, WireError>, read: ModifyVerdicts?, of batch: Batch, scope: StoreScope,
-                       report: inout MirrorSendReport, skipped: inout Set<String>, missing: inout [Item], touched: inout Set<String>) throws -> Step {
+                       report: inout MirrorSendReport, skipped: inout Set<String>, missing: inout [SendItem], touched: inout Set<String>) throws -> Step {
         let items = batch.items
         defer { if let observer = sendObserver.withLock({ $0 }) { observer(report.saved) } }
         switch verdict {
@@ -511,7 +414,7 @@ extension CloudMirror {
     /// fetched first: a moved record arrives in its new zone and merges with the queued edit,
     /// which then goes there; a deleted one goes with its tombstone (scenario 20). Only a record
     /// the fetch left where it was meets the delete policy.
-    private func settleMissing(_ items: [Item], scope: StoreScope) throws {
+    private func settleMissing(_ items: [SendItem], scope: StoreScope) throws {
         var fetched = MirrorFetchReport()
         try fetchDatabase(scope, report: &fetched)
         try withStores { stores in
@@ -546,435 +449,5 @@ extension CloudMirror {
         guard !missing.isEmpty else { return }
         _ = try request("zones.save", ZonesParams(database: .private, zoneIDs: Array(missing)))
         progress.withLock { state in for zone in missing { state.zonesEnsured.insert(zone.key) } }
-    }
-
-
-    /// The due entries of the queue as records, payloads built now from the rows as they are.
-    /// Reads the next batch; writes nothing (it may run on the store's reading connection).
-    /// `drops`: the entries read that have nothing to send, for `finishBatch` to remove.
-    /// `readThrough`: the queue position of the last entry it took (as an item, a drop, or
-    /// one to skip); the next batch is read from past it.
-    private func buildBatch(store: PersistentStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
-                            touched: Set<String>, drops: inout [MirrorState.Pending], report: inout MirrorSendReport,
-                            readThrough: inout Int64) throws -> [Item] {
-        let state = MirrorState(store)
-        var items: [Item] = []
-        var count = 0
-        var after = start
-        // Zones of related records (a batch of a session's events asks for one session's zone).
-        var zones: [String: ZoneID?] = [:]
-        var texts = MirrorRecordCoding.TextCache()
-        while count < limit {
-            let due = try state.dueEntries(now: now, limit: limit, after: after)
-            guard let lastSeq = due.last?.pending.seq else { break }
-            after = lastSeq
-            for entry in due {
-                // Full: the rest of what was read is the next batch's.
-                if count >= limit { break }
-                readThrough = entry.pending.seq
-                if skipped.contains(entry.pending.uuid) { continue }
-                let pending = entry.pending
-                guard let entity = store.model.entity(named: pending.entity) else { drops.append(pending); continue }
-                let meta = entry.meta
-                if pending.kind == .delete {
-                    guard let meta else {
-                        // Never reached the server: nothing to delete there.
-                        drops.append(pending)
-                        report.dropped += 1
-                        continue
-                    }
-                    items.append(Item(pending: pending, entity: entity, record: nil, fieldsText: nil, delete: meta.zone))
-                    count += 1
-                    continue
-                }
-                guard store.holds(entity.name), let row = try Self.row(of: pending, entity: entity, store: store) else {
-                    // Scenario 21: the row is gone (its delete follows, or it never existed): upload nothing.
-                    drops.append(pending)
-                    report.dropped += 1
-                    continue
-                }
-                guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
-                    drops.append(pending)
-                    report.dropped += 1
-                    continue
-                }
-                // An update of a record the server has where it stays carries only the keys this
-                // device changed (and the stamps): the server keeps the rest, so fields another
-                // app version writes, or another device changed meanwhile, are never sent back
-                // stale. A new record, a move, or an update whose keys are unknown carries all.
-                // An update's changed keys, parsed once (the partial payload and the nulls both need them).
-                let edited = meta != nil && pending.kind != .insert ? pending.changed : []
-                let only = pending.kind == .update && meta?.zone == zone && !edited.isEmpty ? edited.union([MirrorState.fieldTimesField]) : nil
-                var fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText,
-                                                               only: only, cache: &texts)
-                // The first ordinary save after a move drops the move's bookkeeping field (the
-                // server keeps a key a save leaves out).
-                let dropped = only != nil && entry.movedFromKept ? [MovedFrom.field] : []
-                fields = Self.clearing(edited, entity: entity, row: row, also: dropped, in: fields)
-                var record = CloudRecord(recordName: pending.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(entity.name))
-                var move: ZoneID?
-                var partial = false
-                if let meta {
-                    if meta.zone == zone {
-                        record.recordChangeTag = meta.changeTag
-                        partial = only != nil
-                    } else if let tag = meta.changeTag, !touched.contains(pending.uuid) {
-                        // A move deletes the old copy unconditionally. It is first saved where it
-                        // is, with its tag: another device's edit there since the last fetch
-                        // fails it (serverRecordChanged: merged, then moved), and so does a copy
-                        // another device moved or deleted meanwhile (unknownItem: the store's
-                        // changes are fetched and tell which), rather than a move that deletes
-                        // the edit, or leaves a second copy of the record in another zone.
-                        record.zoneID = meta.zone
-                        record.recordChangeTag = tag
-                        items.append(Item(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, touch: true))
-                        count += 1
-                        continue
-                    } else {
-                        move = meta.zone
-                        // The tag it was moved from lets a device whose edit a move deleted
-                        // anyway (in the moment between the two) see it (`MovedFrom`).
-                        if let tag = meta.changeTag { fields = MovedFrom(zoneName: meta.zone.zoneName, changeTag: tag).adding(to: fields) }
-                    }
-                }
-                items.append(Item(pending: pending, entity: entity, record: record, fieldsText: fields, delete: move, partial: partial))
-                count += move == nil ? 1 : 2
-            }
-            if due.count < limit { break }
-        }
-        return items
-    }
-
-    /// The fields text with a null for each field this update cleared: the server keeps every
-    /// key a save leaves out (another app version's fields among them), so a cleared field left
-    /// out would keep its old value. Fields nobody changed here are left out, not cleared;
-    /// `extra` fields are cleared too.
-    static func clearing(_ changed: Set<String>, entity: EntityDescription, row: PersistentStore.StoredRow,
-                         also extra: [String] = [], in text: String) -> String {
-        let names = entity.storedPropertyNames
-        var cleared = extra
-        if !changed.isEmpty {
-            for (position, value) in row.values.enumerated() where value.isNull && position < names.count {
-                let field = MirrorRecordCoding.fieldName(names[position])
-                if changed.contains(field) { cleared.append(field) }
-            }
-        }
-        guard !cleared.isEmpty, text.hasSuffix("}") else { return text }
-        var out = String(text.dropLast())
-        for field in cleared.sorted() {
-            if out != "{" { out += "," }
-            JSONWriter.appendString(field, to: &out)
-            out += ":null"
-        }
-        return out + "}"
-    }
-
-    /// Whether another device changed what the server's copy of a record belongs to (a
-    /// relationship differs from the ancestor's), and the object it now relates to is in
-    /// another zone on this device: the record belongs elsewhere, and that device moves it.
-    /// (A relationship unchanged is no sign: this device may have moved the object itself.)
-    private static func movingElsewhere(_ server: CloudRecord, ancestor: [String: JSONValue]?, entity: EntityDescription,
-                                        state: MirrorState) throws -> Bool {
-        guard let ancestor else { return false }
-        let fields = server.fields
-        let before = MirrorRecordCoding.relationshipNames(entity: entity, fields: ancestor)
-        for (relationship, name) in MirrorRecordCoding.relationshipNames(entity: entity, fields: fields) {
-            guard let name, before[relationship] != .some(name) else { continue }
-            if let zone = try state.meta(name)?.zone, zone != server.zoneID { return true }
-        }
-        return false
-    }
-
-    /// The row an entry is about: by its primary key when the entry has one (no trip through
-    /// the uuid index), checked against its uuid, else by uuid.
-    private static func row(of pending: MirrorState.Pending, entity: EntityDescription, store: PersistentStore) throws -> PersistentStore.StoredRow? {
-        if let key = pending.primaryKey, let row = try store.read(entity, primaryKey: key), row.uuid == pending.uuid { return row }
-        return try store.read(entity, uuid: pending.uuid)
-    }
-
-    /// The cloud zone of a record: shared store — the row's share zone; private store — the
-    /// zone of the object it belongs to (an event follows its session into a share zone),
-    /// else its own known zone, else Core Data's zone.
-    func zone(for uuid: String, entity: EntityDescription, state: MirrorState) throws -> ZoneID? {
-        var cache: [String: ZoneID?] = [:]
-        guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
-            return try state.meta(uuid)?.zone
-        }
-        return try zone(for: uuid, entity: entity, row: row, state: state, cache: &cache)
-    }
-
-    private func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
-                      cache: inout [String: ZoneID?], depth: Int = 0) throws -> ZoneID? {
-        let store = state.store
-        if store.scope == .shared {
-            return try row.zone.flatMap { try state.shareZone(key: $0) }
-        }
-        if depth < 4 {
-            for (offset, relationship) in entity.toOneRelationships.enumerated() {
-                guard let target = row.values[entity.attributes.count + offset].int64,
-                      let destination = store.model.entity(named: relationship.destination) else { continue }
-                let cacheKey = "\(destination.name)/\(target)"
-                if let known = cache[cacheKey] {
-                    if let known { return known }
-                    continue
-                }
-                var found: ZoneID?
-                if let targetUUID = try state.uuid(entity: destination.name, primaryKey: target),
-                   let targetRow = try store.read(destination, primaryKey: target) {
-                    found = try zone(for: targetUUID, entity: destination, row: targetRow, state: state, cache: &cache, depth: depth + 1)
-                }
-                cache[cacheKey] = .some(found)
-                if let found { return found }
-            }
-        }
-        return try state.meta(uuid)?.zone ?? .coreData
-    }
-
-    // MARK: Verdicts
-
-    /// `answered`: the batch's rows of creates in flight, dropped with the verdicts.
-    private func applyVerdicts(items: [Item], scopeStore: String, verdicts: ModifyVerdicts, errors: [String: WireError],
-                               answered: [Int64], report: inout MirrorSendReport, skipped: inout Set<String>,
-                               missing: inout [Item], touched: inout Set<String>) throws {
-        let savedByName = verdicts.saved
-        let deletedNames = verdicts.deleted
-        var reverts: [(Item, WireError)] = []
-        var rootsDeleted: [String] = []
-        try withStores { stores in
-            let index = try stores.index(named: scopeStore)
-            let store = stores.list[index]
-            let state = MirrorState(store)
-            // A merge reads the row as it is now and the queue entry's edited fields and stamps:
-            // a save that landed while the batch was out (automatic mode sends while clients
-            // save) is queued first, or the merge saw its values without its entry, took the
-            // server's for them, and the edit was lost on every device (automatic kill variant,
-            // seed 730).
-            if !errors.isEmpty { try ingest(store) }
-            var local: [LocalChange] = []
-            /// Per merged record, its bookkeeping after the context save, and the server copy it merged with.
-            var afterSave: [(uuid: String, server: CloudRecord, step: () throws -> Void)] = []
-            // One transaction for the whole batch's verdicts: with synchronous=FULL each
-            // autocommit write is an fsync, which made a send cost ~2 ms per record.
-            try store.database.transaction(commit: .deferred) {
-            try state.dropCreatesInFlight(answered)
-            for item in items {
-                let uuid = item.pending.uuid
-                let error = errors[uuid] ?? errors.first { $0.key.hasSuffix("/\(uuid)") }?.value
-                if let record = item.record {
-                    if let tag = savedByName[uuid], error == nil {
-                        try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: tag,
-                                                serverFields: nil), fieldsText: item.partial ? try state.serverFields(uuid, applying: item.fieldsText) : item.fieldsText)
-                        if item.touch {
-                            // The copy it moves from is this device's version: the move goes next.
-                            touched.insert(uuid)
-                            continue
-                        }
-                        try state.dropPending(item.pending)
-                        report.saved += 1
-                        continue
-                    }
-                    guard let error else { skipped.insert(uuid); continue }
-                    switch error.code {
-                    case .serverRecordChanged, .serverRejectedRequest:
-                        guard let conflict = RecordConflict(details: error.details) else { skipped.insert(uuid); continue }
-                        let server = conflict.server
-                        let row = try Self.currentFields(entity: item.entity, uuid: uuid, state: state)
-                        let queued = try state.pending(uuid: uuid)
-                        if row == nil, queued?.kind == .delete {
-                            // Deleted here while the batch was out: nothing to merge with, and
-                            // applying the merge would bring the row back. The server's copy is
-                            // what the queued delete now removes (the send's next batch).
-                            try state.setMeta(serverCopy: server, entity: item.entity.name, uuid: uuid)
-                            report.conflictsResolved += 1
-                            continue
-                        }
-                        // The copy this device knew is the ancestor only in the zone it was
-                        // saved to. A save without a tag that met a record there
-                        // (serverRejectedRequest: both devices created it, or another moved it
-                        // there first) has none: the two are concurrent versions, and every field
-                        // either holds is decided by the policy. Counting only the queued fields
-                        // as edited let the other device's copy undo an edit this one carried
-                        // (an edited record both devices moved, each into another zone).
-                        let knownCopy = error.code == .serverRecordChanged ? try state.meta(uuid, withFields: true) : nil
-                        let known = knownCopy?.zone == record.zoneID ? knownCopy?.serverFields : nil
-                        let ancestor = conflict.ancestor?.fields ?? known
-                        // Merge with the row as it is now (a save may have landed since the batch was built).
-                        let sent = item.fieldsText.flatMap { try? JSONParser.parse($0).objectValue }
-                        let current = CloudRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,
-                                                   fields: row ?? sent ?? [:])
-                        let outcome = try merge(server: server, client: current, ancestor: ancestor,
-                                                pending: queued ?? item.pending, state: state, everyField: ancestor == nil)
-                        local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.key))
-                        // A record saved where it was before a move stays queued even when the
-                        // server's copy won: the merged row may still belong in another zone.
-                        let keep = outcome.clientWon || item.touch
-                        afterSave.append((uuid, server, {
-                            try state.setMeta(serverCopy: server, entity: item.entity.name, uuid: uuid)
-                            try state.setFieldTimes(uuid, outcome.times)
-                            if !keep { try state.dropPending(item.pending) }
-                        }))
-                        report.conflictsResolved += 1
-                        if !keep { skipped.insert(uuid) }
-                        if item.touch, try Self.movingElsewhere(server, ancestor: ancestor, entity: item.entity, state: state) {
-                            // Its save where it is met another device's save of it there, which
-                            // changed what it belongs to, into another zone: that device is
-                            // moving it (it saves a record where it is just before moving it).
-                            // Saving again and moving at once raced that move, and each left a
-                            // copy, one in each zone (automatic moves variant, seed 878). The
-                            // move waits for a send after the other device's move has been
-                            // fetched: the record then moves on from where that device put it,
-                            // if it still must.
-                            skipped.insert(uuid)
-                            progress.withLock { $0.fetchBeforeSend = true }
-                            logger.info("a move waits: another device is moving the record", ["recordName": .string(uuid)])
-                        }
-                    case .batchRequestFailed:
-                        continue
-                    case .unknownItem:
-                        // Not in that zone any more: another device deleted the record, or moved
-                        // it into another zone (sharing its session). The store's changes tell
-                        // which, once every batch is answered (`settleMissing`).
-                        missing.append(item)
-                        skipped.insert(uuid)
-                    case .zoneNotFound:
-                        if store.scope == .private {
-                            progress.withLock { _ = $0.zonesEnsured.remove(record.zoneID.key) }
-                            try requeueZone(record.zoneID, state: state)
-                        } else {
-                            try state.dropPending(item.pending)
-                            skipped.insert(uuid)
-                        }
-                    case .permissionFailure:
-                        reverts.append((item, error))
-                        skipped.insert(uuid)
-                    default:
-                        logger.notice("record not saved", ["recordName": .string(uuid), "code": .string(error.code.rawValue), "message": .string(error.message)])
-                        progress.withLock { $0.lastError = error }
-                        skipped.insert(uuid)
-                    }
-                } else if let zone = item.delete {
-                    if deletedNames.contains(uuid) && error == nil {
-                        try state.dropMeta(uuid)
-                        try state.dropPending(item.pending)
-                        try state.rememberDeleted(uuid, zone: zone)
-                        if let shareZone = try state.shareZone(ofRoot: uuid), store.scope == .private { rootsDeleted.append(shareZone) }
-                        report.deleted += 1
-                    } else if error?.code == .permissionFailure, let error {
-                        reverts.append((item, error))
-                        skipped.insert(uuid)
-                    } else if error?.code == .zoneNotFound || error?.code == .unknownItem {
-                        try state.dropMeta(uuid)
-                        try state.dropPending(item.pending)
-                    } else if error?.code != .batchRequestFailed {
-                        logger.notice("record not deleted", ["recordName": .string(uuid), "zone": .string(zone.key),
-                                                             "code": .string(error?.code.rawValue ?? "none")])
-                        skipped.insert(uuid)
-                    }
-                }
-            }
-            }
-            // A merge with a server copy the store refuses (another client wrote a value it
-            // cannot hold) leaves the record as it was here, its edit still queued.
-            let refused = try applyRefusing(local, storeIndex: index, stores: stores)
-            let told = try store.database.transaction(commit: .deferred) { () -> [ImportRefusedNotice] in
-                var told: [ImportRefusedNotice] = []
-                for (uuid, server, step) in afterSave {
-                    guard refused[uuid] != nil else { try step(); continue }
-                    told += try keepRefused(refused, of: local.filter { $0.uuid == uuid }, zone: server.zoneID, tags: [uuid: server.recordChangeTag],
-                                            state: state)
-                }
-                return told
-            }
-            publishRefused(told)
-        }
-        // The owner deleted a share's root: the share zone goes (its share with it), so
-        // participants' next fetch removes the whole zone (scenario 41).
-        for zone in rootsDeleted {
-            _ = try? request("zones.delete", ZonesParams(database: .private, zoneIDs: [ZoneID(zoneName: zone)]))
-            try withStores { stores in
-                if let index = Self.storeIndex(.private, in: stores) { try MirrorState(stores.list[index]).dropShare(zone: zone) }
-            }
-        }
-        for (item, error) in reverts {
-            try revert(item.pending, entity: item.entity, zone: item.record?.zoneID ?? item.delete, storeName: scopeStore, error: error)
-            report.reverted += 1
-        }
-    }
-
-    /// Merges the server's copy with the local one (docs/RULES.md, mirroring: the per-field merge).
-    /// `serverFields`: `server.fields` when the caller already parsed them.
-    /// `everyField`: every field either side holds counts as edited here (two concurrent
-    /// versions without an ancestor: each differing field is decided by the policy).
-    /// `pending` nil: no queue entry says what changed here (two concurrent versions), so every
-    /// field counts as edited, as with `everyField`.
-    func merge(server: CloudRecord, client: CloudRecord, ancestor: [String: JSONValue]?, pending: MirrorState.Pending?,
-               state: MirrorState, serverFields parsed: [String: JSONValue]?? = nil, everyField: Bool = false) throws -> MirrorMerge.Outcome {
-        // Each side's fields read once (fields that came as text are parsed on each read).
-        let serverFields = parsed ?? server.fields
-        let serverData = MirrorRecordCoding.dataFields(serverFields)
-        let clientFields = MirrorRecordCoding.dataFields(client.fields)
-        var localChanged = pending.map { $0.kind == .insert ? Set(clientFields.keys).union($0.changed) : $0.changed } ?? []
-        if everyField || pending == nil { localChanged.formUnion(Set(clientFields.keys).union(serverData.keys)) }
-        return MirrorMerge(policy: options.conflictPolicy).merge(
-            server: serverData, serverTimes: MirrorRecordCoding.times(serverFields),
-            client: clientFields, clientTimes: try state.fieldTimes(client.recordName),
-            ancestor: ancestor.map(MirrorRecordCoding.dataFields), ancestorTimes: MirrorRecordCoding.times(ancestor), localChanged: localChanged)
-    }
-
-    /// zoneNotFound (or an encrypted-data reset): every known record of the zone is sent again as new.
-    func requeueZone(_ zone: ZoneID, state: MirrorState) throws {
-        for meta in try state.metas(inZone: zone) {
-            // The stamps may live only in the server fields about to be forgotten: kept first.
-            if let stamps = try state.fieldTimesText(meta.uuid) { try state.replaceFieldTimes(meta.uuid, text: stamps) }
-            var cleared = meta
-            cleared.changeTag = nil
-            cleared.serverFields = nil
-            try state.setMeta(cleared)
-            if try state.pending(uuid: meta.uuid) == nil, try state.primaryKey(entity: meta.entity, uuid: meta.uuid) != nil {
-                try state.enqueue(uuid: meta.uuid, entity: meta.entity, kind: .insert, zone: nil,
-                                  changed: Set((try state.fieldTimes(meta.uuid)).keys))
-            }
-        }
-        try state.setValue(MirrorState.zoneTokenKey(zone), nil)
-    }
-
-    /// permissionFailure: the server is the authority. An edit goes back to the server's copy; an
-    /// insert the server never had is deleted; the device's clients are told (docs/RULES.md, mirroring: permissions checked twice).
-    private func revert(_ pending: MirrorState.Pending, entity: EntityDescription, zone: ZoneID?, storeName: String, error: WireError) throws {
-        var serverCopy: CloudRecord?
-        if let zone, pending.kind != .insert {
-            let database = try withStores { stores in Self.database(of: stores.list[try stores.index(named: storeName)]) }
-            let fetched = try? request("records.fetch", FetchRecordsParams(database: database, recordIDs: [RecordID(recordName: pending.uuid, zoneID: zone)]))
-            serverCopy = fetched?["records"]?.arrayValue?.first.flatMap({ CloudRecord(tree: $0) })
-        }
-        // Parsed once (fields that came as text are parsed on each read).
-        let serverFields = serverCopy?.fields
-        try withStores { stores in
-            let index = try stores.index(named: storeName)
-            let state = MirrorState(stores.list[index])
-            let change = LocalChange(uuid: pending.uuid, entity: entity, fields: serverFields, zone: zone?.zoneName)
-            // A server copy the store cannot hold (another client wrote it) cannot be put back:
-            // the refused local change still goes (the server will not take it), and the copy is
-            // reported like any refused import; failing here failed every send after.
-            let refused = try applyRefusing([change], storeIndex: index, stores: stores)
-            var told: [ImportRefusedNotice] = []
-            try stores.list[index].database.transaction {
-                if !refused.isEmpty, let zone {
-                    told = try keepRefused(refused, of: [change], zone: zone, tags: [pending.uuid: serverCopy?.recordChangeTag], state: state)
-                }
-                try state.dropPending(pending.uuid)
-                if let serverCopy, let zone {
-                    try state.setMeta(serverCopy: serverCopy, entity: entity.name, uuid: pending.uuid, zone: zone)
-                    try state.setFieldTimes(pending.uuid, MirrorRecordCoding.times(serverFields))
-                } else {
-                    try state.dropMeta(pending.uuid)
-                }
-            }
-            publishRefused(told)
-        }
-        let action = pending.kind == .delete ? "deleteReverted" : (serverCopy == nil ? "insertDeleted" : "updateReverted")
-        logger.notice("the server refused a local change; reverted", ["recordName": .string(pending.uuid), "action": .string(action)])
-        publishReverted(RevertedNotice(store: storeName, uuid: pending.uuid, entity: entity.name, action: action,
-                                       code: error.code.rawValue, reason: error.message))
     }
 }

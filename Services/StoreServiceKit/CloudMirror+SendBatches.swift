@@ -1,0 +1,190 @@
+import CloudWire
+import Foundation
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// Building a send's batches: each queued entry as the record (or delete) it sends, in the
+/// zone its object belongs to now.
+extension CloudMirror {
+    /// The due entries of the queue as records, payloads built now from the rows as they are.
+    /// Reads the next batch; writes nothing (it may run on the store's reading connection).
+    /// `drops`: the entries read that have nothing to send, for `finishBatch` to remove.
+    /// `readThrough`: the queue position of the last entry it took (as an item, a drop, or
+    /// one to skip); the next batch is read from past it.
+    func buildBatch(store: PersistentStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
+                            touched: Set<String>, drops: inout [MirrorState.Pending], report: inout MirrorSendReport,
+                            readThrough: inout Int64) throws -> [SendItem] {
+        let state = MirrorState(store)
+        var items: [SendItem] = []
+        var count = 0
+        var after = start
+        // Zones of related records (a batch of a session's events asks for one session's zone).
+        var zones: [String: ZoneID?] = [:]
+        var texts = MirrorRecordCoding.TextCache()
+        while count < limit {
+            let due = try state.dueEntries(now: now, limit: limit, after: after)
+            guard let lastSeq = due.last?.pending.seq else { break }
+            after = lastSeq
+            for entry in due {
+                // Full: the rest of what was read is the next batch's.
+                if count >= limit { break }
+                readThrough = entry.pending.seq
+                if skipped.contains(entry.pending.uuid) { continue }
+                let pending = entry.pending
+                guard let entity = store.model.entity(named: pending.entity) else { drops.append(pending); continue }
+                let meta = entry.meta
+                if pending.kind == .delete {
+                    guard let meta else {
+                        // Never reached the server: nothing to delete there.
+                        drops.append(pending)
+                        report.dropped += 1
+                        continue
+                    }
+                    items.append(SendItem(pending: pending, entity: entity, record: nil, fieldsText: nil, delete: meta.zone))
+                    count += 1
+                    continue
+                }
+                guard store.holds(entity.name), let row = try Self.row(of: pending, entity: entity, store: store) else {
+                    // Scenario 21: the row is gone (its delete follows, or it never existed): upload nothing.
+                    drops.append(pending)
+                    report.dropped += 1
+                    continue
+                }
+                guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
+                    drops.append(pending)
+                    report.dropped += 1
+                    continue
+                }
+                // An update of a record the server has where it stays carries only the keys this
+                // device changed (and the stamps): the server keeps the rest, so fields another
+                // app version writes, or another device changed meanwhile, are never sent back
+                // stale. A new record, a move, or an update whose keys are unknown carries all.
+                // An update's changed keys, parsed once (the partial payload and the nulls both need them).
+                let edited = meta != nil && pending.kind != .insert ? pending.changed : []
+                let only = pending.kind == .update && meta?.zone == zone && !edited.isEmpty ? edited.union([MirrorState.fieldTimesField]) : nil
+                var fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText,
+                                                               only: only, cache: &texts)
+                // The first ordinary save after a move drops the move's bookkeeping field (the
+                // server keeps a key a save leaves out).
+                let dropped = only != nil && entry.movedFromKept ? [MovedFrom.field] : []
+                fields = Self.clearing(edited, entity: entity, row: row, also: dropped, in: fields)
+                var record = CloudRecord(recordName: pending.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(entity.name))
+                var move: ZoneID?
+                var partial = false
+                if let meta {
+                    if meta.zone == zone {
+                        record.recordChangeTag = meta.changeTag
+                        partial = only != nil
+                    } else if let tag = meta.changeTag, !touched.contains(pending.uuid) {
+                        // A move deletes the old copy unconditionally. It is first saved where it
+                        // is, with its tag: another device's edit there since the last fetch
+                        // fails it (serverRecordChanged: merged, then moved), and so does a copy
+                        // another device moved or deleted meanwhile (unknownItem: the store's
+                        // changes are fetched and tell which), rather than a move that deletes
+                        // the edit, or leaves a second copy of the record in another zone.
+                        record.zoneID = meta.zone
+                        record.recordChangeTag = tag
+                        items.append(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, touch: true))
+                        count += 1
+                        continue
+                    } else {
+                        move = meta.zone
+                        // The tag it was moved from lets a device whose edit a move deleted
+                        // anyway (in the moment between the two) see it (`MovedFrom`).
+                        if let tag = meta.changeTag { fields = MovedFrom(zoneName: meta.zone.zoneName, changeTag: tag).adding(to: fields) }
+                    }
+                }
+                items.append(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: move, partial: partial))
+                count += move == nil ? 1 : 2
+            }
+            if due.count < limit { break }
+        }
+        return items
+    }
+
+    /// The fields text with a null for each field this update cleared: the server keeps every
+    /// key a save leaves out (another app version's fields among them), so a cleared field left
+    /// out would keep its old value. Fields nobody changed here are left out, not cleared;
+    /// `extra` fields are cleared too.
+    static func clearing(_ changed: Set<String>, entity: EntityDescription, row: PersistentStore.StoredRow,
+                         also extra: [String] = [], in text: String) -> String {
+        let names = entity.storedPropertyNames
+        var cleared = extra
+        if !changed.isEmpty {
+            for (position, value) in row.values.enumerated() where value.isNull && position < names.count {
+                let field = MirrorRecordCoding.fieldName(names[position])
+                if changed.contains(field) { cleared.append(field) }
+            }
+        }
+        guard !cleared.isEmpty, text.hasSuffix("}") else { return text }
+        var out = String(text.dropLast())
+        for field in cleared.sorted() {
+            if out != "{" { out += "," }
+            JSONWriter.appendString(field, to: &out)
+            out += ":null"
+        }
+        return out + "}"
+    }
+
+    /// Whether another device changed what the server's copy of a record belongs to (a
+    /// relationship differs from the ancestor's), and the object it now relates to is in
+    /// another zone on this device: the record belongs elsewhere, and that device moves it.
+    /// (A relationship unchanged is no sign: this device may have moved the object itself.)
+    static func movingElsewhere(_ server: CloudRecord, ancestor: [String: JSONValue]?, entity: EntityDescription,
+                                        state: MirrorState) throws -> Bool {
+        guard let ancestor else { return false }
+        let fields = server.fields
+        let before = MirrorRecordCoding.relationshipNames(entity: entity, fields: ancestor)
+        for (relationship, name) in MirrorRecordCoding.relationshipNames(entity: entity, fields: fields) {
+            guard let name, before[relationship] != .some(name) else { continue }
+            if let zone = try state.meta(name)?.zone, zone != server.zoneID { return true }
+        }
+        return false
+    }
+
+    /// The row an entry is about: by its primary key when the entry has one (no trip through
+    /// the uuid index), checked against its uuid, else by uuid.
+    private static func row(of pending: MirrorState.Pending, entity: EntityDescription, store: PersistentStore) throws -> PersistentStore.StoredRow? {
+        if let key = pending.primaryKey, let row = try store.read(entity, primaryKey: key), row.uuid == pending.uuid { return row }
+        return try store.read(entity, uuid: pending.uuid)
+    }
+
+    /// The cloud zone of a record: shared store — the row's share zone; private store — the
+    /// zone of the object it belongs to (an event follows its session into a share zone),
+    /// else its own known zone, else Core Data's zone.
+    func zone(for uuid: String, entity: EntityDescription, state: MirrorState) throws -> ZoneID? {
+        var cache: [String: ZoneID?] = [:]
+        guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
+            return try state.meta(uuid)?.zone
+        }
+        return try zone(for: uuid, entity: entity, row: row, state: state, cache: &cache)
+    }
+
+    private func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
+                      cache: inout [String: ZoneID?], depth: Int = 0) throws -> ZoneID? {
+        let store = state.store
+        if store.scope == .shared {
+            return try row.zone.flatMap { try state.shareZone(key: $0) }
+        }
+        if depth < 4 {
+            for (offset, relationship) in entity.toOneRelationships.enumerated() {
+                guard let target = row.values[entity.attributes.count + offset].int64,
+                      let destination = store.model.entity(named: relationship.destination) else { continue }
+                let cacheKey = "\(destination.name)/\(target)"
+                if let known = cache[cacheKey] {
+                    if let known { return known }
+                    continue
+                }
+                var found: ZoneID?
+                if let targetUUID = try state.uuid(entity: destination.name, primaryKey: target),
+                   let targetRow = try store.read(destination, primaryKey: target) {
+                    found = try zone(for: targetUUID, entity: destination, row: targetRow, state: state, cache: &cache, depth: depth + 1)
+                }
+                cache[cacheKey] = .some(found)
+                if let found { return found }
+            }
+        }
+        return try state.meta(uuid)?.zone ?? .coreData
+    }
+}

@@ -1,0 +1,218 @@
+import CloudWire
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// Per-field edit stamps, rows found by record name, records that cannot go out or come in,
+/// and the owner's share roots.
+extension MirrorState {
+    // MARK: Field times
+
+    /// A record's per-field edit stamps: one row per record holding the JSON text the record
+    /// carries as `MC_fieldModified` (a row per field cost a statement per field per record).
+    func fieldTimes(_ uuid: String) throws -> [String: FieldStamp] {
+        FieldStamp.decode(try fieldTimesText(uuid))
+    }
+
+    /// A record's stamps: its stamps row, once one is written (a local edit, a merge); before
+    /// that, a new object queued and not sent yet has them in its queue entry, and a record
+    /// imported or sent (and not edited here since) has those of the server fields kept for it.
+    /// A row written per record imported was a twenty-fifth of applying one, and per record
+    /// queued a twentieth of sending one.
+    static let storedTimesSQL = "coalesce(t.times, p.times, json_extract(m.server_fields, '$.\(fieldTimesField).value'))"
+
+    func fieldTimesText(_ uuid: String) throws -> String? {
+        try database.scalar("""
+            SELECT \(Self.storedTimesSQL) FROM (SELECT ? AS uuid) k
+            LEFT JOIN mirror_fieldtimes t ON t.uuid = k.uuid LEFT JOIN mirror_pending p ON p.uuid = k.uuid
+            LEFT JOIN mirror_meta m ON m.uuid = k.uuid
+            """, [uuid])?.string
+    }
+
+    /// Sets the stamps of the fields in `times`; the record's other fields keep theirs.
+    func setFieldTimes(_ uuid: String, _ times: [String: FieldStamp]) throws {
+        guard !times.isEmpty else { return }
+        var merged = try fieldTimes(uuid)
+        for (field, stamp) in times { merged[field] = stamp }
+        try database.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
+                             [uuid, FieldStamp.encode(merged)])
+    }
+
+    func dropFieldTimes(_ uuid: String) throws {
+        try database.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
+    }
+
+    /// Drops the stamps rows of `uuids` in one statement (a page of imports or a bulk save's
+    /// new objects have few or none; none at all when no record has a row).
+    func dropFieldTimes(_ uuids: [String]) throws {
+        guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_fieldtimes LIMIT 1") != nil else { return }
+        try forRows(of: uuids, "DELETE FROM mirror_fieldtimes WHERE uuid IN (SELECT value FROM json_each(?))") { _ in }
+    }
+
+    /// Replaces a record's stamps with `text` (an `MC_fieldModified` text, kept as it is).
+    func replaceFieldTimes(_ uuid: String, text: String) throws {
+        try database.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
+                             [uuid, text])
+    }
+
+    // MARK: Rows by record name
+
+    /// The primary key of the row of `entity` whose uuid is `uuid`.
+    func primaryKey(entity: String, uuid: String) throws -> Int64? {
+        guard store.holds(entity) else { return nil }
+        return try database.scalar("SELECT z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid = ?", [uuid])?.int64
+    }
+
+    /// `body` over the rows of `sql` for `uuids`, which it names as one JSON array
+    /// (`IN (SELECT value FROM json_each(?))`): one cached statement for any number of them.
+    /// A statement with a mark per uuid (`IN (?,?,…)`) had to be prepared for each page's size,
+    /// and preparing it cost more than the lookups it made (a page of 400 records paid ~1.3 µs
+    /// per uuid for each of its three lookups).
+    private func forRows(of uuids: [String], _ sql: String, _ body: (Row) -> Void) throws {
+        guard !uuids.isEmpty else { return }
+        for row in try database.query(sql, [PersistentStore.jsonArray(uuids)]) { body(row) }
+    }
+
+    /// Whether `table`'s indexed `column` may hold any of `names`: not when all it holds sorts
+    /// before the least of them (bytewise, as SQLite compares text), one index probe. A page of
+    /// records new to this device (time-ordered names, made after all it knows) then skips its
+    /// lookups: they were a tenth of applying such a page.
+    private func mayHold(_ names: [String], table: String, column: String) throws -> Bool {
+        guard let least = SQLValue.leastText(names) else { return false }
+        return try database.scalar("SELECT 1 FROM \(table) WHERE \(column) >= ? LIMIT 1", [least]) != nil
+    }
+
+    /// The metadata (without server fields) and queue entries of `uuids`, two statements for a
+    /// page of records instead of two per record.
+    func metaAndPending(_ uuids: [String]) throws -> (meta: [String: Meta], pending: [String: Pending]) {
+        var metas: [String: Meta] = [:], pendings: [String: Pending] = [:]
+        if try mayHold(uuids, table: "mirror_meta", column: "uuid") {
+            try forRows(of: uuids, "SELECT uuid, entity, zone_name, owner_name, change_tag FROM mirror_meta WHERE uuid IN (SELECT value FROM json_each(?))") { row in
+                guard let uuid = row[0].string else { return }
+                metas[uuid] = Meta(uuid: uuid, entity: row[1].string ?? "", zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
+                                   changeTag: row[4].string, serverFields: nil)
+            }
+        }
+        guard try mayHold(uuids, table: "mirror_pending", column: "uuid") else { return (metas, pendings) }
+        try forRows(of: uuids, "SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid IN (SELECT value FROM json_each(?))") { row in
+            let entry = Self.pending(row)
+            pendings[entry.uuid] = entry
+        }
+        return (metas, pendings)
+    }
+
+    /// The primary keys of the rows of `entity` among `uuids`, one statement for a whole page
+    /// (a statement per record was a twentieth of applying one).
+    func primaryKeys(entity: String, uuids: [String]) throws -> [String: Int64] {
+        guard store.holds(entity), !uuids.isEmpty, try mayHold(uuids, table: PersistentStore.table(entity), column: "z_uuid") else { return [:] }
+        var keys: [String: Int64] = [:]
+        try forRows(of: uuids, "SELECT z_uuid, z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid IN (SELECT value FROM json_each(?))") { row in
+            if let uuid = row[0].string, let key = row[1].int64 { keys[uuid] = key }
+        }
+        return keys
+    }
+
+    func uuid(entity: String, primaryKey: Int64) throws -> String? {
+        guard store.holds(entity) else { return nil }
+        return try database.scalar("SELECT z_uuid FROM \(PersistentStore.table(entity)) WHERE z_pk = ?", [primaryKey])?.string
+    }
+
+    /// The share zone a shared-store row keeps as `zoneKey`, when the store has that share's
+    /// metadata (a zone it was never given is no share of this user's: seed 002's fault).
+    func shareZone(key zoneKey: String) throws -> ZoneID? {
+        guard let zone = ZoneID(key: zoneKey),
+              try database.scalar("SELECT 1 FROM z_share WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName]) != nil else { return nil }
+        return zone
+    }
+
+    /// The zone the shared-store row of `entity` named `uuid` lives in (nil: no such row, or
+    /// not a shared-store row).
+    func rowZone(entity: EntityDescription, uuid: String) throws -> ZoneID? {
+        guard store.scope == .shared, store.holds(entity.name) else { return nil }
+        return try store.read(entity, uuid: uuid)?.zone.flatMap { ZoneID(key: $0) }
+    }
+
+    // MARK: Unexportable (seed 002)
+
+    func markUnexportable(uuid: String, objectID: String, zone: String) throws -> Bool {
+        try database.execute("INSERT OR IGNORE INTO mirror_unexportable(uuid, object_id, zone) VALUES (?, ?, ?)", [uuid, objectID, zone])
+        return database.changes == 1
+    }
+
+    func unexportable() throws -> [String] {
+        try database.query("SELECT object_id FROM mirror_unexportable ORDER BY object_id").compactMap { $0[0].string }
+    }
+
+    func clearUnexportable(_ uuid: String) throws {
+        try database.execute("DELETE FROM mirror_unexportable WHERE uuid = ?", [uuid])
+    }
+
+    // MARK: Unimportable records
+
+    /// A cloud record the store refused, as `sync.status` lists it.
+    struct Unimportable: Codable, Sendable, Equatable {
+        var recordName: String
+        var entity: String
+        var zone: String
+        var recordChangeTag: String?
+        var code: String
+        var message: String
+    }
+
+    /// Returns false when that version of the record was already refused (nothing new to tell).
+    @discardableResult
+    func markUnimportable(_ uuid: String, entity: String, zone: ZoneID, tag: String?, error: WireError) throws -> Bool {
+        if let known = try database.query("SELECT change_tag, code FROM mirror_unimportable WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
+                                          [uuid, zone.zoneName, zone.ownerName]).first,
+           known[0].string == tag, known[1].string == error.code.rawValue {
+            return false
+        }
+        try database.execute("""
+            INSERT OR REPLACE INTO mirror_unimportable(uuid, entity, zone_name, owner_name, change_tag, code, message)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, [uuid, entity, zone.zoneName, zone.ownerName, SQLValue(tag), error.code.rawValue, error.message])
+        return true
+    }
+
+    /// Forgets refusals of these records of `zone` (a later version of each was applied, or it
+    /// was deleted); returns those it forgot.
+    @discardableResult
+    func clearUnimportable(_ uuids: [String], zone: ZoneID) throws -> [String] {
+        guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_unimportable LIMIT 1") != nil else { return [] }
+        var cleared: [String] = []
+        for uuid in uuids {
+            try database.execute("DELETE FROM mirror_unimportable WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
+                                 [uuid, zone.zoneName, zone.ownerName])
+            if database.changes > 0 { cleared.append(uuid) }
+        }
+        return cleared
+    }
+
+    /// Forgets the refusals of a zone's records (the zone left this device).
+    func dropUnimportable(zone: ZoneID) throws {
+        try database.execute("DELETE FROM mirror_unimportable WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
+    }
+
+    func unimportable() throws -> [Unimportable] {
+        try database.query("SELECT uuid, entity, zone_name, owner_name, change_tag, code, message FROM mirror_unimportable ORDER BY uuid").map { row in
+            Unimportable(recordName: row[0].string ?? "", entity: row[1].string ?? "",
+                         zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? "").key,
+                         recordChangeTag: row[4].string, code: row[5].string ?? "", message: row[6].string ?? "")
+        }
+    }
+
+    // MARK: Owner's shares
+
+    func setShareRoot(zone: String, root: String) throws {
+        try database.execute("INSERT OR REPLACE INTO mirror_share(zone_name, root_uuid) VALUES (?, ?)", [zone, root])
+    }
+
+    func shareZone(ofRoot uuid: String) throws -> String? {
+        try database.scalar("SELECT zone_name FROM mirror_share WHERE root_uuid = ?", [uuid])?.string
+    }
+
+    func dropShare(zone: String) throws {
+        try database.execute("DELETE FROM mirror_share WHERE zone_name = ?", [zone])
+    }
+}

@@ -1,0 +1,200 @@
+import FoundationEssentials
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// The save's steps, in the order `SaveOperation.write` runs them.
+extension SaveOperation {
+    func validate(inserted: [ContextObject], updated: [ContextObject]) throws {
+        var problems: [ServiceError] = []
+        for object in inserted + updated {
+            for (position, attribute) in object.entity.attributes.enumerated() where !attribute.optional {
+                guard object.isInserted || object.change(at: position) != nil else { continue }
+                if object.value(at: position) == .null {
+                    problems.append(StoreError.coreData(.validationMissingMandatoryProperty, 1570,
+                                                        "\(object.entity.name).\(attribute.name) is a required value; set it before saving.",
+                                                        ["objectID": .string(object.uri), "entity": .string(object.entity.name), "property": .string(attribute.name)]))
+                }
+            }
+            for (number, relationship) in object.entity.toOneRelationships.enumerated() where !relationship.optional {
+                let position = object.entity.position(ofToOne: number)
+                guard object.isInserted || object.change(at: position) != nil else { continue }
+                if object.value(at: position) == .null {
+                    problems.append(StoreError.coreData(.validationMissingMandatoryProperty, 1570,
+                                                        "\(object.entity.name).\(relationship.name) is a required relationship; set it before saving.",
+                                                        ["objectID": .string(object.uri), "entity": .string(object.entity.name), "property": .string(relationship.name)]))
+                }
+            }
+        }
+        if problems.count == 1 { throw problems[0] }
+        if problems.count > 1 {
+            throw StoreError.coreData(.validationMultipleErrors, 1560, "\(problems.count) validation errors; nothing was saved. Fix each one listed in details.errors.",
+                                      ["errors": .array(problems.map { problem in
+                                          var entry = problem.wire.details
+                                          entry["code"] = .string(problem.wire.code.rawValue)
+                                          entry["message"] = .string(problem.wire.message)
+                                          return .object(entry)
+                                      })])
+        }
+    }
+
+    /// Where each new object goes, keyed by object identity (hashing URIs showed in profiles).
+    func route(inserted: [ContextObject], updated: [ContextObject], outside: [String: Int]) throws -> [ObjectIdentifier: StoreRouter.Decision] {
+        var position: [String: Int] = [:]
+        position.reserveCapacity(inserted.count)
+        for (index, object) in inserted.enumerated() { position[object.uri] = index }
+        var inputs = inserted.map { StoreRouter.Input(entity: $0.entity.name, assigned: $0.store, links: []) }
+        func target(_ uri: String) -> StoreRouter.LinkTarget? {
+            if let index = position[uri] { return .newObject(index) }
+            if let object = context.lookup(uri), let store = object.store { return .store(store) }
+            return outside[uri].map { .store($0) }
+        }
+        for (index, object) in inserted.enumerated() {
+            for relationship in object.entity.toOneRelationships {
+                guard let uri = object.value(relationship.name).string, let link = target(uri) else { continue }
+                inputs[index].links.append((relationship.name, link))
+                // The inverse direction: a new destination follows the source's store.
+                if case let .newObject(other) = link { inputs[other].links.append((relationship.inverse ?? relationship.name, .newObject(index))) }
+            }
+        }
+        for object in updated {
+            guard let store = object.store else { continue }
+            for relationship in object.entity.toOneRelationships {
+                guard let uri = object.change(relationship.name)?.string, let index = position[uri] else { continue }
+                inputs[index].links.append((relationship.inverse ?? relationship.name, .store(store)))
+            }
+        }
+        let decisions = try router.route(inputs)
+        var byObject: [ObjectIdentifier: StoreRouter.Decision] = [:]
+        byObject.reserveCapacity(inserted.count)
+        var counts: [Int: [StoreRouter.Reason: Int]] = [:]
+        for (index, object) in inserted.enumerated() {
+            let decision = object.routing ?? decisions[index]
+            byObject[ObjectIdentifier(object)] = decision
+            counts[decision.store, default: [:]][decision.reason, default: 0] += 1
+            guard Logger.minimumLevel <= .debug else { continue }
+            logger.debug("store routing", ["objectID": .string(object.uri), "entity": .string(object.entity.name),
+                                          "store": .string(stores.list[decision.store].name), "reason": .string(decision.reason.rawValue),
+                                          "detail": .string(decision.detail), "mode": .string(router.mode.rawValue)])
+        }
+        var summary: [String: JSONValue] = [:]
+        for (store, reasons) in counts {
+            for (reason, count) in reasons { summary["\(stores.list[store].name).\(reason.rawValue)"] = .int(count) }
+        }
+        if !summary.isEmpty {
+            logger.info("store routing", ["mode": .string(router.mode.rawValue), "context": .string(context.id),
+                                          "decisions": .object(summary)])
+        }
+        return byObject
+    }
+
+    /// Zones of shared-store objects (new ones inherit their related object's zone), after
+    /// checking the user may change them: the share's permission must be readWrite.
+    func checkPermissions(inserted: [ContextObject], updated: [ContextObject], deleted: [ContextObject],
+                                  storeIndex: (ContextObject) -> Int) throws -> [String: String] {
+        var zones: [String: String] = [:]
+        // Zones are read from the store: share metadata may have changed since the context read the row.
+        func zone(ofTarget uri: String) throws -> String? {
+            if let object = context.lookup(uri), object.isInserted { return zones[uri] ?? object.zone }
+            guard let id = ObjectID(uri: uri), let uuid = id.storeUUID, let index = stores.index(uuid: uuid),
+                  let entity = model.entity(named: id.entity), let key = id.primaryKey else { return nil }
+            return try stores.list[index].read(entity, primaryKey: key)?.zone
+        }
+        for object in inserted where stores.list[storeIndex(object)].scope == .shared {
+            var found = object.zone
+            for relationship in object.entity.toOneRelationships where found == nil {
+                if let uri = object.value(relationship.name).string { found = try zone(ofTarget: uri) }
+            }
+            if let found { zones[object.uri] = found }
+        }
+        for object in updated + deleted where stores.list[storeIndex(object)].scope == .shared {
+            if let zone = try zone(ofTarget: object.uri) { zones[object.uri] = zone }
+        }
+        for (objects, action) in [(inserted, "insert"), (updated, "update"), (deleted, "delete")] {
+            for object in objects {
+                let store = stores.list[storeIndex(object)]
+                guard store.scope == .shared, let zone = zones[object.uri] else { continue }
+                let permission = try SharePermissions.permission(zone: zone, in: store)
+                // Imports from the cloud (author "sync") apply the server's verdict: never refused here.
+                guard permission == .readWrite || context.author == Self.syncAuthor else {
+                    throw ServiceError(.permissionFailure,
+                                       "This user's permission on shared zone '\(zone)' is \(permission.rawValue); the \(action) of \(object.uri) was refused and nothing was saved. Ask the share's owner for read-write access.",
+                                       details: ["objectID": .string(object.uri), "zone": .string(zone), "permission": .string(permission.rawValue),
+                                                 "action": .string(action), "store": .string(store.name)])
+                }
+            }
+        }
+        return zones
+    }
+
+    func conflict(_ object: ContextObject, stored: [String: SQLValue]?, storedVersion: Int64?) -> JSONValue {
+        [
+            "objectID": .string(object.uri), "entity": .string(object.entity.name),
+            "snapshot": .object(wireValues(object.snapshot, entity: object.entity)),
+            "changes": .object(wireValues(object.changes, entity: object.entity)),
+            "storedSnapshot": stored.map { .object(wireValues($0, entity: object.entity)) } ?? .null,
+            "oldVersion": .int(Int(object.version)), "newVersion": storedVersion.map { .int(Int($0)) } ?? .null,
+        ]
+    }
+
+    private func wireValues(_ values: [String: SQLValue], entity: EntityDescription) -> [String: JSONValue] {
+        var out: [String: JSONValue] = [:]
+        for (key, value) in values {
+            if let attribute = entity.attribute(key) { out[key] = AttributeCoding.jsonValue(value, type: attribute.type) }
+            else { out[key] = value.string.map { .string($0) } ?? .null }
+        }
+        return out
+    }
+
+    /// Deletes a row and applies its relationships' delete rules; returns the deleted IDs.
+    func deleteCascading(_ entity: EntityDescription, primaryKey: Int64, storeIndex: Int, history: inout HistoryChanges,
+                                 deletedKeys: inout Set<String>, changedIDs: inout [Int: [String]]) throws -> [String] {
+        let store = stores.list[storeIndex]
+        let id = store.objectID(entity.name, primaryKey)
+        guard deletedKeys.insert(id.uri).inserted, let row = try store.read(entity, primaryKey: primaryKey) else { return [] }
+        var gone: [String] = []
+        for relationship in entity.relationships {
+            let destination = model.entity(named: relationship.destination)!
+            guard store.holds(destination.name) else { continue }
+            var related: [Int64] = []
+            if relationship.toMany, let inverse = relationship.inverse {
+                related = try store.referencing(destination.name, relationship: inverse, primaryKey: primaryKey)
+            } else if !relationship.toMany, let index = entity.storedPropertyNames.firstIndex(of: relationship.name), let key = row.values[index].int64 {
+                related = [key]
+            }
+            guard !related.isEmpty else { continue }
+            switch relationship.deleteRule {
+            case .deny:
+                throw StoreError.coreData(.validationRelationshipDeniedDelete, 1600,
+                                          "\(entity.name).\(relationship.name) has the deny delete rule and still has \(related.count) object(s); remove them before deleting \(id.uri).",
+                                          ["objectID": .string(id.uri), "relationship": .string(relationship.name)])
+            case .cascade:
+                for key in related {
+                    gone += try deleteCascading(destination, primaryKey: key, storeIndex: storeIndex, history: &history,
+                                                deletedKeys: &deletedKeys, changedIDs: &changedIDs)
+                }
+            case .nullify:
+                guard relationship.toMany, let inverse = relationship.inverse else { continue }
+                for key in related where !deletedKeys.contains(store.objectID(destination.name, key).uri) {
+                    guard let child = try store.read(destination, primaryKey: key) else { continue }
+                    try store.update(destination, primaryKey: key, changes: [(inverse, .null)], version: child.version + 1)
+                    history.append(.init(kind: .update, entity: destination.name, primaryKey: key, uuid: child.uuid,
+                                         changed: [inverse], tombstone: nil))
+                    changedIDs[storeIndex, default: []].append(store.objectID(destination.name, key).uri)
+                }
+            }
+        }
+        var tombstone: [String: JSONValue] = ["uuid": .string(row.uuid)]
+        let (zone, zoneOwner) = ObjectRecord.zoneParts(row.zone)
+        if let zone { tombstone["zone"] = .string(zone) }
+        if let zoneOwner { tombstone["zoneOwner"] = .string(zoneOwner) }
+        for (index, attribute) in entity.attributes.enumerated() where attribute.preservesValueInHistoryOnDeletion {
+            tombstone[attribute.name] = AttributeCoding.jsonValue(row.values[index], type: attribute.type)
+        }
+        try store.delete(entity.name, primaryKey: primaryKey)
+        history.append(.init(kind: .delete, entity: entity.name, primaryKey: primaryKey, uuid: row.uuid,
+                             changed: nil, tombstone: tombstone))
+        changedIDs[storeIndex, default: []].append(id.uri)
+        return [id.uri] + gone
+    }
+}

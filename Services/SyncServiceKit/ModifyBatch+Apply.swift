@@ -1,0 +1,62 @@
+import CloudWire
+import FoundationEssentials
+import MeowWire
+
+/// A batch's decisions applied: rows, versions, change log and the answer, in the request's transaction.
+extension ModifyBatch {
+    func apply(zone: ZoneRow, indices: [Int], items: [Item], plans: [Int: Plan], outcome: inout ModifyOutcome) throws {
+        var savedNames: Set<String> = []
+        var parentsToBump: [String] = []
+        var savedStored: [(StoredRecord, [String: JSONValue]?)] = []
+        for index in indices {
+            guard case let .save(record, fieldsJSON, fields, share, existing)? = plans[index] else { continue }
+            let stored = try state.storeRecord(zone: zone, name: record.recordName, type: record.recordType, fieldsJSON: fieldsJSON,
+                                               parent: record.parent?.recordName, share: share, previous: existing, user: caller)
+            savedNames.insert(record.recordName)
+            savedStored.append((stored, fields))
+            if let parent = record.parent?.recordName, !parentsToBump.contains(parent) { parentsToBump.append(parent) }
+            if record.isShare && existing.flatMap({ $0.deleted ? nil : $0 }) == nil {
+                let root = plans.values.lazy.compactMap { plan -> String? in
+                    if case let .save(candidate, _, _, share, _) = plan, share == record.recordName, !candidate.isShare { return candidate.recordName }
+                    return nil
+                }.first
+                try state.createShare(zone: zone, name: record.recordName, root: root)
+            }
+        }
+        for parent in parentsToBump where !savedNames.contains(parent) {
+            try state.bumpRecord(zone: zone, name: parent, user: caller)
+        }
+        for index in indices {
+            switch plans[index] {
+            case let .delete(live?)?:
+                if live.type == CloudKitNames.shareRecordType {
+                    try state.endShare(zone: zone, name: live.name, user: caller)
+                } else {
+                    if let share = live.share { try state.endShare(zone: zone, name: share, user: caller) }
+                    try state.tombstone(zone: zone, name: live.name, user: caller)
+                }
+                outcome.deleted.append(RecordID(recordName: live.name, zoneID: items[index].zoneID))
+            case .delete(nil)?:
+                outcome.deleted.append(RecordID(recordName: items[index].recordName, zoneID: items[index].zoneID))
+            case let .leaveShare(share)?:
+                try state.setAcceptance(zone: zone, share: share, user: caller, to: .removed)
+                outcome.deleted.append(RecordID(recordName: share, zoneID: items[index].zoneID))
+            default:
+                continue
+            }
+        }
+        let presented = zone.zoneID.presented(to: caller)
+        for (stored, fields) in savedStored {
+            // Share records and roots may have changed again in this request (share created or ended).
+            let changedSince = stored.type == CloudKitNames.shareRecordType || stored.share != nil
+            let current = changedSince ? try state.liveRecord(zone: zone.id, name: stored.name) ?? stored : stored
+            var saved = try state.render(current, zone: zone, presentedZoneID: presented, fields: changedSince ? nil : fields ?? [:])
+            if !changedSince, fields == nil, let text = current.fields {
+                // Fields kept as text: the reply writes the stored text; nothing parses it.
+                saved.fieldsText = text
+            }
+            outcome.saved.append(saved)
+        }
+        try state.touchZone(zone)
+    }
+}
