@@ -5,13 +5,10 @@ import CShim
 /// Why: by default glibc serves blocks from 128 KiB up with `mmap` (raising that bar to the
 /// largest block freed, up to 32 MiB) and gives a heap's free top back to the kernel once it
 /// exceeds twice that bar. The services allocate and free buffers of hundreds of kilobytes to
-/// megabytes many times a second (a page of 400 fetched records, a batch of 400 to save, a
-/// 1,000-object save's rows), so the same memory went back to the kernel and was faulted in
-/// again, zeroed, page by page. In the mirroring benchmark (docs/protocol-mirroring.md#benchmark)
-/// keeping it cut the cloud's and the receiving device's page faults by a fifth to a third (the
-/// rest are first touches: each round starts fresh processes), and the automatic round ran
-/// about 5% faster in alternating runs. A service keeps its heap instead; its resident size
-/// stays near its busiest moment, as a long-running server's does. Frame buffers beyond 1 MiB
+/// megabytes many times a second (a page of fetched records, a batch to save), so the same
+/// memory would go back to the kernel and be faulted in again, zeroed, page by page. A service
+/// keeps its heap instead; its resident size stays near its busiest moment, as a long-running
+/// server's does. Frame buffers beyond 1 MiB
 /// are the exception: they are mapped outside malloc (`FrameBytes` in MeowWire), so a peer's
 /// half-sent large frames cannot leave hundreds of megabytes kept here after they close.
 public enum MemoryTuning {

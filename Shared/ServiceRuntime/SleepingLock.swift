@@ -6,9 +6,8 @@ import Glibc
 ///
 /// `Synchronization.Mutex` is a priority-inheritance futex on Linux, and the kernel spins a
 /// waiter on such a lock (`rt_mutex_spin_on_owner`) for as long as the owner stays on a CPU.
-/// That is right for the short sections it is made for; around a transaction of milliseconds it
-/// burned one of this machine's two cores whenever a device's save and its mirror's send met on
-/// the coordinator (a twentieth of the device's CPU in the mirror benchmark's automatic mode).
+/// That is right for the short sections it is made for; around a transaction of milliseconds
+/// it burns a core whenever a device's save and its mirror's send meet on the coordinator.
 /// A plain pthread mutex waits in `futex_wait`: the waiter gives its core to the owner, or to
 /// the other processes of the deployment.
 public final class SleepingLock: @unchecked Sendable {
