@@ -182,20 +182,3 @@ extension Arguments {
     }
 }
 
-extension JSONValue {
-    /// A cell for a table: strings as they are, numbers without a needless ".0", null as "–".
-    var cell: String {
-        switch self {
-        case .null: return "–"
-        case let .string(text): return text
-        case let .bool(value): return value ? "yes" : "no"
-        case let .int(value): return String(value)
-        case let .double(value): return value.rounded() == value && abs(value) < 1e15 ? String(Int(value)) : String(value)
-        case .array, .object: return MeowCtl.compactJSON(self)
-        }
-    }
-}
-
-extension Optional where Wrapped == JSONValue {
-    var cell: String { self?.cell ?? "–" }
-}

@@ -69,8 +69,9 @@ extension InspectionConnection {
 }
 
 extension JSONValue {
-    /// A value as a finding's text shows it: strings as they are, whole numbers without ".0", null as "–".
-    var cell: String {
+    /// A value as a finding's text or a table's cell shows it: strings as they are, whole
+    /// numbers without ".0", null as "–", arrays and objects as compact JSON with sorted keys.
+    public var cell: String {
         switch self {
         case .null: return "–"
         case let .string(text): return text
@@ -86,5 +87,5 @@ extension JSONValue {
 }
 
 extension Optional where Wrapped == JSONValue {
-    var cell: String { self?.cell ?? "–" }
+    public var cell: String { self?.cell ?? "–" }
 }
