@@ -280,7 +280,8 @@ struct ConnectionTests {
     func accessLevels(credential: String?, user: String?, userOp: String, adminOp: String) async throws {
         let served = try ServedConnection()
         let hello = try served.client.hello(credential: credential)
-        #expect((hello["result"]?["user"] ?? .null) == (user.map { .string($0) } ?? .null))  // null or absent when anonymous
+        // Absent (not null) when no credential identified a user, as docs/PROTOCOL.md says.
+        #expect(hello["result"]?["user"] == user.map { .string($0) })
         #expect(served.handle.principal?.user == user)
         func outcome(_ reply: JSONValue) -> String { reply["ok"] == true ? "ok" : reply["error"]?["code"]?.stringValue ?? "?" }
         let whoami = try served.client.call(#"{"id":2,"op":"test.whoami"}"#)
