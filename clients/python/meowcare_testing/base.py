@@ -4,7 +4,7 @@ from __future__ import annotations
 import concurrent.futures
 import datetime as _dt
 import threading
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from .errors import ClusterStopped
 from .wire import Connection, FrameTrace
@@ -43,6 +43,19 @@ def seconds_since_1970(value: Union[None, int, float, _dt.datetime]) -> Optional
     if value.tzinfo is None:
         value = value.replace(tzinfo=_dt.timezone.utc)
     return value.timestamp()
+
+
+def service_log_lines(process: Any, log_path: Optional[str]) -> List[str]:
+    """A service's log so far: its process's captured lines, else its log file (external mode)."""
+    if process is not None:
+        return list(process.lines)
+    if log_path:
+        try:
+            with open(log_path, encoding="utf-8", errors="replace") as handle:
+                return handle.read().splitlines()
+        except OSError:
+            return []
+    return []
 
 
 class ServiceClient:

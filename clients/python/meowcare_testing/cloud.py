@@ -11,7 +11,7 @@ import datetime as _dt
 import secrets
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Union
 
-from .base import ServiceClient, camel_keys, seconds_since_1970
+from .base import ServiceClient, camel_keys, seconds_since_1970, service_log_lines
 from .events import EventStream
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,15 +108,8 @@ class Cloud(ServiceClient):
         return f"Cloud(socket={self.socket!r})"
 
     def log_lines(self) -> List[str]:
-        if self.process is not None:
-            return self.process.lines
-        if self.log_path:
-            try:
-                with open(self.log_path, encoding="utf-8", errors="replace") as handle:
-                    return handle.read().splitlines()
-            except OSError:
-                return []
-        return []
+        """The service's log so far (a process of this cluster, or the deployment's log file)."""
+        return service_log_lines(self.process, self.log_path)
 
     def credential(self, user: str) -> str:
         """The credential of a user this cluster made (KeyError for others)."""

@@ -12,7 +12,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from .base import ServiceClient, seconds_since_1970
+from .base import ServiceClient, seconds_since_1970, service_log_lines
 from .events import EventStream
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -248,15 +248,7 @@ class Device(ServiceClient):
 
     def log_lines(self) -> List[str]:
         """The service's log so far (a process of this cluster, or the deployment's log file)."""
-        if self.process is not None:
-            return self.process.lines
-        if self.log_path:
-            try:
-                with open(self.log_path, encoding="utf-8", errors="replace") as handle:
-                    return handle.read().splitlines()
-            except OSError:
-                return []
-        return []
+        return service_log_lines(self.process, self.log_path)
 
     # -- contexts and objects -------------------------------------------------------------
 
