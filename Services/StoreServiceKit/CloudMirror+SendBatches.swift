@@ -149,42 +149,4 @@ extension CloudMirror {
         if let key = pending.primaryKey, let row = try store.read(entity, primaryKey: key), row.uuid == pending.uuid { return row }
         return try store.read(entity, uuid: pending.uuid)
     }
-
-    /// The cloud zone of a record: shared store — the row's share zone; private store — the
-    /// zone of the object it belongs to (an event follows its session into a share zone),
-    /// else its own known zone, else Core Data's zone.
-    func zone(for uuid: String, entity: EntityDescription, state: MirrorState) throws -> ZoneID? {
-        var cache: [String: ZoneID?] = [:]
-        guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
-            return try state.meta(uuid)?.zone
-        }
-        return try zone(for: uuid, entity: entity, row: row, state: state, cache: &cache)
-    }
-
-    private func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
-                      cache: inout [String: ZoneID?], depth: Int = 0) throws -> ZoneID? {
-        let store = state.store
-        if store.scope == .shared {
-            return try row.zone.flatMap { try state.shareZone(key: $0) }
-        }
-        if depth < 4 {
-            for (offset, relationship) in entity.toOneRelationships.enumerated() {
-                guard let target = row.values[entity.attributes.count + offset].int64,
-                      let destination = store.model.entity(named: relationship.destination) else { continue }
-                let cacheKey = "\(destination.name)/\(target)"
-                if let known = cache[cacheKey] {
-                    if let known { return known }
-                    continue
-                }
-                var found: ZoneID?
-                if let targetUUID = try state.uuid(entity: destination.name, primaryKey: target),
-                   let targetRow = try store.read(destination, primaryKey: target) {
-                    found = try zone(for: targetUUID, entity: destination, row: targetRow, state: state, cache: &cache, depth: depth + 1)
-                }
-                cache[cacheKey] = .some(found)
-                if let found { return found }
-            }
-        }
-        return try state.meta(uuid)?.zone ?? .coreData
-    }
 }

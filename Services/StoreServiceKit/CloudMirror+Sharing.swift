@@ -45,14 +45,14 @@ extension CloudMirror {
     /// `cloudkit.zoneshare` (deleted from its old zone, created in the share zone). A graph
     /// that fits one request moves in one (`moveAtOnce`): another device fetches it whole, never
     /// a session in one zone and its events in another. A larger one cannot (the server's
-    /// per-request limit): its root moves with the share, and the rest follows by the send's own
+    /// per-request limit): its leaders (`readGraph`) move with the share, and the rest follows by the send's own
     /// moves (`followRoot`). Locally the objects stay in the private store.
     func createShare(_ params: ShareCreateParams, progress: ProgressReporter = .silent) throws -> ShareCreateResult {
         _ = try sendAll()
         let zone = ZoneID(zoneName: CloudKitNames.coreDataShareZonePrefix + UUID().uuidString)
         // The zones are made once the graph is known to be shareable and before it is saved
         // where it is: nothing but the move itself comes between that save and the move.
-        let (graph, atOnce) = try touchedGraph(params) {
+        let (graph, leaders, atOnce) = try touchedGraph(params) {
             try ensureZones([.coreData])
             _ = try request("zones.save", ZonesParams(database: .private, zoneIDs: [zone]))
         }
@@ -64,15 +64,15 @@ extension CloudMirror {
         if atOnce, let reply = try moveAtOnce(graph, into: zone) {
             shareRecord = reply
         } else {
-            let members = Array(graph.dropFirst())
-            // Queued before the root moves, so that a device killed after the move still moves them.
+            let members = Array(graph.dropFirst(leaders))
+            // Queued before the leaders move, so that a device killed after the move still moves them.
             try queueToFollow(members)
-            shareRecord = try moveAtOnce([root], into: zone) ?? .null
-            progress.report(phase: "moving", done: 1, total: graph.count)
+            shareRecord = try moveAtOnce(Array(graph.prefix(leaders)), into: zone) ?? .null
+            progress.report(phase: "moving", done: leaders, total: graph.count)
             let followed = try followRoot(members, into: zone) { saved in
-                progress.report(phase: "moving", done: min(graph.count, 1 + saved), total: graph.count)
+                progress.report(phase: "moving", done: min(graph.count, leaders + saved), total: graph.count)
             }
-            moved = 1 + followed.moved
+            moved = leaders + followed.moved
             sendError = followed.sendError
         }
         progress.report(phase: "moving", done: graph.count, total: graph.count)
@@ -138,7 +138,7 @@ extension CloudMirror {
     /// tombstone left to fetch would otherwise block the share for good; deleting it is a
     /// no-op, and `MovedFrom` still names each copy's tag).
     /// `prepare` runs once, after the graph is first read and before its first save.
-    private func touchedGraph(_ params: ShareCreateParams, prepare: () throws -> Void) throws -> (graph: [GraphMember], atOnce: Bool) {
+    private func touchedGraph(_ params: ShareCreateParams, prepare: () throws -> Void) throws -> (graph: [GraphMember], leaders: Int, atOnce: Bool) {
         var round = 0
         var prepared = false
         while true {
@@ -148,12 +148,12 @@ extension CloudMirror {
             // this device's older values and the edits were deleted with the copies that had them.
             var fetched = MirrorFetchReport()
             try fetchDatabase(.private, report: &fetched)
-            let (graph, atOnce) = try readGraph(params, limit: progress.withLock { $0.batchLimit })
+            let (graph, leaders, atOnce) = try readGraph(params, limit: progress.withLock { $0.batchLimit })
             if !prepared {
                 try prepare()
                 prepared = true
             }
-            let moving = atOnce ? graph : [graph[0]]
+            let moving = atOnce ? graph : Array(graph.prefix(leaders))
             let touches: [CloudRecord] = moving.compactMap { member in
                 guard let zone = member.oldZone, let tag = member.tag else { return nil }
                 var record = CloudRecord(recordName: member.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(member.entity.name), fields: member.fields)
@@ -191,15 +191,18 @@ extension CloudMirror {
                     member.fields[MovedFrom.field] = MovedFrom(zoneName: zone.zoneName, changeTag: tag).fieldValue
                 }
                 return member
-            }, atOnce)
+            }, leaders, atOnce)
         }
     }
 
-    /// The root's graph from the private store, the root first: the root and the objects of its
-    /// to-many relationships, with the zone each is in and its change tag there, and whether it
-    /// fits one request of `limit` items (each record saved and its old copy deleted, and the
-    /// share). Members' fields are read only then: a larger graph's send builds them itself.
-    private func readGraph(_ params: ShareCreateParams, limit: Int) throws -> (graph: [GraphMember], atOnce: Bool) {
+    /// The root's graph from the private store: every object reachable from the root through
+    /// relationships (`ObjectGraph`), with the zone each is in and its change tag there, and
+    /// whether it fits one request of `limit` items (each record saved and its old copy
+    /// deleted, and the share). The graph's leaders come first, the root first of all: the root
+    /// and the ends of the members' to-one chains. Every other member's zone follows a leader's,
+    /// so when the graph cannot move at once the leaders move with the share and the rest
+    /// follows. Members' fields are read only for what moves at once: a send builds the rest.
+    private func readGraph(_ params: ShareCreateParams, limit: Int) throws -> (graph: [GraphMember], leaders: Int, atOnce: Bool) {
         try withStores { stores in
             guard let id = ObjectID(uri: params.objectID), let storeUUID = id.storeUUID, let key = id.primaryKey,
                   let index = stores.index(uuid: storeUUID), stores.list[index].scope == .private,
@@ -209,26 +212,30 @@ extension CloudMirror {
             let store = stores.list[index]
             let state = MirrorState(store)
             guard let row = try store.read(entity, primaryKey: key) else { throw StoreError.unknownObject(params.objectID, "it is not in the private store.") }
-            if let existing = try state.shareZone(ofRoot: row.uuid) {
-                throw ServiceError(.alreadyShared, "This object is already shared in zone \(existing); invite participants with share.invite.",
-                                   details: ["zoneName": .string(existing)])
+            let graph = ObjectGraph(store: store)
+            let members = try graph.reachable(from: entity, row: row)
+            // A member in a live share's zone: sharing again would split that share's graph.
+            let live = try state.liveShareZones()
+            for (memberEntity, member) in members {
+                let zone = try state.shareZone(ofRoot: member.uuid) ?? (state.meta(member.uuid)?.zone.zoneName).flatMap { live.contains($0) ? $0 : nil }
+                guard let zone else { continue }
+                let which = member.uuid == row.uuid ? "This object is" : "\(memberEntity.name) \(member.uuid), related to this object, is"
+                throw ServiceError(.alreadyShared, "\(which) already shared in zone \(zone): a share takes the whole object graph; invite participants to that share with share.invite.",
+                                   details: ["zoneName": .string(zone), "recordName": .string(member.uuid)])
             }
-            var members: [(EntityDescription, Int64)] = [(entity, key)]
-            for relationship in entity.relationships where relationship.toMany {
-                guard let inverse = relationship.inverse, let destination = stores.model.entity(named: relationship.destination) else { continue }
-                for child in try store.referencing(destination.name, relationship: inverse, primaryKey: key) { members.append((destination, child)) }
-            }
-            let atOnce = 2 * members.count + 1 <= limit
-            var graph: [GraphMember] = []
-            for (memberEntity, memberKey) in members {
-                guard let memberRow = try store.read(memberEntity, primaryKey: memberKey) else { continue }
-                let fields = atOnce || graph.isEmpty
-                    ? try MirrorRecordCoding.fields(entity: memberEntity, row: memberRow, state: state, timesText: try state.fieldTimesText(memberRow.uuid))
+            var leading: Set<String> = [row.uuid]
+            for (memberEntity, member) in members { leading.insert(try graph.chainEnd(of: memberEntity, row: member).row.uuid) }
+            let ordered = members.filter { leading.contains($0.1.uuid) } + members.filter { !leading.contains($0.1.uuid) }
+            let atOnce = 2 * ordered.count + 1 <= limit
+            var result: [GraphMember] = []
+            for (index, (memberEntity, member)) in ordered.enumerated() {
+                let fields = atOnce || index < leading.count
+                    ? try MirrorRecordCoding.fields(entity: memberEntity, row: member, state: state, timesText: try state.fieldTimesText(member.uuid))
                     : [:]
-                let meta = try state.meta(memberRow.uuid)
-                graph.append((memberRow.uuid, memberEntity, fields, meta?.zone, meta?.changeTag))
+                let meta = try state.meta(member.uuid)
+                result.append((member.uuid, memberEntity, fields, meta?.zone, meta?.changeTag))
             }
-            return (graph, atOnce)
+            return (result, leading.count, atOnce)
         }
     }
 

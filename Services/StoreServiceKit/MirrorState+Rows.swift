@@ -208,6 +208,11 @@ extension MirrorState {
         try database.execute("INSERT OR REPLACE INTO mirror_share(zone_name, root_uuid) VALUES (?, ?)", [zone, root])
     }
 
+    /// The zones of the shares this device owns and has not stopped.
+    func liveShareZones() throws -> Set<String> {
+        Set(try database.query("SELECT zone_name FROM mirror_share").compactMap { $0[0].string })
+    }
+
     func shareZone(ofRoot uuid: String) throws -> String? {
         try database.scalar("SELECT zone_name FROM mirror_share WHERE root_uuid = ?", [uuid])?.string
     }

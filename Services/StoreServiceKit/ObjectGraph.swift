@@ -1,0 +1,124 @@
+import CloudWire
+import SQLiteKit
+
+/// A private-store object's place among its related objects, which decides its cloud zone. An
+/// object goes where the end of its chain of to-one relationships is (an event follows its
+/// session; a photo its day, and the day its trip), to any depth; a share takes every object
+/// reachable from its root through relationships, both ways and to any depth, as
+/// NSPersistentCloudKitContainer's share moves the whole graph.
+struct ObjectGraph {
+    struct Node: Hashable {
+        var entity: String
+        var key: Int64
+    }
+
+    let store: PersistentStore
+
+    /// The existing objects `row`'s to-one relationships point at, in the entity's order.
+    func toOneTargets(of entity: EntityDescription, row: PersistentStore.StoredRow) throws -> [(EntityDescription, PersistentStore.StoredRow)] {
+        var targets: [(EntityDescription, PersistentStore.StoredRow)] = []
+        for (offset, relationship) in entity.toOneRelationships.enumerated() {
+            guard let key = row.values[entity.position(ofToOne: offset)].int64,
+                  let destination = store.model.entity(named: relationship.destination),
+                  let target = try store.read(destination, primaryKey: key) else { continue }
+            targets.append((destination, target))
+        }
+        return targets
+    }
+
+    /// The objects that point at `row` through a to-one relationship (the other side of its
+    /// to-many relationships).
+    func toManyMembers(of entity: EntityDescription, row: PersistentStore.StoredRow) throws -> [(EntityDescription, PersistentStore.StoredRow)] {
+        var members: [(EntityDescription, PersistentStore.StoredRow)] = []
+        for relationship in entity.relationships where relationship.toMany {
+            guard let inverseName = relationship.inverse, let destination = store.model.entity(named: relationship.destination),
+                  let inverse = destination.relationship(inverseName), !inverse.toMany else { continue }
+            for key in try store.referencing(destination.name, relationship: inverseName, primaryKey: row.primaryKey) {
+                if let member = try store.read(destination, primaryKey: key) { members.append((destination, member)) }
+            }
+        }
+        return members
+    }
+
+    /// The end of `row`'s chain: each step follows the first to-one target not visited yet, so a
+    /// one-to-one pair or a loop ends at its last object before it closes.
+    /// `firstStep`: the object the first step reached, as "Entity/key" (nil: no step).
+    func chainEnd(of entity: EntityDescription, row: PersistentStore.StoredRow) throws
+        -> (entity: EntityDescription, row: PersistentStore.StoredRow, firstStep: String?) {
+        var current = (entity, row)
+        var firstStep: String?
+        var visited: Set<Node> = [Node(entity: entity.name, key: row.primaryKey)]
+        while let next = try toOneTargets(of: current.0, row: current.1).first(where: { !visited.contains(Node(entity: $0.0.name, key: $0.1.primaryKey)) }) {
+            visited.insert(Node(entity: next.0.name, key: next.1.primaryKey))
+            if firstStep == nil { firstStep = "\(next.0.name)/\(next.1.primaryKey)" }
+            current = next
+        }
+        return (current.0, current.1, firstStep)
+    }
+
+    /// Every object reachable from `root` through relationships, both ways, `root` first, then
+    /// in breadth-first order.
+    func reachable(from entity: EntityDescription, row: PersistentStore.StoredRow) throws -> [(EntityDescription, PersistentStore.StoredRow)] {
+        var found = [(entity, row)]
+        var seen: Set<Node> = [Node(entity: entity.name, key: row.primaryKey)]
+        var next = 0
+        while next < found.count {
+            let (memberEntity, memberRow) = found[next]
+            next += 1
+            for neighbour in try toOneTargets(of: memberEntity, row: memberRow) + toManyMembers(of: memberEntity, row: memberRow)
+            where seen.insert(Node(entity: neighbour.0.name, key: neighbour.1.primaryKey)).inserted {
+                found.append(neighbour)
+            }
+        }
+        return found
+    }
+}
+
+extension CloudMirror {
+    /// The cloud zone of a record: shared store — the row's share zone; private store — the
+    /// zone of the end of its to-one chain (`ObjectGraph`), else Core Data's zone. An object
+    /// never sent that ends its own chain (a new top-level object) joins the share zone of an
+    /// object that points at it, if one does: an object later related to a shared one lands in
+    /// that share wherever it is created.
+    func zone(for uuid: String, entity: EntityDescription, state: MirrorState) throws -> ZoneID? {
+        var cache: [String: ZoneID?] = [:]
+        guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
+            return try state.meta(uuid)?.zone
+        }
+        return try zone(for: uuid, entity: entity, row: row, state: state, cache: &cache)
+    }
+
+    /// `cache`: zones by the object a chain's first step reaches ("Entity/key"): a batch of a
+    /// session's events reads the session's zone once.
+    func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
+              cache: inout [String: ZoneID?]) throws -> ZoneID? {
+        let store = state.store
+        if store.scope == .shared {
+            return try row.zone.flatMap { try state.shareZone(key: $0) }
+        }
+        let graph = ObjectGraph(store: store)
+        let firstKey = entity.toOneRelationships.indices.lazy.compactMap { offset -> String? in
+            row.values[entity.position(ofToOne: offset)].int64.map { "\(entity.toOneRelationships[offset].destination)/\($0)" }
+        }.first
+        if let firstKey, let known = cache[firstKey] { return known }
+        let (endEntity, end, firstStep) = try graph.chainEnd(of: entity, row: row)
+        var zone = try state.meta(end.uuid)?.zone
+        if zone == nil {
+            zone = try joinedShareZone(of: endEntity, row: end, graph: graph, state: state)
+        }
+        if let firstKey, firstKey == firstStep { cache[firstKey] = .some(zone ?? .coreData) }
+        return zone ?? .coreData
+    }
+
+    /// The share zone of an object pointing at a never-sent chain end, whose own chain ends
+    /// elsewhere (children ending at the object itself say nothing about it).
+    private func joinedShareZone(of entity: EntityDescription, row: PersistentStore.StoredRow, graph: ObjectGraph,
+                                 state: MirrorState) throws -> ZoneID? {
+        for (memberEntity, member) in try graph.toManyMembers(of: entity, row: row) {
+            let end = try graph.chainEnd(of: memberEntity, row: member).row
+            guard end.uuid != row.uuid, let zone = try state.meta(end.uuid)?.zone, zone.zoneName.hasPrefix(CloudKitNames.coreDataShareZonePrefix) else { continue }
+            return zone
+        }
+        return nil
+    }
+}
