@@ -145,6 +145,7 @@ public struct Doctor: Sendable {
             }
         }
         record("crossStore", crossStore, clean: "no relationship crosses stores or dangles", dirty: "\(crossStore.count) relationship(s) crossing stores or dangling")
+        examineSharedGraphs(entities: entities, rowsByEntity: rowsByEntity, sharedStore: sharedStore)
 
         // Orphans, as the model's orphan repair defines them.
         var orphans: [Finding] = []
@@ -173,6 +174,33 @@ public struct Doctor: Sendable {
         }
 
         try await examineExports()
+    }
+
+    /// A share takes its whole graph: a shared-store object and the object a to-one
+    /// relationship points at must be in one share zone.
+    private mutating func examineSharedGraphs(entities: [JSONValue], rowsByEntity: [String: [[String: JSONValue]]], sharedStore: String?) {
+        var zoneOf: [String: String] = [:]
+        for row in rowsByEntity.values.joined() where row["store"]?.stringValue == sharedStore {
+            if let id = row["objectID"]?.stringValue, let zone = row["zone"]?.stringValue { zoneOf[id] = zone }
+        }
+        var split: [Finding] = []
+        for entity in entities {
+            guard let entityName = entity["name"]?.stringValue else { continue }
+            for relationship in entity["relationships"]?.arrayValue ?? [] where relationship["toMany"] != true {
+                guard let key = relationship["name"]?.stringValue else { continue }
+                for row in rowsByEntity[entityName] ?? [] {
+                    guard let id = row["objectID"]?.stringValue, let zone = zoneOf[id], let target = row[key]?.stringValue,
+                          let targetZone = zoneOf[target], targetZone != zone else { continue }
+                    split.append(.init(kind: "shareGraphSplit", store: sharedStore, objectID: id, zone: zone,
+                        summary: "\(Self.describe(entityName, row)) in zone \(zone) points through '\(key)' at \(target) in zone \(targetZone)",
+                        explanation: "A share takes its whole object graph into its zone; a relationship between two shares' objects "
+                            + "cannot be saved in the cloud, so the owner and the other participants never see it.",
+                        fix: "Point '\(key)' at an object of the same share, or clear it (object.set \(key) null)."))
+                }
+            }
+        }
+        record("shareGraphSplit", split, clean: "no shared-store relationship reaches into another share",
+               dirty: "\(split.count) shared-store relationship(s) reaching into another share")
     }
 
     private mutating func examineExports() async throws(InspectionError) {
@@ -276,6 +304,39 @@ public struct Doctor: Sendable {
         }
         record("cloudSharedDefaultZone", found, clean: "the shared database has no core-data or default zone (\(zones.count) shared zone(s))",
                dirty: "\(found.count) core-data/default zone(s) in the shared database")
+        try await examineShareGraphs(cloud)
+    }
+
+    /// A share takes its whole object graph: every to-one reference of a record must name a
+    /// record of the same zone. Reads both databases' records as the device's user.
+    private mutating func examineShareGraphs(_ cloud: any InspectionConnection) async throws(InspectionError) {
+        var references: [String: [String]] = [:]
+        for entity in try await device.call("model.get")["entities"]?.arrayValue ?? [] {
+            guard let name = entity["name"]?.stringValue else { continue }
+            references[name] = (entity["relationships"]?.arrayValue ?? []).filter { $0["toMany"] != true }.compactMap(\.["name"]?.stringValue)
+        }
+        var items: [String: StoreCloudDiff.Item] = [:]
+        var unreadable: [String] = []
+        for database in ["private", "shared"] {
+            try await StoreCloudDiff.cloudItems(cloud, database: database, into: &items, unreadable: &unreadable)
+        }
+        var split: [Finding] = []
+        for (key, item) in items.sorted(by: { $0.key < $1.key }) {
+            let name = String(key.drop { $0 != "|" }.dropFirst())
+            for relationship in references[item.entity] ?? [] {
+                guard let target = item.fields[CloudKitNames.coreDataName(relationship)],
+                      let other = items[StoreCloudDiff.key(item.database, target)], other.zone != item.zone else { continue }
+                split.append(.init(kind: "cloudShareGraphSplit", store: nil, objectID: nil, zone: item.zone,
+                    summary: "\(item.entity) \(name) in \(item.zone) points through '\(relationship)' at \(other.entity) \(target) in \(other.zone)",
+                    explanation: "A share takes its whole object graph into its zone. A relationship to a record in another zone cannot be "
+                        + "followed by the share's participants (they see the object without its related one), and the owner's devices "
+                        + "meet two zones for one graph.",
+                    fix: "On the owner's device save a change to the object and run 'meowctl sync send': the mirror moves an object into "
+                        + "the zone its related object is in. Objects of two different shares cannot be related: relate them within one share."))
+            }
+        }
+        record("cloudShareGraphSplit", split, clean: "every relationship in the cloud stays within its zone (\(items.count) record(s))",
+               dirty: "\(split.count) relationship(s) reaching into another zone")
     }
 
     public static func describe(_ entity: String, _ row: [String: JSONValue]) -> String {

@@ -133,5 +133,38 @@ extension Mirroring {
             #expect(try await cloud.records(user: "owner").isEmpty, "a record was left in Core Data's zone")
             await ConflictTests.stop(cloud, o, p)
         }
+
+        /// `meowctl doctor --json` on `device`, with the cloud as `user`: the kinds it found.
+        static func doctorKinds(_ device: Device, _ cloud: Cloud, user: String) async throws -> [String] {
+            let run = try await runTool("meowctl", ["doctor", "--socket", device.socket, "--cloud", cloud.socket, "--credential", "\(user)-secret", "--json"])
+            let report = try JSONParser.parse(Array(run.stdout.utf8))
+            #expect(report["checks"]?.arrayValue?.contains { $0["name"] == "cloudShareGraphSplit" } == true, "\(run.stderr)")
+            return report["findings"]?.arrayValue?.compactMap { $0["kind"]?.stringValue } ?? []
+        }
+
+        @Test("doctor names a relationship that reaches from one share into another zone, on the participant's store and in the cloud")
+        func doctorFindsSplitGraphs() async throws {
+            let (cloud, o, p) = try await Self.start()
+            let ids = try await Self.trip(on: o)
+            let t2 = try await Self.insert(o, "Trip", ["id": "t2"])
+            _ = try await Self.insert(o, "Day", ["id": "d9", "trip": .string(t2)])
+            try await o.send()
+            for trip in [ids["t1"]!, t2] {
+                let zone = try #require(try await o.call("share.create", ["objectID": .string(trip),
+                                                                          "participants": [["user": "alice", "permission": "readWrite"]]])["zoneName"]?.stringValue)
+                _ = try await p.call("share.accept", ["zoneName": .string(zone), "ownerName": "owner"])
+            }
+            #expect(try await Self.doctorKinds(o, cloud, user: "owner").isEmpty)
+            #expect(try await Self.doctorKinds(p, cloud, user: "alice").isEmpty)
+            // The participant points a photo of the first share at a day of the second.
+            let photo = try await p.objectID(id: "p1", entity: "Photo")
+            try await p.set(photo, ["day": .string(try await p.objectID(id: "d9", entity: "Day"))])
+            try await p.send()
+            let found = try await Self.doctorKinds(p, cloud, user: "alice")
+            #expect(found.contains("shareGraphSplit"))
+            #expect(found.contains("cloudShareGraphSplit"))
+            #expect(try await Self.doctorKinds(o, cloud, user: "owner").contains("cloudShareGraphSplit"))
+            await ConflictTests.stop(cloud, o, p)
+        }
     }
 }

@@ -98,6 +98,23 @@ def check_device(device: "Device") -> List[Finding]:
                                         "Clear the relationship or point it at an object of the same store (object.moveToStore to move).",
                                         store, row.get("objectID"), row.get("zone")))
 
+    # A share takes its whole graph: a shared-store link must stay within its share zone.
+    zone_of = {row["objectID"]: row["zone"] for rows in rows_by_entity.values() for row in rows
+               if row.get("store") == shared_store and row.get("objectID") and row.get("zone")}
+    for entity in entities:
+        for relationship in entity.get("relationships") or []:
+            if relationship.get("toMany"):
+                continue
+            key = relationship["name"]
+            for row in rows_by_entity.get(entity["name"], []):
+                zone, target = zone_of.get(row.get("objectID")), row.get(key)
+                target_zone = zone_of.get(target) if isinstance(target, str) else None
+                if zone and target_zone and target_zone != zone:
+                    findings.append(Finding("shareGraphSplit", f"{_describe(entity['name'], row)} in zone {zone} points through {key!r} "
+                                            f"at {target} in zone {target_zone}",
+                                            f"Point {key!r} at an object of the same share, or clear it.", shared_store,
+                                            row.get("objectID"), zone))
+
     try:
         status: Optional[Dict[str, Any]] = device.sync_status()
     except MeowError:
