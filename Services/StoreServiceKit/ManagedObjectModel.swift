@@ -44,6 +44,9 @@ public final class EntityDescription: Sendable, Codable {
     public let relationships: [RelationshipDescription]
     /// Extra SQLite indexes, each a list of attribute or to-one relationship names.
     public let indexes: [[String]]
+    /// The entity's name in an earlier model version (Core Data's renaming identifier): a store
+    /// written by that version has its table renamed on open.
+    public let renamingIdentifier: String?
     public let toOneRelationships: [RelationshipDescription]
     /// Attribute names, then to-one relationship names: the properties a row stores, in the
     /// order of a row's values and of a context object's value arrays.
@@ -51,7 +54,7 @@ public final class EntityDescription: Sendable, Codable {
     /// Stored property name → its position in `storedPropertyNames`.
     private let positions: [String: Int]
 
-    enum CodingKeys: String, CodingKey { case name, attributes, relationships, indexes }
+    enum CodingKeys: String, CodingKey { case name, attributes, relationships, indexes, renamingIdentifier }
 
     public required init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -59,6 +62,7 @@ public final class EntityDescription: Sendable, Codable {
         attributes = try container.decodeIfPresent([AttributeDescription].self, forKey: .attributes) ?? []
         relationships = try container.decodeIfPresent([RelationshipDescription].self, forKey: .relationships) ?? []
         indexes = try container.decodeIfPresent([[String]].self, forKey: .indexes) ?? []
+        renamingIdentifier = try container.decodeIfPresent(String.self, forKey: .renamingIdentifier)
         toOneRelationships = relationships.filter { !$0.toMany }
         storedPropertyNames = attributes.map(\.name) + toOneRelationships.map(\.name)
         var positions: [String: Int] = [:]
@@ -87,8 +91,10 @@ public struct AttributeDescription: Sendable, Codable {
     public var allowedValues: [String]?
     /// Kept in the history tombstone when the object is deleted (Core Data's option of that name).
     public var preservesValueInHistoryOnDeletion: Bool
+    /// The attribute's name in an earlier model version: its column is renamed on open.
+    public var renamingIdentifier: String?
 
-    enum CodingKeys: String, CodingKey { case name, type, optional, defaultValue, allowedValues, preservesValueInHistoryOnDeletion }
+    enum CodingKeys: String, CodingKey { case name, type, optional, defaultValue, allowedValues, preservesValueInHistoryOnDeletion, renamingIdentifier }
 
     public init(name: String, type: AttributeType, optional: Bool = true) {
         self.name = name
@@ -97,6 +103,7 @@ public struct AttributeDescription: Sendable, Codable {
         self.allowedValues = nil
         self.defaultValue = nil
         self.preservesValueInHistoryOnDeletion = false
+        self.renamingIdentifier = nil
     }
 
     public init(from decoder: any Decoder) throws {
@@ -107,6 +114,7 @@ public struct AttributeDescription: Sendable, Codable {
         defaultValue = try container.decodeIfPresent(JSONValue.self, forKey: .defaultValue)
         allowedValues = try container.decodeIfPresent([String].self, forKey: .allowedValues)
         preservesValueInHistoryOnDeletion = try container.decodeIfPresent(Bool.self, forKey: .preservesValueInHistoryOnDeletion) ?? false
+        renamingIdentifier = try container.decodeIfPresent(String.self, forKey: .renamingIdentifier)
     }
 }
 
@@ -121,8 +129,10 @@ public struct RelationshipDescription: Sendable, Codable {
     public var inverse: String?
     public var deleteRule: DeleteRule
     public var optional: Bool
+    /// The relationship's name in an earlier model version: its column is renamed on open.
+    public var renamingIdentifier: String?
 
-    enum CodingKeys: String, CodingKey { case name, destination, toMany, inverse, deleteRule, optional }
+    enum CodingKeys: String, CodingKey { case name, destination, toMany, inverse, deleteRule, optional, renamingIdentifier }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -132,6 +142,7 @@ public struct RelationshipDescription: Sendable, Codable {
         inverse = try container.decodeIfPresent(String.self, forKey: .inverse)
         deleteRule = try container.decodeIfPresent(DeleteRule.self, forKey: .deleteRule) ?? .nullify
         optional = try container.decodeIfPresent(Bool.self, forKey: .optional) ?? true
+        renamingIdentifier = try container.decodeIfPresent(String.self, forKey: .renamingIdentifier)
     }
 }
 

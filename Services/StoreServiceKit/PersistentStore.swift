@@ -103,7 +103,7 @@ final class PersistentStore: @unchecked Sendable {
         entity.attribute(property) != nil ? "\"a_\(property)\"" : "\"r_\(property)\""
     }
 
-    private static func sqlType(_ type: AttributeType) -> String {
+    static func sqlType(_ type: AttributeType) -> String {
         switch type {
         case .string, .date: return "TEXT"
         case .integer, .boolean: return "INTEGER"
@@ -124,7 +124,9 @@ final class PersistentStore: @unchecked Sendable {
             let zonesByName = try database.scalar("SELECT 1 FROM z_metadata WHERE key = 'storeUUID'") != nil
                 && database.scalar("SELECT 1 FROM z_metadata WHERE key = 'zoneKeys'") == nil
             try HistoryChanges.migrateChangeRows(database)
-            for entity in entities.values.sorted(by: { $0.name < $1.name }) {
+            let ordered = entities.values.sorted(by: { $0.name < $1.name })
+            try StoreMigration(database: database, storeName: configuration.name).migrate(to: ordered)
+            for entity in ordered {
                 let table = Self.table(entity.name)
                 var columns = ["z_pk INTEGER PRIMARY KEY", "z_version INTEGER NOT NULL", "z_uuid TEXT NOT NULL UNIQUE", "z_zone TEXT"]
                 columns += entity.attributes.map { "\"a_\($0.name)\" \(Self.sqlType($0.type))" }
@@ -151,6 +153,8 @@ final class PersistentStore: @unchecked Sendable {
                 try database.execute("INSERT OR IGNORE INTO z_primarykey(entity, max) VALUES (?, 0)", [entity.name])
             }
             if zonesByName { try migrateZoneKeys() }
+            try database.execute("INSERT OR REPLACE INTO z_metadata(key, value) VALUES ('schema', ?)",
+                                 [StoreMigration.text(of: StoreMigration.schema(of: ordered))])
             try database.execute("INSERT OR IGNORE INTO z_metadata(key, value) VALUES ('zoneKeys', '1')")
             if let stored = try database.scalar("SELECT value FROM z_metadata WHERE key = 'storeUUID'")?.string {
                 uuid = stored

@@ -27,6 +27,10 @@ extension ErrorCode {
     public static let validationStringPatternMatching: ErrorCode = "validationStringPatternMatching"
     /// NSManagedObjectConstraintMergeError 133021: a second object with the same business id (uuid) in one store.
     public static let uniquenessConstraint: ErrorCode = "uniquenessConstraint"
+    /// NSMigrationMissingMappingModelError 134140: a model change lightweight migration cannot infer.
+    public static let migrationMissingMappingModel: ErrorCode = "migrationMissingMappingModel"
+    /// NSMigrationError 134110: the migration ran into data it cannot carry (a mandatory value missing).
+    public static let migrationFailed: ErrorCode = "migrationFailed"
     public static let unknownEntity: ErrorCode = "unknownEntity"
     public static let unknownAttribute: ErrorCode = "unknownAttribute"
     public static let unknownObject: ErrorCode = "unknownObject"

@@ -48,7 +48,12 @@ public enum ServiceMain {
             try server.run()
             exit(0)
         } catch {
-            logger.critical("could not start", ["error": .string("\(error)")])
+            if let wire = ServiceError.wire(of: error) {
+                // The code and details a person (or a harness) acts on, not a Swift dump.
+                logger.critical("could not start", ["code": .string(wire.code.rawValue), "error": .string(wire.message), "details": .object(wire.details)])
+            } else {
+                logger.critical("could not start", ["error": .string("\(error)")])
+            }
             exit(1)
         }
     }
