@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build and test MeowCare: SQLite's headers (the storage
-# engine), python3 (the protocol example) with venv and pip (the Python package's tests in a
+# engine), libxml2 (FoundationXML reads Xcode models with it), python3 (the protocol example) with venv and pip (the Python package's tests in a
 # fresh virtual environment), systemd-socket-activate and setpriv (activation and peer-uid
 # tests). Idempotent; apt-get runs only when something is missing.
 set -euo pipefail
 
 missing=()
 dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing+=(libsqlite3-dev)
+dpkg -s libxml2 >/dev/null 2>&1 || missing+=(libxml2)
 command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 # A python3 without ensurepip cannot make a virtual environment with pip in it (Debian splits it out).

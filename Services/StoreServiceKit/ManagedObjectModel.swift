@@ -34,6 +34,16 @@ public struct StoreConfiguration: Sendable, Codable, Hashable {
     public var name: String
     public var scope: StoreScope
     public var entities: [String]
+    /// Xcode's "Used with CloudKit": the model compiler then holds these entities to CloudKit's
+    /// rules, so a model marked so that breaks them does not load, mirrored or not.
+    public var usedWithCloudKit: Bool?
+
+    public init(name: String, scope: StoreScope, entities: [String], usedWithCloudKit: Bool? = nil) {
+        self.name = name
+        self.scope = scope
+        self.entities = entities
+        self.usedWithCloudKit = usedWithCloudKit
+    }
 }
 
 /// One entity. A class with its derived tables computed once at load: saves and fetches ask
@@ -44,9 +54,10 @@ public final class EntityDescription: Sendable, Codable {
     public let relationships: [RelationshipDescription]
     /// Extra SQLite indexes, each a list of attribute or to-one relationship names.
     public let indexes: [[String]]
-    /// The entity's name in an earlier model version (Core Data's renaming identifier): a store
-    /// written by that version has its table renamed on open.
+    /// The entity's name in an earlier model version (Core Data's renaming identifier).
     public let renamingIdentifier: String?
+    /// Core Data's version hash modifier: a change of it makes a new version of the entity.
+    public let versionHashModifier: String?
     public let toOneRelationships: [RelationshipDescription]
     /// Attribute names, then to-one relationship names: the properties a row stores, in the
     /// order of a row's values and of a context object's value arrays.
@@ -54,20 +65,31 @@ public final class EntityDescription: Sendable, Codable {
     /// Stored property name → its position in `storedPropertyNames`.
     private let positions: [String: Int]
 
-    enum CodingKeys: String, CodingKey { case name, attributes, relationships, indexes, renamingIdentifier }
+    enum CodingKeys: String, CodingKey { case name, attributes, relationships, indexes, renamingIdentifier, versionHashModifier }
 
-    public required init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        name = try container.decode(String.self, forKey: .name)
-        attributes = try container.decodeIfPresent([AttributeDescription].self, forKey: .attributes) ?? []
-        relationships = try container.decodeIfPresent([RelationshipDescription].self, forKey: .relationships) ?? []
-        indexes = try container.decodeIfPresent([[String]].self, forKey: .indexes) ?? []
-        renamingIdentifier = try container.decodeIfPresent(String.self, forKey: .renamingIdentifier)
+    public init(name: String, attributes: [AttributeDescription], relationships: [RelationshipDescription], indexes: [[String]] = [],
+                renamingIdentifier: String? = nil, versionHashModifier: String? = nil) {
+        self.name = name
+        self.attributes = attributes
+        self.relationships = relationships
+        self.indexes = indexes
+        self.renamingIdentifier = renamingIdentifier
+        self.versionHashModifier = versionHashModifier
         toOneRelationships = relationships.filter { !$0.toMany }
         storedPropertyNames = attributes.map(\.name) + toOneRelationships.map(\.name)
         var positions: [String: Int] = [:]
         for (position, name) in storedPropertyNames.enumerated() where positions[name] == nil { positions[name] = position }
         self.positions = positions
+    }
+
+    public convenience init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(name: try container.decode(String.self, forKey: .name),
+                  attributes: try container.decodeIfPresent([AttributeDescription].self, forKey: .attributes) ?? [],
+                  relationships: try container.decodeIfPresent([RelationshipDescription].self, forKey: .relationships) ?? [],
+                  indexes: try container.decodeIfPresent([[String]].self, forKey: .indexes) ?? [],
+                  renamingIdentifier: try container.decodeIfPresent(String.self, forKey: .renamingIdentifier),
+                  versionHashModifier: try container.decodeIfPresent(String.self, forKey: .versionHashModifier))
     }
 
     public func attribute(_ name: String) -> AttributeDescription? { attributes.first { $0.name == name } }
@@ -91,10 +113,13 @@ public struct AttributeDescription: Sendable, Codable {
     public var allowedValues: [String]?
     /// Kept in the history tombstone when the object is deleted (Core Data's option of that name).
     public var preservesValueInHistoryOnDeletion: Bool
-    /// The attribute's name in an earlier model version: its column is renamed on open.
+    /// The attribute's name in an earlier model version (Core Data's renaming identifier).
     public var renamingIdentifier: String?
+    public var versionHashModifier: String?
 
-    enum CodingKeys: String, CodingKey { case name, type, optional, defaultValue, allowedValues, preservesValueInHistoryOnDeletion, renamingIdentifier }
+    enum CodingKeys: String, CodingKey {
+        case name, type, optional, defaultValue, allowedValues, preservesValueInHistoryOnDeletion, renamingIdentifier, versionHashModifier
+    }
 
     public init(name: String, type: AttributeType, optional: Bool = true) {
         self.name = name
@@ -103,7 +128,6 @@ public struct AttributeDescription: Sendable, Codable {
         self.allowedValues = nil
         self.defaultValue = nil
         self.preservesValueInHistoryOnDeletion = false
-        self.renamingIdentifier = nil
     }
 
     public init(from decoder: any Decoder) throws {
@@ -115,6 +139,7 @@ public struct AttributeDescription: Sendable, Codable {
         allowedValues = try container.decodeIfPresent([String].self, forKey: .allowedValues)
         preservesValueInHistoryOnDeletion = try container.decodeIfPresent(Bool.self, forKey: .preservesValueInHistoryOnDeletion) ?? false
         renamingIdentifier = try container.decodeIfPresent(String.self, forKey: .renamingIdentifier)
+        versionHashModifier = try container.decodeIfPresent(String.self, forKey: .versionHashModifier)
     }
 }
 
@@ -129,10 +154,21 @@ public struct RelationshipDescription: Sendable, Codable {
     public var inverse: String?
     public var deleteRule: DeleteRule
     public var optional: Bool
-    /// The relationship's name in an earlier model version: its column is renamed on open.
+    /// The relationship's name in an earlier model version (Core Data's renaming identifier).
     public var renamingIdentifier: String?
+    public var versionHashModifier: String?
 
-    enum CodingKeys: String, CodingKey { case name, destination, toMany, inverse, deleteRule, optional, renamingIdentifier }
+    enum CodingKeys: String, CodingKey { case name, destination, toMany, inverse, deleteRule, optional, renamingIdentifier, versionHashModifier }
+
+    public init(name: String, destination: String, toMany: Bool = false, inverse: String? = nil, deleteRule: DeleteRule = .nullify,
+                optional: Bool = true) {
+        self.name = name
+        self.destination = destination
+        self.toMany = toMany
+        self.inverse = inverse
+        self.deleteRule = deleteRule
+        self.optional = optional
+    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -143,6 +179,7 @@ public struct RelationshipDescription: Sendable, Codable {
         deleteRule = try container.decodeIfPresent(DeleteRule.self, forKey: .deleteRule) ?? .nullify
         optional = try container.decodeIfPresent(Bool.self, forKey: .optional) ?? true
         renamingIdentifier = try container.decodeIfPresent(String.self, forKey: .renamingIdentifier)
+        versionHashModifier = try container.decodeIfPresent(String.self, forKey: .versionHashModifier)
     }
 }
 
@@ -164,125 +201,3 @@ public struct ModelError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
-extension ManagedObjectModel {
-    /// Decodes and validates a model file.
-    public static func load(json: Data) throws(ModelError) -> ManagedObjectModel {
-        let model: ManagedObjectModel
-        do {
-            model = try JSONDecoder().decode(ManagedObjectModel.self, from: json)
-        } catch let error as DecodingError {
-            throw ModelError("The model file is not a valid model: \(Self.describe(error)).")
-        } catch {
-            throw ModelError("The model file is not a valid model: \(error).")
-        }
-        try model.validate()
-        return model
-    }
-
-    private static func describe(_ error: DecodingError) -> String {
-        func path(_ keys: [any CodingKey]) -> String {
-            keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-        }
-        switch error {
-        case let .keyNotFound(key, context): return "missing key '\(key.stringValue)' at \(path(context.codingPath).isEmpty ? "the top level" : path(context.codingPath))"
-        case let .typeMismatch(_, context), let .valueNotFound(_, context), let .dataCorrupted(context):
-            return "\(path(context.codingPath).isEmpty ? "the top level" : path(context.codingPath)): \(context.debugDescription)"
-        @unknown default: return "\(error)"
-        }
-    }
-
-    static func isIdentifier(_ name: String) -> Bool {
-        guard let first = name.utf8.first, first == UInt8(ascii: "_") || (first | 0x20) >= UInt8(ascii: "a") && (first | 0x20) <= UInt8(ascii: "z") else { return false }
-        return name.utf8.count <= 64 && name.utf8.allSatisfy {
-            $0 == UInt8(ascii: "_") || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || (($0 | 0x20) >= UInt8(ascii: "a") && ($0 | 0x20) <= UInt8(ascii: "z"))
-        }
-    }
-
-    /// Checks names, types, relationships and configurations; the message names the problem.
-    public func validate() throws(ModelError) {
-        guard Self.isIdentifier(name) else { throw ModelError("Model name '\(name)' must be letters, digits and _ (it names the store files).") }
-        guard !entities.isEmpty else { throw ModelError("Model '\(name)' has no entities.") }
-        var seen: Set<String> = []
-        for entity in entities {
-            guard Self.isIdentifier(entity.name) else { throw ModelError("Entity name '\(entity.name)' must be letters, digits and _.") }
-            guard seen.insert(entity.name).inserted else { throw ModelError("Entity '\(entity.name)' is defined twice.") }
-            var properties: Set<String> = []
-            for attribute in entity.attributes {
-                guard Self.isIdentifier(attribute.name) else { throw ModelError("\(entity.name): attribute name '\(attribute.name)' must be letters, digits and _.") }
-                guard properties.insert(attribute.name).inserted else { throw ModelError("\(entity.name).\(attribute.name) is defined twice.") }
-                if let value = attribute.defaultValue, value != .null {
-                    do { _ = try AttributeCoding.storageValue(value, for: attribute, entity: entity.name) } catch {
-                        throw ModelError("\(entity.name).\(attribute.name): the default value \(value) is not a valid \(attribute.type.rawValue).")
-                    }
-                }
-                if attribute.allowedValues != nil, attribute.type != .string {
-                    throw ModelError("\(entity.name).\(attribute.name): allowedValues is only for string attributes.")
-                }
-            }
-            for relationship in entity.relationships {
-                guard Self.isIdentifier(relationship.name) else { throw ModelError("\(entity.name): relationship name '\(relationship.name)' must be letters, digits and _.") }
-                guard properties.insert(relationship.name).inserted else { throw ModelError("\(entity.name).\(relationship.name) is defined twice.") }
-            }
-        }
-        for entity in entities {
-            for relationship in entity.relationships where self.entity(named: relationship.destination) == nil {
-                throw ModelError("\(entity.name).\(relationship.name): destination entity '\(relationship.destination)' is not in the model.")
-            }
-        }
-        for entity in entities {
-            for relationship in entity.relationships {
-                let place = "\(entity.name).\(relationship.name)"
-                guard let destination = self.entity(named: relationship.destination) else {
-                    throw ModelError("\(place): destination entity '\(relationship.destination)' is not in the model.")
-                }
-                guard let inverseName = relationship.inverse else {
-                    if relationship.toMany { throw ModelError("\(place): a to-many relationship needs an inverse to-one relationship on \(destination.name).") }
-                    continue
-                }
-                guard let inverse = destination.relationship(inverseName) else {
-                    throw ModelError("\(place): inverse '\(inverseName)' is not a relationship of \(destination.name).")
-                }
-                guard inverse.inverse == relationship.name, inverse.destination == entity.name else {
-                    throw ModelError("\(place): its inverse \(destination.name).\(inverseName) must name \(entity.name).\(relationship.name) as its inverse.")
-                }
-                if relationship.toMany && inverse.toMany {
-                    throw ModelError("\(place): many-to-many relationships are not supported; model a join entity instead.")
-                }
-                if !relationship.toMany && !inverse.toMany {
-                    throw ModelError("\(place): one-to-one relationships with an inverse are not supported; make one side to-many or drop the inverse.")
-                }
-            }
-            for index in entity.indexes {
-                for column in index where entity.attribute(column) == nil && entity.relationship(column).map({ $0.toMany }) != false {
-                    throw ModelError("\(entity.name): index column '\(column)' is not an attribute or to-one relationship.")
-                }
-            }
-        }
-        let scopes = configurations.map(\.scope)
-        guard scopes.filter({ $0 == .private }).count == 1, scopes.filter({ $0 == .shared }).count == 1, configurations.count == 2 else {
-            throw ModelError("The model needs exactly two configurations: one with scope \"private\" and one with scope \"shared\".")
-        }
-        for configuration in configurations {
-            guard Self.isIdentifier(configuration.name) else { throw ModelError("Configuration name '\(configuration.name)' must be letters, digits and _.") }
-            for entityName in configuration.entities where self.entity(named: entityName) == nil {
-                throw ModelError("Configuration \(configuration.name) lists entity '\(entityName)', which is not in the model.")
-            }
-        }
-        guard configurations[0].name != configurations[1].name else { throw ModelError("The two configurations need different names (they name the store files).") }
-        if let rule = orphanRepair {
-            guard let child = entity(named: rule.childEntity) else { throw ModelError("orphanRepair.childEntity '\(rule.childEntity)' is not in the model.") }
-            guard let relationship = child.relationship(rule.relationship), !relationship.toMany, relationship.destination == rule.parentEntity else {
-                throw ModelError("orphanRepair.relationship must be a to-one relationship of \(rule.childEntity) to \(rule.parentEntity).")
-            }
-            guard let parent = entity(named: rule.parentEntity), parent.attribute(rule.defaultFlag)?.type == .boolean else {
-                throw ModelError("orphanRepair.defaultFlag must be a boolean attribute of \(rule.parentEntity).")
-            }
-            for (key, value) in rule.defaultValues {
-                guard let attribute = parent.attribute(key) else { throw ModelError("orphanRepair.defaultValues: \(rule.parentEntity) has no attribute '\(key)'.") }
-                do { _ = try AttributeCoding.storageValue(value, for: attribute, entity: parent.name) } catch {
-                    throw ModelError("orphanRepair.defaultValues.\(key): \(value) is not a valid \(attribute.type.rawValue).")
-                }
-            }
-        }
-    }
-}

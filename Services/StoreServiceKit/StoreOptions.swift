@@ -5,6 +5,8 @@ import ServiceRuntime
 /// The store-service's own command-line options.
 public struct StoreOptions: Sendable {
     public var modelPath: String?
+    /// An Xcode model's configurations for the private and the shared store (`--configurations`).
+    public var modelConfigurations: ConfigurationChoice?
     public var routing: RoutingMode = .deterministic
     public var orphanRepairAtStart = true
     /// The order the stores are loaded in (legacy routing takes the first that holds the entity).
@@ -15,8 +17,9 @@ public struct StoreOptions: Sendable {
     public init() {}
 
     public static let commandLineOptions: [CommandLineParser.Option] = [
-        .init("model", value: "FILE", help: "Load the data model from this JSON file instead of the embedded MeowCare model."),
-        .init("print-model", help: "Print the embedded MeowCare model (a model-file template) and exit."),
+        .init("model", value: "PATH", help: "Load the data model from a JSON model file, an Xcode .xcdatamodeld bundle or an .xcdatamodel instead of the embedded MeowCare model."),
+        .init("configurations", value: "PRIVATE,SHARED", help: "The Xcode model's configurations for the private and the shared store (Default: every entity)."),
+        .init("print-model", help: "Print the model (--model, else MeowCare's) in the JSON form and exit."),
         .init("check-model", help: "Check the model (--model, else MeowCare's) as a mirrored store's load does: print CloudKit's refusal and exit 78, or exit 0."),
         .init("routing", value: "MODE", help: "Where unassigned new objects go: deterministic (default: related object's store, else private), strict (refuse ambiguous inserts) or legacy (Core Data's load order)."),
         .init("load-order", value: "ORDER", help: "private,shared (default) or shared,private: the order the stores are loaded in."),
@@ -27,6 +30,14 @@ public struct StoreOptions: Sendable {
     public static func from(_ options: ParsedOptions) throws(UsageError) -> StoreOptions {
         var result = StoreOptions()
         result.modelPath = options.value("model")
+        if let text = options.value("configurations") {
+            let names = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            guard names.count == 2, names.allSatisfy({ !$0.isEmpty }) else {
+                throw UsageError("--configurations takes two configuration names, PRIVATE,SHARED (Default for every entity); got '\(text)'.")
+            }
+            guard result.modelPath != nil else { throw UsageError("--configurations needs --model (an Xcode model).") }
+            result.modelConfigurations = ConfigurationChoice(privateName: names[0], sharedName: names[1])
+        }
         if let text = options.value("routing") {
             guard let mode = RoutingMode(rawValue: text) else {
                 throw UsageError("--routing must be deterministic, strict or legacy; got '\(text)'.")
@@ -45,16 +56,9 @@ public struct StoreOptions: Sendable {
         return result
     }
 
-    /// The model: the file given with --model, or MeowCare's.
+    /// The model: the one given with --model (any of its forms), or MeowCare's.
     public func loadModel() throws(ModelError) -> ManagedObjectModel {
         guard let modelPath else { return .meowCare() }
-        guard let data = FileManager.default.contents(atPath: modelPath) else {
-            throw ModelError("Cannot read the model file \(modelPath); check the path and its permissions.")
-        }
-        do {
-            return try ManagedObjectModel.load(json: data)
-        } catch {
-            throw ModelError("\(modelPath): \(error.message)")
-        }
+        return try ManagedObjectModel.load(path: modelPath, configurations: modelConfigurations)
     }
 }

@@ -2,10 +2,6 @@ import ServiceRuntime
 import StoreServiceKit
 
 let options = ServiceMain.parseOptions(StoreService.commandLine, version: StoreService.versionString)
-if options.has("print-model") {
-    print(StoreServiceKit.ManagedObjectModel.meowCareJSON)
-    exitNow(0)
-}
 
 /// The store options and the model, or the exit a mistake in them calls for.
 func storeOptionsAndModel() -> (StoreOptions, ManagedObjectModel) {
@@ -24,6 +20,15 @@ func storeOptionsAndModel() -> (StoreOptions, ManagedObjectModel) {
     }
 }
 
+if options.has("print-model") {
+    // MeowCare's text as written (a commented template); any other model in the JSON form.
+    guard options.value("model") != nil else {
+        print(StoreServiceKit.ManagedObjectModel.meowCareJSON)
+        exitNow(0)
+    }
+    print(storeOptionsAndModel().1.jsonText)
+    exitNow(0)
+}
 if options.has("check-model") {
     // "Will this model load on a device with iCloud?" without starting anything.
     let (_, model) = storeOptionsAndModel()

@@ -1,0 +1,148 @@
+import FoundationEssentials
+import MeowWire
+
+extension ManagedObjectModel {
+    /// Decodes and validates a model file.
+    public static func load(json: Data) throws(ModelError) -> ManagedObjectModel {
+        let model: ManagedObjectModel
+        do {
+            model = try JSONDecoder().decode(ManagedObjectModel.self, from: json)
+        } catch let error as DecodingError {
+            throw ModelError("The model file is not a valid model: \(Self.describe(error, in: json)).")
+        } catch {
+            throw ModelError("The model file is not a valid model: \(error).")
+        }
+        try model.validate()
+        return model
+    }
+
+    /// The decoding error with its JSON path, led by the entity and property it is in when the
+    /// path goes through one (`CareEvent.id: …`), so the author finds the place by name.
+    private static func describe(_ error: DecodingError, in json: Data) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            let text = keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return text.isEmpty ? "the top level" : String(text.drop { $0 == "." })
+        }
+        let keys: [any CodingKey]
+        let detail: String
+        switch error {
+        case let .keyNotFound(key, context):
+            keys = context.codingPath
+            detail = "missing key '\(key.stringValue)' at \(path(context.codingPath))"
+        case let .typeMismatch(_, context), let .valueNotFound(_, context), let .dataCorrupted(context):
+            keys = context.codingPath
+            detail = "\(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+        return placeName(keys, in: json).map { "\($0): \(detail)" } ?? detail
+    }
+
+    /// `Entity` or `Entity.property` for a coding path into `entities[i]` (and its
+    /// `attributes[j]` or `relationships[j]`), read from the file's own names.
+    private static func placeName(_ keys: [any CodingKey], in json: Data) -> String? {
+        func element(_ list: JSONValue?, _ index: Int?) -> JSONValue? {
+            guard let items = list?.arrayValue, let index, items.indices.contains(index) else { return nil }
+            return items[index]
+        }
+        guard keys.count >= 2, keys[0].stringValue == "entities", let tree = try? JSONParser.parse([UInt8](json)),
+              let entity = element(tree["entities"], keys[1].intValue), let entityName = entity["name"]?.stringValue else { return nil }
+        guard keys.count >= 4, ["attributes", "relationships"].contains(keys[2].stringValue),
+              let propertyName = element(entity[keys[2].stringValue], keys[3].intValue)?["name"]?.stringValue else { return entityName }
+        return "\(entityName).\(propertyName)"
+    }
+
+    static func isIdentifier(_ name: String) -> Bool {
+        guard let first = name.utf8.first, first == UInt8(ascii: "_") || (first | 0x20) >= UInt8(ascii: "a") && (first | 0x20) <= UInt8(ascii: "z") else { return false }
+        return name.utf8.count <= 64 && name.utf8.allSatisfy {
+            $0 == UInt8(ascii: "_") || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || (($0 | 0x20) >= UInt8(ascii: "a") && ($0 | 0x20) <= UInt8(ascii: "z"))
+        }
+    }
+
+    /// Checks names, types, relationships and configurations; the message names the problem.
+    public func validate() throws(ModelError) {
+        guard Self.isIdentifier(name) else { throw ModelError("Model name '\(name)' must be letters, digits and _ (it names the store files).") }
+        guard !entities.isEmpty else { throw ModelError("Model '\(name)' has no entities.") }
+        var seen: Set<String> = []
+        for entity in entities {
+            guard Self.isIdentifier(entity.name) else { throw ModelError("Entity name '\(entity.name)' must be letters, digits and _.") }
+            guard seen.insert(entity.name).inserted else { throw ModelError("Entity '\(entity.name)' is defined twice.") }
+            var properties: Set<String> = []
+            for attribute in entity.attributes {
+                guard Self.isIdentifier(attribute.name) else { throw ModelError("\(entity.name): attribute name '\(attribute.name)' must be letters, digits and _.") }
+                guard properties.insert(attribute.name).inserted else { throw ModelError("\(entity.name).\(attribute.name) is defined twice.") }
+                if let value = attribute.defaultValue, value != .null {
+                    do { _ = try AttributeCoding.storageValue(value, for: attribute, entity: entity.name) } catch {
+                        throw ModelError("\(entity.name).\(attribute.name): the default value \(value) is not a valid \(attribute.type.rawValue).")
+                    }
+                }
+                if attribute.allowedValues != nil, attribute.type != .string {
+                    throw ModelError("\(entity.name).\(attribute.name): allowedValues is only for string attributes.")
+                }
+            }
+            for relationship in entity.relationships {
+                guard Self.isIdentifier(relationship.name) else { throw ModelError("\(entity.name): relationship name '\(relationship.name)' must be letters, digits and _.") }
+                guard properties.insert(relationship.name).inserted else { throw ModelError("\(entity.name).\(relationship.name) is defined twice.") }
+            }
+        }
+        for entity in entities {
+            for relationship in entity.relationships where self.entity(named: relationship.destination) == nil {
+                throw ModelError("\(entity.name).\(relationship.name): destination entity '\(relationship.destination)' is not in the model.")
+            }
+        }
+        for entity in entities {
+            for relationship in entity.relationships {
+                let place = "\(entity.name).\(relationship.name)"
+                guard let destination = self.entity(named: relationship.destination) else {
+                    throw ModelError("\(place): destination entity '\(relationship.destination)' is not in the model.")
+                }
+                guard let inverseName = relationship.inverse else {
+                    if relationship.toMany { throw ModelError("\(place): a to-many relationship needs an inverse to-one relationship on \(destination.name).") }
+                    continue
+                }
+                guard let inverse = destination.relationship(inverseName) else {
+                    throw ModelError("\(place): inverse '\(inverseName)' is not a relationship of \(destination.name).")
+                }
+                guard inverse.inverse == relationship.name, inverse.destination == entity.name else {
+                    throw ModelError("\(place): its inverse \(destination.name).\(inverseName) must name \(entity.name).\(relationship.name) as its inverse.")
+                }
+                if relationship.toMany && inverse.toMany {
+                    throw ModelError("\(place): many-to-many relationships are not supported; model a join entity instead.")
+                }
+                if !relationship.toMany && !inverse.toMany {
+                    throw ModelError("\(place): one-to-one relationships with an inverse are not supported; make one side to-many or drop the inverse.")
+                }
+            }
+            for index in entity.indexes {
+                for column in index where entity.attribute(column) == nil && entity.relationship(column).map({ $0.toMany }) != false {
+                    throw ModelError("\(entity.name): index column '\(column)' is not an attribute or to-one relationship.")
+                }
+            }
+        }
+        let scopes = configurations.map(\.scope)
+        guard scopes.filter({ $0 == .private }).count == 1, scopes.filter({ $0 == .shared }).count == 1, configurations.count == 2 else {
+            throw ModelError("The model needs exactly two configurations: one with scope \"private\" and one with scope \"shared\".")
+        }
+        for configuration in configurations {
+            guard Self.isIdentifier(configuration.name) else { throw ModelError("Configuration name '\(configuration.name)' must be letters, digits and _.") }
+            for entityName in configuration.entities where self.entity(named: entityName) == nil {
+                throw ModelError("Configuration \(configuration.name) lists entity '\(entityName)', which is not in the model.")
+            }
+        }
+        guard configurations[0].name != configurations[1].name else { throw ModelError("The two configurations need different names (they name the store files).") }
+        if let rule = orphanRepair {
+            guard let child = entity(named: rule.childEntity) else { throw ModelError("orphanRepair.childEntity '\(rule.childEntity)' is not in the model.") }
+            guard let relationship = child.relationship(rule.relationship), !relationship.toMany, relationship.destination == rule.parentEntity else {
+                throw ModelError("orphanRepair.relationship must be a to-one relationship of \(rule.childEntity) to \(rule.parentEntity).")
+            }
+            guard let parent = entity(named: rule.parentEntity), parent.attribute(rule.defaultFlag)?.type == .boolean else {
+                throw ModelError("orphanRepair.defaultFlag must be a boolean attribute of \(rule.parentEntity).")
+            }
+            for (key, value) in rule.defaultValues {
+                guard let attribute = parent.attribute(key) else { throw ModelError("orphanRepair.defaultValues: \(rule.parentEntity) has no attribute '\(key)'.") }
+                do { _ = try AttributeCoding.storageValue(value, for: attribute, entity: parent.name) } catch {
+                    throw ModelError("orphanRepair.defaultValues.\(key): \(value) is not a valid \(attribute.type.rawValue).")
+                }
+            }
+        }
+    }
+}
