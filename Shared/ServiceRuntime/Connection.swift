@@ -176,6 +176,7 @@ final class Connection {
                 text += #","ok":true,"result":"#
                 if writable.writeJSON(to: &text) {
                     text += "}"
+                    guard text.utf8.count <= configuration.maxFrameBytes else { return sendTooLarge(id: id, bytes: text.utf8.count) }
                     FrameEncoder.appendFrame(text.utf8, to: &outbound)
                     replyCapacity = min(max(text.utf8.count, 1024), 4 << 20)
                     return
@@ -192,11 +193,21 @@ final class Connection {
             body.append(contentsOf: #","ok":true,"result":"#.utf8)
             body.append(contentsOf: resultJSON)
             body.append(UInt8(ascii: "}"))
+            guard body.count <= configuration.maxFrameBytes else { return sendTooLarge(id: id, bytes: body.count) }
             FrameEncoder.appendFrame(body, to: &outbound)
         } catch {
             logger.error("could not encode a reply", ["error": .string("\(error)")])
             send(ErrorReply(id: id, error: WireError(.internalError, "The reply could not be encoded: \(error)")))
         }
+    }
+
+    /// A reply over the frame limit would make the client close the connection (frameTooLarge)
+    /// and lose every later reply on it: the request fails instead, and the connection goes on.
+    private func sendTooLarge(id: RequestID, bytes: Int) {
+        logger.warning("reply over the frame limit", ["bytes": .int(bytes), "limit": .int(configuration.maxFrameBytes)])
+        send(ErrorReply(id: id, error: WireError(.limitExceeded,
+            "The reply would be \(bytes) bytes, over the frame limit of \(configuration.maxFrameBytes) (limits.maxFrameBytes in hello). Ask for less: a fetch's limit and offset page through a large result.",
+            details: ["replyBytes": .int(bytes), "maxFrameBytes": .int(configuration.maxFrameBytes)])))
     }
 
     private func send<T: Encodable>(_ message: T) {

@@ -184,4 +184,25 @@ struct PermissionAndInputTests {
         client.close()
         #expect(await second.stop() == 0)
     }
+
+    /// A reply over the frame limit would make the client close the connection; the request
+    /// fails with limitExceeded instead and the connection keeps serving.
+    @Test func aReplyOverTheFrameLimitIsLimitExceededAndTheConnectionGoesOn() async throws {
+        let fixture = try await StoreFixture.start(["--max-frame-bytes", "8192"])
+        let client = try await fixture.client()
+        for batch in 0..<6 {
+            let context = try await client.openContext()
+            for index in 0..<10 { _ = try await client.insertEvent(context, id: "e\(batch)-\(index)") }
+            _ = try await client.save(context)
+        }
+        let error = try await client.failure("fetch", ["entity": "CareEvent"])
+        #expect(error.code == "limitExceeded")
+        #expect(error.details["maxFrameBytes"] == 8192)
+        #expect(error.details["ckErrorCode"] == 27)
+        #expect((error.details["replyBytes"]?.intValue ?? 0) > 8192)
+        let page = try await client.call("fetch", ["entity": "CareEvent", "limit": 5])
+        #expect(page["objects"]?.arrayValue?.count == 5)
+        client.wire.close()
+        _ = await fixture.stop()
+    }
 }
