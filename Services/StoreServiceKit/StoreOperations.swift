@@ -15,6 +15,15 @@ extension StoreService {
     }
 
     func registerStoreOperations(in registry: inout OperationRegistry) {
+        registerContextOperations(in: &registry)
+        registerObjectOperations(in: &registry)
+        registerObjectIdentityOperations(in: &registry)
+        registerFetchOperations(in: &registry)
+        registerStoreStateOperations(in: &registry)
+    }
+
+    /// Contexts: open, save, rollback, refresh, reset, close.
+    private func registerContextOperations(in registry: inout OperationRegistry) {
         registry.register("context.open", params: ContextOpenParams.self, summary: "Opens a context (unit of work) with a merge policy.") { [self] params, request in
             let engine = try engine()
             let author = params.author ?? "app"
@@ -67,6 +76,10 @@ extension StoreService {
             return ClosedResult(closed: true)
         }
 
+    }
+
+    /// Objects: insert, assign, set, delete.
+    private func registerObjectOperations(in registry: inout OperationRegistry) {
         registry.register("object.insert", params: InsertParams.self, summary: "Inserts new objects (temporary IDs); optionally assigns a store.") { [self] params, request in
             let engine = try engine()
             return try engine.withContext(request.connection, params.context, lockingStores: false) { context, stores in
@@ -153,6 +166,10 @@ extension StoreService {
                 return DeleteResult(objectID: object.uri, isDeleted: true)
             }
         }
+    }
+
+    /// Objects: reading one, permanent IDs, moves between stores.
+    private func registerObjectIdentityOperations(in registry: inout OperationRegistry) {
         registry.register("object.get", params: ObjectParams.self, summary: "One object by ID (as the context sees it, or as stored).") { [self] params, request in
             let engine = try engine()
             if let contextID = params.context {
@@ -204,6 +221,10 @@ extension StoreService {
             }
         }
 
+    }
+
+    /// Fetching and persistent history.
+    private func registerFetchOperations(in registry: inout OperationRegistry) {
         registry.register("fetch", params: FetchRequest.self, summary: "Objects of an entity matching a predicate; sorted, paged, from some or all stores.") { [self] params, request in
             let engine = try engine()
             let run = { (stores: StoreSet, context: ManagedObjectContext?) throws -> FetchResult in
@@ -268,6 +289,10 @@ extension StoreService {
             }
         }
 
+    }
+
+    /// The orphan repair, share metadata, permissions, and what the device holds (stores, model, clock).
+    private func registerStoreStateOperations(in registry: inout OperationRegistry) {
         registry.register("repair.orphans", params: RepairParams.self, summary: "Seed 000's repair: attach orphans to the default session.") { [self] params, request in
             let engine = try engine()
             guard let rule = engine.model.orphanRepair else {
