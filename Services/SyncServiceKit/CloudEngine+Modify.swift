@@ -277,7 +277,8 @@ struct ModifyBatch {
             for index in zone.indices where zone.plans[index] != nil {
                 guard case let .save(record, _) = decision.items[index], let new = decision.newFieldTypes[index] else { continue }
                 for (field, type) in new {
-                    try state.db.execute("INSERT OR IGNORE INTO field_types(record_type, field, type) VALUES (?, ?, ?)", [record.recordType, field, type])
+                    try state.db.execute("INSERT OR IGNORE INTO field_types(record_type, field, type, environment) VALUES (?, ?, ?, ?)",
+                                         [record.recordType, field, type, state.environment.rawValue])
                     if state.db.changes == 1 { outcome.defined.append((record.recordType, field, type)) }
                 }
             }
