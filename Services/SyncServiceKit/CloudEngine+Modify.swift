@@ -236,7 +236,11 @@ struct ModifyBatch {
                 signature = current
             }
             let types = FieldSchema.fieldTypes(of: record, signature: signature)
-            let conflict = known.conflict(recordType: record.recordType, types)
+            var conflict = known.conflict(recordType: record.recordType, types)
+            if conflict == nil, state.environment == .production, !record.isShare {
+                // Production's schema is the deployed one: nothing is defined on first save.
+                conflict = known.productionRefusal(recordType: record.recordType, types)
+            }
             if let signature { last = (record.recordType, signature, conflict) }
             if let conflict {
                 schemaErrors[index] = conflict

@@ -119,6 +119,12 @@ struct SyncOperations {
         admin("admin.schema", EnvironmentParams.self, "An environment's record types' fields and their types.") { engine, params in
             SchemaResult(recordTypes: try params.engine(engine).fieldSchema.withLock { $0 }.json)
         }
+        admin("admin.diffSchema", Empty.self, "Development's schema against production's: what a deploy adds, and what it would remove or retype.") { engine, _ in
+            engine.diffSchema()
+        }
+        admin("admin.deploySchema", Empty.self, "Adds development's record types and fields to production's (additive only).") { engine, _ in
+            try engine.deploySchema()
+        }
         admin("admin.injectFault", InjectedFault.self, "The next matching user requests fail with a transient error.") { _, fault in
             try service.faults.arm(fault)
         }

@@ -18,6 +18,7 @@ extension Mirroring {
 
             try await debug.insertEvents(["from-xcode"])
             try await debug.send()
+            _ = try await cloud.admin("admin.deploySchema", [:])
             try await phone.insertEvents(["from-app-store"])
             try await phone.send()
             try await tablet.fetch()
