@@ -32,7 +32,8 @@ extension CloudMirror {
     /// A new connection: hello with the credential, the push subscription, the local data switched to its user.
     private func connect(credential: String) throws(WireError) -> Connection {
         let client = try WireClient(socketPath: options.syncSocket, timeout: .seconds(60), keeping: Self.fieldsAsText)
-        let hello = try client.callBlocking("hello", HelloParams(client: "store-service mirror (\(options.deviceName))", credential: credential))
+        let hello = try client.callBlocking("hello", HelloParams(client: "store-service mirror (\(options.deviceName))", credential: credential,
+                                                                 environment: options.environment.rawValue))
         guard let user = hello["user"]?.stringValue else {
             client.close()
             throw WireError(.notAuthenticated, "The sync-service did not identify a user for the mirror's credential.")

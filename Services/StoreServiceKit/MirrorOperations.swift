@@ -62,6 +62,8 @@ struct MirrorStatus: Codable, Sendable {
     /// False after account.signOut, until account.signIn.
     var signedIn: Bool
     var device: String
+    /// The cloud environment the mirror syncs with.
+    var environment: CloudEnvironment
     var mode: MirrorSyncMode
     var conflictPolicy: MirrorConflictPolicy
     var stores: [StoreStatus]
@@ -123,7 +125,7 @@ extension CloudMirror {
             }
         }
         let quiescent = progress.inFlight == nil && stores.allSatisfy { $0.pending == 0 && $0.unqueuedTransactions == 0 && $0.tombstonesHeld == 0 }
-        return MirrorStatus(user: user, signedIn: isSignedIn, device: options.deviceName, mode: options.mode, conflictPolicy: options.conflictPolicy, stores: stores,
+        return MirrorStatus(user: user, signedIn: isSignedIn, device: options.deviceName, environment: options.environment, mode: options.mode, conflictPolicy: options.conflictPolicy, stores: stores,
                             inFlight: progress.inFlight, lastError: progress.lastError,
                             lastSuccess: progress.lastSuccess.map { MirrorRecordCoding.isoFormat.format($0) },
                             batchLimit: progress.batchLimit, quiescent: quiescent)

@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
@@ -30,6 +31,9 @@ public struct MirrorOptions: Sendable {
     public var syncSocket: String
     public var credential: String
     public var deviceName: String = "device"
+    /// The cloud environment the mirror's hello chooses: development (a build from Xcode) or
+    /// production (an App Store or TestFlight build).
+    public var environment: CloudEnvironment = .development
     public var mode: MirrorSyncMode = .manual
     public var conflictPolicy: MirrorConflictPolicy = .latestEdit
     /// Entity → policy; entities not listed use `deleteWins`.
@@ -52,6 +56,7 @@ public struct MirrorOptions: Sendable {
         .init("sync-credential", value: "SECRET", help: "The cloud user's credential the mirror says hello with. A command line is visible to every local user: prefer --sync-credential-file or $MEOW_SYNC_CREDENTIAL."),
         .init("sync-credential-file", value: "FILE", help: "Read the cloud user's credential from FILE (mode 0600 or stricter; one trailing newline ignored)."),
         .init("device-name", value: "NAME", help: "This device's name: breaks ties between equal edit times (default 'device')."),
+        .init("environment", value: "ENV", help: "The cloud environment to sync with: development (default; a build run from Xcode) or production (an App Store or TestFlight build: only deployed record types and fields)."),
         .init("sync-mode", value: "MODE", help: "manual (default: only sync.send/sync.fetch/sync.now) or automatic (also after saves and cloud pushes)."),
         .init("conflict-policy", value: "POLICY", help: "A field both sides changed: latestEdit (default), serverWins or clientWins."),
         .init("delete-policy", value: "ENTITY=POLICY", help: "Delete versus edit for ENTITY: deleteWins (default) or resurrect (repeatable).", repeatable: true),
@@ -63,6 +68,9 @@ public struct MirrorOptions: Sendable {
         guard let socket = options.value("sync-socket") else {
             if options.value("sync-credential") != nil || options.value("sync-credential-file") != nil {
                 throw UsageError("--sync-credential needs --sync-socket PATH.")
+            }
+            if options.value("environment") != nil {
+                throw UsageError("--environment chooses the cloud environment to mirror to: it needs --sync-socket PATH.")
             }
             return nil
         }
@@ -80,6 +88,12 @@ public struct MirrorOptions: Sendable {
         if let name = options.value("device-name") {
             guard !name.isEmpty else { throw UsageError("--device-name must not be empty.") }
             result.deviceName = name
+        }
+        if let text = options.value("environment") {
+            guard let environment = CloudEnvironment(rawValue: text) else {
+                throw UsageError("--environment must be development or production; got '\(text)'.")
+            }
+            result.environment = environment
         }
         if let text = options.value("sync-mode") {
             guard let mode = MirrorSyncMode(rawValue: text) else { throw UsageError("--sync-mode must be manual or automatic; got '\(text)'.") }

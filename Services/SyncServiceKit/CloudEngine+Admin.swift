@@ -11,10 +11,13 @@ public struct ResetParams: Codable, Sendable {
     public var scope: String
     public var user: String?
     public var zoneID: ZoneID?
-    public init(scope: String, user: String? = nil, zoneID: ZoneID? = nil) {
+    /// development or production (default: the connection's).
+    public var environment: String?
+    public init(scope: String, user: String? = nil, zoneID: ZoneID? = nil, environment: String? = nil) {
         self.scope = scope
         self.user = user
         self.zoneID = zoneID
+        self.environment = environment
     }
 }
 
@@ -83,18 +86,24 @@ public struct ClockResult: Codable, Sendable {
 }
 
 extension CloudEngine {
-    /// admin.reset: removes state; everyone who saw a removed zone sees it deleted (a zone reset: purged).
+    /// admin.reset: removes state of this engine's environment; everyone who saw a removed zone
+    /// sees it deleted (a zone reset: purged).
     public func reset(_ params: ResetParams) throws -> ResetResult {
         try locks.exclusive { try write { state in
+            let environment = state.environment.rawValue
             let zones: [ZoneRow]
             var kind = "deleted"
             switch params.scope {
             case "all":
-                zones = try state.db.query("SELECT id, owner, name, horizon FROM zones").map(CloudState.zoneRow)
+                zones = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE environment = ?", [environment]).map(CloudState.zoneRow)
             case "user":
                 guard let user = params.user else { throw WireError(.invalidArguments, "A user reset needs params.user.") }
-                zones = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE owner = ?", [user]).map(CloudState.zoneRow)
-                let joined = try state.db.query("SELECT DISTINCT zone, share FROM participants WHERE user = ? AND role != 'owner'", [user])
+                zones = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE environment = ? AND owner = ?",
+                                           [environment, user]).map(CloudState.zoneRow)
+                let joined = try state.db.query("""
+                    SELECT DISTINCT p.zone, p.share FROM participants p JOIN zones z ON z.id = p.zone
+                    WHERE z.environment = ? AND p.user = ? AND p.role != 'owner'
+                    """, [environment, user])
                 for row in joined {
                     if let zone = try state.zone(id: row[0].int64 ?? 0), let share = row[1].string {
                         try state.setAcceptance(zone: zone, share: share, user: user, to: .removed)
@@ -102,8 +111,8 @@ extension CloudEngine {
                 }
             case "encryptedData":
                 guard let user = params.user else { throw WireError(.invalidArguments, "An encrypted-data reset needs params.user.") }
-                zones = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE owner = ? AND name != ?",
-                                           [user, ZoneID.defaultZoneName]).map(CloudState.zoneRow)
+                zones = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE environment = ? AND owner = ? AND name != ?",
+                                           [environment, user, ZoneID.defaultZoneName]).map(CloudState.zoneRow)
                 kind = "encryptedDataReset"
             case "zone":
                 guard let zoneID = params.zoneID, zoneID.ownerName != ZoneID.defaultOwner,
@@ -117,15 +126,19 @@ extension CloudEngine {
             }
             for zone in zones { try state.removeZone(zone, kind: kind) }
             if params.scope == "all" {
-                // As CloudKit's "reset the development environment": the schema goes too.
-                try state.db.execute("DELETE FROM field_types")
-                try state.db.execute("DELETE FROM database_changes")
-                try state.db.execute("UPDATE meta SET value = ? WHERE key = 'databaseHorizon'", [state.seq])
+                try state.db.execute("DELETE FROM database_changes WHERE environment = ?", [environment])
+                try state.setDatabaseHorizon(state.seq)
+                // As CloudKit's "Reset Development Environment": development's schema goes back
+                // to production's. Production's schema is never reset.
+                if state.environment == .development { try state.copyProductionSchemaToDevelopment() }
             }
             for zone in zones where zone.isDefaultZone {
                 _ = try state.ensureZone(owner: zone.owner, name: ZoneID.defaultZoneName)
             }
-            if params.scope == "all" { fieldSchema.withLock { $0 = FieldSchema() } }
+            if params.scope == "all", environment == CloudEnvironment.development.rawValue {
+                let production = core.schema(.production).withLock { $0 }
+                fieldSchema.withLock { $0 = production }
+            }
             return ResetResult(zonesRemoved: zones.count)
         } }
     }
@@ -197,6 +210,7 @@ extension CloudEngine {
             state.seq = max(state.seq, imported)
             try state.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('seq', ?)", [state.seq])
             try state.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('databaseHorizon', 0)")
+            try state.ensureDefaultZones()
             try state.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schemaVersion', \(CloudSchema.version))")
             return ImportResult(users: try state.db.scalar("SELECT count(*) FROM users")?.int ?? 0,
                                 zones: try state.db.scalar("SELECT count(*) FROM zones")?.int ?? 0,
@@ -252,11 +266,11 @@ extension CloudEngine {
         return limits
     }
 
-    /// admin.expireChangeTokens: every token issued so far answers changeTokenExpired (tests).
+    /// admin.expireChangeTokens: every token of this environment issued so far answers changeTokenExpired (tests).
     public func expireChangeTokens() throws -> Empty {
         try write { state in
-            try state.db.execute("UPDATE zones SET horizon = ?", [state.seq + 1])
-            try state.db.execute("UPDATE meta SET value = ? WHERE key = 'databaseHorizon'", [state.seq + 1])
+            try state.db.execute("UPDATE zones SET horizon = ? WHERE environment = ?", [state.seq + 1, state.environment.rawValue])
+            try state.setDatabaseHorizon(state.seq + 1)
             _ = state.nextSeq()
             return Empty()
         }

@@ -165,9 +165,9 @@ extension CloudEngine {
             }
             let limit = max(1, min(params.limit ?? state.limits.defaultFetchLimit, 10_000))
             let sql = params.since == nil
-                ? "SELECT owner, zone_name, kind, seq FROM database_changes WHERE user = ? AND scope = ? AND seq > ? AND kind = 'changed' ORDER BY seq LIMIT ?"
-                : "SELECT owner, zone_name, kind, seq FROM database_changes WHERE user = ? AND scope = ? AND seq > ? ORDER BY seq LIMIT ?"
-            let rows = try state.db.query(sql, [caller, params.database.rawValue, after, Int64(limit + 1)])
+                ? "SELECT owner, zone_name, kind, seq FROM database_changes WHERE environment = ? AND user = ? AND scope = ? AND seq > ? AND kind = 'changed' ORDER BY seq LIMIT ?"
+                : "SELECT owner, zone_name, kind, seq FROM database_changes WHERE environment = ? AND user = ? AND scope = ? AND seq > ? ORDER BY seq LIMIT ?"
+            let rows = try state.db.query(sql, [state.environment.rawValue, caller, params.database.rawValue, after, Int64(limit + 1)])
             var result = FetchDatabaseChangesResult(changedZones: [], deletedZones: [], purgedZones: [], encryptedDataResetZones: [],
                                                     token: "", moreComing: rows.count > limit)
             var last = after
@@ -254,11 +254,19 @@ extension CloudState {
 
     func hasExpiredDatabaseChanges() throws -> Bool {
         let cutoff = now - Double(limits.retentionSeconds)
-        return try db.scalar("SELECT 1 FROM database_changes WHERE kind != 'changed' AND changed < ? LIMIT 1", [cutoff]) != nil
+        return try db.scalar("SELECT 1 FROM database_changes WHERE environment = ? AND kind != 'changed' AND changed < ? LIMIT 1",
+                             [environment.rawValue, cutoff]) != nil
     }
 
+    /// The `meta` key of this environment's database horizon (development's keeps the name it had before production existed).
+    var databaseHorizonKey: String { environment == .development ? "databaseHorizon" : "databaseHorizon.\(environment.rawValue)" }
+
     func databaseHorizon() throws -> Int64 {
-        try db.scalar("SELECT value FROM meta WHERE key = 'databaseHorizon'")?.int64 ?? 0
+        try db.scalar("SELECT value FROM meta WHERE key = ?", [databaseHorizonKey])?.int64 ?? 0
+    }
+
+    func setDatabaseHorizon(_ horizon: Int64) throws {
+        try db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [databaseHorizonKey, horizon])
     }
 
     /// The last committed sequence (readers do not share the writer's counter).
@@ -270,10 +278,11 @@ extension CloudState {
     func pruneDatabaseChanges() throws -> Int64 {
         let cutoff = now - Double(limits.retentionSeconds)
         var horizon = try databaseHorizon()
-        if let dropped = try db.scalar("SELECT max(seq) FROM database_changes WHERE kind != 'changed' AND changed < ?", [cutoff])?.int64 {
-            try db.execute("DELETE FROM database_changes WHERE kind != 'changed' AND changed < ?", [cutoff])
+        if let dropped = try db.scalar("SELECT max(seq) FROM database_changes WHERE environment = ? AND kind != 'changed' AND changed < ?",
+                                       [environment.rawValue, cutoff])?.int64 {
+            try db.execute("DELETE FROM database_changes WHERE environment = ? AND kind != 'changed' AND changed < ?", [environment.rawValue, cutoff])
             horizon = max(horizon, dropped)
-            try db.execute("UPDATE meta SET value = ? WHERE key = 'databaseHorizon'", [horizon])
+            try setDatabaseHorizon(horizon)
         }
         return horizon
     }

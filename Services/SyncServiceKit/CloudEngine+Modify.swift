@@ -236,7 +236,11 @@ struct ModifyBatch {
                 signature = current
             }
             let types = FieldSchema.fieldTypes(of: record, signature: signature)
-            let conflict = known.conflict(recordType: record.recordType, types)
+            var conflict = known.conflict(recordType: record.recordType, types)
+            if conflict == nil, state.environment == .production, !record.isShare {
+                // Production's schema is the deployed one: nothing is defined on first save.
+                conflict = known.productionRefusal(recordType: record.recordType, types)
+            }
             if let signature { last = (record.recordType, signature, conflict) }
             if let conflict {
                 schemaErrors[index] = conflict
@@ -277,7 +281,8 @@ struct ModifyBatch {
             for index in zone.indices where zone.plans[index] != nil {
                 guard case let .save(record, _) = decision.items[index], let new = decision.newFieldTypes[index] else { continue }
                 for (field, type) in new {
-                    try state.db.execute("INSERT OR IGNORE INTO field_types(record_type, field, type) VALUES (?, ?, ?)", [record.recordType, field, type])
+                    try state.db.execute("INSERT OR IGNORE INTO field_types(record_type, field, type, environment) VALUES (?, ?, ?, ?)",
+                                         [record.recordType, field, type, state.environment.rawValue])
                     if state.db.changes == 1 { outcome.defined.append((record.recordType, field, type)) }
                 }
             }

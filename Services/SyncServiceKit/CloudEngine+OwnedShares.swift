@@ -33,8 +33,8 @@ extension CloudEngine {
                     (SELECT count(*) FROM records c WHERE c.zone = z.id AND c.deleted = 0 AND c.type != ?)
                 FROM shares s JOIN zones z ON z.id = s.zone
                 JOIN records r ON r.zone = s.zone AND r.name = s.name AND r.deleted = 0
-                WHERE z.owner = ? ORDER BY z.name, s.name
-                """, [CloudKitNames.shareRecordType, caller])
+                WHERE z.environment = ? AND z.owner = ? ORDER BY z.name, s.name
+                """, [CloudKitNames.shareRecordType, state.environment.rawValue, caller])
             return OwnedSharesResult(shares: try shares.map { row in
                 let participants = try state.db.query("""
                     SELECT user, role, permission, acceptance FROM participants

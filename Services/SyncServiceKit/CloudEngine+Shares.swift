@@ -117,8 +117,8 @@ extension CloudEngine {
             let rows = try state.db.query("""
                 SELECT z.owner, z.name, p.share, s.root, p.role, p.permission, p.acceptance
                 FROM participants p JOIN zones z ON z.id = p.zone JOIN shares s ON s.zone = p.zone AND s.name = p.share
-                WHERE p.user = ? AND p.role != 'owner' AND p.acceptance != 'removed' ORDER BY z.owner, z.name, p.share
-                """, [caller])
+                WHERE z.environment = ? AND p.user = ? AND p.role != 'owner' AND p.acceptance != 'removed' ORDER BY z.owner, z.name, p.share
+                """, [state.environment.rawValue, caller])
             return InvitationsResult(invitations: rows.map {
                 Invitation(zoneID: ZoneID(zoneName: $0[1].string ?? "", ownerName: $0[0].string ?? ""), shareName: $0[2].string ?? "",
                            rootRecordName: $0[3].string, role: $0[4].string ?? "", permission: $0[5].string ?? "",

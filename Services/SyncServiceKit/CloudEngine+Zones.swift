@@ -21,7 +21,7 @@ extension CloudEngine {
                 if let problem = CloudKitNames.problem(zoneName: zoneID.zoneName) {
                     throw WireError(.invalidArguments, "Zone \(CloudKitNames.quoted(zoneID.zoneName)): \(problem).")
                 }
-                let count = try state.db.scalar("SELECT count(*) FROM zones WHERE owner = ?", [caller])?.int ?? 0
+                let count = try state.db.scalar("SELECT count(*) FROM zones WHERE environment = ? AND owner = ?", [state.environment.rawValue, caller])?.int ?? 0
                 let (zone, created) = try state.ensureZone(owner: caller, name: zoneID.zoneName)
                 if created {
                     guard count < state.limits.maxZonesPerUser else {
@@ -59,12 +59,13 @@ extension CloudEngine {
             let rows: [Row]
             switch params.database {
             case .private:
-                rows = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE owner = ? ORDER BY name", [caller])
+                rows = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE environment = ? AND owner = ? ORDER BY name",
+                                          [state.environment.rawValue, caller])
             case .shared:
                 rows = try state.db.query("""
                     SELECT DISTINCT z.id, z.owner, z.name, z.horizon FROM zones z JOIN participants p ON p.zone = z.id
-                    WHERE p.user = ? AND p.acceptance = 'accepted' AND z.owner != ? ORDER BY z.owner, z.name
-                    """, [caller, caller])
+                    WHERE z.environment = ? AND p.user = ? AND p.acceptance = 'accepted' AND z.owner != ? ORDER BY z.owner, z.name
+                    """, [state.environment.rawValue, caller, caller])
             }
             return ZonesResult(zones: try rows.map { try state.zoneInfo(CloudState.zoneRow($0), caller: caller) })
         }

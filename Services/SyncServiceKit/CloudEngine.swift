@@ -11,6 +11,7 @@ public struct ChangeNotice: Codable, Sendable, Hashable {
     public var scope: DatabaseScope
     public var zoneID: ZoneID
     public var seq: Int64
+    public var environment: CloudEnvironment = .development
 }
 
 /// The cloud's rules over its SQLite state: users, zones, records, shares, changes.
@@ -29,85 +30,83 @@ public struct ChangeNotice: Codable, Sendable, Hashable {
 /// _ = try engine.saveZones(caller: "alice", SaveZonesParams(database: .private, zones: [...]))
 /// ```
 public final class CloudEngine: Sendable {
-    /// Guards `cloud`: every use of the read-write connection happens inside this lock.
-    private let lock = SleepingLock()
-    private let cloud: CloudState
-    /// Read-only connections for fetches; empty for an in-memory database (reads use `cloud`).
-    private let readers: [Reader]
-    private let nextReader = Atomic<Int>(0)
-    private let currentLimits: Mutex<CloudLimits>
-    /// The field definitions (`FieldSchema`), as committed: read by every modify's decision.
-    let fieldSchema = Mutex(FieldSchema())
-    /// Per-zone serialisation of writes (see WriteLocks).
-    let locks = WriteLocks()
+    /// The environment this engine reads and writes: every zone, change log, schema and
+    /// subscription it touches is that environment's (`CloudState.environment`).
+    public let environment: CloudEnvironment
+    /// What both environments share: the database, its locks, the users, the clock, the limits.
+    let core: CloudCore
+    /// This environment's field definitions (`FieldSchema`), as committed: read by every modify's decision.
+    let fieldSchema: SchemaBox
 
-    /// One read-only connection and the lock that gives it to one request at a time.
-    final class Reader: Sendable {
-        let lock = SleepingLock()
-        let state: CloudState
-        init(state: CloudState) { self.state = state }
-    }
-    private let accounts = Mutex([String: Account]())
-    private let fixedClock = Mutex<Double?>(nil)
-    /// Boxed: a closure kept directly in a Mutex came back wrapped in two more reabstraction
-    /// thunks from every `withLock { $0 }` (the inout is converted out and back), so each
-    /// commit deepened the call chain until, ~24,000 commits in, publishing overflowed the stack.
-    private let listener = Mutex<ChangeListener?>(nil)
-
-    private final class ChangeListener: Sendable {
-        let body: @Sendable ([ChangeNotice]) -> Void
-        init(_ body: @escaping @Sendable ([ChangeNotice]) -> Void) { self.body = body }
-    }
+    private var lock: SleepingLock { core.lock }
+    private var cloud: CloudState { core.cloud }
+    private var readers: [CloudCore.Reader] { core.readers }
+    /// Per-zone serialisation of writes (see WriteLocks), shared by both environments.
+    var locks: WriteLocks { core.locks }
 
     struct Account: Sendable {
         var credential: String
         var status: AccountStatus
     }
 
-    /// `readers` read-only connections serve fetches when the database is a file.
+    /// The development engine of a cloud in `database`; `inEnvironment(.production)` gives the
+    /// production one beside it. `readers` read-only connections serve fetches when the
+    /// database is a file.
     public init(database: sending Database, limits: CloudLimits = CloudLimits(), readers: Int = 4) throws {
-        try CloudSchema.create(in: database)
-        let seq = try database.scalar("SELECT value FROM meta WHERE key = 'seq'")?.int64 ?? 0
-        let path = database.path
-        cloud = CloudState(db: database, seq: seq, limits: limits)
-        currentLimits = Mutex(limits)
-        self.readers = path == ":memory:" ? [] : try (0..<readers).map { _ in
-            let reader = try Database(path: path, readOnly: true)
-            // A reader's page cache is dropped whenever the writer commits; mapped pages are
-            // read without a pread and a copy each.
-            try reader.execute("PRAGMA mmap_size = 268435456")
-            return Reader(state: CloudState(db: reader, seq: 0, limits: limits))
-        }
+        core = try CloudCore(database: database, limits: limits, readers: readers)
+        environment = .development
+        fieldSchema = core.schema(.development)
         try reloadAccounts()
+        try ensureDefaultZones()
         try reloadFieldSchema()
     }
 
-    /// Reads the field definitions again (after a reset or a snapshot import replaced them).
+    private init(core: CloudCore, environment: CloudEnvironment) {
+        self.core = core
+        self.environment = environment
+        fieldSchema = core.schema(environment)
+    }
+
+    /// The engine of `environment` over the same cloud (this one when it is already that).
+    public func inEnvironment(_ environment: CloudEnvironment) -> CloudEngine {
+        environment == self.environment ? self : CloudEngine(core: core, environment: environment)
+    }
+
+    /// Reads both environments' field definitions again (after a reset or a snapshot import replaced them).
     func reloadFieldSchema() throws {
-        var schema = FieldSchema()
+        var schemas: [CloudEnvironment: FieldSchema] = [:]
         try write { state in
-            for row in try state.db.query("SELECT record_type, field, type FROM field_types") {
-                schema.define(recordType: row[0].string ?? "", field: row[1].string ?? "", type: row[2].string ?? "")
+            for row in try state.db.query("SELECT environment, record_type, field, type FROM field_types") {
+                let environment = CloudEnvironment(rawValue: row[0].string ?? "") ?? .development
+                schemas[environment, default: FieldSchema()].define(recordType: row[1].string ?? "", field: row[2].string ?? "", type: row[3].string ?? "")
             }
         }
-        fieldSchema.withLock { $0 = schema }
+        for environment in CloudEnvironment.allCases {
+            core.schema(environment).withLock { $0 = schemas[environment] ?? FieldSchema() }
+        }
+    }
+
+    /// Every user has `_defaultZone` in both environments (a cloud written before production
+    /// existed, or a snapshot of one, has them in development only).
+    func ensureDefaultZones() throws {
+        try write { try $0.ensureDefaultZones() }
     }
 
     /// Called after each committed change with the notices to publish.
     public func onChange(_ body: @escaping @Sendable ([ChangeNotice]) -> Void) {
-        listener.withLock { $0 = ChangeListener(body) }
+        core.listener.withLock { $0 = CloudCore.ChangeListener(body) }
     }
 
     // MARK: Clock
 
     /// Seconds since 1970: the injected time when one is set, else the real clock.
     public func now() -> Double {
-        fixedClock.withLock { $0 } ?? Date().timeIntervalSince1970
+        core.fixedClock.withLock { $0 } ?? Date().timeIntervalSince1970
     }
 
     /// Fixes the clock at `seconds` (nil returns to the real clock).
     public func setClock(_ seconds: Double?) {
-        fixedClock.withLock { $0 = seconds }
+        core.fixedClock.withLock { $0 = seconds }
     }
 
     // MARK: Running work
@@ -119,6 +118,7 @@ public final class CloudEngine: Sendable {
         let (value, notices) = try locked { state throws -> (T, [ChangeNotice]) in
             state.now = now
             state.limits = limits
+            state.environment = environment
             state.notices = []
             let startSeq = state.seq
             do {
@@ -135,7 +135,7 @@ public final class CloudEngine: Sendable {
                 throw error
             }
         }
-        if !notices.isEmpty, let listener = listener.withLock({ $0 }) { listener.body(notices) }
+        if !notices.isEmpty, let listener = core.listener.withLock({ $0 }) { listener.body(notices) }
         return value
     }
 
@@ -148,25 +148,27 @@ public final class CloudEngine: Sendable {
             return try locked { state throws -> T in
                 state.now = now
                 state.limits = limits
+                state.environment = environment
                 return try body(state)
             }
         }
-        let reader = readers[nextReader.add(1, ordering: .relaxed).oldValue % readers.count]
+        let reader = readers[core.nextReader.add(1, ordering: .relaxed).oldValue % readers.count]
         return try reader.lock.withLock { () throws -> T in
             let state = reader.state
             state.now = now
             state.limits = limits
+            state.environment = environment
             return try state.db.readTransaction { try body(state) }
         }
     }
 
     /// The limits in force.
     public func limits() -> CloudLimits {
-        currentLimits.withLock { $0 }
+        core.currentLimits.withLock { $0 }
     }
 
     func setLimits(_ limits: CloudLimits) {
-        currentLimits.withLock { $0 = limits }
+        core.currentLimits.withLock { $0 = limits }
     }
 
     /// The one way to the database: inside the lock.
@@ -185,21 +187,21 @@ public final class CloudEngine: Sendable {
             loaded[row["name"].string ?? ""] = Account(credential: row["credential"].string ?? "",
                                                        status: AccountStatus(rawValue: row["status"].string ?? "") ?? .available)
         }
-        accounts.withLock { $0 = loaded }
+        core.accounts.withLock { $0 = loaded }
     }
 
     /// The user whose credential this is, or nil.
     public func user(forCredential credential: String) -> String? {
-        accounts.withLock { accounts in accounts.first { $0.value.credential == credential }?.key }
+        core.accounts.withLock { accounts in accounts.first { $0.value.credential == credential }?.key }
     }
 
     /// Every user's credential (a snapshot import fills in the ones it leaves out).
     func credentialsByUser() -> [String: String] {
-        accounts.withLock { $0.mapValues(\.credential) }
+        core.accounts.withLock { $0.mapValues(\.credential) }
     }
 
     public func accountStatus(of user: String) -> AccountStatus? {
-        accounts.withLock { $0[user]?.status }
+        core.accounts.withLock { $0[user]?.status }
     }
 
     /// Whether `user`'s open connections get databaseChanged pushes: not once the account is
@@ -242,9 +244,11 @@ public final class CloudEngine: Sendable {
             }
             try state.db.execute("INSERT INTO users(name, credential, status, created) VALUES (?, ?, 'available', ?)",
                                  [name, credential, state.now])
-            _ = try state.ensureZone(owner: name, name: ZoneID.defaultZoneName)
+            for environment in CloudEnvironment.allCases {
+                _ = try state.ensureZone(owner: name, name: ZoneID.defaultZoneName, environment: environment)
+            }
         }
-        accounts.withLock { $0[name] = Account(credential: credential, status: .available) }
+        core.accounts.withLock { $0[name] = Account(credential: credential, status: .available) }
         return UserSummary(user: name, accountStatus: .available)
     }
 
@@ -253,7 +257,7 @@ public final class CloudEngine: Sendable {
             try state.db.execute("UPDATE users SET status = ? WHERE name = ?", [status.rawValue, user])
             if state.db.changes == 0 { throw WireError(.unknownItem, "No user named '\(user)'.", details: ["user": .string(user)]) }
         }
-        accounts.withLock { $0[user]?.status = status }
+        core.accounts.withLock { $0[user]?.status = status }
         return UserSummary(user: user, accountStatus: status)
     }
 
@@ -278,6 +282,8 @@ final class CloudState: @unchecked Sendable {
     var seq: Int64
     var limits: CloudLimits
     var now: Double = 0
+    /// The environment of the request running now (set by `CloudEngine.read`/`write`).
+    var environment: CloudEnvironment = .development
     var notices: [ChangeNotice] = []
     let encoder: JSONEncoder
     let decoder = JSONDecoder()

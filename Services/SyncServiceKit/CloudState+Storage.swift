@@ -69,8 +69,10 @@ extension StoredRecord {
 extension CloudState {
     // MARK: Zones
 
+    /// The zone of this request's environment.
     func zone(owner: String, name: String) throws -> ZoneRow? {
-        try db.query("SELECT id, owner, name, horizon FROM zones WHERE owner = ? AND name = ?", [owner, name]).first.map(Self.zoneRow)
+        try db.query("SELECT id, owner, name, horizon FROM zones WHERE environment = ? AND owner = ? AND name = ?",
+                     [environment.rawValue, owner, name]).first.map(Self.zoneRow)
     }
 
     func zone(id: Int64) throws -> ZoneRow? {
@@ -81,10 +83,14 @@ extension CloudState {
         ZoneRow(id: row[0].int64 ?? 0, owner: row[1].string ?? "", name: row[2].string ?? "", horizon: row[3].int64 ?? 0)
     }
 
-    /// The zone, created if missing. Returns whether it was created.
-    func ensureZone(owner: String, name: String) throws -> (ZoneRow, created: Bool) {
-        if let existing = try zone(owner: owner, name: name) { return (existing, false) }
-        try db.execute("INSERT INTO zones(owner, name, created, horizon) VALUES (?, ?, ?, 0)", [owner, name, now])
+    /// The zone (of `environment`, by default this request's), created if missing. Returns whether it was created.
+    func ensureZone(owner: String, name: String, environment: CloudEnvironment? = nil) throws -> (ZoneRow, created: Bool) {
+        let environment = environment ?? self.environment
+        if let existing = try db.query("SELECT id, owner, name, horizon FROM zones WHERE environment = ? AND owner = ? AND name = ?",
+                                       [environment.rawValue, owner, name]).first.map(Self.zoneRow) {
+            return (existing, false)
+        }
+        try db.execute("INSERT INTO zones(owner, name, created, horizon, environment) VALUES (?, ?, ?, 0, ?)", [owner, name, now, environment.rawValue])
         let row = ZoneRow(id: db.lastInsertRowID, owner: owner, name: name, horizon: 0)
         return (row, true)
     }
@@ -244,10 +250,10 @@ extension CloudState {
 
     func logDatabaseChange(user: String, scope: DatabaseScope, zone: ZoneRow, kind: String, seq: Int64) throws {
         try db.execute("""
-            INSERT INTO database_changes(user, scope, owner, zone_name, kind, seq, changed) VALUES (?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(user, scope, owner, zone_name) DO UPDATE SET kind = excluded.kind, seq = excluded.seq, changed = excluded.changed
-            """, [user, scope.rawValue, zone.owner, zone.name, kind, seq, now])
-        notices.append(ChangeNotice(user: user, scope: scope, zoneID: zone.zoneID, seq: seq))
+            INSERT INTO database_changes(user, scope, owner, zone_name, kind, seq, changed, environment) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(environment, user, scope, owner, zone_name) DO UPDATE SET kind = excluded.kind, seq = excluded.seq, changed = excluded.changed
+            """, [user, scope.rawValue, zone.owner, zone.name, kind, seq, now, environment.rawValue])
+        notices.append(ChangeNotice(user: user, scope: scope, zoneID: zone.zoneID, seq: seq, environment: environment))
     }
 
     /// Users with an accepted participation in any share of the zone.

@@ -10,6 +10,10 @@ import MeowWire
 ///
 /// Why: an app version that changes an attribute's type writes records older versions cannot
 /// read, and CloudKit refuses them at the server; here the same bug shows up the same way.
+///
+/// Production defines nothing on save: its schema is what was deployed from development, and a
+/// record of another type, or with a field it does not have, is refused as CloudKit refuses it
+/// (`productionRefusal`).
 struct FieldSchema: Sendable, Equatable {
     /// Record type → field → type (this protocol's type names; a list as `list` + its items' type).
     private(set) var types: [String: [String: String]] = [:]
@@ -50,6 +54,21 @@ struct FieldSchema: Sendable, Equatable {
                                        "type": .string(CloudKitNames.typeName(type)), "definedType": .string(CloudKitNames.typeName(definition))])
         }
         return nil
+    }
+
+    /// Production's refusal of a record whose type, or one of whose fields, is not in this
+    /// (deployed) schema: CloudKit's invalidArguments with its server message. The first
+    /// undefined field by name is the one named, so the answer does not depend on field order.
+    func productionRefusal(recordType: String, _ fields: [(field: String, type: String)]) -> WireError? {
+        var details: [String: JSONValue] = ["recordType": .string(recordType), "environment": "production", "serverErrorCode": "BAD_REQUEST"]
+        guard let defined = types[recordType] else {
+            return WireError(.invalidArguments, "Cannot create new type \(recordType) in production schema", details: details)
+        }
+        guard let missing = fields.filter({ defined[$0.field] == nil }).min(by: { $0.field < $1.field }) else { return nil }
+        details["field"] = .string(missing.field)
+        details["type"] = .string(CloudKitNames.typeName(missing.type))
+        return WireError(.invalidArguments, "Cannot create or modify field '\(missing.field)' in record '\(recordType)' in production schema",
+                         details: details)
     }
 
     /// The fields among `fields` not defined yet.

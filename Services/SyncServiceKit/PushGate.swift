@@ -1,3 +1,4 @@
+import CloudWire
 import MeowWire
 import ServiceRuntime
 import Synchronization
@@ -8,6 +9,8 @@ import Synchronization
 final class PushGate: Sendable {
     struct Push: Sendable {
         let user: String
+        /// Only connections working in this environment hear of it.
+        let environment: CloudEnvironment
         let event: DatabaseChangedEvent
         /// The connection whose request made the change: not pushed, as CloudKit excludes
         /// the device a change originates from.
@@ -51,7 +54,7 @@ final class PushGate: Sendable {
     private static func deliver(_ push: Push, via events: EventHub, available: (String) -> Bool) {
         guard available(push.user) else { return }
         events.publish(topic: SyncService.databaseChangesTopic, event: "databaseChanged", data: push.event) {
-            $0.principal?.user == push.user && $0.id != push.origin
+            $0.principal?.user == push.user && $0.id != push.origin && SyncService.environment(of: $0) == push.environment
         }
     }
 }

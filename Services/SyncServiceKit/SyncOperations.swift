@@ -16,6 +16,17 @@ public struct UsersResult: Codable, Sendable {
     public var users: [UserSummary]
 }
 
+/// Params of admin ops that work on one environment: `environment` (default: the one the
+/// connection's hello chose).
+public struct EnvironmentParams: Codable, Sendable {
+    public var environment: String?
+
+    /// `engine` (the connection's environment's) or the one the params name.
+    func engine(_ engine: CloudEngine) throws -> CloudEngine {
+        engine.inEnvironment(try CloudEnvironment.named(environment, field: "params.environment", fallback: engine.environment))
+    }
+}
+
 public struct ImportSnapshotParams: Codable, Sendable {
     /// The snapshot inline, or the absolute path of a file holding it (one of the two).
     public var snapshot: CloudSnapshot?
@@ -72,7 +83,9 @@ struct SyncOperations {
         admin("admin.createUser", CreateUserParams.self, "Creates a user with a credential.") { try $0.createUser($1.user, credential: $1.credential) }
         admin("admin.setAccountStatus", AccountStatusParams.self, "available, noAccount or temporarilyUnavailable.") { try $0.setAccountStatus($1.user, $1.status) }
         admin("admin.listUsers", Empty.self, "Every user and account status.") { engine, _ in UsersResult(users: try engine.listUsers()) }
-        admin("admin.reset", ResetParams.self, "Removes everything, one user's data, or one zone.") { try $0.reset($1) }
+        admin("admin.reset", ResetParams.self, "Removes everything, one user's data, or one zone (of one environment).") { engine, params in
+            try engine.inEnvironment(CloudEnvironment.named(params.environment, field: "params.environment", fallback: engine.environment)).reset(params)
+        }
         // Snapshots report progress (`progress` events) to the admin connection that asked.
         registry.register("admin.exportSnapshot", params: ExportSnapshotParams.self, access: .admin,
                           summary: "The whole cloud as one JSON snapshot (or into params.path); credentials only with includeCredentials.") { params, context in
@@ -100,9 +113,17 @@ struct SyncOperations {
             return ClockResult(now: engine.now(), fixed: params.now != nil || params.advanceSeconds != nil)
         }
         admin("admin.setLimits", LimitsParams.self, "Changes limits; returns them all.") { try $0.setLimits($1) }
-        admin("admin.expireChangeTokens", Empty.self, "Every token issued so far answers changeTokenExpired.") { engine, _ in try engine.expireChangeTokens() }
-        admin("admin.schema", Empty.self, "The record types' fields and their types, as saves defined them.") { engine, _ in
-            SchemaResult(recordTypes: engine.fieldSchema.withLock { $0 }.json)
+        admin("admin.expireChangeTokens", EnvironmentParams.self, "Every token of the environment issued so far answers changeTokenExpired.") { engine, params in
+            try params.engine(engine).expireChangeTokens()
+        }
+        admin("admin.schema", EnvironmentParams.self, "An environment's record types' fields and their types.") { engine, params in
+            SchemaResult(recordTypes: try params.engine(engine).fieldSchema.withLock { $0 }.json)
+        }
+        admin("admin.diffSchema", Empty.self, "Development's schema against production's: what a deploy adds, and what it would remove or retype.") { engine, _ in
+            engine.diffSchema()
+        }
+        admin("admin.deploySchema", Empty.self, "Adds development's record types and fields to production's (additive only).") { engine, _ in
+            try engine.deploySchema()
         }
         admin("admin.injectFault", InjectedFault.self, "The next matching user requests fail with a transient error.") { _, fault in
             try service.faults.arm(fault)

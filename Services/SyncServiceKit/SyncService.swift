@@ -132,7 +132,7 @@ public final class SyncService: ServiceDefinition {
             let origin = RequestOrigin.current
             for notice in notices {
                 let data = DatabaseChangedEvent(scope: notice.scope, zoneID: notice.zoneID.presented(to: notice.user), seq: notice.seq)
-                pushes.publish(.init(user: notice.user, event: data, origin: origin), via: events) {
+                pushes.publish(.init(user: notice.user, environment: notice.environment, event: data, origin: origin), via: events) {
                     engine?.receivesPushes($0) == true
                 }
             }
@@ -164,6 +164,16 @@ public final class SyncService: ServiceDefinition {
             if engine.accountStatus(of: entry.user) == nil { try engine.createUser(entry.user, credential: entry.credential) }
             if let status = entry.accountStatus { _ = try engine.setAccountStatus(entry.user, status) }
         }
+    }
+
+    /// A connection works in development unless its hello asked for production.
+    public func helloEnvironment(_ requested: String?) throws -> String? {
+        try CloudEnvironment.named(requested, field: "params.environment").rawValue
+    }
+
+    /// The environment a connection's hello chose.
+    static func environment(of connection: ConnectionHandle) -> CloudEnvironment {
+        connection.environment.flatMap(CloudEnvironment.init(rawValue:)) ?? .development
     }
 
     public func authenticate(credential: String?, connection: ConnectionHandle) throws -> Principal? {
@@ -205,7 +215,7 @@ public final class SyncService: ServiceDefinition {
             requestLogBox.withLock { $0 }?.record(connection: context.connection.id, client: context.connection.clientName, user: user, op: context.op,
                                                   trace: trace, code: code, time: engine.now(), milliseconds: milliseconds)
         }
-        let engine = try engine
+        let engine = try engine.inEnvironment(Self.environment(of: context.connection))
         do {
             if checkAccount, context.connection.principal?.isAdmin == true {
                 throw WireError(.permissionFailure, "The admin credential only opens admin.* ops; say hello with a user's credential for '\(context.op)'.")
@@ -271,7 +281,8 @@ public final class SyncService: ServiceDefinition {
     }
 }
 
-/// The `databaseChanged` event: a hint that a zone of one of the user's databases changed.
+/// The `databaseChanged` event: a hint that a zone of one of the user's databases (in the
+/// connection's environment) changed.
 public struct DatabaseChangedEvent: Codable, Sendable {
     public var scope: DatabaseScope
     public var zoneID: ZoneID

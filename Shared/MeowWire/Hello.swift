@@ -1,17 +1,20 @@
-/// `hello` params: the protocol version range the client speaks, its name, and an optional
-/// credential (the sync-service authenticates users with it).
+/// `hello` params: the protocol version range the client speaks, its name, an optional
+/// credential (the sync-service authenticates users with it) and an optional environment (the
+/// sync-service's `development` or `production`).
 public struct HelloParams: Codable, Sendable {
     public var minVersion: Int
     public var maxVersion: Int
     public var client: String
     public var credential: String?
+    public var environment: String?
 
     public init(minVersion: Int = WireLimits.minProtocolVersion, maxVersion: Int = WireLimits.maxProtocolVersion,
-                client: String, credential: String? = nil) {
+                client: String, credential: String? = nil, environment: String? = nil) {
         self.minVersion = minVersion
         self.maxVersion = maxVersion
         self.client = client
         self.credential = credential
+        self.environment = environment
     }
 }
 
@@ -28,9 +31,11 @@ public struct HelloResult: Codable, Sendable {
     public var topics: [String]
     /// The user the credential identified, if the service has users.
     public var user: String?
+    /// The environment the connection works in, if the service has environments.
+    public var environment: String?
 
     public init(service: String, version: String, protocolVersion: Int, connectionID: Int, limits: Limits,
-                features: [String], topics: [String], user: String?) {
+                features: [String], topics: [String], user: String?, environment: String? = nil) {
         self.service = service
         self.version = version
         self.protocol = WireLimits.protocolName
@@ -40,6 +45,7 @@ public struct HelloResult: Codable, Sendable {
         self.features = features
         self.topics = topics
         self.user = user
+        self.environment = environment
     }
 
     public struct Limits: Codable, Sendable {

@@ -81,11 +81,11 @@ public final class WireClient: Sendable {
 
     /// Sends hello and returns the service's answer.
     @discardableResult
-    public func hello(client: String, credential: String? = nil,
+    public func hello(client: String, credential: String? = nil, environment: String? = nil,
                       minVersion: Int = WireLimits.minProtocolVersion,
                       maxVersion: Int = WireLimits.maxProtocolVersion) async throws(WireError) -> HelloResult {
         try await call("hello", HelloParams(minVersion: minVersion, maxVersion: maxVersion, client: client,
-                                            credential: credential), as: HelloResult.self)
+                                            credential: credential, environment: environment), as: HelloResult.self)
     }
 
     /// Sends one request and decodes its result as `R`.

@@ -31,6 +31,7 @@ public final class ConnectionHandle: Sendable {
         var clientName: String?
         var protocolVersion = 0
         var principal: Principal?
+        var environment: String?
         var topics: Set<String> = []
         var attachments: [String: any Sendable] = [:]
         var failedHellos = 0
@@ -53,16 +54,19 @@ public final class ConnectionHandle: Sendable {
     }
 
     public var principal: Principal? { state.withLock { $0.principal } }
+    /// The environment hello chose (`ServiceDefinition.helloEnvironment`), nil for a service without any.
+    public var environment: String? { state.withLock { $0.environment } }
     public var clientName: String? { state.withLock { $0.clientName } }
     public var helloDone: Bool { state.withLock { $0.helloDone } }
     public var topics: Set<String> { state.withLock { $0.topics } }
 
-    func completeHello(client: String, version: Int, principal: Principal?) {
+    func completeHello(client: String, version: Int, principal: Principal?, environment: String? = nil) {
         state.withLock {
             $0.helloDone = true
             $0.clientName = client
             $0.protocolVersion = version
             $0.principal = principal
+            $0.environment = environment
         }
     }
 

@@ -49,15 +49,16 @@ enum CoreOperations {
                                 details: ["supported": ["min": .int(WireLimits.minProtocolVersion), "max": .int(WireLimits.maxProtocolVersion)],
                                           "requested": ["min": .int(params.minVersion), "max": .int(params.maxVersion)]])
             }
+            let environment = try definition.helloEnvironment(params.environment)
             let principal = try HelloThrottle.guarding(context.connection) {
                 try definition.authenticate(credential: params.credential, connection: context.connection)
             }
-            context.connection.completeHello(client: params.client, version: chosen, principal: principal)
+            context.connection.completeHello(client: params.client, version: chosen, principal: principal, environment: environment)
             context.logger.info("hello", ["connection": .int(context.connection.id), "client": .string(params.client),
                                           "user": principal.map { .string($0.user) } ?? .null])
             return HelloResult(service: definition.name, version: definition.version, protocolVersion: chosen,
                                connectionID: context.connection.id, limits: limits,
-                               features: definition.features, topics: topics, user: principal?.user)
+                               features: definition.features, topics: topics, user: principal?.user, environment: environment)
         }
 
         registry.register("ping", params: PingParams.self, summary: "Answers at once; echoes params.echo.") { params, _ in

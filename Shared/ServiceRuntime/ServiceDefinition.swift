@@ -36,6 +36,9 @@ public protocol ServiceDefinition: Sendable {
     func registerOperations(in registry: inout OperationRegistry)
     /// Checks a hello's credential: nil for an anonymous connection, or throws notAuthenticated.
     func authenticate(credential: String?, connection: ConnectionHandle) throws -> Principal?
+    /// The environment a hello's `environment` param chooses (nil: the service has none), or
+    /// throws for one it does not have. Runs before the credential is checked.
+    func helloEnvironment(_ requested: String?) throws -> String?
     func healthChecks() -> [HealthCheck]
     /// Service-specific parts of `info` (persistence paths, store identities, …).
     func infoDetails() -> [String: JSONValue]
@@ -53,6 +56,11 @@ extension ServiceDefinition {
     public var topics: [String] { [] }
     public func start(events: EventHub) throws {}
     public func authenticate(credential: String?, connection: ConnectionHandle) throws -> Principal? { nil }
+    public func helloEnvironment(_ requested: String?) throws -> String? {
+        guard let requested else { return nil }
+        throw WireError(.invalidField, "This \(name) has no environments (asked for '\(requested.prefix(64))'); leave params.environment out.",
+                        details: ["field": "params.environment"])
+    }
     public func healthChecks() -> [HealthCheck] { [] }
     public func infoDetails() -> [String: JSONValue] { [:] }
     public func connectionClosed(_ connection: ConnectionHandle) {}

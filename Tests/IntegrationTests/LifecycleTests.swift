@@ -286,5 +286,11 @@ struct LifecycleTests {
         let batch = try await runTool("store-service", ["--in-memory", "--sync-socket", "/tmp/none.sock", "--sync-credential", "x", "--batch-size", "401"])
         #expect(batch.status == 64)
         #expect(batch.stderr.contains("--batch-size must be a whole number from 1 to 400; got '401'."))
+        let environment = try await runTool("store-service", ["--in-memory", "--sync-socket", "/tmp/none.sock", "--sync-credential", "x", "--environment", "staging"])
+        #expect(environment.status == 64)
+        #expect(environment.stderr.contains("--environment must be development or production; got 'staging'."))
+        let unmirrored = try await runTool("store-service", ["--in-memory", "--environment", "production"])
+        #expect(unmirrored.status == 64)
+        #expect(unmirrored.stderr.contains("--environment chooses the cloud environment to mirror to: it needs --sync-socket PATH."))
     }
 }
