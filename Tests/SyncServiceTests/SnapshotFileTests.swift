@@ -42,7 +42,8 @@ struct SnapshotFileTests {
 
         let admin = try await source.connect(CloudProcess.admin, client: "snapshot-admin")
         defer { admin.close() }
-        let inline = try await admin.call("admin.exportSnapshot", [:] as JSONValue)["snapshot"] ?? .null
+        let inlineExport = await CloudProcess.failure { _ = try await admin.call("admin.exportSnapshot", [:] as JSONValue) }
+        #expect(inlineExport?.code == .limitExceeded, "a snapshot past the frame limit cannot come back inline")
 
         let file = source.dir.file("cloud.json")
         let written = try await admin.call("admin.exportSnapshot", ["path": .string(file)] as JSONValue)
@@ -59,6 +60,7 @@ struct SnapshotFileTests {
         let other = try await target.start(extra: Self.frameLimit)
         let refused = try await target.connect(CloudProcess.admin, client: "snapshot-admin")
         defer { refused.close() }
+        let inline = try JSONParser.parse(String(contentsOfFile: file, encoding: .utf8))
         let tooLarge = await CloudProcess.failure { _ = try await refused.call("admin.importSnapshot", ["snapshot": inline] as JSONValue) }
         #expect(tooLarge != nil, "a snapshot past the frame limit cannot go in inline")
         let otherAdmin = try await target.connect(CloudProcess.admin, client: "snapshot-admin")
