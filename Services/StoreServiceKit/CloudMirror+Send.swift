@@ -200,7 +200,7 @@ extension CloudMirror {
     static let goneCodes: Set<ErrorCode> = [.zoneNotFound, .userDeletedZone, .unknownItem, .permissionFailure]
 
     /// One batch sent and not answered yet.
-    private struct InFlight {
+    fileprivate struct InFlight {
         var batch: Batch
         var params: ModifyParams
         var waiter: ReplyWaiter
@@ -237,6 +237,36 @@ extension CloudMirror {
     /// with two, each side still waited for the other about a fifth of the time).
     static let batchesInFlight = 3
 
+    /// One send of a scope's queue: the batches built and not sent, those sent and not
+    /// answered, and what the answers so far decided. The send's steps (`launch`, `answerNext`)
+    /// share it, so each reads as one move of the pipeline.
+    struct SendPass {
+        var skipped: Set<String> = []
+        /// Updates the server found no record for (unknownItem), settled once every batch is answered.
+        var missing: [SendItem] = []
+        var rounds = 0
+        fileprivate var inFlight: [InFlight] = []
+        /// Set by an answer that ends the send: the batches already sent are still applied.
+        var stopError: WireError?
+        /// Set by an answer that changed rows: nothing more goes out until every sent batch is
+        /// answered, then the queue is read again from its start.
+        var rebuild = false
+        /// Records saved where they are in this send, so their move can go out (`buildBatch`).
+        var touched: Set<String> = []
+        /// Whether this send has settled that it holds Core Data's zone token (`coreDataTokenKnown`).
+        var tokenChecked = false
+        /// The queue as topped up by the last batches' turn (`nextBatches`).
+        var ahead: QueuedAhead?
+        /// Batches built and not yet sent, in queue order.
+        var upcoming: [Batch] = []
+
+        var unanswered: Set<String> { Set(inFlight.flatMap(\.names)) }
+        /// Entries before the last one in flight were all sent in this send, or skipped; any
+        /// still queued there (a merge the client won) are read once nothing is in flight.
+        var readFrom: Int64 { inFlight.map(\.batch.lastSeq).max() ?? 0 }
+        var mayLaunch: Bool { stopError == nil && !rebuild && inFlight.count < CloudMirror.batchesInFlight && rounds < 10_000 }
+    }
+
     /// Sends the scope's queue batch by batch, in order. Up to `batchesInFlight` batches are
     /// sent ahead of their answers; each is built from entries no other unanswered batch holds,
     /// so nothing it carries changes with the verdicts of the others, and every answer is
@@ -249,114 +279,118 @@ extension CloudMirror {
     /// `event`: the export event, begun once the send has a batch and a connection.
     private func send(scope: StoreScope, report: inout MirrorSendReport, settling: Bool = false, event: CloudKitEvent? = nil) throws {
         try resolveCreatesInFlight(scope: scope)
-        var skipped: Set<String> = []
-        /// Updates the server found no record for (unknownItem), settled once every batch is answered.
-        var missing: [SendItem] = []
-        var rounds = 0
-        var inFlight: [InFlight] = []
-        var stopError: WireError?
-        var rebuild = false
-        /// Records saved where they are in this send, so their move can go out (`buildBatch`).
-        var touched: Set<String> = []
-        /// Whether this send has settled that it holds Core Data's zone token (`coreDataTokenKnown`).
-        var tokenChecked = false
-        /// The queue as topped up by the last batches' turn (`nextBatches`).
-        var ahead: QueuedAhead?
-        /// Batches built and not yet sent, in queue order.
-        var upcoming = try nextBatches(scope: scope, excluding: skipped, touched: touched, ahead: &ahead, report: &report)
+        var pass = SendPass()
+        try readQueueAgain(&pass, scope: scope, report: &report)
         // The export begins once there is something to send and the cloud is connected (a
         // connection that cannot be made is the setup's failure, not an export's); the zone made
         // for it, the token fetched before a first create and the batches are all part of it.
-        if !upcoming.isEmpty, let event, !event.begun {
+        if !pass.upcoming.isEmpty, let event, !event.begun {
             _ = try client()
             event.begin()
         }
-        func unanswered() -> Set<String> { Set(inFlight.flatMap(\.names)) }
-        // Entries before the last one in flight were all sent in this send, or skipped; any
-        // still queued there (a merge the client won) are read once nothing is in flight.
-        func readFrom() -> Int64 { inFlight.map(\.batch.lastSeq).max() ?? 0 }
-        // Built when none is left to send: as many as may be in flight at once, so that a turn
-        // of the store lock between a client's saves finishes up to a save's worth of batches.
-        func buildMore() throws -> [Batch] {
-            try nextBatches(scope: scope, excluding: skipped.union(unanswered()), after: readFrom(), touched: touched, ahead: &ahead,
-                            report: &report)
-        }
         while true {
-            while stopError == nil, !rebuild, inFlight.count < Self.batchesInFlight, rounds < 10_000, let batch = upcoming.first {
-                if !tokenChecked, let known = try coreDataTokenKnown(for: batch) {
-                    if !known {
-                        // Taken with nothing in flight (the fetch may merge into rows), then the
-                        // batches are built again.
-                        if !inFlight.isEmpty { break }
-                        try forgetCreates(of: upcoming)
-                        var fetched = MirrorFetchReport()
-                        try fetchZone(.coreData, scope: .private, database: .private, report: &fetched)
-                        upcoming = try nextBatches(scope: scope, excluding: skipped, touched: touched, ahead: &ahead, report: &report)
-                    }
-                    // Once per send: a token once held stays (asking takes the store lock), and a
-                    // zone that cannot be fetched does not stop the send.
-                    tokenChecked = true
-                    if !known { continue }
-                }
-                rounds += 1
-                upcoming.removeFirst()
-                if batch.database == .private { try ensureZones(Set(batch.items.compactMap { $0.record?.zoneID })) }
-                let params = Self.request(batch)
-                report.requests += 1
-                inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params, read: ModifyVerdicts.init(bytes:))))
-                if upcoming.isEmpty { upcoming = try buildMore() }
-            }
-            guard !inFlight.isEmpty else { break }
-            let sent = inFlight.removeFirst()
-            let verdict = finish(sent.waiter, "records.modify", sent.params)
-            CrashPoint.reached("mirror.afterServerReply")
-            // Later batches whose every record was saved are applied with it, in one turn of the
-            // store lock: each turn may wait for a client's whole save.
-            var batch = sent.batch
-            var verdicts = sent.waiter.decoded(as: ModifyVerdicts.self)
-            if case .success = verdict, verdicts != nil {
-                while let next = inFlight.first, next.waiter.succeeded, let read = next.waiter.decoded(as: ModifyVerdicts.self) {
-                    inFlight.removeFirst()
-                    _ = finish(next.waiter, "records.modify", next.params)
-                    CrashPoint.reached("mirror.afterServerReply")
-                    batch.items += next.batch.items
-                    batch.createsInFlight += next.batch.createsInFlight
-                    verdicts?.merge(read)
-                }
-            }
-            switch try apply(verdict, read: verdicts, of: batch, scope: scope, report: &report, skipped: &skipped, missing: &missing, touched: &touched) {
-            case .next:
-                // When nothing was left to build, look again: saves made during the send are sent by it too.
-                if upcoming.isEmpty, stopError == nil, !rebuild { upcoming = try buildMore() }
-            case .rebuild:
-                rebuild = true
-                try forgetCreates(of: upcoming)
-                upcoming = []
-            case let .stop(error):
-                // The batches already sent are still answered and applied; nothing more is sent.
-                stopError = stopError ?? error
-                try forgetCreates(of: upcoming)
-                upcoming = []
-            }
-            if rebuild, inFlight.isEmpty {
-                rebuild = false
-                if stopError == nil {
-                    upcoming = try nextBatches(scope: scope, excluding: skipped, touched: touched, ahead: &ahead, report: &report)
-                }
-            }
+            try launch(&pass, scope: scope, report: &report)
+            guard !pass.inFlight.isEmpty else { break }
+            try answerNext(&pass, scope: scope, report: &report)
         }
-        if !missing.isEmpty {
-            try settleMissing(missing, scope: scope)
+        if !pass.missing.isEmpty {
+            try settleMissing(pass.missing, scope: scope)
             // What the fetch settled goes out in this send: a moved record's edit to its new
             // zone, a resurrected record as new.
-            if stopError == nil, !settling { return try send(scope: scope, report: &report, settling: true) }
+            if pass.stopError == nil, !settling { return try send(scope: scope, report: &report, settling: true) }
         }
+        try countLeftOver(scope: scope, stopped: pass.stopError != nil, report: &report)
+        if let stopError = pass.stopError { throw stopError }
+    }
+
+    /// Batches from the start of the queue, none of the skipped entries.
+    private func readQueueAgain(_ pass: inout SendPass, scope: StoreScope, report: inout MirrorSendReport) throws {
+        pass.upcoming = try nextBatches(scope: scope, excluding: pass.skipped, touched: pass.touched, ahead: &pass.ahead, report: &report)
+    }
+
+    /// Built when none is left to send: as many as may be in flight at once, so that a turn of
+    /// the store lock between a client's saves finishes up to a save's worth of batches.
+    private func buildMore(_ pass: inout SendPass, scope: StoreScope, report: inout MirrorSendReport) throws {
+        pass.upcoming = try nextBatches(scope: scope, excluding: pass.skipped.union(pass.unanswered), after: pass.readFrom,
+                                        touched: pass.touched, ahead: &pass.ahead, report: &report)
+    }
+
+    /// Sends built batches until as many as may be are in flight (or the send may send no more).
+    private func launch(_ pass: inout SendPass, scope: StoreScope, report: inout MirrorSendReport) throws {
+        while pass.mayLaunch, let batch = pass.upcoming.first {
+            if !pass.tokenChecked, let known = try coreDataTokenKnown(for: batch) {
+                if !known {
+                    // Taken with nothing in flight (the fetch may merge into rows), then the
+                    // batches are built again.
+                    if !pass.inFlight.isEmpty { return }
+                    try forgetCreates(of: pass.upcoming)
+                    var fetched = MirrorFetchReport()
+                    try fetchZone(.coreData, scope: .private, database: .private, report: &fetched)
+                    try readQueueAgain(&pass, scope: scope, report: &report)
+                }
+                // Once per send: a token once held stays (asking takes the store lock), and a
+                // zone that cannot be fetched does not stop the send.
+                pass.tokenChecked = true
+                if !known { continue }
+            }
+            pass.rounds += 1
+            pass.upcoming.removeFirst()
+            if batch.database == .private { try ensureZones(Set(batch.items.compactMap { $0.record?.zoneID })) }
+            let params = Self.request(batch)
+            report.requests += 1
+            pass.inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params, read: ModifyVerdicts.init(bytes:))))
+            if pass.upcoming.isEmpty { try buildMore(&pass, scope: scope, report: &report) }
+        }
+    }
+
+    /// Waits for the oldest batch's answer and applies it, with the later batches already
+    /// answered in full.
+    private func answerNext(_ pass: inout SendPass, scope: StoreScope, report: inout MirrorSendReport) throws {
+        let sent = pass.inFlight.removeFirst()
+        let verdict = finish(sent.waiter, "records.modify", sent.params)
+        CrashPoint.reached("mirror.afterServerReply")
+        // Later batches whose every record was saved are applied with it, in one turn of the
+        // store lock: each turn may wait for a client's whole save.
+        var batch = sent.batch
+        var verdicts = sent.waiter.decoded(as: ModifyVerdicts.self)
+        if case .success = verdict, verdicts != nil {
+            while let next = pass.inFlight.first, next.waiter.succeeded, let read = next.waiter.decoded(as: ModifyVerdicts.self) {
+                pass.inFlight.removeFirst()
+                _ = finish(next.waiter, "records.modify", next.params)
+                CrashPoint.reached("mirror.afterServerReply")
+                batch.items += next.batch.items
+                batch.createsInFlight += next.batch.createsInFlight
+                verdicts?.merge(read)
+            }
+        }
+        switch try apply(verdict, read: verdicts, of: batch, scope: scope, report: &report, skipped: &pass.skipped,
+                         missing: &pass.missing, touched: &pass.touched) {
+        case .next:
+            // When nothing was left to build, look again: saves made during the send are sent by it too.
+            if pass.upcoming.isEmpty, pass.stopError == nil, !pass.rebuild { try buildMore(&pass, scope: scope, report: &report) }
+        case .rebuild:
+            pass.rebuild = true
+            try forgetCreates(of: pass.upcoming)
+            pass.upcoming = []
+        case let .stop(error):
+            // The batches already sent are still answered and applied; nothing more is sent.
+            pass.stopError = pass.stopError ?? error
+            try forgetCreates(of: pass.upcoming)
+            pass.upcoming = []
+        }
+        if pass.rebuild, pass.inFlight.isEmpty {
+            pass.rebuild = false
+            if pass.stopError == nil { try readQueueAgain(&pass, scope: scope, report: &report) }
+        }
+    }
+
+    /// History the send did not get to (it stopped, or saves came meanwhile) is queued:
+    /// `pending` counts it, and status and the next send see it.
+    private func countLeftOver(scope: StoreScope, stopped: Bool, report: inout MirrorSendReport) throws {
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { return }
-            // History the send did not get to (it stopped, or saves came meanwhile) is queued:
-            // `pending` counts it, and status and the next send see it.
             try ingest(stores.list[index])
-            if stopError != nil { return }
+            if stopped { return }
             let state = MirrorState(stores.list[index])
             report.pending += try state.pendingCount()
             let now = clock.seconds()
@@ -365,7 +399,6 @@ extension CloudMirror {
                 report.deferred += try state.allPending().filter { $0.notBefore > now }.count
             }
         }
-        if let stopError { throw stopError }
     }
 
     /// Applies one batch's answer. `read`: its success reply as read from the bytes, if it was.
