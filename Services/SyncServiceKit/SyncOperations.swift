@@ -39,54 +39,82 @@ struct SyncOperations {
     let service: SyncService
 
     func register(in registry: inout OperationRegistry) {
-        let service = service
-        func user<P: Decodable & Sendable, R: Encodable & Sendable>(
-            _ name: String, _ type: P.Type, _ summary: String,
-            _ body: @escaping @Sendable (CloudEngine, String, P, RequestTrace) throws -> R
-        ) {
-            registry.register(name, params: type, access: .authenticated, summary: summary) { params, context in
-                try service.run(context, checkAccount: true, target: { FaultTarget(of: params) }) { engine, caller, trace in try body(engine, caller, params, trace) }
-            }
-        }
-        func admin<P: Decodable & Sendable, R: Encodable & Sendable>(
-            _ name: String, _ type: P.Type, _ summary: String,
-            _ body: @escaping @Sendable (CloudEngine, P) throws -> R
-        ) {
-            registry.register(name, params: type, access: .admin, summary: summary) { params, context in
-                try service.run(context, checkAccount: false) { engine, _, _ in try body(engine, params) }
-            }
-        }
+        registerDatabaseOperations(in: &registry)
+        registerSharingOperations(in: &registry)
+        registerAccountAdministration(in: &registry)
+        registerSnapshotAdministration(in: &registry)
+        registerEnvironmentAdministration(in: &registry)
+        registerTestControls(in: &registry)
+    }
 
-        user("zones.save", ZonesParams.self, "Creates custom zones in the private database.") { try $0.saveZones(caller: $1, $2, trace: $3) }
-        user("zones.fetch", ZonesParams.self, "Fetches the listed zones, or every zone of a database.") { try $0.fetchZones(caller: $1, $2, trace: $3) }
-        user("zones.delete", ZonesParams.self, "Deletes (or purges) zones of the private database.") { try $0.deleteZones(caller: $1, $2, trace: $3) }
-        user("records.modify", ModifyParams.self, "Saves and deletes records (CloudKit's decision table).") { try $0.modifyRecords(caller: $1, $2, trace: $3) }
-        user("records.fetch", FetchRecordsParams.self, "Fetches records by ID.") { try $0.fetchRecords(caller: $1, $2, trace: $3) }
-        user("changes.fetchZone", FetchZoneChangesParams.self, "Records changed and deleted since a zone token.") { try $0.fetchZoneChanges(caller: $1, $2, trace: $3, fieldsAsText: true) }
-        user("changes.fetchDatabase", FetchDatabaseChangesParams.self, "Zones changed, deleted, purged since a database token.") {
+    /// A user's op: authenticated, the account's status checked on every request.
+    private func user<P: Decodable & Sendable, R: Encodable & Sendable>(
+        _ registry: inout OperationRegistry, _ name: String, _ type: P.Type, _ summary: String,
+        _ body: @escaping @Sendable (CloudEngine, String, P, RequestTrace) throws -> R
+    ) {
+        let service = service
+        registry.register(name, params: type, access: .authenticated, summary: summary) { params, context in
+            try service.run(context, checkAccount: true, target: { FaultTarget(of: params) }) { engine, caller, trace in try body(engine, caller, params, trace) }
+        }
+    }
+
+    /// An admin op, run against the connection's environment's engine.
+    private func admin<P: Decodable & Sendable, R: Encodable & Sendable>(
+        _ registry: inout OperationRegistry, _ name: String, _ type: P.Type, _ summary: String,
+        _ body: @escaping @Sendable (CloudEngine, P) throws -> R
+    ) {
+        let service = service
+        registry.register(name, params: type, access: .admin, summary: summary) { params, context in
+            try service.run(context, checkAccount: false) { engine, _, _ in try body(engine, params) }
+        }
+    }
+
+    /// Zones, records and their changes.
+    private func registerDatabaseOperations(in registry: inout OperationRegistry) {
+        user(&registry, "zones.save", ZonesParams.self, "Creates custom zones in the private database.") { try $0.saveZones(caller: $1, $2, trace: $3) }
+        user(&registry, "zones.fetch", ZonesParams.self, "Fetches the listed zones, or every zone of a database.") { try $0.fetchZones(caller: $1, $2, trace: $3) }
+        user(&registry, "zones.delete", ZonesParams.self, "Deletes (or purges) zones of the private database.") { try $0.deleteZones(caller: $1, $2, trace: $3) }
+        user(&registry, "records.modify", ModifyParams.self, "Saves and deletes records (CloudKit's decision table).") { try $0.modifyRecords(caller: $1, $2, trace: $3) }
+        user(&registry, "records.fetch", FetchRecordsParams.self, "Fetches records by ID.") { try $0.fetchRecords(caller: $1, $2, trace: $3) }
+        user(&registry, "changes.fetchZone", FetchZoneChangesParams.self, "Records changed and deleted since a zone token.") { try $0.fetchZoneChanges(caller: $1, $2, trace: $3, fieldsAsText: true) }
+        user(&registry, "changes.fetchDatabase", FetchDatabaseChangesParams.self, "Zones changed, deleted, purged since a database token.") {
             try $0.fetchDatabaseChanges(caller: $1, $2, trace: $3)
         }
-        user("shares.fetch", ShareParams.self, "A share record with its participants.") { try $0.fetchShare(caller: $1, $2, trace: $3) }
-        user("shares.accept", ShareParams.self, "Accepts a share; its zone appears in the shared database.") { try $0.acceptShare(caller: $1, $2, trace: $3) }
-        user("shares.leave", ShareParams.self, "Leaves a share; its zone leaves the shared database.") { try $0.leaveShare(caller: $1, $2, trace: $3) }
-        user("shares.setPublicPermission", ShareParams.self, "Owner: none, readOnly or readWrite for anyone who accepts.") {
+    }
+
+    /// Shares and their participants.
+    private func registerSharingOperations(in registry: inout OperationRegistry) {
+        user(&registry, "shares.fetch", ShareParams.self, "A share record with its participants.") { try $0.fetchShare(caller: $1, $2, trace: $3) }
+        user(&registry, "shares.accept", ShareParams.self, "Accepts a share; its zone appears in the shared database.") { try $0.acceptShare(caller: $1, $2, trace: $3) }
+        user(&registry, "shares.leave", ShareParams.self, "Leaves a share; its zone leaves the shared database.") { try $0.leaveShare(caller: $1, $2, trace: $3) }
+        user(&registry, "shares.setPublicPermission", ShareParams.self, "Owner: none, readOnly or readWrite for anyone who accepts.") {
             try $0.setPublicPermission(caller: $1, $2, trace: $3)
         }
-        user("shares.invitations", Empty.self, "Shares the caller is invited to or has accepted.") { engine, caller, _, _ in try engine.invitations(caller: caller) }
-        user("shares.owned", Empty.self, "The shares the caller owns, with their participants.") { engine, caller, _, _ in try engine.ownedShares(caller: caller) }
-        user("participants.add", ShareParams.self, "Owner: invites a user with a permission.") { try $0.addParticipant(caller: $1, $2, trace: $3) }
-        user("participants.setPermission", ShareParams.self, "Owner: changes a participant's permission.") {
+        user(&registry, "shares.invitations", Empty.self, "Shares the caller is invited to or has accepted.") { engine, caller, _, _ in try engine.invitations(caller: caller) }
+        user(&registry, "shares.owned", Empty.self, "The shares the caller owns, with their participants.") { engine, caller, _, _ in try engine.ownedShares(caller: caller) }
+        user(&registry, "participants.add", ShareParams.self, "Owner: invites a user with a permission.") { try $0.addParticipant(caller: $1, $2, trace: $3) }
+        user(&registry, "participants.setPermission", ShareParams.self, "Owner: changes a participant's permission.") {
             try $0.setParticipantPermission(caller: $1, $2, trace: $3)
         }
-        user("participants.remove", ShareParams.self, "Owner: removes a participant.") { try $0.removeParticipant(caller: $1, $2, trace: $3) }
+        user(&registry, "participants.remove", ShareParams.self, "Owner: removes a participant.") { try $0.removeParticipant(caller: $1, $2, trace: $3) }
 
-        admin("admin.createUser", CreateUserParams.self, "Creates a user with a credential.") { try $0.createUser($1.user, credential: $1.credential) }
-        admin("admin.setAccountStatus", AccountStatusParams.self, "available, noAccount or temporarilyUnavailable.") { try $0.setAccountStatus($1.user, $1.status) }
-        admin("admin.listUsers", Empty.self, "Every user and account status.") { engine, _ in UsersResult(users: try engine.listUsers()) }
-        admin("admin.reset", ResetParams.self, "Removes everything, one user's data, or one zone (of one environment).") { engine, params in
+    }
+
+    /// Users and their accounts, and clearing data.
+    private func registerAccountAdministration(in registry: inout OperationRegistry) {
+        admin(&registry, "admin.createUser", CreateUserParams.self, "Creates a user with a credential.") { try $0.createUser($1.user, credential: $1.credential) }
+        admin(&registry, "admin.setAccountStatus", AccountStatusParams.self, "available, noAccount or temporarilyUnavailable.") { try $0.setAccountStatus($1.user, $1.status) }
+        admin(&registry, "admin.listUsers", Empty.self, "Every user and account status.") { engine, _ in UsersResult(users: try engine.listUsers()) }
+        admin(&registry, "admin.reset", ResetParams.self, "Removes everything, one user's data, or one zone (of one environment).") { engine, params in
             try engine.inEnvironment(CloudEnvironment.named(params.environment, field: "params.environment", fallback: engine.environment)).reset(params)
         }
-        // Snapshots report progress (`progress` events) to the admin connection that asked.
+    }
+
+    /// The whole cloud out to a snapshot and back. They report progress (`progress` events) to
+    /// the admin connection that asked.
+    private func registerSnapshotAdministration(in registry: inout OperationRegistry) {
+        let service = service
+        // (progress events go to the asking connection) (`progress` events) to the admin connection that asked.
         registry.register("admin.exportSnapshot", params: ExportSnapshotParams.self, access: .admin,
                           summary: "The whole cloud as one JSON snapshot (or into params.path); credentials only with includeCredentials.") { params, context in
             let progress = ProgressReporter(context)
@@ -104,7 +132,11 @@ struct SyncOperations {
             let progress = ProgressReporter(context)
             return try service.run(context, checkAccount: false) { engine, _, _ in try Self.importSnapshot(params, into: engine, progress: progress) }
         }
-        admin("admin.setClock", ClockParams.self, "Fixes, advances or releases the clock.") { engine, params in
+    }
+
+    /// The cloud's clock, limits, tokens and schema, per environment.
+    private func registerEnvironmentAdministration(in registry: inout OperationRegistry) {
+        admin(&registry, "admin.setClock", ClockParams.self, "Fixes, advances or releases the clock.") { engine, params in
             if let advance = params.advanceSeconds {
                 engine.setClock(engine.now() + advance)
             } else {
@@ -112,24 +144,29 @@ struct SyncOperations {
             }
             return ClockResult(now: engine.now(), fixed: params.now != nil || params.advanceSeconds != nil)
         }
-        admin("admin.setLimits", LimitsParams.self, "Changes limits; returns them all.") { try $0.setLimits($1) }
-        admin("admin.expireChangeTokens", EnvironmentParams.self, "Every token of the environment issued so far answers changeTokenExpired.") { engine, params in
+        admin(&registry, "admin.setLimits", LimitsParams.self, "Changes limits; returns them all.") { try $0.setLimits($1) }
+        admin(&registry, "admin.expireChangeTokens", EnvironmentParams.self, "Every token of the environment issued so far answers changeTokenExpired.") { engine, params in
             try params.engine(engine).expireChangeTokens()
         }
-        admin("admin.schema", EnvironmentParams.self, "An environment's record types' fields and their types.") { engine, params in
+        admin(&registry, "admin.schema", EnvironmentParams.self, "An environment's record types' fields and their types.") { engine, params in
             SchemaResult(recordTypes: try params.engine(engine).fieldSchema.withLock { $0 }.json)
         }
-        admin("admin.diffSchema", Empty.self, "Development's schema against production's: what a deploy adds, and what it would remove or retype.") { engine, _ in
+        admin(&registry, "admin.diffSchema", Empty.self, "Development's schema against production's: what a deploy adds, and what it would remove or retype.") { engine, _ in
             engine.diffSchema()
         }
-        admin("admin.deploySchema", Empty.self, "Adds development's record types and fields to production's (additive only).") { engine, _ in
+        admin(&registry, "admin.deploySchema", Empty.self, "Adds development's record types and fields to production's (additive only).") { engine, _ in
             try engine.deploySchema()
         }
-        admin("admin.injectFault", InjectedFault.self, "The next matching user requests fail with a transient error.") { _, fault in
+    }
+
+    /// What tests steer: injected faults, held requests and pushes, the request log.
+    private func registerTestControls(in registry: inout OperationRegistry) {
+        let service = service
+        admin(&registry, "admin.injectFault", InjectedFault.self, "The next matching user requests fail with a transient error.") { _, fault in
             try service.faults.arm(fault)
         }
-        admin("admin.clearFaults", Empty.self, "Disarms every injected fault.") { _, _ in service.faults.clear() }
-        admin("admin.awaitHeldRequests", AwaitHeldParams.self, "Waits until requests are held by hold faults.") { _, params in
+        admin(&registry, "admin.clearFaults", Empty.self, "Disarms every injected fault.") { _, _ in service.faults.clear() }
+        admin(&registry, "admin.awaitHeldRequests", AwaitHeldParams.self, "Waits until requests are held by hold faults.") { _, params in
             let wanted = params.count ?? 1
             let seconds = params.timeoutSeconds ?? 10
             guard wanted >= 1, (0...FaultInjector.longestHold).contains(seconds) else {
@@ -142,7 +179,7 @@ struct SyncOperations {
             }
             return HeldRequestsResult(held: held)
         }
-        admin("admin.releaseHeldRequests", Empty.self, "Lets every request held by a hold fault run.") { _, _ in
+        admin(&registry, "admin.releaseHeldRequests", Empty.self, "Lets every request held by a hold fault run.") { _, _ in
             HeldRequestsResult(released: service.faults.held.releaseAll())
         }
         registry.register("admin.holdPushes", params: Empty.self, access: .admin,
