@@ -65,7 +65,27 @@ public struct Doctor: Sendable {
         checks.append(.init(name: name, found: found.count, detail: found.isEmpty ? clean : dirty))
     }
 
+    /// What one read of a device gives every check: its stores, model, shares and rows.
+    struct DeviceView {
+        var sharedStore: String?
+        var shareZones: Set<String>
+        var storeUUIDs: [String: String]
+        var entities: [JSONValue]
+        var model: JSONValue
+        var rowsByEntity: [String: [[String: JSONValue]]]
+        var allRows: [(String, [String: JSONValue])] { rowsByEntity.flatMap { entity, rows in rows.map { (entity, $0) } } }
+    }
+
     public mutating func examineDevice() async throws(InspectionError) {
+        let view = try await readDevice()
+        examineSharedStoreZones(view)
+        examineRelationships(view)
+        examineSharedGraphs(entities: view.entities, rowsByEntity: view.rowsByEntity, sharedStore: view.sharedStore)
+        try await examineOrphans(view)
+        try await examineExports()
+    }
+
+    private func readDevice() async throws(InspectionError) -> DeviceView {
         let storeList = try await device.call("store.list")["stores"]?.arrayValue ?? []
         let model = try await device.call("model.get")
         let shares = try await device.call("share.list")["shares"]?.arrayValue ?? []
@@ -80,8 +100,14 @@ public struct Doctor: Sendable {
         for entity in entities.compactMap({ $0["name"]?.stringValue }) {
             rowsByEntity[entity] = try await device.rows(entity: entity)
         }
-        let allRows = rowsByEntity.flatMap { entity, rows in rows.map { (entity, $0) } }
 
+        return DeviceView(sharedStore: sharedStore, shareZones: shareZones, storeUUIDs: storeUUIDs, entities: entities, model: model,
+                          rowsByEntity: rowsByEntity)
+    }
+
+    /// Every shared-store object must be in a share zone the device knows (seed 002).
+    private mutating func examineSharedStoreZones(_ view: DeviceView) {
+        let (sharedStore, shareZones, allRows) = (view.sharedStore, view.shareZones, view.allRows)
         var wrongStore: [Finding] = []
         var defaultZone: [Finding] = []
         var unknownZone: [Finding] = []
@@ -119,7 +145,12 @@ public struct Doctor: Sendable {
         record("sharedDefaultZone", defaultZone, clean: "no shared-store object in the core-data or default zone", dirty: "\(defaultZone.count) object(s) in a zone the shared database refuses")
         record("unknownShareZone", unknownZone, clean: "every share zone in use has share metadata", dirty: "\(unknownZone.count) object(s) in zones without a share")
 
-        // Relationships: the related object must be in the same store, and there.
+    }
+
+    /// The related object must be in the same store, and there.
+    private mutating func examineRelationships(_ view: DeviceView) {
+        let (entities, rowsByEntity, storeUUIDs) = (view.entities, view.rowsByEntity, view.storeUUIDs)
+        let allRows = view.allRows
         let present = Set(allRows.compactMap { $0.1["objectID"]?.stringValue })
         let storeOfUUID = Dictionary(storeUUIDs.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
         var crossStore: [Finding] = []
@@ -145,9 +176,11 @@ public struct Doctor: Sendable {
             }
         }
         record("crossStore", crossStore, clean: "no relationship crosses stores or dangles", dirty: "\(crossStore.count) relationship(s) crossing stores or dangling")
-        examineSharedGraphs(entities: entities, rowsByEntity: rowsByEntity, sharedStore: sharedStore)
+    }
 
-        // Orphans, as the model's orphan repair defines them.
+    /// Orphans, as the model's orphan repair defines them.
+    private mutating func examineOrphans(_ view: DeviceView) async throws(InspectionError) {
+        let (model, rowsByEntity, sharedStore) = (view.model, view.rowsByEntity, view.sharedStore)
         var orphans: [Finding] = []
         if let repair = model["orphanRepair"], let child = repair["childEntity"]?.stringValue, let key = repair["relationship"]?.stringValue {
             // An object whose relationship waits for a record not fetched yet is no orphan
@@ -173,7 +206,6 @@ public struct Doctor: Sendable {
             record("orphan", orphans, clean: "every \(child) has a \(key)", dirty: "\(orphans.count) \(child)(s) without a \(key)")
         }
 
-        try await examineExports()
     }
 
     /// A share takes its whole graph: a shared-store object and the object a to-one
