@@ -83,48 +83,7 @@ extension StoreService {
         registry.register("object.insert", params: InsertParams.self, summary: "Inserts new objects (temporary IDs); optionally assigns a store.") { [self] params, request in
             let engine = try engine()
             return try engine.withContext(request.connection, params.context, lockingStores: false) { context, stores in
-                let single = params.objects == nil
-                var items = params.objects ?? []
-                if single {
-                    guard let entity = params.entity else {
-                        throw ServiceError(.missingField, "'object.insert' needs entity (or objects: [{entity, values}]).", details: ["field": "params.entity"])
-                    }
-                    items = [InsertItem(entity: entity, values: params.values, store: params.store, uuid: params.uuid, zone: params.zone, zoneOwner: params.zoneOwner)]
-                }
-                var created: [ContextObject] = []
-                do {
-                    for (index, item) in items.enumerated() {
-                        do {
-                            guard let entity = stores.model.entity(named: item.entity) else { throw StoreError.unknownEntity(item.entity, model: stores.model) }
-                            let target = try item.store.map { try stores.index(named: $0) }
-                            if let target, !stores.list[target].holds(entity.name) { throw Self.entityNotInStore(entity.name, stores.list[target]) }
-                            // The uuid is the object's cloud record name: CKRecord.ID's rules, or
-                            // every send would meet the server's invalidArguments for it.
-                            if let uuid = item.uuid, CloudKitNames.problem(recordName: uuid) != nil {
-                                throw ServiceError(.invalidField, "uuid must be 1 to 255 ASCII characters, not starting with '_' (it is the object's cloud record name).",
-                                                   details: ["field": "params.uuid"])
-                            }
-                            let object = context.insert(entity: entity, uuid: item.uuid, zone: item.zoneKey)
-                            created.append(object)
-                            try context.set(item.values?.values ?? [:], on: object, model: stores.model)
-                            if let target {
-                                object.store = target
-                                object.routing = .init(store: target, reason: .assigned, detail: "assigned to \(stores.list[target].name) at insert")
-                            }
-                        } catch let error as ServiceError where !single {
-                            var wrapped = error
-                            wrapped.wire.details["index"] = .int(index)
-                            wrapped.wire.message = "objects[\(index)]: \(error.wire.message) Nothing was inserted."
-                            throw wrapped
-                        }
-                    }
-                } catch {
-                    for object in created { context.forget(object.uri) }
-                    throw error
-                }
-                if params.returnObjectIDs == false { return InsertResult(insertedCount: created.count) }
-                return single ? InsertResult(objectID: created[0].uri, insertedCount: 1)
-                    : InsertResult(objectIDs: created.map(\.uri), insertedCount: created.count)
+                try Self.insert(params, into: context, stores: stores)
             }
         }
         registry.register("object.assign", params: AssignParams.self, summary: "Chooses the store of a new object (Core Data's assign(_:to:)).") { [self] params, request in
@@ -166,6 +125,52 @@ extension StoreService {
                 return DeleteResult(objectID: object.uri, isDeleted: true)
             }
         }
+    }
+
+    /// object.insert: one object or a list, all or none (a refused item leaves the context as it was).
+    private static func insert(_ params: InsertParams, into context: ManagedObjectContext, stores: StoreSet) throws -> InsertResult {
+        let single = params.objects == nil
+        var items = params.objects ?? []
+        if single {
+            guard let entity = params.entity else {
+                throw ServiceError(.missingField, "'object.insert' needs entity (or objects: [{entity, values}]).", details: ["field": "params.entity"])
+            }
+            items = [InsertItem(entity: entity, values: params.values, store: params.store, uuid: params.uuid, zone: params.zone, zoneOwner: params.zoneOwner)]
+        }
+        var created: [ContextObject] = []
+        do {
+            for (index, item) in items.enumerated() {
+                do {
+                    guard let entity = stores.model.entity(named: item.entity) else { throw StoreError.unknownEntity(item.entity, model: stores.model) }
+                    let target = try item.store.map { try stores.index(named: $0) }
+                    if let target, !stores.list[target].holds(entity.name) { throw Self.entityNotInStore(entity.name, stores.list[target]) }
+                    // The uuid is the object's cloud record name: CKRecord.ID's rules, or
+                    // every send would meet the server's invalidArguments for it.
+                    if let uuid = item.uuid, CloudKitNames.problem(recordName: uuid) != nil {
+                        throw ServiceError(.invalidField, "uuid must be 1 to 255 ASCII characters, not starting with '_' (it is the object's cloud record name).",
+                                           details: ["field": "params.uuid"])
+                    }
+                    let object = context.insert(entity: entity, uuid: item.uuid, zone: item.zoneKey)
+                    created.append(object)
+                    try context.set(item.values?.values ?? [:], on: object, model: stores.model)
+                    if let target {
+                        object.store = target
+                        object.routing = .init(store: target, reason: .assigned, detail: "assigned to \(stores.list[target].name) at insert")
+                    }
+                } catch let error as ServiceError where !single {
+                    var wrapped = error
+                    wrapped.wire.details["index"] = .int(index)
+                    wrapped.wire.message = "objects[\(index)]: \(error.wire.message) Nothing was inserted."
+                    throw wrapped
+                }
+            }
+        } catch {
+            for object in created { context.forget(object.uri) }
+            throw error
+        }
+        if params.returnObjectIDs == false { return InsertResult(insertedCount: created.count) }
+        return single ? InsertResult(objectID: created[0].uri, insertedCount: 1)
+            : InsertResult(objectIDs: created.map(\.uri), insertedCount: created.count)
     }
 
     /// Objects: reading one, permanent IDs, moves between stores.
