@@ -87,8 +87,8 @@ extension CloudMirror {
     /// `applyLocally` (with its second pass for relationships to objects it created), except
     /// that a record the store refuses for what it holds (a value of the wrong type, a
     /// required value missing, a string outside its allowed values: another client wrote it)
-    /// is left out rather than failing the rest. One refused record used to fail every fetch of
-    /// its zone, and every send that fetches first: the device stopped syncing for good. The
+    /// is left out rather than failing the rest: otherwise one refused record would fail every
+    /// fetch of its zone, and every send that fetches first, and the device would stop syncing. The
     /// changes go in one save; only when it is refused are they saved one by one to find the
     /// records at fault. Returns the refused records' errors by uuid; the caller keeps their
     /// bookkeeping as it was (`markUnimportable`), so a later version of the record is tried.

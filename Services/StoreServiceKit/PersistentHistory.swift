@@ -159,8 +159,8 @@ struct HistoryChanges {
     }
 
     /// Reads the packed text as `append` writes it, without building a JSON tree: the mirror
-    /// reads every saved change (a thousand per bulk save), and the tree was a tenth of queueing
-    /// them. Gives up (nil) on anything else — a tombstone, an escaped string, other spacing —
+    /// reads every saved change (a thousand per bulk save), and a tree per change would cost a
+    /// tenth of queueing them. Gives up (nil) on anything else — a tombstone, an escaped string, other spacing —
     /// and the tree path reads it.
     struct PackedReader {
         let bytes: UnsafeBufferPointer<UInt8>

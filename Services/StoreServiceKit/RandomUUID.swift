@@ -16,8 +16,8 @@ import Glibc
 /// Within one source uuids strictly increase (RFC 9562 §6.2 method 1: the counter is seeded at
 /// random in each new millisecond and counts up within it; when it runs out, or the clock
 /// steps back, the time is carried forward). Without Foundation's UUID(), which opens
-/// /dev/urandom on every call on Linux: a 1,000-object insert needs 1,000 ids, and 1,000
-/// open/read/close triples were a tenth of a save. Random bytes are read in 4 KiB batches.
+/// /dev/urandom on every call on Linux: a 1,000-object insert needs 1,000 ids, and a file
+/// open per id would cost as much as a tenth of the save. Random bytes are read in 4 KiB batches.
 /// Not thread-safe: each context owns one.
 struct RandomUUIDSource {
     private var buffer = [UInt8](repeating: 0, count: 4096)

@@ -38,7 +38,7 @@ extension SaveOperation {
         }
     }
 
-    /// Where each new object goes, keyed by object identity (hashing URIs showed in profiles).
+    /// Where each new object goes, keyed by object identity (cheaper to hash than URIs, once per new object).
     func route(inserted: [ContextObject], updated: [ContextObject], outside: [String: Int]) throws -> [ObjectIdentifier: StoreRouter.Decision] {
         var position: [String: Int] = [:]
         position.reserveCapacity(inserted.count)

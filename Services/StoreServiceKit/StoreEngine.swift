@@ -66,9 +66,8 @@ final class StoreEngine: Sendable {
     /// coordinator's lock: always in this order).
     /// `lockingStores: false` for work that reads only what a store set never changes (the
     /// model, the stores' names and entities: `object.insert`), which then runs on a snapshot of
-    /// the set without the store lock. Inserting a 1,000-object batch held the lock a tenth of
-    /// a save's time, while the device's mirror waited for it. (Contexts are only ever touched
-    /// under their connection's table lock, held here either way.)
+    /// the set without the store lock, so a large insert does not hold up the device's mirror.
+    /// (Contexts are only ever touched under their connection's table lock, held here either way.)
     func withContext<T: Sendable>(_ connection: ConnectionHandle, _ id: String, lockingStores: Bool = true,
                                   _ body: (ManagedObjectContext, StoreSet) throws -> T) throws -> T {
         try contexts(connection).with(id) { context in

@@ -1,7 +1,7 @@
 /// A forward-only reader over JSON bytes, for the few hot replies and requests whose shape is
 /// known: a decoder walks the members it expects and keeps what it reads, with no `JSONValue`
-/// tree in between (a fetched page of 1,000 records was 3,000 dictionaries built only to be read
-/// once, most of parsing it).
+/// tree in between (a fetched page of 1,000 records would otherwise be 3,000 dictionaries built
+/// only to be read once).
 ///
 /// Every method answers nil or false at anything it does not expect, and never reads outside
 /// the buffer; a decoder that gets such an answer gives up, and its caller parses the bytes with

@@ -52,10 +52,8 @@ public final class Database {
         if !readOnly {
             // 16 KiB pages for a new database (SQLite keeps an existing file's size): rows here
             // are large (a record's fields, a synced record's server copy: ~0.7 KiB), and with
-            // 4 KiB pages only five fit in one, so appending them spent its time splitting
-            // pages and writing a WAL frame per few rows. Raw SQLite on this project's tables
-            // inserted such rows with about a quarter less CPU; small rows about the same (the
-            // services' own benchmarks moved less than their noise).
+            // 4 KiB pages only five fit in one, so appends split pages and write a WAL frame
+            // every few rows.
             try execute("PRAGMA page_size=\(Self.pageSize)")
         }
         if path != ":memory:" && !readOnly {

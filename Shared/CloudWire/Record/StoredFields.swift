@@ -201,8 +201,8 @@ struct StoredFormScanner {
         return valid && take(UInt8(ascii: "}"))
     }
 
-    /// Whether the bytes in `range` are `name` (compared as bytes: a generic walk over a
-    /// string's UTF-8 view per field showed in profiles).
+    /// Whether the bytes in `range` are `name` (compared as bytes: it runs once per field
+    /// of every record read, where a walk over a string's UTF-8 view costs more).
     private func isType(_ range: Range<Int>, _ name: StaticString) -> Bool {
         guard range.count == name.utf8CodeUnitCount else { return false }
         return memcmp(bytes.baseAddress! + range.lowerBound, name.utf8Start, range.count) == 0
