@@ -161,11 +161,8 @@ struct MirrorImport {
             keys[record.uuid] = next[record.entity.name]!
             next[record.entity.name]! += 1
         }
-        let token = try store.beginHistoryTransaction(author: SaveOperation.syncAuthor, contextName: CloudMirror.importContextName)
-        var history = HistoryChanges()
-        var changedNames = ChangedPropertyNames()
-        var changedIDs: [String] = []
-        changedIDs.reserveCapacity(accepted.count)
+        var changes = StoreChangeRecorder(store: store, author: SaveOperation.syncAuthor, contextName: CloudMirror.importContextName)
+        try changes.begin()
         for record in accepted {
             var values = record.values
             for (number, target) in record.targets.enumerated() {
@@ -174,16 +171,13 @@ struct MirrorImport {
             }
             let key = keys[record.uuid]!
             try store.insert(record.entity, row: .init(primaryKey: key, version: 1, uuid: record.uuid, zone: record.zone, values: values))
-            history.append(kind: .insert, entity: record.entity.name, primaryKey: key, uuid: record.uuid,
-                           changedJSON: changedNames.json(record.entity, values.map { $0 != .null }))
-            changedIDs.append(store.objectID(record.entity.name, key).uri)
+            try changes.inserted(record.entity, primaryKey: key, uuid: record.uuid, setProperties: values.map { $0 != .null })
             CrashPoint.reached("mirror.midImport")
         }
-        try store.writeHistory(token: token, history)
+        let notice = try changes.finish()
         // The line a context save logs for its new objects, so imports show in the routing log.
         logger.info("store routing", ["mode": .string(router.mode.rawValue), "context": .string(CloudMirror.importContextID),
                                       "decisions": ["\(store.name).\(StoreRouter.Reason.assigned.rawValue)": .int(accepted.count)]])
-        return RemoteChangeNotice(store: store.name, storeUUID: store.uuid, token: Int(token), author: SaveOperation.syncAuthor,
-                                  contextName: CloudMirror.importContextName, changedObjectIDs: changedIDs)
+        return notice
     }
 }

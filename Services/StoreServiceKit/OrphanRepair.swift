@@ -73,15 +73,7 @@ struct OrphanRepair {
                                         skipped: [], skippedCount: 0, truncated: false)
         var notices: [RemoteChangeNotice] = []
         try store.database.transaction {
-            var token: Int64?
-            func historyToken() throws -> Int64 {
-                if let token { return token }
-                let new = try store.beginHistoryTransaction(author: author, contextName: "orphanRepair")
-                token = new
-                return new
-            }
-            var changed: [String] = []
-            var history = HistoryChanges()
+            var changes = StoreChangeRecorder(store: store, author: author, contextName: "orphanRepair")
             var sessionKey = try store.database.scalar("SELECT z_pk FROM \(parentTable) WHERE \"a_\(rule.defaultFlag)\" = 1 ORDER BY z_pk LIMIT 1")?.int64
             if sessionKey == nil {
                 let values = try defaultParentValues(parent)
@@ -90,12 +82,9 @@ struct OrphanRepair {
                 let row = PersistentStore.StoredRow(primaryKey: key, version: 1, uuid: uuid, zone: nil,
                                                     values: parent.storedPropertyNames.map { values[$0] ?? .null })
                 try store.insert(parent, row: row)
-                _ = try historyToken()
-                history.append(.init(kind: .insert, entity: parent.name, primaryKey: key, uuid: uuid,
-                                     changed: parent.attributes.map(\.name).filter { values[$0] != .null }, tombstone: nil))
+                try changes.inserted(parent, primaryKey: key, uuid: uuid, setProperties: row.values.map { $0 != .null })
                 sessionKey = key
                 report.sessionCreated = true
-                changed.append(store.objectID(parent.name, key).uri)
             }
             let session = sessionKey!
             report.session = store.objectID(parent.name, session).uri
@@ -103,22 +92,18 @@ struct OrphanRepair {
             let orphan = "\(column) IS NULL AND " + (try PendingLinks.notWaiting(table: childTable, relationship: rule.relationship, in: store.database))
             let listed = try store.database.query("SELECT z_pk FROM \(childTable) WHERE \(orphan) ORDER BY z_pk LIMIT ?", [Self.listLimit + 1])
             if !listed.isEmpty {
-                _ = try historyToken()
                 let changedJSON = PersistentStore.jsonArray([rule.relationship])
                 try store.database.cached("SELECT z_pk, z_uuid FROM \(childTable) WHERE \(orphan) ORDER BY z_pk").forEach { row in
-                    history.append(kind: .update, entity: child.name, primaryKey: row.int64(at: 0), uuid: row.string(at: 1) ?? "", changedJSON: changedJSON)
+                    try changes.updated(entity: child.name, primaryKey: row.int64(at: 0), uuid: row.string(at: 1) ?? "", changedJSON: changedJSON,
+                                        announced: false)
                 }
                 try store.database.execute("UPDATE \(childTable) SET \(column) = ?, z_version = z_version + 1 WHERE \(orphan)", [session])
                 report.attached = store.database.changes
                 report.attachedObjectIDs = listed.prefix(Self.listLimit).compactMap { $0[0].int64 }.map { store.objectID(child.name, $0).uri }
                 report.truncated = report.attached > Self.listLimit
-                changed += report.attachedObjectIDs
+                changes.announce(report.attachedObjectIDs)
             }
-            if let token {
-                try store.writeHistory(token: token, history)
-                notices.append(RemoteChangeNotice(store: store.name, storeUUID: store.uuid, token: Int(token), author: author,
-                                                  contextName: "orphanRepair", changedObjectIDs: changed))
-            }
+            if let notice = try changes.finish() { notices.append(notice) }
         }
         for (index, other) in stores.list.enumerated() where index != privateIndex && other.holds(child.name) {
             let table = PersistentStore.table(child.name)
