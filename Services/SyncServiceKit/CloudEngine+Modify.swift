@@ -18,32 +18,14 @@ extension CloudEngine {
         let saves = params.saves ?? []
         let deletes = params.deletes ?? []
         trace?.database = params.database.rawValue
-        var encoded: [String?] = []
-        var requestBytes = 0
-        for record in saves {
-            // Fields kept as text alone passed the stored-form check, which is stricter than
-            // FieldValidation (it applies the same value rules); they are stored as they came.
-            if let text = record.fieldsText, record.fieldsAreStoredText {
-                requestBytes += text.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
-                encoded.append(text)
-                continue
-            }
-            if FieldValidation.problem(in: record.fields) != nil {
-                encoded.append(nil)
-                continue
-            }
-            // Fields that came with a tree were refused as stored form when parsed: written out.
-            let json = RecordFields(record.fields).text
-            requestBytes += json.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
-            encoded.append(json)
-        }
+        let (encoded, requestBytes) = Self.storedFields(of: saves)
         let policy = params.savePolicy ?? .ifServerRecordUnchanged
         let atomic = params.atomic ?? true
         var zoneSet = Set(saves.lazy.map { $0.zoneID.resolved(caller: caller) })
         zoneSet.formUnion(deletes.lazy.map { $0.zoneID.resolved(caller: caller) })
         let zones = Array(zoneSet)
         let schema = fieldSchema.withLock { $0 }
-        var outcome = try locks.withZones(zones) {
+        let outcome = try locks.withZones(zones) {
             // Decide on a read-only connection (these zones cannot change: their locks are
             // held), then apply the plans in one transaction on the writer.
             let decision = try read { state -> ModifyDecision in
@@ -88,6 +70,38 @@ extension CloudEngine {
                 return outcome
             }
         }
+        return try Self.reply(outcome, to: params, items: saves.count + deletes.count)
+    }
+
+    /// Each save's fields in stored form (nil: invalid, refused by the decision), and the
+    /// request's size as the limit counts it.
+    private static func storedFields(of saves: [CloudRecord]) -> (fields: [String?], bytes: Int) {
+        var encoded: [String?] = []
+        var requestBytes = 0
+        for record in saves {
+            // Fields kept as text alone passed the stored-form check, which is stricter than
+            // FieldValidation (it applies the same value rules); they are stored as they came.
+            if let text = record.fieldsText, record.fieldsAreStoredText {
+                requestBytes += text.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
+                encoded.append(text)
+                continue
+            }
+            if FieldValidation.problem(in: record.fields) != nil {
+                encoded.append(nil)
+                continue
+            }
+            // Fields that came with a tree were refused as stored form when parsed: written out.
+            let json = RecordFields(record.fields).text
+            requestBytes += json.utf8.count + record.recordName.utf8.count + record.recordType.utf8.count
+            encoded.append(json)
+        }
+        return (encoded, requestBytes)
+    }
+
+    /// The reply the request asked for: records in full or tags alone; a partialFailure when
+    /// some items failed.
+    /// (`consuming`: the records' fields are cleared in place, without a copy of the array.)
+    private static func reply(_ outcome: consuming ModifyOutcome, to params: ModifyParams, items: Int) throws -> ModifyResult {
         if params.returnFields == false || params.reply == .tags {
             for index in outcome.saved.indices {
                 outcome.saved[index].fields = [:]
@@ -102,7 +116,7 @@ extension CloudEngine {
             for key in outcome.errors.keys.sorted() {
                 errors[key] = try JSONValue(encoding: Self.fitting(outcome.errors[key]!, into: &budget))
             }
-            throw WireError(.partialFailure, "\(outcome.errors.count) of \(saves.count + deletes.count) items failed.",
+            throw WireError(.partialFailure, "\(outcome.errors.count) of \(items) items failed.",
                             details: ["partialErrors": .object(errors),
                                       "saved": try JSONValue(encoding: outcome.saved),
                                       "deleted": try JSONValue(encoding: outcome.deleted)])
