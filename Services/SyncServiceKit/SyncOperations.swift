@@ -125,6 +125,15 @@ struct SyncOperations {
         admin("admin.deploySchema", Empty.self, "Adds development's record types and fields to production's (additive only).") { engine, _ in
             try engine.deploySchema()
         }
+        admin("admin.exportSchema", EnvironmentParams.self, "An environment's schema as text in CloudKit's schema language.") { engine, params in
+            try params.engine(engine).exportSchema()
+        }
+        admin("admin.importSchema", ImportSchemaParams.self, "Adds a schema-language text's record types and fields to development's schema (additive only).") { engine, params in
+            try engine.importSchema(params.text)
+        }
+        admin("admin.resetDevelopment", Empty.self, "Clears development's data and returns its schema to production's.") { engine, _ in
+            try engine.resetDevelopment()
+        }
         admin("admin.injectFault", InjectedFault.self, "The next matching user requests fail with a transient error.") { _, fault in
             try service.faults.arm(fault)
         }
