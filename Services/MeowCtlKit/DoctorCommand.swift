@@ -25,6 +25,8 @@ enum DoctorCommand {
       unexportable        objects sync.status reports as never exportable
       unimportable        cloud records the store refused (another client wrote values the
                           model cannot hold); they are missing on this device
+      undeployedSchema    records a production cloud refuses because its schema lacks their
+                          record type or field, with the command that deploys it
       pendingLink         imported objects whose related record has not arrived yet (an event
                           fetched before its session), with how long each has waited
       cloudSharedDefaultZone  (with --cloud) the user's shared database lists another user's

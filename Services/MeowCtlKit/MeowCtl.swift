@@ -36,6 +36,7 @@ public enum MeowCtl {
       meowctl diff     --socket DEVICE --cloud SYNC --credential C     a device against the cloud, zone by zone
       meowctl log      --socket SYNC --credential ADMIN [filters] [--follow]   the cloud's request log
       meowctl snapshot export|import --socket SYNC --credential ADMIN --file PATH   the whole cloud to or from a file
+      meowctl schema   export|import|diff|deploy|reset-development --socket SYNC --credential ADMIN   the cloud's schema
 
     A credential (--credential C) can also come from --credential-file FILE (mode 0600) or
     $MEOW_CREDENTIAL: a command line is visible to every local user.
@@ -68,8 +69,9 @@ public enum MeowCtl {
             case "diff": try await DiffCommand.run(rest)
             case "log": try await LogCommand.run(rest)
             case "snapshot": try await SnapshotCommand.run(rest)
+            case "schema": try await SchemaCommand.run(rest)
             case "--version", "version": print("meowctl \(MeowVersion.current)")
-            default: throw CommandError.usage("Unknown command '\(command)'. Commands: call, watch, tap, demo, events, sessions, share, sync, doctor, diff, log, snapshot.")
+            default: throw CommandError.usage("Unknown command '\(command)'. Commands: call, watch, tap, demo, events, sessions, share, sync, doctor, diff, log, snapshot, schema.")
             }
             return 0
         } catch let error as CommandError {

@@ -9,6 +9,7 @@ enum PeopleCommands {
         "diff": DiffCommand.help + deviceAndCloudNote,
         "log": LogCommand.help + adminNote,
         "snapshot": SnapshotCommand.help + adminNote,
+        "schema": SchemaCommand.help + adminNote,
     ]
 
     static let adminNote = """

@@ -42,6 +42,8 @@ extension CloudMirror {
         private var notice: CloudKitEventNotice
         private let mirror: CloudMirror
         private(set) var begun = false
+        /// Set when some items failed and the rest went on: the event ends unsucceeded with it.
+        var partialFailure: WireError?
 
         init(_ type: CloudKitEventNotice.Kind, store: StoreIdentity, mirror: CloudMirror) {
             self.mirror = mirror
@@ -79,7 +81,7 @@ extension CloudMirror {
         if !lazily { event.begin() }
         do {
             let result = try body(event)
-            event.end(nil)
+            event.end(event.partialFailure)
             return result
         } catch {
             event.end(error)

@@ -51,7 +51,12 @@ extension CloudMirror {
         case let .failure(error):
             // The item at fault says what the schema refused.
             guard let item = Self.itemAtFault(error) else { throw error }
-            throw WireError(item.code, "sync.initializeSchema: \(item.message)", details: item.details)
+            // Production learns nothing from saves: its server refuses the representative
+            // records as it refuses any record of an undeployed type or field.
+            let hint = options.environment == .production
+                ? " initializeCloudKitSchema defines a schema only in the development environment; run it against development and deploy the schema to production (meowctl schema deploy)."
+                : ""
+            throw WireError(item.code, "sync.initializeSchema: \(item.message)\(hint)", details: item.details)
         }
         progress.report(phase: "uploading", done: saves.count, total: saves.count)
         let deletes = saves.map { DeleteItem(recordName: $0.recordName, zoneID: $0.zoneID) }

@@ -14,6 +14,9 @@ struct MirrorSendReport: Codable, Sendable {
     var reverted = 0
     /// Entries dropped without a request (their row is gone, or never reached the server).
     var dropped = 0
+    /// Records the server refused with an error of their own (a production schema without
+    /// their field, a field of another type): they stay queued, listed in `sync.status`.
+    var refused = 0
     /// Entries waiting for a retry-after moment.
     var deferred = 0
     var requests = 0
@@ -31,7 +34,12 @@ extension CloudMirror {
         var report = MirrorSendReport()
         for scope in [StoreScope.private, .shared] {
             // An export event only when the store has something to send (`send` begins it).
-            try event(.export, scope: scope, lazily: true) { event in try send(scope: scope, report: &report, event: event) }
+            try event(.export, scope: scope, lazily: true) { event in
+                let refused = report.refused
+                try send(scope: scope, report: &report, event: event)
+                // As NSPersistentCloudKitContainer's export event ends with CloudKit's partialFailure.
+                if report.refused > refused { event?.partialFailure = refusedExportsError(scope: scope) }
+            }
         }
         return report
     }

@@ -15,6 +15,8 @@ extension CloudMirror {
         let deletedNames = verdicts.deleted
         var reverts: [(SendItem, WireError)] = []
         var rootsDeleted: [String] = []
+        var refusalsCleared: [String] = []
+        defer { if !refusalsCleared.isEmpty { progress.withLock { for uuid in refusalsCleared { $0.refusedExports[uuid] = nil } } } }
         try withStores { stores in
             let index = try stores.index(named: scopeStore)
             let store = stores.list[index]
@@ -46,6 +48,7 @@ extension CloudMirror {
                         }
                         try state.dropPending(item.pending)
                         report.saved += 1
+                        refusalsCleared.append(uuid)
                         continue
                     }
                     guard let error else { skipped.insert(uuid); continue }
@@ -124,7 +127,11 @@ extension CloudMirror {
                         skipped.insert(uuid)
                     default:
                         logger.notice("record not saved", ["recordName": .string(uuid), "code": .string(error.code.rawValue), "message": .string(error.message)])
-                        progress.withLock { $0.lastError = error }
+                        progress.withLock {
+                            $0.lastError = error
+                            $0.refusedExports[uuid] = RefusedExport(recordName: uuid, entity: item.entity.name, store: store.name, error: error)
+                        }
+                        report.refused += 1
                         skipped.insert(uuid)
                     }
                 } else if let zone = item.delete {
@@ -134,6 +141,7 @@ extension CloudMirror {
                         try state.rememberDeleted(uuid, zone: zone)
                         if let shareZone = try state.shareZone(ofRoot: uuid), store.scope == .private { rootsDeleted.append(shareZone) }
                         report.deleted += 1
+                        refusalsCleared.append(uuid)
                     } else if error?.code == .permissionFailure, let error {
                         reverts.append((item, error))
                         skipped.insert(uuid)

@@ -58,6 +58,8 @@ final class CloudMirror: Sendable {
         var backoffSeconds = 0.0
         /// A move waits for another device's (`applyVerdicts`): automatic mode fetches before it sends again.
         var fetchBeforeSend = false
+        /// Records the server refused at their last send (by record name), until one saves.
+        var refusedExports: [String: RefusedExport] = [:]
     }
 
     init(options: MirrorOptions, engine: StoreEngine) throws {

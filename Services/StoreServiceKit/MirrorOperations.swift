@@ -37,6 +37,9 @@ struct MirrorStatus: Codable, Sendable {
         var zoneTokens: [String: String]
         /// Seed 002: shared-store objects outside any share zone, never exported.
         var unexportable: [String]
+        /// Records the server refused at their last send (a production schema without their
+        /// field or record type, a field of another type), with its error; they stay queued.
+        var refusedExports: [RefusedExport]
         /// Cloud records the store refused (a value it cannot hold, written by another client):
         /// left out of the import, kept as they were here, tried again when they change.
         var unimportable: [MirrorState.Unimportable]
@@ -115,7 +118,8 @@ extension CloudMirror {
                 return .init(store: store.name, database: Self.database(of: store), pending: pending.count, pendingByZone: byZone,
                              deferred: deferred, exportCursor: cursor, historyToken: Int(store.lastToken), unqueuedTransactions: unqueued,
                              databaseToken: try state.value(MirrorState.databaseTokenKey), zoneTokens: tokens,
-                             unexportable: try state.unexportable(), unimportable: try state.unimportable(),
+                             unexportable: try state.unexportable(), refusedExports: refusedExports(store: store.name),
+                             unimportable: try state.unimportable(),
                              deletesRemembered: try state.rememberedDeletes,
                              tombstonesHeld: try state.heldTombstoneCount,
                              pendingLinks: try PendingLinks(database: store.database).all().map {

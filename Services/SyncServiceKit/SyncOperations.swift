@@ -157,6 +157,15 @@ struct SyncOperations {
         admin(&registry, "admin.deploySchema", Empty.self, "Adds development's record types and fields to production's (additive only).") { engine, _ in
             try engine.deploySchema()
         }
+        admin(&registry, "admin.exportSchema", EnvironmentParams.self, "An environment's schema as text in CloudKit's schema language.") { engine, params in
+            try params.engine(engine).exportSchema()
+        }
+        admin(&registry, "admin.importSchema", ImportSchemaParams.self, "Adds a schema-language text's record types and fields to development's schema (additive only).") { engine, params in
+            try engine.importSchema(params.text)
+        }
+        admin(&registry, "admin.resetDevelopment", Empty.self, "Clears development's data and returns its schema to production's.") { engine, _ in
+            try engine.resetDevelopment()
+        }
     }
 
     /// What tests steer: injected faults, held requests and pushes, the request log.

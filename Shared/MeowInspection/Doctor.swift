@@ -250,6 +250,7 @@ public struct Doctor: Sendable {
         var unexportable: [Finding] = []
         var unimportable: [Finding] = []
         var waiting: [Finding] = []
+        var undeployed: [Finding] = []
         let alreadyReported = Set(findings.compactMap(\.objectID))
         for store in status["stores"]?.arrayValue ?? [] {
             let name = store["store"]?.stringValue ?? "?"
@@ -285,6 +286,7 @@ public struct Doctor: Sendable {
                         + "leaves it out (the rest syncs) and tries again when the record changes.",
                     fix: "Correct the record in the cloud (a valid version is imported on the next fetch), or delete it there."))
             }
+            undeployed += Self.undeployedSchema(store["refusedExports"]?.arrayValue ?? [], store: name)
             for link in store["pendingLinks"]?.arrayValue ?? [] {
                 let record = link["recordName"].cell, target = link["target"].cell
                 waiting.append(.init(kind: "pendingLink", store: name, objectID: nil, zone: link["zone"]?.stringValue,
@@ -298,7 +300,28 @@ public struct Doctor: Sendable {
         record("exportDeferred", deferred, clean: "no export deferred by a retry-after", dirty: "exports deferred by the server")
         record("unexportable", unexportable, clean: "the mirror reports nothing unexportable beyond the findings above", dirty: "\(unexportable.count) object(s) the mirror cannot export")
         record("unimportable", unimportable, clean: "the store refused no cloud record", dirty: "\(unimportable.count) cloud record(s) the store refused")
+        record("undeployedSchema", undeployed, clean: "production refused no record for its schema",
+               dirty: "\(undeployed.count) record type(s) or field(s) production's schema does not have yet")
         record("pendingLink", waiting, clean: "no relationship waits for a record", dirty: "\(waiting.count) relationship(s) wait for records not fetched yet")
+    }
+
+    /// One finding per record type or field a production cloud refused records for
+    /// (`sync.status`'s `refusedExports` with `environment: production`).
+    static func undeployedSchema(_ refused: [JSONValue], store: String) -> [Finding] {
+        let production = refused.filter { $0["environment"]?.stringValue == "production" }
+        let byName = Dictionary(grouping: production) { "\($0["recordType"].cell)\u{0}\($0["field"]?.stringValue ?? "")" }
+        return byName.keys.sorted().map { key in
+            let records = byName[key]!
+            let recordType = records[0]["recordType"].cell
+            let what = records[0]["field"]?.stringValue.map { "field '\($0)' of record type '\(recordType)'" } ?? "record type '\(recordType)'"
+            return Finding(kind: "undeployedSchema", store: store, objectID: nil, zone: nil,
+                summary: "production's schema has no \(what): \(records.count) record(s) of the \(store) store wait to be exported",
+                explanation: "The device syncs with the production environment, which defines nothing on save: its server refuses every record "
+                    + "carrying a record type or field that was never deployed (\(records[0]["message"].cell)). Development learned it when a "
+                    + "development build saved it; the rest of the device's changes are exported.",
+                fix: "Deploy development's schema to production: 'meowctl schema diff' to see it, then 'meowctl schema deploy --socket SYNC_SOCKET "
+                    + "--credential ADMIN' (or --dir DIR); then 'meowctl sync now' on the device.")
+        }
     }
 
     /// The cloud as the device's user sees it: its shared database must hold no core-data or

@@ -108,4 +108,32 @@ struct AuthorizationMatrixTests {
             #expect(documented[role] == measured[role], "docs/SECURITY.md disagrees for \(role). Measured rows:\n\(rendered.joined(separator: "\n"))")
         }
     }
+
+    @Test("every admin op is refused to a user's credential (permissionFailure) and to none (notAuthenticated), and changes nothing")
+    func adminOpsAreAdminOnly() async throws {
+        let directory = TemporaryDirectory()
+        try #"{"users":[{"user":"owner","credential":"owner-secret"}]}"#.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
+        let service = try await ServiceProcess.start("sync-service", ["--socket", directory.file("s.sock"), "--in-memory",
+                                                                      "--users", directory.file("users.json"), "--admin-credential", "admin-secret-for-tests"])
+        let admin = try WireClient(socketPath: directory.file("s.sock"))
+        try await admin.hello(client: "matrix", credential: "admin-secret-for-tests")
+        let ops = try await admin.call("info", [:])["ops"]?.arrayValue?.compactMap(\.stringValue).filter { $0.hasPrefix("admin.") } ?? []
+        for op in ["admin.exportSchema", "admin.importSchema", "admin.diffSchema", "admin.deploySchema", "admin.resetDevelopment"] {
+            #expect(ops.contains(op), "\(op) is not offered")
+        }
+        let before = try await admin.call("admin.exportSnapshot", [:])["snapshot"]?["tables"]
+        for credential in ["owner-secret", nil] {
+            let client = try WireClient(socketPath: directory.file("s.sock"))
+            try await client.hello(client: "matrix", credential: credential)
+            for op in ops {
+                let params: JSONValue = op == "admin.importSchema" ? ["text": "DEFINE SCHEMA RECORD TYPE CD_X (\"CD_y\" STRING);"] : [:]
+                let outcome = await Self.outcome(client, op, params)
+                #expect(outcome == (credential == nil ? "notAuthenticated" : "permissionFailure"), "\(op) answered \(outcome)")
+            }
+            client.close()
+        }
+        #expect(try await admin.call("admin.exportSnapshot", [:])["snapshot"]?["tables"] == before)
+        admin.close()
+        _ = await service.stop()
+    }
 }

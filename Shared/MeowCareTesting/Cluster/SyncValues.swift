@@ -7,6 +7,8 @@ public struct SyncSendResult: Decodable, Sendable, Hashable {
     /// Local changes the server refused (`permissionFailure`) and the device undid.
     public var reverted: Int
     public var dropped: Int
+    /// Records the server refused with an error of their own (an undeployed production field): still queued.
+    public var refused: Int?
     /// Entries held back by a server retry-after.
     public var deferred: Int
     public var requests: Int

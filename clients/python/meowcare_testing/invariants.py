@@ -157,6 +157,14 @@ def _check_exports(status: Dict[str, Any], already: Set[str]) -> List[Finding]:
             findings.append(Finding("unimportable", f"cloud record {refused.get('recordName')} ({refused.get('entity')}, zone "
                                     f"{refused.get('zone')}) was not imported into the {name} store: {refused.get('code')}: "
                                     f"{refused.get('message')}", "Correct or delete the record in the cloud.", name, None, refused.get("zone")))
+        undeployed = {}
+        for refused in store.get("refusedExports") or []:
+            if refused.get("environment") == "production":
+                undeployed.setdefault((refused.get("recordType"), refused.get("field")), []).append(refused)
+        for (record_type, field), records in sorted(undeployed.items(), key=lambda item: (item[0][0] or "", item[0][1] or "")):
+            what = f"field '{field}' of record type '{record_type}'" if field else f"record type '{record_type}'"
+            findings.append(Finding("undeployedSchema", f"production's schema has no {what}: {len(records)} record(s) of the {name} store "
+                                    "wait to be exported", "Deploy development's schema: meowctl schema deploy, then sync again.", name))
         for link in store.get("pendingLinks") or []:
             findings.append(Finding("pendingLink", f"{link.get('entity')} {link.get('recordName')} in the {name} store waits for its "
                                     f"{link.get('relationship')} record {link.get('target')} ({link.get('waitingSeconds')} s)",
