@@ -10,7 +10,14 @@ import SQLiteKit
 /// (`2026-07-27T09:30:00.000Z`): it sorts correctly as text, so SQLite orders and compares dates
 /// without conversion, and a fetch sends the stored text as is.
 enum AttributeCoding {
+    /// The storage form of a wire value, validated as Core Data validates the property.
     static func storageValue(_ value: JSONValue, for attribute: AttributeDescription, entity: String) throws -> SQLValue {
+        let stored = try convert(value, for: attribute, entity: entity)
+        try AttributeValidation.validate(stored, attribute: attribute, entity: entity)
+        return stored
+    }
+
+    private static func convert(_ value: JSONValue, for attribute: AttributeDescription, entity: String) throws -> SQLValue {
         func wrongType(_ expected: String) -> ServiceError {
             StoreError.invalidValue(entity: entity, property: attribute.name, "expected \(expected), got \(describe(value)).")
         }
@@ -29,6 +36,9 @@ enum AttributeCoding {
         case let (.integer, .double(number)):
             guard number.rounded() == number, abs(number) < 9.0e15 else { throw wrongType("a whole number") }
             return .integer(Int64(number))
+        case (.integer, .string):
+            guard let number = AttributeTypeCoding.wholeNumber(value) else { throw wrongType("a whole number") }
+            return .integer(number)
         case (.integer, _): throw wrongType("a whole number")
         case let (.double, .double(number)):
             // The cloud refuses it too (`FieldValueRules`): its sign would not survive storage or sync.
@@ -45,6 +55,7 @@ enum AttributeCoding {
             guard isInCloudRange(canonical) else { throw wrongType("a date in \(FieldValueRules.dateRangeText)") }
             return .text(canonical)
         case (.date, _): throw wrongType("an ISO-8601 date string")
+        default: return try AttributeTypeCoding.storageValue(value, for: attribute, entity: entity)
         }
     }
 
@@ -128,6 +139,7 @@ enum AttributeCoding {
 
     /// The wire form of a stored attribute value.
     static func jsonValue(_ value: SQLValue, type: AttributeType) -> JSONValue {
+        if let special = AttributeTypeCoding.jsonValue(value, type: type) { return special }
         switch (type, value) {
         case (_, .null): return .null
         case let (.boolean, .integer(flag)): return .bool(flag != 0)

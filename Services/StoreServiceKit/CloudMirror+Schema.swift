@@ -86,8 +86,12 @@ extension MirrorRecordCoding {
             let stand: JSONValue
             switch attribute.type {
             case .string: stand = .string(attribute.allowedValues?.first ?? "initializeSchema")
-            case .integer, .boolean, .date: stand = 0
-            case .double: stand = 0.5
+            case .integer, .integer16, .integer32, .boolean, .date: stand = 0
+            case .double, .float: stand = 0.5
+            case .decimal: stand = "0.5"
+            case .uuid: stand = "00000000-0000-0000-0000-000000000000"
+            case .uri: stand = "https://example.com/initializeSchema"
+            case .binary, .transformable: stand = "AA=="
             }
             add(fieldName(attribute.name), fieldType(attribute.type), stand)
         }

@@ -68,7 +68,7 @@ extension CloudMirror {
                 // The first ordinary save after a move drops the move's bookkeeping field (the
                 // server keeps a key a save leaves out).
                 let dropped = only != nil && entry.movedFromKept ? [MovedFrom.field] : []
-                fields = Self.clearing(edited, entity: entity, row: row, also: dropped, in: fields)
+                fields = Self.clearing(edited, entity: entity, row: row, also: dropped, assetThreshold: store.assetThreshold, in: fields)
                 var record = CloudRecord(recordName: pending.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(entity.name))
                 var move: ZoneID?
                 var partial = false
@@ -108,13 +108,25 @@ extension CloudMirror {
     /// out would keep its old value. Fields nobody changed here are left out, not cleared;
     /// `extra` fields are cleared too.
     static func clearing(_ changed: Set<String>, entity: EntityDescription, row: PersistentStore.StoredRow,
-                         also extra: [String] = [], in text: String) -> String {
+                         also extra: [String] = [], assetThreshold: Int = StoreOptions.defaultAssetThreshold, in text: String) -> String {
         let names = entity.storedPropertyNames
         var cleared = extra
         if !changed.isEmpty {
             for (position, value) in row.values.enumerated() where value.isNull && position < names.count {
                 let field = MirrorRecordCoding.fieldName(names[position])
                 if changed.contains(field) { cleared.append(field) }
+            }
+            // A data value is in one of its two fields: the other is cleared (a value that grew
+            // past the threshold leaves its bytes field, one that shrank its asset).
+            for (position, attribute) in entity.attributes.enumerated() where attribute.type.isData {
+                let field = MirrorRecordCoding.fieldName(attribute.name)
+                guard changed.contains(field) else { continue }
+                let value = row.values[position]
+                if value.isNull || (value.bytes?.count ?? 0) <= assetThreshold {
+                    cleared.append(MirrorRecordCoding.assetFieldName(attribute.name))
+                } else {
+                    cleared.append(field)
+                }
             }
         }
         guard !cleared.isEmpty, text.hasSuffix("}") else { return text }

@@ -67,10 +67,16 @@ struct FetchRows: Encodable, Sendable {
                     }
                     continue
                 }
-                switch (entity.attributes[index].type, value) {
+                let type = entity.attributes[index].type
+                if type.isData || type.integerRange != nil, let special = AttributeTypeCoding.jsonValue(value, type: type), !special.isNull {
+                    // Bytes as base64, and integers past 2^53 as text.
+                    if let text = special.stringValue { try row.encode(text) } else { try row.encode(value.int64 ?? 0) }
+                    continue
+                }
+                switch (type, value) {
                 case (_, .null): try row.encodeNil()
                 case let (.boolean, .integer(flag)): try row.encode(flag != 0)
-                case let (.double, .integer(number)): try row.encode(Double(number))
+                case let (.double, .integer(number)), let (.float, .integer(number)): try row.encode(Double(number))
                 case let (_, .integer(number)): try row.encode(number)
                 case let (_, .real(number)): try row.encode(number)
                 case let (_, .text(text)): try row.encode(text)

@@ -100,8 +100,24 @@ public final class EntityDescription: Sendable, Codable {
     public func position(ofToOne index: Int) -> Int { attributes.count + index }
 }
 
+/// Core Data's attribute types. `integer` is Integer 64 (the name predates the others).
 public enum AttributeType: String, Sendable, Codable, CaseIterable {
     case string, integer, double, boolean, date
+    case integer16, integer32, float, decimal, binary, uuid, uri, transformable
+
+    /// The whole-number types and their ranges (Integer 16, 32, 64).
+    var integerRange: ClosedRange<Int64>? {
+        switch self {
+        case .integer16: return Int64(Int16.min)...Int64(Int16.max)
+        case .integer32: return Int64(Int32.min)...Int64(Int32.max)
+        case .integer: return Int64.min...Int64.max
+        default: return nil
+        }
+    }
+
+    /// Types whose values are bytes (base64 on the wire, BLOB in SQLite, bytes or an asset in a record).
+    var isData: Bool { self == .binary || self == .transformable }
+    var isNumeric: Bool { integerRange != nil || self == .double || self == .float || self == .decimal }
 }
 
 public struct AttributeDescription: Sendable, Codable {
@@ -116,9 +132,17 @@ public struct AttributeDescription: Sendable, Codable {
     /// The attribute's name in an earlier model version (Core Data's renaming identifier).
     public var renamingIdentifier: String?
     public var versionHashModifier: String?
+    /// Core Data's validation: numbers' and dates' bounds (a date as ISO-8601 text, a decimal
+    /// as text or a number), strings' lengths and pattern (matched against the whole string).
+    public var constraints = AttributeConstraints()
+    /// Binary Data's "Allows External Storage" (kept for the model; the store keeps bytes inline).
+    public var allowsExternalBinaryDataStorage: Bool
+    /// Transformable's transformer (values travel as the transformed data).
+    public var valueTransformerName: String?
 
     enum CodingKeys: String, CodingKey {
         case name, type, optional, defaultValue, allowedValues, preservesValueInHistoryOnDeletion, renamingIdentifier, versionHashModifier
+        case minValue, maxValue, minLength, maxLength, regularExpression, allowsExternalBinaryDataStorage, valueTransformerName
     }
 
     public init(name: String, type: AttributeType, optional: Bool = true) {
@@ -128,6 +152,7 @@ public struct AttributeDescription: Sendable, Codable {
         self.allowedValues = nil
         self.defaultValue = nil
         self.preservesValueInHistoryOnDeletion = false
+        self.allowsExternalBinaryDataStorage = false
     }
 
     public init(from decoder: any Decoder) throws {
@@ -140,7 +165,54 @@ public struct AttributeDescription: Sendable, Codable {
         preservesValueInHistoryOnDeletion = try container.decodeIfPresent(Bool.self, forKey: .preservesValueInHistoryOnDeletion) ?? false
         renamingIdentifier = try container.decodeIfPresent(String.self, forKey: .renamingIdentifier)
         versionHashModifier = try container.decodeIfPresent(String.self, forKey: .versionHashModifier)
+        constraints = AttributeConstraints(
+            minValue: try container.decodeIfPresent(JSONValue.self, forKey: .minValue),
+            maxValue: try container.decodeIfPresent(JSONValue.self, forKey: .maxValue),
+            minLength: try container.decodeIfPresent(Int.self, forKey: .minLength),
+            maxLength: try container.decodeIfPresent(Int.self, forKey: .maxLength),
+            regularExpression: try container.decodeIfPresent(String.self, forKey: .regularExpression))
+        allowsExternalBinaryDataStorage = try container.decodeIfPresent(Bool.self, forKey: .allowsExternalBinaryDataStorage) ?? false
+        valueTransformerName = try container.decodeIfPresent(String.self, forKey: .valueTransformerName)
     }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(type, forKey: .type)
+        try container.encode(optional, forKey: .optional)
+        try container.encodeIfPresent(defaultValue, forKey: .defaultValue)
+        try container.encodeIfPresent(allowedValues, forKey: .allowedValues)
+        try container.encode(preservesValueInHistoryOnDeletion, forKey: .preservesValueInHistoryOnDeletion)
+        try container.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
+        try container.encodeIfPresent(versionHashModifier, forKey: .versionHashModifier)
+        try container.encodeIfPresent(constraints.minValue, forKey: .minValue)
+        try container.encodeIfPresent(constraints.maxValue, forKey: .maxValue)
+        try container.encodeIfPresent(constraints.minLength, forKey: .minLength)
+        try container.encodeIfPresent(constraints.maxLength, forKey: .maxLength)
+        try container.encodeIfPresent(constraints.regularExpression, forKey: .regularExpression)
+        if allowsExternalBinaryDataStorage { try container.encode(true, forKey: .allowsExternalBinaryDataStorage) }
+        try container.encodeIfPresent(valueTransformerName, forKey: .valueTransformerName)
+    }
+}
+
+/// An attribute's validation settings (Xcode's Validation section of the attribute inspector).
+public struct AttributeConstraints: Sendable, Equatable {
+    public var minValue: JSONValue?
+    public var maxValue: JSONValue?
+    public var minLength: Int?
+    public var maxLength: Int?
+    public var regularExpression: String?
+
+    public init(minValue: JSONValue? = nil, maxValue: JSONValue? = nil, minLength: Int? = nil, maxLength: Int? = nil,
+                regularExpression: String? = nil) {
+        self.minValue = minValue
+        self.maxValue = maxValue
+        self.minLength = minLength
+        self.maxLength = maxLength
+        self.regularExpression = regularExpression
+    }
+
+    var isEmpty: Bool { self == AttributeConstraints() }
 }
 
 public enum DeleteRule: String, Sendable, Codable {

@@ -74,15 +74,24 @@ struct MirrorImport {
         /// written in this order too: `MirrorRecordCoding.TextCache`).
         let sorted: [(name: String, position: Int)]
 
+        /// Per data attribute's position, its asset field's name (`CD_<name>_ckAsset`), which
+        /// holds the value instead when it is large.
+        let assetNames: [Int: String]
+
         init(_ entity: EntityDescription) {
             names = entity.storedPropertyNames.map(MirrorRecordCoding.fieldName)
+            var assetNames: [Int: String] = [:]
+            for (position, attribute) in entity.attributes.enumerated() where attribute.type.isData {
+                assetNames[position] = MirrorRecordCoding.assetFieldName(attribute.name)
+            }
+            self.assetNames = assetNames
             // Swift's order on strings: byte order for the ASCII names stored form has.
-            sorted = names.enumerated().map { ($0.element, $0.offset) }.sorted { $0.name < $1.name }
+            sorted = (names.enumerated().map { ($0.element, $0.offset) } + assetNames.map { ($0.value, $0.key) }).sorted { $0.name < $1.name }
         }
 
         /// Per stored property, its field's value in a tree of fields.
         func values(_ fields: [String: JSONValue]) -> [JSONValue?] {
-            names.map { fields[$0]?["value"] }
+            names.enumerated().map { position, name in fields[name]?["value"] ?? assetNames[position].flatMap { fields[$0]?["value"] } }
         }
 
         /// Per stored property, its field's value among fields read from stored form (in the
@@ -110,9 +119,10 @@ struct MirrorImport {
                 if let allowed = attribute.allowedValues, !allowed.contains(text) { return nil }
                 return .text(text)
             }
-        case .integer: if let integer = value.intValue { return .integer(Int64(integer)) }
+        case .integer: if case let .int(integer) = value { return .integer(Int64(integer)) }
         case .boolean: if let flag = value.intValue.map({ $0 != 0 }) ?? value.boolValue { return .integer(flag ? 1 : 0) }
         case .double: if let number = value.doubleValue { return .real(number) }
+        case .integer16, .integer32, .float, .decimal, .binary, .transformable, .uuid, .uri: break
         case .date:
             // The written text is canonical but for dates outside what the store accepts (a
             // negative year): those are refused as `context.set` refuses them.

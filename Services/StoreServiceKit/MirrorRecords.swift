@@ -15,6 +15,10 @@ extension CloudRecord {
 enum MirrorRecordCoding {
     static func fieldName(_ property: String) -> String { CloudKitNames.coreDataName(property) }
 
+    /// The field a large binary value travels in as a CloudKit asset (NSPersistentCloudKitContainer's name).
+    static func assetFieldName(_ property: String) -> String { CloudKitNames.coreDataName(property) + assetSuffix }
+    static let assetSuffix = "_ckAsset"
+
     static let isoFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
     static func seconds(iso text: String) -> Double? { ISOTime.seconds(text) }
@@ -44,31 +48,45 @@ enum MirrorRecordCoding {
         var stamps: (text: String, quoted: RecordFields.Builder.Quoted)?
         /// Per entity: its stored properties in field-name order, each with its field's opening
         /// text (`"CD_name":{"type":…,"value":`), so a record is written in one pass.
-        var layouts: [String: [(position: Int, name: String, opening: RecordFields.Builder.Opening)]] = [:]
+        var layouts: [String: [Slot]] = [:]
 
-        mutating func layout(_ entity: EntityDescription) -> [(position: Int, name: String, opening: RecordFields.Builder.Opening)] {
+        /// A field a stored property may be written in: an asset slot holds a data attribute's
+        /// value past the store's asset threshold, its plain slot the value otherwise.
+        struct Slot {
+            var position: Int
+            var name: String
+            var opening: RecordFields.Builder.Opening
+            var asset: Bool
+        }
+
+        mutating func layout(_ entity: EntityDescription) -> [Slot] {
             if let layout = layouts[entity.name] { return layout }
             // The stored properties' fields in name order (the order a fetch reads them in), and
             // the entity's name in its place among them (position -1): records go out in key
             // order, the stored form the sync-service keeps without writing them again.
             let fields = (MirrorImport.FieldLayout(entity).sorted + [(CloudKitNames.entityNameField, -1)]).sorted { $0.name < $1.name }
-            let layout = fields.map { name, position -> (position: Int, name: String, opening: RecordFields.Builder.Opening) in
+            let layout = fields.map { name, position -> Slot in
                 // The entity's name and relationships (related record names) are strings.
-                let type = position < 0 || position >= entity.attributes.count ? "string" : fieldType(entity.attributes[position].type)
-                return (position, name, RecordFields.Builder.opening(name: name, type: type))
+                let isAttribute = position >= 0 && position < entity.attributes.count
+                let asset = isAttribute && name.hasSuffix(assetSuffix) && entity.attributes[position].type.isData
+                let type = asset ? "asset" : isAttribute ? fieldType(entity.attributes[position].type) : "string"
+                return Slot(position: position, name: name, opening: RecordFields.Builder.opening(name: name, type: type), asset: asset)
             }
             layouts[entity.name] = layout
             return layout
         }
     }
 
-    /// The field type an attribute's values go out as.
+    /// The field type an attribute's values go out as (NSPersistentCloudKitContainer's
+    /// mapping: whole numbers and flags INT64, Float and Double DOUBLE, Date TIMESTAMP, data
+    /// BYTES, and Decimal, UUID and URI as their text in STRING).
     static func fieldType(_ type: AttributeType) -> String {
         switch type {
-        case .string: return "string"
-        case .integer, .boolean: return "int64"
-        case .double: return "double"
+        case .string, .decimal, .uuid, .uri: return "string"
+        case .integer, .integer16, .integer32, .boolean: return "int64"
+        case .double, .float: return "double"
         case .date: return "date"
+        case .binary, .transformable: return "bytes"
         }
     }
 
@@ -82,8 +100,9 @@ enum MirrorRecordCoding {
                            timesText: String?, only: Set<String>? = nil, cache: inout TextCache) throws -> String {
         var record = RecordFields.Builder()
         let attributeCount = entity.attributes.count
-        for (position, name, opening) in cache.layout(entity) {
-            if let only, !only.contains(name) { continue }
+        for slot in cache.layout(entity) {
+            let (position, name, opening) = (slot.position, slot.name, slot.opening)
+            if let only, !only.contains(slot.asset ? String(name.dropLast(assetSuffix.count)) : name) { continue }
             if position < 0 {
                 record.open(opening)
                 record.string(entity.name)
@@ -92,6 +111,8 @@ enum MirrorRecordCoding {
             }
             let value = row.values[position]
             guard !value.isNull else { continue }
+            if position < attributeCount, entity.attributes[position].type.isData,
+               ((value.bytes?.count ?? 0) > state.store.assetThreshold) != slot.asset { continue }
             var related: String?
             if position >= attributeCount {
                 // A related record's name, or nothing when the related row is gone.
@@ -107,10 +128,11 @@ enum MirrorRecordCoding {
                 record.string(related)
             } else {
                 switch entity.attributes[position].type {
-                case .string: record.string(value.string ?? "")
-                case .integer, .boolean: record.int64(value.int64 ?? 0)
-                case .double: record.double(value.double ?? 0)
+                case .string, .decimal, .uuid, .uri: record.string(value.string ?? "")
+                case .integer, .integer16, .integer32, .boolean: record.int64(value.int64 ?? 0)
+                case .double, .float: record.double(value.double ?? 0)
                 case .date: record.double(seconds(iso: value.string ?? "") ?? 0)
+                case .binary, .transformable: record.string(Data(value.bytes ?? []).base64EncodedString())
                 }
             }
             record.close()
@@ -158,7 +180,9 @@ enum MirrorRecordCoding {
     static func attributeValues(entity: EntityDescription, fields: [String: JSONValue]) -> [String: JSONValue] {
         var values: [String: JSONValue] = [:]
         for attribute in entity.attributes {
-            values[attribute.name] = attributeValue(fields[fieldName(attribute.name)]?["value"], type: attribute.type)
+            var field = fields[fieldName(attribute.name)]
+            if field == nil, attribute.type.isData { field = fields[assetFieldName(attribute.name)] }
+            values[attribute.name] = attributeValue(field?["value"], type: attribute.type)
         }
         return values
     }
@@ -170,10 +194,10 @@ enum MirrorRecordCoding {
     static func attributeValue(_ value: JSONValue?, type: AttributeType) -> JSONValue {
         guard let value, !value.isNull else { return .null }
         switch type {
-        case .string: return value.stringValue.map { .string($0) } ?? value
-        case .integer: return value.intValue.map { .int($0) } ?? value
+        case .string, .decimal, .uuid, .uri, .binary, .transformable: return value.stringValue.map { .string($0) } ?? value
+        case .integer, .integer16, .integer32: return value.intValue.map { .int($0) } ?? value
         case .boolean: return value.intValue.map { .bool($0 != 0) } ?? value.boolValue.map { .bool($0) } ?? value
-        case .double: return value.doubleValue.map { .double($0) } ?? value
+        case .double, .float: return value.doubleValue.map { .double($0) } ?? value
         case .date: return value.doubleValue.map { .string(iso(seconds: $0)) } ?? value
         }
     }

@@ -71,6 +71,14 @@ enum ModelJSONWriter {
         if attribute.preservesValueInHistoryOnDeletion { fields.append(("preservesValueInHistoryOnDeletion", true)) }
         if let identifier = attribute.renamingIdentifier { fields.append(("renamingIdentifier", .string(identifier))) }
         if let modifier = attribute.versionHashModifier { fields.append(("versionHashModifier", .string(modifier))) }
+        let constraints = attribute.constraints
+        if let value = constraints.minValue { fields.append(("minValue", value)) }
+        if let value = constraints.maxValue { fields.append(("maxValue", value)) }
+        if let length = constraints.minLength { fields.append(("minLength", .int(length))) }
+        if let length = constraints.maxLength { fields.append(("maxLength", .int(length))) }
+        if let pattern = constraints.regularExpression { fields.append(("regularExpression", .string(pattern))) }
+        if attribute.allowsExternalBinaryDataStorage { fields.append(("allowsExternalBinaryDataStorage", true)) }
+        if let name = attribute.valueTransformerName { fields.append(("valueTransformerName", .string(name))) }
         return fields
     }
 

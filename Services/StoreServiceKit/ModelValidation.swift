@@ -1,5 +1,6 @@
 import FoundationEssentials
 import MeowWire
+import ServiceRuntime
 
 extension ManagedObjectModel {
     /// Decodes and validates a model file.
@@ -70,9 +71,11 @@ extension ManagedObjectModel {
             for attribute in entity.attributes {
                 guard Self.isIdentifier(attribute.name) else { throw ModelError("\(entity.name): attribute name '\(attribute.name)' must be letters, digits and _.") }
                 guard properties.insert(attribute.name).inserted else { throw ModelError("\(entity.name).\(attribute.name) is defined twice.") }
+                try AttributeSettingsCheck.check(attribute, entity: entity.name)
                 if let value = attribute.defaultValue, value != .null {
                     do { _ = try AttributeCoding.storageValue(value, for: attribute, entity: entity.name) } catch {
-                        throw ModelError("\(entity.name).\(attribute.name): the default value \(value) is not a valid \(attribute.type.rawValue).")
+                        let why = (error as? ServiceError).map { " (\($0.wire.message))" } ?? ""
+                        throw ModelError("\(entity.name).\(attribute.name): the default value \(JSONWriter.text(value)) is not a valid \(attribute.type.rawValue)\(why).")
                     }
                 }
                 if attribute.allowedValues != nil, attribute.type != .string {

@@ -28,6 +28,8 @@ final class PersistentStore: @unchecked Sendable {
     let model: ManagedObjectModel
     /// The device's clock (its coordinator's): history times are read from it.
     let clock: DeviceClock
+    /// A binary value larger than this many bytes goes to the cloud as an asset.
+    let assetThreshold: Int
     let database: Database
     private(set) var uuid: String = ""
     /// The entities this store holds, by name.
@@ -42,8 +44,9 @@ final class PersistentStore: @unchecked Sendable {
 
     /// Opens (creating if needed) the store at `filePath`, or an in-memory store when nil.
     init(url: String, filePath: String?, configuration: StoreConfiguration, model: ManagedObjectModel,
-         clock: DeviceClock = DeviceClock()) throws {
+         clock: DeviceClock = DeviceClock(), assetThreshold: Int = StoreOptions.defaultAssetThreshold) throws {
         self.url = url
+        self.assetThreshold = assetThreshold
         self.clock = clock
         self.filePath = filePath
         self.configuration = configuration
@@ -90,6 +93,7 @@ final class PersistentStore: @unchecked Sendable {
         configuration = store.configuration
         model = store.model
         clock = store.clock
+        assetThreshold = store.assetThreshold
         database = try Database(path: filePath, readOnly: true)
         try database.execute("PRAGMA cache_size = -32768")
         uuid = store.uuid
@@ -105,9 +109,10 @@ final class PersistentStore: @unchecked Sendable {
 
     static func sqlType(_ type: AttributeType) -> String {
         switch type {
-        case .string, .date: return "TEXT"
-        case .integer, .boolean: return "INTEGER"
-        case .double: return "REAL"
+        case .string, .date, .decimal, .uuid, .uri: return "TEXT"
+        case .integer, .integer16, .integer32, .boolean: return "INTEGER"
+        case .double, .float: return "REAL"
+        case .binary, .transformable: return "BLOB"
         }
     }
 

@@ -24,8 +24,12 @@ public final class PersistentStoreCoordinator: Sendable {
         var list: [PersistentStore] = []
     }
 
-    public init(model: ManagedObjectModel) {
+    /// Binary values larger than this many bytes go to the cloud as assets (`--asset-threshold`).
+    public let assetThreshold: Int
+
+    public init(model: ManagedObjectModel, assetThreshold: Int = StoreOptions.defaultAssetThreshold) {
         self.model = model
+        self.assetThreshold = assetThreshold
     }
 
     /// Loads the store of `configuration` from `filePath` (nil: in memory). Fails with 134081
@@ -40,7 +44,8 @@ public final class PersistentStoreCoordinator: Sendable {
                 throw StoreError.coreData(.storeAlreadyAdded, 134081, StoreError.duplicateStoreMessage,
                                           ["url": .string(url), "storeUUID": .string(loaded.uuid)])
             }
-            let store = try PersistentStore(url: url, filePath: filePath, configuration: configuration, model: model, clock: clock)
+            let store = try PersistentStore(url: url, filePath: filePath, configuration: configuration, model: model, clock: clock,
+                                            assetThreshold: assetThreshold)
             if let loaded = stores.list.first(where: { $0.uuid == store.uuid }) {
                 throw StoreError.coreData(.storeAlreadyAdded, 134081, StoreError.duplicateStoreMessage,
                                           ["url": .string(url), "storeUUID": .string(store.uuid), "loadedURL": .string(loaded.url)])

@@ -33,8 +33,8 @@ final class StoreEngine: Sendable {
     /// `directory`, or in-memory stores with distinct URLs (seed 000: two in-memory stores with
     /// one identity would collide).
     static func openStores(model: ManagedObjectModel, persistence: ServiceConfiguration.Persistence,
-                           loadOrder: [StoreScope]) throws -> PersistentStoreCoordinator {
-        let coordinator = PersistentStoreCoordinator(model: model)
+                           loadOrder: [StoreScope], assetThreshold: Int = StoreOptions.defaultAssetThreshold) throws -> PersistentStoreCoordinator {
+        let coordinator = PersistentStoreCoordinator(model: model, assetThreshold: assetThreshold)
         let memoryDirectory = "memory:///\(model.name)-InMemory-\(UUID().uuidString)"
         if case let .dataDirectory(directory) = persistence {
             do { try PrivateDirectory.make(directory) } catch { throw ServiceError(.internalError, "Cannot create the data directory: \(error.message)") }

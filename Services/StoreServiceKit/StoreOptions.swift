@@ -13,6 +13,11 @@ public struct StoreOptions: Sendable {
     public var loadOrder: [StoreScope] = [.private, .shared]
     /// Cloud mirroring (`--sync-socket`), nil when off.
     public var mirror: MirrorOptions?
+    /// Binary Data and Transformable values larger than this go to the cloud as assets
+    /// (`CD_<name>_ckAsset`), as NSPersistentCloudKitContainer keeps records under CloudKit's
+    /// 1 MB: a quarter of it leaves room for the record's other fields.
+    public var assetThreshold = StoreOptions.defaultAssetThreshold
+    public static let defaultAssetThreshold = 256 * 1024
 
     public init() {}
 
@@ -23,6 +28,7 @@ public struct StoreOptions: Sendable {
         .init("check-model", help: "Check the model (--model, else MeowCare's) as a mirrored store's load does: print CloudKit's refusal and exit 78, or exit 0."),
         .init("routing", value: "MODE", help: "Where unassigned new objects go: deterministic (default: related object's store, else private), strict (refuse ambiguous inserts) or legacy (Core Data's load order)."),
         .init("load-order", value: "ORDER", help: "private,shared (default) or shared,private: the order the stores are loaded in."),
+        .init("asset-threshold", value: "BYTES", help: "Send binary values larger than this as CloudKit assets (CD_<name>_ckAsset; default 262144)."),
         .init("no-orphan-repair", help: "Do not attach orphans to the default session at start-up (repair.orphans still works)."),
     ]
 
@@ -52,6 +58,10 @@ public struct StoreOptions: Sendable {
             }
         }
         result.orphanRepairAtStart = !options.has("no-orphan-repair")
+        if let text = options.value("asset-threshold") {
+            guard let bytes = Int(text), bytes >= 0 else { throw UsageError("--asset-threshold takes a number of bytes; got '\(text)'.") }
+            result.assetThreshold = bytes
+        }
         result.mirror = try MirrorOptions.from(options)
         return result
     }

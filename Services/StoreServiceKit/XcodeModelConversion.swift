@@ -65,19 +65,31 @@ enum XcodeModelConversion {
         result.renamingIdentifier = attribute.renamingIdentifier
         result.versionHashModifier = attribute.versionHashModifier
         result.defaultValue = try defaultValue(attribute, type: type, place: place)
+        result.constraints = try XcodeAttributeSettings.constraints(attribute, type: type, place: place)
+        result.allowsExternalBinaryDataStorage = attribute.allowsExternalBinaryDataStorage
+        result.valueTransformerName = type == .transformable ? attribute.valueTransformerName : nil
         return result
     }
 
     /// Xcode's type names, as the `attributeType` of its XML spells them.
-    static let xcodeTypeNames = ["String", "Integer 64", "Double", "Boolean", "Date"]
+    static let xcodeTypeNames = ["Integer 16", "Integer 32", "Integer 64", "Decimal", "Double", "Float", "String", "Boolean", "Date",
+                                 "Binary", "UUID", "URI", "Transformable"]
 
     static func attributeType(xcode name: String) -> AttributeType? {
         switch name {
         case "String": return .string
+        case "Integer 16": return .integer16
+        case "Integer 32": return .integer32
         case "Integer 64": return .integer
+        case "Decimal": return .decimal
         case "Double": return .double
+        case "Float": return .float
         case "Boolean": return .boolean
         case "Date": return .date
+        case "Binary": return .binary
+        case "UUID": return .uuid
+        case "URI": return .uri
+        case "Transformable": return .transformable
         default: return nil
         }
     }
@@ -100,13 +112,14 @@ enum XcodeModelConversion {
             case "no", "false", "0": return .bool(false)
             default: throw bad()
             }
-        case .integer:
+        case .integer, .integer16, .integer32:
             guard let number = Int(text) else { throw bad() }
             return .int(number)
-        case .double:
+        case .double, .float:
             guard let number = Double(text) else { throw bad() }
             return .double(number)
-        case .date: return nil
+        case .decimal, .uuid, .uri: return .string(text)
+        case .date, .binary, .transformable: return nil
         }
     }
 
@@ -170,5 +183,53 @@ enum XcodeModelConversion {
             StoreConfiguration(name: same ? "Shared" : sharedConfiguration.name, scope: .shared, entities: sharedConfiguration.entities,
                                usedWithCloudKit: sharedConfiguration.usedWithCloudKit),
         ]
+    }
+}
+
+/// Xcode's validation settings of an attribute as constraints: `minValueString` and
+/// `maxValueString` are a number's bounds and a string's lengths; dates' bounds are seconds
+/// since 2001 (`minDateTimeInterval`, `maxDateTimeInterval`).
+enum XcodeAttributeSettings {
+    static func constraints(_ attribute: XcodeModelContents.Attribute, type: AttributeType, place: String) throws(ModelError) -> AttributeConstraints {
+        var constraints = AttributeConstraints()
+        constraints.regularExpression = attribute.regularExpressionString
+        switch type {
+        case .string, .uri:
+            constraints.minLength = try length(attribute.minValueString, place: place, key: "minValueString")
+            constraints.maxLength = try length(attribute.maxValueString, place: place, key: "maxValueString")
+        case .integer, .integer16, .integer32, .double, .float:
+            constraints.minValue = try number(attribute.minValueString, place: place, key: "minValueString")
+            constraints.maxValue = try number(attribute.maxValueString, place: place, key: "maxValueString")
+        case .decimal:
+            constraints.minValue = attribute.minValueString.map { .string($0) }
+            constraints.maxValue = attribute.maxValueString.map { .string($0) }
+        case .date:
+            constraints.minValue = try date(attribute.minDateTimeInterval, place: place, key: "minDateTimeInterval")
+            constraints.maxValue = try date(attribute.maxDateTimeInterval, place: place, key: "maxDateTimeInterval")
+        case .boolean, .binary, .transformable, .uuid:
+            if attribute.minValueString != nil || attribute.maxValueString != nil {
+                throw ModelError("\(place): minimum and maximum values are not supported on a \(type.rawValue) attribute; remove them.")
+            }
+        }
+        return constraints
+    }
+
+    private static func length(_ text: String?, place: String, key: String) throws(ModelError) -> Int? {
+        guard let text else { return nil }
+        guard let value = Int(text), value >= 0 else { throw ModelError("\(place): \(key) '\(text)' is not a length.") }
+        return value
+    }
+
+    private static func number(_ text: String?, place: String, key: String) throws(ModelError) -> JSONValue? {
+        guard let text else { return nil }
+        if let value = Int(text) { return .int(value) }
+        guard let value = Double(text) else { throw ModelError("\(place): \(key) '\(text)' is not a number.") }
+        return .double(value)
+    }
+
+    private static func date(_ text: String?, place: String, key: String) throws(ModelError) -> JSONValue? {
+        guard let text else { return nil }
+        guard let seconds = Double(text) else { throw ModelError("\(place): \(key) '\(text)' is not a number of seconds since 2001.") }
+        return .string(ISOTime.string(seconds: seconds + XcodeModelConversion.referenceDateOffset))
     }
 }

@@ -57,6 +57,7 @@ public struct LimitsParams: Codable, Sendable {
     public var maxItemsPerRequest: Int?
     public var maxRequestBytes: Int?
     public var maxRecordBytes: Int?
+    public var maxAssetBytes: Int?
     public var maxParticipants: Int?
     public var maxZonesPerUser: Int?
     public var retentionSeconds: Int?
@@ -258,6 +259,7 @@ extension CloudEngine {
         try apply(params.maxItemsPerRequest, \.maxItemsPerRequest, "maxItemsPerRequest", min: 1)
         try apply(params.maxRequestBytes, \.maxRequestBytes, "maxRequestBytes", min: 1)
         try apply(params.maxRecordBytes, \.maxRecordBytes, "maxRecordBytes", min: 1)
+        try apply(params.maxAssetBytes, \.maxAssetBytes, "maxAssetBytes", min: 1)
         try apply(params.maxParticipants, \.maxParticipants, "maxParticipants", min: 1)
         try apply(params.maxZonesPerUser, \.maxZonesPerUser, "maxZonesPerUser", min: 1)
         try apply(params.retentionSeconds, \.retentionSeconds, "retentionSeconds", min: 0)

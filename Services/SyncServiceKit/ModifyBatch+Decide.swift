@@ -19,9 +19,10 @@ extension ModifyBatch {
         }
         guard let fieldsJSON else { throw WireError(.invalidArguments, "Record '\(record.recordName)' has invalid fields.") }
         let limit = state.limits.maxRecordBytes
-        guard fieldsJSON.utf8.count <= limit else {
-            throw WireError(.limitExceeded, "Record '\(record.recordName)' is \(fieldsJSON.utf8.count) bytes; a record may hold at most \(limit).",
-                            details: ["bytes": .int(fieldsJSON.utf8.count), "maxRecordBytes": .int(limit)])
+        let assetBytes = try AssetFields.check(fieldsJSON, record: record.recordName, limits: state.limits)
+        guard fieldsJSON.utf8.count - assetBytes <= limit else {
+            throw WireError(.limitExceeded, "Record '\(record.recordName)' is \(fieldsJSON.utf8.count - assetBytes) bytes; a record may hold at most \(limit).",
+                            details: ["bytes": .int(fieldsJSON.utf8.count - assetBytes), "maxRecordBytes": .int(limit)])
         }
         let existing = lookUp ? try state.record(zone: zone.id, name: record.recordName) : nil
         let live = existing.flatMap { $0.deleted ? nil : $0 }
@@ -69,7 +70,7 @@ extension ModifyBatch {
         for (name, value) in state.decodeFields(fieldsJSON) { fields[name] = value }
         for name in removed { fields.removeValue(forKey: name) }
         let text = try state.encodeFields(fields)
-        let limit = state.limits.maxRecordBytes
+        let limit = state.limits.maxRecordBytes + (try AssetFields.check(text, record: record.recordName, limits: state.limits))
         guard text.utf8.count <= limit else {
             throw WireError(.limitExceeded, "Record '\(record.recordName)' would be \(text.utf8.count) bytes with the fields it keeps; a record may hold at most \(limit).",
                             details: ["bytes": .int(text.utf8.count), "maxRecordBytes": .int(limit)])

@@ -22,6 +22,9 @@ public struct CloudLimits: Codable, Sendable, Hashable {
     public var maxItemsPerRequest = 400
     public var maxRequestBytes = 2 * 1024 * 1024
     public var maxRecordBytes = 1024 * 1024
+    /// Bytes of one asset's data. CloudKit takes 50 MB; here an asset travels inside its
+    /// record's modify request, so it is held under the request limit (`AssetFields`).
+    public var maxAssetBytes = 1024 * 1024
     public var maxParticipants = 100
     public var maxZonesPerUser = 1000
     /// Deleted-record tombstones and superseded versions older than this are dropped; tokens

@@ -60,7 +60,8 @@ public final class SyncService: ServiceDefinition {
             .init("retention", value: "SECONDS", help: "History kept for change tokens (default 2592000); older tokens get changeTokenExpired."),
             .init("max-items", value: "N", help: "Items per records.modify request (default 400)."),
             .init("max-request-bytes", value: "N", help: "Record bytes per records.modify request (default 2097152)."),
-            .init("max-record-bytes", value: "N", help: "Bytes per record (default 1048576)."),
+            .init("max-record-bytes", value: "N", help: "Bytes per record, asset fields aside (default 1048576)."),
+            .init("max-asset-bytes", value: "N", help: "Bytes of one asset field's data (default 1048576)."),
             .init("max-participants", value: "N", help: "Participants per share (default 100)."),
         ])
 
@@ -83,6 +84,7 @@ public final class SyncService: ServiceDefinition {
         settings.limits.maxItemsPerRequest = try options.int("max-items", default: settings.limits.maxItemsPerRequest, range: 1...1_000_000)
         settings.limits.maxRequestBytes = try options.int("max-request-bytes", default: settings.limits.maxRequestBytes, range: 1...(1 << 31))
         settings.limits.maxRecordBytes = try options.int("max-record-bytes", default: settings.limits.maxRecordBytes, range: 1...(1 << 31))
+        settings.limits.maxAssetBytes = try options.int("max-asset-bytes", default: settings.limits.maxAssetBytes, range: 1...(1 << 31))
         settings.limits.maxParticipants = try options.int("max-participants", default: settings.limits.maxParticipants, range: 1...100_000)
         return settings
     }

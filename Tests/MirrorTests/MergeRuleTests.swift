@@ -292,6 +292,7 @@ extension Mirroring {
                 case .integer, .boolean: values[index] = .integer(7)
                 case .double: values[index] = .real(250.5)
                 case .date: values[index] = .text("2026-11-30T08:00:00.250Z")
+                default: Issue.record("MeowCare's model has only the five basic types")
                 }
             }
             let row = PersistentStore.StoredRow(primaryKey: 1, version: 1, uuid: "E1", zone: nil, values: values)

@@ -143,7 +143,7 @@ public struct CloudRecord: Codable, Sendable, Hashable {
 }
 
 /// Field types the server checks; any other type is stored as given. Values follow
-/// `FieldValueRules`: bytes are base64, dates lie in years 0001–9999, an int64 fits 64 bits,
+/// `FieldValueRules`: bytes and assets are base64, dates lie in years 0001–9999, an int64 fits 64 bits,
 /// and a negative zero double or date is refused (it would come back as 0).
 package enum FieldValidation {
     /// The first field with a problem: its name and what is wrong.
@@ -175,10 +175,10 @@ package enum FieldValidation {
                 return "the date \(number) is outside \(FieldValueRules.dateRangeText)"
             }
             return nil
-        case "bytes":
-            guard let text = value.stringValue else { return "a bytes field needs a base64 string value" }
+        case "bytes", "asset":
+            guard let text = value.stringValue else { return "a \(type) field needs a base64 string value" }
             return FieldValueRules.isBase64(text) ? nil
-                : "a bytes field needs base64 text (A–Z, a–z, 0–9, + and /, padded with = to a multiple of 4 characters)"
+                : "a \(type) field needs base64 text (A–Z, a–z, 0–9, + and /, padded with = to a multiple of 4 characters)"
         case "reference": return value["recordName"]?.stringValue == nil ? "a reference needs {\"recordName\": …}" : nil
         case "list":
             guard let items = value.arrayValue else { return "a list field needs an array value" }
@@ -236,7 +236,7 @@ package struct FieldDecoding: Decodable {
 
     private static func decodeValue(_ container: KeyedDecodingContainer<Key>, _ key: Key, type: String?) throws -> JSONValue {
         switch type {
-        case "string", "bytes":
+        case "string", "bytes", "asset":
             if let text = try? container.decode(String.self, forKey: key) { return .string(text) }
         case "int64":
             if let number = try? container.decode(Int.self, forKey: key) { return .int(number) }

@@ -186,7 +186,7 @@ struct StoredFormScanner {
         let valid: Bool
         if isType(type, "string") {
             valid = canonicalString()
-        } else if isType(type, "bytes") {
+        } else if isType(type, "bytes") || isType(type, "asset") {
             valid = base64String()
         } else if isType(type, "int64") {
             valid = integer(maxDigits: 18)

@@ -262,6 +262,38 @@ class ValidationRelationshipDeniedDelete(ValidationError):
     pass
 
 
+class ValidationNumberTooLarge(ValidationError):
+    pass
+
+
+class ValidationNumberTooSmall(ValidationError):
+    pass
+
+
+class ValidationDateTooLate(ValidationError):
+    pass
+
+
+class ValidationDateTooSoon(ValidationError):
+    pass
+
+
+class ValidationStringTooLong(ValidationError):
+    pass
+
+
+class ValidationStringTooShort(ValidationError):
+    pass
+
+
+class ValidationRelationshipLacksMinimumCount(ValidationError):
+    pass
+
+
+class ValidationRelationshipExceedsMaximumCount(ValidationError):
+    pass
+
+
 class ValidationMultipleErrors(ValidationError):
     """1560: several validation errors; ``errors`` lists them (each code, message, objectID, property)."""
 
@@ -382,6 +414,14 @@ _BY_CODE: Dict[str, Type[MeowError]] = {
     "validationStringPatternMatching": ValidationStringPatternMatching,
     "validationRelationshipDeniedDelete": ValidationRelationshipDeniedDelete,
     "validationMultipleErrors": ValidationMultipleErrors,
+    "validationNumberTooLarge": ValidationNumberTooLarge,
+    "validationNumberTooSmall": ValidationNumberTooSmall,
+    "validationDateTooLate": ValidationDateTooLate,
+    "validationDateTooSoon": ValidationDateTooSoon,
+    "validationStringTooLong": ValidationStringTooLong,
+    "validationStringTooShort": ValidationStringTooShort,
+    "validationRelationshipLacksMinimumCount": ValidationRelationshipLacksMinimumCount,
+    "validationRelationshipExceedsMaximumCount": ValidationRelationshipExceedsMaximumCount,
     # the store-service's own
     "unknownObject": UnknownObject, "unknownContext": UnknownContext, "unknownEntity": UnknownEntity,
     "unknownAttribute": UnknownAttribute, "unknownStore": UnknownStore, "invalidPredicate": InvalidPredicate,
