@@ -78,6 +78,15 @@ struct SyncOperations {
         user("participants.setPermission", ShareParams.self, "Owner: changes a participant's permission.") {
             try $0.setParticipantPermission(caller: $1, $2, trace: $3)
         }
+        user("subscriptions.save", SaveSubscriptionsParams.self, "Saves (or replaces) database, recordZone and query subscriptions.") {
+            try $0.saveSubscriptions(caller: $1, $2, trace: $3)
+        }
+        user("subscriptions.fetch", SubscriptionIDsParams.self, "The caller's subscriptions of a database (or the listed ones).") {
+            try $0.fetchSubscriptions(caller: $1, $2, trace: $3)
+        }
+        user("subscriptions.delete", SubscriptionIDsParams.self, "Deletes the caller's listed subscriptions of a database.") {
+            try $0.deleteSubscriptions(caller: $1, $2, trace: $3)
+        }
         user("participants.remove", ShareParams.self, "Owner: removes a participant.") { try $0.removeParticipant(caller: $1, $2, trace: $3) }
 
         admin("admin.createUser", CreateUserParams.self, "Creates a user with a credential.") { try $0.createUser($1.user, credential: $1.credential) }
