@@ -49,6 +49,8 @@ import Testing
             (["subscriptionID": "x", "subscriptionType": "query", "recordType": "CD_Note", "predicate": "CD_value >> 2"], "invalidArguments", "Malformed predicate at character 11"),
             (["subscriptionID": "x", "subscriptionType": "query", "recordType": "CD_Note", "predicate": "CD_kind == \"open"], "invalidArguments", "expected a value"),
             (["subscriptionID": "x", "subscriptionType": "recordZone"], "invalidArguments", "needs zoneID"),
+            (["subscriptionID": "x", "subscriptionType": "recordZone", "zoneID": ["zoneName": "Notes", "ownerName": "alice"]], "invalidArguments",
+             "names one of the caller's own zones"),
             (["subscriptionID": "x", "subscriptionType": "query", "recordType": "CD_Note", "firesOn": ["recordMove"]], "invalidArguments", "firesOn takes"),
         ]
         for (subscription, code, text) in refusals {
