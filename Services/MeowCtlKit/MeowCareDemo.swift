@@ -62,6 +62,7 @@ struct MeowCareDemo {
         await ConvergenceChapters(deployment: deployment, transcript: transcript).tell()
         await RobustnessChapters(deployment: deployment, transcript: transcript).tell()
         await LeavingChapter(deployment: deployment, transcript: transcript).tell()
+        await SchemaChapter(deployment: deployment, transcript: transcript).tell()
         _ = sessionID
     }
 

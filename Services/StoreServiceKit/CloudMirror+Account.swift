@@ -91,7 +91,10 @@ extension CloudMirror {
                 try MirrorState(store).setValue(MirrorState.exportCursorKey, String(store.lastToken))
             }
         }
-        progress.withLock { $0.zonesEnsured = [] }
+        progress.withLock {
+            $0.zonesEnsured = []
+            $0.refusedExports = [:]
+        }
         return removed
     }
 

@@ -38,13 +38,7 @@ extension CloudMirror {
             client.close()
             throw WireError(.notAuthenticated, "The sync-service did not identify a user for the mirror's credential.")
         }
-        if options.mode == .automatic {
-            _ = try? client.callBlocking("subscribe", ["topics": ["databaseChanges"]] as JSONValue)
-            let events = client.events
-            Task.detached { [weak self] in
-                for await event in events where event.name == "databaseChanged" { self?.poke() }
-            }
-        }
+        if options.mode == .automatic { listenForChanges(client) }
         let live = Connection(client: client, user: user)
         do {
             try signIn(user)

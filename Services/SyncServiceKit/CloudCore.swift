@@ -23,6 +23,7 @@ final class CloudCore: Sendable {
     /// thunks from every `withLock { $0 }` (the inout is converted out and back), so each
     /// commit deepened the call chain until, ~24,000 commits in, publishing overflowed the stack.
     let listener = Mutex<ChangeListener?>(nil)
+    let notificationListener = Mutex<NotificationListener?>(nil)
     private let developmentSchema = SchemaBox()
     private let productionSchema = SchemaBox()
 
@@ -36,6 +37,11 @@ final class CloudCore: Sendable {
     final class ChangeListener: Sendable {
         let body: @Sendable ([ChangeNotice]) -> Void
         init(_ body: @escaping @Sendable ([ChangeNotice]) -> Void) { self.body = body }
+    }
+
+    final class NotificationListener: Sendable {
+        let body: @Sendable ([SubscriptionNotice]) -> Void
+        init(_ body: @escaping @Sendable ([SubscriptionNotice]) -> Void) { self.body = body }
     }
 
     init(database: sending Database, limits: CloudLimits, readers: Int) throws {

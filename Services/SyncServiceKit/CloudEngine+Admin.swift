@@ -126,6 +126,12 @@ extension CloudEngine {
                 throw WireError(.invalidArguments, "params.scope must be all, user, zone or encryptedData.")
             }
             for zone in zones { try state.removeZone(zone, kind: kind) }
+            // A reset of everything or of a user takes the subscriptions too, as the user's databases go.
+            if params.scope == "all" {
+                try state.db.execute("DELETE FROM subscriptions WHERE environment = ?", [environment])
+            } else if params.scope == "user", let user = params.user {
+                try state.db.execute("DELETE FROM subscriptions WHERE environment = ? AND user = ?", [environment, user])
+            }
             if params.scope == "all" {
                 try state.db.execute("DELETE FROM database_changes WHERE environment = ?", [environment])
                 try state.setDatabaseHorizon(state.seq)
@@ -202,6 +208,7 @@ extension CloudEngine {
                         }
                         values[fieldsColumn] = .text(RecordFields(fields).text)
                     }
+                    if table.name == "subscriptions" { try Self.checkSubscriptionRow(values, row: number + 1, state: state) }
                     try state.db.execute(sql, values)
                 }
             }

@@ -97,6 +97,11 @@ public final class CloudEngine: Sendable {
         core.listener.withLock { $0 = CloudCore.ChangeListener(body) }
     }
 
+    /// Called after each committed change that matched subscriptions, with their notifications.
+    func onNotifications(_ body: @escaping @Sendable ([SubscriptionNotice]) -> Void) {
+        core.notificationListener.withLock { $0 = CloudCore.NotificationListener(body) }
+    }
+
     // MARK: Clock
 
     /// Seconds since 1970: the injected time when one is set, else the real clock.
@@ -115,11 +120,13 @@ public final class CloudEngine: Sendable {
     func write<T: Sendable>(_ body: (CloudState) throws -> T) throws -> T {
         let now = now()
         let limits = limits()
-        let (value, notices) = try locked { state throws -> (T, [ChangeNotice]) in
+        let (value, notices, notifications) = try locked { state throws -> (T, [ChangeNotice], [SubscriptionNotice]) in
             state.now = now
             state.limits = limits
             state.environment = environment
             state.notices = []
+            state.recordChanges = []
+            state.subscriptionNotices = []
             let startSeq = state.seq
             do {
                 let value = try state.db.transaction {
@@ -129,13 +136,15 @@ public final class CloudEngine: Sendable {
                     }
                     return value
                 }
-                return (value, state.notices)
+                return (value, state.notices, state.subscriptionNotices)
             } catch {
                 state.notices = []
+                state.subscriptionNotices = []
                 throw error
             }
         }
         if !notices.isEmpty, let listener = core.listener.withLock({ $0 }) { listener.body(notices) }
+        if !notifications.isEmpty, let listener = core.notificationListener.withLock({ $0 }) { listener.body(notifications) }
         return value
     }
 
@@ -285,6 +294,10 @@ final class CloudState: @unchecked Sendable {
     /// The environment of the request running now (set by `CloudEngine.read`/`write`).
     var environment: CloudEnvironment = .development
     var notices: [ChangeNotice] = []
+    /// The request's record changes not yet matched against subscriptions (`touchZone` matches them).
+    var recordChanges: [RecordChange] = []
+    /// Subscription notifications of the request, published after it commits.
+    var subscriptionNotices: [SubscriptionNotice] = []
     let encoder: JSONEncoder
     let decoder = JSONDecoder()
 

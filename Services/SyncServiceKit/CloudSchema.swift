@@ -53,6 +53,8 @@ enum CloudSchema {
     CREATE INDEX IF NOT EXISTS zone_removals_by_age ON database_changes(changed) WHERE kind != 'changed';
     CREATE TABLE IF NOT EXISTS field_types(record_type TEXT NOT NULL, field TEXT NOT NULL, type TEXT NOT NULL,
         environment TEXT NOT NULL DEFAULT 'development', PRIMARY KEY(environment, record_type, field));
+    CREATE TABLE IF NOT EXISTS subscriptions(environment TEXT NOT NULL, user TEXT NOT NULL, database TEXT NOT NULL, id TEXT NOT NULL,
+        body TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY(environment, user, database, id));
     """
 
     /// Tables a snapshot carries, with their columns, in an order that imports cleanly.
@@ -67,6 +69,7 @@ enum CloudSchema {
         ("reading_starts", ["zone", "user", "seq"]),
         ("database_changes", ["user", "scope", "owner", "zone_name", "kind", "seq", "changed", "environment"]),
         ("field_types", ["record_type", "field", "type", "environment"]),
+        ("subscriptions", ["environment", "user", "database", "id", "body", "created"]),
         ("meta", ["key", "value"]),
     ]
 

@@ -243,9 +243,12 @@ extension CloudState {
         guard !zone.isDefaultZone else { return }
         let seq = nextSeq()
         try logDatabaseChange(user: zone.owner, scope: .private, zone: zone, kind: kind, seq: seq)
+        try notifySubscribers(zone: zone, user: zone.owner, database: .private, seq: seq)
         for user in try readingUsers(zone: zone.id) where user != zone.owner {
             try logDatabaseChange(user: user, scope: .shared, zone: zone, kind: kind == "changed" ? kind : "deleted", seq: seq)
+            try notifySubscribers(zone: zone, user: user, database: .shared, seq: seq)
         }
+        recordChanges.removeAll { $0.zone == zone.id }
     }
 
     func logDatabaseChange(user: String, scope: DatabaseScope, zone: ZoneRow, kind: String, seq: Int64) throws {

@@ -14,6 +14,11 @@ extension ModifyBatch {
                                                parent: record.parent?.recordName, share: share, previous: existing, user: caller)
             savedNames.insert(record.recordName)
             savedStored.append((stored, fields))
+            if !record.isShare {
+                let created = existing.map(\.deleted) ?? true
+                state.recordChanges.append(RecordChange(zone: zone.id, name: stored.name, type: stored.type, fieldsText: stored.fields,
+                                                        reason: created ? "recordCreated" : "recordUpdated"))
+            }
             if let parent = record.parent?.recordName, !parentsToBump.contains(parent) { parentsToBump.append(parent) }
             if record.isShare && existing.flatMap({ $0.deleted ? nil : $0 }) == nil {
                 let root = plans.values.lazy.compactMap { plan -> String? in
@@ -34,6 +39,7 @@ extension ModifyBatch {
                 } else {
                     if let share = live.share { try state.endShare(zone: zone, name: share, user: caller) }
                     try state.tombstone(zone: zone, name: live.name, user: caller)
+                    state.recordChanges.append(RecordChange(zone: zone.id, name: live.name, type: live.type, fieldsText: live.fields, reason: "recordDeleted"))
                 }
                 outcome.deleted.append(RecordID(recordName: live.name, zoneID: items[index].zoneID))
             case .delete(nil)?:

@@ -3,15 +3,19 @@ import MeowWire
 import ServiceRuntime
 import Synchronization
 
-/// Holds `databaseChanged` pushes while an operator asks (`admin.holdPushes`), and delivers or
-/// drops them on command (`admin.releasePushes`): a test can then force any order of a server
-/// commit and its notification — a push before the client fetches, after, or never.
+/// Holds pushes — `databaseChanged` events and subscriptions' `notification` events — while an
+/// operator asks (`admin.holdPushes`), and delivers or drops them on command
+/// (`admin.releasePushes`): a test can then force any order of a server commit and its
+/// notification — a push before the client fetches, after, or never.
 final class PushGate: Sendable {
     struct Push: Sendable {
         let user: String
         /// Only connections working in this environment hear of it.
         let environment: CloudEnvironment
-        let event: DatabaseChangedEvent
+        /// The topic and event name it goes out as, and its data.
+        let topic: String
+        let name: String
+        let data: JSONValue
         /// The connection whose request made the change: not pushed, as CloudKit excludes
         /// the device a change originates from.
         var origin: Int?
@@ -53,7 +57,7 @@ final class PushGate: Sendable {
 
     private static func deliver(_ push: Push, via events: EventHub, available: (String) -> Bool) {
         guard available(push.user) else { return }
-        events.publish(topic: SyncService.databaseChangesTopic, event: "databaseChanged", data: push.event) {
+        events.publish(topic: push.topic, event: push.name, data: push.data) {
             $0.principal?.user == push.user && $0.id != push.origin && SyncService.environment(of: $0) == push.environment
         }
     }

@@ -41,6 +41,7 @@ struct SyncOperations {
     func register(in registry: inout OperationRegistry) {
         registerDatabaseOperations(in: &registry)
         registerSharingOperations(in: &registry)
+        registerSubscriptionOperations(in: &registry)
         registerAccountAdministration(in: &registry)
         registerSnapshotAdministration(in: &registry)
         registerEnvironmentAdministration(in: &registry)
@@ -97,6 +98,19 @@ struct SyncOperations {
             try $0.setParticipantPermission(caller: $1, $2, trace: $3)
         }
         user(&registry, "participants.remove", ShareParams.self, "Owner: removes a participant.") { try $0.removeParticipant(caller: $1, $2, trace: $3) }
+    }
+
+    /// Subscriptions: the cloud's own objects, per user, database and environment.
+    private func registerSubscriptionOperations(in registry: inout OperationRegistry) {
+        user(&registry, "subscriptions.save", SaveSubscriptionsParams.self, "Saves (or replaces) database, recordZone and query subscriptions.") {
+            try $0.saveSubscriptions(caller: $1, $2, trace: $3)
+        }
+        user(&registry, "subscriptions.fetch", SubscriptionIDsParams.self, "The caller's subscriptions of a database (or the listed ones).") {
+            try $0.fetchSubscriptions(caller: $1, $2, trace: $3)
+        }
+        user(&registry, "subscriptions.delete", SubscriptionIDsParams.self, "Deletes the caller's listed subscriptions of a database.") {
+            try $0.deleteSubscriptions(caller: $1, $2, trace: $3)
+        }
 
     }
 
@@ -114,7 +128,6 @@ struct SyncOperations {
     /// the admin connection that asked.
     private func registerSnapshotAdministration(in registry: inout OperationRegistry) {
         let service = service
-        // (progress events go to the asking connection) (`progress` events) to the admin connection that asked.
         registry.register("admin.exportSnapshot", params: ExportSnapshotParams.self, access: .admin,
                           summary: "The whole cloud as one JSON snapshot (or into params.path); credentials only with includeCredentials.") { params, context in
             let progress = ProgressReporter(context)

@@ -32,6 +32,8 @@ public final class SyncService: ServiceDefinition {
     /// The shortest admin credential start-up accepts: the admin reads and replaces the whole cloud.
     public static let minimumAdminCredentialLength = 16
     public static let databaseChangesTopic = "databaseChanges"
+    /// Subscriptions' notifications (`notification` events).
+    public static let notificationsTopic = "notifications"
     public let configuration: ServiceConfiguration
     public let settings: SyncSettings
     private let engineBox = Mutex<CloudEngine?>(nil)
@@ -108,7 +110,7 @@ public final class SyncService: ServiceDefinition {
     public var keptRequestText: JSONParser.KeptText? {
         JSONParser.KeptText(key: "fields", depth: 4, textOnly: { bytes, start in StoredFields.end(bytes, from: start) })
     }
-    public var topics: [String] { [Self.databaseChangesTopic] }
+    public var topics: [String] { [Self.databaseChangesTopic, Self.notificationsTopic] }
 
     public func start(events: EventHub) throws {
         let database: Database
@@ -133,8 +135,20 @@ public final class SyncService: ServiceDefinition {
             // Changes are reported on the thread of the request that made them.
             let origin = RequestOrigin.current
             for notice in notices {
-                let data = DatabaseChangedEvent(scope: notice.scope, zoneID: notice.zoneID.presented(to: notice.user), seq: notice.seq)
-                pushes.publish(.init(user: notice.user, environment: notice.environment, event: data, origin: origin), via: events) {
+                let event = DatabaseChangedEvent(scope: notice.scope, zoneID: notice.zoneID.presented(to: notice.user), seq: notice.seq)
+                guard let data = try? JSONValue(encoding: event) else { continue }
+                pushes.publish(.init(user: notice.user, environment: notice.environment, topic: Self.databaseChangesTopic, name: "databaseChanged",
+                                     data: data, origin: origin), via: events) {
+                    engine?.receivesPushes($0) == true
+                }
+            }
+        }
+        engine.onNotifications { [pushes, weak engine] notices in
+            let origin = RequestOrigin.current
+            for notice in notices {
+                guard let data = try? JSONValue(encoding: notice.notification) else { continue }
+                pushes.publish(.init(user: notice.user, environment: notice.environment, topic: Self.notificationsTopic, name: "notification",
+                                     data: data, origin: origin), via: events) {
                     engine?.receivesPushes($0) == true
                 }
             }

@@ -187,4 +187,30 @@ public struct MeowCloudUser: Sendable {
     public func events() async throws(MeowCareError) -> MeowEvents {
         MeowEvents(try await connection.subscribe(["databaseChanges"]))
     }
+
+    // MARK: Subscriptions
+
+    /// `subscriptions.save`: saves (or replaces) subscriptions of a database.
+    @discardableResult
+    public func saveSubscriptions(_ subscriptions: [CloudSubscription], in database: DatabaseScope = .private) async throws(MeowCareError) -> [CloudSubscription] {
+        try await call("subscriptions.save", encoding: SaveSubscriptionsParams(database: database, subscriptions: subscriptions),
+                       as: SubscriptionsResult.self).subscriptions
+    }
+
+    /// `subscriptions.fetch`: every subscription of the database, or those named.
+    public func subscriptions(_ database: DatabaseScope = .private, _ ids: [String]? = nil) async throws(MeowCareError) -> [CloudSubscription] {
+        try await call("subscriptions.fetch", encoding: SubscriptionIDsParams(database: database, subscriptionIDs: ids), as: SubscriptionsResult.self).subscriptions
+    }
+
+    /// `subscriptions.delete`: the IDs deleted.
+    @discardableResult
+    public func deleteSubscriptions(_ ids: [String], in database: DatabaseScope = .private) async throws(MeowCareError) -> [String] {
+        try await call("subscriptions.delete", encoding: SubscriptionIDsParams(database: database, subscriptionIDs: ids),
+                       as: DeletedSubscriptionsResult.self).deleted
+    }
+
+    /// Subscriptions' `notification` events for this user (from other connections), on this connection.
+    public func notifications() async throws(MeowCareError) -> MeowEvents {
+        MeowEvents(try await connection.subscribe(["notifications"]))
+    }
 }

@@ -152,6 +152,28 @@ public struct MeowCloudAdmin: Sendable {
         (try await call("admin.schema")["recordTypes"]?.objectValue ?? [:]).mapValues { $0.objectValue?.compactMapValues(\.stringValue) ?? [:] }
     }
 
+    /// `admin.exportSchema`: an environment's schema in CloudKit's schema language.
+    public func exportSchema(environment: CloudEnvironment = .development) async throws(MeowCareError) -> String {
+        try await call("admin.exportSchema", ["environment": .string(environment.rawValue)])["text"]?.stringValue ?? ""
+    }
+
+    /// `admin.importSchema`: schema-language text added to development's schema (`added`, `newRecordTypes`, `unchanged`).
+    @discardableResult
+    public func importSchema(_ text: String) async throws(MeowCareError) -> JSONValue {
+        try await call("admin.importSchema", ["text": .string(text)])
+    }
+
+    /// `admin.diffSchema`: development against production (`newRecordTypes`, `added`, `removed`, `retyped`, `deployable`, `identical`).
+    public func diffSchema() async throws(MeowCareError) -> JSONValue { try await call("admin.diffSchema") }
+
+    /// `admin.deploySchema`: development's record types and fields added to production's (`deployed`, `newRecordTypes`).
+    @discardableResult
+    public func deploySchema() async throws(MeowCareError) -> JSONValue { try await call("admin.deploySchema") }
+
+    /// `admin.resetDevelopment`: development's data cleared, its schema production's again.
+    @discardableResult
+    public func resetDevelopment() async throws(MeowCareError) -> JSONValue { try await call("admin.resetDevelopment") }
+
     /// What `admin.reset` clears.
     public enum ResetScope: Sendable {
         case all

@@ -70,8 +70,21 @@ class CloudUser(ServiceClient):
     def shares_owned(self) -> List[Dict[str, Any]]:
         return list(self.call("shares.owned")["shares"])
 
+    def subscriptions_save(self, database: str, subscriptions: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """``subscriptions.save``: ``[{"subscriptionID", "subscriptionType": "database"|"recordZone"|"query", …}]`` as stored."""
+        return list(self.call("subscriptions.save", {"database": database, "subscriptions": subscriptions})["subscriptions"])
+
+    def subscriptions_fetch(self, database: str, subscription_ids: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+        params: Dict[str, Any] = {"database": database}
+        if subscription_ids is not None:
+            params["subscriptionIDs"] = subscription_ids
+        return list(self.call("subscriptions.fetch", params)["subscriptions"])
+
+    def subscriptions_delete(self, database: str, subscription_ids: List[str]) -> List[str]:
+        return list(self.call("subscriptions.delete", {"database": database, "subscriptionIDs": subscription_ids})["deleted"])
+
     def events(self, *topics: str, timeout: float = 30.0) -> EventStream:
-        """``databaseChanged`` pushes for this user (topic ``databaseChanges``) on a new connection."""
+        """``databaseChanged`` pushes for this user (topic ``databaseChanges``; ``"notifications"`` for subscriptions') on a new connection."""
         return EventStream(self.open_connection(f"meowcare-testing ({self.user} events)"), topics or ("databaseChanges",), timeout)
 
 
@@ -179,6 +192,23 @@ class Cloud(ServiceClient):
     def schema(self) -> Dict[str, Dict[str, str]]:
         """The field types saves have defined: ``{recordType: {field: CloudKit type name}}``."""
         return dict(self.call("admin.schema")["recordTypes"])
+
+    def export_schema(self, environment: str = "development") -> str:
+        """An environment's schema in CloudKit's schema language (``DEFINE SCHEMA`` …)."""
+        return str(self.call("admin.exportSchema", {"environment": environment})["text"])
+
+    def import_schema(self, text: str) -> Dict[str, Any]:
+        """Schema-language text added to development's schema: ``{"added", "newRecordTypes", "unchanged"}``."""
+        return self.call("admin.importSchema", {"text": text})
+
+    def diff_schema(self) -> Dict[str, Any]:
+        return self.call("admin.diffSchema")
+
+    def deploy_schema(self) -> Dict[str, Any]:
+        return self.call("admin.deploySchema")
+
+    def reset_development(self) -> Dict[str, Any]:
+        return self.call("admin.resetDevelopment")
 
     # -- faults and interleavings ---------------------------------------------------------------
 

@@ -42,7 +42,7 @@ DEFAULT_DEVICES: Dict[str, str] = {"A": "owner", "B": "owner", "P": "participant
 _READ_ONLY_OPS = frozenset({
     "changes.fetchDatabase", "changes.fetchZone", "records.fetch", "zones.fetch", "shares.fetch",
     "shares.invitations", "shares.owned", "admin.requestLog", "admin.listUsers", "admin.schema",
-    "admin.awaitHeldRequests",
+    "admin.awaitHeldRequests", "subscriptions.fetch", "admin.exportSchema", "admin.diffSchema",
 })
 _SEND_WORK = ("saved", "deleted", "conflictsResolved", "reverted", "dropped")
 _FETCH_WORK = ("changedRecords", "deletedRecords", "merged", "tokensExpired", "zonesRemoved", "zonesReset")

@@ -61,3 +61,28 @@ def test_a_signed_out_device_is_left_out_of_settle_and_convergence(meow_cluster)
     meow_cluster.settle()
     assert b.count("CareEvent") == 1
     meow_cluster.assert_converged()
+
+
+@pytest.mark.meow_cluster(devices={"A": "owner"})
+def test_the_schema_is_exported_imported_deployed_and_reset(meow_cluster):
+    a, cloud = meow_cluster["A"], meow_cluster.cloud
+    a.insert("CareEvent", event_values("e1"))
+    meow_cluster.settle()
+    assert 'RECORD TYPE "CD_CareEvent"' in cloud.export_schema()
+    assert cloud.export_schema("production") == "DEFINE SCHEMA\n"
+    assert cloud.diff_schema()["deployable"] is True
+    assert "CD_CareEvent" in cloud.deploy_schema()["newRecordTypes"]
+    assert cloud.import_schema('DEFINE SCHEMA RECORD TYPE CD_Visit ("CD_clinic" STRING);')["newRecordTypes"] == ["CD_Visit"]
+    cloud.reset_development()
+    assert cloud.diff_schema()["identical"] is True
+
+
+@pytest.mark.meow_cluster(devices={"A": "owner"})
+def test_subscriptions_are_saved_fetched_and_deleted(meow_cluster):
+    owner = meow_cluster.cloud.as_user("owner")
+    saved = owner.subscriptions_save("private", [{"subscriptionID": "q", "subscriptionType": "query",
+                                                  "recordType": "CD_CareEvent", "predicate": "CD_value > 200"}])
+    assert [s["subscriptionID"] for s in saved] == ["q"]
+    assert "q" in [s["subscriptionID"] for s in owner.subscriptions_fetch("private")]
+    assert owner.subscriptions_delete("private", ["q"]) == ["q"]
+    assert "q" not in [s["subscriptionID"] for s in owner.subscriptions_fetch("private")]
