@@ -88,6 +88,46 @@ extension SaveOperation {
         return byObject
     }
 
+    /// Stores of relationship destinations outside the context, each URI parsed once (a batch
+    /// of events usually points at one session).
+    func outsideStores(of objects: [ContextObject]) -> [String: Int] {
+        var outside: [String: Int] = [:]
+        for object in objects {
+            for relationship in object.entity.toOneRelationships {
+                guard let uri = object.value(relationship.name).string, outside[uri] == nil, context.lookup(uri) == nil,
+                      let id = ObjectID(uri: uri), let uuid = id.storeUUID, let index = stores.index(uuid: uuid) else { continue }
+                outside[uri] = index
+            }
+        }
+        return outside
+    }
+
+    /// Cross-store relationships are refused before anything is written (133010).
+    func refuseCrossStoreRelationships(of objects: [ContextObject], storeIndex storeOf: (ContextObject) -> Int, outside: [String: Int]) throws {
+        func storeIndex(ofTarget uri: String) throws -> Int {
+            if let target = context.lookup(uri) { return storeOf(target) }
+            guard let index = outside[uri] else { throw StoreError.unknownObject(uri, "it is not in a loaded store.") }
+            return index
+        }
+        for object in objects {
+            let own = storeOf(object)
+            for (number, relationship) in object.entity.toOneRelationships.enumerated() {
+                let position = object.entity.position(ofToOne: number)
+                guard object.isInserted || object.change(at: position) != nil,
+                      let target = object.value(at: position).string else { continue }
+                let other = try storeIndex(ofTarget: target)
+                if other != own {
+                    throw StoreError.coreData(.crossStoreRelationship, 133010, StoreError.crossStoreMessage, [
+                        "objectID": .string(object.uri), "relationship": .string("\(object.entity.name).\(relationship.name)"),
+                        "destinationID": .string(target), "store": .string(stores.list[own].name),
+                        "destinationStore": .string(stores.list[other].name),
+                        "hint": .string("Both ends of a relationship must be in one store: assign the new object to \(stores.list[other].name), or move it with object.moveToStore."),
+                    ])
+                }
+            }
+        }
+    }
+
     /// Zones of shared-store objects (new ones inherit their related object's zone), after
     /// checking the user may change them: the share's permission must be readWrite.
     func checkPermissions(inserted: [ContextObject], updated: [ContextObject], deleted: [ContextObject],
@@ -147,8 +187,8 @@ extension SaveOperation {
     }
 
     /// Deletes a row and applies its relationships' delete rules; returns the deleted IDs.
-    func deleteCascading(_ entity: EntityDescription, primaryKey: Int64, storeIndex: Int, history: inout HistoryChanges,
-                                 deletedKeys: inout Set<String>, changedIDs: inout [Int: [String]]) throws -> [String] {
+    func deleteCascading(_ entity: EntityDescription, primaryKey: Int64, storeIndex: Int, changes: inout StoreChangeRecorder,
+                         deletedKeys: inout Set<String>) throws -> [String] {
         let store = stores.list[storeIndex]
         let id = store.objectID(entity.name, primaryKey)
         guard deletedKeys.insert(id.uri).inserted, let row = try store.read(entity, primaryKey: primaryKey) else { return [] }
@@ -170,17 +210,15 @@ extension SaveOperation {
                                           ["objectID": .string(id.uri), "relationship": .string(relationship.name)])
             case .cascade:
                 for key in related {
-                    gone += try deleteCascading(destination, primaryKey: key, storeIndex: storeIndex, history: &history,
-                                                deletedKeys: &deletedKeys, changedIDs: &changedIDs)
+                    gone += try deleteCascading(destination, primaryKey: key, storeIndex: storeIndex, changes: &changes,
+                                                deletedKeys: &deletedKeys)
                 }
             case .nullify:
                 guard relationship.toMany, let inverse = relationship.inverse else { continue }
                 for key in related where !deletedKeys.contains(store.objectID(destination.name, key).uri) {
                     guard let child = try store.read(destination, primaryKey: key) else { continue }
                     try store.update(destination, primaryKey: key, changes: [(inverse, .null)], version: child.version + 1)
-                    history.append(.init(kind: .update, entity: destination.name, primaryKey: key, uuid: child.uuid,
-                                         changed: [inverse], tombstone: nil))
-                    changedIDs[storeIndex, default: []].append(store.objectID(destination.name, key).uri)
+                    try changes.updated(entity: destination.name, primaryKey: key, uuid: child.uuid, changed: [inverse])
                 }
             }
         }
@@ -192,9 +230,7 @@ extension SaveOperation {
             tombstone[attribute.name] = AttributeCoding.jsonValue(row.values[index], type: attribute.type)
         }
         try store.delete(entity.name, primaryKey: primaryKey)
-        history.append(.init(kind: .delete, entity: entity.name, primaryKey: primaryKey, uuid: row.uuid,
-                             changed: nil, tombstone: tombstone))
-        changedIDs[storeIndex, default: []].append(id.uri)
+        try changes.deleted(entity: entity.name, primaryKey: primaryKey, uuid: row.uuid, tombstone: tombstone)
         return [id.uri] + gone
     }
 }

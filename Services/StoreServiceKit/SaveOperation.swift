@@ -162,285 +162,49 @@ struct SaveOperation {
             return Committed(result: report.shape(SaveResult(), inserted: [], groups: []), notices: [], forgotten: discarded.map(\.uri))
         }
         try validate(inserted: inserted, updated: updated)
-        // Stores of relationship destinations outside the context, each URI parsed once (a batch
-        // of events usually points at one session).
-        var outside: [String: Int] = [:]
-        for object in inserted + updated {
-            for relationship in object.entity.toOneRelationships {
-                guard let uri = object.value(relationship.name).string, outside[uri] == nil, context.lookup(uri) == nil,
-                      let id = ObjectID(uri: uri), let uuid = id.storeUUID, let index = stores.index(uuid: uuid) else { continue }
-                outside[uri] = index
-            }
-        }
+        let outside = outsideStores(of: inserted + updated)
         let decisions = try route(inserted: inserted, updated: updated, outside: outside)
         func storeIndex(of object: ContextObject) -> Int { object.isInserted ? decisions[ObjectIdentifier(object)]!.store : object.store! }
-        func storeIndex(ofTarget uri: String) throws -> Int {
-            if let target = context.lookup(uri) { return storeIndex(of: target) }
-            guard let index = outside[uri] else { throw StoreError.unknownObject(uri, "it is not in a loaded store.") }
-            return index
-        }
-
-        // Cross-store relationships are refused before anything is written (133010).
-        for object in inserted + updated {
-            let own = storeIndex(of: object)
-            for (number, relationship) in object.entity.toOneRelationships.enumerated() {
-                let position = object.entity.position(ofToOne: number)
-                guard object.isInserted || object.change(at: position) != nil,
-                      let target = object.value(at: position).string else { continue }
-                let other = try storeIndex(ofTarget: target)
-                if other != own {
-                    throw StoreError.coreData(.crossStoreRelationship, 133010, StoreError.crossStoreMessage, [
-                        "objectID": .string(object.uri), "relationship": .string("\(object.entity.name).\(relationship.name)"),
-                        "destinationID": .string(target), "store": .string(stores.list[own].name),
-                        "destinationStore": .string(stores.list[other].name),
-                        "hint": .string("Both ends of a relationship must be in one store: assign the new object to \(stores.list[other].name), or move it with object.moveToStore."),
-                    ])
-                }
-            }
-        }
-
+        try refuseCrossStoreRelationships(of: inserted + updated, storeIndex: storeIndex, outside: outside)
         let zones = try checkPermissions(inserted: inserted, updated: updated, deleted: deleted, storeIndex: storeIndex)
 
         let order = Set((inserted + updated + deleted).map(storeIndex)).sorted()
-        var result = SaveResult()
-        var tokens: [Int: Int64] = [:]
-        var changedIDs: [Int: [String]] = [:]
-        var conflicts: [JSONValue] = []
-        var newIDs: [String: ObjectID] = [:]
-        var finalStates: [(ContextObject, [SQLValue], Int64)] = []
-        var forgotten: [String] = []
-        var insertedList: [SaveResult.Inserted] = []
-        var insertedGroups: [SaveResult.InsertedGroup] = []
-        // Each store's history changes, written as one packed row before the COMMIT.
-        var history: [Int: HistoryChanges] = [:]
-        var changedNames = ChangedPropertyNames()
-
-        func token(_ index: Int) throws -> Int64 {
-            if let token = tokens[index] { return token }
-            let token = try stores.list[index].beginHistoryTransaction(author: context.author, contextName: context.name)
-            tokens[index] = token
-            return token
-        }
-
+        var writer = SaveWriter(operation: self, decisions: decisions, zones: zones)
+        var notices: [RemoteChangeNotice] = []
         do {
             for index in order { try stores.list[index].database.beginImmediate() }
-            // Permanent IDs for the new objects, per store and entity (Z_PRIMARYKEY style).
-            var groups: [String: [ContextObject]] = [:]
-            for object in inserted where object.id.isTemporary {
-                groups["\(storeIndex(of: object))/\(object.entity.name)", default: []].append(object)
-            }
-            for (_, members) in groups.sorted(by: { $0.key < $1.key }) {
-                let store = stores.list[storeIndex(of: members[0])]
-                var key = try store.allocatePrimaryKeys(members[0].entity.name, count: members.count)
-                for object in members {
-                    newIDs[object.uri] = store.objectID(object.entity.name, key)
-                    key += 1
-                }
-            }
-            func finalURI(_ uri: String) -> String { newIDs[uri]?.uri ?? uri }
-            // Destinations already checked in this save (a batch of events usually shares one session).
-            var verified: [String: Int64] = [:]
-            func storedValue(_ value: SQLValue, relationship: RelationshipDescription, store: PersistentStore) throws -> SQLValue {
-                guard let uri = value.string else { return .null }
-                if let id = newIDs[uri] { return .integer(id.primaryKey!) }
-                if let key = verified[uri] { return .integer(key) }
-                guard let id = ObjectID(uri: uri), let key = id.primaryKey else { throw StoreError.unknownObject(uri, "not a saved object.") }
-                if context.lookup(uri)?.isInserted != true, try !store.exists(relationship.destination, primaryKey: key) {
-                    throw StoreError.unknownObject(uri, "the destination of \(relationship.name) is no longer in the \(store.name) store (deleted).")
-                }
-                verified[uri] = key
-                return .integer(key)
-            }
-
-            for object in inserted {
-                let index = storeIndex(of: object)
-                let store = stores.list[index]
-                let id = newIDs[object.uri] ?? object.id
-                let entity = object.entity
-                // Row values (relationships as primary keys) and the context's values after the
-                // save (relationships as final URIs), by position.
-                var values: [SQLValue] = []
-                values.reserveCapacity(entity.storedPropertyNames.count)
-                var contextValues: [SQLValue] = values
-                var setProperties: [Bool] = []
-                setProperties.reserveCapacity(entity.storedPropertyNames.count)
-                for position in entity.attributes.indices {
-                    let value = object.value(at: position)
-                    values.append(value)
-                    contextValues.append(value)
-                    setProperties.append(value != .null)
-                }
-                for (number, relationship) in entity.toOneRelationships.enumerated() {
-                    let value = object.value(at: entity.position(ofToOne: number))
-                    values.append(try storedValue(value, relationship: relationship, store: store))
-                    contextValues.append(value.string.map { .text(finalURI($0)) } ?? .null)
-                    setProperties.append(value != .null)
-                }
-                do {
-                    try store.insert(object.entity, row: .init(primaryKey: id.primaryKey!, version: 1, uuid: object.uuid,
-                                                               zone: zones[object.uri] ?? object.zone, values: values))
-                } catch let error as SQLiteError where error.isConstraintViolation {
-                    throw StoreError.coreData(.uniquenessConstraint, 133021,
-                                              "A \(object.entity.name) with uuid \(object.uuid) already exists in the \(store.name) store; fetch it (predicate uuid == '…') and update it instead of inserting.",
-                                              ["objectID": .string(object.uri), "uuid": .string(object.uuid), "store": .string(store.name)])
-                }
-                _ = try token(index)
-                history[index, default: HistoryChanges()].append(kind: .insert, entity: entity.name, primaryKey: id.primaryKey!, uuid: object.uuid,
-                                                                 changedJSON: changedNames.json(entity, setProperties))
-                CrashPoint.reached("store.midSave")
-                let permanentURI = id.uri
-                if store.scope == .shared, zones[object.uri] ?? object.zone == nil {
-                    if result.unexportable == nil { result.unexportable = [] }
-                    result.unexportable!.append(permanentURI)
-                }
-                changedIDs[index, default: []].append(permanentURI)
-                let decision = decisions[ObjectIdentifier(object)]!
-                result.insertedCount += 1
-                if report == .grouped {
-                    if let group = insertedGroups.lastIndex(where: { $0.store == store.name && $0.reason == decision.reason }) {
-                        insertedGroups[group].temporaryIDs.append(object.uri)
-                        insertedGroups[group].objectIDs.append(permanentURI)
-                    } else {
-                        insertedGroups.append(.init(store: store.name, reason: decision.reason, temporaryIDs: [object.uri], objectIDs: [permanentURI]))
-                    }
-                } else if report == .objects {
-                    insertedList.append(.init(temporaryID: object.uri, objectID: permanentURI, store: store.name, reason: decision.reason))
-                }
-                finalStates.append((object, contextValues, 1))
-            }
-
-            for object in updated {
-                let index = storeIndex(of: object)
-                let store = stores.list[index]
-                let key = object.id.primaryKey!
-                guard let row = try store.read(object.entity, primaryKey: key) else {
-                    if context.mergePolicy == .error {
-                        conflicts.append(conflict(object, stored: nil, storedVersion: nil))
-                    } else {
-                        result.merged.append(.init(objectID: object.uri, policy: context.mergePolicy, written: [],
-                                                   dropped: object.changes.keys.sorted(), oldVersion: Int(object.version), newVersion: nil))
-                        forgotten.append(object.uri)
-                    }
-                    continue
-                }
-                let stored = ManagedObjectContext.contextValueDictionary(row, entity: object.entity, store: store)
-                var writes = object.changes
-                if row.version != object.version {
-                    switch context.mergePolicy.resolve(snapshot: object.snapshot, changes: object.changes, stored: stored) {
-                    case .conflict:
-                        conflicts.append(conflict(object, stored: stored, storedVersion: row.version))
-                        continue
-                    case let .write(properties):
-                        writes = properties
-                    }
-                }
-                let effective = writes.filter { stored[$0.key] != $0.value }
-                var final = stored
-                var newVersion = row.version
-                if !effective.isEmpty {
-                    newVersion = row.version + 1
-                    var columns: [(String, SQLValue)] = []
-                    for name in object.entity.storedPropertyNames {
-                        guard let value = effective[name] else { continue }
-                        if let relationship = object.entity.relationship(name) {
-                            columns.append((name, try storedValue(value, relationship: relationship, store: store)))
-                            final[name] = value.string.map { .text(finalURI($0)) } ?? .null
-                        } else {
-                            columns.append((name, value))
-                            final[name] = value
-                        }
-                    }
-                    try store.update(object.entity, primaryKey: key, changes: columns, version: newVersion)
-                    _ = try token(index)
-                    history[index, default: HistoryChanges()].append(.init(kind: .update, entity: object.entity.name, primaryKey: key,
-                                                                           uuid: object.uuid, changed: effective.keys.sorted(), tombstone: nil))
-                    changedIDs[index, default: []].append(object.uri)
-                    result.updated?.append(object.uri)
-                    result.updatedCount += 1
-                }
-                if row.version != object.version {
-                    result.merged.append(.init(objectID: object.uri, policy: context.mergePolicy, written: writes.keys.sorted(),
-                                               dropped: object.changes.keys.filter { writes[$0] == nil }.sorted(),
-                                               oldVersion: Int(object.version), newVersion: Int(newVersion)))
-                }
-                finalStates.append((object, object.entity.storedPropertyNames.map { final[$0] ?? .null }, newVersion))
-            }
-
-            var deletedKeys: Set<String> = []
-            for object in deleted {
-                let index = storeIndex(of: object)
-                let store = stores.list[index]
-                guard let row = try store.read(object.entity, primaryKey: object.id.primaryKey!) else {
-                    forgotten.append(object.uri)
-                    continue
-                }
-                if row.version != object.version {
-                    switch context.mergePolicy {
-                    case .error:
-                        conflicts.append(conflict(object, stored: ManagedObjectContext.contextValueDictionary(row, entity: object.entity, store: store),
-                                                  storedVersion: row.version))
-                        continue
-                    case .rollback:
-                        result.merged.append(.init(objectID: object.uri, policy: .rollback, written: [], dropped: ["(delete)"],
-                                                   oldVersion: Int(object.version), newVersion: Int(row.version)))
-                        continue
-                    default: break
-                    }
-                }
-                _ = try token(index)
-                let gone = try deleteCascading(object.entity, primaryKey: row.primaryKey, storeIndex: index,
-                                               history: &history[index, default: HistoryChanges()], deletedKeys: &deletedKeys, changedIDs: &changedIDs)
-                result.deleted?.append(contentsOf: gone)
-                result.deletedCount += gone.count
-                forgotten.append(contentsOf: gone)
-            }
-
-            if !conflicts.isEmpty {
-                throw StoreError.coreData(.mergeConflict, 133020, StoreError.mergeMessage, [
-                    "conflicts": .array(conflicts), "mergePolicy": .string(context.mergePolicy.rawValue),
-                    "hint": .string("Another save changed these objects since this context read them. Call context.refresh to read the stored values (your edits are kept and saving again overwrites), or context.rollback and redo the edits, or open the context with another mergePolicy."),
-                ])
-            }
-            for (index, changes) in history { try stores.list[index].writeHistory(token: try token(index), changes) }
+            try writer.allocatePermanentIDs(inserted)
+            for object in inserted { try writer.insert(object) }
+            for object in updated { try writer.update(object) }
+            for object in deleted { try writer.delete(object) }
+            try writer.checkConflicts()
+            notices = try writer.finish(order: order)
             for index in order { try stores.list[index].database.execute("COMMIT") }
             CrashPoint.reached("store.afterSaveCommit")
-            result = report.shape(result, inserted: insertedList, groups: insertedGroups)
         } catch {
             for index in order where stores.list[index].database.isInTransaction {
                 try? stores.list[index].database.execute("ROLLBACK")
             }
             throw error
         }
+        let result = report.shape(writer.result, inserted: writer.insertedList, groups: writer.insertedGroups)
 
         // Committed: what the context update needs, worked out while the save's state is at hand.
-        var committed = Committed(result: SaveResult(), notices: [], forgotten: forgotten + discarded.map(\.uri))
-        committed.finalStates.reserveCapacity(finalStates.count)
-        for (object, values, version) in finalStates {
+        var committed = Committed(result: result, notices: notices, forgotten: writer.forgotten + discarded.map(\.uri))
+        committed.finalStates.reserveCapacity(writer.finalStates.count)
+        for (object, values, version) in writer.finalStates {
             committed.finalStates.append((object, values, version, object.isInserted ? decisions[ObjectIdentifier(object)]?.store : nil,
-                                          newIDs[object.uri]))
+                                          writer.newIDs[object.uri]))
         }
-
         if let stray = result.unexportable {
             logger.notice("new shared-store objects have no share zone and cannot be exported",
                           ["count": .int(stray.count), "first": .string(stray[0]),
                            "hint": "assign new objects to the private store, or relate them to an object in a share"])
         }
-        var notices: [RemoteChangeNotice] = []
-        for index in order {
-            guard let token = tokens[index] else { continue }
-            let store = stores.list[index]
-            result.transactions.append(.init(store: store.name, storeUUID: store.uuid, token: Int(token)))
-            notices.append(RemoteChangeNotice(store: store.name, storeUUID: store.uuid, token: Int(token), author: context.author,
-                                              contextName: context.name, changedObjectIDs: changedIDs[index] ?? []))
-        }
-        committed.result = result
-        committed.notices = notices
         return committed
     }
 }
 
-/// The JSON list of set properties of new objects, built once per distinct combination: a batch
-/// of inserts repeats the same few lists.
 struct ChangedPropertyNames {
     private var cache: [String: [[Bool]: String]] = [:]
 

@@ -1,0 +1,250 @@
+import MeowWire
+import ServiceRuntime
+import SQLiteKit
+
+/// The writing half of a save, once it is validated, routed and allowed: each store's part in
+/// that store's SQLite transaction — permanent IDs, inserted, updated and deleted rows, merges
+/// by the context's policy — with every change recorded through the store's
+/// `StoreChangeRecorder`. The caller commits (`finish`, then COMMIT) or rolls back.
+struct SaveWriter {
+    let operation: SaveOperation
+    let decisions: [ObjectIdentifier: StoreRouter.Decision]
+    /// Share zones of shared-store objects (`checkPermissions`).
+    let zones: [String: String]
+
+    var result = SaveResult()
+    var recorders: [Int: StoreChangeRecorder] = [:]
+    var conflicts: [JSONValue] = []
+    var newIDs: [String: ObjectID] = [:]
+    var finalStates: [(ContextObject, [SQLValue], Int64)] = []
+    var forgotten: [String] = []
+    var insertedList: [SaveResult.Inserted] = []
+    var insertedGroups: [SaveResult.InsertedGroup] = []
+    /// Destinations already checked in this save (a batch of events usually shares one session).
+    private var verified: [String: Int64] = [:]
+    private var deletedKeys: Set<String> = []
+
+    init(operation: SaveOperation, decisions: [ObjectIdentifier: StoreRouter.Decision], zones: [String: String]) {
+        self.operation = operation
+        self.decisions = decisions
+        self.zones = zones
+    }
+
+    private var context: ManagedObjectContext { operation.context }
+    private var stores: StoreSet { operation.stores }
+
+    func storeIndex(of object: ContextObject) -> Int {
+        object.isInserted ? decisions[ObjectIdentifier(object)]!.store : object.store!
+    }
+
+    /// The recorder of store `index`'s transaction, made on first use.
+    mutating func recorder(_ index: Int) -> StoreChangeRecorder {
+        recorders[index] ?? StoreChangeRecorder(store: stores.list[index], author: context.author, contextName: context.name)
+    }
+
+    /// Records a change in store `index`'s transaction.
+    mutating func record(_ index: Int, _ change: (inout StoreChangeRecorder) throws -> Void) throws {
+        var recorder = recorder(index)
+        try change(&recorder)
+        recorders[index] = recorder
+    }
+
+    /// Permanent IDs for the new objects, per store and entity (Z_PRIMARYKEY style).
+    mutating func allocatePermanentIDs(_ inserted: [ContextObject]) throws {
+        var groups: [String: [ContextObject]] = [:]
+        for object in inserted where object.id.isTemporary {
+            groups["\(storeIndex(of: object))/\(object.entity.name)", default: []].append(object)
+        }
+        for (_, members) in groups.sorted(by: { $0.key < $1.key }) {
+            let store = stores.list[storeIndex(of: members[0])]
+            var key = try store.allocatePrimaryKeys(members[0].entity.name, count: members.count)
+            for object in members {
+                newIDs[object.uri] = store.objectID(object.entity.name, key)
+                key += 1
+            }
+        }
+    }
+
+    private func finalURI(_ uri: String) -> String { newIDs[uri]?.uri ?? uri }
+
+    /// A to-one relationship's value as its row stores it: the destination's primary key,
+    /// checked to be there.
+    private mutating func storedValue(_ value: SQLValue, relationship: RelationshipDescription, store: PersistentStore) throws -> SQLValue {
+        guard let uri = value.string else { return .null }
+        if let id = newIDs[uri] { return .integer(id.primaryKey!) }
+        if let key = verified[uri] { return .integer(key) }
+        guard let id = ObjectID(uri: uri), let key = id.primaryKey else { throw StoreError.unknownObject(uri, "not a saved object.") }
+        if context.lookup(uri)?.isInserted != true, try !store.exists(relationship.destination, primaryKey: key) {
+            throw StoreError.unknownObject(uri, "the destination of \(relationship.name) is no longer in the \(store.name) store (deleted).")
+        }
+        verified[uri] = key
+        return .integer(key)
+    }
+
+    mutating func insert(_ object: ContextObject) throws {
+        let index = storeIndex(of: object)
+        let store = stores.list[index]
+        let id = newIDs[object.uri] ?? object.id
+        let entity = object.entity
+        // Row values (relationships as primary keys) and the context's values after the save
+        // (relationships as final URIs), by position.
+        var values: [SQLValue] = []
+        values.reserveCapacity(entity.storedPropertyNames.count)
+        var contextValues: [SQLValue] = values
+        var setProperties: [Bool] = []
+        setProperties.reserveCapacity(entity.storedPropertyNames.count)
+        for position in entity.attributes.indices {
+            let value = object.value(at: position)
+            values.append(value)
+            contextValues.append(value)
+            setProperties.append(value != .null)
+        }
+        for (number, relationship) in entity.toOneRelationships.enumerated() {
+            let value = object.value(at: entity.position(ofToOne: number))
+            values.append(try storedValue(value, relationship: relationship, store: store))
+            contextValues.append(value.string.map { .text(finalURI($0)) } ?? .null)
+            setProperties.append(value != .null)
+        }
+        do {
+            try store.insert(object.entity, row: .init(primaryKey: id.primaryKey!, version: 1, uuid: object.uuid,
+                                                       zone: zones[object.uri] ?? object.zone, values: values))
+        } catch let error as SQLiteError where error.isConstraintViolation {
+            throw StoreError.coreData(.uniquenessConstraint, 133021,
+                                      "A \(object.entity.name) with uuid \(object.uuid) already exists in the \(store.name) store; fetch it (predicate uuid == '…') and update it instead of inserting.",
+                                      ["objectID": .string(object.uri), "uuid": .string(object.uuid), "store": .string(store.name)])
+        }
+        try record(index) { try $0.inserted(entity, primaryKey: id.primaryKey!, uuid: object.uuid, setProperties: setProperties) }
+        CrashPoint.reached("store.midSave")
+        let permanentURI = id.uri
+        if store.scope == .shared, zones[object.uri] ?? object.zone == nil {
+            if result.unexportable == nil { result.unexportable = [] }
+            result.unexportable!.append(permanentURI)
+        }
+        report(inserted: object, permanentURI: permanentURI, store: store)
+        finalStates.append((object, contextValues, 1))
+    }
+
+    /// The new object in the result, as the save's report asks for.
+    private mutating func report(inserted object: ContextObject, permanentURI: String, store: PersistentStore) {
+        let decision = decisions[ObjectIdentifier(object)]!
+        result.insertedCount += 1
+        switch operation.report {
+        case .grouped:
+            if let group = insertedGroups.lastIndex(where: { $0.store == store.name && $0.reason == decision.reason }) {
+                insertedGroups[group].temporaryIDs.append(object.uri)
+                insertedGroups[group].objectIDs.append(permanentURI)
+            } else {
+                insertedGroups.append(.init(store: store.name, reason: decision.reason, temporaryIDs: [object.uri], objectIDs: [permanentURI]))
+            }
+        case .objects:
+            insertedList.append(.init(temporaryID: object.uri, objectID: permanentURI, store: store.name, reason: decision.reason))
+        case .summary:
+            break
+        }
+    }
+
+    mutating func update(_ object: ContextObject) throws {
+        let index = storeIndex(of: object)
+        let store = stores.list[index]
+        let key = object.id.primaryKey!
+        let policy = context.mergePolicy
+        guard let row = try store.read(object.entity, primaryKey: key) else {
+            if policy == .error {
+                conflicts.append(operation.conflict(object, stored: nil, storedVersion: nil))
+            } else {
+                result.merged.append(.init(objectID: object.uri, policy: policy, written: [],
+                                           dropped: object.changes.keys.sorted(), oldVersion: Int(object.version), newVersion: nil))
+                forgotten.append(object.uri)
+            }
+            return
+        }
+        let stored = ManagedObjectContext.contextValueDictionary(row, entity: object.entity, store: store)
+        var writes = object.changes
+        if row.version != object.version {
+            switch policy.resolve(snapshot: object.snapshot, changes: object.changes, stored: stored) {
+            case .conflict:
+                conflicts.append(operation.conflict(object, stored: stored, storedVersion: row.version))
+                return
+            case let .write(properties):
+                writes = properties
+            }
+        }
+        let effective = writes.filter { stored[$0.key] != $0.value }
+        var final = stored
+        var newVersion = row.version
+        if !effective.isEmpty {
+            newVersion = row.version + 1
+            var columns: [(String, SQLValue)] = []
+            for name in object.entity.storedPropertyNames {
+                guard let value = effective[name] else { continue }
+                if let relationship = object.entity.relationship(name) {
+                    columns.append((name, try storedValue(value, relationship: relationship, store: store)))
+                    final[name] = value.string.map { .text(finalURI($0)) } ?? .null
+                } else {
+                    columns.append((name, value))
+                    final[name] = value
+                }
+            }
+            try store.update(object.entity, primaryKey: key, changes: columns, version: newVersion)
+            try record(index) { try $0.updated(entity: object.entity.name, primaryKey: key, uuid: object.uuid, changed: effective.keys.sorted()) }
+            result.updated?.append(object.uri)
+            result.updatedCount += 1
+        }
+        if row.version != object.version {
+            result.merged.append(.init(objectID: object.uri, policy: policy, written: writes.keys.sorted(),
+                                       dropped: object.changes.keys.filter { writes[$0] == nil }.sorted(),
+                                       oldVersion: Int(object.version), newVersion: Int(newVersion)))
+        }
+        finalStates.append((object, object.entity.storedPropertyNames.map { final[$0] ?? .null }, newVersion))
+    }
+
+    mutating func delete(_ object: ContextObject) throws {
+        let index = storeIndex(of: object)
+        let store = stores.list[index]
+        guard let row = try store.read(object.entity, primaryKey: object.id.primaryKey!) else {
+            forgotten.append(object.uri)
+            return
+        }
+        if row.version != object.version {
+            switch context.mergePolicy {
+            case .error:
+                conflicts.append(operation.conflict(object, stored: ManagedObjectContext.contextValueDictionary(row, entity: object.entity, store: store),
+                                                    storedVersion: row.version))
+                return
+            case .rollback:
+                result.merged.append(.init(objectID: object.uri, policy: .rollback, written: [], dropped: ["(delete)"],
+                                           oldVersion: Int(object.version), newVersion: Int(row.version)))
+                return
+            default: break
+            }
+        }
+        var recorder = recorder(index)
+        let gone = try operation.deleteCascading(object.entity, primaryKey: row.primaryKey, storeIndex: index,
+                                                 changes: &recorder, deletedKeys: &deletedKeys)
+        recorders[index] = recorder
+        result.deleted?.append(contentsOf: gone)
+        result.deletedCount += gone.count
+        forgotten.append(contentsOf: gone)
+    }
+
+    /// Refuses the save when the merge policy found conflicts (133020), before anything commits.
+    func checkConflicts() throws {
+        guard !conflicts.isEmpty else { return }
+        throw StoreError.coreData(.mergeConflict, 133020, StoreError.mergeMessage, [
+            "conflicts": .array(conflicts), "mergePolicy": .string(context.mergePolicy.rawValue),
+            "hint": .string("Another save changed these objects since this context read them. Call context.refresh to read the stored values (your edits are kept and saving again overwrites), or context.rollback and redo the edits, or open the context with another mergePolicy."),
+        ])
+    }
+
+    /// Writes each store's history row; call before the COMMITs. The notices, in store order,
+    /// go out once every store has committed.
+    mutating func finish(order: [Int]) throws -> [RemoteChangeNotice] {
+        var notices: [RemoteChangeNotice] = []
+        for index in order {
+            guard let notice = try recorders[index]?.finish() else { continue }
+            result.transactions.append(.init(store: notice.store, storeUUID: notice.storeUUID, token: notice.token))
+            notices.append(notice)
+        }
+        return notices
+    }
+}
