@@ -174,7 +174,18 @@ extension SaveOperation {
                                                 deletedKeys: &deletedKeys, changedIDs: &changedIDs)
                 }
             case .nullify:
-                guard relationship.toMany, let inverse = relationship.inverse else { continue }
+                guard let inverse = relationship.inverse else { continue }
+                if !relationship.toMany {
+                    // One-to-one: the partner's side, if it still points here, is cleared.
+                    guard destination.relationship(inverse)?.toMany == false, let position = destination.position(of: inverse),
+                          let partner = try store.read(destination, primaryKey: related[0]), partner.values[position].int64 == primaryKey,
+                          !deletedKeys.contains(store.objectID(destination.name, related[0]).uri) else { continue }
+                    try store.update(destination, primaryKey: related[0], changes: [(inverse, .null)], version: partner.version + 1)
+                    history.append(.init(kind: .update, entity: destination.name, primaryKey: related[0], uuid: partner.uuid,
+                                         changed: [inverse], tombstone: nil))
+                    changedIDs[storeIndex, default: []].append(store.objectID(destination.name, related[0]).uri)
+                    continue
+                }
                 for key in related where !deletedKeys.contains(store.objectID(destination.name, key).uri) {
                     guard let child = try store.read(destination, primaryKey: key) else { continue }
                     try store.update(destination, primaryKey: key, changes: [(inverse, .null)], version: child.version + 1)

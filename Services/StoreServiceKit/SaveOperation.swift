@@ -366,6 +366,14 @@ struct SaveOperation {
                 finalStates.append((object, object.entity.storedPropertyNames.map { final[$0] ?? .null }, newVersion))
             }
 
+            if model.hasOneToOnePairs {
+                let edits = (inserted + updated).compactMap { object -> PairEdit? in
+                    guard let key = newIDs[object.uri]?.primaryKey ?? object.id.primaryKey else { return nil }
+                    return PairEdit(object: object, store: storeIndex(of: object), key: key)
+                }
+                try pairOneToOne(edits, history: &history, changedIDs: &changedIDs)
+            }
+
             var deletedKeys: Set<String> = []
             for object in deleted {
                 let index = storeIndex(of: object)
@@ -401,6 +409,7 @@ struct SaveOperation {
                     "hint": .string("Another save changed these objects since this context read them. Call context.refresh to read the stored values (your edits are kept and saving again overwrites), or context.rollback and redo the edits, or open the context with another mergePolicy."),
                 ])
             }
+            try checkRelationshipCounts(changedIDs: changedIDs, context: pending)
             for (index, changes) in history { try stores.list[index].writeHistory(token: try token(index), changes) }
             for index in order { try stores.list[index].database.execute("COMMIT") }
             CrashPoint.reached("store.afterSaveCommit")
