@@ -8,6 +8,7 @@ enum Benchmarks {
     static let all: [BenchmarkSuite] = [
         BenchmarkSuite(name: "ping", run: PingBenchmark.run),
         BenchmarkSuite(name: "store", run: StoreBenchmark.run),
+        BenchmarkSuite(name: "triplog", run: TripLogBenchmark.run),
         BenchmarkSuite(name: "cloud", run: CloudBenchmark.run),
         BenchmarkSuite(name: "mirror", run: MirrorBenchmark.run),
         BenchmarkSuite(name: "load", run: LoadBenchmark.run),

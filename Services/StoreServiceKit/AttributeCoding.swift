@@ -17,7 +17,9 @@ enum AttributeCoding {
         return stored
     }
 
-    private static func convert(_ value: JSONValue, for attribute: AttributeDescription, entity: String) throws -> SQLValue {
+    /// The storage form without the property's validation (a predicate's literal compares with
+    /// stored values whatever the bounds).
+    static func convert(_ value: JSONValue, for attribute: AttributeDescription, entity: String) throws -> SQLValue {
         func wrongType(_ expected: String) -> ServiceError {
             StoreError.invalidValue(entity: entity, property: attribute.name, "expected \(expected), got \(describe(value)).")
         }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import Synchronization
 
 extension ErrorCode {
     /// NSValidationNumberTooLargeError 1610.
@@ -89,11 +90,19 @@ enum AttributeValidation {
         }
     }
 
+    /// The model's patterns, each compiled once (patterns come from the model, so few).
+    private static let compiled = Mutex<[String: Regex<AnyRegexOutput>]>([:])
+
     /// Core Data matches the whole string (NSPredicate's MATCHES); a pattern that does not
     /// compile matches nothing (the model check refuses such a pattern first).
     static func matches(_ string: String, pattern: String) -> Bool {
-        guard let regex = try? Regex(pattern) else { return false }
-        return (try? regex.wholeMatch(in: string)) != nil
+        compiled.withLock { cache in
+            if cache[pattern] == nil {
+                guard let regex = try? Regex(pattern) else { return false }
+                cache[pattern] = regex
+            }
+            return (try? cache[pattern]?.wholeMatch(in: string)) != nil
+        }
     }
 
     static func compiles(_ pattern: String) -> Bool { (try? Regex(pattern)) != nil }

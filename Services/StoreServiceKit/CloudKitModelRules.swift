@@ -6,8 +6,9 @@
 ///
 /// Why a local tool checks this: a model that breaks these rules works without mirroring and
 /// only fails on a device with iCloud, the kind of surprise this project exists to bring forward.
-/// Apple's other rules (ordered relationships, unique constraints, unsupported attribute types,
-/// value transformers, record size) concern model features this model format does not have.
+/// Apple's rules on ordered relationships and unique constraints are checked too (the service
+/// refuses both at start anyway, after this check, so that `--check-model` gives Apple's reason);
+/// its rules on undefined attribute types concern a type this model format does not have.
 public enum CloudKitModelRules {
     /// Core Data's NSCoreDataError, the code of a refused model.
     public static let coreDataErrorNumber = 134060
@@ -18,8 +19,9 @@ public enum CloudKitModelRules {
         let entities = model.entities.filter { names.contains($0.name) }
         guard !entities.isEmpty else { return "The configuration named '\(configuration.name)' does not contain any entities." }
         var noInverse: [String] = [], requiredAttributes: [String] = [], requiredRelationships: [String] = []
-        var outside: [String] = [], deny: [String] = []
+        var outside: [String] = [], deny: [String] = [], ordered: [String] = [], constrained: [String] = []
         for entity in entities {
+            for constraint in entity.uniquenessConstraints { constrained.append("\(entity.name): \(constraint.joined(separator: ","))") }
             for attribute in entity.attributes where !attribute.optional && (attribute.defaultValue ?? .null) == .null {
                 requiredAttributes.append("\(entity.name): \(attribute.name)")
             }
@@ -31,6 +33,7 @@ public enum CloudKitModelRules {
                 }
                 // Apple writes this one without a space after the colon.
                 if relationship.deleteRule == .deny { deny.append("\(entity.name):\(relationship.name) - Deny") }
+                if relationship.ordered { ordered.append("\(entity.name): \(relationship.name)") }
             }
         }
         let rules: [(heading: String, lines: [String])] = [
@@ -39,6 +42,8 @@ public enum CloudKitModelRules {
             ("CloudKit integration requires that all relationships be optional, the following are not:", requiredRelationships),
             ("CloudKit integration does not allow relationships to objects that aren't sync'd. The following relationships have destination entities that not in the specified configuration.", outside),
             ("The following relationships are configured with unsupported delete rules:", deny),
+            ("CloudKit integration does not support ordered relationships. The following relationships are marked ordered:", ordered),
+            ("CloudKit integration does not support unique constraints. The following entities are constrained:", constrained),
         ]
         let reasons = rules.filter { !$0.lines.isEmpty }.map { rule in
             // localizedCaseInsensitiveCompare, as Apple sorts each list.

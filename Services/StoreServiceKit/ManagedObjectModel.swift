@@ -23,6 +23,31 @@ public struct ManagedObjectModel: Sendable, Codable {
     public func configuration(scope: StoreScope) -> StoreConfiguration {
         configurations.first { $0.scope == scope }!
     }
+
+    /// Whether some to-one relationship has a to-one inverse (saves then keep both sides).
+    var hasOneToOnePairs: Bool {
+        entities.contains { source in
+            source.toOneRelationships.contains { relationship in
+                guard let inverse = relationship.inverse else { return false }
+                return entity(named: relationship.destination)?.relationship(inverse)?.toMany == false
+            }
+        }
+    }
+
+    /// What the model asks for that the service cannot keep (an ordered relationship, a
+    /// uniqueness constraint), naming the entity and property; nil when there is none. Start-up
+    /// refuses these after the CloudKit check, so that `--check-model` gives Apple's reason.
+    public func unsupportedFeatures() -> String? {
+        for entity in entities {
+            if let constraint = entity.uniquenessConstraints.first {
+                return "\(entity.name): uniqueness constraints (\(constraint.joined(separator: ", "))) are not supported yet."
+            }
+            if let relationship = entity.relationships.first(where: \.ordered) {
+                return "\(entity.name).\(relationship.name): ordered relationships are not supported yet."
+            }
+        }
+        return nil
+    }
 }
 
 public enum StoreScope: String, Sendable, Codable, Hashable {
@@ -58,6 +83,10 @@ public final class EntityDescription: Sendable, Codable {
     public let renamingIdentifier: String?
     /// Core Data's version hash modifier: a change of it makes a new version of the entity.
     public let versionHashModifier: String?
+    /// Xcode's Constraints: each a list of properties unique together. Read so that the CloudKit
+    /// check can give Apple's reason; the service keeps no constraint, so a model with one is
+    /// refused at load (`unsupportedFeatures`).
+    public let uniquenessConstraints: [[String]]
     public let toOneRelationships: [RelationshipDescription]
     /// Attribute names, then to-one relationship names: the properties a row stores, in the
     /// order of a row's values and of a context object's value arrays.
@@ -65,10 +94,13 @@ public final class EntityDescription: Sendable, Codable {
     /// Stored property name → its position in `storedPropertyNames`.
     private let positions: [String: Int]
 
-    enum CodingKeys: String, CodingKey { case name, attributes, relationships, indexes, renamingIdentifier, versionHashModifier }
+    enum CodingKeys: String, CodingKey {
+        case name, attributes, relationships, indexes, renamingIdentifier, versionHashModifier, uniquenessConstraints
+    }
 
     public init(name: String, attributes: [AttributeDescription], relationships: [RelationshipDescription], indexes: [[String]] = [],
-                renamingIdentifier: String? = nil, versionHashModifier: String? = nil) {
+                renamingIdentifier: String? = nil, versionHashModifier: String? = nil, uniquenessConstraints: [[String]] = []) {
+        self.uniquenessConstraints = uniquenessConstraints
         self.name = name
         self.attributes = attributes
         self.relationships = relationships
@@ -89,7 +121,8 @@ public final class EntityDescription: Sendable, Codable {
                   relationships: try container.decodeIfPresent([RelationshipDescription].self, forKey: .relationships) ?? [],
                   indexes: try container.decodeIfPresent([[String]].self, forKey: .indexes) ?? [],
                   renamingIdentifier: try container.decodeIfPresent(String.self, forKey: .renamingIdentifier),
-                  versionHashModifier: try container.decodeIfPresent(String.self, forKey: .versionHashModifier))
+                  versionHashModifier: try container.decodeIfPresent(String.self, forKey: .versionHashModifier),
+                  uniquenessConstraints: try container.decodeIfPresent([[String]].self, forKey: .uniquenessConstraints) ?? [])
     }
 
     public func attribute(_ name: String) -> AttributeDescription? { attributes.first { $0.name == name } }
@@ -229,8 +262,16 @@ public struct RelationshipDescription: Sendable, Codable {
     /// The relationship's name in an earlier model version (Core Data's renaming identifier).
     public var renamingIdentifier: String?
     public var versionHashModifier: String?
+    /// A to-many relationship's Minimum and Maximum Count (Core Data's 1580 and 1590 at save).
+    public var minCount: Int?
+    public var maxCount: Int?
+    /// Xcode's Ordered: read so that the CloudKit check can give Apple's reason; the service
+    /// keeps no order, so a model with one is refused at load.
+    public var ordered: Bool = false
 
-    enum CodingKeys: String, CodingKey { case name, destination, toMany, inverse, deleteRule, optional, renamingIdentifier, versionHashModifier }
+    enum CodingKeys: String, CodingKey {
+        case name, destination, toMany, inverse, deleteRule, optional, renamingIdentifier, versionHashModifier, minCount, maxCount, ordered
+    }
 
     public init(name: String, destination: String, toMany: Bool = false, inverse: String? = nil, deleteRule: DeleteRule = .nullify,
                 optional: Bool = true) {
@@ -252,7 +293,13 @@ public struct RelationshipDescription: Sendable, Codable {
         optional = try container.decodeIfPresent(Bool.self, forKey: .optional) ?? true
         renamingIdentifier = try container.decodeIfPresent(String.self, forKey: .renamingIdentifier)
         versionHashModifier = try container.decodeIfPresent(String.self, forKey: .versionHashModifier)
+        minCount = try container.decodeIfPresent(Int.self, forKey: .minCount)
+        maxCount = try container.decodeIfPresent(Int.self, forKey: .maxCount)
+        ordered = try container.decodeIfPresent(Bool.self, forKey: .ordered) ?? false
     }
+
+    /// Whether saves check this relationship's count.
+    var isCounted: Bool { toMany && (minCount ?? 0 > 0 || maxCount ?? 0 > 0) }
 }
 
 /// Seed 000's repair: every `childEntity` whose to-one `relationship` is nil is attached to the

@@ -160,10 +160,20 @@ enum MirrorRecordCoding {
 
     /// The fields two sides can edit (bookkeeping fields aside), numbers normalised so that a
     /// double sent as `250.0` and read back as `250` compare equal.
+    ///
+    /// A value in an asset field (`CD_<name>_ckAsset`) counts as its property's field
+    /// (`CD_<name>`, as bytes): the two are one property, stamped and merged under that name.
     static func dataFields(_ fields: [String: JSONValue]?) -> [String: JSONValue] {
         var result: [String: JSONValue] = [:]
         for (name, field) in fields ?? [:] where name != MirrorState.fieldTimesField && name != CloudKitNames.entityNameField
             && name != MovedFrom.field {
+            if name.hasSuffix(assetSuffix), var object = field.objectValue, object["type"] == "asset" {
+                let property = String(name.dropLast(assetSuffix.count))
+                guard fields?[property] == nil else { continue }
+                object["type"] = "bytes"
+                result[property] = .object(object)
+                continue
+            }
             guard var object = field.objectValue, let type = object["type"]?.stringValue, type == "double" || type == "date",
                   let number = object["value"]?.doubleValue else {
                 result[name] = field

@@ -49,6 +49,9 @@ enum ModelJSONWriter {
         if !entity.indexes.isEmpty {
             parts.append(["      \"indexes\": " + JSONWriter.text(.array(entity.indexes.map { .array($0.map { .string($0) }) }))])
         }
+        if !entity.uniquenessConstraints.isEmpty {
+            parts.append(["      \"uniquenessConstraints\": " + JSONWriter.text(.array(entity.uniquenessConstraints.map { .array($0.map { .string($0) }) }))])
+        }
         var lines = ["    {"]
         for (index, part) in parts.enumerated() {
             var part = part
@@ -88,6 +91,9 @@ enum ModelJSONWriter {
         if let inverse = relationship.inverse { fields.append(("inverse", .string(inverse))) }
         fields.append(("deleteRule", .string(relationship.deleteRule.rawValue)))
         if !relationship.optional { fields.append(("optional", false)) }
+        if let count = relationship.minCount { fields.append(("minCount", .int(count))) }
+        if let count = relationship.maxCount { fields.append(("maxCount", .int(count))) }
+        if relationship.ordered { fields.append(("ordered", true)) }
         if let identifier = relationship.renamingIdentifier { fields.append(("renamingIdentifier", .string(identifier))) }
         if let modifier = relationship.versionHashModifier { fields.append(("versionHashModifier", .string(modifier))) }
         return fields

@@ -83,6 +83,12 @@ extension ManagedObjectModel {
                 }
             }
             for relationship in entity.relationships {
+                if (relationship.minCount != nil || relationship.maxCount != nil) && !relationship.toMany {
+                    throw ModelError("\(entity.name).\(relationship.name): minCount and maxCount are for to-many relationships.")
+                }
+                if let minimum = relationship.minCount, let maximum = relationship.maxCount, minimum > maximum {
+                    throw ModelError("\(entity.name).\(relationship.name): minCount \(minimum) is more than maxCount \(maximum).")
+                }
                 guard Self.isIdentifier(relationship.name) else { throw ModelError("\(entity.name): relationship name '\(relationship.name)' must be letters, digits and _.") }
                 guard properties.insert(relationship.name).inserted else { throw ModelError("\(entity.name).\(relationship.name) is defined twice.") }
             }
@@ -110,9 +116,6 @@ extension ManagedObjectModel {
                 }
                 if relationship.toMany && inverse.toMany {
                     throw ModelError("\(place): many-to-many relationships are not supported; model a join entity instead.")
-                }
-                if !relationship.toMany && !inverse.toMany {
-                    throw ModelError("\(place): one-to-one relationships with an inverse are not supported; make one side to-many or drop the inverse.")
                 }
             }
             for index in entity.indexes {

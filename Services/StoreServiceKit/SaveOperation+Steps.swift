@@ -214,7 +214,16 @@ extension SaveOperation {
                                                 deletedKeys: &deletedKeys)
                 }
             case .nullify:
-                guard relationship.toMany, let inverse = relationship.inverse else { continue }
+                guard let inverse = relationship.inverse else { continue }
+                if !relationship.toMany {
+                    // One-to-one: the partner's side, if it still points here, is cleared.
+                    guard destination.relationship(inverse)?.toMany == false, let position = destination.position(of: inverse),
+                          let partner = try store.read(destination, primaryKey: related[0]), partner.values[position].int64 == primaryKey,
+                          !deletedKeys.contains(store.objectID(destination.name, related[0]).uri) else { continue }
+                    try store.update(destination, primaryKey: related[0], changes: [(inverse, .null)], version: partner.version + 1)
+                    try changes.updated(entity: destination.name, primaryKey: related[0], uuid: partner.uuid, changed: [inverse])
+                    continue
+                }
                 for key in related where !deletedKeys.contains(store.objectID(destination.name, key).uri) {
                     guard let child = try store.read(destination, primaryKey: key) else { continue }
                     try store.update(destination, primaryKey: key, changes: [(inverse, .null)], version: child.version + 1)

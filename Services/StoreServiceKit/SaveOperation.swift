@@ -176,8 +176,16 @@ struct SaveOperation {
             try writer.allocatePermanentIDs(inserted)
             for object in inserted { try writer.insert(object) }
             for object in updated { try writer.update(object) }
+            if model.hasOneToOnePairs {
+                let edits = (inserted + updated).compactMap { object -> PairEdit? in
+                    guard let key = writer.newIDs[object.uri]?.primaryKey ?? object.id.primaryKey else { return nil }
+                    return PairEdit(object: object, store: writer.storeIndex(of: object), key: key)
+                }
+                try pairOneToOne(edits, writer: &writer)
+            }
             for object in deleted { try writer.delete(object) }
             try writer.checkConflicts()
+            try checkRelationshipCounts(changedIDs: writer.recorders.mapValues(\.changedObjectIDs), context: pending)
             notices = try writer.finish(order: order)
             for index in order { try stores.list[index].database.execute("COMMIT") }
             CrashPoint.reached("store.afterSaveCommit")

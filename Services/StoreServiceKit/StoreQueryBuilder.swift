@@ -39,6 +39,9 @@ struct StoreQueryBuilder {
         guard let key = keyPath.last else { throw predicateError("empty key path.", predicateText) }
         let (alias, owner) = try walkToOne(Array(keyPath.dropLast()), keyPath: keyPath)
         if let attribute = owner.attribute(key) {
+            // Decimals are kept as exact text; they compare as numbers (NUMERIC affinity applies
+            // to the literal's text too).
+            if attribute.type == .decimal { return .attribute(column: "CAST(\(alias).\"a_\(key)\" AS NUMERIC)", attribute) }
             return .attribute(column: "\(alias).\"a_\(key)\"", attribute)
         }
         // The system columns: the stable business id, and the cloud zone and its owner (a row
@@ -191,7 +194,7 @@ struct StoreQueryBuilder {
             var relaxed = attribute
             relaxed.allowedValues = nil
             do {
-                return try AttributeCoding.storageValue(value, for: relaxed, entity: entity.name)
+                return try AttributeCoding.convert(value, for: relaxed, entity: entity.name)
             } catch let error as ServiceError {
                 throw predicateError("\(keyPath.joined(separator: ".")): \(error.wire.message)", predicateText)
             }

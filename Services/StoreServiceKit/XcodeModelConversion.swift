@@ -43,11 +43,9 @@ enum XcodeModelConversion {
         for attribute in entity.attributes { attributes.append(try convert(attribute, entity: entity.name)) }
         var relationships: [RelationshipDescription] = []
         for relationship in entity.relationships { relationships.append(try convert(relationship, entity: entity.name)) }
-        if let constraint = entity.uniquenessConstraints.first {
-            throw ModelError("\(entity.name): uniqueness constraints (\(constraint.joined(separator: ", "))) are not supported yet.")
-        }
         return EntityDescription(name: entity.name, attributes: attributes, relationships: relationships, indexes: entity.fetchIndexes,
-                                 renamingIdentifier: entity.renamingIdentifier, versionHashModifier: entity.versionHashModifier)
+                                 renamingIdentifier: entity.renamingIdentifier, versionHashModifier: entity.versionHashModifier,
+                                 uniquenessConstraints: entity.uniquenessConstraints)
     }
 
     private static func convert(_ attribute: XcodeModelContents.Attribute, entity: String) throws(ModelError) -> AttributeDescription {
@@ -130,7 +128,6 @@ enum XcodeModelConversion {
         if let inverseEntity = relationship.inverseEntity, inverseEntity != destination {
             throw ModelError("\(place): its inverse is on \(inverseEntity), but its destination is \(destination).")
         }
-        if relationship.ordered { throw ModelError("\(place): ordered relationships are not supported yet.") }
         let rule: DeleteRule
         switch relationship.deletionRule ?? "Nullify" {
         case "Nullify": rule = .nullify
@@ -144,7 +141,19 @@ enum XcodeModelConversion {
                                              inverse: relationship.inverseName, deleteRule: rule, optional: relationship.optional)
         result.renamingIdentifier = relationship.renamingIdentifier
         result.versionHashModifier = relationship.versionHashModifier
+        result.ordered = relationship.ordered
+        if relationship.toMany {
+            result.minCount = try count(relationship.minCount, place: place, key: "minCount")
+            result.maxCount = try count(relationship.maxCount, place: place, key: "maxCount")
+        }
         return result
+    }
+
+    /// Xcode writes no count as absent and "unbounded" as 0.
+    private static func count(_ text: String?, place: String, key: String) throws(ModelError) -> Int? {
+        guard let text else { return nil }
+        guard let value = Int(text), value >= 0 else { throw ModelError("\(place): \(key) '\(text)' is not a count.") }
+        return value == 0 ? nil : value
     }
 
     /// The private and the shared store's configurations: the ones `choice` names; else the

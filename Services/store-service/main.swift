@@ -47,4 +47,8 @@ if storeOptions.mirror != nil {
     for refusal in refusals { ServiceMain.printError("store-service: \(refusal)") }
     if !refusals.isEmpty { exitNow(78) }
 }
+if let unsupported = model.unsupportedFeatures() {
+    ServiceMain.printError("store-service: bad model: \(unsupported)")
+    exitNow(78)
+}
 ServiceMain.run(StoreService(configuration: configuration, options: storeOptions, model: model), configuration: configuration)

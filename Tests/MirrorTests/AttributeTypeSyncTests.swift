@@ -64,6 +64,42 @@ extension Mirroring {
             await ConflictTests.stop(cloud, a, b)
         }
 
+        @Test("Concurrent edits of a large binary value on two devices converge to one value, in one field")
+        func concurrentAssetEditsConverge() async throws {
+            let (cloud, a, b) = try await Self.start(["--asset-threshold", "16"])
+            let first = Data(repeating: 1, count: 40).base64EncodedString()
+            let id = try await GraphShareTests.insert(a, "Sample", ["id": "s1", "blob": .string(first)])
+            try await a.send()
+            try await b.fetch()
+            let onB = try #require(try await b.objects("Sample").first?["objectID"]?.stringValue)
+            try await a.set(id, ["blob": .string(Data(repeating: 2, count: 50).base64EncodedString())])
+            try await b.set(onB, ["blob": "AQID", "title": "small again"])
+            try await a.send()
+            try await b.now()
+            try await a.now()
+            let valueOnA = try await a.objects("Sample").first?["values"]?["blob"]
+            let valueOnB = try await b.objects("Sample").first?["values"]?["blob"]
+            #expect(valueOnA == valueOnB, "the devices disagree")
+            #expect(valueOnA == "AQID", "the later edit wins")
+            var fields = try await Self.fields(cloud)
+            #expect(fields["CD_blob"]?["value"] == "AQID")
+            #expect(fields["CD_blob_ckAsset"] == nil, "the record holds the value in one field")
+
+            // The other way round: the later edit is the large one.
+            let large = Data(repeating: 3, count: 60).base64EncodedString()
+            try await a.set(id, ["blob": "BAUG"])
+            try await b.set(onB, ["blob": .string(large)])
+            try await a.send()
+            try await b.now()
+            try await a.now()
+            #expect(try await a.objects("Sample").first?["values"]?["blob"] == .string(large))
+            #expect(try await b.objects("Sample").first?["values"]?["blob"] == .string(large))
+            fields = try await Self.fields(cloud)
+            #expect(fields["CD_blob_ckAsset"]?["value"] == .string(large))
+            #expect(fields["CD_blob"] == nil, "the record holds the value in one field")
+            await ConflictTests.stop(cloud, a, b)
+        }
+
         @Test("The cloud refuses an asset over its asset limit (limitExceeded, naming the field) and leaves assets out of the record's size")
         func assetLimits() async throws {
             let cloud = try await Cloud.start()

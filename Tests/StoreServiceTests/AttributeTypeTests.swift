@@ -69,6 +69,31 @@ struct AttributeTypeTests {
         #expect((object["values"]?["flag"] ?? object["flag"]) == true, "the default applies")
     }
 
+    @Test("Predicates compare the new types as values: decimals as numbers, UUIDs in any case, bounds not applied to literals")
+    func predicatesCompareValues() async throws {
+        let (store, client) = try await Self.start()
+        defer { Task { _ = await store.stop() } }
+        let context = try await client.openContext()
+        for (code, price) in [("a1", "9.5"), ("a2", "100.25"), ("a3", "1000")] {
+            try await client.call("object.insert", ["context": .string(context), "entity": "Sample",
+                                                    "values": ["code": .string(code), "price": .string(price),
+                                                               "ident": code == "a2" ? "E621E1F8-C36C-495A-93FC-0C247A3E6E5F" : .null]])
+        }
+        _ = try await client.save(context)
+        func codes(_ predicate: String) async throws -> [String] {
+            let fetched = try await client.call("fetch", ["entity": "Sample", "predicate": .string(predicate),
+                                                          "sortDescriptors": [["key": "code", "ascending": true]]])
+            return fetched["objects"]?.arrayValue?.compactMap { $0["values"]?["code"]?.stringValue } ?? []
+        }
+        #expect(try await codes("price > '10'") == ["a2", "a3"])
+        #expect(try await codes("price == '100.250'") == ["a2"])
+        #expect(try await codes("ident == 'e621e1f8-c36c-495a-93fc-0c247a3e6e5f'") == ["a2"])
+        #expect(try await codes("medium > 5000").isEmpty, "a literal past maxValue is a comparison, not an error")
+        let byPrice = try await client.call("fetch", ["entity": "Sample", "sortDescriptors": [["key": "price", "ascending": false]]])
+        #expect(byPrice["objects"]?.arrayValue?.compactMap { $0["values"]?["price"]?.stringValue } == ["1000", "100.25", "9.5"],
+                "decimals sort as numbers, and come back as their text")
+    }
+
     @Test("Values are kept in their type's canonical form: upper-case UUIDs, Decimal's text, the nearest Float")
     func canonicalForms() throws {
         let model = try ManagedObjectModel.load(json: Data(Self.modelJSON.utf8))

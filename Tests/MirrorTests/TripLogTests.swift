@@ -1,0 +1,129 @@
+import Foundation
+import MeowWire
+import Testing
+import TestSupport
+
+extension Mirroring {
+    /// The example app model of examples/TripLog (not MeowCare's): an owner and a participant run
+    /// it through the cloud with every attribute type, a tag joined to photos, a three-level
+    /// share, a conflict and a migration.
+    @Suite("Mirroring: the TripLog example model", .timeLimit(.minutes(5)))
+    struct TripLogTests {
+        static let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("examples/TripLog").path
+        static let jsonModel = examples + "/TripLog.json"
+        static let xcodeModel = examples + "/TripLog.xcdatamodeld"
+
+        static let trip: [String: JSONValue] = [
+            "id": "6F9619FF-8B86-D011-B42D-00C04FC964FF", "name": "Kyoto in autumn", "startDate": "2026-11-01T00:00:00.000Z",
+            "endDate": "2026-11-09T23:59:59.999Z", "budget": "2500.75", "currency": "JPY", "isArchived": false,
+        ]
+        static let day: [String: JSONValue] = [
+            "id": "0E984725-C51C-4BF4-9960-E1C80E27ABA0", "date": "2026-11-02T00:00:00.000Z", "dayNumber": 2, "distanceKm": 12.5,
+            "notes": "Fushimi Inari at dawn",
+        ]
+        static let photo: [String: JSONValue] = [
+            "id": "1B4E28BA-2FA1-11D2-883F-0016D3CCA427", "caption": "Torii gates", "takenAt": "2026-11-02T06:12:30.250Z",
+            "thumbnail": .string(Data((0..<300).map { UInt8($0 % 256) }).base64EncodedString()), "sourceURL": "https://example.com/p/1.heic",
+            "fileSize": "9007199254740993", "rating": 5, "latitude": 34.967146, "longitude": 135.772695, "metadata": "YnBsaXN0MDDUAQ==",
+        ]
+
+        /// The owner O and the participant P on the TripLog model, thumbnails over 64 bytes as assets.
+        static func start(dataDirectory: String? = nil) async throws -> (Cloud, Device, Device) {
+            let cloud = try await Cloud.start()
+            let extra = ["--model", xcodeModel, "--asset-threshold", "64"]
+            let o = try await Device.start("O", user: "owner", cloud: cloud, extra: extra, dataDirectory: dataDirectory.map { cloud.directory.file($0) })
+            let p = try await Device.start("P", user: "alice", cloud: cloud, extra: extra)
+            return (cloud, o, p)
+        }
+
+        /// Trip → Day → Photo, and a Tag joined to the photo: the objectIDs by entity.
+        static func graph(on o: Device) async throws -> [String: String] {
+            var ids: [String: String] = [:]
+            ids["Trip"] = try await GraphShareTests.insert(o, "Trip", .object(trip))
+            ids["Day"] = try await GraphShareTests.insert(o, "Day", .object(day.merging(["trip": .string(ids["Trip"]!)]) { $1 }))
+            ids["Photo"] = try await GraphShareTests.insert(o, "Photo", .object(photo.merging(["day": .string(ids["Day"]!)]) { $1 }))
+            ids["Tag"] = try await GraphShareTests.insert(o, "Tag", ["id": "C56A4180-65AA-42EC-A945-5FD21DEC0538", "name": "shrine"])
+            ids["PhotoTag"] = try await GraphShareTests.insert(o, "PhotoTag", ["id": "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11",
+                                                                              "photo": .string(ids["Photo"]!), "tag": .string(ids["Tag"]!)])
+            try await o.send()
+            return ids
+        }
+
+        static func values(_ device: Device, _ entity: String, store: String? = nil) async throws -> [String: JSONValue] {
+            try #require(try await device.objects(entity, store: store).first?["values"]?.objectValue, "\(device.name) has no \(entity)")
+        }
+
+        @Test("Every type crosses from the owner to a participant exactly, through a three-level share that takes the tag and its link")
+        func ownerAndParticipantShareTheGraph() async throws {
+            let (cloud, o, p) = try await Self.start()
+            let ids = try await Self.graph(on: o)
+            let created = try await o.call("share.create", ["objectID": .string(ids["Trip"]!), "participants": [["user": "alice", "permission": "readWrite"]]])
+            #expect(created["movedRecords"] == 5)
+            let zone = try #require(created["zoneName"]?.stringValue)
+            let records = try await cloud.records(user: "owner", zone: ["zoneName": .string(zone)])
+            let photoRecord = try #require(records.first { $0["recordType"] == "CD_Photo" })
+            #expect(photoRecord["fields"]?["CD_thumbnail_ckAsset"]?["type"] == "asset", "the thumbnail went as an asset")
+            _ = try await p.call("share.accept", ["zoneName": .string(zone), "ownerName": "owner"])
+            for (entity, expected) in [("Trip", Self.trip), ("Day", Self.day), ("Photo", Self.photo)] {
+                let got = try await Self.values(p, entity, store: "Shared")
+                for (key, value) in expected { #expect(got[key] == value, "\(entity).\(key)") }
+            }
+            #expect(try await Self.values(p, "Tag", store: "Shared")["name"] == "shrine")
+            let link = try await Self.values(p, "PhotoTag", store: "Shared")
+            #expect(link["photo"] == (try await p.objects("Photo", store: "Shared").first?["objectID"]))
+            #expect(link["tag"] == (try await p.objects("Tag", store: "Shared").first?["objectID"]))
+            await ConflictTests.stop(cloud, o, p)
+        }
+
+        @Test("Concurrent edits of one photo by the owner and the participant converge on both devices")
+        func conflictConverges() async throws {
+            let (cloud, o, p) = try await Self.start()
+            let ids = try await Self.graph(on: o)
+            let zone = try #require(try await o.call("share.create", ["objectID": .string(ids["Trip"]!),
+                                                                      "participants": [["user": "alice", "permission": "readWrite"]]])["zoneName"]?.stringValue)
+            _ = try await p.call("share.accept", ["zoneName": .string(zone), "ownerName": "owner"])
+            let photoOnP = try #require(try await p.objects("Photo", store: "Shared").first?["objectID"]?.stringValue)
+            try await o.set(ids["Photo"]!, ["caption": "Owner's caption", "rating": 3])
+            try await p.set(photoOnP, ["caption": "Participant's caption", "latitude": 35.0])
+            try await o.send()
+            try await p.now()
+            try await o.now()
+            // Object IDs name each device's own store: the day is compared by what it holds.
+            let onO = try await Self.values(o, "Photo").filter { $0.key != "day" }
+            let onP = try await Self.values(p, "Photo", store: "Shared").filter { $0.key != "day" }
+            #expect(onO == onP, "the two devices disagree")
+            #expect(onO["caption"] == "Participant's caption", "the later edit of the caption wins")
+            #expect(onO["rating"] == 3 && onO["latitude"]?.doubleValue == 35.0, "edits of different fields are both kept")
+            await ConflictTests.stop(cloud, o, p)
+        }
+
+        @Test("The owner's device migrates to a second model version and keeps syncing with a participant still on the first")
+        func migrationKeepsSyncing() async throws {
+            let (cloud, o, p) = try await Self.start(dataDirectory: "o-data")
+            let ids = try await Self.graph(on: o)
+            let zone = try #require(try await o.call("share.create", ["objectID": .string(ids["Trip"]!),
+                                                                      "participants": [["user": "alice", "permission": "readWrite"]]])["zoneName"]?.stringValue)
+            _ = try await p.call("share.accept", ["zoneName": .string(zone), "ownerName": "owner"])
+            _ = await o.stop()
+            // Version 2: Trip gains a mandatory cover colour with a default.
+            var text = try String(contentsOfFile: Self.jsonModel, encoding: .utf8)
+            text = text.replacingOccurrences(of: #"{"name": "isArchived", "type": "boolean", "optional": false, "defaultValue": false}"#,
+                                             with: #"{"name": "isArchived", "type": "boolean", "optional": false, "defaultValue": false}, {"name": "coverColor", "type": "string", "optional": false, "defaultValue": "indigo"}"#)
+            let v2 = cloud.directory.file("TripLog-v2.json")
+            try text.write(toFile: v2, atomically: true, encoding: .utf8)
+            let migrated = try await Device.start("O", user: "owner", cloud: cloud, extra: ["--model", v2, "--asset-threshold", "64"],
+                                                  dataDirectory: cloud.directory.file("o-data"))
+            let trip = try await Self.values(migrated, "Trip")
+            #expect(trip["coverColor"] == "indigo", "existing rows get the new attribute's default")
+            #expect(trip["budget"] == Self.trip["budget"] && trip["id"] == Self.trip["id"], "the migration keeps every value")
+            try await migrated.set(ids["Trip"]!, ["coverColor": "red", "name": "Kyoto and Nara"])
+            try await migrated.send()
+            try await p.fetch()
+            #expect(try await Self.values(p, "Trip", store: "Shared")["name"] == "Kyoto and Nara", "the older version still syncs")
+            let record = try #require(try await cloud.records(user: "owner", zone: ["zoneName": .string(zone)]).first { $0["recordType"] == "CD_Trip" })
+            #expect(record["fields"]?["CD_coverColor"]?["value"] == "red")
+            await ConflictTests.stop(cloud, migrated, p)
+        }
+    }
+}
