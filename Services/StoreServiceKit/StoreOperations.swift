@@ -20,6 +20,8 @@ extension StoreService {
         registerObjectIdentityOperations(in: &registry)
         registerFetchOperations(in: &registry)
         registerStoreStateOperations(in: &registry)
+        registerShareStateOperations(in: &registry)
+        registerDeviceOperations(in: &registry)
     }
 
     /// Contexts: open, save, rollback, refresh, reset, close.
@@ -296,7 +298,7 @@ extension StoreService {
 
     }
 
-    /// The orphan repair, share metadata, permissions, and what the device holds (stores, model, clock).
+    /// The orphan repair (seed 000's), on the stores or inside a context.
     private func registerStoreStateOperations(in registry: inout OperationRegistry) {
         registry.register("repair.orphans", params: RepairParams.self, summary: "Seed 000's repair: attach orphans to the default session.") { [self] params, request in
             let engine = try engine()
@@ -315,6 +317,10 @@ extension StoreService {
             }
         }
 
+    }
+
+    /// Share metadata in the shared store and permission checks.
+    private func registerShareStateOperations(in registry: inout OperationRegistry) {
         registry.register("share.setMetadata", params: ShareParams.self, summary: "Records a share zone's permission in the shared store (mirror fills this).") { [self] params, _ in
             try refuseWhileMirroring(true, what: "share.setMetadata",
                                      why: "a mirroring device takes its share metadata and permissions from the cloud's share records",
@@ -365,6 +371,10 @@ extension StoreService {
             return try engine.coordinator.withStores { stores in try check(stores, nil) }
         }
 
+    }
+
+    /// The device as it stands: its stores, model and clock.
+    private func registerDeviceOperations(in registry: inout OperationRegistry) {
         registry.register("store.list", params: Empty.self, summary: "The loaded stores in load order.") { [self] _, _ in
             let engine = try engine()
             return StoreListResult(stores: engine.coordinator.storeDescriptions, routing: engine.router.mode)
