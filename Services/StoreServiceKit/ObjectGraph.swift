@@ -111,13 +111,26 @@ extension CloudMirror {
     }
 
     /// The share zone of an object pointing at a never-sent chain end, whose own chain ends
-    /// elsewhere (children ending at the object itself say nothing about it).
+    /// elsewhere (children ending at the object itself say nothing about it). Only members
+    /// already mirrored into a share zone are read: a new session with thousands of unsent
+    /// events would otherwise read every one of them for each batch that carries it.
     private func joinedShareZone(of entity: EntityDescription, row: PersistentStore.StoredRow, graph: ObjectGraph,
                                  state: MirrorState) throws -> ZoneID? {
-        for (memberEntity, member) in try graph.toManyMembers(of: entity, row: row) {
-            let end = try graph.chainEnd(of: memberEntity, row: member).row
-            guard end.uuid != row.uuid, let zone = try state.meta(end.uuid)?.zone, zone.zoneName.hasPrefix(CloudKitNames.coreDataShareZonePrefix) else { continue }
-            return zone
+        let store = state.store
+        let prefix = CloudKitNames.coreDataShareZonePrefix
+        for relationship in entity.relationships where relationship.toMany {
+            guard let inverseName = relationship.inverse, let destination = store.model.entity(named: relationship.destination),
+                  destination.relationship(inverseName)?.toMany == false, store.holds(destination.name) else { continue }
+            let shared = try store.database.query("""
+                SELECT t.z_pk FROM \(PersistentStore.table(destination.name)) t JOIN mirror_meta m ON m.uuid = t.z_uuid
+                WHERE t."r_\(inverseName)" = ? AND substr(m.zone_name, 1, ?) = ?
+                """, [row.primaryKey, prefix.utf8.count, prefix])
+            for key in shared.compactMap({ $0[0].int64 }) {
+                guard let member = try store.read(destination, primaryKey: key) else { continue }
+                let end = try graph.chainEnd(of: destination, row: member).row
+                guard end.uuid != row.uuid, let zone = try state.meta(end.uuid)?.zone, zone.zoneName.hasPrefix(prefix) else { continue }
+                return zone
+            }
         }
         return nil
     }
