@@ -29,7 +29,7 @@ extension CloudMirror {
     /// device fetching meanwhile may see them come and go, as with Apple's.
     func initializeSchema(dryRun: Bool, progress: ProgressReporter = .silent) throws -> InitializeSchemaResult {
         let names = Set(engine.model.configurations.flatMap(\.entities))
-        let entities = engine.model.entities.filter { names.contains($0.name) }
+        let entities = engine.model.entities.filter { names.contains($0.name) && !engine.model.isLinkEntity($0.name) }
         var recordTypes: [String: [String: String]] = [:]
         var saves: [CloudRecord] = []
         for entity in entities {

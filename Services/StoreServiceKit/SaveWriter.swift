@@ -222,8 +222,10 @@ struct SaveWriter {
         let gone = try operation.deleteCascading(object.entity, primaryKey: row.primaryKey, storeIndex: index,
                                                  changes: &recorder, deletedKeys: &deletedKeys)
         recorders[index] = recorder
-        result.deleted?.append(contentsOf: gone)
-        result.deletedCount += gone.count
+        // Links are the store's rows behind many-to-many values, not the app's objects.
+        let visible = gone.filter { uri in ObjectID(uri: uri).map { !stores.model.isLinkEntity($0.entity) } ?? true }
+        result.deleted?.append(contentsOf: visible)
+        result.deletedCount += visible.count
         forgotten.append(contentsOf: gone)
     }
 

@@ -113,8 +113,8 @@ extension StoreService {
         registry.register("object.set", params: SetParams.self, summary: "Sets attributes and to-one relationships.") { [self] params, request in
             try engine().withContext(request.connection, params.context) { context, stores in
                 let object = try context.object(params.objectID, stores: stores)
-                try context.set(params.values.values, on: object, model: stores.model)
-                return context.record(object, stores: stores)
+                try context.set(params.values.values, on: object, model: stores.model, stores: stores)
+                return try context.record(object, stores: stores)
             }
         }
         registry.register("object.delete", params: ObjectParams.self, summary: "Marks an object deleted (applied at save).") { [self] params, request in
@@ -152,7 +152,7 @@ extension StoreService {
                     }
                     let object = context.insert(entity: entity, uuid: item.uuid, zone: item.zoneKey)
                     created.append(object)
-                    try context.set(item.values?.values ?? [:], on: object, model: stores.model)
+                    try context.set(item.values?.values ?? [:], on: object, model: stores.model, stores: stores)
                     if let target {
                         object.store = target
                         object.routing = .init(store: target, reason: .assigned, detail: "assigned to \(stores.list[target].name) at insert")
@@ -179,12 +179,12 @@ extension StoreService {
             let engine = try engine()
             if let contextID = params.context {
                 return try engine.withContext(request.connection, contextID) { context, stores in
-                    context.record(try context.object(params.objectID, stores: stores), stores: stores)
+                    try context.record(try context.object(params.objectID, stores: stores), stores: stores)
                 }
             }
             return try engine.coordinator.withStores { stores in
                 let scratch = ManagedObjectContext(id: "", name: nil, author: "", mergePolicy: .error)
-                var record = scratch.record(try scratch.object(params.objectID, stores: stores), stores: stores)
+                var record = try scratch.record(try scratch.object(params.objectID, stores: stores), stores: stores)
                 record.isInserted = nil
                 record.isDeleted = nil
                 record.hasChanges = nil
@@ -243,16 +243,16 @@ extension StoreService {
                 var objects: [ObjectRecord] = []
                 objects.reserveCapacity(hits.count)
                 for hit in hits {
-                    guard let context else { objects.append(FetchExecutor.record(hit, entity: entity, stores: stores)); continue }
+                    guard let context else { objects.append(try FetchExecutor.record(hit, entity: entity, stores: stores)); continue }
                     let uri = stores.list[hit.store].objectID(entity.name, hit.row.primaryKey).uri
                     if let registered = context.lookup(uri) {
-                        objects.append(context.record(registered, stores: stores))
+                        objects.append(try context.record(registered, stores: stores))
                     } else {
                         let object = ContextObject(id: ObjectID(uri: uri)!, entity: entity, store: hit.store, isInserted: false, version: hit.row.version,
                                                    snapshotValues: ManagedObjectContext.contextValues(hit.row, entity: entity, store: stores.list[hit.store]),
                                                    uuid: hit.row.uuid, zone: hit.row.zone, sequence: context.takeSequence())
                         context.register(object)
-                        objects.append(context.record(object, stores: stores))
+                        objects.append(try context.record(object, stores: stores))
                     }
                 }
                 return FetchResult(objects: objects)
