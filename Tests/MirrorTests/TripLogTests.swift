@@ -96,6 +96,36 @@ extension Mirroring {
             await ConflictTests.stop(cloud, o, p)
         }
 
+        @Test("A CDMR link fetched before its tag waits for it and links the photo when the tag arrives; sides named in either order are read")
+        func linkBeforeItsTagWaits() async throws {
+            let cloud = try await Cloud.start()
+            let o = try await Device.start("O", user: "owner", cloud: cloud, extra: ["--model", Self.jsonModel])
+            let writer = try await cloud.writer("owner")
+            defer { writer.close() }
+            func text(_ value: String) -> JSONValue { ["type": "string", "value": .string(value)] }
+            let photo: JSONValue = ["recordName": "photo-1", "recordType": "CD_Photo", "zoneID": ImportRefusalTests.zone, "fields": [
+                "CD_entityName": text("Photo"), "CD_caption": text("Lantern"), "CD_rating": ["type": "int64", "value": 4]]]
+            // Another client's order (Tag first): the sides are matched by name, not by position.
+            let link: JSONValue = ["recordName": "link-1", "recordType": "CDMR", "zoneID": ImportRefusalTests.zone, "fields": [
+                "CD_entityNames": text("Tag:Photo"), "CD_relationships": text("photos:tags"), "CD_recordNames": text("tag-1:photo-1")]]
+            _ = try await writer.call("records.modify", ["database": "private", "saves": [photo, link]])
+            try await o.fetch()
+            #expect(try await Self.values(o, "Photo")["tags"] == [], "the link waits: its tag has not arrived")
+            let waiting = try await PendingLinkTests.waiting(o)
+            #expect(waiting.count == 1 && waiting.first?["target"] == "tag-1")
+            _ = try await writer.call("records.modify", ["database": "private", "saves": [
+                ["recordName": "tag-1", "recordType": "CD_Tag", "zoneID": ImportRefusalTests.zone, "fields": ["CD_entityName": text("Tag"), "CD_name": text("festival")]]]])
+            try await o.fetch()
+            let tag = try #require(try await o.objects("Tag").first?["objectID"])
+            #expect(try await Self.values(o, "Photo")["tags"] == [tag], "the tag's arrival completes the link")
+            #expect(try await PendingLinkTests.waiting(o).isEmpty)
+            _ = try await writer.call("records.modify", ["database": "private", "deletes": [["recordName": "link-1", "zoneID": ImportRefusalTests.zone]]])
+            try await o.fetch()
+            #expect(try await Self.values(o, "Photo")["tags"] == [], "a deleted CDMR record removes the link")
+            #expect(try await o.objects("Tag").count == 1, "and keeps both objects")
+            await ConflictTests.stop(cloud, o)
+        }
+
         @Test("Concurrent edits of one photo by the owner and the participant converge on both devices")
         func conflictConverges() async throws {
             let (cloud, o, p) = try await Self.start()
