@@ -92,4 +92,15 @@ extension ManagedObjectContext {
             return text
         }
     }
+
+    /// Drops the links inserted here that name `object`, which is being deleted: a link to an
+    /// object that will not exist would fail the save (saved links go with the delete rules).
+    func forgetInsertedLinks(of object: ContextObject, model: ManagedObjectModel) {
+        for relationship in object.entity.relationships where relationship.toMany {
+            guard let end = model.manyToMany(object.entity.name, relationship.name) else { continue }
+            for link in objects.values where link.entity.name == end.link && link.isInserted && link.value(end.own).string == object.uri {
+                forget(link.uri)
+            }
+        }
+    }
 }

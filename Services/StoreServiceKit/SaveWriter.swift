@@ -126,6 +126,8 @@ struct SaveWriter {
 
     /// The new object in the result, as the save's report asks for.
     private mutating func report(inserted object: ContextObject, permanentURI: String, store: PersistentStore) {
+        // A link is the row behind a many-to-many value, not an object the app inserted.
+        if object.entity.name.hasPrefix("_"), stores.model.isLinkEntity(object.entity.name) { return }
         let decision = decisions[ObjectIdentifier(object)]!
         result.insertedCount += 1
         switch operation.report {

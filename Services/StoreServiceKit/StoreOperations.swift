@@ -122,6 +122,7 @@ extension StoreService {
             return try engine().withContext(request.connection, contextID) { context, stores in
                 let object = try context.object(params.objectID, stores: stores)
                 if object.isInserted { context.forget(object.uri) } else { object.isDeleted = true }
+                context.forgetInsertedLinks(of: object, model: stores.model)
                 return DeleteResult(objectID: object.uri, isDeleted: true)
             }
         }
@@ -142,6 +143,10 @@ extension StoreService {
             for (index, item) in items.enumerated() {
                 do {
                     guard let entity = stores.model.entity(named: item.entity) else { throw StoreError.unknownEntity(item.entity, model: stores.model) }
+                    if let sides = stores.model.linkSides(of: entity.name) {
+                        throw ServiceError(.invalidField, "\(entity.name) is the store's link table of the many-to-many \(sides.a.entity).\(sides.a.relationship); set that relationship instead.",
+                                           details: ["entity": .string(entity.name)])
+                    }
                     let target = try item.store.map { try stores.index(named: $0) }
                     if let target, !stores.list[target].holds(entity.name) { throw Self.entityNotInStore(entity.name, stores.list[target]) }
                     // The uuid is the object's cloud record name: CKRecord.ID's rules, or

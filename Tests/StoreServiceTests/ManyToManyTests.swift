@@ -70,6 +70,7 @@ struct ManyToManyTests {
         let saved = try await client.save(context)
         let (photoID, beachID, foodID) = (try StoreClient.permanentID(saved, photo), try StoreClient.permanentID(saved, beach), try StoreClient.permanentID(saved, food))
         #expect(saved["deleted"]?.arrayValue?.isEmpty ?? true)
+        #expect(saved["inserted"]?.arrayValue?.count == 3 && saved["insertedCount"] == 3, "the links are not reported as the app's objects")
         #expect(try await client.get(photoID)["values"]?["tags"] == .array([beachID, foodID].sorted().map { .string($0) }))
         #expect(try await client.get(beachID)["values"]?["photos"] == [.string(photoID)])
 
@@ -93,6 +94,8 @@ struct ManyToManyTests {
         let wrongEntity = try await client.failure("object.set", ["context": .string(second), "objectID": .string(photoID), "values": ["tags": [.string(photoID)]]])
         #expect(wrongEntity.details["entity"] == "Photo" && wrongEntity.details["property"] == "tags")
         #expect(wrongEntity.message.contains("expected a Tag object ID"))
+        let direct = try await client.failure("object.insert", ["context": .string(second), "entity": "_Photo_tags", "values": [:]])
+        #expect(direct.message.contains("link table of the many-to-many Photo.tags"))
         let notArray = try await client.failure("object.set", ["context": .string(second), "objectID": .string(photoID), "values": ["tags": ["add": "x"]]])
         #expect(notArray.details["property"] == "tags" && notArray.message.contains("'add' must be an array"))
         #expect(try await client.get(photoID, context: second)["values"]?["tags"] == [.string(foodID)], "a refused value changes nothing")
@@ -127,6 +130,12 @@ struct ManyToManyTests {
         let nullified = try await client.save(context)
         #expect(nullified["deleted"] == [.string(photoID)], "the links deleted with the photo are not the app's objects")
         #expect(try await client.get(tagID)["values"]?["photos"] == [])
+        // Tagged and deleted before any save: its unsaved links go with it and the save passes (the tag's deny rule sees none).
+        let draft = try await insert("Photo", ["title": "Draft", "tags": [.string(tagID)]])
+        try await client.call("object.delete", ["context": .string(context), "objectID": .string(draft)])
+        _ = try await client.save(context)
+        #expect(try await client.count("_Photo_tags") == 0)
+
         try await client.call("object.delete", ["context": .string(context), "objectID": .string(tagID)])
         _ = try await client.save(context)
 
