@@ -126,6 +126,18 @@ extension Mirroring {
             await ConflictTests.stop(cloud, o)
         }
 
+        @Test("sync.initializeSchema defines CDMR with its three fields for the many-to-many tags, and no record type of the hidden link entity")
+        func initializeSchemaDefinesCDMR() async throws {
+            let cloud = try await Cloud.start()
+            let o = try await Device.start("O", user: "owner", cloud: cloud, extra: ["--model", Self.xcodeModel])
+            let dry = try await o.call("sync.initializeSchema", ["dryRun": true])
+            #expect(dry["recordTypes"]?["CDMR"] == ["CD_entityNames": "STRING", "CD_relationships": "STRING", "CD_recordNames": "STRING",
+                                                     "MC_fieldModified": "STRING"])
+            #expect(dry["recordTypes"]?.objectValue?.keys.contains { $0.hasPrefix("CD__") } == false)
+            #expect(try await o.call("sync.initializeSchema")["uploaded"] == 5, "Trip, Day, Photo, Tag and one CDMR")
+            await ConflictTests.stop(cloud, o)
+        }
+
         @Test("Concurrent edits of one photo by the owner and the participant converge on both devices")
         func conflictConverges() async throws {
             let (cloud, o, p) = try await Self.start()
