@@ -16,7 +16,7 @@ public enum CloudKitModelRules {
     /// The failure reason for `configuration`'s entities, or nil when they can be mirrored.
     public static func failureReason(model: ManagedObjectModel, configuration: StoreConfiguration) -> String? {
         let names = Set(configuration.entities)
-        let entities = model.entities.filter { names.contains($0.name) }
+        let entities = model.entities.filter { names.contains($0.name) && !model.isLinkEntity($0.name) }
         guard !entities.isEmpty else { return "The configuration named '\(configuration.name)' does not contain any entities." }
         var noInverse: [String] = [], requiredAttributes: [String] = [], requiredRelationships: [String] = []
         var outside: [String] = [], deny: [String] = [], ordered: [String] = [], constrained: [String] = []

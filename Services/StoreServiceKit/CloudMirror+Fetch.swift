@@ -63,7 +63,8 @@ extension CloudMirror {
 
         /// `read`: per changed record, its fields as the page's scan read them (empty: none were).
         private init(_ page: FetchZoneChangesResult, model: ManagedObjectModel, holding: Set<String>, read: [[StoredFields.Field]?] = []) {
-            let changed = page.changed
+            // CDMR records become their link entity's records here, before anything reads them.
+            let changed = page.changed.map(MirrorLinkRecords.incoming)
             self.changed = changed
             var layouts: [String: MirrorImport.FieldLayout] = [:]
             prepared = changed.indices.map { position -> MirrorImport.Prepared? in

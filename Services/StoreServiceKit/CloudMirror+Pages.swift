@@ -185,7 +185,8 @@ extension CloudMirror {
             }
             if holdDeletes { try state.holdTombstones(deleted, zone: zone) }
             for (uuid, recordType) in holdDeletes ? [] : deleted {
-                guard let entityName = CloudKitNames.entityName(recordType: recordType),
+                let linkEntity = recordType == MirrorLinkRecords.recordType ? try MirrorLinkRecords.deletedLinkEntity(uuid: uuid, state: state) : nil
+                guard let entityName = linkEntity ?? CloudKitNames.entityName(recordType: recordType),
                       let entity = store.model.entity(named: entityName) else { continue }
                 if let pending = try state.pending(uuid: uuid), pending.kind != .delete, options.deletePolicy(entity.name) == .resurrect {
                     // Scenario 20 with resurrect: the local edit re-creates the record.

@@ -34,12 +34,18 @@ extension CloudMirror {
         var saves: [CloudRecord] = []
         for entity in entities {
             let (fields, types) = MirrorRecordCoding.representativeFields(entity)
-            let recordType = CloudKitNames.coreDataName(entity.name)
-            recordTypes[recordType] = types
             // One name per entity: a run again after one whose delete failed overwrites and
             // deletes the records that one left, instead of leaving them for devices to import.
-            saves.append(CloudRecord(recordName: "initializeSchema-\(entity.name)", zoneID: .coreData, recordType: recordType,
-                                     fields: fields.objectValue ?? [:]))
+            var record = CloudRecord(recordName: "initializeSchema-\(entity.name)", zoneID: .coreData, recordType: CloudKitNames.coreDataName(entity.name),
+                                     fields: fields.objectValue ?? [:])
+            recordTypes[record.recordType] = types
+            if engine.model.isLinkEntity(entity.name) {
+                // A many-to-many link goes out as a CDMR record: that type is the one to define.
+                recordTypes.removeValue(forKey: record.recordType)
+                record = MirrorLinkRecords.outgoing(record, model: engine.model)
+                recordTypes[record.recordType] = record.fields.mapValues { CloudKitNames.typeName($0["type"]?.stringValue ?? "string") }
+            }
+            saves.append(record)
         }
         guard !dryRun else { return InitializeSchemaResult(recordTypes: recordTypes, uploaded: 0, dryRun: true) }
         try signedInCredential()

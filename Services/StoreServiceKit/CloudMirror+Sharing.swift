@@ -90,7 +90,10 @@ extension CloudMirror {
     /// share, and keeps each moved copy's metadata; returns the share record. Nil: the request
     /// was over the server's limits (`limitExceeded`; nothing was applied, the request is atomic).
     private func moveAtOnce(_ graph: [GraphMember], into zone: ZoneID) throws -> JSONValue? {
-        var saves = graph.map { CloudRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity.name), fields: $0.fields) }
+        var saves = graph.map {
+            MirrorLinkRecords.outgoing(CloudRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity.name), fields: $0.fields),
+                                       model: engine.model)
+        }
         saves.append(CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: zone, recordType: CloudKitNames.shareRecordType))
         let deletes = graph.compactMap { member in member.oldZone.map { DeleteItem(recordName: member.uuid, zoneID: $0) } }
         let reply: JSONValue
@@ -158,7 +161,7 @@ extension CloudMirror {
                 guard let zone = member.oldZone, let tag = member.tag else { return nil }
                 var record = CloudRecord(recordName: member.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(member.entity.name), fields: member.fields)
                 record.recordChangeTag = tag
-                return record
+                return MirrorLinkRecords.outgoing(record, model: engine.model)
             }
             var saved: JSONValue?
             var stale = false

@@ -287,7 +287,7 @@ struct FetchExecutor {
     }
 
     /// The wire form of a fetched row.
-    static func record(_ hit: Hit, entity: EntityDescription, stores: StoreSet) -> ObjectRecord {
+    static func record(_ hit: Hit, entity: EntityDescription, stores: StoreSet) throws -> ObjectRecord {
         let store = stores.list[hit.store]
         var values: [String: JSONValue] = [:]
         values.reserveCapacity(entity.storedPropertyNames.count)
@@ -297,6 +297,11 @@ struct FetchExecutor {
         for (offset, relationship) in entity.toOneRelationships.enumerated() {
             let value = hit.row.values[entity.attributes.count + offset]
             values[relationship.name] = value.int64.map { .string(store.objectID(relationship.destination, $0).uri) } ?? .null
+        }
+        for relationship in entity.relationships where relationship.toMany {
+            guard let end = stores.model.manyToMany(entity.name, relationship.name), store.holds(end.link) else { continue }
+            let others = Set(try store.links(end, primaryKey: hit.row.primaryKey).map(\.other))
+            values[relationship.name] = .array(others.map { store.objectID(relationship.destination, $0).uri }.sorted().map { .string($0) })
         }
         return ObjectRecord(objectID: store.objectID(entity.name, hit.row.primaryKey).uri, entity: entity.name, store: store.name,
                             version: Int(hit.row.version), uuid: hit.row.uuid, zoneKey: hit.row.zone, values: values,

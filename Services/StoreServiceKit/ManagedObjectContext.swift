@@ -263,16 +263,22 @@ final class ManagedObjectContext {
         return named
     }
 
-    /// Checks and converts `values` for `object`, then applies them all (or none).
-    func set(_ values: [String: JSONValue], on object: ContextObject, model: ManagedObjectModel) throws {
+    /// Checks and converts `values` for `object`, then applies them all (or none). `stores`:
+    /// for many-to-many values, whose current links are read from the store.
+    func set(_ values: [String: JSONValue], on object: ContextObject, model: ManagedObjectModel, stores: StoreSet? = nil) throws {
         guard !object.isDeleted else {
             throw StoreError.unknownObject(object.uri, "it was deleted in this context; rollback the context to undo the deletion.")
         }
         var converted: [(Int, SQLValue)] = []
         converted.reserveCapacity(values.count)
         let entity = object.entity
+        var manyToMany: [(String, JSONValue, ManyToManyEnd)] = []
         for (key, value) in values {
             guard let position = entity.position(of: key) else {
+                if let end = model.manyToMany(entity.name, key) {
+                    manyToMany.append((key, value, end))
+                    continue
+                }
                 if let relationship = entity.relationship(key), relationship.toMany {
                     throw ServiceError(.invalidField, "\(entity.name).\(key) is to-many; set its inverse \(relationship.destination).\(relationship.inverse ?? "?") on each destination object instead.",
                                        details: ["entity": .string(entity.name), "property": .string(key)])
@@ -296,6 +302,15 @@ final class ManagedObjectContext {
             }
             converted.append((position, .text(text)))
         }
+        if !manyToMany.isEmpty {
+            guard let stores else {
+                throw ServiceError(.invalidField, "\(entity.name).\(manyToMany[0].0) is many-to-many and cannot be set here.",
+                                   details: ["entity": .string(entity.name), "property": .string(manyToMany[0].0)])
+            }
+            for (key, value, end) in manyToMany.sorted(by: { $0.0 < $1.0 }) {
+                try setManyToMany(key, value, on: object, end: end, stores: stores)
+            }
+        }
         for (position, value) in converted { object.setChange(value, at: position) }
     }
 
@@ -310,13 +325,17 @@ final class ManagedObjectContext {
     }
 
     /// The wire form of an object as this context sees it (pending edits included).
-    func record(_ object: ContextObject, stores: StoreSet) -> ObjectRecord {
+    func record(_ object: ContextObject, stores: StoreSet) throws -> ObjectRecord {
         var values: [String: JSONValue] = [:]
         for attribute in object.entity.attributes {
             values[attribute.name] = AttributeCoding.jsonValue(object.value(attribute.name), type: attribute.type)
         }
         for relationship in object.entity.toOneRelationships {
             values[relationship.name] = object.value(relationship.name).string.map { .string($0) } ?? .null
+        }
+        for relationship in object.entity.relationships where relationship.toMany {
+            guard let end = stores.model.manyToMany(object.entity.name, relationship.name) else { continue }
+            values[relationship.name] = .array(try manyToManyTargets(of: object, end, stores: stores).map { .string($0) })
         }
         return ObjectRecord(objectID: object.uri, entity: object.entity.name,
                             store: object.store.map { stores.list[$0].name }, version: Int(object.version),

@@ -69,8 +69,9 @@ extension ManagedObjectModel {
         let model: ManagedObjectModel
         do {
             let contents = try XcodeModelContents.parse(data, file: "contents")
-            model = try XcodeModelConversion.model(contents, name: name, choice: choice)
-            try model.validate()
+            let converted = try XcodeModelConversion.model(contents, name: name, choice: choice)
+            try converted.validate()
+            model = try converted.addingManyToManyLinks()
         } catch {
             throw ModelError("\(version.path): \(error.message)")
         }

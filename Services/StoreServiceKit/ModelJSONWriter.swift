@@ -12,15 +12,17 @@ extension ManagedObjectModel {
 enum ModelJSONWriter {
     static func text(_ model: ManagedObjectModel) -> String {
         var lines = ["{", "  \"name\": \(quoted(model.name)),", "  \"entities\": ["]
-        for (index, entity) in model.entities.enumerated() {
+        // Link entities are the store's own (many-to-many tables), made again at every load.
+        let entities = model.entities.filter { !model.isLinkEntity($0.name) }
+        for (index, entity) in entities.enumerated() {
             lines += entityLines(entity)
-            if index < model.entities.count - 1 { lines[lines.count - 1] += "," }
+            if index < entities.count - 1 { lines[lines.count - 1] += "," }
         }
         lines.append("  ],")
         lines.append("  \"configurations\": [")
         for (index, configuration) in model.configurations.enumerated() {
             var fields: [(String, JSONValue)] = [("name", .string(configuration.name)), ("scope", .string(configuration.scope.rawValue)),
-                                                 ("entities", .array(configuration.entities.map { .string($0) }))]
+                                                 ("entities", .array(configuration.entities.filter { !model.isLinkEntity($0) }.map { .string($0) }))]
             if let flag = configuration.usedWithCloudKit { fields.append(("usedWithCloudKit", .bool(flag))) }
             lines.append("    " + object(fields) + (index < model.configurations.count - 1 ? "," : ""))
         }

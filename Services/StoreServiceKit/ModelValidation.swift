@@ -14,7 +14,7 @@ extension ManagedObjectModel {
             throw ModelError("The model file is not a valid model: \(error).")
         }
         try model.validate()
-        return model
+        return try model.addingManyToManyLinks()
     }
 
     /// The decoding error with its JSON path, led by the entity and property it is in when the
@@ -113,9 +113,6 @@ extension ManagedObjectModel {
                 }
                 guard inverse.inverse == relationship.name, inverse.destination == entity.name else {
                     throw ModelError("\(place): its inverse \(destination.name).\(inverseName) must name \(entity.name).\(relationship.name) as its inverse.")
-                }
-                if relationship.toMany && inverse.toMany {
-                    throw ModelError("\(place): many-to-many relationships are not supported; model a join entity instead.")
                 }
             }
             for index in entity.indexes {

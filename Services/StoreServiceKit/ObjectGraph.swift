@@ -31,6 +31,14 @@ struct ObjectGraph {
     func toManyMembers(of entity: EntityDescription, row: PersistentStore.StoredRow) throws -> [(EntityDescription, PersistentStore.StoredRow)] {
         var members: [(EntityDescription, PersistentStore.StoredRow)] = []
         for relationship in entity.relationships where relationship.toMany {
+            // Many-to-many: the links are the members (each leads on to the other side's object).
+            if let end = store.model.manyToMany(entity.name, relationship.name), store.holds(end.link),
+               let link = store.model.entity(named: end.link) {
+                for (key, _) in try store.links(end, primaryKey: row.primaryKey) {
+                    if let member = try store.read(link, primaryKey: key) { members.append((link, member)) }
+                }
+                continue
+            }
             guard let inverseName = relationship.inverse, let destination = store.model.entity(named: relationship.destination),
                   let inverse = destination.relationship(inverseName), !inverse.toMany else { continue }
             for key in try store.referencing(destination.name, relationship: inverseName, primaryKey: row.primaryKey) {

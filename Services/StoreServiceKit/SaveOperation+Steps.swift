@@ -196,6 +196,11 @@ extension SaveOperation {
         for relationship in entity.relationships {
             let destination = model.entity(named: relationship.destination)!
             guard store.holds(destination.name) else { continue }
+            if let end = model.manyToMany(entity.name, relationship.name) {
+                gone += try deleteLinks(end, relationship, of: entity, primaryKey: primaryKey, id: id, storeIndex: storeIndex,
+                                        changes: &changes, deletedKeys: &deletedKeys)
+                continue
+            }
             var related: [Int64] = []
             if relationship.toMany, let inverse = relationship.inverse {
                 related = try store.referencing(destination.name, relationship: inverse, primaryKey: primaryKey)
@@ -241,5 +246,30 @@ extension SaveOperation {
         try store.delete(entity.name, primaryKey: primaryKey)
         try changes.deleted(entity: entity.name, primaryKey: primaryKey, uuid: row.uuid, tombstone: tombstone)
         return [id.uri] + gone
+    }
+
+    /// A many-to-many relationship's delete rule: its links go whatever the rule (nullify is
+    /// just that), cascade deletes the other ends too, deny refuses while a link remains.
+    private func deleteLinks(_ end: ManyToManyEnd, _ relationship: RelationshipDescription, of entity: EntityDescription, primaryKey: Int64,
+                             id: ObjectID, storeIndex: Int, changes: inout StoreChangeRecorder, deletedKeys: inout Set<String>) throws -> [String] {
+        let store = stores.list[storeIndex]
+        guard store.holds(end.link), let linkEntity = model.entity(named: end.link), let destination = model.entity(named: relationship.destination) else { return [] }
+        let links = try store.links(end, primaryKey: primaryKey).filter { !deletedKeys.contains(store.objectID(end.link, $0.link).uri) }
+        guard !links.isEmpty else { return [] }
+        if relationship.deleteRule == .deny {
+            throw StoreError.coreData(.validationRelationshipDeniedDelete, 1600,
+                                      "\(entity.name).\(relationship.name) has the deny delete rule and still has \(links.count) object(s); remove them before deleting \(id.uri).",
+                                      ["objectID": .string(id.uri), "relationship": .string(relationship.name)])
+        }
+        var gone: [String] = []
+        for link in links {
+            gone += try deleteCascading(linkEntity, primaryKey: link.link, storeIndex: storeIndex, changes: &changes, deletedKeys: &deletedKeys)
+        }
+        if relationship.deleteRule == .cascade {
+            for other in Set(links.map(\.other)).sorted() {
+                gone += try deleteCascading(destination, primaryKey: other, storeIndex: storeIndex, changes: &changes, deletedKeys: &deletedKeys)
+            }
+        }
+        return gone
     }
 }

@@ -126,6 +126,8 @@ struct SaveWriter {
 
     /// The new object in the result, as the save's report asks for.
     private mutating func report(inserted object: ContextObject, permanentURI: String, store: PersistentStore) {
+        // A link is the row behind a many-to-many value, not an object the app inserted.
+        if object.entity.name.hasPrefix("_"), stores.model.isLinkEntity(object.entity.name) { return }
         let decision = decisions[ObjectIdentifier(object)]!
         result.insertedCount += 1
         switch operation.report {
@@ -222,8 +224,10 @@ struct SaveWriter {
         let gone = try operation.deleteCascading(object.entity, primaryKey: row.primaryKey, storeIndex: index,
                                                  changes: &recorder, deletedKeys: &deletedKeys)
         recorders[index] = recorder
-        result.deleted?.append(contentsOf: gone)
-        result.deletedCount += gone.count
+        // Links are the store's rows behind many-to-many values, not the app's objects.
+        let visible = gone.filter { uri in ObjectID(uri: uri).map { !stores.model.isLinkEntity($0.entity) } ?? true }
+        result.deleted?.append(contentsOf: visible)
+        result.deletedCount += visible.count
         forgotten.append(contentsOf: gone)
     }
 

@@ -115,8 +115,8 @@ extension StoreService {
         registry.register("object.set", params: SetParams.self, summary: "Sets attributes and to-one relationships.") { [self] params, request in
             try engine().withContext(request.connection, params.context) { context, stores in
                 let object = try context.object(params.objectID, stores: stores)
-                try context.set(params.values.values, on: object, model: stores.model)
-                return context.record(object, stores: stores)
+                try context.set(params.values.values, on: object, model: stores.model, stores: stores)
+                return try context.record(object, stores: stores)
             }
         }
         registry.register("object.delete", params: ObjectParams.self, summary: "Marks an object deleted (applied at save).") { [self] params, request in
@@ -124,6 +124,7 @@ extension StoreService {
             return try engine().withContext(request.connection, contextID) { context, stores in
                 let object = try context.object(params.objectID, stores: stores)
                 if object.isInserted { context.forget(object.uri) } else { object.isDeleted = true }
+                context.forgetInsertedLinks(of: object, model: stores.model)
                 return DeleteResult(objectID: object.uri, isDeleted: true)
             }
         }
@@ -144,6 +145,10 @@ extension StoreService {
             for (index, item) in items.enumerated() {
                 do {
                     guard let entity = stores.model.entity(named: item.entity) else { throw StoreError.unknownEntity(item.entity, model: stores.model) }
+                    if let sides = stores.model.linkSides(of: entity.name) {
+                        throw ServiceError(.invalidField, "\(entity.name) is the store's link table of the many-to-many \(sides.a.entity).\(sides.a.relationship); set that relationship instead.",
+                                           details: ["entity": .string(entity.name)])
+                    }
                     let target = try item.store.map { try stores.index(named: $0) }
                     if let target, !stores.list[target].holds(entity.name) { throw Self.entityNotInStore(entity.name, stores.list[target]) }
                     // The uuid is the object's cloud record name: CKRecord.ID's rules, or
@@ -154,7 +159,7 @@ extension StoreService {
                     }
                     let object = context.insert(entity: entity, uuid: item.uuid, zone: item.zoneKey)
                     created.append(object)
-                    try context.set(item.values?.values ?? [:], on: object, model: stores.model)
+                    try context.set(item.values?.values ?? [:], on: object, model: stores.model, stores: stores)
                     if let target {
                         object.store = target
                         object.routing = .init(store: target, reason: .assigned, detail: "assigned to \(stores.list[target].name) at insert")
@@ -181,12 +186,12 @@ extension StoreService {
             let engine = try engine()
             if let contextID = params.context {
                 return try engine.withContext(request.connection, contextID) { context, stores in
-                    context.record(try context.object(params.objectID, stores: stores), stores: stores)
+                    try context.record(try context.object(params.objectID, stores: stores), stores: stores)
                 }
             }
             return try engine.coordinator.withStores { stores in
                 let scratch = ManagedObjectContext(id: "", name: nil, author: "", mergePolicy: .error)
-                var record = scratch.record(try scratch.object(params.objectID, stores: stores), stores: stores)
+                var record = try scratch.record(try scratch.object(params.objectID, stores: stores), stores: stores)
                 record.isInserted = nil
                 record.isDeleted = nil
                 record.hasChanges = nil
@@ -245,16 +250,16 @@ extension StoreService {
                 var objects: [ObjectRecord] = []
                 objects.reserveCapacity(hits.count)
                 for hit in hits {
-                    guard let context else { objects.append(FetchExecutor.record(hit, entity: entity, stores: stores)); continue }
+                    guard let context else { objects.append(try FetchExecutor.record(hit, entity: entity, stores: stores)); continue }
                     let uri = stores.list[hit.store].objectID(entity.name, hit.row.primaryKey).uri
                     if let registered = context.lookup(uri) {
-                        objects.append(context.record(registered, stores: stores))
+                        objects.append(try context.record(registered, stores: stores))
                     } else {
                         let object = ContextObject(id: ObjectID(uri: uri)!, entity: entity, store: hit.store, isInserted: false, version: hit.row.version,
                                                    snapshotValues: ManagedObjectContext.contextValues(hit.row, entity: entity, store: stores.list[hit.store]),
                                                    uuid: hit.row.uuid, zone: hit.row.zone, sequence: context.takeSequence())
                         context.register(object)
-                        objects.append(context.record(object, stores: stores))
+                        objects.append(try context.record(object, stores: stores))
                     }
                 }
                 return FetchResult(objects: objects)

@@ -111,6 +111,11 @@ struct StoreQueryBuilder {
             let relationship = try self.relationship(key, of: owner, keyPath: keyPath)
             if relationship.toMany {
                 let (alias, _) = try walkToOne(Array(keyPath[..<index]), keyPath: keyPath)
+                // Many-to-many: the relationship's objects are its links, each naming the
+                // object at the other end (`ANY tags == %@` compares the link's other side).
+                if let end = model.manyToMany(owner.name, key), let link = model.entity(named: end.link) {
+                    return (alias, link, end.own, [end.other] + keyPath[(index + 1)...])
+                }
                 guard let inverse = relationship.inverse, let destination = model.entity(named: relationship.destination) else {
                     throw predicateError("\(owner.name).\(key) has no inverse to query by.", predicateText)
                 }
@@ -171,7 +176,8 @@ struct StoreQueryBuilder {
     /// `count`: the number of the relationship's objects, compared with a number.
     private mutating func countSQL(_ keyPath: [String], _ op: Predicate.ComparisonOperator, _ value: JSONValue) throws -> String {
         let (ownerAlias, destination, inverse, rest) = try collection(keyPath)
-        guard rest.isEmpty else { throw predicateError("@count counts a to-many relationship's objects: '\(keyPath.joined(separator: ".")).@count'.", predicateText) }
+        let linked = model.isLinkEntity(destination.name) && rest.count == 1
+        guard rest.isEmpty || linked else { throw predicateError("@count counts a to-many relationship's objects: '\(keyPath.joined(separator: ".")).@count'.", predicateText) }
         let number: SQLValue
         switch value {
         case let .int(count): number = .integer(Int64(count))
