@@ -37,16 +37,18 @@ struct SaveWriter {
         object.isInserted ? decisions[ObjectIdentifier(object)]!.store : object.store!
     }
 
-    /// The recorder of store `index`'s transaction, made on first use.
-    mutating func recorder(_ index: Int) -> StoreChangeRecorder {
-        recorders[index] ?? StoreChangeRecorder(store: stores.list[index], author: context.author, contextName: context.name)
+    /// Makes store `index`'s recorder on first use.
+    private mutating func prepareRecorder(_ index: Int) {
+        if recorders[index] == nil {
+            recorders[index] = StoreChangeRecorder(store: stores.list[index], author: context.author, contextName: context.name)
+        }
     }
 
-    /// Records a change in store `index`'s transaction.
+    /// Records a change in store `index`'s transaction. The recorder is changed in place in the
+    /// dictionary: a copy taken out and put back would copy its whole history on every change.
     mutating func record(_ index: Int, _ change: (inout StoreChangeRecorder) throws -> Void) throws {
-        var recorder = recorder(index)
-        try change(&recorder)
-        recorders[index] = recorder
+        prepareRecorder(index)
+        try change(&recorders[index]!)
     }
 
     /// Permanent IDs for the new objects, per store and entity (Z_PRIMARYKEY style).
@@ -220,10 +222,9 @@ struct SaveWriter {
             default: break
             }
         }
-        var recorder = recorder(index)
+        prepareRecorder(index)
         let gone = try operation.deleteCascading(object.entity, primaryKey: row.primaryKey, storeIndex: index,
-                                                 changes: &recorder, deletedKeys: &deletedKeys)
-        recorders[index] = recorder
+                                                 changes: &recorders[index]!, deletedKeys: &deletedKeys)
         // Links are the store's rows behind many-to-many values, not the app's objects.
         let visible = gone.filter { uri in ObjectID(uri: uri).map { !stores.model.isLinkEntity($0.entity) } ?? true }
         result.deleted?.append(contentsOf: visible)
