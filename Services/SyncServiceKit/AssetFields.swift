@@ -10,7 +10,7 @@ enum AssetFields {
     /// text they take (not counted against the record's limit).
     static func check(_ fieldsJSON: String, record: String, limits: CloudLimits) throws -> Int {
         // Most records have no asset: a search of the text spares them the parse.
-        guard fieldsJSON.contains(#""asset""#), let fields = try? JSONParser.parse(fieldsJSON).objectValue else { return 0 }
+        guard mentionsAsset(fieldsJSON), let fields = try? JSONParser.parse(fieldsJSON).objectValue else { return 0 }
         var textBytes = 0
         for (name, field) in fields where field["type"]?.stringValue == "asset" {
             let text = field["value"]?.stringValue ?? ""
@@ -23,5 +23,21 @@ enum AssetFields {
             textBytes += text.utf8.count + name.utf8.count + 30
         }
         return textBytes
+    }
+
+    /// Whether the text holds `"asset"`, searched as bytes: Foundation's `String.contains`
+    /// bridges to an NSString on Linux, which cost every record save more than its checks.
+    private static func mentionsAsset(_ text: String) -> Bool {
+        let needle = Array(#""asset""#.utf8)
+        var text = text
+        return text.withUTF8 { bytes in
+            guard bytes.count >= needle.count else { return false }
+            for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
+                var index = 1
+                while index < needle.count, bytes[start + index] == needle[index] { index += 1 }
+                if index == needle.count { return true }
+            }
+            return false
+        }
     }
 }
