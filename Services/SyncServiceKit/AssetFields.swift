@@ -27,8 +27,10 @@ enum AssetFields {
 
     /// Whether the text holds `"asset"`, searched as bytes: Foundation's `String.contains`
     /// bridges to an NSString on Linux, which cost every record save more than its checks.
+    private static let assetType = Array(#""asset""#.utf8)
+
     private static func mentionsAsset(_ text: String) -> Bool {
-        let needle = Array(#""asset""#.utf8)
+        let needle = assetType
         var text = text
         return text.withUTF8 { bytes in
             guard bytes.count >= needle.count else { return false }

@@ -53,16 +53,11 @@ struct ManyToManyTests {
 
     @Test("object.set takes the whole set or {add, remove}; object.get and fetch give the IDs on both sides; bad values name entity and property")
     func setAndRead() async throws {
-        let directory = TemporaryDirectory()
-        let path = directory.file("tags.json")
-        try JSONWriter.text(Self.model).write(toFile: path, atomically: true, encoding: .utf8)
-        let store = try await StoreFixture.start(["--model", path], directory: directory)
+        let store = try await StoreFixture.start(model: Self.model)
         defer { Task { _ = await store.stop() } }
         let client = try await store.client()
         let context = try await client.openContext()
-        func insert(_ entity: String, _ values: JSONValue) async throws -> String {
-            try #require(try await client.call("object.insert", ["context": .string(context), "entity": .string(entity), "values": values])["objectID"]?.stringValue)
-        }
+        func insert(_ entity: String, _ values: JSONValue) async throws -> String { try await client.insert(context, entity, values) }
         let beach = try await insert("Tag", ["name": "beach"]), food = try await insert("Tag", ["name": "food"])
         let photo = try await insert("Photo", ["title": "Lunch", "tags": [.string(beach), .string(food)]])
         let before = try await client.get(photo, context: context)
@@ -103,16 +98,11 @@ struct ManyToManyTests {
 
     @Test("Delete rules: nullify removes the links, deny refuses with 1600 while a link remains, cascade deletes the other ends")
     func deleteRules() async throws {
-        let directory = TemporaryDirectory()
-        let path = directory.file("tags.json")
-        try JSONWriter.text(Self.model).write(toFile: path, atomically: true, encoding: .utf8)
-        let store = try await StoreFixture.start(["--model", path], directory: directory)
+        let store = try await StoreFixture.start(model: Self.model)
         defer { Task { _ = await store.stop() } }
         let client = try await store.client()
         let context = try await client.openContext()
-        func insert(_ entity: String, _ values: JSONValue) async throws -> String {
-            try #require(try await client.call("object.insert", ["context": .string(context), "entity": .string(entity), "values": values])["objectID"]?.stringValue)
-        }
+        func insert(_ entity: String, _ values: JSONValue) async throws -> String { try await client.insert(context, entity, values) }
         let tag = try await insert("Tag", ["name": "beach"])
         let photo = try await insert("Photo", ["title": "Sea", "tags": [.string(tag)]])
         let songs = [try await insert("Song", ["name": "a"]), try await insert("Song", ["name": "b"])]

@@ -22,16 +22,11 @@ struct RelationshipKindTests {
 
     @Test("Minimum and Maximum Count refuse a save with 1580/1590 naming the relationship; an optional empty set passes")
     func countsAreCheckedAtSave() async throws {
-        let directory = TemporaryDirectory()
-        let path = directory.file("counts.json")
-        try JSONWriter.text(Self.model).write(toFile: path, atomically: true, encoding: .utf8)
-        let store = try await StoreFixture.start(["--model", path], directory: directory)
+        let store = try await StoreFixture.start(model: Self.model)
         defer { Task { _ = await store.stop() } }
         let client = try await store.client()
         let context = try await client.openContext()
-        func insert(_ entity: String, _ values: JSONValue) async throws -> String {
-            try #require(try await client.call("object.insert", ["context": .string(context), "entity": .string(entity), "values": values])["objectID"]?.stringValue)
-        }
+        func insert(_ entity: String, _ values: JSONValue) async throws -> String { try await client.insert(context, entity, values) }
         let temporary = try await insert("Trip", ["name": "Kyoto"])
         // No days: the optional relationship may be empty.
         let trip = try StoreClient.insertion(try await client.save(context), temporary).objectID
@@ -66,15 +61,12 @@ struct RelationshipKindTests {
 
     @Test("One-to-one with an inverse: setting one side sets the other and frees the previous partners; a delete nullifies the partner")
     func oneToOneKeepsBothSides() async throws {
-        let directory = TemporaryDirectory()
-        let path = directory.file("pairs.json")
-        try JSONWriter.text(Self.pairs).write(toFile: path, atomically: true, encoding: .utf8)
-        let store = try await StoreFixture.start(["--model", path], directory: directory)
+        let store = try await StoreFixture.start(model: Self.pairs)
         defer { Task { _ = await store.stop() } }
         let client = try await store.client()
         let context = try await client.openContext()
         func insert(_ entity: String, _ values: JSONValue) async throws -> String {
-            let temporary = try #require(try await client.call("object.insert", ["context": .string(context), "entity": .string(entity), "values": values])["objectID"]?.stringValue)
+            let temporary = try await client.insert(context, entity, values)
             return try StoreClient.insertion(try await client.save(context), temporary).objectID
         }
         func value(_ id: String, _ key: String) async throws -> JSONValue? {

@@ -26,6 +26,13 @@ final class StoreFixture: Sendable {
         return StoreFixture(directory: directory, process: process, socket: socket, dataDirectory: data)
     }
 
+    /// Starts store-service (in memory) on `model`, a model in the JSON form.
+    static func start(model: JSONValue, _ extra: [String] = [], directory: TemporaryDirectory = TemporaryDirectory()) async throws -> StoreFixture {
+        let path = directory.file("model.json")
+        try JSONWriter.text(model).write(toFile: path, atomically: true, encoding: .utf8)
+        return try await start(["--model", path] + extra, directory: directory)
+    }
+
     /// A connected client that has said hello.
     func client(_ name: String = "test") async throws -> StoreClient {
         let client = try WireClient(socketPath: socket)
@@ -58,6 +65,11 @@ struct StoreClient: Sendable {
     func openContext(_ policy: String = "error", name: String = "test") async throws -> String {
         let result = try await call("context.open", ["mergePolicy": .string(policy), "name": .string(name)])
         return try #require(result["context"]?.stringValue)
+    }
+
+    /// Inserts one object of `entity` into `context`; returns its temporary ID.
+    func insert(_ context: String, _ entity: String, _ values: JSONValue) async throws -> String {
+        try #require(try await call("object.insert", ["context": .string(context), "entity": .string(entity), "values": values])["objectID"]?.stringValue)
     }
 
     /// Inserts one CareEvent with valid values; `extra` overrides or adds values.
