@@ -164,7 +164,7 @@ struct SaveOperation {
         try validate(inserted: inserted, updated: updated)
         let outside = outsideStores(of: inserted + updated)
         let decisions = try route(inserted: inserted, updated: updated, outside: outside)
-        func storeIndex(of object: ContextObject) -> Int { object.isInserted ? decisions[ObjectIdentifier(object)]!.store : object.store! }
+        func storeIndex(of object: ContextObject) -> Int { SaveWriter.storeIndex(of: object, decisions: decisions) }
         try refuseCrossStoreRelationships(of: inserted + updated, storeIndex: storeIndex, outside: outside)
         let zones = try checkPermissions(inserted: inserted, updated: updated, deleted: deleted, storeIndex: storeIndex)
 

@@ -33,7 +33,10 @@ struct SaveWriter {
     private var context: ManagedObjectContext { operation.context }
     private var stores: StoreSet { operation.stores }
 
-    func storeIndex(of object: ContextObject) -> Int {
+    func storeIndex(of object: ContextObject) -> Int { Self.storeIndex(of: object, decisions: decisions) }
+
+    /// A new object's routed store, else the store it was saved in.
+    static func storeIndex(of object: ContextObject, decisions: [ObjectIdentifier: StoreRouter.Decision]) -> Int {
         object.isInserted ? decisions[ObjectIdentifier(object)]!.store : object.store!
     }
 

@@ -21,9 +21,6 @@ struct StoreChangeRecorder {
         self.contextName = contextName
     }
 
-    /// Whether any change was recorded (a transaction with none leaves no history).
-    var isEmpty: Bool { token == nil }
-
     /// Begins the history transaction inside the writer's SQLite transaction, once.
     @discardableResult
     mutating func begin() throws -> Int64 {
