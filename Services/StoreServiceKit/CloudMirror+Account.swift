@@ -35,7 +35,7 @@ extension CloudMirror {
         let removed = try withStores { stores -> Int in
             let removed = try clearLocalData(stores)
             if let index = Self.storeIndex(.private, in: stores) {
-                let state = MirrorState(stores.list[index])
+                let state = MirrorBookkeeping(stores.list[index])
                 try state.setValue(Self.accountKey, nil)
                 try state.setValue(Self.signedOutKey, "1")
             }
@@ -58,7 +58,7 @@ extension CloudMirror {
         do {
             let live = try client()
             try withStores { stores in
-                if let index = Self.storeIndex(.private, in: stores) { try MirrorState(stores.list[index]).setValue(Self.signedOutKey, nil) }
+                if let index = Self.storeIndex(.private, in: stores) { try MirrorBookkeeping(stores.list[index]).setValue(Self.signedOutKey, nil) }
             }
             return AccountResult(signedIn: true, user: live.user)
         } catch {
@@ -86,9 +86,9 @@ extension CloudMirror {
                     DELETE FROM mirror_pending; DELETE FROM mirror_meta; DELETE FROM mirror_fieldtimes;
                     DELETE FROM mirror_unexportable; DELETE FROM mirror_unimportable; DELETE FROM mirror_share; DELETE FROM z_share;
                     DELETE FROM mirror_deleted; DELETE FROM mirror_inflight; DELETE FROM mirror_tombstones; DELETE FROM \(PendingLinks.table);
-                    DELETE FROM mirror_kv WHERE key NOT IN ('\(MirrorState.exportCursorKey)', '\(Self.signedOutKey)');
+                    DELETE FROM mirror_kv WHERE key NOT IN ('\(MirrorBookkeeping.exportCursorKey)', '\(Self.signedOutKey)');
                     """)
-                try MirrorState(store).setValue(MirrorState.exportCursorKey, String(store.lastToken))
+                try MirrorBookkeeping(store).setValue(MirrorBookkeeping.exportCursorKey, String(store.lastToken))
             }
         }
         progress.withLock {
@@ -105,13 +105,13 @@ extension CloudMirror {
     func signIn(_ user: String) throws {
         try withStores { stores in
             guard let privateIndex = Self.storeIndex(.private, in: stores) else { return }
-            let known = try MirrorState(stores.list[privateIndex]).value(Self.accountKey)
+            let known = try MirrorBookkeeping(stores.list[privateIndex]).value(Self.accountKey)
             if let known, known != user {
                 logger.notice("the cloud account changed: local data and sync state are cleared",
                               ["previousUser": .string(known), "user": .string(user)])
                 _ = try clearLocalData(stores)
             }
-            if known != user { try MirrorState(stores.list[privateIndex]).setValue(Self.accountKey, user) }
+            if known != user { try MirrorBookkeeping(stores.list[privateIndex]).setValue(Self.accountKey, user) }
         }
     }
 }

@@ -26,7 +26,7 @@ extension CloudMirror {
     func applyLocally(_ changes: [LocalChange], storeIndex: Int, stores: StoreSet) throws -> [LocalChange] {
         guard !changes.isEmpty else { return [] }
         let store = stores.list[storeIndex]
-        let state = MirrorState(store)
+        let state = MirrorBookkeeping(store)
         let context = ManagedObjectContext(id: Self.importContextID, name: Self.importContextName, author: SaveOperation.syncAuthor,
                                            mergePolicy: .mergeByPropertyObjectTrump)
         var byUUID: [String: ContextObject] = [:]
@@ -93,7 +93,7 @@ extension CloudMirror {
     /// records at fault. Returns the refused records' errors by uuid; the caller keeps their
     /// bookkeeping as it was (`markUnimportable`), so a later version of the record is tried.
     func applyRefusing(_ changes: [LocalChange], storeIndex: Int, stores: StoreSet) throws -> [String: WireError] {
-        let state = MirrorState(stores.list[storeIndex])
+        let state = MirrorBookkeeping(stores.list[storeIndex])
         try notePendingLinks(changes, state: state)
         do {
             let unresolved = try applyLocally(changes, storeIndex: storeIndex, stores: stores)
@@ -126,7 +126,7 @@ extension CloudMirror {
     /// record arrives (`PendingLinks`), and forgets what the changes' records waited for before.
     /// Committed before the changes are saved: a crash between leaves a link that sets what is
     /// set already, never an empty relationship that nothing waits for.
-    func notePendingLinks(_ changes: [LocalChange], state: MirrorState, absent: Set<String> = []) throws {
+    func notePendingLinks(_ changes: [LocalChange], state: MirrorBookkeeping, absent: Set<String> = []) throws {
         let links = PendingLinks(database: state.store.database)
         let batch = Set(changes.map(\.uuid)).subtracting(absent)
         let now = clock.seconds()
@@ -164,7 +164,7 @@ extension CloudMirror {
     /// the caller's transaction; returns what to tell the device's clients once it commits
     /// (`publishRefused`). A version of a record already refused is not told again.
     func keepRefused(_ refused: [String: WireError], of changes: [LocalChange], zone: ZoneID, tags: [String: String?],
-                     state: MirrorState) throws -> [ImportRefusedNotice] {
+                     state: MirrorBookkeeping) throws -> [ImportRefusedNotice] {
         var notices: [ImportRefusedNotice] = []
         for change in changes {
             guard let error = refused[change.uuid] else { continue }
@@ -186,7 +186,7 @@ extension CloudMirror {
     /// the events this device still relates to it). Those extra changes are this device's own
     /// decisions: they are queued for the cloud like a local save, so every copy converges
     /// (scenario 23). The changes the cloud sent are not (no echo).
-    private func queueSideEffects(of result: SaveResult, applied: Set<String>, state: MirrorState) throws {
+    private func queueSideEffects(of result: SaveResult, applied: Set<String>, state: MirrorBookkeeping) throws {
         guard let token = result.transactions.first(where: { $0.storeUUID == state.store.uuid })?.token else { return }
         for change in try PersistentHistory.changes(state.store, token: token) where !applied.contains(change.uuid) {
             let meta = try state.meta(change.uuid)
@@ -210,7 +210,7 @@ extension CloudMirror {
     }
 
     /// The row of `uuid` in `store` as record fields, or nil when it is gone.
-    static func currentFields(entity: EntityDescription, uuid: String, state: MirrorState) throws -> [String: JSONValue]? {
+    static func currentFields(entity: EntityDescription, uuid: String, state: MirrorBookkeeping) throws -> [String: JSONValue]? {
         guard let key = try state.primaryKey(entity: entity.name, uuid: uuid),
               let row = try state.store.read(entity, primaryKey: key) else { return nil }
         return try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(uuid))

@@ -18,10 +18,10 @@ extension CloudMirror {
     /// (which would otherwise go out again and bring the record back). Runs before a send
     /// builds its first batch.
     func resolveCreatesInFlight(scope: StoreScope) throws {
-        let outstanding = try withStores { stores -> (store: String, database: DatabaseScope, rows: [MirrorState.CreatesInFlight])? in
+        let outstanding = try withStores { stores -> (store: String, database: DatabaseScope, rows: [MirrorBookkeeping.CreatesInFlight])? in
             guard let index = Self.storeIndex(scope, in: stores) else { return nil }
             let store = stores.list[index]
-            let state = MirrorState(store)
+            let state = MirrorBookkeeping(store)
             var rows = try state.createsInFlight()
             // Only names whose answer this device never applied: no copy of them in that zone.
             for position in rows.indices {
@@ -31,7 +31,7 @@ extension CloudMirror {
             return rows.isEmpty ? nil : (store.name, Self.database(of: store), rows)
         }
         guard let outstanding else { return }
-        var answers: [(row: MirrorState.CreatesInFlight, found: [CloudRecord])] = []
+        var answers: [(row: MirrorBookkeeping.CreatesInFlight, found: [CloudRecord])] = []
         for row in outstanding.rows {
             var found: [CloudRecord] = []
             if !row.entries.isEmpty {
@@ -91,7 +91,7 @@ extension CloudMirror {
               batch.items.contains(where: { $0.record?.recordChangeTag == nil && $0.record?.zoneID == .coreData }) else { return nil }
         let known = try withStores { stores -> Bool in
             guard let index = Self.storeIndex(.private, in: stores) else { return true }
-            return try MirrorState(stores.list[index]).value(MirrorState.zoneTokenKey(.coreData)) != nil
+            return try MirrorBookkeeping(stores.list[index]).value(MirrorBookkeeping.zoneTokenKey(.coreData)) != nil
         }
         if !known { try ensureZones([.coreData]) }
         return known
@@ -100,7 +100,7 @@ extension CloudMirror {
     func dropCreatesInFlight(_ ids: [Int64], store name: String) throws {
         try withStores { stores in
             let store = stores.list[try stores.index(named: name)]
-            try store.database.transaction(commit: .deferred) { try MirrorState(store).dropCreatesInFlight(ids) }
+            try store.database.transaction(commit: .deferred) { try MirrorBookkeeping(store).dropCreatesInFlight(ids) }
         }
     }
 }

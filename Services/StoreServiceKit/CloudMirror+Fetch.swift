@@ -88,17 +88,17 @@ extension CloudMirror {
         try withStores { stores in Self.storeIndex(scope, in: stores).map { stores.list[$0].name } }
     }
 
-    func state<T>(_ scope: StoreScope, _ body: (MirrorState, Int, StoreSet) throws -> T) throws -> T {
+    func state<T>(_ scope: StoreScope, _ body: (MirrorBookkeeping, Int, StoreSet) throws -> T) throws -> T {
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { throw ServiceError(.unknownStore, "No \(scope.rawValue) store is loaded.") }
-            return try body(MirrorState(stores.list[index]), index, stores)
+            return try body(MirrorBookkeeping(stores.list[index]), index, stores)
         }
     }
 
     func fetchDatabase(_ scope: StoreScope, report: inout MirrorFetchReport) throws {
         guard try storeName(scope) != nil else { return }
         let database: DatabaseScope = scope == .private ? .private : .shared
-        let fullFetch = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) } == nil
+        let fullFetch = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.databaseTokenKey) } == nil
         var currentZones: Set<ZoneID> = []
         // Deletions are held until every changed zone is applied (`holdTombstones`). A move
         // is one request, so once a round has seen its old zone's tombstone, the next round
@@ -144,13 +144,13 @@ extension CloudMirror {
                                       report: inout MirrorFetchReport) throws -> Bool {
         var changedAny = false
         while true {
-            let token = try state(scope) { state, _, _ in try state.value(MirrorState.databaseTokenKey) }
+            let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.databaseTokenKey) }
             let reply: JSONValue
             switch attempt("changes.fetchDatabase", FetchDatabaseChangesParams(database: database, since: token)) {
             case let .success(value): reply = value
             case let .failure(error) where error.code == .changeTokenExpired && token != nil:
                 report.tokensExpired += 1
-                try state(scope) { state, _, _ in try state.setValue(MirrorState.databaseTokenKey, nil) }
+                try state(scope) { state, _, _ in try state.setValue(MirrorBookkeeping.databaseTokenKey, nil) }
                 continue
             case let .failure(error): throw error
             }
@@ -171,7 +171,7 @@ extension CloudMirror {
             for zone in ordered { try fetchZone(zone, scope: scope, database: database, report: &report) }
             currentZones.formUnion(changes.changedZones)
             changedAny = changedAny || !changes.changedZones.isEmpty
-            try state(scope) { state, _, _ in try state.setDerivableValue(MirrorState.databaseTokenKey, changes.token) }
+            try state(scope) { state, _, _ in try state.setDerivableValue(MirrorBookkeeping.databaseTokenKey, changes.token) }
             if !changes.moreComing { break }
         }
         return changedAny
@@ -199,7 +199,7 @@ extension CloudMirror {
             begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: 1000), into: waiter, connecting: false)
         })
         while true {
-            let token = try state(scope) { state, _, _ in try state.value(MirrorState.zoneTokenKey(zone)) }
+            let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.zoneTokenKey(zone)) }
             // (A device that knows no record of the zone yet has nothing to compare.)
             if token == nil { listed = try state(scope) { state, _, _ in try state.knowsRecords(inZone: zone) } ? [] : nil }
             let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: 1000)
@@ -221,7 +221,7 @@ extension CloudMirror {
             case let .failure(error) where error.code == .changeTokenExpired && token != nil:
                 // docs/RULES.md (mirroring): an expired token refetches from nil; applying is idempotent, so nothing doubles.
                 report.tokensExpired += 1
-                try state(scope) { state, _, _ in try state.setValue(MirrorState.zoneTokenKey(zone), nil) }
+                try state(scope) { state, _, _ in try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil) }
                 continue
             case let .failure(error) where error.code == .zoneNotFound:
                 try removeZone(zone, scope: scope, purged: false, report: &report)

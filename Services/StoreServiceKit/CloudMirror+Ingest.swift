@@ -22,11 +22,11 @@ extension CloudMirror {
     /// rest is queued while the server works (the send's next batches ask for more).
     @discardableResult
     func ingest(_ store: PersistentStore, enough: Int?) throws -> IngestOutcome {
-        let state = MirrorState(store)
+        let state = MirrorBookkeeping(store)
         var queued = 0
         var cache = IngestCache()
         while true {
-            let cursor = Int(try state.value(MirrorState.exportCursorKey) ?? "0") ?? 0
+            let cursor = Int(try state.value(MirrorBookkeeping.exportCursorKey) ?? "0") ?? 0
             if try historyWasPurged(after: cursor, store: store) {
                 try store.database.transaction { try queueByComparison(state, after: cursor) }
                 continue
@@ -54,7 +54,7 @@ extension CloudMirror {
                     last = transaction.token
                     if let enough, queued >= enough { reachedEnough = true; break }
                 }
-                try state.setValue(MirrorState.exportCursorKey, String(last))
+                try state.setValue(MirrorBookkeeping.exportCursorKey, String(last))
             }
             for zone in faults {
                 // Seed 002: what iOS prints, exactly; the device keeps running.
@@ -78,7 +78,7 @@ extension CloudMirror {
     /// A changed field is stamped with the time of its newest edit the history still has, else
     /// with the newest purged transaction's time (its edit was made by then). Stamped "now",
     /// an edit older than another device's later one won their conflict.
-    private func queueByComparison(_ state: MirrorState, after cursor: Int) throws {
+    private func queueByComparison(_ state: MirrorBookkeeping, after cursor: Int) throws {
         let store = state.store
         let fallback = try PersistentHistory.purgedThrough(store) ?? clock.seconds()
         let edited = try Self.editTimes(store, after: cursor)
@@ -110,7 +110,7 @@ extension CloudMirror {
             try state.enqueue(uuid: uuid, entity: row[1].string ?? "", kind: .delete,
                               zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""), changed: [])
         }
-        try state.setValue(MirrorState.exportCursorKey, String(store.lastToken))
+        try state.setValue(MirrorBookkeeping.exportCursorKey, String(store.lastToken))
         logger.notice("history the mirror had not queued was purged; the queue was rebuilt by comparing rows with the cloud's copies",
                       ["store": .string(store.name)])
     }
@@ -151,11 +151,11 @@ extension CloudMirror {
         /// still have (an earlier life of the uuid) is dropped once, after the transaction.
         var inserted: [String] = []
         /// New objects not queued yet, of one entity and `key`: queued together
-        /// (`MirrorState.enqueueNewObjects`) before any other change, so the queue keeps
+        /// (`MirrorBookkeeping.enqueueNewObjects`) before any other change, so the queue keeps
         /// history's order.
         var waiting: (entity: String, objects: [(uuid: String, primaryKey: Int64)])?
 
-        mutating func flush(_ state: MirrorState) throws {
+        mutating func flush(_ state: MirrorBookkeeping) throws {
             guard let batch = waiting else { return }
             waiting = nil
             try state.enqueueNewObjects(entity: batch.entity, objects: batch.objects, changedText: changedText,
@@ -163,7 +163,7 @@ extension CloudMirror {
         }
     }
 
-    private func ingest(_ change: HistoryChanges.Entry, time: Double, state: MirrorState, cache: inout IngestCache) throws -> [String] {
+    private func ingest(_ change: HistoryChanges.Entry, time: Double, state: MirrorBookkeeping, cache: inout IngestCache) throws -> [String] {
         let store = state.store
         guard let entity = store.model.entity(named: change.entity) else { return [] }
         let kind = change.kind

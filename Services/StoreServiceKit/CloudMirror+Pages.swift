@@ -208,17 +208,17 @@ extension CloudMirror {
             }
             // All history before this import is queued (`ingest` above): the export cursor can
             // move past the import's own transaction here rather than in one more commit.
-            let cursorIsCurrent = try state.value(MirrorState.exportCursorKey) == String(store.lastToken)
+            let cursorIsCurrent = try state.value(MirrorBookkeeping.exportCursorKey) == String(store.lastToken)
             notice = try direct.write(router: engine.router, logger: engine.logger)
             for (position, entity) in imported { try state.setMeta(serverCopy: changed[position], entity: entity.name) }
             try state.dropFieldTimes(imported.map { changed[$0.position].recordName })
-            if let notice, cursorIsCurrent { try state.setValue(MirrorState.exportCursorKey, String(notice.token)) }
+            if let notice, cursorIsCurrent { try state.setValue(MirrorBookkeeping.exportCursorKey, String(notice.token)) }
             if local.isEmpty {
                 for (_, step) in afterSave { try step() }
                 try state.clearUnimportable(changed.map(\.recordName).filter { !collided.contains($0) } + (holdDeletes ? [] : deleted.map(\.0)), zone: zone)
                 afterSave = []
                 try queueStrays()
-                if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
+                if let token { try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), token) }
             }
             }
             if let notice { engine.publishOnceDurable([notice], store: store) }
@@ -232,7 +232,7 @@ extension CloudMirror {
                     let told = try keepRefused(refused, of: local, zone: zone, tags: Dictionary(changed.map { ($0.recordName, $0.recordChangeTag) },
                                                                                                   uniquingKeysWith: { $1 }), state: state)
                     try queueStrays()
-                    if let token { try state.setValue(MirrorState.zoneTokenKey(zone), token) }
+                    if let token { try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), token) }
                     return told
                 }
                 publishRefused(told)
@@ -246,7 +246,7 @@ extension CloudMirror {
     /// Sets the relationships that waited for `arrived` records (`PendingLinks`): imported in
     /// another page, another fetch, another zone or after a refusal, the destination is here now.
     /// An import like any other (author sync): the cloud's records already name it.
-    func linkWaiting(for arrived: [String], state: MirrorState, storeIndex: Int, stores: StoreSet) throws {
+    func linkWaiting(for arrived: [String], state: MirrorBookkeeping, storeIndex: Int, stores: StoreSet) throws {
         let waiting = try PendingLinks(database: state.store.database).waiting(for: arrived)
         guard !waiting.isEmpty else { return }
         var changes: [String: LocalChange] = [:]
@@ -266,8 +266,8 @@ extension CloudMirror {
     /// in `arriving` is not that object: CloudKit names a record by (recordName, zoneID), so a
     /// record in a zone of another owner — or of another entity — is another record, however
     /// its name reads. Only a move between one owner's zones (sharing) carries a record over.
-    static func heldElsewhere(_ uuid: String, arriving: ZoneID, entity: EntityDescription, meta: MirrorState.Meta?,
-                              hasRow: Bool, state: MirrorState) throws -> ZoneID? {
+    static func heldElsewhere(_ uuid: String, arriving: ZoneID, entity: EntityDescription, meta: MirrorBookkeeping.Meta?,
+                              hasRow: Bool, state: MirrorBookkeeping) throws -> ZoneID? {
         if let meta {
             return meta.zone.ownerName != arriving.ownerName || meta.entity != entity.name ? meta.zone : nil
         }
@@ -279,7 +279,7 @@ extension CloudMirror {
     /// (`sync.status` lists it, doctor reports it), in the page's transaction; the notice to
     /// tell clients, unless that version was refused before. The store holds one object per
     /// record name, so the record is not imported beside the object it collides with.
-    func refuseCollision(_ record: CloudRecord, entity: EntityDescription, heldIn: ZoneID, state: MirrorState) throws -> ImportRefusedNotice? {
+    func refuseCollision(_ record: CloudRecord, entity: EntityDescription, heldIn: ZoneID, state: MirrorBookkeeping) throws -> ImportRefusedNotice? {
         let error = WireError(.uniquenessConstraint,
                               "Record '\(record.recordName)' of zone \(record.zoneID.key) has the name of an object this store holds in zone \(heldIn.key). A record of another owner's zone is another record: it was not imported, and the object was left as it is.",
                               details: ["recordName": .string(record.recordName), "zone": .string(record.zoneID.key), "heldInZone": .string(heldIn.key)])
@@ -293,7 +293,7 @@ extension CloudMirror {
     /// Whether `record` arrived moved from the zone this device's copy is in, by a device that
     /// had another version of it than this one (`MovedFrom`): the move deleted this device's
     /// version, and the record came from the mover's.
-    static func movedWithout(_ meta: MirrorState.Meta, record: CloudRecord, fields: [String: JSONValue]?) -> Bool {
+    static func movedWithout(_ meta: MirrorBookkeeping.Meta, record: CloudRecord, fields: [String: JSONValue]?) -> Bool {
         guard meta.zone.zoneName != record.zoneID.zoneName, let from = MovedFrom(fields: fields), from.zoneName == meta.zone.zoneName else {
             return false
         }
@@ -304,7 +304,7 @@ extension CloudMirror {
     /// the ancestor is unknown, so every field that differs is decided by the conflict policy
     /// (by default the later edit by per-field stamp). `won`: the fields that keep this device's value.
     func mergeConcurrent(server record: CloudRecord, serverFields: [String: JSONValue]?, client: [String: JSONValue],
-                         state: MirrorState) throws -> (fields: [String: JSONValue], times: [String: FieldStamp], won: Set<String>) {
+                         state: MirrorBookkeeping) throws -> (fields: [String: JSONValue], times: [String: FieldStamp], won: Set<String>) {
         let outcome = try merge(server: record, client: CloudRecord(recordName: record.recordName, zoneID: record.zoneID, recordType: record.recordType,
                                                                      fields: client),
                                 ancestor: nil, pending: nil, state: state, serverFields: .some(serverFields))
@@ -321,7 +321,7 @@ extension CloudMirror {
     /// device that wrote it gets its own record back unchanged and leaves it, and a device
     /// moving the children of a session it sees arrive could re-create an event another device
     /// had just moved and deleted.
-    private func followParents(_ changed: [CloudRecord], state: MirrorState) throws {
+    private func followParents(_ changed: [CloudRecord], state: MirrorBookkeeping) throws {
         let store = state.store
         for record in changed where !record.isShare {
             guard let name = record.entityName, store.holds(name), let entity = store.model.entity(named: name),
@@ -335,7 +335,7 @@ extension CloudMirror {
     /// The metadata of a record new to this device: its tag and server fields (the next merge's
     /// ancestor). Its stamps are the record's, read from the server fields just kept
     /// (`fieldTimesText`); a stale stamps row would hide them.
-    private static func keepImported(_ record: CloudRecord, entity: EntityDescription, state: MirrorState) throws {
+    private static func keepImported(_ record: CloudRecord, entity: EntityDescription, state: MirrorBookkeeping) throws {
         try state.setMeta(serverCopy: record, entity: entity.name)
         try state.dropFieldTimes(record.recordName)
     }
@@ -373,7 +373,7 @@ extension CloudMirror {
                     try state.dropPending(uuid)
                 }
                 for pending in try state.allPending() where pending.zone == zone { try state.dropPending(pending.uuid) }
-                try state.setValue(MirrorState.zoneTokenKey(zone), nil)
+                try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil)
                 try state.dropTombstones(zone: zone)
                 try state.dropUnimportable(zone: zone)
                 try PendingLinks(database: store.database).drop(zone: zone.key)

@@ -103,7 +103,7 @@ extension MirrorRecordCoding {
         }
         // A to-one relationship is the related record's name.
         for relationship in entity.toOneRelationships { add(fieldName(relationship.name), "string", "initializeSchema") }
-        add(MirrorState.fieldTimesField, "string", "{}")
+        add(MirrorBookkeeping.fieldTimesField, "string", "{}")
         return (.object(fields), types)
     }
 }

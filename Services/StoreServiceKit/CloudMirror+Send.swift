@@ -46,7 +46,7 @@ extension CloudMirror {
 
     /// One outgoing item of a batch.
     struct SendItem {
-        var pending: MirrorState.Pending
+        var pending: MirrorBookkeeping.Pending
         var entity: EntityDescription
         /// The record to save (nil: a delete); its fields are in `fieldsText`.
         var record: CloudRecord?
@@ -64,7 +64,7 @@ extension CloudMirror {
         var storeName: String
         var database: DatabaseScope
         var items: [SendItem]
-        /// Its rows of creates in flight (`MirrorState.recordCreatesInFlight`), dropped with its verdict.
+        /// Its rows of creates in flight (`MirrorBookkeeping.recordCreatesInFlight`), dropped with its verdict.
         var createsInFlight: [Int64] = []
         /// The queue position of its last entry.
         var lastSeq: Int64 { items.map(\.pending.seq).max() ?? 0 }
@@ -108,8 +108,8 @@ extension CloudMirror {
             // meanwhile is queued again (a new generation), so a batch carries the row as it
             // was a moment earlier, as if built just before that save. An in-memory store has
             // one connection: its batches are built under the lock, below.
-            var drops: [MirrorState.Pending] = []
-            func build(_ store: PersistentStore, drops: inout [MirrorState.Pending]) throws -> [[SendItem]] {
+            var drops: [MirrorBookkeeping.Pending] = []
+            func build(_ store: PersistentStore, drops: inout [MirrorBookkeeping.Pending]) throws -> [[SendItem]] {
                 var built: [[SendItem]] = []
                 var position = after
                 while built.count < count {
@@ -167,20 +167,20 @@ extension CloudMirror {
     /// transaction: the entries the build found nothing to send for leave the queue (each only
     /// if still the version the build read: a newer edit stays queued), and each batch's
     /// creates are recorded as in flight (`finishBatch`).
-    private func finishDrops(_ drops: [MirrorState.Pending], store: PersistentStore) throws {
-        let state = MirrorState(store)
+    private func finishDrops(_ drops: [MirrorBookkeeping.Pending], store: PersistentStore) throws {
+        let state = MirrorBookkeeping(store)
         for pending in drops { try state.dropPending(pending) }
     }
 
     private func finishBatch(_ items: [SendItem], store: PersistentStore) throws -> Batch {
         Batch(storeName: store.name, database: Self.database(of: store), items: items,
-              createsInFlight: try Self.recordCreates(of: items, state: MirrorState(store)))
+              createsInFlight: try Self.recordCreates(of: items, state: MirrorBookkeeping(store)))
     }
 
     /// Records the batch's creates (records without a tag: new to the server, or to a zone
     /// they move into) per zone, before the batch goes out.
-    private static func recordCreates(of items: [SendItem], state: MirrorState) throws -> [Int64] {
-        var byZone: [ZoneID: [MirrorState.Pending]] = [:]
+    private static func recordCreates(of items: [SendItem], state: MirrorBookkeeping) throws -> [Int64] {
+        var byZone: [ZoneID: [MirrorBookkeeping.Pending]] = [:]
         for item in items {
             guard let record = item.record, record.recordChangeTag == nil else { continue }
             byZone[record.zoneID, default: []].append(item.pending)
@@ -399,7 +399,7 @@ extension CloudMirror {
             guard let index = Self.storeIndex(scope, in: stores) else { return }
             try ingest(stores.list[index])
             if stopped { return }
-            let state = MirrorState(stores.list[index])
+            let state = MirrorBookkeeping(stores.list[index])
             report.pending += try state.pendingCount()
             let now = clock.seconds()
             if let next = try state.earliestDeferral(now: now) {
@@ -439,7 +439,7 @@ extension CloudMirror {
                 ?? progress.withLock { state -> Double in state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2)); return state.backoffSeconds }
             try withStores { stores in
                 guard let index = Self.storeIndex(scope, in: stores) else { return }
-                try MirrorState(stores.list[index]).deferEntries(items.map(\.pending.uuid), until: clock.seconds() + retryAfter)
+                try MirrorBookkeeping(stores.list[index]).deferEntries(items.map(\.pending.uuid), until: clock.seconds() + retryAfter)
             }
             var annotated = error
             annotated.details["deferredItems"] = .int(items.count)
@@ -461,7 +461,7 @@ extension CloudMirror {
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { return }
             let store = stores.list[index]
-            let state = MirrorState(store)
+            let state = MirrorBookkeeping(store)
             var local: [LocalChange] = []
             var afterSave: [() throws -> Void] = []
             for item in items {

@@ -13,9 +13,9 @@ extension CloudMirror {
     /// `readThrough`: the queue position of the last entry it took (as an item, a drop, or
     /// one to skip); the next batch is read from past it.
     func buildBatch(store: PersistentStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
-                            touched: Set<String>, drops: inout [MirrorState.Pending], report: inout MirrorSendReport,
+                            touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout MirrorSendReport,
                             readThrough: inout Int64) throws -> [SendItem] {
-        let state = MirrorState(store)
+        let state = MirrorBookkeeping(store)
         var items: [SendItem] = []
         var count = 0
         var after = start
@@ -62,7 +62,7 @@ extension CloudMirror {
                 // stale. A new record, a move, or an update whose keys are unknown carries all.
                 // An update's changed keys, parsed once (the partial payload and the nulls both need them).
                 let edited = meta != nil && pending.kind != .insert ? pending.changed : []
-                let only = pending.kind == .update && meta?.zone == zone && !edited.isEmpty ? edited.union([MirrorState.fieldTimesField]) : nil
+                let only = pending.kind == .update && meta?.zone == zone && !edited.isEmpty ? edited.union([MirrorBookkeeping.fieldTimesField]) : nil
                 var fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText,
                                                                only: only, cache: &texts)
                 // The first ordinary save after a move drops the move's bookkeeping field (the
@@ -144,7 +144,7 @@ extension CloudMirror {
     /// another zone on this device: the record belongs elsewhere, and that device moves it.
     /// (A relationship unchanged is no sign: this device may have moved the object itself.)
     static func movingElsewhere(_ server: CloudRecord, ancestor: [String: JSONValue]?, entity: EntityDescription,
-                                        state: MirrorState) throws -> Bool {
+                                        state: MirrorBookkeeping) throws -> Bool {
         guard let ancestor else { return false }
         let fields = server.fields
         let before = MirrorRecordCoding.relationshipNames(entity: entity, fields: ancestor)
@@ -157,7 +157,7 @@ extension CloudMirror {
 
     /// The row an entry is about: by its primary key when the entry has one (no trip through
     /// the uuid index), checked against its uuid, else by uuid.
-    private static func row(of pending: MirrorState.Pending, entity: EntityDescription, store: PersistentStore) throws -> PersistentStore.StoredRow? {
+    private static func row(of pending: MirrorBookkeeping.Pending, entity: EntityDescription, store: PersistentStore) throws -> PersistentStore.StoredRow? {
         if let key = pending.primaryKey, let row = try store.read(entity, primaryKey: key), row.uuid == pending.uuid { return row }
         return try store.read(entity, uuid: pending.uuid)
     }

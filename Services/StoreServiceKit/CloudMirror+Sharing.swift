@@ -106,7 +106,7 @@ extension CloudMirror {
         let members = Self.byName(graph)
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
-            let state = MirrorState(stores.list[index])
+            let state = MirrorBookkeeping(stores.list[index])
             try stores.list[index].database.transaction {
                 for record in saved {
                     if record.isShare { continue }
@@ -213,7 +213,7 @@ extension CloudMirror {
                 throw StoreError.unknownObject(params.objectID, "share.create needs a saved object of the private store.")
             }
             let store = stores.list[index]
-            let state = MirrorState(store)
+            let state = MirrorBookkeeping(store)
             guard let row = try store.read(entity, primaryKey: key) else { throw StoreError.unknownObject(params.objectID, "it is not in the private store.") }
             let graph = ObjectGraph(store: store)
             let members = try graph.reachable(from: entity, row: row)
@@ -254,7 +254,7 @@ extension CloudMirror {
         let members = Self.byName(graph)
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
-            let state = MirrorState(stores.list[index])
+            let state = MirrorBookkeeping(stores.list[index])
             try stores.list[index].database.transaction(commit: .deferred) {
                 for record in (saved?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) }) {
                     guard let tag = record.recordChangeTag, let member = members[record.recordName],
@@ -277,7 +277,7 @@ extension CloudMirror {
         guard !members.isEmpty else { return }
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
-            let state = MirrorState(stores.list[index])
+            let state = MirrorBookkeeping(stores.list[index])
             try stores.list[index].database.transaction {
                 for member in members { try state.enqueue(uuid: member.uuid, entity: member.entity.name, kind: .update, zone: nil, changed: []) }
             }
@@ -302,7 +302,7 @@ extension CloudMirror {
         }
         let moved = try withStores { stores -> Int in
             guard let index = Self.storeIndex(.private, in: stores) else { return 0 }
-            let state = MirrorState(stores.list[index])
+            let state = MirrorBookkeeping(stores.list[index])
             return try members.filter { try state.meta($0.uuid)?.zone == zone }.count
         }
         return (moved, sendError)
@@ -328,7 +328,7 @@ extension CloudMirror {
                             details: item.details)
         }
         try withStores { stores in
-            if let index = Self.storeIndex(.private, in: stores) { try MirrorState(stores.list[index]).dropShare(zone: params.zoneName) }
+            if let index = Self.storeIndex(.private, in: stores) { try MirrorBookkeeping(stores.list[index]).dropShare(zone: params.zoneName) }
         }
         return Self.withoutKeptTexts(reply)
     }

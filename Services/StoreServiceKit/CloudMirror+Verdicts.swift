@@ -20,7 +20,7 @@ extension CloudMirror {
         try withStores { stores in
             let index = try stores.index(named: scopeStore)
             let store = stores.list[index]
-            let state = MirrorState(store)
+            let state = MirrorBookkeeping(store)
             // A merge reads the row as it is now and the queue entry's edited fields and stamps:
             // a save that landed while the batch was out (automatic mode sends while clients
             // save) is queued first, or the merge saw its values without its entry, took the
@@ -175,7 +175,7 @@ extension CloudMirror {
         for zone in rootsDeleted {
             _ = try? request("zones.delete", ZonesParams(database: .private, zoneIDs: [ZoneID(zoneName: zone)]))
             try withStores { stores in
-                if let index = Self.storeIndex(.private, in: stores) { try MirrorState(stores.list[index]).dropShare(zone: zone) }
+                if let index = Self.storeIndex(.private, in: stores) { try MirrorBookkeeping(stores.list[index]).dropShare(zone: zone) }
             }
         }
         for (item, error) in reverts {
@@ -190,8 +190,8 @@ extension CloudMirror {
     /// versions without an ancestor: each differing field is decided by the policy).
     /// `pending` nil: no queue entry says what changed here (two concurrent versions), so every
     /// field counts as edited, as with `everyField`.
-    func merge(server: CloudRecord, client: CloudRecord, ancestor: [String: JSONValue]?, pending: MirrorState.Pending?,
-               state: MirrorState, serverFields parsed: [String: JSONValue]?? = nil, everyField: Bool = false) throws -> MirrorMerge.Outcome {
+    func merge(server: CloudRecord, client: CloudRecord, ancestor: [String: JSONValue]?, pending: MirrorBookkeeping.Pending?,
+               state: MirrorBookkeeping, serverFields parsed: [String: JSONValue]?? = nil, everyField: Bool = false) throws -> MirrorMerge.Outcome {
         // Each side's fields read once (fields that came as text are parsed on each read).
         let serverFields = parsed ?? server.fields
         let serverData = MirrorRecordCoding.dataFields(serverFields)
@@ -205,7 +205,7 @@ extension CloudMirror {
     }
 
     /// zoneNotFound (or an encrypted-data reset): every known record of the zone is sent again as new.
-    func requeueZone(_ zone: ZoneID, state: MirrorState) throws {
+    func requeueZone(_ zone: ZoneID, state: MirrorBookkeeping) throws {
         for meta in try state.metas(inZone: zone) {
             // The stamps may live only in the server fields about to be forgotten: kept first.
             if let stamps = try state.fieldTimesText(meta.uuid) { try state.replaceFieldTimes(meta.uuid, text: stamps) }
@@ -218,12 +218,12 @@ extension CloudMirror {
                                   changed: Set((try state.fieldTimes(meta.uuid)).keys))
             }
         }
-        try state.setValue(MirrorState.zoneTokenKey(zone), nil)
+        try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil)
     }
 
     /// permissionFailure: the server is the authority. An edit goes back to the server's copy; an
     /// insert the server never had is deleted; the device's clients are told (docs/RULES.md, mirroring: permissions checked twice).
-    private func revert(_ pending: MirrorState.Pending, entity: EntityDescription, zone: ZoneID?, storeName: String, error: WireError) throws {
+    private func revert(_ pending: MirrorBookkeeping.Pending, entity: EntityDescription, zone: ZoneID?, storeName: String, error: WireError) throws {
         var serverCopy: CloudRecord?
         if let zone, pending.kind != .insert {
             let database = try withStores { stores in Self.database(of: stores.list[try stores.index(named: storeName)]) }
@@ -234,7 +234,7 @@ extension CloudMirror {
         let serverFields = serverCopy?.fields
         try withStores { stores in
             let index = try stores.index(named: storeName)
-            let state = MirrorState(stores.list[index])
+            let state = MirrorBookkeeping(stores.list[index])
             let change = LocalChange(uuid: pending.uuid, entity: entity, fields: serverFields, zone: zone?.zoneName)
             // A server copy the store cannot hold (another client wrote it) cannot be put back:
             // the refused local change still goes (the server will not take it), and the copy is

@@ -70,9 +70,9 @@ final class CloudMirror: Sendable {
             stores.list.map { StoreIdentity(scope: $0.scope, name: $0.name, uuid: $0.uuid) }
         }
         let signedOut = try engine.coordinator.withStores { stores -> Bool in
-            for store in stores.list { try store.database.transaction { try MirrorState(store).createTables() } }
+            for store in stores.list { try store.database.transaction { try MirrorBookkeeping(store).createTables() } }
             guard let index = Self.storeIndex(.private, in: stores) else { return false }
-            return try MirrorState(stores.list[index]).value(Self.signedOutKey) != nil
+            return try MirrorBookkeeping(stores.list[index]).value(Self.signedOutKey) != nil
         }
         credential = Mutex(signedOut ? nil : options.credential)
         progress.withLock { $0.batchLimit = options.batchSize }

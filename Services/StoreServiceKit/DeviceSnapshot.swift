@@ -133,7 +133,7 @@ extension DeviceSnapshot {
 
     private static func replace(_ store: PersistentStore, with given: StoreTables, rows progress: Progress) throws -> Int {
         let database = store.database
-        if given.tables.keys.contains(where: { $0.hasPrefix("mirror_") }) { try MirrorState(store).createTables() }
+        if given.tables.keys.contains(where: { $0.hasPrefix("mirror_") }) { try MirrorTables.create(in: store.database) }
         let keys = Dictionary(try database.query("SELECT entity, max FROM z_primarykey").map { ($0[0].string ?? "", $0[1].int64 ?? 0) },
                               uniquingKeysWith: max)
         // sqlite_sequence is left alone: a DELETE never lowers it, so tokens and queue numbers

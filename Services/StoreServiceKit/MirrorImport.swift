@@ -145,7 +145,7 @@ struct MirrorImport {
             }
             let cacheKey = relationship.destination + "/" + target
             if storedKeys[cacheKey] == nil {
-                storedKeys[cacheKey] = .some(try MirrorState(store).primaryKey(entity: relationship.destination, uuid: target))
+                storedKeys[cacheKey] = .some(try MirrorBookkeeping(store).primaryKey(entity: relationship.destination, uuid: target))
             }
             guard case let .some(.some(key)) = storedKeys[cacheKey] else { return false }
             prepared.values[entity.position(ofToOne: number)] = .integer(key)

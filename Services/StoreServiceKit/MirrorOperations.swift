@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import Synchronization
 
 extension ErrorCode {
     /// A sync.* or share.* op on a store-service started without --sync-socket.
@@ -42,7 +43,7 @@ struct MirrorStatus: Codable, Sendable {
         var refusedExports: [RefusedExport]
         /// Cloud records the store refused (a value it cannot hold, written by another client):
         /// left out of the import, kept as they were here, tried again when they change.
-        var unimportable: [MirrorState.Unimportable]
+        var unimportable: [MirrorBookkeeping.Unimportable]
         /// Records this device deleted, remembered until a whole fetch after the delete (a move
         /// by another device that beat the delete is then seen, and the delete follows it).
         var deletesRemembered: Int
@@ -94,8 +95,8 @@ extension CloudMirror {
             try stores.list.map { store in
                 // Queue what was saved since the last sync step, so the counts are current.
                 try ingest(store)
-                let state = MirrorState(store)
-                let cursor = Int(try state.value(MirrorState.exportCursorKey) ?? "0") ?? 0
+                let state = MirrorBookkeeping(store)
+                let cursor = Int(try state.value(MirrorBookkeeping.exportCursorKey) ?? "0") ?? 0
                 var byZone: [String: Int] = [:]
                 var deferred = 0
                 let pending = try state.allPending()
@@ -117,7 +118,7 @@ extension CloudMirror {
                                                          [cursor, SaveOperation.syncAuthor])?.int ?? 0
                 return .init(store: store.name, database: Self.database(of: store), pending: pending.count, pendingByZone: byZone,
                              deferred: deferred, exportCursor: cursor, historyToken: Int(store.lastToken), unqueuedTransactions: unqueued,
-                             databaseToken: try state.value(MirrorState.databaseTokenKey), zoneTokens: tokens,
+                             databaseToken: try state.value(MirrorBookkeeping.databaseTokenKey), zoneTokens: tokens,
                              unexportable: try state.unexportable(), refusedExports: refusedExports(store: store.name),
                              unimportable: try state.unimportable(),
                              deletesRemembered: try state.rememberedDeletes,
@@ -136,27 +137,52 @@ extension CloudMirror {
     }
 }
 
-extension StoreService {
+/// The mirror as a store-service's companion: made from the command line's options, it opens
+/// its tables and starts once the stores are open, and serves the sync.*, share.* and account.*
+/// operations. Without options (no `--sync-socket`) it mirrors nothing and those operations
+/// answer `mirrorNotConfigured`, so a client learns why rather than meeting an unknown op.
+public final class CloudMirrorCompanion: StoreCompanion {
+    let options: MirrorOptions?
+    private let slot = Mutex<CloudMirror?>(nil)
+
+    public init(options: MirrorOptions?) {
+        self.options = options
+    }
+
+    package var topics: [String] { [CloudMirror.cloudKitEventsTopic] }
+    package var mirrors: Bool { options != nil }
+
     func mirror() throws -> CloudMirror {
-        guard let mirror = mirrorSlot.current else {
+        guard let mirror = slot.withLock({ $0 }) else {
             throw ServiceError(.mirrorNotConfigured, "This store-service does not mirror to a cloud; start it with --sync-socket PATH --sync-credential SECRET.")
         }
         return mirror
     }
 
-    /// Opens the mirror's tables and starts automatic mode (when configured).
-    func startMirror(engine: StoreEngine) throws {
-        guard let options = options.mirror else { return }
+    /// Opens the mirror's tables and starts automatic mode (when configured), which syncs as
+    /// soon as a local writer commits rather than at its next look at the history.
+    package func start(engine: StoreEngine) throws {
+        guard let options else { return }
         let mirror = try CloudMirror(options: options, engine: engine)
-        mirrorSlot.set(mirror)
+        slot.withLock { $0 = mirror }
+        if options.mode == .automatic {
+            engine.observeCommits { notices in
+                if notices.contains(where: { $0.author != SaveOperation.syncAuthor }) { mirror.localSaveCommitted() }
+            }
+        }
         mirror.startAutomatic()
     }
 
-    func stopMirror() {
-        mirrorSlot.current?.stop()
+    package func stop() {
+        slot.withLock { $0 }?.stop()
     }
 
-    func registerMirrorOperations(in registry: inout OperationRegistry) {
+    package func pausing<T>(_ body: () throws -> T) throws -> T {
+        guard let mirror = slot.withLock({ $0 }) else { return try body() }
+        return try mirror.pausingSync(body)
+    }
+
+    package func registerOperations(in registry: inout OperationRegistry) {
         registry.register("sync.send", params: Empty.self, summary: "Sends the queued local changes to the cloud.") { [self] _, _ in
             let mirror = try mirror()
             return try mirror.announced { try mirror.exclusive("send") { try mirror.sendAll() } }

@@ -121,10 +121,3 @@ public struct MirrorOptions: Sendable {
         return result
     }
 }
-
-/// Where StoreService keeps its mirror once the stores are open (nil when not mirroring).
-final class MirrorSlot: Sendable {
-    private let mirror = Mutex<CloudMirror?>(nil)
-    func set(_ value: CloudMirror?) { mirror.withLock { $0 = value } }
-    var current: CloudMirror? { mirror.withLock { $0 } }
-}

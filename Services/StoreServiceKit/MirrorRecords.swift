@@ -29,7 +29,7 @@ enum MirrorRecordCoding {
     /// The fields of a stored row as a tree (nil values are left out: a nil is the field's
     /// absence), read from the one text builder below (merges, share moves and history rebuilds
     /// want a tree; sends use the text as it is).
-    static func fields(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
+    static func fields(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorBookkeeping,
                        timesText: String?) throws -> [String: JSONValue] {
         var cache = TextCache()
         return try JSONParser.parse(try fieldsText(entity: entity, row: row, state: state, timesText: timesText, cache: &cache)).objectValue ?? [:]
@@ -91,12 +91,12 @@ enum MirrorRecordCoding {
     }
 
     /// The stamps field's opening (a string holding the stamps' JSON text).
-    static let stampsOpening = RecordFields.Builder.opening(name: MirrorState.fieldTimesField, type: "string")
+    static let stampsOpening = RecordFields.Builder.opening(name: MirrorBookkeeping.fieldTimesField, type: "string")
 
     /// `only`: the fields to write (an update of a record the server has carries the keys it
     /// changed, and the stamps); nil writes them all. Written by the fields writer
     /// (`RecordFields.Builder`), so the text is the canonical one the sync-service stores.
-    static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
+    static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorBookkeeping,
                            timesText: String?, only: Set<String>? = nil, cache: inout TextCache) throws -> String {
         var record = RecordFields.Builder()
         let attributeCount = entity.attributes.count
@@ -155,7 +155,7 @@ enum MirrorRecordCoding {
 
     /// The per-field edit stamps a record carries.
     static func times(_ fields: [String: JSONValue]?) -> [String: FieldStamp] {
-        FieldStamp.decode(fields?[MirrorState.fieldTimesField]?["value"]?.stringValue)
+        FieldStamp.decode(fields?[MirrorBookkeeping.fieldTimesField]?["value"]?.stringValue)
     }
 
     /// The fields two sides can edit (bookkeeping fields aside), numbers normalised so that a
@@ -165,7 +165,7 @@ enum MirrorRecordCoding {
     /// (`CD_<name>`, as bytes): the two are one property, stamped and merged under that name.
     static func dataFields(_ fields: [String: JSONValue]?) -> [String: JSONValue] {
         var result: [String: JSONValue] = [:]
-        for (name, field) in fields ?? [:] where name != MirrorState.fieldTimesField && name != CloudKitNames.entityNameField
+        for (name, field) in fields ?? [:] where name != MirrorBookkeeping.fieldTimesField && name != CloudKitNames.entityNameField
             && name != MovedFrom.field {
             if name.hasSuffix(assetSuffix), var object = field.objectValue, object["type"] == "asset" {
                 let property = String(name.dropLast(assetSuffix.count))

@@ -88,7 +88,7 @@ extension CloudMirror {
     /// never sent that ends its own chain (a new top-level object) joins the share zone of an
     /// object that points at it, if one does: an object later related to a shared one lands in
     /// that share wherever it is created.
-    func zone(for uuid: String, entity: EntityDescription, state: MirrorState) throws -> ZoneID? {
+    func zone(for uuid: String, entity: EntityDescription, state: MirrorBookkeeping) throws -> ZoneID? {
         var cache: [String: ZoneID?] = [:]
         guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
             return try state.meta(uuid)?.zone
@@ -98,7 +98,7 @@ extension CloudMirror {
 
     /// `cache`: zones by the object a chain's first step reaches ("Entity/key"): a batch of a
     /// session's events reads the session's zone once.
-    func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorState,
+    func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorBookkeeping,
               cache: inout [String: ZoneID?]) throws -> ZoneID? {
         let store = state.store
         if store.scope == .shared {
@@ -123,7 +123,7 @@ extension CloudMirror {
     /// already mirrored into a share zone are read: a new session with thousands of unsent
     /// events would otherwise read every one of them for each batch that carries it.
     private func joinedShareZone(of entity: EntityDescription, row: PersistentStore.StoredRow, graph: ObjectGraph,
-                                 state: MirrorState) throws -> ZoneID? {
+                                 state: MirrorBookkeeping) throws -> ZoneID? {
         let store = state.store
         let prefix = CloudKitNames.coreDataShareZonePrefix
         for relationship in entity.relationships where relationship.toMany {

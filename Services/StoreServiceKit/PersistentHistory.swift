@@ -73,7 +73,7 @@ enum PersistentHistory {
     /// The newest timestamp of any transaction purged so far (nil: none was), in seconds.
     static func purgedThrough(_ store: PersistentStore) throws -> Double? {
         try store.database.scalar("SELECT value FROM z_metadata WHERE key = ?", [purgedThroughKey])?.string
-            .flatMap(MirrorRecordCoding.seconds(iso:))
+            .flatMap(ISOTime.seconds)
     }
 
     /// Deletes transactions before `beforeToken`; returns how many went. Tokens never repeat.

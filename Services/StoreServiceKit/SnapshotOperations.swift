@@ -61,8 +61,8 @@ extension StoreService {
 
     /// A snapshot is taken and put back between sync steps, never in the middle of one.
     private func whileNoSyncRuns<T>(_ body: () throws -> T) throws -> T {
-        guard let mirror = mirrorSlot.current else { return try body() }
-        return try mirror.pausingSync(body)
+        guard let companion else { return try body() }
+        return try companion.pausing(body)
     }
 
     private static func readSnapshot(_ path: String) throws -> DeviceSnapshot {

@@ -8,7 +8,7 @@ import Synchronization
 
 /// The running store-service: the coordinator, the routing rule, the event hub, and each
 /// connection's contexts.
-final class StoreEngine: Sendable {
+package final class StoreEngine: Sendable {
     static let remoteChangeTopic = "remoteChange"
     static let contextsKey = "store.contexts"
 
@@ -18,6 +18,7 @@ final class StoreEngine: Sendable {
     /// Events in commit order, a fetched page's once it is on disk.
     let announcer = OrderedAnnouncer()
     let logger = Logger(label: "store-service.store")
+    private let commitObservers = Mutex<[@Sendable ([RemoteChangeNotice]) -> Void]>([])
 
     init(coordinator: PersistentStoreCoordinator, routing: RoutingMode, events: EventHub) {
         self.coordinator = coordinator
@@ -81,6 +82,7 @@ final class StoreEngine: Sendable {
     /// leave in the order they are made, so made under the lock they leave in commit order.
     func publish(_ notices: [RemoteChangeNotice], from connection: ConnectionHandle?) {
         guard !notices.isEmpty else { return }
+        tellObservers(notices)
         announcer.now { [events] in Self.send(notices, on: events, skipping: connection) }
     }
 
@@ -96,7 +98,18 @@ final class StoreEngine: Sendable {
     /// right after the commit.
     func publishOnceDurable(_ notices: [RemoteChangeNotice], store: PersistentStore) {
         guard let path = store.filePath else { return publish(notices, from: nil) }
+        tellObservers(notices)
         announcer.afterSync(path: path) { [events] in Self.send(notices, on: events, skipping: nil) }
+    }
+
+    /// Calls `observer` with the notices of every commit that changed something, whoever wrote it,
+    /// under the store lock right after the commit (so in commit order): it must return quickly.
+    package func observeCommits(_ observer: @escaping @Sendable ([RemoteChangeNotice]) -> Void) {
+        commitObservers.withLock { $0.append(observer) }
+    }
+
+    private func tellObservers(_ notices: [RemoteChangeNotice]) {
+        for observer in commitObservers.withLock({ $0 }) { observer(notices) }
     }
 
     /// Publishes an event in order with the remote-change notices (`OrderedAnnouncer.now`).

@@ -9,7 +9,7 @@ extension StoreService {
     /// the mirror or set what the cloud decides (share metadata, permissions). Without a mirror
     /// there is no cloud to contradict, and clients may play its part (tests of the hooks do).
     func refuseWhileMirroring(_ condition: Bool, what: String, why: String, field: String) throws {
-        guard condition, options.mirror != nil else { return }
+        guard condition, companion?.mirrors == true else { return }
         throw ServiceError(.permissionFailure, "\(what) is refused on a device that mirrors to a cloud: \(why). Save with another author; share metadata comes from share.accept and sync.fetch.",
                            details: ["field": .string(field)])
     }
@@ -38,7 +38,7 @@ extension StoreService {
         }
         registry.register("context.save", params: SaveParams.self, summary: "Saves the context's changes in one transaction.") { [self] params, request in
             let engine = try engine()
-            let (result, notices) = try engine.contexts(request.connection).with(params.context) { context in
+            let (result, _) = try engine.contexts(request.connection).with(params.context) { context in
                 // The store lock for the writes only: the context is brought up to date after it
                 // (under the context's own lock), so the device's mirror is not kept waiting.
                 // The notices go out under the lock, so every subscriber hears of commits in
@@ -51,8 +51,6 @@ extension StoreService {
                 }
                 return committed.update(context)
             }
-            // Automatic mode starts its sync now rather than at its next look at the history.
-            if !notices.isEmpty { mirrorSlot.current?.localSaveCommitted() }
             return result
         }
         registry.register("context.rollback", params: ContextParams.self, summary: "Drops the context's unsaved changes.") { [self] params, request in

@@ -11,8 +11,6 @@ public struct StoreOptions: Sendable {
     public var orphanRepairAtStart = true
     /// The order the stores are loaded in (legacy routing takes the first that holds the entity).
     public var loadOrder: [StoreScope] = [.private, .shared]
-    /// Cloud mirroring (`--sync-socket`), nil when off.
-    public var mirror: MirrorOptions?
     /// Binary Data and Transformable values larger than this go to the cloud as assets
     /// (`CD_<name>_ckAsset`), as NSPersistentCloudKitContainer keeps records under CloudKit's
     /// 1 MB: a quarter of it leaves room for the record's other fields.
@@ -62,7 +60,6 @@ public struct StoreOptions: Sendable {
             guard let bytes = Int(text), bytes >= 0 else { throw UsageError("--asset-threshold takes a number of bytes; got '\(text)'.") }
             result.assetThreshold = bytes
         }
-        result.mirror = try MirrorOptions.from(options)
         return result
     }
 

@@ -18,20 +18,25 @@ public final class StoreService: ServiceDefinition {
     public let model: ManagedObjectModel
     private let running = Mutex<StoreEngine?>(nil)
     private let logger = Logger(label: "store-service")
-    let mirrorSlot = MirrorSlot()
+    /// The cloud mirror when the device mirrors (CloudMirrorKit), else nil.
+    let companion: (any StoreCompanion)?
 
-    public init(configuration: ServiceConfiguration, options: StoreOptions = StoreOptions(), model: ManagedObjectModel = .meowCare()) {
+    public convenience init(configuration: ServiceConfiguration, options: StoreOptions = StoreOptions(), model: ManagedObjectModel = .meowCare()) {
+        self.init(configuration: configuration, options: options, model: model, companion: nil)
+    }
+
+    package init(configuration: ServiceConfiguration, options: StoreOptions, model: ManagedObjectModel, companion: (any StoreCompanion)?) {
         self.configuration = configuration
         self.options = options
         self.model = model
+        self.companion = companion
     }
 
-    public static let commandLine = CommandLineParser(
-        command: "store-service",
-        summary: "one device's Core Data stack (a private and a shared store) over a Unix socket",
-        options: ServiceConfiguration.commandLineOptions + StoreOptions.commandLineOptions + MirrorOptions.commandLineOptions)
+    public static let summary = "one device's Core Data stack (a private and a shared store) over a Unix socket"
+    /// The runtime's options and the stack's; the executable adds the mirror's.
+    public static let commandLineOptions = ServiceConfiguration.commandLineOptions + StoreOptions.commandLineOptions
 
-    public var topics: [String] { [StoreEngine.remoteChangeTopic, CloudMirror.cloudKitEventsTopic] }
+    public var topics: [String] { [StoreEngine.remoteChangeTopic] + (companion?.topics ?? []) }
     public var features: [String] { ["contexts", "history", "remoteChange", "orphanRepair", "routing.\(options.routing.rawValue)"] }
 
     func engine() throws -> StoreEngine {
@@ -56,17 +61,17 @@ public final class StoreService: ServiceDefinition {
                                           "attached": .int(report.attached), "skipped": .int(report.skippedCount)])
         }
         running.withLock { $0 = engine }
-        try startMirror(engine: engine)
+        try companion?.start(engine: engine)
     }
 
     public func stop() {
-        stopMirror()
+        companion?.stop()
         try? engine().coordinator.checkpoint()
     }
 
     public func registerOperations(in registry: inout OperationRegistry) {
         registerStoreOperations(in: &registry)
-        registerMirrorOperations(in: &registry)
+        companion?.registerOperations(in: &registry)
         registerSnapshotOperations(in: &registry)
     }
 

@@ -11,7 +11,7 @@ import Synchronization
 final class CloudCore: Sendable {
     /// Guards `cloud`: every use of the read-write connection happens inside this lock.
     let lock = SleepingLock()
-    let cloud: CloudState
+    let cloud: CloudTransaction
     /// Read-only connections for fetches; empty for an in-memory database (reads use `cloud`).
     let readers: [Reader]
     let nextReader = Atomic<Int>(0)
@@ -30,8 +30,8 @@ final class CloudCore: Sendable {
     /// One read-only connection and the lock that gives it to one request at a time.
     final class Reader: Sendable {
         let lock = SleepingLock()
-        let state: CloudState
-        init(state: CloudState) { self.state = state }
+        let state: CloudTransaction
+        init(state: CloudTransaction) { self.state = state }
     }
 
     final class ChangeListener: Sendable {
@@ -48,14 +48,14 @@ final class CloudCore: Sendable {
         try CloudSchema.create(in: database)
         let seq = try database.scalar("SELECT value FROM meta WHERE key = 'seq'")?.int64 ?? 0
         let path = database.path
-        cloud = CloudState(db: database, seq: seq, limits: limits)
+        cloud = CloudTransaction(db: database, seq: seq, limits: limits)
         currentLimits = Mutex(limits)
         self.readers = path == ":memory:" ? [] : try (0..<readers).map { _ in
             let reader = try Database(path: path, readOnly: true)
             // A reader's page cache is dropped whenever the writer commits; mapped pages are
             // read without a pread and a copy each.
             try reader.execute("PRAGMA mmap_size = 268435456")
-            return Reader(state: CloudState(db: reader, seq: 0, limits: limits))
+            return Reader(state: CloudTransaction(db: reader, seq: 0, limits: limits))
         }
     }
 

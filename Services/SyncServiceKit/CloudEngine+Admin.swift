@@ -96,11 +96,11 @@ extension CloudEngine {
             var kind = "deleted"
             switch params.scope {
             case "all":
-                zones = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE environment = ?", [environment]).map(CloudState.zoneRow)
+                zones = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE environment = ?", [environment]).map(CloudTransaction.zoneRow)
             case "user":
                 guard let user = params.user else { throw WireError(.invalidArguments, "A user reset needs params.user.") }
                 zones = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE environment = ? AND owner = ?",
-                                           [environment, user]).map(CloudState.zoneRow)
+                                           [environment, user]).map(CloudTransaction.zoneRow)
                 let joined = try state.db.query("""
                     SELECT DISTINCT p.zone, p.share FROM participants p JOIN zones z ON z.id = p.zone
                     WHERE z.environment = ? AND p.user = ? AND p.role != 'owner'
@@ -113,7 +113,7 @@ extension CloudEngine {
             case "encryptedData":
                 guard let user = params.user else { throw WireError(.invalidArguments, "An encrypted-data reset needs params.user.") }
                 zones = try state.db.query("SELECT id, owner, name, horizon FROM zones WHERE environment = ? AND owner = ? AND name != ?",
-                                           [environment, user, ZoneID.defaultZoneName]).map(CloudState.zoneRow)
+                                           [environment, user, ZoneID.defaultZoneName]).map(CloudTransaction.zoneRow)
                 kind = "encryptedDataReset"
             case "zone":
                 guard let zoneID = params.zoneID, zoneID.ownerName != ZoneID.defaultOwner,

@@ -86,7 +86,7 @@ extension CloudEngine {
                 after = token.seq
             }
             let limit = max(1, min(params.limit ?? state.limits.defaultFetchLimit, 10_000))
-            let sql = params.since == nil ? CloudState.liveRecordsAfterSQL : CloudState.changesAfterSQL
+            let sql = params.since == nil ? CloudTransaction.liveRecordsAfterSQL : CloudTransaction.changesAfterSQL
             let presented = zone.zoneID.presented(to: caller)
             let zoneBytes = PageBudget.zoneCost(presented)
             // Rows are read until the count or the byte budget is reached (a page of records
@@ -199,7 +199,7 @@ extension CloudEngine {
 /// not moved since it was issued.
 /// `z<zone>.<seq>.<horizon>[.<reading>]`: the zone, the last change the holder has, the zone's
 /// horizon when issued, and for a participant the start of their current reading of the zone
-/// (`CloudState.readingStart`), left out when 0.
+/// (`CloudTransaction.readingStart`), left out when 0.
 struct ZoneToken {
     var zone: Int64
     var seq: Int64
@@ -226,7 +226,7 @@ struct ZoneToken {
     var text: String { reading == 0 ? "z\(zone).\(seq).\(horizon)" : "z\(zone).\(seq).\(horizon).\(reading)" }
 }
 
-extension CloudState {
+extension CloudTransaction {
     /// A zone's changes after a sequence: a range scan of the (zone, seq) index.
     static let changesAfterSQL = "SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND seq > ? ORDER BY seq LIMIT ?"
     static let liveRecordsAfterSQL = "SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND seq > ? AND deleted = 0 ORDER BY seq LIMIT ?"

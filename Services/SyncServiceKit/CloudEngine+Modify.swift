@@ -172,7 +172,7 @@ struct ModifyDecision: Sendable {
 
 /// One records.modify request, decided on a snapshot and then applied, zone by zone.
 struct ModifyBatch {
-    let state: CloudState
+    let state: CloudTransaction
     let caller: String
     let scope: DatabaseScope
     let policy: SavePolicy
@@ -205,7 +205,7 @@ struct ModifyBatch {
         case leaveShare(String)
     }
 
-    init(state: CloudState, caller: String, scope: DatabaseScope, policy: SavePolicy, atomic: Bool, trace: RequestTrace?) {
+    init(state: CloudTransaction, caller: String, scope: DatabaseScope, policy: SavePolicy, atomic: Bool, trace: RequestTrace?) {
         self.state = state
         self.caller = caller
         self.scope = scope

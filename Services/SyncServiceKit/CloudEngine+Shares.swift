@@ -130,7 +130,7 @@ extension CloudEngine {
     // MARK: Helpers
 
     private func ownerShareOp(caller: String, _ params: ShareParams, trace: RequestTrace?,
-                              _ body: (CloudState, ZoneRow) throws -> Void) throws -> ShareResult {
+                              _ body: (CloudTransaction, ZoneRow) throws -> Void) throws -> ShareResult {
         try locks.withZones([params.zoneID.resolved(caller: caller)]) { try write { state in
             guard (params.database ?? .private) == .private else {
                 trace?.decide(false, "only the owner manages a share, through the private database")
@@ -149,7 +149,7 @@ extension CloudEngine {
         } }
     }
 
-    private func participantZone(_ state: CloudState, caller: String, _ params: ShareParams, trace: RequestTrace?) throws -> ZoneRow {
+    private func participantZone(_ state: CloudTransaction, caller: String, _ params: ShareParams, trace: RequestTrace?) throws -> ZoneRow {
         let zoneID = params.zoneID.resolved(caller: caller)
         trace?.noteZone(zoneID)
         guard zoneID.ownerName != caller else {
@@ -162,7 +162,7 @@ extension CloudEngine {
         return zone
     }
 
-    private func requireUser(_ user: String?, state: CloudState) throws -> String {
+    private func requireUser(_ user: String?, state: CloudTransaction) throws -> String {
         guard let user, try state.db.scalar("SELECT 1 FROM users WHERE name = ?", [user]) != nil else {
             throw WireError(.invalidArguments, "params.user must name an existing user.", details: ["user": user.map { .string($0) } ?? .null])
         }
@@ -177,7 +177,7 @@ extension CloudEngine {
     }
 }
 
-extension CloudState {
+extension CloudTransaction {
     func shareInfo(zone: ZoneRow, name: String) throws -> ShareInfo? {
         guard let row = try db.query("SELECT root, public_permission FROM shares WHERE zone = ? AND name = ?", [zone.id, name]).first else { return nil }
         let participants = try db.query("SELECT user, role, permission, acceptance FROM participants WHERE zone = ? AND share = ? ORDER BY role != 'owner', user",

@@ -127,7 +127,7 @@ extension CloudEngine {
 extension CloudEngine {
     /// A snapshot's subscription row: a known environment and database, and a body that is a
     /// subscription with the row's ID (a fetch decodes it again and must not fail).
-    static func checkSubscriptionRow(_ values: [SQLValue], row: Int, state: CloudState) throws {
+    static func checkSubscriptionRow(_ values: [SQLValue], row: Int, state: CloudTransaction) throws {
         func refuse(_ what: String) -> WireError {
             WireError(.invalidArguments, "Table subscriptions, row \(row): \(what).", details: ["table": "subscriptions", "row": .int(row)])
         }

@@ -67,7 +67,7 @@ extension CloudEngine {
                     WHERE z.environment = ? AND p.user = ? AND p.acceptance = 'accepted' AND z.owner != ? ORDER BY z.owner, z.name
                     """, [state.environment.rawValue, caller, caller])
             }
-            return ZonesResult(zones: try rows.map { try state.zoneInfo(CloudState.zoneRow($0), caller: caller) })
+            return ZonesResult(zones: try rows.map { try state.zoneInfo(CloudTransaction.zoneRow($0), caller: caller) })
         }
     }
 
@@ -93,7 +93,7 @@ extension CloudEngine {
     }
 }
 
-extension CloudState {
+extension CloudTransaction {
     func zoneInfo(_ zone: ZoneRow, caller: String) throws -> ZoneInfo {
         let hasZoneShare = try db.scalar("SELECT 1 FROM shares WHERE zone = ? AND name = ?", [zone.id, CloudKitNames.zoneShareName]) != nil
         return ZoneInfo(zoneID: zone.zoneID.presented(to: caller),

@@ -31,7 +31,7 @@ public struct ChangeNotice: Codable, Sendable, Hashable {
 /// ```
 public final class CloudEngine: Sendable {
     /// The environment this engine reads and writes: every zone, change log, schema and
-    /// subscription it touches is that environment's (`CloudState.environment`).
+    /// subscription it touches is that environment's (`CloudTransaction.environment`).
     public let environment: CloudEnvironment
     /// What both environments share: the database, its locks, the users, the clock, the limits.
     let core: CloudCore
@@ -39,7 +39,7 @@ public final class CloudEngine: Sendable {
     let fieldSchema: SchemaBox
 
     private var lock: SleepingLock { core.lock }
-    private var cloud: CloudState { core.cloud }
+    private var cloud: CloudTransaction { core.cloud }
     private var readers: [CloudCore.Reader] { core.readers }
     /// Per-zone serialisation of writes (see WriteLocks), shared by both environments.
     var locks: WriteLocks { core.locks }
@@ -117,7 +117,7 @@ public final class CloudEngine: Sendable {
     // MARK: Running work
 
     /// Runs `body` inside the lock and one transaction; publishes its notices after commit.
-    func write<T: Sendable>(_ body: (CloudState) throws -> T) throws -> T {
+    func write<T: Sendable>(_ body: (CloudTransaction) throws -> T) throws -> T {
         let now = now()
         let limits = limits()
         let (value, notices, notifications) = try locked { state throws -> (T, [ChangeNotice], [SubscriptionNotice]) in
@@ -150,7 +150,7 @@ public final class CloudEngine: Sendable {
 
     /// Runs a read in one read transaction on a read-only connection (or, in memory, under the
     /// writer's lock). Must not write.
-    func read<T: Sendable>(_ body: (CloudState) throws -> T) throws -> T {
+    func read<T: Sendable>(_ body: (CloudTransaction) throws -> T) throws -> T {
         let now = now()
         let limits = limits()
         guard !readers.isEmpty else {
@@ -181,7 +181,7 @@ public final class CloudEngine: Sendable {
     }
 
     /// The one way to the database: inside the lock.
-    func locked<T: Sendable>(_ body: (CloudState) throws -> T) throws -> T {
+    func locked<T: Sendable>(_ body: (CloudTransaction) throws -> T) throws -> T {
         try lock.withLock { () throws -> T in try body(cloud) }
     }
 
@@ -284,9 +284,10 @@ public struct UserSummary: Codable, Sendable, Hashable {
     public var accountStatus: AccountStatus
 }
 
-/// What the lock guards: the database and the sequence counter.
+/// The context one locked request runs in: the database, the sequence counter, the request's
+/// clock and environment, and the notices it collects to publish once it commits.
 /// @unchecked Sendable: CloudEngine only reaches it inside `locked`, one thread at a time.
-final class CloudState: @unchecked Sendable {
+final class CloudTransaction: @unchecked Sendable {
     let db: Database
     var seq: Int64
     var limits: CloudLimits

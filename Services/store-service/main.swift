@@ -1,19 +1,23 @@
 import ServiceRuntime
 import StoreServiceKit
 
-let options = ServiceMain.parseOptions(StoreService.commandLine, version: StoreService.versionString)
+let commandLine = CommandLineParser(command: "store-service", summary: StoreService.summary,
+                                    options: StoreService.commandLineOptions + MirrorOptions.commandLineOptions)
+let options = ServiceMain.parseOptions(commandLine, version: StoreService.versionString)
 
-/// The store options and the model, or the exit a mistake in them calls for.
-func storeOptionsAndModel() -> (StoreOptions, ManagedObjectModel) {
+/// The store and mirror options and the model, or the exit a mistake in them calls for.
+func storeOptionsAndModel() -> (StoreOptions, MirrorOptions?, ManagedObjectModel) {
     let storeOptions: StoreOptions
+    let mirrorOptions: MirrorOptions?
     do {
         storeOptions = try StoreOptions.from(options)
+        mirrorOptions = try MirrorOptions.from(options)
     } catch {
         ServiceMain.printError("store-service: \(error.message)")
         exitNow(64)
     }
     do {
-        return (storeOptions, try storeOptions.loadModel())
+        return (storeOptions, mirrorOptions, try storeOptions.loadModel())
     } catch {
         ServiceMain.printError("store-service: bad model: \(error.message)")
         exitNow(78)
@@ -26,12 +30,12 @@ if options.has("print-model") {
         print(StoreServiceKit.ManagedObjectModel.meowCareJSON)
         exitNow(0)
     }
-    print(storeOptionsAndModel().1.jsonText)
+    print(storeOptionsAndModel().2.jsonText)
     exitNow(0)
 }
 if options.has("check-model") {
     // "Will this model load on a device with iCloud?" without starting anything.
-    let (_, model) = storeOptionsAndModel()
+    let (_, _, model) = storeOptionsAndModel()
     let refusals = CloudKitModelRules.refusals(of: model)
     for refusal in refusals { print("store-service: \(refusal)") }
     if !refusals.isEmpty { exitNow(78) }
@@ -39,10 +43,10 @@ if options.has("check-model") {
     exitNow(0)
 }
 let configuration = ServiceMain.configuration(options, command: "store-service")
-let (storeOptions, model) = storeOptionsAndModel()
+let (storeOptions, mirrorOptions, model) = storeOptionsAndModel()
 // NSPersistentCloudKitContainer refuses to load a mirrored store whose model breaks CloudKit's
 // rules; a device would fail here, so the service does too (without mirroring, any model loads).
-if storeOptions.mirror != nil {
+if mirrorOptions != nil {
     let refusals = CloudKitModelRules.refusals(of: model)
     for refusal in refusals { ServiceMain.printError("store-service: \(refusal)") }
     if !refusals.isEmpty { exitNow(78) }
@@ -51,4 +55,6 @@ if let unsupported = model.unsupportedFeatures() {
     ServiceMain.printError("store-service: bad model: \(unsupported)")
     exitNow(78)
 }
-ServiceMain.run(StoreService(configuration: configuration, options: storeOptions, model: model), configuration: configuration)
+let service = StoreService(configuration: configuration, options: storeOptions, model: model,
+                           companion: CloudMirrorCompanion(options: mirrorOptions))
+ServiceMain.run(service, configuration: configuration)

@@ -157,7 +157,7 @@ extension Mirroring {
                     not_before REAL NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);
                 INSERT INTO mirror_pending(uuid, entity, kind, changed) VALUES ('old', 'CareEvent', 'update', '["CD_note"]');
                 """)
-            let state = MirrorState(store)
+            let state = MirrorBookkeeping(store)
             try state.createTables()
             let old = try #require(try state.pending(uuid: "old"))
             #expect(old.kind == .update && old.changed == ["CD_note"] && old.primaryKey == nil)
@@ -182,7 +182,7 @@ extension Mirroring {
         @Test("Record metadata has no index on its zone (a store written with one loses it when the mirror opens it); the zone's records are still found")
         func metadataZoneIndexIsDropped() throws {
             let store = try Self.privateStore("memory://meta-index")
-            let state = MirrorState(store)
+            let state = MirrorBookkeeping(store)
             try state.createTables()
             try store.database.execute("CREATE INDEX mirror_meta_zone ON mirror_meta(zone_name, owner_name)")
             try state.createTables()
@@ -202,30 +202,30 @@ extension Mirroring {
             let dir = TemporaryDirectory(prefix: "companion")
             defer { withExtendedLifetime(dir) {} }  // removed only once the store is done with its files
             let store = try Self.privateStore("file://\(dir.file("p.sqlite"))", filePath: dir.file("p.sqlite"))
-            let state = MirrorState(store)
+            let state = MirrorBookkeeping(store)
             try state.createTables()
             let reader = try #require(try store.readingCompanion())
             #expect(try store.readingCompanion() === reader, "made once")
             #expect(reader.name == store.name && reader.uuid == store.uuid)
             try state.enqueue(uuid: "n1", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, primaryKey: 1)
             let seen = try reader.database.readTransaction { () throws -> [String] in
-                let first = try MirrorState(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
+                let first = try MirrorBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
                 // A commit made meanwhile is not in this snapshot.
                 try state.enqueue(uuid: "n2", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, primaryKey: 2)
-                return try first + MirrorState(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
+                return try first + MirrorBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
             }
             #expect(seen == ["n1", "n1"])
-            #expect(try reader.database.readTransaction { try MirrorState(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid) } == ["n1", "n2"])
-            #expect(throws: SQLiteError.self) { try MirrorState(reader).dropPending("n1") }
+            #expect(try reader.database.readTransaction { try MirrorBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid) } == ["n1", "n2"])
+            #expect(throws: SQLiteError.self) { try MirrorBookkeeping(reader).dropPending("n1") }
         }
 
         @Test("A record the server lost but a local edit re-creates (resurrect) keeps its stamps, wherever they lived")
         func forgettingTheServerCopyKeepsStamps() throws {
             let store = try Self.privateStore("memory://resurrect")
-            let state = MirrorState(store)
+            let state = MirrorBookkeeping(store)
             try state.createTables()
             let sent = FieldStamp.encode(["CD_id", "CD_value"], FieldStamp(time: 1, device: "A"))
-            let record: [String: JSONValue] = ["CD_id": ["type": "string", "value": "x"], MirrorState.fieldTimesField: ["type": "string", "value": .string(sent)]]
+            let record: [String: JSONValue] = ["CD_id": ["type": "string", "value": "x"], MirrorBookkeeping.fieldTimesField: ["type": "string", "value": .string(sent)]]
             // Stamps only in the kept server copy (a record sent or imported and not edited since).
             try state.setMeta(.init(uuid: "kept", entity: "CareEvent", zone: ZoneID.coreData, changeTag: "t1", serverFields: record))
             try state.enqueue(uuid: "kept", entity: "CareEvent", kind: .update, zone: nil, changed: ["CD_note"])
@@ -296,7 +296,7 @@ extension Mirroring {
                 }
             }
             let row = PersistentStore.StoredRow(primaryKey: 1, version: 1, uuid: "E1", zone: nil, values: values)
-            let state = MirrorState(store)
+            let state = MirrorBookkeeping(store)
             let times = FieldStamp.encode(["CD_id": FieldStamp(time: 1.5, device: "A")])
             var cache = MirrorRecordCoding.TextCache()
             let text = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: times, cache: &cache)
@@ -310,7 +310,7 @@ extension Mirroring {
             #expect(record["CD_note"] == nil, "a nil attribute is an absent field")
             #expect(record["CD_session"] == nil, "no related row, no field")
             #expect(record[CloudKitNames.entityNameField] == ["type": "string", "value": "CareEvent"])
-            #expect(record[MirrorState.fieldTimesField] == ["type": "string", "value": .string(times)])
+            #expect(record[MirrorBookkeeping.fieldTimesField] == ["type": "string", "value": .string(times)])
             #expect(try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: times) == record)
             // The entity name first, then the data fields in name order, then the stamps.
             let order = ["CD_entityName", "CD_eventTypeRaw", "CD_id", "CD_occurredAt", "CD_updatedAt", "CD_value", "MC_fieldModified"]
@@ -330,8 +330,8 @@ extension Mirroring {
 
             let share = ZoneID(zoneName: CloudKitNames.coreDataShareZonePrefix + "Z")
             let moved = CloudRecord(recordName: "e1", zoneID: share, recordType: "CD_CareEvent", fields: fields)
-            func meta(_ zone: ZoneID, _ tag: String?) -> MirrorState.Meta {
-                MirrorState.Meta(uuid: "e1", entity: "CareEvent", zone: zone, changeTag: tag, serverFields: nil)
+            func meta(_ zone: ZoneID, _ tag: String?) -> MirrorBookkeeping.Meta {
+                MirrorBookkeeping.Meta(uuid: "e1", entity: "CareEvent", zone: zone, changeTag: tag, serverFields: nil)
             }
             #expect(CloudMirror.movedWithout(meta(.coreData, "t8"), record: moved, fields: fields), "another version was deleted by the move")
             #expect(!CloudMirror.movedWithout(meta(.coreData, "t7"), record: moved, fields: fields), "the version the mover had")

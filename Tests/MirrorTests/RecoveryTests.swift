@@ -364,7 +364,7 @@ extension Mirroring {
             try await b.set(onB, ["note": "edited on B"])
             #expect(try await b.send()["saved"] == 1)
             let record = try #require(try await cloud.records(user: "owner").first { $0["fields"]?["CD_id"]?["value"] == "stamped" })
-            let stamps = FieldStamp.decode(record["fields"]?[MirrorState.fieldTimesField]?["value"]?.stringValue)
+            let stamps = FieldStamp.decode(record["fields"]?[MirrorBookkeeping.fieldTimesField]?["value"]?.stringValue)
             #expect(stamps["CD_note"]?.device == "B")
             // Fields B did not touch keep A's stamps, read from the fields B kept when it fetched.
             #expect(stamps["CD_value"]?.device == "A" && stamps["CD_id"]?.device == "A")
@@ -382,7 +382,7 @@ extension Mirroring {
             #expect(try await a.send()["saved"] == 1)
             func stamps() async throws -> [String: FieldStamp] {
                 let record = try #require(try await cloud.records(user: "owner").first { $0["fields"]?["CD_id"]?["value"] == "fresh" })
-                return FieldStamp.decode(record["fields"]?[MirrorState.fieldTimesField]?["value"]?.stringValue)
+                return FieldStamp.decode(record["fields"]?[MirrorBookkeeping.fieldTimesField]?["value"]?.stringValue)
             }
             let sent = try await stamps()
             let inserted = try #require(sent["CD_id"]?.time)

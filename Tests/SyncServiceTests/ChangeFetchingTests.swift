@@ -318,7 +318,7 @@ import Testing
 
     @Test func fetchingChangesIsAnIndexRangeScanOnZoneAndSequence() throws {
         let cloud = try CloudFixture(path: dir.file("cloud.sqlite"))
-        for sql in [CloudState.changesAfterSQL, CloudState.liveRecordsAfterSQL] {
+        for sql in [CloudTransaction.changesAfterSQL, CloudTransaction.liveRecordsAfterSQL] {
             let plan = try cloud.engine.locked { state in
                 try state.db.query("EXPLAIN QUERY PLAN " + sql, [Int64(1), Int64(0), Int64(10)]).map { $0["detail"].string ?? "" }
             }

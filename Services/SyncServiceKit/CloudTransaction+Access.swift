@@ -41,7 +41,7 @@ public final class RequestTrace {
 /// Seed 002's fault text, which the shared database's refusals carry.
 public let sharedDatabaseDefaultZoneFault = "Illegal attempt to work with the core-data or default zone in the shared database"
 
-extension CloudState {
+extension CloudTransaction {
     /// Resolves a zone for `caller` in `scope`, enforcing who may reach it at all. In the
     /// shared database the caller must be an accepted participant of some share of the zone;
     /// per-record rights are checked by `requireSharedAccess`.

@@ -1,7 +1,7 @@
 import CloudWire
 import SQLiteKit
 
-extension CloudState {
+extension CloudTransaction {
     /// Gives every user `_defaultZone` in both environments (a cloud or a snapshot written
     /// before production existed has them in development only).
     func ensureDefaultZones() throws {

@@ -6,7 +6,7 @@ import SQLiteKit
 
 /// Creates awaiting their answer, records deleted here, tombstones a fetch holds, and the zones
 /// the kept server copies are in.
-extension MirrorState {
+extension MirrorBookkeeping {
     // MARK: Creates whose answer is outstanding
 
     /// Records a batch's creates in one zone (records sent without a change tag, each with the

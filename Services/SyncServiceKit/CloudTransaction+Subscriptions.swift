@@ -22,7 +22,7 @@ struct SubscriptionNotice: Sendable {
     var notification: SubscriptionNotification
 }
 
-extension CloudState {
+extension CloudTransaction {
     func subscriptionText(_ subscription: CloudSubscription) throws -> String {
         String(decoding: try encoder.encode(subscription), as: UTF8.self)
     }

@@ -66,7 +66,7 @@ extension StoredRecord {
     }
 }
 
-extension CloudState {
+extension CloudTransaction {
     // MARK: Zones
 
     /// The zone of this request's environment.

@@ -6,7 +6,7 @@ import SQLiteKit
 
 /// Per-field edit stamps, rows found by record name, records that cannot go out or come in,
 /// and the owner's share roots.
-extension MirrorState {
+extension MirrorBookkeeping {
     // MARK: Field times
 
     /// A record's per-field edit stamps: one row per record holding the JSON text the record
