@@ -36,6 +36,11 @@ let package = Package(
 
         .target(name: "StoreServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
                 path: "Services/StoreServiceKit", swiftSettings: strict),
+        // The CloudKit mirror (NSPersistentCloudKitContainer's part): its engine (batches, pages,
+        // retries, tokens) and its mapping (objects and records, merges, shares), on the stack's
+        // StoreCompanion seam and the cloud protocol.
+        .target(name: "CloudMirrorKit", dependencies: ["StoreServiceKit", "ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
+                path: "Services/CloudMirrorKit", swiftSettings: strict),
         .target(name: "SyncServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
                 path: "Services/SyncServiceKit", swiftSettings: strict),
         .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "MeowInspection", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
@@ -48,7 +53,7 @@ let package = Package(
                 path: "Shared/MeowCareTesting/Cluster", swiftSettings: strict),
         .target(name: "MeowCareTesting", dependencies: ["MeowCareCluster", "MeowWire", "CloudWire"],
                 path: "Shared/MeowCareTesting/Testing", swiftSettings: strict),
-        .executableTarget(name: "store-service", dependencies: ["StoreServiceKit", "ServiceRuntime"],
+        .executableTarget(name: "store-service", dependencies: ["StoreServiceKit", "CloudMirrorKit", "ServiceRuntime"],
                           path: "Services/store-service", swiftSettings: strict),
         .executableTarget(name: "sync-service", dependencies: ["SyncServiceKit", "ServiceRuntime"],
                           path: "Services/sync-service", swiftSettings: strict),
@@ -67,7 +72,7 @@ let package = Package(
                     path: "Tests/StoreServiceTests", swiftSettings: strict),
         .testTarget(name: "SyncServiceTests", dependencies: ["CloudWire", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
                     path: "Tests/SyncServiceTests", swiftSettings: strict),
-        .testTarget(name: "MirrorTests", dependencies: ["CloudWire", "StoreServiceKit", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
+        .testTarget(name: "MirrorTests", dependencies: ["CloudWire", "StoreServiceKit", "CloudMirrorKit", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
                     path: "Tests/MirrorTests", swiftSettings: strict),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "MeowWire", "TestSupport"],
                     path: "Tests/ServiceRuntimeTests", swiftSettings: strict),

@@ -9,9 +9,9 @@ import SQLiteKit
 /// Dates are stored as canonical UTC ISO-8601 text with milliseconds
 /// (`2026-07-27T09:30:00.000Z`): it sorts correctly as text, so SQLite orders and compares dates
 /// without conversion, and a fetch sends the stored text as is.
-enum AttributeCoding {
+package enum AttributeCoding {
     /// The storage form of a wire value, validated as Core Data validates the property.
-    static func storageValue(_ value: JSONValue, for attribute: AttributeDescription, entity: String) throws -> SQLValue {
+    package static func storageValue(_ value: JSONValue, for attribute: AttributeDescription, entity: String) throws -> SQLValue {
         let stored = try convert(value, for: attribute, entity: entity)
         try AttributeValidation.validate(stored, attribute: attribute, entity: entity)
         return stored
@@ -74,7 +74,7 @@ enum AttributeCoding {
     }
 
     /// `YYYY-MM-DDTHH:MM:SS[.fff…](Z|±HH:MM)` → canonical UTC text with milliseconds, or nil.
-    static func canonicalDate(_ text: String) -> String? {
+    package static func canonicalDate(_ text: String) -> String? {
         // Already canonical (what fetches return and most clients echo back): no copies at all.
         if text.utf8.count == 24, let canonical = text.utf8.withContiguousStorageIfAvailable({ bytes in
             bytes[19] == UInt8(ascii: ".") && bytes[23] == UInt8(ascii: "Z") && (20...22).allSatisfy { isDigit(bytes[$0]) }

@@ -7,12 +7,12 @@ import FoundationEssentials
 /// Why: the mirror converts every date field of every record, and history timestamps carry the
 /// edit times of the latest-edit policy, which need sub-millisecond resolution — two devices
 /// editing within one millisecond would otherwise tie and be decided by device name.
-enum ISOTime {
+package enum ISOTime {
     /// `seconds` as `YYYY-MM-DDTHH:MM:SS.fffZ` (3 digits) or with `fractionDigits` (1…9).
     /// Empty (which no date parser accepts) for a time too far out to count in units of the
     /// fraction, or outside the four-digit years 0000–9999 the shape has: a record from
     /// elsewhere can carry any double, and it must be refused, not trap or be misspelt.
-    static func string(seconds: Double, fractionDigits: Int = 3) -> String {
+    package static func string(seconds: Double, fractionDigits: Int = 3) -> String {
         let digits = min(9, max(1, fractionDigits))
         let scale = pow10(digits)
         let units = (seconds * Double(scale)).rounded()
@@ -48,7 +48,7 @@ enum ISOTime {
     }
 
     /// Seconds since 1970 for an ISO-8601 date-time, or nil when it is not one.
-    static func seconds(_ text: String) -> Double? {
+    package static func seconds(_ text: String) -> Double? {
         if let fast = canonicalSeconds(Array(text.utf8)) { return fast }
         let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
         let plain = Date.ISO8601FormatStyle()

@@ -12,15 +12,15 @@ import SQLiteKit
 /// dictionaries: a 1,000-object save reads every property of every object several times, and
 /// hashing property names was a large share of it. `snapshot` and `changes` are dictionary views
 /// for the paths that want names (merge policies, conflicts, refresh).
-final class ContextObject {
+package final class ContextObject {
     var id: ObjectID { didSet { uri = id.uri } }
     /// `id.uri`, kept because it is the context's key and used on every hot path.
-    private(set) var uri: String
-    let entity: EntityDescription
+    package private(set) var uri: String
+    package let entity: EntityDescription
     /// The store: from an assign (temporary IDs) or the permanent ID.
-    var store: Int?
+    package var store: Int?
     var isInserted: Bool
-    var isDeleted = false
+    package var isDeleted = false
     var version: Int64
     /// The values the context read (defaults for a new object), by position.
     var snapshotValues: [SQLValue]
@@ -30,7 +30,7 @@ final class ContextObject {
     let uuid: String
     var zone: String?
     /// Why the object has its store, when it got one before the save (assign, obtainPermanentIDs).
-    var routing: StoreRouter.Decision?
+    package var routing: StoreRouter.Decision?
     /// Registration order, so saves and routing are deterministic.
     let sequence: Int
 
@@ -111,7 +111,7 @@ final class ContextObject {
 
 /// One unit of work (NSManagedObjectContext) owned by one connection: inserted, fetched and
 /// edited objects, a merge policy, and the author/name its saves write into history.
-final class ManagedObjectContext {
+package final class ManagedObjectContext {
     let id: String
     var name: String?
     var author: String
@@ -120,7 +120,7 @@ final class ManagedObjectContext {
     private var nextSequence = 0
     private var uuids = RandomUUIDSource()
 
-    init(id: String, name: String?, author: String, mergePolicy: MergePolicy) {
+    package init(id: String, name: String?, author: String, mergePolicy: MergePolicy) {
         self.id = id
         self.name = name
         self.author = author
@@ -197,7 +197,7 @@ final class ManagedObjectContext {
     func reset() { objects.removeAll() }
 
     /// Inserts a new object with a temporary ID and the model's default values.
-    func insert(entity: EntityDescription, uuid: String? = nil, zone: String? = nil) -> ContextObject {
+    package func insert(entity: EntityDescription, uuid: String? = nil, zone: String? = nil) -> ContextObject {
         let defaults = defaultValues(entity)
         // One UUID serves as the temporary ID's token and the stable business id.
         let token = uuids.next()
@@ -221,7 +221,7 @@ final class ManagedObjectContext {
     }
 
     /// The object for `uri`: registered here, or read from its store and registered.
-    func object(_ uri: String, stores: StoreSet) throws -> ContextObject {
+    package func object(_ uri: String, stores: StoreSet) throws -> ContextObject {
         if let object = objects[uri] { return object }
         guard let id = ObjectID(uri: uri) else {
             throw ServiceError(.invalidField, "'\(uri.prefix(120))' is not an object ID; object IDs look like x-coredata://<storeUUID>/<Entity>/p<n> or x-coredata:///<Entity>/t<UUID>.",
@@ -265,7 +265,7 @@ final class ManagedObjectContext {
 
     /// Checks and converts `values` for `object`, then applies them all (or none). `stores`:
     /// for many-to-many values, whose current links are read from the store.
-    func set(_ values: [String: JSONValue], on object: ContextObject, model: ManagedObjectModel, stores: StoreSet? = nil) throws {
+    package func set(_ values: [String: JSONValue], on object: ContextObject, model: ManagedObjectModel, stores: StoreSet? = nil) throws {
         guard !object.isDeleted else {
             throw StoreError.unknownObject(object.uri, "it was deleted in this context; rollback the context to undo the deletion.")
         }

@@ -149,7 +149,7 @@ public enum AttributeType: String, Sendable, Codable, CaseIterable {
     }
 
     /// Types whose values are bytes (base64 on the wire, BLOB in SQLite, bytes or an asset in a record).
-    var isData: Bool { self == .binary || self == .transformable }
+    package var isData: Bool { self == .binary || self == .transformable }
     var isNumeric: Bool { integerRange != nil || self == .double || self == .float || self == .decimal }
 }
 

@@ -16,7 +16,7 @@ public struct ManyToManyEnd: Sendable, Hashable {
 
 extension ManagedObjectModel {
     /// The first side of a pair (by entity, then relationship name) is the link's `a`.
-    static func linkName(_ entity: String, _ relationship: String) -> String { "_\(entity)_\(relationship)" }
+    package static func linkName(_ entity: String, _ relationship: String) -> String { "_\(entity)_\(relationship)" }
 
     /// The link behind `entity.relationship` when it is a to-many whose inverse is to-many.
     public func manyToMany(_ entity: String, _ relationship: String) -> ManyToManyEnd? {
@@ -75,7 +75,7 @@ extension ManagedObjectModel {
 extension PersistentStore {
     /// The links from the object `primaryKey` through `end`: each link row's key and the other
     /// side's key, in link order.
-    func links(_ end: ManyToManyEnd, primaryKey: Int64) throws -> [(link: Int64, other: Int64)] {
+    package func links(_ end: ManyToManyEnd, primaryKey: Int64) throws -> [(link: Int64, other: Int64)] {
         try database.query("SELECT z_pk, \"r_\(end.other)\" FROM \(Self.table(end.link)) WHERE \"r_\(end.own)\" = ? ORDER BY z_pk", [primaryKey])
             .compactMap { row in row[1].int64.flatMap { other in row[0].int64.map { ($0, other) } } }
     }

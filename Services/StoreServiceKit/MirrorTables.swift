@@ -4,8 +4,8 @@ import SQLiteKit
 /// They are part of the store file's format, so the store's own code that copies or upgrades a
 /// file (device snapshots) makes them without the mirror, and every upgrade of an older file's
 /// tables happens here, in one place.
-enum MirrorTables {
-    static func create(in database: Database) throws {
+package enum MirrorTables {
+    package static func create(in database: Database) throws {
         try database.execute("""
             CREATE TABLE IF NOT EXISTS mirror_kv(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_pending(seq INTEGER PRIMARY KEY AUTOINCREMENT, uuid TEXT NOT NULL UNIQUE,

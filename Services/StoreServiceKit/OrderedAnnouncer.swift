@@ -19,7 +19,7 @@ import Synchronization
 ///
 /// A deferred announcement is registered under the store lock, right after its commit: a
 /// client's save that commits after it then finds it waiting, and queues behind it.
-final class OrderedAnnouncer: Sendable {
+package final class OrderedAnnouncer: Sendable {
     private let queue = DispatchQueue(label: "store-service.announcer")
     /// Announcements queued and not yet made.
     private let waiting = Mutex(0)
@@ -55,7 +55,7 @@ final class OrderedAnnouncer: Sendable {
     }
 
     /// Returns once every announcement queued before the call has been made.
-    func drain() {
+    package func drain() {
         guard waiting.withLock({ $0 > 0 }) else { return }
         queue.sync {}
     }

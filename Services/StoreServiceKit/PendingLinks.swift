@@ -8,20 +8,26 @@ import SQLiteKit
 /// event's page can come before its session's, or its session's zone can be fetched later. The
 /// object's relationship stays empty meanwhile, and the orphan repair leaves it alone: it is
 /// not an orphan, it is waiting.
-struct PendingLinks {
-    static let table = "mirror_pending_links"
+package struct PendingLinks {
+    package static let table = "mirror_pending_links"
     let database: Database
 
+    package init(database: Database) { self.database = database }
+
     /// One relationship waiting for its destination.
-    struct Link: Codable, Sendable, Equatable {
-        var recordName: String
-        var entity: String
-        var relationship: String
-        var target: String
+    package struct Link: Codable, Sendable, Equatable {
+        package var recordName: String
+        package var entity: String
+        package var relationship: String
+        package var target: String
         /// The source's zone (`owner/zoneName`), when known.
-        var zone: String?
+        package var zone: String?
         /// When the link was first found waiting for this target (seconds since 1970).
-        var since: Double
+        package var since: Double
+
+        package init(recordName: String, entity: String, relationship: String, target: String, zone: String?, since: Double) {
+            (self.recordName, self.entity, self.relationship, self.target, self.zone, self.since) = (recordName, entity, relationship, target, zone, since)
+        }
     }
 
     static func createTable(in database: Database) throws {
@@ -32,7 +38,7 @@ struct PendingLinks {
             """)
     }
 
-    var isEmpty: Bool {
+    package var isEmpty: Bool {
         get throws {
             guard try database.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [Self.table]) != nil else { return true }
             return try database.scalar("SELECT 1 FROM \(Self.table) LIMIT 1") == nil
@@ -41,7 +47,7 @@ struct PendingLinks {
 
     /// Replaces what is kept for the records `sources` by `links` (a record applied again names
     /// its destinations anew). A link already waiting for the same target keeps its `since`.
-    func replace(sources: [String], with links: [Link]) throws {
+    package func replace(sources: [String], with links: [Link]) throws {
         if !sources.isEmpty, try !isEmpty {
             try database.execute("DELETE FROM \(Self.table) WHERE source IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM json_each(?) k WHERE k.value ->> 0 = source AND k.value ->> 1 = relationship AND k.value ->> 2 = target)",
                                  [PersistentStore.jsonArray(sources), Self.keys(links)])
@@ -58,19 +64,19 @@ struct PendingLinks {
     }
 
     /// The links waiting for any of `targets`.
-    func waiting(for targets: [String]) throws -> [Link] {
+    package func waiting(for targets: [String]) throws -> [Link] {
         guard !targets.isEmpty, try !isEmpty else { return [] }
         return try database.query("SELECT \(Self.columns) FROM \(Self.table) WHERE target IN (SELECT value FROM json_each(?)) ORDER BY rowid",
                                   [PersistentStore.jsonArray(targets)]).map(Self.link)
     }
 
-    func all() throws -> [Link] {
+    package func all() throws -> [Link] {
         guard try !isEmpty else { return [] }
         return try database.query("SELECT \(Self.columns) FROM \(Self.table) ORDER BY since, source").map(Self.link)
     }
 
     /// Forgets the links of a zone's records (the zone left this device).
-    func drop(zone: String) throws {
+    package func drop(zone: String) throws {
         guard try !isEmpty else { return }
         try database.execute("DELETE FROM \(Self.table) WHERE zone = ?", [zone])
     }

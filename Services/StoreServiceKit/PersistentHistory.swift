@@ -25,7 +25,7 @@ public struct HistoryTransaction: Codable, Sendable {
     public var changes: [Change]
 }
 
-enum PersistentHistory {
+package enum PersistentHistory {
     /// Transactions after `afterToken` (all when nil), oldest first, at most `limit`. Those by
     /// `skippingChangesOf` come without their changes (the mirror passes over its own imports,
     /// which can be thousands of changes each).
@@ -46,14 +46,14 @@ enum PersistentHistory {
 
     /// One transaction's changes as stored, without the object-ID URIs `fetch` builds for
     /// clients (the mirror's queue reads history by the thousand and names records by uuid).
-    struct StoredTransaction {
-        var token: Int
-        var timestamp: String
-        var author: String
-        var entries: [HistoryChanges.Entry]
+    package struct StoredTransaction {
+        package var token: Int
+        package var timestamp: String
+        package var author: String
+        package var entries: [HistoryChanges.Entry]
     }
 
-    static func fetchStored(_ store: PersistentStore, afterToken: Int, limit: Int, skippingChangesOf skipped: String? = nil) throws -> [StoredTransaction] {
+    package static func fetchStored(_ store: PersistentStore, afterToken: Int, limit: Int, skippingChangesOf skipped: String? = nil) throws -> [StoredTransaction] {
         try store.database.query(
             "SELECT token, timestamp, author, CASE WHEN author IS ? THEN '[]' ELSE changes END FROM z_transaction WHERE token > ? ORDER BY token LIMIT ?",
             [SQLValue(skipped), afterToken, limit]).map { row in
@@ -63,7 +63,7 @@ enum PersistentHistory {
     }
 
     /// The changes of one transaction (empty when it was purged).
-    static func changes(_ store: PersistentStore, token: Int) throws -> [HistoryChanges.Entry] {
+    package static func changes(_ store: PersistentStore, token: Int) throws -> [HistoryChanges.Entry] {
         HistoryChanges.entries(try store.database.scalar("SELECT changes FROM z_transaction WHERE token = ?", [token])?.string ?? "[]")
     }
 
@@ -71,7 +71,7 @@ enum PersistentHistory {
     static let purgedThroughKey = "historyPurgedThrough"
 
     /// The newest timestamp of any transaction purged so far (nil: none was), in seconds.
-    static func purgedThrough(_ store: PersistentStore) throws -> Double? {
+    package static func purgedThrough(_ store: PersistentStore) throws -> Double? {
         try store.database.scalar("SELECT value FROM z_metadata WHERE key = ?", [purgedThroughKey])?.string
             .flatMap(ISOTime.seconds)
     }
@@ -97,13 +97,13 @@ enum PersistentHistory {
 /// JSON array of `[kind, entity, primaryKey, uuid, changedProperties|null, tombstone|null]`.
 /// One row per save instead of one per object: history stays complete and ordered, and a big
 /// save writes one value instead of a thousand rows and index entries.
-struct HistoryChanges {
-    struct Entry: Equatable {
-        var kind: ChangeKind
-        var entity: String
-        var primaryKey: Int64
-        var uuid: String
-        var changed: [String]?
+package struct HistoryChanges {
+    package struct Entry: Equatable {
+        package var kind: ChangeKind
+        package var entity: String
+        package var primaryKey: Int64
+        package var uuid: String
+        package var changed: [String]?
         var tombstone: [String: JSONValue]?
     }
 

@@ -21,26 +21,26 @@ import SQLiteKit
 /// whose lock is held for every use, so no two threads touch its database at once. Its reading
 /// companion (`readingCompanion()`) has a connection of its own, used by the mirror's send
 /// alone (one send at a time).
-final class PersistentStore: @unchecked Sendable {
+package final class PersistentStore: @unchecked Sendable {
     let url: String
     let filePath: String?
     let configuration: StoreConfiguration
-    let model: ManagedObjectModel
+    package let model: ManagedObjectModel
     /// The device's clock (its coordinator's): history times are read from it.
     let clock: DeviceClock
     /// A binary value larger than this many bytes goes to the cloud as an asset.
-    let assetThreshold: Int
-    let database: Database
-    private(set) var uuid: String = ""
+    package let assetThreshold: Int
+    package let database: Database
+    package private(set) var uuid: String = ""
     /// The entities this store holds, by name.
-    let entities: [String: EntityDescription]
+    package let entities: [String: EntityDescription]
     /// Per entity, the statements that read one row by primary key and by uuid (their text is
     /// built once: building it per read was a twentieth of a mirror send).
     private let rowByKeySQL: [String: String]
     private let rowByUUIDSQL: [String: String]
 
-    var name: String { configuration.name }
-    var scope: StoreScope { configuration.scope }
+    package var name: String { configuration.name }
+    package var scope: StoreScope { configuration.scope }
 
     /// Opens (creating if needed) the store at `filePath`, or an in-memory store when nil.
     init(url: String, filePath: String?, configuration: StoreConfiguration, model: ManagedObjectModel,
@@ -75,7 +75,7 @@ final class PersistentStore: @unchecked Sendable {
     /// same path never has its successor read through the old file.
     private var reader: PersistentStore??
 
-    func readingCompanion() throws -> PersistentStore? {
+    package func readingCompanion() throws -> PersistentStore? {
         if let reader { return reader }
         let made = try PersistentStore(readingBeside: self)
         reader = .some(made)
@@ -102,7 +102,7 @@ final class PersistentStore: @unchecked Sendable {
         rowByUUIDSQL = store.rowByUUIDSQL
     }
 
-    static func table(_ entity: String) -> String { "\"e_\(entity)\"" }
+    package static func table(_ entity: String) -> String { "\"e_\(entity)\"" }
     static func column(_ property: String, entity: EntityDescription) -> String {
         entity.attribute(property) != nil ? "\"a_\(property)\"" : "\"r_\(property)\""
     }
@@ -193,17 +193,21 @@ final class PersistentStore: @unchecked Sendable {
             """)
     }
 
-    func holds(_ entity: String) -> Bool { entities[entity] != nil }
+    package func holds(_ entity: String) -> Bool { entities[entity] != nil }
 
     // MARK: Rows
 
     /// A stored row: system columns and the values of `entity.storedPropertyNames`, in order.
-    struct StoredRow {
-        var primaryKey: Int64
+    package struct StoredRow {
+        package var primaryKey: Int64
         var version: Int64
-        var uuid: String
-        var zone: String?
-        var values: [SQLValue]
+        package var uuid: String
+        package var zone: String?
+        package var values: [SQLValue]
+
+        package init(primaryKey: Int64, version: Int64, uuid: String, zone: String?, values: [SQLValue]) {
+            (self.primaryKey, self.version, self.uuid, self.zone, self.values) = (primaryKey, version, uuid, zone, values)
+        }
     }
 
     func selectList(_ entity: EntityDescription, alias: String = "t0") -> String { Self.selectList(entity, alias: alias) }
@@ -218,12 +222,12 @@ final class PersistentStore: @unchecked Sendable {
                   zone: statement.string(at: 3), values: (0..<propertyCount).map { statement.value(at: 4 + $0) })
     }
 
-    func read(_ entity: EntityDescription, primaryKey: Int64) throws -> StoredRow? {
+    package func read(_ entity: EntityDescription, primaryKey: Int64) throws -> StoredRow? {
         try readOne(entity, rowByKeySQL, column: "z_pk", primaryKey)
     }
 
     /// The row of `entity` whose object uuid is `uuid` (one lookup through the uuid index).
-    func read(_ entity: EntityDescription, uuid: String) throws -> StoredRow? {
+    package func read(_ entity: EntityDescription, uuid: String) throws -> StoredRow? {
         try readOne(entity, rowByUUIDSQL, column: "z_uuid", uuid)
     }
 
@@ -240,7 +244,7 @@ final class PersistentStore: @unchecked Sendable {
     }
 
     /// Reserves `count` primary keys for `entity`; returns the first.
-    func allocatePrimaryKeys(_ entity: String, count: Int) throws -> Int64 {
+    package func allocatePrimaryKeys(_ entity: String, count: Int) throws -> Int64 {
         try database.execute("UPDATE z_primarykey SET max = max + ? WHERE entity = ?", [count, entity])
         let max = try database.scalar("SELECT max FROM z_primarykey WHERE entity = ?", [entity])?.int64 ?? Int64(count)
         return max - Int64(count) + 1
@@ -249,7 +253,7 @@ final class PersistentStore: @unchecked Sendable {
     /// Prepared inserts by entity name: a save of many objects binds and steps, nothing more.
     private var insertStatements: [String: Statement] = [:]
 
-    func insert(_ entity: EntityDescription, row: StoredRow) throws {
+    package func insert(_ entity: EntityDescription, row: StoredRow) throws {
         let statement: Statement
         if let cached = insertStatements[entity.name] {
             statement = cached
@@ -286,11 +290,11 @@ final class PersistentStore: @unchecked Sendable {
     }
 
     /// Primary keys of `entity` rows whose to-one `relationship` points at `primaryKey`.
-    func referencing(_ entity: String, relationship: String, primaryKey: Int64) throws -> [Int64] {
+    package func referencing(_ entity: String, relationship: String, primaryKey: Int64) throws -> [Int64] {
         try database.query("SELECT z_pk FROM \(Self.table(entity)) WHERE \"r_\(relationship)\" = ?", [primaryKey]).compactMap { $0[0].int64 }
     }
 
-    func objectID(_ entity: String, _ primaryKey: Int64) -> ObjectID {
+    package func objectID(_ entity: String, _ primaryKey: Int64) -> ObjectID {
         .permanent(storeUUID: uuid, entity: entity, primaryKey: primaryKey)
     }
 
@@ -315,7 +319,7 @@ final class PersistentStore: @unchecked Sendable {
     }
 
     /// `["a","b"]` for property names.
-    static func jsonArray(_ names: [String]) -> String {
+    package static func jsonArray(_ names: [String]) -> String {
         var text = "["
         for (index, name) in names.enumerated() {
             if index > 0 { text += "," }
@@ -324,13 +328,13 @@ final class PersistentStore: @unchecked Sendable {
         return text + "]"
     }
 
-    var lastToken: Int64 {
+    package var lastToken: Int64 {
         (try? database.scalar("SELECT seq FROM sqlite_sequence WHERE name = 'z_transaction'")?.int64) ?? 0
     }
 }
 
-enum ChangeKind: String, Sendable, Codable { case insert, update, delete }
+package enum ChangeKind: String, Sendable, Codable { case insert, update, delete }
 
 extension SQLValue {
-    init(_ text: String?) { self = text.map { .text($0) } ?? .null }
+    package init(_ text: String?) { self = text.map { .text($0) } ?? .null }
 }

@@ -56,7 +56,7 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// Runs `body` with the stores, in load order, holding the coordinator's lock.
-    func withStores<T>(_ body: (StoreSet) throws -> T) throws -> T {
+    package func withStores<T>(_ body: (StoreSet) throws -> T) throws -> T {
         let asked = ContinuousClock.now
         return try state.withLock { stores in
             let taken = ContinuousClock.now
@@ -92,16 +92,16 @@ public final class PersistentStoreCoordinator: Sendable {
 }
 
 /// The stores as an operation sees them while holding the coordinator's lock.
-struct StoreSet {
-    let list: [PersistentStore]
-    let model: ManagedObjectModel
+package struct StoreSet {
+    package let list: [PersistentStore]
+    package let model: ManagedObjectModel
 
     var privateIndex: Int? { list.firstIndex { $0.scope == .private } }
 
-    func index(uuid: String) -> Int? { list.firstIndex { $0.uuid == uuid } }
+    package func index(uuid: String) -> Int? { list.firstIndex { $0.uuid == uuid } }
 
     /// A store by configuration name, store UUID or URL.
-    func index(named name: String) throws -> Int {
+    package func index(named name: String) throws -> Int {
         if let index = list.firstIndex(where: { $0.name == name || $0.uuid == name || $0.url == name }) { return index }
         throw ServiceError(.unknownStore, "No loaded store is named '\(name)'. Stores: \(list.map(\.name).joined(separator: ", ")) (a configuration name, store UUID or URL).",
                            details: ["store": .string(name), "stores": .array(list.map { .string($0.name) })])

@@ -107,18 +107,22 @@ extension RemoteChangeNotice: JSONTextWritable {
 
 /// One save of one context: validate, route, check stores and permissions, then write every
 /// store's part in its own SQLite transaction, all committed only when every part succeeded.
-struct SaveOperation {
+package struct SaveOperation {
     let context: ManagedObjectContext
     let stores: StoreSet
     let router: StoreRouter
     let logger: Logger
     var report: SaveReport = .objects
 
+    package init(context: ManagedObjectContext, stores: StoreSet, router: StoreRouter, logger: Logger, report: SaveReport = .objects) {
+        (self.context, self.stores, self.router, self.logger, self.report) = (context, stores, router, logger, report)
+    }
+
     var model: ManagedObjectModel { stores.model }
     /// The author the cloud mirror writes with.
-    static let syncAuthor = "sync"
+    package static let syncAuthor = "sync"
 
-    func run() throws -> (SaveResult, [RemoteChangeNotice]) {
+    package func run() throws -> (SaveResult, [RemoteChangeNotice]) {
         let committed = try write()
         return committed.update(context)
     }

@@ -11,7 +11,7 @@ public enum SharePermission: String, Sendable, Codable, CaseIterable {
 
 /// Share metadata the shared store keeps per cloud zone (filled by the mirror; settable with
 /// `share.setMetadata`), and NSPersistentCloudKitContainer's permission predicates over it.
-enum SharePermissions {
+package enum SharePermissions {
     /// The permission on the zone a row keeps as `zoneKey` (`owner/zoneName`); a zone the store
     /// has no metadata for is `none`. By owner and name: another owner's zone of the same name
     /// is another zone, with a share of its own.
@@ -22,7 +22,7 @@ enum SharePermissions {
         return SharePermission(rawValue: text) ?? .none
     }
 
-    static func setMetadata(zone: String, owner: String, permission: SharePermission, in store: PersistentStore) throws {
+    package static func setMetadata(zone: String, owner: String, permission: SharePermission, in store: PersistentStore) throws {
         let now = store.clock.date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         try store.database.execute("""
             INSERT INTO z_share(zone_name, owner_name, permission, updated_at) VALUES (?, ?, ?, ?)

@@ -5,7 +5,7 @@ import MeowWire
 /// objects' IDs. Every writer — a context's save, the mirror's import, the orphan repair —
 /// records through one of these, so history rows and remote-change notices are made in one
 /// place, the same way for all of them.
-struct StoreChangeRecorder {
+package struct StoreChangeRecorder {
     let store: PersistentStore
     let author: String
     let contextName: String?
@@ -15,7 +15,7 @@ struct StoreChangeRecorder {
     private(set) var changedObjectIDs: [String] = []
     private var changedNames = ChangedPropertyNames()
 
-    init(store: PersistentStore, author: String, contextName: String?) {
+    package init(store: PersistentStore, author: String, contextName: String?) {
         self.store = store
         self.author = author
         self.contextName = contextName
@@ -23,7 +23,7 @@ struct StoreChangeRecorder {
 
     /// Begins the history transaction inside the writer's SQLite transaction, once.
     @discardableResult
-    mutating func begin() throws -> Int64 {
+    package mutating func begin() throws -> Int64 {
         if let token { return token }
         let new = try store.beginHistoryTransaction(author: author, contextName: contextName)
         token = new
@@ -31,7 +31,7 @@ struct StoreChangeRecorder {
     }
 
     /// A new row; `setProperties[i]` says whether the entity's i-th stored property has a value.
-    mutating func inserted(_ entity: EntityDescription, primaryKey: Int64, uuid: String, setProperties: [Bool]) throws {
+    package mutating func inserted(_ entity: EntityDescription, primaryKey: Int64, uuid: String, setProperties: [Bool]) throws {
         try begin()
         history.append(kind: .insert, entity: entity.name, primaryKey: primaryKey, uuid: uuid,
                        changedJSON: changedNames.json(entity, setProperties))
@@ -66,7 +66,7 @@ struct StoreChangeRecorder {
 
     /// Writes the history row; call before the COMMIT. Returns the notice to publish once the
     /// transaction has committed, or nil when nothing changed.
-    func finish() throws -> RemoteChangeNotice? {
+    package func finish() throws -> RemoteChangeNotice? {
         guard let token else { return nil }
         try store.writeHistory(token: token, history)
         return RemoteChangeNotice(store: store.name, storeUUID: store.uuid, token: Int(token), author: author,

@@ -9,15 +9,15 @@ import Synchronization
 /// The running store-service: the coordinator, the routing rule, the event hub, and each
 /// connection's contexts.
 package final class StoreEngine: Sendable {
-    static let remoteChangeTopic = "remoteChange"
+    package static let remoteChangeTopic = "remoteChange"
     static let contextsKey = "store.contexts"
 
-    let coordinator: PersistentStoreCoordinator
-    let router: StoreRouter
+    package let coordinator: PersistentStoreCoordinator
+    package let router: StoreRouter
     let events: EventHub
     /// Events in commit order, a fetched page's once it is on disk.
-    let announcer = OrderedAnnouncer()
-    let logger = Logger(label: "store-service.store")
+    package let announcer = OrderedAnnouncer()
+    package let logger = Logger(label: "store-service.store")
     private let commitObservers = Mutex<[@Sendable ([RemoteChangeNotice]) -> Void]>([])
 
     init(coordinator: PersistentStoreCoordinator, routing: RoutingMode, events: EventHub) {
@@ -28,7 +28,7 @@ package final class StoreEngine: Sendable {
         })
     }
 
-    var model: ManagedObjectModel { coordinator.model }
+    package var model: ManagedObjectModel { coordinator.model }
 
     /// Opens both stores of `model` in `loadOrder`: files `<Model>-<Configuration>.sqlite` in
     /// `directory`, or in-memory stores with distinct URLs (seed 000: two in-memory stores with
@@ -80,7 +80,7 @@ package final class StoreEngine: Sendable {
 
     /// Call under the store lock, right after the commit the notices are of: announcements
     /// leave in the order they are made, so made under the lock they leave in commit order.
-    func publish(_ notices: [RemoteChangeNotice], from connection: ConnectionHandle?) {
+    package func publish(_ notices: [RemoteChangeNotice], from connection: ConnectionHandle?) {
         guard !notices.isEmpty else { return }
         tellObservers(notices)
         announcer.now { [events] in Self.send(notices, on: events, skipping: connection) }
@@ -96,7 +96,7 @@ package final class StoreEngine: Sendable {
     /// Publishes the notice of a commit made without waiting for the disk once `store`'s log is
     /// synced (`OrderedAnnouncer`); at once for an in-memory store. Call under the store lock,
     /// right after the commit.
-    func publishOnceDurable(_ notices: [RemoteChangeNotice], store: PersistentStore) {
+    package func publishOnceDurable(_ notices: [RemoteChangeNotice], store: PersistentStore) {
         guard let path = store.filePath else { return publish(notices, from: nil) }
         tellObservers(notices)
         announcer.afterSync(path: path) { [events] in Self.send(notices, on: events, skipping: nil) }
@@ -113,7 +113,7 @@ package final class StoreEngine: Sendable {
     }
 
     /// Publishes an event in order with the remote-change notices (`OrderedAnnouncer.now`).
-    func announce<Payload: Encodable & Sendable>(topic: String, event: String, data: Payload) {
+    package func announce<Payload: Encodable & Sendable>(topic: String, event: String, data: Payload) {
         announcer.now { [events] in _ = events.publish(topic: topic, event: event, data: data) }
     }
 }

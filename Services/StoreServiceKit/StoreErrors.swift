@@ -40,7 +40,7 @@ extension ErrorCode {
 }
 
 /// Builders for the store-service's errors, so each text is written once.
-enum StoreError {
+package enum StoreError {
     static let mergeMessage = "Could not merge changes."
     static let crossStoreMessage = "CoreData does not support persistent cross-store relationships"
     static let duplicateStoreMessage = "Can't add the same store twice"
@@ -64,7 +64,7 @@ enum StoreError {
                      details: ["entity": .string(entity.name), "property": .string(name)])
     }
 
-    static func unknownObject(_ id: String, _ why: String) -> ServiceError {
+    package static func unknownObject(_ id: String, _ why: String) -> ServiceError {
         ServiceError(.unknownObject, "No object \(id): \(why)", details: ["objectID": .string(id)])
     }
 

@@ -40,6 +40,10 @@ public struct StoreRouter: Sendable {
         public var store: Int
         public var reason: Reason
         public var detail: String
+
+        package init(store: Int, reason: Reason, detail: String) {
+            (self.store, self.reason, self.detail) = (store, reason, detail)
+        }
     }
 
     /// What a relationship of a new object points at: another new object (by index in the

@@ -1,5 +1,6 @@
 import ServiceRuntime
 import StoreServiceKit
+import CloudMirrorKit
 
 let commandLine = CommandLineParser(command: "store-service", summary: StoreService.summary,
                                     options: StoreService.commandLineOptions + MirrorOptions.commandLineOptions)

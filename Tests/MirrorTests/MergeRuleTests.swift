@@ -4,6 +4,7 @@ import MeowWire
 import SQLiteKit
 import Testing
 import TestSupport
+@testable import CloudMirrorKit
 @testable import StoreServiceKit
 
 extension Mirroring {

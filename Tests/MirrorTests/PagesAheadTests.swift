@@ -2,6 +2,7 @@ import CloudWire
 import Foundation
 import MeowWire
 import Synchronization
+@testable import CloudMirrorKit
 @testable import StoreServiceKit
 import Testing
 import TestSupport

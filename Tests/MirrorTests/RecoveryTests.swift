@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+@testable import CloudMirrorKit
 @testable import StoreServiceKit
 
 extension Mirroring {

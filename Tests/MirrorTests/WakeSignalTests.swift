@@ -1,5 +1,5 @@
 import Foundation
-@testable import StoreServiceKit
+@testable import CloudMirrorKit
 import Testing
 
 extension Mirroring {

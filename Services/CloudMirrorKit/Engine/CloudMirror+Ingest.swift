@@ -1,5 +1,6 @@
 import CloudWire
 import Foundation
+import StoreServiceKit
 
 extension CloudMirror {
     // MARK: Ingest: history → outgoing queue

@@ -3,6 +3,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
 
 extension CloudRecord {
     /// `CD_CareEvent` → `CareEvent`.

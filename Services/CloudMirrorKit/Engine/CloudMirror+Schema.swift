@@ -2,6 +2,7 @@ import CloudWire
 import Foundation
 import MeowWire
 import ServiceRuntime
+import StoreServiceKit
 
 /// `sync.initializeSchema`.
 struct InitializeSchemaParams: Codable, Sendable {

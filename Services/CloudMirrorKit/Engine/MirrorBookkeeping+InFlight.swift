@@ -3,6 +3,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
 
 /// Creates awaiting their answer, records deleted here, tombstones a fetch holds, and the zones
 /// the kept server copies are in.

@@ -3,6 +3,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
 
 /// A fetched page's records that are new to this device, written straight into rows and one
 /// history transaction (author `sync`), without a managed object context.

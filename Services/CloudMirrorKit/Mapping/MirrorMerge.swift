@@ -1,4 +1,5 @@
 import MeowWire
+import StoreServiceKit
 
 /// The per-field three-way merge (docs/RULES.md, mirroring): a field only one side changed (against the
 /// ancestor) keeps that side's value; a field both changed is decided by the policy. A missing

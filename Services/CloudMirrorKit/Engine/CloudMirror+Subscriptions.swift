@@ -1,5 +1,6 @@
 import CloudWire
 import MeowWire
+import StoreServiceKit
 
 /// The subscriptions NSPersistentCloudKitContainer keeps in the cloud, and what the mirror does
 /// with their notifications: fetch. A notification is a hint; one missed while the device was

@@ -1,9 +1,10 @@
 import CloudWire
 import Foundation
-import Synchronization
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
+import Synchronization
 
 /// The pages of one zone's fetch requested ahead of the one being applied, at most `depth`:
 /// each page's request goes out as soon as the page before it has arrived and been decoded (its

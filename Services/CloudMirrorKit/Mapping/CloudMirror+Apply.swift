@@ -2,6 +2,7 @@ import CloudWire
 import Foundation
 import MeowWire
 import ServiceRuntime
+import StoreServiceKit
 
 extension CloudMirror {
     // MARK: Applying cloud state locally

@@ -1,5 +1,6 @@
 import CloudWire
 import MeowWire
+import StoreServiceKit
 
 /// NSPersistentCloudKitContainer's record for one many-to-many link: type `CDMR`, in the zone
 /// of the objects it joins, with `CD_entityNames`, `CD_relationships` and `CD_recordNames`, each

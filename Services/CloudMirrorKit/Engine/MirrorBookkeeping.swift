@@ -3,6 +3,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
 
 /// The mirror's durable bookkeeping in one store (the repository of its `mirror_*` tables), kept in
 /// the store's own SQLite file beside its rows:

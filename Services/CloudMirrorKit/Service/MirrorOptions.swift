@@ -2,6 +2,7 @@ import CloudWire
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
+import StoreServiceKit
 import Synchronization
 
 /// When the mirror talks to the cloud: only on `sync.send`/`sync.fetch`/`sync.now` (manual), or

@@ -1,5 +1,6 @@
 import CloudWire
 import MeowWire
+import StoreServiceKit
 
 /// A record the server refused with an error of its own at its last send, as `sync.status`
 /// lists it: it stays queued and is sent again with the next send.

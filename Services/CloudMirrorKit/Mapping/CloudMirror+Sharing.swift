@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
 
 struct ShareCreateParams: Codable, Sendable {
     /// The root object (a saved private-store object, e.g. a CareSession).

@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
 
 /// What one `sync.send` did.
 struct MirrorSendReport: Codable, Sendable {

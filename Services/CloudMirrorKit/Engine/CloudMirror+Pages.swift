@@ -1,9 +1,10 @@
 import CloudWire
 import Foundation
-import Synchronization
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
+import Synchronization
 
 /// One fetched page applied to a store: rows, links waiting for their targets, merges with
 /// unsent edits, refusals, and zones that went away.

@@ -1,5 +1,6 @@
 import Foundation
 import MeowWire
+import StoreServiceKit
 
 extension CloudMirror {
     static let accountKey = "accountUser"

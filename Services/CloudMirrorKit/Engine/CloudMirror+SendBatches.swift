@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
 
 /// Building a send's batches: each queued entry as the record (or delete) it sends, in the
 /// zone its object belongs to now.

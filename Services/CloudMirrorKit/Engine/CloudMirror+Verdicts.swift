@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
 
 /// A send's verdicts applied: saved entries leave the queue, conflicts merge with the
 /// server's copy, refusals revert or wait, per item.

@@ -1,4 +1,5 @@
 import Foundation
+import StoreServiceKit
 import Synchronization
 
 /// Wakes a loop that waits between passes. A signal that comes while the loop is busy is kept

@@ -1,5 +1,6 @@
 import CloudWire
 import SQLiteKit
+import StoreServiceKit
 
 /// A private-store object's place among its related objects, which decides its cloud zone. An
 /// object goes where the end of its chain of to-one relationships is (an event follows its

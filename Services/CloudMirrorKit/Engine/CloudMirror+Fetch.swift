@@ -1,9 +1,10 @@
 import CloudWire
 import Foundation
-import Synchronization
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
+import Synchronization
 
 /// What one `sync.fetch` did.
 struct MirrorFetchReport: Codable, Sendable {

@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
 
 /// Creates whose answer never came (a lost reply, a crash): before a send, each is found in the
 /// cloud or not, so it is neither sent twice nor lost.

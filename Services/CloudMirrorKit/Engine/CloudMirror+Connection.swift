@@ -1,6 +1,7 @@
 import CloudWire
 import Foundation
 import MeowWire
+import StoreServiceKit
 import Synchronization
 
 extension CloudMirror {

@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
 import Synchronization
 
 /// The device's cloud mirror (NSPersistentCloudKitContainer's job): the private store ↔ the

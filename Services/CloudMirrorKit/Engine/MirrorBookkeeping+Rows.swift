@@ -3,6 +3,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreServiceKit
 
 /// Per-field edit stamps, rows found by record name, records that cannot go out or come in,
 /// and the owner's share roots.
