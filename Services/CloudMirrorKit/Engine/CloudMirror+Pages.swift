@@ -21,224 +21,27 @@ extension CloudMirror {
     /// `holdDeletes`: the page's deletions are kept (`holdTombstones`) for the fetch's end
     /// rather than applied.
     func applyPage(_ changed: [CloudRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: ZoneID,
-                           scope: StoreScope, token: String?, holdDeletes: Bool, report: inout MirrorFetchReport) throws {
-        let me = user
+                   scope: StoreScope, token: String?, holdDeletes: Bool, report: inout MirrorFetchReport) throws {
         try state(scope) { state, index, stores in
             let store = state.store
             try ingest(store)
-            var local: [LocalChange] = []
-            /// Bookkeeping per record for after the context save (left out for a record it refused).
-            var afterSave: [(uuid: String, step: () throws -> Void)] = []
-            var notice: RemoteChangeNotice?
-            /// Records whose copy here is already the fetched one (this device's own saves).
-            var known: Set<String> = []
-            /// Records named like an object this store holds in another owner's zone (never
-            /// taken for that object), and what to tell clients of them.
-            var collided: Set<String> = []
-            var collisionNotices: [ImportRefusedNotice] = []
-            // Strays are queued in the transaction that saves the page's token: a crash cannot
-            // leave the token past a stray that was never queued.
-            func queueStrays() throws {
-                guard store.scope == .private, !changed.isEmpty, try state.knowsOtherZones else { return }
-                try followParents(changed.filter { !known.contains($0.recordName) }, state: state)
-            }
+            var page = PageApplication(mirror: self, state: state, changed: changed, prepared: prepared, deleted: deleted,
+                                       zone: zone, holdDeletes: holdDeletes)
             // The page's lookups, and its records new to this device with their metadata, in one
             // transaction; the context path below takes the rest.
             // Without waiting for the disk: the page, its token and its history roll back
             // together, and its notice goes out once the log is synced (`publishOnceDurable`).
-            try store.database.transaction(commit: .deferred) {
-            // A deletion held from an earlier round of this fetch is older than a record the
-            // zone lists now: applied last, it deleted an event moved away and back meanwhile.
-            try state.dropTombstones(changed.map(\.recordName), zone: zone)
-            let stored = try state.metaAndPending(changed.map(\.recordName))
-            var rows: [String: [String: Int64]] = [:]
-            for (entity, records) in Dictionary(grouping: changed, by: { $0.entityName ?? "" }) where store.holds(entity) {
-                rows[entity] = try state.primaryKeys(entity: entity, uuids: records.map(\.recordName))
-            }
-            // Records new to this device, by position in the page (records are not copied: a
-            // page's worth of copies and their releases showed in profiles).
-            var fresh: [(position: Int, entity: EntityDescription)] = []
-            for position in changed.indices {
-                // Read in place until the record turns out to need more than the direct path:
-                // a copy of each record (and its release) showed in the applying thread's time.
-                if changed[position].isShare {
-                    let record = changed[position]
-                    if store.scope == .shared, let info = record.shareInfo,
-                       let mine = info.participants.first(where: { $0.userRecordName == me }) {
-                        let permission = SharePermission(rawValue: mine.permission) ?? .none
-                        try SharePermissions.setMetadata(zone: record.zoneID.zoneName, owner: record.zoneID.ownerName, permission: permission, in: store)
-                    }
-                    continue
-                }
-                guard let entityName = changed[position].entityName, let entity = store.model.entity(named: entityName),
-                      store.holds(entityName) else { continue }
-                let uuid = changed[position].recordName
-                var meta = stored.meta[uuid]
-                if let heldIn = try Self.heldElsewhere(uuid, arriving: changed[position].zoneID, entity: entity, meta: meta,
-                                                        hasRow: rows[entity.name]?[uuid] != nil, state: state) {
-                    let notice = try refuseCollision(changed[position], entity: entity, heldIn: heldIn, state: state)
-                    collided.insert(uuid)
-                    if let notice { collisionNotices.append(notice) }
-                    continue
-                }
-                if let meta, let tag = meta.changeTag, tag == changed[position].recordChangeTag,
-                   meta.zone == changed[position].zoneID {
-                    known.insert(uuid)
-                    continue
-                }
-                let isKnown = meta != nil
-                let queued = stored.pending[uuid]
-                if !isKnown, queued == nil, rows[entity.name]?[uuid] == nil {
-                    fresh.append((position, entity))
-                    report.changedRecords += 1
-                    continue
-                }
-                let record = changed[position]
-                // Parsed once here (fields that came as text are parsed on each read).
-                let serverFields = record.fields
-                var fields = serverFields
-                // The record's stamps, decoded only for a merge or for stamps already kept here.
-                var times: [String: FieldStamp]?
-                var keepPending = false
-                /// Fields this device's copy won in a merge with a moved copy made without it.
-                var won: Set<String> = []
-                if queued?.kind != .delete, let meta, Self.movedWithout(meta, record: record, fields: serverFields),
-                   let client = try Self.currentFields(entity: entity, uuid: uuid, state: state) {
-                    let outcome = try mergeConcurrent(server: record, serverFields: serverFields, client: client, state: state)
-                    fields = outcome.fields
-                    times = outcome.times
-                    won = outcome.won
-                    keepPending = !won.isEmpty
-                    report.merged += 1
-                } else if let pending = queued {
-                    if pending.kind == .delete {
-                        if options.deletePolicy(entity.name) == .deleteWins {
-                            // The local delete stands; remember the server's tag and send the delete.
-                            afterSave.append((uuid, { try state.setMeta(serverCopy: record, entity: entity.name) }))
-                            continue
-                        }
-                    } else if let client = try Self.currentFields(entity: entity, uuid: uuid, state: state) {
-                        meta = try state.meta(uuid, withFields: true)
-                        let outcome = try merge(server: record, client: CloudRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType, fields: client),
-                                                ancestor: meta?.serverFields, pending: pending, state: state, serverFields: .some(serverFields))
-                        fields = outcome.fields
-                        times = outcome.times
-                        keepPending = outcome.clientWon
-                        report.merged += 1
-                    }
-                }
-                local.append(LocalChange(uuid: uuid, entity: entity, fields: fields, zone: record.zoneID.key))
-                let keep = keepPending
-                let stamps = times
-                afterSave.append((uuid, {
-                    try state.setMeta(serverCopy: record, entity: entity.name)
-                    if let stamps {
-                        try state.setFieldTimes(uuid, stamps)
-                    } else if !isKnown {
-                        // A record new to this device: its stamps are the record's, read from
-                        // the server fields just kept (`fieldTimesText`); a stale row would
-                        // hide them.
-                        try state.dropFieldTimes(uuid)
-                    } else {
-                        try state.setFieldTimes(uuid, MirrorRecordCoding.times(serverFields))
-                    }
-                    if !keep, queued != nil { try state.dropPending(uuid) }
-                    // Sent to the record where it lives now (an insert still queued stays one).
-                    if !won.isEmpty { try state.enqueue(uuid: uuid, entity: entity.name, kind: .update, zone: nil, changed: won) }
-                }))
-                report.changedRecords += 1
-            }
-            // A record new here that this device deleted: another device moved it into another
-            // zone (shared its session) before the delete arrived, which found only the old
-            // zone's tombstone. The delete stands (deleteWins): it is sent again to the record
-            // where it lives now, and the record is not brought back. A move can also bring it
-            // back into the zone the delete was made in (it had moved away and back, an event
-            // between sessions): it carries `MC_movedFrom` there, where a record a resurrect
-            // policy re-created does not.
-            let deletedIn = try state.deletedHere(fresh.map { changed[$0.position].recordName })
-            func movedAfterDelete(_ position: Int, _ entity: EntityDescription) -> Bool {
-                guard let zone = deletedIn[changed[position].recordName], options.deletePolicy(entity.name) == .deleteWins else { return false }
-                return changed[position].zoneID != zone || MovedFrom(fields: changed[position].fields) != nil
-            }
-            if !deletedIn.isEmpty {
-                for (position, entity) in fresh where movedAfterDelete(position, entity) {
-                    let record = changed[position]
-                    afterSave.append((record.recordName, {
-                        try state.setMeta(serverCopy: record, entity: entity.name)
-                        try state.enqueue(uuid: record.recordName, entity: entity.name, kind: .delete, zone: record.zoneID, changed: [])
-                    }))
-                }
-                fresh.removeAll { movedAfterDelete($0.position, $0.entity) }
-            }
-            // Parents before children, so a child's relationship finds its parent's row.
-            var direct = MirrorImport(store: store)
-            var imported: [(position: Int, entity: EntityDescription)] = []
-            fresh.sort { ($0.entity.toOneRelationships.count, $0.position) < ($1.entity.toOneRelationships.count, $1.position) }
-            for (position, entity) in fresh {
-                let values = position < prepared.count ? prepared[position] : nil
-                if try direct.accept(uuid: changed[position].recordName, entity: entity, prepared: values, zone: changed[position].zoneID.key) {
-                    imported.append((position, entity))
-                } else {
-                    let record = changed[position]
-                    local.append(LocalChange(uuid: record.recordName, entity: entity, fields: record.fields, zone: record.zoneID.key))
-                    afterSave.append((record.recordName, { try Self.keepImported(record, entity: entity, state: state) }))
-                }
-            }
-            if holdDeletes { try state.holdTombstones(deleted, zone: zone) }
-            for (uuid, recordType) in holdDeletes ? [] : deleted {
-                let linkEntity = recordType == MirrorLinkRecords.recordType ? try MirrorLinkRecords.deletedLinkEntity(uuid: uuid, state: state) : nil
-                guard let entityName = linkEntity ?? CloudKitNames.entityName(recordType: recordType),
-                      let entity = store.model.entity(named: entityName) else { continue }
-                if let pending = try state.pending(uuid: uuid), pending.kind != .delete, options.deletePolicy(entity.name) == .resurrect {
-                    // Scenario 20 with resurrect: the local edit re-creates the record.
-                    afterSave.append((uuid, { try state.forgetServerCopy(uuid) }))
-                    continue
-                }
-                let meta = try state.meta(uuid)
-                // A record that moved to another zone (sharing moves a graph from the core-data
-                // zone into a share zone) is deleted from its old zone: that deletion must not
-                // remove the object, whichever zone's changes this fetch applies first.
-                if let meta, meta.zone != zone { continue }
-                // Another owner's tombstone never deletes this store's object of the same name.
-                if meta == nil, let held = try state.rowZone(entity: entity, uuid: uuid), held != zone { continue }
-                let known = try meta != nil || state.primaryKey(entity: entity.name, uuid: uuid) != nil
-                guard known else { continue }
-                local.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil))
-                afterSave.append((uuid, { try state.dropMeta(uuid); try state.dropPending(uuid) }))
-                report.deletedRecords += 1
-            }
-            // All history before this import is queued (`ingest` above): the export cursor can
-            // move past the import's own transaction here rather than in one more commit.
-            let cursorIsCurrent = try state.value(MirrorBookkeeping.exportCursorKey) == String(store.lastToken)
-            notice = try direct.write(router: engine.router, logger: engine.logger)
-            for (position, entity) in imported { try state.setMeta(serverCopy: changed[position], entity: entity.name) }
-            try state.dropFieldTimes(imported.map { changed[$0.position].recordName })
-            if let notice, cursorIsCurrent { try state.setValue(MirrorBookkeeping.exportCursorKey, String(notice.token)) }
-            if local.isEmpty {
-                for (_, step) in afterSave { try step() }
-                try state.clearUnimportable(changed.map(\.recordName).filter { !collided.contains($0) } + (holdDeletes ? [] : deleted.map(\.0)), zone: zone)
-                afterSave = []
-                try queueStrays()
-                if let token { try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), token) }
-            }
+            let notice = try store.database.transaction(commit: .deferred) {
+                try page.sortChanged(report: &report)
+                try page.keepDeletesThatStand()
+                try page.importFresh()
+                try page.applyDeletions(report: &report)
+                return try page.writeDirect(token: token)
             }
             if let notice { engine.publishOnceDurable([notice], store: store) }
-            publishRefused(collisionNotices)
-            if !local.isEmpty {
-                let refused = try applyRefusing(local, storeIndex: index, stores: stores)
-                let told = try store.database.transaction(commit: .deferred) { () -> [ImportRefusedNotice] in
-                    for (uuid, step) in afterSave where refused[uuid] == nil { try step() }
-                    try state.clearUnimportable((changed.map(\.recordName).filter { !collided.contains($0) } + (holdDeletes ? [] : deleted.map(\.0)))
-                        .filter { refused[$0] == nil }, zone: zone)
-                    let told = try keepRefused(refused, of: local, zone: zone, tags: Dictionary(changed.map { ($0.recordName, $0.recordChangeTag) },
-                                                                                                  uniquingKeysWith: { $1 }), state: state)
-                    try queueStrays()
-                    if let token { try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), token) }
-                    return told
-                }
-                publishRefused(told)
-            }
-            try linkWaiting(for: changed.map(\.recordName).filter { !collided.contains($0) }, state: state, storeIndex: index, stores: stores)
+            publishRefused(page.collisionNotices)
+            try page.saveThroughContext(storeIndex: index, stores: stores, token: token)
+            try linkWaiting(for: changed.map(\.recordName).filter { !page.collided.contains($0) }, state: state, storeIndex: index, stores: stores)
             // The mirror's own import is history too; it is never exported.
             try ingest(store)
         }
@@ -322,7 +125,7 @@ extension CloudMirror {
     /// device that wrote it gets its own record back unchanged and leaves it, and a device
     /// moving the children of a session it sees arrive could re-create an event another device
     /// had just moved and deleted.
-    private func followParents(_ changed: [CloudRecord], state: MirrorBookkeeping) throws {
+    func followParents(_ changed: [CloudRecord], state: MirrorBookkeeping) throws {
         let store = state.store
         for record in changed where !record.isShare {
             guard let name = record.entityName, store.holds(name), let entity = store.model.entity(named: name),
@@ -336,7 +139,7 @@ extension CloudMirror {
     /// The metadata of a record new to this device: its tag and server fields (the next merge's
     /// ancestor). Its stamps are the record's, read from the server fields just kept
     /// (`fieldTimesText`); a stale stamps row would hide them.
-    private static func keepImported(_ record: CloudRecord, entity: EntityDescription, state: MirrorBookkeeping) throws {
+    static func keepImported(_ record: CloudRecord, entity: EntityDescription, state: MirrorBookkeeping) throws {
         try state.setMeta(serverCopy: record, entity: entity.name)
         try state.dropFieldTimes(record.recordName)
     }
