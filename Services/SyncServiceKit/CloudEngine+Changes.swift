@@ -52,15 +52,7 @@ extension CloudEngine {
     public func fetchZoneChanges(caller: String, _ params: FetchZoneChangesParams, trace: RequestTrace? = nil,
                                  fieldsAsText: Bool = false) throws -> FetchZoneChangesResult {
         trace?.database = params.database.rawValue
-        let expired = try read { state in
-            let zone = try state.openZone(params.zoneID, scope: params.database, caller: caller, trace: nil)
-            return try state.hasExpiredHistory(zone: zone) ? zone.id : nil
-        }
-        if let expired {
-            try write { state in
-                if let zone = try state.zone(id: expired) { _ = try state.pruneTombstones(zone: zone) }
-            }
-        }
+        try pruneExpiredHistory(of: params.zoneID, scope: params.database, caller: caller)
         return try read { state in
             let zone = try state.openZone(params.zoneID, scope: params.database, caller: caller, trace: trace)
             guard !zone.isDefaultZone else {
@@ -70,77 +62,33 @@ extension CloudEngine {
             // A participant's reading of the zone that began after a token was issued makes the
             // token useless: the records it could not see then are behind it.
             let reading = params.database == .shared ? try state.readingStart(zone: zone.id, user: caller) : 0
-            var after: Int64 = 0
-            if let since = params.since {
-                guard let token = ZoneToken(since) else {
-                    throw WireError(.invalidArguments, "params.since is not a zone change token from this service.")
-                }
-                guard token.zone == zone.id, token.seq >= horizon || token.horizon == horizon else {
-                    throw WireError(.changeTokenExpired, "The change token is too old (or from an earlier incarnation of the zone); fetch again from nil.",
-                                    details: ["zoneID": state.zoneJSON(params.zoneID)])
-                }
-                guard token.reading >= reading else {
-                    throw WireError(.changeTokenExpired, "The change token was issued before \(caller)'s access to the zone began again; fetch again from nil.",
-                                    details: ["zoneID": state.zoneJSON(params.zoneID)])
-                }
-                after = token.seq
-            }
+            let after = try state.changesStart(since: params.since, zone: zone, reading: reading, caller: caller, requested: params.zoneID)
             let limit = max(1, min(params.limit ?? state.limits.defaultFetchLimit, 10_000))
-            let sql = params.since == nil ? CloudTransaction.liveRecordsAfterSQL : CloudTransaction.changesAfterSQL
             let presented = zone.zoneID.presented(to: caller)
             let zoneBytes = PageBudget.zoneCost(presented)
-            // Rows are read until the count or the byte budget is reached (a page of records
-            // of a megabyte each is a few rows, not `limit` of them held in memory).
-            var rows: [StoredRecord] = []
-            rows.reserveCapacity(min(limit + 1, 1024))
-            var read = PageBudget()
-            try state.db.cached(sql).forEach([zone.id, after, Int64(limit + 1)]) { statement in
-                let stored = StoredRecord(statement)
-                rows.append(stored)
-                _ = read.take(stored.deleted ? PageBudget.deletionCost(of: stored) : PageBudget.cost(of: stored, zoneBytes: zoneBytes))
-                return !read.isFull
+            let scan = try state.changeRows(zone: zone.id, after: after, limit: limit, liveOnly: params.since == nil, zoneBytes: zoneBytes)
+            let page = try state.changesPage(scan.rows.prefix(limit), after: after,
+                                             moreComing: scan.rows.count > limit || (scan.budgetFull && scan.rows.count > 0),
+                                             zone: zone, caller: caller, shared: params.database == .shared,
+                                             presented: presented, zoneBytes: zoneBytes, fieldsAsText: fieldsAsText)
+            let last = page.moreComing ? page.last : max(page.last, try state.zoneHighWater(zone: zone.id, after: after))
+            return FetchZoneChangesResult(changed: page.changed, deleted: page.deleted, token: ZoneToken(zone: zone.id, seq: last, horizon: horizon, reading: reading).text,
+                                          moreComing: page.moreComing)
+        }
+    }
+
+    /// Drops the zone's tombstones and superseded versions older than the retention before its
+    /// changes are read, so the horizon a token is checked against is current. Looked for in a
+    /// read first: a fetch takes the writer only when there is something to drop.
+    private func pruneExpiredHistory(of zoneID: ZoneID, scope: DatabaseScope, caller: String) throws {
+        let expired = try read { state in
+            let zone = try state.openZone(zoneID, scope: scope, caller: caller, trace: nil)
+            return try state.hasExpiredHistory(zone: zone) ? zone.id : nil
+        }
+        if let expired {
+            try write { state in
+                if let zone = try state.zone(id: expired) { _ = try state.pruneTombstones(zone: zone) }
             }
-            var moreComing = rows.count > limit || (read.isFull && rows.count > 0)
-            var changed: [CloudRecord] = []
-            changed.reserveCapacity(min(rows.count, limit))
-            var deleted: [DeletedRecord] = []
-            var last = after
-            var shareOf: [String: Bool] = [:]
-            var page = PageBudget()
-            for stored in rows.prefix(limit) {
-                if stored.deleted {
-                    if params.database == .shared, !(try state.shareVisible(stored.share, zone: zone, caller: caller, cache: &shareOf)) {
-                        last = stored.seq
-                        continue
-                    }
-                    guard page.take(PageBudget.deletionCost(of: stored)) else { moreComing = true; break }
-                    last = stored.seq
-                    deleted.append(DeletedRecord(recordName: stored.name, recordType: stored.type))
-                    continue
-                }
-                if params.database == .shared, !(try state.visibleToParticipant(stored, zone: zone, caller: caller, cache: &shareOf)) {
-                    last = stored.seq
-                    continue
-                }
-                let record: CloudRecord
-                if !fieldsAsText || stored.type == CloudKitNames.shareRecordType || stored.fields == nil {
-                    record = try state.render(stored, zone: zone, presentedZoneID: presented)
-                } else {
-                    // The stored text goes out as it is (RecordFields wrote it, so it is valid JSON).
-                    var text = try state.render(stored, zone: zone, presentedZoneID: presented, fields: [:])
-                    text.fieldsText = stored.fields
-                    record = text
-                }
-                guard page.take(PageBudget.cost(of: stored, zoneBytes: zoneBytes) + PageBudget.shareInfoCost(record.shareInfo)) else {
-                    moreComing = true
-                    break
-                }
-                last = stored.seq
-                changed.append(record)
-            }
-            if !moreComing { last = max(last, try state.zoneHighWater(zone: zone.id, after: after)) }
-            return FetchZoneChangesResult(changed: changed, deleted: deleted, token: ZoneToken(zone: zone.id, seq: last, horizon: horizon, reading: reading).text,
-                                          moreComing: moreComing)
         }
     }
 
@@ -226,6 +174,15 @@ struct ZoneToken {
     var text: String { reading == 0 ? "z\(zone).\(seq).\(horizon)" : "z\(zone).\(seq).\(horizon).\(reading)" }
 }
 
+/// One page of a zone's changes: the records changed and deleted, the last sequence it covers
+/// (its token's), and whether more changes follow.
+private struct ZoneChangesPage {
+    var changed: [CloudRecord]
+    var deleted: [DeletedRecord]
+    var last: Int64
+    var moreComing: Bool
+}
+
 extension CloudTransaction {
     /// A zone's changes after a sequence: a range scan of the (zone, seq) index.
     static let changesAfterSQL = "SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND seq > ? ORDER BY seq LIMIT ?"
@@ -285,6 +242,93 @@ extension CloudTransaction {
             try setDatabaseHorizon(horizon)
         }
         return horizon
+    }
+
+    /// The sequence a page of changes starts after: 0 with no token, else the token's, once the
+    /// token is known good for this zone (`requested`: the zone ID as the caller named it, for
+    /// the error's details).
+    fileprivate func changesStart(since: String?, zone: ZoneRow, reading: Int64, caller: String, requested: ZoneID) throws -> Int64 {
+        guard let since else { return 0 }
+        guard let token = ZoneToken(since) else {
+            throw WireError(.invalidArguments, "params.since is not a zone change token from this service.")
+        }
+        guard token.zone == zone.id, token.seq >= zone.horizon || token.horizon == zone.horizon else {
+            throw WireError(.changeTokenExpired, "The change token is too old (or from an earlier incarnation of the zone); fetch again from nil.",
+                            details: ["zoneID": zoneJSON(requested)])
+        }
+        guard token.reading >= reading else {
+            throw WireError(.changeTokenExpired, "The change token was issued before \(caller)'s access to the zone began again; fetch again from nil.",
+                            details: ["zoneID": zoneJSON(requested)])
+        }
+        return token.seq
+    }
+
+    /// The zone's rows after `after` in sequence order, at most `limit + 1` (the one over says
+    /// more are coming). `liveOnly` (a fetch from nil) leaves tombstones out. Rows are read until
+    /// the count or the byte budget is reached (a page of records of a megabyte each is a few
+    /// rows, not `limit` of them held in memory); `budgetFull` says the bytes stopped it.
+    fileprivate func changeRows(zone: Int64, after: Int64, limit: Int, liveOnly: Bool, zoneBytes: Int) throws -> (rows: [StoredRecord], budgetFull: Bool) {
+        let sql = liveOnly ? CloudTransaction.liveRecordsAfterSQL : CloudTransaction.changesAfterSQL
+        var rows: [StoredRecord] = []
+        rows.reserveCapacity(min(limit + 1, 1024))
+        var scanned = PageBudget()
+        try db.cached(sql).forEach([zone, after, Int64(limit + 1)]) { statement in
+            let stored = StoredRecord(statement)
+            rows.append(stored)
+            _ = scanned.take(stored.deleted ? PageBudget.deletionCost(of: stored) : PageBudget.cost(of: stored, zoneBytes: zoneBytes))
+            return !scanned.isFull
+        }
+        return (rows, scanned.isFull)
+    }
+
+    /// A page of changes from the scanned rows, in sequence order, until the reply's byte budget
+    /// is spent (`moreComing` then turns true). Rows hidden from a participant (`shared`) are left
+    /// out but still move `last` past them, so the token does not bring them back.
+    fileprivate func changesPage(_ rows: ArraySlice<StoredRecord>, after: Int64, moreComing: Bool, zone: ZoneRow, caller: String,
+                                 shared: Bool, presented: ZoneID, zoneBytes: Int, fieldsAsText: Bool) throws -> ZoneChangesPage {
+        var moreComing = moreComing
+        var changed: [CloudRecord] = []
+        changed.reserveCapacity(rows.count)
+        var deleted: [DeletedRecord] = []
+        var last = after
+        var shareOf: [String: Bool] = [:]
+        var page = PageBudget()
+        for stored in rows {
+            if stored.deleted {
+                if shared, !(try shareVisible(stored.share, zone: zone, caller: caller, cache: &shareOf)) {
+                    last = stored.seq
+                    continue
+                }
+                guard page.take(PageBudget.deletionCost(of: stored)) else { moreComing = true; break }
+                last = stored.seq
+                deleted.append(DeletedRecord(recordName: stored.name, recordType: stored.type))
+                continue
+            }
+            if shared, !(try visibleToParticipant(stored, zone: zone, caller: caller, cache: &shareOf)) {
+                last = stored.seq
+                continue
+            }
+            let record = try renderChange(stored, zone: zone, presented: presented, fieldsAsText: fieldsAsText)
+            guard page.take(PageBudget.cost(of: stored, zoneBytes: zoneBytes) + PageBudget.shareInfoCost(record.shareInfo)) else {
+                moreComing = true
+                break
+            }
+            last = stored.seq
+            changed.append(record)
+        }
+        return ZoneChangesPage(changed: changed, deleted: deleted, last: last, moreComing: moreComing)
+    }
+
+    /// A changed record for a page: with parsed `fields`, or with `fieldsAsText` its stored
+    /// fields text as `fieldsText` (share records and records without fields are always parsed).
+    private func renderChange(_ stored: StoredRecord, zone: ZoneRow, presented: ZoneID, fieldsAsText: Bool) throws -> CloudRecord {
+        if !fieldsAsText || stored.type == CloudKitNames.shareRecordType || stored.fields == nil {
+            return try render(stored, zone: zone, presentedZoneID: presented)
+        }
+        // The stored text goes out as it is (RecordFields wrote it, so it is valid JSON).
+        var record = try render(stored, zone: zone, presentedZoneID: presented, fields: [:])
+        record.fieldsText = stored.fields
+        return record
     }
 
     /// The zone's newest sequence after `after` (so a caught-up token stays put when nothing changed).

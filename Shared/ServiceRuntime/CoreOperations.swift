@@ -31,12 +31,22 @@ enum CoreOperations {
     static func register(in registry: inout OperationRegistry, definition: any ServiceDefinition,
                          configuration: ServiceConfiguration, statistics: ServerStatistics, events: EventHub,
                          frameBudget: FrameBudget) {
+        let topics = [EventHub.serviceTopic, ProgressReporter.topic] + definition.topics
+        registerConversationOperations(in: &registry, definition: definition, configuration: configuration, topics: topics)
+        registerStatusOperations(in: &registry, definition: definition, configuration: configuration, statistics: statistics,
+                                 events: events, frameBudget: frameBudget, topics: topics)
+        registerEventOperations(in: &registry, topics: topics)
+    }
+
+    /// hello (which opens the conversation: version, user, environment) and ping. `topics`:
+    /// every topic the service has, which hello announces.
+    private static func registerConversationOperations(in registry: inout OperationRegistry, definition: any ServiceDefinition,
+                                                       configuration: ServiceConfiguration, topics: [String]) {
         let limits = HelloResult.Limits(
             maxFrameBytes: configuration.maxFrameBytes, maxConnections: configuration.maxConnections,
             maxEventQueueBytes: configuration.maxEventQueueBytes,
             sendTimeoutMilliseconds: configuration.sendTimeoutMilliseconds,
             frameTimeoutMilliseconds: configuration.frameTimeoutMilliseconds)
-        let topics = [EventHub.serviceTopic, ProgressReporter.topic] + definition.topics
 
         registry.register("hello", params: HelloParams.self, summary: "Opens the conversation; must come first.") { params, context in
             guard !context.connection.helloDone else {
@@ -64,7 +74,12 @@ enum CoreOperations {
         registry.register("ping", params: PingParams.self, summary: "Answers at once; echoes params.echo.") { params, _ in
             PingResult(pong: true, echo: params.echo)
         }
+    }
 
+    /// health and info: whether the service is ready, and its version, uptime, persistence and connections.
+    private static func registerStatusOperations(in registry: inout OperationRegistry, definition: any ServiceDefinition,
+                                                 configuration: ServiceConfiguration, statistics: ServerStatistics, events: EventHub,
+                                                 frameBudget: FrameBudget, topics: [String]) {
         registry.register("health", params: Empty.self, summary: "Ready or not, and why.") { _, _ in
             var checks = [HealthCheck(name: "listener", ok: true, detail: "accepting connections on \(statistics.socketPath)")]
             checks += definition.healthChecks()
@@ -104,7 +119,10 @@ enum CoreOperations {
             }
             return info
         }
+    }
 
+    /// subscribe and unsubscribe: the connection's choice of the service's event topics.
+    private static func registerEventOperations(in registry: inout OperationRegistry, topics: [String]) {
         registry.register("subscribe", params: TopicsParams.self, summary: "Starts events for the given topics.") { params, context in
             for (index, topic) in params.topics.enumerated() where !topics.contains(topic) {
                 throw WireError(.invalidField, "Unknown topic '\(topic.prefix(64))'. Topics: \(topics.joined(separator: ", ")).",
