@@ -183,22 +183,8 @@ extension CloudMirror {
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
         let (model, holding) = try state(scope) { state, _, _ in (state.store.model, Set(state.store.entities.keys)) }
-        let ahead = PagesAhead(depth: Self.pagesAhead)
+        let ahead = pagesAhead(zone, database: database, model: model, holding: holding)
         defer { ahead.stop() }
-        // The next page is asked for as soon as this one's token is known, before its records
-        // are decoded: pages chain through tokens, so the cloud builds the next one meanwhile.
-        // Pages are read from the reply's bytes (`ZoneChanges(bytes:)`), or failing that from
-        // its tree; either way the next page is asked for first.
-        ahead.setUp(decode: { [weak ahead] json in
-            if let token = FetchZoneChangesResult.nextToken(json) { ahead?.ask(after: token) }
-            return ZoneChanges(json: json, model: model, holding: holding)
-        }, read: { [weak ahead] bytes in
-            guard let page = ZoneChanges(bytes: bytes, model: model, holding: holding) else { return nil }
-            if page.moreComing { ahead?.ask(after: page.token) }
-            return page
-        }, send: { [self] token, waiter in
-            begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: 1000), into: waiter, connecting: false)
-        })
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.zoneTokenKey(zone)) }
             // (A device that knows no record of the zone yet has nothing to compare.)
@@ -258,5 +244,24 @@ extension CloudMirror {
                               holdDeletes: true, report: &report)
             }
         }
+    }
+
+    /// The next page is asked for as soon as this one's token is known, before its records
+    /// are decoded: pages chain through tokens, so the cloud builds the next one meanwhile.
+    /// Pages are read from the reply's bytes (`ZoneChanges(bytes:)`), or failing that from
+    /// its tree; either way the next page is asked for first.
+    private func pagesAhead(_ zone: ZoneID, database: DatabaseScope, model: ManagedObjectModel, holding: Set<String>) -> PagesAhead {
+        let ahead = PagesAhead(depth: Self.pagesAhead)
+        ahead.setUp(decode: { [weak ahead] json in
+            if let token = FetchZoneChangesResult.nextToken(json) { ahead?.ask(after: token) }
+            return ZoneChanges(json: json, model: model, holding: holding)
+        }, read: { [weak ahead] bytes in
+            guard let page = ZoneChanges(bytes: bytes, model: model, holding: holding) else { return nil }
+            if page.moreComing { ahead?.ask(after: page.token) }
+            return page
+        }, send: { [self] token, waiter in
+            begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: 1000), into: waiter, connecting: false)
+        })
+        return ahead
     }
 }

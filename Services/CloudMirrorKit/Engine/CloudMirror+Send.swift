@@ -372,8 +372,7 @@ extension CloudMirror {
                 verdicts?.merge(read)
             }
         }
-        switch try apply(verdict, read: verdicts, of: batch, scope: scope, report: &report, skipped: &pass.skipped,
-                         missing: &pass.missing, touched: &pass.touched) {
+        switch try apply(verdict, read: verdicts, of: batch, scope: scope, report: &report, pass: &pass) {
         case .next:
             // When nothing was left to build, look again: saves made during the send are sent by it too.
             if pass.upcoming.isEmpty, pass.stopError == nil, !pass.rebuild { try buildMore(&pass, scope: scope, report: &report) }
@@ -412,7 +411,7 @@ extension CloudMirror {
 
     /// Applies one batch's answer. `read`: its success reply as read from the bytes, if it was.
     private func apply(_ verdict: Result<JSONValue, WireError>, read: ModifyVerdicts?, of batch: Batch, scope: StoreScope,
-                       report: inout MirrorSendReport, skipped: inout Set<String>, missing: inout [SendItem], touched: inout Set<String>) throws -> Step {
+                       report: inout MirrorSendReport, pass: inout SendPass) throws -> Step {
         let items = batch.items
         defer { if let observer = sendObserver.withLock({ $0 }) { observer(report.saved) } }
         switch verdict {
@@ -421,14 +420,13 @@ extension CloudMirror {
             // when it came in the service's form, `ModifyVerdicts(bytes:)`.)
             let verdicts = read ?? ModifyVerdicts(saved: result["saved"], deleted: result["deleted"])
             try applyVerdicts(items: items, scopeStore: batch.storeName, verdicts: verdicts, errors: [:],
-                              answered: batch.createsInFlight, report: &report, skipped: &skipped, missing: &missing, touched: &touched)
+                              answered: batch.createsInFlight, report: &report, pass: &pass)
             // A record saved where it was still moves: its entry is read again.
             return items.contains(where: \.touch) ? .rebuild : .next
         case let .failure(error) where error.code == .partialFailure:
             let errors = (error.details["partialErrors"]?.objectValue ?? [:]).compactMapValues { try? $0.decode(WireError.self) }
             try applyVerdicts(items: items, scopeStore: batch.storeName, verdicts: ModifyVerdicts(saved: error.details["saved"], deleted: error.details["deleted"]),
-                              errors: errors, answered: batch.createsInFlight, report: &report, skipped: &skipped, missing: &missing,
-                              touched: &touched)
+                              errors: errors, answered: batch.createsInFlight, report: &report, pass: &pass)
             return .rebuild
         case let .failure(error) where error.code == .limitExceeded:
             let halved = max(1, items.count / 2)

@@ -14,8 +14,8 @@ extension CloudMirror {
     /// `readThrough`: the queue position of the last entry it took (as an item, a drop, or
     /// one to skip); the next batch is read from past it.
     func buildBatch(store: PersistentStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
-                            touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout MirrorSendReport,
-                            readThrough: inout Int64) throws -> [SendItem] {
+                    touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout MirrorSendReport,
+                    readThrough: inout Int64) throws -> [SendItem] {
         let state = MirrorBookkeeping(store)
         var items: [SendItem] = []
         var count = 0
@@ -32,76 +32,80 @@ extension CloudMirror {
                 if count >= limit { break }
                 readThrough = entry.pending.seq
                 if skipped.contains(entry.pending.uuid) { continue }
-                let pending = entry.pending
-                guard let entity = store.model.entity(named: pending.entity) else { drops.append(pending); continue }
-                let meta = entry.meta
-                if pending.kind == .delete {
-                    guard let meta else {
-                        // Never reached the server: nothing to delete there.
-                        drops.append(pending)
-                        report.dropped += 1
-                        continue
-                    }
-                    items.append(SendItem(pending: pending, entity: entity, record: nil, fieldsText: nil, delete: meta.zone))
-                    count += 1
-                    continue
+                switch try plan(entry, state: state, touched: touched, zones: &zones, texts: &texts) {
+                case let .send(item, weight):
+                    items.append(item)
+                    count += weight
+                case let .drop(counted):
+                    drops.append(entry.pending)
+                    if counted { report.dropped += 1 }
                 }
-                guard store.holds(entity.name), let row = try Self.row(of: pending, entity: entity, store: store) else {
-                    // Scenario 21: the row is gone (its delete follows, or it never existed): upload nothing.
-                    drops.append(pending)
-                    report.dropped += 1
-                    continue
-                }
-                guard let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else {
-                    drops.append(pending)
-                    report.dropped += 1
-                    continue
-                }
-                // An update of a record the server has where it stays carries only the keys this
-                // device changed (and the stamps): the server keeps the rest, so fields another
-                // app version writes, or another device changed meanwhile, are never sent back
-                // stale. A new record, a move, or an update whose keys are unknown carries all.
-                // An update's changed keys, parsed once (the partial payload and the nulls both need them).
-                let edited = meta != nil && pending.kind != .insert ? pending.changed : []
-                let only = pending.kind == .update && meta?.zone == zone && !edited.isEmpty ? edited.union([MirrorBookkeeping.fieldTimesField]) : nil
-                var fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText,
-                                                               only: only, cache: &texts)
-                // The first ordinary save after a move drops the move's bookkeeping field (the
-                // server keeps a key a save leaves out).
-                let dropped = only != nil && entry.movedFromKept ? [MovedFrom.field] : []
-                fields = Self.clearing(edited, entity: entity, row: row, also: dropped, assetThreshold: store.assetThreshold, in: fields)
-                var record = CloudRecord(recordName: pending.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(entity.name))
-                var move: ZoneID?
-                var partial = false
-                if let meta {
-                    if meta.zone == zone {
-                        record.recordChangeTag = meta.changeTag
-                        partial = only != nil
-                    } else if let tag = meta.changeTag, !touched.contains(pending.uuid) {
-                        // A move deletes the old copy unconditionally. It is first saved where it
-                        // is, with its tag: another device's edit there since the last fetch
-                        // fails it (serverRecordChanged: merged, then moved), and so does a copy
-                        // another device moved or deleted meanwhile (unknownItem: the store's
-                        // changes are fetched and tell which), rather than a move that deletes
-                        // the edit, or leaves a second copy of the record in another zone.
-                        record.zoneID = meta.zone
-                        record.recordChangeTag = tag
-                        items.append(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, touch: true))
-                        count += 1
-                        continue
-                    } else {
-                        move = meta.zone
-                        // The tag it was moved from lets a device whose edit a move deleted
-                        // anyway (in the moment between the two) see it (`MovedFrom`).
-                        if let tag = meta.changeTag { fields = MovedFrom(zoneName: meta.zone.zoneName, changeTag: tag).adding(to: fields) }
-                    }
-                }
-                items.append(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: move, partial: partial))
-                count += move == nil ? 1 : 2
             }
             if due.count < limit { break }
         }
         return items
+    }
+
+    /// What a queued entry sends: an item and the batch places it takes (a move is a save and a
+    /// delete), or nothing (`counted`: reported as dropped).
+    private enum Planned {
+        case send(SendItem, weight: Int)
+        case drop(counted: Bool)
+    }
+
+    private func plan(_ entry: MirrorBookkeeping.DueEntry, state: MirrorBookkeeping, touched: Set<String>,
+                      zones: inout [String: ZoneID?], texts: inout MirrorRecordCoding.TextCache) throws -> Planned {
+        let store = state.store
+        let pending = entry.pending
+        guard let entity = store.model.entity(named: pending.entity) else { return .drop(counted: false) }
+        let meta = entry.meta
+        if pending.kind == .delete {
+            // Never reached the server: nothing to delete there.
+            guard let meta else { return .drop(counted: true) }
+            return .send(SendItem(pending: pending, entity: entity, record: nil, fieldsText: nil, delete: meta.zone), weight: 1)
+        }
+        // Scenario 21: the row is gone (its delete follows, or it never existed): upload nothing.
+        guard store.holds(entity.name), let row = try Self.row(of: pending, entity: entity, store: store),
+              let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else { return .drop(counted: true) }
+        // An update of a record the server has where it stays carries only the keys this
+        // device changed (and the stamps): the server keeps the rest, so fields another
+        // app version writes, or another device changed meanwhile, are never sent back
+        // stale. A new record, a move, or an update whose keys are unknown carries all.
+        // An update's changed keys, parsed once (the partial payload and the nulls both need them).
+        let edited = meta != nil && pending.kind != .insert ? pending.changed : []
+        let only = pending.kind == .update && meta?.zone == zone && !edited.isEmpty ? edited.union([MirrorBookkeeping.fieldTimesField]) : nil
+        var fields = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: entry.timesText,
+                                                       only: only, cache: &texts)
+        // The first ordinary save after a move drops the move's bookkeeping field (the
+        // server keeps a key a save leaves out).
+        let dropped = only != nil && entry.movedFromKept ? [MovedFrom.field] : []
+        fields = Self.clearing(edited, entity: entity, row: row, also: dropped, assetThreshold: store.assetThreshold, in: fields)
+        var record = CloudRecord(recordName: pending.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(entity.name))
+        var move: ZoneID?
+        var partial = false
+        if let meta {
+            if meta.zone == zone {
+                record.recordChangeTag = meta.changeTag
+                partial = only != nil
+            } else if let tag = meta.changeTag, !touched.contains(pending.uuid) {
+                // A move deletes the old copy unconditionally. It is first saved where it
+                // is, with its tag: another device's edit there since the last fetch
+                // fails it (serverRecordChanged: merged, then moved), and so does a copy
+                // another device moved or deleted meanwhile (unknownItem: the store's
+                // changes are fetched and tell which), rather than a move that deletes
+                // the edit, or leaves a second copy of the record in another zone.
+                record.zoneID = meta.zone
+                record.recordChangeTag = tag
+                return .send(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, touch: true), weight: 1)
+            } else {
+                move = meta.zone
+                // The tag it was moved from lets a device whose edit a move deleted
+                // anyway (in the moment between the two) see it (`MovedFrom`).
+                if let tag = meta.changeTag { fields = MovedFrom(zoneName: meta.zone.zoneName, changeTag: tag).adding(to: fields) }
+            }
+        }
+        return .send(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: move, partial: partial),
+                     weight: move == nil ? 1 : 2)
     }
 
     /// The fields text with a null for each field this update cleared: the server keeps every

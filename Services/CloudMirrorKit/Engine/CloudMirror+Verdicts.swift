@@ -10,15 +10,8 @@ import StoreServiceKit
 extension CloudMirror {
     /// `answered`: the batch's rows of creates in flight, dropped with the verdicts.
     func applyVerdicts(items: [SendItem], scopeStore: String, verdicts: ModifyVerdicts, errors: [String: WireError],
-                               answered: [Int64], report: inout MirrorSendReport, skipped: inout Set<String>,
-                               missing: inout [SendItem], touched: inout Set<String>) throws {
-        let savedByName = verdicts.saved
-        let deletedNames = verdicts.deleted
-        var reverts: [(SendItem, WireError)] = []
-        var rootsDeleted: [String] = []
-        var refusalsCleared: [String] = []
-        defer { if !refusalsCleared.isEmpty { progress.withLock { for uuid in refusalsCleared { $0.refusedExports[uuid] = nil } } } }
-        try withStores { stores in
+                       answered: [Int64], report: inout MirrorSendReport, pass: inout SendPass) throws {
+        let applied = try withStores { stores -> VerdictApplication in
             let index = try stores.index(named: scopeStore)
             let store = stores.list[index]
             let state = MirrorBookkeeping(store)
@@ -28,158 +21,28 @@ extension CloudMirror {
             // server's for them, and the edit was lost on every device (automatic kill variant,
             // seed 730).
             if !errors.isEmpty { try ingest(store) }
-            var local: [LocalChange] = []
-            /// Per merged record, its bookkeeping after the context save, and the server copy it merged with.
-            var afterSave: [(uuid: String, server: CloudRecord, step: () throws -> Void)] = []
+            var applied = VerdictApplication(mirror: self, state: state, verdicts: verdicts, errors: errors)
             // One transaction for the whole batch's verdicts: with synchronous=FULL each
             // autocommit write is an fsync, which made a send cost ~2 ms per record.
             try store.database.transaction(commit: .deferred) {
-            try state.dropCreatesInFlight(answered)
-            for item in items {
-                let uuid = item.pending.uuid
-                let error = errors[uuid] ?? errors.first { $0.key.hasSuffix("/\(uuid)") }?.value
-                if let record = item.record {
-                    if let tag = savedByName[uuid], error == nil {
-                        try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: tag,
-                                                serverFields: nil), fieldsText: item.partial ? try state.serverFields(uuid, applying: item.fieldsText) : item.fieldsText)
-                        if item.touch {
-                            // The copy it moves from is this device's version: the move goes next.
-                            touched.insert(uuid)
-                            continue
-                        }
-                        try state.dropPending(item.pending)
-                        report.saved += 1
-                        refusalsCleared.append(uuid)
-                        continue
-                    }
-                    guard let error else { skipped.insert(uuid); continue }
-                    switch error.code {
-                    case .serverRecordChanged, .serverRejectedRequest:
-                        guard let conflict = RecordConflict(details: error.details) else { skipped.insert(uuid); continue }
-                        let server = conflict.server
-                        let row = try Self.currentFields(entity: item.entity, uuid: uuid, state: state)
-                        let queued = try state.pending(uuid: uuid)
-                        if row == nil, queued?.kind == .delete {
-                            // Deleted here while the batch was out: nothing to merge with, and
-                            // applying the merge would bring the row back. The server's copy is
-                            // what the queued delete now removes (the send's next batch).
-                            try state.setMeta(serverCopy: server, entity: item.entity.name, uuid: uuid)
-                            report.conflictsResolved += 1
-                            continue
-                        }
-                        // The copy this device knew is the ancestor only in the zone it was
-                        // saved to. A save without a tag that met a record there
-                        // (serverRejectedRequest: both devices created it, or another moved it
-                        // there first) has none: the two are concurrent versions, and every field
-                        // either holds is decided by the policy. Counting only the queued fields
-                        // as edited let the other device's copy undo an edit this one carried
-                        // (an edited record both devices moved, each into another zone).
-                        let knownCopy = error.code == .serverRecordChanged ? try state.meta(uuid, withFields: true) : nil
-                        let known = knownCopy?.zone == record.zoneID ? knownCopy?.serverFields : nil
-                        let ancestor = conflict.ancestor?.fields ?? known
-                        // Merge with the row as it is now (a save may have landed since the batch was built).
-                        let sent = item.fieldsText.flatMap { try? JSONParser.parse($0).objectValue }
-                        let current = CloudRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType,
-                                                   fields: row ?? sent ?? [:])
-                        let outcome = try merge(server: server, client: current, ancestor: ancestor,
-                                                pending: queued ?? item.pending, state: state, everyField: ancestor == nil)
-                        local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcome.fields, zone: server.zoneID.key))
-                        // A record saved where it was before a move stays queued even when the
-                        // server's copy won: the merged row may still belong in another zone.
-                        let keep = outcome.clientWon || item.touch
-                        afterSave.append((uuid, server, {
-                            try state.setMeta(serverCopy: server, entity: item.entity.name, uuid: uuid)
-                            try state.setFieldTimes(uuid, outcome.times)
-                            if !keep { try state.dropPending(item.pending) }
-                        }))
-                        report.conflictsResolved += 1
-                        if !keep { skipped.insert(uuid) }
-                        if item.touch, try Self.movingElsewhere(server, ancestor: ancestor, entity: item.entity, state: state) {
-                            // Its save where it is met another device's save of it there, which
-                            // changed what it belongs to, into another zone: that device is
-                            // moving it (it saves a record where it is just before moving it).
-                            // Saving again and moving at once raced that move, and each left a
-                            // copy, one in each zone (automatic moves variant, seed 878). The
-                            // move waits for a send after the other device's move has been
-                            // fetched: the record then moves on from where that device put it,
-                            // if it still must.
-                            skipped.insert(uuid)
-                            progress.withLock { $0.fetchBeforeSend = true }
-                            logger.info("a move waits: another device is moving the record", ["recordName": .string(uuid)])
-                        }
-                    case .batchRequestFailed:
-                        continue
-                    case .unknownItem:
-                        // Not in that zone any more: another device deleted the record, or moved
-                        // it into another zone (sharing its session). The store's changes tell
-                        // which, once every batch is answered (`settleMissing`).
-                        missing.append(item)
-                        skipped.insert(uuid)
-                    case .zoneNotFound:
-                        if store.scope == .private {
-                            progress.withLock { _ = $0.zonesEnsured.remove(record.zoneID.key) }
-                            try requeueZone(record.zoneID, state: state)
-                        } else {
-                            try state.dropPending(item.pending)
-                            skipped.insert(uuid)
-                        }
-                    case .permissionFailure:
-                        reverts.append((item, error))
-                        skipped.insert(uuid)
-                    default:
-                        logger.notice("record not saved", ["recordName": .string(uuid), "code": .string(error.code.rawValue), "message": .string(error.message)])
-                        progress.withLock {
-                            $0.lastError = error
-                            $0.refusedExports[uuid] = RefusedExport(recordName: uuid, entity: item.entity.name, store: store.name, error: error)
-                        }
-                        report.refused += 1
-                        skipped.insert(uuid)
-                    }
-                } else if let zone = item.delete {
-                    if deletedNames.contains(uuid) && error == nil {
-                        try state.dropMeta(uuid)
-                        try state.dropPending(item.pending)
-                        try state.rememberDeleted(uuid, zone: zone)
-                        if let shareZone = try state.shareZone(ofRoot: uuid), store.scope == .private { rootsDeleted.append(shareZone) }
-                        report.deleted += 1
-                        refusalsCleared.append(uuid)
-                    } else if error?.code == .permissionFailure, let error {
-                        reverts.append((item, error))
-                        skipped.insert(uuid)
-                    } else if error?.code == .zoneNotFound || error?.code == .unknownItem {
-                        try state.dropMeta(uuid)
-                        try state.dropPending(item.pending)
-                    } else if error?.code != .batchRequestFailed {
-                        logger.notice("record not deleted", ["recordName": .string(uuid), "zone": .string(zone.key),
-                                                             "code": .string(error?.code.rawValue ?? "none")])
-                        skipped.insert(uuid)
-                    }
-                }
+                try state.dropCreatesInFlight(answered)
+                for item in items { try applied.apply(item, report: &report, pass: &pass) }
             }
-            }
-            // A merge with a server copy the store refuses (another client wrote a value it
-            // cannot hold) leaves the record as it was here, its edit still queued.
-            let refused = try applyRefusing(local, storeIndex: index, stores: stores)
-            let told = try store.database.transaction(commit: .deferred) { () -> [ImportRefusedNotice] in
-                var told: [ImportRefusedNotice] = []
-                for (uuid, server, step) in afterSave {
-                    guard refused[uuid] != nil else { try step(); continue }
-                    told += try keepRefused(refused, of: local.filter { $0.uuid == uuid }, zone: server.zoneID, tags: [uuid: server.recordChangeTag],
-                                            state: state)
-                }
-                return told
-            }
-            publishRefused(told)
+            try applied.saveMerges(storeIndex: index, stores: stores)
+            return applied
+        }
+        if !applied.refusalsCleared.isEmpty {
+            progress.withLock { for uuid in applied.refusalsCleared { $0.refusedExports[uuid] = nil } }
         }
         // The owner deleted a share's root: the share zone goes (its share with it), so
         // participants' next fetch removes the whole zone (scenario 41).
-        for zone in rootsDeleted {
+        for zone in applied.rootsDeleted {
             _ = try? request("zones.delete", ZonesParams(database: .private, zoneIDs: [ZoneID(zoneName: zone)]))
             try withStores { stores in
                 if let index = Self.storeIndex(.private, in: stores) { try MirrorBookkeeping(stores.list[index]).dropShare(zone: zone) }
             }
         }
-        for (item, error) in reverts {
+        for (item, error) in applied.reverts {
             try revert(item.pending, entity: item.entity, zone: item.record?.zoneID ?? item.delete, storeName: scopeStore, error: error)
             report.reverted += 1
         }
