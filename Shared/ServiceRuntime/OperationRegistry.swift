@@ -51,9 +51,15 @@ public struct OperationRegistry: Sendable {
             name: name, access: access, summary: summary,
             decodeParams: { container, present in
                 if present { return try container.decode(Params.self, forKey: .params) }
-                // Decoded under a `params` key, so a missing field is named `params.name` as it
-                // is when the client sent params.
-                return try JSONValueDecoder().decode(ParamsLeftOut<Params>.self, from: ["params": [:]]).params
+                do {
+                    return try JSONValueDecoder().decode(Params.self, from: .object([:]))
+                } catch is DecodingError {
+                    // Decoded again under a `params` key, so a missing field is named `params.name`
+                    // as it is when the client sent params. Only a refusal takes this way: the
+                    // wrapper's generic metadata is looked up at run time on every decode, which
+                    // would make each request without params (every ping) markedly dearer.
+                    return try JSONValueDecoder().decode(ParamsLeftOut<Params>.self, from: ["params": [:]]).params
+                }
             },
             readParams: Self.paramsReader(Params.self),
             run: { params, context in try handler(params as! Params, context) })
