@@ -11,7 +11,7 @@ echo "Building store-service, sync-service and meowctl…" >&2
 swift build --product store-service >&2
 swift build --product sync-service >&2
 swift build --product meowctl >&2
-export MEOW_BIN_DIR="$root/.build/debug"
+export MEOWCARE_BIN_DIR="$root/.build/debug"
 
 dir="$(mktemp -d /tmp/meowcare-demo.XXXXXX)"
 cleanup() {
@@ -22,7 +22,7 @@ trap cleanup EXIT
 
 deploy/meowcare-local up --dir "$dir" "$@"
 status=0
-"$MEOW_BIN_DIR/meowctl" demo --dir "$dir" || status=$?
+"$MEOWCARE_BIN_DIR/meowctl" demo --dir "$dir" || status=$?
 echo
 deploy/meowcare-local down --dir "$dir" || status=1
 if pgrep -f "$dir" >/dev/null; then echo "demo: processes were left running" >&2; status=1; fi

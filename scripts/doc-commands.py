@@ -59,7 +59,7 @@ def run(name, runnable, bin_dir):
     try:
         script = PRELUDE + "".join(code.replace("/tmp/meow", directory) for _, code in runnable)
         environment = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""),
-                           MEOW_DOC_DIR=directory, MEOW_EXIT_WITH_PID=str(os.getpid()), MEOW_BIN_DIR=bin_dir)
+                           MEOW_DOC_DIR=directory, MEOW_EXIT_WITH_PID=str(os.getpid()), MEOWCARE_BIN_DIR=bin_dir)
         try:
             done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired as error:

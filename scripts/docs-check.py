@@ -12,6 +12,9 @@
 4. No file git tracks under README.md, docs/, Services/, Shared/, Tests/ or scripts/ mentions
    SEMANTICS or SCENARIOS (external reference files that are not in the repository; the rules are
    docs/RULES.md, the scenarios docs/SCENARIO-TESTS.md).
+5. A ```swift block right after `<!-- example: NAME in PATH -->` is, line for line once
+   indented alike, the code between `// example: NAME` and `// end example` in the test file
+   PATH: the test runs the example, and the page shows what ran.
 Run by scripts/test.sh before the suite, so a renamed test or file cannot leave the docs behind.
 
 usage: scripts/docs-check.py
@@ -170,6 +173,30 @@ for path in tracked:
     for number, line in enumerate(text.split("\n"), 1):
         if external.search(line):
             problems.append(f"{path}:{number}: names an external reference (SEMANTICS/SCENARIOS): {line.strip()[:120]}")
+
+# 5. Examples quoted from tests.
+EXAMPLE = re.compile(r"<!-- example: (\S+) in (\S+) -->\n```swift\n(.*?)^```", re.M | re.S)
+
+
+def dedented(lines):
+    lines = [line.rstrip() for line in lines]
+    indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
+    return [line[indent:] for line in lines]
+
+
+for page in pages:
+    text = read(page)
+    for name, path, block in EXAMPLE.findall(text):
+        source_path = os.path.join(root, path)
+        where = f"{rel(page)}: example {name}"
+        if not os.path.isfile(source_path):
+            problems.append(f"{where}: no file {path}")
+            continue
+        found = re.search(rf"^[ \t]*// example: {re.escape(name)}\n(.*?)^[ \t]*// end example", read(source_path), re.M | re.S)
+        if not found:
+            problems.append(f"{where}: {path} has no '// example: {name}' … '// end example'")
+        elif dedented(found.group(1).splitlines()) != dedented(block.splitlines()):
+            problems.append(f"{where}: the block differs from {path}; copy the test's code into the page")
 
 for problem in dict.fromkeys(problems):
     print(problem)

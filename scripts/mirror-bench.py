@@ -8,14 +8,14 @@
    (target: at most 2x).
 
 Usage: scripts/mirror-bench.py [--events N] [--large M] [--bin DIR]
-The binaries come from --bin, $MEOW_BIN_DIR, or .build/release (build with `swift build -c release`).
+The binaries come from --bin, $MEOWCARE_BIN_DIR, or .build/release (build with `swift build -c release`).
 """
 import argparse, json, os, shutil, socket, struct, subprocess, sys, tempfile, time
 
 parser = argparse.ArgumentParser(description="store-service mirroring benchmark")
 parser.add_argument("--events", type=int, default=10000)
 parser.add_argument("--large", type=int, default=10000, help="synced records before the 1-change measurement (issue: 100000)")
-parser.add_argument("--bin", default=os.environ.get("MEOW_BIN_DIR") or os.path.join(os.path.dirname(__file__), "..", ".build", "release"))
+parser.add_argument("--bin", default=os.environ.get("MEOWCARE_BIN_DIR") or os.path.join(os.path.dirname(__file__), "..", ".build", "release"))
 args = parser.parse_args()
 
 work = tempfile.mkdtemp(prefix="mbench", dir="/tmp")

@@ -56,7 +56,7 @@ final class Child {
     }
 
     static var binaryDirectory: String {
-        if let dir = ProcessInfo.processInfo.environment["MEOW_BIN_DIR"] { return dir }
+        if let dir = ProcessInfo.processInfo.environment["MEOWCARE_BIN_DIR"] { return dir }
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return (exe as NSString).deletingLastPathComponent
     }

@@ -44,6 +44,24 @@ public enum MeowCtl {
     Every command takes --help. Exit codes: 0 ok, 1 error reply, 2 unreachable, 64 usage.
     """
 
+    /// The commands in the order the usage lists them; an unknown name is a usage error (exit 64),
+    /// with or without --help, so a typo never looks like success in a script.
+    static let commands: KeyValuePairs<String, @Sendable ([String]) async throws -> Void> = [
+        "call": { try await CallCommand.run($0) },
+        "watch": { try await WatchCommand.run($0) },
+        "tap": { try TapCommand.run($0) },
+        "demo": { try await DemoCommand.run($0) },
+        "events": { try await EventsCommand.run($0) },
+        "sessions": { try await SessionsCommand.run($0) },
+        "share": { try await ShareCommand.run($0) },
+        "sync": { try await SyncCommand.run($0) },
+        "doctor": { try await DoctorCommand.run($0) },
+        "diff": { try await DiffCommand.run($0) },
+        "log": { try await LogCommand.run($0) },
+        "snapshot": { try await SnapshotCommand.run($0) },
+        "schema": { try await SchemaCommand.run($0) },
+    ]
+
     /// Runs meowctl with the given arguments (without the program name); returns the exit code.
     public static func main(_ arguments: [String]) async -> Int32 {
         guard let command = arguments.first, command != "--help", command != "-h", command != "help" else {
@@ -51,28 +69,19 @@ public enum MeowCtl {
             return arguments.isEmpty ? 64 : 0
         }
         let rest = Array(arguments.dropFirst())
-        if rest.contains("--help") {
-            print(PeopleCommands.help[command] ?? usage)
-            return 0
-        }
         do {
-            switch command {
-            case "call": try await CallCommand.run(rest)
-            case "watch": try await WatchCommand.run(rest)
-            case "tap": try TapCommand.run(rest)
-            case "demo": try await DemoCommand.run(rest)
-            case "events": try await EventsCommand.run(rest)
-            case "sessions": try await SessionsCommand.run(rest)
-            case "share": try await ShareCommand.run(rest)
-            case "sync": try await SyncCommand.run(rest)
-            case "doctor": try await DoctorCommand.run(rest)
-            case "diff": try await DiffCommand.run(rest)
-            case "log": try await LogCommand.run(rest)
-            case "snapshot": try await SnapshotCommand.run(rest)
-            case "schema": try await SchemaCommand.run(rest)
-            case "--version", "version": print("meowctl \(MeowVersion.current)")
-            default: throw CommandError.usage("Unknown command '\(command)'. Commands: call, watch, tap, demo, events, sessions, share, sync, doctor, diff, log, snapshot, schema.")
+            if command == "--version" || command == "version" {
+                print("meowctl \(MeowVersion.current)")
+                return 0
             }
+            guard let run = commands.first(where: { $0.key == command })?.value else {
+                throw CommandError.usage("Unknown command '\(command)'. Commands: \(commands.map(\.key).joined(separator: ", ")).")
+            }
+            if rest.contains("--help") {
+                print(PeopleCommands.help[command] ?? usage)
+                return 0
+            }
+            try await run(rest)
             return 0
         } catch let error as CommandError {
             switch error {

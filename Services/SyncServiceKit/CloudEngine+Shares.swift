@@ -155,11 +155,26 @@ extension CloudEngine {
         guard zoneID.ownerName != caller else {
             throw WireError(.invalidArguments, "\(caller) owns this share; owners do not accept or leave their own shares.")
         }
-        guard let zone = try state.zone(owner: zoneID.ownerName, name: zoneID.zoneName) else { throw state.zoneNotFound(params.zoneID) }
+        guard let zone = try state.zone(owner: zoneID.ownerName, name: zoneID.zoneName) else {
+            throw try wrongOwner(state, caller: caller, zoneID) ?? state.zoneNotFound(params.zoneID)
+        }
         guard try state.liveRecord(zone: zone.id, name: params.share)?.type == CloudKitNames.shareRecordType else {
             throw WireError(.unknownItem, "Zone \(zone.name) of \(zone.owner) has no share '\(params.share)'.", details: ["shareName": .string(params.share)])
         }
         return zone
+    }
+
+    /// A zone asked for under the wrong owner, when the caller was invited to a zone of that name
+    /// by someone else: the error names the owner to use, the usual slip when accepting.
+    private func wrongOwner(_ state: CloudTransaction, caller: String, _ zoneID: ZoneID) throws -> WireError? {
+        let owners = try state.db.query("""
+            SELECT DISTINCT z.owner FROM zones z JOIN participants p ON p.zone = z.id
+            WHERE z.environment = ? AND z.name = ? AND p.user = ? AND p.acceptance != 'removed' ORDER BY z.owner
+            """, [state.environment.rawValue, zoneID.zoneName, caller]).compactMap { $0[0].string }
+        guard let owner = owners.first else { return nil }
+        return WireError(.zoneNotFound, "\(zoneID.ownerName) has no zone '\(zoneID.zoneName)'; \(owner) shared a zone of that name with \(caller). "
+                         + "Pass ownerName '\(owner)': it is the user who shared the zone, as the invitation and share.create's reply name it.",
+                         details: ["zoneID": state.zoneJSON(zoneID), "ownerName": .string(owner)])
     }
 
     private func requireUser(_ user: String?, state: CloudTransaction) throws -> String {

@@ -22,7 +22,7 @@ struct DeployTests {
     }
 
     func run(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let tool = try ServiceProcess("/bin/bash", [Self.script] + arguments, environment: ["MEOW_BIN_DIR": Binaries.directory])
+        let tool = try ServiceProcess("/bin/bash", [Self.script] + arguments, environment: ["MEOWCARE_BIN_DIR": Binaries.directory])
         guard let status = await tool.waitForExit(timeout: 120) else {
             tool.kill()
             throw TestFailure("meowcare-local \(arguments) did not finish")

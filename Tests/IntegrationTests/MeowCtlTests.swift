@@ -29,6 +29,18 @@ struct MeowCtlTests {
         _ = await service.process.stop()
     }
 
+    @Test("an unknown command is a usage error naming it and the commands, with --help too")
+    func unknownCommandIsUsage() async throws {
+        for arguments in [["NOSUCH"], ["NOSUCH", "--help"]] {
+            let run = try await runTool("meowctl", arguments)
+            #expect(run.status == 64, "\(arguments)")
+            #expect(run.stderr.contains("Unknown command 'NOSUCH'") && run.stderr.contains("call, watch, tap"), "\(arguments): \(run.stderr)")
+            #expect(run.stdout.isEmpty, "\(arguments)")
+        }
+        let help = try await runTool("meowctl", ["doctor", "--help"])
+        #expect(help.status == 0 && help.stdout.contains("doctor"))
+    }
+
     @Test("call reads params past the 128 KiB a command-line argument may hold from --params-file FILE or - (stdin)")
     func callReadsLargeParams() async throws {
         let service = try await RunningService.start()

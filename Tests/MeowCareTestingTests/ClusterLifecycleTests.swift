@@ -117,6 +117,20 @@ import Testing
         #expect(artifacts["frames.txt"]?.contains(#"A → {"op":"sync.now""#) == true)
     }
 
+    @Test(.meowCluster(devices: ["A", "B"]))
+    func settleCountsTheCloudsWritesAndSaysWhatToDo() async throws {
+        let cluster = try MeowCluster.current
+        try await cluster["A"].insert("CareSession", ["id": "s1"])
+        let error = await #expect(throws: MeowCareError.self) { try await cluster.settle(maxRounds: 1) }
+        #expect(error?.code == .didNotSettle)
+        #expect(error?.message.contains("cloud: ") == true && error?.message.contains("records.modify") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("What to do:") == true)
+        let none = await #expect(throws: MeowCareError.self) { try await cluster.settle(maxRounds: 0) }
+        #expect(none?.code == .invalidArguments)
+        #expect(try await cluster.settle().rounds >= 1)
+        #expect(try await cluster["B"].fetch("CareSession").count == 1)
+    }
+
     @Test(.meowCluster(devices: ["A"]))
     func settleGivesUpWithWhatIsStillDeferred() async throws {
         let cluster = try MeowCluster.current

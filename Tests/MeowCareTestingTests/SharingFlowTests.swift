@@ -25,6 +25,25 @@ import Testing
         try await cluster.assertInvariants()
     }
 
+    @Test(.meowCluster(devices: ["A": "olivia", "P": "pablo", "Q": "quinn"]))
+    func acceptingUnderTheWrongOwnerNamesTheOwnerToUse() async throws {
+        let cluster = try MeowCluster.current
+        let session = try await cluster["A"].insert("CareSession", ["id": "s1", "title": "Mochi"])
+        let share = try await cluster["A"].share.create(session.objectID, participants: [("pablo", .readOnly)])
+        let wrong = await #expect(throws: MeowCareError.self) { try await cluster["P"].share.accept(zoneName: share.zoneName, ownerName: "pablo") }
+        #expect(wrong?.code == .invalidArguments)  // the participant named themself: owners do not accept
+        let other = await #expect(throws: MeowCareError.self) { try await cluster["P"].share.accept(zoneName: share.zoneName, ownerName: "quinn") }
+        #expect(other?.code == .zoneNotFound)
+        #expect(other?.message.contains("Pass ownerName 'olivia'") == true, "\(other?.message ?? "")")
+        // Someone never invited learns nothing about who owns a zone of that name.
+        let stranger = await #expect(throws: MeowCareError.self) { try await cluster["Q"].share.accept(zoneName: share.zoneName, ownerName: "pablo") }
+        #expect(stranger?.code == .zoneNotFound)
+        #expect(stranger?.message.contains("olivia") == false)
+        try await cluster["P"].share.accept(zoneName: share.zoneName, ownerName: "olivia")
+        try await cluster.settle()
+        #expect(try await cluster["P"].fetch("CareSession").map { $0["title"] } == ["Mochi"])
+    }
+
     @Test(.meowCluster(devices: ["A": "olivia", "P": "pablo"]))
     func aReadOnlyParticipantsWriteIsRefusedWithCloudKitsError() async throws {
         let cluster = try MeowCluster.current

@@ -1,10 +1,10 @@
 import Foundation
 
 /// Where the package's executables are: beside the test bundle (both live in the build
-/// directory), or in $MEOW_BIN_DIR when set.
+/// directory), or in $MEOWCARE_BIN_DIR when set.
 public enum Binaries {
     public static var directory: String {
-        if let override = ProcessInfo.processInfo.environment["MEOW_BIN_DIR"], !override.isEmpty { return override }
+        if let override = ProcessInfo.processInfo.environment["MEOWCARE_BIN_DIR"], !override.isEmpty { return override }
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var url = URL(fileURLWithPath: exe).deletingLastPathComponent()
         // The test runner may be inside <name>.xctest/…; climb to the directory holding the binaries.

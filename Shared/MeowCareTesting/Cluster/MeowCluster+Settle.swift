@@ -7,12 +7,18 @@ public struct SettleReport: Sendable {
 
 extension MeowCluster {
     /// Returns once every device has sent and fetched everything and nothing is pending or in
-    /// flight: `sync.now` on every signed-in device, round after round, until a whole round
-    /// moved nothing and every device's `sync.status` is quiescent. Never sleeps; after
-    /// `maxRounds` it fails with what each device still reports (entries deferred by a server
-    /// retry-after never go out on their own: `advanceClocks(by:)` moves time past them).
+    /// flight: `sync.now` on every signed-in device, round after round, until a round in which no
+    /// device moved anything, the cloud's request log shows no write by anyone (so every fetch
+    /// saw the cloud's final state, automatic mirrors included) and every device's `sync.status`
+    /// is quiescent. Never sleeps; after `maxRounds` (the same 20 as the Python client's) it
+    /// fails with what the last round still had (entries deferred by a server retry-after never
+    /// go out on their own: `advanceClocks(by:)` moves time past them).
     @discardableResult
-    public func settle(maxRounds: Int = 12) async throws(MeowCareError) -> SettleReport {
+    public func settle(maxRounds: Int = 20) async throws(MeowCareError) -> SettleReport {
+        guard maxRounds >= 1 else {
+            throw MeowCareError(.invalidArguments, "settle(maxRounds: \(maxRounds)): give at least one round.", service: "cluster")
+        }
+        _ = try await lifecycle.cloudWrites.writesSinceLastLook(cloud.admin)
         var statuses: [String: SyncStatus] = [:]
         var lastRound: [String] = []
         for round in 1...maxRounds {
@@ -28,6 +34,7 @@ extension MeowCluster {
                     moved.append("\(device.name): \(error.code): \(error.message)")
                 }
             }
+            let writes = try await lifecycle.cloudWrites.writesSinceLastLook(cloud.admin)
             statuses = [:]
             var busy: [String] = []
             for device in devices {
@@ -35,11 +42,24 @@ extension MeowCluster {
                 statuses[device.name] = status
                 if status.signedIn, !status.quiescent { busy.append("\(device.name): \(Self.describe(status))") }
             }
-            if moved.isEmpty && busy.isEmpty { return SettleReport(rounds: round, statuses: statuses) }
-            lastRound = moved + busy
+            if moved.isEmpty && writes.isEmpty && busy.isEmpty { return SettleReport(rounds: round, statuses: statuses) }
+            lastRound = moved + busy + Self.describe(cloudWrites: writes)
         }
         throw MeowCareError(.didNotSettle, "settle() gave up after \(maxRounds) rounds of sync.now on every device; the last round still had:\n  "
-                            + lastRound.joined(separator: "\n  "), service: "cluster")
+                            + lastRound.joined(separator: "\n  ") + "\n" + Self.whatToDo, service: "cluster")
+    }
+
+    /// What a person can do about a cluster that does not settle.
+    static let whatToDo = """
+        What to do: something kept changing or stayed queued. A device that sends the same entries every \
+        round is being refused (see its last error and cluster.logs()); deferred entries wait for a \
+        retry-after (advanceClocks(by:)); writes by another client or an automatic mirror during \
+        the rounds need them to stop first; a long backlog may need settle(maxRounds:) higher.
+        """
+
+    static func describe(cloudWrites writes: [String]) -> [String] {
+        guard !writes.isEmpty else { return [] }
+        return ["cloud: \(writes.count) write(s) during the round, the last: " + writes.suffix(5).joined(separator: ", ")]
     }
 
     /// The cloud's errors after which a device keeps its queue and retries later.

@@ -6,6 +6,7 @@ import Synchronization
 final class ClusterLifecycle: Sendable {
     private let state = Mutex<(stopped: Bool, clients: [WireClient])>((false, []))
     let trace = FrameTrace()
+    let cloudWrites = CloudWriteCursor()
 
     var isStopped: Bool { state.withLock { $0.stopped } }
 

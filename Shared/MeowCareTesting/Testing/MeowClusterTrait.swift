@@ -47,18 +47,26 @@ public struct MeowClusterTrait: TestTrait, SuiteTrait, TestScoping {
 
 extension Trait where Self == MeowClusterTrait {
     /// A cluster of these devices and users, in order: `.meowCluster(devices: ["A": "olivia", "P": "pablo"])`.
-    public static func meowCluster(devices: KeyValuePairs<String, String>, persistence: MeowClusterConfiguration.Persistence = .inMemory,
+    /// `model` is your Core Data model (an `.xcdatamodeld` bundle, an `.xcdatamodel` or the JSON
+    /// form; a relative path is from the directory `swift test` runs in, your package's root);
+    /// nil runs MeowCare's own.
+    public static func meowCluster(devices: KeyValuePairs<String, String>, model: String? = nil,
+                                   persistence: MeowClusterConfiguration.Persistence = .inMemory,
                                    syncMode: MeowClusterConfiguration.SyncMode = .manual) -> Self {
-        var configuration = MeowClusterConfiguration(devices: devices)
-        configuration.persistence = persistence
-        configuration.syncMode = syncMode
-        return MeowClusterTrait(configuration: configuration)
+        configured(MeowClusterConfiguration(devices: devices), model: model, persistence: persistence, syncMode: syncMode)
     }
 
     /// A cluster of devices of one user: `.meowCluster(devices: ["A", "B"])`.
-    public static func meowCluster(devices: [String], user: String = "owner", persistence: MeowClusterConfiguration.Persistence = .inMemory,
+    public static func meowCluster(devices: [String], user: String = "owner", model: String? = nil,
+                                   persistence: MeowClusterConfiguration.Persistence = .inMemory,
                                    syncMode: MeowClusterConfiguration.SyncMode = .manual) -> Self {
-        var configuration = MeowClusterConfiguration(devices: devices, user: user)
+        configured(MeowClusterConfiguration(devices: devices, user: user), model: model, persistence: persistence, syncMode: syncMode)
+    }
+
+    private static func configured(_ base: MeowClusterConfiguration, model: String?, persistence: MeowClusterConfiguration.Persistence,
+                                   syncMode: MeowClusterConfiguration.SyncMode) -> Self {
+        var configuration = base
+        configuration.modelFile = model
         configuration.persistence = persistence
         configuration.syncMode = syncMode
         return MeowClusterTrait(configuration: configuration)

@@ -43,7 +43,12 @@ _READ_ONLY_OPS = frozenset({
     "changes.fetchDatabase", "changes.fetchZone", "records.fetch", "zones.fetch", "shares.fetch",
     "shares.invitations", "shares.owned", "admin.requestLog", "admin.listUsers", "admin.schema",
     "admin.awaitHeldRequests", "subscriptions.fetch", "admin.exportSchema", "admin.diffSchema",
+    "hello", "ping",
 })
+_SETTLE_ADVICE = ("What to do: something kept changing or stayed queued. A device that sends the same entries every "
+                  "round is being refused (see its last error and cluster.logs()); deferred entries wait for a "
+                  "retry-after (cluster.advance_clocks()); writes by another client or an automatic mirror during "
+                  "the rounds need them to stop first; a long backlog may need settle(max_rounds=...) higher.")
 _SEND_WORK = ("saved", "deleted", "conflictsResolved", "reverted", "dropped")
 _FETCH_WORK = ("changedRecords", "deletedRecords", "merged", "tokensExpired", "zonesRemoved", "zonesReset")
 
@@ -369,6 +374,8 @@ class Cluster:
         :class:`NotSettled` with every device's status after ``max_rounds``.
         """
         assert self.cloud is not None
+        if max_rounds < 1:
+            raise MeowError("invalidArguments", f"settle(max_rounds={max_rounds}): give at least one round.", {"max_rounds": max_rounds})
         self._cloud_writes_since_cursor()
         last: Dict[str, Any] = {}
         for round_number in range(1, max_rounds + 1):
@@ -391,7 +398,7 @@ class Cluster:
                     "notQuiescent": {name: {key: status.get(key) for key in ("inFlight", "lastError", "stores")}
                                      for name, status in busy.items()}}
         raise NotSettled("notSettled", f"The cluster did not settle in {max_rounds} rounds of sync.now. Last round: "
-                         f"{json.dumps(last, indent=1, default=str)}", last)
+                         f"{json.dumps(last, indent=1, default=str)}\n{_SETTLE_ADVICE}", last)
 
     def convergence(self, devices: Optional[Sequence[str]] = None) -> List[convergence.ConvergenceReport]:
         """Each signed-in device compared with the cloud as its user (what ``assert_converged`` checks)."""

@@ -27,7 +27,7 @@ def deployment():
         pytest.skip(f"deploy/meowcare-local needs meowctl beside the services in {bin_dir}")
     directory = tempfile.mkdtemp(prefix="mx.", dir="/tmp")
     # MEOW_EXIT_WITH_PID: the deployment ends with this test run even if it is killed.
-    environment = {**os.environ, "MEOW_BIN_DIR": bin_dir, "MEOW_EXIT_WITH_PID": str(os.getpid())}
+    environment = {**os.environ, "MEOWCARE_BIN_DIR": bin_dir, "MEOW_EXIT_WITH_PID": str(os.getpid())}
     try:
         subprocess.run([script, "up", "--dir", directory, "--in-memory"], env=environment, check=True,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)

@@ -2,7 +2,7 @@
 import pytest
 
 from conftest import event_values
-from meowcare_testing import NotSettled
+from meowcare_testing import MeowError, NotSettled
 
 
 @pytest.mark.meow_cluster(devices={"A": "owner", "B": "owner", "P": "participant"}, sync_mode="automatic")
@@ -25,6 +25,11 @@ def test_settle_gives_up_after_its_rounds_with_the_devices_state(meow_cluster):
         meow_cluster.settle(max_rounds=1)
     assert raised.value.details["worked"] == ["A", "B"]  # A sent, B fetched: the next round must look again
     assert "did not settle in 1 rounds" in str(raised.value)
+    assert "What to do:" in str(raised.value)
+    assert raised.value.details["cloudWrites"], "A's send is a write the round saw"
+    with pytest.raises(MeowError) as none:
+        meow_cluster.settle(max_rounds=0)
+    assert none.value.code == "invalidArguments"
     assert meow_cluster.settle() >= 1
 
 

@@ -1,0 +1,30 @@
+import Synchronization
+
+/// Where `settle()` last looked in the cloud's request log. A round that saw a write by anyone
+/// (an automatic mirror, another client) is not the last: some device's fetch may predate it.
+final class CloudWriteCursor: Sendable {
+    /// Ops that change nothing on the cloud; every other op in the log counts as a write.
+    static let readOnlyOps: Set<String> = [
+        "changes.fetchDatabase", "changes.fetchZone", "records.fetch", "zones.fetch", "shares.fetch",
+        "shares.invitations", "shares.owned", "admin.requestLog", "admin.listUsers", "admin.schema",
+        "admin.awaitHeldRequests", "subscriptions.fetch", "admin.exportSchema", "admin.diffSchema",
+        "hello", "ping",
+    ]
+
+    private let seen = Mutex(0)
+
+    /// The writes logged since the last call (`client: op`), moving the cursor past them.
+    func writesSinceLastLook(_ admin: MeowCloudAdmin) async throws(MeowCareError) -> [String] {
+        var writes: [String] = []
+        while true {
+            let after = seen.withLock { $0 }
+            let entries = try await admin.requestLog(after: after, limit: 10_000)
+            guard let last = entries.compactMap({ $0["seq"]?.intValue }).max(), last > after else { return writes }
+            seen.withLock { $0 = max($0, last) }
+            for entry in entries {
+                guard let op = entry["op"]?.stringValue, !Self.readOnlyOps.contains(op) else { continue }
+                writes.append("\(entry["client"]?.stringValue ?? entry["user"]?.stringValue ?? "?"): \(op)")
+            }
+        }
+    }
+}
