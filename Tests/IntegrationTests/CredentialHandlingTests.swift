@@ -182,7 +182,7 @@ struct CredentialHandlingTests {
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(Array($0.utf8)) }
         let invalid = try #require(lines.first { $0["invalid"] == "invalidJSON" }, "\(lines)")
         let raw = invalid["raw"]?.stringValue.flatMap { Data(base64Encoded: $0) }.map { String(decoding: $0, as: UTF8.self) }
-        #expect(raw?.contains("alice-secret") == showCredentials, "\(invalid)")
+        #expect((raw?.contains("alice-secret") ?? false) == showCredentials, "\(invalid)")
         #expect((invalid["raw"] == "<redacted>") == !showCredentials, "\(invalid)")
         tap.kill()
         #expect(await service.stop() == 0)
