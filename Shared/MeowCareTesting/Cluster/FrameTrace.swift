@@ -23,6 +23,7 @@ public final class FrameTrace: Sendable {
     /// Entries beyond this are dropped from the front: the end of a trace explains a failure.
     public static let maxEntries = 20_000
     public static let maxEntryCharacters = 4_000
+    static let minimumSecretLength = 6
     private let start = ContinuousClock.now
     private let entries = Mutex<[Entry]>([])
     /// Credentials the cluster made or its clients used: a failure report never shows them,
@@ -43,9 +44,10 @@ public final class FrameTrace: Sendable {
         }
     }
 
-    /// Notes a credential, so `redacting(_:)` hides it.
+    /// Notes a credential, so `redacting(_:)` hides it. A very short one (a test's deliberately
+    /// wrong "x") is left alone: hiding every occurrence of it would garble the report.
     func keepSecret(_ secret: String?) {
-        guard let secret, !secret.isEmpty else { return }
+        guard let secret, secret.count >= Self.minimumSecretLength else { return }
         secrets.withLock { _ = $0.insert(secret) }
     }
 
