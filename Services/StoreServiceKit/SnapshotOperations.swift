@@ -54,7 +54,9 @@ extension StoreService {
                 throw ServiceError(.invalidField, "snapshot.import takes params.snapshot (the snapshot itself) or params.path (a file holding it), exactly one.",
                                    details: ["field": "params"])
             }
-            let written = try whileNoSyncRuns { try engine().coordinator.withStores { try snapshot.importInto($0, cloud: companion?.mirrors == true ? companion : nil, progress: progress) } }
+            // A mirroring device's share permissions are the cloud's, not the snapshot's.
+            let cloud = companion?.mirrors == true ? companion : nil
+            let written = try whileNoSyncRuns { try engine().coordinator.withStores { try snapshot.importInto($0, cloud: cloud, progress: progress) } }
             return SnapshotImportResult(stores: written)
         }
     }
