@@ -163,8 +163,12 @@ public struct WholeFile: Sendable {
         }
     }
 
+    /// By identity, not name: a hard link elsewhere to one of them is still one of them.
     private func isOwnFile(device: dev_t, inode: ino_t) -> Bool {
-        ownFiles.contains { own in
+        let inData = dataDirectory.map { directory in
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).map { "\(directory)/\($0)" }
+        } ?? []
+        return (ownFiles + inData).contains { own in
             var info = stat()
             return stat(own, &info) == 0 && info.st_dev == device && info.st_ino == inode
         }

@@ -103,6 +103,13 @@ struct SnapshotFileSecurityTests {
             #expect(refused?.code == .permissionFailure && refused?.message.contains("own files") == true, "\(path): \(String(describing: refused))")
         }
         #expect(!Self.exists("\(data)/new.json"))
+        // A hard link elsewhere to the database is the database.
+        let storeFile = try #require(files.first { $0.hasSuffix(".sqlite") })
+        #expect(link(storeFile, directory.file("linked.sqlite")) == 0)
+        for op in ["snapshot.export", "snapshot.import"] {
+            let refused = await Self.failure(client, op, ["path": .string(directory.file("linked.sqlite"))])
+            #expect(refused?.code == .permissionFailure && refused?.message.contains("own files") == true, "\(op): \(String(describing: refused))")
+        }
         client.close()
         #expect(await device.stop() == 0)
         let again = try await ServiceProcess.start("store-service", arguments)
