@@ -21,7 +21,8 @@ public enum MeowCtl {
           A transparent proxy: clients connect to --listen, bytes go to --to unchanged (malformed
           ones included), and every frame in both directions is logged as one JSON line with time,
           connection and direction (to stdout, or --log FILE, created 0600). Credentials in
-          logged frames read "<redacted>" unless --show-credentials.
+          logged frames read "<redacted>" unless --show-credentials, and so do the bytes of a
+          frame that is not JSON (a credential in them cannot be found).
 
       meowctl demo  --dir DIR
           Tells the MeowCare story against a local deployment (deploy/meowcare-local up --dir DIR),

@@ -20,7 +20,11 @@ enum SnapshotCommand {
     store-service at the socket (snapshot.export / snapshot.import: both stores). The service
     itself writes or reads PATH, so PATH is on the service's machine and must be writable or
     readable by the user it runs as; a relative PATH is taken from meowctl's working directory.
-    export writes the file 0600, replacing it whole; the cloud's users' credentials are left out
+    A service started with --snapshot-dir DIR takes paths inside DIR only; without it, only its
+    own user (or root) may name a file: another user sends the snapshot inline (meowctl call).
+    Never a link as the file, nor the service's own files; an import past the service's
+    --max-snapshot-bytes is refused (limitExceeded) before it is read.
+    export writes the file 0600 (0640 in DIR), replacing it whole; the cloud's users' credentials are left out
     (null) unless --include-credentials. import replaces everything at once or, on any error,
     nothing. While it runs, its progress (phase, done/total) is shown on stderr when stderr is a
     terminal or with --progress (never with --json).

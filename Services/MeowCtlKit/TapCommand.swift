@@ -129,7 +129,7 @@ final class TapPair: Sendable {
                     parsing = false
                     log.write(["event": "malformed", "conn": .int(id), "dir": .string(direction),
                                "error": .string(error.wireError.code.rawValue), "message": .string(error.wireError.message),
-                               "bytes": .string(Data(buffer[0..<min(n, 64)]).base64EncodedString())])
+                               "bytes": log.rawBytes(buffer[0..<min(n, 64)])])
                 }
             }
             let written = buffer.withUnsafeBytes { UnixSocket.writeAll(fd: destination, UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
@@ -150,7 +150,7 @@ final class TapPair: Sendable {
             entry["frame"] = log.redacting ? CredentialRedaction.redacted(value) : value
         } else {
             entry["invalid"] = .string(String(validating: body, as: UTF8.self) == nil ? "invalidUTF8" : "invalidJSON")
-            entry["raw"] = .string(Data(body).base64EncodedString())
+            entry["raw"] = log.rawBytes(body[...])
         }
         log.write(entry)
     }
@@ -168,6 +168,12 @@ final class TapLog: @unchecked Sendable {
         self.redacting = redacting
     }
 
+    /// Bytes that are not a JSON frame, base64: redaction cannot tell where a credential sits
+    /// in them, so unless --show-credentials they are left out (the entry keeps their kind and length).
+    func rawBytes(_ bytes: ArraySlice<UInt8>) -> JSONValue {
+        redacting ? CredentialRedaction.placeholder : .string(Data(bytes).base64EncodedString())
+    }
+
     func write(_ fields: [String: JSONValue]) {
         var entry = fields
         entry["ts"] = .string(Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
@@ -176,40 +182,5 @@ final class TapLog: @unchecked Sendable {
             fputs(line, file)
             fflush(file)
         }
-    }
-}
-
-/// Replaces credentials in a logged frame: every member named `credential` (hello's param,
-/// admin.createUser's, a users file's) and the credential column of a snapshot's users table.
-enum CredentialRedaction {
-    static let placeholder: JSONValue = "<redacted>"
-
-    static func redacted(_ value: JSONValue) -> JSONValue {
-        switch value {
-        case let .object(members):
-            var copy: [String: JSONValue] = [:]
-            for (key, member) in members {
-                if key == "credential", member != .null {
-                    copy[key] = placeholder
-                } else if key == "tables", case var .object(tables) = member, case let .array(rows)? = tables["users"] {
-                    tables["users"] = .array(rows.map(redactedUserRow))
-                    copy[key] = redacted(.object(tables))
-                } else {
-                    copy[key] = redacted(member)
-                }
-            }
-            return .object(copy)
-        case let .array(items):
-            return .array(items.map(redacted))
-        default:
-            return value
-        }
-    }
-
-    /// A snapshot's users row: name, credential, status, created.
-    private static func redactedUserRow(_ row: JSONValue) -> JSONValue {
-        guard case var .array(values) = row, values.count > 1, values[1] != .null else { return row }
-        values[1] = placeholder
-        return .array(values)
     }
 }

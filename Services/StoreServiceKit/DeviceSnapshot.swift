@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
@@ -56,14 +57,18 @@ extension DeviceSnapshot {
     /// What stays this device's: each store's identity (`storeUUID`, so object IDs keep their
     /// form and two devices seeded from one snapshot are still two), and counters that must not
     /// go back (history tokens, primary keys), which continue from the higher of the two.
-    func importInto(_ stores: StoreSet, progress: ProgressReporter = .silent) throws -> [String: Int] {
+    ///
+    /// On a mirroring device (`cloud`), share permissions are the cloud's, never the snapshot's:
+    /// each store keeps the share rows it had, and a zone only the snapshot names gets none
+    /// (nothing may be changed there) until the companion has fetched it again.
+    func importInto(_ stores: StoreSet, cloud: (any StoreCompanion)? = nil, progress: ProgressReporter = .silent) throws -> [String: Int] {
         try validate(against: stores)
         let rows = Progress(total: self.stores.flatMap(\.tables.values).map(\.rows.count).reduce(0, +), reporter: progress)
         let pairs = stores.list.map { store in (store, self.stores.first { $0.name == store.name }!) }
         for (store, _) in pairs { try store.database.beginImmediate() }
         do {
             var counts: [String: Int] = [:]
-            for (store, tables) in pairs { counts[store.name] = try Self.replace(store, with: tables, rows: rows) }
+            for (store, tables) in pairs { counts[store.name] = try Self.replace(store, with: tables, rows: rows, cloud: cloud) }
             rows.finish()
             for (store, _) in pairs { try store.database.execute("COMMIT") }
             return counts
@@ -131,9 +136,10 @@ extension DeviceSnapshot {
         func finish() { reporter.report(phase: "writing", done: total, total: total) }
     }
 
-    private static func replace(_ store: PersistentStore, with given: StoreTables, rows progress: Progress) throws -> Int {
+    private static func replace(_ store: PersistentStore, with given: StoreTables, rows progress: Progress, cloud: (any StoreCompanion)?) throws -> Int {
         let database = store.database
         if given.tables.keys.contains(where: { $0.hasPrefix("mirror_") }) { try MirrorTables.create(in: store.database) }
+        let cloudShares = cloud == nil ? nil : try database.query("SELECT zone_name, owner_name, permission, updated_at FROM z_share")
         let keys = Dictionary(try database.query("SELECT entity, max FROM z_primarykey").map { ($0[0].string ?? "", $0[1].int64 ?? 0) },
                               uniquingKeysWith: max)
         // sqlite_sequence is left alone: a DELETE never lowers it, so tokens and queue numbers
@@ -153,12 +159,26 @@ extension DeviceSnapshot {
             progress.add(table.rows.count % 1000)
             written += table.rows.count
         }
+        if let cloud, let cloudShares { try keepCloudShares(cloudShares, in: store, cloud: cloud) }
         try database.execute("INSERT OR REPLACE INTO z_metadata(key, value) VALUES ('storeUUID', ?)", [store.uuid])
         for (entity, max) in keys {
             try database.execute("INSERT INTO z_primarykey(entity, max) VALUES (?, ?) ON CONFLICT(entity) DO UPDATE SET \"max\" = max(\"max\", excluded.\"max\")",
                                  [entity, max])
         }
         return written
+    }
+
+    /// Puts back the share rows the store had before the import (the cloud's word); the zones
+    /// only the snapshot named are left to the companion to learn again.
+    private static func keepCloudShares(_ rows: [Row], in store: PersistentStore, cloud: any StoreCompanion) throws {
+        let database = store.database
+        let imported = try database.query("SELECT zone_name, owner_name FROM z_share").map { ZoneID(zoneName: $0[0].string ?? "", ownerName: $0[1].string ?? "") }
+        try database.execute("DELETE FROM z_share")
+        for row in rows {
+            try database.execute("INSERT INTO z_share(zone_name, owner_name, permission, updated_at) VALUES (?, ?, ?, ?)", row.values)
+        }
+        let known = Set(rows.map { ZoneID(zoneName: $0[0].string ?? "", ownerName: $0[1].string ?? "") })
+        try cloud.relearnShares(of: imported.filter { !known.contains($0) }, in: store)
     }
 
     private static func tableNames(_ database: Database) throws -> [String] {

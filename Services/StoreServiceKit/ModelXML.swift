@@ -18,13 +18,21 @@ final class XMLTree {
 
     func elements(forName name: String) -> [XMLTree] { children.filter { $0.name == name } }
 
+    /// How deep elements may nest. A model's contents file is five deep at most; a document far
+    /// deeper is refused as it is read, since the tree (and freeing it) would go as deep.
+    static let maxDepth = 64
+
     /// The document's root element; a malformed document is an error naming `file` and the line.
     static func parse(_ data: Data, file: String) throws(ModelError) -> XMLTree {
         let parser = XMLParser(data: data)
         let builder = Builder()
         parser.delegate = builder
         parser.shouldResolveExternalEntities = false
-        guard parser.parse(), builder.error == nil, let root = builder.root else {
+        let parsed = parser.parse()
+        if builder.tooDeep {
+            throw ModelError("\(file) nests elements more than \(maxDepth) deep (line \(parser.lineNumber)); an Xcode model's contents file is a few levels deep: <model>, <entity>, <attribute>.")
+        }
+        guard parsed, builder.error == nil, let root = builder.root else {
             let code = (builder.error ?? parser.parserError).map { " (libxml2 error \(($0 as NSError).code))" } ?? ""
             throw ModelError("\(file) is not well-formed XML: line \(parser.lineNumber), column \(parser.columnNumber)\(code); an Xcode model's contents file is XML.")
         }
@@ -36,6 +44,7 @@ final class XMLTree {
         var root: XMLTree?
         /// The first error: libxml2 reports it and may recover, but a guessed model is no model.
         var error: (any Error)?
+        private(set) var tooDeep = false
         private var open: [XMLTree] = []
 
         func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
@@ -45,13 +54,18 @@ final class XMLTree {
 
         func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
                     attributes: [String: String]) {
+            guard open.count < XMLTree.maxDepth else {
+                tooDeep = true
+                parser.abortParsing()
+                return
+            }
             let element = XMLTree(name: elementName, attributes: attributes)
             if let parent = open.last { parent.children.append(element) } else if root == nil { root = element }
             open.append(element)
         }
 
         func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
-            open.removeLast()
+            if !open.isEmpty { open.removeLast() }
         }
     }
 }

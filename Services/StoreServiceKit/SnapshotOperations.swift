@@ -38,7 +38,7 @@ extension StoreService {
                 throw ServiceError(.internalError, "Cannot encode the snapshot: \(error).")
             }
             progress.report(phase: "writing", done: 0, total: data.count)
-            try WholeFile.write(data, to: path, service: "store-service", code: .invalidField)
+            try files(request).write(data, to: path)
             progress.report(phase: "writing", done: data.count, total: data.count)
             let rows = Dictionary(uniqueKeysWithValues: snapshot.stores.map { ($0.name, $0.tables.mapValues(\.rows.count)) })
             return SnapshotExportResult(path: path, bytes: data.count, stores: rows)
@@ -49,12 +49,14 @@ extension StoreService {
             let snapshot: DeviceSnapshot
             switch (params.snapshot, params.path) {
             case let (given?, nil): snapshot = given
-            case let (nil, path?): snapshot = try Self.readSnapshot(path)
+            case let (nil, path?): snapshot = try Self.readSnapshot(path, files: files(request))
             default:
                 throw ServiceError(.invalidField, "snapshot.import takes params.snapshot (the snapshot itself) or params.path (a file holding it), exactly one.",
                                    details: ["field": "params"])
             }
-            let written = try whileNoSyncRuns { try engine().coordinator.withStores { try snapshot.importInto($0, progress: progress) } }
+            // A mirroring device's share permissions are the cloud's, not the snapshot's.
+            let cloud = companion?.mirrors == true ? companion : nil
+            let written = try whileNoSyncRuns { try engine().coordinator.withStores { try snapshot.importInto($0, cloud: cloud, progress: progress) } }
             return SnapshotImportResult(stores: written)
         }
     }
@@ -65,8 +67,13 @@ extension StoreService {
         return try companion.pausing(body)
     }
 
-    private static func readSnapshot(_ path: String) throws -> DeviceSnapshot {
-        let data = try WholeFile.read(path, service: "store-service", code: .invalidField)
+    /// The file rules for this request's peer (`WholeFile`).
+    private func files(_ request: RequestContext) -> WholeFile {
+        configuration.files(for: request.connection.peer, service: "store-service", code: .invalidField)
+    }
+
+    private static func readSnapshot(_ path: String, files: WholeFile) throws -> DeviceSnapshot {
+        let data = try files.read(path)
         do { return try JSONDecoder().decode(DeviceSnapshot.self, from: data) } catch {
             throw ServiceError(.invalidField, "\(path) is not a device snapshot (\(data.count) bytes; expected the JSON snapshot.export writes: \(error)).",
                                details: ["field": "params.path", "path": .string(path)])

@@ -1,3 +1,4 @@
+import CloudWire
 import ServiceRuntime
 
 /// What a store-service runs beside its stores and knows only through these calls: the CloudKit
@@ -17,4 +18,8 @@ package protocol StoreCompanion: Sendable {
     /// Runs `body` between the companion's steps, never in the middle of one (a device
     /// snapshot is taken and put back this way).
     func pausing<T>(_ body: () throws -> T) throws -> T
+    /// After a snapshot import into `store`, inside its transaction: the shared zones the
+    /// snapshot named that the cloud has not told this device about. The companion fetches them
+    /// again, which brings their share and with it this device's permission there.
+    func relearnShares(of zones: [ZoneID], in store: PersistentStore) throws
 }

@@ -253,7 +253,7 @@ struct ModifyBatch {
             var conflict = known.conflict(recordType: record.recordType, types)
             if conflict == nil, state.environment == .production, !record.isShare {
                 // Production's schema is the deployed one: nothing is defined on first save.
-                conflict = known.productionRefusal(recordType: record.recordType, types)
+                conflict = known.productionRefusal(recordType: record.recordType, types + FieldSchema.emptyLists(of: record))
             }
             if let signature { last = (record.recordType, signature, conflict) }
             if let conflict {

@@ -11,6 +11,9 @@ extension CloudEngine {
     static let firesOnOptions = ["recordCreation", "recordUpdate", "recordDeletion"]
     /// The most subscriptions one user keeps in one database of one environment.
     static let maxSubscriptions = 100
+    /// The most bytes of a subscription's notificationInfo (compact JSON): what a push's payload
+    /// holds at most, so one subscription cannot grow the cloud's file without bound.
+    static let maxNotificationInfoBytes = 4096
 
     public func saveSubscriptions(caller: String, _ params: SaveSubscriptionsParams, trace: RequestTrace) throws -> SubscriptionsResult {
         try requireSubscriptionDatabase(params.database)
@@ -99,7 +102,14 @@ extension CloudEngine {
                 throw refuse("firesOn takes one or more of recordCreation, recordUpdate, recordDeletion")
             }
         }
-        if let info = given.notificationInfo, info.objectValue == nil { throw refuse("notificationInfo must be an object") }
+        if let info = given.notificationInfo {
+            guard info.objectValue != nil else { throw refuse("notificationInfo must be an object") }
+            let bytes = JSONWriter.text(info).utf8.count
+            guard bytes <= Self.maxNotificationInfoBytes else {
+                throw WireError(.limitExceeded, "Subscription '\(id)': notificationInfo is \(bytes) bytes of JSON; at most \(Self.maxNotificationInfoBytes) (a push's payload). Nothing was saved.",
+                                details: ["subscriptionID": .string(id), "limit": .int(Self.maxNotificationInfoBytes), "bytes": .int(bytes)])
+            }
+        }
         switch given.subscriptionType {
         case "database":
             guard given.zoneID == nil, given.recordType == nil, given.predicate == nil else {

@@ -244,7 +244,10 @@ extension CloudTransaction {
         let seq = nextSeq()
         try logDatabaseChange(user: zone.owner, scope: .private, zone: zone, kind: kind, seq: seq)
         try notifySubscribers(zone: zone, user: zone.owner, database: .private, seq: seq)
-        for user in try readingUsers(zone: zone.id) where user != zone.owner {
+        let readers = try readingUsers(zone: zone.id).filter { $0 != zone.owner }
+        let shares = readers.isEmpty || kind != "changed" ? nil : try sharesTouched(zone: zone)
+        for user in readers {
+            if let shares, try !shares.contains(where: { try sees(share: $0, zone: zone.id, user: user) }) { continue }
             try logDatabaseChange(user: user, scope: .shared, zone: zone, kind: kind == "changed" ? kind : "deleted", seq: seq)
             try notifySubscribers(zone: zone, user: user, database: .shared, seq: seq)
         }
@@ -257,6 +260,29 @@ extension CloudTransaction {
             ON CONFLICT(environment, user, scope, owner, zone_name) DO UPDATE SET kind = excluded.kind, seq = excluded.seq, changed = excluded.changed
             """, [user, scope.rawValue, zone.owner, zone.name, kind, seq, now, environment.rawValue])
         notices.append(ChangeNotice(user: user, scope: scope, zoneID: zone.zoneID, seq: seq, environment: environment))
+    }
+
+    /// The shares this request's record changes in `zone` are in (before and after a move), or
+    /// nil when every reader hears of the change: a zone-wide share, or a change of no record
+    /// (a share's own record, its participants).
+    private func sharesTouched(zone: ZoneRow) throws -> Set<String>? {
+        let changes = recordChanges.filter { $0.zone == zone.id }
+        guard !changes.isEmpty else { return nil }
+        var shares: Set<String> = []
+        for change in changes {
+            for share in [try change.share ?? governingShare(zone: zone.id, from: change.parent),
+                          try change.previousParent.flatMap { try governingShare(zone: zone.id, from: $0) }].compactMap({ $0 }) {
+                if share == CloudKitNames.zoneShareName { return nil }
+                shares.insert(share)
+            }
+        }
+        return shares
+    }
+
+    /// Whether `user` reads the records of `share` (an accepted participation with a permission).
+    private func sees(share: String, zone: Int64, user: String) throws -> Bool {
+        guard let part = try participation(zone: zone, share: share, user: user) else { return false }
+        return part.acceptance == Acceptance.accepted.rawValue && part.permission != SharePermission.none.rawValue
     }
 
     /// Users with an accepted participation in any share of the zone.

@@ -13,6 +13,11 @@ struct RecordChange: Sendable {
     var fieldsText: String?
     /// `recordCreated`, `recordUpdated` or `recordDeleted` (CKQueryNotification.Reason).
     var reason: String
+    /// Where the record hangs, to tell which share it is in: its own share (a hierarchy's root),
+    /// its parent, and its parent before this change (a record moved out of a share).
+    var share: String? = nil
+    var parent: String? = nil
+    var previousParent: String? = nil
 }
 
 /// A notification for one user, published after its request commits.

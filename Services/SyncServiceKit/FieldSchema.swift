@@ -43,6 +43,15 @@ struct FieldSchema: Sendable, Equatable {
         return found
     }
 
+    /// Fields given as an empty list: they define no type, but Production refuses one its
+    /// deployed schema lacks as it refuses any other undeployed field.
+    static func emptyLists(of record: CloudRecord) -> [(field: String, type: String)] {
+        guard !record.isShare, !record.fieldsAreStoredText else { return [] }
+        return record.fields.compactMap { name, field in
+            field["type"]?.stringValue == "list" && (field["value"]?.arrayValue?.isEmpty ?? true) ? (name, "list") : nil
+        }
+    }
+
     /// The error for the first field whose type differs from its definition, if any.
     func conflict(recordType: String, _ fields: [(field: String, type: String)]) -> WireError? {
         guard let defined = types[recordType] else { return nil }

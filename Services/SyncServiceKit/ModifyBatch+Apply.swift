@@ -17,7 +17,8 @@ extension ModifyBatch {
             if !record.isShare {
                 let created = existing.map(\.deleted) ?? true
                 state.recordChanges.append(RecordChange(zone: zone.id, name: stored.name, type: stored.type, fieldsText: stored.fields,
-                                                        reason: created ? "recordCreated" : "recordUpdated"))
+                                                        reason: created ? "recordCreated" : "recordUpdated", share: stored.share,
+                                                        parent: stored.parent, previousParent: existing?.parent))
             }
             if let parent = record.parent?.recordName, !parentsToBump.contains(parent) { parentsToBump.append(parent) }
             if record.isShare && existing.flatMap({ $0.deleted ? nil : $0 }) == nil {
@@ -39,7 +40,8 @@ extension ModifyBatch {
                 } else {
                     if let share = live.share { try state.endShare(zone: zone, name: share, user: caller) }
                     try state.tombstone(zone: zone, name: live.name, user: caller)
-                    state.recordChanges.append(RecordChange(zone: zone.id, name: live.name, type: live.type, fieldsText: live.fields, reason: "recordDeleted"))
+                    state.recordChanges.append(RecordChange(zone: zone.id, name: live.name, type: live.type, fieldsText: live.fields, reason: "recordDeleted",
+                                                            share: live.share, parent: live.parent))
                 }
                 outcome.deleted.append(RecordID(recordName: live.name, zoneID: items[index].zoneID))
             case .delete(nil)?:

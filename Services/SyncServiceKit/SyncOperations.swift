@@ -135,7 +135,7 @@ struct SyncOperations {
                 let snapshot = try engine.exportSnapshot(includeCredentials: params.includeCredentials ?? false, progress: progress).snapshot
                 guard let path = params.path else { return SnapshotExport(snapshot: snapshot) }
                 progress.report(phase: "writing", done: 0, total: 1)
-                let bytes = try SnapshotFile.write(snapshot, to: path)
+                let bytes = try SnapshotFile.write(snapshot, to: path, files: service.files(context))
                 progress.report(phase: "writing", done: 1, total: 1)
                 return SnapshotExport(path: path, bytes: bytes, tables: snapshot.tables.mapValues(\.count))
             }
@@ -143,7 +143,8 @@ struct SyncOperations {
         registry.register("admin.importSnapshot", params: ImportSnapshotParams.self, access: .admin,
                           summary: "Replaces the whole cloud with a snapshot (inline or from params.path).") { params, context in
             let progress = ProgressReporter(context)
-            return try service.run(context, checkAccount: false) { engine, _, _ in try Self.importSnapshot(params, into: engine, progress: progress) }
+            let files = service.files(context)
+            return try service.run(context, checkAccount: false) { engine, _, _ in try Self.importSnapshot(params, into: engine, files: files, progress: progress) }
         }
     }
 
@@ -220,12 +221,12 @@ struct SyncOperations {
     }
 
     /// admin.importSnapshot: a snapshot inline or in a file, exactly one.
-    static func importSnapshot(_ params: ImportSnapshotParams, into engine: CloudEngine, progress: ProgressReporter) throws -> ImportResult {
+    static func importSnapshot(_ params: ImportSnapshotParams, into engine: CloudEngine, files: WholeFile, progress: ProgressReporter) throws -> ImportResult {
         switch (params.snapshot, params.path) {
         case let (snapshot?, nil): return try engine.importSnapshot(snapshot, progress: progress)
         case let (nil, path?):
             progress.report(phase: "reading", done: 0, total: 1)
-            let snapshot = try SnapshotFile.read(path)
+            let snapshot = try SnapshotFile.read(path, files: files)
             progress.report(phase: "reading", done: 1, total: 1)
             return try engine.importSnapshot(snapshot, progress: progress)
         default: throw WireError(.invalidArguments, "admin.importSnapshot takes params.snapshot (the snapshot itself) or params.path (a file holding it), exactly one.")

@@ -217,6 +217,11 @@ public final class SyncService: ServiceDefinition {
         SyncOperations(service: self).register(in: &registry)
     }
 
+    /// The file rules for a request's peer (`WholeFile`): the request log is the service's own too.
+    func files(_ context: RequestContext) -> WholeFile {
+        configuration.files(for: context.connection.peer, service: "sync-service", code: .invalidArguments, alsoOwn: [settings.requestLogFile].compactMap { $0 })
+    }
+
     /// Runs one request through the engine and the request log.
     /// `target` is what the request touches, for faults naming a zone or record type.
     func run<R>(_ context: RequestContext, checkAccount: Bool, target: () -> FaultTarget = { FaultTarget() },

@@ -36,6 +36,11 @@ public struct ServiceConfiguration: Sendable {
     /// Groups whose members are accepted too (the peer's primary or a supplementary group):
     /// services of a deployment run as different users sharing one group.
     public var allowedGIDs: Set<UInt32> = []
+    /// With a directory, files named in requests (snapshots) must lie inside it, for every peer;
+    /// without one, only peers of the service's own uid (or root) may name files.
+    public var snapshotDirectory: String?
+    /// The largest snapshot file a service reads (`limitExceeded` past it, before reading).
+    public var maxSnapshotBytes = 512 * 1024 * 1024
     /// How long shutdown waits for in-flight requests before closing anyway.
     public var shutdownGraceMilliseconds = 10_000
 
@@ -62,6 +67,8 @@ public struct ServiceConfiguration: Sendable {
         .init("allow-uid", value: "UID", help: "Also accept peers with this uid (repeatable). By default only the service's own uid.", repeatable: true),
         .init("allow-group", value: "GROUP", help: "Also accept peers in this group, by name or gid (their primary or a supplementary group; repeatable).", repeatable: true),
         .init("allow-any-uid", help: "Accept peers of any uid (SO_PEERCRED is still logged)."),
+        .init("snapshot-dir", value: "DIR", help: "Snapshot files named in requests must lie inside DIR (no symbolic link may lead out); a path elsewhere is refused with permissionFailure. Without it only the service's own uid (or root) may name files."),
+        .init("max-snapshot-bytes", value: "N", help: "Largest snapshot file read on import, in bytes; a larger one is refused with limitExceeded before it is read (default 536870912)."),
         .init("log-level", value: "LEVEL", help: "trace, debug, info (default), notice, warning or error."),
         .init("help", help: "Show this help and exit."),
         .init("version", help: "Print the version and exit."),
@@ -88,6 +95,11 @@ public struct ServiceConfiguration: Sendable {
         configuration.maxPendingConnections = try options.int("max-pending-connections", default: configuration.maxPendingConnections, range: 1...65536)
         configuration.maxBufferedBytes = try options.int("max-buffered-bytes", default: configuration.maxBufferedBytes, range: (64 * 1024)...(1 << 40))
         configuration.maxEventQueueBytes = try options.int("max-event-queue-bytes", default: configuration.maxEventQueueBytes, range: 1024...(1 << 31))
+        configuration.maxSnapshotBytes = try options.int("max-snapshot-bytes", default: configuration.maxSnapshotBytes, range: 1...(1 << 40))
+        if let directory = options.value("snapshot-dir") {
+            guard directory.hasPrefix("/") else { throw UsageError("--snapshot-dir must be an absolute path; got '\(directory)'.") }
+            configuration.snapshotDirectory = directory
+        }
         if options.has("allow-any-uid") {
             configuration.allowedUIDs = nil
         } else {

@@ -167,6 +167,27 @@ struct CredentialHandlingTests {
         #expect(await service.stop() == 0)
     }
 
+    @Test("meowctl tap leaves out the bytes of a frame it cannot parse unless --show-credentials: a credential may be in them", arguments: [false, true])
+    func tapRedactsUnparseableFrames(showCredentials: Bool) async throws {
+        let directory = TemporaryDirectory()
+        let service = try await Self.startCloud(directory, [])
+        let log = directory.file("tap.jsonl")
+        let tap = try ServiceProcess("meowctl", ["tap", "--listen", directory.file("tap.sock"), "--to", directory.file("s.sock"), "--log", log]
+                                     + (showCredentials ? ["--show-credentials"] : []))
+        #expect(await tap.waitForLine(containing: "tap ready") != nil)
+        let viaTap = try RawConnection(path: directory.file("tap.sock"))
+        viaTap.send(json: #"{"id":1,"op":"hello","params":{"credential":"alice-secret","client":"x""#)
+        // The service's answer comes after the tap logged the frame.
+        _ = try viaTap.nextMessage()
+        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(Array($0.utf8)) }
+        let invalid = try #require(lines.first { $0["invalid"] == "invalidJSON" }, "\(lines)")
+        let raw = invalid["raw"]?.stringValue.flatMap { Data(base64Encoded: $0) }.map { String(decoding: $0, as: UTF8.self) }
+        #expect((raw?.contains("alice-secret") ?? false) == showCredentials, "\(invalid)")
+        #expect((invalid["raw"] == "<redacted>") == !showCredentials, "\(invalid)")
+        tap.kill()
+        #expect(await service.stop() == 0)
+    }
+
     @Test("meowctl takes the credential from --credential-file or MEOW_CREDENTIAL")
     func meowctlCredentialSources() async throws {
         let directory = TemporaryDirectory()

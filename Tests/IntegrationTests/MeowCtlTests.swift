@@ -82,7 +82,8 @@ struct MeowCtlTests {
         let logFile = directory.file("tap.log")
         let echo = try ServiceProcess(Binaries.path("echo-baseline"), [upstream])
         #expect(await echo.waitForLine(containing: "ready") != nil)
-        let tap = try ServiceProcess("meowctl", ["tap", "--listen", tapSocket, "--to", upstream, "--log", logFile])
+        // --show-credentials: unparseable bytes are logged only then (a credential may be in them).
+        let tap = try ServiceProcess("meowctl", ["tap", "--listen", tapSocket, "--to", upstream, "--log", logFile, "--show-credentials"])
         #expect(await tap.waitForLine(containing: "tap ready") != nil)
 
         let connection = try RawConnection(path: tapSocket)

@@ -132,6 +132,20 @@ import Testing
     }
 
     @Test(.meowCluster(devices: ["A"]))
+    func aFailureReportShowsNoCredentialTheClusterKnows() async throws {
+        let cluster = try MeowCluster.current
+        _ = try await cluster.cloud.admin.createUser("zoe", credential: "zoe-credential-in-clear-0001")
+        _ = try await cluster.cloud.connect(credential: "zoe-credential-in-clear-0001", label: "cloud:zoe")
+        _ = try await cluster.cloud.admin.exportSnapshot(includeCredentials: true)
+        let artifacts = await FailureArtifacts.collect(cluster)
+        let text = artifacts.map(\.text).joined(separator: "\n")
+        for credential in ["zoe-credential-in-clear-0001", cluster.cloud.adminCredential] + cluster.cloud.credentials.values {
+            #expect(!text.contains(credential), "a credential in the report: \(credential)")
+        }
+        #expect(artifacts.first { $0.name == "frames.txt" }?.text.contains("<redacted>") == true)
+    }
+
+    @Test(.meowCluster(devices: ["A"]))
     func settleGivesUpWithWhatIsStillDeferred() async throws {
         let cluster = try MeowCluster.current
         try await cluster.cloud.admin.injectFault(CloudFault(code: "requestRateLimited", op: "records.modify", retryAfterSeconds: 3600))

@@ -62,6 +62,36 @@ import Testing
         #expect(await service.stop() == 0)
     }
 
+    @Test("Production refuses an undeployed field sent as an empty list, as any undeployed field; a deployed list field takes an empty list")
+    func anUndeployedEmptyListIsRefused() async throws {
+        let service = try await CloudProcess(dir: dir).start()
+        let admin = try await CloudProcess(dir: dir).connect(CloudProcess.admin, client: "t")
+        let development = try await CloudProcess(dir: dir).connect("owner-secret", client: "t")
+        let defaultZone: JSONValue = ["zoneName": "_defaultZone"]
+        _ = try await development.call("records.modify", ["database": "private", "saves": [
+            ["recordName": "n1", "zoneID": defaultZone, "recordType": "CD_Note",
+             "fields": ["CD_text": ["type": "string", "value": "hi"], "CD_labels": ["type": "list", "value": [["type": "string", "value": "a"]]]]],
+        ]] as JSONValue)
+        _ = try await admin.call("admin.deploySchema", Empty())
+        let production = try WireClient(socketPath: dir.file("s.sock"))
+        try await production.hello(client: "t", credential: "owner-secret", environment: "production")
+        let refused = await CloudProcess.failure {
+            _ = try await production.call("records.modify", ["database": "private", "atomic": false, "saves": [
+                ["recordName": "n2", "zoneID": defaultZone, "recordType": "CD_Note",
+                 "fields": ["CD_text": ["type": "string", "value": "hi"], "CD_tags": ["type": "list", "value": []]]],
+                ["recordName": "n3", "zoneID": defaultZone, "recordType": "CD_Note", "fields": ["CD_labels": ["type": "list", "value": []]]],
+            ]] as JSONValue)
+        }
+        #expect(refused?.code == .partialFailure)
+        #expect(Self.itemError(refused, "n2")?["message"] == "Cannot create or modify field 'CD_tags' in record 'CD_Note' in production schema",
+                "\(String(describing: refused))")
+        #expect(refused?.details["saved"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue } == ["n3"])
+        let schema = try await admin.call("admin.schema", ["environment": "production"] as JSONValue)
+        #expect(schema["recordTypes"]?["CD_Note"]?["CD_tags"] == nil)
+        for client in [production, admin, development] { client.close() }
+        #expect(await service.stop() == 0)
+    }
+
     @Test("Production refuses a field it does not have by name, and a deployed field's other type as development does; deployed records and shares save")
     func undeployedFieldsAndRetypedFieldsAreRefused() throws {
         let cloud = try Self.cloud(deployed: ["CD_CareEvent": ["CD_title": "string", "CD_value": "double"]])

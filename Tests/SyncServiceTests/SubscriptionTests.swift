@@ -81,6 +81,25 @@ import Testing
         _ = await service.stop()
     }
 
+    @Test("A subscription's notificationInfo is at most 4096 bytes: a larger one answers limitExceeded and nothing is saved")
+    func notificationInfoIsBounded() async throws {
+        let service = try await CloudProcess(dir: dir).start()
+        let owner = try await CloudProcess(dir: dir).connect("owner-secret", client: "t")
+        // {"alertBody":"…"} is 16 bytes around the text.
+        func subscription(_ id: String, text: Int) -> JSONValue {
+            ["subscriptionID": .string(id), "subscriptionType": "database", "notificationInfo": ["alertBody": .string(String(repeating: "x", count: text))]]
+        }
+        _ = try await owner.call("subscriptions.save", ["database": "private", "subscriptions": [subscription("edge", text: 4080)]])
+        let refused = await CloudProcess.failure { _ = try await owner.call("subscriptions.save", ["database": "private", "subscriptions": [
+            ["subscriptionID": "ok", "subscriptionType": "database"], subscription("big", text: 4081)]]) }
+        #expect(refused?.code == .limitExceeded && refused?.details["limit"] == 4096 && refused?.details["bytes"] == 4097, "\(String(describing: refused))")
+        #expect(refused?.message.contains("Subscription 'big': notificationInfo is 4097 bytes") == true, "\(refused?.message ?? "")")
+        let kept = try await owner.call("subscriptions.fetch", ["database": "private"])["subscriptions"]?.arrayValue ?? []
+        #expect(kept.compactMap { $0["subscriptionID"]?.stringValue } == ["edge"], "nothing of the refused request was saved")
+        owner.close()
+        _ = await service.stop()
+    }
+
     @Test("A commit notifies each matching subscription of the user's other connections, in commit order; held pushes are released or dropped")
     func notificationsNameTheirSubscription() async throws {
         let service = try await CloudProcess(dir: dir).start()
@@ -157,6 +176,49 @@ import Testing
         #expect(try await alice.call("subscriptions.fetch", ["database": "shared"])["subscriptions"]?.arrayValue?.count == 1)
         #expect(try await production.call("subscriptions.fetch", ["database": "private"])["subscriptions"]?.arrayValue?.first?["subscriptionID"] == "prod")
         for client in [owner, alice, admin, production] { client.close() }
+        _ = await service.stop()
+    }
+
+    @Test("A hierarchy share's participant hears only of changes to records in its share: not of the owner's other writes in the zone")
+    func hierarchyParticipantsHearOnlyOfTheirShare() async throws {
+        let service = try await CloudProcess(dir: dir).start()
+        let owner = try await CloudProcess(dir: dir).connect("owner-secret", client: "t")
+        let alice = try await CloudProcess(dir: dir).connect("alice-secret", client: "t")
+        let admin = try await CloudProcess(dir: dir).connect(CloudProcess.admin, client: "admin")
+        let zone: JSONValue = ["zoneName": "Trips"]
+        _ = try await owner.call("zones.save", ["database": "private", "zoneIDs": [zone]])
+        _ = try await owner.call("records.modify", ["database": "private", "saves": [
+            ["recordName": "trip", "recordType": "CD_Trip", "zoneID": zone, "share": ["recordName": "share-1"], "fields": [:]],
+            ["recordName": "share-1", "recordType": "cloudkit.share", "zoneID": zone, "fields": [:]]]])
+        _ = try await owner.call("participants.add", ["zoneID": zone, "shareName": "share-1", "user": "alice", "permission": "readOnly"])
+        _ = try await alice.call("shares.accept", ["zoneID": ["zoneName": "Trips", "ownerName": "owner"], "shareName": "share-1"])
+        _ = try await alice.call("subscriptions.save", ["database": "shared", "subscriptions": [["subscriptionID": "shared", "subscriptionType": "database"]]])
+        let start = try await alice.call("changes.fetchDatabase", ["database": "shared"])["token"] ?? .null
+
+        // Pushes held and counted: the owner hears of its own write (databaseChanged), alice of nothing.
+        _ = try await admin.call("admin.holdPushes", [:])
+        _ = try await owner.call("records.modify", ["database": "private", "saves": [
+            ["recordName": "private-note", "recordType": "CD_Note", "zoneID": zone, "fields": [:]]]])
+        #expect(try await admin.call("admin.releasePushes", [:])["delivered"] == 1, "only the owner's own push")
+        let quiet = try await alice.call("changes.fetchDatabase", ["database": "shared", "since": start])
+        #expect(quiet["changedZones"] == [], "\(quiet)")
+
+        // A record in the hierarchy: alice's push and notification too.
+        _ = try await admin.call("admin.holdPushes", [:])
+        _ = try await owner.call("records.modify", ["database": "private", "saves": [
+            ["recordName": "day", "recordType": "CD_Day", "zoneID": zone, "parent": ["recordName": "trip"], "fields": [:]]]])
+        #expect(try await admin.call("admin.releasePushes", [:])["delivered"] == 3)
+        let heard = try await alice.call("changes.fetchDatabase", ["database": "shared", "since": start])
+        #expect(heard["changedZones"]?.arrayValue?.count == 1, "\(heard)")
+
+        // Its deletion too, and a move out of the share; a delete outside is not heard.
+        _ = try await admin.call("admin.holdPushes", [:])
+        _ = try await owner.call("records.modify", ["database": "private", "deletes": [["recordName": "private-note", "zoneID": zone]]])
+        #expect(try await admin.call("admin.releasePushes", [:])["delivered"] == 1)
+        _ = try await admin.call("admin.holdPushes", [:])
+        _ = try await owner.call("records.modify", ["database": "private", "deletes": [["recordName": "day", "zoneID": zone]]])
+        #expect(try await admin.call("admin.releasePushes", [:])["delivered"] == 3)
+        for client in [owner, alice, admin] { client.close() }
         _ = await service.stop()
     }
 }

@@ -51,6 +51,15 @@ public final class CloudMirrorCompanion: StoreCompanion {
         return try mirror.pausingSync(body)
     }
 
+    /// Forgets the zones' change tokens and the database's, so the next fetch lists the zones
+    /// and reads them whole, their share records included.
+    package func relearnShares(of zones: [ZoneID], in store: PersistentStore) throws {
+        guard !zones.isEmpty else { return }
+        let state = MirrorBookkeeping(store)
+        for zone in zones { try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil) }
+        try state.setValue(MirrorBookkeeping.databaseTokenKey, nil)
+    }
+
     package func registerOperations(in registry: inout OperationRegistry) {
         registry.register("sync.send", params: Empty.self, summary: "Sends the queued local changes to the cloud.") { [self] _, _ in
             let mirror = try mirror()

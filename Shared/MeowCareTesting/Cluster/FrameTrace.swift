@@ -23,8 +23,12 @@ public final class FrameTrace: Sendable {
     /// Entries beyond this are dropped from the front: the end of a trace explains a failure.
     public static let maxEntries = 20_000
     public static let maxEntryCharacters = 4_000
+    static let minimumSecretLength = 6
     private let start = ContinuousClock.now
     private let entries = Mutex<[Entry]>([])
+    /// Credentials the cluster made or its clients used: a failure report never shows them,
+    /// wherever they appear (a frame, a message, a log line).
+    private let secrets = Mutex<Set<String>>([])
 
     public init() {}
 
@@ -40,11 +44,24 @@ public final class FrameTrace: Sendable {
         }
     }
 
+    /// Notes a credential, so `redacting(_:)` hides it. A very short one (a test's deliberately
+    /// wrong "x") is left alone: hiding every occurrence of it would garble the report.
+    func keepSecret(_ secret: String?) {
+        guard let secret, secret.count >= Self.minimumSecretLength else { return }
+        secrets.withLock { _ = $0.insert(secret) }
+    }
+
+    /// `text` with every credential noted so far replaced by `<redacted>`.
+    public func redacting(_ text: String) -> String {
+        let known = secrets.withLock { $0 }.sorted { $0.count > $1.count }
+        return known.reduce(text) { $0.replacingOccurrences(of: $1, with: "<redacted>") }
+    }
+
     /// Every entry so far.
     public var all: [Entry] { entries.withLock { $0 } }
 
     /// One line per frame: `  1.234 A → {"op":"sync.now","params":{}}`.
     public func text() -> String {
-        all.map { String(format: "%8.3f ", $0.time) + "\($0.connection) \($0.direction) \($0.json)" }.joined(separator: "\n")
+        redacting(all.map { String(format: "%8.3f ", $0.time) + "\($0.connection) \($0.direction) \($0.json)" }.joined(separator: "\n"))
     }
 }

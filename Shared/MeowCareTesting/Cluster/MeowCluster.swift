@@ -72,6 +72,8 @@ public final class MeowCluster: Sendable {
             let started = try await LocalDeployment.start(configuration, lifecycle: lifecycle)
             (endpoints, connections, local, directory) = (started.0.endpoints, started.1, started.0, started.0.directory)
         }
+        lifecycle.trace.keepSecret(endpoints.adminCredential)
+        endpoints.credentials.values.forEach(lifecycle.trace.keepSecret)
         let cloud = MeowCloud(socketPath: endpoints.cloud.socket, admin: MeowCloudAdmin(connection: connections[0]),
                               credentials: endpoints.credentials, adminCredential: endpoints.adminCredential, lifecycle: lifecycle)
         let devices = zip(endpoints.devices, connections.dropFirst()).map { endpoint, connection in

@@ -60,6 +60,7 @@ final class TracedConnection: Sendable {
         do throws(WireError) { client = try WireClient(socketPath: socket, timeout: .seconds(120)) } catch { throw MeowCareError(error, op: "connect", service: service) }
         guard lifecycle.adopt(client) else { throw lifecycle.stoppedError(op: "hello", service: service) }
         let connection = TracedConnection(label: label, service: service, client: client, lifecycle: lifecycle)
+        lifecycle.trace.keepSecret(credential)
         lifecycle.trace.record(label, "→", #"{"op":"hello","params":{"client":"MeowCareTesting"\#(credential == nil ? "" : #","credential":"…""#)}}"#)
         do throws(WireError) {
             let hello = try await client.hello(client: "MeowCareTesting \(label)", credential: credential)
@@ -74,10 +75,11 @@ final class TracedConnection: Sendable {
     func call(_ op: String, _ params: [String: JSONValue] = [:], timeout: Duration? = nil) async throws(MeowCareError) -> JSONValue {
         if lifecycle.isStopped { throw lifecycle.stoppedError(op: op, service: service) }
         let request: JSONValue = ["op": .string(op), "params": .object(params)]
-        lifecycle.trace.record(label, "→", JSONWriter.text(request))
+        lifecycle.trace.keepSecret(params["credential"]?.stringValue)
+        lifecycle.trace.record(label, "→", JSONWriter.text(CredentialRedaction.redacted(request)))
         do throws(WireError) {
             let result = try await client.call(op, params, timeout: timeout)
-            lifecycle.trace.record(label, "←", JSONWriter.text(["op": .string(op), "ok": true, "result": result]))
+            lifecycle.trace.record(label, "←", JSONWriter.text(CredentialRedaction.redacted(["op": .string(op), "ok": true, "result": result])))
             return result
         } catch {
             lifecycle.trace.record(label, "←", JSONWriter.text(["op": .string(op), "ok": false,
@@ -91,7 +93,7 @@ final class TracedConnection: Sendable {
     func call<R: Decodable>(_ op: String, _ params: [String: JSONValue] = [:], as type: R.Type, timeout: Duration? = nil) async throws(MeowCareError) -> R {
         let value = try await call(op, params, timeout: timeout)
         do { return try value.decode(R.self) } catch {
-            throw MeowCareError(.internalError, "The reply to '\(op)' did not read as \(R.self): \(error). Reply: \(JSONWriter.text(value).prefix(500))",
+            throw MeowCareError(.internalError, "The reply to '\(op)' did not read as \(R.self): \(error). Reply: \(JSONWriter.text(CredentialRedaction.redacted(value)).prefix(500))",
                                 op: op, service: service)
         }
     }

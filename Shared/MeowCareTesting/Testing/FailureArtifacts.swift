@@ -14,7 +14,8 @@ enum FailureArtifacts {
             artifacts.append((name: "cloud-requests.jsonl", text: requests))
         }
         artifacts.append((name: "frames.txt", text: cluster.trace.text()))
-        return artifacts
+        // A credential can reach any of them (a message quoting a reply, a test's own log line).
+        return artifacts.map { (name: $0.name, text: cluster.trace.redacting($0.text)) }
     }
 
     /// Attaches them to the running Swift Testing test.

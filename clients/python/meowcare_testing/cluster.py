@@ -305,6 +305,7 @@ class Cluster:
             if user not in self._user_names:
                 raise MeowError("externalMismatch", f"{ENV_EXTERNAL}: user {user!r} has no device in the deployment.", {"user": user})
         self.credentials.update(deployment.credentials)
+        self._admin_credential = deployment.admin_credential
         self.cloud = Cloud(deployment.cloud_socket, admin_credential=deployment.admin_credential, credentials=self.credentials,
                            log_path=deployment.log_path("sync-service"), lifetime=self._lifetime, trace=self.trace,
                            timeout=self.timeout, on_user_created=self._user_created)
@@ -494,7 +495,17 @@ class Cluster:
             except MeowError as error:
                 sections.append(("cloud request log", f"(not available: {error})"))
         sections.append(("client frames (last ones, all connections)", "\n".join(self.trace.lines()[-max_lines:])))
-        return sections
+        # Every credential the cluster knows is hidden wherever it appears (a snapshot's users
+        # rows, a message quoting a reply, a log line), not only in members named "credential".
+        # A very short one (a deliberately wrong "x") is left alone: hiding it everywhere would garble the report.
+        known = sorted({c for c in [self._admin_credential, *self.credentials.values()] if c and len(c) >= 6}, key=len, reverse=True)
+        return [(title, self._redact(text, known)) for title, text in sections]
+
+    @staticmethod
+    def _redact(text: str, known: List[str]) -> str:
+        for credential in known:
+            text = text.replace(credential, "<redacted>")
+        return text
 
     def __repr__(self) -> str:
         devices = ", ".join(f"{name}={device.user}" for name, device in self.devices.items())

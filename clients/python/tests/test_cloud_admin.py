@@ -86,3 +86,15 @@ def test_subscriptions_are_saved_fetched_and_deleted(meow_cluster):
     assert "q" in [s["subscriptionID"] for s in owner.subscriptions_fetch("private")]
     assert owner.subscriptions_delete("private", ["q"]) == ["q"]
     assert "q" not in [s["subscriptionID"] for s in owner.subscriptions_fetch("private")]
+
+
+@pytest.mark.meow_cluster(devices={"A": "owner"})
+def test_a_failure_report_shows_no_credential_the_cluster_knows(meow_cluster):
+    meow_cluster.cloud.create_user("zoe", "zoe-credential-in-clear-0001")
+    meow_cluster["A"].sign_in(meow_cluster.credentials["owner"])
+    meow_cluster.cloud.export_snapshot(include_credentials=True)
+    report = "\n".join(f"{title}\n{text}" for title, text in meow_cluster.failure_report())
+    for user, credential in meow_cluster.credentials.items():
+        assert credential not in report, f"{user}'s credential is in the report"
+    assert meow_cluster._admin_credential not in report
+    assert "<redacted>" in report
