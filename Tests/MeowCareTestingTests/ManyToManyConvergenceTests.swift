@@ -46,4 +46,32 @@ import Testing
         #expect(onA.zones.flatMap(\.onlyOnDevice).map(\.name) == [lost.recordName])
         #expect(onA.description.contains("only on the device: CDMR \(lost.recordName)"), "\(onA.description)")
     }
+
+    static var ownerAndParticipant: MeowClusterConfiguration {
+        var configuration = MeowClusterConfiguration(devices: ["O": "owner", "P": "pablo"])
+        configuration.modelFile = tripLog
+        return configuration
+    }
+
+    @Test("A shared trip's tagged photo: the owner's private store and the participant's shared store both match the cloud, links included",
+          .meowCluster(ManyToManyConvergenceTests.ownerAndParticipant))
+    func sharedLinksConverge() async throws {
+        let cluster = try MeowCluster.current
+        let owner = cluster["O"], participant = cluster["P"]
+        let trip = try await owner.insert("Trip", ["name": "Kyoto"])
+        let day = try await owner.insert("Day", ["dayNumber": 1, "trip": .string(trip.objectID)])
+        let tag = try await owner.insert("Tag", ["name": "shrine"])
+        _ = try await owner.insert("Photo", ["caption": "Torii gates", "rating": 5, "day": .string(day.objectID), "tags": [.string(tag.objectID)]])
+        let share = try await owner.share.create(trip.objectID, participants: [("pablo", .readWrite)])
+        try await participant.share.accept(zoneName: share.zoneName, ownerName: owner.user)
+        try await cluster.settle()
+        let photo = try #require(try await participant.fetch("Photo").first)
+        #expect(photo.store == "Shared")
+        #expect(photo.values["tags"]?.arrayValue?.count == 1, "the participant sees the tag")
+
+        try await cluster.assertConverged()
+        let report = try await cluster.convergence()
+        let shared = report.devices.first { $0.device == "P" }?.zones.filter { $0.database == "shared" } ?? []
+        #expect(shared.map(\.matching).reduce(0, +) == 5, "trip, day, photo, tag and the CDMR link in the shared database")
+    }
 }
