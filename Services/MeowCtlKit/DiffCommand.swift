@@ -72,7 +72,9 @@ enum DiffCommand {
                        + "\(report.onlyOnDevice.count) only on the device, \(report.differing.count) differing")
             var rows: [[String]] = []
             // A record by its name and, where it has one, its id attribute (what people recognise).
-            func record(_ name: String, _ item: StoreCloudDiff.Item) -> String { item.fields["CD_id"].map { "\(name) (\($0))" } ?? name }
+            func record(_ name: String, _ item: StoreCloudDiff.Item) -> String {
+                (item.fields["CD_id"] ?? ManyToManyLinks.summary(item)).map { "\(name) (\($0))" } ?? name
+            }
             rows += report.onlyInCloud.sorted { $0.name < $1.name }.map { ["only in the cloud", $0.item.entity, record($0.name, $0.item), "", "", ""] }
             rows += report.onlyOnDevice.sorted { $0.name < $1.name }.map { ["only on the device", $0.item.entity, record($0.name, $0.item), "", "", ""] }
             for entry in report.differing.sorted(by: { $0.name < $1.name }) {

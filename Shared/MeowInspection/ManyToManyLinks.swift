@@ -61,6 +61,12 @@ public enum ManyToManyLinks {
                        (Side(entity: entities[1], relationship: relationships[1]), names[1])])
     }
 
+    /// What a link joins, for people: `Photo:Tag <photo>:<tag>` (nil for an item that is not one).
+    public static func summary(_ item: StoreCloudDiff.Item) -> String? {
+        guard item.entity == recordType, let entities = item.fields[entityNamesField], let names = item.fields[recordNamesField] else { return nil }
+        return "\(entities) \(names)"
+    }
+
     private static func fields(_ sides: [(side: Side, recordName: String)]) -> [String: String] {
         let ordered = sides.sorted { $0.side < $1.side }
         return [entityNamesField: ordered.map(\.side.entity).joined(separator: ":"),

@@ -44,7 +44,8 @@ import Testing
         let onA = try #require(after.devices.first { $0.device == "A" })
         #expect(!onA.isConverged)
         #expect(onA.zones.flatMap(\.onlyOnDevice).map(\.name) == [lost.recordName])
-        #expect(onA.description.contains("only on the device: CDMR \(lost.recordName)"), "\(onA.description)")
+        let joined = try #require(lost.fields["CD_recordNames"]?["value"]?.stringValue)
+        #expect(onA.description.contains("only on the device: CDMR \(lost.recordName) (Photo:Tag \(joined))"), "\(onA.description)")
     }
 
     static var ownerAndParticipant: MeowClusterConfiguration {

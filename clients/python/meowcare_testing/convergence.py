@@ -104,6 +104,8 @@ class ConvergenceReport:
 def _describe(name: str, item: Item) -> str:
     """A record by its name and, where it has one, its ``id`` attribute (what people recognise)."""
     business_id = item.fields.get("CD_id")
+    if business_id is None and item.entity == LINK_RECORD_TYPE:
+        business_id = f"{item.fields.get('CD_entityNames')} {item.fields.get('CD_recordNames')}"
     return f"{name} ({business_id})" if business_id is not None else name
 
 

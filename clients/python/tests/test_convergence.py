@@ -37,7 +37,8 @@ def test_many_to_many_links_converge_as_the_cloud_holds_them():
         [report] = cluster.convergence(devices=["A"])
         text = report.text()
         assert not report.identical
-        assert f"only on the device: CDMR {links[0]['recordName']}" in text, text
+        joined = links[0]["fields"]["CD_recordNames"]["value"]
+        assert f"only on the device: CDMR {links[0]['recordName']} (Photo:Tag {joined})" in text, text
 
 
 def test_a_link_another_client_wrote_in_the_other_order_matches():
