@@ -14,7 +14,8 @@ enum DiffCommand {
     The private store is compared with the user's private database, the shared store with the
     shared database (C is the device's cloud user's credential). For every zone: records only in
     the cloud, objects only on the device, and records whose fields differ (CD_<attribute>;
-    to-one relationships by the related record's name; dates to the millisecond). Objects only on
+    to-one relationships by the related record's name; dates to the millisecond; many-to-many
+    links as the cloud's CDMR records, the sides in one order). Objects only on
     the device are listed under the zone they would be exported to. Pending local changes show up
     as differences: run 'meowctl sync now' first to compare settled state.
     Exit codes: 0 identical, 1 differences found (or an error reply), 2 unreachable, 64 usage.
@@ -71,7 +72,9 @@ enum DiffCommand {
                        + "\(report.onlyOnDevice.count) only on the device, \(report.differing.count) differing")
             var rows: [[String]] = []
             // A record by its name and, where it has one, its id attribute (what people recognise).
-            func record(_ name: String, _ item: StoreCloudDiff.Item) -> String { item.fields["CD_id"].map { "\(name) (\($0))" } ?? name }
+            func record(_ name: String, _ item: StoreCloudDiff.Item) -> String {
+                (item.fields["CD_id"] ?? ManyToManyLinks.summary(item)).map { "\(name) (\($0))" } ?? name
+            }
             rows += report.onlyInCloud.sorted { $0.name < $1.name }.map { ["only in the cloud", $0.item.entity, record($0.name, $0.item), "", "", ""] }
             rows += report.onlyOnDevice.sorted { $0.name < $1.name }.map { ["only on the device", $0.item.entity, record($0.name, $0.item), "", "", ""] }
             for entry in report.differing.sorted(by: { $0.name < $1.name }) {

@@ -43,16 +43,15 @@ package enum AttributeCoding {
             return .integer(number)
         case (.integer, _): throw wrongType("a whole number")
         case let (.double, .double(number)):
-            // The cloud refuses it too (`FieldValueRules`): its sign would not survive storage or sync.
-            guard !FieldValueRules.isNegativeZero(number) else { throw wrongType("a number other than -0.0 (send 0)") }
-            return .real(number)
+            return .real(FieldValueRules.storedReal(number))
         case let (.double, .int(number)): return .real(Double(number))
         case (.double, _): throw wrongType("a number")
         case let (.boolean, .bool(flag)): return .integer(flag ? 1 : 0)
         case (.boolean, _): throw wrongType("true or false")
         case let (.date, .string(text)):
             guard let canonical = canonicalDate(text) else {
-                throw wrongType("an ISO-8601 date such as \"2026-07-27T09:30:00Z\"")
+                guard ISOTime.instant(text) == nil else { throw wrongType("a date in \(FieldValueRules.dateRangeText)") }
+                throw wrongType("an ISO-8601 date such as \"2026-07-27T09:30:00Z\" or \"2026-07-27T11:30:00.250+02:00\"")
             }
             guard isInCloudRange(canonical) else { throw wrongType("a date in \(FieldValueRules.dateRangeText)") }
             return .text(canonical)
@@ -73,37 +72,15 @@ package enum AttributeCoding {
         }
     }
 
-    /// `YYYY-MM-DDTHH:MM:SS[.fff…](Z|±HH:MM)` → canonical UTC text with milliseconds, or nil.
+    /// `YYYY-MM-DDTHH:MM:SS[.f…](Z|±HH:MM)` (`ISOTime`'s shape) → canonical UTC text with
+    /// milliseconds, or nil (also for an instant outside the years 0000–9999 once in UTC). The
+    /// instant is exact; fraction digits past the millisecond are dropped, toward the past.
     package static func canonicalDate(_ text: String) -> String? {
-        // Already canonical (what fetches return and most clients echo back): no copies at all.
-        if text.utf8.count == 24, let canonical = text.utf8.withContiguousStorageIfAvailable({ bytes in
-            bytes[19] == UInt8(ascii: ".") && bytes[23] == UInt8(ascii: "Z") && (20...22).allSatisfy { isDigit(bytes[$0]) }
-                && isBasicShape(UnsafeBufferPointer(rebasing: bytes[0..<19]))
-        }), canonical {
-            return text
-        }
-        let bytes = Array(text.utf8)
-        if bytes.count >= 20, bytes.count <= 30, bytes.last == UInt8(ascii: "Z"), isBasicShape(bytes) {
-            // Fast path: already UTC; only the fraction needs normalising to 3 digits.
-            var out = Array(bytes[0..<19])
-            var fraction: [UInt8] = []
-            if bytes.count > 20 {
-                guard bytes[19] == UInt8(ascii: "."), bytes.count > 21 else { return nil }
-                fraction = Array(bytes[20..<(bytes.count - 1)])
-                guard fraction.allSatisfy(isDigit) else { return nil }
-            } else if bytes[19] != UInt8(ascii: "Z") {
-                return nil
-            }
-            fraction = Array((fraction + [48, 48, 48]).prefix(3))
-            out.append(UInt8(ascii: "."))
-            out += fraction
-            out.append(UInt8(ascii: "Z"))
-            return String(decoding: out, as: UTF8.self)
-        }
-        let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-        let plain = Date.ISO8601FormatStyle()
-        guard let date = (try? withFraction.parse(text)) ?? (try? plain.parse(text)) else { return nil }
-        return withFraction.format(date)
+        guard let instant = ISOTime.instant(text) else { return nil }
+        // The only 24-character shape ending in Z is the canonical one: no copy for it.
+        if text.utf8.count == 24, text.utf8.last == UInt8(ascii: "Z") { return text }
+        let canonical = ISOTime.string(instant)
+        return canonical.isEmpty ? nil : canonical
     }
 
     /// Whether a canonical date lies in the years a cloud record's date may hold
@@ -122,22 +99,6 @@ package enum AttributeCoding {
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
-
-    private static func isBasicShape(_ b: [UInt8]) -> Bool {
-        b.withUnsafeBufferPointer { isBasicShape($0) }
-    }
-
-    private static func isBasicShape(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard b.count >= 19 else { return false }
-        for index in [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18] where !isDigit(b[index]) { return false }
-        guard b[4] == 45, b[7] == 45, b[10] == UInt8(ascii: "T"), b[13] == 58, b[16] == 58 else { return false }
-        let month = Int(b[5] - 48) * 10 + Int(b[6] - 48)
-        let day = Int(b[8] - 48) * 10 + Int(b[9] - 48)
-        let hour = Int(b[11] - 48) * 10 + Int(b[12] - 48)
-        let minute = Int(b[14] - 48) * 10 + Int(b[15] - 48)
-        let second = Int(b[17] - 48) * 10 + Int(b[18] - 48)
-        return (1...12).contains(month) && (1...31).contains(day) && hour < 24 && minute < 60 && second < 61
-    }
 
     /// The wire form of a stored attribute value.
     static func jsonValue(_ value: SQLValue, type: AttributeType) -> JSONValue {

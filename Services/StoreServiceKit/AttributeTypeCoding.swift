@@ -30,12 +30,11 @@ enum AttributeTypeCoding {
             return .integer(number)
         case .float:
             guard let number = value.doubleValue else { throw wrongType("a number") }
-            guard !FieldValueRules.isNegativeZero(number) else { throw wrongType("a number other than -0.0 (send 0)") }
             guard abs(number) <= Double(Float.greatestFiniteMagnitude) else {
                 throw AttributeValidation.bound(number > 0 ? .above : .below, entity: entity, attribute: attribute,
                                                 "\(number) is outside a Float's range (±\(Float.greatestFiniteMagnitude)).")
             }
-            return .real(Double(Float(number)))
+            return .real(FieldValueRules.storedReal(Double(Float(number))))
         case .decimal:
             guard let decimal = decimal(value) else { throw wrongType("decimal text such as \"12.50\"") }
             return .text(decimal.description)

@@ -1,3 +1,4 @@
+import CloudWire
 import FoundationEssentials
 import MeowWire
 

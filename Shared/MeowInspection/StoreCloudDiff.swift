@@ -4,7 +4,8 @@ import MeowWire
 
 /// `meowctl diff`'s comparison: a device's stores against its user's cloud databases, zone by
 /// zone, for every field of every record (CD_<attribute>; to-one relationships by the related
-/// record's name; dates to the millisecond).
+/// record's name; dates to the millisecond; many-to-many links as CDMR records, see
+/// `ManyToManyLinks`).
 ///
 /// ```swift
 /// let local = try await StoreCloudDiff.deviceItems(device)
@@ -58,6 +59,7 @@ public enum StoreCloudDiff {
             share["zoneName"]?.stringValue.map { ($0, share["ownerName"]?.stringValue ?? "?") }
         }, uniquingKeysWith: { first, _ in first })
         let entities = try await device.call("model.get")["entities"]?.arrayValue ?? []
+        let links = ManyToManyLinks.linkEntities(entities)
         var rows: [(entity: JSONValue, row: [String: JSONValue])] = []
         for entity in entities {
             guard let name = entity["name"]?.stringValue else { continue }
@@ -76,6 +78,12 @@ public enum StoreCloudDiff {
             } else {
                 zone = db == "private" ? "\(ZoneID.defaultOwner)/\(ZoneID.coreDataZoneName)" : "(no zone)"
             }
+            let entityName = entity["name"]?.stringValue ?? "?"
+            if let sides = links[entityName] {
+                let fields = ManyToManyLinks.fields(row: row, sides: sides) { uuidOf[$0] ?? $0 }
+                items[key(db, uuid)] = Item(database: db, zone: zone, entity: ManyToManyLinks.recordType, objectID: row["objectID"]?.stringValue, fields: fields)
+                continue
+            }
             var fields: [String: String] = [:]
             for attribute in entity["attributes"]?.arrayValue ?? [] {
                 guard let name = attribute["name"]?.stringValue, let value = row[name], !value.isNull else { continue }
@@ -85,8 +93,7 @@ public enum StoreCloudDiff {
                 guard let name = relationship["name"]?.stringValue, let target = row[name]?.stringValue else { continue }
                 fields[CloudKitNames.coreDataName(name)] = uuidOf[target] ?? target
             }
-            items[key(db, uuid)] = Item(database: db, zone: zone, entity: entity["name"]?.stringValue ?? "?",
-                                        objectID: row["objectID"]?.stringValue, fields: fields)
+            items[key(db, uuid)] = Item(database: db, zone: zone, entity: entityName, objectID: row["objectID"]?.stringValue, fields: fields)
         }
         return items
     }
@@ -114,8 +121,13 @@ public enum StoreCloudDiff {
                     page = .null
                 }
                 for record in page["changed"]?.arrayValue ?? [] {
-                    guard let type = record["recordType"]?.stringValue, let entity = CloudKitNames.entityName(recordType: type),
-                          let name = record["recordName"]?.stringValue else { continue }
+                    guard let type = record["recordType"]?.stringValue, let name = record["recordName"]?.stringValue else { continue }
+                    if type == ManyToManyLinks.recordType {
+                        items[key(database, name)] = Item(database: database, zone: zoneKey, entity: type, objectID: nil,
+                                                          fields: ManyToManyLinks.fields(record: record["fields"]?.objectValue ?? [:]))
+                        continue
+                    }
+                    guard let entity = CloudKitNames.entityName(recordType: type) else { continue }
                     var fields: [String: String] = [:]
                     for (field, value) in record["fields"]?.objectValue ?? [:] where field.hasPrefix(CloudKitNames.coreDataPrefix) && field != CloudKitNames.entityNameField {
                         fields[field] = normalize(cloud: value)
@@ -133,10 +145,9 @@ public enum StoreCloudDiff {
     public static func normalize(local value: JSONValue, type: String) -> String {
         switch type {
         case "date":
-            guard let text = value.stringValue,
-                  let date = (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text))
-            else { return value.cell }
-            return millis(date.timeIntervalSince1970)
+            guard let instant = value.stringValue.flatMap(ISOTime.instant) else { return value.cell }
+            let text = ISOTime.string(instant)
+            return text.isEmpty ? value.cell : text
         case "boolean": return value.boolValue.map { $0 ? "1" : "0" } ?? value.cell
         case "integer", "double": return value.doubleValue.map(number) ?? value.cell
         default: return value.cell
@@ -152,8 +163,11 @@ public enum StoreCloudDiff {
         }
     }
 
+    /// A cloud date (seconds since 1970) as the store writes it: UTC text to the nearest
+    /// millisecond, in integers (a `Date`'s formatter can print .999 as .998).
     public static func millis(_ seconds: Double) -> String {
-        Date(timeIntervalSince1970: (seconds * 1000).rounded() / 1000).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let text = ISOTime.string(seconds: seconds)
+        return text.isEmpty ? String(seconds) : text
     }
 
     public static func number(_ value: Double) -> String {

@@ -248,3 +248,21 @@ struct DatabaseTests {
     }
 }
 
+
+/// What SQLite does with -0.0, which the store's double and float attributes rely on
+/// (protocol-store-service.md, attribute values): a REAL column keeps 0.0, as Core Data's SQLite
+/// store's REAL columns do; only a column without a type keeps the sign.
+@Suite("SQLite and -0.0")
+struct NegativeZeroTests {
+    @Test("-0.0 bound into a REAL column reads back as 0.0 (typeof real); a column without a type keeps -0.0")
+    func aRealColumnDropsTheSign() throws {
+        let db = try Database.inMemory()
+        try db.execute("CREATE TABLE t(r REAL, x)")
+        try db.execute("INSERT INTO t(r, x) VALUES (?, ?)", [SQLValue.real(-0.0), SQLValue.real(-0.0)])
+        let real = try #require(try db.scalar("SELECT r FROM t")?.double)
+        let untyped = try #require(try db.scalar("SELECT x FROM t")?.double)
+        #expect(real == 0 && real.sign == .plus)
+        #expect(untyped == 0 && untyped.sign == .minus)
+        #expect(try db.scalar("SELECT typeof(r) FROM t") == .text("real"))
+    }
+}

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 @testable import StoreServiceKit
@@ -151,13 +152,65 @@ struct ISOTimeTests {
         #expect(ISOTime.string(seconds: -62_167_219_201, fractionDigits: 1) == "")
     }
 
-    @Test("microsecond text keeps microseconds; other shapes fall back to Foundation; nonsense is nil")
+    @Test("microsecond text keeps microseconds; offsets are read exactly; nonsense is nil")
     func shapes() {
         #expect(ISOTime.string(seconds: 1_780_000_000.123456, fractionDigits: 6) == "2026-05-28T20:26:40.123456Z")
-        #expect(ISOTime.seconds("2026-05-28T20:26:40.123456Z").map { abs($0 - 1_780_000_000.123456) < 1e-6 } == true)
+        #expect(ISOTime.seconds("2026-05-28T20:26:40.123456Z") == 1_780_000_000.123456)
         #expect(ISOTime.seconds("2026-05-28T20:26:40Z") == 1_780_000_000)
         #expect(ISOTime.seconds("2026-05-29T04:26:40+08:00") == 1_780_000_000)
+        #expect(ISOTime.seconds("2026-02-28T23:59:59.999-01:00") == 1_772_326_799.999)
         #expect(ISOTime.seconds("2026-13-28T20:26:40Z") == nil)
         #expect(ISOTime.seconds("yesterday") == nil)
+    }
+
+    @Test("every accepted shape names one exact instant: fraction digits 0–9, offsets, leap days, year ends, before 1970")
+    func exactInstants() {
+        func instant(_ text: String) -> ISOInstant? { ISOTime.instant(text) }
+        // 0 to 9 fraction digits, each to the nanosecond.
+        #expect(instant("2026-02-28T23:59:59Z") == ISOInstant(seconds: 1_772_323_199))
+        let digits = "123456789"
+        for count in 1...9 {
+            let fraction = Int64(digits.prefix(count))! * Int64(pow(10, Double(9 - count)))
+            #expect(instant("2026-02-28T23:59:59.\(digits.prefix(count))Z") == ISOInstant(seconds: 1_772_323_199, nanoseconds: fraction))
+        }
+        #expect(instant("2026-02-28T23:59:59.1234567891Z") == nil, "10 digits are refused")
+        #expect(instant("2026-02-28T23:59:59.Z") == nil)
+        // Offsets: ±hh:mm, -00:00 and +00:00 as Z; hours 00–23, minutes 00–59 only.
+        #expect(instant("2026-02-28T23:59:59.999-01:00") == ISOInstant(seconds: 1_772_326_799, nanoseconds: 999_000_000))
+        #expect(instant("2026-03-01T05:29:59.999+05:30") == ISOInstant(seconds: 1_772_323_199, nanoseconds: 999_000_000))
+        #expect(instant("2026-02-28T23:59:59-00:00") == instant("2026-02-28T23:59:59+00:00"))
+        for bad in ["2026-02-28T23:59:59+24:00", "2026-02-28T23:59:59+01:60", "2026-02-28T23:59:59+0100", "2026-02-28T23:59:59+01",
+                    "2026-02-28T23:59:60Z", "2026-02-28T24:00:00Z", "2026-02-28 23:59:59Z", "2026-02-28T23:59:59z", "2026-02-28T23:59:59"] {
+            #expect(instant(bad) == nil, "\(bad)")
+        }
+        // 29 February only in leap years (2000 and 2024 are, 1900 and 2026 are not).
+        #expect(instant("2024-02-29T12:00:00Z") != nil)
+        #expect(instant("2000-02-29T12:00:00Z") != nil)
+        #expect(instant("1900-02-29T12:00:00Z") == nil)
+        #expect(instant("2026-02-29T12:00:00Z") == nil)
+        #expect(instant("2026-04-31T12:00:00Z") == nil)
+        // Across year ends and before 1970 (the whole second rounds toward the past).
+        #expect(ISOTime.string(instant("2027-01-01T00:59:59.999+01:00")!) == "2026-12-31T23:59:59.999Z")
+        #expect(ISOTime.string(instant("2026-12-31T23:30:00.000-01:00")!) == "2027-01-01T00:30:00.000Z")
+        #expect(instant("1969-12-31T23:59:59.999Z") == ISOInstant(seconds: -1, nanoseconds: 999_000_000))
+        #expect(instant("1969-12-31T23:59:59.999Z")?.milliseconds == -1)
+        #expect(instant("1969-12-31T23:59:59.999Z")?.secondsSince1970 == -0.001)
+        #expect(ISOTime.string(instant("1970-01-01T00:59:59.999+01:00")!) == "1969-12-31T23:59:59.999Z")
+        // Digits past the millisecond are dropped, toward the past, on both sides of 1970.
+        #expect(ISOTime.string(instant("2026-02-28T23:59:59.9999999Z")!) == "2026-02-28T23:59:59.999Z")
+        #expect(ISOTime.string(instant("1969-12-31T23:59:59.9999999Z")!) == "1969-12-31T23:59:59.999Z")
+    }
+
+    @Test("1 ms before midnight, in every quarter-hour offset from -12:00 to +14:00, is the UTC instant it names, and its double gives back the millisecond")
+    func lastMillisecondInEveryOffset() {
+        for quarter in -48...56 {
+            let minutes = quarter * 15
+            let offset = "\(minutes < 0 ? "-" : "+")\(String(format: "%02d:%02d", abs(minutes) / 60, abs(minutes) % 60))"
+            let text = "2024-02-29T23:59:59.999\(offset)"
+            let expected = ISOInstant(seconds: 1_709_251_199 - Int64(minutes) * 60, nanoseconds: 999_000_000)
+            #expect(ISOTime.instant(text) == expected, "\(text)")
+            #expect(ISOTime.seconds(text).map { Int64(($0 * 1000).rounded()) } == expected.milliseconds, "\(text)")
+            #expect(ISOTime.string(seconds: expected.secondsSince1970) == ISOTime.string(expected), "\(text)")
+        }
     }
 }

@@ -143,8 +143,8 @@ public struct CloudRecord: Codable, Sendable, Hashable {
 }
 
 /// Field types the server checks; any other type is stored as given. Values follow
-/// `FieldValueRules`: bytes and assets are base64, dates lie in years 0001–9999, an int64 fits 64 bits,
-/// and a negative zero double or date is refused (it would come back as 0).
+/// `FieldValueRules`: bytes and assets are base64, dates lie in years 0001–9999, an int64 fits 64 bits
+/// (a negative zero double or date is accepted and kept as 0).
 package enum FieldValidation {
     /// The first field with a problem: its name and what is wrong.
     package static func problem(in fields: [String: JSONValue]) -> (field: String, message: String)? {
@@ -170,7 +170,6 @@ package enum FieldValidation {
             }
         case "double", "date":
             guard let number = value.doubleValue else { return "a \(type) field needs a number value" }
-            if FieldValueRules.isNegativeZero(number) { return "-0.0 is not stored (its sign would be lost); send 0" }
             if type == "date", !FieldValueRules.isDateInRange(number) {
                 return "the date \(number) is outside \(FieldValueRules.dateRangeText)"
             }

@@ -1,7 +1,8 @@
 /// The value rules both services apply to record fields and attribute values, so a value one
-/// accepts the other can hold: bytes are base64, dates lie in years 0001–9999, and a negative
-/// zero is refused rather than silently turned into zero (JSON text, SQLite and the stored
-/// form all lose its sign).
+/// accepts the other can hold: bytes are base64 and dates lie in years 0001–9999. A negative
+/// zero is accepted, as Core Data and CloudKit accept it, and kept as 0: a store's REAL column
+/// turns it into 0.0 (`storedReal`), and a record's stored form writes a whole double as an
+/// integer.
 public enum FieldValueRules {
     /// 0001-01-01T00:00:00Z in seconds since 1970: the earliest date a field may hold.
     public static let earliestDate: Double = -62_135_596_800
@@ -14,8 +15,12 @@ public enum FieldValueRules {
         seconds >= earliestDate && seconds < dateEnd
     }
 
-    public static func isNegativeZero(_ number: Double) -> Bool {
-        number == 0 && number.sign == .minus
+    /// A double or float attribute's value as a store keeps it: -0.0 becomes 0.0. Core Data's
+    /// SQLite store, like ours, keeps such an attribute in a REAL column, and SQLite writes a
+    /// whole-valued REAL (-0.0 included) as the integer 0 and reads it back as 0.0; converting
+    /// here makes a save's own context agree with every later fetch.
+    public static func storedReal(_ number: Double) -> Double {
+        number == 0 ? 0 : number
     }
 
     /// Whether `text` is base64 as RFC 4648 writes it: the standard alphabet, a length that is a

@@ -14,7 +14,9 @@ public struct DeviceConvergence: Sendable {
         for zone in zones where !zone.clean {
             lines.append("\(device) (\(user)) · \(zone.database) database · \(zone.zone): \(zone.matching) matching, \(zone.onlyInCloud.count) only in the cloud, "
                          + "\(zone.onlyOnDevice.count) only on the device, \(zone.differing.count) differing")
-            func record(_ name: String, _ item: StoreCloudDiff.Item) -> String { item.fields["CD_id"].map { "\(name) (id \($0))" } ?? name }
+            func record(_ name: String, _ item: StoreCloudDiff.Item) -> String {
+                item.fields["CD_id"].map { "\(name) (id \($0))" } ?? ManyToManyLinks.summary(item).map { "\(name) (\($0))" } ?? name
+            }
             for entry in zone.onlyInCloud.sorted(by: { $0.name < $1.name }) { lines.append("    only in the cloud: \(entry.item.entity) \(record(entry.name, entry.item))") }
             for entry in zone.onlyOnDevice.sorted(by: { $0.name < $1.name }) { lines.append("    only on the device: \(entry.item.entity) \(record(entry.name, entry.item))") }
             for entry in zone.differing.sorted(by: { $0.name < $1.name }) {

@@ -3,7 +3,9 @@
 The private store is compared with the user's private database and the shared store with the
 shared database, keyed by record name (an object's ``uuid``). Fields are compared as the mirror
 maps them: attribute ``note`` ↔ field ``CD_note``, a to-one relationship by the related record's
-name, booleans as 0/1, numbers by value, dates to the millisecond. The report reads like
+name, booleans as 0/1, numbers by value, dates to the millisecond, and a many-to-many link as the
+``CDMR`` record the cloud holds (``CD_entityNames``, ``CD_relationships``, ``CD_recordNames``, the
+sides in one order: the side whose entity, then relationship, name sorts first). The report reads like
 ``meowctl diff``'s table, so a failing ``assert_converged`` says which record and field differ.
 """
 from __future__ import annotations
@@ -102,6 +104,8 @@ class ConvergenceReport:
 def _describe(name: str, item: Item) -> str:
     """A record by its name and, where it has one, its ``id`` attribute (what people recognise)."""
     business_id = item.fields.get("CD_id")
+    if business_id is None and item.entity == LINK_RECORD_TYPE:
+        business_id = f"{item.fields.get('CD_entityNames')} {item.fields.get('CD_recordNames')}"
     return f"{name} ({business_id})" if business_id is not None else name
 
 
@@ -125,20 +129,31 @@ def _number(value: float) -> str:
     return str(int(value)) if value == int(value) and abs(value) < 1e15 else repr(value)
 
 
-def _millis(seconds: float) -> str:
-    moment = _EPOCH + _dt.timedelta(milliseconds=round(seconds * 1000))
+def _format_millis(milliseconds: int) -> str:
+    """UTC text with milliseconds, from whole milliseconds (integers: no binary fraction to round)."""
+    moment = _EPOCH + _dt.timedelta(milliseconds=milliseconds)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _millis(seconds: float) -> str:
+    return _format_millis(round(seconds * 1000))
+
+
+def _local_millis(text: str) -> Optional[int]:
+    """Whole milliseconds of a store's ISO-8601 text (digits past the millisecond dropped, as the store does)."""
+    try:
+        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_dt.timezone.utc)
+    return (moment - _EPOCH) // _dt.timedelta(milliseconds=1)
 
 
 def normalize_local(value: Any, attribute_type: str) -> str:
     if attribute_type == "date" and isinstance(value, str):
-        try:
-            moment = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return value
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=_dt.timezone.utc)
-        return _millis((moment - _EPOCH).total_seconds())
+        milliseconds = _local_millis(value)
+        return value if milliseconds is None else _format_millis(milliseconds)
     if attribute_type in ("integer", "double") and isinstance(value, (int, float)) and not isinstance(value, bool):
         return _number(float(value))
     return _text(value)
@@ -154,6 +169,54 @@ def normalize_cloud(field_value: Dict[str, Any]) -> str:
     return _text(value)
 
 
+# -- many-to-many links, as the cloud holds them ------------------------------------------------
+
+LINK_RECORD_TYPE = "CDMR"
+LINK_FIELDS = ("CD_entityNames", "CD_relationships", "CD_recordNames")
+
+Side = Tuple[str, str]  # (entity, relationship)
+
+
+def link_entities(entities: List[Dict[str, Any]]) -> Dict[str, Tuple[Side, Side]]:
+    """The hidden link entities of a ``model.get`` reply (``_Photo_tags``), each with its ``a`` and ``b`` sides.
+
+    One per to-many relationship whose inverse is to-many, named after the side whose entity, then
+    relationship, name sorts first (as the store names it).
+    """
+    by_name = {entity["name"]: entity for entity in entities if entity.get("name")}
+    links: Dict[str, Tuple[Side, Side]] = {}
+    for name, entity in by_name.items():
+        for relationship in entity.get("relationships") or []:
+            if not relationship.get("toMany"):
+                continue
+            destination, inverse = relationship.get("destination"), relationship.get("inverse")
+            back = next((r for r in (by_name.get(destination) or {}).get("relationships") or [] if r.get("name") == inverse), None)
+            if back is None or not back.get("toMany"):
+                continue
+            own, other = (name, relationship["name"]), (destination, inverse)
+            if own <= other:
+                links[f"_{name}_{relationship['name']}"] = (own, other)
+    return links
+
+
+def _link_fields(sides: List[Tuple[Side, str]]) -> Dict[str, str]:
+    ordered = sorted(sides, key=lambda entry: entry[0])
+    return {"CD_entityNames": ":".join(side[0] for side, _ in ordered),
+            "CD_relationships": ":".join(side[1] for side, _ in ordered),
+            "CD_recordNames": ":".join(name for _, name in ordered)}
+
+
+def link_fields_of_record(fields: Dict[str, Any]) -> Dict[str, str]:
+    """A CDMR record's three fields with the sides in one order (another client may write either)."""
+    def parts(name: str) -> List[str]:
+        value = (fields.get(name) or {}).get("value")
+        return value.split(":", 1) if isinstance(value, str) else []
+    entities, relationships, names = parts("CD_entityNames"), parts("CD_relationships"), parts("CD_recordNames")
+    if len(entities) != 2 or len(relationships) != 2 or len(names) != 2:
+        return {name: _text((fields.get(name) or {}).get("value")) for name in LINK_FIELDS}
+    return _link_fields([((entities[0], relationships[0]), names[0]), ((entities[1], relationships[1]), names[1])])
+
+
 # -- the two sides -----------------------------------------------------------------------------
 
 def device_items(device: "Device") -> Dict[Key, Item]:
@@ -162,6 +225,7 @@ def device_items(device: "Device") -> Dict[Key, Item]:
     database_of = {store["name"]: ("shared" if store.get("scope") == "shared" else "private") for store in stores}
     owners = {share["zoneName"]: share.get("ownerName", "?") for share in device.share_list()}
     entities = device.model_get().get("entities") or []
+    links = link_entities(entities)
     rows: List[Tuple[Dict[str, Any], Dict[str, Any]]] = []
     for entity in entities:
         rows += [(entity, row) for row in device.rows(entity["name"])]
@@ -176,6 +240,12 @@ def device_items(device: "Device") -> Dict[Key, Item]:
             zone = f"{row.get('zoneOwner') or owners.get(row['zone'], '?')}/{row['zone']}"
         else:
             zone = f"{DEFAULT_OWNER}/{CORE_DATA_ZONE}" if database == "private" else "(no zone)"
+        sides = links.get(entity["name"])
+        if sides is not None:
+            fields = _link_fields([(sides[0], uuid_of.get(row.get("a")) or str(row.get("a") or "?")),
+                                   (sides[1], uuid_of.get(row.get("b")) or str(row.get("b") or "?"))])
+            items[(database, uuid)] = Item(database, zone, LINK_RECORD_TYPE, row.get("objectID"), fields)
+            continue
         fields: Dict[str, str] = {}
         for attribute in entity.get("attributes") or []:
             value = row.get(attribute["name"])
@@ -205,6 +275,10 @@ def cloud_items(user: "CloudUser") -> Tuple[Dict[Key, Item], List[str]]:
                 continue
             for record in records:
                 record_type = record.get("recordType") or ""
+                if record_type == LINK_RECORD_TYPE:
+                    items[(database, record["recordName"])] = Item(database, zone_key, LINK_RECORD_TYPE, None,
+                                                                   link_fields_of_record(record.get("fields") or {}))
+                    continue
                 if not record_type.startswith(PREFIX):
                     continue
                 fields = {name: normalize_cloud(value) for name, value in (record.get("fields") or {}).items()
