@@ -49,6 +49,10 @@ extension CloudMirror {
     /// per-request limit): its leaders (`readGraph`) move with the share, and the rest follows by the send's own
     /// moves (`followRoot`). Locally the objects stay in the private store.
     func createShare(_ params: ShareCreateParams, progress: ProgressReporter = .silent) throws -> ShareCreateResult {
+        // The invitations are checked before anything is sent, saved or moved: a refused
+        // share.create changes nothing, and its corrected retry is a first attempt.
+        let invites = (params.participants ?? []).map { ParticipantInvite(user: $0.user, permission: $0.permission) }
+        if !invites.isEmpty { _ = try request("participants.validate", ParticipantsValidateParams(participants: invites)) }
         _ = try sendAll()
         let zone = ZoneID(zoneName: CloudKitNames.coreDataShareZonePrefix + UUID().uuidString)
         // The zones are made once the graph is known to be shareable and before it is saved
@@ -77,9 +81,15 @@ extension CloudMirror {
             sendError = followed.sendError
         }
         progress.report(phase: "moving", done: graph.count, total: graph.count)
-        for participant in params.participants ?? [] {
-            shareRecord = try request("participants.add", CloudWire.ShareParams(zoneID: zone, user: participant.user,
-                                                                      permission: participant.permission))["share"] ?? shareRecord
+        for invite in invites {
+            do {
+                shareRecord = try request("participants.add", CloudWire.ShareParams(zoneID: zone, user: invite.user,
+                                                                                  permission: invite.permission))["share"] ?? shareRecord
+            } catch {
+                // Checked above; only a change of the cloud's users or limits in between gets here.
+                throw WireError(error.code, "share.create: the share was created in zone \(zone.zoneName), but inviting \(invite.user) failed (\(error.message)); invite with share.invite.",
+                                details: error.details.merging(["zoneName": .string(zone.zoneName)]) { $1 })
+            }
         }
         logger.info("shared", ["zone": .string(zone.zoneName), "root": .string(root.uuid), "records": .int(moved),
                                "pending": .int(graph.count - moved)])
