@@ -107,6 +107,34 @@ extension Mirroring {
             await ConflictTests.stop(cloud, o, p)
         }
 
+        /// The cloud refusing the move itself (after the share zone was made and the graph saved
+        /// where it is) leaves no share and no empty share zone; the graph stays where it was.
+        @Test("A share.create whose move the cloud refuses leaves no share and no share zone; the retry shares")
+        func refusedMoveLeavesNoShareZone() async throws {
+            let cloud = try await Cloud.start()
+            let o = try await Device.start("O", user: "owner", cloud: cloud)
+            let session = try await o.insertSession("mochi")
+            try await o.insertEvents(["e1", "e2"], session: session)
+            try await o.send()
+            let owner = try await cloud.connect("owner-secret")
+            defer { owner.close() }
+            func zones() async throws -> [String] {
+                try await owner.call("zones.fetch", ["database": "private"])["zones"]?.arrayValue?.compactMap { $0["zoneID"]?["zoneName"]?.stringValue }.sorted() ?? []
+            }
+            let zonesBefore = try await zones()
+            _ = try await cloud.admin("admin.injectFault", ["op": "records.modify", "recordType": "cloudkit.share", "code": "quotaExceeded", "count": 1])
+            let error = try await o.failure("share.create", ["objectID": .string(session), "participants": [["user": "alice", "permission": "readOnly"]]])
+            #expect(error.code == .quotaExceeded, "\(error.message)")
+            #expect(try await zones() == zonesBefore, "the share zone made for the refused share is left")
+            #expect(try await owner.call("shares.owned", [:])["shares"] == [])
+            #expect(try await cloud.eventIDs(zoneName: "com.apple.coredata.cloudkit.zone") == ["e1", "e2"])
+            #expect(try await o.pending() == 0)
+            let created = try await o.call("share.create", ["objectID": .string(session), "participants": [["user": "alice", "permission": "readOnly"]]])
+            #expect(created["movedRecords"] == 3)
+            #expect(try await cloud.eventIDs(zoneName: try #require(created["zoneName"]?.stringValue)) == ["e1", "e2"])
+            await ConflictTests.stop(cloud, o)
+        }
+
         @Test("Every refused share op of the sync-service (participants.add/setPermission/remove, shares.setPublicPermission/accept/leave, participants.validate) changes nothing")
         func syncServiceShareOpsChangeNothingWhenRefused() async throws {
             let cloud = try await Cloud.start()
