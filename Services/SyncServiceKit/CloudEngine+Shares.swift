@@ -28,6 +28,11 @@ extension CloudEngine {
     /// or moved (as CKFetchShareParticipantsOperation comes before a share is saved).
     public func validateParticipants(caller: String, _ params: ParticipantsValidateParams) throws -> ParticipantsValidateResult {
         try read { state in
+            // The count first: it bounds the lookups a long list makes.
+            guard params.participants.count + 1 <= state.limits.maxParticipants else {
+                throw WireError(.tooManyParticipants, "\(params.participants.count) participants and the owner are more than the \(state.limits.maxParticipants) a share may have.",
+                                details: ["maxParticipants": .int(state.limits.maxParticipants)])
+            }
             var seen: Set<String> = []
             for (index, invite) in params.participants.enumerated() {
                 let (user, _) = try Self.invitation(user: invite.user, permission: invite.permission, caller: caller,
@@ -36,10 +41,6 @@ extension CloudEngine {
                     throw WireError(.invalidArguments, "params.participants[\(index)].user: \(user) is invited twice.",
                                     details: ["field": .string("params.participants[\(index)].user"), "user": .string(user)])
                 }
-            }
-            guard params.participants.count + 1 <= state.limits.maxParticipants else {
-                throw WireError(.tooManyParticipants, "\(params.participants.count) participants and the owner are more than the \(state.limits.maxParticipants) a share may have.",
-                                details: ["maxParticipants": .int(state.limits.maxParticipants)])
             }
             return ParticipantsValidateResult(participants: params.participants)
         }
@@ -186,7 +187,7 @@ extension CloudEngine {
 
     private static func requireUser(_ user: String?, state: CloudTransaction, field: String = "params.user") throws -> String {
         guard let user, try state.db.scalar("SELECT 1 FROM users WHERE name = ?", [user]) != nil else {
-            let which = user.map { " ('\($0)' is not one)" } ?? ""
+            let which = user.map { " (\(CloudKitNames.quoted($0)) is not one)" } ?? ""
             throw WireError(.invalidArguments, "\(field) must name an existing user\(which).",
                             details: ["field": .string(field), "user": user.map { .string($0) } ?? .null])
         }
@@ -207,7 +208,7 @@ extension CloudEngine {
 
     static func permission(_ text: String?, allowNone: Bool, field: String = "params.permission") throws -> SharePermission {
         guard let text, let permission = SharePermission(rawValue: text), allowNone || permission != .none else {
-            let given = text.map { ", not '\($0)'" } ?? ""
+            let given = text.map { ", not \(CloudKitNames.quoted($0))" } ?? ""
             throw WireError(.invalidArguments, "\(field) must be \(allowNone ? "none, " : "")readOnly or readWrite\(given).",
                             details: ["field": .string(field)])
         }

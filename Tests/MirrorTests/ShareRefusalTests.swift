@@ -71,6 +71,15 @@ extension Mirroring {
             #expect(bad.message.contains("readOnly or readWrite"), "\(bad.message)")
             _ = try await Self.refused("share.create", ["objectID": .string(session), "participants": [["user": "owner", "permission": "readOnly"]]],
                                        code: .invalidArguments, on: o, cloud: cloud, devices: devices)
+            _ = try await Self.refused("share.create", ["objectID": .string(session), "participants": [
+                ["user": "alice", "permission": "readOnly"], ["user": "alice", "permission": "readWrite"]]], code: .invalidArguments, on: o, cloud: cloud, devices: devices)
+            let long = try await Self.refused("share.create", ["objectID": .string(session), "participants": [["user": .string(String(repeating: "x", count: 5000)), "permission": "readOnly"]]],
+                                              code: .invalidArguments, on: o, cloud: cloud, devices: devices)
+            #expect(long.message.count < 300, "a sent name is quoted cut short")
+            _ = try await cloud.admin("admin.setLimits", ["maxParticipants": 2])
+            _ = try await Self.refused("share.create", ["objectID": .string(session), "participants": [
+                ["user": "alice", "permission": "readOnly"], ["user": "bob", "permission": "readOnly"]]], code: .tooManyParticipants, on: o, cloud: cloud, devices: devices)
+            _ = try await cloud.admin("admin.setLimits", ["maxParticipants": 100])
             // The corrected retry succeeds (it was alreadyShared when the refusal left a share).
             let created = try await o.call("share.create", ["objectID": .string(session), "participants": [["user": "alice", "permission": "readWrite"]]])
             let zone = try #require(created["zoneName"]?.stringValue)
