@@ -117,7 +117,7 @@ public enum StoreCloudDiff {
                     guard let type = record["recordType"]?.stringValue, let entity = CloudKitNames.entityName(recordType: type),
                           let name = record["recordName"]?.stringValue else { continue }
                     var fields: [String: String] = [:]
-                    for (field, value) in record["fields"]?.objectValue ?? [:] where field.hasPrefix(CloudKitNames.coreDataPrefix) && field != CloudKitNames.entityNameField {
+                    for (field, value) in record["fields"]?.objectValue ?? [:] where field.hasPrefix(CloudKitNames.coreDataPrefix) && !CloudKitNames.bookkeepingFields.contains(field) {
                         fields[field] = normalize(cloud: value)
                     }
                     items[key(database, name)] = Item(database: database, zone: zoneKey, entity: entity,

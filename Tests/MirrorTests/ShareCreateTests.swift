@@ -36,6 +36,12 @@ extension Mirroring {
             _ = try await p.call("share.accept", ["zoneName": .string(zoneName), "ownerName": "owner"])
             #expect(try await p.ids(store: "Shared") == ids)
             #expect(try await o.ids(store: "Private") == ids)
+            // The move receipt is bookkeeping, not data: the convergence check (meowctl diff,
+            // the same comparison as assertConverged) finds both devices equal to the cloud.
+            for (device, user) in [(o, "owner"), (p, "alice")] {
+                let diff = try await runTool("meowctl", ["diff", "--socket", device.socket, "--cloud", cloud.socket, "--credential", "\(user)-secret", "--json"])
+                #expect(diff.status == 0, "\(device.name): \(diff.stdout)")
+            }
             // The first ordinary save of a moved record drops the move's field (sent as null:
             // the server keeps a key a save leaves out); the others keep theirs.
             try await o.set(try await o.objectID(id: "bg-000"), ["value": 99])

@@ -250,7 +250,7 @@ enum JSONText {
 /// (`CloudMirror.applyPage`). The next ordinary save of the record, which sends the whole field
 /// set, leaves the field behind.
 struct MovedFrom: Equatable {
-    static let field = "CD_moveReceipt"
+    static let field = CloudKitNames.moveReceiptField
     /// The receipt's name on records a mirror moved before it wrote Core Data's field: never a
     /// data field, so such a record merges as it did.
     static let formerField = "MC_movedFrom"
