@@ -5,9 +5,7 @@ extension CloudEngine {
     /// participants.add: the owner invites a user (pending until they accept).
     public func addParticipant(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
         try ownerShareOp(caller: caller, params, trace: trace) { state, zone in
-            let user = try requireUser(params.user, state: state)
-            guard user != caller else { throw WireError(.invalidArguments, "The owner is already the share's owner participant.") }
-            let permission = try Self.permission(params.permission, allowNone: false)
+            let (user, permission) = try Self.invitation(user: params.user, permission: params.permission, caller: caller, field: "params", state: state)
             let active = try state.db.scalar("SELECT count(*) FROM participants WHERE zone = ? AND share = ? AND acceptance != 'removed' AND user != ?",
                                              [zone.id, params.share, user])?.int ?? 0
             guard active + 1 <= state.limits.maxParticipants else {
@@ -23,10 +21,35 @@ extension CloudEngine {
         }
     }
 
+    /// participants.validate: the checks participants.add makes, on the invitations of a share
+    /// about to be made (each user exists, is not the caller and is named once, each permission
+    /// is readOnly or readWrite, and they fit `maxParticipants` with the owner); writes nothing.
+    /// A client sharing objects checks first, so that a refused invitation leaves nothing shared
+    /// or moved (as CKFetchShareParticipantsOperation comes before a share is saved).
+    public func validateParticipants(caller: String, _ params: ParticipantsValidateParams) throws -> ParticipantsValidateResult {
+        try read { state in
+            // The count first: it bounds the lookups a long list makes.
+            guard params.participants.count + 1 <= state.limits.maxParticipants else {
+                throw WireError(.tooManyParticipants, "\(params.participants.count) participants and the owner are more than the \(state.limits.maxParticipants) a share may have.",
+                                details: ["maxParticipants": .int(state.limits.maxParticipants)])
+            }
+            var seen: Set<String> = []
+            for (index, invite) in params.participants.enumerated() {
+                let (user, _) = try Self.invitation(user: invite.user, permission: invite.permission, caller: caller,
+                                                    field: "params.participants[\(index)]", state: state)
+                guard seen.insert(user).inserted else {
+                    throw WireError(.invalidArguments, "params.participants[\(index)].user: \(user) is invited twice.",
+                                    details: ["field": .string("params.participants[\(index)].user"), "user": .string(user)])
+                }
+            }
+            return ParticipantsValidateResult(participants: params.participants)
+        }
+    }
+
     /// participants.setPermission: the owner changes a participant's permission.
     public func setParticipantPermission(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
         try ownerShareOp(caller: caller, params, trace: trace) { state, zone in
-            let user = try requireUser(params.user, state: state)
+            let user = try Self.requireUser(params.user, state: state)
             let permission = try Self.permission(params.permission, allowNone: true)
             guard try state.participation(zone: zone.id, share: params.share, user: user) != nil, user != caller else {
                 throw WireError(.unknownItem, "\(user) is not a participant of share '\(params.share)'.")
@@ -42,7 +65,7 @@ extension CloudEngine {
     /// participants.remove: the owner removes a participant; the zone leaves their shared database.
     public func removeParticipant(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
         try ownerShareOp(caller: caller, params, trace: trace) { state, zone in
-            let user = try requireUser(params.user, state: state)
+            let user = try Self.requireUser(params.user, state: state)
             guard try state.participation(zone: zone.id, share: params.share, user: user) != nil, user != caller else {
                 throw WireError(.unknownItem, "\(user) is not a participant of share '\(params.share)'.")
             }
@@ -177,16 +200,32 @@ extension CloudEngine {
                          details: ["zoneID": state.zoneJSON(zoneID), "ownerName": .string(owner)])
     }
 
-    private func requireUser(_ user: String?, state: CloudTransaction) throws -> String {
+    private static func requireUser(_ user: String?, state: CloudTransaction, field: String = "params.user") throws -> String {
         guard let user, try state.db.scalar("SELECT 1 FROM users WHERE name = ?", [user]) != nil else {
-            throw WireError(.invalidArguments, "params.user must name an existing user.", details: ["user": user.map { .string($0) } ?? .null])
+            let which = user.map { " (\(CloudKitNames.quoted($0)) is not one)" } ?? ""
+            throw WireError(.invalidArguments, "\(field) must name an existing user\(which).",
+                            details: ["field": .string(field), "user": user.map { .string($0) } ?? .null])
         }
         return user
     }
 
-    static func permission(_ text: String?, allowNone: Bool) throws -> SharePermission {
+    /// One invitation's user and permission, as participants.add and participants.validate
+    /// check them (`field`: where the two are in the request, for the message).
+    private static func invitation(user: String?, permission: String?, caller: String, field: String,
+                                   state: CloudTransaction) throws -> (String, SharePermission) {
+        let user = try requireUser(user, state: state, field: "\(field).user")
+        guard user != caller else {
+            throw WireError(.invalidArguments, "\(field).user: \(caller) owns the share and is already its owner participant.",
+                            details: ["field": .string("\(field).user"), "user": .string(user)])
+        }
+        return (user, try Self.permission(permission, allowNone: false, field: "\(field).permission"))
+    }
+
+    static func permission(_ text: String?, allowNone: Bool, field: String = "params.permission") throws -> SharePermission {
         guard let text, let permission = SharePermission(rawValue: text), allowNone || permission != .none else {
-            throw WireError(.invalidArguments, "params.permission must be \(allowNone ? "none, " : "")readOnly or readWrite.")
+            let given = text.map { ", not \(CloudKitNames.quoted($0))" } ?? ""
+            throw WireError(.invalidArguments, "\(field) must be \(allowNone ? "none, " : "")readOnly or readWrite\(given).",
+                            details: ["field": .string(field)])
         }
         return permission
     }

@@ -98,6 +98,9 @@ struct SyncOperations {
             try $0.setParticipantPermission(caller: $1, $2, trace: $3)
         }
         user(&registry, "participants.remove", ShareParams.self, "Owner: removes a participant.") { try $0.removeParticipant(caller: $1, $2, trace: $3) }
+        user(&registry, "participants.validate", ParticipantsValidateParams.self, "Checks invitations for a new share; writes nothing.") { engine, caller, params, _ in
+            try engine.validateParticipants(caller: caller, params)
+        }
     }
 
     /// Subscriptions: the cloud's own objects, per user, database and environment.

@@ -129,7 +129,7 @@ public enum StoreCloudDiff {
                     }
                     guard let entity = CloudKitNames.entityName(recordType: type) else { continue }
                     var fields: [String: String] = [:]
-                    for (field, value) in record["fields"]?.objectValue ?? [:] where field.hasPrefix(CloudKitNames.coreDataPrefix) && field != CloudKitNames.entityNameField {
+                    for (field, value) in record["fields"]?.objectValue ?? [:] where field.hasPrefix(CloudKitNames.coreDataPrefix) && !CloudKitNames.bookkeepingFields.contains(field) {
                         fields[field] = normalize(cloud: value)
                     }
                     items[key(database, name)] = Item(database: database, zone: zoneKey, entity: entity,

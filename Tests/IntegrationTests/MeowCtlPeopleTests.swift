@@ -223,7 +223,7 @@ struct MeowCtlPeopleTests {
         let deployment = try await PeopleDeployment.start()
         let dry = try await runTool("meowctl", ["sync", "schema", "--socket", deployment.deviceSocket, "--dry-run"])
         #expect(dry.status == 0)
-        #expect(dry.stdout.contains("CD_CareEvent: CD_entityName STRING, CD_eventTypeRaw STRING, CD_id STRING, CD_note STRING, CD_occurredAt TIMESTAMP"), "\(dry.stdout)")
+        #expect(dry.stdout.contains("CD_CareEvent: CD_entityName STRING, CD_eventTypeRaw STRING, CD_id STRING, CD_moveReceipt BYTES, CD_note STRING, CD_occurredAt TIMESTAMP"), "\(dry.stdout)")
         #expect(dry.stdout.contains("dry run: nothing uploaded"))
         let admin = try await deployment.client(deployment.cloudSocket, credential: PeopleDeployment.admin)
         defer { admin.close() }

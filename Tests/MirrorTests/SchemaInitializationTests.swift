@@ -9,7 +9,7 @@ extension Mirroring {
     struct SchemaInitializationTests {
         static let expectedEventFields: [String: JSONValue] = [
             "CD_entityName": "STRING", "CD_id": "STRING", "CD_eventTypeRaw": "STRING", "CD_occurredAt": "TIMESTAMP", "CD_updatedAt": "TIMESTAMP",
-            "CD_value": "DOUBLE", "CD_note": "STRING", "CD_session": "STRING", "MC_fieldModified": "STRING"]
+            "CD_value": "DOUBLE", "CD_note": "STRING", "CD_session": "STRING", "MC_fieldModified": "STRING", "CD_moveReceipt": "BYTES"]
 
         @Test("sync.initializeSchema defines every field's type from one record per entity and leaves no record behind; a dry run uploads nothing")
         func initializeSchemaDefinesEveryField() async throws {

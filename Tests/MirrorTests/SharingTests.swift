@@ -559,7 +559,7 @@ extension Mirroring {
         /// B deletes an event where it last saw it (the core-data zone), unaware that A had moved
         /// it into a share with its session; A, unaware of the delete, then moves it back into the
         /// core-data zone (into a session kept private). It arrives at B in the zone B deleted it
-        /// in, carrying `MC_movedFrom`: a move, not a record re-created by a resurrect policy, so
+        /// in, carrying its move receipt (`CD_moveReceipt`): a move, not a record re-created by a resurrect policy, so
         /// B's delete stands (deleteWins) and goes out again.
         @Test("An event deleted on one device and moved back into the zone of that delete by the other stays deleted")
         func deleteOfAnEventMovedAwayAndBack() async throws {

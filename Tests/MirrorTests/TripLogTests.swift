@@ -132,7 +132,7 @@ extension Mirroring {
             let o = try await Device.start("O", user: "owner", cloud: cloud, extra: ["--model", Self.xcodeModel])
             let dry = try await o.call("sync.initializeSchema", ["dryRun": true])
             #expect(dry["recordTypes"]?["CDMR"] == ["CD_entityNames": "STRING", "CD_relationships": "STRING", "CD_recordNames": "STRING",
-                                                     "MC_fieldModified": "STRING"])
+                                                     "MC_fieldModified": "STRING", "CD_moveReceipt": "BYTES"])
             #expect(dry["recordTypes"]?.objectValue?.keys.contains { $0.hasPrefix("CD__") } == false)
             #expect(try await o.call("sync.initializeSchema")["uploaded"] == 5, "Trip, Day, Photo, Tag and one CDMR")
             await ConflictTests.stop(cloud, o)

@@ -79,8 +79,9 @@ extension CloudMirror {
 }
 
 extension MirrorRecordCoding {
-    /// A record's fields with every stored property set to a stand-in value of its type, and
-    /// the per-field stamps field: the fields a real export can carry, with their CloudKit types.
+    /// A record's fields with every stored property set to a stand-in value of its type (data
+    /// attributes in their asset fields too), the per-field stamps field and the move receipt:
+    /// every field a real export can carry, with its CloudKit type.
     static func representativeFields(_ entity: EntityDescription) -> (fields: JSONValue, types: [String: String]) {
         var fields: [String: JSONValue] = [:]
         var types: [String: String] = [:]
@@ -102,9 +103,13 @@ extension MirrorRecordCoding {
             }
             add(fieldName(attribute.name), fieldType(attribute.type), stand)
         }
+        // A data value past the store's asset threshold travels in its asset field instead.
+        for attribute in entity.attributes where attribute.type.isData { add(assetFieldName(attribute.name), "asset", "AA==") }
         // A to-one relationship is the related record's name.
         for relationship in entity.toOneRelationships { add(fieldName(relationship.name), "string", "initializeSchema") }
         add(MirrorBookkeeping.fieldTimesField, "string", "{}")
+        // A record a device moves into another zone (a share) carries its move receipt.
+        add(MovedFrom.field, "bytes", "AA==")
         return (.object(fields), types)
     }
 }

@@ -109,7 +109,7 @@ struct MirrorBookkeeping {
         var pending: Pending
         var meta: Meta?
         var timesText: String?
-        /// The kept server copy carries `MC_movedFrom` (the record was moved into its zone).
+        /// The kept server copy carries its move receipt (the record was moved into its zone).
         var movedFromKept = false
     }
 

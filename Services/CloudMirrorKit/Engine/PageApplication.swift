@@ -184,7 +184,7 @@ extension CloudMirror {
         /// zone's tombstone. The delete stands (deleteWins): it is sent again to the record
         /// where it lives now, and the record is not brought back. A move can also bring it
         /// back into the zone the delete was made in (it had moved away and back, an event
-        /// between sessions): it carries `MC_movedFrom` there, where a record a resurrect
+        /// between sessions): it carries its move receipt there, where a record a resurrect
         /// policy re-created does not.
         mutating func keepDeletesThatStand() throws {
             let changed = changed, state = state, options = mirror.options

@@ -49,26 +49,42 @@ extension CloudMirror {
     /// per-request limit): its leaders (`readGraph`) move with the share, and the rest follows by the send's own
     /// moves (`followRoot`). Locally the objects stay in the private store.
     func createShare(_ params: ShareCreateParams, progress: ProgressReporter = .silent) throws -> ShareCreateResult {
+        // The invitations are checked before anything is sent, saved or moved: a refused
+        // share.create changes nothing, and its corrected retry is a first attempt.
+        let invites = (params.participants ?? []).map { ParticipantInvite(user: $0.user, permission: $0.permission) }
+        if !invites.isEmpty { _ = try request("participants.validate", ParticipantsValidateParams(participants: invites)) }
         _ = try sendAll()
         let zone = ZoneID(zoneName: CloudKitNames.coreDataShareZonePrefix + UUID().uuidString)
-        // The zones are made once the graph is known to be shareable and before it is saved
-        // where it is: nothing but the move itself comes between that save and the move.
-        let (graph, leaders, atOnce) = try touchedGraph(params) {
-            try ensureZones([.coreData])
-            _ = try request("zones.save", ZonesParams(database: .private, zoneIDs: [zone]))
+        var zoneMade = false
+        let graph: [GraphMember], leaders: Int, movedAtOnce: JSONValue?
+        var shareRecord: JSONValue
+        do {
+            // The zones are made once the graph is known to be shareable and before it is saved
+            // where it is: nothing but the move itself comes between that save and the move.
+            let touched = try touchedGraph(params) {
+                try ensureZones([.coreData])
+                _ = try request("zones.save", ZonesParams(database: .private, zoneIDs: [zone]))
+                zoneMade = true
+            }
+            (graph, leaders) = (touched.graph, touched.leaders)
+            progress.report(phase: "moving", done: 0, total: graph.count)
+            movedAtOnce = touched.atOnce ? try moveAtOnce(graph, into: zone) : nil
+            if let movedAtOnce {
+                shareRecord = movedAtOnce
+            } else {
+                // Queued before the leaders move, so that a device killed after the move still moves them.
+                try queueToFollow(Array(graph.dropFirst(leaders)))
+                shareRecord = try moveAtOnce(Array(graph.prefix(leaders)), into: zone) ?? .null
+            }
+        } catch {
+            if zoneMade { discardIfEmpty(zone) }
+            throw error
         }
         let root = graph[0]
-        progress.report(phase: "moving", done: 0, total: graph.count)
         var moved = graph.count
         var sendError: WireError?
-        var shareRecord: JSONValue
-        if atOnce, let reply = try moveAtOnce(graph, into: zone) {
-            shareRecord = reply
-        } else {
+        if movedAtOnce == nil {
             let members = Array(graph.dropFirst(leaders))
-            // Queued before the leaders move, so that a device killed after the move still moves them.
-            try queueToFollow(members)
-            shareRecord = try moveAtOnce(Array(graph.prefix(leaders)), into: zone) ?? .null
             progress.report(phase: "moving", done: leaders, total: graph.count)
             let followed = try followRoot(members, into: zone) { saved in
                 progress.report(phase: "moving", done: min(graph.count, leaders + saved), total: graph.count)
@@ -77,14 +93,28 @@ extension CloudMirror {
             sendError = followed.sendError
         }
         progress.report(phase: "moving", done: graph.count, total: graph.count)
-        for participant in params.participants ?? [] {
-            shareRecord = try request("participants.add", CloudWire.ShareParams(zoneID: zone, user: participant.user,
-                                                                      permission: participant.permission))["share"] ?? shareRecord
+        for invite in invites {
+            do {
+                shareRecord = try request("participants.add", CloudWire.ShareParams(zoneID: zone, user: invite.user,
+                                                                                  permission: invite.permission))["share"] ?? shareRecord
+            } catch {
+                // Checked above; only a change of the cloud's users or limits in between gets here.
+                throw WireError(error.code, "share.create: the share was created in zone \(zone.zoneName), but inviting \(invite.user) failed (\(error.message)); invite with share.invite.",
+                                details: error.details.merging(["zoneName": .string(zone.zoneName)]) { $1 })
+            }
         }
         logger.info("shared", ["zone": .string(zone.zoneName), "root": .string(root.uuid), "records": .int(moved),
                                "pending": .int(graph.count - moved)])
         return ShareCreateResult(zoneName: zone.zoneName, rootRecordName: root.uuid, movedRecords: moved,
                                  pendingRecords: graph.count - moved, sendError: sendError, share: Self.withoutKeptTexts(shareRecord))
+    }
+
+    /// Deletes the share zone a refused share.create made, so that the request leaves no empty
+    /// zone behind; kept if anything is in it (a move whose reply was lost may have landed).
+    private func discardIfEmpty(_ zone: ZoneID) {
+        guard case let .success(page) = attempt("changes.fetchZone", FetchZoneChangesParams(database: .private, zoneID: zone, limit: 1)),
+              (page["changed"]?.arrayValue ?? []).isEmpty else { return }
+        _ = attempt("zones.delete", ZonesParams(database: .private, zoneIDs: [zone]))
     }
 
     /// Moves `graph` (its root first) into the share zone in one request with the zone-wide

@@ -167,7 +167,7 @@ enum MirrorRecordCoding {
     static func dataFields(_ fields: [String: JSONValue]?) -> [String: JSONValue] {
         var result: [String: JSONValue] = [:]
         for (name, field) in fields ?? [:] where name != MirrorBookkeeping.fieldTimesField && name != CloudKitNames.entityNameField
-            && name != MovedFrom.field {
+            && name != MovedFrom.field && name != MovedFrom.formerField {
             if name.hasSuffix(assetSuffix), var object = field.objectValue, object["type"] == "asset" {
                 let property = String(name.dropLast(assetSuffix.count))
                 guard fields?[property] == nil else { continue }
@@ -223,7 +223,7 @@ enum MirrorRecordCoding {
     }
 }
 
-/// JSON text for the mirror's own values inside fields and columns (the stamps, `MC_movedFrom`),
+/// JSON text for the mirror's own values inside fields and columns (the stamps, the move receipt),
 /// written directly (JSONEncoder's generic path cost more than the rest of a send for small
 /// values written once per record). Whole doubles are written as integers, as in record fields
 /// (which `RecordFields` writes).
@@ -239,15 +239,21 @@ enum JSONText {
     }
 }
 
-/// `MC_movedFrom`, a bookkeeping field on a record a device moved into another zone (sharing a
-/// session moves its graph; an event follows its session): the zone it left and the change tag
-/// of the copy the mover had there. The move deletes that copy unconditionally (CloudKit's
-/// deletes take no tag), so an edit another device saved there after the mover last fetched is
-/// deleted with it, and the moved copy lacks it. That device holds a copy with another tag and
-/// so can tell: it merges the two as concurrent versions (`CloudMirror.applyPage`). The next
-/// ordinary save of the record, which sends the whole field set, leaves the field behind.
+/// The move receipt a record carries after a device moved it into another zone (sharing a
+/// session moves its graph; an event follows its session), in `CD_moveReceipt`, the field
+/// NSPersistentCloudKitContainer keeps its own move receipts in (BYTES; `sync.initializeSchema`
+/// defines it on every record type, so a deployed schema has it): the zone the record left and
+/// the change tag of the copy the mover had there, as JSON text. The move deletes that copy
+/// unconditionally (CloudKit's deletes take no tag), so an edit another device saved there
+/// after the mover last fetched is deleted with it, and the moved copy lacks it. That device
+/// holds a copy with another tag and so can tell: it merges the two as concurrent versions
+/// (`CloudMirror.applyPage`). The next ordinary save of the record, which sends the whole field
+/// set, leaves the field behind.
 struct MovedFrom: Equatable {
-    static let field = "MC_movedFrom"
+    static let field = CloudKitNames.moveReceiptField
+    /// The receipt's name on records a mirror moved before it wrote Core Data's field: never a
+    /// data field, so such a record merges as it did.
+    static let formerField = "MC_movedFrom"
 
     var zoneName: String
     var changeTag: String
@@ -259,21 +265,23 @@ struct MovedFrom: Equatable {
 
     /// The field of a record's fields, if it has one that reads.
     init?(fields: [String: JSONValue]?) {
-        guard let text = fields?[Self.field]?["value"]?.stringValue, let object = try? JSONParser.parse(text).objectValue,
+        guard let base64 = fields?[Self.field]?["value"]?.stringValue, let data = Data(base64Encoded: base64),
+              let object = try? JSONParser.parse(String(decoding: data, as: UTF8.self)).objectValue,
               let zoneName = object["zoneName"]?.stringValue, let changeTag = object["recordChangeTag"]?.stringValue else { return nil }
         self.init(zoneName: zoneName, changeTag: changeTag)
     }
 
-    /// The field: a string holding `{"recordChangeTag":…,"zoneName":…}`.
+    /// The field: bytes holding `{"recordChangeTag":…,"zoneName":…}`.
     var fieldValue: JSONValue {
-        ["type": "string", "value": .string(JSONText.object(["recordChangeTag": .string(changeTag), "zoneName": .string(zoneName)]))]
+        let text = JSONText.object(["recordChangeTag": .string(changeTag), "zoneName": .string(zoneName)])
+        return ["type": "bytes", "value": .string(Data(text.utf8).base64EncodedString())]
     }
 
-    /// Fields text (`MirrorRecordCoding.fieldsText`) with the field added last, where its name
-    /// sorts (after the stamps' `MC_fieldModified`): the text stays in stored form.
+    /// Fields text (`MirrorRecordCoding.fieldsText`) with the field added in its place among
+    /// the others (keys ascend in stored form).
     func adding(to fieldsText: String) -> String {
-        guard var fields = RecordFields.Builder(continuing: fieldsText) else { return fieldsText }
-        fields.field(Self.field, fieldValue)
-        return fields.finish()
+        guard var fields = (try? JSONParser.parse(fieldsText))?.objectValue else { return fieldsText }
+        fields[Self.field] = fieldValue
+        return RecordFields(fields).text
     }
 }

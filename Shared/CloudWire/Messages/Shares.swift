@@ -52,3 +52,31 @@ public struct InvitationsResult: Codable, Sendable {
         self.invitations = invitations
     }
 }
+
+/// One invitation to a share: a user and the permission they are to have.
+public struct ParticipantInvite: Codable, Sendable, Equatable {
+    public var user: String
+    public var permission: String
+
+    public init(user: String, permission: String) {
+        self.user = user
+        self.permission = permission
+    }
+}
+
+/// participants.validate: invitations to check for a new share, before anything is shared.
+public struct ParticipantsValidateParams: Codable, Sendable {
+    public var participants: [ParticipantInvite]
+
+    public init(participants: [ParticipantInvite]) {
+        self.participants = participants
+    }
+}
+
+public struct ParticipantsValidateResult: Codable, Sendable {
+    public var participants: [ParticipantInvite]
+
+    public init(participants: [ParticipantInvite]) {
+        self.participants = participants
+    }
+}

@@ -17,6 +17,11 @@ public enum CloudKitNames {
     public static let coreDataPrefix = "CD_"
     /// The field naming a record's entity (`CD_entityName`).
     public static let entityNameField = coreDataPrefix + "entityName"
+    /// The field a record moved into another zone (a share) carries its move receipt in:
+    /// bookkeeping of the mirror, never an attribute's value.
+    public static let moveReceiptField = coreDataPrefix + "moveReceipt"
+    /// Fields with Core Data's prefix that hold no attribute or relationship.
+    public static let bookkeepingFields: Set<String> = [entityNameField, moveReceiptField]
     /// The prefix of the zones NSPersistentCloudKitContainer shares into, one per share
     /// (`com.apple.coredata.cloudkit.share.<UUID>`).
     public static let coreDataShareZonePrefix = "com.apple.coredata.cloudkit.share."

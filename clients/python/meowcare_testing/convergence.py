@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 PREFIX = "CD_"
 ENTITY_NAME_FIELD = "CD_entityName"
+# Core Data-prefixed fields that hold no attribute or relationship: the entity's name, and the
+# move receipt a record moved into a share carries.
+BOOKKEEPING_FIELDS = frozenset({ENTITY_NAME_FIELD, "CD_moveReceipt"})
 DEFAULT_OWNER = "__defaultOwner__"
 CORE_DATA_ZONE = "com.apple.coredata.cloudkit.zone"
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
@@ -282,7 +285,7 @@ def cloud_items(user: "CloudUser") -> Tuple[Dict[Key, Item], List[str]]:
                 if not record_type.startswith(PREFIX):
                     continue
                 fields = {name: normalize_cloud(value) for name, value in (record.get("fields") or {}).items()
-                          if name.startswith(PREFIX) and name != ENTITY_NAME_FIELD and isinstance(value, dict)}
+                          if name.startswith(PREFIX) and name not in BOOKKEEPING_FIELDS and isinstance(value, dict)}
                 items[(database, record["recordName"])] = Item(database, zone_key, record_type[len(PREFIX):], None, fields)
     return items, unreadable
 
