@@ -58,7 +58,7 @@ extension CloudMirror {
             guard let entity = state.store.model.entity(named: link.entity), entity.relationship(link.relationship) != nil else { continue }
             if changes[link.recordName] == nil {
                 guard let fields = try Self.currentFields(entity: entity, uuid: link.recordName, state: state) else { continue }
-                changes[link.recordName] = LocalChange(uuid: link.recordName, entity: entity, fields: fields, zone: nil)
+                changes[link.recordName] = LocalChange(uuid: link.recordName, entity: entity, fields: fields, zone: link.zone)
             }
             changes[link.recordName]?.fields?[MirrorRecordCoding.fieldName(link.relationship)] = ["type": "string", "value": .string(link.target)]
         }

@@ -16,8 +16,11 @@ extension CloudMirror {
         var uuid: String
         var entity: EntityDescription
         var fields: [String: JSONValue]?
-        /// The cloud zone, for new shared-store rows.
+        /// The cloud zone (a zone key, or a zone name): new shared-store rows take it, and the
+        /// record's relationships resolve within it (`primaryKey(entity:uuid:linkedFrom:)`).
         var zone: String?
+
+        var zoneID: ZoneID? { zone.map { ZoneID(key: $0) ?? ZoneID(zoneName: $0) } }
     }
 
     /// Writes `changes` into one store in one save by author `sync` (history, remote-change
@@ -67,8 +70,8 @@ extension CloudMirror {
         for (object, name, target, change) in links {
             var value: JSONValue = .null
             if let target, let destination = object.entity.relationship(name)?.destination {
-                let cacheKey = destination + "/" + target
-                if keys[cacheKey] == nil { keys[cacheKey] = .some(try state.primaryKey(entity: destination, uuid: target)) }
+                let cacheKey = destination + "/" + target + "/" + (change.zone ?? "")
+                if keys[cacheKey] == nil { keys[cacheKey] = .some(try state.primaryKey(entity: destination, uuid: target, linkedFrom: change.zoneID)) }
                 if let related = byUUID[target], !related.isDeleted {
                     value = .string(related.uri)
                 } else if let key = keys[cacheKey] ?? nil {
@@ -136,7 +139,7 @@ extension CloudMirror {
             guard let fields = change.fields else { continue }
             for (name, target) in MirrorRecordCoding.relationshipNames(entity: change.entity, fields: fields) {
                 guard let target, !batch.contains(target), let destination = change.entity.relationship(name)?.destination,
-                      try state.primaryKey(entity: destination, uuid: target) == nil else { continue }
+                      try state.primaryKey(entity: destination, uuid: target, linkedFrom: change.zoneID) == nil else { continue }
                 let zone = try change.zone ?? state.meta(change.uuid)?.zone.key
                 waiting.append(.init(recordName: change.uuid, entity: change.entity.name, relationship: name, target: target, zone: zone, since: now))
             }

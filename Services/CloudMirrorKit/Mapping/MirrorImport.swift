@@ -146,7 +146,8 @@ struct MirrorImport {
             }
             let cacheKey = relationship.destination + "/" + target
             if storedKeys[cacheKey] == nil {
-                storedKeys[cacheKey] = .some(try MirrorBookkeeping(store).primaryKey(entity: relationship.destination, uuid: target))
+                storedKeys[cacheKey] = .some(try MirrorBookkeeping(store).primaryKey(entity: relationship.destination, uuid: target,
+                                                                                      linkedFrom: ZoneID(key: zone)))
             }
             guard case let .some(.some(key)) = storedKeys[cacheKey] else { return false }
             prepared.values[entity.position(ofToOne: number)] = .integer(key)
