@@ -65,16 +65,13 @@ extension MirrorBookkeeping {
         return try database.scalar("SELECT z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid = ?", [uuid])?.int64
     }
 
-    /// The primary key of the row of `entity` named `uuid` as a relationship held by a record
-    /// of `zone` resolves it: a record name means a record of the zone it is read in (CloudKit
-    /// names a record by name and zone), so an object of another zone is not that record. A
-    /// participant writes into a share zone; were its names resolved across the owner's zones,
-    /// it could link the owner's private objects into the share. The owner's Core Data zone is
-    /// written by its owner alone, and its records may name objects of any of the owner's zones
-    /// (an object that joined a share keeps its links). nil `zone`: a local relationship.
+    /// The primary key of the row of `entity` named `uuid` for a relationship that resolves
+    /// within `zone` (`CloudMirror.linkZone(of:store:)`): a record name then means a record of
+    /// that zone (CloudKit names a record by name and zone), and an object this store holds in
+    /// another zone is not it. nil `zone`: any object of the store.
     func primaryKey(entity: String, uuid: String, linkedFrom zone: ZoneID?) throws -> Int64? {
         guard let key = try primaryKey(entity: entity, uuid: uuid) else { return nil }
-        guard let zone, store.scope == .shared || zone.zoneName != ZoneID.coreDataZoneName else { return key }
+        guard let zone else { return key }
         let held: ZoneID?
         if store.scope == .shared {
             held = try store.model.entity(named: entity).flatMap { try rowZone(entity: $0, uuid: uuid) }
@@ -152,6 +149,18 @@ extension MirrorBookkeeping {
     func rowZone(entity: EntityDescription, uuid: String) throws -> ZoneID? {
         guard store.scope == .shared, store.holds(entity.name) else { return nil }
         return try store.read(entity, uuid: uuid)?.zone.flatMap { ZoneID(key: $0) }
+    }
+
+    /// The key of `target` when the stored object `source` already relates to it through its
+    /// to-one `relationship`, whatever its zone: a record that keeps a link its object has makes
+    /// no new one (this device's own side of a merge, or an object another of the owner's
+    /// devices is moving between zones), so it is kept rather than emptied.
+    func keptLink(source: String, entity: EntityDescription, relationship: String, target: String) throws -> Int64? {
+        guard let number = entity.toOneRelationships.firstIndex(where: { $0.name == relationship }),
+              let destination = store.model.entity(named: entity.toOneRelationships[number].destination),
+              let row = try store.read(entity, uuid: source), let current = row.values[entity.position(ofToOne: number)].int64,
+              try primaryKey(entity: destination.name, uuid: target) == current else { return nil }
+        return current
     }
 
     /// Objects and many-to-many link rows of this store that the cloud has not got and nothing
