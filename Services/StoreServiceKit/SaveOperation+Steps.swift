@@ -135,7 +135,7 @@ extension SaveOperation {
         var zones: [String: String] = [:]
         // Zones are read from the store: share metadata may have changed since the context read the row.
         func zone(ofTarget uri: String) throws -> String? {
-            if let object = context.lookup(uri), object.isInserted { return zones[uri] ?? object.zone }
+            if let object = context.lookup(uri), object.isInserted { return object.zone }
             guard let id = ObjectID(uri: uri), let uuid = id.storeUUID, let index = stores.index(uuid: uuid),
                   let entity = model.entity(named: id.entity), let key = id.primaryKey else { return nil }
             return try stores.list[index].read(entity, primaryKey: key)?.zone
@@ -174,7 +174,7 @@ extension SaveOperation {
             progress = false
             for object in inserted where zones[object.uri] == nil {
                 for relationship in object.entity.toOneRelationships {
-                    guard let uri = object.value(relationship.name).string, let found = try zone(uri) else { continue }
+                    guard let uri = object.value(relationship.name).string, let found = try zones[uri] ?? zone(uri) else { continue }
                     zones[object.uri] = found
                     progress = true
                     break
