@@ -88,7 +88,8 @@ extension CloudMirror {
     /// zone of the end of its to-one chain (`ObjectGraph`), else Core Data's zone. An object
     /// never sent that ends its own chain (a new top-level object) joins the share zone of an
     /// object that points at it, if one does: an object later related to a shared one lands in
-    /// that share wherever it is created.
+    /// that share wherever it is created. A chain end never sent or in Core Data's zone also
+    /// joins the share of an object it is linked to through a many-to-many relationship.
     func zone(for uuid: String, entity: EntityDescription, state: MirrorBookkeeping) throws -> ZoneID? {
         var cache: [String: ZoneID?] = [:]
         guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
