@@ -36,7 +36,7 @@ extension Mirroring {
 
         @Test("A participant's new tag on a shared photo goes into the share's zone with its link; the owner gets both, and nothing is left unsent")
         func participantsNewTagJoinsTheShare() async throws {
-            let (cloud, o, p, ids, zone) = try await Self.shared()
+            let (cloud, o, p, _, zone) = try await Self.shared()
             let photoOnP = try #require(try await p.objects("Photo", store: "Shared").first?["objectID"]?.stringValue)
             _ = try await GraphShareTests.insert(p, "Tag", ["name": "lantern", "photos": [.string(photoOnP)]])
             try await p.send()
@@ -47,7 +47,6 @@ extension Mirroring {
             #expect(try await Self.tagNames(of: try await o.objects("Photo").first, on: o) == ["lantern", "shrine"], "the owner sees the participant's tag on the photo")
             let doctor = try await runTool("meowctl", ["doctor", "--socket", p.socket, "--json"])
             #expect(try JSONParser.parse(Array(doctor.stdout.utf8))["findings"]?.arrayValue?.isEmpty == true, "\(doctor.stdout)")
-            _ = ids
             await ConflictTests.stop(cloud, o, p)
         }
 
@@ -123,8 +122,8 @@ extension Mirroring {
         @Test("A participant's raw CDMR and to-one naming the owner's private objects link nothing on the owner's device; a new share takes nothing private, and the participant sees nothing private")
         func shareZoneRecordsNamingPrivateObjectsLinkNothing() async throws {
             let (cloud, o, p, ids, zone) = try await Self.shared()
-            let secretTrip = try await GraphShareTests.insert(o, "Trip", ["name": "Secret trip", "currency": "EUR"])
-            let secretTag = try await GraphShareTests.insert(o, "Tag", ["name": "secret"])
+            _ = try await GraphShareTests.insert(o, "Trip", ["name": "Secret trip", "currency": "EUR"])
+            _ = try await GraphShareTests.insert(o, "Tag", ["name": "secret"])
             try await o.send()
             let privateRecords = try await cloud.records(user: "owner", zone: Self.coreDataZone)
             let tripName = try #require(privateRecords.first { $0["recordType"] == "CD_Trip" }?["recordName"]?.stringValue)
@@ -162,7 +161,6 @@ extension Mirroring {
             _ = try await p.call("share.accept", ["zoneName": .string(newZone), "ownerName": "owner"])
             #expect(try await p.objects("Trip", store: "Shared").compactMap { $0["values"]?["name"]?.stringValue } == ["Kyoto in autumn"])
             #expect(try await p.objects("Tag", store: "Shared").compactMap { $0["values"]?["name"]?.stringValue } == ["shrine"])
-            _ = (secretTrip, secretTag)
             await ConflictTests.stop(cloud, o, p)
         }
     }
