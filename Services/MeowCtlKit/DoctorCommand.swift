@@ -27,6 +27,8 @@ enum DoctorCommand {
                           model cannot hold); they are missing on this device
       undeployedSchema    records a production cloud refuses because its schema lacks their
                           record type or field, with the command that deploys it
+      unsent              objects or many-to-many links neither in the cloud nor queued: they
+                          would sit unsent while the device counts 0 pending
       pendingLink         imported objects whose related record has not arrived yet (an event
                           fetched before its session), with how long each has waited
       cloudSharedDefaultZone  (with --cloud) the user's shared database lists another user's

@@ -135,21 +135,15 @@ extension SaveOperation {
         var zones: [String: String] = [:]
         // Zones are read from the store: share metadata may have changed since the context read the row.
         func zone(ofTarget uri: String) throws -> String? {
-            if let object = context.lookup(uri), object.isInserted { return zones[uri] ?? object.zone }
+            if let object = context.lookup(uri), object.isInserted { return object.zone }
             guard let id = ObjectID(uri: uri), let uuid = id.storeUUID, let index = stores.index(uuid: uuid),
                   let entity = model.entity(named: id.entity), let key = id.primaryKey else { return nil }
             return try stores.list[index].read(entity, primaryKey: key)?.zone
         }
-        for object in inserted where stores.list[storeIndex(object)].scope == .shared {
-            var found = object.zone
-            for relationship in object.entity.toOneRelationships where found == nil {
-                if let uri = object.value(relationship.name).string { found = try zone(ofTarget: uri) }
-            }
-            if let found { zones[object.uri] = found }
-        }
         for object in updated + deleted where stores.list[storeIndex(object)].scope == .shared {
             if let zone = try zone(ofTarget: object.uri) { zones[object.uri] = zone }
         }
+        try inferZones(of: inserted.filter { stores.list[storeIndex($0)].scope == .shared }, updated: updated, into: &zones, zone: zone(ofTarget:))
         for (objects, action) in [(inserted, "insert"), (updated, "update"), (deleted, "delete")] {
             for object in objects {
                 let store = stores.list[storeIndex(object)]
@@ -165,6 +159,36 @@ extension SaveOperation {
             }
         }
         return zones
+    }
+
+    /// A new shared-store object takes the zone of an object it is related to, through any
+    /// relationship: a to-one it holds, or another object's to-one that names it (the other side
+    /// of a to-many, and a many-to-many's link row, which names both sides), to a fixed point:
+    /// a new tag on a shared photo takes the photo's zone through their link.
+    private func inferZones(of inserted: [ContextObject], updated: [ContextObject], into zones: inout [String: String],
+                            zone: (String) throws -> String?) throws {
+        let waiting = Set(inserted.map(\.uri))
+        for object in inserted { if let own = object.zone { zones[object.uri] = own } }
+        var progress = true
+        while progress {
+            progress = false
+            for object in inserted where zones[object.uri] == nil {
+                for relationship in object.entity.toOneRelationships {
+                    guard let uri = object.value(relationship.name).string, let found = try zones[uri] ?? zone(uri) else { continue }
+                    zones[object.uri] = found
+                    progress = true
+                    break
+                }
+            }
+            for object in inserted + updated {
+                guard let own = zones[object.uri] else { continue }
+                for relationship in object.entity.toOneRelationships {
+                    guard let uri = object.value(relationship.name).string, waiting.contains(uri), zones[uri] == nil else { continue }
+                    zones[uri] = own
+                    progress = true
+                }
+            }
+        }
     }
 
     func conflict(_ object: ContextObject, stored: [String: SQLValue]?, storedVersion: Int64?) -> JSONValue {

@@ -237,7 +237,7 @@ public struct Doctor: Sendable {
 
     private mutating func examineExports() async throws(InspectionError) {
         let status: JSONValue
-        switch try await device.attempt("sync.status") {
+        switch try await device.attempt("sync.status", ["unsent": true]) {
         case let .success(value): status = value
         case let .failure(error):
             checks.append(.init(name: "exports", found: 0, detail: "not checked: \(error.code) (\(error.message))", skipped: true))
@@ -251,6 +251,7 @@ public struct Doctor: Sendable {
         var unimportable: [Finding] = []
         var waiting: [Finding] = []
         var undeployed: [Finding] = []
+        var unsent: [Finding] = []
         let alreadyReported = Set(findings.compactMap(\.objectID))
         for store in status["stores"]?.arrayValue ?? [] {
             let name = store["store"]?.stringValue ?? "?"
@@ -287,6 +288,13 @@ public struct Doctor: Sendable {
                     fix: "Correct the record in the cloud (a valid version is imported on the next fetch), or delete it there."))
             }
             undeployed += Self.undeployedSchema(store["refusedExports"]?.arrayValue ?? [], store: name)
+            for objectID in (store["unsent"]?.arrayValue ?? []).compactMap(\.stringValue) where !alreadyReported.contains(objectID) {
+                unsent.append(.init(kind: "unsent", store: name, objectID: objectID, zone: nil,
+                    summary: "\(objectID) in the \(name) store is neither in the cloud nor waiting to be sent",
+                    explanation: "The mirror has no record of it and no queued change: it exists only on this device while the device counts 0 pending. "
+                        + "(A link row, entity _A_b, is a many-to-many link.) The mirror found no zone for it when it was queued.",
+                    fix: "Report it with 'meowctl log' and 'meowctl sync status --json'; saving the object again (any change) queues it anew."))
+            }
             for link in store["pendingLinks"]?.arrayValue ?? [] {
                 let record = link["recordName"].cell, target = link["target"].cell
                 waiting.append(.init(kind: "pendingLink", store: name, objectID: nil, zone: link["zone"]?.stringValue,
@@ -302,6 +310,7 @@ public struct Doctor: Sendable {
         record("unimportable", unimportable, clean: "the store refused no cloud record", dirty: "\(unimportable.count) cloud record(s) the store refused")
         record("undeployedSchema", undeployed, clean: "production refused no record for its schema",
                dirty: "\(undeployed.count) record type(s) or field(s) production's schema does not have yet")
+        record("unsent", unsent, clean: "every object is in the cloud or queued", dirty: "\(unsent.count) object(s) neither in the cloud nor queued")
         record("pendingLink", waiting, clean: "no relationship waits for a record", dirty: "\(waiting.count) relationship(s) wait for records not fetched yet")
     }
 

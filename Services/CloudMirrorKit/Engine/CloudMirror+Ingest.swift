@@ -189,6 +189,10 @@ extension CloudMirror {
                 return []
             }
         }
+        if kind == .insert, store.scope == .private, entity.name.hasPrefix("_"), store.model.isLinkEntity(entity.name) {
+            try cache.flush(state)
+            try queueSidesJoiningAShare(link: entity, primaryKey: change.primaryKey, state: state)
+        }
         if kind == .insert {
             // A new object: its stamps are these alone, one group (nothing to read and merge).
             let changed = change.changed ?? []
@@ -210,5 +214,17 @@ extension CloudMirror {
         try state.enqueue(uuid: change.uuid, entity: entity.name, kind: kind, zone: nil, changed: names, primaryKey: change.primaryKey)
         return []
     }
-}
 
+    /// A many-to-many link made in the private store can bring a side that is in Core Data's
+    /// zone into a share (`zone(for:)`: a tag put on a shared photo joins its share). Nothing of
+    /// that side changed, so it is queued here, as an update whose changed keys are unknown: its
+    /// send moves it, whole, into the share zone. A side whose zone stays is not queued.
+    private func queueSidesJoiningAShare(link: EntityDescription, primaryKey: Int64, state: MirrorBookkeeping) throws {
+        guard let row = try state.store.read(link, primaryKey: primaryKey) else { return }
+        for (entity, side) in try ObjectGraph(store: state.store).toOneTargets(of: link, row: row) {
+            guard let meta = try state.meta(side.uuid), meta.zone.zoneName == ZoneID.coreDataZoneName,
+                  let zone = try zone(for: side.uuid, entity: entity, state: state), zone.zoneName != meta.zone.zoneName else { continue }
+            try state.enqueue(uuid: side.uuid, entity: entity.name, kind: .update, zone: nil, changed: [], primaryKey: side.primaryKey)
+        }
+    }
+}

@@ -58,7 +58,9 @@ extension CloudMirror {
             guard let entity = state.store.model.entity(named: link.entity), entity.relationship(link.relationship) != nil else { continue }
             if changes[link.recordName] == nil {
                 guard let fields = try Self.currentFields(entity: entity, uuid: link.recordName, state: state) else { continue }
-                changes[link.recordName] = LocalChange(uuid: link.recordName, entity: entity, fields: fields, zone: nil)
+                // Within the source's zone: a link kept waiting across zones stays so.
+                changes[link.recordName] = LocalChange(uuid: link.recordName, entity: entity, fields: fields, zone: nil,
+                                                       linkZone: link.zone.flatMap { ZoneID(key: $0) })
             }
             changes[link.recordName]?.fields?[MirrorRecordCoding.fieldName(link.relationship)] = ["type": "string", "value": .string(link.target)]
         }

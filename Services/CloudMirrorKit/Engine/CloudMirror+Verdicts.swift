@@ -99,7 +99,8 @@ extension CloudMirror {
         try withStores { stores in
             let index = try stores.index(named: storeName)
             let state = MirrorBookkeeping(stores.list[index])
-            let change = LocalChange(uuid: pending.uuid, entity: entity, fields: serverFields, zone: zone?.zoneName)
+            let change = LocalChange(uuid: pending.uuid, entity: entity, fields: serverFields, zone: zone?.zoneName,
+                                     linkZone: serverCopy.flatMap { linkZone(of: $0, store: stores.list[index]) })
             // A server copy the store cannot hold (another client wrote it) cannot be put back:
             // the refused local change still goes (the server will not take it), and the copy is
             // reported like any refused import; failing here failed every send after.

@@ -65,6 +65,23 @@ extension MirrorBookkeeping {
         return try database.scalar("SELECT z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid = ?", [uuid])?.int64
     }
 
+    /// The primary key of the row of `entity` named `uuid` for a relationship that resolves
+    /// within `zone` (`CloudMirror.linkZone(of:store:)`): a record name then means a record of
+    /// that zone (CloudKit names a record by name and zone), and an object this store holds in
+    /// another zone is not it. nil `zone`: any object of the store.
+    func primaryKey(entity: String, uuid: String, linkedFrom zone: ZoneID?) throws -> Int64? {
+        guard let key = try primaryKey(entity: entity, uuid: uuid) else { return nil }
+        guard let zone else { return key }
+        let held: ZoneID?
+        if store.scope == .shared {
+            held = try store.model.entity(named: entity).flatMap { try rowZone(entity: $0, uuid: uuid) }
+        } else {
+            held = try meta(uuid)?.zone
+        }
+        guard let held, held.zoneName == zone.zoneName else { return nil }
+        return zone.ownerName == ZoneID.defaultOwner || held.ownerName == ZoneID.defaultOwner || held.ownerName == zone.ownerName ? key : nil
+    }
+
     /// `body` over the rows of `sql` for `uuids`, which it names as one JSON array
     /// (`IN (SELECT value FROM json_each(?))`): one cached statement for any number of them.
     /// A statement with a mark per uuid (`IN (?,?,…)`) had to be prepared for each page's size,
@@ -132,6 +149,35 @@ extension MirrorBookkeeping {
     func rowZone(entity: EntityDescription, uuid: String) throws -> ZoneID? {
         guard store.scope == .shared, store.holds(entity.name) else { return nil }
         return try store.read(entity, uuid: uuid)?.zone.flatMap { ZoneID(key: $0) }
+    }
+
+    /// The key of `target` when the stored object `source` already relates to it through its
+    /// to-one `relationship`, whatever its zone: a record that keeps a link its object has makes
+    /// no new one (this device's own side of a merge, or an object another of the owner's
+    /// devices is moving between zones), so it is kept rather than emptied.
+    func keptLink(source: String, entity: EntityDescription, relationship: String, target: String) throws -> Int64? {
+        guard let number = entity.toOneRelationships.firstIndex(where: { $0.name == relationship }),
+              let destination = store.model.entity(named: entity.toOneRelationships[number].destination),
+              let row = try store.read(entity, uuid: source), let current = row.values[entity.position(ofToOne: number)].int64,
+              try primaryKey(entity: destination.name, uuid: target) == current else { return nil }
+        return current
+    }
+
+    /// Objects and many-to-many link rows of this store that the cloud has not got and nothing
+    /// will send: no record metadata, no queue entry, and not reported unexportable (at most
+    /// `limit`, as objectIDs). After an ingest none should be: each is a change that sits unsent
+    /// while the device counts 0 pending.
+    func unsent(limit: Int) throws -> [String] {
+        var found: [String] = []
+        for entity in store.model.entities where store.holds(entity.name) && found.count < limit {
+            let keys = try database.query("""
+                SELECT z_pk FROM \(PersistentStore.table(entity.name)) t WHERE NOT EXISTS (SELECT 1 FROM mirror_meta m WHERE m.uuid = t.z_uuid)
+                AND NOT EXISTS (SELECT 1 FROM mirror_pending p WHERE p.uuid = t.z_uuid)
+                AND NOT EXISTS (SELECT 1 FROM mirror_unexportable u WHERE u.uuid = t.z_uuid) ORDER BY z_pk LIMIT ?
+                """, [limit - found.count])
+            found += keys.compactMap { $0[0].int64 }.map { store.objectID(entity.name, $0).uri }
+        }
+        return found
     }
 
     // MARK: Unexportable (seed 002)

@@ -154,7 +154,8 @@ extension CloudMirror {
                     report.merged += 1
                 }
             }
-            local.append(LocalChange(uuid: uuid, entity: entity, fields: fields, zone: record.zoneID.key))
+            local.append(LocalChange(uuid: uuid, entity: entity, fields: fields, zone: record.zoneID.key,
+                                     linkZone: mirror.linkZone(of: record, store: store)))
             let keep = keepPending
             let stamps = times
             let wonFields = won
@@ -211,11 +212,13 @@ extension CloudMirror {
             fresh.sort { ($0.entity.toOneRelationships.count, $0.position) < ($1.entity.toOneRelationships.count, $1.position) }
             for (position, entity) in fresh {
                 let values = position < prepared.count ? prepared[position] : nil
-                if try direct.accept(uuid: changed[position].recordName, entity: entity, prepared: values, zone: changed[position].zoneID.key) {
+                if try direct.accept(uuid: changed[position].recordName, entity: entity, prepared: values, zone: changed[position].zoneID.key,
+                                     linkZone: mirror.linkZone(of: changed[position], store: store)) {
                     imported.append((position, entity))
                 } else {
                     let record = changed[position]
-                    local.append(LocalChange(uuid: record.recordName, entity: entity, fields: record.fields, zone: record.zoneID.key))
+                    local.append(LocalChange(uuid: record.recordName, entity: entity, fields: record.fields, zone: record.zoneID.key,
+                                             linkZone: mirror.linkZone(of: record, store: store)))
                     afterSave.append((record.recordName, { try CloudMirror.keepImported(record, entity: entity, state: state) }))
                 }
             }

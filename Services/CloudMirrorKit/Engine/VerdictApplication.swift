@@ -119,7 +119,8 @@ extension CloudMirror {
                                        fields: row ?? sent ?? [:])
             let outcomeOfMerge = try mirror.merge(server: server, client: current, ancestor: ancestor,
                                                   pending: queued ?? item.pending, state: state, everyField: ancestor == nil)
-            local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcomeOfMerge.fields, zone: server.zoneID.key))
+            local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcomeOfMerge.fields, zone: server.zoneID.key,
+                                     linkZone: mirror.linkZone(of: server, store: state.store)))
             // A record saved where it was before a move stays queued even when the
             // server's copy won: the merged row may still belong in another zone.
             let keep = outcomeOfMerge.clientWon || item.touch

@@ -18,6 +18,9 @@ extension CloudMirror {
         var fields: [String: JSONValue]?
         /// The cloud zone, for new shared-store rows.
         var zone: String?
+        /// The zone the record's relationships resolve within (`linkZone(of:store:)`); nil: any
+        /// object of the store.
+        var linkZone: ZoneID? = nil
     }
 
     /// Writes `changes` into one store in one save by author `sync` (history, remote-change
@@ -67,11 +70,12 @@ extension CloudMirror {
         for (object, name, target, change) in links {
             var value: JSONValue = .null
             if let target, let destination = object.entity.relationship(name)?.destination {
-                let cacheKey = destination + "/" + target
-                if keys[cacheKey] == nil { keys[cacheKey] = .some(try state.primaryKey(entity: destination, uuid: target)) }
+                let cacheKey = destination + "/" + target + "/" + (change.linkZone?.key ?? "")
+                if keys[cacheKey] == nil { keys[cacheKey] = .some(try state.primaryKey(entity: destination, uuid: target, linkedFrom: change.linkZone)) }
                 if let related = byUUID[target], !related.isDeleted {
                     value = .string(related.uri)
-                } else if let key = keys[cacheKey] ?? nil {
+                } else if let key = try keys[cacheKey] ?? nil
+                            ?? state.keptLink(source: change.uuid, entity: change.entity, relationship: name, target: target) {
                     value = .string(store.objectID(destination, key).uri)
                 } else {
                     unresolved.append(change)
@@ -136,7 +140,8 @@ extension CloudMirror {
             guard let fields = change.fields else { continue }
             for (name, target) in MirrorRecordCoding.relationshipNames(entity: change.entity, fields: fields) {
                 guard let target, !batch.contains(target), let destination = change.entity.relationship(name)?.destination,
-                      try state.primaryKey(entity: destination, uuid: target) == nil else { continue }
+                      try state.primaryKey(entity: destination, uuid: target, linkedFrom: change.linkZone) == nil,
+                      try state.keptLink(source: change.uuid, entity: change.entity, relationship: name, target: target) == nil else { continue }
                 let zone = try change.zone ?? state.meta(change.uuid)?.zone.key
                 waiting.append(.init(recordName: change.uuid, entity: change.entity.name, relationship: name, target: target, zone: zone, since: now))
             }
@@ -151,6 +156,21 @@ extension CloudMirror {
         if !waiting.isEmpty {
             logger.info("relationships wait for records not fetched yet", ["links": .int(waiting.count), "store": .string(state.store.name)])
         }
+    }
+
+    /// The zone a fetched record's relationships resolve within (nil: any object of the store).
+    /// A participant writes into a share zone, so a record there that another user last
+    /// modified names objects of that zone only: were its names resolved across the owner's
+    /// zones, it could link the owner's private objects into the share (and the next share of
+    /// the graph would take them). The owner's own records resolve across the owner's zones:
+    /// Core Data's zone, which only its owner writes, and what the owner's devices wrote into a
+    /// share zone (a move saves a record in its old zone, naming its new relationship, before
+    /// moving it). In the shared store a record resolves within its zone.
+    func linkZone(of record: CloudRecord, store: PersistentStore) -> ZoneID? {
+        if store.scope == .shared { return record.zoneID }
+        guard record.zoneID.zoneName != ZoneID.coreDataZoneName, let modifier = record.lastModifiedUserRecordName,
+              modifier != user else { return nil }
+        return record.zoneID
     }
 
     /// The error, when it is about a record's content and not about the device: the store would

@@ -136,7 +136,8 @@ struct MirrorImport {
 
     /// Takes a new record when it can be written directly; false leaves it to the context path.
     /// `zone` is the cloud zone name (kept on shared-store rows only).
-    mutating func accept(uuid: String, entity: EntityDescription, prepared: Prepared?, zone: String) throws -> Bool {
+    /// `linkZone`: the zone its relationships resolve within (`CloudMirror.linkZone(of:store:)`).
+    mutating func accept(uuid: String, entity: EntityDescription, prepared: Prepared?, zone: String, linkZone: ZoneID?) throws -> Bool {
         guard var prepared else { return false }
         for (number, relationship) in entity.toOneRelationships.enumerated() {
             guard let target = prepared.targets[number] else { continue }
@@ -144,9 +145,10 @@ struct MirrorImport {
                 guard kind == relationship.destination else { return false }
                 continue
             }
-            let cacheKey = relationship.destination + "/" + target
+            let cacheKey = relationship.destination + "/" + target + "/" + (linkZone?.key ?? "")
             if storedKeys[cacheKey] == nil {
-                storedKeys[cacheKey] = .some(try MirrorBookkeeping(store).primaryKey(entity: relationship.destination, uuid: target))
+                storedKeys[cacheKey] = .some(try MirrorBookkeeping(store).primaryKey(entity: relationship.destination, uuid: target,
+                                                                                      linkedFrom: linkZone))
             }
             guard case let .some(.some(key)) = storedKeys[cacheKey] else { return false }
             prepared.values[entity.position(ofToOne: number)] = .integer(key)

@@ -88,7 +88,8 @@ extension CloudMirror {
     /// zone of the end of its to-one chain (`ObjectGraph`), else Core Data's zone. An object
     /// never sent that ends its own chain (a new top-level object) joins the share zone of an
     /// object that points at it, if one does: an object later related to a shared one lands in
-    /// that share wherever it is created.
+    /// that share wherever it is created. A chain end never sent or in Core Data's zone also
+    /// joins the share of an object it is linked to through a many-to-many relationship.
     func zone(for uuid: String, entity: EntityDescription, state: MirrorBookkeeping) throws -> ZoneID? {
         var cache: [String: ZoneID?] = [:]
         guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
@@ -114,6 +115,8 @@ extension CloudMirror {
         var zone = try state.meta(end.uuid)?.zone
         if zone == nil {
             zone = try joinedShareZone(of: endEntity, row: end, graph: graph, state: state)
+        } else if zone?.zoneName == ZoneID.coreDataZoneName {
+            zone = try linkedShareZone(of: endEntity, row: end, graph: graph, state: state) ?? zone
         }
         if let firstKey, firstKey == firstStep { cache[firstKey] = .some(zone ?? .coreData) }
         return zone ?? .coreData
@@ -127,6 +130,7 @@ extension CloudMirror {
                                  state: MirrorBookkeeping) throws -> ZoneID? {
         let store = state.store
         let prefix = CloudKitNames.coreDataShareZonePrefix
+        if let zone = try linkedShareZone(of: entity, row: row, graph: graph, state: state) { return zone }
         for relationship in entity.relationships where relationship.toMany {
             guard let inverseName = relationship.inverse, let destination = store.model.entity(named: relationship.destination),
                   destination.relationship(inverseName)?.toMany == false, store.holds(destination.name) else { continue }
@@ -138,6 +142,35 @@ extension CloudMirror {
                 guard let member = try store.read(destination, primaryKey: key) else { continue }
                 let end = try graph.chainEnd(of: destination, row: member).row
                 guard end.uuid != row.uuid, let zone = try state.meta(end.uuid)?.zone, zone.zoneName.hasPrefix(prefix) else { continue }
+                return zone
+            }
+        }
+        return nil
+    }
+
+    /// The share zone of an object linked through a many-to-many relationship to `row`, a chain
+    /// end in no share: the object joins that share, as sharing the graph would have taken it
+    /// (a tag put on a shared photo, new or existing). Many-to-many members never follow the
+    /// object by their chains, so only this brings a tag to its photo's participants; an object
+    /// already in another share stays there (a relationship across shares is not supported).
+    private func linkedShareZone(of entity: EntityDescription, row: PersistentStore.StoredRow, graph: ObjectGraph,
+                                 state: MirrorBookkeeping) throws -> ZoneID? {
+        let store = state.store
+        for relationship in entity.relationships where relationship.toMany {
+            guard let end = store.model.manyToMany(entity.name, relationship.name), store.holds(end.link),
+                  let other = store.model.entity(named: relationship.destination) else { continue }
+            let prefix = CloudKitNames.coreDataShareZonePrefix
+            // Only members already mirrored into a share zone are read: a tag on thousands of
+            // private photos would otherwise read each one's chain for every send of the tag.
+            let shared = try store.database.query("""
+                SELECT o.z_pk FROM \(PersistentStore.table(end.link)) l JOIN \(PersistentStore.table(other.name)) o ON o.z_pk = l."r_\(end.other)"
+                JOIN mirror_meta m ON m.uuid = o.z_uuid WHERE l."r_\(end.own)" = ? AND substr(m.zone_name, 1, ?) = ?
+                """, [row.primaryKey, prefix.utf8.count, prefix])
+            for key in shared.compactMap({ $0[0].int64 }) {
+                guard let member = try store.read(other, primaryKey: key) else { continue }
+                let memberEnd = try graph.chainEnd(of: other, row: member).row
+                guard memberEnd.uuid != row.uuid, let zone = try state.meta(memberEnd.uuid)?.zone,
+                      zone.zoneName.hasPrefix(CloudKitNames.coreDataShareZonePrefix) else { continue }
                 return zone
             }
         }

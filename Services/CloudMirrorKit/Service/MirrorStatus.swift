@@ -22,6 +22,12 @@ struct SignInParams: Codable, Sendable {
     var credential: String?
 }
 
+/// `sync.status`'s parameters.
+struct MirrorStatusParams: Codable, Sendable {
+    /// Also list `unsent` per store (reads every row: doctor asks, a settle loop does not).
+    var unsent: Bool?
+}
+
 /// `sync.status`.
 struct MirrorStatus: Codable, Sendable {
     struct StoreStatus: Codable, Sendable {
@@ -54,6 +60,9 @@ struct MirrorStatus: Codable, Sendable {
         /// Relationships of imported objects whose destination record has not arrived yet
         /// (`PendingLinks`), each with how long it has waited.
         var pendingLinks: [PendingLinkStatus]
+        /// With `unsent: true`: objects and links neither in the cloud nor queued (at most 100,
+        /// objectIDs); none unless something is wrong (`MirrorBookkeeping.unsent`).
+        var unsent: [String]?
     }
     struct PendingLinkStatus: Codable, Sendable {
         var recordName: String
@@ -89,7 +98,7 @@ extension CloudMirror {
         return try body()
     }
 
-    func status() throws -> MirrorStatus {
+    func status(unsent listUnsent: Bool = false) throws -> MirrorStatus {
         let progress = progress.withLock { $0 }
         let now = clock.seconds()
         let stores: [MirrorStatus.StoreStatus] = try withStores { stores in
@@ -127,7 +136,8 @@ extension CloudMirror {
                              pendingLinks: try PendingLinks(database: store.database).all().map {
                                  .init(recordName: $0.recordName, entity: $0.entity, relationship: $0.relationship, target: $0.target, zone: $0.zone,
                                        waitingSeconds: max(0, (now - $0.since).rounded()))
-                             })
+                             },
+                             unsent: listUnsent ? try state.unsent(limit: 100) : nil)
             }
         }
         let quiescent = progress.inFlight == nil && stores.allSatisfy { $0.pending == 0 && $0.unqueuedTransactions == 0 && $0.tombstonesHeld == 0 }

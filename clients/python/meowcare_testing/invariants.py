@@ -116,7 +116,7 @@ def check_device(device: "Device") -> List[Finding]:
                                             row.get("objectID"), zone))
 
     try:
-        status: Optional[Dict[str, Any]] = device.sync_status()
+        status: Optional[Dict[str, Any]] = device.call("sync.status", {"unsent": True})
     except MeowError:
         status = None  # no mirror: the export checks do not apply
 
@@ -165,6 +165,10 @@ def _check_exports(status: Dict[str, Any], already: Set[str]) -> List[Finding]:
             what = f"field '{field}' of record type '{record_type}'" if field else f"record type '{record_type}'"
             findings.append(Finding("undeployedSchema", f"production's schema has no {what}: {len(records)} record(s) of the {name} store "
                                     "wait to be exported", "Deploy development's schema: meowctl schema deploy, then sync again.", name))
+        for object_id in store.get("unsent") or []:
+            if object_id not in already:
+                findings.append(Finding("unsent", f"{object_id} in the {name} store is neither in the cloud nor waiting to be sent",
+                                        "Report it (meowctl log, sync status --json); saving the object again queues it anew.", name, object_id))
         for link in store.get("pendingLinks") or []:
             findings.append(Finding("pendingLink", f"{link.get('entity')} {link.get('recordName')} in the {name} store waits for its "
                                     f"{link.get('relationship')} record {link.get('target')} ({link.get('waitingSeconds')} s)",

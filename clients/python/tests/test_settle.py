@@ -63,3 +63,18 @@ def test_assert_invariants_runs_doctors_checks(meow_cluster):
     a.insert("CareEvent", event_values("orphan"))  # seed 000: an event without a session
     with pytest.raises(AssertionError, match=r"\[orphan\] CareEvent 'orphan'"):
         meow_cluster.assert_invariants()
+
+
+@pytest.mark.meow_cluster(devices={"A": "owner"})
+def test_assert_invariants_reports_what_is_neither_sent_nor_queued(meow_cluster):
+    from meowcare_testing.invariants import _check_exports
+    a = meow_cluster["A"]
+    a.insert("CareSession", {"id": "s1"})
+    meow_cluster.settle()
+    status = a.call("sync.status", {"unsent": True})
+    assert all(store["unsent"] == [] for store in status["stores"]), "a settled device has nothing unsent"
+    assert "unsent" not in a.sync_status()["stores"][0], "listed only when asked"
+    # What a mirror that found no zone for an object would report: doctor's check names it.
+    status["stores"][0]["unsent"] = ["x-coredata://S/Tag/p1"]
+    findings = _check_exports(status, set())
+    assert [(finding.kind, finding.object_id) for finding in findings] == [("unsent", "x-coredata://S/Tag/p1")]
