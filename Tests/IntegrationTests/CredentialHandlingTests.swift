@@ -147,14 +147,20 @@ struct CredentialHandlingTests {
         #expect(await service.stop() == 0)
     }
 
-    @Test("meowctl tap writes its log 0600 and redacts credentials unless --show-credentials", arguments: [false, true])
-    func tapRedactsCredentials(showCredentials: Bool) async throws {
+    /// A cloud behind `meowctl tap --log`: its directory, the service, the tap and the log's path.
+    static func startTap(showCredentials: Bool) async throws -> (directory: TemporaryDirectory, service: ServiceProcess, tap: ServiceProcess, log: String) {
         let directory = TemporaryDirectory()
         let service = try await Self.startCloud(directory, [])
         let log = directory.file("tap.jsonl")
         let tap = try ServiceProcess("meowctl", ["tap", "--listen", directory.file("tap.sock"), "--to", directory.file("s.sock"), "--log", log]
                                      + (showCredentials ? ["--show-credentials"] : []))
         #expect(await tap.waitForLine(containing: "tap ready") != nil)
+        return (directory, service, tap, log)
+    }
+
+    @Test("meowctl tap writes its log 0600 and redacts credentials unless --show-credentials", arguments: [false, true])
+    func tapRedactsCredentials(showCredentials: Bool) async throws {
+        let (directory, service, tap, log) = try await Self.startTap(showCredentials: showCredentials)
         let viaTap = try RawConnection(path: directory.file("tap.sock"))
         #expect(try viaTap.hello(credential: "alice-secret")["ok"] == true)
         // The tap logs a frame before forwarding it: the hello is in the log once answered.
@@ -169,12 +175,7 @@ struct CredentialHandlingTests {
 
     @Test("meowctl tap leaves out the bytes of a frame it cannot parse unless --show-credentials: a credential may be in them", arguments: [false, true])
     func tapRedactsUnparseableFrames(showCredentials: Bool) async throws {
-        let directory = TemporaryDirectory()
-        let service = try await Self.startCloud(directory, [])
-        let log = directory.file("tap.jsonl")
-        let tap = try ServiceProcess("meowctl", ["tap", "--listen", directory.file("tap.sock"), "--to", directory.file("s.sock"), "--log", log]
-                                     + (showCredentials ? ["--show-credentials"] : []))
-        #expect(await tap.waitForLine(containing: "tap ready") != nil)
+        let (directory, service, tap, log) = try await Self.startTap(showCredentials: showCredentials)
         let viaTap = try RawConnection(path: directory.file("tap.sock"))
         viaTap.send(json: #"{"id":1,"op":"hello","params":{"credential":"alice-secret","client":"x""#)
         // The service's answer comes after the tap logged the frame.

@@ -10,14 +10,8 @@ import Testing
     static let tripLog = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("examples/TripLog/TripLog.json").path
 
-    static var twoDevices: MeowClusterConfiguration {
-        var configuration = MeowClusterConfiguration(devices: ["A": "owner", "B": "owner"])
-        configuration.modelFile = tripLog
-        return configuration
-    }
-
     @Test("Links held as CDMR records converge; a link record the cloud lost is reported on the device that has it",
-          .meowCluster(ManyToManyConvergenceTests.twoDevices))
+          .meowCluster(devices: ["A": "owner", "B": "owner"], model: ManyToManyConvergenceTests.tripLog))
     func linksAreComparedAsTheCloudHoldsThem() async throws {
         let cluster = try MeowCluster.current
         let a = cluster["A"], b = cluster["B"]
@@ -48,14 +42,8 @@ import Testing
         #expect(onA.description.contains("only on the device: CDMR \(lost.recordName) (Photo:Tag \(joined))"), "\(onA.description)")
     }
 
-    static var ownerAndParticipant: MeowClusterConfiguration {
-        var configuration = MeowClusterConfiguration(devices: ["O": "owner", "P": "pablo"])
-        configuration.modelFile = tripLog
-        return configuration
-    }
-
     @Test("A shared trip's tagged photo: the owner's private store and the participant's shared store both match the cloud, links included",
-          .meowCluster(ManyToManyConvergenceTests.ownerAndParticipant))
+          .meowCluster(devices: ["O": "owner", "P": "pablo"], model: ManyToManyConvergenceTests.tripLog))
     func sharedLinksConverge() async throws {
         let cluster = try MeowCluster.current
         let owner = cluster["O"], participant = cluster["P"]
