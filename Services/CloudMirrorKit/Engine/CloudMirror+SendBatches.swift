@@ -83,10 +83,17 @@ extension CloudMirror {
         var record = CloudRecord(recordName: pending.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(entity.name))
         var move: ZoneID?
         var partial = false
+        // A save where the record is sends empty each relationship this device refused: the
+        // cloud would otherwise keep the other user's name under this device's modification.
+        let refused = try meta == nil ? [] : state.zoneRefusedLinks(of: pending.uuid, entity: entity, row: row)
+        let unsaid = refused.map { MirrorRecordCoding.fieldName($0.relationship) }.filter { !edited.contains($0) }
+        if !unsaid.isEmpty { fields = Self.clearing([], entity: entity, row: row, also: unsaid, in: fields) }
         if let meta {
             if meta.zone == zone {
                 record.recordChangeTag = meta.changeTag
                 partial = only != nil
+                return .send(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, partial: partial,
+                                      clearedLinks: refused), weight: 1)
             } else if let tag = meta.changeTag, !touched.contains(pending.uuid) {
                 // A move deletes the old copy unconditionally. It is first saved where it
                 // is, with its tag: another device's edit there since the last fetch
@@ -96,7 +103,8 @@ extension CloudMirror {
                 // the edit, or leaves a second copy of the record in another zone.
                 record.zoneID = meta.zone
                 record.recordChangeTag = tag
-                return .send(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, touch: true), weight: 1)
+                return .send(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, touch: true,
+                                      clearedLinks: refused), weight: 1)
             } else {
                 move = meta.zone
                 // The tag it was moved from lets a device whose edit a move deleted
