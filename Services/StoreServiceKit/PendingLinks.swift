@@ -70,6 +70,19 @@ package struct PendingLinks {
                                   [PersistentStore.jsonArray(targets)]).map(Self.link)
     }
 
+    /// The links the record `source` waits with.
+    package func links(from source: String) throws -> [Link] {
+        guard try !isEmpty else { return [] }
+        return try database.query("SELECT \(Self.columns) FROM \(Self.table) WHERE source = ? ORDER BY relationship", [source]).map(Self.link)
+    }
+
+    /// Forgets `link` if it still waits for the same target.
+    package func forget(_ link: Link) throws {
+        guard try !isEmpty else { return }
+        try database.execute("DELETE FROM \(Self.table) WHERE source = ? AND relationship = ? AND target = ?",
+                             [link.recordName, link.relationship, link.target])
+    }
+
     package func all() throws -> [Link] {
         guard try !isEmpty else { return [] }
         return try database.query("SELECT \(Self.columns) FROM \(Self.table) ORDER BY since, source").map(Self.link)

@@ -59,6 +59,9 @@ extension CloudMirror {
         var touch = false
         /// `fieldsText` holds only the keys changed here: the server's copy is the kept one with them applied.
         var partial = false
+        /// Relationships it sends empty because this device refused the names the cloud holds
+        /// for them (`MirrorBookkeeping.zoneRefusedLinks`): once saved they wait no more.
+        var clearedLinks: [PendingLinks.Link] = []
     }
 
     struct Batch {

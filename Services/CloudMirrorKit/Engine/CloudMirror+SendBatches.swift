@@ -23,6 +23,8 @@ extension CloudMirror {
         // Zones of related records (a batch of a session's events asks for one session's zone).
         var zones: [String: ZoneID?] = [:]
         var texts = MirrorRecordCoding.TextCache()
+        // Most sends have no relationship waiting: then no entry looks for refused ones.
+        let anyWaiting = try !PendingLinks(database: store.database).isEmpty
         while count < limit {
             let due = try state.dueEntries(now: now, limit: limit, after: after)
             guard let lastSeq = due.last?.pending.seq else { break }
@@ -32,7 +34,7 @@ extension CloudMirror {
                 if count >= limit { break }
                 readThrough = entry.pending.seq
                 if skipped.contains(entry.pending.uuid) { continue }
-                switch try plan(entry, state: state, touched: touched, zones: &zones, texts: &texts) {
+                switch try plan(entry, state: state, touched: touched, anyWaiting: anyWaiting, zones: &zones, texts: &texts) {
                 case let .send(item, weight):
                     items.append(item)
                     count += weight
@@ -53,7 +55,7 @@ extension CloudMirror {
         case drop(counted: Bool)
     }
 
-    private func plan(_ entry: MirrorBookkeeping.DueEntry, state: MirrorBookkeeping, touched: Set<String>,
+    private func plan(_ entry: MirrorBookkeeping.DueEntry, state: MirrorBookkeeping, touched: Set<String>, anyWaiting: Bool,
                       zones: inout [String: ZoneID?], texts: inout MirrorRecordCoding.TextCache) throws -> Planned {
         let store = state.store
         let pending = entry.pending
@@ -83,10 +85,17 @@ extension CloudMirror {
         var record = CloudRecord(recordName: pending.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(entity.name))
         var move: ZoneID?
         var partial = false
+        // A save where the record is sends empty each relationship this device refused: the
+        // cloud would otherwise keep the other user's name under this device's modification.
+        let refused = try meta == nil || !anyWaiting ? [] : state.zoneRefusedLinks(of: pending.uuid, entity: entity, row: row)
+        let unsaid = refused.map { MirrorRecordCoding.fieldName($0.relationship) }.filter { !edited.contains($0) }
+        if !unsaid.isEmpty { fields = Self.clearing([], entity: entity, row: row, also: unsaid, in: fields) }
         if let meta {
             if meta.zone == zone {
                 record.recordChangeTag = meta.changeTag
                 partial = only != nil
+                return .send(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, partial: partial,
+                                      clearedLinks: refused), weight: 1)
             } else if let tag = meta.changeTag, !touched.contains(pending.uuid) {
                 // A move deletes the old copy unconditionally. It is first saved where it
                 // is, with its tag: another device's edit there since the last fetch
@@ -96,7 +105,8 @@ extension CloudMirror {
                 // the edit, or leaves a second copy of the record in another zone.
                 record.zoneID = meta.zone
                 record.recordChangeTag = tag
-                return .send(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, touch: true), weight: 1)
+                return .send(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, touch: true,
+                                      clearedLinks: refused), weight: 1)
             } else {
                 move = meta.zone
                 // The tag it was moved from lets a device whose edit a move deleted

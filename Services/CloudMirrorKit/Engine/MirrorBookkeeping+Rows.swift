@@ -163,6 +163,27 @@ extension MirrorBookkeeping {
         return current
     }
 
+    /// The to-one relationships of `row` (the record `uuid`) that wait for an object this store
+    /// holds in another zone than the one they resolve within: a name another user wrote into a
+    /// share zone that is one of the owner's objects elsewhere (`CloudMirror.linkZone(of:store:)`).
+    /// The row has no such relationship, so a save of the record sends each empty
+    /// (`buildBatch`): an update carries only its changed fields and the cloud keeps the rest,
+    /// and a name kept under the owner's last modification would resolve, on the owner's other
+    /// devices, as one the owner wrote. A link whose object has not arrived yet is not among them.
+    func zoneRefusedLinks(of uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow) throws -> [PendingLinks.Link] {
+        var refused: [PendingLinks.Link] = []
+        for link in try PendingLinks(database: database).links(from: uuid) {
+            guard let number = entity.toOneRelationships.firstIndex(where: { $0.name == link.relationship }),
+                  row.values[entity.position(ofToOne: number)].isNull,
+                  let zone = link.zone.flatMap({ ZoneID(key: $0) }) else { continue }
+            let destination = entity.toOneRelationships[number].destination
+            guard try primaryKey(entity: destination, uuid: link.target) != nil,
+                  try primaryKey(entity: destination, uuid: link.target, linkedFrom: zone) == nil else { continue }
+            refused.append(link)
+        }
+        return refused
+    }
+
     /// Objects and many-to-many link rows of this store that the cloud has not got and nothing
     /// will send: no record metadata, no queue entry, and not reported unexportable (at most
     /// `limit`, as objectIDs). After an ingest none should be: each is a change that sits unsent

@@ -40,6 +40,7 @@ extension CloudMirror {
             if let tag = verdicts.saved[uuid], error == nil {
                 try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: tag,
                                         serverFields: nil), fieldsText: item.partial ? try state.serverFields(uuid, applying: item.fieldsText) : item.fieldsText)
+                for link in item.clearedLinks { try PendingLinks(database: store.database).forget(link) }
                 if item.touch {
                     // The copy it moves from is this device's version: the move goes next.
                     pass.touched.insert(uuid)

@@ -165,7 +165,8 @@ extension CloudMirror {
     /// the graph would take them). The owner's own records resolve across the owner's zones:
     /// Core Data's zone, which only its owner writes, and what the owner's devices wrote into a
     /// share zone (a move saves a record in its old zone, naming its new relationship, before
-    /// moving it). In the shared store a record resolves within its zone.
+    /// moving it); that reading holds because an owner's save sends empty what this rule refused
+    /// (`MirrorBookkeeping.zoneRefusedLinks`). In the shared store a record resolves within its zone.
     func linkZone(of record: CloudRecord, store: PersistentStore) -> ZoneID? {
         if store.scope == .shared { return record.zoneID }
         guard record.zoneID.zoneName != ZoneID.coreDataZoneName, let modifier = record.lastModifiedUserRecordName,
