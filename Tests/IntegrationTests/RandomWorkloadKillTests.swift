@@ -26,7 +26,7 @@ struct RandomWorkloadKillTests {
     static let iterations = Array(0..<(environment["MEOW_KILL_ITERATIONS"].flatMap { Int($0) } ?? 2))
     static let rounds = environment["MEOW_KILL_ROUNDS"].flatMap { Int($0) } ?? 4
     /// Operations a round runs before a kill still armed is delivered at rest.
-    static let operationsPerRound = 5
+    static let operationsPerRound = 8
 
     @Test("kill -9 of any process under inserts, updates, deletes, link changes and sharing: nothing acknowledged lost or doubled, devices and cloud converge",
           arguments: iterations)
@@ -34,6 +34,7 @@ struct RandomWorkloadKillTests {
         let workload = try KillWorkload(seed: Self.seed, iteration: iteration)
         do {
             try await workload.harness.startAll()
+            try await workload.warmUp()
             for _ in 0..<Self.rounds { try await workload.round(operations: Self.operationsPerRound) }
             try await workload.settleAndCheck()
         } catch {
@@ -80,6 +81,20 @@ final class KillWorkload: @unchecked Sendable {
     func fresh() -> String {
         counter += 1
         return String(format: "%08X-%04X-4000-8000-%012X", UInt32(truncatingIfNeeded: seed), iteration & 0xFFFF, counter)
+    }
+
+    /// Two trips of two days with a photo each, some tagged, before any kill is armed.
+    func warmUp() async throws {
+        for _ in 0..<2 { try await perform(insertTrip("O1"), on: "O1", objectIDs: [:]) }
+        for trip in model.ids(.Trip) {
+            for _ in 0..<2 { try await perform(insertDay("O1", trip), on: "O1", objectIDs: try await snapshot("O1").objectIDs) }
+        }
+        for day in model.ids(.Day) {
+            try await perform(insertPhoto("O1", day, tagTrips: model.ids(.Trip)), on: "O1", objectIDs: try await snapshot("O1").objectIDs)
+        }
+        performed = [:]
+        operations = 0
+        acknowledged = 0
     }
 
     // MARK: Rounds and kills
@@ -200,7 +215,7 @@ final class KillWorkload: @unchecked Sendable {
     /// A local write: acknowledged, it is the model's; its reply lost to a kill, the restarted
     /// device shows all of it or none, and the model takes what it shows.
     func perform(_ write: Write, on device: String, objectIDs: [String: String]) async throws {
-        current = write.name
+        current = device == "P" ? "participant.\(write.name)" : write.name
         var after = model
         write.apply(&after)
         do {
@@ -259,7 +274,7 @@ final class KillWorkload: @unchecked Sendable {
         if !days.isEmpty { options.append((6, { self.insertPhoto(device, days.randomElement(using: &self.rng)!, tagTrips: tagTrips) })) }
         let editable = trips + days + photos + tags
         if !editable.isEmpty { options.append((6, { self.update(device, editable.randomElement(using: &self.rng)!) })) }
-        let deletable = photos + photos + days + tags + (device == "P" ? [] : trips.filter { self.model.shares[$0] == nil && trips.count > 2 })
+        let deletable = photos + photos + days + tags + (device == "P" ? [] : trips.filter { self.model.shares[$0] == nil && trips.count > 3 })
         if !deletable.isEmpty { options.append((3, { self.delete(device, deletable.randomElement(using: &self.rng)!) })) }
         if !photos.isEmpty { options.append((3, { self.movePhoto(device, photos.randomElement(using: &self.rng)!) })) }
         let linkable = photos.filter { self.model.trip(of: $0).map(tagTrips.contains) == true }
@@ -346,7 +361,7 @@ final class KillWorkload: @unchecked Sendable {
 
     /// One of the owner's share operations, or nil to write instead.
     func shareOperation(_ device: String) -> (() async throws -> Void)? {
-        guard Int.random(in: 0..<4, using: &rng) == 0 else { return nil }
+        guard Int.random(in: 0..<3, using: &rng) == 0 else { return nil }
         let unshared = model.ids(.Trip).filter { model.shares[$0] == nil }
         let shared = model.shares.keys.sorted()
         let kind = Int.random(in: 0..<4, using: &rng)
