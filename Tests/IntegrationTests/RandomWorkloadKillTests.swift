@@ -23,7 +23,9 @@ import Testing
 struct RandomWorkloadKillTests {
     static let environment = ProcessInfo.processInfo.environment
     static let seed = environment["MEOW_KILL_SEED"].flatMap { UInt64($0) } ?? 0x574F_524B   // "WORK"
-    static let iterations = Array(0..<(environment["MEOW_KILL_ITERATIONS"].flatMap { Int($0) } ?? 2))
+    /// `MEOW_KILL_ITERATION=N` runs that one iteration alone (a failure's line names it).
+    static let iterations = environment["MEOW_KILL_ITERATION"].flatMap { Int($0) }.map { [$0] }
+        ?? Array(0..<(environment["MEOW_KILL_ITERATIONS"].flatMap { Int($0) } ?? 2))
     static let rounds = environment["MEOW_KILL_ROUNDS"].flatMap { Int($0) } ?? 4
     /// Operations a round runs before a kill still armed is delivered at rest.
     static let operationsPerRound = 8
@@ -64,10 +66,15 @@ final class KillWorkload: @unchecked Sendable {
     var kills = 0, operations = 0, acknowledged = 0, unknown = 0, unknownApplied = 0
     /// The operation running now, for the kill lines.
     var current = "idle" {
-        didSet { if !current.hasPrefix("sync") && !current.hasPrefix("send") && current != "atRest" && current != "settle" { performed[current, default: 0] += 1 } }
+        didSet {
+            if KillWorkload.trace { print("kill-workload-trace: op#\(operations) \(current)") }
+            if !current.hasPrefix("sync") && !current.hasPrefix("send") && current != "atRest" && current != "settle" { performed[current, default: 0] += 1 } }
     }
     /// Operations run, by kind.
     var performed: [String: Int] = [:]
+
+    /// `MEOW_KILL_TRACE=1` prints every step, to read a failing seed's history.
+    static let trace = ProcessInfo.processInfo.environment["MEOW_KILL_TRACE"] != nil
 
     var tag: String { "seed=\(seed) iteration=\(iteration) op#\(operations) \(current)" }
 
@@ -218,6 +225,7 @@ final class KillWorkload: @unchecked Sendable {
         current = device == "P" ? "participant.\(write.name)" : write.name
         var after = model
         write.apply(&after)
+        if Self.trace { print("kill-workload-trace: \(write.name) on \(device): \(difference(after.objects, model.objects))") }
         do {
             try await write.perform(objectIDs)
             model = after
