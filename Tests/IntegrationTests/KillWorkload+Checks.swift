@@ -23,7 +23,7 @@ extension KillWorkload {
         }
         var zoneOf: [String: String] = [:]
         var seen: [String: Int] = [:]
-        for (zone, records) in try await harness.ownerRecords() {
+        for (zone, records) in try await inspect("the owner's records", { try await harness.ownerRecords() }) {
             for record in records where record["recordType"]?.stringValue?.hasPrefix("CD_") == true {
                 guard let id = record["fields"]?["CD_id"]?["value"]?.stringValue else { continue }
                 seen[id, default: 0] += 1
@@ -36,7 +36,7 @@ extension KillWorkload {
         for id in model.objects.keys where model.objects[id]?.entity != .Tag {
             #expect(zoneOf[id] == zoneOf[model.trip(of: id) ?? ""], "\(tag): \(id) is in zone \(zoneOf[id] ?? "none"), its trip in \(zoneOf[model.trip(of: id) ?? ""] ?? "none")")
         }
-        let owned = try await harness.ownedShares()
+        let owned = try await inspect("shares.owned", { try await harness.ownedShares() })
         let listed = Dictionary((try await harness.call("P", "share.list")["shares"]?.arrayValue ?? []).compactMap { share in
             share["zoneName"]?.stringValue.map { ($0, share["permission"]?.stringValue ?? "") }
         }, uniquingKeysWith: { first, _ in first })

@@ -26,8 +26,7 @@ extension KillWorkload {
     /// synced after each of its operations), so a permission change or a stop loses nothing of hers.
     func shareCreate(_ device: String, _ trip: String, _ permission: String) async throws {
         current = "shareCreate"
-        try await cloudUp()
-        let before = Set(try await harness.ownedShares().keys)
+        let before = Set(try await inspect("shares.owned", { try await harness.ownedShares() }).keys)
         let objectID = try await snapshot(device).objectIDs[trip] ?? ""
         do {
             let zone = try await harness.call(device, "share.create", ["objectID": .string(objectID),
@@ -39,8 +38,8 @@ extension KillWorkload {
             guard try await killExplains(error) else { return }
             unknown += 1
             // The share exists if the trip's record is in a new zone with a share on it.
-            let shares = try await harness.ownedShares()
-            let records = try await harness.ownerRecords()
+            let shares = try await inspect("shares.owned", { try await harness.ownedShares() })
+            let records = try await inspect("the owner's records", { try await harness.ownerRecords() })
             let zone = shares.keys.filter { !before.contains($0) }.first { zone in
                 records[zone]?.contains { $0["recordType"] == "CD_Trip" && $0["fields"]?["CD_id"]?["value"]?.stringValue == trip } == true
             }
@@ -70,7 +69,7 @@ extension KillWorkload {
         } catch {
             guard try await killExplains(error) else { return }
             unknown += 1
-            if try await harness.acceptedByAlice().contains(zone) {
+            if try await inspect("alice's invitations", { try await harness.acceptedByAlice() }).contains(zone) {
                 model.shares[trip]?.accepted = true
                 unknownApplied += 1
             }
@@ -89,7 +88,7 @@ extension KillWorkload {
         } catch {
             guard try await killExplains(error) else { return }
             unknown += 1
-            if let now = try await harness.ownedShares()[zone], now != model.shares[trip]?.permission {
+            if let now = try await inspect("shares.owned", { try await harness.ownedShares() })[zone], now != model.shares[trip]?.permission {
                 model.shares[trip]?.permission = now
                 unknownApplied += 1
             }
@@ -106,7 +105,7 @@ extension KillWorkload {
         } catch {
             guard try await killExplains(error) else { return }
             unknown += 1
-            if try await harness.ownedShares()[zone] == nil {
+            if try await inspect("shares.owned", { try await harness.ownedShares() })[zone] == nil {
                 model.shares[trip] = nil
                 unknownApplied += 1
             }

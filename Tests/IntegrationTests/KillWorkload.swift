@@ -19,7 +19,9 @@ final class KillWorkload: @unchecked Sendable {
     var current = "idle" {
         didSet {
             if KillWorkload.trace { print("kill-workload-trace: op#\(operations) \(current)") }
-            if !current.hasPrefix("sync") && !current.hasPrefix("send") && current != "atRest" && current != "settle" { performed[current, default: 0] += 1 } }
+            let step = current.hasPrefix("sync") || current.hasPrefix("send") || current == "atRest" || current == "settle"
+            if !step { performed[current, default: 0] += 1 }
+        }
     }
     /// Operations run, by kind.
     var performed: [String: Int] = [:]
@@ -83,10 +85,17 @@ final class KillWorkload: @unchecked Sendable {
         return true
     }
 
-    /// Before the test reads the cloud itself: a SIGKILL already sent to it is reaped first.
-    func cloudUp() async throws {
-        guard let kill = harness.armed, kill.victim == "cloud", harness.sigkillSent else { return }
-        record(kill, status: try await harness.reap(), atRest: false)
+    /// Reads the cloud directly, as the test: a SIGKILL already sent to it is reaped first, and a
+    /// point armed in it that the reading reaches itself (every request passes
+    /// `sync.afterCommit`) kills it like any other request, so the reading is made again.
+    func inspect<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
+        if let kill = harness.armed, kill.victim == "cloud", harness.sigkillSent {
+            record(kill, status: try await harness.reap(), atRest: false)
+        }
+        var result: T?
+        try await retrying(what) { result = try await body() }
+        guard let result else { throw TestFailure("\(tag): \(what) gave nothing") }
+        return result
     }
 
     func record(_ kill: KillWorkloadHarness.Kill, status: Int32?, atRest: Bool) {
@@ -126,11 +135,13 @@ final class KillWorkload: @unchecked Sendable {
 
     // MARK: Operations
 
-    /// A local write, the model's change it should make, and the device's view to check it in.
+    /// A local write: its name, the change it makes to the model, and the calls that make it
+    /// on a device (given that device's object IDs by id).
     struct Write {
+        typealias Perform = (_ objectIDs: [String: String]) async throws -> Void
         var name: String
         var apply: (inout KillWorkloadModel) -> Void
-        var perform: (_ objectIDs: [String: String]) async throws -> Void
+        var perform: Perform
     }
 
     func view(_ model: KillWorkloadModel, on device: String) -> [String: KillWorkloadModel.Object] {
@@ -316,8 +327,4 @@ final class KillWorkload: @unchecked Sendable {
             try await set(device, ids[photo] ?? "", ["tags": .array(final.sorted().map { .string(ids[$0] ?? "") })])(ids)
         }
     }
-}
-
-extension KillWorkload.Write {
-    typealias Perform = (_ objectIDs: [String: String]) async throws -> Void
 }
