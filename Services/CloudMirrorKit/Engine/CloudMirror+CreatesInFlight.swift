@@ -60,7 +60,8 @@ extension CloudMirror {
         // fetch that fails leaves them to be asked about again.
         var unresolved: [Int64] = []
         for (row, found) in answers {
-            let sent = found.filter { record in row.entries.contains { $0.name == record.recordName } }
+            // Read as a fetch reads them: a CDMR record becomes its link's record.
+            let sent = found.map(MirrorLinkRecords.incoming).filter { record in row.entries.contains { $0.name == record.recordName } }
             if !sent.isEmpty {
                 var applied = MirrorFetchReport()
                 try applyPage(sent, prepared: [], deleted: [], zone: row.zone, scope: scope, token: nil, holdDeletes: true, report: &applied)

@@ -238,6 +238,10 @@ extension CloudMirror {
             if !more { break }
         }
         if let listed {
+            if scope == .private, !listed.contains(CloudKitNames.zoneShareName) {
+                // No share among the zone's live records: another device of the owner stopped it.
+                try state(scope) { state, _, _ in try state.dropShare(zone: zone.zoneName) }
+            }
             let gone = try state(scope) { state, _, _ in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
             if !gone.isEmpty {
                 try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, CloudKitNames.coreDataName($0.entity)) }, zone: zone, scope: scope, token: nil,

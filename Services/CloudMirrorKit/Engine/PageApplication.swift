@@ -226,6 +226,12 @@ extension CloudMirror {
 
         /// The page's deletions, or held for the fetch's end (`holdDeletes`).
         mutating func applyDeletions(report: inout MirrorFetchReport) throws {
+            // The zone's share deleted: another device of the owner stopped it, so this device
+            // no longer counts the graph as shared (share.create refused it as alreadyShared).
+            // A fetch from nil lists no deletion; fetchZone drops the share when it lists none.
+            if store.scope == .private, deleted.contains(where: { $0.0 == CloudKitNames.zoneShareName }) {
+                try state.dropShare(zone: zone.zoneName)
+            }
             if holdDeletes { return try state.holdTombstones(deleted, zone: zone) }
             let state = state
             for (uuid, recordType) in deleted {

@@ -54,7 +54,7 @@ extension CloudMirror {
             guard let error else { pass.skipped.insert(uuid); return }
             switch error.code {
             case .serverRecordChanged, .serverRejectedRequest:
-                guard let conflict = RecordConflict(details: error.details) else { pass.skipped.insert(uuid); return }
+                guard let conflict = RecordConflict(details: error.details).map(MirrorLinkRecords.incoming) else { pass.skipped.insert(uuid); return }
                 try mergeConflict(item, record: record, conflict: conflict, code: error.code, report: &report, pass: &pass)
             case .batchRequestFailed:
                 return

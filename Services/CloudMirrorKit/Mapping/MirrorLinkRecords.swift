@@ -58,6 +58,16 @@ enum MirrorLinkRecords {
         return out
     }
 
+    /// A conflict's records as the mirror reads them (`incoming`): merged as they came, a CDMR
+    /// server copy had no link sides, and the merge cleared this device's link.
+    static func incoming(_ conflict: RecordConflict) -> RecordConflict {
+        var read = conflict
+        read.server = incoming(conflict.server)
+        read.client = conflict.client.map(incoming)
+        read.ancestor = conflict.ancestor.map(incoming)
+        return read
+    }
+
     /// The link entity a deleted CDMR record named `uuid` was a row of in `state`'s store.
     static func deletedLinkEntity(uuid: String, state: MirrorBookkeeping) throws -> String? {
         for entity in state.store.model.entities where state.store.holds(entity.name) && state.store.model.isLinkEntity(entity.name) {
