@@ -225,10 +225,7 @@ struct SyncOperations {
         switch (params.snapshot, params.path) {
         case let (snapshot?, nil): return try engine.importSnapshot(snapshot, progress: progress)
         case let (nil, path?):
-            progress.report(phase: "reading", done: 0, total: 1)
-            let snapshot = try SnapshotFile.read(path, files: files)
-            progress.report(phase: "reading", done: 1, total: 1)
-            return try engine.importSnapshot(snapshot, progress: progress)
+            return try SnapshotFile.importFile(path, into: engine, files: files, progress: progress)
         default: throw WireError(.invalidArguments, "admin.importSnapshot takes params.snapshot (the snapshot itself) or params.path (a file holding it), exactly one.")
         }
     }

@@ -18,7 +18,7 @@ import MeowWire
 /// - The last component is never followed if it is a link; a write goes to a new file with a
 ///   random name created exclusively beside the target, then renamed over it.
 /// - A read is refused with `limitExceeded` when the file is larger than `--max-snapshot-bytes`,
-///   before anything is read; it is read in pieces and stops at the bound.
+///   before anything is read; the reader takes it in pieces (never whole) and stops at the bound.
 public struct WholeFile: Sendable {
     public let service: String
     /// The code for a path the service cannot use (each service's own name for bad arguments).
@@ -64,8 +64,10 @@ public struct WholeFile: Sendable {
         fsync(directoryFD)
     }
 
-    /// The contents of `path` (absolute): a regular file of at most `--max-snapshot-bytes`.
-    public func read(_ path: String) throws -> Data {
+    /// Opens `path` (absolute; a regular file of at most `--max-snapshot-bytes`) and hands `body`
+    /// a reader of it at any offset, and its size: the caller reads it in pieces (`JSONStream`),
+    /// so the file is never held whole. A read past the bound (the file grew) is `limitExceeded`.
+    public func reading<T>(_ path: String, _ body: (_ source: @escaping JSONStream.Source, _ size: Int) throws -> T) throws -> T {
         let (directoryFD, name) = try open(path)
         defer { close(directoryFD) }
         let fd = openat(directoryFD, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
@@ -78,17 +80,17 @@ public struct WholeFile: Sendable {
         }
         if isOwnFile(device: info.st_dev, inode: info.st_ino) { throw ownFileRefusal(path) }
         guard Int(info.st_size) <= maxReadBytes else { throw tooLarge(path, bytes: Int(info.st_size)) }
-        var data = Data(capacity: Int(info.st_size))
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw failure("read", path) }
-            if count == 0 { return data }
-            // The file may have grown since fstat: the bound holds for what is read.
-            guard data.count + count <= maxReadBytes else { throw tooLarge(path, bytes: data.count + count) }
-            data.append(contentsOf: chunk[0..<count])
+        let source: JSONStream.Source = { offset, buffer in
+            while true {
+                let count = pread(fd, buffer.baseAddress!, buffer.count, off_t(offset))
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else { throw failure("read", path) }
+                // The file may have grown since fstat: the bound holds for what is read.
+                guard offset + count <= maxReadBytes else { throw tooLarge(path, bytes: offset + count) }
+                return count
+            }
         }
+        return try body(source, Int(info.st_size))
     }
 
     // MARK: Where a path may lead
