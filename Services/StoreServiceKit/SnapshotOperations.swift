@@ -34,7 +34,11 @@ extension StoreService {
             let snapshot = try whileNoSyncRuns { try engine().coordinator.withStores { try DeviceSnapshot.export($0, progress: progress) } }
             guard let path = params.path else { return SnapshotExportResult(snapshot: snapshot) }
             let data: Data
-            do { data = try JSONEncoder().encode(snapshot) } catch {
+            // Sorted keys put the header before the rows, a store's name before its tables and a
+            // table's columns before its rows: the order a streamed import reads in one pass.
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            do { data = try encoder.encode(snapshot) } catch {
                 throw ServiceError(.internalError, "Cannot encode the snapshot: \(error).")
             }
             progress.report(phase: "writing", done: 0, total: data.count)

@@ -9,7 +9,11 @@ enum SnapshotFile {
     /// Writes `snapshot` to `path` (absolute; created 0600 and replaced whole, as `WholeFile` allows).
     static func write(_ snapshot: CloudSnapshot, to path: String, files: WholeFile) throws -> Int {
         let data: Data
-        do { data = try JSONEncoder().encode(snapshot) } catch {
+        // Sorted keys put the header before the rows, a store's name before its tables and a
+        // table's columns before its rows: the order a streamed import reads in one pass.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        do { data = try encoder.encode(snapshot) } catch {
             throw WireError(.internalError, "Cannot encode the snapshot: \(error).")
         }
         try files.write(data, to: path)

@@ -1,0 +1,159 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import MeowWire
+import TestSupport
+import Testing
+
+/// Imports are streamed: a snapshot file of hundreds of megabytes goes in with the service's
+/// memory bounded by a small constant, complete, and a file that turns out truncated at its very
+/// end changes nothing (everything read before it is rolled back).
+@Suite("Streamed snapshot imports", .serialized, .timeLimit(.minutes(3)))
+struct SnapshotStreamingTests {
+    /// Rows of 64 KiB text: the file is about 200 MB.
+    static let rows = 3200
+    static let text = String(repeating: "m", count: 64 << 10)
+    /// Far below the file's size: reading the file whole (let alone decoding it as one tree) would pass it.
+    static let peakBound = 150 << 20
+
+    /// Appends to a file in large writes (the test's own memory stays small too).
+    final class Output {
+        let handle: FileHandle
+        var pending = ""
+        init(_ path: String) throws {
+            #expect(FileManager.default.createFile(atPath: path, contents: nil))
+            handle = try #require(FileHandle(forWritingAtPath: path))
+        }
+        func write(_ text: String) throws {
+            pending += text
+            if pending.utf8.count >= 4 << 20 { try flush() }
+        }
+        func flush() throws {
+            try handle.write(contentsOf: Data(pending.utf8))
+            pending = ""
+        }
+        func close() throws {
+            try flush()
+            try handle.close()
+        }
+    }
+
+    /// Cuts the last bytes off a file: every row is still there, the document's end is not.
+    static func truncateEnd(_ path: String) throws {
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        #expect(truncate(path, off_t(size - 3)) == 0)
+    }
+
+    @Test("a device snapshot of 200 MB imports with the store-service's peak memory under 150 MB, every row in; truncated at its end it changes nothing")
+    func deviceImportIsStreamed() async throws {
+        let directory = TemporaryDirectory()
+        let device = try await ServiceProcess.start("store-service", ["--socket", directory.file("d.sock"), "--data-dir", directory.file("data")])
+        let client = try WireClient(socketPath: directory.file("d.sock"))
+        try await client.hello(client: "snapshot-streaming")
+        // The device's own snapshot gives every table and column; the private store's events are made many.
+        let small = directory.file("small.json")
+        _ = try await client.call("snapshot.export", ["path": .string(small)])
+        let exported = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: small))))
+        let big = directory.file("big.json")
+        let output = try Output(big)
+        try output.write("{\"format\":\"meowcare-device-snapshot\",\"schemaVersion\":1,\"model\":\"MeowCare\",\"stores\":[")
+        for (number, store) in (exported["stores"]?.arrayValue ?? []).enumerated() {
+            let name = store["name"]?.stringValue ?? ""
+            try output.write((number > 0 ? "," : "") + "{\"name\":\(JSONWriter.text(.string(name))),\"tables\":{")
+            for (index, (table, contents)) in (store["tables"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }).enumerated() {
+                try output.write((index > 0 ? "," : "") + JSONWriter.text(.string(table)) + ":")
+                guard name == "Private", table == "e_CareEvent" || table == "z_primarykey" else {
+                    try output.write(JSONWriter.text(contents))
+                    continue
+                }
+                try output.write("{\"columns\":\(JSONWriter.text(contents["columns"] ?? .null)),\"rows\":[")
+                if table == "z_primarykey" {
+                    try output.write("[\"CareEvent\",\(Self.rows)],[\"CareSession\",1]]}")
+                    continue
+                }
+                // z_pk, z_version, z_uuid, z_zone, a_id, a_eventTypeRaw, a_occurredAt, a_updatedAt, a_value, a_note, r_session
+                for row in 1...Self.rows {
+                    try output.write((row > 1 ? "," : "") + "[\(row),1,\"event-\(row)\",null,\"e\(row)\",\"note\",\"2026-01-01T00:00:00Z\",null,null,\"\(Self.text)\",null]")
+                }
+                try output.write("]}")
+            }
+            try output.write("}}")
+        }
+        try output.write("]}")
+        try output.close()
+
+        let imported = try await client.call("snapshot.import", ["path": .string(big)], timeout: .seconds(120))
+        #expect(imported["stores"]?["Private"]?.intValue ?? 0 > Self.rows, "\(imported)")
+        let peak = try SnapshotFileSecurityTests.peakResidentBytes(device.pid)
+        let size = try FileManager.default.attributesOfItem(atPath: big)[.size] as? Int ?? 0
+        #expect(size > 200_000_000)
+        #expect(peak < Self.peakBound, "peak RSS \(peak) bytes importing a \(size)-byte file")
+        #expect(try await client.call("fetch.count", ["entity": "CareEvent"])["count"] == .int(Self.rows))
+
+        // One more event, then the same file cut short at its end: every row is read and rolled back.
+        _ = try await runTool(Binaries.path("meowctl"), ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "later"])
+        try Self.truncateEnd(big)
+        do throws(WireError) {
+            _ = try await client.call("snapshot.import", ["path": .string(big)], timeout: .seconds(120))
+            Issue.record("a truncated snapshot was imported")
+        } catch {
+            #expect(error.code == .invalidField && error.message.contains("is not a device snapshot"), "\(error)")
+        }
+        #expect(try await client.call("fetch.count", ["entity": "CareEvent"])["count"] == .int(Self.rows + 1))
+        client.close()
+        _ = await device.stop()
+    }
+
+    @Test("a cloud snapshot of 200 MB imports with the sync-service's peak memory under 150 MB, every row in; truncated at its end it changes nothing")
+    func cloudImportIsStreamed() async throws {
+        let directory = TemporaryDirectory()
+        let admin = CredentialHandlingTests.admin
+        let cloud = try await ServiceProcess.start("sync-service", ["--socket", directory.file("c.sock"), "--data-dir", directory.file("data"),
+                                                                    "--admin-credential", admin])
+        let client = try WireClient(socketPath: directory.file("c.sock"))
+        try await client.hello(client: "snapshot-streaming", credential: admin)
+        let big = directory.file("cloud.json")
+        let output = try Output(big)
+        try output.write("{\"format\":\"meowcare-cloud-snapshot\",\"schemaVersion\":\(try await Self.cloudSchemaVersion(client, directory)),\"tables\":{")
+        try output.write("\"users\":[[\"owner\",\"owner-credential\",\"available\",0]],")
+        try output.write("\"zones\":[[1,\"owner\",\"Notes\",0,0,\"development\"]],\"records\":[")
+        for row in 1...Self.rows {
+            try output.write((row > 1 ? "," : "") + "[1,\"r\(row)\",\"Note\",null,\"t\(row)\",\(row),0,0,\"owner\",0,\"owner\",null,null]")
+        }
+        try output.write("],\"record_versions\":[")
+        for row in 1...Self.rows {
+            try output.write((row > 1 ? "," : "") + "[1,\"r\(row)\",\"t\(row)\",\"\(Self.text)\",0,0]")
+        }
+        try output.write("],\"meta\":[[\"seq\",\(Self.rows)]]}}")
+        try output.close()
+
+        let imported = try await client.call("admin.importSnapshot", ["path": .string(big)], timeout: .seconds(120))
+        #expect(imported["records"] == .int(Self.rows), "\(imported)")
+        let peak = try SnapshotFileSecurityTests.peakResidentBytes(cloud.pid)
+        let size = try FileManager.default.attributesOfItem(atPath: big)[.size] as? Int ?? 0
+        #expect(size > 200_000_000)
+        #expect(peak < Self.peakBound, "peak RSS \(peak) bytes importing a \(size)-byte file")
+
+        // The cloud emptied, then the same file cut short at its end: every row is read and rolled back.
+        _ = try await client.call("admin.reset", ["scope": "all"])
+        try Self.truncateEnd(big)
+        do throws(WireError) {
+            _ = try await client.call("admin.importSnapshot", ["path": .string(big)], timeout: .seconds(120))
+            Issue.record("a truncated snapshot was imported")
+        } catch {
+            #expect(error.code == .invalidArguments && error.message.contains("is not a snapshot"), "\(error)")
+        }
+        let after = try await client.call("admin.exportSnapshot", ["path": .string(directory.file("after.json"))])
+        #expect(after["tables"]?["records"] == .int(0) && after["tables"]?["record_versions"] == .int(0), "\(after)")
+        client.close()
+        await cloud.stop()
+    }
+
+    /// The schema version the cloud's own export names.
+    static func cloudSchemaVersion(_ client: WireClient, _ directory: TemporaryDirectory) async throws -> Int {
+        _ = try await client.call("admin.exportSnapshot", ["path": .string(directory.file("empty.json"))])
+        let exported = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory.file("empty.json")))))
+        return try #require(exported["schemaVersion"]?.intValue)
+    }
+}
