@@ -50,7 +50,7 @@ public struct JSONStream {
     /// `chunkSize`: how much is read at a time, and the buffer's size unless one value is larger.
     public init(chunkSize: Int = 1 << 20, source: @escaping Source) {
         self.source = source
-        buffer = [UInt8](repeating: 0, count: max(chunkSize, 64))
+        buffer = [UInt8](repeating: 0, count: max(chunkSize, 1))
     }
 
     /// The input offset of the next byte to walk.

@@ -114,19 +114,7 @@ struct SnapshotStreamingTests {
         let client = try WireClient(socketPath: directory.file("c.sock"))
         try await client.hello(client: "snapshot-streaming", credential: admin)
         let big = directory.file("cloud.json")
-        let output = try Output(big)
-        try output.write("{\"format\":\"meowcare-cloud-snapshot\",\"schemaVersion\":\(try await Self.cloudSchemaVersion(client, directory)),\"tables\":{")
-        try output.write("\"users\":[[\"owner\",\"owner-credential\",\"available\",0]],")
-        try output.write("\"zones\":[[1,\"owner\",\"Notes\",0,0,\"development\"]],\"records\":[")
-        for row in 1...Self.rows {
-            try output.write((row > 1 ? "," : "") + "[1,\"r\(row)\",\"Note\",null,\"t\(row)\",\(row),0,0,\"owner\",0,\"owner\",null,null]")
-        }
-        try output.write("],\"record_versions\":[")
-        for row in 1...Self.rows {
-            try output.write((row > 1 ? "," : "") + "[1,\"r\(row)\",\"t\(row)\",\"\(Self.text)\",0,0]")
-        }
-        try output.write("],\"meta\":[[\"seq\",\(Self.rows)]]}}")
-        try output.close()
+        try Self.writeCloudSnapshot(big, schemaVersion: try await Self.cloudSchemaVersion(client, directory), rows: Self.rows, text: Self.text)
 
         let imported = try await client.call("admin.importSnapshot", ["path": .string(big)], timeout: .seconds(120))
         #expect(imported["records"] == .int(Self.rows), "\(imported)")
@@ -147,6 +135,83 @@ struct SnapshotStreamingTests {
         let after = try await client.call("admin.exportSnapshot", ["path": .string(directory.file("after.json"))])
         #expect(after["tables"]?["records"] == .int(0) && after["tables"]?["record_versions"] == .int(0), "\(after)")
         client.close()
+        await cloud.stop()
+    }
+
+    /// A cloud snapshot of one user, one zone, `rows` records and a version of each holding `text`;
+    /// `headerLast` writes the tables before format and schemaVersion.
+    static func writeCloudSnapshot(_ path: String, schemaVersion: Int, format: String = "meowcare-cloud-snapshot", rows: Int, text: String,
+                                   headerLast: Bool = false) throws {
+        let output = try Output(path)
+        let header = "\"format\":\"\(format)\",\"schemaVersion\":\(schemaVersion)"
+        try output.write(headerLast ? "{" : "{\(header),")
+        try output.write("\"tables\":{\"users\":[[\"owner\",\"owner-credential\",\"available\",0]],")
+        try output.write("\"zones\":[[1,\"owner\",\"Notes\",0,0,\"development\"]],\"records\":[")
+        for row in 1...rows {
+            try output.write((row > 1 ? "," : "") + "[1,\"r\(row)\",\"Note\",null,\"t\(row)\",\(row),0,0,\"owner\",0,\"owner\",null,null]")
+        }
+        try output.write("],\"record_versions\":[")
+        for row in 1...rows {
+            try output.write((row > 1 ? "," : "") + "[1,\"r\(row)\",\"t\(row)\",\"\(text)\",0,0]")
+        }
+        try output.write("],\"meta\":[[\"seq\",\(rows)]]}")
+        try output.write(headerLast ? ",\(header)}" : "}")
+        try output.close()
+    }
+
+    /// `value` as JSON with every object's keys in descending order: a snapshot's header after
+    /// its stores, a store's tables before its name, a table's rows before its columns.
+    static func descending(_ value: JSONValue) -> String {
+        switch value {
+        case let .array(elements): return "[" + elements.map(descending).joined(separator: ",") + "]"
+        case let .object(members):
+            return "{" + members.sorted { $0.key > $1.key }.map { JSONWriter.text(.string($0.key)) + ":" + descending($0.value) }.joined(separator: ",") + "}"
+        default: return JSONWriter.text(value)
+        }
+    }
+
+    @Test("snapshots written in another key order import the same (the header last, a store's tables before its name, a table's rows before its columns); a header refused at the end changes nothing")
+    func otherKeyOrders() async throws {
+        let directory = TemporaryDirectory()
+        let device = try await ServiceProcess.start("store-service", ["--socket", directory.file("d.sock"), "--in-memory"])
+        let client = try WireClient(socketPath: directory.file("d.sock"))
+        try await client.hello(client: "snapshot-streaming")
+        let meowctl = Binaries.path("meowctl")
+        _ = try await runTool(meowctl, ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "kept"])
+        let file = directory.file("device.json")
+        _ = try await client.call("snapshot.export", ["path": .string(file)])
+        let exported = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+        let reordered = directory.file("reordered.json")
+        #expect(FileManager.default.createFile(atPath: reordered, contents: Data(Self.descending(exported).utf8)))
+        #expect(try String(contentsOfFile: reordered, encoding: .utf8).hasPrefix("{\"stores\":[{\"tables\":{"))
+        _ = try await runTool(meowctl, ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "later"])
+        let imported = try await client.call("snapshot.import", ["path": .string(reordered)])
+        #expect(imported["stores"]?["Private"]?.intValue ?? 0 > 0, "\(imported)")
+        #expect(try await client.call("fetch.count", ["entity": "CareEvent"])["count"] == 1)
+        #expect(try await client.call("fetch.count", ["entity": "CareEvent", "predicate": "id == %@", "arguments": ["kept"]])["count"] == 1)
+        client.close()
+        _ = await device.stop()
+
+        let admin = CredentialHandlingTests.admin
+        let cloud = try await ServiceProcess.start("sync-service", ["--socket", directory.file("c.sock"), "--in-memory", "--admin-credential", admin])
+        let cloudClient = try WireClient(socketPath: directory.file("c.sock"))
+        try await cloudClient.hello(client: "snapshot-streaming", credential: admin)
+        let version = try await Self.cloudSchemaVersion(cloudClient, directory)
+        let headerLast = directory.file("cloud.json")
+        try Self.writeCloudSnapshot(headerLast, schemaVersion: version, rows: 5, text: "v", headerLast: true)
+        let cloudImported = try await cloudClient.call("admin.importSnapshot", ["path": .string(headerLast)])
+        #expect(cloudImported["records"] == 5, "\(cloudImported)")
+        // A newer format named only after every row: refused, and the 5 records stay.
+        try Self.writeCloudSnapshot(headerLast, schemaVersion: version + 1, rows: 7, text: "v", headerLast: true)
+        do throws(WireError) {
+            _ = try await cloudClient.call("admin.importSnapshot", ["path": .string(headerLast)])
+            Issue.record("a snapshot of another schema version was imported")
+        } catch {
+            #expect(error.code == .invalidArguments && error.message.contains("Not a snapshot of schema version \(version)"), "\(error)")
+        }
+        let after = try await cloudClient.call("admin.exportSnapshot", ["path": .string(directory.file("after.json"))])
+        #expect(after["tables"]?["records"] == 5, "\(after)")
+        cloudClient.close()
         await cloud.stop()
     }
 
