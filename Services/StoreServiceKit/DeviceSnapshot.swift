@@ -50,6 +50,59 @@ extension DeviceSnapshot {
         return DeviceSnapshot(format: formatName, schemaVersion: currentVersion, model: stores.model.name, stores: list)
     }
 
+    /// What `export` answers, written to `output` as the rows are read (the caller holds the
+    /// coordinator's lock), so a file export holds one row, not the stores: the same document,
+    /// its keys sorted, which puts the header before the stores, a store's name before its
+    /// tables and a table's columns before its rows (the order an import reads in one pass).
+    /// Answers the rows per store, then per table.
+    static func write(_ stores: StoreSet, to output: SnapshotOutput, progress: ProgressReporter = .silent) throws -> [String: [String: Int]] {
+        let total = try stores.list.map { try tableNames($0.database).count }.reduce(0, +)
+        var done = 0
+        progress.report(phase: "reading", done: 0, total: total)
+        try output.write { text in
+            text += "{\"format\":"
+            JSONWriter.appendString(formatName, to: &text)
+            text += ",\"model\":"
+            JSONWriter.appendString(stores.model.name, to: &text)
+            text += ",\"schemaVersion\":\(currentVersion),\"stores\":["
+        }
+        var counts: [String: [String: Int]] = [:]
+        for (number, store) in stores.list.enumerated() {
+            try output.write { text in
+                text += number == 0 ? "{\"name\":" : ",{\"name\":"
+                JSONWriter.appendString(store.name, to: &text)
+                text += ",\"tables\":{"
+            }
+            try store.database.readTransaction {
+                for (index, name) in try tableNames(store.database).enumerated() {
+                    defer { done += 1; progress.report(phase: "reading", done: done, total: total) }
+                    let columns = try columnNames(name, in: store.database)
+                    try output.write { text in
+                        if index > 0 { text += "," }
+                        JSONWriter.appendString(name, to: &text)
+                        text += ":{\"columns\":"
+                        JSONWriter.append(.array(columns.map { .string($0) }), to: &text)
+                        text += ",\"rows\":["
+                    }
+                    var rows = 0
+                    let quoted = columns.map { "\"\($0)\"" }.joined(separator: ", ")
+                    try store.database.prepare("SELECT \(quoted) FROM \"\(name)\" ORDER BY rowid").forEach { (row: Statement) throws -> Void in
+                        try output.write { text in
+                            if rows > 0 { text += "," }
+                            JSONWriter.append(.array(row.currentValues().map(json)), to: &text)
+                        }
+                        rows += 1
+                    }
+                    try output.write("]}")
+                    counts[store.name, default: [:]][name] = rows
+                }
+            }
+            try output.write("}}")
+        }
+        try output.write("]}")
+        return counts
+    }
+
     /// Replaces both stores' contents with the snapshot's, or changes nothing
     /// (`DeviceSnapshotWriter` says what stays this device's).
     func importInto(_ stores: StoreSet, cloud: (any StoreCompanion)? = nil, progress: ProgressReporter = .silent) throws -> [String: Int] {

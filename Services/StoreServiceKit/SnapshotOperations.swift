@@ -31,21 +31,16 @@ extension StoreService {
         registry.register("snapshot.export", params: SnapshotExportParams.self,
                           summary: "Both stores as one JSON snapshot (or written to params.path).") { [self] params, request in
             let progress = ProgressReporter(request)
-            let snapshot = try whileNoSyncRuns { try engine().coordinator.withStores { try DeviceSnapshot.export($0, progress: progress) } }
-            guard let path = params.path else { return SnapshotExportResult(snapshot: snapshot) }
-            let data: Data
-            // Sorted keys put the header before the rows, a store's name before its tables and a
-            // table's columns before its rows: the order a streamed import reads in one pass.
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = .sortedKeys
-            do { data = try encoder.encode(snapshot) } catch {
-                throw ServiceError(.internalError, "Cannot encode the snapshot: \(error).")
+            guard let path = params.path else {
+                return SnapshotExportResult(snapshot: try whileNoSyncRuns { try engine().coordinator.withStores { try DeviceSnapshot.export($0, progress: progress) } })
             }
-            progress.report(phase: "writing", done: 0, total: data.count)
-            try files(request).write(data, to: path)
-            progress.report(phase: "writing", done: data.count, total: data.count)
-            let rows = Dictionary(uniqueKeysWithValues: snapshot.stores.map { ($0.name, $0.tables.mapValues(\.rows.count)) })
-            return SnapshotExportResult(path: path, bytes: data.count, stores: rows)
+            let files = files(request)
+            let (rows, bytes) = try whileNoSyncRuns { try engine().coordinator.withStores { stores in
+                try files.writing(to: path) { output in try DeviceSnapshot.write(stores, to: output, progress: progress) }
+            } }
+            progress.report(phase: "writing", done: 0, total: bytes)
+            progress.report(phase: "writing", done: bytes, total: bytes)
+            return SnapshotExportResult(path: path, bytes: bytes, stores: rows)
         }
         registry.register("snapshot.import", params: SnapshotImportParams.self,
                           summary: "Replaces both stores' contents with a snapshot (inline or from params.path).") { [self] params, request in

@@ -3,23 +3,10 @@ import CloudWire
 import MeowWire
 import ServiceRuntime
 
-/// admin.exportSnapshot and admin.importSnapshot through a file the service writes or reads: a
-/// snapshot inline must fit in one frame (16 MiB by default), one in a file has no such limit.
+/// admin.importSnapshot through a file the service reads (admin.exportSnapshot writes one with
+/// `CloudEngine.writeSnapshot`): a snapshot inline must fit in one frame (16 MiB by default), one
+/// in a file has no such limit.
 enum SnapshotFile {
-    /// Writes `snapshot` to `path` (absolute; created 0600 and replaced whole, as `WholeFile` allows).
-    static func write(_ snapshot: CloudSnapshot, to path: String, files: WholeFile) throws -> Int {
-        let data: Data
-        // Sorted keys put the header before the rows, a store's name before its tables and a
-        // table's columns before its rows: the order a streamed import reads in one pass.
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        do { data = try encoder.encode(snapshot) } catch {
-            throw WireError(.internalError, "Cannot encode the snapshot: \(error).")
-        }
-        try files.write(data, to: path)
-        return data.count
-    }
-
     /// Imports the snapshot in `path` (absolute), as `admin.exportSnapshot` writes it, streamed:
     /// rows go into the cloud as they are read (`CloudSnapshotFile`); progress counts the file's bytes.
     static func importFile(_ path: String, into engine: CloudEngine, files: WholeFile, progress: ProgressReporter) throws -> ImportResult {

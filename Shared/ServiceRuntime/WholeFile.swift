@@ -32,6 +32,13 @@ public struct WholeFile: Sendable {
     /// Writes `data` to `path` (absolute), replacing it whole: a reader never sees half a file
     /// and a failed write leaves the old one.
     public func write(_ data: Data, to path: String) throws {
+        _ = try writing(to: path) { file in try data.withUnsafeBytes { try file.write($0) } }
+    }
+
+    /// Writes what `body` hands its `SnapshotOutput` to `path` (absolute), a piece at a time,
+    /// replacing the file whole once `body` returns: a reader never sees half a file, and a
+    /// failure (in `body` too) leaves the old one. Answers `body`'s result and the file's size.
+    public func writing<T>(to path: String, _ body: (SnapshotOutput) throws -> T) throws -> (result: T, bytes: Int) {
         let (directoryFD, name) = try open(path)
         defer { close(directoryFD) }
         try refuseOwnFile(directoryFD, name, path: path)
@@ -39,8 +46,10 @@ public struct WholeFile: Sendable {
         let mode: mode_t = directory == nil ? 0o600 : 0o640
         let fd = openat(directoryFD, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw failure("write", path) }
+        let result: T
+        let output: SnapshotOutput
         do {
-            try data.withUnsafeBytes { bytes in
+            output = SnapshotOutput { [self] bytes in
                 var offset = 0
                 while offset < bytes.count {
                     let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -49,6 +58,8 @@ public struct WholeFile: Sendable {
                     offset += written
                 }
             }
+            result = try body(output)
+            try output.flush()
             guard fsync(fd) == 0 else { throw failure("write", path) }
             close(fd)
         } catch {
@@ -62,6 +73,7 @@ public struct WholeFile: Sendable {
             throw reason
         }
         fsync(directoryFD)
+        return (result, output.bytes)
     }
 
     /// Opens `path` (absolute; a regular file of at most `--max-snapshot-bytes`) and hands `body`
@@ -228,5 +240,42 @@ extension ServiceConfiguration {
         if case let .dataDirectory(directory) = persistence { dataDirectory = directory }
         return WholeFile(service: service, code: code, peerUID: peer.uid, directory: snapshotDirectory, maxReadBytes: maxSnapshotBytes,
                          ownFiles: [socketPath, socketPath + ".lock"] + alsoOwn, dataDirectory: dataDirectory)
+    }
+}
+
+/// A snapshot file being written (`WholeFile.writing`): text is gathered and written out 1 MiB at
+/// a time, so an export holds that much of the file, never all of it.
+public final class SnapshotOutput {
+    private let sink: (UnsafeRawBufferPointer) throws -> Void
+    private var pending = ""
+    /// Bytes handed over so far.
+    public private(set) var bytes = 0
+
+    init(_ sink: @escaping (UnsafeRawBufferPointer) throws -> Void) { self.sink = sink }
+
+    /// Appends `text`; what is gathered goes out once it passes 1 MiB.
+    public func write(_ text: String) throws {
+        pending += text
+        if pending.utf8.count >= 1 << 20 { try flush() }
+    }
+
+    /// Writes `build`'s text (appended to the gathered text in place).
+    public func write(_ build: (inout String) -> Void) throws {
+        build(&pending)
+        if pending.utf8.count >= 1 << 20 { try flush() }
+    }
+
+    func write(_ raw: UnsafeRawBufferPointer) throws {
+        try flush()
+        try sink(raw)
+        bytes += raw.count
+    }
+
+    func flush() throws {
+        guard !pending.isEmpty else { return }
+        var text = pending
+        pending = ""
+        try text.withUTF8 { try sink(UnsafeRawBufferPointer($0)) }
+        bytes += text.utf8.count
     }
 }
