@@ -45,7 +45,7 @@ struct SnapshotStreamingTests {
         #expect(truncate(path, off_t(size - 3)) == 0)
     }
 
-    @Test("a device snapshot of 200 MB imports with the store-service's peak memory under 150 MB, every row in; truncated at its end it changes nothing")
+    @Test("a device snapshot of 200 MB imports with the store-service's peak memory under 150 MB, every row in, and exports again as small; truncated at its end it changes nothing")
     func deviceImportIsStreamed() async throws {
         let directory = TemporaryDirectory()
         let device = try await ServiceProcess.start("store-service", ["--socket", directory.file("d.sock"), "--data-dir", directory.file("data")])
@@ -90,6 +90,10 @@ struct SnapshotStreamingTests {
         #expect(size > 200_000_000)
         #expect(peak < Self.peakBound, "peak RSS \(peak) bytes importing a \(size)-byte file")
         #expect(try await client.call("fetch.count", ["entity": "CareEvent"])["count"] == .int(Self.rows))
+        // The export back to a file is written as it is read: memory stays as small.
+        let again = try await client.call("snapshot.export", ["path": .string(directory.file("again.json"))], timeout: .seconds(120))
+        #expect(again["stores"]?["Private"]?["e_CareEvent"] == .int(Self.rows) && again["bytes"]?.intValue ?? 0 > 200_000_000, "\(again)")
+        #expect(try SnapshotFileSecurityTests.peakResidentBytes(device.pid) < Self.peakBound)
 
         // One more event, then the same file cut short at its end: every row is read and rolled back.
         _ = try await runTool(Binaries.path("meowctl"), ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "later"])
