@@ -23,7 +23,8 @@ enum SnapshotCommand {
     A service started with --snapshot-dir DIR takes paths inside DIR only; without it, only its
     own user (or root) may name a file: another user sends the snapshot inline (meowctl call).
     Never a link as the file, nor the service's own files; an import past the service's
-    --max-snapshot-bytes is refused (limitExceeded) before it is read.
+    --max-snapshot-bytes is refused (limitExceeded) before it is read; a smaller one is read a
+    piece at a time (the service never holds it whole).
     export writes the file 0600 (0640 in DIR), replacing it whole; the cloud's users' credentials are left out
     (null) unless --include-credentials. import replaces everything at once or, on any error,
     nothing. While it runs, its progress (phase, done/total) is shown on stderr when stderr is a

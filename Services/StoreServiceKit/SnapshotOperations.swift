@@ -31,32 +31,35 @@ extension StoreService {
         registry.register("snapshot.export", params: SnapshotExportParams.self,
                           summary: "Both stores as one JSON snapshot (or written to params.path).") { [self] params, request in
             let progress = ProgressReporter(request)
-            let snapshot = try whileNoSyncRuns { try engine().coordinator.withStores { try DeviceSnapshot.export($0, progress: progress) } }
-            guard let path = params.path else { return SnapshotExportResult(snapshot: snapshot) }
-            let data: Data
-            do { data = try JSONEncoder().encode(snapshot) } catch {
-                throw ServiceError(.internalError, "Cannot encode the snapshot: \(error).")
+            guard let path = params.path else {
+                return SnapshotExportResult(snapshot: try whileNoSyncRuns { try engine().coordinator.withStores { try DeviceSnapshot.export($0, progress: progress) } })
             }
-            progress.report(phase: "writing", done: 0, total: data.count)
-            try files(request).write(data, to: path)
-            progress.report(phase: "writing", done: data.count, total: data.count)
-            let rows = Dictionary(uniqueKeysWithValues: snapshot.stores.map { ($0.name, $0.tables.mapValues(\.rows.count)) })
-            return SnapshotExportResult(path: path, bytes: data.count, stores: rows)
+            let files = files(request)
+            let (rows, bytes) = try whileNoSyncRuns { try engine().coordinator.withStores { stores in
+                try files.writing(to: path) { output in try DeviceSnapshot.write(stores, to: output, progress: progress) }
+            } }
+            progress.report(phase: "writing", done: 0, total: bytes)
+            progress.report(phase: "writing", done: bytes, total: bytes)
+            return SnapshotExportResult(path: path, bytes: bytes, stores: rows)
         }
         registry.register("snapshot.import", params: SnapshotImportParams.self,
                           summary: "Replaces both stores' contents with a snapshot (inline or from params.path).") { [self] params, request in
             let progress = ProgressReporter(request)
-            let snapshot: DeviceSnapshot
+            // A mirroring device's share permissions are the cloud's, not the snapshot's.
+            let cloud = companion?.mirrors == true ? companion : nil
+            let written: [String: Int]
             switch (params.snapshot, params.path) {
-            case let (given?, nil): snapshot = given
-            case let (nil, path?): snapshot = try Self.readSnapshot(path, files: files(request))
+            case let (given?, nil):
+                written = try whileNoSyncRuns { try engine().coordinator.withStores { try given.importInto($0, cloud: cloud, progress: progress) } }
+            case let (nil, path?):
+                let files = files(request)
+                written = try whileNoSyncRuns { try engine().coordinator.withStores { stores in
+                    try files.reading(path) { source, size in try Self.importFile(path, source: source, size: size, into: stores, cloud: cloud, progress: progress) }
+                } }
             default:
                 throw ServiceError(.invalidField, "snapshot.import takes params.snapshot (the snapshot itself) or params.path (a file holding it), exactly one.",
                                    details: ["field": "params"])
             }
-            // A mirroring device's share permissions are the cloud's, not the snapshot's.
-            let cloud = companion?.mirrors == true ? companion : nil
-            let written = try whileNoSyncRuns { try engine().coordinator.withStores { try snapshot.importInto($0, cloud: cloud, progress: progress) } }
             return SnapshotImportResult(stores: written)
         }
     }
@@ -72,11 +75,24 @@ extension StoreService {
         configuration.files(for: request.connection.peer, service: "store-service", code: .invalidField)
     }
 
-    private static func readSnapshot(_ path: String, files: WholeFile) throws -> DeviceSnapshot {
-        let data = try files.read(path)
-        do { return try JSONDecoder().decode(DeviceSnapshot.self, from: data) } catch {
-            throw ServiceError(.invalidField, "\(path) is not a device snapshot (\(data.count) bytes; expected the JSON snapshot.export writes: \(error)).",
-                               details: ["field": "params.path", "path": .string(path)])
+    /// Streams a snapshot file into the stores (`DeviceSnapshotFile`); progress counts the file's bytes.
+    private static func importFile(_ path: String, source: @escaping JSONStream.Source, size: Int, into stores: StoreSet,
+                                   cloud: (any StoreCompanion)?, progress: ProgressReporter) throws -> [String: Int] {
+        progress.report(phase: "writing", done: 0, total: size)
+        let writer = try DeviceSnapshotWriter(stores, cloud: cloud)
+        do {
+            var file = DeviceSnapshotFile(JSONStream(source: source), into: writer) { done in
+                if done < size { progress.report(phase: "writing", done: done, total: size) }
+            }
+            do { try file.read() } catch let failure as JSONParser.Failure {
+                throw ServiceError(.invalidField, "\(path) is not a device snapshot (\(size) bytes; expected the JSON snapshot.export writes: \(failure)). Nothing was imported.",
+                                   details: ["field": "params.path", "path": .string(path)])
+            }
+            progress.report(phase: "writing", done: size, total: size)
+            return try writer.commit()
+        } catch {
+            writer.rollback()
+            throw error
         }
     }
 }

@@ -170,89 +170,35 @@ extension CloudEngine {
         }
     }
 
-    /// admin.importSnapshot: replaces the whole state with a snapshot, in one transaction. A user
-    /// whose credential the snapshot leaves out (null) keeps the credential it has in this cloud;
-    /// one this cloud does not know is refused (export with includeCredentials to move users).
-    public func importSnapshot(_ snapshot: CloudSnapshot, progress: ProgressReporter = .silent) throws -> ImportResult {
-        guard snapshot.format == "meowcare-cloud-snapshot", snapshot.schemaVersion == CloudSchema.version else {
-            throw WireError(.invalidArguments, "Not a snapshot of schema version \(CloudSchema.version) (format meowcare-cloud-snapshot).")
-        }
-        let snapshot = try withKnownCredentials(snapshot)
-        let result = try locks.exclusive { try write { state in
-            for table in CloudSchema.snapshotTables { try state.db.execute("DELETE FROM \(table.name)") }
-            let total = CloudSchema.snapshotTables.map { snapshot.tables[$0.name]?.count ?? 0 }.reduce(0, +)
-            var written = 0
-            progress.report(phase: "writing", done: 0, total: total)
-            for table in CloudSchema.snapshotTables {
-                let placeholders = Array(repeating: "?", count: table.columns.count).joined(separator: ", ")
-                let sql = "INSERT INTO \(table.name)(\(table.columns.joined(separator: ", "))) VALUES (\(placeholders))"
-                // Change pages send a record's stored fields text as it is: it must be the
-                // canonical text a save would have stored, or one bad row would spoil every page.
-                let fieldsColumn = table.name == "records" ? table.columns.firstIndex(of: "fields") : nil
-                // Columns added since a snapshot was written take their defaults (`CloudSchema.addedColumns`).
-                let added = CloudSchema.addedColumns.filter { $0.table == table.name }
-                for (number, given) in (snapshot.tables[table.name] ?? []).enumerated() {
-                    written += 1
-                    if written % 1000 == 0, written < total { progress.report(phase: "writing", done: written, total: total) }
-                    var row = given
-                    let missing = table.columns.count - row.count
-                    if missing > 0, missing <= added.count { row += added.suffix(missing).map(\.value) }
-                    guard row.count == table.columns.count else {
-                        throw WireError(.invalidArguments, "Table \(table.name): each row needs \(table.columns.count) values.")
+    /// admin.exportSnapshot to a file: what `exportSnapshot` answers, written to `output` as the
+    /// rows are read, so the export holds one row, not the cloud. Keys are sorted (the header
+    /// before the tables, the order an import reads in one pass). Answers rows per table.
+    func writeSnapshot(to output: SnapshotOutput, includeCredentials: Bool, progress: ProgressReporter = .silent) throws -> [String: Int] {
+        try read { state in
+            let tables = CloudSchema.snapshotTables.sorted { $0.name < $1.name }
+            var counts: [String: Int] = [:]
+            progress.report(phase: "reading", done: 0, total: tables.count)
+            try output.write("{\"format\":\"meowcare-cloud-snapshot\",\"schemaVersion\":\(CloudSchema.version),\"tables\":{")
+            for (done, table) in tables.enumerated() {
+                defer { progress.report(phase: "reading", done: done + 1, total: tables.count) }
+                let hidden = table.name == "users" && !includeCredentials ? table.columns.firstIndex(of: "credential") : nil
+                try output.write((done > 0 ? "," : "") + "\"\(table.name)\":[")
+                var rows = 0
+                try state.db.prepare("SELECT \(table.columns.joined(separator: ", ")) FROM \(table.name)").forEach { (row: Statement) throws -> Void in
+                    var values = row.currentValues().map(Self.json)
+                    if let hidden { values[hidden] = .null }
+                    try output.write { text in
+                        if rows > 0 { text += "," }
+                        JSONWriter.append(.array(values), to: &text)
                     }
-                    var values = row.map(Self.sql)
-                    if let fieldsColumn, case let .text(text) = values[fieldsColumn] {
-                        guard let fields = FieldsJSON.parse(text)?.objectValue else {
-                            throw WireError(.invalidArguments, "Table records, row \(number + 1): fields is not a JSON object of record fields.",
-                                            details: ["table": "records", "row": .int(number + 1)])
-                        }
-                        values[fieldsColumn] = .text(RecordFields(fields).text)
-                    }
-                    if table.name == "subscriptions" { try Self.checkSubscriptionRow(values, row: number + 1, state: state) }
-                    try state.db.execute(sql, values)
+                    rows += 1
                 }
+                try output.write("]")
+                counts[table.name] = rows
             }
-            progress.report(phase: "writing", done: total, total: total)
-            let imported = try state.db.scalar("SELECT value FROM meta WHERE key = 'seq'")?.int64 ?? 0
-            // The sequence never goes back (change tokens are positions in it): keep counting from whichever is higher.
-            state.seq = max(state.seq, imported)
-            try state.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('seq', ?)", [state.seq])
-            try state.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('databaseHorizon', 0)")
-            try state.ensureDefaultZones()
-            try state.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schemaVersion', \(CloudSchema.version))")
-            return ImportResult(users: try state.db.scalar("SELECT count(*) FROM users")?.int ?? 0,
-                                zones: try state.db.scalar("SELECT count(*) FROM zones")?.int ?? 0,
-                                records: try state.db.scalar("SELECT count(*) FROM records WHERE deleted = 0")?.int ?? 0)
-        } }
-        try reloadAccounts()
-        try reloadFieldSchema()
-        return result
-    }
-
-    /// The snapshot with each null credential replaced by the one its user has here now; an
-    /// empty one is refused.
-    private func withKnownCredentials(_ snapshot: CloudSnapshot) throws -> CloudSnapshot {
-        guard let columns = CloudSchema.snapshotTables.first(where: { $0.name == "users" })?.columns,
-              let nameColumn = columns.firstIndex(of: "name"), let credentialColumn = columns.firstIndex(of: "credential"),
-              var rows = snapshot.tables["users"] else { return snapshot }
-        let known = credentialsByUser()
-        for (number, row) in rows.enumerated() where row.count == columns.count {
-            if row[credentialColumn] == "" {
-                throw WireError(.invalidArguments, "Table users, row \(number + 1): a credential must not be empty (a hello with an empty credential would act as this user).",
-                                details: ["table": "users", "row": .int(number + 1)])
-            }
-            guard row[credentialColumn] == .null else { continue }
-            let user = row[nameColumn].stringValue ?? ""
-            guard let credential = known[user], !credential.isEmpty else {
-                throw WireError(.invalidArguments,
-                                "Table users, row \(number + 1): user '\(user)' has no credential in the snapshot and none in this cloud. Export with params.includeCredentials true to move users to another cloud, or create the user first.",
-                                details: ["table": "users", "row": .int(number + 1), "user": .string(user)])
-            }
-            rows[number][credentialColumn] = .string(credential)
+            try output.write("}}")
+            return counts
         }
-        var copy = snapshot
-        copy.tables["users"] = rows
-        return copy
     }
 
     /// admin.setLimits: changes the given limits; returns them all.

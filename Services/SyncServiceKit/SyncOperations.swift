@@ -135,12 +135,16 @@ struct SyncOperations {
                           summary: "The whole cloud as one JSON snapshot (or into params.path); credentials only with includeCredentials.") { params, context in
             let progress = ProgressReporter(context)
             return try service.run(context, checkAccount: false) { engine, _, _ in
-                let snapshot = try engine.exportSnapshot(includeCredentials: params.includeCredentials ?? false, progress: progress).snapshot
-                guard let path = params.path else { return SnapshotExport(snapshot: snapshot) }
-                progress.report(phase: "writing", done: 0, total: 1)
-                let bytes = try SnapshotFile.write(snapshot, to: path, files: service.files(context))
-                progress.report(phase: "writing", done: 1, total: 1)
-                return SnapshotExport(path: path, bytes: bytes, tables: snapshot.tables.mapValues(\.count))
+                let includeCredentials = params.includeCredentials ?? false
+                guard let path = params.path else {
+                    return SnapshotExport(snapshot: try engine.exportSnapshot(includeCredentials: includeCredentials, progress: progress).snapshot)
+                }
+                let (tables, bytes) = try service.files(context).writing(to: path) { output in
+                    try engine.writeSnapshot(to: output, includeCredentials: includeCredentials, progress: progress)
+                }
+                progress.report(phase: "writing", done: 0, total: bytes)
+                progress.report(phase: "writing", done: bytes, total: bytes)
+                return SnapshotExport(path: path, bytes: bytes, tables: tables)
             }
         }
         registry.register("admin.importSnapshot", params: ImportSnapshotParams.self, access: .admin,
@@ -228,10 +232,7 @@ struct SyncOperations {
         switch (params.snapshot, params.path) {
         case let (snapshot?, nil): return try engine.importSnapshot(snapshot, progress: progress)
         case let (nil, path?):
-            progress.report(phase: "reading", done: 0, total: 1)
-            let snapshot = try SnapshotFile.read(path, files: files)
-            progress.report(phase: "reading", done: 1, total: 1)
-            return try engine.importSnapshot(snapshot, progress: progress)
+            return try SnapshotFile.importFile(path, into: engine, files: files, progress: progress)
         default: throw WireError(.invalidArguments, "admin.importSnapshot takes params.snapshot (the snapshot itself) or params.path (a file holding it), exactly one.")
         }
     }

@@ -51,18 +51,21 @@ public enum JSONParser {
     }
 
     public static func parse(_ bytes: [UInt8], keeping kept: KeptText?) throws(Failure) -> JSONValue {
-        try bytes.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSONValue in
-            var reader = Reader(bytes: buffer)
-            reader.keptKey = kept?.key
-            reader.keptMember = kept.map { $0.key + textSuffix }
-            reader.keptDepth = kept?.depth
-            reader.textOnly = kept?.textOnly
-            reader.skipWhitespace()
-            let value = try reader.value(depth: 0)
-            reader.skipWhitespace()
-            guard reader.index == buffer.count else { throw reader.failure("unexpected data after the JSON value") }
-            return value
-        }
+        try bytes.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSONValue in try parse(buffer, keeping: kept) }
+    }
+
+    /// Parses bytes in place (a value `JSONStream` has read into its buffer).
+    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>, keeping kept: KeptText? = nil) throws(Failure) -> JSONValue {
+        var reader = Reader(bytes: buffer)
+        reader.keptKey = kept?.key
+        reader.keptMember = kept.map { $0.key + textSuffix }
+        reader.keptDepth = kept?.depth
+        reader.textOnly = kept?.textOnly
+        reader.skipWhitespace()
+        let value = try reader.value(depth: 0)
+        reader.skipWhitespace()
+        guard reader.index == buffer.count else { throw reader.failure("unexpected data after the JSON value") }
+        return value
     }
 
     public static func parse(_ text: String) throws(Failure) -> JSONValue {

@@ -18,7 +18,7 @@ import MeowWire
 /// - The last component is never followed if it is a link; a write goes to a new file with a
 ///   random name created exclusively beside the target, then renamed over it.
 /// - A read is refused with `limitExceeded` when the file is larger than `--max-snapshot-bytes`,
-///   before anything is read; it is read in pieces and stops at the bound.
+///   before anything is read; the reader takes it in pieces (never whole) and stops at the bound.
 public struct WholeFile: Sendable {
     public let service: String
     /// The code for a path the service cannot use (each service's own name for bad arguments).
@@ -32,6 +32,13 @@ public struct WholeFile: Sendable {
     /// Writes `data` to `path` (absolute), replacing it whole: a reader never sees half a file
     /// and a failed write leaves the old one.
     public func write(_ data: Data, to path: String) throws {
+        _ = try writing(to: path) { file in try data.withUnsafeBytes { try file.write($0) } }
+    }
+
+    /// Writes what `body` hands its `SnapshotOutput` to `path` (absolute), a piece at a time,
+    /// replacing the file whole once `body` returns: a reader never sees half a file, and a
+    /// failure (in `body` too) leaves the old one. Answers `body`'s result and the file's size.
+    public func writing<T>(to path: String, _ body: (SnapshotOutput) throws -> T) throws -> (result: T, bytes: Int) {
         let (directoryFD, name) = try open(path)
         defer { close(directoryFD) }
         try refuseOwnFile(directoryFD, name, path: path)
@@ -39,8 +46,10 @@ public struct WholeFile: Sendable {
         let mode: mode_t = directory == nil ? 0o600 : 0o640
         let fd = openat(directoryFD, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw failure("write", path) }
+        let result: T
+        let output: SnapshotOutput
         do {
-            try data.withUnsafeBytes { bytes in
+            output = SnapshotOutput { [self] bytes in
                 var offset = 0
                 while offset < bytes.count {
                     let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -49,6 +58,8 @@ public struct WholeFile: Sendable {
                     offset += written
                 }
             }
+            result = try body(output)
+            try output.flush()
             guard fsync(fd) == 0 else { throw failure("write", path) }
             close(fd)
         } catch {
@@ -62,10 +73,13 @@ public struct WholeFile: Sendable {
             throw reason
         }
         fsync(directoryFD)
+        return (result, output.bytes)
     }
 
-    /// The contents of `path` (absolute): a regular file of at most `--max-snapshot-bytes`.
-    public func read(_ path: String) throws -> Data {
+    /// Opens `path` (absolute; a regular file of at most `--max-snapshot-bytes`) and hands `body`
+    /// a reader of it at any offset, and its size: the caller reads it in pieces (`JSONStream`),
+    /// so the file is never held whole. A read past the bound (the file grew) is `limitExceeded`.
+    public func reading<T>(_ path: String, _ body: (_ source: @escaping JSONStream.Source, _ size: Int) throws -> T) throws -> T {
         let (directoryFD, name) = try open(path)
         defer { close(directoryFD) }
         let fd = openat(directoryFD, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
@@ -78,17 +92,17 @@ public struct WholeFile: Sendable {
         }
         if isOwnFile(device: info.st_dev, inode: info.st_ino) { throw ownFileRefusal(path) }
         guard Int(info.st_size) <= maxReadBytes else { throw tooLarge(path, bytes: Int(info.st_size)) }
-        var data = Data(capacity: Int(info.st_size))
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw failure("read", path) }
-            if count == 0 { return data }
-            // The file may have grown since fstat: the bound holds for what is read.
-            guard data.count + count <= maxReadBytes else { throw tooLarge(path, bytes: data.count + count) }
-            data.append(contentsOf: chunk[0..<count])
+        let source: JSONStream.Source = { offset, buffer in
+            while true {
+                let count = pread(fd, buffer.baseAddress!, buffer.count, off_t(offset))
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else { throw failure("read", path) }
+                // The file may have grown since fstat: the bound holds for what is read.
+                guard offset + count <= maxReadBytes else { throw tooLarge(path, bytes: offset + count) }
+                return count
+            }
         }
+        return try body(source, Int(info.st_size))
     }
 
     // MARK: Where a path may lead
@@ -226,5 +240,42 @@ extension ServiceConfiguration {
         if case let .dataDirectory(directory) = persistence { dataDirectory = directory }
         return WholeFile(service: service, code: code, peerUID: peer.uid, directory: snapshotDirectory, maxReadBytes: maxSnapshotBytes,
                          ownFiles: [socketPath, socketPath + ".lock"] + alsoOwn, dataDirectory: dataDirectory)
+    }
+}
+
+/// A snapshot file being written (`WholeFile.writing`): text is gathered and written out 1 MiB at
+/// a time, so an export holds that much of the file, never all of it.
+public final class SnapshotOutput {
+    private let sink: (UnsafeRawBufferPointer) throws -> Void
+    private var pending = ""
+    /// Bytes handed over so far.
+    public private(set) var bytes = 0
+
+    init(_ sink: @escaping (UnsafeRawBufferPointer) throws -> Void) { self.sink = sink }
+
+    /// Appends `text`; what is gathered goes out once it passes 1 MiB.
+    public func write(_ text: String) throws {
+        pending += text
+        if pending.utf8.count >= 1 << 20 { try flush() }
+    }
+
+    /// Writes `build`'s text (appended to the gathered text in place).
+    public func write(_ build: (inout String) -> Void) throws {
+        build(&pending)
+        if pending.utf8.count >= 1 << 20 { try flush() }
+    }
+
+    func write(_ raw: UnsafeRawBufferPointer) throws {
+        try flush()
+        try sink(raw)
+        bytes += raw.count
+    }
+
+    func flush() throws {
+        guard !pending.isEmpty else { return }
+        var text = pending
+        pending = ""
+        try text.withUTF8 { try sink(UnsafeRawBufferPointer($0)) }
+        bytes += text.utf8.count
     }
 }
