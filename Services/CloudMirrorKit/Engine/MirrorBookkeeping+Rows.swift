@@ -276,7 +276,14 @@ extension MirrorBookkeeping {
         try database.execute("INSERT OR REPLACE INTO mirror_share(zone_name, root_uuid) VALUES (?, ?)", [zone, root])
     }
 
-    /// The zones of the shares this device owns and has not stopped.
+    /// A live share of the owner's zone that a fetch lists. A share made on this device keeps
+    /// its root; one another device made is kept without a root (a zone-wide share names none):
+    /// its zone alone marks the graph in it as shared.
+    func keepShare(zone: String) throws {
+        try database.execute("INSERT OR IGNORE INTO mirror_share(zone_name, root_uuid) VALUES (?, '')", [zone])
+    }
+
+    /// The zones of the owner's live shares, made on this device or fetched (`keepShare`).
     func liveShareZones() throws -> Set<String> {
         Set(try database.query("SELECT zone_name FROM mirror_share").compactMap { $0[0].string })
     }

@@ -21,7 +21,8 @@ import StoreServiceKit
 /// - `mirror_kv`: the export cursor and the change tokens.
 /// - `mirror_unexportable`: seed 002's stray shared-store objects.
 /// - `mirror_unimportable`: cloud records this store refused (`CloudMirror.applyRefusing`).
-/// - `mirror_share`: the owner's share zones and their root records.
+/// - `mirror_share`: the owner's live share zones, made here or listed by a fetch, and the root
+///   records of those made here.
 ///
 /// The mirror's busy bookkeeping transactions (queueing history, building batches, applying
 /// verdicts, tokens and metadata after a context save) commit `.deferred`: without waiting for

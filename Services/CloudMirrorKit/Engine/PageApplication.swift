@@ -73,7 +73,7 @@ extension CloudMirror {
                 // Read in place until the record turns out to need more than the direct path:
                 // a copy of each record (and its release) showed in the applying thread's time.
                 if changed[position].isShare {
-                    try keepPermission(of: changed[position])
+                    try keepShare(changed[position])
                     continue
                 }
                 guard let entityName = changed[position].entityName, let entity = store.model.entity(named: entityName),
@@ -105,9 +105,16 @@ extension CloudMirror {
             }
         }
 
-        /// A share record in the shared store: this user's participant entry is the zone's permission.
-        private func keepPermission(of record: CloudRecord) throws {
-            guard store.scope == .shared, let info = record.shareInfo,
+        /// A share record: in the private store, a share of this owner's zone, kept among the
+        /// owner's shares whichever of the owner's devices made it (share.create refuses a graph
+        /// in a live share's zone); in the shared store, this user's participant entry is the
+        /// zone's permission.
+        private func keepShare(_ record: CloudRecord) throws {
+            if store.scope == .private {
+                if record.recordName == CloudKitNames.zoneShareName { try state.keepShare(zone: record.zoneID.zoneName) }
+                return
+            }
+            guard let info = record.shareInfo,
                   let mine = info.participants.first(where: { $0.userRecordName == me }) else { return }
             let permission = SharePermission(rawValue: mine.permission) ?? .none
             try SharePermissions.setMetadata(zone: record.zoneID.zoneName, owner: record.zoneID.ownerName, permission: permission, in: store)
