@@ -14,8 +14,10 @@ enum DiffCommand {
     The private store is compared with the user's private database, the shared store with the
     shared database (C is the device's cloud user's credential). For every zone: records only in
     the cloud, objects only on the device, and records whose fields differ (CD_<attribute>;
-    to-one relationships by the related record's name; dates to the millisecond; many-to-many
-    links as the cloud's CDMR records, the sides in one order). Objects only on
+    each value as the cloud field type its attribute is sent as: integers exactly, dates to the
+    millisecond, bytes by their content, an asset field CD_<attribute>_ckAsset as CD_<attribute>;
+    to-one relationships by the related record's name; many-to-many links as the cloud's CDMR
+    records, the sides in one order). Objects only on
     the device are listed under the zone they would be exported to. Pending local changes show up
     as differences: run 'meowctl sync now' first to compare settled state.
     Exit codes: 0 identical, 1 differences found (or an error reply), 2 unreachable, 64 usage.

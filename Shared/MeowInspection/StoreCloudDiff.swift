@@ -4,8 +4,9 @@ import MeowWire
 
 /// `meowctl diff`'s comparison: a device's stores against its user's cloud databases, zone by
 /// zone, for every field of every record (CD_<attribute>; to-one relationships by the related
-/// record's name; dates to the millisecond; many-to-many links as CDMR records, see
-/// `ManyToManyLinks`).
+/// record's name; each value as the field type its attribute is sent as: integers exactly, dates to
+/// the millisecond, bytes by their content, an asset field as its attribute's value; many-to-many
+/// links as CDMR records, see `ManyToManyLinks`).
 ///
 /// ```swift
 /// let local = try await StoreCloudDiff.deviceItems(device)
@@ -130,7 +131,11 @@ public enum StoreCloudDiff {
                     guard let entity = CloudKitNames.entityName(recordType: type) else { continue }
                     var fields: [String: String] = [:]
                     for (field, value) in record["fields"]?.objectValue ?? [:] where field.hasPrefix(CloudKitNames.coreDataPrefix) && !CloudKitNames.bookkeepingFields.contains(field) {
-                        fields[field] = normalize(cloud: value)
+                        // A cleared field (null) is absent, as a nil attribute is on the device.
+                        guard let text = normalize(cloud: value) else { continue }
+                        let attribute = attributeField(field)
+                        // A record holds one of the plain and the asset field; the asset wins if both do.
+                        if attribute != field || fields[attribute] == nil { fields[attribute] = text }
                     }
                     items[key(database, name)] = Item(database: database, zone: zoneKey, entity: entity,
                                                       objectID: nil, fields: fields)
@@ -141,26 +146,69 @@ public enum StoreCloudDiff {
         }
     }
 
-    /// Both sides' values as one comparable text: numbers by value, dates as milliseconds.
-    public static func normalize(local value: JSONValue, type: String) -> String {
+    /// NSPersistentCloudKitContainer's suffix of the field a large binary value goes in (`CD_<name>_ckAsset`).
+    public static let assetSuffix = "_ckAsset"
+
+    /// The attribute field a record field holds: `CD_thumbnail_ckAsset` is `CD_thumbnail`'s value.
+    public static func attributeField(_ field: String) -> String {
+        field.hasSuffix(assetSuffix) ? String(field.dropLast(assetSuffix.count)) : field
+    }
+
+    /// The cloud field type the mirror sends an attribute of this type as (protocol-mirroring.md's
+    /// record mapping); both sides are compared in its terms.
+    public static func fieldType(attribute type: String) -> String {
         switch type {
+        case "integer16", "integer32", "integer", "integer64", "boolean": return "int64"
+        case "double", "float": return "double"
+        case "date": return "date"
+        case "binary", "transformable": return "bytes"
+        default: return "string"
+        }
+    }
+
+    /// A device's value as comparable text, by the field type its attribute is sent as.
+    public static func normalize(local value: JSONValue, type: String) -> String {
+        switch fieldType(attribute: type) {
         case "date":
             guard let instant = value.stringValue.flatMap(ISOTime.instant) else { return value.cell }
             let text = ISOTime.string(instant)
             return text.isEmpty ? value.cell : text
-        case "boolean": return value.boolValue.map { $0 ? "1" : "0" } ?? value.cell
-        case "integer", "double": return value.doubleValue.map(number) ?? value.cell
+        case "int64": return integer(value)
+        case "double": return value.doubleValue.map(number) ?? value.cell
+        case "bytes": return bytes(value)
         default: return value.cell
         }
     }
 
-    public static func normalize(cloud field: JSONValue) -> String {
+    /// A cloud field's value as comparable text, by the field's declared type; nil for a null.
+    public static func normalize(cloud field: JSONValue) -> String? {
         let value = field["value"] ?? .null
+        if value.isNull { return nil }
         switch field["type"]?.stringValue {
         case "date": return value.doubleValue.map(millis) ?? value.cell
-        case "int64", "double": return value.doubleValue.map(number) ?? value.cell
+        case "int64": return integer(value)
+        case "double": return value.doubleValue.map(number) ?? value.cell
+        case "bytes", "asset": return bytes(value)
         default: return value.cell
         }
+    }
+
+    /// An integer as its exact digits, never through Double (which holds 2^53 + 1 as 2^53): a JSON
+    /// number, the digit string the store writes past 2^53, or a boolean as 1/0.
+    public static func integer(_ value: JSONValue) -> String {
+        switch value {
+        case let .int(whole): return String(whole)
+        case let .bool(flag): return flag ? "1" : "0"
+        case let .string(text): return Int64(text).map { String($0) } ?? text
+        case let .double(number): return Int64(exactly: number).map { String($0) } ?? value.cell
+        default: return value.cell
+        }
+    }
+
+    /// Base64 data as its bytes, written one way (any padding or line breaks in the input dropped).
+    public static func bytes(_ value: JSONValue) -> String {
+        guard let text = value.stringValue, let data = Data(base64Encoded: text, options: .ignoreUnknownCharacters) else { return value.cell }
+        return data.base64EncodedString()
     }
 
     /// A cloud date (seconds since 1970) as the store writes it: UTC text to the nearest

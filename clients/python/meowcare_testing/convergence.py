@@ -3,13 +3,17 @@
 The private store is compared with the user's private database and the shared store with the
 shared database, keyed by record name (an object's ``uuid``). Fields are compared as the mirror
 maps them: attribute ``note`` ↔ field ``CD_note``, a to-one relationship by the related record's
-name, booleans as 0/1, numbers by value, dates to the millisecond, and a many-to-many link as the
+name, each value as the field type its attribute is sent as (integers exactly, never through
+float; booleans as 0/1; doubles by value; dates to the millisecond; bytes by their content; an asset
+field ``CD_<name>_ckAsset`` as attribute ``<name>``'s value), and a many-to-many link as the
 ``CDMR`` record the cloud holds (``CD_entityNames``, ``CD_relationships``, ``CD_recordNames``, the
 sides in one order: the side whose entity, then relationship, name sorts first). The report reads like
 ``meowctl diff``'s table, so a failing ``assert_converged`` says which record and field differ.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as _dt
 import json
 from dataclasses import dataclass, field
@@ -153,23 +157,96 @@ def _local_millis(text: str) -> Optional[int]:
     return (moment - _EPOCH) // _dt.timedelta(milliseconds=1)
 
 
+ASSET_SUFFIX = "_ckAsset"
+
+
+def attribute_field(name: str) -> str:
+    """The attribute field a record field holds: ``CD_thumbnail_ckAsset`` is ``CD_thumbnail``'s value."""
+    return name[:-len(ASSET_SUFFIX)] if name.endswith(ASSET_SUFFIX) else name
+
+
+def field_type(attribute_type: str) -> str:
+    """The cloud field type the mirror sends an attribute of this type as; both sides are compared in its terms."""
+    if attribute_type in ("integer16", "integer32", "integer", "integer64", "boolean"):
+        return "int64"
+    if attribute_type in ("double", "float"):
+        return "double"
+    if attribute_type == "date":
+        return "date"
+    if attribute_type in ("binary", "transformable"):
+        return "bytes"
+    return "string"
+
+
+def _integer(value: Any) -> str:
+    """An integer as its exact digits, never through float (which holds 2**53 + 1 as 2**53)."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        try:
+            return str(int(value, 10))
+        except ValueError:
+            return value
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return _text(value)
+
+
+def _bytes(value: Any) -> str:
+    """Base64 data as its bytes, written one way."""
+    if not isinstance(value, str):
+        return _text(value)
+    try:
+        return base64.b64encode(base64.b64decode(value, validate=False)).decode("ascii")
+    except (binascii.Error, ValueError):
+        return value
+
+
+def _by_type(value: Any, kind: Optional[str]) -> str:
+    if kind == "int64":
+        return _integer(value)
+    if kind == "double" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _number(float(value))
+    if kind in ("bytes", "asset"):
+        return _bytes(value)
+    return _text(value)
+
+
 def normalize_local(value: Any, attribute_type: str) -> str:
-    if attribute_type == "date" and isinstance(value, str):
+    """A device's value as comparable text, by the field type its attribute is sent as."""
+    kind = field_type(attribute_type)
+    if kind == "date" and isinstance(value, str):
         milliseconds = _local_millis(value)
         return value if milliseconds is None else _format_millis(milliseconds)
-    if attribute_type in ("integer", "double") and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return _number(float(value))
-    return _text(value)
+    return _by_type(value, kind)
 
 
-def normalize_cloud(field_value: Dict[str, Any]) -> str:
+def normalize_cloud(field_value: Dict[str, Any]) -> Optional[str]:
+    """A cloud field's value as comparable text, by the field's declared type; None for a null (a cleared field)."""
     value = field_value.get("value")
     kind = field_value.get("type")
+    if value is None:
+        return None
     if kind == "date" and isinstance(value, (int, float)):
         return _millis(float(value))
-    if kind in ("int64", "double") and isinstance(value, (int, float)):
-        return _number(float(value))
-    return _text(value)
+    return _by_type(value, kind)
+
+
+def _cloud_fields(fields: Dict[str, Any]) -> Dict[str, str]:
+    """A record's attribute and relationship fields; an asset field as its attribute's (the asset wins if both hold one)."""
+    result: Dict[str, str] = {}
+    for name, value in fields.items():
+        if not name.startswith(PREFIX) or name in BOOKKEEPING_FIELDS or not isinstance(value, dict):
+            continue
+        text = normalize_cloud(value)
+        if text is None:
+            continue
+        attribute = attribute_field(name)
+        if attribute != name or attribute not in result:
+            result[attribute] = text
+    return result
 
 
 # -- many-to-many links, as the cloud holds them ------------------------------------------------
@@ -284,8 +361,7 @@ def cloud_items(user: "CloudUser") -> Tuple[Dict[Key, Item], List[str]]:
                     continue
                 if not record_type.startswith(PREFIX):
                     continue
-                fields = {name: normalize_cloud(value) for name, value in (record.get("fields") or {}).items()
-                          if name.startswith(PREFIX) and name not in BOOKKEEPING_FIELDS and isinstance(value, dict)}
+                fields = _cloud_fields(record.get("fields") or {})
                 items[(database, record["recordName"])] = Item(database, zone_key, record_type[len(PREFIX):], None, fields)
     return items, unreadable
 
