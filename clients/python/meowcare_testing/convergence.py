@@ -127,8 +127,10 @@ def _text(value: Any) -> str:
         return value
     if isinstance(value, bool):
         return "1" if value else "0"
-    if isinstance(value, (int, float)):
-        return _number(float(value))
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _number(value)
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
