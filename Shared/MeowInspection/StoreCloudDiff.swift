@@ -146,12 +146,9 @@ public enum StoreCloudDiff {
         }
     }
 
-    /// NSPersistentCloudKitContainer's suffix of the field a large binary value goes in (`CD_<name>_ckAsset`).
-    public static let assetSuffix = "_ckAsset"
-
     /// The attribute field a record field holds: `CD_thumbnail_ckAsset` is `CD_thumbnail`'s value.
     public static func attributeField(_ field: String) -> String {
-        field.hasSuffix(assetSuffix) ? String(field.dropLast(assetSuffix.count)) : field
+        field.hasSuffix(CloudKitNames.assetSuffix) ? String(field.dropLast(CloudKitNames.assetSuffix.count)) : field
     }
 
     /// The cloud field type the mirror sends an attribute of this type as (protocol-mirroring.md's

@@ -17,8 +17,8 @@ enum MirrorRecordCoding {
     static func fieldName(_ property: String) -> String { CloudKitNames.coreDataName(property) }
 
     /// The field a large binary value travels in as a CloudKit asset (NSPersistentCloudKitContainer's name).
-    static func assetFieldName(_ property: String) -> String { CloudKitNames.coreDataName(property) + assetSuffix }
-    static let assetSuffix = "_ckAsset"
+    static func assetFieldName(_ property: String) -> String { CloudKitNames.assetFieldName(property) }
+    static let assetSuffix = CloudKitNames.assetSuffix
 
     static let isoFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 

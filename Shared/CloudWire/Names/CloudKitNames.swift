@@ -29,6 +29,13 @@ public enum CloudKitNames {
     /// `CareEvent` → `CD_CareEvent`; `note` → `CD_note`.
     public static func coreDataName(_ name: String) -> String { coreDataPrefix + name }
 
+    /// The suffix of the field a large binary value goes in: `thumbnail` → `CD_thumbnail_ckAsset`.
+    public static let assetSuffix = "_ckAsset"
+
+    /// `thumbnail` → `CD_thumbnail_ckAsset`, the asset field NSPersistentCloudKitContainer writes
+    /// a Binary Data value past its size threshold to.
+    public static func assetFieldName(_ attribute: String) -> String { coreDataName(attribute) + assetSuffix }
+
     /// `CD_CareEvent` → `CareEvent`; nil for a name without the prefix.
     public static func entityName(recordType: String) -> String? {
         recordType.hasPrefix(coreDataPrefix) ? String(recordType.dropFirst(coreDataPrefix.count)) : nil
