@@ -16,6 +16,10 @@ import Testing
 /// twice, every trip's graph in one zone, the participant's permission as last acknowledged,
 /// every SQLite file passes integrity_check.
 ///
+/// Many-to-many edits stay in trips never shared, each tag with the photos of one trip: where a
+/// link made after sharing goes, and links across zones, are rules of their own, tested apart;
+/// the participant's tags are checked as her photos name them.
+///
 /// `MEOW_KILL_SEED`, `MEOW_KILL_ITERATIONS` and `MEOW_KILL_ROUNDS` (kills per iteration) widen a
 /// run (scripts/reliability.sh); CI runs 2 iterations of 4 kills. Each kill prints one
 /// `kill-workload:` line, each iteration one `kill-workload-iteration:` line.
