@@ -76,7 +76,7 @@ let package = Package(
                     path: "Tests/MirrorTests", swiftSettings: strict),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "MeowWire", "TestSupport"],
                     path: "Tests/ServiceRuntimeTests", swiftSettings: strict),
-        .testTarget(name: "MeowCareTestingTests", dependencies: ["MeowCareTesting"],
+        .testTarget(name: "MeowCareTestingTests", dependencies: ["MeowCareTesting", "TestSupport"],
                     path: "Tests/MeowCareTestingTests", swiftSettings: strict),
         .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire"],
                     path: "Tests/IntegrationTests", swiftSettings: strict),

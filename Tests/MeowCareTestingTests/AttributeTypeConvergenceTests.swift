@@ -3,6 +3,7 @@ import Foundation
 import MeowCareTesting
 import MeowWire
 import Testing
+import TestSupport
 
 /// `assertConverged` on every attribute type of examples/TripLog, thumbnails over 64 bytes sent as
 /// assets: each value is compared as the cloud's field type holds it, so an Integer 64 past 2^53
@@ -15,21 +16,7 @@ import Testing
         return configuration
     }()
 
-    // The values of Tests/MirrorTests/TripLogTests.swift.
-    static let thumbnail = Data((0..<300).map { UInt8($0 % 256) })
-    static let trip: [String: JSONValue] = [
-        "id": "6F9619FF-8B86-D011-B42D-00C04FC964FF", "name": "Kyoto in autumn", "startDate": "2026-11-01T00:00:00.000Z",
-        "endDate": "2026-11-09T23:59:59.999Z", "budget": "2500.75", "currency": "JPY", "isArchived": false,
-    ]
-    static let day: [String: JSONValue] = [
-        "id": "0E984725-C51C-4BF4-9960-E1C80E27ABA0", "date": "2026-11-02T00:00:00.000Z", "dayNumber": 2, "distanceKm": 12.5,
-        "notes": "Fushimi Inari at dawn",
-    ]
-    static let photo: [String: JSONValue] = [
-        "id": "1B4E28BA-2FA1-11D2-883F-0016D3CCA427", "caption": "Torii gates", "takenAt": "2026-11-02T06:12:30.250Z",
-        "thumbnail": .string(thumbnail.base64EncodedString()), "sourceURL": "https://example.com/p/1.heic",
-        "fileSize": "9007199254740993", "rating": 5, "latitude": 34.967146, "longitude": 135.772695, "metadata": "YnBsaXN0MDDUAQ==",
-    ]
+    static let (thumbnail, trip, day, photo) = (TripLogSample.thumbnail, TripLogSample.trip, TripLogSample.day, TripLogSample.photo)
 
     /// One real change in every type (fileSize by 1, one byte of the asset, a millisecond…), by record type.
     static func changes(takenAt: Double) -> [String: [String: JSONValue]] {

@@ -3,12 +3,12 @@ import Foundation
 import MeowCareTesting
 import MeowWire
 import Testing
+import TestSupport
 
 /// `assertConverged` on an app's own model with many-to-many (examples/TripLog): a device's
 /// link rows are compared with the cloud's CDMR records, record by record.
 @Suite struct ManyToManyConvergenceTests {
-    static let tripLog = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("examples/TripLog/TripLog.json").path
+    static let tripLog = TripLogSample.jsonModel
 
     @Test("Links held as CDMR records converge; a link record the cloud lost is reported on the device that has it",
           .meowCluster(devices: ["A": "owner", "B": "owner"], model: ManyToManyConvergenceTests.tripLog))

@@ -9,24 +9,10 @@ extension Mirroring {
     /// share, a conflict and a migration.
     @Suite("Mirroring: the TripLog example model", .timeLimit(.minutes(5)))
     struct TripLogTests {
-        static let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("examples/TripLog").path
-        static let jsonModel = examples + "/TripLog.json"
-        static let xcodeModel = examples + "/TripLog.xcdatamodeld"
-
-        static let trip: [String: JSONValue] = [
-            "id": "6F9619FF-8B86-D011-B42D-00C04FC964FF", "name": "Kyoto in autumn", "startDate": "2026-11-01T00:00:00.000Z",
-            "endDate": "2026-11-09T23:59:59.999Z", "budget": "2500.75", "currency": "JPY", "isArchived": false,
-        ]
-        static let day: [String: JSONValue] = [
-            "id": "0E984725-C51C-4BF4-9960-E1C80E27ABA0", "date": "2026-11-02T00:00:00.000Z", "dayNumber": 2, "distanceKm": 12.5,
-            "notes": "Fushimi Inari at dawn",
-        ]
-        static let photo: [String: JSONValue] = [
-            "id": "1B4E28BA-2FA1-11D2-883F-0016D3CCA427", "caption": "Torii gates", "takenAt": "2026-11-02T06:12:30.250Z",
-            "thumbnail": .string(Data((0..<300).map { UInt8($0 % 256) }).base64EncodedString()), "sourceURL": "https://example.com/p/1.heic",
-            "fileSize": "9007199254740993", "rating": 5, "latitude": 34.967146, "longitude": 135.772695, "metadata": "YnBsaXN0MDDUAQ==",
-        ]
+        static let examples = TripLogSample.examples
+        static let jsonModel = TripLogSample.jsonModel
+        static let xcodeModel = TripLogSample.xcodeModel
+        static let (trip, day, photo) = (TripLogSample.trip, TripLogSample.day, TripLogSample.photo)
 
         /// The owner O and the participant P on the TripLog model, thumbnails over 64 bytes as assets.
         static func start(dataDirectory: String? = nil) async throws -> (Cloud, Device, Device) {
