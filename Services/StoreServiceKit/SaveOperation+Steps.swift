@@ -168,13 +168,21 @@ extension SaveOperation {
     private func inferZones(of inserted: [ContextObject], updated: [ContextObject], into zones: inout [String: String],
                             zone: (String) throws -> String?) throws {
         let waiting = Set(inserted.map(\.uri))
+        // A stored target is read once, however many new objects name it (a batch of events of one session).
+        var stored: [String: String?] = [:]
+        func storedZone(_ uri: String) throws -> String? {
+            if let known = stored[uri] { return known }
+            let found = try zone(uri)
+            stored[uri] = found
+            return found
+        }
         for object in inserted { if let own = object.zone { zones[object.uri] = own } }
         var progress = true
         while progress {
             progress = false
             for object in inserted where zones[object.uri] == nil {
                 for relationship in object.entity.toOneRelationships {
-                    guard let uri = object.value(relationship.name).string, let found = try zones[uri] ?? zone(uri) else { continue }
+                    guard let uri = object.value(relationship.name).string, let found = try zones[uri] ?? storedZone(uri) else { continue }
                     zones[object.uri] = found
                     progress = true
                     break
