@@ -354,7 +354,7 @@ import Testing
             #expect(found == compact, "\(body)")
         }
         let params = #"{"database":"private","saves":[\#(record)],"atomic":true,"reply":"tags"}"#
-        #expect(Array(params.utf8).withUnsafeBufferPointer { ModifyParams.scanned($0) } != nil)
+        #expect((try? ModifyParams.read(params)) != nil)
         let saved = try call(direct)
         #expect(saved["ok"] == true, "\(saved)")
         let tag = try #require(saved["result"]?["saved"]?.arrayValue?.first?["recordChangeTag"]?.stringValue)

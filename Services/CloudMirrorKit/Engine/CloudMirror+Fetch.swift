@@ -46,17 +46,18 @@ extension CloudMirror {
         /// pages fetched ahead, on the client's reader thread while the page before is applied.
         var prepared: [MirrorImport.Prepared?]
 
-        /// A page read from the reply's tree (`FetchZoneChangesResult(tree:)`).
+        /// A page of a reply that came as a tree, read by the page's reader; one it cannot read
+        /// is an empty page with no token (a fetch from the beginning).
         init(json: JSONValue, model: ManagedObjectModel, holding: Set<String>) {
-            self.init(FetchZoneChangesResult(tree: json), model: model, holding: holding)
+            let page = (try? FetchZoneChangesResult(tree: json)) ?? FetchZoneChangesResult(changed: [], deleted: [], token: "", moreComing: false)
+            self.init(page, model: model, holding: holding)
         }
 
         /// Reads a page from the reply's bytes (`WireClient.ResultReader`,
-        /// `FetchZoneChangesResult.scanned`), its records' fields read by the same scan: nil
-        /// when it cannot, and the reply is parsed into a tree and read by `init(json:)`, which
-        /// it matches.
+        /// `FetchZoneChangesResult.read`), its records' fields read by the same scan: nil when
+        /// it cannot, and the reply is parsed into a tree and given to `init(json:)`.
         init?(bytes: UnsafeBufferPointer<UInt8>, model: ManagedObjectModel, holding: Set<String>) {
-            guard let (page, read) = FetchZoneChangesResult.scanned(bytes, fields: { bytes, start in
+            guard let (page, read) = try? FetchZoneChangesResult.read(bytes, fields: { bytes, start in
                 StoredFields.endAndFields(bytes, from: start).map { (end: $0.end, read: $0.fields) }
             }) else { return nil }
             self.init(page, model: model, holding: holding, read: read)

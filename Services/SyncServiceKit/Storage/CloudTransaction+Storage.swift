@@ -124,8 +124,7 @@ extension CloudTransaction {
 
     func decodeFields(_ text: String?) -> [String: JSONValue] {
         guard let text else { return [:] }
-        if let object = FieldsJSON.parse(text)?.objectValue { return object }
-        return (try? decoder.decode([String: FieldDecoding].self, from: Data(text.utf8)))?.mapValues(\.value) ?? [:]
+        return FieldsJSON.parse(text).flatMap(FieldCoding.normalized) ?? [:]
     }
 
     /// The wire form of a stored record as `caller` sees it (share records carry `shareInfo`).

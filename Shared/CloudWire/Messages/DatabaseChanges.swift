@@ -36,7 +36,7 @@ extension FetchDatabaseChangesResult {
     /// The reply as a client reads it from its tree (a device's fetch): zones that do not read
     /// are left out, an absent list is empty, an absent token "" and `moreComing` false.
     public init(tree: JSONValue) {
-        func zones(_ key: String) -> [ZoneID] { (tree[key]?.arrayValue ?? []).compactMap { ZoneID(tree: $0) } }
+        func zones(_ key: String) -> [ZoneID] { (tree[key]?.arrayValue ?? []).compactMap { try? ZoneID(tree: $0) } }
         self.init(changedZones: zones("changedZones"), deletedZones: zones("deletedZones"), purgedZones: zones("purgedZones"),
                   encryptedDataResetZones: zones("encryptedDataResetZones"), token: tree["token"]?.stringValue ?? "",
                   moreComing: tree["moreComing"]?.boolValue ?? false)

@@ -34,6 +34,9 @@ public struct FetchZoneChangesResult: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey { case changed, deleted, token, moreComing }
 
+    /// Through the one reader (`init(reading:)`).
+    public init(from decoder: any Decoder) throws { try self.init(fromReadable: decoder) }
+
     /// Records as nested containers (see FieldCoding): pages of many records are the hot path.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -67,75 +70,62 @@ extension FetchZoneChangesResult: JSONTextWritable {
     }
 }
 
-extension FetchZoneChangesResult {
-    /// A page as a client reads it from the reply's tree (parsed keeping fields in stored form
-    /// as text alone, `CloudRecord(tree:)`): records that do not read and deletions without a
-    /// name are left out, a deletion without a type has "", an absent token is "" and
-    /// `moreComing` false.
-    public init(tree: JSONValue) {
-        let deleted = (tree["deleted"]?.arrayValue ?? []).compactMap { item -> DeletedRecord? in
-            guard let name = item["recordName"]?.stringValue else { return nil }
-            return DeletedRecord(recordName: name, recordType: item["recordType"]?.stringValue ?? "")
-        }
-        self.init(changed: (tree["changed"]?.arrayValue ?? []).compactMap { CloudRecord(tree: $0) }, deleted: deleted,
-                  token: tree["token"]?.stringValue ?? "", moreComing: tree["moreComing"]?.boolValue ?? false)
+/// The page's one reader (a device reads pages of 1,000 records, without a tree): changed
+/// records by `CloudRecord(reading:)`, deletions (a missing type is ""), the token ("" when
+/// absent) and `moreComing` (false when absent). Other members are skipped.
+extension FetchZoneChangesResult: JSONReadable {
+    public init(reading reader: inout MessageReader) throws(MessageReadError) {
+        self = try Self.read(&reader, fields: { bytes, start in StoredFields.end(bytes, from: start).map { (end: $0, read: ()) } }).page
     }
 
-    /// Reads a page from the reply's bytes as `init(tree:)` reads it from its tree (a device's
-    /// pages of 1,000 records, without a tree): nil when it cannot, and the reply is parsed.
-    /// `fields`: where a changed record's stored-form fields end, and what the scan read of
-    /// them (`StoredFields.endAndFields`); the page's `fields` holds that per changed record.
-    public static func scanned<T>(_ bytes: UnsafeBufferPointer<UInt8>,
-                                  fields: (UnsafeBufferPointer<UInt8>, Int) -> (end: Int, read: T)?) -> (page: FetchZoneChangesResult, fields: [T?])? {
-        var scanner = JSONScanner(bytes)
+    /// Reads a whole reply. `fields`: where a changed record's stored-form fields end, and what
+    /// the scan read of them (`StoredFields.endAndFields`); the answer's `fields` holds that per
+    /// changed record (nil for fields not in stored form).
+    public static func read<T>(_ bytes: UnsafeBufferPointer<UInt8>,
+                               fields: (UnsafeBufferPointer<UInt8>, Int) -> (end: Int, read: T)?) throws(MessageReadError) -> (page: FetchZoneChangesResult, fields: [T?]) {
+        var reader = MessageReader(bytes)
+        let read = try read(&reader, fields: fields)
+        try reader.finish()
+        return read
+    }
+
+    private static func read<T>(_ reader: inout MessageReader,
+                                fields: (UnsafeBufferPointer<UInt8>, Int) -> (end: Int, read: T)?) throws(MessageReadError) -> (page: FetchZoneChangesResult, fields: [T?]) {
         var changed: [CloudRecord] = [], read: [T?] = [], deleted: [DeletedRecord] = []
         var token = "", moreComing = false
-        let page = scanner.object { key, scanner in
+        try reader.object { (key, reader) throws(MessageReadError) in
             switch key {
             case "changed":
                 changed = []
                 read = []
-                return scanner.array { scanner in
+                try reader.array { (reader) throws(MessageReadError) in
                     var found: T?
-                    guard let record = CloudRecord(scanning: &scanner, fieldsEnd: { bytes, start in
+                    changed.append(try CloudRecord(reading: &reader, storedFieldsEnd: { bytes, start in
                         guard let (end, kept) = fields(bytes, start) else { return nil }
                         found = kept
                         return end
-                    }) else { return false }
-                    changed.append(record)
+                    }))
                     read.append(found)
-                    return true
                 }
             case "deleted":
                 deleted = []
-                return scanner.array { scanner in
+                try reader.array { (reader) throws(MessageReadError) in
                     var name: String?, type = ""
-                    let item = scanner.object { member, scanner in
+                    try reader.object { (member, reader) throws(MessageReadError) in
                         switch member {
-                        case "recordName": name = scanner.string(); return name != nil
-                        case "recordType":
-                            guard let value = scanner.string() else { return false }
-                            type = value
-                            return true
-                        default: return scanner.skipValue()
+                        case "recordName": name = try reader.string()
+                        case "recordType": type = try reader.string()
+                        default: try reader.skip()
                         }
                     }
-                    guard item, let name else { return false }
+                    guard let name else { throw reader.missing("recordName") }
                     deleted.append(DeletedRecord(recordName: name, recordType: type))
-                    return true
                 }
-            case "token":
-                guard let value = scanner.string() else { return false }
-                token = value
-                return true
-            case "moreComing":
-                guard let value = scanner.bool() else { return false }
-                moreComing = value
-                return true
-            default: return scanner.skipValue()
+            case "token": token = try reader.string()
+            case "moreComing": moreComing = try reader.bool()
+            default: try reader.skip()
             }
         }
-        guard page, scanner.atEnd else { return nil }
         return (FetchZoneChangesResult(changed: changed, deleted: deleted, token: token, moreComing: moreComing), read)
     }
 

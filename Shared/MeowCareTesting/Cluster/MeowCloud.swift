@@ -98,12 +98,8 @@ public struct MeowCloudUser: Sendable {
     /// `changes.fetchZone`: one page of a zone's changes since `token`.
     public func zoneChanges(_ database: DatabaseScope = .private, zone: ZoneID, since token: String? = nil,
                             limit: Int? = nil) async throws(MeowCareError) -> FetchZoneChangesResult {
-        let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: limit)
-        let json: JSONValue
-        do { json = try JSONValue(encoding: params) } catch {
-            throw MeowCareError(.invalidArguments, "Could not encode the params of changes.fetchZone: \(error)", op: "changes.fetchZone", service: "cloud")
-        }
-        return FetchZoneChangesResult(tree: try await connection.call("changes.fetchZone", json.objectValue ?? [:]))
+        try await call("changes.fetchZone", encoding: FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: limit),
+                       as: FetchZoneChangesResult.self)
     }
 
     /// `changes.fetchDatabase`: one page of the database's zone changes since `token`.
