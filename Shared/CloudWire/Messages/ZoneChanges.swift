@@ -5,10 +5,10 @@ public struct FetchZoneChangesParams: Codable, Sendable {
     public var database: DatabaseScope
     public var zoneID: ZoneID
     /// The token of the last page applied; absent or null means "from the beginning".
-    public var since: String?
+    public var since: ChangeToken?
     /// Most records (changed + deleted) per page.
     public var limit: Int?
-    public init(database: DatabaseScope, zoneID: ZoneID, since: String? = nil, limit: Int? = nil) {
+    public init(database: DatabaseScope, zoneID: ZoneID, since: ChangeToken? = nil, limit: Int? = nil) {
         self.database = database
         self.zoneID = zoneID
         self.since = since
@@ -29,7 +29,7 @@ public struct DeletedRecord: Codable, Sendable, Hashable {
 public struct FetchZoneChangesResult: Codable, Sendable {
     public var changed: [CloudRecord]
     public var deleted: [DeletedRecord]
-    public var token: String
+    public var token: ChangeToken
     public var moreComing: Bool
 
     enum CodingKeys: String, CodingKey { case changed, deleted, token, moreComing }
@@ -47,7 +47,7 @@ public struct FetchZoneChangesResult: Codable, Sendable {
         try c.encode(moreComing, forKey: .moreComing)
     }
 
-    public init(changed: [CloudRecord], deleted: [DeletedRecord], token: String, moreComing: Bool) {
+    public init(changed: [CloudRecord], deleted: [DeletedRecord], token: ChangeToken, moreComing: Bool) {
         self.changed = changed
         self.deleted = deleted
         self.token = token
@@ -64,7 +64,7 @@ extension FetchZoneChangesResult: JSONTextWritable {
             out += #","recordType":"#; JSONWriter.appendString(item.recordType, to: &out)
             out += "}"
         }) else { return false }
-        out += #","token":"#; JSONWriter.appendString(token, to: &out)
+        out += #","token":"#; JSONWriter.appendString(token.text, to: &out)
         out += moreComing ? #","moreComing":true}"# : #","moreComing":false}"#
         return true
     }
@@ -92,7 +92,7 @@ extension FetchZoneChangesResult: JSONReadable {
     private static func read<T>(_ reader: inout MessageReader,
                                 fields: (UnsafeBufferPointer<UInt8>, Int) -> (end: Int, read: T)?) throws(MessageReadError) -> (page: FetchZoneChangesResult, fields: [T?]) {
         var changed: [CloudRecord] = [], read: [T?] = [], deleted: [DeletedRecord] = []
-        var token = "", moreComing = false
+        var token = ChangeToken(""), moreComing = false
         try reader.object { (key, reader) throws(MessageReadError) in
             switch key {
             case "changed":
@@ -121,7 +121,7 @@ extension FetchZoneChangesResult: JSONReadable {
                     guard let name else { throw reader.missing("recordName") }
                     deleted.append(DeletedRecord(recordName: name, recordType: type))
                 }
-            case "token": token = try reader.string()
+            case "token": token = ChangeToken(try reader.string())
             case "moreComing": moreComing = try reader.bool()
             default: try reader.skip()
             }
@@ -130,8 +130,8 @@ extension FetchZoneChangesResult: JSONReadable {
     }
 
     /// The token to ask the next page from, when the page's tree says more is coming.
-    public static func nextToken(_ tree: JSONValue) -> String? {
+    public static func nextToken(_ tree: JSONValue) -> ChangeToken? {
         guard tree["moreComing"]?.boolValue == true else { return nil }
-        return tree["token"]?.stringValue ?? ""
+        return ChangeToken(tree["token"]?.stringValue ?? "")
     }
 }
