@@ -34,8 +34,11 @@ public enum JSONParser {
         return value
     }
 
+    /// Parses a text in place (a stored record's fields: no copy of its bytes).
     public static func parse(_ text: String) throws(Failure) -> JSONValue {
-        try parse(Array(text.utf8))
+        var text = text
+        let parsed = text.withUTF8 { bytes in Result { () throws(Failure) -> JSONValue in try parse(bytes) } }
+        return try parsed.get()
     }
 
     private struct Reader {

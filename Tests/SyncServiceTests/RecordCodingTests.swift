@@ -5,7 +5,7 @@ import Testing
 @testable import SyncServiceKit
 
 /// Records on the wire: the record's one reader (values, and errors that name the field), the
-/// nested-container encoding, FieldsJSON's null skipping.
+/// nested-container encoding, the fields text's null skipping.
 @Suite struct RecordCodingTests {
     static let fieldCases: [String] = [
         #"{"t":{"type":"string","value":"x"}}"#,

@@ -124,7 +124,7 @@ extension CloudTransaction {
 
     func decodeFields(_ text: String?) -> [String: JSONValue] {
         guard let text else { return [:] }
-        return FieldsJSON.parse(text).flatMap(FieldCoding.normalized) ?? [:]
+        return (try? JSONParser.parse(text)).flatMap(FieldCoding.normalized) ?? [:]
     }
 
     /// The wire form of a stored record as `caller` sees it (share records carry `shareInfo`).

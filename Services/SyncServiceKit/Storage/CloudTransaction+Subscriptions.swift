@@ -70,7 +70,7 @@ extension CloudTransaction {
                 let predicate = try SubscriptionPredicate.parse(subscription.predicate ?? "")
                 let fires = Set(subscription.firesOn ?? CloudEngine.firesOnOptions)
                 for change in changes where change.type == subscription.recordType && fires.contains(Self.firesOnOption(change.reason)) {
-                    let fields = change.fieldsText.flatMap { FieldsJSON.parse($0)?.objectValue } ?? [:]
+                    let fields = change.fieldsText.flatMap { (try? JSONParser.parse($0))?.objectValue } ?? [:]
                     if predicate.matches(fields) { notice(subscription, zone: presented, change: change) }
                 }
             }

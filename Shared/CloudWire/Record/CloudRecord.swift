@@ -40,7 +40,7 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     /// The fields. A record that has them as text (`fieldsText`) parses it only when they are
     /// read here; setting them leaves the text behind.
     public var fields: [String: JSONValue] {
-        get { tree ?? text.flatMap { FieldsJSON.parse($0).flatMap(FieldCoding.normalized) } ?? [:] }
+        get { tree ?? text.flatMap { (try? JSONParser.parse($0)).flatMap(FieldCoding.normalized) } ?? [:] }
         set {
             tree = newValue
             text = nil
