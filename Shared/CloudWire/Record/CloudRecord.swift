@@ -48,9 +48,9 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     }
 
     /// The fields as their canonical text (`RecordFields`), when the record has them so: read in
-    /// stored form from a message (kept as text alone by the parse, or by a scan), or a stored
-    /// record's text a reply writes as it is (parsing each record's text only to write it again
-    /// cost half of a fetched record's time). Setting it makes it the fields.
+    /// stored form from a message (the record's reader keeps them as text alone), or a stored
+    /// record's text a reply writes as it is (a record's text is never parsed only to be written
+    /// again). Setting it makes it the fields.
     public var fieldsText: String? {
         get { text }
         set {
