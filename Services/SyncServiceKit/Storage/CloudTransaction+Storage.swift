@@ -210,7 +210,7 @@ extension CloudTransaction {
         guard let row = try db.query("SELECT body, superseded_seq FROM record_versions WHERE zone = ? AND name = ? AND tag = ?",
                                      [zone.id, name, tag]).first,
               let body = row[0].string,
-              var record = try? decoder.decode(CloudRecord.self, from: Data(body.utf8)),
+              var record = try? CloudRecord.read(body),
               try mayReadVersion(supersededAt: row[1].int64 ?? 0, writer: record.lastModifiedUserRecordName, zone: zone, caller: caller)
         else { return nil }
         record.zoneID = zone.zoneID.presented(to: caller)

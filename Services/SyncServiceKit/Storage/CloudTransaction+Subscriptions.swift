@@ -36,7 +36,7 @@ extension CloudTransaction {
     func subscriptions(user: String, database: DatabaseScope) throws -> [CloudSubscription] {
         try db.query("SELECT body FROM subscriptions WHERE environment = ? AND user = ? AND database = ? ORDER BY id",
                      [environment.rawValue, user, database.rawValue]).compactMap { row in
-            try row[0].string.map { try decoder.decode(CloudSubscription.self, from: Data($0.utf8)) }
+            try row[0].string.map { try decoder.decode(CloudSubscription.self, from: Array($0.utf8)) }
         }
     }
 
