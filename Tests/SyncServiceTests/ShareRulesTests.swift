@@ -144,7 +144,7 @@ import Testing
         try cloud.delete(["share-1"], zone: ownerZone, as: "alice", database: .shared)
         #expect(try cloud.engine.fetchZones(caller: "alice", ZonesParams(database: .shared)).zones.isEmpty)
         let share = try cloud.engine.fetchShare(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1")).share
-        #expect(share.shareInfo?.participants.first { $0.userRecordName == "alice" }?.acceptanceStatus == "removed")
+        #expect(share.shareInfo?.participants.first { $0.userRecordName == "alice" }?.acceptanceStatus == .removed)
     }
 
     @Test func theOwnerDeletingTheRootEndsTheShareForParticipants() throws {
@@ -161,8 +161,8 @@ import Testing
     @Test func publicPermissionNoneRemovesEveryParticipant() throws {
         try shareSession(with: [("alice", "readWrite"), ("bob", "readOnly")])
         let share = try cloud.engine.setPublicPermission(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1", permission: "none")).share
-        let states = share.shareInfo?.participants.filter { $0.role != "owner" }.map(\.acceptanceStatus)
-        #expect(states == ["removed", "removed"])
+        let states = share.shareInfo?.participants.filter { $0.role != .owner }.map(\.acceptanceStatus)
+        #expect(states == [.removed, .removed])
         #expect(try cloud.engine.fetchZones(caller: "bob", ZonesParams(database: .shared)).zones.isEmpty)
     }
 
@@ -170,7 +170,7 @@ import Testing
         try shareSession(with: [])
         _ = try cloud.engine.setPublicPermission(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1", permission: "readOnly"))
         let share = try cloud.engine.acceptShare(caller: "carol", ShareParams(zoneID: ownerZone, shareName: "share-1")).share
-        #expect(share.shareInfo?.participants.contains { $0.userRecordName == "carol" && $0.role == "publicUser" && $0.acceptanceStatus == "accepted" } == true)
+        #expect(share.shareInfo?.participants.contains { $0.userRecordName == "carol" && $0.role == .publicUser && $0.acceptanceStatus == .accepted } == true)
         #expect(partialErrors(wireError { try cloud.save([record("x", zone: ownerZone, parent: "session")], as: "carol", database: .shared) })["x"]?.code == .permissionFailure)
     }
 
