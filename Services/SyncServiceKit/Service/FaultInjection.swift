@@ -58,7 +58,7 @@ public final class FaultInjector: Sendable {
     /// server's data in its details (serverRecordChanged carries the server record,
     /// partialFailure and batchRequestFailed the per-item errors): an injected one would tell a
     /// client something no server says. The rest arrive as the whole request's error.
-    public static let allowedCodes: Set<ErrorCode> = Set(ErrorCode.cloudKitNumbers.keys)
+    public static let allowedCodes: Set<ErrorCode> = Set(CloudKitError.all.map(\.code))
         .subtracting([.serverRecordChanged, .partialFailure, .batchRequestFailed])
 
     /// Requests held by `hold` faults.
