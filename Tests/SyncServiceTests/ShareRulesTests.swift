@@ -158,6 +158,20 @@ import Testing
         #expect(partialErrors(wireError { _ = try cloud.fetch("share-1") })["share-1"]?.code == .unknownItem)
     }
 
+    /// The service writes only CloudKit's spellings; one that is not (a damaged row) is an error
+    /// naming the row wherever it is read, never a permission: read as "not none" it granted reads.
+    @Test func aDamagedParticipantRowIsAnErrorNotAPermission() throws {
+        try shareSession(with: [("alice", "readOnly")])
+        try cloud.engine.write { state in try state.db.execute("UPDATE participants SET permission = 'admin' WHERE user = 'alice'") }
+        let read = partialErrors(wireError { _ = try cloud.fetch("session", zone: ownerZone, as: "alice", database: .shared) })["session"]
+        #expect(read?.code == .internalError)
+        #expect(read?.message.contains("user 'alice', column permission, holds 'admin', which is not a share permission (none, readOnly, readWrite)") == true,
+                "\(read?.message ?? "no error")")
+        let owner = wireError { _ = try cloud.engine.fetchShare(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1")) }
+        #expect(owner?.code == .internalError)
+        #expect(wireError { _ = try cloud.engine.ownedShares(caller: "owner") }?.code == .internalError)
+    }
+
     @Test func publicPermissionNoneRemovesEveryParticipant() throws {
         try shareSession(with: [("alice", "readWrite"), ("bob", "readOnly")])
         let share = try cloud.engine.setPublicPermission(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1", permission: "none")).share
