@@ -258,9 +258,10 @@ extension CloudTransaction {
     }
 
     func createShare(zone: ZoneRow, name: String, root: String?) throws {
-        try db.execute("INSERT OR REPLACE INTO shares(zone, name, root, public_permission) VALUES (?, ?, ?, 'none')", [zone.id, name, root])
-        try db.execute("INSERT OR REPLACE INTO participants(zone, share, user, role, permission, acceptance) VALUES (?, ?, ?, 'owner', 'readWrite', 'accepted')",
-                       [zone.id, name, zone.owner])
+        try db.execute("INSERT OR REPLACE INTO shares(zone, name, root, public_permission) VALUES (?, ?, ?, ?)",
+                       [zone.id, name, root, SharePermission.none.rawValue])
+        try db.execute("INSERT OR REPLACE INTO participants(zone, share, user, role, permission, acceptance) VALUES (?, ?, ?, ?, ?, ?)",
+                       [zone.id, name, zone.owner, ShareRole.owner.rawValue, SharePermission.readWrite.rawValue, ShareAcceptanceStatus.accepted.rawValue])
     }
 
     /// Ends a share: its participants lose the zone (if no other share of it is theirs), the
