@@ -135,7 +135,8 @@ public final class FaultInjector: Sendable {
     }
 
     static func error(for fault: CloudFault, op: String) -> WireError {
-        let code = fault.code ?? .serverResponseLost
+        // As declared (a code read from the request carries no CKError number).
+        let code = fault.code.flatMap(CloudKitError.init)?.code ?? .serverResponseLost
         var details: [String: JSONValue] = ["injected": true, "op": .string(op)]
         if let retry = fault.retryAfterSeconds { details["retryAfterSeconds"] = .double(retry) }
         let retryText = fault.retryAfterSeconds.map { " Retry after \($0) seconds." } ?? ""
