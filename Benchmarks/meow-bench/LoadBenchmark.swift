@@ -305,9 +305,7 @@ enum LoadBenchmark {
             "acknowledgedEvents": .int(acknowledged), "eventsA": .int(convergence.eventsA), "eventsB": .int(convergence.eventsB),
             "converged": .bool(convergence.converged), "rssMiB": .object(memory),
         ]
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        print("load-json: " + String(decoding: (try? encoder.encode(summary)) ?? Data(), as: UTF8.self))
+        print("load-json: " + JSONWriter.text(summary))
     }
 
     static func signed(_ value: Double, _ digits: Int) -> String {

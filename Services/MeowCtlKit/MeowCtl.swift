@@ -102,15 +102,11 @@ public enum MeowCtl {
     }
 
     static func prettyJSON(_ value: some Encodable) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "\(value)"
+        (try? JSONTextEncoder(options: [.prettyPrinted, .sortedKeys]).text(value)) ?? "\(value)"
     }
 
     static func compactJSON(_ value: some Encodable) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "\(value)"
+        (try? JSONTextEncoder(options: .sortedKeys).text(value)) ?? "\(value)"
     }
 
     /// Connects and says hello; failures become exit code 2 (or 1 for an error reply to hello).

@@ -79,9 +79,7 @@ extension JSONValue {
         case let .int(value): return String(value)
         case let .double(value): return value.rounded() == value && abs(value) < 1e15 ? String(Int(value)) : String(value)
         case .array, .object:
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "\(self)"
+            return JSONWriter.text(self)
         }
     }
 }

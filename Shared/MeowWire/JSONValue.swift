@@ -81,7 +81,7 @@ extension JSONValue {
     /// Converts any Encodable value through JSON (for details and event payloads; not a hot path).
     public init<T: Encodable>(encoding value: T) throws {
         if let value = value as? JSONValue { self = value; return }
-        self = try JSONParser.parse(Array(try JSONEncoder().encode(value)))
+        self = try JSONParser.parse(try JSONTextEncoder().bytes(value))
     }
 
     /// Decodes a typed value from this JSON value (from the tree: no text in between).

@@ -1,6 +1,6 @@
-/// Writes JSON text directly into a `String`, for hot paths where building `Encodable` values and
-/// running `JSONEncoder` costs more than the data is worth (packed history rows, record payloads).
-/// Output is compact, object keys are sorted (deterministic text), and numbers use Swift's
+/// Writes JSON text directly into a `String`: `JSONValue` trees here, `Encodable` values through
+/// `JSONTextEncoder`, which shares its string escaping and number form.
+/// A tree's text is compact, object keys are sorted (deterministic text), and numbers use Swift's
 /// shortest round-tripping form; non-finite doubles, which JSON cannot hold, are written as null.
 public enum JSONWriter {
     /// `value` as JSON text.
@@ -45,13 +45,23 @@ public enum JSONWriter {
         }
     }
 
-    /// A JSON string literal: quotes, backslashes and control characters escaped.
-    public static func appendString(_ text: String, to out: inout String) {
+    /// A double in the form JSON clients have always been sent: Swift's shortest round-tripping
+    /// text with a whole number's ".0" dropped (`1`, `0.1`, `1e+20`). The caller rules out
+    /// non-finite values, which JSON cannot hold.
+    public static func appendNumber(_ number: Double, to out: inout String) {
+        let text = number.description
+        out += text.hasSuffix(".0") ? text.dropLast(2) : Substring(text)
+    }
+
+    /// A JSON string literal: quotes, backslashes and control characters escaped (the short
+    /// escapes where JSON has one); "/" as "\/" when `escapingSlashes`.
+    public static func appendString(_ text: String, to out: inout String, escapingSlashes: Bool = false) {
         // Fast path: most strings (names, IDs, dates) need no escaping.
         // (Over the contiguous bytes where the string has them: a generic walk of the UTF-8
         // view cost more than the append.)
-        let plain = text.utf8.withContiguousStorageIfAvailable { bytes in !bytes.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 } }
-            ?? !text.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 })
+        let slash: UInt8 = escapingSlashes ? 0x2F : 0x22
+        let plain = text.utf8.withContiguousStorageIfAvailable { bytes in !bytes.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 == slash } }
+            ?? !text.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 == slash })
         if plain {
             out += "\""
             out += text
@@ -66,9 +76,12 @@ public enum JSONWriter {
         for byte in text.utf8 {
             switch byte {
             case 0x22, 0x5C: bytes.append(0x5C); bytes.append(byte)
+            case 0x2F where escapingSlashes: bytes.append(0x5C); bytes.append(byte)
             case 0x0A: bytes.append(0x5C); bytes.append(UInt8(ascii: "n"))
             case 0x0D: bytes.append(0x5C); bytes.append(UInt8(ascii: "r"))
             case 0x09: bytes.append(0x5C); bytes.append(UInt8(ascii: "t"))
+            case 0x08: bytes.append(0x5C); bytes.append(UInt8(ascii: "b"))
+            case 0x0C: bytes.append(0x5C); bytes.append(UInt8(ascii: "f"))
             case 0..<0x20:
                 bytes.append(0x5C); bytes.append(UInt8(ascii: "u")); bytes.append(0x30); bytes.append(0x30)
                 bytes.append(hexDigits[Int(byte >> 4)]); bytes.append(hexDigits[Int(byte & 0xF)])
@@ -82,11 +95,11 @@ public enum JSONWriter {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 }
 
-/// A result that writes its own JSON text. The runtime sends it as is instead of running
-/// `JSONEncoder` (which was most of the cost of a page of records). `writeJSON` returns false to
-/// fall back to `JSONEncoder` for shapes it does not write itself; it must then leave `out` as
-/// it found it. The text must decode to what the type's `Encodable` form would: whole doubles as
-/// integers, as `JSONEncoder` writes them.
+/// A result that writes its own JSON text. The runtime sends it as is instead of encoding the
+/// value (which was most of the cost of a page of records). `writeJSON` returns false to fall
+/// back to `JSONTextEncoder` for shapes it does not write itself; it must then leave `out` as it
+/// found it. The text must decode to what the type's `Encodable` form would: whole doubles as
+/// integers, as `JSONTextEncoder` writes them.
 public protocol JSONTextWritable {
     func writeJSON(to out: inout String) -> Bool
 }

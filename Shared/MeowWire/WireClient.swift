@@ -156,14 +156,14 @@ public final class WireClient: Sendable {
     }
 
     /// A request's JSON body. JSON params (most calls, and the mirror's record batches) are
-    /// written directly; other Encodable params go through JSONEncoder.
+    /// written directly; other Encodable params go through JSONTextEncoder.
     /// Params that write their own text (`JSONTextWritable`) are sent as they write it.
     /// `capacity`: the room the text starts with (a client passes its last request's size).
     static func requestBody<P: Encodable>(id: RequestID, op: String, params: P, capacity: Int = 256) throws -> [UInt8] {
         let writable = params as? any JSONTextWritable
         let json = params as? JSONValue
         guard writable != nil || json != nil else {
-            return Array(try JSONEncoder().encode(RequestEnvelope(id: id, op: op, params: params)))
+            return try JSONTextEncoder().bytes(RequestEnvelope(id: id, op: op, params: params))
         }
         var text = ""
         // Room for the text up front (a batch of records grew by doubling, copied each time).
@@ -179,7 +179,7 @@ public final class WireClient: Sendable {
         if let json {
             JSONWriter.append(json, to: &text)
         } else if let writable, !writable.writeJSON(to: &text) {
-            return Array(try JSONEncoder().encode(RequestEnvelope(id: id, op: op, params: params)))
+            return try JSONTextEncoder().bytes(RequestEnvelope(id: id, op: op, params: params))
         }
         text += "}"
         return Array(text.utf8)

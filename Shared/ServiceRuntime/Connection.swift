@@ -13,7 +13,7 @@ final class Connection {
     private let configuration: ServiceConfiguration
     private let logger: Logger
     private var decoder = JSONValueDecoder()
-    private let encoder = JSONEncoder()
+    private let encoder = JSONTextEncoder()
     private var outbound: [UInt8] = []
     /// The size of the last reply written as text (`sendSuccess`), to make the next one's room.
     private var replyCapacity = 1024
@@ -25,7 +25,6 @@ final class Connection {
         self.configuration = server.configuration
         self.logger = Logger(label: "\(server.definition.name).connection")
         decoder.userInfo[IncomingRequest.registryKey] = registry
-        encoder.outputFormatting = [.withoutEscapingSlashes]
     }
 
     /// Serves until the connection ends; returns whether it completed hello (its slot stopped
@@ -156,7 +155,7 @@ final class Connection {
         outbound.removeAll(keepingCapacity: true)
     }
 
-    /// `{"id":…,"ok":true,"result":…}` with only the result going through JSONEncoder: the
+    /// `{"id":…,"ok":true,"result":…}` with only the result going through JSONTextEncoder: the
     /// envelope is three fixed keys, and encoding it generically cost a fifth of a ping.
     private func sendSuccess(id: RequestID, result: any Encodable) {
         do {
@@ -180,15 +179,16 @@ final class Connection {
                     return
                 }
             }
-            let resultJSON = try encoder.encode(result)
-            var body: [UInt8] = []
-            body.reserveCapacity(resultJSON.count + 40)
-            body.append(contentsOf: #"{"id":"#.utf8)
+            let resultJSON = try encoder.bytes(result)
+            var head = #"{"id":"#
             switch id {
-            case let .int(value): body.append(contentsOf: String(value).utf8)
-            case let .string(value): body.append(contentsOf: JSONText.quoted(value))
+            case let .int(value): head += String(value)
+            case let .string(value): JSONWriter.appendString(value, to: &head)
             }
-            body.append(contentsOf: #","ok":true,"result":"#.utf8)
+            head += #","ok":true,"result":"#
+            var body: [UInt8] = []
+            body.reserveCapacity(resultJSON.count + head.utf8.count + 1)
+            body.append(contentsOf: head.utf8)
             body.append(contentsOf: resultJSON)
             body.append(UInt8(ascii: "}"))
             guard body.count <= configuration.maxFrameBytes else { return sendTooLarge(id: id, bytes: body.count) }
@@ -210,7 +210,7 @@ final class Connection {
 
     private func send<T: Encodable>(_ message: T) {
         do {
-            let body = try encoder.encode(message)
+            let body = try encoder.bytes(message)
             FrameEncoder.appendFrame(body, to: &outbound)
         } catch {
             logger.error("could not encode a reply", ["error": .string("\(error)")])

@@ -173,30 +173,12 @@ public final class ConnectionHandle: Sendable {
     }
 
     static func eventFrame(_ name: String, seq: UInt64, data: [UInt8]) -> [UInt8] {
-        var body = Array(#"{"event":"#.utf8)
-        body.append(contentsOf: JSONText.quoted(name))
-        body.append(contentsOf: Array(#","seq":\#(seq),"data":"#.utf8))
+        var head = #"{"event":"#
+        JSONWriter.appendString(name, to: &head)
+        head += #","seq":\#(seq),"data":"#
+        var body = Array(head.utf8)
         body.append(contentsOf: data)
         body.append(UInt8(ascii: "}"))
         return FrameEncoder.frame(body)
-    }
-}
-
-/// Minimal JSON text helpers for frames assembled by hand.
-enum JSONText {
-    static func quoted(_ string: String) -> [UInt8] {
-        var out: [UInt8] = [UInt8(ascii: "\"")]
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out += [0x5C, 0x22]
-            case UInt8(ascii: "\\"): out += [0x5C, 0x5C]
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out += [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-        return out
     }
 }

@@ -36,10 +36,7 @@ public final class EventHub: Sendable {
                 return targets.count
             }
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let json = try? encoder.encode(data) else { return 0 }
-        let bytes = Array(json)
+        guard let bytes = try? JSONTextEncoder(options: .sortedKeys).bytes(data) else { return 0 }
         for connection in targets { connection.push(event: event, dataJSON: bytes) }
         return targets.count
     }

@@ -63,9 +63,7 @@ final class LogSink: Sendable {
         entry["level"] = .string(level.name)
         entry["label"] = .string(label)
         entry["msg"] = .string(message)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(entry), let text = String(data: data, encoding: .utf8) else { return }
+        guard let text = try? JSONTextEncoder(options: .sortedKeys).text(entry) else { return }
         writeLine(text)
     }
 

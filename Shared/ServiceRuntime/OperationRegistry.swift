@@ -194,6 +194,22 @@ extension DecodingError {
         }
     }
 
+    /// The failure as the author of a file reads it: the field's path and what it must be
+    /// (`faults[0].op must be a string`).
+    public var fileProblem: String {
+        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
+            let text = (codingPath + (last.map { [$0] } ?? [])).map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return text.isEmpty ? "the top level" : String(text.drop { $0 == "." })
+        }
+        switch self {
+        case let .keyNotFound(key, context): return "\(path(context.codingPath, key)) is missing"
+        case let .valueNotFound(type, context): return "\(path(context.codingPath)) is null; it must be \(Self.typeName(type))"
+        case let .typeMismatch(type, context): return "\(path(context.codingPath)) must be \(Self.typeName(type))"
+        case let .dataCorrupted(context): return "\(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default: return "\(self)"
+        }
+    }
+
     static func typeName(_ type: Any.Type) -> String {
         let name = String(describing: type)
         switch name {

@@ -56,10 +56,8 @@ public final class ProgressReporter: Sendable {
             return true
         }
         guard due else { return }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(Notice(requestID: requestID, op: op, phase: phase, done: done, total: total)) else { return }
-        connection.push(event: Self.event, dataJSON: Array(data))
+        guard let data = try? JSONTextEncoder(options: .sortedKeys).bytes(Notice(requestID: requestID, op: op, phase: phase, done: done, total: total)) else { return }
+        connection.push(event: Self.event, dataJSON: data)
         // A phase's last event is on the wire before the request's reply, which the caller can
         // then take as the end of its progress.
         if total == done { connection.flushEvents() }

@@ -179,8 +179,8 @@ public final class ServiceServer: Sendable {
     }
 
     private func reject(fd: Int32, _ error: WireError) {
-        if let body = try? JSONEncoder().encode(ErrorReply(id: nil, error: error)) {
-            _ = UnixSocket.writeAll(fd: fd, FrameEncoder.frame(Array(body)))
+        if let body = try? JSONTextEncoder().bytes(ErrorReply(id: nil, error: error)) {
+            _ = UnixSocket.writeAll(fd: fd, FrameEncoder.frame(body))
         }
         close(fd)
     }

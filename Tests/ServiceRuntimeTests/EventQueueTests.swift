@@ -131,7 +131,7 @@ struct EventQueueTests {
         var decoder = FrameDecoder()
         decoder.append(frame)
         let body = try #require(try decoder.nextFrame())
-        #expect(String(decoding: body, as: UTF8.self) == #"{"event":"odd \"name\"\u000a","seq":9,"data":{"x":[1]}}"#)
+        #expect(String(decoding: body, as: UTF8.self) == #"{"event":"odd \"name\"\n","seq":9,"data":{"x":[1]}}"#)
         #expect(try JSONParser.parse(body)["event"] == "odd \"name\"\n")
     }
 }

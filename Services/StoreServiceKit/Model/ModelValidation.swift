@@ -7,7 +7,7 @@ extension ManagedObjectModel {
     public static func load(json: Data) throws(ModelError) -> ManagedObjectModel {
         let model: ManagedObjectModel
         do {
-            model = try JSONDecoder().decode(ManagedObjectModel.self, from: json)
+            model = try JSONValueDecoder().decode(ManagedObjectModel.self, from: [UInt8](json))
         } catch let error as DecodingError {
             throw ModelError("The model file is not a valid model: \(Self.describe(error, in: json)).")
         } catch {

@@ -299,15 +299,13 @@ final class CloudTransaction: @unchecked Sendable {
     var recordChanges: [RecordChange] = []
     /// Subscription notifications of the request, published after it commits.
     var subscriptionNotices: [SubscriptionNotice] = []
-    let encoder: JSONEncoder
+    let encoder = JSONTextEncoder(options: .sortedKeys)
     let decoder = JSONValueDecoder()
 
     init(db: Database, seq: Int64, limits: CloudLimits) {
         self.db = db
         self.seq = seq
         self.limits = limits
-        encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     }
 
     func nextSeq() -> Int64 {

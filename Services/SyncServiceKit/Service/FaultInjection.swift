@@ -99,8 +99,9 @@ public final class FaultInjector: Sendable {
             throw WireError(.invalidArguments, "Cannot read the faults file \(file).")
         }
         let decoded: CloudFaults
-        do { decoded = try JSONDecoder().decode(CloudFaults.self, from: data) } catch {
-            throw WireError(.invalidArguments, "The faults file \(file) is not {\"faults\": [...]}: \(error)")
+        do { decoded = try JSONValueDecoder().decode(CloudFaults.self, from: [UInt8](data)) } catch {
+            let problem = (error as? DecodingError)?.fileProblem ?? "\(error)"
+            throw WireError(.invalidArguments, "The faults file \(file) is not {\"faults\": [...]}: \(problem)")
         }
         for fault in decoded.faults { _ = try arm(fault) }
     }

@@ -119,8 +119,6 @@ public final class RequestLog: Sendable {
     }
 
     static func line(_ entry: RequestLogEntry) -> String? {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(entry)).map { String(decoding: $0, as: UTF8.self) }
+        try? JSONTextEncoder(options: .sortedKeys).text(entry)
     }
 }

@@ -167,7 +167,11 @@ public final class SyncService: ServiceDefinition {
             struct User: Decodable { var user: String; var credential: String; var accountStatus: AccountStatus? }
             var users: [User]
         }
-        let parsed = try JSONDecoder().decode(UsersFile.self, from: data)
+        let parsed: UsersFile
+        do { parsed = try JSONValueDecoder().decode(UsersFile.self, from: [UInt8](data)) } catch {
+            let problem = (error as? DecodingError)?.fileProblem ?? "\(error)"
+            throw WireError(.invalidArguments, "The users file \(file) is not {\"users\": [{\"user\", \"credential\"}, ...]}: \(problem)")
+        }
         for entry in parsed.users {
             if engine.accountStatus(of: entry.user) == nil { try engine.createUser(entry.user, credential: entry.credential) }
             if let status = entry.accountStatus { _ = try engine.setAccountStatus(entry.user, status) }

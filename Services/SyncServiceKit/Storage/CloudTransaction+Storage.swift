@@ -155,7 +155,7 @@ extension CloudTransaction {
         if let previous, !previous.deleted {
             let body = try render(previous, zone: zone, caller: zone.owner)
             try db.execute("INSERT OR REPLACE INTO record_versions(zone, name, tag, body, superseded, superseded_seq) VALUES (?, ?, ?, ?, ?, ?)",
-                           [zone.id, name, previous.tag, String(decoding: try encoder.encode(body), as: UTF8.self), now, seq])
+                           [zone.id, name, previous.tag, try encoder.text(body), now, seq])
         }
         let live = previous.flatMap { $0.deleted ? nil : $0 }
         let stored = StoredRecord(name: name, type: type, fields: fieldsJSON, tag: newTag(), seq: seq, deleted: false,

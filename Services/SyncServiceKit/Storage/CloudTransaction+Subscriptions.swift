@@ -29,7 +29,7 @@ struct SubscriptionNotice: Sendable {
 
 extension CloudTransaction {
     func subscriptionText(_ subscription: CloudSubscription) throws -> String {
-        String(decoding: try encoder.encode(subscription), as: UTF8.self)
+        try encoder.text(subscription)
     }
 
     /// The user's subscriptions in `database` of the request's environment, by ID.
