@@ -60,6 +60,15 @@ struct MessageReaderTests {
         #expect(Self.refusal(FetchZoneChangesResult.self, #"{"token":5}"#) == "token: expected a string")
     }
 
+    @Test("A page of database changes: zones by list, token; a zone that does not read is named")
+    func databaseChanges() throws {
+        let page = try FetchDatabaseChangesResult.read(#"{"changedZones":[{"zoneName":"A"}],"purgedZones":[],"token":"d3.0","moreComing":true,"x":1}"#)
+        #expect(page.changedZones == [ZoneID(zoneName: "A")] && page.deletedZones.isEmpty && page.purgedZones.isEmpty)
+        #expect(page.token == "d3.0" && page.moreComing)
+        #expect(Self.refusal(FetchDatabaseChangesResult.self, #"{"changedZones":[{"zoneName":"A"},{"ownerName":"o"}]}"#) == "changedZones[1].zoneName: required")
+        #expect(Self.refusal(FetchDatabaseChangesResult.self, #"{"moreComing":"yes"}"#) == "moreComing: expected a boolean")
+    }
+
     @Test("A modify reply's verdicts: names and tags; a mistyped tag is named")
     func verdicts() throws {
         let verdicts = try ModifyVerdicts.read(#"{"saved":[{"recordName":"A","recordChangeTag":"3"},{"recordName":"B","recordChangeTag":null}],"deleted":[{"recordName":"C"}]}"#)

@@ -156,7 +156,7 @@ extension CloudMirror {
                 continue
             case let .failure(error): throw error
             }
-            let changes = FetchDatabaseChangesResult(tree: reply)
+            let changes = try FetchDatabaseChangesResult(tree: reply)
             for zone in changes.deletedZones { try removeZone(zone, scope: scope, purged: false, report: &report) }
             for zone in changes.purgedZones { try removeZone(zone, scope: scope, purged: true, report: &report) }
             for zone in changes.encryptedDataResetZones {

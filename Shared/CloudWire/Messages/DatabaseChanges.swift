@@ -30,15 +30,34 @@ public struct FetchDatabaseChangesResult: Codable, Sendable {
         self.token = token
         self.moreComing = moreComing
     }
+
+    /// Through the one reader (`init(reading:)`).
+    public init(from decoder: any Decoder) throws { try self.init(fromReadable: decoder) }
 }
 
-extension FetchDatabaseChangesResult {
-    /// The reply as a client reads it from its tree (a device's fetch): zones that do not read
-    /// are left out, an absent list is empty, an absent token "" and `moreComing` false.
-    public init(tree: JSONValue) {
-        func zones(_ key: String) -> [ZoneID] { (tree[key]?.arrayValue ?? []).compactMap { try? ZoneID(tree: $0) } }
-        self.init(changedZones: zones("changedZones"), deletedZones: zones("deletedZones"), purgedZones: zones("purgedZones"),
-                  encryptedDataResetZones: zones("encryptedDataResetZones"), token: ChangeToken(tree["token"]?.stringValue ?? ""),
-                  moreComing: tree["moreComing"]?.boolValue ?? false)
+/// The reply's one reader (a device's fetch): every zone listed must read, an absent list is
+/// empty, an absent token "" and `moreComing` false, as a zone-changes page reads. Other
+/// members are skipped.
+extension FetchDatabaseChangesResult: JSONReadable {
+    public init(reading reader: inout MessageReader) throws(MessageReadError) {
+        var changed: [ZoneID] = [], deleted: [ZoneID] = [], purged: [ZoneID] = [], reset: [ZoneID] = []
+        var token = ChangeToken(""), moreComing = false
+        func zones(_ reader: inout MessageReader) throws(MessageReadError) -> [ZoneID] {
+            var zones: [ZoneID] = []
+            try reader.array { (reader) throws(MessageReadError) in zones.append(try ZoneID(reading: &reader)) }
+            return zones
+        }
+        try reader.object { (key, reader) throws(MessageReadError) in
+            switch key {
+            case "changedZones": changed = try zones(&reader)
+            case "deletedZones": deleted = try zones(&reader)
+            case "purgedZones": purged = try zones(&reader)
+            case "encryptedDataResetZones": reset = try zones(&reader)
+            case "token": token = ChangeToken(try reader.string())
+            case "moreComing": moreComing = try reader.bool()
+            default: try reader.skip()
+            }
+        }
+        self.init(changedZones: changed, deletedZones: deleted, purgedZones: purged, encryptedDataResetZones: reset, token: token, moreComing: moreComing)
     }
 }

@@ -104,9 +104,8 @@ public struct MeowCloudUser: Sendable {
 
     /// `changes.fetchDatabase`: one page of the database's zone changes since `token`.
     public func databaseChanges(_ database: DatabaseScope = .private, since token: ChangeToken? = nil) async throws(MeowCareError) -> FetchDatabaseChangesResult {
-        var params: [String: JSONValue] = ["database": .string(database.rawValue)]
-        if let token { params["since"] = .string(token.text) }
-        return FetchDatabaseChangesResult(tree: try await connection.call("changes.fetchDatabase", params))
+        try await call("changes.fetchDatabase", encoding: FetchDatabaseChangesParams(database: database, since: token),
+                       as: FetchDatabaseChangesResult.self)
     }
 
     /// Every live record of a zone (its changes from the start, page after page).
