@@ -40,7 +40,7 @@ extension Mirroring {
             let holding = Set(model.entities.map(\.name))
             let bytes = Array(text.utf8)
             let direct = bytes.withUnsafeBufferPointer { Page(bytes: $0, model: model, holding: holding) }
-            let tree = Page(json: try JSONParser.parse(bytes), model: model, holding: holding)
+            let tree = try Page(json: try JSONParser.parse(bytes), model: model, holding: holding)
             return (direct, tree)
         }
 
@@ -75,6 +75,14 @@ extension Mirroring {
             #expect(first.prepared.first??.targets == ["S1"])
         }
 
+        @Test("A page the device cannot read is the fetch's error naming the field, never an empty page without a token")
+        func unreadablePageIsAnError() throws {
+            let model = ManagedObjectModel.meowCare()
+            let tree = try JSONParser.parse(#"{"changed":[{"recordName":"E","zoneID":{"zoneName":"z"}}],"token":"z1.2.0","moreComing":true}"#)
+            let error = #expect(throws: MessageReadError.self) { try Page(json: tree, model: model, holding: ["CareEvent"]) }
+            #expect(error?.description.hasPrefix("changed[0].recordType") == true, "\(String(describing: error))")
+        }
+
         @Test("Random and damaged pages: what the scanner takes, the parser takes too and reads the same")
         func randomPages() throws {
             var random = SplitMix64(state: 2026_12_17)
@@ -104,7 +112,7 @@ extension Mirroring {
                 guard let direct = bytes.withUnsafeBufferPointer({ Page(bytes: $0, model: model, holding: holding) }) else { continue }
                 taken += 1
                 let tree = try #require(try? JSONParser.parse(bytes), "the reader took what the parser refuses: \(text)")
-                #expect(Self.summary(direct) == Self.summary(Page(json: tree, model: model, holding: holding)), "\(text)")
+                #expect(try Self.summary(direct) == Self.summary(Page(json: tree, model: model, holding: holding)), "\(text)")
             }
             #expect(taken > 25, "the scanner should take the well-formed pages of the usual shape")
         }

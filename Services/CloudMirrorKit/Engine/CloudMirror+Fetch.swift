@@ -47,10 +47,9 @@ extension CloudMirror {
         var prepared: [MirrorImport.Prepared?]
 
         /// A page of a reply that came as a tree, read by the page's reader; one it cannot read
-        /// is an empty page with no token (a fetch from the beginning).
-        init(json: JSONValue, model: ManagedObjectModel, holding: Set<String>) {
-            let page = (try? FetchZoneChangesResult(tree: json)) ?? FetchZoneChangesResult(changed: [], deleted: [], token: "", moreComing: false)
-            self.init(page, model: model, holding: holding)
+        /// is the fetch's error (applying nothing, keeping the token it had).
+        init(json: JSONValue, model: ManagedObjectModel, holding: Set<String>) throws(MessageReadError) {
+            self.init(try FetchZoneChangesResult(tree: json), model: model, holding: holding)
         }
 
         /// Reads a page from the reply's bytes (`WireClient.ResultReader`,
@@ -221,7 +220,7 @@ extension CloudMirror {
             // its token, so the order of pages and tokens is unchanged. A page that came ahead
             // was decoded when it arrived, and has already asked for the one after it.
             if !askedNext, let next = decoded.map({ $0.moreComing ? $0.token : nil }) ?? FetchZoneChangesResult.nextToken(reply)?.text { ahead.ask(after: next) }
-            let page = decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
+            let page = try decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
             report.pages += 1
             // The page's token is saved in the transaction that applies the page (the last one,
             // when the page needs a context save too): a token is never kept without its page.
@@ -259,7 +258,9 @@ extension CloudMirror {
         let ahead = PagesAhead(depth: Self.pagesAhead)
         ahead.setUp(decode: { [weak ahead] json in
             if let token = FetchZoneChangesResult.nextToken(json) { ahead?.ask(after: token.text) }
-            return ZoneChanges(json: json, model: model, holding: holding)
+            // A page that does not read stays undecoded: the fetch reads it again when its turn
+            // comes, and reports the error then.
+            do { return try ZoneChanges(json: json, model: model, holding: holding) } catch { return error }
         }, read: { [weak ahead] bytes in
             guard let page = ZoneChanges(bytes: bytes, model: model, holding: holding) else { return nil }
             if page.moreComing { ahead?.ask(after: page.token) }
