@@ -4,6 +4,7 @@ import SQLiteKit
 import ServiceRuntime
 import Synchronization
 @testable import StoreServiceKit
+import StoreWire
 import Testing
 
 @Suite("Routing, merge and predicate rules (in-process)")

@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// Creates whose answer never came (a lost reply, a crash): before a send, each is found in the
 /// cloud or not, so it is neither sent twice nor lost.

@@ -5,6 +5,7 @@ import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
 import Synchronization
+import StoreWire
 
 /// What one `sync.fetch` did.
 struct MirrorFetchReport: Codable, Sendable {

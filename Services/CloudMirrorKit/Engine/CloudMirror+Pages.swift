@@ -5,6 +5,7 @@ import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
 import Synchronization
+import StoreWire
 
 /// One fetched page applied to a store: rows, links waiting for their targets, merges with
 /// unsent edits, refusals, and zones that went away.

@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// What one `sync.send` did.
 struct MirrorSendReport: Codable, Sendable {

@@ -5,6 +5,7 @@ import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
 import Synchronization
+import StoreWire
 
 /// The device's cloud mirror (NSPersistentCloudKitContainer's job): the private store ↔ the
 /// user's private database, the shared store ↔ the user's shared database, over one

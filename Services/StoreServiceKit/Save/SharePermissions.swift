@@ -3,6 +3,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreWire
 
 /// A participant's permission on a share (CKShare.ParticipantPermission).
 public enum SharePermission: String, Sendable, Codable, CaseIterable {
@@ -67,5 +68,5 @@ public struct ShareMetadata: Sendable, Codable, Hashable {
 }
 
 extension SharePermission: NamedOption {
-    static let optionDescription = "a share permission"
+    public static let optionDescription = "a share permission"
 }

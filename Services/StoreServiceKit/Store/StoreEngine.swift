@@ -5,6 +5,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import Synchronization
+import StoreWire
 
 /// The running store-service: the coordinator, the routing rule, the event hub, and each
 /// connection's contexts.
