@@ -102,6 +102,23 @@ struct RoundTripTests {
         #expect(try roundTrip(clock, op: "clock.set") == clock)
     }
 
+    @Test("the mirror's sync.send, sync.fetch, sync.now and sync.initializeSchema answers")
+    func syncResults() throws {
+        var send = SyncSendResult()
+        (send.saved, send.conflictsResolved, send.refused, send.requests, send.retryAfterSeconds) = (3, 1, 2, 2, 1.5)
+        var fetch = SyncFetchResult()
+        (fetch.changedRecords, fetch.pages, fetch.zonesRemoved, fetch.tokensExpired) = (5, 2, ["purged:alice/z"], 1)
+        #expect(try roundTrip(send, op: "sync.send") == send)
+        #expect(try written(SyncSendResult()).objectValue?["retryAfterSeconds"] == nil)
+        #expect(try roundTrip(fetch, op: "sync.fetch") == fetch)
+        let now = try roundTrip(SyncNowResult(send: send, fetch: fetch), op: "sync.now")
+        #expect(now == SyncNowResult(send: send, fetch: fetch))
+        #expect(now.changedAnything)
+        #expect(!SyncNowResult(send: SyncSendResult(), fetch: SyncFetchResult()).changedAnything)
+        let schema = SchemaInitialization(recordTypes: ["CD_CareEvent": ["CD_title": "STRING"]], uploaded: 1, dryRun: false)
+        #expect(try roundTrip(schema, op: "sync.initializeSchema") == schema)
+    }
+
     @Test("clock.set's params: a null now is kept apart from an absent one")
     func clockParams() throws {
         #expect(try written(DeviceClockParams(now: .some(nil))) == ["now": nil])
