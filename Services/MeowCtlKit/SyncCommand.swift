@@ -47,10 +47,12 @@ enum SyncCommand {
         defer { device.close() }
         if subcommand == "signout" || subcommand == "signin" {
             let params: [String: JSONValue] = try args.credential().map { ["credential": .string($0)] } ?? [:]
-            let result = try await device.call(subcommand == "signout" ? "account.signOut" : "account.signIn", params)
-            if output.json { return output.emit(result) }
-            output.say(result["signedIn"] == true ? "signed in as \(result["user"].cell)"
-                                                  : "signed out; \(result["objectsRemoved"].cell) objects of the account left this device")
+            let op = subcommand == "signout" ? "account.signOut" : "account.signIn"
+            let reply = try await device.call(op, params)
+            if output.json { return output.emit(reply) }
+            let result = try device.read(AccountResult.self, from: reply, op: op)
+            output.say(result.signedIn ? "signed in as \(result.user ?? "–")"
+                                       : "signed out; \(result.objectsRemoved.map(String.init) ?? "–") objects of the account left this device")
             return
         }
         if subcommand == "schema" {

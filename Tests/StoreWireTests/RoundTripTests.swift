@@ -102,7 +102,7 @@ struct RoundTripTests {
         #expect(try roundTrip(clock, op: "clock.set") == clock)
     }
 
-    @Test("the mirror's sync.send, sync.fetch, sync.now and sync.initializeSchema answers")
+    @Test("the mirror's sync.send, sync.fetch, sync.now, sync.initializeSchema and account.* answers")
     func syncResults() throws {
         var send = SyncSendResult()
         (send.saved, send.conflictsResolved, send.refused, send.requests, send.retryAfterSeconds) = (3, 1, 2, 2, 1.5)
@@ -115,6 +115,10 @@ struct RoundTripTests {
         #expect(now == SyncNowResult(send: send, fetch: fetch))
         #expect(now.changedAnything)
         #expect(!SyncNowResult(send: SyncSendResult(), fetch: SyncFetchResult()).changedAnything)
+        let signedOut = AccountResult(signedIn: false, user: nil, objectsRemoved: 12)
+        #expect(try roundTrip(signedOut, op: "account.signOut") == signedOut)
+        #expect(try written(signedOut) == ["signedIn": false, "objectsRemoved": 12])
+        #expect(try roundTrip(AccountResult(signedIn: true, user: "alice"), op: "account.signIn").user == "alice")
         let schema = SchemaInitialization(recordTypes: ["CD_CareEvent": ["CD_title": "STRING"]], uploaded: 1, dryRun: false)
         #expect(try roundTrip(schema, op: "sync.initializeSchema") == schema)
     }
