@@ -2,9 +2,9 @@ import Foundation
 import MeowWire
 import SQLiteKit
 import ServiceRuntime
+import StoreWire
 import Synchronization
 @testable import StoreServiceKit
-import StoreWire
 import Testing
 
 @Suite("Routing, merge and predicate rules (in-process)")

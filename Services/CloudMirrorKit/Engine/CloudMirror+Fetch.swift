@@ -4,8 +4,8 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
-import Synchronization
 import StoreWire
+import Synchronization
 
 extension CloudMirror {
     /// Fetches the private then the shared database.

@@ -4,8 +4,8 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
-import Synchronization
 import StoreWire
+import Synchronization
 
 /// One fetched page applied to a store: rows, links waiting for their targets, merges with
 /// unsent edits, refusals, and zones that went away.

@@ -4,8 +4,8 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
-import Synchronization
 import StoreWire
+import Synchronization
 
 /// The device's cloud mirror (NSPersistentCloudKitContainer's job): the private store ↔ the
 /// user's private database, the shared store ↔ the user's shared database, over one

@@ -4,8 +4,8 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
-import Synchronization
 import StoreWire
+import Synchronization
 
 /// The mirror as a store-service's companion: made from the command line's options, it opens
 /// its tables and starts once the stores are open, and serves the sync.*, share.* and account.*

@@ -339,9 +339,9 @@ package final class ManagedObjectContext {
             values[relationship.name] = .array(try manyToManyTargets(of: object, end, stores: stores).map { .string($0) })
         }
         return ManagedObject(objectID: object.uri, entity: object.entity.name,
-                            store: object.store.map { stores.list[$0].name }, version: Int(object.version),
-                            uuid: object.uuid, zoneKey: object.zone, values: values,
-                            isInserted: object.isInserted, isDeleted: object.isDeleted, hasChanges: object.hasChanges)
+                             store: object.store.map { stores.list[$0].name }, version: Int(object.version),
+                             uuid: object.uuid, zoneKey: object.zone, values: values,
+                             isInserted: object.isInserted, isDeleted: object.isDeleted, hasChanges: object.hasChanges)
     }
 }
 

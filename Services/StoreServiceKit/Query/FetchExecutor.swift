@@ -280,7 +280,7 @@ struct FetchExecutor {
             values[relationship.name] = .array(others.map { store.objectID(relationship.destination, $0).uri }.sorted().map { .string($0) })
         }
         return ManagedObject(objectID: store.objectID(entity.name, hit.row.primaryKey).uri, entity: entity.name, store: store.name,
-                            version: Int(hit.row.version), uuid: hit.row.uuid, zoneKey: hit.row.zone, values: values,
-                            isInserted: nil, isDeleted: nil, hasChanges: nil)
+                             version: Int(hit.row.version), uuid: hit.row.uuid, zoneKey: hit.row.zone, values: values,
+                             isInserted: nil, isDeleted: nil, hasChanges: nil)
     }
 }

@@ -2,8 +2,8 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
-import Synchronization
 import StoreWire
+import Synchronization
 
 /// The device's stores in load order, behind one lock: like Core Data's coordinator, it
 /// serialises every read and write of its stores, so a save sees and writes a consistent state.

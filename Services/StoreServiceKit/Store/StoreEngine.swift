@@ -4,8 +4,8 @@ import Glibc
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
-import Synchronization
 import StoreWire
+import Synchronization
 
 /// The running store-service: the coordinator, the routing rule, the event hub, and each
 /// connection's contexts.
