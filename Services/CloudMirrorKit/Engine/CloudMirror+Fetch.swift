@@ -4,25 +4,14 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 import Synchronization
-
-/// What one `sync.fetch` did.
-struct MirrorFetchReport: Codable, Sendable {
-    var changedRecords = 0
-    var deletedRecords = 0
-    /// Records whose unsent local edits were merged with the fetched copy.
-    var merged = 0
-    var pages = 0
-    var zonesRemoved: [String] = []
-    var zonesReset: [String] = []
-    var tokensExpired = 0
-}
 
 extension CloudMirror {
     /// Fetches the private then the shared database.
-    func fetchAll() throws -> MirrorFetchReport {
+    func fetchAll() throws -> SyncFetchResult {
         try signedInCredential()
-        var report = MirrorFetchReport()
+        var report = SyncFetchResult()
         // Connected first: a connection that cannot be made is the setup's failure, and the
         // imports begin only once there is a cloud to import from.
         _ = try client()
@@ -97,7 +86,7 @@ extension CloudMirror {
         }
     }
 
-    func fetchDatabase(_ scope: StoreScope, report: inout MirrorFetchReport) throws {
+    func fetchDatabase(_ scope: StoreScope, report: inout SyncFetchResult) throws {
         guard try storeName(scope) != nil else { return }
         let database: DatabaseScope = scope == .private ? .private : .shared
         let fullFetch = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.databaseTokenKey) } == nil
@@ -134,7 +123,7 @@ extension CloudMirror {
 
     /// The held deletions (`holdTombstones`), applied zone by zone: a record that meanwhile
     /// arrived in another zone is not deleted (`applyPage`).
-    private func applyHeldTombstones(_ scope: StoreScope, report: inout MirrorFetchReport) throws {
+    private func applyHeldTombstones(_ scope: StoreScope, report: inout SyncFetchResult) throws {
         for (zone, deleted) in try state(scope, { state, _, _ in try state.heldTombstones() }) {
             try applyPage([], prepared: [], deleted: deleted, zone: zone, scope: scope, token: nil, holdDeletes: false, report: &report)
             try state(scope) { state, _, _ in try state.dropTombstones(zone: zone) }
@@ -143,7 +132,7 @@ extension CloudMirror {
 
     /// One pass over the database's changes from its token: whether any zone changed.
     private func fetchDatabaseChanges(_ scope: StoreScope, database: DatabaseScope, zones currentZones: inout Set<ZoneID>,
-                                      report: inout MirrorFetchReport) throws -> Bool {
+                                      report: inout SyncFetchResult) throws -> Bool {
         var changedAny = false
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.databaseTokenKey) }
@@ -179,7 +168,7 @@ extension CloudMirror {
         return changedAny
     }
 
-    func fetchZone(_ zone: ZoneID, scope: StoreScope, database: DatabaseScope, report: inout MirrorFetchReport) throws {
+    func fetchZone(_ zone: ZoneID, scope: StoreScope, database: DatabaseScope, report: inout SyncFetchResult) throws {
         // A fetch from nil lists live records only, no deletions: the records this device knows
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?

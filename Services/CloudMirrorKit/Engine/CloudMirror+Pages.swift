@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 import Synchronization
 
 /// One fetched page applied to a store: rows, links waiting for their targets, merges with
@@ -21,7 +22,7 @@ extension CloudMirror {
     /// `holdDeletes`: the page's deletions are kept (`holdTombstones`) for the fetch's end
     /// rather than applied.
     func applyPage(_ changed: [CloudRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: ZoneID,
-                   scope: StoreScope, token: String?, holdDeletes: Bool, report: inout MirrorFetchReport) throws {
+                   scope: StoreScope, token: String?, holdDeletes: Bool, report: inout SyncFetchResult) throws {
         try state(scope) { state, index, stores in
             let store = state.store
             try ingest(store)
@@ -149,7 +150,7 @@ extension CloudMirror {
     /// A zone is gone (deleted, purged, or the user left / was removed / the share ended): its
     /// local rows are removed, its queued changes discarded (never moved elsewhere) and its
     /// token forgotten (docs/RULES.md, mirroring: zones deleted or purged; scenarios 25, 41, 42).
-    func removeZone(_ zone: ZoneID, scope: StoreScope, purged: Bool, report: inout MirrorFetchReport) throws {
+    func removeZone(_ zone: ZoneID, scope: StoreScope, purged: Bool, report: inout SyncFetchResult) throws {
         try state(scope) { state, index, stores in
             let store = state.store
             try ingest(store)

@@ -4,33 +4,13 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
-
-/// What one `sync.send` did.
-struct MirrorSendReport: Codable, Sendable {
-    var saved = 0
-    var deleted = 0
-    /// Entries merged after serverRecordChanged / serverRejectedRequest.
-    var conflictsResolved = 0
-    /// Local changes the server refused (permissionFailure) and the device undid.
-    var reverted = 0
-    /// Entries dropped without a request (their row is gone, or never reached the server).
-    var dropped = 0
-    /// Records the server refused with an error of their own (a production schema without
-    /// their field, a field of another type): they stay queued, listed in `sync.status`.
-    var refused = 0
-    /// Entries waiting for a retry-after moment.
-    var deferred = 0
-    var requests = 0
-    var pending = 0
-    /// Seconds until the earliest deferred entry may be sent.
-    var retryAfterSeconds: Double?
-}
+import StoreWire
 
 extension CloudMirror {
     /// Sends both stores' queues.
-    func sendAll() throws -> MirrorSendReport {
+    func sendAll() throws -> SyncSendResult {
         try signedInCredential()
-        var report = MirrorSendReport()
+        var report = SyncSendResult()
         for scope in [StoreScope.private, .shared] {
             // An export event only when the store has something to send (`send` begins it).
             try event(.export, scope: scope, lazily: true) { event in
@@ -82,7 +62,7 @@ extension CloudMirror {
     /// what comes before; reading them again only to skip them was a tenth of a send).
     /// Empty when there is nothing to send.
     private func nextBatches(scope: StoreScope, excluding: Set<String>, after: Int64 = 0, touched: Set<String>,
-                             ahead: inout QueuedAhead?, report: inout MirrorSendReport) throws -> [Batch] {
+                             ahead: inout QueuedAhead?, report: inout SyncSendResult) throws -> [Batch] {
         let now = clock.seconds()
         let limit = progress.withLock { $0.batchLimit }
         let count = Self.batchesInFlight
@@ -287,7 +267,7 @@ extension CloudMirror {
     /// their children), as without batches in flight.
     /// `settling`: a second pass, for what `settleMissing` queued; it settles without another pass.
     /// `event`: the export event, begun once the send has a batch and a connection.
-    private func send(scope: StoreScope, report: inout MirrorSendReport, settling: Bool = false, event: CloudKitEvent? = nil) throws {
+    private func send(scope: StoreScope, report: inout SyncSendResult, settling: Bool = false, event: CloudKitEvent? = nil) throws {
         try resolveCreatesInFlight(scope: scope)
         var pass = SendPass()
         try readQueueAgain(&pass, scope: scope, report: &report)
@@ -314,19 +294,19 @@ extension CloudMirror {
     }
 
     /// Batches from the start of the queue, none of the skipped entries.
-    private func readQueueAgain(_ pass: inout SendPass, scope: StoreScope, report: inout MirrorSendReport) throws {
+    private func readQueueAgain(_ pass: inout SendPass, scope: StoreScope, report: inout SyncSendResult) throws {
         pass.upcoming = try nextBatches(scope: scope, excluding: pass.skipped, touched: pass.touched, ahead: &pass.ahead, report: &report)
     }
 
     /// Built when none is left to send: as many as may be in flight at once, so that a turn of
     /// the store lock between a client's saves finishes up to a save's worth of batches.
-    private func buildMore(_ pass: inout SendPass, scope: StoreScope, report: inout MirrorSendReport) throws {
+    private func buildMore(_ pass: inout SendPass, scope: StoreScope, report: inout SyncSendResult) throws {
         pass.upcoming = try nextBatches(scope: scope, excluding: pass.skipped.union(pass.unanswered), after: pass.readFrom,
                                         touched: pass.touched, ahead: &pass.ahead, report: &report)
     }
 
     /// Sends built batches until as many as may be are in flight (or the send may send no more).
-    private func launch(_ pass: inout SendPass, scope: StoreScope, report: inout MirrorSendReport) throws {
+    private func launch(_ pass: inout SendPass, scope: StoreScope, report: inout SyncSendResult) throws {
         while pass.mayLaunch, let batch = pass.upcoming.first {
             if !pass.tokenChecked, let known = try coreDataTokenKnown(for: batch) {
                 if !known {
@@ -334,7 +314,7 @@ extension CloudMirror {
                     // batches are built again.
                     if !pass.inFlight.isEmpty { return }
                     try forgetCreates(of: pass.upcoming)
-                    var fetched = MirrorFetchReport()
+                    var fetched = SyncFetchResult()
                     try fetchZone(.coreData, scope: .private, database: .private, report: &fetched)
                     try readQueueAgain(&pass, scope: scope, report: &report)
                 }
@@ -355,7 +335,7 @@ extension CloudMirror {
 
     /// Waits for the oldest batch's answer and applies it, with the later batches already
     /// answered in full.
-    private func answerNext(_ pass: inout SendPass, scope: StoreScope, report: inout MirrorSendReport) throws {
+    private func answerNext(_ pass: inout SendPass, scope: StoreScope, report: inout SyncSendResult) throws {
         let sent = pass.inFlight.removeFirst()
         let verdict = finish(sent.waiter, "records.modify", sent.params)
         CrashPoint.reached("mirror.afterServerReply")
@@ -395,7 +375,7 @@ extension CloudMirror {
 
     /// History the send did not get to (it stopped, or saves came meanwhile) is queued:
     /// `pending` counts it, and status and the next send see it.
-    private func countLeftOver(scope: StoreScope, stopped: Bool, report: inout MirrorSendReport) throws {
+    private func countLeftOver(scope: StoreScope, stopped: Bool, report: inout SyncSendResult) throws {
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { return }
             try ingest(stores.list[index])
@@ -412,7 +392,7 @@ extension CloudMirror {
 
     /// Applies one batch's answer. `read`: its success reply as read from the bytes, if it was.
     private func apply(_ verdict: Result<JSONValue, WireError>, read: ModifyVerdicts?, of batch: Batch, scope: StoreScope,
-                       report: inout MirrorSendReport, pass: inout SendPass) throws -> Step {
+                       report: inout SyncSendResult, pass: inout SendPass) throws -> Step {
         let items = batch.items
         defer { if let observer = sendObserver.withLock({ $0 }) { observer(report.saved) } }
         switch verdict {
@@ -456,7 +436,7 @@ extension CloudMirror {
     /// which then goes there; a deleted one goes with its tombstone (scenario 20). Only a record
     /// the fetch left where it was meets the delete policy.
     private func settleMissing(_ items: [SendItem], scope: StoreScope) throws {
-        var fetched = MirrorFetchReport()
+        var fetched = SyncFetchResult()
         try fetchDatabase(scope, report: &fetched)
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { return }

@@ -4,13 +4,14 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// A send's verdicts applied: saved entries leave the queue, conflicts merge with the
 /// server's copy, refusals revert or wait, per item.
 extension CloudMirror {
     /// `answered`: the batch's rows of creates in flight, dropped with the verdicts.
     func applyVerdicts(items: [SendItem], scopeStore: String, verdicts: ModifyVerdicts, errors: [String: WireError],
-                       answered: [Int64], report: inout MirrorSendReport, pass: inout SendPass) throws {
+                       answered: [Int64], report: inout SyncSendResult, pass: inout SendPass) throws {
         let applied = try withStores { stores -> VerdictApplication in
             let index = try stores.index(named: scopeStore)
             let store = stores.list[index]

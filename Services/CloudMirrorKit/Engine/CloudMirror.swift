@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 import Synchronization
 
 /// The device's cloud mirror (NSPersistentCloudKitContainer's job): the private store ↔ the

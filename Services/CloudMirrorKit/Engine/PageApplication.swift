@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 extension CloudMirror {
     /// One fetched page on its way into a store (`applyPage`): records new here go to the direct
@@ -60,7 +61,7 @@ extension CloudMirror {
         /// Sorts the page's changed records: a share record sets its zone's permission; a record
         /// named like another owner's object here is refused; one this device already has as
         /// fetched is skipped; one new here goes to the direct import; the rest to a context save.
-        mutating func sortChanged(report: inout MirrorFetchReport) throws {
+        mutating func sortChanged(report: inout SyncFetchResult) throws {
             // A deletion held from an earlier round of this fetch is older than a record the
             // zone lists now: applied last, it deleted an event moved away and back meanwhile.
             try state.dropTombstones(changed.map(\.recordName), zone: zone)
@@ -123,7 +124,7 @@ extension CloudMirror {
         /// with the unsent edit or with this device's copy a move left behind, then saved through
         /// a context. False when the local delete stands and the record is not taken.
         private mutating func takeChanged(_ record: CloudRecord, entity: EntityDescription, meta stored: MirrorBookkeeping.Meta?,
-                                          queued: MirrorBookkeeping.Pending?, report: inout MirrorFetchReport) throws -> Bool {
+                                          queued: MirrorBookkeeping.Pending?, report: inout SyncFetchResult) throws -> Bool {
             let uuid = record.recordName
             let state = state
             let isKnown = stored != nil
@@ -231,7 +232,7 @@ extension CloudMirror {
         }
 
         /// The page's deletions, or held for the fetch's end (`holdDeletes`).
-        mutating func applyDeletions(report: inout MirrorFetchReport) throws {
+        mutating func applyDeletions(report: inout SyncFetchResult) throws {
             // The zone's share deleted: another device of the owner stopped it, so this device
             // no longer counts the graph as shared (share.create refused it as alreadyShared).
             // A fetch from nil lists no deletion; fetchZone drops the share when it lists none.

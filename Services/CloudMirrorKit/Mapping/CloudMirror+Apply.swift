@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import ServiceRuntime
 import StoreServiceKit
+import StoreWire
 
 extension CloudMirror {
     // MARK: Applying cloud state locally

@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 struct ShareCreateParams: Codable, Sendable {
     /// The root object (a saved private-store object, e.g. a CareSession).
@@ -36,7 +37,7 @@ struct ShareAcceptResult: Codable, Sendable {
     var zoneName: String
     var ownerName: String
     var share: JSONValue
-    var fetch: MirrorFetchReport
+    var fetch: SyncFetchResult
 }
 
 extension CloudMirror {
@@ -180,7 +181,7 @@ extension CloudMirror {
             // The graph moves as this device holds it, and the move deletes the old zone's
             // copies: other devices' edits are fetched first (docs/RULES.md, mirroring: sharing fetches first), or the share got
             // this device's older values and the edits were deleted with the copies that had them.
-            var fetched = MirrorFetchReport()
+            var fetched = SyncFetchResult()
             try fetchDatabase(.private, report: &fetched)
             let (graph, leaders, atOnce) = try readGraph(params, limit: progress.withLock { $0.batchLimit })
             if !prepared {
@@ -370,18 +371,18 @@ extension CloudMirror {
             throw ServiceError(.missingField, "share.accept needs ownerName (the user who shared the zone).", details: ["field": "params.ownerName"])
         }
         let reply = try request("shares.accept", CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName, ownerName: owner)))
-        var report = MirrorFetchReport()
+        var report = SyncFetchResult()
         try fetchDatabase(.shared, report: &report)
         return ShareAcceptResult(zoneName: params.zoneName, ownerName: owner, share: reply["share"] ?? .null, fetch: report)
     }
 
     /// share.leave: the participant leaves; the zone's data leaves the shared store.
-    func leaveShare(_ params: ShareZoneParams) throws -> MirrorFetchReport {
+    func leaveShare(_ params: ShareZoneParams) throws -> SyncFetchResult {
         guard let owner = params.ownerName else {
             throw ServiceError(.missingField, "share.leave needs ownerName.", details: ["field": "params.ownerName"])
         }
         _ = try request("shares.leave", CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName, ownerName: owner)))
-        var report = MirrorFetchReport()
+        var report = SyncFetchResult()
         try removeZone(ZoneID(zoneName: params.zoneName, ownerName: owner), scope: .shared, purged: false, report: &report)
         return report
     }

@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// A fetched page's records that are new to this device, written straight into rows and one
 /// history transaction (author `sync`), without a managed object context.
@@ -190,7 +191,7 @@ struct MirrorImport {
         let notice = try changes.finish()
         // The line a context save logs for its new objects, so imports show in the routing log.
         logger.info("store routing", ["mode": .string(router.mode.rawValue), "context": .string(CloudMirror.importContextID),
-                                      "decisions": ["\(store.name).\(StoreRouter.Reason.assigned.rawValue)": .int(accepted.count)]])
+                                      "decisions": ["\(store.name).\(RoutingReason.assigned.rawValue)": .int(accepted.count)]])
         return notice
     }
 }

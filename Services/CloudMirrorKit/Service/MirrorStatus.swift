@@ -11,11 +11,6 @@ extension ErrorCode {
     public static let mirrorNotConfigured: ErrorCode = "mirrorNotConfigured"
 }
 
-struct MirrorNowResult: Codable, Sendable {
-    var send: MirrorSendReport
-    var fetch: MirrorFetchReport
-}
-
 /// `account.signIn`.
 struct SignInParams: Codable, Sendable {
     /// The cloud user's credential; absent: the one the service started with.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import MeowWire
+import StoreWire
 
 /// The data model as data (like a compiled `.xcdatamodeld`): entities, their attributes and
 /// relationships, and the configurations that say which store holds which entity.
@@ -48,10 +49,6 @@ public struct ManagedObjectModel: Sendable, Codable {
         }
         return nil
     }
-}
-
-public enum StoreScope: String, Sendable, Codable, Hashable {
-    case `private`, shared
 }
 
 /// Which entities a store holds (Core Data's model configurations).

@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
+import StoreWire
 import Synchronization
 
 /// The running store-service: the coordinator, the routing rule, the event hub, and each
