@@ -1,5 +1,6 @@
 import CloudWire
 import MeowWire
+import SQLiteKit
 @testable import SyncServiceKit
 import TestSupport
 import Testing
@@ -21,6 +22,19 @@ import Testing
         let reopened = wireError { _ = try CloudFixture(path: path) }
         #expect(reopened?.code == .internalError)
         #expect(reopened?.message.contains("user 'alice', column status, holds 'asleep'") == true, "\(reopened?.message ?? "no error")")
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aRunningServiceAnswersADamagedAccountStatusWithInternalErrorNamingTheRow() async throws {
+        let dir = TemporaryDirectory(prefix: "dv")
+        let service = try await CloudProcess(dir: dir).start(dataDir: true)
+        let admin = try await CloudProcess(dir: dir).connect(CloudProcess.admin, client: "damaged-vocabulary-tests")
+        try Database(path: dir.file("data/cloud.sqlite")).execute("UPDATE users SET status = 'asleep' WHERE name = 'alice'")
+        let error = await CloudProcess.failure { _ = try await admin.call("admin.listUsers", Empty()) }
+        #expect(error?.code == .internalError)
+        #expect(error?.message.contains("The users row of user 'alice', column status, holds 'asleep'") == true, "\(error?.message ?? "no error")")
+        admin.close()
+        _ = await service.stop()
     }
 
     @Test func aDamagedFieldTypeEnvironmentIsAnErrorNotDevelopment() throws {
