@@ -71,10 +71,10 @@ import Testing
         try cloud.shareZone(zone, with: [("alice", "readOnly")], accept: false)
         _ = try cloud.engine.setParticipantPermission(caller: "owner", ShareParams(zoneID: zone, user: "alice", permission: "none"))
         _ = try cloud.engine.acceptShare(caller: "alice", ShareParams(zoneID: ownerZone))
-        func databaseChanges(since token: String?) throws -> FetchDatabaseChangesResult {
+        func databaseChanges(since token: ChangeToken?) throws -> FetchDatabaseChangesResult {
             try cloud.engine.fetchDatabaseChanges(caller: "alice", FetchDatabaseChangesParams(database: .shared, since: token))
         }
-        func zoneChanges(since token: String?) throws -> FetchZoneChangesResult {
+        func zoneChanges(since token: ChangeToken?) throws -> FetchZoneChangesResult {
             try cloud.engine.fetchZoneChanges(caller: "alice", FetchZoneChangesParams(database: .shared, zoneID: ownerZone, since: token))
         }
         // Accepted at none: not in alice's shared database, and a fetch of it finds nothing.

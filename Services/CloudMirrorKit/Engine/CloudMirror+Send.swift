@@ -348,7 +348,7 @@ extension CloudMirror {
             if batch.database == .private { try ensureZones(Set(batch.items.compactMap { $0.record?.zoneID })) }
             let params = Self.request(batch, model: engine.model)
             report.requests += 1
-            pass.inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params, read: ModifyVerdicts.init(bytes:))))
+            pass.inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params, read: { bytes in try? ModifyVerdicts.read(bytes) })))
             if pass.upcoming.isEmpty { try buildMore(&pass, scope: scope, report: &report) }
         }
     }
@@ -418,7 +418,7 @@ extension CloudMirror {
         switch verdict {
         case let .success(result):
             // Every entry saved: only the mirror's metadata changes. (Read from the reply's bytes
-            // when it came in the service's form, `ModifyVerdicts(bytes:)`.)
+            // when it came in the service's form, by `ModifyVerdicts`'s reader.)
             let verdicts = read ?? ModifyVerdicts(saved: result["saved"], deleted: result["deleted"])
             try applyVerdicts(items: items, scopeStore: batch.storeName, verdicts: verdicts, errors: [:],
                               answered: batch.createsInFlight, report: &report, pass: &pass)

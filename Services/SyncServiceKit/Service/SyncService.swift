@@ -102,14 +102,6 @@ public final class SyncService: ServiceDefinition {
     }
 
     public var features: [String] { ["users", "zones", "records", "changes", "shares", "subscriptions", "admin"] }
-    /// Requests' records (request → params → saves → record: depth 4) keep their fields' text:
-    /// a save stores it as it came when it is already in stored form, instead of writing the
-    /// parsed fields out again (an eighth of the service's time per record saved); and such
-    /// fields are not parsed into a tree at all unless something asks for them
-    /// (`CloudRecord.fields`): building the tree was a fifth of a save.
-    public var keptRequestText: JSONParser.KeptText? {
-        JSONParser.KeptText(key: "fields", depth: 4, textOnly: { bytes, start in StoredFields.end(bytes, from: start) })
-    }
     public var topics: [String] { [Self.databaseChangesTopic, Self.notificationsTopic] }
 
     public func start(events: EventHub) throws {

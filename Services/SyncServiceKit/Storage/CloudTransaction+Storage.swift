@@ -124,8 +124,7 @@ extension CloudTransaction {
 
     func decodeFields(_ text: String?) -> [String: JSONValue] {
         guard let text else { return [:] }
-        if let object = FieldsJSON.parse(text)?.objectValue { return object }
-        return (try? decoder.decode([String: FieldDecoding].self, from: Data(text.utf8)))?.mapValues(\.value) ?? [:]
+        return (try? JSONParser.parse(text)).flatMap(FieldCoding.normalized) ?? [:]
     }
 
     /// The wire form of a stored record as `caller` sees it (share records carry `shareInfo`).
@@ -211,7 +210,7 @@ extension CloudTransaction {
         guard let row = try db.query("SELECT body, superseded_seq FROM record_versions WHERE zone = ? AND name = ? AND tag = ?",
                                      [zone.id, name, tag]).first,
               let body = row[0].string,
-              var record = try? decoder.decode(CloudRecord.self, from: Data(body.utf8)),
+              var record = try? CloudRecord.read(body),
               try mayReadVersion(supersededAt: row[1].int64 ?? 0, writer: record.lastModifiedUserRecordName, zone: zone, caller: caller)
         else { return nil }
         record.zoneID = zone.zoneID.presented(to: caller)
