@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// kill -9 at named points (MEOW_CRASH_AT), several hits each; after every restart: no
 /// acknowledged write lost, nothing duplicated, both devices converge with the cloud, and every
@@ -12,8 +13,8 @@ struct CrashHarnessTests {
     final class Deployment: @unchecked Sendable {
         // @unchecked: used by one test at a time.
         let directory = TemporaryDirectory(prefix: "crash")
-        var cloud: ServiceProcess?
-        var devices: [String: ServiceProcess] = [:]
+        var cloud: MeowProcess?
+        var devices: [String: MeowProcess] = [:]
 
         init() throws {
             try #"{"users":[{"user":"u","credential":"u-secret"}]}"#.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
@@ -22,13 +23,13 @@ struct CrashHarnessTests {
         func socket(_ name: String) -> String { directory.file("\(name).sock") }
 
         func startCloud(crashAt: String? = nil) async throws {
-            cloud = try await ServiceProcess.start("sync-service", ["--socket", socket("cloud"), "--data-dir", directory.file("cloud"),
+            cloud = try await MeowProcess.start("sync-service", ["--socket", socket("cloud"), "--data-dir", directory.file("cloud"),
                                                                     "--users", directory.file("users.json")],
                                                    environment: crashAt.map { ["MEOW_CRASH_AT": $0] } ?? ["MEOW_CRASH_AT": ""])
         }
 
         func startDevice(_ name: String, crashAt: String? = nil) async throws {
-            devices[name] = try await ServiceProcess.start("store-service", [
+            devices[name] = try await MeowProcess.start("store-service", [
                 "--socket", socket(name), "--data-dir", directory.file(name), "--no-orphan-repair",
                 "--sync-socket", socket("cloud"), "--sync-credential", "u-secret", "--device-name", name],
                 environment: ["MEOW_CRASH_AT": crashAt ?? ""])
@@ -52,7 +53,7 @@ struct CrashHarnessTests {
             var problems: [String] = []
             for file in [directory.file("cloud/cloud.sqlite")] + ["A", "B"].flatMap({ [directory.file("\($0)/MeowCare-Private.sqlite"), directory.file("\($0)/MeowCare-Shared.sqlite")] })
             where FileManager.default.fileExists(atPath: file) {
-                let result = try await runTool("/usr/bin/sqlite3", [file, "PRAGMA integrity_check"])
+                let result = try await MeowProcess.run("/usr/bin/sqlite3", [file, "PRAGMA integrity_check"])
                 if result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "ok" { problems.append("\(file): \(result.stdout)") }
             }
             return problems

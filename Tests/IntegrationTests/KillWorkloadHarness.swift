@@ -5,6 +5,7 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// The processes of the random-kill workload: a sync-service, two devices of the owner (O1, O2)
 /// and one of the participant alice (P), all on files and on the TripLog example model, each
@@ -36,7 +37,7 @@ final class KillWorkloadHarness: @unchecked Sendable {
     }
 
     let directory = TemporaryDirectory(prefix: "kw")
-    private(set) var running: [String: ServiceProcess] = [:]
+    private(set) var running: [String: MeowProcess] = [:]
     private var clients: [String: WireClient] = [:]
     /// The kill armed now, and whether its SIGKILL has been sent.
     private(set) var armed: Kill?
@@ -56,10 +57,10 @@ final class KillWorkloadHarness: @unchecked Sendable {
         clients[name] = nil
         let environment = ["MEOW_CRASH_AT": crashAt ?? ""]
         if name == "cloud" {
-            running[name] = try await ServiceProcess.start("sync-service", ["--socket", socket(name), "--data-dir", directory.file(name),
+            running[name] = try await MeowProcess.start("sync-service", ["--socket", socket(name), "--data-dir", directory.file(name),
                                                                            "--users", directory.file("users.json")], environment: environment)
         } else {
-            running[name] = try await ServiceProcess.start("store-service", [
+            running[name] = try await MeowProcess.start("store-service", [
                 "--socket", socket(name), "--data-dir", directory.file(name), "--no-orphan-repair", "--model", Self.model,
                 "--sync-socket", socket("cloud"), "--sync-credential", name == "P" ? "alice-secret" : "owner-secret", "--device-name", name],
                 environment: environment)
@@ -86,7 +87,7 @@ final class KillWorkloadHarness: @unchecked Sendable {
         guard let armed, let victim = running[armed.victim] else { return false }
         if sigkillSent { return true }
         guard armed.point != nil else { return false }
-        return await victim.waitForLine(containing: "crash point reached", timeout: victim.isRunning ? 10 : 2) != nil
+        return await victim.waitForLine(containing: "crash point reached", timeout: .seconds(victim.isRunning ? 10 : 2)) != nil
     }
 
     /// Waits for the victim's death, restarts it disarmed; the exit status (137 for kill -9).
@@ -224,7 +225,7 @@ final class KillWorkloadHarness: @unchecked Sendable {
         var problems: [String] = []
         let files = FileManager.default.enumerator(atPath: directory.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".sqlite") } ?? []
         for file in files {
-            let result = try await runTool("/usr/bin/sqlite3", [directory.file(file), "PRAGMA integrity_check"])
+            let result = try await MeowProcess.run("/usr/bin/sqlite3", [directory.file(file), "PRAGMA integrity_check"])
             if result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "ok" { problems.append("\(file): \(result.stdout)") }
         }
         return problems
