@@ -7,6 +7,7 @@ import MeowWire
 import TestSupport
 import Testing
 import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 @Suite("Service lifecycle")
 struct LifecycleTests {
@@ -83,7 +84,7 @@ struct LifecycleTests {
         // A shell starts the service in the background, watching the shell, prints its pid and
         // exits: the watched process ends at once (perhaps before the service looks).
         let started = try await MeowProcess.run("/bin/sh", ["-c", "MEOW_EXIT_WITH_PID=$$ \"$0\" --socket \"$1\" --in-memory >/dev/null 2>&1 </dev/null & echo $!",
-                                                    Binaries.path("store-service"), socket])
+                                                    try ExecutableLocator.locate().path("store-service"), socket])
         let pid = try #require(pid_t(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
         let ended = try await MeowProcess.waitForEnd(ofProcess: pid, timeout: .milliseconds(20_000))
         if !ended { kill(pid, SIGKILL) }
@@ -199,7 +200,7 @@ struct LifecycleTests {
         let directory = TemporaryDirectory()
         let socket = directory.file("echo.sock")
         // The echo server answers nothing a client would match: ids come back as requests.
-        let echo = try MeowProcess(Binaries.path("echo-baseline"), [socket])
+        let echo = try MeowProcess("echo-baseline", [socket])
         _ = await echo.waitForLine(containing: "ready")
         let client = try WireClient(socketPath: socket)
         await #expect(throws: WireError.self) {
@@ -216,7 +217,7 @@ struct LifecycleTests {
         chown(directory.path, 65534, 65534)
         let socket = directory.file("nobody.sock")
         let service = try await MeowProcess.start("/usr/bin/setpriv",
-            ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.path("store-service"), "--socket", socket, "--in-memory"])
+            ["--reuid=65534", "--regid=65534", "--clear-groups", try ExecutableLocator.locate().path("store-service"), "--socket", socket, "--in-memory"])
         let refused = try RawConnection(path: socket)
         let reply = try refused.nextMessage()
         #expect(reply["error"]?["code"] == "peerNotAllowed")
@@ -225,7 +226,7 @@ struct LifecycleTests {
         _ = await service.stop()
 
         let allowed = try await MeowProcess.start("/usr/bin/setpriv",
-            ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.path("store-service"), "--socket", socket, "--in-memory", "--allow-uid", "0"])
+            ["--reuid=65534", "--regid=65534", "--clear-groups", try ExecutableLocator.locate().path("store-service"), "--socket", socket, "--in-memory", "--allow-uid", "0"])
         #expect(try RawConnection(path: socket).hello()["ok"] == true)
         _ = await allowed.stop()
     }
@@ -235,7 +236,7 @@ struct LifecycleTests {
         let directory = TemporaryDirectory()
         let socket = directory.file("act.sock")
         let service = try MeowProcess("/usr/bin/systemd-socket-activate",
-                                         ["-l", socket, Binaries.path("sync-service"), "--in-memory", "--socket", directory.file("unused.sock")])
+                                         ["-l", socket, try ExecutableLocator.locate().path("sync-service"), "--in-memory", "--socket", directory.file("unused.sock")])
         _ = await service.waitForLine(containing: "Listening on")
         // The service starts on the first connection; hello proves it answered on the passed fd.
         let client = try WireClient(socketPath: socket)

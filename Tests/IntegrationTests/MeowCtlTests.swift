@@ -6,6 +6,7 @@ import MeowWire
 import TestSupport
 import Testing
 import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 @Suite("meowctl")
 struct MeowCtlTests {
@@ -48,7 +49,7 @@ struct MeowCtlTests {
         let echo = String(repeating: "m", count: 300_000)
         let file = service.directory.file("params.json")
         try JSONWriter.text(["echo": .string(echo)] as JSONValue).write(toFile: file, atomically: true, encoding: .utf8)
-        let meowctl = Binaries.path("meowctl")
+        let meowctl = try ExecutableLocator.locate().path("meowctl")
         for source in ["--params-file \(file)", "--params-file - < \(file)"] {
             let run = try await MeowProcess.run("/bin/sh", ["-c", "\(meowctl) call --raw --socket \(service.socket) ping \(source)"])
             #expect(run.status == 0, "\(source): \(run.stderr)")
@@ -81,7 +82,7 @@ struct MeowCtlTests {
         let upstream = directory.file("echo.sock")
         let tapSocket = directory.file("tap.sock")
         let logFile = directory.file("tap.log")
-        let echo = try MeowProcess(Binaries.path("echo-baseline"), [upstream])
+        let echo = try MeowProcess("echo-baseline", [upstream])
         #expect(await echo.waitForLine(containing: "ready") != nil)
         // --show-credentials: unparseable bytes are logged only then (a credential may be in them).
         let tap = try MeowProcess("meowctl", ["tap", "--listen", tapSocket, "--to", upstream, "--log", logFile, "--show-credentials"])

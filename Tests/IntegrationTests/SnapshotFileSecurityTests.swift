@@ -6,6 +6,7 @@ import MeowWire
 import TestSupport
 import Testing
 import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 /// Snapshot files a service writes or reads for a client: only where the client may, never the
 /// service's own files, never through a planted link, never past a size bound.
@@ -16,7 +17,7 @@ struct SnapshotFileSecurityTests {
     /// `meowctl ARGS --json` as uid 65534 (a peer of another uid, as `--allow-uid` lets in).
     static func asNobody(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
         let result = try await MeowProcess.run("/usr/bin/setpriv", ["--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", "--",
-                                                            Binaries.path("meowctl")] + arguments + ["--json"], environment: environment)
+                                                            try ExecutableLocator.locate().path("meowctl")] + arguments + ["--json"], environment: environment)
         return (result.status, result.stdout + result.stderr)
     }
 

@@ -6,6 +6,7 @@ import MeowWire
 import TestSupport
 import Testing
 import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 /// Imports are streamed: a snapshot file of hundreds of megabytes goes in with the service's
 /// memory bounded by a small constant, complete, and a file that turns out truncated at its very
@@ -97,7 +98,7 @@ struct SnapshotStreamingTests {
         #expect(try SnapshotFileSecurityTests.peakResidentBytes(device.pid) < Self.peakBound)
 
         // One more event, then the same file cut short at its end: every row is read and rolled back.
-        _ = try await MeowProcess.run(Binaries.path("meowctl"), ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "later"])
+        _ = try await MeowProcess.run("meowctl", ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "later"])
         try Self.truncateEnd(big)
         do throws(WireError) {
             _ = try await client.call("snapshot.import", ["path": .string(big)], timeout: .seconds(120))
@@ -181,7 +182,7 @@ struct SnapshotStreamingTests {
         let device = try await MeowProcess.start("store-service", ["--socket", directory.file("d.sock"), "--in-memory"])
         let client = try WireClient(socketPath: directory.file("d.sock"))
         try await client.hello(client: "snapshot-streaming")
-        let meowctl = Binaries.path("meowctl")
+        let meowctl = try ExecutableLocator.locate().path("meowctl")
         _ = try await MeowProcess.run(meowctl, ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "kept"])
         let file = directory.file("device.json")
         _ = try await client.call("snapshot.export", ["path": .string(file)])

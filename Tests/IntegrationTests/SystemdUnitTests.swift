@@ -6,6 +6,7 @@ import MeowWire
 import Testing
 import TestSupport
 import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 /// The units in deploy/systemd as an administrator installs them. No systemd runs here (no
 /// PID 1), so what can be checked without one is: `systemd-analyze verify` and `security
@@ -37,7 +38,7 @@ struct SystemdUnitTests {
     static func installedCopies(in directory: TemporaryDirectory) throws -> [String] {
         try units.map { name in
             let instance = name.replacingOccurrences(of: "@.", with: "@device-a.")
-            let text = try Self.text(name).replacingOccurrences(of: "/usr/local/bin", with: Binaries.directory)
+            let text = try Self.text(name).replacingOccurrences(of: "/usr/local/bin", with: try ExecutableLocator.locate().directory)
             try text.write(toFile: directory.file(instance), atomically: true, encoding: .utf8)
             return directory.file(instance)
         }
@@ -136,7 +137,7 @@ struct SystemdUnitTests {
         // services' users cannot reach (a checkout in a 0700 directory).
         Self.directory("\(root)/bin", owner: 0, mode: 0o755)
         for binary in ["store-service", "sync-service"] {
-            try FileManager.default.copyItem(atPath: Binaries.path(binary), toPath: "\(root)/bin/\(binary)")
+            try FileManager.default.copyItem(atPath: try ExecutableLocator.locate().path(binary), toPath: "\(root)/bin/\(binary)")
             #expect(chmod("\(root)/bin/\(binary)", 0o755) == 0)
         }
         Self.directory("\(root)/etc", owner: 0, mode: 0o750)
@@ -175,10 +176,10 @@ struct SystemdUnitTests {
         // A person in group meowcare (a supplementary group) may use meowctl; anyone else is
         // kept out by the socket's mode before the service sees them.
         let member = try await MeowProcess.run("/usr/bin/setpriv", ["--reuid=64110", "--regid=64110", "--groups=\(group)", "--",
-                                                              Binaries.path("meowctl"), "call", "--socket", "\(root)/run/store-device-a.sock", "health"])
+                                                              try ExecutableLocator.locate().path("meowctl"), "call", "--socket", "\(root)/run/store-device-a.sock", "health"])
         #expect(member.status == 0, "\(member.stderr)")
         let outsider = try await MeowProcess.run("/usr/bin/setpriv", ["--reuid=64111", "--regid=64111", "--clear-groups", "--",
-                                                                Binaries.path("meowctl"), "call", "--socket", "\(root)/run/store-device-a.sock", "health"])
+                                                                try ExecutableLocator.locate().path("meowctl"), "call", "--socket", "\(root)/run/store-device-a.sock", "health"])
         #expect(outsider.status != 0)
         #expect(outsider.stderr.lowercased().contains("permission denied"), "\(outsider.stderr)")
     }

@@ -3,6 +3,7 @@ import MeowWire
 import Testing
 import TestSupport
 import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 extension Mirroring {
     /// Long requests report `progress` events to the connection that made them, and meowctl
@@ -51,7 +52,7 @@ extension Mirroring {
             let session = try await owner.insertSession("small")
             try await owner.insertEvents(["a", "b"], session: session)
             try await owner.send()
-            let meowctl = Binaries.path("meowctl")
+            let meowctl = try ExecutableLocator.locate().path("meowctl")
             let shared = try await MeowProcess.run(meowctl, ["share", "create", "--socket", owner.socket, "--session", "small", "--progress"])
             #expect(shared.status == 0, "\(shared.stderr)")
             #expect(shared.stderr.contains("share.create: moving 0/3\n") && shared.stderr.contains("share.create: moving 3/3"), "\(shared.stderr)")
