@@ -3,7 +3,7 @@ import MeowCareTesting
 import Testing
 
 /// A cluster that changes shape during a test: a cloud alone, devices added later, a device
-/// killed and started again on its data, and the processes under it.
+/// and the cloud killed and started again on their data, and the processes under them.
 @Suite struct ClusterShapeTests {
     @Test func aCloudAloneTakesDevicesLaterAndADeviceKilledComesBackOnItsData() async throws {
         var configuration = MeowClusterConfiguration(devices: [])
@@ -31,6 +31,17 @@ import Testing
             #expect(running?.code == .invalidConfiguration)
             let stranger = await #expect(throws: MeowCareError.self) { try await cluster.addDevice(.init(name: "B", user: "nobody")) }
             #expect(stranger?.code == .invalidConfiguration)
+            try await again.sync.send()
+
+            // The cloud killed and started again on its data: the record is there, and the device reconnects.
+            let cloudProcess = try #require(cluster.cloudProcess)
+            cloudProcess.kill()
+            let cloud = try await cluster.restartCloud()
+            #expect(cluster.cloudProcess !== cloudProcess)
+            #expect(try await cloud.user("olivia").records(in: .coreData).count == 1)
+            try await again.insert("CareSession", ["id": "s2", "title": "Tama"])
+            try await again.sync.send()
+            #expect(try await cluster.cloud.user("olivia").records(in: .coreData).count == 2)
             #expect(await cluster.cloudProcess?.stop() == 0)
         }
     }

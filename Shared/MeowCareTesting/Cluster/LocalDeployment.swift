@@ -46,19 +46,19 @@ struct StartedServices: Sendable {
 final class LocalDeployment: Sendable {
     let directory: String
     let endpoints: ClusterEndpoints
-    let cloudProcess: MeowProcess
+    /// The cloud's process (its latest start).
+    private let cloud = Mutex<MeowProcess?>(nil)
     private let ownsDirectory: Bool
     private let binaries: ExecutableLocator
     private let configuration: MeowClusterConfiguration
     /// Every device process by device name, and the slot (socket, log, data) each name has.
     private let devices = Mutex<(processes: [String: MeowProcess], slots: [String: Int])>(([:], [:]))
 
-    private init(directory: String, ownsDirectory: Bool, endpoints: ClusterEndpoints, cloudProcess: MeowProcess, binaries: ExecutableLocator,
+    private init(directory: String, ownsDirectory: Bool, endpoints: ClusterEndpoints, binaries: ExecutableLocator,
                  configuration: MeowClusterConfiguration) {
         self.directory = directory
         self.ownsDirectory = ownsDirectory
         self.endpoints = endpoints
-        self.cloudProcess = cloudProcess
         self.binaries = binaries
         self.configuration = configuration
     }
@@ -69,7 +69,6 @@ final class LocalDeployment: Sendable {
         let binaries = try ExecutableLocator.locate()
         let directory: String
         if let own = configuration.directory { directory = own } else { directory = try makeDirectory() }
-        var cloudProcess: MeowProcess?
         var deployment: LocalDeployment?
         do throws(MeowCareError) {
             let credentials = Dictionary(uniqueKeysWithValues: configuration.users.map { ($0, configuration.credentials[$0] ?? randomSecret()) })
@@ -80,29 +79,49 @@ final class LocalDeployment: Sendable {
                 throw MeowCareError(.serviceDidNotStart, "Could not write \(usersFile).", service: "cluster")
             }
             let cloud = ServiceEndpoint(name: "cloud", socket: "\(directory)/c.sock", logPath: "\(directory)/cloud.log")
-            let onDisk = configuration.persistence == .sqlite
-            let process = try MeowProcess(
-                binaries.syncService, ["--socket", cloud.socket, "--users", usersFile] + (onDisk ? ["--data-dir", "\(directory)/cloud"] : ["--in-memory"])
-                    + configuration.cloudArguments,
-                environment: configuration.cloudEnvironment.merging(["MEOW_ADMIN_CREDENTIAL": admin]) { _, new in new },
-                name: "cloud", logPath: cloud.logPath!)
-            cloudProcess = process
             let endpoints = ClusterEndpoints(cloud: cloud, adminCredential: admin, devices: [], credentials: credentials)
             let started = LocalDeployment(directory: directory, ownsDirectory: configuration.directory == nil, endpoints: endpoints,
-                                          cloudProcess: process, binaries: binaries, configuration: configuration)
+                                          binaries: binaries, configuration: configuration)
             deployment = started
-            return (started, try await started.startDevices(lifecycle: lifecycle))
+            return (started, try await started.startServices(lifecycle: lifecycle))
         } catch {
             lifecycle.stop()
-            if let deployment { await deployment.stop() } else { await cloudProcess?.stop(timeout: .seconds(5)) }
+            await deployment?.stop()
             if configuration.directory == nil { try? FileManager.default.removeItem(atPath: directory) }
             throw error
         }
     }
 
-    /// Spawns the configuration's devices while the cloud starts, then waits for them all.
-    private func startDevices(lifecycle: ClusterLifecycle) async throws(MeowCareError) -> StartedServices {
-        let cloud = endpoints.cloud, admin = endpoints.adminCredential, process = cloudProcess, timeout = configuration.startTimeout
+    /// The cloud's process, from its latest start.
+    var cloudProcess: MeowProcess? { cloud.withLock { $0 } }
+
+    /// Spawns the sync-service (the users file is written already).
+    private func launchCloud() throws(MeowCareError) -> MeowProcess {
+        let onDisk = configuration.persistence == .sqlite
+        let process = try MeowProcess(
+            binaries.syncService, ["--socket", endpoints.cloud.socket, "--users", "\(directory)/users.json"]
+                + (onDisk ? ["--data-dir", "\(directory)/cloud"] : ["--in-memory"]) + configuration.cloudArguments,
+            environment: configuration.cloudEnvironment.merging(["MEOW_ADMIN_CREDENTIAL": endpoints.adminCredential]) { _, new in new },
+            name: "cloud", logPath: endpoints.cloud.logPath!)
+        cloud.withLock { $0 = process }
+        return process
+    }
+
+    /// Starts the cloud again once its process has ended (same socket and users; with
+    /// `.sqlite`, the same data) and returns the admin's connection once it is ready.
+    func restartCloud(lifecycle: ClusterLifecycle) async throws(MeowCareError) -> TracedConnection {
+        if cloudProcess?.isRunning == true {
+            throw MeowCareError(.invalidConfiguration, "The cloud is running; stop or kill its process before starting it again.", service: "cluster")
+        }
+        let process = try launchCloud()
+        return try await Self.waitForHealth(endpoints.cloud, credential: endpoints.adminCredential, process: process, timeout: configuration.startTimeout,
+                                            lifecycle: lifecycle)
+    }
+
+    /// Spawns the cloud and then the configuration's devices while it starts, then waits for them all.
+    private func startServices(lifecycle: ClusterLifecycle) async throws(MeowCareError) -> StartedServices {
+        let process = try launchCloud()
+        let cloud = endpoints.cloud, admin = endpoints.adminCredential, timeout = configuration.startTimeout
         async let cloudConnection = Self.readiness(cloud, credential: admin, process: process, timeout: timeout, lifecycle: lifecycle)
         var started: [(ServiceEndpoint, MeowProcess)] = []
         do throws(MeowCareError) {
@@ -234,7 +253,7 @@ final class LocalDeployment: Sendable {
 
     /// SIGTERM to every service at once, then the directory is removed (unless it is the configuration's).
     func stop() async {
-        await Self.stopAll([cloudProcess] + devices.withLock { Array($0.processes.values) })
+        await Self.stopAll((cloudProcess.map { [$0] } ?? []) + devices.withLock { Array($0.processes.values) })
         if ownsDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 

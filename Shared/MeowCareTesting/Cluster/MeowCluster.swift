@@ -14,15 +14,14 @@ import Synchronization
 /// ```
 public final class MeowCluster: Sendable {
     public let configuration: MeowClusterConfiguration
-    public let cloud: MeowCloud
     /// The cluster's directory (sockets, logs, SQLite files); the deployment's in external mode.
     public let directory: String
     /// Whether the cluster uses a running deployment (`MEOWCARE_EXTERNAL`) rather than its own services.
     public let isExternal: Bool
     let lifecycle: ClusterLifecycle
     private let local: LocalDeployment?
-    /// The devices (in the configuration's order, then as added) and each service's log file.
-    private let state: Mutex<(devices: [MeowDevice], logFiles: [(service: String, path: String)])>
+    /// The cloud, the devices (in the configuration's order, then as added) and each service's log file.
+    private let state: Mutex<(cloud: MeowCloud, devices: [MeowDevice], logFiles: [(service: String, path: String)])>
 
     /// The cluster of the running test (the `.meowCluster` trait's, or `withMeowCluster`'s).
     @TaskLocal static var scoped: MeowCluster?
@@ -46,12 +45,11 @@ public final class MeowCluster: Sendable {
     private init(configuration: MeowClusterConfiguration, devices: [MeowDevice], cloud: MeowCloud, directory: String, isExternal: Bool,
                  lifecycle: ClusterLifecycle, local: LocalDeployment?, logFiles: [(service: String, path: String)]) {
         self.configuration = configuration
-        self.cloud = cloud
         self.directory = directory
         self.isExternal = isExternal
         self.lifecycle = lifecycle
         self.local = local
-        state = Mutex((devices, logFiles))
+        state = Mutex((cloud, devices, logFiles))
     }
 
     /// Starts the services (or connects to `configuration.externalDeployment`) and returns once
@@ -87,6 +85,9 @@ public final class MeowCluster: Sendable {
                    lifecycle: lifecycle)
     }
 
+    /// The cloud: its latest start's clients.
+    public var cloud: MeowCloud { state.withLock { $0.cloud } }
+
     /// The devices: the configuration's, in its order, then those added.
     public var devices: [MeowDevice] { state.withLock { $0.devices } }
 
@@ -116,6 +117,24 @@ public final class MeowCluster: Sendable {
     /// The cloud's process: stop it, kill it (`kill -9`), read its log lines, see its exit
     /// status. nil in external mode.
     public var cloudProcess: MeowProcess? { local?.cloudProcess }
+
+    /// Starts the cloud again once its process has ended (stopped or killed): the same socket
+    /// and users and, with `.sqlite`, the same data; returns the new `MeowCloud` (also
+    /// `cloud` from now on) once it is ready. Devices reconnect by themselves. Not in external mode.
+    @discardableResult
+    public func restartCloud() async throws(MeowCareError) -> MeowCloud {
+        guard let local else {
+            throw MeowCareError(.invalidConfiguration, "An external deployment's cloud is its own: a test cannot start it again.", service: "cluster")
+        }
+        if lifecycle.isStopped { throw lifecycle.stoppedError(op: nil, service: "cluster") }
+        let admin = try await local.restartCloud(lifecycle: lifecycle)
+        return state.withLock { state in
+            let old = state.cloud
+            state.cloud = MeowCloud(socketPath: old.socketPath, admin: MeowCloudAdmin(connection: admin), credentials: old.credentials,
+                                    adminCredential: old.adminCredential, lifecycle: lifecycle)
+            return state.cloud
+        }
+    }
 
     /// The process of the device named `name` (its latest start); nil in external mode.
     public func process(of name: String) -> MeowProcess? { local?.process(of: name) }
