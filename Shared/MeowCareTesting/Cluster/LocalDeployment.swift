@@ -95,13 +95,14 @@ final class LocalDeployment: Sendable {
     /// The cloud's process, from its latest start.
     var cloudProcess: MeowProcess? { cloud.withLock { $0 } }
 
-    /// Spawns the sync-service (the users file is written already).
-    private func launchCloud() throws(MeowCareError) -> MeowProcess {
+    /// Spawns the sync-service (the users file is written already), `environment` over the configuration's.
+    private func launchCloud(environment: [String: String] = [:]) throws(MeowCareError) -> MeowProcess {
         let onDisk = configuration.persistence == .sqlite
         let process = try MeowProcess(
             binaries.syncService, ["--socket", endpoints.cloud.socket, "--users", "\(directory)/users.json"]
                 + (onDisk ? ["--data-dir", "\(directory)/cloud"] : ["--in-memory"]) + configuration.cloudArguments,
-            environment: configuration.cloudEnvironment.merging(["MEOW_ADMIN_CREDENTIAL": endpoints.adminCredential]) { _, new in new },
+            environment: configuration.cloudEnvironment.merging(environment) { _, new in new }
+                .merging(["MEOW_ADMIN_CREDENTIAL": endpoints.adminCredential]) { _, new in new },
             name: "cloud", logPath: endpoints.cloud.logPath!)
         cloud.withLock { $0 = process }
         return process
@@ -109,11 +110,11 @@ final class LocalDeployment: Sendable {
 
     /// Starts the cloud again once its process has ended (same socket and users; with
     /// `.sqlite`, the same data) and returns the admin's connection once it is ready.
-    func restartCloud(lifecycle: ClusterLifecycle) async throws(MeowCareError) -> TracedConnection {
+    func restartCloud(environment: [String: String], lifecycle: ClusterLifecycle) async throws(MeowCareError) -> TracedConnection {
         if cloudProcess?.isRunning == true {
             throw MeowCareError(.invalidConfiguration, "The cloud is running; stop or kill its process before starting it again.", service: "cluster")
         }
-        let process = try launchCloud()
+        let process = try launchCloud(environment: environment)
         return try await Self.waitForHealth(endpoints.cloud, credential: endpoints.adminCredential, process: process, timeout: configuration.startTimeout,
                                             lifecycle: lifecycle)
     }

@@ -119,15 +119,16 @@ public final class MeowCluster: Sendable {
     public var cloudProcess: MeowProcess? { local?.cloudProcess }
 
     /// Starts the cloud again once its process has ended (stopped or killed): the same socket
-    /// and users and, with `.sqlite`, the same data; returns the new `MeowCloud` (also
-    /// `cloud` from now on) once it is ready. Devices reconnect by themselves. Not in external mode.
+    /// and users and, with `.sqlite`, the same data, with `environment` over `cloudEnvironment`
+    /// for this start (e.g. a crash point to arm); returns the new `MeowCloud` (also `cloud`
+    /// from now on) once it is ready. Devices reconnect by themselves. Not in external mode.
     @discardableResult
-    public func restartCloud() async throws(MeowCareError) -> MeowCloud {
+    public func restartCloud(environment: [String: String] = [:]) async throws(MeowCareError) -> MeowCloud {
         guard let local else {
             throw MeowCareError(.invalidConfiguration, "An external deployment's cloud is its own: a test cannot start it again.", service: "cluster")
         }
         if lifecycle.isStopped { throw lifecycle.stoppedError(op: nil, service: "cluster") }
-        let admin = try await local.restartCloud(lifecycle: lifecycle)
+        let admin = try await local.restartCloud(environment: environment, lifecycle: lifecycle)
         return state.withLock { state in
             let old = state.cloud
             state.cloud = MeowCloud(socketPath: old.socketPath, admin: MeowCloudAdmin(connection: admin), credentials: old.credentials,
