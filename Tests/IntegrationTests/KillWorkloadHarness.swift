@@ -5,11 +5,11 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
-import class MeowCareCluster.MeowProcess
+import MeowCareCluster
 
-/// The processes of the random-kill workload: a sync-service, two devices of the owner (O1, O2)
-/// and one of the participant alice (P), all on files and on the TripLog example model, each
-/// restartable with a crash point armed; and the client calls, counted, that a plan's SIGKILL on
+/// The cluster of the random-kill workload: a sync-service, two devices of the owner (O1, O2)
+/// and one of the participant alice (P), all on files in `directory` and on the TripLog example
+/// model, each started again with a crash point armed or not; and the client calls, counted, that a plan's SIGKILL on
 /// the k-th acknowledgement rides on.
 final class KillWorkloadHarness: @unchecked Sendable {
     // @unchecked: one test drives it, one call at a time.
@@ -37,7 +37,7 @@ final class KillWorkloadHarness: @unchecked Sendable {
     }
 
     let directory = TemporaryDirectory(prefix: "kw")
-    private(set) var running: [String: MeowProcess] = [:]
+    private var cluster: MeowCluster?
     private var clients: [String: WireClient] = [:]
     /// The kill armed now, and whether its SIGKILL has been sent.
     private(set) var armed: Kill?
@@ -45,25 +45,40 @@ final class KillWorkloadHarness: @unchecked Sendable {
     private var sigkillDue = false
     private(set) var sigkillSent = false
 
-    init() throws {
-        let users = #"{"users":[{"user":"owner","credential":"owner-secret"},{"user":"alice","credential":"alice-secret"}]}"#
-        try users.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
+    init() throws {}
+
+    /// The latest process of `name` (a device, or `cloud`).
+    var running: [String: MeowProcess] {
+        guard let cluster else { return [:] }
+        var processes = Dictionary(uniqueKeysWithValues: cluster.devices.compactMap { device in cluster.process(of: device.name).map { (device.name, $0) } })
+        processes["cloud"] = cluster.cloudProcess
+        return processes
     }
 
-    func socket(_ name: String) -> String { directory.file("\(name).sock") }
+    func socket(_ name: String) -> String { name == "cloud" ? cluster!.cloud.socketPath : cluster![name].socketPath }
 
+    /// Starts `name` (the cloud first: the cluster's first start), or starts it again on its data.
     func start(_ name: String, crashAt: String? = nil) async throws {
         clients[name]?.close()
         clients[name] = nil
         let environment = ["MEOW_CRASH_AT": crashAt ?? ""]
+        guard let cluster else {
+            precondition(name == "cloud", "the cloud starts first")
+            var configuration = MeowClusterConfiguration(devices: [])
+            configuration.additionalUsers = ["owner", "alice"]
+            configuration.credentials = ["owner": "owner-secret", "alice": "alice-secret"]
+            configuration.persistence = .sqlite
+            configuration.directory = directory.path
+            configuration.cloudEnvironment = environment
+            configuration.externalDeployment = nil
+            self.cluster = try await MeowCluster.start(configuration)
+            return
+        }
         if name == "cloud" {
-            running[name] = try await MeowProcess.start("sync-service", ["--socket", socket(name), "--data-dir", directory.file(name),
-                                                                           "--users", directory.file("users.json")], environment: environment)
+            try await cluster.restartCloud(environment: environment)
         } else {
-            running[name] = try await MeowProcess.start("store-service", [
-                "--socket", socket(name), "--data-dir", directory.file(name), "--no-orphan-repair", "--model", Self.model,
-                "--sync-socket", socket("cloud"), "--sync-credential", name == "P" ? "alice-secret" : "owner-secret", "--device-name", name],
-                environment: environment)
+            try await cluster.addDevice(.init(name: name, user: name == "P" ? "alice" : "owner", arguments: ["--model", Self.model],
+                                              environment: environment, dataDirectory: directory.file(name)))
         }
     }
 
@@ -234,6 +249,6 @@ final class KillWorkloadHarness: @unchecked Sendable {
     func stopAll() async {
         for client in clients.values { client.close() }
         clients = [:]
-        for name in Self.processes { _ = await running[name]?.stop() }
+        await cluster?.stop()
     }
 }
