@@ -92,7 +92,7 @@ enum LoadBenchmark {
         func request(_ op: String, _ params: String) throws -> Result<JSONValue, LoadError> {
             nextID += 1
             try client.send(FrameEncoder.frame(Array(#"{"id":\#(nextID),"op":"\#(op)","params":\#(params)}"#.utf8)))
-            let reply = try JSONDecoder().decode(JSONValue.self, from: Data(try client.receive()))
+            let reply = try JSONParser.parse(try client.receive())
             if reply["ok"] == true { return .success(reply["result"] ?? .null) }
             return .failure(LoadError(code: reply["error"]?["code"]?.stringValue ?? "malformedReply"))
         }

@@ -103,7 +103,7 @@ final class RawClient: @unchecked Sendable {
     func call(_ op: String, _ params: String) throws -> JSONValue {
         nextID += 1
         try send(FrameEncoder.frame(Array(#"{"id":\#(nextID),"op":"\#(op)","params":\#(params)}"#.utf8)))
-        let reply = try JSONDecoder().decode(JSONValue.self, from: Data(try receive()))
+        let reply = try JSONParser.parse(try receive())
         guard reply["ok"] == true else { throw BenchError("\(op) failed: \(reply)") }
         return reply["result"] ?? .null
     }

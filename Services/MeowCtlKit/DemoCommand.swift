@@ -30,7 +30,7 @@ struct Deployment {
         self.directory = directory
         let path = directory + "/config/credentials.json"
         guard let data = FileManager.default.contents(atPath: path),
-              let values = try? JSONDecoder().decode([String: String].self, from: data) else {
+              let values = try? JSONValueDecoder().decode([String: String].self, from: Array(data)) else {
             throw DemoError("No deployment at \(directory): \(path) is missing. Start one with deploy/meowcare-local up --dir \(directory).")
         }
         credentials = values

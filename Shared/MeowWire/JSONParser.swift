@@ -20,47 +20,13 @@ public enum JSONParser {
         public var description: String { "\(reason) at byte \(offset)" }
     }
 
-    /// The suffix of the member that `keepingTextOf` adds beside each object member it names.
-    public static let textSuffix = "\u{0}text"
-
-    /// `keepingTextOf`: for every object member with this key, the parse also adds a member
-    /// named key + `textSuffix` holding the member's value as the exact JSON text it was sent
-    /// as (a client that stores a value as text keeps it without writing it again). A member
-    /// the input itself names key + `textSuffix`, where one is kept, is dropped: only the
-    /// parser writes one.
-    /// `atDepth`: only in objects at that depth (the top value is at depth 1), so a service
-    /// keeps the text of, say, its requests' records and of nothing nested inside them.
-    public static func parse(_ bytes: [UInt8], keepingTextOf keptKey: String? = nil, atDepth keptDepth: Int? = nil) throws(Failure) -> JSONValue {
-        try parse(bytes, keeping: keptKey.map { KeptText(key: $0, depth: keptDepth) })
-    }
-
-    /// A member whose text a parse keeps (`keepingTextOf`, `atDepth`), and optionally a test that
-    /// lets it keep the text alone: `textOnly` gets the bytes and the index where the member's
-    /// value starts, and answers the index just past the value when the caller needs nothing
-    /// but the text. It must accept only well-formed JSON (no value is parsed to check it).
-    public struct KeptText: Sendable {
-        public var key: String
-        public var depth: Int?
-        public var textOnly: (@Sendable (UnsafeBufferPointer<UInt8>, Int) -> Int?)?
-
-        public init(key: String, depth: Int?, textOnly: (@Sendable (UnsafeBufferPointer<UInt8>, Int) -> Int?)? = nil) {
-            self.key = key
-            self.depth = depth
-            self.textOnly = textOnly
-        }
-    }
-
-    public static func parse(_ bytes: [UInt8], keeping kept: KeptText?) throws(Failure) -> JSONValue {
-        try bytes.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSONValue in try parse(buffer, keeping: kept) }
+    public static func parse(_ bytes: [UInt8]) throws(Failure) -> JSONValue {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSONValue in try parse(buffer) }
     }
 
     /// Parses bytes in place (a value `JSONStream` has read into its buffer).
-    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>, keeping kept: KeptText? = nil) throws(Failure) -> JSONValue {
+    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(Failure) -> JSONValue {
         var reader = Reader(bytes: buffer)
-        reader.keptKey = kept?.key
-        reader.keptMember = kept.map { $0.key + textSuffix }
-        reader.keptDepth = kept?.depth
-        reader.textOnly = kept?.textOnly
         reader.skipWhitespace()
         let value = try reader.value(depth: 0)
         reader.skipWhitespace()
@@ -68,8 +34,11 @@ public enum JSONParser {
         return value
     }
 
+    /// Parses a text in place (a stored record's fields: no copy of its bytes).
     public static func parse(_ text: String) throws(Failure) -> JSONValue {
-        try parse(Array(text.utf8))
+        var text = text
+        let parsed = text.withUTF8 { bytes in Result { () throws(Failure) -> JSONValue in try parse(bytes) } }
+        return try parsed.get()
     }
 
     private struct Reader {
@@ -77,12 +46,8 @@ public enum JSONParser {
         var index = 0
         /// Scratch for strings with escapes, reused so a big request allocates it once.
         var scratch: [UInt8] = []
-        var keptKey: String?
-        var keptMember: String?
         /// Members of the objects being parsed, innermost last (see `members(from:)`).
         var pairs: [(key: String, value: JSONValue)] = []
-        var keptDepth: Int?
-        var textOnly: (@Sendable (UnsafeBufferPointer<UInt8>, Int) -> Int?)?
 
         init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -133,22 +98,7 @@ public enum JSONParser {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':' after a key") }
                 index += 1
                 skipWhitespace()
-                let start = index
-                if let keptMember, keptDepth == nil || keptDepth == depth {
-                    if key == keptKey, let textOnly, index < bytes.count, let end = textOnly(bytes, index), end > index, end <= bytes.count {
-                        // The caller needs the text alone: no tree is built for it (and an
-                        // earlier value under the same key goes: the last one wins, text and all).
-                        index = end
-                        dropEarlier(key, since: first)
-                        keepText(from: start, as: keptMember)
-                    } else {
-                        let parsed = try value(depth: depth)
-                        if key != keptMember { pairs.append((key, parsed)) }
-                        if key == keptKey { keepText(from: start, as: keptMember) }
-                    }
-                } else {
-                    pairs.append((key, try value(depth: depth)))
-                }
+                pairs.append((key, try value(depth: depth)))
                 skipWhitespace()
                 guard index < bytes.count else { throw failure("unexpected end of input in an object") }
                 switch bytes[index] {
@@ -167,22 +117,6 @@ public enum JSONParser {
             for index in first..<pairs.count { members[pairs[index].key] = pairs[index].value }
             pairs.removeSubrange(first...)
             return members
-        }
-
-        /// Removes members named `key` parsed since `first` (this object's).
-        @inline(never)
-        mutating func dropEarlier(_ key: String, since first: Int) {
-            var position = first
-            while position < pairs.count {
-                if pairs[position].key == key { pairs.remove(at: position) } else { position += 1 }
-            }
-        }
-
-        /// Out of line: `object`'s frame is on the stack once per nesting level (up to 512, on
-        /// service threads' stacks), and this work would make every one of them larger.
-        @inline(never)
-        mutating func keepText(from start: Int, as member: String) {
-            pairs.append((member, .string(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))))
         }
 
         mutating func array(depth: Int) throws(Failure) -> JSONValue {

@@ -4,10 +4,9 @@
 /// only to be read once).
 ///
 /// Every method answers nil or false at anything it does not expect, and never reads outside
-/// the buffer; a decoder that gets such an answer gives up, and its caller parses the bytes with
-/// `JSONParser` instead, so input the scanner does not take is judged by the parser, with the
-/// parser's errors. What the scanner does accept it reads as `JSONParser` would: strings with
-/// escapes go through the parser, and skipped values are checked against the same grammar.
+/// the buffer; `MessageReader` turns such an answer into an error naming where it stood. What
+/// the scanner accepts it reads as `JSONParser` would: strings with escapes go through the
+/// parser, and skipped values are checked against the same grammar.
 ///
 /// ```swift
 /// var scanner = JSONScanner(bytes)
@@ -41,6 +40,12 @@ public struct JSONScanner {
             default: return
             }
         }
+    }
+
+    /// Back to `index` (one this scanner was at), to read the value there again another way.
+    public mutating func rewind(to index: Int) {
+        precondition(index <= self.index)
+        self.index = index
     }
 
     /// The next byte after whitespace, not consumed.
@@ -270,22 +275,6 @@ public struct JSONScanner {
             }
         }
         return nil
-    }
-}
-
-/// A type that reads itself from JSON bytes with a `JSONScanner`: nil when it cannot, and the
-/// bytes are then parsed into a tree and decoded as usual (`Decodable`), which it must match
-/// for everything it does read. The services read such request params this way.
-public protocol JSONScannable {
-    init?(scanning scanner: inout JSONScanner)
-}
-
-extension JSONScannable {
-    /// Reads a whole text (one value, nothing after it but whitespace).
-    public static func scanned(_ bytes: UnsafeBufferPointer<UInt8>) -> Self? {
-        var scanner = JSONScanner(bytes)
-        guard let value = Self(scanning: &scanner), scanner.atEnd else { return nil }
-        return value
     }
 }
 

@@ -19,14 +19,9 @@ public struct JSONValueDecoder: Sendable {
     }
 
     /// Parses and decodes in one call; a parse failure is a `DecodingError.dataCorrupted`.
-    public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], keepingTextOf keptKey: String? = nil) throws -> T {
-        try decode(type, from: bytes, keeping: keptKey.map { JSONParser.KeptText(key: $0, depth: nil) })
-    }
-
-    /// Parses keeping the text of `kept` (`JSONParser.parse(_:keeping:)`) and decodes.
-    public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], keeping kept: JSONParser.KeptText?) throws -> T {
+    public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
         let value: JSONValue
-        do { value = try JSONParser.parse(bytes, keeping: kept) } catch {
+        do { value = try JSONParser.parse(bytes) } catch {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "The given data was not valid JSON: \(error)", underlyingError: error))
         }
         return try decode(type, from: value)

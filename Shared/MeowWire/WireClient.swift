@@ -43,21 +43,12 @@ public final class WireClient: Sendable {
         var closedError: WireError?
     }
 
-    /// Connects (no hello yet: call `hello`, or send raw requests to see what a service says).
-    /// Replies are parsed keeping the text of this member (`JSONParser.KeptText`; nil: none).
-    private let kept: JSONParser.KeptText?
     /// The size of the last request written, to give the next one's text its room.
     private let requestCapacity = Mutex(256)
 
-    public convenience init(socketPath: String, timeout: Duration = .seconds(30),
-                            maxFrameBytes: Int = WireLimits.defaultMaxFrameBytes, keepingTextOf keptKey: String? = nil) throws(WireError) {
-        try self.init(socketPath: socketPath, timeout: timeout, maxFrameBytes: maxFrameBytes,
-                      keeping: keptKey.map { JSONParser.KeptText(key: $0, depth: nil) })
-    }
-
+    /// Connects (no hello yet: call `hello`, or send raw requests to see what a service says).
     public init(socketPath: String, timeout: Duration = .seconds(30),
-                maxFrameBytes: Int = WireLimits.defaultMaxFrameBytes, keeping kept: JSONParser.KeptText?) throws(WireError) {
-        self.kept = kept
+                maxFrameBytes: Int = WireLimits.defaultMaxFrameBytes) throws(WireError) {
         self.socketPath = socketPath
         self.defaultTimeout = timeout
         self.maxFrameBytes = maxFrameBytes
@@ -222,7 +213,7 @@ public final class WireClient: Sendable {
             do {
                 while let frame = try decoder.nextFrame() {
                     if readDirectly(frame) { continue }
-                    guard let message = try? jsonDecoder.decode(IncomingMessage.self, from: frame, keeping: kept) else { continue }
+                    guard let message = try? jsonDecoder.decode(IncomingMessage.self, from: frame) else { continue }
                     dispatch(message)
                 }
             } catch {

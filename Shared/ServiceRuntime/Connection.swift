@@ -13,7 +13,6 @@ final class Connection {
     private let configuration: ServiceConfiguration
     private let logger: Logger
     private var decoder = JSONValueDecoder()
-    private let keptText: JSONParser.KeptText?
     private let encoder = JSONEncoder()
     private var outbound: [UInt8] = []
     /// The size of the last reply written as text (`sendSuccess`), to make the next one's room.
@@ -25,7 +24,6 @@ final class Connection {
         self.registry = server.registry
         self.configuration = server.configuration
         self.logger = Logger(label: "\(server.definition.name).connection")
-        keptText = server.definition.keptRequestText
         decoder.userInfo[IncomingRequest.registryKey] = registry
         encoder.outputFormatting = [.withoutEscapingSlashes]
     }
@@ -229,11 +227,12 @@ final class Connection {
         do {
             // One pass over the bytes, then typed params from the tree (see JSONParser for why),
             // unless the op's params read themselves from the bytes.
-            request = try readDirectly(body) ?? decoder.decode(IncomingRequest.self, from: JSONParser.parse(body, keeping: keptText))
+            request = try readDirectly(body) ?? decoder.decode(IncomingRequest.self, from: JSONParser.parse(body))
         } catch {
             send(ErrorReply(id: nil, error: Self.bodyError(body, error)))
             return
         }
+        if request.paramsUnread, let op = request.op { request.params = readParams(op: op, body: body) }
         if let fieldError = request.fieldError {
             send(ErrorReply(id: request.id, error: fieldError))
             return
@@ -266,8 +265,9 @@ final class Connection {
     private static let requestParams = Array("\",\"params\":".utf8)
 
     /// A request in the form clients of this package write, `{"id":<integer>,"op":"<name>",
-    /// "params":…}`, whose op's params read themselves from their bytes (`JSONScannable`: a
-    /// batch of records needs no JSON tree); nil for any other request, parsed as usual.
+    /// "params":…}`, whose op's params read themselves from their bytes (`JSONReadable`: a
+    /// batch of records needs no JSON tree); nil for any other request, parsed as usual (and
+    /// its params then read from their bytes by the same reader, `readParams`).
     private func readDirectly(_ body: [UInt8]) -> IncomingRequest? {
         body.withUnsafeBufferPointer { bytes -> IncomingRequest? in
             guard let (number, afterID) = CompactEnvelope.leadingID(bytes), CompactEnvelope.has(Self.requestOp, in: bytes, at: afterID) else { return nil }
@@ -284,8 +284,40 @@ final class Connection {
             let op = String(decoding: UnsafeBufferPointer(rebasing: bytes[nameStart..<index]), as: UTF8.self)
             guard let read = registry.entry(op)?.readParams else { return nil }
             let params = UnsafeBufferPointer(rebasing: bytes[(index + Self.requestParams.count)..<(bytes.count - 1)])
-            guard let value = read(params) else { return nil }
-            return IncomingRequest(id: .int(number), op: op, params: value)
+            do throws(MessageReadError) {
+                return IncomingRequest(id: .int(number), op: op, params: .success(try read(params)))
+            } catch {
+                // Params that are not JSON: the body is judged as a whole, with the parser's error.
+                if case .malformed = error.problem { return nil }
+                return IncomingRequest(id: .int(number), op: op, params: .failure(error.wireError(op: op)))
+            }
+        }
+    }
+
+    private static let emptyParams = Array("{}".utf8)
+
+    /// The params of a request parsed whole whose op reads its params itself: the last `params`
+    /// member of the body (valid JSON, as its parse showed), or `{}` when absent or null.
+    private func readParams(op: String, body: [UInt8]) -> Result<any Sendable, WireError>? {
+        guard let read = registry.entry(op)?.readParams else { return nil }
+        return body.withUnsafeBufferPointer { bytes -> Result<any Sendable, WireError> in
+            var scanner = JSONScanner(bytes)
+            var range: Range<Int>?
+            _ = scanner.object { key, scanner in
+                scanner.skipWhitespace()
+                let start = scanner.index
+                guard scanner.skipValue() else { return false }
+                if key == "params" { range = start..<scanner.index }
+                return true
+            }
+            do throws(MessageReadError) {
+                if let range, bytes[range.lowerBound] != UInt8(ascii: "n") {
+                    return .success(try read(UnsafeBufferPointer(rebasing: bytes[range])))
+                }
+                return .success(try Self.emptyParams.withUnsafeBufferPointer { (empty) throws(MessageReadError) in try read(empty) })
+            } catch {
+                return .failure(error.wireError(op: op))
+            }
         }
     }
 

@@ -32,8 +32,9 @@ public struct OperationRegistry: Sendable {
         let access: OperationAccess
         let summary: String
         let decodeParams: @Sendable (KeyedDecodingContainer<IncomingRequest.Keys>, Bool) throws -> any Sendable
-        /// Reads params straight from their bytes, for params types that can (`JSONScannable`).
-        let readParams: (@Sendable (UnsafeBufferPointer<UInt8>) -> (any Sendable)?)?
+        /// Reads params from their bytes, for params types that read themselves (`JSONReadable`):
+        /// their one reader, whatever the envelope's form.
+        let readParams: (@Sendable (UnsafeBufferPointer<UInt8>) throws(MessageReadError) -> any Sendable)?
         let run: @Sendable (any Sendable, RequestContext) throws -> any Encodable & Sendable
     }
 
@@ -65,14 +66,14 @@ public struct OperationRegistry: Sendable {
             run: { params, context in try handler(params as! Params, context) })
     }
 
-    /// The bytes reader of a params type that reads itself (`JSONScannable`), else nil.
-    static func paramsReader<Params>(_ type: Params.Type) -> (@Sendable (UnsafeBufferPointer<UInt8>) -> (any Sendable)?)? {
-        guard let scannable = type as? any (JSONScannable & Sendable).Type else { return nil }
-        return reader(scannable)
+    /// The bytes reader of a params type that reads itself (`JSONReadable`), else nil.
+    static func paramsReader<Params>(_ type: Params.Type) -> (@Sendable (UnsafeBufferPointer<UInt8>) throws(MessageReadError) -> any Sendable)? {
+        guard let readable = type as? any (JSONReadable & Sendable).Type else { return nil }
+        return reader(readable)
     }
 
-    private static func reader<Scannable: JSONScannable & Sendable>(_ type: Scannable.Type) -> @Sendable (UnsafeBufferPointer<UInt8>) -> (any Sendable)? {
-        { bytes in Scannable.scanned(bytes) }
+    private static func reader<Readable: JSONReadable & Sendable>(_ type: Readable.Type) -> @Sendable (UnsafeBufferPointer<UInt8>) throws(MessageReadError) -> any Sendable {
+        { (bytes) throws(MessageReadError) in try Readable.read(bytes) }
     }
 
     func entry(_ name: String) -> Entry? { entries[name] }
@@ -92,12 +93,15 @@ struct IncomingRequest: Decodable {
     var op: String?
     var params: Result<any Sendable, WireError>?
     var fieldError: WireError?
+    /// The op's params read themselves (`JSONReadable`): the connection reads them from the
+    /// request's bytes (`Connection.readParams`), not from this tree.
+    var paramsUnread = false
 
     /// A request whose params were read from its bytes (`Connection.readDirectly`).
-    init(id: RequestID, op: String, params: any Sendable) {
+    init(id: RequestID, op: String, params: Result<any Sendable, WireError>) {
         self.id = id
         self.op = op
-        self.params = .success(params)
+        self.params = params
     }
 
     init(from decoder: any Decoder) throws {
@@ -118,6 +122,10 @@ struct IncomingRequest: Decodable {
         }
         guard fieldError == nil, let op, let registry = decoder.userInfo[Self.registryKey] as? OperationRegistry,
               let entry = registry.entry(op) else { return }
+        if entry.readParams != nil {
+            paramsUnread = true
+            return
+        }
         let present = container.contains(.params) && !((try? container.decodeNil(forKey: .params)) ?? false)
         do {
             params = .success(try entry.decodeParams(container, present))
@@ -127,6 +135,28 @@ struct IncomingRequest: Decodable {
             params = .failure(error.wireError(op: op))
         } catch {
             params = .failure(WireError(.invalidField, "params for '\(op)': \(error)"))
+        }
+    }
+}
+
+extension MessageReadError {
+    /// The wire error of params that do not read (`JSONReadable`), as `DecodingError.wireError`
+    /// words the same problem for params decoded from a tree.
+    func wireError(op: String) -> WireError {
+        let field = MessagePath.text([.key("params")] + path)
+        switch problem {
+        case .missing:
+            return WireError(.missingField, "'\(op)' needs \(field).", details: ["field": .string(field), "op": .string(op)])
+        case let .null(kind):
+            return WireError(.missingField, "'\(op)': \(field) is null; it must be \(kind.rawValue).",
+                             details: ["field": .string(field), "op": .string(op)])
+        case let .expected(kind):
+            return WireError(.invalidField, "'\(op)': \(field) must be \(kind.rawValue).",
+                             details: ["field": .string(field), "op": .string(op), "expected": .string(kind.rawValue)])
+        case let .invalid(message):
+            return WireError(.invalidField, "'\(op)': \(field): \(message)", details: ["field": .string(field), "op": .string(op)])
+        case .malformed:
+            return WireError(.invalidField, "'\(op)': \(field) is not valid JSON.", details: ["field": .string(field), "op": .string(op)])
         }
     }
 }

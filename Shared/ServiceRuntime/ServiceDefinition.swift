@@ -45,13 +45,9 @@ public protocol ServiceDefinition: Sendable {
     func connectionClosed(_ connection: ConnectionHandle)
     /// Runs after the last connection closed, before the process exits.
     func stop()
-    /// A request member whose exact text the service wants beside (or instead of) its parsed
-    /// value, at one depth (`JSONParser.KeptText`).
-    var keptRequestText: JSONParser.KeptText? { get }
 }
 
 extension ServiceDefinition {
-    public var keptRequestText: JSONParser.KeptText? { nil }
     public var features: [String] { [] }
     public var topics: [String] { [] }
     public func start(events: EventHub) throws {}

@@ -40,13 +40,13 @@ extension Mirroring {
             let holding = Set(model.entities.map(\.name))
             let bytes = Array(text.utf8)
             let direct = bytes.withUnsafeBufferPointer { Page(bytes: $0, model: model, holding: holding) }
-            let tree = Page(json: try JSONParser.parse(bytes, keeping: CloudMirror.fieldsAsText), model: model, holding: holding)
+            let tree = Page(json: try JSONParser.parse(bytes), model: model, holding: holding)
             return (direct, tree)
         }
 
         static func summary(_ page: Page) -> String {
             let records = page.changed.map { record in
-                [record.recordName, record.zoneID.key, record.recordType, record.fieldsText ?? "-", record.recordChangeTag ?? "-",
+                [record.recordName, record.zoneID.key, record.recordType, record.fieldsText ?? RecordFields(record.fields).text, record.recordChangeTag ?? "-",
                  record.share?.recordName ?? "-", "\(record.fields.count) fields"].joined(separator: "|")
             }
             let prepared = page.prepared.map { $0.map { "\($0.values) \($0.targets)" } ?? "nil" }
@@ -103,24 +103,29 @@ extension Mirroring {
                 let holding = Set(model.entities.map(\.name))
                 guard let direct = bytes.withUnsafeBufferPointer({ Page(bytes: $0, model: model, holding: holding) }) else { continue }
                 taken += 1
-                let tree = try #require(try? JSONParser.parse(bytes, keeping: CloudMirror.fieldsAsText), "the scanner took what the parser refuses: \(text)")
+                let tree = try #require(try? JSONParser.parse(bytes), "the reader took what the parser refuses: \(text)")
                 #expect(Self.summary(direct) == Self.summary(Page(json: tree, model: model, holding: holding)), "\(text)")
             }
             #expect(taken > 25, "the scanner should take the well-formed pages of the usual shape")
         }
 
-        @Test("A page the scanner does not take (fields not in stored form, share participants, malformed) is left to the tree")
-        func otherPagesAreLeftToTheTree() throws {
+        @Test("A page with fields not in stored form or a share's participants is read too; a malformed or mistyped one is refused")
+        func otherPagesAreReadOrRefused() throws {
             let zone = #""zoneID":{"zoneName":"z"}"#
+            let model = ManagedObjectModel.meowCare()
             for text in [
-                #"{"changed":[{"recordName":"E","\#(zone),"recordType":"CD_CareEvent","fields":{"CD_id":{"value":"e","type":"string"}}}],"token":"1","moreComing":false}"#,
-                #"{"changed":[{"recordName":"cloudkit.zoneshare",\#(zone),"recordType":"cloudkit.share","shareInfo":{"owner":"o","participants":[]}}],"token":"1","moreComing":false}"#,
+                #"{"changed":[{"recordName":"E",\#(zone),"recordType":"CD_CareEvent","fields":{"CD_id":{"value":"e","type":"string"}}}],"token":"1","moreComing":false}"#,
+                #"{"changed":[{"recordName":"cloudkit.zoneshare",\#(zone),"recordType":"cloudkit.share","shareInfo":{"owner":"o","publicPermission":"none","participants":[]}}],"token":"1","moreComing":false}"#,
+            ] {
+                let read = Array(text.utf8).withUnsafeBufferPointer { Page(bytes: $0, model: model, holding: ["CareEvent"]) }
+                #expect(read?.changed.count == 1, "\(text)")
+            }
+            for text in [
                 #"{"changed":[{"recordName":7,\#(zone),"recordType":"CD_CareEvent"}],"token":"1","moreComing":false}"#,
                 #"{"changed":[],"token":"1","moreComing":"yes"}"#,
                 #"{"changed":[],"token":"1","moreComing":false} x"#,
                 #"{"changed":[],"token":"1",}"#,
             ] {
-                let model = ManagedObjectModel.meowCare()
                 let direct = Array(text.utf8).withUnsafeBufferPointer { Page(bytes: $0, model: model, holding: ["CareEvent"]) }
                 #expect(direct == nil, "\(text)")
             }
@@ -135,19 +140,19 @@ extension Mirroring {
                 #"{"saved":[{"recordName":"A","recordChangeTag":"1"}],"saved":[]}"#,
             ] {
                 let bytes = Array(text.utf8)
-                let direct = try #require(bytes.withUnsafeBufferPointer { Verdicts(bytes: $0) }, "\(text)")
+                let direct = try #require(bytes.withUnsafeBufferPointer { try? Verdicts.read($0) }, "\(text)")
                 let tree = try JSONParser.parse(bytes)
                 let parsed = Verdicts(saved: tree["saved"], deleted: tree["deleted"])
                 #expect(direct.saved == parsed.saved, "\(text)")
                 #expect(direct.deleted == parsed.deleted, "\(text)")
             }
             let first = try #require(Array(#"{"saved":[{"recordName":"A","recordChangeTag":"3"},{"recordName":"B","recordChangeTag":null}],"deleted":[{"recordName":"C"}]}"#.utf8)
-                .withUnsafeBufferPointer { Verdicts(bytes: $0) })
+                .withUnsafeBufferPointer { try? Verdicts.read($0) })
             let expected: [String: String?] = ["A": "3", "B": nil]
             #expect(first.saved == expected)
             #expect(first.deleted == ["C"])
             for text in [#"{"saved":{}}"#, #"{"saved":[1]}"#, #"{"saved":[{"recordName":"A","recordChangeTag":3}]}"#, #"{"saved":[]} x"#] {
-                #expect(Array(text.utf8).withUnsafeBufferPointer { Verdicts(bytes: $0) } == nil, "\(text)")
+                #expect(Array(text.utf8).withUnsafeBufferPointer { try? Verdicts.read($0) } == nil, "\(text)")
             }
         }
 

@@ -24,10 +24,15 @@ struct OperationRegistryTests {
         #expect(OperationRegistry.paramsReader(NameParams.self) == nil)
         let reader = try #require(OperationRegistry.paramsReader(ScannedParams.self))
         let bytes = Array(#"{"value":"v","other":[1,{"x":null}]}"#.utf8)
-        let read = bytes.withUnsafeBufferPointer { reader($0) } as? ScannedParams
+        let read = bytes.withUnsafeBufferPointer { try? reader($0) } as? ScannedParams
         #expect(read?.value == "v")
-        #expect(read?.viaScanner == true)
-        #expect(Array("[1]".utf8).withUnsafeBufferPointer { reader($0) } == nil)
+        #expect(read?.viaReader == true)
+        let array: [UInt8] = Array("[1]".utf8)
+        let refused = array.withUnsafeBufferPointer { (buffer: UnsafeBufferPointer<UInt8>) -> MessageReadError? in
+            do throws(MessageReadError) { _ = try reader(buffer); return nil } catch { return error }
+        }
+        #expect(refused?.description == "the message: expected an object")
+        #expect(refused?.wireError(op: "test.scanned").message == "'test.scanned': params must be an object.")
     }
 
     @Test("decoding failures become missingField or invalidField with a JSON path, and types are named for people")

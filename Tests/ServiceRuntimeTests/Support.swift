@@ -20,28 +20,22 @@ struct ItemsParams: Codable, Sendable { var items: [Item] }
 struct FailParams: Codable, Sendable { var kind: String }
 struct OptionalParams: Codable, Sendable { var note: String? }
 
-/// Params that read themselves from their bytes when the request is in the compact form, and
-/// say which way they were read.
-struct ScannedParams: Decodable, Sendable, JSONScannable {
+/// Params that read themselves from their bytes (their one reader), and say they were.
+struct ScannedParams: Decodable, Sendable, JSONReadable {
     var value: String
-    var viaScanner = false
+    var viaReader = false
 
-    enum CodingKeys: String, CodingKey { case value }
+    init(from decoder: any Decoder) throws { try self.init(fromReadable: decoder) }
 
-    init(from decoder: any Decoder) throws {
-        value = try decoder.container(keyedBy: CodingKeys.self).decode(String.self, forKey: .value)
-    }
-
-    init?(scanning scanner: inout JSONScanner) {
+    init(reading reader: inout MessageReader) throws(MessageReadError) {
         var value: String?
-        let read = scanner.object { key, scanner in
-            guard key == "value" else { return scanner.skipValue() }
-            value = scanner.string()
-            return value != nil
+        try reader.object { (key, reader) throws(MessageReadError) in
+            guard key == "value" else { return try reader.skip() }
+            value = try reader.string()
         }
-        guard read, let value else { return nil }
+        guard let value else { throw reader.missing("value") }
         self.value = value
-        viaScanner = true
+        viaReader = true
     }
 }
 
@@ -84,7 +78,7 @@ struct TestService: ServiceDefinition {
             ["origin": JSONValue.int(RequestOrigin.current ?? -1), "connection": .int(context.connection.id)]
         }
         registry.register("test.scanned", params: ScannedParams.self) { params, _ in
-            ["value": JSONValue.string(params.value), "viaScanner": .bool(params.viaScanner)]
+            ["value": JSONValue.string(params.value), "viaReader": .bool(params.viaReader)]
         }
     }
 

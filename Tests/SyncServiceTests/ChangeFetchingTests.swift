@@ -14,14 +14,14 @@ import Testing
         try cloud.makeZone()
     }
 
-    func changes(since token: String? = nil, limit: Int? = nil, as user: String = "owner") throws -> FetchZoneChangesResult {
+    func changes(since token: ChangeToken? = nil, limit: Int? = nil, as user: String = "owner") throws -> FetchZoneChangesResult {
         try cloud.engine.fetchZoneChanges(caller: user, FetchZoneChangesParams(database: .private, zoneID: zone, since: token, limit: limit))
     }
 
     @Test func zoneChangesPageWithMoreComingAndResumeFromTheLastToken() throws {
         try cloud.save((0..<10).map { record("r\($0)") })
         var names: [String] = []
-        var token: String?
+        var token: ChangeToken?
         var pages = 0
         while true {
             let page = try changes(since: token, limit: 3)
@@ -142,7 +142,7 @@ import Testing
     @Test func everythingAndTokensSurviveReopeningTheDatabaseFile() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("cloud.sqlite")
-        var token: String
+        var token: ChangeToken
         var tag: String
         do {
             let first = try CloudFixture(path: path)
@@ -164,7 +164,7 @@ import Testing
     func recordTablesMoveToRowidTables() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("cloud.sqlite")
-        var token: String
+        var token: ChangeToken
         var tag: String
         do {
             let first = try CloudFixture(path: path)

@@ -22,7 +22,7 @@ struct ChangeLogPropertyTests {
         func pick(_ count: Int) -> Int { Int(random.next() % UInt64(count)) }
 
         var present: [String: (title: String, tag: String)] = [:]
-        var kept: [(token: String?, zone: Zone)] = [(nil, [:])]
+        var kept: [(token: ChangeToken?, zone: Zone)] = [(nil, [:])]
         var counter = 0
         var replays = 0
 

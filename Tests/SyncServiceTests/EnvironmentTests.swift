@@ -168,7 +168,7 @@ import class MeowCareCluster.MeowProcess
     @Test("A cloud file written before environments opens with its zones, tokens and schema in development")
     func aCloudFileFromBeforeEnvironmentsMovesIntoDevelopment() throws {
         let path = dir.file("cloud.sqlite")
-        let token: String
+        let token: ChangeToken
         do {
             let first = try CloudFixture(path: path)
             try first.makeZone()

@@ -4,8 +4,8 @@ import MeowWire
 import Testing
 @testable import SyncServiceKit
 
-/// The fast paths for records on the wire (FieldCoding, CloudRecord(tree:), the nested-container
-/// encoding, FieldsJSON's null skipping) give exactly what the plain Codable code gives.
+/// Records on the wire: the record's one reader (values, and errors that name the field), the
+/// nested-container encoding, the fields text's null skipping.
 @Suite struct RecordCodingTests {
     static let fieldCases: [String] = [
         #"{"t":{"type":"string","value":"x"}}"#,
@@ -26,11 +26,16 @@ import Testing
         #"{"bad":[1]}"#,
     ]
 
-    @Test func fieldsFromATreeAreWhatFieldDecodingGives() throws {
-        for text in Self.fieldCases {
-            let tree = try JSONParser.parse(text)
-            let plain = try? JSONValueDecoder().decode([String: FieldDecoding].self, from: tree).mapValues(\.value)
-            #expect(FieldCoding.normalized(tree) == plain, "\(text)")
+    @Test func fieldsAreReadByTheirTypes() throws {
+        let read = try CloudRecord.read(#"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","fields":\#(Self.fieldCases[2])}"#)
+        #expect(read.fields["i"]?["value"] == 5 && read.fields["j"]?["value"] == 5.5 && read.fields["l"]?["value"] == -7)
+        let list = try CloudRecord.read(#"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","fields":\#(Self.fieldCases[7])}"#)
+        #expect(list.fields["list"]?["value"]?.arrayValue?[0]["value"] == 2 && list.fields["list"]?["value"]?.arrayValue?[1]["value"] == 1.0)
+        for text in Self.fieldCases.dropLast(3) {
+            #expect(FieldCoding.normalized(try JSONParser.parse(text)) != nil, "\(text)")
+        }
+        for text in Self.fieldCases.suffix(3) {
+            #expect(FieldCoding.normalized(try JSONParser.parse(text)) == nil, "\(text)")
         }
         #expect(FieldCoding.normalized(.array([])) == nil)
         #expect(FieldCoding.normalized(.string("x")) == nil)
@@ -40,52 +45,66 @@ import Testing
         #"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"CD_CareEvent"}"#,
         #"{"recordName":"a","zoneID":{"zoneName":"Z","ownerName":"bob"},"recordType":"T","fields":{"n":{"type":"double","value":1}},"recordChangeTag":"1z","creationDate":5,"modificationDate":6.5,"creatorUserRecordName":"c","lastModifiedUserRecordName":"m","parent":{"recordName":"p"},"share":{"recordName":"s","action":"none"},"unknownKey":[1,2]}"#,
         #"{"recordName":"a","zoneID":{"zoneName":"Z","ownerName":null},"recordType":"T","fields":null,"recordChangeTag":null,"parent":null,"share":null,"shareInfo":null}"#,
-        // The fast path declines these; plain decoding then decodes or throws.
         #"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"cloudkit.share","shareInfo":{"owner":"o","publicPermission":"none","participants":[]}}"#,
-        #"{"recordName":5,"zoneID":{"zoneName":"Z"},"recordType":"T"}"#,
-        #"{"zoneID":{"zoneName":"Z"},"recordType":"T"}"#,
-        #"{"recordName":"a","zoneID":{"ownerName":"o"},"recordType":"T"}"#,
-        #"{"recordName":"a","zoneID":{"zoneName":"Z","ownerName":3},"recordType":"T"}"#,
-        #"{"recordName":"a","zoneID":"Z","recordType":"T"}"#,
-        #"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","fields":{"bad":1}}"#,
-        #"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","fields":[]}"#,
-        #"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","recordChangeTag":7}"#,
-        #"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","creationDate":"now"}"#,
-        #"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","parent":{"recordName":"p","action":1}}"#,
-        #"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","share":"s"}"#,
-        #"[1]"#,
     ]
 
-    @Test func recordsFromATreeAreWhatTheirDecodingGives() throws {
+    /// Each refused record, and the error its reader gives (the field's path and what is wrong).
+    static let refusedRecords: [(String, String)] = [
+        (#"{"recordName":5,"zoneID":{"zoneName":"Z"},"recordType":"T"}"#, "recordName: expected a string"),
+        (#"{"zoneID":{"zoneName":"Z"},"recordType":"T"}"#, "recordName: required"),
+        (#"{"recordName":"a","zoneID":{"ownerName":"o"},"recordType":"T"}"#, "zoneID.zoneName: required"),
+        (#"{"recordName":"a","zoneID":{"zoneName":"Z","ownerName":3},"recordType":"T"}"#, "zoneID.ownerName: expected a string"),
+        (#"{"recordName":"a","zoneID":"Z","recordType":"T"}"#, "zoneID: expected an object"),
+        (#"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","fields":{"bad":1}}"#, "fields.bad: expected an object"),
+        (#"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","fields":[]}"#, "fields: expected an object"),
+        (#"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","recordChangeTag":7}"#, "recordChangeTag: expected a string"),
+        (#"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","creationDate":"now"}"#, "creationDate: expected a number"),
+        (#"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","parent":{"recordName":"p","action":1}}"#, "parent.action: expected a string"),
+        (#"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","share":"s"}"#, "share: expected an object"),
+        (#"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":null}"#, "recordType: null; expected a string"),
+        (#"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T","shareInfo":{"owner":"o"}}"#, "shareInfo.publicPermission: required"),
+        (#"{"recordName":"a","zoneID":{"zoneName":"Z"},"recordType":"T",}"#, "the message: not valid JSON"),
+        (#"[1]"#, "the message: expected an object"),
+    ]
+
+    @Test func recordsReadOrNameWhatIsWrong() throws {
         for text in Self.recordCases {
-            let tree = try JSONParser.parse(text)
-            let plain = try? JSONValueDecoder().decode(CloudRecord.self, from: tree)
-            if let fast = CloudRecord(tree: tree) {
-                #expect(fast == plain, "\(text)")
-                // Foundation's decoder (the plain FieldDecoding path) agrees too.
-                #expect(fast == (try JSONDecoder().decode(CloudRecord.self, from: Data(text.utf8))), "\(text)")
-            } else {
-                #expect(plain == nil || plain?.shareInfo != nil, "the fast path declined a plain record: \(text)")
-            }
+            let record = try CloudRecord.read(text)
+            // Its Decodable conformance is the same reader, under either decoder.
+            #expect(record == (try JSONValueDecoder().decode(CloudRecord.self, from: JSONParser.parse(text))), "\(text)")
+            #expect(record == (try JSONDecoder().decode(CloudRecord.self, from: Data(text.utf8))), "\(text)")
+        }
+        let full = try CloudRecord.read(Self.recordCases[1])
+        #expect(full.zoneID.ownerName == "bob" && full.creationDate == 5 && full.modificationDate == 6.5 && full.parent?.recordName == "p")
+        #expect(full.share == RecordReference(recordName: "s", action: "none") && full.fields["n"]?["value"] == 1.0)
+        #expect(try CloudRecord.read(Self.recordCases[2]).zoneID.ownerName == ZoneID.defaultOwner)
+        #expect(try CloudRecord.read(Self.recordCases[3]).shareInfo?.owner == "o")
+        for (text, message) in Self.refusedRecords {
+            #expect(throws: MessageReadError.self, "\(text)") { try CloudRecord.read(text) }
+            do { _ = try CloudRecord.read(text) } catch { #expect(error.description == message, "\(text)") }
         }
     }
 
-    @Test func modifyParamsDecodeTheSameWithOrWithoutTheFastPath() throws {
+    @Test func modifyParamsNameTheFieldOfABadRecord() throws {
         let good = #"{"database":"private","saves":[\#(Self.recordCases[0]),\#(Self.recordCases[1]),\#(Self.recordCases[3])],"returnFields":false}"#
-        let params = try JSONValueDecoder().decode(ModifyParams.self, from: try JSONParser.parse(good))
-        let plain = try JSONDecoder().decode(ModifyParams.self, from: Data(good.utf8))
-        #expect(params.saves == plain.saves)
+        let params = try ModifyParams.read(good)
         #expect(params.saves?.count == 3 && params.returnFields == false && params.database == .private)
-        // A bad record anywhere: the plain decoding's error, with its path.
-        let bad = #"{"database":"private","saves":[\#(Self.recordCases[0]),\#(Self.recordCases[11])]}"#
+        #expect(try JSONValueDecoder().decode(ModifyParams.self, from: try JSONParser.parse(good)).saves == params.saves)
+        // A bad record anywhere: its path in the message, and under a decoder the same path.
+        let bad = #"{"database":"private","saves":[\#(Self.recordCases[0]),\#(Self.refusedRecords[7].0)]}"#
+        do {
+            _ = try ModifyParams.read(bad)
+            Issue.record("a bad record was read")
+        } catch {
+            #expect(error.description == "saves[1].recordChangeTag: expected a string")
+        }
         let error = #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(ModifyParams.self, from: try JSONParser.parse(bad)) }
         guard case let .typeMismatch(_, context)? = error else {
             Issue.record("expected typeMismatch, got \(String(describing: error))")
             return
         }
         #expect(context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue } == ["saves", "1", "recordChangeTag"])
-        let nullSaves = try JSONValueDecoder().decode(ModifyParams.self, from: try JSONParser.parse(#"{"database":"shared","saves":null}"#))
-        #expect(nullSaves.saves == nil)
+        #expect(try ModifyParams.read(#"{"database":"shared","saves":null}"#).saves == nil)
     }
 
     @Test func encodedRecordsAreTheSameJSONAsTheirValues() throws {

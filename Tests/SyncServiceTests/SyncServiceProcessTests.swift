@@ -333,9 +333,10 @@ import class MeowCareCluster.MeowProcess
         #expect(await service.stop() == 0)
     }
 
-    /// A records.modify in the form this package's clients write is read from its bytes
-    /// (`ModifyParams(scanning:)`); written any other way it is parsed. Either way the service
-    /// decides the same: a save, the same save again refused, a stale tag refused.
+    /// A records.modify in the form this package's clients write is read straight from its
+    /// bytes; written any other way its envelope is parsed first. Either way its params are read
+    /// by the one reader and the service decides the same: a save, the same save again refused,
+    /// a stale tag refused.
     @Test func batchesReadFromTheirBytesAreDecidedAsParsedOnes() async throws {
         let service = try await start()
         let raw = try RawConnection(path: dir.file("s.sock"))
@@ -355,7 +356,7 @@ import class MeowCareCluster.MeowProcess
             #expect(found == compact, "\(body)")
         }
         let params = #"{"database":"private","saves":[\#(record)],"atomic":true,"reply":"tags"}"#
-        #expect(Array(params.utf8).withUnsafeBufferPointer { ModifyParams.scanned($0) } != nil)
+        #expect((try? ModifyParams.read(params)) != nil)
         let saved = try call(direct)
         #expect(saved["ok"] == true, "\(saved)")
         let tag = try #require(saved["result"]?["saved"]?.arrayValue?.first?["recordChangeTag"]?.stringValue)
@@ -376,9 +377,39 @@ import class MeowCareCluster.MeowProcess
         #expect(await service.stop() == 0)
     }
 
+    /// A bad record in a records.modify is refused with the path of its field, the same in
+    /// either envelope form; a change token the service cannot read is invalidArguments.
+    @Test func refusalsNameTheFieldInEitherEnvelope() async throws {
+        let service = try await start()
+        let raw = try RawConnection(path: dir.file("s.sock"))
+        try raw.hello(credential: "owner-secret")
+        func call(_ body: String) throws -> JSONValue {
+            raw.send(json: body)
+            return try raw.nextMessage()
+        }
+        _ = try call(#"{"id":1,"op":"zones.save","params":{"database":"private","zoneIDs":[{"zoneName":"Zone"}]}}"#)
+        let good = #"{"recordName":"R","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields":{}}"#
+        let bad = #"{"recordName":"S","zoneID":{"zoneName":7},"recordType":"CD_CareEvent"}"#
+        for body in [#"{"id":2,"op":"records.modify","params":{"database":"private","saves":[\#(good),\#(bad)]}}"#,
+                     #"{"op": "records.modify", "id": 3, "params": {"database": "private", "saves": [\#(good), \#(bad)]}}"#] {
+            let refused = try call(body)
+            #expect(refused["error"]?["code"] == "invalidField", "\(refused)")
+            #expect(refused["error"]?["message"] == "'records.modify': params.saves[1].zoneID.zoneName must be a string.", "\(refused)")
+            #expect(refused["error"]?["details"]?["field"] == "params.saves[1].zoneID.zoneName", "\(refused)")
+        }
+        let missing = try call(#"{"id":4,"op":"records.modify","params":{"saves":[]}}"#)
+        #expect(missing["error"]?["code"] == "missingField" && missing["error"]?["message"] == "'records.modify' needs params.database.", "\(missing)")
+        for (op, kind) in [("changes.fetchZone", "zone"), ("changes.fetchDatabase", "database")] {
+            let refused = try call(#"{"id":5,"op":"\#(op)","params":{"database":"private","zoneID":{"zoneName":"Zone"},"since":"q1"}}"#)
+            #expect(refused["error"]?["code"] == "invalidArguments", "\(refused)")
+            #expect(refused["error"]?["message"] == .string("params.since is not a \(kind) change token from this service."), "\(refused)")
+        }
+        #expect(await service.stop() == 0)
+    }
+
     /// A save stores a record's fields text as it was sent when it is already in stored form, and
     /// writes anything else out again, so every record's stored text is the stored form; and a
-    /// request cannot pass off other text as its fields (the parser drops such members).
+    /// request cannot pass off other text as its fields (a member that only looks like one is ignored).
     @Test func savesStoreFieldsTextAsSentOnlyInStoredForm() async throws {
         let service = try await start()
         let raw = try RawConnection(path: dir.file("s.sock"))

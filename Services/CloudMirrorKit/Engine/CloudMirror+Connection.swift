@@ -24,15 +24,9 @@ extension CloudMirror {
         }
     }
 
-    /// Records' fields arrive with their text beside them: the mirror keeps that text as a
-    /// record's server fields instead of writing the parsed fields out again. Fields in the
-    /// sync-service's stored form (all of a mirror's own) come as that text alone, with no
-    /// tree: a tree of a page's fields, a dictionary per field, was half of parsing it.
-    static let fieldsAsText = JSONParser.KeptText(key: "fields", depth: nil, textOnly: { bytes, start in StoredFields.end(bytes, from: start) })
-
     /// A new connection: hello with the credential, the push subscription, the local data switched to its user.
     private func connect(credential: String) throws(WireError) -> Connection {
-        let client = try WireClient(socketPath: options.syncSocket, timeout: .seconds(60), keeping: Self.fieldsAsText)
+        let client = try WireClient(socketPath: options.syncSocket, timeout: .seconds(60))
         let hello = try client.callBlocking("hello", HelloParams(client: "store-service mirror (\(options.deviceName))", credential: credential,
                                                                  environment: options.environment.rawValue))
         guard let user = hello["user"]?.stringValue else {
@@ -73,27 +67,6 @@ extension CloudMirror {
                 guard !retried, error.code == .connectionClosed else { throw error }
                 retried = true
             }
-        }
-    }
-
-    /// `value` without the members the reply parse added (`client()`), and with the fields it
-    /// kept as text alone parsed back: for sync-service results handed to the device's clients
-    /// (share ops, error details). The mirror's own reads keep them.
-    static func withoutKeptTexts(_ value: JSONValue) -> JSONValue {
-        switch value {
-        case let .object(members):
-            var kept: [String: JSONValue] = [:]
-            for (key, member) in members {
-                if key.hasSuffix(JSONParser.textSuffix) {
-                    let name = String(key.dropLast(JSONParser.textSuffix.count))
-                    if members[name] == nil, let text = member.stringValue, let parsed = try? JSONParser.parse(text) { kept[name] = parsed }
-                } else {
-                    kept[key] = withoutKeptTexts(member)
-                }
-            }
-            return .object(kept)
-        case let .array(elements): return .array(elements.map(withoutKeptTexts))
-        default: return value
         }
     }
 

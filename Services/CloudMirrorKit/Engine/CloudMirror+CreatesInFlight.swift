@@ -40,9 +40,9 @@ extension CloudMirror {
                                                   recordIDs: row.entries.map { RecordID(recordName: $0.name, zoneID: row.zone) })
                 switch attempt("records.fetch", request) {
                 case let .success(result):
-                    found = (result["records"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) })
+                    found = (result["records"]?.arrayValue ?? []).compactMap({ try? CloudRecord(tree: $0) })
                 case let .failure(error) where error.code == .partialFailure:
-                    found = (error.details["records"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) })
+                    found = (error.details["records"]?.arrayValue ?? []).compactMap({ try? CloudRecord(tree: $0) })
                 case let .failure(error) where Self.goneCodes.contains(error.code):
                     // The zone or the access is gone: so is anything of it to update or delete.
                     found = []

@@ -46,17 +46,18 @@ extension CloudMirror {
         /// pages fetched ahead, on the client's reader thread while the page before is applied.
         var prepared: [MirrorImport.Prepared?]
 
-        /// A page read from the reply's tree (`FetchZoneChangesResult(tree:)`).
+        /// A page of a reply that came as a tree, read by the page's reader; one it cannot read
+        /// is an empty page with no token (a fetch from the beginning).
         init(json: JSONValue, model: ManagedObjectModel, holding: Set<String>) {
-            self.init(FetchZoneChangesResult(tree: json), model: model, holding: holding)
+            let page = (try? FetchZoneChangesResult(tree: json)) ?? FetchZoneChangesResult(changed: [], deleted: [], token: "", moreComing: false)
+            self.init(page, model: model, holding: holding)
         }
 
         /// Reads a page from the reply's bytes (`WireClient.ResultReader`,
-        /// `FetchZoneChangesResult.scanned`), its records' fields read by the same scan: nil
-        /// when it cannot, and the reply is parsed into a tree and read by `init(json:)`, which
-        /// it matches.
+        /// `FetchZoneChangesResult.read`), its records' fields read by the same scan: nil when
+        /// it cannot, and the reply is parsed into a tree and given to `init(json:)`.
         init?(bytes: UnsafeBufferPointer<UInt8>, model: ManagedObjectModel, holding: Set<String>) {
-            guard let (page, read) = FetchZoneChangesResult.scanned(bytes, fields: { bytes, start in
+            guard let (page, read) = try? FetchZoneChangesResult.read(bytes, fields: { bytes, start in
                 StoredFields.endAndFields(bytes, from: start).map { (end: $0.end, read: $0.fields) }
             }) else { return nil }
             self.init(page, model: model, holding: holding, read: read)
@@ -80,7 +81,7 @@ extension CloudMirror {
                 return MirrorImport.Prepared(entity: entity, fields: layout.values(record.fields))
             }
             deleted = page.deleted.map { ($0.recordName, $0.recordType) }
-            token = page.token
+            token = page.token.text
             moreComing = page.moreComing
         }
     }
@@ -147,9 +148,9 @@ extension CloudMirror {
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.databaseTokenKey) }
             let reply: JSONValue
-            switch attempt("changes.fetchDatabase", FetchDatabaseChangesParams(database: database, since: token)) {
+            switch attempt("changes.fetchDatabase", FetchDatabaseChangesParams(database: database, since: token.map { ChangeToken($0) })) {
             case let .success(value): reply = value
-            case let .failure(error) where error.code == .changeTokenExpired && token != nil:
+            case let .failure(error) where error.retry == .afterRefetch && token != nil:
                 report.tokensExpired += 1
                 try state(scope) { state, _, _ in try state.setValue(MirrorBookkeeping.databaseTokenKey, nil) }
                 continue
@@ -172,7 +173,7 @@ extension CloudMirror {
             for zone in ordered { try fetchZone(zone, scope: scope, database: database, report: &report) }
             currentZones.formUnion(changes.changedZones)
             changedAny = changedAny || !changes.changedZones.isEmpty
-            try state(scope) { state, _, _ in try state.setDerivableValue(MirrorBookkeeping.databaseTokenKey, changes.token) }
+            try state(scope) { state, _, _ in try state.setDerivableValue(MirrorBookkeeping.databaseTokenKey, changes.token.text) }
             if !changes.moreComing { break }
         }
         return changedAny
@@ -189,7 +190,7 @@ extension CloudMirror {
             let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.zoneTokenKey(zone)) }
             // (A device that knows no record of the zone yet has nothing to compare.)
             if token == nil { listed = try state(scope) { state, _, _ in try state.knowsRecords(inZone: zone) } ? [] : nil }
-            let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: 1000)
+            let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token.map { ChangeToken($0) }, limit: 1000)
             let reply: JSONValue
             let prefetched = ahead.next()
             var outcome = prefetched?.wait()
@@ -205,7 +206,7 @@ extension CloudMirror {
             }
             switch outcome! {
             case let .success(value): reply = value
-            case let .failure(error) where error.code == .changeTokenExpired && token != nil:
+            case let .failure(error) where error.retry == .afterRefetch && token != nil:
                 // docs/RULES.md (mirroring): an expired token refetches from nil; applying is idempotent, so nothing doubles.
                 report.tokensExpired += 1
                 try state(scope) { state, _, _ in try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil) }
@@ -219,7 +220,7 @@ extension CloudMirror {
             // this one is applied; each is used only after the page before has been applied with
             // its token, so the order of pages and tokens is unchanged. A page that came ahead
             // was decoded when it arrived, and has already asked for the one after it.
-            if !askedNext, let next = decoded.map({ $0.moreComing ? $0.token : nil }) ?? FetchZoneChangesResult.nextToken(reply) { ahead.ask(after: next) }
+            if !askedNext, let next = decoded.map({ $0.moreComing ? $0.token : nil }) ?? FetchZoneChangesResult.nextToken(reply)?.text { ahead.ask(after: next) }
             let page = decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
             report.pages += 1
             // The page's token is saved in the transaction that applies the page (the last one,
@@ -257,14 +258,14 @@ extension CloudMirror {
     private func pagesAhead(_ zone: ZoneID, database: DatabaseScope, model: ManagedObjectModel, holding: Set<String>) -> PagesAhead {
         let ahead = PagesAhead(depth: Self.pagesAhead)
         ahead.setUp(decode: { [weak ahead] json in
-            if let token = FetchZoneChangesResult.nextToken(json) { ahead?.ask(after: token) }
+            if let token = FetchZoneChangesResult.nextToken(json) { ahead?.ask(after: token.text) }
             return ZoneChanges(json: json, model: model, holding: holding)
         }, read: { [weak ahead] bytes in
             guard let page = ZoneChanges(bytes: bytes, model: model, holding: holding) else { return nil }
             if page.moreComing { ahead?.ask(after: page.token) }
             return page
         }, send: { [self] token, waiter in
-            begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: 1000), into: waiter, connecting: false)
+            begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: ChangeToken(token), limit: 1000), into: waiter, connecting: false)
         })
         return ahead
     }

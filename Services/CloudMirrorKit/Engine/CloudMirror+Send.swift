@@ -27,8 +27,6 @@ struct MirrorSendReport: Codable, Sendable {
 }
 
 extension CloudMirror {
-    static let transientCodes: Set<ErrorCode> = [.serviceUnavailable, .requestRateLimited, .zoneBusy]
-
     /// Sends both stores' queues.
     func sendAll() throws -> MirrorSendReport {
         try signedInCredential()
@@ -350,7 +348,7 @@ extension CloudMirror {
             if batch.database == .private { try ensureZones(Set(batch.items.compactMap { $0.record?.zoneID })) }
             let params = Self.request(batch, model: engine.model)
             report.requests += 1
-            pass.inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params, read: ModifyVerdicts.init(bytes:))))
+            pass.inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params, read: { bytes in try? ModifyVerdicts.read(bytes) })))
             if pass.upcoming.isEmpty { try buildMore(&pass, scope: scope, report: &report) }
         }
     }
@@ -420,7 +418,7 @@ extension CloudMirror {
         switch verdict {
         case let .success(result):
             // Every entry saved: only the mirror's metadata changes. (Read from the reply's bytes
-            // when it came in the service's form, `ModifyVerdicts(bytes:)`.)
+            // when it came in the service's form, by `ModifyVerdicts`'s reader.)
             let verdicts = read ?? ModifyVerdicts(saved: result["saved"], deleted: result["deleted"])
             try applyVerdicts(items: items, scopeStore: batch.storeName, verdicts: verdicts, errors: [:],
                               answered: batch.createsInFlight, report: &report, pass: &pass)
@@ -431,12 +429,12 @@ extension CloudMirror {
             try applyVerdicts(items: items, scopeStore: batch.storeName, verdicts: ModifyVerdicts(saved: error.details["saved"], deleted: error.details["deleted"]),
                               errors: errors, answered: batch.createsInFlight, report: &report, pass: &pass)
             return .rebuild
-        case let .failure(error) where error.code == .limitExceeded:
+        case let .failure(error) where error.retry == .afterHalvingBatch:
             let halved = max(1, items.count / 2)
             progress.withLock { $0.batchLimit = min($0.batchLimit, halved) }
             logger.info("limitExceeded: splitting the batch", ["items": .int(items.count), "nextBatch": .int(halved)])
             return items.count == 1 ? .stop(error) : .rebuild
-        case let .failure(error) where Self.transientCodes.contains(error.code):
+        case let .failure(error) where error.retry == .afterRetryAfter:
             let retryAfter = error.details["retryAfterSeconds"]?.doubleValue
                 ?? progress.withLock { state -> Double in state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2)); return state.backoffSeconds }
             try withStores { stores in

@@ -92,7 +92,7 @@ extension CloudMirror {
         if let zone, pending.kind != .insert {
             let database = try withStores { stores in Self.database(of: stores.list[try stores.index(named: storeName)]) }
             let fetched = try? request("records.fetch", FetchRecordsParams(database: database, recordIDs: [RecordID(recordName: pending.uuid, zoneID: zone)]))
-            serverCopy = fetched?["records"]?.arrayValue?.first.flatMap({ CloudRecord(tree: $0) }).map(MirrorLinkRecords.incoming)
+            serverCopy = fetched?["records"]?.arrayValue?.first.flatMap({ try? CloudRecord(tree: $0) }).map(MirrorLinkRecords.incoming)
         }
         // Parsed once (fields that came as text are parsed on each read).
         let serverFields = serverCopy?.fields

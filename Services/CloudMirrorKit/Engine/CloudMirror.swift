@@ -107,7 +107,7 @@ final class CloudMirror: Sendable {
     /// Records a failed step as the last error and gives it to the client: without the texts
     /// the mirror's parse kept (errors reach clients and sync.status).
     private func failed(_ error: WireError) -> ServiceError {
-        let details = Self.withoutKeptTexts(.object(error.details)).objectValue ?? [:]
+        let details = error.details
         progress.withLock { $0.lastError = WireError(error.code, error.message, details: details) }
         return ServiceError(error.code, error.message, details: details)
     }

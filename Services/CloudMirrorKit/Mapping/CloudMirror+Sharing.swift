@@ -106,7 +106,7 @@ extension CloudMirror {
         logger.info("shared", ["zone": .string(zone.zoneName), "root": .string(root.uuid), "records": .int(moved),
                                "pending": .int(graph.count - moved)])
         return ShareCreateResult(zoneName: zone.zoneName, rootRecordName: root.uuid, movedRecords: moved,
-                                 pendingRecords: graph.count - moved, sendError: sendError, share: Self.withoutKeptTexts(shareRecord))
+                                 pendingRecords: graph.count - moved, sendError: sendError, share: shareRecord)
     }
 
     /// Deletes the share zone a refused share.create made, so that the request leaves no empty
@@ -130,10 +130,10 @@ extension CloudMirror {
         let reply: JSONValue
         switch attempt("records.modify", ModifyParams(database: .private, saves: saves, deletes: deletes)) {
         case let .success(value): reply = value
-        case let .failure(error) where error.code == .limitExceeded && graph.count > 1: return nil
+        case let .failure(error) where error.retry == .afterHalvingBatch && graph.count > 1: return nil
         case let .failure(error): throw error
         }
-        let saved = (reply["saved"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) })
+        let saved = (reply["saved"]?.arrayValue ?? []).compactMap({ try? CloudRecord(tree: $0) })
         let members = Self.byName(graph)
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
@@ -203,7 +203,7 @@ extension CloudMirror {
                 case let .failure(error) where error.code == .partialFailure:
                     saved = error.details["saved"]
                     stale = true
-                case let .failure(error) where error.code == .limitExceeded && moving.count > 1:
+                case let .failure(error) where error.retry == .afterHalvingBatch && moving.count > 1:
                     // The server takes fewer items per request than the device assumed: learnt
                     // as a send learns it (the batch size halves), and the graph read again.
                     let halved = max(1, touches.count / 2)
@@ -287,7 +287,7 @@ extension CloudMirror {
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorBookkeeping(stores.list[index])
             try stores.list[index].database.transaction(commit: .deferred) {
-                for record in (saved?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) }) {
+                for record in (saved?.arrayValue ?? []).compactMap({ try? CloudRecord(tree: $0) }) {
                     guard let tag = record.recordChangeTag, let member = members[record.recordName],
                           let zone = member.oldZone else { continue }
                     try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: tag,
@@ -341,7 +341,7 @@ extension CloudMirror {
 
     /// The owner's participant ops, passed to the sync-service for the owner's share zone.
     func ownerShareOp(_ op: String, _ params: ShareZoneParams) throws -> JSONValue {
-        Self.withoutKeptTexts(try request(op, CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName), user: params.user, permission: params.permission)))
+        try request(op, CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName), user: params.user, permission: params.permission))
     }
 
     /// share.stop: the owner ends the share (deletes `cloudkit.zoneshare`); participants lose
@@ -361,7 +361,7 @@ extension CloudMirror {
         try withStores { stores in
             if let index = Self.storeIndex(.private, in: stores) { try MirrorBookkeeping(stores.list[index]).dropShare(zone: params.zoneName) }
         }
-        return Self.withoutKeptTexts(reply)
+        return reply
     }
 
     /// share.accept: the participant accepts; the zone's records land in the shared store only.
@@ -372,7 +372,7 @@ extension CloudMirror {
         let reply = try request("shares.accept", CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName, ownerName: owner)))
         var report = MirrorFetchReport()
         try fetchDatabase(.shared, report: &report)
-        return ShareAcceptResult(zoneName: params.zoneName, ownerName: owner, share: Self.withoutKeptTexts(reply["share"] ?? .null), fetch: report)
+        return ShareAcceptResult(zoneName: params.zoneName, ownerName: owner, share: reply["share"] ?? .null, fetch: report)
     }
 
     /// share.leave: the participant leaves; the zone's data leaves the shared store.

@@ -118,11 +118,11 @@ public final class CloudMirrorCompanion: StoreCompanion {
         }
         registry.register("share.invitations", params: Empty.self, summary: "The shares this user is invited to or accepted.") { [self] _, _ in
             let mirror = try mirror()
-            return try mirror.exclusive("share.invitations") { CloudMirror.withoutKeptTexts(try mirror.call("shares.invitations", [:])) }
+            return try mirror.exclusive("share.invitations") { try mirror.call("shares.invitations", [:]) }
         }
         registry.register("share.owned", params: Empty.self, summary: "The shares this user owns, with their participants.") { [self] _, _ in
             let mirror = try mirror()
-            return try mirror.exclusive("share.owned") { CloudMirror.withoutKeptTexts(try mirror.call("shares.owned", [:])) }
+            return try mirror.exclusive("share.owned") { try mirror.call("shares.owned", [:]) }
         }
     }
 }

@@ -142,129 +142,65 @@ package struct HistoryChanges {
     /// The text with its closing bracket.
     var packed: String { text + "]" }
 
-    /// Reads a packed column back; entries it cannot read are skipped (never written by us).
+    /// Reads a packed column back, without a JSON tree (the mirror reads every saved change, a
+    /// thousand per bulk save); entries it cannot read are skipped (never written by us), and a
+    /// column that is not a JSON array reads as none.
     static func entries(_ packed: String) -> [Entry] {
-        if let entries = PackedReader.entries(packed) { return entries }
-        return treeEntries(packed)
+        var text = packed
+        return text.withUTF8 { bytes in
+            var reader = MessageReader(bytes)
+            var rows = PackedRows()
+            do throws(MessageReadError) {
+                try reader.array { (reader) throws(MessageReadError) in
+                    let row = try reader.valueBytes()
+                    if let entry = rows.entry(row) { rows.entries.append(entry) }
+                }
+                try reader.finish()
+            } catch {
+                return []
+            }
+            return rows.entries
+        }
     }
 
-    /// The general path: any valid JSON (escapes, tombstones), through a parsed tree.
-    static func treeEntries(_ packed: String) -> [Entry] {
-        guard case let .array(rows)? = try? JSONParser.parse(packed) else { return [] }
-        return rows.compactMap { row in
-            guard case let .array(fields) = row, fields.count == 6, let kind = fields[0].stringValue.flatMap(ChangeKind.init(rawValue:)),
-                  let entity = fields[1].stringValue, let key = fields[2].intValue, let uuid = fields[3].stringValue else { return nil }
+    /// `[kind, entity, primaryKey, uuid, changed, tombstone]` rows read one by one.
+    private struct PackedRows {
+        var entries: [Entry] = []
+        /// The last changed-property list read and its text: a bulk save repeats the same list
+        /// entry after entry, and equal text shares one array.
+        var lastList: (text: [UInt8], names: [String])?
+
+        mutating func entry(_ row: UnsafeBufferPointer<UInt8>) -> Entry? {
+            var reader = MessageReader(row)
+            var fields: [Any?] = []
+            do throws(MessageReadError) {
+                try reader.array { (reader) throws(MessageReadError) in
+                    switch fields.count {
+                    case 0: fields.append(try reader.rawValue(ChangeKind.self))
+                    case 1, 3: fields.append(try reader.string())
+                    case 2: fields.append(try reader.int())
+                    case 4: fields.append(reader.readNull() ? nil : try names(&reader))
+                    case 5: fields.append(reader.readNull() ? nil : try reader.value().objectValue)
+                    default: throw reader.invalid("more than six members")
+                    }
+                }
+            } catch {
+                return nil
+            }
+            guard fields.count == 6, let kind = fields[0] as? ChangeKind, let entity = fields[1] as? String,
+                  let key = fields[2] as? Int, let uuid = fields[3] as? String else { return nil }
             return Entry(kind: kind, entity: entity, primaryKey: Int64(key), uuid: uuid,
-                         changed: fields[4].arrayValue?.compactMap(\.stringValue), tombstone: fields[5].objectValue)
-        }
-    }
-
-    /// Reads the packed text as `append` writes it, without building a JSON tree: the mirror
-    /// reads every saved change (a thousand per bulk save), and a tree per change would cost a
-    /// tenth of queueing them. Gives up (nil) on anything else — a tombstone, an escaped string, other spacing —
-    /// and the tree path reads it.
-    struct PackedReader {
-        let bytes: UnsafeBufferPointer<UInt8>
-        var index = 0
-        /// The last changed-property list read, and where its text was: a bulk save repeats
-        /// the same list entry after entry, and equal text shares one array.
-        var lastList: (range: Range<Int>, names: [String])?
-
-        static func entries(_ packed: String) -> [Entry]? {
-            var text = packed
-            return text.withUTF8 { bytes in
-                var reader = PackedReader(bytes: bytes)
-                return reader.all()
-            }
+                         changed: fields[4] as? [String], tombstone: fields[5] as? [String: JSONValue])
         }
 
-        mutating func take(_ byte: UInt8) -> Bool {
-            guard index < bytes.count, bytes[index] == byte else { return false }
-            index += 1
-            return true
-        }
-
-        /// A string without escapes.
-        mutating func string() -> String? {
-            guard take(UInt8(ascii: "\"")) else { return nil }
-            let start = index
-            while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
-                if bytes[index] == UInt8(ascii: "\\") { return nil }
-                index += 1
-            }
-            guard index < bytes.count else { return nil }
-            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-            index += 1
-            return text
-        }
-
-        mutating func integer() -> Int64? {
-            var value: Int64 = 0
-            var negative = false
-            if take(UInt8(ascii: "-")) { negative = true }
-            let start = index
-            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-                let (product, overflow) = value.multipliedReportingOverflow(by: 10)
-                guard !overflow else { return nil }
-                value = product + Int64(bytes[index] - UInt8(ascii: "0"))
-                index += 1
-            }
-            return index > start ? (negative ? -value : value) : nil
-        }
-
-        mutating func null() -> Bool {
-            guard bytes.count - index >= 4, bytes[index] == UInt8(ascii: "n"), bytes[index + 1] == UInt8(ascii: "u"),
-                  bytes[index + 2] == UInt8(ascii: "l"), bytes[index + 3] == UInt8(ascii: "l") else { return false }
-            index += 4
-            return true
-        }
-
-        mutating func list() -> [String]?? {
-            if null() { return .some(nil) }
-            let start = index
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "[") else { return nil }
-            // Where the list ends (its strings skipped whole), to reuse the last one's names
-            // when the text is the same.
-            var end = index + 1
-            var quoted = false
-            while end < bytes.count {
-                let byte = bytes[end]
-                if byte == UInt8(ascii: "\\") { return nil }
-                if byte == UInt8(ascii: "\"") { quoted.toggle() } else if !quoted, byte == UInt8(ascii: "]") { break }
-                end += 1
-            }
-            guard end < bytes.count else { return nil }
-            end += 1
-            if let last = lastList, last.range.count == end - start, bytes[last.range].elementsEqual(bytes[start..<end]) {
-                index = end
-                return .some(last.names)
-            }
-            index += 1
+        private mutating func names(_ reader: inout MessageReader) throws(MessageReadError) -> [String] {
+            let text = try reader.valueBytes()
+            if let lastList, lastList.text.elementsEqual(text) { return lastList.names }
+            var list = MessageReader(text)
             var names: [String] = []
-            if !take(UInt8(ascii: "]")) {
-                repeat {
-                    guard let name = string() else { return nil }
-                    names.append(name)
-                } while take(UInt8(ascii: ","))
-                guard take(UInt8(ascii: "]")), index == end else { return nil }
-            }
-            lastList = (start..<end, names)
-            return .some(names)
-        }
-
-        mutating func all() -> [Entry]? {
-            guard take(UInt8(ascii: "[")) else { return nil }
-            var entries: [Entry] = []
-            if take(UInt8(ascii: "]")) { return index == bytes.count ? entries : nil }
-            repeat {
-                guard take(UInt8(ascii: "[")), let kindText = string(), let kind = ChangeKind(rawValue: kindText),
-                      take(UInt8(ascii: ",")), let entity = string(), take(UInt8(ascii: ",")),
-                      let key = integer(), take(UInt8(ascii: ",")), let uuid = string(), take(UInt8(ascii: ",")),
-                      case let .some(changed) = list(), take(UInt8(ascii: ",")), null(), take(UInt8(ascii: "]")) else { return nil }
-                entries.append(Entry(kind: kind, entity: entity, primaryKey: key, uuid: uuid, changed: changed, tombstone: nil))
-            } while take(UInt8(ascii: ","))
-            guard take(UInt8(ascii: "]")), index == bytes.count else { return nil }
-            return entries
+            try list.array { (reader) throws(MessageReadError) in names.append(try reader.string()) }
+            lastList = (Array(text), names)
+            return names
         }
     }
 

@@ -72,7 +72,7 @@ extension CloudEngine {
                                              zone: zone, caller: caller, shared: params.database == .shared,
                                              presented: presented, zoneBytes: zoneBytes, fieldsAsText: fieldsAsText)
             let last = page.moreComing ? page.last : max(page.last, try state.zoneHighWater(zone: zone.id, after: after))
-            return FetchZoneChangesResult(changed: page.changed, deleted: page.deleted, token: ZoneToken(zone: zone.id, seq: last, horizon: horizon, reading: reading).text,
+            return FetchZoneChangesResult(changed: page.changed, deleted: page.deleted, token: ChangeToken.Zone(zone: zone.id, seq: last, horizon: horizon, reading: reading).token,
                                           moreComing: page.moreComing)
         }
     }
@@ -102,14 +102,11 @@ extension CloudEngine {
             let horizon = try state.databaseHorizon()
             var after: Int64 = 0
             if let since = params.since {
-                let parts = since.dropFirst().split(separator: ".")
-                guard since.hasPrefix("d"), parts.count == 2, let seq = Int64(parts[0]), let issuedHorizon = Int64(parts[1]) else {
-                    throw WireError(.invalidArguments, "params.since is not a database change token from this service.")
-                }
-                guard seq >= horizon || issuedHorizon == horizon else {
+                let token = try ChangeToken.Database(since)
+                guard token.seq >= horizon || token.horizon == horizon else {
                     throw WireError(.changeTokenExpired, "The database change token is too old; fetch again from nil.")
                 }
-                after = seq
+                after = token.seq
             }
             let limit = max(1, min(params.limit ?? state.limits.defaultFetchLimit, 10_000))
             let sql = params.since == nil
@@ -117,7 +114,7 @@ extension CloudEngine {
                 : "SELECT owner, zone_name, kind, seq FROM database_changes WHERE environment = ? AND user = ? AND scope = ? AND seq > ? ORDER BY seq LIMIT ?"
             let rows = try state.db.query(sql, [state.environment.rawValue, caller, params.database.rawValue, after, Int64(limit + 1)])
             var result = FetchDatabaseChangesResult(changedZones: [], deletedZones: [], purgedZones: [], encryptedDataResetZones: [],
-                                                    token: "", moreComing: rows.count > limit)
+                                                    token: ChangeToken(""), moreComing: rows.count > limit)
             var last = after
             var page = PageBudget()
             for row in rows.prefix(limit) {
@@ -135,43 +132,10 @@ extension CloudEngine {
                 }
             }
             if !result.moreComing { last = max(last, try state.storedSeq()) }
-            result.token = "d\(last).\(horizon)"
+            result.token = ChangeToken.Database(seq: last, horizon: horizon).token
             return result
         }
     }
-}
-
-/// A zone change token: the zone's row id (a recreated zone gets a new one), the sequence
-/// reached, and the zone's horizon when it was issued. A token is still good when nothing
-/// after its sequence was dropped: its sequence is at or above the horizon, or the horizon has
-/// not moved since it was issued.
-/// `z<zone>.<seq>.<horizon>[.<reading>]`: the zone, the last change the holder has, the zone's
-/// horizon when issued, and for a participant the start of their current reading of the zone
-/// (`CloudTransaction.readingStart`), left out when 0.
-struct ZoneToken {
-    var zone: Int64
-    var seq: Int64
-    var horizon: Int64
-    var reading: Int64 = 0
-    init(zone: Int64, seq: Int64, horizon: Int64, reading: Int64 = 0) {
-        self.zone = zone
-        self.seq = seq
-        self.horizon = horizon
-        self.reading = reading
-    }
-    init?(_ text: String) {
-        let parts = text.split(separator: ".")
-        guard parts.count == 3 || parts.count == 4, parts[0].hasPrefix("z"), let zone = Int64(parts[0].dropFirst()), let seq = Int64(parts[1]),
-              let horizon = Int64(parts[2]) else { return nil }
-        self.zone = zone
-        self.seq = seq
-        self.horizon = horizon
-        if parts.count == 4 {
-            guard let reading = Int64(parts[3]) else { return nil }
-            self.reading = reading
-        }
-    }
-    var text: String { reading == 0 ? "z\(zone).\(seq).\(horizon)" : "z\(zone).\(seq).\(horizon).\(reading)" }
 }
 
 /// One page of a zone's changes: the records changed and deleted, the last sequence it covers
@@ -247,11 +211,11 @@ extension CloudTransaction {
     /// The sequence a page of changes starts after: 0 with no token, else the token's, once the
     /// token is known good for this zone (`requested`: the zone ID as the caller named it, for
     /// the error's details).
-    fileprivate func changesStart(since: String?, zone: ZoneRow, reading: Int64, caller: String, requested: ZoneID) throws -> Int64 {
+    /// A token is still good when nothing after its sequence was dropped: its sequence is at or
+    /// above the horizon, or the horizon has not moved since it was issued.
+    fileprivate func changesStart(since: ChangeToken?, zone: ZoneRow, reading: Int64, caller: String, requested: ZoneID) throws -> Int64 {
         guard let since else { return 0 }
-        guard let token = ZoneToken(since) else {
-            throw WireError(.invalidArguments, "params.since is not a zone change token from this service.")
-        }
+        let token = try ChangeToken.Zone(since)
         guard token.zone == zone.id, token.seq >= zone.horizon || token.horizon == zone.horizon else {
             throw WireError(.changeTokenExpired, "The change token is too old (or from an earlier incarnation of the zone); fetch again from nil.",
                             details: ["zoneID": zoneJSON(requested)])
@@ -346,8 +310,7 @@ extension CloudTransaction {
     func shareVisible(_ share: String?, zone: ZoneRow, caller: String, cache: inout [String: Bool]) throws -> Bool {
         guard let share else { return false }
         if let known = cache[share] { return known }
-        let part = try participation(zone: zone.id, share: share, user: caller)
-        let visible = part.map { $0.acceptance == Acceptance.accepted.rawValue && $0.permission != SharePermission.none.rawValue } ?? false
+        let visible = try participation(zone: zone.id, share: share, user: caller)?.reads ?? false
         cache[share] = visible
         return visible
     }

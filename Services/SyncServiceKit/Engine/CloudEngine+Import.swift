@@ -57,7 +57,7 @@ final class CloudSnapshotRows {
         // Change pages send a record's stored fields text as it is: it must be the canonical
         // text a save would have stored, or one bad row would spoil every page.
         if table.name == "records", let fieldsColumn = columns.firstIndex(of: "fields"), case let .text(text) = values[fieldsColumn] {
-            guard let fields = FieldsJSON.parse(text)?.objectValue else {
+            guard let fields = (try? JSONParser.parse(text))?.objectValue else {
                 throw WireError(.invalidArguments, "Table records, row \(number): fields is not a JSON object of record fields.",
                                 details: ["table": "records", "row": .int(number)])
             }

@@ -144,7 +144,7 @@ extension CloudEngine {
         guard case let .text(environment) = values[0], CloudEnvironment(rawValue: environment) != nil else { throw refuse("environment is not development or production") }
         guard case let .text(database) = values[2], ["private", "shared"].contains(database) else { throw refuse("database is not private or shared") }
         guard case let .text(id) = values[3], case let .text(body) = values[4],
-              let subscription = try? state.decoder.decode(CloudSubscription.self, from: Data(body.utf8)), subscription.subscriptionID == id,
+              let subscription = try? state.decoder.decode(CloudSubscription.self, from: Array(body.utf8)), subscription.subscriptionID == id,
               CloudEngine.subscriptionTypes.contains(subscription.subscriptionType) else {
             throw refuse("body is not a subscription (JSON text) with the row's ID")
         }

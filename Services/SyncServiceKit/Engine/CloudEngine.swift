@@ -300,7 +300,7 @@ final class CloudTransaction: @unchecked Sendable {
     /// Subscription notifications of the request, published after it commits.
     var subscriptionNotices: [SubscriptionNotice] = []
     let encoder: JSONEncoder
-    let decoder = JSONDecoder()
+    let decoder = JSONValueDecoder()
 
     init(db: Database, seq: Int64, limits: CloudLimits) {
         self.db = db

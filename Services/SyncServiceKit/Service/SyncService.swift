@@ -17,7 +17,7 @@ public struct SyncSettings: Sendable {
     public var usersFile: String?
     /// Appends every request to this file as a JSON line.
     public var requestLogFile: String?
-    /// Faults to arm at start-up: {"faults": [InjectedFault, …]}.
+    /// Faults to arm at start-up: {"faults": [CloudFault, …]}.
     public var faultsFile: String?
     public var limits = CloudLimits()
     public init() {}
@@ -102,14 +102,6 @@ public final class SyncService: ServiceDefinition {
     }
 
     public var features: [String] { ["users", "zones", "records", "changes", "shares", "subscriptions", "admin"] }
-    /// Requests' records (request → params → saves → record: depth 4) keep their fields' text:
-    /// a save stores it as it came when it is already in stored form, instead of writing the
-    /// parsed fields out again (an eighth of the service's time per record saved); and such
-    /// fields are not parsed into a tree at all unless something asks for them
-    /// (`CloudRecord.fields`): building the tree was a fifth of a save.
-    public var keptRequestText: JSONParser.KeptText? {
-        JSONParser.KeptText(key: "fields", depth: 4, textOnly: { bytes, start in StoredFields.end(bytes, from: start) })
-    }
     public var topics: [String] { [Self.databaseChangesTopic, Self.notificationsTopic] }
 
     public func start(events: EventHub) throws {
@@ -260,7 +252,7 @@ public final class SyncService: ServiceDefinition {
             if let effect {
                 switch effect.kind {
                 case .error where effect.fault.afterApplying != true:
-                    trace.decide(false, "injected fault \(effect.fault.code ?? "error")")
+                    trace.decide(false, "injected fault \(effect.fault.code?.rawValue ?? "error")")
                     throw FaultInjector.error(for: effect.fault, op: context.op)
                 case .dropBeforeCommit:
                     trace.decide(false, "injected fault: connection dropped before the commit")
@@ -274,7 +266,7 @@ public final class SyncService: ServiceDefinition {
             if let effect {
                 switch effect.kind {
                 case .error:
-                    trace.decide(false, "injected fault \(effect.fault.code ?? "error") after applying")
+                    trace.decide(false, "injected fault \(effect.fault.code?.rawValue ?? "error") after applying")
                     throw FaultInjector.error(for: effect.fault, op: context.op)
                 case .dropAfterCommit:
                     // serverResponseLost as a client meets it: applied, and no answer at all.

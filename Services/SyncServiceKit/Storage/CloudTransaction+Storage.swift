@@ -124,8 +124,7 @@ extension CloudTransaction {
 
     func decodeFields(_ text: String?) -> [String: JSONValue] {
         guard let text else { return [:] }
-        if let object = FieldsJSON.parse(text)?.objectValue { return object }
-        return (try? decoder.decode([String: FieldDecoding].self, from: Data(text.utf8)))?.mapValues(\.value) ?? [:]
+        return (try? JSONParser.parse(text)).flatMap(FieldCoding.normalized) ?? [:]
     }
 
     /// The wire form of a stored record as `caller` sees it (share records carry `shareInfo`).
@@ -211,7 +210,7 @@ extension CloudTransaction {
         guard let row = try db.query("SELECT body, superseded_seq FROM record_versions WHERE zone = ? AND name = ? AND tag = ?",
                                      [zone.id, name, tag]).first,
               let body = row[0].string,
-              var record = try? decoder.decode(CloudRecord.self, from: Data(body.utf8)),
+              var record = try? CloudRecord.read(body),
               try mayReadVersion(supersededAt: row[1].int64 ?? 0, writer: record.lastModifiedUserRecordName, zone: zone, caller: caller)
         else { return nil }
         record.zoneID = zone.zoneID.presented(to: caller)
@@ -281,8 +280,7 @@ extension CloudTransaction {
 
     /// Whether `user` reads the records of `share` (an accepted participation with a permission).
     private func sees(share: String, zone: Int64, user: String) throws -> Bool {
-        guard let part = try participation(zone: zone, share: share, user: user) else { return false }
-        return part.acceptance == Acceptance.accepted.rawValue && part.permission != SharePermission.none.rawValue
+        try participation(zone: zone, share: share, user: user)?.reads ?? false
     }
 
     /// Users with an accepted participation in any share of the zone.

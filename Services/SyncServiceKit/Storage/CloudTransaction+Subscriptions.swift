@@ -36,7 +36,7 @@ extension CloudTransaction {
     func subscriptions(user: String, database: DatabaseScope) throws -> [CloudSubscription] {
         try db.query("SELECT body FROM subscriptions WHERE environment = ? AND user = ? AND database = ? ORDER BY id",
                      [environment.rawValue, user, database.rawValue]).compactMap { row in
-            try row[0].string.map { try decoder.decode(CloudSubscription.self, from: Data($0.utf8)) }
+            try row[0].string.map { try decoder.decode(CloudSubscription.self, from: Array($0.utf8)) }
         }
     }
 
@@ -70,7 +70,7 @@ extension CloudTransaction {
                 let predicate = try SubscriptionPredicate.parse(subscription.predicate ?? "")
                 let fires = Set(subscription.firesOn ?? CloudEngine.firesOnOptions)
                 for change in changes where change.type == subscription.recordType && fires.contains(Self.firesOnOption(change.reason)) {
-                    let fields = change.fieldsText.flatMap { FieldsJSON.parse($0)?.objectValue } ?? [:]
+                    let fields = change.fieldsText.flatMap { (try? JSONParser.parse($0))?.objectValue } ?? [:]
                     if predicate.matches(fields) { notice(subscription, zone: presented, change: change) }
                 }
             }

@@ -20,6 +20,26 @@ public struct DeleteItem: Codable, Sendable, Hashable {
         self.recordName = recordName
         self.zoneID = zoneID
     }
+
+    /// Through the one reader (`init(reading:)`).
+    public init(from decoder: any Decoder) throws { try self.init(fromReadable: decoder) }
+}
+
+extension DeleteItem: JSONReadable {
+    /// Other members are skipped.
+    public init(reading reader: inout MessageReader) throws(MessageReadError) {
+        var name: String?, zone: ZoneID?
+        try reader.object { (key, reader) throws(MessageReadError) in
+            switch key {
+            case "recordName": name = try reader.string()
+            case "zoneID": zone = try ZoneID(reading: &reader)
+            default: try reader.skip()
+            }
+        }
+        guard let name else { throw reader.missing("recordName") }
+        guard let zone else { throw reader.missing("zoneID") }
+        self.init(recordName: name, zoneID: zone)
+    }
 }
 
 public struct ModifyParams: Codable, Sendable {
@@ -49,18 +69,8 @@ public struct ModifyParams: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey { case database, saves, deletes, savePolicy, atomic, returnFields, reply }
 
-    /// As synthesized (same keys, same order, same errors), with `saves` taken from the request's
-    /// tree when it has one: hundreds of records per request are the hot path.
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        database = try c.decode(DatabaseScope.self, forKey: .database)
-        saves = try CloudRecord.decodeArrayIfPresent(c, forKey: .saves, decoder)
-        deletes = try c.decodeIfPresent([DeleteItem].self, forKey: .deletes)
-        savePolicy = try c.decodeIfPresent(SavePolicy.self, forKey: .savePolicy)
-        atomic = try c.decodeIfPresent(Bool.self, forKey: .atomic)
-        returnFields = try c.decodeIfPresent(Bool.self, forKey: .returnFields)
-        reply = try c.decodeIfPresent(ModifyReply.self, forKey: .reply)
-    }
+    /// Through the one reader (`init(reading:)`).
+    public init(from decoder: any Decoder) throws { try self.init(fromReadable: decoder) }
 }
 
 /// The request written as JSON text directly (see `JSONTextWritable`): a device's batch of 400
@@ -92,71 +102,41 @@ extension ModifyParams: JSONTextWritable {
     }
 }
 
-/// A sync engine's batch read from the request's bytes (`JSONScannable`): the database, records
-/// as `CloudRecord(scanning:)` reads them (nothing but a name, zone, type, fields in stored form
-/// and change tag, as a sync engine saves them), deletes, and the options; anything else (a save
-/// policy, records of other shapes, malformed text) is left to the parser and `init(from:)`.
-extension ModifyParams: JSONScannable {
-    public init?(scanning scanner: inout JSONScanner) {
+/// The request's one reader (the sync-service reads every records.modify with it, from the
+/// request's bytes). Saves' fields in stored form stay text (`CloudRecord(reading:)`), and the
+/// scan that finds their end notes their types (`typeSignatures`). Other members are skipped.
+extension ModifyParams: JSONReadable {
+    public init(reading reader: inout MessageReader) throws(MessageReadError) {
         var database: DatabaseScope?, saves: [CloudRecord]?, signatures: [[UInt8]?]?, deletes: [DeleteItem]?
-        var atomic: Bool?, returnFields: Bool?, reply: ModifyReply?
-        let read = scanner.object { key, scanner in
+        var savePolicy: SavePolicy?, atomic: Bool?, returnFields: Bool?, reply: ModifyReply?
+        try reader.object { (key, reader) throws(MessageReadError) in
             switch key {
-            case "database": database = scanner.string().flatMap(DatabaseScope.init(rawValue:)); return database != nil
+            case "database": database = try reader.rawValue(DatabaseScope.self)
             case "saves":
-                var records: [CloudRecord] = [], found: [[UInt8]?] = []
-                guard scanner.array({ scanner in
+                var found: [[UInt8]?] = []
+                saves = try reader.optionalArray { (reader) throws(MessageReadError) in
                     var signature: [UInt8]?
-                    guard let record = CloudRecord(scanning: &scanner, fieldsEnd: { bytes, start in
+                    let record = try CloudRecord(reading: &reader, storedFieldsEnd: { bytes, start in
                         guard let (end, fieldTypes) = StoredFields.endAndTypeSignature(bytes, from: start) else { return nil }
                         signature = fieldTypes
                         return end
-                    }), record.fieldsAreStoredText, record.creationDate == nil, record.modificationDate == nil,
-                          record.creatorUserRecordName == nil, record.lastModifiedUserRecordName == nil, record.parent == nil,
-                          record.share == nil else { return false }
-                    records.append(record)
+                    })
                     found.append(signature)
-                    return true
-                }) else { return false }
-                saves = records
-                signatures = found
-                return true
-            case "deletes":
-                var items: [DeleteItem] = []
-                guard scanner.array({ scanner in
-                    guard let item = DeleteItem(scanning: &scanner) else { return false }
-                    items.append(item)
-                    return true
-                }) else { return false }
-                deletes = items
-                return true
-            case "atomic": atomic = scanner.bool(); return atomic != nil
-            case "returnFields": returnFields = scanner.bool(); return returnFields != nil
-            case "reply": reply = scanner.string().flatMap(ModifyReply.init(rawValue:)); return reply != nil
-            case "savePolicy": return false
-            default: return scanner.skipValue()
+                    return record
+                }
+                signatures = saves == nil ? nil : found
+            case "deletes": deletes = try reader.optionalArray { (reader) throws(MessageReadError) in try DeleteItem(reading: &reader) }
+            case "savePolicy": savePolicy = try reader.optionalRawValue(SavePolicy.self)
+            case "atomic": atomic = try reader.optionalBool()
+            case "returnFields": returnFields = try reader.optionalBool()
+            case "reply": reply = try reader.optionalRawValue(ModifyReply.self)
+            default: try reader.skip()
             }
         }
-        guard read, let database else { return nil }
-        self.init(database: database, saves: saves, deletes: deletes, atomic: atomic)
-        self.returnFields = returnFields
-        self.reply = reply
+        guard let database else { throw reader.missing("database") }
+        self.init(database: database, saves: saves, deletes: deletes, savePolicy: savePolicy, atomic: atomic,
+                  returnFields: returnFields, reply: reply)
         typeSignatures = signatures
-    }
-}
-
-extension DeleteItem {
-    package init?(scanning scanner: inout JSONScanner) {
-        var name: String?, zone: ZoneID?
-        let read = scanner.object { key, scanner in
-            switch key {
-            case "recordName": name = scanner.string(); return name != nil
-            case "zoneID": zone = ZoneID(scanning: &scanner); return zone != nil
-            default: return scanner.skipValue()
-            }
-        }
-        guard read, let name, let zone else { return nil }
-        self.init(recordName: name, zoneID: zone)
     }
 }
 
@@ -216,41 +196,38 @@ public struct ModifyVerdicts: Sendable {
         deleted.formUnion(other.deleted)
     }
 
-    public init(saved: JSONValue?, deleted: JSONValue?) {
-        for record in saved?.arrayValue ?? [] {
-            guard let name = record["recordName"]?.stringValue else { continue }
-            self.saved[name] = .some(record["recordChangeTag"]?.stringValue)
-        }
-        self.deleted = Set((deleted?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue })
-    }
+    public init() {}
 
-    /// From a success reply's bytes (`WireClient.ResultReader`), as `init(saved:deleted:)`
-    /// reads its tree; nil for anything but the service's reply of names and tags.
-    public init?(bytes: UnsafeBufferPointer<UInt8>) {
-        var scanner = JSONScanner(bytes)
+    /// From an error's details (partialFailure's `saved` and `deleted`), by the reply's reader;
+    /// details it cannot read say nothing was done.
+    public init(saved: JSONValue?, deleted: JSONValue?) {
+        var reply: [String: JSONValue] = [:]
+        if let saved { reply["saved"] = saved }
+        if let deleted { reply["deleted"] = deleted }
+        self = (try? ModifyVerdicts(tree: .object(reply))) ?? ModifyVerdicts()
+    }
+}
+
+/// The reply's one reader, for a client that keeps what it sent: only the members a verdict
+/// needs are read (a batch has hundreds); an item without a name says nothing.
+extension ModifyVerdicts: JSONReadable {
+    public init(reading reader: inout MessageReader) throws(MessageReadError) {
         var saved: [String: String?] = [:], deleted: Set<String> = []
-        let read = scanner.object { key, scanner in
-            guard key == "saved" || key == "deleted" else { return scanner.skipValue() }
+        try reader.object { (key, reader) throws(MessageReadError) in
+            guard key == "saved" || key == "deleted" else { return try reader.skip() }
             if key == "saved" { saved = [:] } else { deleted = [] }
-            return scanner.array { scanner in
+            try reader.array { (reader) throws(MessageReadError) in
                 var name: String?, tag: String?
-                let item = scanner.object { member, scanner in
+                try reader.object { (member, reader) throws(MessageReadError) in
                     switch member {
-                    case "recordName": name = scanner.string(); return name != nil
-                    case "recordChangeTag" where key == "saved":
-                        guard let value = scanner.optionalString() else { return false }
-                        tag = value
-                        return true
-                    default: return scanner.skipValue()
+                    case "recordName": name = try reader.string()
+                    case "recordChangeTag" where key == "saved": tag = try reader.optionalString()
+                    default: try reader.skip()
                     }
                 }
-                guard item else { return false }
-                // (An item without a name says nothing, as in the tree.)
                 if let name { if key == "saved" { saved[name] = .some(tag) } else { deleted.insert(name) } }
-                return true
             }
         }
-        guard read, scanner.atEnd else { return nil }
         self.saved = saved
         self.deleted = deleted
     }

@@ -25,13 +25,13 @@ public struct RecordConflict: Sendable {
         self.server = server
     }
 
-    /// Reads the records from an error's details (their trees, `CloudRecord(tree:)`); nil when
+    /// Reads the records from an error's details (their trees, by the record's reader); nil when
     /// there is no server record that reads (another error, or records the reply left out).
     public init?(details: [String: JSONValue]) {
-        guard let server = details["serverRecord"].flatMap({ CloudRecord(tree: $0) }) else { return nil }
+        guard let server = details["serverRecord"].flatMap({ try? CloudRecord(tree: $0) }) else { return nil }
         self.server = server
-        client = details["clientRecord"].flatMap { CloudRecord(tree: $0) }
-        ancestor = details["ancestorRecord"].flatMap { CloudRecord(tree: $0) }
+        client = details["clientRecord"].flatMap { try? CloudRecord(tree: $0) }
+        ancestor = details["ancestorRecord"].flatMap { try? CloudRecord(tree: $0) }
     }
 
     /// The records as an error's details: the client's and the ancestor (null when unknown)

@@ -5,10 +5,10 @@ public struct FetchZoneChangesParams: Codable, Sendable {
     public var database: DatabaseScope
     public var zoneID: ZoneID
     /// The token of the last page applied; absent or null means "from the beginning".
-    public var since: String?
+    public var since: ChangeToken?
     /// Most records (changed + deleted) per page.
     public var limit: Int?
-    public init(database: DatabaseScope, zoneID: ZoneID, since: String? = nil, limit: Int? = nil) {
+    public init(database: DatabaseScope, zoneID: ZoneID, since: ChangeToken? = nil, limit: Int? = nil) {
         self.database = database
         self.zoneID = zoneID
         self.since = since
@@ -29,10 +29,13 @@ public struct DeletedRecord: Codable, Sendable, Hashable {
 public struct FetchZoneChangesResult: Codable, Sendable {
     public var changed: [CloudRecord]
     public var deleted: [DeletedRecord]
-    public var token: String
+    public var token: ChangeToken
     public var moreComing: Bool
 
     enum CodingKeys: String, CodingKey { case changed, deleted, token, moreComing }
+
+    /// Through the one reader (`init(reading:)`).
+    public init(from decoder: any Decoder) throws { try self.init(fromReadable: decoder) }
 
     /// Records as nested containers (see FieldCoding): pages of many records are the hot path.
     public func encode(to encoder: any Encoder) throws {
@@ -44,7 +47,7 @@ public struct FetchZoneChangesResult: Codable, Sendable {
         try c.encode(moreComing, forKey: .moreComing)
     }
 
-    public init(changed: [CloudRecord], deleted: [DeletedRecord], token: String, moreComing: Bool) {
+    public init(changed: [CloudRecord], deleted: [DeletedRecord], token: ChangeToken, moreComing: Bool) {
         self.changed = changed
         self.deleted = deleted
         self.token = token
@@ -61,87 +64,74 @@ extension FetchZoneChangesResult: JSONTextWritable {
             out += #","recordType":"#; JSONWriter.appendString(item.recordType, to: &out)
             out += "}"
         }) else { return false }
-        out += #","token":"#; JSONWriter.appendString(token, to: &out)
+        out += #","token":"#; JSONWriter.appendString(token.text, to: &out)
         out += moreComing ? #","moreComing":true}"# : #","moreComing":false}"#
         return true
     }
 }
 
-extension FetchZoneChangesResult {
-    /// A page as a client reads it from the reply's tree (parsed keeping fields in stored form
-    /// as text alone, `CloudRecord(tree:)`): records that do not read and deletions without a
-    /// name are left out, a deletion without a type has "", an absent token is "" and
-    /// `moreComing` false.
-    public init(tree: JSONValue) {
-        let deleted = (tree["deleted"]?.arrayValue ?? []).compactMap { item -> DeletedRecord? in
-            guard let name = item["recordName"]?.stringValue else { return nil }
-            return DeletedRecord(recordName: name, recordType: item["recordType"]?.stringValue ?? "")
-        }
-        self.init(changed: (tree["changed"]?.arrayValue ?? []).compactMap { CloudRecord(tree: $0) }, deleted: deleted,
-                  token: tree["token"]?.stringValue ?? "", moreComing: tree["moreComing"]?.boolValue ?? false)
+/// The page's one reader (a device reads pages of 1,000 records, without a tree): changed
+/// records by `CloudRecord(reading:)`, deletions (a missing type is ""), the token ("" when
+/// absent) and `moreComing` (false when absent). Other members are skipped.
+extension FetchZoneChangesResult: JSONReadable {
+    public init(reading reader: inout MessageReader) throws(MessageReadError) {
+        self = try Self.read(&reader, fields: { bytes, start in StoredFields.end(bytes, from: start).map { (end: $0, read: ()) } }).page
     }
 
-    /// Reads a page from the reply's bytes as `init(tree:)` reads it from its tree (a device's
-    /// pages of 1,000 records, without a tree): nil when it cannot, and the reply is parsed.
-    /// `fields`: where a changed record's stored-form fields end, and what the scan read of
-    /// them (`StoredFields.endAndFields`); the page's `fields` holds that per changed record.
-    public static func scanned<T>(_ bytes: UnsafeBufferPointer<UInt8>,
-                                  fields: (UnsafeBufferPointer<UInt8>, Int) -> (end: Int, read: T)?) -> (page: FetchZoneChangesResult, fields: [T?])? {
-        var scanner = JSONScanner(bytes)
+    /// Reads a whole reply. `fields`: where a changed record's stored-form fields end, and what
+    /// the scan read of them (`StoredFields.endAndFields`); the answer's `fields` holds that per
+    /// changed record (nil for fields not in stored form).
+    public static func read<T>(_ bytes: UnsafeBufferPointer<UInt8>,
+                               fields: (UnsafeBufferPointer<UInt8>, Int) -> (end: Int, read: T)?) throws(MessageReadError) -> (page: FetchZoneChangesResult, fields: [T?]) {
+        var reader = MessageReader(bytes)
+        let read = try read(&reader, fields: fields)
+        try reader.finish()
+        return read
+    }
+
+    private static func read<T>(_ reader: inout MessageReader,
+                                fields: (UnsafeBufferPointer<UInt8>, Int) -> (end: Int, read: T)?) throws(MessageReadError) -> (page: FetchZoneChangesResult, fields: [T?]) {
         var changed: [CloudRecord] = [], read: [T?] = [], deleted: [DeletedRecord] = []
-        var token = "", moreComing = false
-        let page = scanner.object { key, scanner in
+        var token = ChangeToken(""), moreComing = false
+        try reader.object { (key, reader) throws(MessageReadError) in
             switch key {
             case "changed":
                 changed = []
                 read = []
-                return scanner.array { scanner in
+                try reader.array { (reader) throws(MessageReadError) in
                     var found: T?
-                    guard let record = CloudRecord(scanning: &scanner, fieldsEnd: { bytes, start in
+                    changed.append(try CloudRecord(reading: &reader, storedFieldsEnd: { bytes, start in
                         guard let (end, kept) = fields(bytes, start) else { return nil }
                         found = kept
                         return end
-                    }) else { return false }
-                    changed.append(record)
+                    }))
                     read.append(found)
-                    return true
                 }
             case "deleted":
                 deleted = []
-                return scanner.array { scanner in
+                try reader.array { (reader) throws(MessageReadError) in
                     var name: String?, type = ""
-                    let item = scanner.object { member, scanner in
+                    try reader.object { (member, reader) throws(MessageReadError) in
                         switch member {
-                        case "recordName": name = scanner.string(); return name != nil
-                        case "recordType":
-                            guard let value = scanner.string() else { return false }
-                            type = value
-                            return true
-                        default: return scanner.skipValue()
+                        case "recordName": name = try reader.string()
+                        case "recordType": type = try reader.string()
+                        default: try reader.skip()
                         }
                     }
-                    guard item, let name else { return false }
+                    guard let name else { throw reader.missing("recordName") }
                     deleted.append(DeletedRecord(recordName: name, recordType: type))
-                    return true
                 }
-            case "token":
-                guard let value = scanner.string() else { return false }
-                token = value
-                return true
-            case "moreComing":
-                guard let value = scanner.bool() else { return false }
-                moreComing = value
-                return true
-            default: return scanner.skipValue()
+            case "token": token = ChangeToken(try reader.string())
+            case "moreComing": moreComing = try reader.bool()
+            default: try reader.skip()
             }
         }
-        guard page, scanner.atEnd else { return nil }
         return (FetchZoneChangesResult(changed: changed, deleted: deleted, token: token, moreComing: moreComing), read)
     }
 
     /// The token to ask the next page from, when the page's tree says more is coming.
-    public static func nextToken(_ tree: JSONValue) -> String? {
+    public static func nextToken(_ tree: JSONValue) -> ChangeToken? {
         guard tree["moreComing"]?.boolValue == true else { return nil }
-        return tree["token"]?.stringValue ?? ""
+        return ChangeToken(tree["token"]?.stringValue ?? "")
     }
 }

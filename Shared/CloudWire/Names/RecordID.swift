@@ -23,6 +23,9 @@ public struct RecordReference: Codable, Sendable, Hashable {
 
     public enum CodingKeys: String, CodingKey { case recordName, action }
 
+    /// Through the one reader (`init(reading:)`).
+    public init(from decoder: any Decoder) throws { try self.init(fromReadable: decoder) }
+
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try encode(into: &container)
@@ -39,5 +42,21 @@ public struct RecordReference: Codable, Sendable, Hashable {
         out += #"{"recordName":"#; JSONWriter.appendString(recordName, to: &out)
         if let action { out += #","action":"#; JSONWriter.appendString(action, to: &out) }
         out += "}"
+    }
+}
+
+extension RecordReference: JSONReadable {
+    /// Other members are skipped.
+    public init(reading reader: inout MessageReader) throws(MessageReadError) {
+        var name: String?, action: String?
+        try reader.object { (key, reader) throws(MessageReadError) in
+            switch key {
+            case "recordName": name = try reader.string()
+            case "action": action = try reader.optionalString()
+            default: try reader.skip()
+            }
+        }
+        guard let name else { throw reader.missing("recordName") }
+        self.init(recordName: name, action: action)
     }
 }

@@ -21,12 +21,8 @@ public struct ZoneID: Codable, Sendable, Hashable {
 
     public enum CodingKeys: String, CodingKey { case zoneName, ownerName }
 
-    /// An absent owner is the default one.
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        zoneName = try container.decode(String.self, forKey: .zoneName)
-        ownerName = try container.decodeIfPresent(String.self, forKey: .ownerName) ?? ZoneID.defaultOwner
-    }
+    /// Through the one reader (`init(reading:)`).
+    public init(from decoder: any Decoder) throws { try self.init(fromReadable: decoder) }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -39,39 +35,26 @@ public struct ZoneID: Codable, Sendable, Hashable {
         try c.encode(ownerName, forKey: .ownerName)
     }
 
-    /// The zone ID `init(from:)` decodes from `tree`; nil where it would throw (an absent or
-    /// null owner is the default one).
-    public init?(tree: JSONValue?) {
-        guard case let .object(members)? = tree, case let .string(zoneName)? = members["zoneName"] else { return nil }
-        switch members["ownerName"] {
-        case nil, .null?: self.init(zoneName: zoneName)
-        case let .string(owner)?: self.init(zoneName: zoneName, ownerName: owner)
-        default: return nil
-        }
-    }
-
-    /// Reads a zone ID where `scanner` is, as `init(tree:)` reads it from a tree (both services
-    /// read one in every record of a hot message; other members are skipped).
-    public init?(scanning scanner: inout JSONScanner) {
-        var name: String?, owner: String?
-        let read = scanner.object { key, scanner in
-            switch key {
-            case "zoneName": name = scanner.string(); return name != nil
-            case "ownerName":
-                guard let value = scanner.optionalString() else { return false }
-                owner = value
-                return true
-            default: return scanner.skipValue()
-            }
-        }
-        guard read, let name else { return nil }
-        self.init(zoneName: name, ownerName: owner ?? ZoneID.defaultOwner)
-    }
-
     /// `{"zoneName":…,"ownerName":…}`.
     public func writeJSON(to out: inout String) {
         out += #"{"zoneName":"#; JSONWriter.appendString(zoneName, to: &out)
         out += #","ownerName":"#; JSONWriter.appendString(ownerName, to: &out)
         out += "}"
+    }
+}
+
+extension ZoneID: JSONReadable {
+    /// Other members are skipped; an absent or null owner is the default one.
+    public init(reading reader: inout MessageReader) throws(MessageReadError) {
+        var name: String?, owner: String?
+        try reader.object { (key, reader) throws(MessageReadError) in
+            switch key {
+            case "zoneName": name = try reader.string()
+            case "ownerName": owner = try reader.optionalString()
+            default: try reader.skip()
+            }
+        }
+        guard let name else { throw reader.missing("zoneName") }
+        self.init(zoneName: name, ownerName: owner ?? ZoneID.defaultOwner)
     }
 }

@@ -1,36 +1,6 @@
 import FoundationEssentials
 import MeowWire
 
-/// One participant of a share, as the owner and participants see it.
-public struct ShareParticipant: Codable, Sendable, Hashable {
-    public var userRecordName: String
-    public var role: String          // owner, privateUser, publicUser
-    public var permission: String    // none, readOnly, readWrite
-    public var acceptanceStatus: String  // pending, accepted, removed
-
-    public init(userRecordName: String, role: String, permission: String, acceptanceStatus: String) {
-        self.userRecordName = userRecordName
-        self.role = role
-        self.permission = permission
-        self.acceptanceStatus = acceptanceStatus
-    }
-}
-
-/// Server-maintained part of a `cloudkit.share` record.
-public struct ShareInfo: Codable, Sendable, Hashable {
-    public var owner: String
-    public var publicPermission: String
-    public var rootRecordName: String?
-    public var participants: [ShareParticipant]
-
-    public init(owner: String, publicPermission: String, rootRecordName: String?, participants: [ShareParticipant]) {
-        self.owner = owner
-        self.publicPermission = publicPermission
-        self.rootRecordName = rootRecordName
-        self.participants = participants
-    }
-}
-
 /// A record on the wire. `fields` maps a field name to `{"type": …, "value": …}`; field types
 /// the server does not know are kept and returned unchanged.
 public struct CloudRecord: Codable, Sendable, Hashable {
@@ -40,7 +10,7 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     /// The fields. A record that has them as text (`fieldsText`) parses it only when they are
     /// read here; setting them leaves the text behind.
     public var fields: [String: JSONValue] {
-        get { tree ?? text.flatMap { FieldsJSON.parse($0).flatMap(FieldCoding.normalized) } ?? [:] }
+        get { tree ?? text.flatMap { (try? JSONParser.parse($0)).flatMap(FieldCoding.normalized) } ?? [:] }
         set {
             tree = newValue
             text = nil
@@ -48,9 +18,9 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     }
 
     /// The fields as their canonical text (`RecordFields`), when the record has them so: read in
-    /// stored form from a message (kept as text alone by the parse, or by a scan), or a stored
-    /// record's text a reply writes as it is (parsing each record's text only to write it again
-    /// cost half of a fetched record's time). Setting it makes it the fields.
+    /// stored form from a message (the record's reader keeps them as text alone), or a stored
+    /// record's text a reply writes as it is (a record's text is never parsed only to be written
+    /// again). Setting it makes it the fields.
     public var fieldsText: String? {
         get { text }
         set {
@@ -85,30 +55,8 @@ public struct CloudRecord: Codable, Sendable, Hashable {
         self.share = share
     }
 
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        recordName = try c.decode(String.self, forKey: .recordName)
-        zoneID = try c.decode(ZoneID.self, forKey: .zoneID)
-        recordType = try c.decode(String.self, forKey: .recordType)
-        if c.contains(.fields) {
-            fields = try Self.decodeFields(c, decoder)
-        } else if let text = try decoder.container(keyedBy: FieldCoding.Key.self)
-                    .decodeIfPresent(String.self, forKey: FieldCoding.Key("fields" + JSONParser.textSuffix)),
-                  StoredFields.isStoredForm(text) {
-            // The message's parse kept these fields as text alone (`SyncService.keptRequestText`).
-            fieldsText = text
-        } else {
-            fields = [:]
-        }
-        recordChangeTag = try c.decodeIfPresent(String.self, forKey: .recordChangeTag)
-        creationDate = try c.decodeIfPresent(Double.self, forKey: .creationDate)
-        modificationDate = try c.decodeIfPresent(Double.self, forKey: .modificationDate)
-        creatorUserRecordName = try c.decodeIfPresent(String.self, forKey: .creatorUserRecordName)
-        lastModifiedUserRecordName = try c.decodeIfPresent(String.self, forKey: .lastModifiedUserRecordName)
-        parent = try c.decodeIfPresent(RecordReference.self, forKey: .parent)
-        share = try c.decodeIfPresent(RecordReference.self, forKey: .share)
-        shareInfo = try c.decodeIfPresent(ShareInfo.self, forKey: .shareInfo)
-    }
+    /// Through the one reader (`init(reading:)`).
+    public init(from decoder: any Decoder) throws { try self.init(fromReadable: decoder) }
 
     /// When set, `fields` is left out of the encoded record (records.modify with
     /// `"returnFields": false`: the client keeps the fields it sent and takes the metadata).
@@ -120,18 +68,6 @@ public struct CloudRecord: Codable, Sendable, Hashable {
     package enum CodingKeys: String, CodingKey {
         case recordName, zoneID, recordType, fields, recordChangeTag, creationDate, modificationDate
         case creatorUserRecordName, lastModifiedUserRecordName, parent, share, shareInfo
-    }
-
-    /// Fields from a parsed tree go through `FieldCoding.normalized` (FieldDecoding's rules
-    /// without a container per field); anything else, or a field that fails, the plain way.
-    private static func decodeFields(_ c: KeyedDecodingContainer<CodingKeys>, _ decoder: any Decoder) throws -> [String: JSONValue] {
-        if FieldCoding.isTreeDecoder(decoder) {
-            switch try c.decodeIfPresent(JSONValue.self, forKey: .fields) {
-            case nil, .null?: return [:]
-            case let tree?: if let fields = FieldCoding.normalized(tree) { return fields }
-            }
-        }
-        return try c.decodeIfPresent([String: FieldDecoding].self, forKey: .fields)?.mapValues(\.value) ?? [:]
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -190,68 +126,5 @@ package enum FieldValidation {
             return nil
         default: return nil
         }
-    }
-}
-
-/// Decodes one field `{"type": …, "value": …}` guided by its type. JSONValue's own decoder finds
-/// a value's kind by trying each in turn, and every failed try throws, which is slow on Linux;
-/// records are the hot path, so known types decode in one step. Unknown types and mismatched
-/// values fall back to the generic decoder (and the field check then reports the mismatch).
-package struct FieldDecoding: Decodable {
-    package let value: JSONValue
-
-    package struct Key: CodingKey {
-        package var stringValue: String
-        package var intValue: Int? { nil }
-        package init(stringValue: String) { self.stringValue = stringValue }
-        package init?(intValue: Int) { nil }
-    }
-
-    package struct Reference: Decodable {
-        var recordName: String
-        var action: String?
-    }
-
-    package init(from decoder: any Decoder) throws {
-        if try decoder.singleValueContainer().decodeNil() {
-            value = .null
-            return
-        }
-        let container = try decoder.container(keyedBy: Key.self)
-        let typeKey = Key(stringValue: "type")
-        let type = container.contains(typeKey) ? try? container.decode(String.self, forKey: typeKey) : nil
-        var object: [String: JSONValue] = [:]
-        for key in container.allKeys {
-            if key.stringValue == "type", let type {
-                object["type"] = .string(type)
-            } else if key.stringValue == "value" {
-                object["value"] = try Self.decodeValue(container, key, type: type)
-            } else {
-                object[key.stringValue] = try container.decode(JSONValue.self, forKey: key)
-            }
-        }
-        value = .object(object)
-    }
-
-    private static func decodeValue(_ container: KeyedDecodingContainer<Key>, _ key: Key, type: String?) throws -> JSONValue {
-        switch type {
-        case "string", "bytes", "asset":
-            if let text = try? container.decode(String.self, forKey: key) { return .string(text) }
-        case "int64":
-            if let number = try? container.decode(Int.self, forKey: key) { return .int(number) }
-        case "double", "date":
-            if let number = try? container.decode(Double.self, forKey: key) { return .double(number) }
-        case "reference":
-            if let reference = try? container.decode(Reference.self, forKey: key) {
-                var object: [String: JSONValue] = ["recordName": .string(reference.recordName)]
-                if let action = reference.action { object["action"] = .string(action) }
-                return .object(object)
-            }
-        case "list":
-            if let items = try? container.decode([FieldDecoding].self, forKey: key) { return .array(items.map(\.value)) }
-        default:
-            break
-        }
-        return try container.decode(JSONValue.self, forKey: key)
     }
 }

@@ -96,27 +96,23 @@ public struct MeowCloudUser: Sendable {
     }
 
     /// `changes.fetchZone`: one page of a zone's changes since `token`.
-    public func zoneChanges(_ database: DatabaseScope = .private, zone: ZoneID, since token: String? = nil,
+    public func zoneChanges(_ database: DatabaseScope = .private, zone: ZoneID, since token: ChangeToken? = nil,
                             limit: Int? = nil) async throws(MeowCareError) -> FetchZoneChangesResult {
-        let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: limit)
-        let json: JSONValue
-        do { json = try JSONValue(encoding: params) } catch {
-            throw MeowCareError(.invalidArguments, "Could not encode the params of changes.fetchZone: \(error)", op: "changes.fetchZone", service: "cloud")
-        }
-        return FetchZoneChangesResult(tree: try await connection.call("changes.fetchZone", json.objectValue ?? [:]))
+        try await call("changes.fetchZone", encoding: FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: limit),
+                       as: FetchZoneChangesResult.self)
     }
 
     /// `changes.fetchDatabase`: one page of the database's zone changes since `token`.
-    public func databaseChanges(_ database: DatabaseScope = .private, since token: String? = nil) async throws(MeowCareError) -> FetchDatabaseChangesResult {
+    public func databaseChanges(_ database: DatabaseScope = .private, since token: ChangeToken? = nil) async throws(MeowCareError) -> FetchDatabaseChangesResult {
         var params: [String: JSONValue] = ["database": .string(database.rawValue)]
-        if let token { params["since"] = .string(token) }
+        if let token { params["since"] = .string(token.text) }
         return FetchDatabaseChangesResult(tree: try await connection.call("changes.fetchDatabase", params))
     }
 
     /// Every live record of a zone (its changes from the start, page after page).
     public func records(in zone: ZoneID, _ database: DatabaseScope = .private) async throws(MeowCareError) -> [CloudRecord] {
         var records: [CloudRecord] = []
-        var token: String?
+        var token: ChangeToken?
         while true {
             let page = try await zoneChanges(database, zone: zone, since: token, limit: 1000)
             records += page.changed
@@ -134,7 +130,7 @@ public struct MeowCloudUser: Sendable {
 
     /// `shares.owned`: the shares this user owns.
     public func ownedShares() async throws(MeowCareError) -> [OwnedShare] {
-        try await connection.call("shares.owned", as: OwnedShares.self).shares
+        try await connection.call("shares.owned", as: OwnedSharesResult.self).shares
     }
 
     /// `shares.accept` (the zone with its owner's name).

@@ -72,20 +72,6 @@ private func nestsAtLimit(_ bytes: [UInt8]) -> Bool {
     return false
 }
 
-/// The device's reply parse: record fields in the sync-service's stored form are kept as text
-/// alone (`StoredFields.end`), other fields as a tree with their text beside it.
-private let keptFields = JSONParser.KeptText(key: "fields", depth: nil, textOnly: { bytes, start in StoredFields.end(bytes, from: start) })
-
-/// Whether some object key ends in the parser's kept-text suffix (the input wrote one itself;
-/// the parse drops such members where it keeps a text, so the two parses differ there by design).
-private func namesKeptSuffix(_ value: JSONValue) -> Bool {
-    switch value {
-    case let .object(members): return members.contains { $0.key.hasSuffix(JSONParser.textSuffix) || namesKeptSuffix($0.value) }
-    case let .array(elements): return elements.contains(where: namesKeptSuffix)
-    default: return false
-    }
-}
-
 /// `StoredFields.fields` reads what the tree parse reads: each field as `{"type", "value"}`.
 private func checkStoredFields(_ text: String, _ tree: JSONValue) {
     guard let fields = StoredFields.fields(text) else {
@@ -104,30 +90,24 @@ private func checkStoredFields(_ text: String, _ tree: JSONValue) {
     }
 }
 
-/// The kept parse with every kept text checked against, and put back in place of, the member
-/// it stands for: what the plain parse gives.
-private func restored(_ value: JSONValue) -> JSONValue {
-    switch value {
-    case let .object(members):
-        var out: [String: JSONValue] = [:]
-        for (key, member) in members {
-            guard key.hasSuffix(JSONParser.textSuffix) else { out[key] = restored(member); continue }
-            let name = String(key.dropLast(JSONParser.textSuffix.count))
-            guard let text = member.stringValue, let tree = try? JSONParser.parse(text) else {
-                preconditionFailure("a kept text that does not parse: \(member)")
-            }
-            checkStoredFields(text, tree)
-            if let parsed = members[name] {
-                // Its member's tree may hold kept texts of its own (a "fields" inside "fields").
-                precondition(sameValue(restored(parsed), tree), "a kept text that reads \(tree) beside its member \(parsed)")
-            } else {
-                precondition(StoredFields.isStoredForm(text), "a text kept alone that is not in stored form: \(text)")
-                out[name] = tree
-            }
-        }
-        return .object(out)
-    case let .array(elements): return .array(elements.map(restored))
-    default: return value
+/// The message readers take only what the parser takes, and a record's fields they keep as text
+/// are in stored form and read as the parse reads them.
+private func checkReaders(_ bytes: [UInt8], parsed: JSONValue?) {
+    let text = String(decoding: bytes, as: UTF8.self)
+    let page = bytes.withUnsafeBufferPointer { try? FetchZoneChangesResult.read($0, fields: { bytes, start in StoredFields.end(bytes, from: start).map { (end: $0, read: ()) } }) }
+    let modify = bytes.withUnsafeBufferPointer { try? ModifyParams.read($0) }
+    guard let parsed else {
+        precondition(page == nil && modify == nil, "a message reader accepted what JSONParser refuses: \(text)")
+        return
+    }
+    let records = (page?.page.changed ?? []) + (modify?.saves ?? [])
+    let trees = (parsed["changed"]?.arrayValue ?? []) + (parsed["saves"]?.arrayValue ?? [])
+    for record in records {
+        guard let fieldsText = record.fieldsText else { continue }
+        precondition(StoredFields.isStoredForm(fieldsText), "a record's fields kept as text that is not in stored form: \(fieldsText)")
+        guard let tree = try? JSONParser.parse(fieldsText) else { preconditionFailure("kept fields that do not parse: \(fieldsText)") }
+        checkStoredFields(fieldsText, tree)
+        precondition(trees.contains { $0["fields"].map { sameValue($0, tree) } ?? false }, "kept fields no record of the parse has: \(fieldsText)")
     }
 }
 
@@ -146,16 +126,9 @@ public func envelopeFuzzer(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         _ = try? foundation.decode(Request.self, from: body)
     }
 
-    let kept = try? JSONParser.parse(bytes, keeping: keptFields)
-    guard let parsed = try? JSONParser.parse(bytes) else {
-        // What the stored-form scan lets through as text must be JSON the parser accepts.
-        precondition(kept == nil, "the kept parse accepted what JSONParser refuses: \(String(decoding: bytes, as: UTF8.self))")
-        return 0
-    }
-    guard let kept else { preconditionFailure("the kept parse refused what JSONParser reads: \(String(decoding: bytes, as: UTF8.self))") }
-    if !namesKeptSuffix(parsed) {
-        precondition(sameValue(restored(kept), parsed), "the kept parse read \(kept), the plain one \(parsed)")
-    }
+    let parsed = try? JSONParser.parse(bytes)
+    checkReaders(bytes, parsed: parsed)
+    guard let parsed else { return 0 }
     checkStoredFields(String(decoding: bytes, as: UTF8.self), parsed)
     let tree = JSONValueDecoder()
     _ = try? tree.decode(IncomingMessage.self, from: parsed)
