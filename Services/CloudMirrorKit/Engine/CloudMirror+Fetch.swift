@@ -160,7 +160,7 @@ extension CloudMirror {
             for zone in changes.purgedZones { try removeZone(zone, scope: scope, purged: true, report: &report) }
             for zone in changes.encryptedDataResetZones {
                 try state(scope) { state, _, _ in
-                    try state.store.database.transaction { try requeueZone(zone, state: state) }
+                    try write(state.store) { _ in try requeueZone(zone, state: state) }
                 }
                 progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
                 report.zonesReset.append(zone.key)
@@ -172,7 +172,13 @@ extension CloudMirror {
             for zone in ordered { try fetchZone(zone, scope: scope, database: database, report: &report) }
             currentZones.formUnion(changes.changedZones)
             changedAny = changedAny || !changes.changedZones.isEmpty
-            try state(scope) { state, _, _ in try state.setDerivableValue(MirrorBookkeeping.databaseTokenKey, changes.token) }
+            // A database token can be derived again (one lost to a power cut only means the zones
+            // it covered are listed again; each zone's token is kept with its pages): written
+            // without waiting for the disk, and not at all when it is unchanged.
+            try state(scope) { state, _, _ in
+                guard try state.value(MirrorBookkeeping.databaseTokenKey) != changes.token else { return }
+                try write(state.store, commit: .deferred) { _ in try state.setValue(MirrorBookkeeping.databaseTokenKey, changes.token) }
+            }
             if !changes.moreComing { break }
         }
         return changedAny

@@ -129,7 +129,7 @@ extension CloudMirror {
                 // (A store replaced meanwhile: built again from the new one.)
                 guard let index = Self.storeIndex(scope, in: stores), stores.list[index] === store else { return nil }
                 // One transaction: its dozens of statements per record share one file lock.
-                let batches = try store.database.transaction(commit: .deferred) {
+                let batches = try write(store, commit: .deferred) { _ in
                     let built = try read ?? build(store, drops: &drops)
                     try finishDrops(drops, store: store)
                     return try built.map { try finishBatch($0, store: store) }
@@ -475,14 +475,14 @@ extension CloudMirror {
                 guard let zone = item.record?.zoneID, let meta = try state.meta(uuid), meta.zone == zone,
                       meta.changeTag == item.record?.recordChangeTag, try state.pending(uuid: uuid) != nil else { continue }
                 if options.deletePolicy(item.entity.name) == .resurrect {
-                    try store.database.transaction(commit: .deferred) { try state.forgetServerCopy(uuid) }
+                    try write(store, commit: .deferred) { _ in try state.forgetServerCopy(uuid) }
                 } else {
                     local.append(LocalChange(uuid: uuid, entity: item.entity, fields: nil, zone: nil))
                     afterSave.append { try state.dropMeta(uuid); try state.dropPending(item.pending) }
                 }
             }
             try applyLocally(local, storeIndex: index, stores: stores)
-            try store.database.transaction(commit: .deferred) { for step in afterSave { try step() } }
+            try write(store, commit: .deferred) { _ in for step in afterSave { try step() } }
         }
     }
 

@@ -71,7 +71,9 @@ final class CloudMirror: Sendable {
             stores.list.map { StoreIdentity(scope: $0.scope, name: $0.name, uuid: $0.uuid) }
         }
         let signedOut = try engine.coordinator.withStores { stores -> Bool in
-            for store in stores.list { try store.database.transaction { try MirrorBookkeeping(store).createTables() } }
+            for store in stores.list {
+                try engine.write(store, author: SaveOperation.syncAuthor, contextName: nil) { _ in try MirrorBookkeeping(store).createTables() }
+            }
             guard let index = Self.storeIndex(.private, in: stores) else { return false }
             return try MirrorBookkeeping(stores.list[index]).value(Self.signedOutKey) != nil
         }
@@ -116,6 +118,12 @@ final class CloudMirror: Sendable {
 
     func withStores<T>(_ body: (StoreSet) throws -> T) throws -> T {
         try engine.coordinator.withStores(body)
+    }
+
+    /// Writes `store` as the mirror (author `sync`, never exported): its imports and its own
+    /// bookkeeping tables alike, through the one way to write a store (`StoreEngine.write`).
+    func write<T>(_ store: PersistentStore, commit: Database.CommitSync = .full, _ body: (inout StoreChangeRecorder) throws -> T) throws -> T {
+        try engine.write(store, author: SaveOperation.syncAuthor, contextName: Self.importContextName, commit: commit, body)
     }
 
     static func storeIndex(_ scope: StoreScope, in stores: StoreSet) -> Int? {

@@ -138,7 +138,7 @@ extension CloudMirror {
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorBookkeeping(stores.list[index])
-            try stores.list[index].database.transaction {
+            try write(stores.list[index]) { _ in
                 for record in saved {
                     if record.isShare { continue }
                     guard let member = members[record.recordName] else { continue }
@@ -286,7 +286,7 @@ extension CloudMirror {
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorBookkeeping(stores.list[index])
-            try stores.list[index].database.transaction(commit: .deferred) {
+            try write(stores.list[index], commit: .deferred) { _ in
                 for record in (saved?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) }) {
                     guard let tag = record.recordChangeTag, let member = members[record.recordName],
                           let zone = member.oldZone else { continue }
@@ -309,7 +309,7 @@ extension CloudMirror {
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorBookkeeping(stores.list[index])
-            try stores.list[index].database.transaction {
+            try write(stores.list[index]) { _ in
                 for member in members { try state.enqueue(uuid: member.uuid, entity: member.entity.name, kind: .update, zone: nil, changed: []) }
             }
         }
