@@ -195,7 +195,7 @@ extension CloudMirror {
             let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.zoneTokenKey(zone)) }
             // (A device that knows no record of the zone yet has nothing to compare.)
             if token == nil { listed = try state(scope) { state, _, _ in try state.knowsRecords(inZone: zone) } ? [] : nil }
-            let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: 1000)
+            let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: BatchSizing.fetchPage)
             let reply: JSONValue
             let prefetched = ahead.next()
             var outcome = prefetched?.wait()
@@ -270,7 +270,7 @@ extension CloudMirror {
             if page.moreComing { ahead?.ask(after: page.token) }
             return page
         }, send: { [self] token, waiter in
-            begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: 1000), into: waiter, connecting: false)
+            begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: token, limit: BatchSizing.fetchPage), into: waiter, connecting: false)
         })
         return ahead
     }

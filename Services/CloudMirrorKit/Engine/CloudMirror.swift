@@ -25,7 +25,7 @@ final class CloudMirror: Sendable {
     /// The credential the mirror signs in with; nil while the device is signed out.
     let credential: Mutex<String?>
     private let work = Mutex(())
-    let progress = Mutex(Progress())
+    let progress: Mutex<Progress>
     /// Told the records saved so far after each batch a send applies, while a request that
     /// reports progress (share.create) runs a send.
     let sendObserver = Mutex<(@Sendable (Int) -> Void)?>(nil)
@@ -53,8 +53,7 @@ final class CloudMirror: Sendable {
         var inFlight: String?
         var lastError: WireError?
         var lastSuccess: Date?
-        /// Items per records.modify; halved on limitExceeded.
-        var batchLimit = 400
+        var batchSizing: BatchSizing
         var zonesEnsured: Set<String> = []
         var backoffSeconds = 0.0
         /// A move waits for another device's (`applyVerdicts`): automatic mode fetches before it sends again.
@@ -78,7 +77,7 @@ final class CloudMirror: Sendable {
             return try MirrorBookkeeping(stores.list[index]).value(Self.signedOutKey) != nil
         }
         credential = Mutex(signedOut ? nil : options.credential)
-        progress.withLock { $0.batchLimit = options.batchSize }
+        progress = Mutex(Progress(batchSizing: BatchSizing(start: options.batchSize)))
     }
 
     // MARK: Serialised work
