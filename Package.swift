@@ -78,7 +78,7 @@ let package = Package(
                     path: "Tests/ServiceRuntimeTests", swiftSettings: strict),
         .testTarget(name: "MeowCareTestingTests", dependencies: ["MeowCareTesting", "TestSupport"],
                     path: "Tests/MeowCareTestingTests", swiftSettings: strict),
-        .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire"],
+        .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire", "CloudWire"],
                     path: "Tests/IntegrationTests", swiftSettings: strict),
     ]
 )

@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 
@@ -112,7 +113,7 @@ enum ShareCommand {
         if device.output.json { return device.output.emit(["ok": true, "shares": .array(shares)]) }
         var rows: [[String]] = []
         for share in shares {
-            let participants = (share["participants"]?.arrayValue ?? []).filter { $0["role"] != "owner" }
+            let participants = (share["participants"]?.arrayValue ?? []).filter { $0["role"] != .string(ShareRole.owner.rawValue) }
             let people = participants.map { "\($0["user"].cell):\($0["permission"].cell) (\($0["acceptanceStatus"].cell))" }
             rows.append([share["zoneID"]?["zoneName"].cell ?? "–", share["rootRecordName"]?.stringValue ?? "(zone-wide)", share["recordCount"].cell,
                          share["publicPermission"].cell, people.isEmpty ? "–" : people.joined(separator: ", ")])

@@ -17,6 +17,9 @@ public struct Doctor: Sendable {
     /// The cloud user the device's mirror reported (nil before it first connected, or without a mirror).
     public private(set) var deviceUser: String?
 
+    /// The CloudKit errors a device defers its changes for (`CloudKitError.Retry.afterRetryAfter`), for explanations.
+    static let retriedAfterRetryAfter = CloudKitError.codes(retried: .afterRetryAfter).map(\.rawValue).sorted().joined(separator: ", ")
+
     /// One violation: what, where, why it matters and what to do.
     public struct Finding: Sendable, Hashable {
         public var kind: String
@@ -269,7 +272,7 @@ public struct Doctor: Sendable {
                 let retry = lastError?["details"]?["retryAfterSeconds"]
                 deferred.append(.init(kind: "exportDeferred", store: name, objectID: nil, zone: nil,
                     summary: "\(held) change(s) of the \(name) store are deferred by a server retry-after\(retry.map { " (\($0.cell) s)" } ?? "")",
-                    explanation: "The cloud answered with a transient error (requestRateLimited, serviceUnavailable, zoneBusy) and a retry-after; "
+                    explanation: "The cloud answered with a transient error (\(Self.retriedAfterRetryAfter)) and a retry-after; "
                         + "the mirror does not send these entries before that time.",
                     fix: "Wait for the retry-after to pass and run 'meowctl sync send'; repeated deferrals mean the server is overloaded or faults are injected."))
             }

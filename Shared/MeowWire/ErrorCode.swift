@@ -1,15 +1,30 @@
-/// A stable machine-readable error code. An open set (like SQLite's result codes): each service
-/// adds its own, CloudKit's and Core Data's names where one exists. Codes are never renamed or reused.
+/// A stable machine-readable error code. An open set (like SQLite's result codes): each layer
+/// declares its own, CloudKit's and Core Data's names where one exists (CloudKit's in CloudWire,
+/// `CloudKitError`). Codes are never renamed or reused.
 public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible,
     ExpressibleByStringLiteral {
     public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { self.rawValue = value }
+    /// CKError.Code's number, for a code declared as one of CloudKit's (`init(cloudKit:number:)`):
+    /// `WireError` puts it in `details.ckErrorCode` when the error is made. It is not part of
+    /// the code's identity: a code read from the wire equals its declaration, and its number
+    /// comes with the error's details.
+    public let cloudKitNumber: Int?
+    public init(rawValue: String) { self.init(rawValue, cloudKitNumber: nil) }
+    public init(_ rawValue: String) { self.init(rawValue, cloudKitNumber: nil) }
+    public init(stringLiteral value: String) { self.init(value, cloudKitNumber: nil) }
+    /// One of CloudKit's codes, with its CKError number.
+    public init(cloudKit rawValue: String, number: Int) { self.init(rawValue, cloudKitNumber: number) }
+    private init(_ rawValue: String, cloudKitNumber: Int?) {
+        self.rawValue = rawValue
+        self.cloudKitNumber = cloudKitNumber
+    }
     public var description: String { rawValue }
 
+    public static func == (lhs: ErrorCode, rhs: ErrorCode) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+
     public init(from decoder: any Decoder) throws {
-        rawValue = try decoder.singleValueContainer().decode(String.self)
+        self.init(try decoder.singleValueContainer().decode(String.self))
     }
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
@@ -65,48 +80,18 @@ extension ErrorCode {
     public static let connectionClosed: ErrorCode = "connectionClosed"
 }
 
-// MARK: - CloudKit's codes (CKError.Code); the number goes in details.ckErrorCode
+// MARK: - CloudKit's codes this layer raises itself (the rest are declared in CloudWire)
 extension ErrorCode {
-    public static let internalError: ErrorCode = "internalError"
-    public static let partialFailure: ErrorCode = "partialFailure"
-    public static let networkUnavailable: ErrorCode = "networkUnavailable"
-    public static let networkFailure: ErrorCode = "networkFailure"
-    public static let badContainer: ErrorCode = "badContainer"
-    public static let serviceUnavailable: ErrorCode = "serviceUnavailable"
-    public static let requestRateLimited: ErrorCode = "requestRateLimited"
-    public static let missingEntitlement: ErrorCode = "missingEntitlement"
-    public static let notAuthenticated: ErrorCode = "notAuthenticated"
-    public static let permissionFailure: ErrorCode = "permissionFailure"
-    public static let unknownItem: ErrorCode = "unknownItem"
-    public static let invalidArguments: ErrorCode = "invalidArguments"
-    public static let serverRecordChanged: ErrorCode = "serverRecordChanged"
-    public static let serverRejectedRequest: ErrorCode = "serverRejectedRequest"
-    public static let constraintViolation: ErrorCode = "constraintViolation"
-    public static let operationCancelled: ErrorCode = "operationCancelled"
-    public static let changeTokenExpired: ErrorCode = "changeTokenExpired"
-    public static let batchRequestFailed: ErrorCode = "batchRequestFailed"
-    public static let zoneBusy: ErrorCode = "zoneBusy"
-    public static let badDatabase: ErrorCode = "badDatabase"
-    public static let quotaExceeded: ErrorCode = "quotaExceeded"
-    public static let zoneNotFound: ErrorCode = "zoneNotFound"
-    public static let limitExceeded: ErrorCode = "limitExceeded"
-    public static let userDeletedZone: ErrorCode = "userDeletedZone"
-    public static let tooManyParticipants: ErrorCode = "tooManyParticipants"
-    public static let alreadyShared: ErrorCode = "alreadyShared"
-    public static let referenceViolation: ErrorCode = "referenceViolation"
-    public static let participantMayNeedVerification: ErrorCode = "participantMayNeedVerification"
-    public static let serverResponseLost: ErrorCode = "serverResponseLost"
-    public static let accountTemporarilyUnavailable: ErrorCode = "accountTemporarilyUnavailable"
-
-    /// CKError.Code numbers, for details.ckErrorCode.
-    public static let cloudKitNumbers: [ErrorCode: Int] = [
-        .internalError: 1, .partialFailure: 2, .networkUnavailable: 3, .networkFailure: 4,
-        .badContainer: 5, .serviceUnavailable: 6, .requestRateLimited: 7, .missingEntitlement: 8,
-        .notAuthenticated: 9, .permissionFailure: 10, .unknownItem: 11, .invalidArguments: 12,
-        .serverRecordChanged: 14, .serverRejectedRequest: 15, .constraintViolation: 19,
-        .operationCancelled: 20, .changeTokenExpired: 21, .batchRequestFailed: 22, .zoneBusy: 23,
-        .badDatabase: 24, .quotaExceeded: 25, .zoneNotFound: 26, .limitExceeded: 27,
-        .userDeletedZone: 28, .tooManyParticipants: 29, .alreadyShared: 30, .referenceViolation: 31,
-        .participantMayNeedVerification: 33, .serverResponseLost: 34, .accountTemporarilyUnavailable: 36,
-    ]
+    /// The service failed on a request (the runtime), or a reply did not decode (the client).
+    public static let internalError = ErrorCode(cloudKit: "internalError", number: 1)
+    /// The service's socket cannot be reached (the client).
+    public static let networkUnavailable = ErrorCode(cloudKit: "networkUnavailable", number: 3)
+    /// hello without a valid credential, or an op that needs one.
+    public static let notAuthenticated = ErrorCode(cloudKit: "notAuthenticated", number: 9)
+    /// An admin op from a user who is not the admin; a file outside what the service may open.
+    public static let permissionFailure = ErrorCode(cloudKit: "permissionFailure", number: 10)
+    /// A request's arguments are wrong (a socket path too long, params that do not encode).
+    public static let invalidArguments = ErrorCode(cloudKit: "invalidArguments", number: 12)
+    /// Too many requests in flight on a connection; a file past the service's size limit.
+    public static let limitExceeded = ErrorCode(cloudKit: "limitExceeded", number: 27)
 }

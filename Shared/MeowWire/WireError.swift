@@ -12,7 +12,7 @@ public struct WireError: Error, Sendable, Hashable, Codable, CustomStringConvert
         self.code = code
         self.message = message
         self.details = details
-        if let number = ErrorCode.cloudKitNumbers[code], self.details["ckErrorCode"] == nil {
+        if let number = code.cloudKitNumber, self.details["ckErrorCode"] == nil {
             self.details["ckErrorCode"] = .int(number)
         }
     }

@@ -38,7 +38,7 @@ struct ModifyTextTests {
     @Test("a save with a share's shareInfo is left to the encoder, with nothing written")
     func shareFallsBack() {
         var share = CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: ZoneID(zoneName: "z"), recordType: CloudKitNames.shareRecordType)
-        share.shareInfo = ShareInfo(owner: "o", publicPermission: "none", rootRecordName: nil, participants: [])
+        share.shareInfo = ShareInfo(owner: "o", publicPermission: .none, rootRecordName: nil, participants: [])
         var text = "prefix"
         #expect(!ModifyParams(database: .private, saves: [share]).writeJSON(to: &text))
         #expect(text == "prefix")

@@ -15,8 +15,8 @@ struct EnvelopeTests {
 
     @Test("CloudKit codes carry their CKError number in details")
     func cloudKitNumber() {
-        #expect(WireError(.serverRecordChanged, "x").details["ckErrorCode"] == 14)
-        #expect(WireError(.zoneNotFound, "x").details["ckErrorCode"] == 26)
+        #expect(WireError(.invalidArguments, "x").details["ckErrorCode"] == 12)
+        #expect(WireError(.limitExceeded, "x").details["ckErrorCode"] == 27)
         #expect(WireError(.invalidJSON, "x").details["ckErrorCode"] == nil)
     }
 

@@ -73,7 +73,7 @@ extension Mirroring {
             let (cloud, participant) = (setup.cloud, setup.p)
             // The snapshot, edited to say readWrite.
             let exported = try #require(try await participant.call("snapshot.export")["snapshot"])
-            let snapshot = Self.settingSharePermission(exported, to: "readWrite")
+            let snapshot = SnapshotEditing.settingSharePermission(exported, to: "readWrite")
             #expect(JSONWriter.text(snapshot).contains("readWrite"))
             _ = try await participant.call("snapshot.import", ["snapshot": snapshot])
             #expect(try await participant.call("share.list")["shares"]?.arrayValue?.first?["permission"] == "readOnly")
@@ -91,26 +91,6 @@ extension Mirroring {
             #expect(try await seeded.call("share.list")["shares"]?.arrayValue?.first?["permission"] == "readOnly")
             _ = await seeded.stop()
             await setup.stop()
-        }
-
-        /// `snapshot` with every z_share row's permission set to `permission`.
-        static func settingSharePermission(_ snapshot: JSONValue, to permission: String) -> JSONValue {
-            guard case var .object(root) = snapshot, case var .array(stores) = root["stores"] else { return snapshot }
-            for index in stores.indices {
-                guard case var .object(store) = stores[index], case var .object(tables) = store["tables"],
-                      case var .object(share) = tables["z_share"], let columns = share["columns"]?.arrayValue,
-                      let column = columns.firstIndex(of: "permission"), case let .array(rows) = share["rows"] else { continue }
-                share["rows"] = .array(rows.map { row in
-                    guard case var .array(values) = row else { return row }
-                    values[column] = .string(permission)
-                    return .array(values)
-                })
-                tables["z_share"] = .object(share)
-                store["tables"] = .object(tables)
-                stores[index] = .object(store)
-            }
-            root["stores"] = .array(stores)
-            return .object(root)
         }
 
         @Test("Bad snapshots change nothing: a relative or unreadable path, a truncated file, a newer format, another model, a row of the wrong width, both or neither of snapshot and path")

@@ -21,7 +21,7 @@ struct FaultTargetTests {
     @Test("a recordType rule takes a batch saving that type (even beside others) and leaves other batches alone")
     func recordType() throws {
         let faults = FaultInjector()
-        _ = try faults.arm(InjectedFault(code: "zoneBusy", op: "records.modify", recordType: "CD_CareEvent", count: 2))
+        _ = try faults.arm(CloudFault(code: "zoneBusy", op: "records.modify", recordType: "CD_CareEvent", count: 2))
         #expect(faults.take(op: "records.modify", user: "u") { Self.modify([("CD_CareSession", Self.coreData)]) } == nil)
         #expect(faults.take(op: "records.modify", user: "u") { Self.modify([], deletes: [Self.coreData]) } == nil)
         #expect(faults.take(op: "records.fetch", user: "u") {
@@ -36,7 +36,7 @@ struct FaultTargetTests {
     @Test("a zone rule takes requests naming that zone: modify, fetch, zone changes, zones and shares")
     func zone() throws {
         let faults = FaultInjector()
-        _ = try faults.arm(InjectedFault(code: "zoneBusy", zone: "Cats", count: 100))
+        _ = try faults.arm(CloudFault(code: "zoneBusy", zone: "Cats", count: 100))
         let cats = ZoneID(zoneName: "Cats"), dogs = ZoneID(zoneName: "Dogs")
         func taken(_ op: String, _ params: any Sendable) -> Bool {
             faults.take(op: op, user: "u") { FaultTarget(of: params) } != nil
@@ -55,7 +55,7 @@ struct FaultTargetTests {
     @Test("zoneOwner is the real owner: __defaultOwner__ stands for the caller")
     func zoneOwner() throws {
         let faults = FaultInjector()
-        _ = try faults.arm(InjectedFault(code: "zoneBusy", zoneOwner: "olivia", count: 100))
+        _ = try faults.arm(CloudFault(code: "zoneBusy", zoneOwner: "olivia", count: 100))
         let own = FetchZoneChangesParams(database: .private, zoneID: ZoneID(zoneName: "Cats"))
         let olivias = FetchZoneChangesParams(database: .shared, zoneID: ZoneID(zoneName: "Cats", ownerName: "olivia"))
         #expect(faults.take(op: "changes.fetchZone", user: "olivia") { FaultTarget(of: own) } != nil)
@@ -66,9 +66,9 @@ struct FaultTargetTests {
     @Test("a rule without zone or record type never works out the target; one with them needs a match")
     func plainRules() throws {
         let faults = FaultInjector()
-        _ = try faults.arm(InjectedFault(code: "zoneBusy", op: "zones.fetch"))
+        _ = try faults.arm(CloudFault(code: "zoneBusy", op: "zones.fetch"))
         #expect(faults.take(op: "zones.fetch", user: "u") { Issue.record("target worked out for a plain rule"); return FaultTarget() } != nil)
-        _ = try faults.arm(InjectedFault(code: "zoneBusy", recordType: "CD_CareEvent"))
+        _ = try faults.arm(CloudFault(code: "zoneBusy", recordType: "CD_CareEvent"))
         #expect(faults.take(op: "zones.fetch", user: "u") == nil, "a request with no target matches no recordType rule")
     }
 }

@@ -83,7 +83,7 @@ struct RecordTextTests {
     @Test("a share record's reply falls back to JSONEncoder")
     func shareFallsBack() throws {
         var share = CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: ZoneID(zoneName: "Zone"), recordType: CloudKitNames.shareRecordType)
-        share.shareInfo = ShareInfo(owner: "owner", publicPermission: "none", rootRecordName: nil, participants: [])
+        share.shareInfo = ShareInfo(owner: "owner", publicPermission: .none, rootRecordName: nil, participants: [])
         var text = "prefix"
         #expect(FetchZoneChangesResult(changed: Self.records(2, seed: 1) + [share], deleted: [], token: "t", moreComing: false).writeJSON(to: &text) == false)
         #expect(text == "prefix")

@@ -144,7 +144,7 @@ import Testing
         try cloud.delete(["share-1"], zone: ownerZone, as: "alice", database: .shared)
         #expect(try cloud.engine.fetchZones(caller: "alice", ZonesParams(database: .shared)).zones.isEmpty)
         let share = try cloud.engine.fetchShare(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1")).share
-        #expect(share.shareInfo?.participants.first { $0.userRecordName == "alice" }?.acceptanceStatus == "removed")
+        #expect(share.shareInfo?.participants.first { $0.userRecordName == "alice" }?.acceptanceStatus == .removed)
     }
 
     @Test func theOwnerDeletingTheRootEndsTheShareForParticipants() throws {
@@ -158,11 +158,25 @@ import Testing
         #expect(partialErrors(wireError { _ = try cloud.fetch("share-1") })["share-1"]?.code == .unknownItem)
     }
 
+    /// The service writes only CloudKit's spellings; one that is not (a damaged row) is an error
+    /// naming the row wherever it is read, never a permission: read as "not none" it granted reads.
+    @Test func aDamagedParticipantRowIsAnErrorNotAPermission() throws {
+        try shareSession(with: [("alice", "readOnly")])
+        try cloud.engine.write { state in try state.db.execute("UPDATE participants SET permission = 'admin' WHERE user = 'alice'") }
+        let read = partialErrors(wireError { _ = try cloud.fetch("session", zone: ownerZone, as: "alice", database: .shared) })["session"]
+        #expect(read?.code == .internalError)
+        #expect(read?.message.contains("user 'alice', column permission, holds 'admin', which is not a share permission (none, readOnly, readWrite)") == true,
+                "\(read?.message ?? "no error")")
+        let owner = wireError { _ = try cloud.engine.fetchShare(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1")) }
+        #expect(owner?.code == .internalError)
+        #expect(wireError { _ = try cloud.engine.ownedShares(caller: "owner") }?.code == .internalError)
+    }
+
     @Test func publicPermissionNoneRemovesEveryParticipant() throws {
         try shareSession(with: [("alice", "readWrite"), ("bob", "readOnly")])
         let share = try cloud.engine.setPublicPermission(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1", permission: "none")).share
-        let states = share.shareInfo?.participants.filter { $0.role != "owner" }.map(\.acceptanceStatus)
-        #expect(states == ["removed", "removed"])
+        let states = share.shareInfo?.participants.filter { $0.role != .owner }.map(\.acceptanceStatus)
+        #expect(states == [.removed, .removed])
         #expect(try cloud.engine.fetchZones(caller: "bob", ZonesParams(database: .shared)).zones.isEmpty)
     }
 
@@ -170,7 +184,7 @@ import Testing
         try shareSession(with: [])
         _ = try cloud.engine.setPublicPermission(caller: "owner", ShareParams(zoneID: ZoneID(zoneName: "Zone"), shareName: "share-1", permission: "readOnly"))
         let share = try cloud.engine.acceptShare(caller: "carol", ShareParams(zoneID: ownerZone, shareName: "share-1")).share
-        #expect(share.shareInfo?.participants.contains { $0.userRecordName == "carol" && $0.role == "publicUser" && $0.acceptanceStatus == "accepted" } == true)
+        #expect(share.shareInfo?.participants.contains { $0.userRecordName == "carol" && $0.role == .publicUser && $0.acceptanceStatus == .accepted } == true)
         #expect(partialErrors(wireError { try cloud.save([record("x", zone: ownerZone, parent: "session")], as: "carol", database: .shared) })["x"]?.code == .permissionFailure)
     }
 

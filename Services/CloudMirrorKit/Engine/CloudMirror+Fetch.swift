@@ -149,7 +149,7 @@ extension CloudMirror {
             let reply: JSONValue
             switch attempt("changes.fetchDatabase", FetchDatabaseChangesParams(database: database, since: token)) {
             case let .success(value): reply = value
-            case let .failure(error) where error.code == .changeTokenExpired && token != nil:
+            case let .failure(error) where error.retry == .afterRefetch && token != nil:
                 report.tokensExpired += 1
                 try state(scope) { state, _, _ in try state.setValue(MirrorBookkeeping.databaseTokenKey, nil) }
                 continue
@@ -211,7 +211,7 @@ extension CloudMirror {
             }
             switch outcome! {
             case let .success(value): reply = value
-            case let .failure(error) where error.code == .changeTokenExpired && token != nil:
+            case let .failure(error) where error.retry == .afterRefetch && token != nil:
                 // docs/RULES.md (mirroring): an expired token refetches from nil; applying is idempotent, so nothing doubles.
                 report.tokensExpired += 1
                 try state(scope) { state, _, _ in try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil) }

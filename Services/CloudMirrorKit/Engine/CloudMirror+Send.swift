@@ -27,8 +27,6 @@ struct MirrorSendReport: Codable, Sendable {
 }
 
 extension CloudMirror {
-    static let transientCodes: Set<ErrorCode> = [.serviceUnavailable, .requestRateLimited, .zoneBusy]
-
     /// Sends both stores' queues.
     func sendAll() throws -> MirrorSendReport {
         try signedInCredential()
@@ -426,11 +424,11 @@ extension CloudMirror {
             try applyVerdicts(items: items, scopeStore: batch.storeName, verdicts: ModifyVerdicts(saved: error.details["saved"], deleted: error.details["deleted"]),
                               errors: errors, answered: batch.createsInFlight, report: &report, pass: &pass)
             return .rebuild
-        case let .failure(error) where error.code == .limitExceeded:
+        case let .failure(error) where error.retry == .afterHalvingBatch:
             let halved = progress.withLock { $0.batchSizing.exceeded(items: items.count) }
             logger.info("limitExceeded: splitting the batch", ["items": .int(items.count), "nextBatch": .int(halved)])
             return items.count == 1 ? .stop(error) : .rebuild
-        case let .failure(error) where Self.transientCodes.contains(error.code):
+        case let .failure(error) where error.retry == .afterRetryAfter:
             let retryAfter = error.details["retryAfterSeconds"]?.doubleValue
                 ?? progress.withLock { state -> Double in state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2)); return state.backoffSeconds }
             try withStores { stores in

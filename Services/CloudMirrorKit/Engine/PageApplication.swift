@@ -116,8 +116,7 @@ extension CloudMirror {
             }
             guard let info = record.shareInfo,
                   let mine = info.participants.first(where: { $0.userRecordName == me }) else { return }
-            let permission = SharePermission(rawValue: mine.permission) ?? .none
-            try SharePermissions.setMetadata(zone: record.zoneID.zoneName, owner: record.zoneID.ownerName, permission: permission, in: store)
+            try SharePermissions.setMetadata(zone: record.zoneID.zoneName, owner: record.zoneID.ownerName, permission: mine.permission, in: store)
         }
 
         /// A changed record this store knows (its metadata, a row or a queued change): merged

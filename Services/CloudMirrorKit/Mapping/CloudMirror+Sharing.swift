@@ -130,7 +130,7 @@ extension CloudMirror {
         let reply: JSONValue
         switch attempt("records.modify", ModifyParams(database: .private, saves: saves, deletes: deletes)) {
         case let .success(value): reply = value
-        case let .failure(error) where error.code == .limitExceeded && graph.count > 1: return nil
+        case let .failure(error) where error.retry == .afterHalvingBatch && graph.count > 1: return nil
         case let .failure(error): throw error
         }
         let saved = (reply["saved"]?.arrayValue ?? []).compactMap({ CloudRecord(tree: $0) })
@@ -203,7 +203,7 @@ extension CloudMirror {
                 case let .failure(error) where error.code == .partialFailure:
                     saved = error.details["saved"]
                     stale = true
-                case let .failure(error) where error.code == .limitExceeded && moving.count > 1:
+                case let .failure(error) where error.retry == .afterHalvingBatch && moving.count > 1:
                     // The server takes fewer items per request than the device assumed: learnt
                     // as a send learns it (the batch size halves), and the graph read again.
                     _ = progress.withLock { $0.batchSizing.exceeded(items: touches.count) }

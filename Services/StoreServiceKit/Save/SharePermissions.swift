@@ -4,11 +4,6 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 
-/// A participant's permission on a share (CKShare.ParticipantPermission).
-public enum SharePermission: String, Sendable, Codable, CaseIterable {
-    case none, readOnly, readWrite
-}
-
 /// Share metadata the shared store keeps per cloud zone (filled by the mirror; settable with
 /// `share.setMetadata`), and NSPersistentCloudKitContainer's permission predicates over it.
 package enum SharePermissions {
@@ -17,9 +12,14 @@ package enum SharePermissions {
     /// is another zone, with a share of its own.
     static func permission(zone zoneKey: String, in store: PersistentStore) throws -> SharePermission {
         guard let zone = ZoneID(key: zoneKey),
-              let text = try store.database.scalar("SELECT permission FROM z_share WHERE zone_name = ? AND owner_name = ?",
-                                                   [zone.zoneName, zone.ownerName])?.string else { return .none }
-        return SharePermission(rawValue: text) ?? .none
+              let row = try store.database.query("SELECT permission FROM z_share WHERE zone_name = ? AND owner_name = ?",
+                                                 [zone.zoneName, zone.ownerName]).first else { return .none }
+        return try .stored(row[0].string, in: place(store, zone: zone.zoneName, owner: zone.ownerName))
+    }
+
+    /// Where a damaged permission was read, for the error.
+    private static func place(_ store: PersistentStore, zone: String, owner: String) -> String {
+        "Store \(store.name)'s share metadata (z_share) for zone \(CloudKitNames.quoted(zone)) of \(CloudKitNames.quoted(owner))"
     }
 
     package static func setMetadata(zone: String, owner: String, permission: SharePermission, in store: PersistentStore) throws {
@@ -32,7 +32,8 @@ package enum SharePermissions {
 
     static func shares(in store: PersistentStore) throws -> [ShareMetadata] {
         try store.database.query("SELECT zone_name, owner_name, permission FROM z_share ORDER BY zone_name").map {
-            ShareMetadata(zoneName: $0[0].string ?? "", ownerName: $0[1].string ?? "", permission: SharePermission(rawValue: $0[2].string ?? "") ?? .none)
+            let (zone, owner) = ($0[0].string ?? "", $0[1].string ?? "")
+            return ShareMetadata(zoneName: zone, ownerName: owner, permission: try .stored($0[2].string, in: place(store, zone: zone, owner: owner)))
         }
     }
 
@@ -64,8 +65,4 @@ public struct ShareMetadata: Sendable, Codable, Hashable {
     public var zoneName: String
     public var ownerName: String
     public var permission: SharePermission
-}
-
-extension SharePermission: NamedOption {
-    static let optionDescription = "a share permission"
 }

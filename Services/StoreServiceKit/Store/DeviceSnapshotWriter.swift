@@ -41,6 +41,9 @@ final class DeviceSnapshotWriter {
         var name: String
         var columns: Int
         var insert: Statement?
+        /// z_share's permission column: read back as a `SharePermission`, so a spelling outside
+        /// CloudKit's is refused here rather than kept and read as something nobody granted.
+        var permissionColumn: Int?
         var row = 0
     }
 
@@ -113,7 +116,8 @@ final class DeviceSnapshotWriter {
             let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
             insert = try store.database.prepare("INSERT INTO \"\(name)\"(\(quoted)) VALUES (\(marks))")
         }
-        table = TableState(name: name, columns: columns.count, insert: insert)
+        table = TableState(name: name, columns: columns.count, insert: insert,
+                           permissionColumn: name == "z_share" ? columns.firstIndex(of: "permission") : nil)
     }
 
     /// One row of the current table, its values in the table's column order.
@@ -124,6 +128,10 @@ final class DeviceSnapshotWriter {
         let store = current.store.name
         guard values.count == table.columns else {
             throw Self.invalid("Store \(store), table \(table.name), row \(table.row): \(values.count) values for \(table.columns) columns (a truncated or edited snapshot?).", field: "stores")
+        }
+        if let column = table.permissionColumn, SharePermission(rawValue: values[column].stringValue ?? "") == nil {
+            throw Self.invalid("Store \(store), table \(table.name), row \(table.row): the permission \(JSONWriter.text(values[column])) is not "
+                               + "\(SharePermission.vocabularyName) (\(SharePermission.spellings)) — nothing was imported.", field: "stores")
         }
         if let insert = table.insert {
             do { try insert.run(values.map(Self.sql)) } catch {

@@ -346,8 +346,7 @@ extension CloudTransaction {
     func shareVisible(_ share: String?, zone: ZoneRow, caller: String, cache: inout [String: Bool]) throws -> Bool {
         guard let share else { return false }
         if let known = cache[share] { return known }
-        let part = try participation(zone: zone.id, share: share, user: caller)
-        let visible = part.map { $0.acceptance == Acceptance.accepted.rawValue && $0.permission != SharePermission.none.rawValue } ?? false
+        let visible = try participation(zone: zone.id, share: share, user: caller)?.reads ?? false
         cache[share] = visible
         return visible
     }

@@ -3,27 +3,6 @@ import CloudWire
 import MeowWire
 import SQLiteKit
 
-/// One share the caller owns, with every participant it has not removed.
-public struct OwnedShare: Codable, Sendable {
-    public struct Participant: Codable, Sendable {
-        public var user: String
-        public var role: String
-        public var permission: String
-        public var acceptanceStatus: String
-    }
-    public var zoneID: ZoneID
-    public var shareName: String
-    public var rootRecordName: String?
-    public var publicPermission: String
-    /// Records in the share's zone (what a participant who accepts receives).
-    public var recordCount: Int
-    public var participants: [Participant]
-}
-
-public struct OwnedSharesResult: Codable, Sendable {
-    public var shares: [OwnedShare]
-}
-
 extension CloudEngine {
     /// shares.owned: the caller's live shares in their private database, ordered by zone.
     public func ownedShares(caller: String) throws -> OwnedSharesResult {
@@ -39,12 +18,19 @@ extension CloudEngine {
                 let participants = try state.db.query("""
                     SELECT user, role, permission, acceptance FROM participants
                     WHERE zone = ? AND share = ? AND acceptance != 'removed' ORDER BY role != 'owner', user
-                    """, [row[0], row[2]]).map {
-                    OwnedShare.Participant(user: $0[0].string ?? "", role: $0[1].string ?? "", permission: $0[2].string ?? "",
-                                           acceptanceStatus: $0[3].string ?? "")
+                    """, [row[0], row[2]]).map { values in
+                    let user = values[0].string ?? ""
+                    func place(_ column: String) -> String {
+                        CloudTransaction.participantRow(zone: row[0].int64 ?? 0, share: row[2].string, user: user, column: column)
+                    }
+                    return OwnedShare.Participant(user: user, role: try .stored(values[1].string, in: place("role")),
+                                                  permission: try .stored(values[2].string, in: place("permission")),
+                                                  acceptanceStatus: try .stored(values[3].string, in: place("acceptance")))
                 }
-                return OwnedShare(zoneID: ZoneID(zoneName: row[1].string ?? "", ownerName: caller), shareName: row[2].string ?? "",
-                                  rootRecordName: row[3].string, publicPermission: row[4].string ?? "none",
+                let shareName = row[2].string ?? ""
+                return OwnedShare(zoneID: ZoneID(zoneName: row[1].string ?? "", ownerName: caller), shareName: shareName,
+                                  rootRecordName: row[3].string,
+                                  publicPermission: try .stored(row[4].string, in: CloudTransaction.shareRow(zone: row[0].int64 ?? 0, share: shareName)),
                                   recordCount: row[5].int ?? 0, participants: participants)
             })
         }

@@ -13,10 +13,10 @@ extension CloudEngine {
                                 details: ["maxParticipants": .int(state.limits.maxParticipants)])
             }
             let existing = try state.participation(zone: zone.id, share: params.share, user: user)
-            let acceptance = existing?.acceptance == Acceptance.accepted.rawValue ? "accepted" : "pending"
+            let acceptance: ShareAcceptanceStatus = existing?.acceptance == .accepted ? .accepted : .pending
             let before = try state.reads(zone: zone.id, user: user)
-            try state.db.execute("INSERT OR REPLACE INTO participants(zone, share, user, role, permission, acceptance) VALUES (?, ?, ?, 'privateUser', ?, ?)",
-                                 [zone.id, params.share, user, permission.rawValue, acceptance])
+            try state.db.execute("INSERT OR REPLACE INTO participants(zone, share, user, role, permission, acceptance) VALUES (?, ?, ?, ?, ?, ?)",
+                                 [zone.id, params.share, user, ShareRole.privateUser.rawValue, permission.rawValue, acceptance.rawValue])
             try state.noteReading(zone: zone, user: user, before: before)
         }
     }
@@ -50,7 +50,7 @@ extension CloudEngine {
     public func setParticipantPermission(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
         try ownerShareOp(caller: caller, params, trace: trace) { state, zone in
             let user = try Self.requireUser(params.user, state: state)
-            let permission = try Self.permission(params.permission, allowNone: true)
+            let permission = try SharePermission.parse(params.permission, field: "params.permission")
             guard try state.participation(zone: zone.id, share: params.share, user: user) != nil, user != caller else {
                 throw WireError(.unknownItem, "\(user) is not a participant of share '\(params.share)'.")
             }
@@ -76,7 +76,7 @@ extension CloudEngine {
     /// shares.setPublicPermission: none, readOnly or readWrite; none removes every participant.
     public func setPublicPermission(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
         try ownerShareOp(caller: caller, params, trace: trace) { state, zone in
-            let permission = try Self.permission(params.permission, allowNone: true)
+            let permission = try SharePermission.parse(params.permission, field: "params.permission")
             try state.db.execute("UPDATE shares SET public_permission = ? WHERE zone = ? AND name = ?", [permission.rawValue, zone.id, params.share])
             if permission == .none {
                 let users = try state.db.query("SELECT user FROM participants WHERE zone = ? AND share = ? AND role != 'owner' AND acceptance != 'removed'",
@@ -91,19 +91,18 @@ extension CloudEngine {
     public func acceptShare(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
         try locks.withZones([params.zoneID.resolved(caller: caller)]) { try write { state in
             let zone = try participantZone(state, caller: caller, params, trace: trace)
-            if let part = try state.participation(zone: zone.id, share: params.share, user: caller), part.acceptance != Acceptance.removed.rawValue {
+            if let part = try state.participation(zone: zone.id, share: params.share, user: caller), part.acceptance != .removed {
                 trace?.decide(true, "invited participant accepts", zone: zone.zoneID, record: params.share)
             } else {
-                let publicPermission = try state.db.scalar("SELECT public_permission FROM shares WHERE zone = ? AND name = ?",
-                                                           [zone.id, params.share])?.string ?? "none"
-                guard publicPermission != SharePermission.none.rawValue else {
+                let publicPermission = try state.publicPermission(zone: zone.id, share: params.share)
+                guard publicPermission != .none else {
                     trace?.decide(false, "not invited and the share is not public", zone: zone.zoneID, record: params.share)
                     throw WireError(.permissionFailure, "\(caller) is not invited to share '\(params.share)' and it is not public.",
                                     details: ["reason": "not invited and the share is not public"])
                 }
-                trace?.decide(true, "public share with permission \(publicPermission)", zone: zone.zoneID, record: params.share)
-                try state.db.execute("INSERT OR REPLACE INTO participants(zone, share, user, role, permission, acceptance) VALUES (?, ?, ?, 'publicUser', ?, 'pending')",
-                                     [zone.id, params.share, caller, publicPermission])
+                trace?.decide(true, "public share with permission \(publicPermission.rawValue)", zone: zone.zoneID, record: params.share)
+                try state.db.execute("INSERT OR REPLACE INTO participants(zone, share, user, role, permission, acceptance) VALUES (?, ?, ?, ?, ?, ?)",
+                                     [zone.id, params.share, caller, ShareRole.publicUser.rawValue, publicPermission.rawValue, ShareAcceptanceStatus.pending.rawValue])
             }
             try state.setAcceptance(zone: zone, share: params.share, user: caller, to: .accepted)
             return ShareResult(share: try state.shareRecord(zone: zone, name: params.share, caller: caller))
@@ -138,14 +137,17 @@ extension CloudEngine {
     public func invitations(caller: String) throws -> InvitationsResult {
         try read { state in
             let rows = try state.db.query("""
-                SELECT z.owner, z.name, p.share, s.root, p.role, p.permission, p.acceptance
+                SELECT z.owner, z.name, p.share, s.root, p.role, p.permission, p.acceptance, p.zone
                 FROM participants p JOIN zones z ON z.id = p.zone JOIN shares s ON s.zone = p.zone AND s.name = p.share
                 WHERE z.environment = ? AND p.user = ? AND p.role != 'owner' AND p.acceptance != 'removed' ORDER BY z.owner, z.name, p.share
                 """, [state.environment.rawValue, caller])
-            return InvitationsResult(invitations: rows.map {
-                Invitation(zoneID: ZoneID(zoneName: $0[1].string ?? "", ownerName: $0[0].string ?? ""), shareName: $0[2].string ?? "",
-                           rootRecordName: $0[3].string, role: $0[4].string ?? "", permission: $0[5].string ?? "",
-                           acceptanceStatus: $0[6].string ?? "")
+            return InvitationsResult(invitations: try rows.map { values in
+                let share = values[2].string ?? ""
+                func row(_ column: String) -> String { CloudTransaction.participantRow(zone: values[7].int64 ?? 0, share: share, user: caller, column: column) }
+                return Invitation(zoneID: ZoneID(zoneName: values[1].string ?? "", ownerName: values[0].string ?? ""), shareName: share,
+                                  rootRecordName: values[3].string, role: try .stored(values[4].string, in: row("role")),
+                                  permission: try .stored(values[5].string, in: row("permission")),
+                                  acceptanceStatus: try .stored(values[6].string, in: row("acceptance")))
             })
         }
     }
@@ -218,16 +220,7 @@ extension CloudEngine {
             throw WireError(.invalidArguments, "\(field).user: \(caller) owns the share and is already its owner participant.",
                             details: ["field": .string("\(field).user"), "user": .string(user)])
         }
-        return (user, try Self.permission(permission, allowNone: false, field: "\(field).permission"))
-    }
-
-    static func permission(_ text: String?, allowNone: Bool, field: String = "params.permission") throws -> SharePermission {
-        guard let text, let permission = SharePermission(rawValue: text), allowNone || permission != .none else {
-            let given = text.map { ", not \(CloudKitNames.quoted($0))" } ?? ""
-            throw WireError(.invalidArguments, "\(field) must be \(allowNone ? "none, " : "")readOnly or readWrite\(given).",
-                            details: ["field": .string(field)])
-        }
-        return permission
+        return (user, try SharePermission.parse(permission, field: "\(field).permission", allowed: SharePermission.invitable))
     }
 }
 
@@ -236,9 +229,25 @@ extension CloudTransaction {
         guard let row = try db.query("SELECT root, public_permission FROM shares WHERE zone = ? AND name = ?", [zone.id, name]).first else { return nil }
         let participants = try db.query("SELECT user, role, permission, acceptance FROM participants WHERE zone = ? AND share = ? ORDER BY role != 'owner', user",
                                         [zone.id, name]).map {
-            ShareParticipant(userRecordName: $0[0].string ?? "", role: $0[1].string ?? "", permission: $0[2].string ?? "", acceptanceStatus: $0[3].string ?? "")
+            let user = $0[0].string ?? ""
+            func row(_ column: String) -> String { Self.participantRow(zone: zone.id, share: name, user: user, column: column) }
+            return ShareParticipant(userRecordName: user, role: try .stored($0[1].string, in: row("role")),
+                                    permission: try .stored($0[2].string, in: row("permission")),
+                                    acceptanceStatus: try .stored($0[3].string, in: row("acceptance")))
         }
-        return ShareInfo(owner: zone.owner, publicPermission: row[1].string ?? "none", rootRecordName: row[0].string, participants: participants)
+        return ShareInfo(owner: zone.owner, publicPermission: try .stored(row[1].string, in: Self.shareRow(zone: zone.id, share: name)),
+                         rootRecordName: row[0].string, participants: participants)
+    }
+
+    /// A share's public permission (none when the share is not public).
+    func publicPermission(zone: Int64, share: String) throws -> SharePermission {
+        try .stored(db.scalar("SELECT public_permission FROM shares WHERE zone = ? AND name = ?", [zone, share])?.string,
+                    in: Self.shareRow(zone: zone, share: share))
+    }
+
+    /// Where a damaged shares value was read, for the error.
+    static func shareRow(zone: Int64, share: String) -> String {
+        "The shares row of zone \(zone), share \(CloudKitNames.quoted(share)), column public_permission,"
     }
 
     func shareRecord(zone: ZoneRow, name: String, caller: String) throws -> CloudRecord {
@@ -249,9 +258,10 @@ extension CloudTransaction {
     }
 
     func createShare(zone: ZoneRow, name: String, root: String?) throws {
-        try db.execute("INSERT OR REPLACE INTO shares(zone, name, root, public_permission) VALUES (?, ?, ?, 'none')", [zone.id, name, root])
-        try db.execute("INSERT OR REPLACE INTO participants(zone, share, user, role, permission, acceptance) VALUES (?, ?, ?, 'owner', 'readWrite', 'accepted')",
-                       [zone.id, name, zone.owner])
+        try db.execute("INSERT OR REPLACE INTO shares(zone, name, root, public_permission) VALUES (?, ?, ?, ?)",
+                       [zone.id, name, root, SharePermission.none.rawValue])
+        try db.execute("INSERT OR REPLACE INTO participants(zone, share, user, role, permission, acceptance) VALUES (?, ?, ?, ?, ?, ?)",
+                       [zone.id, name, zone.owner, ShareRole.owner.rawValue, SharePermission.readWrite.rawValue, ShareAcceptanceStatus.accepted.rawValue])
     }
 
     /// Ends a share: its participants lose the zone (if no other share of it is theirs), the
@@ -272,7 +282,7 @@ extension CloudTransaction {
 
     /// Moves a participant to `acceptance`, logging the zone's arrival in or departure from
     /// their shared database (`noteReading`).
-    func setAcceptance(zone: ZoneRow, share: String, user: String, to acceptance: Acceptance, bump: Bool = true) throws {
+    func setAcceptance(zone: ZoneRow, share: String, user: String, to acceptance: ShareAcceptanceStatus, bump: Bool = true) throws {
         let before = try reads(zone: zone.id, user: user)
         try db.execute("UPDATE participants SET acceptance = ? WHERE zone = ? AND share = ? AND user = ?",
                        [acceptance.rawValue, zone.id, share, user])

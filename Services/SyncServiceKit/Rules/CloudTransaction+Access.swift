@@ -70,10 +70,12 @@ extension CloudTransaction {
                                 details: ["zoneID": zoneJSON(requested)])
             }
             guard let zone = try zone(owner: zoneID.ownerName, name: zoneID.zoneName) else { throw zoneNotFound(requested) }
-            let states = try db.query("SELECT acceptance FROM participants WHERE zone = ? AND user = ?", [zone.id, caller]).compactMap { $0[0].string }
-            guard states.contains(Acceptance.accepted.rawValue) else {
+            let states = try db.query("SELECT share, acceptance FROM participants WHERE zone = ? AND user = ?", [zone.id, caller]).map {
+                try ShareAcceptanceStatus.stored($0[1].string, in: Self.participantRow(zone: zone.id, share: $0[0].string, user: caller, column: "acceptance"))
+            }
+            guard states.contains(.accepted) else {
                 let reason = states.isEmpty ? "\(caller) is not a participant of any share in this zone"
-                    : "\(caller)'s participation is \(states.contains("pending") ? "pending (not accepted)" : "removed")"
+                    : "\(caller)'s participation is \(states.contains(.pending) ? "pending (not accepted)" : "removed")"
                 trace?.decide(false, reason, zone: zoneID)
                 throw WireError(.permissionFailure, "\(caller) cannot use zone \(zoneID.zoneName) of \(zoneID.ownerName): \(reason).",
                                 details: ["zoneID": zoneJSON(requested), "reason": .string(reason)])
@@ -111,10 +113,18 @@ extension CloudTransaction {
     }
 
     /// The caller's participation in one share, or nil.
-    func participation(zone: Int64, share: String, user: String) throws -> (permission: String, acceptance: String, role: String)? {
+    func participation(zone: Int64, share: String, user: String) throws -> Participation? {
         guard let row = try db.query("SELECT permission, acceptance, role FROM participants WHERE zone = ? AND share = ? AND user = ?",
                                      [zone, share, user]).first else { return nil }
-        return (row[0].string ?? "none", row[1].string ?? "pending", row[2].string ?? "privateUser")
+        return Participation(
+            permission: try .stored(row[0].string, in: Self.participantRow(zone: zone, share: share, user: user, column: "permission")),
+            acceptance: try .stored(row[1].string, in: Self.participantRow(zone: zone, share: share, user: user, column: "acceptance")),
+            role: try .stored(row[2].string, in: Self.participantRow(zone: zone, share: share, user: user, column: "role")))
+    }
+
+    /// Where a damaged participants value was read, for the error.
+    static func participantRow(zone: Int64, share: String?, user: String, column: String) -> String {
+        "The participants row of zone \(zone), share \(share.map(CloudKitNames.quoted) ?? "?"), user \(CloudKitNames.quoted(user)), column \(column),"
     }
 
     /// Checks that a shared-database caller may read (or write) a record governed by `share`.
@@ -127,14 +137,14 @@ extension CloudTransaction {
         }
         let reason: String
         if let part = try participation(zone: zone.id, share: share, user: caller) {
-            if part.acceptance != Acceptance.accepted.rawValue {
-                reason = "participant of share \(share) is \(part.acceptance)"
-            } else if write && part.permission != SharePermission.readWrite.rawValue {
-                reason = "participant of share \(share) has permission \(part.permission)"
-            } else if !write && part.permission == SharePermission.none.rawValue {
+            if part.acceptance != .accepted {
+                reason = "participant of share \(share) is \(part.acceptance.rawValue)"
+            } else if write && part.permission != .readWrite {
+                reason = "participant of share \(share) has permission \(part.permission.rawValue)"
+            } else if !write && part.permission == .none {
                 reason = "participant of share \(share) has permission none"
             } else {
-                trace?.decide(true, "accepted participant of share \(share) with permission \(part.permission)", zone: zone.zoneID, record: record)
+                trace?.decide(true, "accepted participant of share \(share) with permission \(part.permission.rawValue)", zone: zone.zoneID, record: record)
                 return
             }
         } else {

@@ -4,48 +4,6 @@ import MeowWire
 import ServiceRuntime
 import Synchronization
 
-/// A fault an operator arms for tests (docs/RULES.md: throttling, transient errors and accounts), through `admin.injectFault` or a
-/// start-up file (`--faults FILE`): the next `count` requests matching `op`, `user`, `zone`,
-/// `zoneOwner` and `recordType` (each with `probability`, drawn from a generator seeded by
-/// `seed`) get the fault's effect. A field left out matches anything.
-public struct InjectedFault: Codable, Sendable, Hashable {
-    /// The CloudKit error to answer (effect `error`, the default).
-    public var code: String?
-    public var op: String?
-    public var user: String?
-    /// Only requests naming a zone of this name (a record's zone in records.modify and
-    /// records.fetch; the zone asked for by changes.fetchZone, zones.*, shares.*, participants.*).
-    public var zone: String?
-    /// Only requests naming a zone owned by this user (`__defaultOwner__` is the caller).
-    public var zoneOwner: String?
-    /// Only records.modify requests saving a record of this type (e.g. `CD_CareEvent`): deletes
-    /// and fetches name no record type, so they never match.
-    public var recordType: String?
-    public var count: Int?
-    public var retryAfterSeconds: Double?
-    /// Run the request first, then answer the error (serverResponseLost: "it may have been applied").
-    public var afterApplying: Bool?
-    /// `error` (default), `dropBeforeCommit` (close the connection, nothing applied),
-    /// `dropAfterCommit` (apply, then close without a reply: the client cannot know),
-    /// `partialFrame` (apply, then send the first half of the reply frame and close), `latency`,
-    /// `hold` (wait, before running, until `admin.releaseHeldRequests`, or at most
-    /// `FaultInjector.longestHold` seconds): a test makes its move while a client's request is
-    /// at the server, and knows it is there from `admin.awaitHeldRequests`),
-    /// `holdBeforeCommit` (records.modify only: the same wait, after the request has decided
-    /// every item and before it commits; other requests, of other zones, run meanwhile).
-    public var effect: String?
-    /// Added before the request runs (any effect; the only one of `latency`).
-    public var latencyMilliseconds: Int?
-    /// 0…1 (default 1): each matching request gets the fault with this probability.
-    public var probability: Double?
-    /// Seeds the generator behind `probability`, so a run repeats exactly.
-    public var seed: UInt64?
-}
-
-public struct FaultsResult: Codable, Sendable {
-    public var faults: [InjectedFault]
-}
-
 /// What one request touches, for faults that name a zone or a record type: one item per record
 /// saved, deleted or fetched, or per zone named.
 struct FaultTarget: Sendable {
@@ -72,7 +30,7 @@ struct FaultTarget: Sendable {
     }
 
     /// Whether some item is in the fault's zone and of its record type (for the fields it sets).
-    func matches(_ fault: InjectedFault, caller: String?) -> Bool {
+    func matches(_ fault: CloudFault, caller: String?) -> Bool {
         items.contains { item in
             let zone = item.zoneID.resolved(caller: caller ?? "")
             return (fault.zone == nil || fault.zone == zone.zoneName)
@@ -84,15 +42,14 @@ struct FaultTarget: Sendable {
 
 /// What the server does to one request because of a fault.
 struct FaultEffect: Sendable {
-    enum Kind: String, Sendable { case error, dropBeforeCommit, dropAfterCommit, partialFrame, latency, hold, holdBeforeCommit }
-    var kind: Kind
-    var fault: InjectedFault
+    var kind: CloudFault.Effect
+    var fault: CloudFault
 }
 
 /// Armed faults, consumed in the order they were armed.
 public final class FaultInjector: Sendable {
     private struct State {
-        var faults: [InjectedFault] = []
+        var faults: [CloudFault] = []
         var generator = SplitMix64(state: 0x4D45_4F57)
     }
     private let state = Mutex(State())
@@ -101,7 +58,7 @@ public final class FaultInjector: Sendable {
     /// server's data in its details (serverRecordChanged carries the server record,
     /// partialFailure and batchRequestFailed the per-item errors): an injected one would tell a
     /// client something no server says. The rest arrive as the whole request's error.
-    public static let allowedCodes: Set<ErrorCode> = Set(ErrorCode.cloudKitNumbers.keys)
+    public static let allowedCodes: Set<ErrorCode> = Set(CloudKitError.all.map(\.code))
         .subtracting([.serverRecordChanged, .partialFailure, .batchRequestFailed])
 
     /// Requests held by `hold` faults.
@@ -112,10 +69,10 @@ public final class FaultInjector: Sendable {
 
     public init() {}
 
-    public func arm(_ fault: InjectedFault) throws -> FaultsResult {
-        let kind = try Self.kind(of: fault)
+    public func arm(_ fault: CloudFault) throws -> CloudFaults {
+        let kind = fault.effect ?? .error
         if kind == .error {
-            guard let code = fault.code, Self.allowedCodes.contains(ErrorCode(code)) else {
+            guard let code = fault.code, Self.allowedCodes.contains(code) else {
                 throw WireError(.invalidArguments, "code must be one of \(Self.allowedCodes.map(\.rawValue).sorted().joined(separator: ", ")).")
             }
         }
@@ -129,36 +86,28 @@ public final class FaultInjector: Sendable {
         if let latency = fault.latencyMilliseconds, !(0...60_000).contains(latency) {
             throw WireError(.invalidArguments, "latencyMilliseconds must be from 0 to 60000; got \(latency).")
         }
-        return FaultsResult(faults: state.withLock { state in
+        return CloudFaults(faults: state.withLock { state in
             if let seed = fault.seed { state.generator = SplitMix64(state: seed) }
             state.faults.append(fault)
             return state.faults
         })
     }
 
-    /// Arms every fault of a start-up file: `{"faults": [InjectedFault, …]}`.
+    /// Arms every fault of a start-up file: `{"faults": [CloudFault, …]}`.
     public func arm(file: String) throws {
         guard let data = FileManager.default.contents(atPath: file) else {
             throw WireError(.invalidArguments, "Cannot read the faults file \(file).")
         }
-        let decoded: FaultsResult
-        do { decoded = try JSONDecoder().decode(FaultsResult.self, from: data) } catch {
+        let decoded: CloudFaults
+        do { decoded = try JSONDecoder().decode(CloudFaults.self, from: data) } catch {
             throw WireError(.invalidArguments, "The faults file \(file) is not {\"faults\": [...]}: \(error)")
         }
         for fault in decoded.faults { _ = try arm(fault) }
     }
 
-    public func clear() -> FaultsResult {
+    public func clear() -> CloudFaults {
         state.withLock { $0.faults.removeAll() }
-        return FaultsResult(faults: [])
-    }
-
-    static func kind(of fault: InjectedFault) throws -> FaultEffect.Kind {
-        guard let name = fault.effect else { return .error }
-        guard let kind = FaultEffect.Kind(rawValue: name) else {
-            throw WireError(.invalidArguments, "effect must be error, dropBeforeCommit, dropAfterCommit, partialFrame, latency, hold or holdBeforeCommit; got '\(name)'.")
-        }
-        return kind
+        return CloudFaults(faults: [])
     }
 
     /// Takes one use of the first fault matching this request, if any (and if its probability
@@ -181,16 +130,17 @@ public final class FaultInjector: Sendable {
             }
             let left = (fault.count ?? 1) - 1
             if left <= 0 { state.faults.remove(at: index) } else { state.faults[index].count = left }
-            return FaultEffect(kind: (try? Self.kind(of: fault)) ?? .error, fault: fault)
+            return FaultEffect(kind: fault.effect ?? .error, fault: fault)
         }
     }
 
-    static func error(for fault: InjectedFault, op: String) -> WireError {
-        let code = fault.code ?? ErrorCode.serverResponseLost.rawValue
+    static func error(for fault: CloudFault, op: String) -> WireError {
+        // As declared (a code read from the request carries no CKError number).
+        let code = fault.code.flatMap(CloudKitError.init)?.code ?? .serverResponseLost
         var details: [String: JSONValue] = ["injected": true, "op": .string(op)]
         if let retry = fault.retryAfterSeconds { details["retryAfterSeconds"] = .double(retry) }
         let retryText = fault.retryAfterSeconds.map { " Retry after \($0) seconds." } ?? ""
-        return WireError(ErrorCode(code), "Injected \(code) for '\(op)'.\(retryText)", details: details)
+        return WireError(code, "Injected \(code) for '\(op)'.\(retryText)", details: details)
     }
 }
 

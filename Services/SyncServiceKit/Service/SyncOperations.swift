@@ -192,7 +192,7 @@ struct SyncOperations {
     /// What tests steer: injected faults, held requests and pushes, the request log.
     private func registerTestControls(in registry: inout OperationRegistry) {
         let service = service
-        admin(&registry, "admin.injectFault", InjectedFault.self, "The next matching user requests fail with a transient error.") { _, fault in
+        admin(&registry, "admin.injectFault", CloudFault.self, "The next matching user requests fail with a transient error.") { _, fault in
             try service.faults.arm(fault)
         }
         admin(&registry, "admin.clearFaults", Empty.self, "Disarms every injected fault.") { _, _ in service.faults.clear() }

@@ -17,7 +17,7 @@ public struct SyncSettings: Sendable {
     public var usersFile: String?
     /// Appends every request to this file as a JSON line.
     public var requestLogFile: String?
-    /// Faults to arm at start-up: {"faults": [InjectedFault, …]}.
+    /// Faults to arm at start-up: {"faults": [CloudFault, …]}.
     public var faultsFile: String?
     public var limits = CloudLimits()
     public init() {}
@@ -260,7 +260,7 @@ public final class SyncService: ServiceDefinition {
             if let effect {
                 switch effect.kind {
                 case .error where effect.fault.afterApplying != true:
-                    trace.decide(false, "injected fault \(effect.fault.code ?? "error")")
+                    trace.decide(false, "injected fault \(effect.fault.code?.rawValue ?? "error")")
                     throw FaultInjector.error(for: effect.fault, op: context.op)
                 case .dropBeforeCommit:
                     trace.decide(false, "injected fault: connection dropped before the commit")
@@ -274,7 +274,7 @@ public final class SyncService: ServiceDefinition {
             if let effect {
                 switch effect.kind {
                 case .error:
-                    trace.decide(false, "injected fault \(effect.fault.code ?? "error") after applying")
+                    trace.decide(false, "injected fault \(effect.fault.code?.rawValue ?? "error") after applying")
                     throw FaultInjector.error(for: effect.fault, op: context.op)
                 case .dropAfterCommit:
                     // serverResponseLost as a client meets it: applied, and no answer at all.

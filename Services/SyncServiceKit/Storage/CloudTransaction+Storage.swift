@@ -281,8 +281,7 @@ extension CloudTransaction {
 
     /// Whether `user` reads the records of `share` (an accepted participation with a permission).
     private func sees(share: String, zone: Int64, user: String) throws -> Bool {
-        guard let part = try participation(zone: zone, share: share, user: user) else { return false }
-        return part.acceptance == Acceptance.accepted.rawValue && part.permission != SharePermission.none.rawValue
+        try participation(zone: zone, share: share, user: user)?.reads ?? false
     }
 
     /// Users with an accepted participation in any share of the zone.

@@ -40,11 +40,13 @@ public enum AccountStatus: String, Codable, Sendable {
     case available, noAccount, temporarilyUnavailable
 }
 
-/// Share permissions and acceptance states.
-enum SharePermission: String, Codable, Sendable {
-    case none, readOnly, readWrite
-}
 
-enum Acceptance: String, Codable, Sendable {
-    case pending, accepted, removed
+/// A user's participation in one share, as the participants table keeps it.
+struct Participation {
+    var permission: SharePermission
+    var acceptance: ShareAcceptanceStatus
+    var role: ShareRole
+
+    /// Whether it shows the share's records: accepted, with a permission above none.
+    var reads: Bool { acceptance == .accepted && permission != .none }
 }

@@ -1,7 +1,8 @@
 import MeowWire
 
 /// Params of the share and participant ops: which share (its zone and record name), and for
-/// participant ops the user and permission.
+/// participant ops the user and permission. The permission is kept as sent: each op checks it
+/// (`SharePermission.parse`) and refuses one it does not take with invalidArguments naming the field.
 public struct ShareParams: Codable, Sendable {
     public var database: DatabaseScope?
     public var zoneID: ZoneID
@@ -31,11 +32,12 @@ public struct Invitation: Codable, Sendable, Hashable {
     public var zoneID: ZoneID
     public var shareName: String
     public var rootRecordName: String?
-    public var role: String
-    public var permission: String
-    public var acceptanceStatus: String
+    public var role: ShareRole
+    public var permission: SharePermission
+    public var acceptanceStatus: ShareAcceptanceStatus
 
-    public init(zoneID: ZoneID, shareName: String, rootRecordName: String? = nil, role: String, permission: String, acceptanceStatus: String) {
+    public init(zoneID: ZoneID, shareName: String, rootRecordName: String? = nil, role: ShareRole, permission: SharePermission,
+                acceptanceStatus: ShareAcceptanceStatus) {
         self.zoneID = zoneID
         self.shareName = shareName
         self.rootRecordName = rootRecordName
@@ -53,7 +55,8 @@ public struct InvitationsResult: Codable, Sendable {
     }
 }
 
-/// One invitation to a share: a user and the permission they are to have.
+/// One invitation to a share: a user and the permission they are to have (kept as sent, checked
+/// by the op as `ShareParams.permission` is).
 public struct ParticipantInvite: Codable, Sendable, Equatable {
     public var user: String
     public var permission: String

@@ -1,36 +1,6 @@
 import FoundationEssentials
 import MeowWire
 
-/// One participant of a share, as the owner and participants see it.
-public struct ShareParticipant: Codable, Sendable, Hashable {
-    public var userRecordName: String
-    public var role: String          // owner, privateUser, publicUser
-    public var permission: String    // none, readOnly, readWrite
-    public var acceptanceStatus: String  // pending, accepted, removed
-
-    public init(userRecordName: String, role: String, permission: String, acceptanceStatus: String) {
-        self.userRecordName = userRecordName
-        self.role = role
-        self.permission = permission
-        self.acceptanceStatus = acceptanceStatus
-    }
-}
-
-/// Server-maintained part of a `cloudkit.share` record.
-public struct ShareInfo: Codable, Sendable, Hashable {
-    public var owner: String
-    public var publicPermission: String
-    public var rootRecordName: String?
-    public var participants: [ShareParticipant]
-
-    public init(owner: String, publicPermission: String, rootRecordName: String?, participants: [ShareParticipant]) {
-        self.owner = owner
-        self.publicPermission = publicPermission
-        self.rootRecordName = rootRecordName
-        self.participants = participants
-    }
-}
-
 /// A record on the wire. `fields` maps a field name to `{"type": …, "value": …}`; field types
 /// the server does not know are kept and returned unchanged.
 public struct CloudRecord: Codable, Sendable, Hashable {

@@ -90,7 +90,7 @@ public struct DeviceSharing: Sendable {
 
     /// `share.owned`: the shares this device's user owns.
     public func owned() async throws(MeowCareError) -> [OwnedShare] {
-        try await connection.call("share.owned", as: OwnedShares.self).shares
+        try await connection.call("share.owned", as: OwnedSharesResult.self).shares
     }
 
     /// `share.invitations`: the participations of this device's user.
@@ -142,5 +142,4 @@ public struct DeviceAccount: Sendable {
     }
 }
 
-struct OwnedShares: Decodable { var shares: [OwnedShare] }
 struct ShareMetadataList: Decodable { var shares: [ShareMetadata] }

@@ -134,7 +134,7 @@ public struct MeowCloudUser: Sendable {
 
     /// `shares.owned`: the shares this user owns.
     public func ownedShares() async throws(MeowCareError) -> [OwnedShare] {
-        try await connection.call("shares.owned", as: OwnedShares.self).shares
+        try await connection.call("shares.owned", as: OwnedSharesResult.self).shares
     }
 
     /// `shares.accept` (the zone with its owner's name).

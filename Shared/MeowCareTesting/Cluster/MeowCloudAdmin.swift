@@ -1,63 +1,3 @@
-/// A fault the cloud answers matching requests with (`admin.injectFault`); fields left nil
-/// match anything.
-///
-/// ```swift
-/// try await cluster.cloud.admin.injectFault(CloudFault(code: "requestRateLimited", op: "records.modify", user: "olivia", retryAfterSeconds: 3))
-/// try await cluster.cloud.admin.injectFault(CloudFault(op: "records.modify", effect: .hold))
-/// ```
-public struct CloudFault: Sendable, Hashable {
-    public enum Effect: String, Sendable, Hashable {
-        case error, dropBeforeCommit, dropAfterCommit, partialFrame, latency, hold, holdBeforeCommit
-    }
-
-    public var code: String?
-    public var op: String?
-    public var user: String?
-    public var zone: String?
-    public var zoneOwner: String?
-    public var recordType: String?
-    public var count: Int?
-    public var retryAfterSeconds: Double?
-    public var afterApplying: Bool?
-    public var effect: Effect?
-    public var latencyMilliseconds: Int?
-    public var probability: Double?
-    public var seed: Int?
-
-    public init(code: String? = nil, op: String? = nil, user: String? = nil, zone: String? = nil, zoneOwner: String? = nil,
-                recordType: String? = nil, count: Int? = nil, retryAfterSeconds: Double? = nil, afterApplying: Bool? = nil,
-                effect: Effect? = nil, latencyMilliseconds: Int? = nil, probability: Double? = nil, seed: Int? = nil) {
-        self.code = code
-        self.op = op
-        self.user = user
-        self.zone = zone
-        self.zoneOwner = zoneOwner
-        self.recordType = recordType
-        self.count = count
-        self.retryAfterSeconds = retryAfterSeconds
-        self.afterApplying = afterApplying
-        self.effect = effect
-        self.latencyMilliseconds = latencyMilliseconds
-        self.probability = probability
-        self.seed = seed
-    }
-
-    var params: [String: JSONValue] {
-        var params: [String: JSONValue] = [:]
-        for (key, value) in [("code", code), ("op", op), ("user", user), ("zone", zone), ("zoneOwner", zoneOwner), ("recordType", recordType),
-                             ("effect", effect?.rawValue)] {
-            if let value { params[key] = .string(value) }
-        }
-        if let count { params["count"] = .int(count) }
-        if let retryAfterSeconds { params["retryAfterSeconds"] = .double(retryAfterSeconds) }
-        if let afterApplying { params["afterApplying"] = .bool(afterApplying) }
-        if let latencyMilliseconds { params["latencyMilliseconds"] = .int(latencyMilliseconds) }
-        if let probability { params["probability"] = .double(probability) }
-        if let seed { params["seed"] = .int(seed) }
-        return params
-    }
-}
-
 /// The cloud's admin ops (protocol-sync-service.md, "Admin ops"): users, faults, holds, the
 /// clock, limits, resets, snapshots, the schema and the request log.
 ///
@@ -97,7 +37,11 @@ public struct MeowCloudAdmin: Sendable {
     /// `admin.injectFault`: the faults armed now.
     @discardableResult
     public func injectFault(_ fault: CloudFault) async throws(MeowCareError) -> [JSONValue] {
-        try await call("admin.injectFault", fault.params)["faults"]?.arrayValue ?? []
+        let params: JSONValue
+        do { params = try JSONValue(encoding: fault) } catch {
+            throw MeowCareError(.invalidArguments, "Could not encode the fault: \(error)", op: "admin.injectFault", service: "cloud")
+        }
+        return try await call("admin.injectFault", params.objectValue ?? [:])["faults"]?.arrayValue ?? []
     }
 
     /// `admin.clearFaults`.

@@ -29,7 +29,7 @@ extension MeowCluster {
                 do throws(MeowCareError) {
                     let now = try await device.sync.now()
                     if now.changedAnything { moved.append("\(device.name): \(Self.describe(now))") }
-                } catch where Self.transient.contains(error.code) {
+                } catch where CloudKitError(error.code)?.retry == .afterRetryAfter {
                     // The entries stay queued, deferred by the retry-after: a later round reports them.
                     moved.append("\(device.name): \(error.code): \(error.message)")
                 }
@@ -61,9 +61,6 @@ extension MeowCluster {
         guard !writes.isEmpty else { return [] }
         return ["cloud: \(writes.count) write(s) during the round, the last: " + writes.suffix(5).joined(separator: ", ")]
     }
-
-    /// The cloud's errors after which a device keeps its queue and retries later.
-    static let transient: Set<ErrorCode> = [.serviceUnavailable, .requestRateLimited, .zoneBusy]
 
     static func describe(_ now: SyncNowResult) -> String {
         "sent \(now.send.saved) saved / \(now.send.deleted) deleted / \(now.send.conflictsResolved) merged / \(now.send.reverted) reverted "

@@ -120,11 +120,6 @@ public struct ShareMetadata: Decodable, Sendable, Hashable {
     public var permission: String
 }
 
-/// A participant's permission on a share.
-public enum SharePermission: String, Sendable, Hashable, Codable {
-    case none, readOnly, readWrite
-}
-
 /// The cloud's clock (`admin.setClock`): it stands still once set.
 public struct ClockState: Decodable, Sendable, Hashable {
     /// Seconds since 1970.

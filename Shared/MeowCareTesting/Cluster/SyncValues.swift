@@ -92,23 +92,6 @@ public struct ShareAcceptance: Decodable, Sendable {
     public var fetch: SyncFetchResult
 }
 
-/// One share the caller owns (`share.owned`, the cloud's `shares.owned`).
-public struct OwnedShare: Decodable, Sendable, Hashable {
-    public struct Participant: Decodable, Sendable, Hashable {
-        public var user: String
-        public var role: String
-        public var permission: String
-        public var acceptanceStatus: String
-    }
-
-    public var zoneID: ZoneID
-    public var shareName: String
-    public var rootRecordName: String?
-    public var publicPermission: String
-    public var recordCount: Int
-    public var participants: [Participant]
-}
-
 /// `sync.initializeSchema`'s answer: every record type's fields as CloudKit names their types.
 public struct SchemaInitialization: Decodable, Sendable, Hashable {
     public var recordTypes: [String: [String: String]]
