@@ -75,7 +75,7 @@ extension CloudMirror {
             }
             removed += wipe.count
             try applyLocally(wipe, storeIndex: index, stores: stores)
-            try store.database.transaction {
+            try write(store) { _ in
                 try store.database.execute("""
                     DELETE FROM mirror_pending; DELETE FROM mirror_meta; DELETE FROM mirror_fieldtimes;
                     DELETE FROM mirror_unexportable; DELETE FROM mirror_unimportable; DELETE FROM mirror_share; DELETE FROM z_share;

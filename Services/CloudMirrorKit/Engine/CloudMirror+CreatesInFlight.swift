@@ -103,7 +103,7 @@ extension CloudMirror {
     func dropCreatesInFlight(_ ids: [Int64], store name: String) throws {
         try withStores { stores in
             let store = stores.list[try stores.index(named: name)]
-            try store.database.transaction(commit: .deferred) { try MirrorBookkeeping(store).dropCreatesInFlight(ids) }
+            try write(store, commit: .deferred) { _ in try MirrorBookkeeping(store).dropCreatesInFlight(ids) }
         }
     }
 }

@@ -150,7 +150,7 @@ extension CloudMirror {
             for zone in changes.purgedZones { try removeZone(zone, scope: scope, purged: true, report: &report) }
             for zone in changes.encryptedDataResetZones {
                 try state(scope) { state, _, _ in
-                    try state.store.database.transaction { try requeueZone(zone, state: state) }
+                    try write(state.store) { _ in try requeueZone(zone, state: state) }
                 }
                 progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
                 report.zonesReset.append(zone.key)
@@ -162,7 +162,13 @@ extension CloudMirror {
             for zone in ordered { try fetchZone(zone, scope: scope, database: database, report: &report) }
             currentZones.formUnion(changes.changedZones)
             changedAny = changedAny || !changes.changedZones.isEmpty
-            try state(scope) { state, _, _ in try state.setDerivableValue(MirrorBookkeeping.databaseTokenKey, changes.token.text) }
+            // A database token can be derived again (one lost to a power cut only means the zones
+            // it covered are listed again; each zone's token is kept with its pages): written
+            // without waiting for the disk, and not at all when it is unchanged.
+            try state(scope) { state, _, _ in
+                guard try state.value(MirrorBookkeeping.databaseTokenKey) != changes.token.text else { return }
+                try write(state.store, commit: .deferred) { _ in try state.setValue(MirrorBookkeeping.databaseTokenKey, changes.token.text) }
+            }
             if !changes.moreComing { break }
         }
         return changedAny
@@ -179,7 +185,7 @@ extension CloudMirror {
             let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.zoneTokenKey(zone)) }
             // (A device that knows no record of the zone yet has nothing to compare.)
             if token == nil { listed = try state(scope) { state, _, _ in try state.knowsRecords(inZone: zone) } ? [] : nil }
-            let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token.map { ChangeToken($0) }, limit: 1000)
+            let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token.map { ChangeToken($0) }, limit: BatchSizing.fetchPage)
             let reply: JSONValue
             let prefetched = ahead.next()
             var outcome = prefetched?.wait()
@@ -254,7 +260,7 @@ extension CloudMirror {
             if page.moreComing { ahead?.ask(after: page.token) }
             return page
         }, send: { [self] token, waiter in
-            begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: ChangeToken(token), limit: 1000), into: waiter, connecting: false)
+            begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: ChangeToken(token), limit: BatchSizing.fetchPage), into: waiter, connecting: false)
         })
         return ahead
     }

@@ -64,8 +64,9 @@ extension CloudMirror {
     private func nextBatches(scope: StoreScope, excluding: Set<String>, after: Int64 = 0, touched: Set<String>,
                              ahead: inout QueuedAhead?, report: inout SyncSendResult) throws -> [Batch] {
         let now = clock.seconds()
-        let limit = progress.withLock { $0.batchLimit }
-        let count = Self.batchesInFlight
+        let sizing = progress.withLock { $0.batchSizing }
+        let limit = sizing.limit
+        let count = BatchSizing.inFlight
         var lookedAgain = false
         while true {
             // History into the queue (a write, under the store lock), unless the last batches'
@@ -78,7 +79,7 @@ extension CloudMirror {
                 guard let fresh = try withStores({ stores -> QueuedAhead? in
                     guard let index = Self.storeIndex(scope, in: stores) else { return nil }
                     let store = stores.list[index]
-                    let outcome = try ingest(store, enough: limit * count)
+                    let outcome = try ingest(store, enough: sizing.queueAhead)
                     return QueuedAhead(store: store, reader: try store.readingCompanion(), queued: outcome.queued, more: outcome.more)
                 }) else { return [] }
                 queued = fresh
@@ -107,7 +108,7 @@ extension CloudMirror {
                 // (A store replaced meanwhile: built again from the new one.)
                 guard let index = Self.storeIndex(scope, in: stores), stores.list[index] === store else { return nil }
                 // One transaction: its dozens of statements per record share one file lock.
-                let batches = try store.database.transaction(commit: .deferred) {
+                let batches = try write(store, commit: .deferred) { _ in
                     let built = try read ?? build(store, drops: &drops)
                     try finishDrops(drops, store: store)
                     return try built.map { try finishBatch($0, store: store) }
@@ -115,7 +116,7 @@ extension CloudMirror {
                 // The history saved since is queued in the same turn, for the next batches: a
                 // turn of the lock between a client's saves waits for a whole save, and a turn
                 // of its own for this took one more wait per batch.
-                let outcome = try ingest(store, enough: limit * count)
+                let outcome = try ingest(store, enough: sizing.queueAhead)
                 return (batches, QueuedAhead(store: store, reader: queued.reader, queued: outcome.queued, more: outcome.more))
             }
             guard let (batches, next) = finished else { continue }
@@ -221,12 +222,6 @@ extension CloudMirror {
         case stop(WireError)
     }
 
-    /// How many batches may wait for their answer at once. The connection's requests are
-    /// served in order, so the server works on the next batches while the device applies the
-    /// verdicts of the one before (with one, a send ran at the sum of the two sides' times;
-    /// with two, each side still waited for the other about a fifth of the time).
-    static let batchesInFlight = 3
-
     /// One send of a scope's queue: the batches built and not sent, those sent and not
     /// answered, and what the answers so far decided. The send's steps (`launch`, `answerNext`)
     /// share it, so each reads as one move of the pipeline.
@@ -254,7 +249,7 @@ extension CloudMirror {
         /// Entries before the last one in flight were all sent in this send, or skipped; any
         /// still queued there (a merge the client won) are read once nothing is in flight.
         var readFrom: Int64 { inFlight.map(\.batch.lastSeq).max() ?? 0 }
-        var mayLaunch: Bool { stopError == nil && !rebuild && inFlight.count < CloudMirror.batchesInFlight && rounds < 10_000 }
+        var mayLaunch: Bool { stopError == nil && !rebuild && inFlight.count < BatchSizing.inFlight && rounds < 10_000 }
     }
 
     /// Sends the scope's queue batch by batch, in order. Up to `batchesInFlight` batches are
@@ -410,8 +405,7 @@ extension CloudMirror {
                               errors: errors, answered: batch.createsInFlight, report: &report, pass: &pass)
             return .rebuild
         case let .failure(error) where error.retry == .afterHalvingBatch:
-            let halved = max(1, items.count / 2)
-            progress.withLock { $0.batchLimit = min($0.batchLimit, halved) }
+            let halved = progress.withLock { $0.batchSizing.exceeded(items: items.count) }
             logger.info("limitExceeded: splitting the batch", ["items": .int(items.count), "nextBatch": .int(halved)])
             return items.count == 1 ? .stop(error) : .rebuild
         case let .failure(error) where error.retry == .afterRetryAfter:
@@ -453,14 +447,14 @@ extension CloudMirror {
                 guard let zone = item.record?.zoneID, let meta = try state.meta(uuid), meta.zone == zone,
                       meta.changeTag == item.record?.recordChangeTag, try state.pending(uuid: uuid) != nil else { continue }
                 if options.deletePolicy(item.entity.name) == .resurrect {
-                    try store.database.transaction(commit: .deferred) { try state.forgetServerCopy(uuid) }
+                    try write(store, commit: .deferred) { _ in try state.forgetServerCopy(uuid) }
                 } else {
                     local.append(LocalChange(uuid: uuid, entity: item.entity, fields: nil, zone: nil))
                     afterSave.append { try state.dropMeta(uuid); try state.dropPending(item.pending) }
                 }
             }
             try applyLocally(local, storeIndex: index, stores: stores)
-            try store.database.transaction(commit: .deferred) { for step in afterSave { try step() } }
+            try write(store, commit: .deferred) { _ in for step in afterSave { try step() } }
         }
     }
 

@@ -25,7 +25,7 @@ extension CloudMirror {
             var applied = VerdictApplication(mirror: self, state: state, verdicts: verdicts, errors: errors)
             // One transaction for the whole batch's verdicts: with synchronous=FULL each
             // autocommit write is an fsync, which made a send cost ~2 ms per record.
-            try store.database.transaction(commit: .deferred) {
+            try write(store, commit: .deferred) { _ in
                 try state.dropCreatesInFlight(answered)
                 for item in items { try applied.apply(item, report: &report, pass: &pass) }
             }
@@ -107,7 +107,7 @@ extension CloudMirror {
             // reported like any refused import; failing here failed every send after.
             let refused = try applyRefusing([change], storeIndex: index, stores: stores)
             var told: [ImportRefusedNotice] = []
-            try stores.list[index].database.transaction {
+            try write(stores.list[index]) { _ in
                 if !refused.isEmpty, let zone {
                     told = try keepRefused(refused, of: [change], zone: zone, tags: [pending.uuid: serverCopy?.recordChangeTag], state: state)
                 }

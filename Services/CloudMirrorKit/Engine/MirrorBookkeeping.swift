@@ -55,17 +55,6 @@ struct MirrorBookkeeping {
         }
     }
 
-    /// Keeps a value that can be derived again (a database change token: one lost to a power
-    /// cut only means the zones it covered are listed again, and each zone's own token is kept
-    /// with its pages), without waiting for the disk, and not at all when it is unchanged.
-    /// A fetch saved its database tokens in commits of their own that waited for the disk, two
-    /// per automatic pass (the private and the shared database) on the thread applying pages.
-    func setDerivableValue(_ key: String, _ value: String?) throws {
-        guard try self.value(key) != value else { return }
-        if database.isInTransaction { return try setValue(key, value) }
-        try database.transaction(commit: .deferred) { try setValue(key, value) }
-    }
-
     static func zoneTokenKey(_ zone: ZoneID) -> String { "zoneToken:\(zone.ownerName)/\(zone.zoneName)" }
     static let databaseTokenKey = "databaseToken"
     static let exportCursorKey = "exportCursor"

@@ -267,24 +267,22 @@ extension CloudMirror {
 
         // MARK: Committing
 
-        /// Writes the direct import and its metadata; when nothing needs a context save, the
-        /// page's bookkeeping and `token` too. Returns the import's notice, to publish once the
-        /// log is synced.
-        mutating func writeDirect(token: String?) throws -> RemoteChangeNotice? {
+        /// Writes the direct import (recorded through the page's `changes`) and its metadata;
+        /// when nothing needs a context save, the page's bookkeeping and `token` too.
+        mutating func writeDirect(token: String?, changes: inout StoreChangeRecorder) throws {
             // All history before this import is queued (`ingest`): the export cursor can move
             // past the import's own transaction here rather than in one more commit.
             let cursorIsCurrent = try state.value(MirrorBookkeeping.exportCursorKey) == String(store.lastToken)
-            let notice = try direct.write(router: mirror.engine.router, logger: mirror.engine.logger)
+            try direct.write(&changes, router: mirror.engine.router, logger: mirror.engine.logger)
             for (position, entity) in imported { try state.setMeta(serverCopy: changed[position], entity: entity.name) }
             try state.dropFieldTimes(imported.map { changed[$0.position].recordName })
-            if let notice, cursorIsCurrent { try state.setValue(MirrorBookkeeping.exportCursorKey, String(notice.token)) }
+            if let imported = changes.token, cursorIsCurrent { try state.setValue(MirrorBookkeeping.exportCursorKey, String(imported)) }
             if local.isEmpty {
                 for (_, step) in afterSave { try step() }
                 try state.clearUnimportable(settledNames, zone: zone)
                 afterSave = []
                 try finish(token: token)
             }
-            return notice
         }
 
         /// Saves the records that need a context, then (in one transaction) the bookkeeping of
@@ -292,7 +290,7 @@ extension CloudMirror {
         func saveThroughContext(storeIndex: Int, stores: StoreSet, token: String?) throws {
             guard !local.isEmpty else { return }
             let refused = try mirror.applyRefusing(local, storeIndex: storeIndex, stores: stores)
-            let told = try store.database.transaction(commit: .deferred) { () -> [ImportRefusedNotice] in
+            let told: [ImportRefusedNotice] = try mirror.write(store, commit: .deferred) { _ in
                 for (uuid, step) in afterSave where refused[uuid] == nil { try step() }
                 try state.clearUnimportable(settledNames.filter { refused[$0] == nil }, zone: zone)
                 let told = try mirror.keepRefused(refused, of: local, zone: zone, tags: Dictionary(changed.map { ($0.recordName, $0.recordChangeTag) },

@@ -175,7 +175,7 @@ extension CloudMirror {
         /// edit still queued.
         func saveMerges(storeIndex: Int, stores: StoreSet) throws {
             let refused = try mirror.applyRefusing(local, storeIndex: storeIndex, stores: stores)
-            let told = try store.database.transaction(commit: .deferred) { () -> [ImportRefusedNotice] in
+            let told: [ImportRefusedNotice] = try mirror.write(store, commit: .deferred) { _ in
                 var told: [ImportRefusedNotice] = []
                 for (uuid, server, step) in afterSave {
                     guard refused[uuid] != nil else { try step(); continue }

@@ -139,7 +139,7 @@ extension CloudMirror {
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorBookkeeping(stores.list[index])
-            try stores.list[index].database.transaction {
+            try write(stores.list[index]) { _ in
                 for record in saved {
                     if record.isShare { continue }
                     guard let member = members[record.recordName] else { continue }
@@ -183,7 +183,7 @@ extension CloudMirror {
             // this device's older values and the edits were deleted with the copies that had them.
             var fetched = SyncFetchResult()
             try fetchDatabase(.private, report: &fetched)
-            let (graph, leaders, atOnce) = try readGraph(params, limit: progress.withLock { $0.batchLimit })
+            let (graph, leaders, atOnce) = try readGraph(params, sizing: progress.withLock { $0.batchSizing })
             if !prepared {
                 try prepare()
                 prepared = true
@@ -207,8 +207,7 @@ extension CloudMirror {
                 case let .failure(error) where error.retry == .afterHalvingBatch && moving.count > 1:
                     // The server takes fewer items per request than the device assumed: learnt
                     // as a send learns it (the batch size halves), and the graph read again.
-                    let halved = max(1, touches.count / 2)
-                    progress.withLock { $0.batchLimit = min($0.batchLimit, halved) }
+                    _ = progress.withLock { $0.batchSizing.exceeded(items: touches.count) }
                     round -= 1
                     continue
                 case let .failure(error):
@@ -237,7 +236,7 @@ extension CloudMirror {
     /// and the ends of the members' to-one chains. Every other member's zone follows a leader's,
     /// so when the graph cannot move at once the leaders move with the share and the rest
     /// follows. Members' fields are read only for what moves at once: a send builds the rest.
-    private func readGraph(_ params: ShareCreateParams, limit: Int) throws -> (graph: [GraphMember], leaders: Int, atOnce: Bool) {
+    private func readGraph(_ params: ShareCreateParams, sizing: BatchSizing) throws -> (graph: [GraphMember], leaders: Int, atOnce: Bool) {
         try withStores { stores in
             guard let id = ObjectID(uri: params.objectID), let storeUUID = id.storeUUID, let key = id.primaryKey,
                   let index = stores.index(uuid: storeUUID), stores.list[index].scope == .private,
@@ -261,7 +260,7 @@ extension CloudMirror {
             var leading: Set<String> = [row.uuid]
             for (memberEntity, member) in members { leading.insert(try graph.chainEnd(of: memberEntity, row: member).row.uuid) }
             let ordered = members.filter { leading.contains($0.1.uuid) } + members.filter { !leading.contains($0.1.uuid) }
-            let atOnce = 2 * ordered.count + 1 <= limit
+            let atOnce = sizing.movesAtOnce(members: ordered.count)
             var result: [GraphMember] = []
             for (index, (memberEntity, member)) in ordered.enumerated() {
                 let fields = atOnce || index < leading.count
@@ -287,7 +286,7 @@ extension CloudMirror {
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorBookkeeping(stores.list[index])
-            try stores.list[index].database.transaction(commit: .deferred) {
+            try write(stores.list[index], commit: .deferred) { _ in
                 for record in (saved?.arrayValue ?? []).compactMap({ try? CloudRecord(tree: $0) }) {
                     guard let tag = record.recordChangeTag, let member = members[record.recordName],
                           let zone = member.oldZone else { continue }
@@ -310,7 +309,7 @@ extension CloudMirror {
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorBookkeeping(stores.list[index])
-            try stores.list[index].database.transaction {
+            try write(stores.list[index]) { _ in
                 for member in members { try state.enqueue(uuid: member.uuid, entity: member.entity.name, kind: .update, zone: nil, changed: []) }
             }
         }

@@ -139,6 +139,6 @@ extension CloudMirror {
         return MirrorStatus(user: user, signedIn: isSignedIn, device: options.deviceName, environment: options.environment, mode: options.mode, conflictPolicy: options.conflictPolicy, stores: stores,
                             inFlight: progress.inFlight, lastError: progress.lastError,
                             lastSuccess: progress.lastSuccess.map { MirrorRecordCoding.isoFormat.format($0) },
-                            batchLimit: progress.batchLimit, quiescent: quiescent)
+                            batchLimit: progress.batchSizing.limit, quiescent: quiescent)
     }
 }

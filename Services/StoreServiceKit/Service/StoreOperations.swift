@@ -315,9 +315,7 @@ extension StoreService {
                 }
             }
             return try engine.coordinator.withStores { stores in
-                let (report, notices) = try OrphanRepair(rule: rule, stores: stores).runInStores(author: "app")
-                engine.publish(notices, from: request.connection)
-                return report
+                try OrphanRepair(rule: rule, stores: stores).runInStores(author: "app", engine: engine, announcingExcept: request.connection)
             }
         }
 
@@ -329,12 +327,13 @@ extension StoreService {
             try refuseWhileMirroring(true, what: "share.setMetadata",
                                      why: "a mirroring device takes its share metadata and permissions from the cloud's share records",
                                      field: "op")
-            return try engine().coordinator.withStores { stores in
+            let engine = try engine()
+            return try engine.coordinator.withStores { stores in
                 guard let index = stores.list.firstIndex(where: { $0.scope == .shared }) else { throw ServiceError(.unknownStore, "No shared store is loaded.") }
                 let store = stores.list[index]
                 guard !params.zoneName.isEmpty else { throw ServiceError(.invalidField, "zoneName must not be empty.", details: ["field": "params.zoneName"]) }
                 var zoned = 0
-                try store.database.transaction {
+                try engine.write(store, author: "app", contextName: "share.setMetadata") { _ in
                     let zone = ZoneID(zoneName: params.zoneName, ownerName: params.ownerName ?? ZoneID.defaultOwner)
                     try SharePermissions.setMetadata(zone: zone.zoneName, owner: zone.ownerName, permission: params.permission, in: store)
                     for uri in params.objectIDs ?? [] {
