@@ -107,7 +107,7 @@ public struct Doctor: Sendable {
                           rowsByEntity: rowsByEntity)
     }
 
-    /// Every shared-store object must be in a share zone the device knows (seed 002).
+    /// Every shared-store object must be in a share zone the device knows: nowhere else can it be exported.
     private mutating func examineSharedStoreZones(_ view: DeviceView) {
         let (sharedStore, shareZones, allRows) = (view.sharedStore, view.shareZones, view.allRows)
         var wrongStore: [Finding] = []

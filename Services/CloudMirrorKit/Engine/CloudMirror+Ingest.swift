@@ -58,7 +58,7 @@ extension CloudMirror {
                 try state.setValue(MirrorBookkeeping.exportCursorKey, String(last))
             }
             for zone in faults {
-                // Seed 002: what iOS prints, exactly; the device keeps running.
+                // What iOS prints, exactly; the device keeps running.
                 logger.rawLine("CoreData: fault: Illegal attempt to work with the core-data or default zone in the shared database: \(zone)")
             }
             if reachedEnough { return IngestOutcome(queued: queued, more: true) }

@@ -122,8 +122,8 @@ extension CloudMirror {
             guard let (batches, next) = finished else { continue }
             ahead = next
             if !batches.isEmpty { return batches }
-            // What was queued sends nothing (deletes of records never sent, seed 002's
-            // strays): look further into the history before saying the queue is done, on while
+            // What was queued sends nothing (deletes of records never sent, shared-store
+            // objects in no share zone): look further into the history before saying the queue is done, on while
             // the build's history was left partly unqueued, and once for what this turn queued
             // (saves made meanwhile). Not on for as long as saves come: while every entry they
             // queue is one a batch in flight holds, that would never return to its answers.
@@ -443,7 +443,7 @@ extension CloudMirror {
                 // Left where it was: the same zone and the tag the update was sent with. A record
                 // moved away and back meanwhile is in that zone again at a newer tag; the edit
                 // merged into it there and goes out (deciding by zone alone deleted it here,
-                // and the record stayed behind in a zone its session had left: seed 724).
+                // and the record stayed behind in a zone its session had left).
                 guard let zone = item.record?.zoneID, let meta = try state.meta(uuid), meta.zone == zone,
                       meta.changeTag == item.record?.recordChangeTag, try state.pending(uuid: uuid) != nil else { continue }
                 if options.deletePolicy(item.entity.name) == .resurrect {

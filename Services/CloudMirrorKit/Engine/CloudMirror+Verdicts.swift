@@ -19,8 +19,7 @@ extension CloudMirror {
             // A merge reads the row as it is now and the queue entry's edited fields and stamps:
             // a save that landed while the batch was out (automatic mode sends while clients
             // save) is queued first, or the merge saw its values without its entry, took the
-            // server's for them, and the edit was lost on every device (automatic kill variant,
-            // seed 730).
+            // server's for them, and the edit was lost on every device.
             if !errors.isEmpty { try ingest(store) }
             var applied = VerdictApplication(mirror: self, state: state, verdicts: verdicts, errors: errors)
             // One transaction for the whole batch's verdicts: with synchronous=FULL each

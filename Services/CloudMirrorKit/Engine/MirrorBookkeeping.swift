@@ -19,7 +19,7 @@ import StoreServiceKit
 /// - `mirror_fieldtimes`: per record, when and on which device each field was last edited
 ///   (the latest-edit policy's clock), as the JSON text records carry in `MC_fieldModified`.
 /// - `mirror_kv`: the export cursor and the change tokens.
-/// - `mirror_unexportable`: seed 002's stray shared-store objects.
+/// - `mirror_unexportable`: shared-store objects in no share zone, which the mirror cannot export.
 /// - `mirror_unimportable`: cloud records this store refused (`CloudMirror.applyRefusing`).
 /// - `mirror_share`: the owner's live share zones, made here or listed by a fetch, and the root
 ///   records of those made here.

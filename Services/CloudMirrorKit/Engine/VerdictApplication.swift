@@ -138,7 +138,7 @@ extension CloudMirror {
                 // changed what it belongs to, into another zone: that device is
                 // moving it (it saves a record where it is just before moving it).
                 // Saving again and moving at once raced that move, and each left a
-                // copy, one in each zone (automatic moves variant, seed 878). The
+                // copy, one in each zone. The
                 // move waits for a send after the other device's move has been
                 // fetched: the record then moves on from where that device put it,
                 // if it still must.

@@ -167,7 +167,7 @@ extension CloudMirror {
     /// (CloudKit's deletes take no tag), so a graph read from a stale view moved records
     /// another device had changed or moved meanwhile: an event moved into another session came
     /// back there as a second copy in the share zone, and a later delete of one copy left the
-    /// other (model-checked moves variant, seed 877). A refused save (serverRecordChanged,
+    /// other. A refused save (serverRecordChanged,
     /// unknownItem) means the view is stale: the store's changes are fetched and the graph read
     /// again. After `shareAttempts` the graph moves as it is then (a copy that is gone with no
     /// tombstone left to fetch would otherwise block the share for good; deleting it is a

@@ -38,7 +38,7 @@ struct MirrorStatus: Codable, Sendable {
         var unqueuedTransactions: Int
         var databaseToken: String?
         var zoneTokens: [String: String]
-        /// Seed 002: shared-store objects outside any share zone, never exported.
+        /// Shared-store objects outside any share zone: never exported.
         var unexportable: [String]
         /// Records the server refused at their last send (a production schema without their
         /// field or record type, a field of another type), with its error; they stay queued.

@@ -23,7 +23,7 @@ public struct OrphanRepairReport: Codable, Sendable {
     public var truncated: Bool
 }
 
-/// Seed 000's repair: ensure the default parent, then attach every orphan to it. An orphan is
+/// The orphan repair: ensure the default parent, then attach every orphan to it. An orphan is
 /// assigned to a store only if its ID is temporary and it has no store (to the session's store,
 /// else the private store); saved orphans only get the relationship. Orphans in a store other
 /// than the session's are left as they are and reported (a relationship across stores is not
@@ -114,7 +114,8 @@ struct OrphanRepair {
         return report
     }
 
-    /// Repairs inside a context, exactly as seed 000's fixed code does; the client then saves.
+    /// Repairs inside a context, as an app's own start-up code would: each orphan is fetched into
+    /// the context and attached there, never reassigned to a store; the client then saves.
     func runInContext(_ context: ManagedObjectContext) throws -> OrphanRepairReport {
         guard let privateIndex = stores.privateIndex else { throw ServiceError(.unknownStore, "No private store is loaded.") }
         let parent = model.entity(named: rule.parentEntity)!

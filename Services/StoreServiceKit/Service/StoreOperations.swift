@@ -302,7 +302,7 @@ extension StoreService {
 
     }
 
-    /// The orphan repair (seed 000's), on the stores or inside a context.
+    /// The orphan repair (objects whose required-by-the-app relationship is empty), on the stores or inside a context.
     private func registerStoreStateOperations(in registry: inout OperationRegistry) {
         registry.register("repair.orphans", params: RepairParams.self, summary: "Seed 000's repair: attach orphans to the default session.") { [self] params, request in
             let engine = try engine()
