@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "meow-bench", targets: ["meow-bench"]),
         .library(name: "MeowWire", targets: ["MeowWire"]),
         .library(name: "CloudWire", targets: ["CloudWire"]),
+        .library(name: "StoreWire", targets: ["StoreWire"]),
         // For app teams' test targets: an isolated cloud and devices per test (docs/TESTING.md).
         .library(name: "MeowCareTesting", targets: ["MeowCareTesting"]),
     ],
@@ -31,25 +32,28 @@ let package = Package(
         // The cloud protocol (what the sync-service speaks): zone and record identities, CloudKit's
         // names, records and their fields, the messages. All a cloud client needs, without SQLite.
         .target(name: "CloudWire", dependencies: ["MeowWire"], path: "Shared/CloudWire", swiftSettings: strict),
+        // The store protocol (what a store-service speaks): its ops' params and results, and the
+        // Core Data vocabulary they carry (scopes, merge policies, routing). All a store client needs.
+        .target(name: "StoreWire", dependencies: ["MeowWire"], path: "Shared/StoreWire", swiftSettings: strict),
         // Listener, connections, lifecycle, signals, logging, options.
         .target(name: "ServiceRuntime", dependencies: ["MeowWire", "CShim"], path: "Shared/ServiceRuntime", swiftSettings: strict),
 
-        .target(name: "StoreServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
+        .target(name: "StoreServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "StoreWire", "SQLiteKit"],
                 path: "Services/StoreServiceKit", swiftSettings: strict),
         // The CloudKit mirror (NSPersistentCloudKitContainer's part): its engine (batches, pages,
         // retries, tokens) and its mapping (objects and records, merges, shares), on the stack's
         // StoreCompanion seam and the cloud protocol.
-        .target(name: "CloudMirrorKit", dependencies: ["StoreServiceKit", "ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
+        .target(name: "CloudMirrorKit", dependencies: ["StoreServiceKit", "ServiceRuntime", "MeowWire", "CloudWire", "StoreWire", "SQLiteKit"],
                 path: "Services/CloudMirrorKit", swiftSettings: strict),
         .target(name: "SyncServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
                 path: "Services/SyncServiceKit", swiftSettings: strict),
-        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "MeowInspection", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
+        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
         // The checks `meowctl doctor` and `diff` run (a device's invariants, a device against the
         // cloud), without the command line: MeowCareTesting's assertions run the same ones.
-        .target(name: "MeowInspection", dependencies: ["MeowWire", "CloudWire"], path: "Shared/MeowInspection", swiftSettings: strict),
+        .target(name: "MeowInspection", dependencies: ["MeowWire", "CloudWire", "StoreWire"], path: "Shared/MeowInspection", swiftSettings: strict),
         // The test library: the cluster fixture and typed clients (no Swift Testing, so tools such
         // as meow-bench can use it), and its Swift Testing face (trait, attachments, issues).
-        .target(name: "MeowCareCluster", dependencies: ["MeowWire", "CloudWire", "MeowInspection", "CShim"],
+        .target(name: "MeowCareCluster", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "CShim"],
                 path: "Shared/MeowCareTesting/Cluster", swiftSettings: strict),
         .target(name: "MeowCareTesting", dependencies: ["MeowCareCluster", "MeowWire", "CloudWire"],
                 path: "Shared/MeowCareTesting/Testing", swiftSettings: strict),
@@ -67,18 +71,19 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["MeowWire", "CShim"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "MeowWireTests", dependencies: ["MeowWire"], path: "Tests/MeowWireTests", swiftSettings: strict),
         .testTarget(name: "CloudWireTests", dependencies: ["CloudWire", "MeowWire"], path: "Tests/CloudWireTests", swiftSettings: strict),
+        .testTarget(name: "StoreWireTests", dependencies: ["StoreWire", "MeowWire"], path: "Tests/StoreWireTests", swiftSettings: strict),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"], path: "Tests/SQLiteKitTests", swiftSettings: strict),
-        .testTarget(name: "StoreServiceTests", dependencies: ["CloudWire", "StoreServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
+        .testTarget(name: "StoreServiceTests", dependencies: ["CloudWire", "StoreWire", "StoreServiceKit", "TestSupport", "MeowWire", "SQLiteKit", "MeowCareCluster"],
                     path: "Tests/StoreServiceTests", swiftSettings: strict),
-        .testTarget(name: "SyncServiceTests", dependencies: ["CloudWire", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
+        .testTarget(name: "SyncServiceTests", dependencies: ["CloudWire", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit", "MeowCareCluster"],
                     path: "Tests/SyncServiceTests", swiftSettings: strict),
-        .testTarget(name: "MirrorTests", dependencies: ["CloudWire", "StoreServiceKit", "CloudMirrorKit", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit"],
+        .testTarget(name: "MirrorTests", dependencies: ["CloudWire", "StoreServiceKit", "CloudMirrorKit", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit", "MeowCareCluster"],
                     path: "Tests/MirrorTests", swiftSettings: strict),
-        .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "MeowWire", "TestSupport"],
+        .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "MeowWire", "TestSupport", "MeowCareCluster"],
                     path: "Tests/ServiceRuntimeTests", swiftSettings: strict),
         .testTarget(name: "MeowCareTestingTests", dependencies: ["MeowCareTesting", "TestSupport"],
                     path: "Tests/MeowCareTestingTests", swiftSettings: strict),
-        .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire", "CloudWire"],
+        .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire", "CloudWire", "MeowCareCluster"],
                     path: "Tests/IntegrationTests", swiftSettings: strict),
     ]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import MeowWire
+import StoreWire
 
 /// `meowctl events add|list` and `meowctl sessions add|list`: MeowCare's care log on one device,
 /// through the store-service's own ops (context.open, object.insert, context.save, fetch).
@@ -49,26 +50,36 @@ enum EventsCommand {
         if let session = args.value("session") {
             values["session"] = .string(try await SessionsCommand.resolve(session, on: device))
         }
-        let context = try await device.call("context.open", ["name": "meowctl", "author": "meowctl"])["context"] ?? .null
-        var insert: [String: JSONValue] = ["context": context, "entity": "CareEvent", "values": .object(values)]
-        if let store = args.value("store") { insert["store"] = .string(store) }
-        _ = try await device.call("object.insert", insert)
-        let saved = try await device.call("context.save", ["context": context])
-        let entry = saved["inserted"]?.arrayValue?.first ?? .null
-        let unexportable = !(saved["unexportable"]?.arrayValue ?? []).isEmpty
+        let saved = try await insertAndSave("CareEvent", values, store: args.value("store"), on: device)
+        let entry = saved.inserted?.first
+        let unexportable = !(saved.unexportable ?? []).isEmpty
         if output.json {
-            output.emit(["ok": true, "objectID": entry["objectID"] ?? .null, "store": entry["store"] ?? .null,
-                         "reason": entry["reason"] ?? .null, "values": .object(values), "unexportable": .bool(unexportable)])
+            output.emit(["ok": true, "objectID": entry.map { .string($0.objectID) } ?? .null, "store": entry.map { .string($0.store) } ?? .null,
+                         "reason": entry.map { .string($0.reason.rawValue) } ?? .null, "values": .object(values), "unexportable": .bool(unexportable)])
             return
         }
         output.say("Added \(type)\(values["value"].map { " \($0.cell)" } ?? "") at \(values["occurredAt"].cell) as \(values["id"].cell)")
-        output.say("  saved \(entry["objectID"].cell) → \(entry["store"].cell) store (\(entry["reason"].cell))")
+        output.say(savedLine(entry))
         if values["session"] == nil {
             MeowCtl.printError("meowctl: note: no --session: the event belongs to no session (an orphan until repair.orphans attaches it).")
         }
         if unexportable {
             MeowCtl.printError("meowctl: warning: the event is in the shared store outside any share zone; the cloud mirror cannot export it (seed 002). Run 'meowctl doctor'.")
         }
+    }
+
+    /// One object inserted and saved in a context of meowctl's own (the author a mirror exports).
+    static func insertAndSave(_ entity: String, _ values: [String: JSONValue], store: String?, on device: ServiceSession) async throws(CommandError) -> SaveResult {
+        let opened = try device.read(ContextOpenResult.self, from: try await device.call("context.open", ["name": "meowctl", "author": "meowctl"]), op: "context.open")
+        var insert: [String: JSONValue] = ["context": .string(opened.context), "entity": .string(entity), "values": .object(values)]
+        if let store { insert["store"] = .string(store) }
+        _ = try await device.call("object.insert", insert)
+        return try device.read(SaveResult.self, from: try await device.call("context.save", ["context": .string(opened.context)]), op: "context.save")
+    }
+
+    /// Where a new object went and why.
+    static func savedLine(_ entry: SaveResult.Inserted?) -> String {
+        "  saved \(entry?.objectID ?? "–") → \(entry?.store ?? "–") store (\(entry?.reason.rawValue ?? "–"))"
     }
 
     static func list(_ args: Arguments) async throws(CommandError) {
@@ -138,17 +149,13 @@ enum SessionsCommand {
         defer { device.close() }
         let now = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         let values: [String: JSONValue] = ["id": .string(id), "title": .string(title), "createdAt": .string(now), "isDefault": .bool(args.has("default"))]
-        let context = try await device.call("context.open", ["name": "meowctl", "author": "meowctl"])["context"] ?? .null
-        var insert: [String: JSONValue] = ["context": context, "entity": "CareSession", "values": .object(values)]
-        if let store = args.value("store") { insert["store"] = .string(store) }
-        _ = try await device.call("object.insert", insert)
-        let entry = try await device.call("context.save", ["context": context])["inserted"]?.arrayValue?.first ?? .null
+        let entry = try await EventsCommand.insertAndSave("CareSession", values, store: args.value("store"), on: device).inserted?.first
         if output.json {
-            output.emit(["ok": true, "objectID": entry["objectID"] ?? .null, "store": entry["store"] ?? .null,
-                         "reason": entry["reason"] ?? .null, "values": .object(values)])
+            output.emit(["ok": true, "objectID": entry.map { .string($0.objectID) } ?? .null, "store": entry.map { .string($0.store) } ?? .null,
+                         "reason": entry.map { .string($0.reason.rawValue) } ?? .null, "values": .object(values)])
         } else {
             output.say("Added session \(id) (\"\(title)\")")
-            output.say("  saved \(entry["objectID"].cell) → \(entry["store"].cell) store (\(entry["reason"].cell))")
+            output.say(EventsCommand.savedLine(entry))
         }
     }
 

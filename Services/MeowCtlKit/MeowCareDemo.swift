@@ -1,5 +1,6 @@
 import Foundation
 import MeowWire
+import StoreWire
 
 /// The MeowCare story, chapter by chapter, against a local deployment: Olivia owns devices A
 /// and B, Pablo owns device P; one sync-service is the cloud.
@@ -116,7 +117,7 @@ struct Device {
     func openContext(policy: String = "mergeByPropertyObjectTrump", author: String? = nil) async throws -> String {
         var params: [String: JSONValue] = ["name": "demo", "mergePolicy": .string(policy)]
         if let author { params["author"] = .string(author) }
-        return try await client.call("context.open", params)["context"]?.stringValue ?? ""
+        return try StoreReply.read(ContextOpenResult.self, from: try await client.call("context.open", params), op: "context.open").context
     }
 
     func insert(_ context: String, _ entity: String, _ values: [String: JSONValue], store: String? = nil,
@@ -125,7 +126,7 @@ struct Device {
         if let store { params["store"] = .string(store) }
         if let uuid { params["uuid"] = .string(uuid) }
         if let zone { params["zone"] = .string(zone) }
-        return try await client.call("object.insert", params)["objectID"]?.stringValue ?? ""
+        return try StoreReply.read(InsertResult.self, from: try await client.call("object.insert", params), op: "object.insert").objectID ?? ""
     }
 
     func set(_ context: String, _ objectID: String, _ values: [String: JSONValue]) async throws -> JSONValue {
@@ -149,6 +150,7 @@ struct Device {
     }
 
     func count(_ entity: String, predicate: String) async throws -> Int {
-        try await client.call("fetch.count", ["entity": .string(entity), "predicate": .string(predicate)])["count"]?.intValue ?? -1
+        try StoreReply.read(CountResult.self, from: try await client.call("fetch.count", ["entity": .string(entity), "predicate": .string(predicate)]),
+                            op: "fetch.count").count
     }
 }

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import MeowInspection
 import MeowWire
+import StoreWire
 
 /// One connection of a command for people: calls whose failures become meowctl's exit codes
 /// (an error reply → 1, a lost or unreachable service → 2), reported for people on stderr or,
@@ -38,6 +39,11 @@ struct ServiceSession {
         }
     }
 
+    /// A store result read as its type; a reply that does not read is reported as the op's error.
+    func read<R: Decodable>(_ type: R.Type, from reply: JSONValue, op: String) throws(CommandError) -> R {
+        do throws(WireError) { return try StoreReply.read(R.self, from: reply, op: op) } catch { throw output.fail(op: op, error) }
+    }
+
     /// Calls `op`, handing an error reply back instead of ending the command.
     func attempt(_ op: String, _ params: [String: JSONValue] = [:], timeout: Duration? = nil) async throws(CommandError) -> Result<JSONValue, WireError> {
         do {
@@ -59,14 +65,9 @@ struct ServiceSession {
             if let predicate { params["predicate"] = .string(predicate); params["arguments"] = .array(arguments) }
             if let stores { params["stores"] = .array(stores.map { .string($0) }) }
             if let sort { params["sortDescriptors"] = .array(sort) }
-            let reply = try await call("fetch", params)
-            let columns = reply["columns"]?.arrayValue?.compactMap(\.stringValue) ?? []
-            let rows = reply["rows"]?.arrayValue ?? []
-            for row in rows {
-                let values = row.arrayValue ?? []
-                result.append(Dictionary(uniqueKeysWithValues: zip(columns, values)))
-            }
-            if rows.count < page || (limit.map { result.count >= $0 } ?? false) { return result }
+            let reply = try read(FetchedRows<[[JSONValue]]>.self, from: try await call("fetch", params), op: "fetch")
+            for row in reply.rows { result.append(Dictionary(uniqueKeysWithValues: zip(reply.columns, row))) }
+            if reply.rows.count < page || (limit.map { result.count >= $0 } ?? false) { return result }
         }
     }
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import MeowWire
+import StoreWire
 
 /// `meowctl sync now|send|fetch|status`: a device's cloud mirror (sync.* ops), with a progress
 /// line on stderr while a step runs.
@@ -46,21 +47,24 @@ enum SyncCommand {
         defer { device.close() }
         if subcommand == "signout" || subcommand == "signin" {
             let params: [String: JSONValue] = try args.credential().map { ["credential": .string($0)] } ?? [:]
-            let result = try await device.call(subcommand == "signout" ? "account.signOut" : "account.signIn", params)
-            if output.json { return output.emit(result) }
-            output.say(result["signedIn"] == true ? "signed in as \(result["user"].cell)"
-                                                  : "signed out; \(result["objectsRemoved"].cell) objects of the account left this device")
+            let op = subcommand == "signout" ? "account.signOut" : "account.signIn"
+            let reply = try await device.call(op, params)
+            if output.json { return output.emit(reply) }
+            let result = try device.read(AccountResult.self, from: reply, op: op)
+            output.say(result.signedIn ? "signed in as \(result.user ?? "–")"
+                                       : "signed out; \(result.objectsRemoved.map(String.init) ?? "–") objects of the account left this device")
             return
         }
         if subcommand == "schema" {
-            let result = try await device.callShowingProgress("sync.initializeSchema", ["dryRun": .bool(args.has("dry-run"))], show: args.showsProgress)
-            if output.json { return output.emit(result) }
-            for (recordType, fields) in (result["recordTypes"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
-                let list = (fields.objectValue ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.cell)" }
+            let reply = try await device.callShowingProgress("sync.initializeSchema", ["dryRun": .bool(args.has("dry-run"))], show: args.showsProgress)
+            if output.json { return output.emit(reply) }
+            let result = try device.read(SchemaInitialization.self, from: reply, op: "sync.initializeSchema")
+            for (recordType, fields) in result.recordTypes.sorted(by: { $0.key < $1.key }) {
+                let list = fields.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
                 output.say("\(recordType): \(list.joined(separator: ", "))")
             }
-            output.say(result["dryRun"] == true ? "dry run: nothing uploaded"
-                                                : "the cloud's schema now knows these fields (\(result["uploaded"].cell) representative records saved and deleted)")
+            output.say(result.dryRun ? "dry run: nothing uploaded"
+                                     : "the cloud's schema now knows these fields (\(result.uploaded) representative records saved and deleted)")
             return
         }
         if subcommand == "status" {
@@ -81,30 +85,32 @@ enum SyncCommand {
         }
         await progress?.finish(elapsed: ContinuousClock.now - started, outcome: "done")
         if output.json { return output.emit(result) }
+        let op = "sync.\(subcommand)"
         switch subcommand {
-        case "send": output.say(describeSend(result))
-        case "fetch": output.say(describeFetch(result))
+        case "send": output.say(describeSend(try device.read(SyncSendResult.self, from: result, op: op)))
+        case "fetch": output.say(describeFetch(try device.read(SyncFetchResult.self, from: result, op: op)))
         default:
-            output.say(describeSend(result["send"] ?? .null))
-            output.say(describeFetch(result["fetch"] ?? .null))
+            let now = try device.read(SyncNowResult.self, from: result, op: op)
+            output.say(describeSend(now.send))
+            output.say(describeFetch(now.fetch))
         }
     }
 
-    static func describeSend(_ send: JSONValue) -> String {
-        var text = "Sent: \(send["saved"].cell) saved, \(send["deleted"].cell) deleted in \(send["requests"].cell) request(s); "
-            + "\(send["conflictsResolved"].cell) conflicts merged, \(send["reverted"].cell) reverted, \(send["dropped"].cell) dropped, "
-            + "\(send["deferred"].cell) deferred; \(send["pending"].cell) still pending"
-        if let retry = send["retryAfterSeconds"]?.doubleValue { text += " (retry after \(Int(retry.rounded(.up))) s)" }
+    static func describeSend(_ send: SyncSendResult) -> String {
+        var text = "Sent: \(send.saved) saved, \(send.deleted) deleted in \(send.requests) request(s); "
+            + "\(send.conflictsResolved) conflicts merged, \(send.reverted) reverted, \(send.dropped) dropped, "
+            + "\(send.deferred) deferred; \(send.pending) still pending"
+        if let retry = send.retryAfterSeconds { text += " (retry after \(Int(retry.rounded(.up))) s)" }
         return text
     }
 
-    static func describeFetch(_ fetch: JSONValue) -> String {
-        var text = "Fetched: \(fetch["changedRecords"].cell) changed, \(fetch["deletedRecords"].cell) deleted, "
-            + "\(fetch["merged"].cell) merged with local edits, in \(fetch["pages"].cell) page(s)"
-        for (key, label) in [("zonesRemoved", "zones removed"), ("zonesReset", "zones reset")] {
-            if let zones = fetch[key]?.arrayValue, !zones.isEmpty { text += "; \(label): \(zones.map(\.cell).joined(separator: ", "))" }
+    static func describeFetch(_ fetch: SyncFetchResult) -> String {
+        var text = "Fetched: \(fetch.changedRecords) changed, \(fetch.deletedRecords) deleted, "
+            + "\(fetch.merged) merged with local edits, in \(fetch.pages) page(s)"
+        for (zones, label) in [(fetch.zonesRemoved, "zones removed"), (fetch.zonesReset, "zones reset")] where !zones.isEmpty {
+            text += "; \(label): \(zones.joined(separator: ", "))"
         }
-        if let expired = fetch["tokensExpired"]?.intValue, expired > 0 { text += "; \(expired) expired token(s) refetched" }
+        if fetch.tokensExpired > 0 { text += "; \(fetch.tokensExpired) expired token(s) refetched" }
         return text
     }
 

@@ -1,6 +1,7 @@
 import CloudWire
 import Foundation
 import MeowWire
+import StoreWire
 
 /// `meowctl doctor`'s checks, run against one device's store-service and, optionally, the cloud as
 /// the device's user: the invariants MeowCare's bugs broke, each violation explained.
@@ -89,14 +90,12 @@ public struct Doctor: Sendable {
     }
 
     private func readDevice() async throws(InspectionError) -> DeviceView {
-        let storeList = try await device.call("store.list")["stores"]?.arrayValue ?? []
+        let storeList = try await device.call("store.list", as: StoreListResult.self).stores
         let model = try await device.call("model.get")
         let shares = try await device.call("share.list")["shares"]?.arrayValue ?? []
         let shareZones = Set(shares.compactMap { $0["zoneName"]?.stringValue })
-        let sharedStore = storeList.first { $0["scope"] == "shared" }?["name"]?.stringValue
-        let storeUUIDs = Dictionary(storeList.compactMap { store in
-            store["name"]?.stringValue.flatMap { name in store["storeUUID"]?.stringValue.map { (name, $0) } }
-        }, uniquingKeysWith: { first, _ in first })
+        let sharedStore = storeList.first { $0.scope == .shared }?.name
+        let storeUUIDs = Dictionary(storeList.map { ($0.name, $0.storeUUID) }, uniquingKeysWith: { first, _ in first })
         let entities = model["entities"]?.arrayValue ?? []
 
         var rowsByEntity: [String: [[String: JSONValue]]] = [:]
@@ -108,7 +107,7 @@ public struct Doctor: Sendable {
                           rowsByEntity: rowsByEntity)
     }
 
-    /// Every shared-store object must be in a share zone the device knows (seed 002).
+    /// Every shared-store object must be in a share zone the device knows: nowhere else can it be exported.
     private mutating func examineSharedStoreZones(_ view: DeviceView) {
         let (sharedStore, shareZones, allRows) = (view.sharedStore, view.shareZones, view.allRows)
         var wrongStore: [Finding] = []

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import MeowWire
+import StoreWire
 
 /// A connection the checks run on: a device's store-service, or the cloud as one user. The
 /// checks are shared by `meowctl doctor`/`diff` and MeowCareTesting, which report failures
@@ -43,6 +44,12 @@ extension InspectionConnection {
         do { return try await request(op, params) } catch { throw InspectionError(op: op, error: error) }
     }
 
+    /// A call whose result reads as a store result `R` (a reply that does not read is the op's error, naming the field).
+    func call<R: Decodable>(_ op: String, _ params: [String: JSONValue] = [:], as type: R.Type) async throws(InspectionError) -> R {
+        let reply = try await call(op, params)
+        do throws(WireError) { return try StoreReply.read(R.self, from: reply, op: op) } catch { throw InspectionError(op: op, error: error) }
+    }
+
     /// An error reply handed back; a lost or unreachable service still ends the checks.
     func attempt(_ op: String, _ params: [String: JSONValue] = [:]) async throws(InspectionError) -> Result<JSONValue, WireError> {
         do {
@@ -58,12 +65,10 @@ extension InspectionConnection {
         let page = 2000
         var result: [[String: JSONValue]] = []
         while true {
-            let reply = try await call("fetch", ["entity": .string(entity), "resultFormat": "rows",
-                                                 "offset": .int(result.count), "limit": .int(page)])
-            let columns = reply["columns"]?.arrayValue?.compactMap(\.stringValue) ?? []
-            let rows = reply["rows"]?.arrayValue ?? []
-            for row in rows { result.append(Dictionary(uniqueKeysWithValues: zip(columns, row.arrayValue ?? []))) }
-            if rows.count < page { return result }
+            let reply = try await call("fetch", ["entity": .string(entity), "resultFormat": "rows", "offset": .int(result.count), "limit": .int(page)],
+                                       as: FetchedRows<[[JSONValue]]>.self)
+            for row in reply.rows { result.append(Dictionary(uniqueKeysWithValues: zip(reply.columns, row))) }
+            if reply.rows.count < page { return result }
         }
     }
 }

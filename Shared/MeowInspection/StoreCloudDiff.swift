@@ -1,6 +1,7 @@
 import CloudWire
 import Foundation
 import MeowWire
+import StoreWire
 
 /// `meowctl diff`'s comparison: a device's stores against its user's cloud databases, zone by
 /// zone, for every field of every record (CD_<attribute>; to-one relationships by the related
@@ -52,10 +53,8 @@ public enum StoreCloudDiff {
 
     /// Every object of the device, keyed by database and record name (its uuid).
     public static func deviceItems(_ device: any InspectionConnection) async throws(InspectionError) -> [String: Item] {
-        let stores = try await device.call("store.list")["stores"]?.arrayValue ?? []
-        let database = Dictionary(stores.compactMap { store in
-            store["name"]?.stringValue.map { ($0, store["scope"] == "shared" ? "shared" : "private") }
-        }, uniquingKeysWith: { first, _ in first })
+        let stores = try await device.call("store.list", as: StoreListResult.self).stores
+        let database = Dictionary(stores.map { ($0.name, $0.scope == .shared ? "shared" : "private") }, uniquingKeysWith: { first, _ in first })
         let owners = Dictionary((try await device.call("share.list")["shares"]?.arrayValue ?? []).compactMap { share in
             share["zoneName"]?.stringValue.map { ($0, share["ownerName"]?.stringValue ?? "?") }
         }, uniquingKeysWith: { first, _ in first })

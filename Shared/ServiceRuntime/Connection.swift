@@ -161,8 +161,7 @@ final class Connection {
         do {
             if let writable = result as? JSONTextWritable {
                 // The reply is written into one text, made as large as the last one up front,
-                // and framed from it: a 1,000-record change page grew its text by doubling and
-                // was then copied three times, which was half of serving it.
+                // and framed from it: a large change page is written once, never regrown and copied.
                 var text = ""
                 text.reserveCapacity(replyCapacity)
                 text += #"{"id":"#

@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// Who × what against a live sync-service: every cell is a real request, and the whole matrix
 /// must equal the table in docs/SECURITY.md, so the document cannot drift from the code.
@@ -57,7 +58,7 @@ struct AuthorizationMatrixTests {
         let directory = TemporaryDirectory()
         let users = Self.users.map { #"{"user":"\#($0.value)","credential":"\#(Self.credentials[$0.key]!!)"}"# }
         try #"{"users":[\#(users.joined(separator: ","))]}"#.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
-        let service = try await ServiceProcess.start("sync-service", ["--socket", directory.file("s.sock"), "--in-memory",
+        let service = try await MeowProcess.start("sync-service", ["--socket", directory.file("s.sock"), "--in-memory",
                                                                       "--users", directory.file("users.json"), "--admin-credential", "admin-secret-for-tests"])
         func connect(_ role: String) async throws -> WireClient {
             let client = try WireClient(socketPath: directory.file("s.sock"))
@@ -114,7 +115,7 @@ struct AuthorizationMatrixTests {
     func adminOpsAreAdminOnly() async throws {
         let directory = TemporaryDirectory()
         try #"{"users":[{"user":"owner","credential":"owner-secret"}]}"#.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
-        let service = try await ServiceProcess.start("sync-service", ["--socket", directory.file("s.sock"), "--in-memory",
+        let service = try await MeowProcess.start("sync-service", ["--socket", directory.file("s.sock"), "--in-memory",
                                                                       "--users", directory.file("users.json"), "--admin-credential", "admin-secret-for-tests"])
         let admin = try WireClient(socketPath: directory.file("s.sock"))
         try await admin.hello(client: "matrix", credential: "admin-secret-for-tests")

@@ -5,6 +5,7 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// Every bad-input case of the wire gets its documented answer, and the service keeps serving.
 @Suite("Bad input over the socket")
@@ -174,7 +175,7 @@ struct BadInputTests {
         let writer = Thread { stalled.send(bytes: frames) }
         writer.start()
         #expect(try service.stillServes())
-        let dropped = await service.process.waitForLine(containing: "stopped reading", timeout: 30)
+        let dropped = await service.process.waitForLine(containing: "stopped reading", timeout: .seconds(30))
         #expect(dropped?.contains("\"connection\":1,") == true)
         #expect(try service.stillServes())
         _ = await service.process.stop()

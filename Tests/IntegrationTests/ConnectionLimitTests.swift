@@ -5,6 +5,7 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// Connections that never say hello, frames trickled a byte at a time, and one peer opening
 /// connection after connection: none of them locks other clients out.
@@ -59,7 +60,7 @@ struct ConnectionLimitTests {
         #expect(reply["error"]?["details"]?["reason"] == "perPeer")
         #expect(refused.waitForClose(timeout: 30))
         // meowctl is another process: it gets a slot while this one holds its four.
-        let other = try await runTool("meowctl", ["call", "--socket", service.socket, "ping"])
+        let other = try await MeowProcess.run("meowctl", ["call", "--socket", service.socket, "ping"])
         #expect(other.status == 0, "stderr: \(other.stderr)")
         _ = held
         _ = await service.process.stop()

@@ -2,36 +2,47 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import MeowCareCluster
 
 /// kill -9 at named points (MEOW_CRASH_AT), several hits each; after every restart: no
 /// acknowledged write lost, nothing duplicated, both devices converge with the cloud, and every
 /// SQLite file passes integrity_check.
 @Suite("Crash harness", .serialized)
 struct CrashHarnessTests {
-    /// A sync-service and devices A and B of one user, on files, restartable with a crash point.
+    /// A cluster of a sync-service and devices A and B of one user, on files in `directory`,
+    /// each started again with a crash point armed or not.
     final class Deployment: @unchecked Sendable {
         // @unchecked: used by one test at a time.
         let directory = TemporaryDirectory(prefix: "crash")
-        var cloud: ServiceProcess?
-        var devices: [String: ServiceProcess] = [:]
+        private var cluster: MeowCluster?
 
-        init() throws {
-            try #"{"users":[{"user":"u","credential":"u-secret"}]}"#.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
+        init() throws {}
+
+        var cloud: MeowProcess? { cluster?.cloudProcess }
+        var devices: [String: MeowProcess] {
+            Dictionary(uniqueKeysWithValues: (cluster?.devices ?? []).compactMap { device in cluster?.process(of: device.name).map { (device.name, $0) } })
         }
 
-        func socket(_ name: String) -> String { directory.file("\(name).sock") }
+        func socket(_ name: String) -> String { name == "cloud" ? cluster!.cloud.socketPath : cluster![name].socketPath }
 
+        /// The cluster's first start, or the cloud's next on its data.
         func startCloud(crashAt: String? = nil) async throws {
-            cloud = try await ServiceProcess.start("sync-service", ["--socket", socket("cloud"), "--data-dir", directory.file("cloud"),
-                                                                    "--users", directory.file("users.json")],
-                                                   environment: crashAt.map { ["MEOW_CRASH_AT": $0] } ?? ["MEOW_CRASH_AT": ""])
+            let environment = ["MEOW_CRASH_AT": crashAt ?? ""]
+            if let cluster {
+                try await cluster.restartCloud(environment: environment)
+                return
+            }
+            var configuration = MeowClusterConfiguration(devices: [])
+            configuration.additionalUsers = ["u"]
+            configuration.persistence = .sqlite
+            configuration.directory = directory.path
+            configuration.cloudEnvironment = environment
+            configuration.externalDeployment = nil
+            cluster = try await MeowCluster.start(configuration)
         }
 
         func startDevice(_ name: String, crashAt: String? = nil) async throws {
-            devices[name] = try await ServiceProcess.start("store-service", [
-                "--socket", socket(name), "--data-dir", directory.file(name), "--no-orphan-repair",
-                "--sync-socket", socket("cloud"), "--sync-credential", "u-secret", "--device-name", name],
-                environment: ["MEOW_CRASH_AT": crashAt ?? ""])
+            try await cluster!.addDevice(.init(name: name, user: "u", environment: ["MEOW_CRASH_AT": crashAt ?? ""], dataDirectory: directory.file(name)))
         }
 
         func client(_ name: String) async throws -> WireClient {
@@ -52,7 +63,7 @@ struct CrashHarnessTests {
             var problems: [String] = []
             for file in [directory.file("cloud/cloud.sqlite")] + ["A", "B"].flatMap({ [directory.file("\($0)/MeowCare-Private.sqlite"), directory.file("\($0)/MeowCare-Shared.sqlite")] })
             where FileManager.default.fileExists(atPath: file) {
-                let result = try await runTool("/usr/bin/sqlite3", [file, "PRAGMA integrity_check"])
+                let result = try await MeowProcess.run("/usr/bin/sqlite3", [file, "PRAGMA integrity_check"])
                 if result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "ok" { problems.append("\(file): \(result.stdout)") }
             }
             return problems
@@ -75,10 +86,7 @@ struct CrashHarnessTests {
             #expect(try await integrityProblems().isEmpty)
         }
 
-        func stopAll() async {
-            for process in devices.values { _ = await process.stop() }
-            _ = await cloud?.stop()
-        }
+        func stopAll() async { await cluster?.stop() }
     }
 
     /// Saves `count` events in one save; true when the save was acknowledged.

@@ -5,6 +5,7 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// Where credentials come from, who can read them, and how guessing them is slowed.
 @Suite("Credential handling")
@@ -23,9 +24,9 @@ struct CredentialHandlingTests {
         chmod(path, mode)
     }
 
-    static func startCloud(_ directory: TemporaryDirectory, _ extra: [String], environment: [String: String]? = nil) async throws -> ServiceProcess {
+    static func startCloud(_ directory: TemporaryDirectory, _ extra: [String], environment: [String: String] = [:]) async throws -> MeowProcess {
         try users.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
-        return try await ServiceProcess.start("sync-service", ["--socket", directory.file("s.sock"), "--in-memory", "--users", directory.file("users.json")] + extra,
+        return try await MeowProcess.start("sync-service", ["--socket", directory.file("s.sock"), "--in-memory", "--users", directory.file("users.json")] + extra,
                                               environment: environment)
     }
 
@@ -47,7 +48,7 @@ struct CredentialHandlingTests {
         in-memory
         admin-credential = s3cr#et-with-a-hash-inside
         """, to: directory.file("sync.conf"))
-        let service = try await ServiceProcess.start("sync-service", ["--config", directory.file("sync.conf")])
+        let service = try await MeowProcess.start("sync-service", ["--config", directory.file("sync.conf")])
         #expect(try Self.isAdmin(directory.file("s.sock"), "s3cr#et-with-a-hash-inside"))
         #expect(try !Self.isAdmin(directory.file("s.sock"), "s3cr"))
         #expect(await service.stop() == 0)
@@ -57,7 +58,7 @@ struct CredentialHandlingTests {
           arguments: [["--admin-credential", ""], ["--admin-credential", "s3cr"], ["--admin-credential=fifteen-chars!!"]])
     func shortAdminCredential(arguments: [String]) async throws {
         let directory = TemporaryDirectory()
-        let result = try await runTool("sync-service", ["--socket", directory.file("s.sock"), "--in-memory"] + arguments)
+        let result = try await MeowProcess.run("sync-service", ["--socket", directory.file("s.sock"), "--in-memory"] + arguments)
         #expect(result.status == 64)
         #expect(result.stderr.contains("must be at least 16 characters"), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory.file("s.sock")))
@@ -67,7 +68,7 @@ struct CredentialHandlingTests {
     func emptyAdminCredentialInConfig() async throws {
         let directory = TemporaryDirectory()
         try Self.write("socket = \(directory.file("s.sock"))\nin-memory\nadmin-credential =\n", to: directory.file("sync.conf"))
-        let result = try await runTool("sync-service", ["--config", directory.file("sync.conf")])
+        let result = try await MeowProcess.run("sync-service", ["--config", directory.file("sync.conf")])
         #expect(result.status == 64)
         #expect(result.stderr.contains("The admin credential is empty"), "\(result.stderr)")
     }
@@ -85,7 +86,7 @@ struct CredentialHandlingTests {
         #expect(await fromEnvironment.stop() == 0)
 
         chmod(directory.file("admin.credential"), 0o644)
-        let loose = try await runTool("sync-service", ["--socket", directory.file("s.sock"), "--in-memory",
+        let loose = try await MeowProcess.run("sync-service", ["--socket", directory.file("s.sock"), "--in-memory",
                                                        "--admin-credential-file", directory.file("admin.credential")])
         #expect(loose.status == 64)
         #expect(loose.stderr.contains("readable by others"), "\(loose.stderr)")
@@ -148,11 +149,11 @@ struct CredentialHandlingTests {
     }
 
     /// A cloud behind `meowctl tap --log`: its directory, the service, the tap and the log's path.
-    static func startTap(showCredentials: Bool) async throws -> (directory: TemporaryDirectory, service: ServiceProcess, tap: ServiceProcess, log: String) {
+    static func startTap(showCredentials: Bool) async throws -> (directory: TemporaryDirectory, service: MeowProcess, tap: MeowProcess, log: String) {
         let directory = TemporaryDirectory()
         let service = try await Self.startCloud(directory, [])
         let log = directory.file("tap.jsonl")
-        let tap = try ServiceProcess("meowctl", ["tap", "--listen", directory.file("tap.sock"), "--to", directory.file("s.sock"), "--log", log]
+        let tap = try MeowProcess("meowctl", ["tap", "--listen", directory.file("tap.sock"), "--to", directory.file("s.sock"), "--log", log]
                                      + (showCredentials ? ["--show-credentials"] : []))
         #expect(await tap.waitForLine(containing: "tap ready") != nil)
         return (directory, service, tap, log)
@@ -194,13 +195,13 @@ struct CredentialHandlingTests {
         let directory = TemporaryDirectory()
         let service = try await Self.startCloud(directory, ["--admin-credential", Self.admin])
         try Self.write(Self.admin + "\n", to: directory.file("admin.credential"))
-        let fromFile = try await runTool("meowctl", ["call", "--socket", directory.file("s.sock"), "--credential-file", directory.file("admin.credential"), "admin.listUsers"])
+        let fromFile = try await MeowProcess.run("meowctl", ["call", "--socket", directory.file("s.sock"), "--credential-file", directory.file("admin.credential"), "admin.listUsers"])
         #expect(fromFile.status == 0, "\(fromFile.stderr)")
         #expect(fromFile.stdout.contains("alice"))
-        let fromEnvironment = try await runTool("meowctl", ["call", "--socket", directory.file("s.sock"), "admin.listUsers"],
+        let fromEnvironment = try await MeowProcess.run("meowctl", ["call", "--socket", directory.file("s.sock"), "admin.listUsers"],
                                                 environment: ["MEOW_CREDENTIAL": Self.admin])
         #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
-        let both = try await runTool("meowctl", ["call", "--socket", directory.file("s.sock"), "--credential", "x",
+        let both = try await MeowProcess.run("meowctl", ["call", "--socket", directory.file("s.sock"), "--credential", "x",
                                                  "--credential-file", directory.file("admin.credential"), "ping"])
         #expect(both.status == 64)
         #expect(await service.stop() == 0)
@@ -211,13 +212,13 @@ struct CredentialHandlingTests {
         let directory = TemporaryDirectory()
         let cloud = try await Self.startCloud(directory, [])
         try Self.write("owner-secret\n", to: directory.file("owner.credential"))
-        let sources: [(arguments: [String], environment: [String: String]?)] = [
-            (["--sync-credential-file", directory.file("owner.credential")], nil),
+        let sources: [(arguments: [String], environment: [String: String])] = [
+            (["--sync-credential-file", directory.file("owner.credential")], [:]),
             ([], ["MEOW_SYNC_CREDENTIAL": "owner-secret"]),
         ]
         for (number, source) in sources.enumerated() {
             let socket = directory.file("d\(number).sock")
-            let device = try await ServiceProcess.start("store-service", ["--socket", socket, "--in-memory", "--sync-socket", directory.file("s.sock"),
+            let device = try await MeowProcess.start("store-service", ["--socket", socket, "--in-memory", "--sync-socket", directory.file("s.sock"),
                                                                           "--device-name", "D\(number)"] + source.arguments,
                                                         environment: source.environment)
             let client = try WireClient(socketPath: socket)

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// The README's main command tells the MeowCare story against a local deployment; here the same
 /// story runs on temp directories (deploy/meowcare-local + meowctl demo; the build is the test
@@ -18,7 +19,7 @@ struct DemoTests {
     private func tell(_ storage: [String], _ directory: TemporaryDirectory, _ deploy: DeployTests) async throws {
         let up = try await deploy.run(["up", "--dir", directory.path] + storage)
         #expect(up.status == 0, "\(up.stderr)")
-        let demo = try await runTool("meowctl", ["demo", "--dir", directory.path], timeout: 120)
+        let demo = try await MeowProcess.run("meowctl", ["demo", "--dir", directory.path], timeout: .seconds(120))
         let failures = demo.stdout.split(separator: "\n").filter { $0.contains("✘") }
         #expect(demo.status == 0, "failed checks:\n\(failures.joined(separator: "\n"))\n\(demo.stderr)")
         #expect(demo.stdout.contains("== Verdict:") && demo.stdout.contains(" 0 failed"))

@@ -1,6 +1,8 @@
 import Foundation
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 @Suite("deploy/meowcare-local")
 struct DeployTests {
@@ -22,8 +24,8 @@ struct DeployTests {
     }
 
     func run(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let tool = try ServiceProcess("/bin/bash", [Self.script] + arguments, environment: ["MEOWCARE_BIN_DIR": Binaries.directory])
-        guard let status = await tool.waitForExit(timeout: 120) else {
+        let tool = try MeowProcess("/bin/bash", [Self.script] + arguments, environment: ["MEOWCARE_BIN_DIR": try ExecutableLocator.locate().directory])
+        guard let status = await tool.waitForExit(timeout: .seconds(120)) else {
             tool.kill()
             throw TestFailure("meowcare-local \(arguments) did not finish")
         }

@@ -1,18 +1,19 @@
 import Foundation
 import MeowWire
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 /// A service on a fresh temp socket, stopped with the fixture.
 struct RunningService {
     let directory: TemporaryDirectory
-    let process: ServiceProcess
+    let process: MeowProcess
     let socket: String
 
     static func start(_ executable: String = "store-service", _ extra: [String] = [],
                       socketName: String = "svc.sock") async throws -> RunningService {
         let directory = TemporaryDirectory()
         let socket = directory.file("run/\(socketName)")
-        let process = try await ServiceProcess.start(executable, ["--socket", socket, "--in-memory"] + extra)
+        let process = try await MeowProcess.start(executable, ["--socket", socket, "--in-memory"] + extra)
         return RunningService(directory: directory, process: process, socket: socket)
     }
 

@@ -5,6 +5,7 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// Hostile input against live services: random and mutated frames, deep nesting, huge strings,
 /// invalid UTF-8, numbers out of range, and well-formed requests with hostile params for every op
@@ -72,7 +73,7 @@ struct HostileInputTests {
             try #"{"users":[{"user":"u","credential":"u-secret"}]}"#.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
             extra = ["--users", directory.file("users.json"), "--admin-credential", "admin-secret-for-tests"]
         }
-        let service = try await ServiceProcess.start(executable, ["--socket", socket, "--in-memory", "--max-frame-bytes", "1048576"] + extra)
+        let service = try await MeowProcess.start(executable, ["--socket", socket, "--in-memory", "--max-frame-bytes", "1048576"] + extra)
         let witness = try RawConnection(path: socket)
         #expect(try witness.hello(credential: executable == "sync-service" ? "u-secret" : nil)["ok"] == true)
         let ops = try witness.nextMessageAfter(["id": "ops", "op": "info"])["result"]?["ops"]?.arrayValue?.compactMap(\.stringValue) ?? []

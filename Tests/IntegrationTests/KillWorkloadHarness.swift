@@ -5,10 +5,11 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import MeowCareCluster
 
-/// The processes of the random-kill workload: a sync-service, two devices of the owner (O1, O2)
-/// and one of the participant alice (P), all on files and on the TripLog example model, each
-/// restartable with a crash point armed; and the client calls, counted, that a plan's SIGKILL on
+/// The cluster of the random-kill workload: a sync-service, two devices of the owner (O1, O2)
+/// and one of the participant alice (P), all on files in `directory` and on the TripLog example
+/// model, each started again with a crash point armed or not; and the client calls, counted, that a plan's SIGKILL on
 /// the k-th acknowledgement rides on.
 final class KillWorkloadHarness: @unchecked Sendable {
     // @unchecked: one test drives it, one call at a time.
@@ -36,7 +37,7 @@ final class KillWorkloadHarness: @unchecked Sendable {
     }
 
     let directory = TemporaryDirectory(prefix: "kw")
-    private(set) var running: [String: ServiceProcess] = [:]
+    private var cluster: MeowCluster?
     private var clients: [String: WireClient] = [:]
     /// The kill armed now, and whether its SIGKILL has been sent.
     private(set) var armed: Kill?
@@ -44,25 +45,40 @@ final class KillWorkloadHarness: @unchecked Sendable {
     private var sigkillDue = false
     private(set) var sigkillSent = false
 
-    init() throws {
-        let users = #"{"users":[{"user":"owner","credential":"owner-secret"},{"user":"alice","credential":"alice-secret"}]}"#
-        try users.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
+    init() throws {}
+
+    /// The latest process of `name` (a device, or `cloud`).
+    var running: [String: MeowProcess] {
+        guard let cluster else { return [:] }
+        var processes = Dictionary(uniqueKeysWithValues: cluster.devices.compactMap { device in cluster.process(of: device.name).map { (device.name, $0) } })
+        processes["cloud"] = cluster.cloudProcess
+        return processes
     }
 
-    func socket(_ name: String) -> String { directory.file("\(name).sock") }
+    func socket(_ name: String) -> String { name == "cloud" ? cluster!.cloud.socketPath : cluster![name].socketPath }
 
+    /// Starts `name` (the cloud first: the cluster's first start), or starts it again on its data.
     func start(_ name: String, crashAt: String? = nil) async throws {
         clients[name]?.close()
         clients[name] = nil
         let environment = ["MEOW_CRASH_AT": crashAt ?? ""]
+        guard let cluster else {
+            precondition(name == "cloud", "the cloud starts first")
+            var configuration = MeowClusterConfiguration(devices: [])
+            configuration.additionalUsers = ["owner", "alice"]
+            configuration.credentials = ["owner": "owner-secret", "alice": "alice-secret"]
+            configuration.persistence = .sqlite
+            configuration.directory = directory.path
+            configuration.cloudEnvironment = environment
+            configuration.externalDeployment = nil
+            self.cluster = try await MeowCluster.start(configuration)
+            return
+        }
         if name == "cloud" {
-            running[name] = try await ServiceProcess.start("sync-service", ["--socket", socket(name), "--data-dir", directory.file(name),
-                                                                           "--users", directory.file("users.json")], environment: environment)
+            try await cluster.restartCloud(environment: environment)
         } else {
-            running[name] = try await ServiceProcess.start("store-service", [
-                "--socket", socket(name), "--data-dir", directory.file(name), "--no-orphan-repair", "--model", Self.model,
-                "--sync-socket", socket("cloud"), "--sync-credential", name == "P" ? "alice-secret" : "owner-secret", "--device-name", name],
-                environment: environment)
+            try await cluster.addDevice(.init(name: name, user: name == "P" ? "alice" : "owner", arguments: ["--model", Self.model],
+                                              environment: environment, dataDirectory: directory.file(name)))
         }
     }
 
@@ -86,7 +102,7 @@ final class KillWorkloadHarness: @unchecked Sendable {
         guard let armed, let victim = running[armed.victim] else { return false }
         if sigkillSent { return true }
         guard armed.point != nil else { return false }
-        return await victim.waitForLine(containing: "crash point reached", timeout: victim.isRunning ? 10 : 2) != nil
+        return await victim.waitForLine(containing: "crash point reached", timeout: .seconds(victim.isRunning ? 10 : 2)) != nil
     }
 
     /// Waits for the victim's death, restarts it disarmed; the exit status (137 for kill -9).
@@ -224,7 +240,7 @@ final class KillWorkloadHarness: @unchecked Sendable {
         var problems: [String] = []
         let files = FileManager.default.enumerator(atPath: directory.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".sqlite") } ?? []
         for file in files {
-            let result = try await runTool("/usr/bin/sqlite3", [directory.file(file), "PRAGMA integrity_check"])
+            let result = try await MeowProcess.run("/usr/bin/sqlite3", [directory.file(file), "PRAGMA integrity_check"])
             if result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "ok" { problems.append("\(file): \(result.stdout)") }
         }
         return problems
@@ -233,6 +249,6 @@ final class KillWorkloadHarness: @unchecked Sendable {
     func stopAll() async {
         for client in clients.values { client.close() }
         clients = [:]
-        for name in Self.processes { _ = await running[name]?.stop() }
+        await cluster?.stop()
     }
 }

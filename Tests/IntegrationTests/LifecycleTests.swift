@@ -6,6 +6,8 @@ import Synchronization
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 @Suite("Service lifecycle")
 struct LifecycleTests {
@@ -81,10 +83,10 @@ struct LifecycleTests {
         let socket = directory.file("orphan.sock")
         // A shell starts the service in the background, watching the shell, prints its pid and
         // exits: the watched process ends at once (perhaps before the service looks).
-        let started = try await runTool("/bin/sh", ["-c", "MEOW_EXIT_WITH_PID=$$ \"$0\" --socket \"$1\" --in-memory >/dev/null 2>&1 </dev/null & echo $!",
-                                                    Binaries.path("store-service"), socket])
+        let started = try await MeowProcess.run("/bin/sh", ["-c", "MEOW_EXIT_WITH_PID=$$ \"$0\" --socket \"$1\" --in-memory >/dev/null 2>&1 </dev/null & echo $!",
+                                                    try ExecutableLocator.locate().path("store-service"), socket])
         let pid = try #require(pid_t(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
-        let ended = try await waitForEnd(ofProcess: pid, timeoutMilliseconds: 20_000)
+        let ended = try await MeowProcess.waitForEnd(ofProcess: pid, timeout: .milliseconds(20_000))
         if !ended { kill(pid, SIGKILL) }
         #expect(ended, "the orphaned service did not stop")
         // A clean stop removes its socket (a crash or SIGKILL would leave it).
@@ -130,7 +132,7 @@ struct LifecycleTests {
         let first = try await RunningService.start()
         first.process.kill()
         #expect(FileManager.default.fileExists(atPath: first.socket))
-        let second = try await ServiceProcess.start("store-service", ["--socket", first.socket, "--in-memory"])
+        let second = try await MeowProcess.start("store-service", ["--socket", first.socket, "--in-memory"])
         #expect(await second.waitForLine(containing: "replaced a stale socket") != nil)
         let client = try RawConnection(path: first.socket)
         #expect(try client.hello()["ok"] == true)
@@ -140,7 +142,7 @@ struct LifecycleTests {
     @Test("a live socket is refused with a clear message; the running service is untouched")
     func liveSocket() async throws {
         let service = try await RunningService.start()
-        let result = try await runTool("store-service", ["--socket", service.socket, "--in-memory"])
+        let result = try await MeowProcess.run("store-service", ["--socket", service.socket, "--in-memory"])
         #expect(result.status == 1)
         #expect(result.stderr.contains("already listening"))
         #expect(try service.stillServes())
@@ -152,7 +154,7 @@ struct LifecycleTests {
         let directory = TemporaryDirectory()
         let path = directory.file("file.sock")
         #expect(FileManager.default.createFile(atPath: path, contents: Data("keep me".utf8)))
-        let result = try await runTool("store-service", ["--socket", path, "--in-memory"])
+        let result = try await MeowProcess.run("store-service", ["--socket", path, "--in-memory"])
         #expect(result.status == 1)
         #expect(result.stderr.contains("not a socket"))
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "keep me")
@@ -198,7 +200,7 @@ struct LifecycleTests {
         let directory = TemporaryDirectory()
         let socket = directory.file("echo.sock")
         // The echo server answers nothing a client would match: ids come back as requests.
-        let echo = try ServiceProcess(Binaries.path("echo-baseline"), [socket])
+        let echo = try MeowProcess("echo-baseline", [socket])
         _ = await echo.waitForLine(containing: "ready")
         let client = try WireClient(socketPath: socket)
         await #expect(throws: WireError.self) {
@@ -214,8 +216,8 @@ struct LifecycleTests {
         let directory = TemporaryDirectory()
         chown(directory.path, 65534, 65534)
         let socket = directory.file("nobody.sock")
-        let service = try await ServiceProcess.start("/usr/bin/setpriv",
-            ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.path("store-service"), "--socket", socket, "--in-memory"])
+        let service = try await MeowProcess.start("/usr/bin/setpriv",
+            ["--reuid=65534", "--regid=65534", "--clear-groups", try ExecutableLocator.locate().path("store-service"), "--socket", socket, "--in-memory"])
         let refused = try RawConnection(path: socket)
         let reply = try refused.nextMessage()
         #expect(reply["error"]?["code"] == "peerNotAllowed")
@@ -223,8 +225,8 @@ struct LifecycleTests {
         #expect(await service.waitForLine(containing: "refused a peer of another uid") != nil)
         _ = await service.stop()
 
-        let allowed = try await ServiceProcess.start("/usr/bin/setpriv",
-            ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.path("store-service"), "--socket", socket, "--in-memory", "--allow-uid", "0"])
+        let allowed = try await MeowProcess.start("/usr/bin/setpriv",
+            ["--reuid=65534", "--regid=65534", "--clear-groups", try ExecutableLocator.locate().path("store-service"), "--socket", socket, "--in-memory", "--allow-uid", "0"])
         #expect(try RawConnection(path: socket).hello()["ok"] == true)
         _ = await allowed.stop()
     }
@@ -233,8 +235,8 @@ struct LifecycleTests {
     func socketActivation() async throws {
         let directory = TemporaryDirectory()
         let socket = directory.file("act.sock")
-        let service = try ServiceProcess("/usr/bin/systemd-socket-activate",
-                                         ["-l", socket, Binaries.path("sync-service"), "--in-memory", "--socket", directory.file("unused.sock")])
+        let service = try MeowProcess("/usr/bin/systemd-socket-activate",
+                                         ["-l", socket, try ExecutableLocator.locate().path("sync-service"), "--in-memory", "--socket", directory.file("unused.sock")])
         _ = await service.waitForLine(containing: "Listening on")
         // The service starts on the first connection; hello proves it answered on the passed fd.
         let client = try WireClient(socketPath: socket)
@@ -248,7 +250,7 @@ struct LifecycleTests {
 
     @Test("--help works on every executable", arguments: ["store-service", "sync-service", "meowctl"])
     func help(executable: String) async throws {
-        let result = try await runTool(executable, ["--help"])
+        let result = try await MeowProcess.run(executable, ["--help"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("--socket") || result.stdout.contains("Usage"))
     }
@@ -264,32 +266,32 @@ struct LifecycleTests {
         in-memory
         max-frame-bytes = 4096
         """.write(toFile: config, atomically: true, encoding: .utf8)
-        let fromFile = try await ServiceProcess.start("sync-service", ["--config", config])
+        let fromFile = try await MeowProcess.start("sync-service", ["--config", config])
         let reply = try RawConnection(path: directory.file("from-file.sock")).hello()
         #expect(reply["result"]?["limits"]?["maxFrameBytes"] == 4096)
         _ = await fromFile.stop()
-        let overridden = try await ServiceProcess.start("sync-service", ["--config", config, "--socket", directory.file("cli.sock")])
+        let overridden = try await MeowProcess.start("sync-service", ["--config", config, "--socket", directory.file("cli.sock")])
         #expect(try RawConnection(path: directory.file("cli.sock")).hello()["ok"] == true)
         #expect(!FileManager.default.fileExists(atPath: directory.file("from-file.sock")))
         _ = await overridden.stop()
         try "no-such-option = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let bad = try await runTool("sync-service", ["--config", config])
+        let bad = try await MeowProcess.run("sync-service", ["--config", config])
         #expect(bad.status == 64)
         #expect(bad.stderr.contains("Unknown option --no-such-option"))
     }
 
     @Test("a usage mistake exits 64 with a hint")
     func usageMistake() async throws {
-        let result = try await runTool("store-service", ["--in-memory", "--bogus"])
+        let result = try await MeowProcess.run("store-service", ["--in-memory", "--bogus"])
         #expect(result.status == 64)
         #expect(result.stderr.contains("Unknown option --bogus"))
-        let batch = try await runTool("store-service", ["--in-memory", "--sync-socket", "/tmp/none.sock", "--sync-credential", "x", "--batch-size", "401"])
+        let batch = try await MeowProcess.run("store-service", ["--in-memory", "--sync-socket", "/tmp/none.sock", "--sync-credential", "x", "--batch-size", "401"])
         #expect(batch.status == 64)
         #expect(batch.stderr.contains("--batch-size must be a whole number from 1 to 400; got '401'."))
-        let environment = try await runTool("store-service", ["--in-memory", "--sync-socket", "/tmp/none.sock", "--sync-credential", "x", "--environment", "staging"])
+        let environment = try await MeowProcess.run("store-service", ["--in-memory", "--sync-socket", "/tmp/none.sock", "--sync-credential", "x", "--environment", "staging"])
         #expect(environment.status == 64)
         #expect(environment.stderr.contains("--environment must be development or production; got 'staging'."))
-        let unmirrored = try await runTool("store-service", ["--in-memory", "--environment", "production"])
+        let unmirrored = try await MeowProcess.run("store-service", ["--in-memory", "--environment", "production"])
         #expect(unmirrored.status == 64)
         #expect(unmirrored.stderr.contains("--environment chooses the cloud environment to mirror to: it needs --sync-socket PATH."))
     }

@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// A small, fixed load through the benchmark's load suite (`meow-bench load --operations N`):
 /// concurrent clients on two devices mirroring to one sync-service run a seeded mix of saves,
@@ -18,8 +19,8 @@ struct LoadTests {
     func fixedLoad() async throws {
         let directory = TemporaryDirectory(prefix: "load")
         let clients = 4, operations = 30
-        let run = try await runTool("meow-bench", ["load", "--operations", "\(operations)", "--clients", "\(clients)",
-                                                   "--dir", directory.path, "--json"], timeout: 300)
+        let run = try await MeowProcess.run("meow-bench", ["load", "--operations", "\(operations)", "--clients", "\(clients)",
+                                                   "--dir", directory.path, "--json"], timeout: .seconds(300))
         #expect(run.status == 0, "meow-bench load failed:\n\(run.stdout)\n\(run.stderr)")
         let line = try #require(run.stdout.split(separator: "\n").first { $0.hasPrefix("load-json: ") }, "no summary in:\n\(run.stdout)")
         let summary = try JSONDecoder().decode(JSONValue.self, from: Data(line.dropFirst("load-json: ".count).utf8))
@@ -33,7 +34,7 @@ struct LoadTests {
 
         // Independently of the benchmark's own check: each device's files, opened again.
         for device in ["A", "B"] {
-            let store = try await ServiceProcess.start("store-service", ["--socket", directory.file("\(device)-check.sock"),
+            let store = try await MeowProcess.start("store-service", ["--socket", directory.file("\(device)-check.sock"),
                                                                          "--data-dir", directory.file(device), "--no-orphan-repair"])
             let client = try WireClient(socketPath: directory.file("\(device)-check.sock"), timeout: .seconds(30))
             try await client.hello(client: "load-check")

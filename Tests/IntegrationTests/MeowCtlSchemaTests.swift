@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// `meowctl schema` against a live sync-service.
 @Suite("meowctl schema", .timeLimit(.minutes(3)))
@@ -13,7 +14,7 @@ struct MeowCtlSchemaTests {
         let directory = TemporaryDirectory(prefix: "mcs")
         try #"{"users":[{"user":"olivia","credential":"olivia-secret"}]}"#.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
         let socket = directory.file("s.sock")
-        let cloud = try await ServiceProcess.start("sync-service", ["--socket", socket, "--in-memory", "--users", directory.file("users.json"),
+        let cloud = try await MeowProcess.start("sync-service", ["--socket", socket, "--in-memory", "--users", directory.file("users.json"),
                                                                     "--admin-credential", Self.admin])
         let olivia = try WireClient(socketPath: socket)
         try await olivia.hello(client: "t", credential: "olivia-secret")
@@ -21,7 +22,7 @@ struct MeowCtlSchemaTests {
             ["recordName": "e1", "zoneID": ["zoneName": "_defaultZone"], "recordType": "CD_CareEvent", "fields": ["CD_note": ["type": "string", "value": "hi"]]],
         ]])
         let target = ["--socket", socket, "--credential", Self.admin]
-        func meowctl(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) { try await runTool("meowctl", ["schema"] + arguments + target) }
+        func meowctl(_ arguments: [String]) async throws -> MeowProcess.Completion { try await MeowProcess.run("meowctl", ["schema"] + arguments + target) }
 
         let diff = try await meowctl(["diff"])
         #expect(diff.status == 0)
@@ -49,7 +50,7 @@ struct MeowCtlSchemaTests {
         #expect(reset.status == 0 && reset.stdout.contains("Development reset"), "\(reset.stdout)")
         let after = try await meowctl(["diff"])
         #expect(after.status == 0 && after.stdout.contains("Production has everything development has."), "\(after.stdout)")
-        let user = try await runTool("meowctl", ["schema", "deploy", "--socket", socket, "--credential", "olivia-secret"])
+        let user = try await MeowProcess.run("meowctl", ["schema", "deploy", "--socket", socket, "--credential", "olivia-secret"])
         #expect(user.status == 1 && user.stderr.contains("permissionFailure"), "\(user.stderr)")
         olivia.close()
         _ = await cloud.stop()

@@ -5,25 +5,27 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 @Suite("meowctl")
 struct MeowCtlTests {
     @Test("call prints the reply and exits 0; an error reply exits 1; an unreachable service exits 2")
     func callExitCodes() async throws {
         let service = try await RunningService.start()
-        let ok = try await runTool("meowctl", ["call", "--socket", service.socket, "ping", #"{"echo":"meow"}"#])
+        let ok = try await MeowProcess.run("meowctl", ["call", "--socket", service.socket, "ping", #"{"echo":"meow"}"#])
         #expect(ok.status == 0)
         let reply = try JSONDecoder().decode(JSONValue.self, from: Data(ok.stdout.utf8))
         #expect(reply["result"]?["echo"] == "meow")
 
-        let bad = try await runTool("meowctl", ["call", "--socket", service.socket, "no.suchOp"])
+        let bad = try await MeowProcess.run("meowctl", ["call", "--socket", service.socket, "no.suchOp"])
         #expect(bad.status == 1)
         #expect(bad.stdout.contains("unknownOp"))
 
-        let usage = try await runTool("meowctl", ["call", "--socket", service.socket, "ping", "[1]"])
+        let usage = try await MeowProcess.run("meowctl", ["call", "--socket", service.socket, "ping", "[1]"])
         #expect(usage.status == 64)
 
-        let missing = try await runTool("meowctl", ["call", "--socket", service.directory.file("none.sock"), "ping"])
+        let missing = try await MeowProcess.run("meowctl", ["call", "--socket", service.directory.file("none.sock"), "ping"])
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("No such file"))
         _ = await service.process.stop()
@@ -32,12 +34,12 @@ struct MeowCtlTests {
     @Test("an unknown command is a usage error naming it and the commands, with --help too")
     func unknownCommandIsUsage() async throws {
         for arguments in [["NOSUCH"], ["NOSUCH", "--help"]] {
-            let run = try await runTool("meowctl", arguments)
+            let run = try await MeowProcess.run("meowctl", arguments)
             #expect(run.status == 64, "\(arguments)")
             #expect(run.stderr.contains("Unknown command 'NOSUCH'") && run.stderr.contains("call, watch, tap"), "\(arguments): \(run.stderr)")
             #expect(run.stdout.isEmpty, "\(arguments)")
         }
-        let help = try await runTool("meowctl", ["doctor", "--help"])
+        let help = try await MeowProcess.run("meowctl", ["doctor", "--help"])
         #expect(help.status == 0 && help.stdout.contains("doctor"))
     }
 
@@ -47,15 +49,15 @@ struct MeowCtlTests {
         let echo = String(repeating: "m", count: 300_000)
         let file = service.directory.file("params.json")
         try JSONWriter.text(["echo": .string(echo)] as JSONValue).write(toFile: file, atomically: true, encoding: .utf8)
-        let meowctl = Binaries.path("meowctl")
+        let meowctl = try ExecutableLocator.locate().path("meowctl")
         for source in ["--params-file \(file)", "--params-file - < \(file)"] {
-            let run = try await runTool("/bin/sh", ["-c", "\(meowctl) call --raw --socket \(service.socket) ping \(source)"])
+            let run = try await MeowProcess.run("/bin/sh", ["-c", "\(meowctl) call --raw --socket \(service.socket) ping \(source)"])
             #expect(run.status == 0, "\(source): \(run.stderr)")
             #expect(try JSONParser.parse(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["result"]?["echo"]?.stringValue?.count == echo.count, "\(source)")
         }
-        let both = try await runTool("meowctl", ["call", "--socket", service.socket, "ping", "{}", "--params-file", file])
+        let both = try await MeowProcess.run("meowctl", ["call", "--socket", service.socket, "ping", "{}", "--params-file", file])
         #expect(both.status == 64)
-        let notJSON = try await runTool("/bin/sh", ["-c", "echo '[1]' | \(meowctl) call --socket \(service.socket) ping --params-file -"])
+        let notJSON = try await MeowProcess.run("/bin/sh", ["-c", "echo '[1]' | \(meowctl) call --socket \(service.socket) ping --params-file -"])
         #expect(notJSON.status == 64 && notJSON.stderr.contains("one JSON object"))
         _ = await service.process.stop()
     }
@@ -63,7 +65,7 @@ struct MeowCtlTests {
     @Test("watch prints events as JSON lines as they arrive")
     func watchPrintsEvents() async throws {
         let service = try await RunningService.start("sync-service")
-        let watcher = try ServiceProcess("meowctl", ["watch", "--socket", service.socket, "--topic", "service", "--count", "1"])
+        let watcher = try MeowProcess("meowctl", ["watch", "--socket", service.socket, "--topic", "service", "--count", "1"])
         #expect(await watcher.waitForLine(containing: "watching sync-service") != nil)
         service.process.signal(SIGTERM)
         #expect(await watcher.waitForExit() == 0)
@@ -80,10 +82,10 @@ struct MeowCtlTests {
         let upstream = directory.file("echo.sock")
         let tapSocket = directory.file("tap.sock")
         let logFile = directory.file("tap.log")
-        let echo = try ServiceProcess(Binaries.path("echo-baseline"), [upstream])
+        let echo = try MeowProcess("echo-baseline", [upstream])
         #expect(await echo.waitForLine(containing: "ready") != nil)
         // --show-credentials: unparseable bytes are logged only then (a credential may be in them).
-        let tap = try ServiceProcess("meowctl", ["tap", "--listen", tapSocket, "--to", upstream, "--log", logFile, "--show-credentials"])
+        let tap = try MeowProcess("meowctl", ["tap", "--listen", tapSocket, "--to", upstream, "--log", logFile, "--show-credentials"])
         #expect(await tap.waitForLine(containing: "tap ready") != nil)
 
         let connection = try RawConnection(path: tapSocket)
@@ -114,7 +116,7 @@ struct MeowCtlTests {
     func tapToService() async throws {
         let service = try await RunningService.start("store-service")
         let tapSocket = service.directory.file("tap.sock")
-        let tap = try ServiceProcess("meowctl", ["tap", "--listen", tapSocket, "--to", service.socket])
+        let tap = try MeowProcess("meowctl", ["tap", "--listen", tapSocket, "--to", service.socket])
         #expect(await tap.waitForLine(containing: "tap ready") != nil)
         let viaTap = try RawConnection(path: tapSocket)
         #expect(try viaTap.hello()["ok"] == true)

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// docs/PROTOCOL.md's Python client is run against a live service, so the document cannot
 /// drift from the code.
@@ -27,7 +28,7 @@ struct ProtocolDocumentTests {
         let service = try await RunningService.start("store-service")
         let script = service.directory.file("client.py")
         try program.write(toFile: script, atomically: true, encoding: .utf8)
-        let result = try await runTool("/usr/bin/env", ["python3", script, service.socket])
+        let result = try await MeowProcess.run("/usr/bin/env", ["python3", script, service.socket])
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == expected)
         _ = await service.process.stop()

@@ -6,6 +6,7 @@ import MeowWire
 import Synchronization
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// kill -9 at random moments, many times: two writers save batches of events on device A while a
 /// third client keeps A sending to the cloud; a seeded plan kills A or the sync-service — at a
@@ -69,9 +70,9 @@ struct RandomKillTests {
         }
         private let state = Mutex(State())
         private let killAfter: Int?
-        private let victim: ServiceProcess?
+        private let victim: MeowProcess?
 
-        init(killAfter: Int?, victim: ServiceProcess?) {
+        init(killAfter: Int?, victim: MeowProcess?) {
             self.killAfter = killAfter
             self.victim = victim
         }

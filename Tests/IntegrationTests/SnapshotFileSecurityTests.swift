@@ -5,6 +5,8 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 /// Snapshot files a service writes or reads for a client: only where the client may, never the
 /// service's own files, never through a planted link, never past a size bound.
@@ -13,9 +15,9 @@ struct SnapshotFileSecurityTests {
     static let nobody = "65534"
 
     /// `meowctl ARGS --json` as uid 65534 (a peer of another uid, as `--allow-uid` lets in).
-    static func asNobody(_ arguments: [String], environment: [String: String]? = nil) async throws -> (status: Int32, output: String) {
-        let result = try await runTool("/usr/bin/setpriv", ["--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", "--",
-                                                            Binaries.path("meowctl")] + arguments + ["--json"], environment: environment)
+    static func asNobody(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
+        let result = try await MeowProcess.run("/usr/bin/setpriv", ["--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", "--",
+                                                            try ExecutableLocator.locate().path("meowctl")] + arguments + ["--json"], environment: environment)
         return (result.status, result.stdout + result.stderr)
     }
 
@@ -29,9 +31,9 @@ struct SnapshotFileSecurityTests {
     }
 
     /// A store-service another uid can reach (the socket opened up as a deployment's socket unit does).
-    static func startDevice(_ directory: TemporaryDirectory, _ extra: [String] = []) async throws -> ServiceProcess {
+    static func startDevice(_ directory: TemporaryDirectory, _ extra: [String] = []) async throws -> MeowProcess {
         chmod(directory.path, 0o755)
-        let device = try await ServiceProcess.start("store-service", ["--socket", directory.file("d.sock"), "--in-memory",
+        let device = try await MeowProcess.start("store-service", ["--socket", directory.file("d.sock"), "--in-memory",
                                                                       "--allow-uid", nobody] + extra)
         chmod(directory.file("d.sock"), 0o666)
         return device
@@ -74,7 +76,7 @@ struct SnapshotFileSecurityTests {
         _ = await confined.stop()
 
         // The cloud's admin ops keep the same rules, for an admin of another uid.
-        let cloud = try await ServiceProcess.start("sync-service", ["--socket", directory.file("c.sock"), "--in-memory", "--allow-uid", Self.nobody,
+        let cloud = try await MeowProcess.start("sync-service", ["--socket", directory.file("c.sock"), "--in-memory", "--allow-uid", Self.nobody,
                                                                     "--admin-credential", CredentialHandlingTests.admin])
         chmod(directory.file("c.sock"), 0o666)
         let admin = ["MEOW_CREDENTIAL": CredentialHandlingTests.admin]
@@ -89,7 +91,7 @@ struct SnapshotFileSecurityTests {
         let directory = TemporaryDirectory()
         let data = directory.file("data")
         let arguments = ["--socket", directory.file("d.sock"), "--data-dir", data]
-        let device = try await ServiceProcess.start("store-service", arguments)
+        let device = try await MeowProcess.start("store-service", arguments)
         let client = try WireClient(socketPath: directory.file("d.sock"))
         try await client.hello(client: "snapshot-test")
         let context = try await client.call("context.open", [:])["context"] ?? .null
@@ -112,7 +114,7 @@ struct SnapshotFileSecurityTests {
         }
         client.close()
         #expect(await device.stop() == 0)
-        let again = try await ServiceProcess.start("store-service", arguments)
+        let again = try await MeowProcess.start("store-service", arguments)
         let reopened = try WireClient(socketPath: directory.file("d.sock"))
         try await reopened.hello(client: "snapshot-test")
         let events = try await reopened.call("fetch", ["entity": "CareEvent"])
@@ -121,7 +123,7 @@ struct SnapshotFileSecurityTests {
         _ = await again.stop()
 
         // The cloud too.
-        let cloud = try await ServiceProcess.start("sync-service", ["--socket", directory.file("c.sock"), "--data-dir", directory.file("cloud"),
+        let cloud = try await MeowProcess.start("sync-service", ["--socket", directory.file("c.sock"), "--data-dir", directory.file("cloud"),
                                                                     "--admin-credential", CredentialHandlingTests.admin])
         let admin = try WireClient(socketPath: directory.file("c.sock"))
         try await admin.hello(client: "snapshot-test", credential: CredentialHandlingTests.admin)
@@ -134,7 +136,7 @@ struct SnapshotFileSecurityTests {
     @Test("the temporary file is new, randomly named and beside the target: a planted link is not followed, nor one at the path read")
     func plantedLinks() async throws {
         let directory = TemporaryDirectory()
-        let device = try await ServiceProcess.start("store-service", ["--socket", directory.file("d.sock"), "--in-memory"])
+        let device = try await MeowProcess.start("store-service", ["--socket", directory.file("d.sock"), "--in-memory"])
         let client = try WireClient(socketPath: directory.file("d.sock"))
         try await client.hello(client: "snapshot-test")
         let victim = directory.file("victim.txt")
@@ -164,7 +166,7 @@ struct SnapshotFileSecurityTests {
         let size: off_t = 1 << 30
         #expect(FileManager.default.createFile(atPath: big, contents: nil))
         #expect(truncate(big, size) == 0)
-        let device = try await ServiceProcess.start("store-service", ["--socket", directory.file("d.sock"), "--in-memory"])
+        let device = try await MeowProcess.start("store-service", ["--socket", directory.file("d.sock"), "--in-memory"])
         let client = try WireClient(socketPath: directory.file("d.sock"))
         try await client.hello(client: "snapshot-test")
         let refused = await Self.failure(client, "snapshot.import", ["path": .string(big)])
@@ -175,7 +177,7 @@ struct SnapshotFileSecurityTests {
         _ = await device.stop()
 
         // The bound is the operator's, and the cloud's import keeps it too.
-        let cloud = try await ServiceProcess.start("sync-service", ["--socket", directory.file("c.sock"), "--in-memory",
+        let cloud = try await MeowProcess.start("sync-service", ["--socket", directory.file("c.sock"), "--in-memory",
                                                                     "--admin-credential", CredentialHandlingTests.admin, "--max-snapshot-bytes", "100"])
         let admin = try WireClient(socketPath: directory.file("c.sock"))
         try await admin.hello(client: "snapshot-test", credential: CredentialHandlingTests.admin)

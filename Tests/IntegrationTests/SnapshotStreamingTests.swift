@@ -5,6 +5,8 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 /// Imports are streamed: a snapshot file of hundreds of megabytes goes in with the service's
 /// memory bounded by a small constant, complete, and a file that turns out truncated at its very
@@ -48,7 +50,7 @@ struct SnapshotStreamingTests {
     @Test("a device snapshot of 200 MB imports with the store-service's peak memory under 150 MB, every row in, and exports again as small; truncated at its end it changes nothing")
     func deviceImportIsStreamed() async throws {
         let directory = TemporaryDirectory()
-        let device = try await ServiceProcess.start("store-service", ["--socket", directory.file("d.sock"), "--data-dir", directory.file("data")])
+        let device = try await MeowProcess.start("store-service", ["--socket", directory.file("d.sock"), "--data-dir", directory.file("data")])
         let client = try WireClient(socketPath: directory.file("d.sock"))
         try await client.hello(client: "snapshot-streaming")
         // The device's own snapshot gives every table and column; the private store's events are made many.
@@ -96,7 +98,7 @@ struct SnapshotStreamingTests {
         #expect(try SnapshotFileSecurityTests.peakResidentBytes(device.pid) < Self.peakBound)
 
         // One more event, then the same file cut short at its end: every row is read and rolled back.
-        _ = try await runTool(Binaries.path("meowctl"), ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "later"])
+        _ = try await MeowProcess.run("meowctl", ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "later"])
         try Self.truncateEnd(big)
         do throws(WireError) {
             _ = try await client.call("snapshot.import", ["path": .string(big)], timeout: .seconds(120))
@@ -113,7 +115,7 @@ struct SnapshotStreamingTests {
     func cloudImportIsStreamed() async throws {
         let directory = TemporaryDirectory()
         let admin = CredentialHandlingTests.admin
-        let cloud = try await ServiceProcess.start("sync-service", ["--socket", directory.file("c.sock"), "--data-dir", directory.file("data"),
+        let cloud = try await MeowProcess.start("sync-service", ["--socket", directory.file("c.sock"), "--data-dir", directory.file("data"),
                                                                     "--admin-credential", admin])
         let client = try WireClient(socketPath: directory.file("c.sock"))
         try await client.hello(client: "snapshot-streaming", credential: admin)
@@ -177,18 +179,18 @@ struct SnapshotStreamingTests {
     @Test("snapshots written in another key order import the same (the header last, a store's tables before its name, a table's rows before its columns); a header refused at the end changes nothing")
     func otherKeyOrders() async throws {
         let directory = TemporaryDirectory()
-        let device = try await ServiceProcess.start("store-service", ["--socket", directory.file("d.sock"), "--in-memory"])
+        let device = try await MeowProcess.start("store-service", ["--socket", directory.file("d.sock"), "--in-memory"])
         let client = try WireClient(socketPath: directory.file("d.sock"))
         try await client.hello(client: "snapshot-streaming")
-        let meowctl = Binaries.path("meowctl")
-        _ = try await runTool(meowctl, ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "kept"])
+        let meowctl = try ExecutableLocator.locate().path("meowctl")
+        _ = try await MeowProcess.run(meowctl, ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "kept"])
         let file = directory.file("device.json")
         _ = try await client.call("snapshot.export", ["path": .string(file)])
         let exported = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
         let reordered = directory.file("reordered.json")
         #expect(FileManager.default.createFile(atPath: reordered, contents: Data(Self.descending(exported).utf8)))
         #expect(try String(contentsOfFile: reordered, encoding: .utf8).hasPrefix("{\"stores\":[{\"tables\":{"))
-        _ = try await runTool(meowctl, ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "later"])
+        _ = try await MeowProcess.run(meowctl, ["events", "add", "--socket", directory.file("d.sock"), "--type", "note", "--id", "later"])
         let imported = try await client.call("snapshot.import", ["path": .string(reordered)])
         #expect(imported["stores"]?["Private"]?.intValue ?? 0 > 0, "\(imported)")
         #expect(try await client.call("fetch.count", ["entity": "CareEvent"])["count"] == 1)
@@ -197,7 +199,7 @@ struct SnapshotStreamingTests {
         _ = await device.stop()
 
         let admin = CredentialHandlingTests.admin
-        let cloud = try await ServiceProcess.start("sync-service", ["--socket", directory.file("c.sock"), "--in-memory", "--admin-credential", admin])
+        let cloud = try await MeowProcess.start("sync-service", ["--socket", directory.file("c.sock"), "--in-memory", "--admin-credential", admin])
         let cloudClient = try WireClient(socketPath: directory.file("c.sock"))
         try await cloudClient.hello(client: "snapshot-streaming", credential: admin)
         let version = try await Self.cloudSchemaVersion(cloudClient, directory)

@@ -5,21 +5,22 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// Two services on one data directory (or one socket) never both run: the second start fails,
 /// naming the first by pid.
 @Suite("Start-up locks")
 struct StartupLockTests {
     /// Waits until `process` is ready (true) or has exited (false).
-    static func comesUp(_ process: ServiceProcess) async -> Bool {
-        await process.waitForLine(containing: "\"msg\":\"ready\"", timeout: 60) != nil
+    static func comesUp(_ process: MeowProcess) async -> Bool {
+        await process.waitForLine(containing: "\"msg\":\"ready\"", timeout: .seconds(60)) != nil
     }
 
     /// Starts two sync-services with the same arguments at once: the one that came up and the
     /// one that exited 1, or nil (recorded as an issue) when not exactly one came up.
-    static func race(_ arguments: [String], round: Int) async throws -> (winner: ServiceProcess, loser: ServiceProcess)? {
-        let first = try ServiceProcess("sync-service", arguments)
-        let second = try ServiceProcess("sync-service", arguments)
+    static func race(_ arguments: [String], round: Int) async throws -> (winner: MeowProcess, loser: MeowProcess)? {
+        let first = try MeowProcess("sync-service", arguments)
+        let second = try MeowProcess("sync-service", arguments)
         let up = [await comesUp(first), await comesUp(second)]
         #expect(up.filter { $0 }.count == 1, "round \(round): \(up)")
         guard up.filter({ $0 }).count == 1 else {
@@ -49,8 +50,8 @@ struct StartupLockTests {
     func dataDirectoryInUse(executable: String) async throws {
         let directory = TemporaryDirectory()
         let data = directory.file("data")
-        let running = try await ServiceProcess.start(executable, ["--socket", directory.file("a.sock"), "--data-dir", data])
-        let second = try await runTool(executable, ["--socket", directory.file("b.sock"), "--data-dir", data])
+        let running = try await MeowProcess.start(executable, ["--socket", directory.file("a.sock"), "--data-dir", data])
+        let second = try await MeowProcess.run(executable, ["--socket", directory.file("b.sock"), "--data-dir", data])
         #expect(second.status == 1)
         #expect(second.stderr.contains("Another service (pid \(running.pid)) is using the data directory \(data)"), "\(second.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory.file("b.sock")))
@@ -59,7 +60,7 @@ struct StartupLockTests {
         // A clean stop removes both lock files; the directory is free again.
         #expect(!FileManager.default.fileExists(atPath: "\(data)/meowcare.lock"))
         #expect(!FileManager.default.fileExists(atPath: directory.file("a.sock.lock")))
-        let next = try await ServiceProcess.start(executable, ["--socket", directory.file("b.sock"), "--data-dir", data])
+        let next = try await MeowProcess.start(executable, ["--socket", directory.file("b.sock"), "--data-dir", data])
         #expect(await next.stop() == 0)
     }
 
@@ -67,10 +68,10 @@ struct StartupLockTests {
     func locksAfterACrash() async throws {
         let directory = TemporaryDirectory()
         let arguments = ["--socket", directory.file("c.sock"), "--data-dir", directory.file("data")]
-        let crashed = try await ServiceProcess.start("sync-service", arguments)
+        let crashed = try await MeowProcess.start("sync-service", arguments)
         crashed.kill()
         #expect(FileManager.default.fileExists(atPath: directory.file("data/meowcare.lock")))
-        let next = try await ServiceProcess.start("sync-service", arguments)
+        let next = try await MeowProcess.start("sync-service", arguments)
         #expect(try RawConnection(path: directory.file("c.sock")).hello()["ok"] == true)
         #expect(await next.stop() == 0)
     }

@@ -5,6 +5,8 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 /// The units in deploy/systemd as an administrator installs them. No systemd runs here (no
 /// PID 1), so what can be checked without one is: `systemd-analyze verify` and `security
@@ -36,7 +38,7 @@ struct SystemdUnitTests {
     static func installedCopies(in directory: TemporaryDirectory) throws -> [String] {
         try units.map { name in
             let instance = name.replacingOccurrences(of: "@.", with: "@device-a.")
-            let text = try Self.text(name).replacingOccurrences(of: "/usr/local/bin", with: Binaries.directory)
+            let text = try Self.text(name).replacingOccurrences(of: "/usr/local/bin", with: try ExecutableLocator.locate().directory)
             try text.write(toFile: directory.file(instance), atomically: true, encoding: .utf8)
             return directory.file(instance)
         }
@@ -45,7 +47,7 @@ struct SystemdUnitTests {
     @Test("systemd-analyze verify finds nothing to say about any unit", .enabled(if: FileManager.default.fileExists(atPath: analyze)))
     func unitsVerify() async throws {
         let directory = TemporaryDirectory()
-        let result = try await runTool(Self.analyze, ["verify", "--man=no"] + (try Self.installedCopies(in: directory)))
+        let result = try await MeowProcess.run(Self.analyze, ["verify", "--man=no"] + (try Self.installedCopies(in: directory)))
         #expect(result.status == 0)
         #expect(result.stdout.isEmpty && result.stderr.isEmpty, "\(result.stdout)\(result.stderr)")
     }
@@ -56,7 +58,7 @@ struct SystemdUnitTests {
         let copies = try Self.installedCopies(in: directory).filter { $0.hasSuffix(".service") }
         #expect(copies.count == 2)
         for unit in copies {
-            let result = try await runTool(Self.analyze, ["security", "--offline=yes", "--no-pager", unit])
+            let result = try await MeowProcess.run(Self.analyze, ["security", "--offline=yes", "--no-pager", unit])
             let overall = try #require(result.stdout.split(separator: "\n").first { $0.contains("Overall exposure level") }, "\(result.stdout)\(result.stderr)")
             let level = try #require(overall.split(separator: ":").last?.split(separator: " ").first.flatMap { Double($0) }, "\(overall)")
             #expect(level <= 3.0, "\(unit): \(overall)")
@@ -82,7 +84,7 @@ struct SystemdUnitTests {
     /// One service started as its unit would start it: `systemd-socket-activate` binds the
     /// socket unit's path, the socket gets its unit's owner, group and mode (as systemd sets
     /// them before the service runs), and the unit's ExecStart runs as its User and Group.
-    static func start(service: String, socket: String, instance: String, root: String) async throws -> ServiceProcess {
+    static func start(service: String, socket: String, instance: String, root: String) async throws -> MeowProcess {
         let socketUnit = try text(socket), serviceUnit = try text(service)
         func local(_ value: String) -> String {
             value.replacingOccurrences(of: "%i", with: instance).replacingOccurrences(of: "/run/meowcare", with: "\(root)/run")
@@ -93,7 +95,7 @@ struct SystemdUnitTests {
         let user = try id("User", in: serviceUnit), group = try id("Group", in: serviceUnit)
         // The unit's UMask= applies to the process, as systemd applies it.
         let umask = try value("UMask", in: serviceUnit)
-        let process = try ServiceProcess("/usr/bin/systemd-socket-activate", ["-l", path, "/usr/bin/setpriv",
+        let process = try MeowProcess("/usr/bin/systemd-socket-activate", ["-l", path, "/usr/bin/setpriv",
             "--reuid=\(user)", "--regid=\(group)", "--clear-groups", "--", "/bin/sh", "-c", "umask \(umask) && exec \"$@\"", "sh"] + execStart)
         #expect(await process.waitForLine(containing: "Listening on") != nil)
         let socketUser = try id("SocketUser", in: socketUnit), socketGroup = try id("SocketGroup", in: socketUnit)
@@ -135,7 +137,7 @@ struct SystemdUnitTests {
         // services' users cannot reach (a checkout in a 0700 directory).
         Self.directory("\(root)/bin", owner: 0, mode: 0o755)
         for binary in ["store-service", "sync-service"] {
-            try FileManager.default.copyItem(atPath: Binaries.path(binary), toPath: "\(root)/bin/\(binary)")
+            try FileManager.default.copyItem(atPath: try ExecutableLocator.locate().path(binary), toPath: "\(root)/bin/\(binary)")
             #expect(chmod("\(root)/bin/\(binary)", 0o755) == 0)
         }
         Self.directory("\(root)/etc", owner: 0, mode: 0o750)
@@ -155,7 +157,7 @@ struct SystemdUnitTests {
         defer { cloud.kill(); device.kill() }
 
         // Root's health check (allow-uid = 0), as the install instructions run it.
-        let health = try await runTool("meowctl", ["call", "--socket", "\(root)/run/store-device-a.sock", "health"])
+        let health = try await MeowProcess.run("meowctl", ["call", "--socket", "\(root)/run/store-device-a.sock", "health"])
         #expect(health.status == 0, "\(health.stderr)")
         // The device (user meowcare-store, group meowcare) reaches the cloud's 0660 socket and
         // the cloud accepts it by its group: a sync runs, as olivia.
@@ -173,11 +175,11 @@ struct SystemdUnitTests {
 
         // A person in group meowcare (a supplementary group) may use meowctl; anyone else is
         // kept out by the socket's mode before the service sees them.
-        let member = try await runTool("/usr/bin/setpriv", ["--reuid=64110", "--regid=64110", "--groups=\(group)", "--",
-                                                              Binaries.path("meowctl"), "call", "--socket", "\(root)/run/store-device-a.sock", "health"])
+        let member = try await MeowProcess.run("/usr/bin/setpriv", ["--reuid=64110", "--regid=64110", "--groups=\(group)", "--",
+                                                              try ExecutableLocator.locate().path("meowctl"), "call", "--socket", "\(root)/run/store-device-a.sock", "health"])
         #expect(member.status == 0, "\(member.stderr)")
-        let outsider = try await runTool("/usr/bin/setpriv", ["--reuid=64111", "--regid=64111", "--clear-groups", "--",
-                                                                Binaries.path("meowctl"), "call", "--socket", "\(root)/run/store-device-a.sock", "health"])
+        let outsider = try await MeowProcess.run("/usr/bin/setpriv", ["--reuid=64111", "--regid=64111", "--clear-groups", "--",
+                                                                try ExecutableLocator.locate().path("meowctl"), "call", "--socket", "\(root)/run/store-device-a.sock", "health"])
         #expect(outsider.status != 0)
         #expect(outsider.stderr.lowercased().contains("permission denied"), "\(outsider.stderr)")
     }

@@ -2,35 +2,34 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import MeowCareCluster
 
-/// A cloud and one device of olivia's on examples/TripLog, for `meowctl diff`'s tests: a client
-/// on the device, diff runs against the pair, and olivia's raw view of her Core Data zone.
+/// A cluster of a cloud and one device of olivia's on examples/TripLog, for `meowctl diff`'s
+/// tests: a raw client on the device, diff runs against the pair, and olivia's raw view of her
+/// Core Data zone.
 struct TripLogDiffDeployment {
     static let zone: JSONValue = ["zoneName": "com.apple.coredata.cloudkit.zone"]
-    let directory: TemporaryDirectory
-    let cloud: ServiceProcess
-    let device: ServiceProcess
+    let cluster: MeowCluster
     let client: WireClient
-    let cloudSocket: String
-    let deviceSocket: String
+    var cloudSocket: String { cluster.cloud.socketPath }
+    var deviceSocket: String { cluster["A"].socketPath }
 
     static func start(prefix: String, deviceArguments: [String] = []) async throws -> TripLogDiffDeployment {
-        let directory = TemporaryDirectory(prefix: prefix)
-        let users = directory.file("users.json")
-        try #"{"users":[{"user":"olivia","credential":"olivia-secret"}]}"#.write(toFile: users, atomically: true, encoding: .utf8)
-        let cloudSocket = directory.file("cloud.sock"), deviceSocket = directory.file("a.sock")
-        let cloud = try await ServiceProcess.start("sync-service", ["--socket", cloudSocket, "--in-memory", "--users", users])
-        let device = try await ServiceProcess.start("store-service", ["--socket", deviceSocket, "--in-memory", "--model", TripLogSample.jsonModel,
-                                                                      "--sync-socket", cloudSocket, "--sync-credential", "olivia-secret",
-                                                                      "--device-name", "A"] + deviceArguments)
-        let client = try WireClient(socketPath: deviceSocket)
+        var configuration = MeowClusterConfiguration(devices: ["A": "olivia"])
+        configuration.credentials = ["olivia": "olivia-secret"]
+        configuration.modelFile = TripLogSample.jsonModel
+        configuration.orphanRepair = true
+        configuration.deviceArguments = deviceArguments
+        configuration.externalDeployment = nil
+        let cluster = try await MeowCluster.start(configuration)
+        let client = try WireClient(socketPath: cluster["A"].socketPath)
         try await client.hello(client: prefix)
-        return TripLogDiffDeployment(directory: directory, cloud: cloud, device: device, client: client, cloudSocket: cloudSocket, deviceSocket: deviceSocket)
+        return TripLogDiffDeployment(cluster: cluster, client: client)
     }
 
     /// `meowctl diff` of the device against the cloud, with `--json` or as the table.
     func diff(json: Bool) async throws -> (status: Int32, stdout: String, json: JSONValue?) {
-        let run = try await runTool("meowctl", ["diff", "--socket", deviceSocket, "--cloud", cloudSocket, "--credential", "olivia-secret"]
+        let run = try await MeowProcess.run("meowctl", ["diff", "--socket", deviceSocket, "--cloud", cloudSocket, "--credential", "olivia-secret"]
                                     + (json ? ["--json"] : []))
         return (run.status, run.stdout, json ? try JSONDecoder().decode(JSONValue.self, from: Data(run.stdout.utf8)) : nil)
     }
@@ -54,7 +53,6 @@ struct TripLogDiffDeployment {
 
     func stop() async {
         client.close()
-        _ = await device.stop()
-        _ = await cloud.stop()
+        await cluster.stop()
     }
 }

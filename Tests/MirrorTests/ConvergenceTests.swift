@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// Seeded random histories: inserts, field edits (a nil among them), deletes, sends,
@@ -196,13 +197,13 @@ extension Mirroring {
                 if let probe = try? await cloud.connect("owner-secret") {
                     probe.close()
                 } else {
-                    _ = await cloud.process.waitForExit(timeout: 10)
+                    _ = await cloud.process.waitForExit(timeout: .seconds(10))
                     restarts.append("cloud (armed \(armed["cloud"] ?? "-"))")
                     cloud = try await Cloud.start(directory: cloud.directory, onDisk: true, environment: arm(Self.cloudPoints, for: "cloud"))
                 }
                 for driven in devices {
                     if (try? await driven.device.call("ping")) != nil { continue }
-                    _ = await driven.device.process.waitForExit(timeout: 10)
+                    _ = await driven.device.process.waitForExit(timeout: .seconds(10))
                     driven.device.client.close()
                     let name = driven.device.name
                     restarts.append("\(name) (armed \(armed[name] ?? "-"))")

@@ -5,6 +5,8 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 extension Mirroring {
     /// A device's two stores to and from a file (`snapshot.export` / `snapshot.import`,
@@ -37,7 +39,7 @@ extension Mirroring {
             try await participant.fetch()
             #expect(try await participant.ids().count == before.count + 2)
 
-            let imported = try await runTool(Binaries.path("meowctl"), ["snapshot", "import", "--socket", participant.socket, "--file", file])
+            let imported = try await MeowProcess.run("meowctl", ["snapshot", "import", "--socket", participant.socket, "--file", file])
             #expect(imported.status == 0, "\(imported.stderr)")
             #expect(imported.stdout.contains("imported \(file)"))
             #expect(try await participant.ids().sorted() == before.sorted())
@@ -54,7 +56,8 @@ extension Mirroring {
             #expect(try await participant.send()["saved"] == 1)
 
             // meowctl export to a relative path, from its working directory; the file seeds another device.
-            let exported = try await runTool("/bin/sh", ["-c", "cd '\(cloud.directory.path)' && '\(Binaries.path("meowctl"))' snapshot export --socket '\(participant.socket)' --file copy.json"])
+let meowctl = try ExecutableLocator.locate().path("meowctl")
+            let exported = try await MeowProcess.run("/bin/sh", ["-c", "cd '\(cloud.directory.path)' && '\(meowctl)' snapshot export --socket '\(participant.socket)' --file copy.json"])
             #expect(exported.status == 0, "\(exported.stderr)")
             let seeded = try await Device.start("Q", user: "alice", cloud: cloud)
             let seededIdentities = try await Self.storeUUIDs(seeded)

@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// A share takes the whole object graph, to any depth and both ways along relationships, and
@@ -136,7 +137,7 @@ extension Mirroring {
 
         /// `meowctl doctor --json` on `device`, with the cloud as `user`: the kinds it found.
         static func doctorKinds(_ device: Device, _ cloud: Cloud, user: String) async throws -> [String] {
-            let run = try await runTool("meowctl", ["doctor", "--socket", device.socket, "--cloud", cloud.socket, "--credential", "\(user)-secret", "--json"])
+            let run = try await MeowProcess.run("meowctl", ["doctor", "--socket", device.socket, "--cloud", cloud.socket, "--credential", "\(user)-secret", "--json"])
             let report = try JSONParser.parse(Array(run.stdout.utf8))
             #expect(report["checks"]?.arrayValue?.contains { $0["name"] == "cloudShareGraphSplit" } == true, "\(run.stderr)")
             return report["findings"]?.arrayValue?.compactMap { $0["kind"]?.stringValue } ?? []

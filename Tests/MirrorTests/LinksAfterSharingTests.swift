@@ -3,6 +3,7 @@ import MeowWire
 import SQLiteKit
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// Objects linked to a shared object after the share was made, through every relationship
@@ -45,7 +46,7 @@ extension Mirroring {
             #expect(try await p.status()["stores"]?.arrayValue?.allSatisfy { $0["unexportable"]?.arrayValue?.isEmpty ?? true } == true)
             try await o.fetch()
             #expect(try await Self.tagNames(of: try await o.objects("Photo").first, on: o) == ["lantern", "shrine"], "the owner sees the participant's tag on the photo")
-            let doctor = try await runTool("meowctl", ["doctor", "--socket", p.socket, "--json"])
+            let doctor = try await MeowProcess.run("meowctl", ["doctor", "--socket", p.socket, "--json"])
             #expect(try JSONParser.parse(Array(doctor.stdout.utf8))["findings"]?.arrayValue?.isEmpty == true, "\(doctor.stdout)")
             await ConflictTests.stop(cloud, o, p)
         }
@@ -111,7 +112,7 @@ extension Mirroring {
             let unsent = try await o.call("sync.status", ["unsent": true])["stores"]?.arrayValue?.flatMap { $0["unsent"]?.arrayValue ?? [] } ?? []
             #expect(unsent.count == 2 && unsent.contains(.string(tag)), "\(unsent)")
             #expect(try await o.status()["stores"]?.arrayValue?.first?["unsent"] == nil, "listed only when asked")
-            let doctor = try await runTool("meowctl", ["doctor", "--socket", o.socket, "--json"])
+            let doctor = try await MeowProcess.run("meowctl", ["doctor", "--socket", o.socket, "--json"])
             #expect(doctor.status == 1)
             let findings = try JSONParser.parse(Array(doctor.stdout.utf8))["findings"]?.arrayValue ?? []
             #expect(findings.filter { $0["kind"] == "unsent" }.count == 2, "\(doctor.stdout)")

@@ -1,31 +1,36 @@
 import Foundation
+import MeowCareCluster
 import MeowWire
 import Testing
 import TestSupport
 
-/// One real sync-service (the cloud) with users owner, alice (participant P) and bob.
+/// One real sync-service (the cloud) with users owner, alice (participant P) and bob: a
+/// MeowCluster with no devices of its own, in `directory`, so a cloud started again on the same
+/// directory finds its data. Devices join it with `Device.start`.
 final class Cloud: Sendable {
     static let adminCredential = "admin-secret-for-tests"
     let directory: TemporaryDirectory
-    let process: ServiceProcess
-    let socket: String
+    let cluster: MeowCluster
 
-    private init(directory: TemporaryDirectory, process: ServiceProcess, socket: String) {
+    private init(directory: TemporaryDirectory, cluster: MeowCluster) {
         self.directory = directory
-        self.process = process
-        self.socket = socket
+        self.cluster = cluster
     }
+
+    var process: MeowProcess { cluster.cloudProcess! }
+    var socket: String { cluster.cloud.socketPath }
 
     static func start(directory: TemporaryDirectory = TemporaryDirectory(prefix: "mi"), onDisk: Bool = false,
                       environment: [String: String]? = nil) async throws -> Cloud {
-        let users = #"{"users":[{"user":"owner","credential":"owner-secret"},{"user":"alice","credential":"alice-secret"},{"user":"bob","credential":"bob-secret"}]}"#
-        try users.write(toFile: directory.file("users.json"), atomically: true, encoding: .utf8)
-        let socket = directory.file("cloud.sock")
-        let persistence = onDisk ? ["--data-dir", directory.file("cloud")] : ["--in-memory"]
-        let process = try await ServiceProcess.start("sync-service", ["--socket", socket, "--admin-credential", adminCredential,
-                                                                     "--users", directory.file("users.json")] + persistence,
-                                                         environment: environment)
-        return Cloud(directory: directory, process: process, socket: socket)
+        var configuration = MeowClusterConfiguration(devices: [])
+        configuration.additionalUsers = ["owner", "alice", "bob"]
+        configuration.credentials = ["owner": "owner-secret", "alice": "alice-secret", "bob": "bob-secret"]
+        configuration.adminCredential = adminCredential
+        configuration.persistence = onDisk ? .sqlite : .inMemory
+        configuration.cloudEnvironment = environment ?? [:]
+        configuration.directory = directory.path
+        configuration.externalDeployment = nil
+        return Cloud(directory: directory, cluster: try await MeowCluster.start(configuration))
     }
 
     /// A client of `user`'s own writing to their private database directly (another app, or
@@ -102,15 +107,16 @@ final class Cloud: Sendable {
     func stop() async { _ = await process.stop() }
 }
 
-/// One device: a real store-service mirroring to the cloud as `user`.
+/// One device: a real store-service mirroring to the cloud as `user`, started in the cloud's
+/// cluster, and a raw connection to it (its errors are the service's `WireError`s).
 final class Device: Sendable {
     let name: String
-    let process: ServiceProcess
+    let process: MeowProcess
     let socket: String
     let client: WireClient
     let dataDirectory: String?
 
-    private init(name: String, process: ServiceProcess, socket: String, client: WireClient, dataDirectory: String?) {
+    private init(name: String, process: MeowProcess, socket: String, client: WireClient, dataDirectory: String?) {
         self.name = name
         self.process = process
         self.socket = socket
@@ -122,14 +128,12 @@ final class Device: Sendable {
     /// `syncSocket`: where the device reaches the cloud, when not its socket (a `meowctl tap` in between).
     static func start(_ name: String, user: String, cloud: Cloud, extra: [String] = [], dataDirectory: String? = nil,
                       environment: [String: String]? = nil, orphanRepair: Bool = false, syncSocket: String? = nil) async throws -> Device {
-        let socket = cloud.directory.file("\(name).sock")
-        let persistence = dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
-        let process = try await ServiceProcess.start("store-service", ["--socket", socket] + persistence + [
-            "--sync-socket", syncSocket ?? cloud.socket, "--sync-credential", "\(user)-secret", "--device-name", name] + (orphanRepair ? [] : ["--no-orphan-repair"]) + extra,
-            environment: environment)
-        let client = try WireClient(socketPath: socket)
+        let device = try await cloud.cluster.addDevice(MeowClusterConfiguration.Device(
+            name: name, user: user, arguments: extra, environment: environment ?? [:], persistence: dataDirectory == nil ? .inMemory : .sqlite,
+            dataDirectory: dataDirectory, orphanRepair: orphanRepair, syncSocket: syncSocket))
+        let client = try WireClient(socketPath: device.socketPath)
         try await client.hello(client: "mirror-tests-\(name)")
-        return Device(name: name, process: process, socket: socket, client: client, dataDirectory: dataDirectory)
+        return Device(name: name, process: cloud.cluster.process(of: name)!, socket: device.socketPath, client: client, dataDirectory: dataDirectory)
     }
 
     @discardableResult

@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// A device restarted with a newer model version migrates its stores as Core Data's
@@ -112,7 +113,7 @@ extension Mirroring {
             let retyped = try Self.version("retyped", in: cloud) { entities in
                 Self.edit(&entities, "Photo") { $0["attributes"] = [["name": "id", "type": "integer"]] }
             }
-            let refused = try await runTool("store-service", Self.arguments(cloud, directory: data, model: retyped))
+            let refused = try await MeowProcess.run("store-service", Self.arguments(cloud, directory: data, model: retyped))
             #expect(refused.status != 0)
             #expect(refused.stderr.contains("migrationMissingMappingModel"))
             #expect(refused.stderr.contains("Photo.id changed type from string to integer"))
@@ -122,7 +123,7 @@ extension Mirroring {
                 Self.edit(&entities, "Trip") { $0["attributes"] = [["name": "id", "type": "string"], ["name": "country", "type": "string", "optional": false]] }
             }
             // Without a mirror: CloudKit's model rules refuse a mandatory attribute without a default before any migration.
-            let missing = try await runTool("store-service", Self.arguments(cloud, directory: data, model: mandatory, mirrored: false))
+            let missing = try await MeowProcess.run("store-service", Self.arguments(cloud, directory: data, model: mandatory, mirrored: false))
             #expect(missing.status != 0)
             #expect(missing.stderr.contains("Trip.country is mandatory and has no default value, and 1 existing object(s) have no value for it"))
 

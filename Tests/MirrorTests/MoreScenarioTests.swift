@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// Scenarios 5, 14, 32, 33, 35 and 43; real processes.
@@ -106,7 +107,7 @@ extension Mirroring {
             let cloud = try await Cloud.start()
             let data = cloud.directory.file("a-data")
             // Rows made before the device ever synced are uploaded once at the first sign-in.
-            let offline = try await ServiceProcess.start("store-service", ["--socket", cloud.directory.file("x.sock"), "--data-dir", data, "--no-orphan-repair"])
+            let offline = try await MeowProcess.start("store-service", ["--socket", cloud.directory.file("x.sock"), "--data-dir", data, "--no-orphan-repair"])
             let client = try WireClient(socketPath: cloud.directory.file("x.sock"))
             try await client.hello(client: "offline")
             let context = try #require(try await client.call("context.open", [:])["context"])

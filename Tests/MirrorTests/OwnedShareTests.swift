@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// An owner lists the shares they own (`share.owned` → the cloud's `shares.owned`).
@@ -21,7 +22,7 @@ extension Mirroring {
             #expect(people.last?["permission"] == "readOnly" && people.last?["acceptanceStatus"] == "accepted")
             #expect(try await setup.p.call("share.owned")["shares"]?.arrayValue?.isEmpty == true, "a participant owns none")
 
-            let printed = try await runTool("meowctl", ["share", "owned", "--socket", setup.o.socket])
+            let printed = try await MeowProcess.run("meowctl", ["share", "owned", "--socket", setup.o.socket])
             #expect(printed.status == 0)
             #expect(printed.stdout.contains(setup.zoneName) && printed.stdout.contains("alice:readOnly (accepted)"), "\(printed.stdout)")
 

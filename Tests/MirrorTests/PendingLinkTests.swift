@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// A relationship whose destination record arrives later (another page, another fetch,
@@ -42,7 +43,7 @@ extension Mirroring {
             let waiting = try await Self.waiting(a)
             #expect(waiting.count == 1)
             #expect(waiting.first?["recordName"] == "late-event" && waiting.first?["relationship"] == "session" && waiting.first?["target"] == "vet-session")
-            let doctor = try await runTool("meowctl", ["doctor", "--socket", a.socket, "--json"])
+            let doctor = try await MeowProcess.run("meowctl", ["doctor", "--socket", a.socket, "--json"])
             let findings = try JSONParser.parse(Array(doctor.stdout.utf8))["findings"]?.arrayValue ?? []
             #expect(findings.compactMap { $0["kind"]?.stringValue } == ["pendingLink"], "a waiting event is reported as waiting, not as an orphan")
 

@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// A device mirroring into production with a model whose field is not deployed yet.
@@ -51,7 +52,7 @@ extension Mirroring {
             #expect(exportEnd?["error"]?["code"] == "partialFailure")
             #expect(exportEnd?["error"]?["message"]?.stringValue?.contains("Cannot create or modify field 'CD_note'") == true)
 
-            let doctor = try await runTool("meowctl", ["doctor", "--socket", phone.socket, "--json"])
+            let doctor = try await MeowProcess.run("meowctl", ["doctor", "--socket", phone.socket, "--json"])
             #expect(doctor.status == 1)
             let finding = (try JSONParser.parse(doctor.stdout))["findings"]?.arrayValue?.first { $0["kind"] == "undeployedSchema" }
             #expect(finding?["summary"]?.stringValue?.contains("field 'CD_note' of record type 'CD_CareEvent'") == true, "\(doctor.stdout)")

@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// The documented schema steps (initializeSchema in development, `meowctl schema deploy`)
@@ -58,7 +59,7 @@ extension Mirroring {
 
             // The documented steps: define the schema from a development build, then deploy it.
             _ = try await debug.call("sync.initializeSchema")
-            let deploy = try await runTool("meowctl", ["schema", "deploy", "--socket", cloud.socket, "--credential", Cloud.adminCredential])
+            let deploy = try await MeowProcess.run("meowctl", ["schema", "deploy", "--socket", cloud.socket, "--credential", Cloud.adminCredential])
             #expect(deploy.status == 0, "\(deploy.stdout)\(deploy.stderr)")
             let production = try await cloud.admin("admin.schema", ["environment": "production"])["recordTypes"]
             for type in ["CD_Trip", "CD_Photo", "CD_Tag"] { #expect(production?[type]?["CD_moveReceipt"] == "BYTES", "\(type)") }

@@ -2,6 +2,8 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
+import struct MeowCareCluster.ExecutableLocator
 
 extension Mirroring {
     /// Long requests report `progress` events to the connection that made them, and meowctl
@@ -50,30 +52,30 @@ extension Mirroring {
             let session = try await owner.insertSession("small")
             try await owner.insertEvents(["a", "b"], session: session)
             try await owner.send()
-            let meowctl = Binaries.path("meowctl")
-            let shared = try await runTool(meowctl, ["share", "create", "--socket", owner.socket, "--session", "small", "--progress"])
+            let meowctl = try ExecutableLocator.locate().path("meowctl")
+            let shared = try await MeowProcess.run(meowctl, ["share", "create", "--socket", owner.socket, "--session", "small", "--progress"])
             #expect(shared.status == 0, "\(shared.stderr)")
             #expect(shared.stderr.contains("share.create: moving 0/3\n") && shared.stderr.contains("share.create: moving 3/3"), "\(shared.stderr)")
 
             let file = cloud.directory.file("device.json")
-            let device = try await runTool(meowctl, ["snapshot", "export", "--socket", owner.socket, "--file", file, "--progress"])
+            let device = try await MeowProcess.run(meowctl, ["snapshot", "export", "--socket", owner.socket, "--file", file, "--progress"])
             #expect(device.status == 0, "\(device.stderr)")
             #expect(device.stderr.contains("snapshot.export: reading 0/") && device.stderr.contains("snapshot.export: writing"), "\(device.stderr)")
-            let back = try await runTool(meowctl, ["snapshot", "import", "--socket", owner.socket, "--file", file, "--progress"])
+            let back = try await MeowProcess.run(meowctl, ["snapshot", "import", "--socket", owner.socket, "--file", file, "--progress"])
             #expect(back.status == 0 && back.stderr.contains("snapshot.import: writing 0/"), "\(back.stderr)")
 
             let cloudFile = cloud.directory.file("cloud.json")
-            let exported = try await runTool(meowctl, ["snapshot", "export", "--socket", cloud.socket, "--credential", Cloud.adminCredential,
+            let exported = try await MeowProcess.run(meowctl, ["snapshot", "export", "--socket", cloud.socket, "--credential", Cloud.adminCredential,
                                                        "--file", cloudFile, "--progress"])
             #expect(exported.status == 0 && exported.stderr.contains("admin.exportSnapshot: reading 0/") && exported.stderr.contains("admin.exportSnapshot: writing"), "\(exported.stderr)")
-            let imported = try await runTool(meowctl, ["snapshot", "import", "--socket", cloud.socket, "--credential", Cloud.adminCredential,
+            let imported = try await MeowProcess.run(meowctl, ["snapshot", "import", "--socket", cloud.socket, "--credential", Cloud.adminCredential,
                                                        "--file", cloudFile, "--progress"])
             #expect(imported.status == 0 && imported.stderr.contains("admin.importSnapshot: writing 0/"), "\(imported.stderr)")
 
-            let schema = try await runTool(meowctl, ["sync", "schema", "--socket", owner.socket, "--progress"])
+            let schema = try await MeowProcess.run(meowctl, ["sync", "schema", "--socket", owner.socket, "--progress"])
             #expect(schema.status == 0 && schema.stderr.contains("sync.initializeSchema: deleting 2/2"), "\(schema.stderr)")
             // --json never shows progress.
-            let quiet = try await runTool(meowctl, ["snapshot", "export", "--socket", owner.socket, "--file", file, "--progress", "--json"])
+            let quiet = try await MeowProcess.run(meowctl, ["snapshot", "export", "--socket", owner.socket, "--file", file, "--progress", "--json"])
             #expect(quiet.status == 0 && !quiet.stderr.contains("snapshot.export:"), "\(quiet.stderr)")
             _ = await owner.stop()
             await cloud.stop()

@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// The owner's two devices A and B and a participant P: a share made on one device is
@@ -92,9 +93,9 @@ extension Mirroring {
         /// `meowctl doctor` (with the cloud) finds nothing and `meowctl diff` finds the device's stores and the cloud identical.
         static func expectClean(_ device: Device, _ cloud: Cloud, user: String) async throws {
             let target = ["--socket", device.socket, "--cloud", cloud.socket, "--credential", "\(user)-secret", "--json"]
-            let doctor = try await runTool("meowctl", ["doctor"] + target)
+            let doctor = try await MeowProcess.run("meowctl", ["doctor"] + target)
             #expect(doctor.status == 0, "\(device.name) doctor: \(doctor.stdout) \(doctor.stderr)")
-            let diff = try await runTool("meowctl", ["diff"] + target)
+            let diff = try await MeowProcess.run("meowctl", ["diff"] + target)
             #expect(diff.status == 0, "\(device.name) diff: \(diff.stdout) \(diff.stderr)")
             #expect(try JSONParser.parse(Array(diff.stdout.utf8))["identical"] == true, "\(device.name) diff: \(diff.stdout)")
         }

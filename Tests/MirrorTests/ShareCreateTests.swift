@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// share.create on sessions larger than one request: the root moves with the share, the
@@ -39,7 +40,7 @@ extension Mirroring {
             // The move receipt is bookkeeping, not data: the convergence check (meowctl diff,
             // the same comparison as assertConverged) finds both devices equal to the cloud.
             for (device, user) in [(o, "owner"), (p, "alice")] {
-                let diff = try await runTool("meowctl", ["diff", "--socket", device.socket, "--cloud", cloud.socket, "--credential", "\(user)-secret", "--json"])
+                let diff = try await MeowProcess.run("meowctl", ["diff", "--socket", device.socket, "--cloud", cloud.socket, "--credential", "\(user)-secret", "--json"])
                 #expect(diff.status == 0, "\(device.name): \(diff.stdout)")
             }
             // The first ordinary save of a moved record drops the move's field (sent as null:

@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// An older app version's model lacks a field a newer one writes (CareEvent.note here). The
@@ -11,7 +12,7 @@ extension Mirroring {
     struct UnknownFieldTests {
         /// MeowCare's model without CareEvent.note, written to `directory`.
         static func olderModel(in directory: TemporaryDirectory) async throws -> String {
-            let printed = try await runTool("store-service", ["--print-model"])
+            let printed = try await MeowProcess.run("store-service", ["--print-model"])
             var model = try JSONParser.parse(Array(printed.stdout.utf8))
             guard case var .object(root) = model, case var .array(entities) = root["entities"] else { throw WireError(.internalError, "no model") }
             for (index, entity) in entities.enumerated() where entity["name"] == "CareEvent" {
@@ -89,7 +90,7 @@ extension Mirroring {
             let cloud = try await Cloud.start()
             let tapSocket = cloud.directory.file("tap.sock")
             let logFile = cloud.directory.file("tap.log")
-            let tap = try ServiceProcess("meowctl", ["tap", "--listen", tapSocket, "--to", cloud.socket, "--log", logFile])
+            let tap = try MeowProcess("meowctl", ["tap", "--listen", tapSocket, "--to", cloud.socket, "--log", logFile])
             #expect(await tap.waitForLine(containing: "tap ready") != nil)
             let device = try await Device.start("A", user: "owner", cloud: cloud, syncSocket: tapSocket)
             let other = try await Device.start("B", user: "owner", cloud: cloud)

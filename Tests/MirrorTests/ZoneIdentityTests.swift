@@ -3,6 +3,7 @@ import MeowWire
 import SQLiteKit
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 extension Mirroring {
     /// CloudKit names a zone by (zoneName, ownerName) and a record by (recordName, zoneID): a
@@ -129,7 +130,7 @@ extension Mirroring {
             #expect(try await device.call("context.open", ["author": "app"])["author"] == "app")
             _ = await device.stop()
 
-            let standalone = try await ServiceProcess.start("store-service", ["--socket", cloud.directory.file("alone.sock"), "--in-memory"])
+            let standalone = try await MeowProcess.start("store-service", ["--socket", cloud.directory.file("alone.sock"), "--in-memory"])
             let client = try WireClient(socketPath: cloud.directory.file("alone.sock"))
             try await client.hello(client: "zone-identity-tests")
             #expect(try await client.call("context.open", ["author": "sync"])["author"] == "sync")
@@ -144,7 +145,7 @@ extension Mirroring {
             let directory = TemporaryDirectory(prefix: "zid")
             let data = directory.file("device")
             let socket = directory.file("d.sock")
-            var service = try await ServiceProcess.start("store-service", ["--socket", socket, "--data-dir", data])
+            var service = try await MeowProcess.start("store-service", ["--socket", socket, "--data-dir", data])
             var client = try WireClient(socketPath: socket)
             try await client.hello(client: "zone-identity-tests")
             _ = try await client.call("share.setMetadata", ["zoneName": "share-Z", "ownerName": "olivia", "permission": "readWrite"])
@@ -167,7 +168,7 @@ extension Mirroring {
                 """)
             }
 
-            service = try await ServiceProcess.start("store-service", ["--socket", socket, "--data-dir", data])
+            service = try await MeowProcess.start("store-service", ["--socket", socket, "--data-dir", data])
             client = try WireClient(socketPath: socket)
             try await client.hello(client: "zone-identity-tests")
             let fetched = try await client.call("fetch", ["entity": "CareSession", "predicate": "zone == 'share-Z' AND zoneOwner == 'olivia'"])

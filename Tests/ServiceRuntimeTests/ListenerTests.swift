@@ -6,6 +6,7 @@ import MeowWire
 @testable import ServiceRuntime
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// Everything that binds a socket or changes the process's umask runs one test at a time
 /// (the umask is per process; binding sets it for an instant).
@@ -101,7 +102,7 @@ extension SocketSuites {
             let directory = TemporaryDirectory(prefix: "srl")
             let path = directory.file("held.lock")
             // A second process takes the same kind of lock (fcntl F_SETLK) and says so on stdout.
-            let holder = try ServiceProcess("/usr/bin/env", ["python3", "-c", """
+            let holder = try MeowProcess("/usr/bin/env", ["python3", "-c", """
                 import fcntl, os, select, sys
                 f = open(sys.argv[1], "w")
                 fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -3,6 +3,7 @@ import MeowWire
 import StoreServiceKit
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 @Suite("Assign rules, routing and cross-store refusal over the socket")
 struct AssignAndRoutingTests {
@@ -203,8 +204,8 @@ struct AssignAndRoutingTests {
         for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: "\(data)/MeowCare-Private.sqlite\(suffix)") {
             try FileManager.default.copyItem(atPath: "\(data)/MeowCare-Private.sqlite\(suffix)", toPath: "\(data)/MeowCare-Shared.sqlite\(suffix)")
         }
-        let second = try ServiceProcess("store-service", ["--socket", directory.file("s2.sock"), "--data-dir", data])
-        let status = await second.waitForExit(timeout: 10)
+        let second = try MeowProcess("store-service", ["--socket", directory.file("s2.sock"), "--data-dir", data])
+        let status = await second.waitForExit(timeout: .seconds(10))
         #expect(status == 1)
         #expect(second.lines.contains { $0.contains("Can't add the same store twice") })
     }
@@ -217,7 +218,7 @@ struct BadModelStartUpTests {
         let path = directory.file("bad.json")
         try #"{"name": "Cats", "entities": [{"name": "Cat", "relationships": [{"name": "owner", "destination": "Human"}]}], "configurations": []}"#
             .write(toFile: path, atomically: true, encoding: .utf8)
-        let result = try await runTool("store-service", ["--socket", directory.file("s.sock"), "--in-memory", "--model", path], timeout: 20)
+        let result = try await MeowProcess.run("store-service", ["--socket", directory.file("s.sock"), "--in-memory", "--model", path], timeout: .seconds(20))
         #expect(result.status == 78)
         #expect(result.stderr.contains("Cat.owner: destination entity 'Human' is not in the model."))
         #expect(!FileManager.default.fileExists(atPath: directory.file("s.sock")))
@@ -233,8 +234,8 @@ struct BadModelStartUpTests {
         {"name": "Cats", "entities": [{"name": "Cat", "attributes": [{"name": "name", "type": "string", "optional": false}]}],
          "configurations": [{"name": "Private", "scope": "private", "entities": ["Cat"]}, {"name": "Shared", "scope": "shared", "entities": ["Cat"]}]}
         """#.write(toFile: path, atomically: true, encoding: .utf8)
-        let mirrored = try await runTool("store-service", ["--socket", directory.file("s.sock"), "--in-memory", "--model", path,
-                                                           "--sync-socket", directory.file("nowhere.sock"), "--sync-credential", "c"], timeout: 20)
+        let mirrored = try await MeowProcess.run("store-service", ["--socket", directory.file("s.sock"), "--in-memory", "--model", path,
+                                                           "--sync-socket", directory.file("nowhere.sock"), "--sync-credential", "c"], timeout: .seconds(20))
         #expect(mirrored.status == 78)
         #expect(mirrored.stderr.contains("""
             the Private store cannot be mirrored with CloudKit: coreDataError (134060) A Core Data error occurred. \
@@ -245,13 +246,13 @@ struct BadModelStartUpTests {
         #expect(mirrored.stderr.contains("store-service: the Shared store cannot be mirrored"))
         #expect(!FileManager.default.fileExists(atPath: directory.file("s.sock")))
         // The same verdict without starting anything, and MeowCare's own model passes.
-        let checked = try await runTool("store-service", ["--check-model", "--model", path], timeout: 20)
+        let checked = try await MeowProcess.run("store-service", ["--check-model", "--model", path], timeout: .seconds(20))
         #expect(checked.status == 78)
         #expect(checked.stdout.contains("store-service: the Private store cannot be mirrored with CloudKit: coreDataError (134060)"))
-        let meowCare = try await runTool("store-service", ["--check-model"], timeout: 20)
+        let meowCare = try await MeowProcess.run("store-service", ["--check-model"], timeout: .seconds(20))
         #expect(meowCare.status == 0)
         #expect(meowCare.stdout.contains("The MeowCare model can be mirrored with CloudKit"))
-        let local = try await ServiceProcess.start("store-service", ["--socket", directory.file("l.sock"), "--in-memory", "--model", path])
+        let local = try await MeowProcess.start("store-service", ["--socket", directory.file("l.sock"), "--in-memory", "--model", path])
         let client = try WireClient(socketPath: directory.file("l.sock"), timeout: .seconds(10))
         try await client.hello(client: "model")
         #expect(try await client.call("ping", JSONValue.object([:]))["pong"] == true)

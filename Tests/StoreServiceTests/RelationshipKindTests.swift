@@ -3,6 +3,7 @@ import MeowWire
 @testable import StoreServiceKit
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 /// Relationship counts, delete rules and what CloudKit mirroring forbids in a model.
 @Suite("Relationship kinds")
@@ -102,12 +103,12 @@ struct RelationshipKindTests {
     func orderedAndUniqueAreRefused() async throws {
         let files = XcodeModelFiles()
         let path = try files.bundle("Trips", versions: ["Trips": XcodeModelFiles.contents(Self.cloudKitBreaches)], current: nil)
-        let checked = try await runTool("store-service", ["--check-model", "--model", path], timeout: 20)
+        let checked = try await MeowProcess.run("store-service", ["--check-model", "--model", path], timeout: .seconds(20))
         #expect(checked.status == 78)
         #expect(checked.stdout.contains("CloudKit integration does not support ordered relationships. The following relationships are marked ordered:\nTrip: days"),
                 "\(checked.stdout)")
         #expect(checked.stdout.contains("CloudKit integration does not support unique constraints. The following entities are constrained:\nTrip: code"))
-        let started = try await runTool("store-service", ["--socket", files.directory.file("s.sock"), "--in-memory", "--model", path], timeout: 20)
+        let started = try await MeowProcess.run("store-service", ["--socket", files.directory.file("s.sock"), "--in-memory", "--model", path], timeout: .seconds(20))
         #expect(started.status == 78)
         #expect(started.stderr.contains("bad model: Trip: uniqueness constraints (code) are not supported yet."), "\(started.stderr)")
     }

@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import SQLiteKit
 import ServiceRuntime
+import StoreWire
 import Synchronization
 @testable import StoreServiceKit
 import Testing

@@ -2,15 +2,16 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 /// A real store-service process on a short temp socket, and helpers to talk to it.
 final class StoreFixture: Sendable {
     let directory: TemporaryDirectory
-    let process: ServiceProcess
+    let process: MeowProcess
     let socket: String
     let dataDirectory: String?
 
-    private init(directory: TemporaryDirectory, process: ServiceProcess, socket: String, dataDirectory: String?) {
+    private init(directory: TemporaryDirectory, process: MeowProcess, socket: String, dataDirectory: String?) {
         self.directory = directory
         self.process = process
         self.socket = socket
@@ -22,7 +23,7 @@ final class StoreFixture: Sendable {
         let socket = directory.file("s.sock")
         let data = onDisk ? directory.file("data") : nil
         let persistence = data.map { ["--data-dir", $0] } ?? ["--in-memory"]
-        let process = try await ServiceProcess.start("store-service", ["--socket", socket] + persistence + extra)
+        let process = try await MeowProcess.start("store-service", ["--socket", socket] + persistence + extra)
         return StoreFixture(directory: directory, process: process, socket: socket, dataDirectory: data)
     }
 

@@ -3,6 +3,7 @@ import MeowWire
 @testable import StoreServiceKit
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 /// The example model of examples/TripLog: its two forms are one model, it uses every attribute
 /// type, and broken copies of it stop the service naming the entity and property.
@@ -28,7 +29,7 @@ struct TripLogModelTests {
         let path = directory.file("TripLog.json")
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         let socket = directory.file("s.sock")
-        let result = try await runTool("store-service", ["--socket", socket, "--in-memory", "--model", path], timeout: 20)
+        let result = try await MeowProcess.run("store-service", ["--socket", socket, "--in-memory", "--model", path], timeout: .seconds(20))
         return (result.status, result.stderr, FileManager.default.fileExists(atPath: socket))
     }
 

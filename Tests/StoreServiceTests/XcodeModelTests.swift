@@ -3,6 +3,7 @@ import MeowWire
 @testable import StoreServiceKit
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 /// Xcode's model files written into a temporary directory, as Xcode lays them out.
 struct XcodeModelFiles {
@@ -208,15 +209,15 @@ struct XcodeModelTests {
     func theServiceTakesAnXcodeModel() async throws {
         let files = XcodeModelFiles()
         let path = try files.bundle("Cats", versions: ["Cats 2": XcodeModelFiles.contents(Self.version2)], current: "Cats 2")
-        let printed = try await runTool("store-service", ["--print-model", "--model", path], timeout: 20)
+        let printed = try await MeowProcess.run("store-service", ["--print-model", "--model", path], timeout: .seconds(20))
         #expect(printed.status == 0)
         #expect(try ManagedObjectModel.load(json: Data(printed.stdout.utf8)).jsonText == ManagedObjectModel.load(path: path).jsonText)
-        let checked = try await runTool("store-service", ["--check-model", "--model", path], timeout: 20)
+        let checked = try await MeowProcess.run("store-service", ["--check-model", "--model", path], timeout: .seconds(20))
         #expect(checked.status == 0)
         #expect(checked.stdout.contains("The Cats model can be mirrored with CloudKit"))
         let bad = try files.bundle("Bad", versions: ["Bad": XcodeModelFiles.contents(#"<entity name="Cat"><attribute name="spots" attributeType="Dots"/></entity>"#)],
                                    current: nil)
-        let started = try await runTool("store-service", ["--socket", files.directory.file("s.sock"), "--in-memory", "--model", bad], timeout: 20)
+        let started = try await MeowProcess.run("store-service", ["--socket", files.directory.file("s.sock"), "--in-memory", "--model", bad], timeout: .seconds(20))
         #expect(started.status == 78)
         #expect(started.stderr.contains("bad model:") && started.stderr.contains("Cat.spots: unknown attribute type 'Dots'"), "\(started.stderr)")
         #expect(!FileManager.default.fileExists(atPath: files.directory.file("s.sock")))

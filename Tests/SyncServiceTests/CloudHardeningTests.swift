@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// Attacks on the real `sync-service` over its socket: pages that outgrow a frame, change tags
 /// that name other versions, field values the cloud cannot hold exactly.
@@ -12,7 +13,7 @@ import Testing
     static let zone: JSONValue = ["zoneName": "Zone"]
     static let ownerZone: JSONValue = ["zoneName": "Zone", "ownerName": "owner"]
 
-    func start() async throws -> ServiceProcess { try await CloudProcess(dir: dir).start() }
+    func start() async throws -> MeowProcess { try await CloudProcess(dir: dir).start() }
 
     func connect(_ credential: String) async throws -> WireClient {
         try await CloudProcess(dir: dir).connect(credential, client: "hardening-tests")

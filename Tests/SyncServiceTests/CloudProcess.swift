@@ -1,6 +1,7 @@
 import Foundation
 import MeowWire
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 /// A real sync-service on a short temp socket with the test users (owner, alice, bob), for the
 /// suites that talk to it over the wire.
@@ -8,11 +9,11 @@ struct CloudProcess {
     static let admin = "admin-secret-for-tests"
     let dir: TemporaryDirectory
 
-    func start(dataDir: Bool = false, extra: [String] = []) async throws -> ServiceProcess {
+    func start(dataDir: Bool = false, extra: [String] = []) async throws -> MeowProcess {
         let users = #"{"users":[{"user":"owner","credential":"owner-secret"},{"user":"alice","credential":"alice-secret"},{"user":"bob","credential":"bob-secret"}]}"#
         try users.write(toFile: dir.file("users.json"), atomically: true, encoding: .utf8)
         let persistence = dataDir ? ["--data-dir", dir.file("data")] : ["--in-memory"]
-        return try await ServiceProcess.start("sync-service", ["--socket", dir.file("s.sock"), "--admin-credential", Self.admin,
+        return try await MeowProcess.start("sync-service", ["--socket", dir.file("s.sock"), "--admin-credential", Self.admin,
                                                                "--users", dir.file("users.json")] + persistence + extra)
     }
 

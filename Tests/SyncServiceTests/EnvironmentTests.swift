@@ -5,13 +5,14 @@ import SQLiteKit
 @testable import SyncServiceKit
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// Development and production: two sets of databases in one cloud, chosen by hello.
 @Suite(.timeLimit(.minutes(3))) struct EnvironmentTests {
     let dir = TemporaryDirectory(prefix: "en")
     static let zone: JSONValue = ["zoneName": "Zone"]
 
-    func start(dataDir: Bool = false) async throws -> ServiceProcess {
+    func start(dataDir: Bool = false) async throws -> MeowProcess {
         try await CloudProcess(dir: dir).start(dataDir: dataDir)
     }
 

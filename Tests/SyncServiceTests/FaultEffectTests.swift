@@ -4,6 +4,7 @@ import MeowWire
 @testable import SyncServiceKit
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// Which requests a fault naming a zone or a record type picks: the injector's matching rule,
 /// called directly.
@@ -80,7 +81,7 @@ struct FaultTargetTests {
 struct FaultEffectTests {
     struct Cloud {
         let directory = TemporaryDirectory()
-        let service: ServiceProcess
+        let service: MeowProcess
         var socket: String { directory.file("s.sock") }
 
         init(faults: String? = nil) async throws {
@@ -91,7 +92,7 @@ struct FaultEffectTests {
                 try faults.write(toFile: directory.file("faults.json"), atomically: true, encoding: .utf8)
                 arguments += ["--faults", directory.file("faults.json")]
             }
-            service = try await ServiceProcess.start("sync-service", arguments)
+            service = try await MeowProcess.start("sync-service", arguments)
         }
 
         func connect(_ credential: String) async throws -> WireClient {

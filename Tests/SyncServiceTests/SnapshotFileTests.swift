@@ -5,6 +5,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 /// A snapshot larger than a frame goes through a file the sync-service writes and reads
 /// (`admin.exportSnapshot`/`importSnapshot` with `path`, `meowctl snapshot`).
@@ -77,12 +78,12 @@ struct SnapshotFileTests {
         try CloudProcess.admin.write(toFile: credential, atomically: true, encoding: .utf8)
         chmod(credential, 0o600)
         let viaTool = source.dir.file("via-meowctl.json")
-        let export = try await runTool("meowctl", ["snapshot", "export", "--socket", source.dir.file("s.sock"), "--credential-file", credential, "--file", viaTool])
+        let export = try await MeowProcess.run("meowctl", ["snapshot", "export", "--socket", source.dir.file("s.sock"), "--credential-file", credential, "--file", viaTool])
         #expect(export.status == 0, "\(export.stderr)")
         #expect(export.stdout.contains("wrote \(viaTool)"))
         let third = CloudProcess(dir: TemporaryDirectory())
         let thirdCloud = try await third.start(extra: Self.frameLimit)
-        let importRun = try await runTool("meowctl", ["snapshot", "import", "--socket", third.dir.file("s.sock"), "--credential-file", credential, "--file", viaTool, "--json"])
+        let importRun = try await MeowProcess.run("meowctl", ["snapshot", "import", "--socket", third.dir.file("s.sock"), "--credential-file", credential, "--file", viaTool, "--json"])
         #expect(importRun.status == 0, "\(importRun.stderr)")
         #expect(try JSONParser.parse(importRun.stdout)["records"] == 120)
         let thirdOwner = try await third.connect("owner-secret", client: "snapshot-test")

@@ -4,13 +4,14 @@ import MeowWire
 import SyncServiceKit
 import TestSupport
 import Testing
+import class MeowCareCluster.MeowProcess
 
 /// The real `sync-service` binary over its socket: one test per group of rules.
 @Suite(.timeLimit(.minutes(3))) struct SyncServiceProcessTests {
     let dir = TemporaryDirectory(prefix: "sy")
     static let admin = CloudProcess.admin
 
-    func start(dataDir: Bool = false, extra: [String] = []) async throws -> ServiceProcess {
+    func start(dataDir: Bool = false, extra: [String] = []) async throws -> MeowProcess {
         try await CloudProcess(dir: dir).start(dataDir: dataDir, extra: extra)
     }
 
@@ -250,7 +251,7 @@ import Testing
         #expect(await first.stop() == 0)
 
         // The snapshot leaves credentials out: the users come from --users here, and keep theirs.
-        let second = try await ServiceProcess.start("sync-service", ["--socket", dir.file("s.sock"), "--in-memory", "--admin-credential", Self.admin,
+        let second = try await MeowProcess.start("sync-service", ["--socket", dir.file("s.sock"), "--in-memory", "--admin-credential", Self.admin,
                                                                      "--users", dir.file("users.json")])
         admin = try await connect(Self.admin)
         let imported = try await admin.call("admin.importSnapshot", ["snapshot": snapshot] as JSONValue)

@@ -1,6 +1,7 @@
 import Foundation
 import MeowWire
 import StoreServiceKit
+import StoreWire
 
 extension CloudMirror {
     static let accountKey = "accountUser"
@@ -16,14 +17,6 @@ extension CloudMirror {
             throw WireError(.notAuthenticated, "No cloud account is signed in on this device (account.signOut); call account.signIn to sync again. Local saves keep working and are uploaded after sign-in.")
         }
         return credential
-    }
-
-    /// What `account.signOut` / `account.signIn` answer.
-    struct AccountResult: Codable, Sendable {
-        var signedIn: Bool
-        var user: String?
-        /// Local objects removed by the sign-out (the account's mirrored data).
-        var objectsRemoved: Int?
     }
 
     /// Scenario 35, sign-out: the device stops syncing, and the data it mirrored leaves the
@@ -82,7 +75,7 @@ extension CloudMirror {
             }
             removed += wipe.count
             try applyLocally(wipe, storeIndex: index, stores: stores)
-            try store.database.transaction {
+            try write(store) { _ in
                 try store.database.execute("""
                     DELETE FROM mirror_pending; DELETE FROM mirror_meta; DELETE FROM mirror_fieldtimes;
                     DELETE FROM mirror_unexportable; DELETE FROM mirror_unimportable; DELETE FROM mirror_share; DELETE FROM z_share;

@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// Creates whose answer never came (a lost reply, a crash): before a send, each is found in the
 /// cloud or not, so it is neither sent twice nor lost.
@@ -63,7 +64,7 @@ extension CloudMirror {
             // Read as a fetch reads them: a CDMR record becomes its link's record.
             let sent = found.map(MirrorLinkRecords.incoming).filter { record in row.entries.contains { $0.name == record.recordName } }
             if !sent.isEmpty {
-                var applied = MirrorFetchReport()
+                var applied = SyncFetchResult()
                 try applyPage(sent, prepared: [], deleted: [], zone: row.zone, scope: scope, token: nil, holdDeletes: true, report: &applied)
                 logger.info("creates of an unanswered send found on the server", ["zone": .string(row.zone.key), "records": .int(sent.count)])
             }
@@ -74,7 +75,7 @@ extension CloudMirror {
             }
         }
         guard !unresolved.isEmpty else { return }
-        var fetched = MirrorFetchReport()
+        var fetched = SyncFetchResult()
         try fetchDatabase(scope, report: &fetched)
         try dropCreatesInFlight(unresolved, store: outstanding.store)
     }
@@ -102,7 +103,7 @@ extension CloudMirror {
     func dropCreatesInFlight(_ ids: [Int64], store name: String) throws {
         try withStores { stores in
             let store = stores.list[try stores.index(named: name)]
-            try store.database.transaction(commit: .deferred) { try MirrorBookkeeping(store).dropCreatesInFlight(ids) }
+            try write(store, commit: .deferred) { _ in try MirrorBookkeeping(store).dropCreatesInFlight(ids) }
         }
     }
 }

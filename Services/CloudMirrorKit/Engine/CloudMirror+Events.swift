@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import ServiceRuntime
 import StoreServiceKit
+import StoreWire
 
 /// NSPersistentCloudKitContainer.Event, published as `eventChanged` on the `cloudKitEvents`
 /// topic: once when a setup, import or export of a store starts (no `endDate`), and once more,

@@ -4,25 +4,14 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 import Synchronization
-
-/// What one `sync.fetch` did.
-struct MirrorFetchReport: Codable, Sendable {
-    var changedRecords = 0
-    var deletedRecords = 0
-    /// Records whose unsent local edits were merged with the fetched copy.
-    var merged = 0
-    var pages = 0
-    var zonesRemoved: [String] = []
-    var zonesReset: [String] = []
-    var tokensExpired = 0
-}
 
 extension CloudMirror {
     /// Fetches the private then the shared database.
-    func fetchAll() throws -> MirrorFetchReport {
+    func fetchAll() throws -> SyncFetchResult {
         try signedInCredential()
-        var report = MirrorFetchReport()
+        var report = SyncFetchResult()
         // Connected first: a connection that cannot be made is the setup's failure, and the
         // imports begin only once there is a cloud to import from.
         _ = try client()
@@ -96,7 +85,7 @@ extension CloudMirror {
         }
     }
 
-    func fetchDatabase(_ scope: StoreScope, report: inout MirrorFetchReport) throws {
+    func fetchDatabase(_ scope: StoreScope, report: inout SyncFetchResult) throws {
         guard try storeName(scope) != nil else { return }
         let database: DatabaseScope = scope == .private ? .private : .shared
         let fullFetch = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.databaseTokenKey) } == nil
@@ -133,7 +122,7 @@ extension CloudMirror {
 
     /// The held deletions (`holdTombstones`), applied zone by zone: a record that meanwhile
     /// arrived in another zone is not deleted (`applyPage`).
-    private func applyHeldTombstones(_ scope: StoreScope, report: inout MirrorFetchReport) throws {
+    private func applyHeldTombstones(_ scope: StoreScope, report: inout SyncFetchResult) throws {
         for (zone, deleted) in try state(scope, { state, _, _ in try state.heldTombstones() }) {
             try applyPage([], prepared: [], deleted: deleted, zone: zone, scope: scope, token: nil, holdDeletes: false, report: &report)
             try state(scope) { state, _, _ in try state.dropTombstones(zone: zone) }
@@ -142,7 +131,7 @@ extension CloudMirror {
 
     /// One pass over the database's changes from its token: whether any zone changed.
     private func fetchDatabaseChanges(_ scope: StoreScope, database: DatabaseScope, zones currentZones: inout Set<ZoneID>,
-                                      report: inout MirrorFetchReport) throws -> Bool {
+                                      report: inout SyncFetchResult) throws -> Bool {
         var changedAny = false
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.databaseTokenKey) }
@@ -160,7 +149,7 @@ extension CloudMirror {
             for zone in changes.purgedZones { try removeZone(zone, scope: scope, purged: true, report: &report) }
             for zone in changes.encryptedDataResetZones {
                 try state(scope) { state, _, _ in
-                    try state.store.database.transaction { try requeueZone(zone, state: state) }
+                    try write(state.store) { _ in try requeueZone(zone, state: state) }
                 }
                 progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
                 report.zonesReset.append(zone.key)
@@ -172,13 +161,19 @@ extension CloudMirror {
             for zone in ordered { try fetchZone(zone, scope: scope, database: database, report: &report) }
             currentZones.formUnion(changes.changedZones)
             changedAny = changedAny || !changes.changedZones.isEmpty
-            try state(scope) { state, _, _ in try state.setDerivableValue(MirrorBookkeeping.databaseTokenKey, changes.token.text) }
+            // A database token can be derived again (one lost to a power cut only means the zones
+            // it covered are listed again; each zone's token is kept with its pages): written
+            // without waiting for the disk, and not at all when it is unchanged.
+            try state(scope) { state, _, _ in
+                guard try state.value(MirrorBookkeeping.databaseTokenKey) != changes.token.text else { return }
+                try write(state.store, commit: .deferred) { _ in try state.setValue(MirrorBookkeeping.databaseTokenKey, changes.token.text) }
+            }
             if !changes.moreComing { break }
         }
         return changedAny
     }
 
-    func fetchZone(_ zone: ZoneID, scope: StoreScope, database: DatabaseScope, report: inout MirrorFetchReport) throws {
+    func fetchZone(_ zone: ZoneID, scope: StoreScope, database: DatabaseScope, report: inout SyncFetchResult) throws {
         // A fetch from nil lists live records only, no deletions: the records this device knows
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
@@ -189,7 +184,7 @@ extension CloudMirror {
             let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.zoneTokenKey(zone)) }
             // (A device that knows no record of the zone yet has nothing to compare.)
             if token == nil { listed = try state(scope) { state, _, _ in try state.knowsRecords(inZone: zone) } ? [] : nil }
-            let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token.map { ChangeToken($0) }, limit: 1000)
+            let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token.map { ChangeToken($0) }, limit: BatchSizing.fetchPage)
             let reply: JSONValue
             let prefetched = ahead.next()
             var outcome = prefetched?.wait()
@@ -266,7 +261,7 @@ extension CloudMirror {
             if page.moreComing { ahead?.ask(after: page.token) }
             return page
         }, send: { [self] token, waiter in
-            begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: ChangeToken(token), limit: 1000), into: waiter, connecting: false)
+            begin("changes.fetchZone", FetchZoneChangesParams(database: database, zoneID: zone, since: ChangeToken(token), limit: BatchSizing.fetchPage), into: waiter, connecting: false)
         })
         return ahead
     }

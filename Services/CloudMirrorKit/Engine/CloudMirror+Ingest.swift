@@ -29,7 +29,7 @@ extension CloudMirror {
         while true {
             let cursor = Int(try state.value(MirrorBookkeeping.exportCursorKey) ?? "0") ?? 0
             if try historyWasPurged(after: cursor, store: store) {
-                try store.database.transaction { try queueByComparison(state, after: cursor) }
+                try write(store) { _ in try queueByComparison(state, after: cursor) }
                 continue
             }
             let transactions = try PersistentHistory.fetchStored(store, afterToken: cursor, limit: enough == nil ? 2000 : 16,
@@ -37,7 +37,7 @@ extension CloudMirror {
             guard !transactions.isEmpty else { return IngestOutcome(queued: queued) }
             var faults: [String] = []
             var reachedEnough = false
-            try store.database.transaction(commit: .deferred) {
+            try write(store, commit: .deferred) { _ in
                 var last = cursor
                 for transaction in transactions {
                     if transaction.author != SaveOperation.syncAuthor {
@@ -58,7 +58,7 @@ extension CloudMirror {
                 try state.setValue(MirrorBookkeeping.exportCursorKey, String(last))
             }
             for zone in faults {
-                // Seed 002: what iOS prints, exactly; the device keeps running.
+                // What iOS prints, exactly; the device keeps running.
                 logger.rawLine("CoreData: fault: Illegal attempt to work with the core-data or default zone in the shared database: \(zone)")
             }
             if reachedEnough { return IngestOutcome(queued: queued, more: true) }

@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 import Synchronization
 
 /// One fetched page applied to a store: rows, links waiting for their targets, merges with
@@ -21,7 +22,7 @@ extension CloudMirror {
     /// `holdDeletes`: the page's deletions are kept (`holdTombstones`) for the fetch's end
     /// rather than applied.
     func applyPage(_ changed: [CloudRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: ZoneID,
-                   scope: StoreScope, token: String?, holdDeletes: Bool, report: inout MirrorFetchReport) throws {
+                   scope: StoreScope, token: String?, holdDeletes: Bool, report: inout SyncFetchResult) throws {
         try state(scope) { state, index, stores in
             let store = state.store
             try ingest(store)
@@ -30,15 +31,14 @@ extension CloudMirror {
             // The page's lookups, and its records new to this device with their metadata, in one
             // transaction; the context path below takes the rest.
             // Without waiting for the disk: the page, its token and its history roll back
-            // together, and its notice goes out once the log is synced (`publishOnceDurable`).
-            let notice = try store.database.transaction(commit: .deferred) {
+            // together, and the write publishes its notice once the log is synced.
+            try write(store, commit: .deferred) { changes in
                 try page.sortChanged(report: &report)
                 try page.keepDeletesThatStand()
                 try page.importFresh()
                 try page.applyDeletions(report: &report)
-                return try page.writeDirect(token: token)
+                try page.writeDirect(token: token, changes: &changes)
             }
-            if let notice { engine.publishOnceDurable([notice], store: store) }
             publishRefused(page.collisionNotices)
             try page.saveThroughContext(storeIndex: index, stores: stores, token: token)
             try linkWaiting(for: changed.map(\.recordName).filter { !page.collided.contains($0) }, state: state, storeIndex: index, stores: stores)
@@ -149,7 +149,7 @@ extension CloudMirror {
     /// A zone is gone (deleted, purged, or the user left / was removed / the share ended): its
     /// local rows are removed, its queued changes discarded (never moved elsewhere) and its
     /// token forgotten (docs/RULES.md, mirroring: zones deleted or purged; scenarios 25, 41, 42).
-    func removeZone(_ zone: ZoneID, scope: StoreScope, purged: Bool, report: inout MirrorFetchReport) throws {
+    func removeZone(_ zone: ZoneID, scope: StoreScope, purged: Bool, report: inout SyncFetchResult) throws {
         try state(scope) { state, index, stores in
             let store = state.store
             try ingest(store)
@@ -173,7 +173,7 @@ extension CloudMirror {
             }
             for meta in try state.metas(inZone: zone) where !uuids.contains(meta.uuid) { uuids.append(meta.uuid) }
             try applyLocally(local, storeIndex: index, stores: stores)
-            try store.database.transaction {
+            try write(store) { _ in
                 for uuid in uuids {
                     try state.dropMeta(uuid)
                     try state.dropPending(uuid)

@@ -1,6 +1,7 @@
 import CloudWire
 import MeowWire
 import StoreServiceKit
+import StoreWire
 
 /// A record the server refused with an error of its own at its last send, as `sync.status`
 /// lists it: it stays queued and is sent again with the next send.

@@ -3,19 +3,12 @@ import Foundation
 import MeowWire
 import ServiceRuntime
 import StoreServiceKit
+import StoreWire
 
 /// `sync.initializeSchema`.
 struct InitializeSchemaParams: Codable, Sendable {
     /// Build the representative records and answer the schema, without uploading (Apple's `.dryRun`).
     var dryRun: Bool?
-}
-
-struct InitializeSchemaResult: Codable, Sendable {
-    /// Record type → field → CloudKit's type name, as the representative records define them.
-    var recordTypes: [String: [String: String]]
-    /// Representative records saved (and deleted again); 0 for a dry run.
-    var uploaded: Int
-    var dryRun: Bool
 }
 
 extension CloudMirror {
@@ -28,7 +21,7 @@ extension CloudMirror {
     /// The records carry the types the mirror's exports give each attribute
     /// (`MirrorRecordCoding.fieldType`: booleans as int64, dates as date, …). Another
     /// device fetching meanwhile may see them come and go, as with Apple's.
-    func initializeSchema(dryRun: Bool, progress: ProgressReporter = .silent) throws -> InitializeSchemaResult {
+    func initializeSchema(dryRun: Bool, progress: ProgressReporter = .silent) throws -> SchemaInitialization {
         let names = Set(engine.model.configurations.flatMap(\.entities))
         let entities = engine.model.entities.filter { names.contains($0.name) }
         var recordTypes: [String: [String: String]] = [:]
@@ -48,7 +41,7 @@ extension CloudMirror {
             }
             saves.append(record)
         }
-        guard !dryRun else { return InitializeSchemaResult(recordTypes: recordTypes, uploaded: 0, dryRun: true) }
+        guard !dryRun else { return SchemaInitialization(recordTypes: recordTypes, uploaded: 0, dryRun: true) }
         try signedInCredential()
         // Made (or found) every time: a zone deleted since this process made it is made again.
         _ = try request("zones.save", ZonesParams(database: .private, zoneIDs: [.coreData]))
@@ -74,7 +67,7 @@ extension CloudMirror {
             throw WireError(error.code, "sync.initializeSchema: the schema is defined, but deleting its representative records failed (\(error.message)); run it again to delete them.",
                             details: error.details)
         }
-        return InitializeSchemaResult(recordTypes: recordTypes, uploaded: saves.count, dryRun: false)
+        return SchemaInitialization(recordTypes: recordTypes, uploaded: saves.count, dryRun: false)
     }
 }
 

@@ -4,33 +4,13 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
-
-/// What one `sync.send` did.
-struct MirrorSendReport: Codable, Sendable {
-    var saved = 0
-    var deleted = 0
-    /// Entries merged after serverRecordChanged / serverRejectedRequest.
-    var conflictsResolved = 0
-    /// Local changes the server refused (permissionFailure) and the device undid.
-    var reverted = 0
-    /// Entries dropped without a request (their row is gone, or never reached the server).
-    var dropped = 0
-    /// Records the server refused with an error of their own (a production schema without
-    /// their field, a field of another type): they stay queued, listed in `sync.status`.
-    var refused = 0
-    /// Entries waiting for a retry-after moment.
-    var deferred = 0
-    var requests = 0
-    var pending = 0
-    /// Seconds until the earliest deferred entry may be sent.
-    var retryAfterSeconds: Double?
-}
+import StoreWire
 
 extension CloudMirror {
     /// Sends both stores' queues.
-    func sendAll() throws -> MirrorSendReport {
+    func sendAll() throws -> SyncSendResult {
         try signedInCredential()
-        var report = MirrorSendReport()
+        var report = SyncSendResult()
         for scope in [StoreScope.private, .shared] {
             // An export event only when the store has something to send (`send` begins it).
             try event(.export, scope: scope, lazily: true) { event in
@@ -82,10 +62,11 @@ extension CloudMirror {
     /// what comes before; reading them again only to skip them was a tenth of a send).
     /// Empty when there is nothing to send.
     private func nextBatches(scope: StoreScope, excluding: Set<String>, after: Int64 = 0, touched: Set<String>,
-                             ahead: inout QueuedAhead?, report: inout MirrorSendReport) throws -> [Batch] {
+                             ahead: inout QueuedAhead?, report: inout SyncSendResult) throws -> [Batch] {
         let now = clock.seconds()
-        let limit = progress.withLock { $0.batchLimit }
-        let count = Self.batchesInFlight
+        let sizing = progress.withLock { $0.batchSizing }
+        let limit = sizing.limit
+        let count = BatchSizing.inFlight
         var lookedAgain = false
         while true {
             // History into the queue (a write, under the store lock), unless the last batches'
@@ -98,7 +79,7 @@ extension CloudMirror {
                 guard let fresh = try withStores({ stores -> QueuedAhead? in
                     guard let index = Self.storeIndex(scope, in: stores) else { return nil }
                     let store = stores.list[index]
-                    let outcome = try ingest(store, enough: limit * count)
+                    let outcome = try ingest(store, enough: sizing.queueAhead)
                     return QueuedAhead(store: store, reader: try store.readingCompanion(), queued: outcome.queued, more: outcome.more)
                 }) else { return [] }
                 queued = fresh
@@ -127,7 +108,7 @@ extension CloudMirror {
                 // (A store replaced meanwhile: built again from the new one.)
                 guard let index = Self.storeIndex(scope, in: stores), stores.list[index] === store else { return nil }
                 // One transaction: its dozens of statements per record share one file lock.
-                let batches = try store.database.transaction(commit: .deferred) {
+                let batches = try write(store, commit: .deferred) { _ in
                     let built = try read ?? build(store, drops: &drops)
                     try finishDrops(drops, store: store)
                     return try built.map { try finishBatch($0, store: store) }
@@ -135,14 +116,14 @@ extension CloudMirror {
                 // The history saved since is queued in the same turn, for the next batches: a
                 // turn of the lock between a client's saves waits for a whole save, and a turn
                 // of its own for this took one more wait per batch.
-                let outcome = try ingest(store, enough: limit * count)
+                let outcome = try ingest(store, enough: sizing.queueAhead)
                 return (batches, QueuedAhead(store: store, reader: queued.reader, queued: outcome.queued, more: outcome.more))
             }
             guard let (batches, next) = finished else { continue }
             ahead = next
             if !batches.isEmpty { return batches }
-            // What was queued sends nothing (deletes of records never sent, seed 002's
-            // strays): look further into the history before saying the queue is done, on while
+            // What was queued sends nothing (deletes of records never sent, shared-store
+            // objects in no share zone): look further into the history before saying the queue is done, on while
             // the build's history was left partly unqueued, and once for what this turn queued
             // (saves made meanwhile). Not on for as long as saves come: while every entry they
             // queue is one a batch in flight holds, that would never return to its answers.
@@ -241,12 +222,6 @@ extension CloudMirror {
         case stop(WireError)
     }
 
-    /// How many batches may wait for their answer at once. The connection's requests are
-    /// served in order, so the server works on the next batches while the device applies the
-    /// verdicts of the one before (with one, a send ran at the sum of the two sides' times;
-    /// with two, each side still waited for the other about a fifth of the time).
-    static let batchesInFlight = 3
-
     /// One send of a scope's queue: the batches built and not sent, those sent and not
     /// answered, and what the answers so far decided. The send's steps (`launch`, `answerNext`)
     /// share it, so each reads as one move of the pipeline.
@@ -274,7 +249,7 @@ extension CloudMirror {
         /// Entries before the last one in flight were all sent in this send, or skipped; any
         /// still queued there (a merge the client won) are read once nothing is in flight.
         var readFrom: Int64 { inFlight.map(\.batch.lastSeq).max() ?? 0 }
-        var mayLaunch: Bool { stopError == nil && !rebuild && inFlight.count < CloudMirror.batchesInFlight && rounds < 10_000 }
+        var mayLaunch: Bool { stopError == nil && !rebuild && inFlight.count < BatchSizing.inFlight && rounds < 10_000 }
     }
 
     /// Sends the scope's queue batch by batch, in order. Up to `batchesInFlight` batches are
@@ -287,7 +262,7 @@ extension CloudMirror {
     /// their children), as without batches in flight.
     /// `settling`: a second pass, for what `settleMissing` queued; it settles without another pass.
     /// `event`: the export event, begun once the send has a batch and a connection.
-    private func send(scope: StoreScope, report: inout MirrorSendReport, settling: Bool = false, event: CloudKitEvent? = nil) throws {
+    private func send(scope: StoreScope, report: inout SyncSendResult, settling: Bool = false, event: CloudKitEvent? = nil) throws {
         try resolveCreatesInFlight(scope: scope)
         var pass = SendPass()
         try readQueueAgain(&pass, scope: scope, report: &report)
@@ -314,19 +289,19 @@ extension CloudMirror {
     }
 
     /// Batches from the start of the queue, none of the skipped entries.
-    private func readQueueAgain(_ pass: inout SendPass, scope: StoreScope, report: inout MirrorSendReport) throws {
+    private func readQueueAgain(_ pass: inout SendPass, scope: StoreScope, report: inout SyncSendResult) throws {
         pass.upcoming = try nextBatches(scope: scope, excluding: pass.skipped, touched: pass.touched, ahead: &pass.ahead, report: &report)
     }
 
     /// Built when none is left to send: as many as may be in flight at once, so that a turn of
     /// the store lock between a client's saves finishes up to a save's worth of batches.
-    private func buildMore(_ pass: inout SendPass, scope: StoreScope, report: inout MirrorSendReport) throws {
+    private func buildMore(_ pass: inout SendPass, scope: StoreScope, report: inout SyncSendResult) throws {
         pass.upcoming = try nextBatches(scope: scope, excluding: pass.skipped.union(pass.unanswered), after: pass.readFrom,
                                         touched: pass.touched, ahead: &pass.ahead, report: &report)
     }
 
     /// Sends built batches until as many as may be are in flight (or the send may send no more).
-    private func launch(_ pass: inout SendPass, scope: StoreScope, report: inout MirrorSendReport) throws {
+    private func launch(_ pass: inout SendPass, scope: StoreScope, report: inout SyncSendResult) throws {
         while pass.mayLaunch, let batch = pass.upcoming.first {
             if !pass.tokenChecked, let known = try coreDataTokenKnown(for: batch) {
                 if !known {
@@ -334,7 +309,7 @@ extension CloudMirror {
                     // batches are built again.
                     if !pass.inFlight.isEmpty { return }
                     try forgetCreates(of: pass.upcoming)
-                    var fetched = MirrorFetchReport()
+                    var fetched = SyncFetchResult()
                     try fetchZone(.coreData, scope: .private, database: .private, report: &fetched)
                     try readQueueAgain(&pass, scope: scope, report: &report)
                 }
@@ -355,7 +330,7 @@ extension CloudMirror {
 
     /// Waits for the oldest batch's answer and applies it, with the later batches already
     /// answered in full.
-    private func answerNext(_ pass: inout SendPass, scope: StoreScope, report: inout MirrorSendReport) throws {
+    private func answerNext(_ pass: inout SendPass, scope: StoreScope, report: inout SyncSendResult) throws {
         let sent = pass.inFlight.removeFirst()
         let verdict = finish(sent.waiter, "records.modify", sent.params)
         CrashPoint.reached("mirror.afterServerReply")
@@ -395,7 +370,7 @@ extension CloudMirror {
 
     /// History the send did not get to (it stopped, or saves came meanwhile) is queued:
     /// `pending` counts it, and status and the next send see it.
-    private func countLeftOver(scope: StoreScope, stopped: Bool, report: inout MirrorSendReport) throws {
+    private func countLeftOver(scope: StoreScope, stopped: Bool, report: inout SyncSendResult) throws {
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { return }
             try ingest(stores.list[index])
@@ -412,7 +387,7 @@ extension CloudMirror {
 
     /// Applies one batch's answer. `read`: its success reply as read from the bytes, if it was.
     private func apply(_ verdict: Result<JSONValue, WireError>, read: ModifyVerdicts?, of batch: Batch, scope: StoreScope,
-                       report: inout MirrorSendReport, pass: inout SendPass) throws -> Step {
+                       report: inout SyncSendResult, pass: inout SendPass) throws -> Step {
         let items = batch.items
         defer { if let observer = sendObserver.withLock({ $0 }) { observer(report.saved) } }
         switch verdict {
@@ -430,8 +405,7 @@ extension CloudMirror {
                               errors: errors, answered: batch.createsInFlight, report: &report, pass: &pass)
             return .rebuild
         case let .failure(error) where error.retry == .afterHalvingBatch:
-            let halved = max(1, items.count / 2)
-            progress.withLock { $0.batchLimit = min($0.batchLimit, halved) }
+            let halved = progress.withLock { $0.batchSizing.exceeded(items: items.count) }
             logger.info("limitExceeded: splitting the batch", ["items": .int(items.count), "nextBatch": .int(halved)])
             return items.count == 1 ? .stop(error) : .rebuild
         case let .failure(error) where error.retry == .afterRetryAfter:
@@ -456,7 +430,7 @@ extension CloudMirror {
     /// which then goes there; a deleted one goes with its tombstone (scenario 20). Only a record
     /// the fetch left where it was meets the delete policy.
     private func settleMissing(_ items: [SendItem], scope: StoreScope) throws {
-        var fetched = MirrorFetchReport()
+        var fetched = SyncFetchResult()
         try fetchDatabase(scope, report: &fetched)
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { return }
@@ -469,18 +443,18 @@ extension CloudMirror {
                 // Left where it was: the same zone and the tag the update was sent with. A record
                 // moved away and back meanwhile is in that zone again at a newer tag; the edit
                 // merged into it there and goes out (deciding by zone alone deleted it here,
-                // and the record stayed behind in a zone its session had left: seed 724).
+                // and the record stayed behind in a zone its session had left).
                 guard let zone = item.record?.zoneID, let meta = try state.meta(uuid), meta.zone == zone,
                       meta.changeTag == item.record?.recordChangeTag, try state.pending(uuid: uuid) != nil else { continue }
                 if options.deletePolicy(item.entity.name) == .resurrect {
-                    try store.database.transaction(commit: .deferred) { try state.forgetServerCopy(uuid) }
+                    try write(store, commit: .deferred) { _ in try state.forgetServerCopy(uuid) }
                 } else {
                     local.append(LocalChange(uuid: uuid, entity: item.entity, fields: nil, zone: nil))
                     afterSave.append { try state.dropMeta(uuid); try state.dropPending(item.pending) }
                 }
             }
             try applyLocally(local, storeIndex: index, stores: stores)
-            try store.database.transaction(commit: .deferred) { for step in afterSave { try step() } }
+            try write(store, commit: .deferred) { _ in for step in afterSave { try step() } }
         }
     }
 

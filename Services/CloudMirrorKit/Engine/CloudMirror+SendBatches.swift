@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// Building a send's batches: each queued entry as the record (or delete) it sends, in the
 /// zone its object belongs to now.
@@ -14,7 +15,7 @@ extension CloudMirror {
     /// `readThrough`: the queue position of the last entry it took (as an item, a drop, or
     /// one to skip); the next batch is read from past it.
     func buildBatch(store: PersistentStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
-                    touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout MirrorSendReport,
+                    touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout SyncSendResult,
                     readThrough: inout Int64) throws -> [SendItem] {
         let state = MirrorBookkeeping(store)
         var items: [SendItem] = []

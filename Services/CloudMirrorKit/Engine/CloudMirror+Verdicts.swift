@@ -4,13 +4,14 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// A send's verdicts applied: saved entries leave the queue, conflicts merge with the
 /// server's copy, refusals revert or wait, per item.
 extension CloudMirror {
     /// `answered`: the batch's rows of creates in flight, dropped with the verdicts.
     func applyVerdicts(items: [SendItem], scopeStore: String, verdicts: ModifyVerdicts, errors: [String: WireError],
-                       answered: [Int64], report: inout MirrorSendReport, pass: inout SendPass) throws {
+                       answered: [Int64], report: inout SyncSendResult, pass: inout SendPass) throws {
         let applied = try withStores { stores -> VerdictApplication in
             let index = try stores.index(named: scopeStore)
             let store = stores.list[index]
@@ -18,13 +19,12 @@ extension CloudMirror {
             // A merge reads the row as it is now and the queue entry's edited fields and stamps:
             // a save that landed while the batch was out (automatic mode sends while clients
             // save) is queued first, or the merge saw its values without its entry, took the
-            // server's for them, and the edit was lost on every device (automatic kill variant,
-            // seed 730).
+            // server's for them, and the edit was lost on every device.
             if !errors.isEmpty { try ingest(store) }
             var applied = VerdictApplication(mirror: self, state: state, verdicts: verdicts, errors: errors)
             // One transaction for the whole batch's verdicts: with synchronous=FULL each
             // autocommit write is an fsync, which made a send cost ~2 ms per record.
-            try store.database.transaction(commit: .deferred) {
+            try write(store, commit: .deferred) { _ in
                 try state.dropCreatesInFlight(answered)
                 for item in items { try applied.apply(item, report: &report, pass: &pass) }
             }
@@ -106,7 +106,7 @@ extension CloudMirror {
             // reported like any refused import; failing here failed every send after.
             let refused = try applyRefusing([change], storeIndex: index, stores: stores)
             var told: [ImportRefusedNotice] = []
-            try stores.list[index].database.transaction {
+            try write(stores.list[index]) { _ in
                 if !refused.isEmpty, let zone {
                     told = try keepRefused(refused, of: [change], zone: zone, tags: [pending.uuid: serverCopy?.recordChangeTag], state: state)
                 }

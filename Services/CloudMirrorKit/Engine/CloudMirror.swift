@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 import Synchronization
 
 /// The device's cloud mirror (NSPersistentCloudKitContainer's job): the private store ↔ the
@@ -25,7 +26,7 @@ final class CloudMirror: Sendable {
     /// The credential the mirror signs in with; nil while the device is signed out.
     let credential: Mutex<String?>
     private let work = Mutex(())
-    let progress = Mutex(Progress())
+    let progress: Mutex<Progress>
     /// Told the records saved so far after each batch a send applies, while a request that
     /// reports progress (share.create) runs a send.
     let sendObserver = Mutex<(@Sendable (Int) -> Void)?>(nil)
@@ -53,8 +54,7 @@ final class CloudMirror: Sendable {
         var inFlight: String?
         var lastError: WireError?
         var lastSuccess: Date?
-        /// Items per records.modify; halved on limitExceeded.
-        var batchLimit = 400
+        var batchSizing: BatchSizing
         var zonesEnsured: Set<String> = []
         var backoffSeconds = 0.0
         /// A move waits for another device's (`applyVerdicts`): automatic mode fetches before it sends again.
@@ -71,12 +71,14 @@ final class CloudMirror: Sendable {
             stores.list.map { StoreIdentity(scope: $0.scope, name: $0.name, uuid: $0.uuid) }
         }
         let signedOut = try engine.coordinator.withStores { stores -> Bool in
-            for store in stores.list { try store.database.transaction { try MirrorBookkeeping(store).createTables() } }
+            for store in stores.list {
+                try engine.write(store, author: SaveOperation.syncAuthor, contextName: nil) { _ in try MirrorBookkeeping(store).createTables() }
+            }
             guard let index = Self.storeIndex(.private, in: stores) else { return false }
             return try MirrorBookkeeping(stores.list[index]).value(Self.signedOutKey) != nil
         }
         credential = Mutex(signedOut ? nil : options.credential)
-        progress.withLock { $0.batchLimit = options.batchSize }
+        progress = Mutex(Progress(batchSizing: BatchSizing(start: options.batchSize)))
     }
 
     // MARK: Serialised work
@@ -116,6 +118,12 @@ final class CloudMirror: Sendable {
 
     func withStores<T>(_ body: (StoreSet) throws -> T) throws -> T {
         try engine.coordinator.withStores(body)
+    }
+
+    /// Writes `store` as the mirror (author `sync`, never exported): its imports and its own
+    /// bookkeeping tables alike, through the one way to write a store (`StoreEngine.write`).
+    func write<T>(_ store: PersistentStore, commit: Database.CommitSync = .full, _ body: (inout StoreChangeRecorder) throws -> T) throws -> T {
+        try engine.write(store, author: SaveOperation.syncAuthor, contextName: Self.importContextName, commit: commit, body)
     }
 
     static func storeIndex(_ scope: StoreScope, in stores: StoreSet) -> Int? {

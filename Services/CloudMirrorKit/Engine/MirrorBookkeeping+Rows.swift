@@ -137,7 +137,7 @@ extension MirrorBookkeeping {
     }
 
     /// The share zone a shared-store row keeps as `zoneKey`, when the store has that share's
-    /// metadata (a zone it was never given is no share of this user's: seed 002's fault).
+    /// metadata (a zone it was never given is no share of this user's, and nothing can be exported there).
     func shareZone(key zoneKey: String) throws -> ZoneID? {
         guard let zone = ZoneID(key: zoneKey),
               try database.scalar("SELECT 1 FROM z_share WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName]) != nil else { return nil }
@@ -201,7 +201,7 @@ extension MirrorBookkeeping {
         return found
     }
 
-    // MARK: Unexportable (seed 002)
+    // MARK: Unexportable (shared-store objects in no share zone)
 
     func markUnexportable(uuid: String, objectID: String, zone: String) throws -> Bool {
         try database.execute("INSERT OR IGNORE INTO mirror_unexportable(uuid, object_id, zone) VALUES (?, ?, ?)", [uuid, objectID, zone])

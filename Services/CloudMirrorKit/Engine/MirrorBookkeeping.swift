@@ -19,7 +19,7 @@ import StoreServiceKit
 /// - `mirror_fieldtimes`: per record, when and on which device each field was last edited
 ///   (the latest-edit policy's clock), as the JSON text records carry in `MC_fieldModified`.
 /// - `mirror_kv`: the export cursor and the change tokens.
-/// - `mirror_unexportable`: seed 002's stray shared-store objects.
+/// - `mirror_unexportable`: shared-store objects in no share zone, which the mirror cannot export.
 /// - `mirror_unimportable`: cloud records this store refused (`CloudMirror.applyRefusing`).
 /// - `mirror_share`: the owner's live share zones, made here or listed by a fetch, and the root
 ///   records of those made here.
@@ -53,17 +53,6 @@ struct MirrorBookkeeping {
         } else {
             try database.execute("DELETE FROM mirror_kv WHERE key = ?", [key])
         }
-    }
-
-    /// Keeps a value that can be derived again (a database change token: one lost to a power
-    /// cut only means the zones it covered are listed again, and each zone's own token is kept
-    /// with its pages), without waiting for the disk, and not at all when it is unchanged.
-    /// A fetch saved its database tokens in commits of their own that waited for the disk, two
-    /// per automatic pass (the private and the shared database) on the thread applying pages.
-    func setDerivableValue(_ key: String, _ value: String?) throws {
-        guard try self.value(key) != value else { return }
-        if database.isInTransaction { return try setValue(key, value) }
-        try database.transaction(commit: .deferred) { try setValue(key, value) }
     }
 
     static func zoneTokenKey(_ zone: ZoneID) -> String { "zoneToken:\(zone.ownerName)/\(zone.zoneName)" }

@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 extension CloudMirror {
     /// One fetched page on its way into a store (`applyPage`): records new here go to the direct
@@ -60,7 +61,7 @@ extension CloudMirror {
         /// Sorts the page's changed records: a share record sets its zone's permission; a record
         /// named like another owner's object here is refused; one this device already has as
         /// fetched is skipped; one new here goes to the direct import; the rest to a context save.
-        mutating func sortChanged(report: inout MirrorFetchReport) throws {
+        mutating func sortChanged(report: inout SyncFetchResult) throws {
             // A deletion held from an earlier round of this fetch is older than a record the
             // zone lists now: applied last, it deleted an event moved away and back meanwhile.
             try state.dropTombstones(changed.map(\.recordName), zone: zone)
@@ -123,7 +124,7 @@ extension CloudMirror {
         /// with the unsent edit or with this device's copy a move left behind, then saved through
         /// a context. False when the local delete stands and the record is not taken.
         private mutating func takeChanged(_ record: CloudRecord, entity: EntityDescription, meta stored: MirrorBookkeeping.Meta?,
-                                          queued: MirrorBookkeeping.Pending?, report: inout MirrorFetchReport) throws -> Bool {
+                                          queued: MirrorBookkeeping.Pending?, report: inout SyncFetchResult) throws -> Bool {
             let uuid = record.recordName
             let state = state
             let isKnown = stored != nil
@@ -231,7 +232,7 @@ extension CloudMirror {
         }
 
         /// The page's deletions, or held for the fetch's end (`holdDeletes`).
-        mutating func applyDeletions(report: inout MirrorFetchReport) throws {
+        mutating func applyDeletions(report: inout SyncFetchResult) throws {
             // The zone's share deleted: another device of the owner stopped it, so this device
             // no longer counts the graph as shared (share.create refused it as alreadyShared).
             // A fetch from nil lists no deletion; fetchZone drops the share when it lists none.
@@ -266,24 +267,22 @@ extension CloudMirror {
 
         // MARK: Committing
 
-        /// Writes the direct import and its metadata; when nothing needs a context save, the
-        /// page's bookkeeping and `token` too. Returns the import's notice, to publish once the
-        /// log is synced.
-        mutating func writeDirect(token: String?) throws -> RemoteChangeNotice? {
+        /// Writes the direct import (recorded through the page's `changes`) and its metadata;
+        /// when nothing needs a context save, the page's bookkeeping and `token` too.
+        mutating func writeDirect(token: String?, changes: inout StoreChangeRecorder) throws {
             // All history before this import is queued (`ingest`): the export cursor can move
             // past the import's own transaction here rather than in one more commit.
             let cursorIsCurrent = try state.value(MirrorBookkeeping.exportCursorKey) == String(store.lastToken)
-            let notice = try direct.write(router: mirror.engine.router, logger: mirror.engine.logger)
+            try direct.write(&changes, router: mirror.engine.router, logger: mirror.engine.logger)
             for (position, entity) in imported { try state.setMeta(serverCopy: changed[position], entity: entity.name) }
             try state.dropFieldTimes(imported.map { changed[$0.position].recordName })
-            if let notice, cursorIsCurrent { try state.setValue(MirrorBookkeeping.exportCursorKey, String(notice.token)) }
+            if let imported = changes.token, cursorIsCurrent { try state.setValue(MirrorBookkeeping.exportCursorKey, String(imported)) }
             if local.isEmpty {
                 for (_, step) in afterSave { try step() }
                 try state.clearUnimportable(settledNames, zone: zone)
                 afterSave = []
                 try finish(token: token)
             }
-            return notice
         }
 
         /// Saves the records that need a context, then (in one transaction) the bookkeeping of
@@ -291,7 +290,7 @@ extension CloudMirror {
         func saveThroughContext(storeIndex: Int, stores: StoreSet, token: String?) throws {
             guard !local.isEmpty else { return }
             let refused = try mirror.applyRefusing(local, storeIndex: storeIndex, stores: stores)
-            let told = try store.database.transaction(commit: .deferred) { () -> [ImportRefusedNotice] in
+            let told: [ImportRefusedNotice] = try mirror.write(store, commit: .deferred) { _ in
                 for (uuid, step) in afterSave where refused[uuid] == nil { try step() }
                 try state.clearUnimportable(settledNames.filter { refused[$0] == nil }, zone: zone)
                 let told = try mirror.keepRefused(refused, of: local, zone: zone, tags: Dictionary(changed.map { ($0.recordName, $0.recordChangeTag) },

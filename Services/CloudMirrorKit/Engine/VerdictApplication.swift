@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 extension CloudMirror {
     /// One batch's verdicts on their way into the store (`applyVerdicts`), item by item inside
@@ -25,7 +26,7 @@ extension CloudMirror {
         var refusalsCleared: [String] = []
 
         /// Applies `item`'s verdict; the send's report and pass take what it adds.
-        mutating func apply(_ item: SendItem, report: inout MirrorSendReport, pass: inout SendPass) throws {
+        mutating func apply(_ item: SendItem, report: inout SyncSendResult, pass: inout SendPass) throws {
             let uuid = item.pending.uuid
             let error = errors[uuid] ?? errors.first { $0.key.hasSuffix("/\(uuid)") }?.value
             if let record = item.record {
@@ -35,7 +36,7 @@ extension CloudMirror {
             }
         }
 
-        private mutating func applySave(_ item: SendItem, record: CloudRecord, error: WireError?, report: inout MirrorSendReport, pass: inout SendPass) throws {
+        private mutating func applySave(_ item: SendItem, record: CloudRecord, error: WireError?, report: inout SyncSendResult, pass: inout SendPass) throws {
             let uuid = item.pending.uuid
             if let tag = verdicts.saved[uuid], error == nil {
                 try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: tag,
@@ -90,7 +91,7 @@ extension CloudMirror {
         /// A save that met another version of the record: merged with the server's copy (saved
         /// through a context after the batch's transaction).
         private mutating func mergeConflict(_ item: SendItem, record: CloudRecord, conflict: RecordConflict, code: ErrorCode,
-                                            report: inout MirrorSendReport, pass: inout SendPass) throws {
+                                            report: inout SyncSendResult, pass: inout SendPass) throws {
             let uuid = item.pending.uuid
             let state = state
             let server = conflict.server
@@ -137,7 +138,7 @@ extension CloudMirror {
                 // changed what it belongs to, into another zone: that device is
                 // moving it (it saves a record where it is just before moving it).
                 // Saving again and moving at once raced that move, and each left a
-                // copy, one in each zone (automatic moves variant, seed 878). The
+                // copy, one in each zone. The
                 // move waits for a send after the other device's move has been
                 // fetched: the record then moves on from where that device put it,
                 // if it still must.
@@ -147,7 +148,7 @@ extension CloudMirror {
             }
         }
 
-        private mutating func applyDelete(_ item: SendItem, zone: ZoneID, error: WireError?, report: inout MirrorSendReport, pass: inout SendPass) throws {
+        private mutating func applyDelete(_ item: SendItem, zone: ZoneID, error: WireError?, report: inout SyncSendResult, pass: inout SendPass) throws {
             let uuid = item.pending.uuid
             if verdicts.deleted.contains(uuid) && error == nil {
                 try state.dropMeta(uuid)
@@ -174,7 +175,7 @@ extension CloudMirror {
         /// edit still queued.
         func saveMerges(storeIndex: Int, stores: StoreSet) throws {
             let refused = try mirror.applyRefusing(local, storeIndex: storeIndex, stores: stores)
-            let told = try store.database.transaction(commit: .deferred) { () -> [ImportRefusedNotice] in
+            let told: [ImportRefusedNotice] = try mirror.write(store, commit: .deferred) { _ in
                 var told: [ImportRefusedNotice] = []
                 for (uuid, server, step) in afterSave {
                     guard refused[uuid] != nil else { try step(); continue }

@@ -3,6 +3,7 @@ import Foundation
 import MeowWire
 import ServiceRuntime
 import StoreServiceKit
+import StoreWire
 
 extension CloudMirror {
     // MARK: Applying cloud state locally
@@ -147,11 +148,10 @@ extension CloudMirror {
             }
         }
         guard try !waiting.isEmpty || !links.isEmpty else { return }
-        let database = state.store.database
-        if database.isInTransaction {
+        if state.store.database.isInTransaction {
             try links.replace(sources: changes.map(\.uuid), with: waiting)
         } else {
-            try database.transaction(commit: .deferred) { try links.replace(sources: changes.map(\.uuid), with: waiting) }
+            try write(state.store, commit: .deferred) { _ in try links.replace(sources: changes.map(\.uuid), with: waiting) }
         }
         if !waiting.isEmpty {
             logger.info("relationships wait for records not fetched yet", ["links": .int(waiting.count), "store": .string(state.store.name)])

@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 struct ShareCreateParams: Codable, Sendable {
     /// The root object (a saved private-store object, e.g. a CareSession).
@@ -36,7 +37,7 @@ struct ShareAcceptResult: Codable, Sendable {
     var zoneName: String
     var ownerName: String
     var share: JSONValue
-    var fetch: MirrorFetchReport
+    var fetch: SyncFetchResult
 }
 
 extension CloudMirror {
@@ -138,7 +139,7 @@ extension CloudMirror {
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorBookkeeping(stores.list[index])
-            try stores.list[index].database.transaction {
+            try write(stores.list[index]) { _ in
                 for record in saved {
                     if record.isShare { continue }
                     guard let member = members[record.recordName] else { continue }
@@ -166,7 +167,7 @@ extension CloudMirror {
     /// (CloudKit's deletes take no tag), so a graph read from a stale view moved records
     /// another device had changed or moved meanwhile: an event moved into another session came
     /// back there as a second copy in the share zone, and a later delete of one copy left the
-    /// other (model-checked moves variant, seed 877). A refused save (serverRecordChanged,
+    /// other. A refused save (serverRecordChanged,
     /// unknownItem) means the view is stale: the store's changes are fetched and the graph read
     /// again. After `shareAttempts` the graph moves as it is then (a copy that is gone with no
     /// tombstone left to fetch would otherwise block the share for good; deleting it is a
@@ -180,9 +181,9 @@ extension CloudMirror {
             // The graph moves as this device holds it, and the move deletes the old zone's
             // copies: other devices' edits are fetched first (docs/RULES.md, mirroring: sharing fetches first), or the share got
             // this device's older values and the edits were deleted with the copies that had them.
-            var fetched = MirrorFetchReport()
+            var fetched = SyncFetchResult()
             try fetchDatabase(.private, report: &fetched)
-            let (graph, leaders, atOnce) = try readGraph(params, limit: progress.withLock { $0.batchLimit })
+            let (graph, leaders, atOnce) = try readGraph(params, sizing: progress.withLock { $0.batchSizing })
             if !prepared {
                 try prepare()
                 prepared = true
@@ -206,8 +207,7 @@ extension CloudMirror {
                 case let .failure(error) where error.retry == .afterHalvingBatch && moving.count > 1:
                     // The server takes fewer items per request than the device assumed: learnt
                     // as a send learns it (the batch size halves), and the graph read again.
-                    let halved = max(1, touches.count / 2)
-                    progress.withLock { $0.batchLimit = min($0.batchLimit, halved) }
+                    _ = progress.withLock { $0.batchSizing.exceeded(items: touches.count) }
                     round -= 1
                     continue
                 case let .failure(error):
@@ -236,7 +236,7 @@ extension CloudMirror {
     /// and the ends of the members' to-one chains. Every other member's zone follows a leader's,
     /// so when the graph cannot move at once the leaders move with the share and the rest
     /// follows. Members' fields are read only for what moves at once: a send builds the rest.
-    private func readGraph(_ params: ShareCreateParams, limit: Int) throws -> (graph: [GraphMember], leaders: Int, atOnce: Bool) {
+    private func readGraph(_ params: ShareCreateParams, sizing: BatchSizing) throws -> (graph: [GraphMember], leaders: Int, atOnce: Bool) {
         try withStores { stores in
             guard let id = ObjectID(uri: params.objectID), let storeUUID = id.storeUUID, let key = id.primaryKey,
                   let index = stores.index(uuid: storeUUID), stores.list[index].scope == .private,
@@ -260,7 +260,7 @@ extension CloudMirror {
             var leading: Set<String> = [row.uuid]
             for (memberEntity, member) in members { leading.insert(try graph.chainEnd(of: memberEntity, row: member).row.uuid) }
             let ordered = members.filter { leading.contains($0.1.uuid) } + members.filter { !leading.contains($0.1.uuid) }
-            let atOnce = 2 * ordered.count + 1 <= limit
+            let atOnce = sizing.movesAtOnce(members: ordered.count)
             var result: [GraphMember] = []
             for (index, (memberEntity, member)) in ordered.enumerated() {
                 let fields = atOnce || index < leading.count
@@ -286,7 +286,7 @@ extension CloudMirror {
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorBookkeeping(stores.list[index])
-            try stores.list[index].database.transaction(commit: .deferred) {
+            try write(stores.list[index], commit: .deferred) { _ in
                 for record in (saved?.arrayValue ?? []).compactMap({ try? CloudRecord(tree: $0) }) {
                     guard let tag = record.recordChangeTag, let member = members[record.recordName],
                           let zone = member.oldZone else { continue }
@@ -309,7 +309,7 @@ extension CloudMirror {
         try withStores { stores in
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorBookkeeping(stores.list[index])
-            try stores.list[index].database.transaction {
+            try write(stores.list[index]) { _ in
                 for member in members { try state.enqueue(uuid: member.uuid, entity: member.entity.name, kind: .update, zone: nil, changed: []) }
             }
         }
@@ -370,18 +370,18 @@ extension CloudMirror {
             throw ServiceError(.missingField, "share.accept needs ownerName (the user who shared the zone).", details: ["field": "params.ownerName"])
         }
         let reply = try request("shares.accept", CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName, ownerName: owner)))
-        var report = MirrorFetchReport()
+        var report = SyncFetchResult()
         try fetchDatabase(.shared, report: &report)
         return ShareAcceptResult(zoneName: params.zoneName, ownerName: owner, share: reply["share"] ?? .null, fetch: report)
     }
 
     /// share.leave: the participant leaves; the zone's data leaves the shared store.
-    func leaveShare(_ params: ShareZoneParams) throws -> MirrorFetchReport {
+    func leaveShare(_ params: ShareZoneParams) throws -> SyncFetchResult {
         guard let owner = params.ownerName else {
             throw ServiceError(.missingField, "share.leave needs ownerName.", details: ["field": "params.ownerName"])
         }
         _ = try request("shares.leave", CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName, ownerName: owner)))
-        var report = MirrorFetchReport()
+        var report = SyncFetchResult()
         try removeZone(ZoneID(zoneName: params.zoneName, ownerName: owner), scope: .shared, purged: false, report: &report)
         return report
     }

@@ -12,8 +12,8 @@ struct FieldStamp: Codable, Sendable, Hashable {
 
     /// The `MC_fieldModified` text: the fields grouped by stamp, groups by time then device,
     /// `[{"device":"A","fields":["CD_id","CD_note"],"time":1780000000.5}]`. A record's fields
-    /// mostly share one stamp (the insert, or one edit), so this is a third of a
-    /// stamp-per-field object's size, and the stamps are half of a CareEvent record.
+    /// mostly share one stamp (the insert, or one edit), so grouping by stamp keeps the text
+    /// small beside the record's own fields (docs/BENCHMARKS.md has the sizes).
     static func encode(_ times: [String: FieldStamp]) -> String {
         var groups: [FieldStamp: [String]] = [:]
         for (name, stamp) in times { groups[stamp, default: []].append(name) }

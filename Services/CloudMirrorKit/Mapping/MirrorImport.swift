@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// A fetched page's records that are new to this device, written straight into rows and one
 /// history transaction (author `sync`), without a managed object context.
@@ -159,10 +160,10 @@ struct MirrorImport {
         return true
     }
 
-    /// Inserts the accepted rows and their history inside the caller's transaction; returns the
-    /// remote-change notice to publish once it commits.
-    func write(router: StoreRouter, logger: Logger) throws -> RemoteChangeNotice? {
-        guard !accepted.isEmpty else { return nil }
+    /// Inserts the accepted rows inside the caller's write (`StoreEngine.write`), recording them
+    /// through its `changes`.
+    func write(_ changes: inout StoreChangeRecorder, router: StoreRouter, logger: Logger) throws {
+        guard !accepted.isEmpty else { return }
         // Permanent IDs per entity, as a save allocates them (Z_PRIMARYKEY style).
         var keys: [String: Int64] = [:]
         var firstKey: [String: Int64] = [:]
@@ -174,7 +175,6 @@ struct MirrorImport {
             keys[record.uuid] = next[record.entity.name]!
             next[record.entity.name]! += 1
         }
-        var changes = StoreChangeRecorder(store: store, author: SaveOperation.syncAuthor, contextName: CloudMirror.importContextName)
         try changes.begin()
         for record in accepted {
             var values = record.values
@@ -187,10 +187,8 @@ struct MirrorImport {
             try changes.inserted(record.entity, primaryKey: key, uuid: record.uuid, setProperties: values.map { $0 != .null })
             CrashPoint.reached("mirror.midImport")
         }
-        let notice = try changes.finish()
         // The line a context save logs for its new objects, so imports show in the routing log.
         logger.info("store routing", ["mode": .string(router.mode.rawValue), "context": .string(CloudMirror.importContextID),
-                                      "decisions": ["\(store.name).\(StoreRouter.Reason.assigned.rawValue)": .int(accepted.count)]])
-        return notice
+                                      "decisions": ["\(store.name).\(RoutingReason.assigned.rawValue)": .int(accepted.count)]])
     }
 }

@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 import Synchronization
 
 /// The mirror as a store-service's companion: made from the command line's options, it opens
@@ -71,7 +72,7 @@ public final class CloudMirrorCompanion: StoreCompanion {
         }
         registry.register("sync.now", params: Empty.self, summary: "Sends, then fetches.") { [self] _, _ in
             let mirror = try mirror()
-            return try mirror.announced { try mirror.exclusive("now") { MirrorNowResult(send: try mirror.sendAll(), fetch: try mirror.fetchAll()) } }
+            return try mirror.announced { try mirror.exclusive("now") { SyncNowResult(send: try mirror.sendAll(), fetch: try mirror.fetchAll()) } }
         }
         registry.register("sync.initializeSchema", params: InitializeSchemaParams.self,
                           summary: "Saves and deletes one record per entity so the cloud's schema knows every field (initializeCloudKitSchema).") { [self] params, request in

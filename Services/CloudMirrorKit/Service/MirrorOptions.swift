@@ -42,8 +42,7 @@ public struct MirrorOptions: Sendable {
     /// Items per records.modify request to start with (CloudKit's limit is 400); halved on
     /// limitExceeded. Smaller batches make a small data set behave as a large one: share.create
     /// then moves a session of more than (size - 1) / 2 records root first.
-    public var batchSize = 400
-    public static let largestBatchSize = 400
+    public var batchSize = BatchSizing.largest
 
     public init(syncSocket: String, credential: String) {
         self.syncSocket = syncSocket
@@ -114,8 +113,8 @@ public struct MirrorOptions: Sendable {
             result.deletePolicies[parts[0]] = policy
         }
         if let text = options.value("batch-size") {
-            guard let size = Int(text), (1...largestBatchSize).contains(size) else {
-                throw UsageError("--batch-size must be a whole number from 1 to \(largestBatchSize); got '\(text)'.")
+            guard let size = Int(text), (1...BatchSizing.largest).contains(size) else {
+                throw UsageError("--batch-size must be a whole number from 1 to \(BatchSizing.largest); got '\(text)'.")
             }
             result.batchSize = size
         }

@@ -11,11 +11,6 @@ extension ErrorCode {
     public static let mirrorNotConfigured: ErrorCode = "mirrorNotConfigured"
 }
 
-struct MirrorNowResult: Codable, Sendable {
-    var send: MirrorSendReport
-    var fetch: MirrorFetchReport
-}
-
 /// `account.signIn`.
 struct SignInParams: Codable, Sendable {
     /// The cloud user's credential; absent: the one the service started with.
@@ -43,7 +38,7 @@ struct MirrorStatus: Codable, Sendable {
         var unqueuedTransactions: Int
         var databaseToken: String?
         var zoneTokens: [String: String]
-        /// Seed 002: shared-store objects outside any share zone, never exported.
+        /// Shared-store objects outside any share zone: never exported.
         var unexportable: [String]
         /// Records the server refused at their last send (a production schema without their
         /// field or record type, a field of another type), with its error; they stay queued.
@@ -144,6 +139,6 @@ extension CloudMirror {
         return MirrorStatus(user: user, signedIn: isSignedIn, device: options.deviceName, environment: options.environment, mode: options.mode, conflictPolicy: options.conflictPolicy, stores: stores,
                             inFlight: progress.inFlight, lastError: progress.lastError,
                             lastSuccess: progress.lastSuccess.map { MirrorRecordCoding.isoFormat.format($0) },
-                            batchLimit: progress.batchLimit, quiescent: quiescent)
+                            batchLimit: progress.batchSizing.limit, quiescent: quiescent)
     }
 }

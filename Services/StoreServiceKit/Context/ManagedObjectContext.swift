@@ -3,6 +3,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreWire
 
 /// An object as one context sees it: identity, store, the snapshot it read, and its unsaved edits.
 /// Values are in storage form; a to-one relationship's value is the destination's object-ID URI
@@ -325,7 +326,7 @@ package final class ManagedObjectContext {
     }
 
     /// The wire form of an object as this context sees it (pending edits included).
-    func record(_ object: ContextObject, stores: StoreSet) throws -> ObjectRecord {
+    func record(_ object: ContextObject, stores: StoreSet) throws -> ManagedObject {
         var values: [String: JSONValue] = [:]
         for attribute in object.entity.attributes {
             values[attribute.name] = AttributeCoding.jsonValue(object.value(attribute.name), type: attribute.type)
@@ -337,45 +338,19 @@ package final class ManagedObjectContext {
             guard let end = stores.model.manyToMany(object.entity.name, relationship.name) else { continue }
             values[relationship.name] = .array(try manyToManyTargets(of: object, end, stores: stores).map { .string($0) })
         }
-        return ObjectRecord(objectID: object.uri, entity: object.entity.name,
-                            store: object.store.map { stores.list[$0].name }, version: Int(object.version),
-                            uuid: object.uuid, zoneKey: object.zone, values: values,
-                            isInserted: object.isInserted, isDeleted: object.isDeleted, hasChanges: object.hasChanges)
+        return ManagedObject(objectID: object.uri, entity: object.entity.name,
+                             store: object.store.map { stores.list[$0].name }, version: Int(object.version),
+                             uuid: object.uuid, zoneKey: object.zone, values: values,
+                             isInserted: object.isInserted, isDeleted: object.isDeleted, hasChanges: object.hasChanges)
     }
 }
 
-/// An object on the wire.
-public struct ObjectRecord: Sendable, Codable, Equatable {
-    public var objectID: String
-    public var entity: String
-    public var store: String?
-    public var version: Int
-    /// The stable business id (record name for the cloud mirror).
-    public var uuid: String
-    /// The cloud zone of a shared-store object, and its owner's user name.
-    public var zone: String?
-    public var zoneOwner: String?
-    public var values: [String: JSONValue]
-    public var isInserted: Bool?
-    public var isDeleted: Bool?
-    public var hasChanges: Bool?
-
-    enum CodingKeys: String, CodingKey {
-        case objectID, entity, store, version, uuid, zone, zoneOwner, values, isInserted, isDeleted, hasChanges
-    }
-
+extension ManagedObject {
     init(objectID: String, entity: String, store: String?, version: Int, uuid: String, zoneKey: String?, values: [String: JSONValue],
          isInserted: Bool?, isDeleted: Bool?, hasChanges: Bool?) {
-        self.objectID = objectID
-        self.entity = entity
-        self.store = store
-        self.version = version
-        self.uuid = uuid
-        (zone, zoneOwner) = Self.zoneParts(zoneKey)
-        self.values = values
-        self.isInserted = isInserted
-        self.isDeleted = isDeleted
-        self.hasChanges = hasChanges
+        let (zone, zoneOwner) = Self.zoneParts(zoneKey)
+        self.init(objectID: objectID, entity: entity, store: store, version: version, uuid: uuid, zone: zone, zoneOwner: zoneOwner,
+                  values: values, isInserted: isInserted, isDeleted: isDeleted, hasChanges: hasChanges)
     }
 
     /// The zone name and owner of a row's zone key (`owner/zoneName`).
@@ -383,40 +358,5 @@ public struct ObjectRecord: Sendable, Codable, Equatable {
         guard let key else { return (nil, nil) }
         guard let zone = ZoneID(key: key) else { return (key, nil) }
         return (zone.zoneName, zone.ownerName)
-    }
-
-    private struct ValueKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
-    /// Encodes values as JSON primitives directly: going through JSONValue's own encode costs a
-    /// nested encoder per value, which made a 10,000-object fetch mostly encoding.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(objectID, forKey: .objectID)
-        try container.encode(entity, forKey: .entity)
-        try container.encode(store, forKey: .store)
-        try container.encode(version, forKey: .version)
-        try container.encode(uuid, forKey: .uuid)
-        try container.encode(zone, forKey: .zone)
-        try container.encodeIfPresent(zoneOwner, forKey: .zoneOwner)
-        var nested = container.nestedContainer(keyedBy: ValueKey.self, forKey: .values)
-        for (name, value) in values {
-            let key = ValueKey(stringValue: name)
-            switch value {
-            case .null: try nested.encodeNil(forKey: key)
-            case let .string(text): try nested.encode(text, forKey: key)
-            case let .int(number): try nested.encode(number, forKey: key)
-            case let .double(number): try nested.encode(number, forKey: key)
-            case let .bool(flag): try nested.encode(flag, forKey: key)
-            case .array, .object: try nested.encode(value, forKey: key)
-            }
-        }
-        try container.encodeIfPresent(isInserted, forKey: .isInserted)
-        try container.encodeIfPresent(isDeleted, forKey: .isDeleted)
-        try container.encodeIfPresent(hasChanges, forKey: .hasChanges)
     }
 }

@@ -1,19 +1,8 @@
 import SQLiteKit
+import StoreWire
 
-/// Core Data's merge policies: what a save does when an object it changed was changed in the
-/// store since the context read it (the row's version moved).
-public enum MergePolicy: String, Sendable, Codable, CaseIterable {
-    /// NSErrorMergePolicy (the default): the save fails, "Could not merge changes.", 133020.
-    case error
-    /// NSMergeByPropertyStoreTrumpMergePolicy: per conflicting property, the stored value wins.
-    case mergeByPropertyStoreTrump
-    /// NSMergeByPropertyObjectTrumpMergePolicy: per conflicting property, the context's value wins.
-    case mergeByPropertyObjectTrump
-    /// NSOverwriteMergePolicy: the whole in-memory object is written.
-    case overwrite
-    /// NSRollbackMergePolicy: the context's changes to the object are dropped.
-    case rollback
-
+/// How a policy resolves a conflict (the cases are the protocol's, in StoreWire).
+extension MergePolicy {
     public enum Resolution: Equatable, Sendable {
         /// Write these properties (the rest of the row stays as stored).
         case write([String: SQLValue])
@@ -39,8 +28,4 @@ public enum MergePolicy: String, Sendable, Codable, CaseIterable {
             return .write(all)
         }
     }
-}
-
-extension MergePolicy: NamedOption {
-    static let optionDescription = "a merge policy"
 }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import MeowWire
+import StoreWire
 
 /// The data model as data (like a compiled `.xcdatamodeld`): entities, their attributes and
 /// relationships, and the configurations that say which store holds which entity.
@@ -13,7 +14,7 @@ public struct ManagedObjectModel: Sendable, Codable {
     public var entities: [EntityDescription]
     /// Exactly one configuration with scope `private` and one with scope `shared`.
     public var configurations: [StoreConfiguration]
-    /// The start-up repair of seed 000 (MeowCare: CareEvents without a session), if the app has one.
+    /// The app's start-up orphan repair (MeowCare: CareEvents without a session), if it has one.
     public var orphanRepair: OrphanRepairRule?
 
     public func entity(named name: String) -> EntityDescription? {
@@ -48,10 +49,6 @@ public struct ManagedObjectModel: Sendable, Codable {
         }
         return nil
     }
-}
-
-public enum StoreScope: String, Sendable, Codable, Hashable {
-    case `private`, shared
 }
 
 /// Which entities a store holds (Core Data's model configurations).
@@ -302,7 +299,7 @@ public struct RelationshipDescription: Sendable, Codable {
     var isCounted: Bool { toMany && (minCount ?? 0 > 0 || maxCount ?? 0 > 0) }
 }
 
-/// Seed 000's repair: every `childEntity` whose to-one `relationship` is nil is attached to the
+/// The orphan repair: every `childEntity` whose to-one `relationship` is nil is attached to the
 /// default `parentEntity` (the one whose `defaultFlag` attribute is true), created if missing.
 public struct OrphanRepairRule: Sendable, Codable {
     public var childEntity: String

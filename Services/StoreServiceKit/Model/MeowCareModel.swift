@@ -4,7 +4,7 @@ extension ManagedObjectModel {
     /// MeowCare's model, used when no `--model` file is given. The same text is a valid model
     /// file: `store-service --print-model > m.json` gives a starting point for another app.
     /// Every attribute is optional or has a default, as CloudKit mirroring requires
-    /// (`CloudKitModelRules`); the app declares `id: String?` and `occurredAt: Date?` (seed 002).
+    /// (`CloudKitModelRules`); the app declares `id: String?` and `occurredAt: Date?`.
     public static let meowCareJSON = #"""
     {
       "name": "MeowCare",

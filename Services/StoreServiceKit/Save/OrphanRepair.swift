@@ -23,7 +23,7 @@ public struct OrphanRepairReport: Codable, Sendable {
     public var truncated: Bool
 }
 
-/// Seed 000's repair: ensure the default parent, then attach every orphan to it. An orphan is
+/// The orphan repair: ensure the default parent, then attach every orphan to it. An orphan is
 /// assigned to a store only if its ID is temporary and it has no store (to the session's store,
 /// else the private store); saved orphans only get the relationship. Orphans in a store other
 /// than the session's are left as they are and reported (a relationship across stores is not
@@ -59,9 +59,10 @@ struct OrphanRepair {
         return values
     }
 
-    /// Repairs directly in the stores, in one SQLite transaction (the start-up repair; fast for
-    /// many orphans: one UPDATE plus one packed history row).
-    func runInStores(author: String) throws -> (OrphanRepairReport, [RemoteChangeNotice]) {
+    /// Repairs directly in the stores, in one write (`StoreEngine.write`: the start-up repair; fast
+    /// for many orphans: one UPDATE plus one packed history row). `announcingExcept`: the
+    /// connection that asked, not told of the repair it made.
+    func runInStores(author: String, engine: StoreEngine, announcingExcept connection: ConnectionHandle? = nil) throws -> OrphanRepairReport {
         guard let privateIndex = stores.privateIndex else { throw ServiceError(.unknownStore, "No private store is loaded.") }
         let store = stores.list[privateIndex]
         let parent = model.entity(named: rule.parentEntity)!
@@ -71,9 +72,7 @@ struct OrphanRepair {
         let column = "\"r_\(rule.relationship)\""
         var report = OrphanRepairReport(session: "", sessionCreated: false, attached: 0, attachedObjectIDs: [], assigned: [],
                                         skipped: [], skippedCount: 0, truncated: false)
-        var notices: [RemoteChangeNotice] = []
-        try store.database.transaction {
-            var changes = StoreChangeRecorder(store: store, author: author, contextName: "orphanRepair")
+        try engine.write(store, author: author, contextName: "orphanRepair", announcingExcept: connection) { changes in
             var sessionKey = try store.database.scalar("SELECT z_pk FROM \(parentTable) WHERE \"a_\(rule.defaultFlag)\" = 1 ORDER BY z_pk LIMIT 1")?.int64
             if sessionKey == nil {
                 let values = try defaultParentValues(parent)
@@ -103,7 +102,6 @@ struct OrphanRepair {
                 report.truncated = report.attached > Self.listLimit
                 changes.announce(report.attachedObjectIDs)
             }
-            if let notice = try changes.finish() { notices.append(notice) }
         }
         for (index, other) in stores.list.enumerated() where index != privateIndex && other.holds(child.name) {
             let table = PersistentStore.table(child.name)
@@ -113,10 +111,11 @@ struct OrphanRepair {
                 report.skipped.append(.init(objectID: other.objectID(child.name, row[0].int64 ?? 0).uri, store: other.name, reason: Self.crossStoreReason))
             }
         }
-        return (report, notices)
+        return report
     }
 
-    /// Repairs inside a context, exactly as seed 000's fixed code does; the client then saves.
+    /// Repairs inside a context, as an app's own start-up code would: each orphan is fetched into
+    /// the context and attached there, never reassigned to a store; the client then saves.
     func runInContext(_ context: ManagedObjectContext) throws -> OrphanRepairReport {
         guard let privateIndex = stores.privateIndex else { throw ServiceError(.unknownStore, "No private store is loaded.") }
         let parent = model.entity(named: rule.parentEntity)!

@@ -2,6 +2,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreWire
 
 /// The save's steps, in the order `SaveOperation.write` runs them.
 extension SaveOperation {
@@ -67,7 +68,7 @@ extension SaveOperation {
         let decisions = try router.route(inputs)
         var byObject: [ObjectIdentifier: StoreRouter.Decision] = [:]
         byObject.reserveCapacity(inserted.count)
-        var counts: [Int: [StoreRouter.Reason: Int]] = [:]
+        var counts: [Int: [RoutingReason: Int]] = [:]
         for (index, object) in inserted.enumerated() {
             let decision = object.routing ?? decisions[index]
             byObject[ObjectIdentifier(object)] = decision
@@ -269,7 +270,7 @@ extension SaveOperation {
             }
         }
         var tombstone: [String: JSONValue] = ["uuid": .string(row.uuid)]
-        let (zone, zoneOwner) = ObjectRecord.zoneParts(row.zone)
+        let (zone, zoneOwner) = ManagedObject.zoneParts(row.zone)
         if let zone { tombstone["zone"] = .string(zone) }
         if let zoneOwner { tombstone["zoneOwner"] = .string(zoneOwner) }
         for (index, attribute) in entity.attributes.enumerated() where attribute.preservesValueInHistoryOnDeletion {

@@ -2,61 +2,10 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreWire
 
-/// What `context.save` answers: where each new object went and why, what was written, how
-/// conflicts were merged, and the history transaction of each store.
-public struct SaveResult: Codable, Sendable {
-    /// Where a new object went and why (the reason's detail is in the store-routing log line).
-    public struct Inserted: Codable, Sendable {
-        public var temporaryID: String
-        public var objectID: String
-        public var store: String
-        public var reason: StoreRouter.Reason
-    }
-    /// New objects that went to one store for one reason, in insertion order: `objectIDs[i]` is
-    /// the permanent ID of `temporaryIDs[i]` (`context.save` with `report: "grouped"`). For bulk
-    /// saves: 2 strings per object instead of an object with 4, which clients parse much faster.
-    public struct InsertedGroup: Codable, Sendable {
-        public var store: String
-        public var reason: StoreRouter.Reason
-        public var temporaryIDs: [String]
-        public var objectIDs: [String]
-    }
-    public struct Merged: Codable, Sendable {
-        public var objectID: String
-        public var policy: MergePolicy
-        /// Properties written from the context.
-        public var written: [String]
-        /// The context's edits that were not written (the store's value won, or the row was gone).
-        public var dropped: [String]
-        public var oldVersion: Int
-        public var newVersion: Int?
-    }
-    public struct Transaction: Codable, Sendable {
-        public var store: String
-        public var storeUUID: String
-        public var token: Int
-    }
-    public var inserted: [Inserted]?
-    public var insertedGroups: [InsertedGroup]?
-    public var updated: [String]? = []
-    public var deleted: [String]? = []
-    public var insertedCount = 0
-    public var updatedCount = 0
-    public var deletedCount = 0
-    public var merged: [Merged] = []
-    public var transactions: [Transaction] = []
-    /// New shared-store objects outside any share zone (seed 002's stray inserts): saved, but the
-    /// cloud mirror cannot export them (the shared database has no default zone of the user's own).
-    public var unexportable: [String]?
-}
-
-/// How much a save result lists: `objects` (default; one entry per new object), `grouped` (new
-/// objects grouped by store and reason), `summary` (counts and transactions only: for bulk
-/// imports, whose clients would otherwise parse thousands of IDs they do not need).
-public enum SaveReport: String, Sendable, Codable, CaseIterable {
-    case objects, grouped, summary
-
+extension SaveReport {
+    /// The result as this report lists it.
     func shape(_ result: SaveResult, inserted: [SaveResult.Inserted], groups: [SaveResult.InsertedGroup]) -> SaveResult {
         var result = result
         switch self {

@@ -1,6 +1,7 @@
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreWire
 
 /// The writing half of a save, once it is validated, routed and allowed: each store's part in
 /// that store's SQLite transaction — permanent IDs, inserted, updated and deleted rows, merges

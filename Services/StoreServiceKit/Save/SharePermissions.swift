@@ -3,6 +3,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreWire
 
 /// Share metadata the shared store keeps per cloud zone (filled by the mirror; settable with
 /// `share.setMetadata`), and NSPersistentCloudKitContainer's permission predicates over it.

@@ -1,17 +1,6 @@
 import MeowWire
 import ServiceRuntime
-
-/// How a new object without an explicit assign finds its store.
-public enum RoutingMode: String, Sendable, Codable, CaseIterable {
-    /// Explicit assign, else the store of a related object, else the private store (seed 002's rule).
-    case deterministic
-    /// Like deterministic, but an object with neither an assign nor a related object is refused
-    /// when more than one store could hold it.
-    case strict
-    /// Core Data's behaviour: related object, else the first store in load order that holds the
-    /// entity — with the shared store loaded first this reproduces seed 002's bug.
-    case legacy
-}
+import StoreWire
 
 /// The routing rule, apart from any store: given the new objects and what they are related to,
 /// decide each one's store and say why.
@@ -32,16 +21,12 @@ public struct StoreRouter: Sendable {
         }
     }
 
-    public enum Reason: String, Sendable, Codable {
-        case assigned, relatedObject, privateStoreDefault, onlyStoreWithEntity, loadOrder
-    }
-
     public struct Decision: Sendable, Equatable {
         public var store: Int
-        public var reason: Reason
+        public var reason: RoutingReason
         public var detail: String
 
-        package init(store: Int, reason: Reason, detail: String) {
+        package init(store: Int, reason: RoutingReason, detail: String) {
             (self.store, self.reason, self.detail) = (store, reason, detail)
         }
     }

@@ -3,6 +3,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreWire
 
 extension StoreService {
     /// While the device mirrors, only the mirror speaks for the cloud: a client may not write as
@@ -237,15 +238,15 @@ extension StoreService {
     private func registerFetchOperations(in registry: inout OperationRegistry) {
         registry.register("fetch", params: FetchRequest.self, summary: "Objects of an entity matching a predicate; sorted, paged, from some or all stores.") { [self] params, request in
             let engine = try engine()
-            let run = { (stores: StoreSet, context: ManagedObjectContext?) throws -> FetchResult in
+            let run = { (stores: StoreSet, context: ManagedObjectContext?) throws -> FetchReply in
                 guard let entity = stores.model.entity(named: params.entity) else { throw StoreError.unknownEntity(params.entity, model: stores.model) }
                 let hits = try FetchExecutor(stores: stores, request: params).run()
                 if params.resultFormat == .rows {
                     if let context { FetchExecutor.register(hits, entity: entity, in: context, stores: stores) }
                     let rows = FetchRows(hits: hits, entity: entity, stores: stores)
-                    return FetchResult(columns: FetchRows.columns(entity), rows: rows)
+                    return .rows(FetchedRows(columns: FetchRows.columns(entity), rows: rows))
                 }
-                var objects: [ObjectRecord] = []
+                var objects: [ManagedObject] = []
                 objects.reserveCapacity(hits.count)
                 for hit in hits {
                     guard let context else { objects.append(try FetchExecutor.record(hit, entity: entity, stores: stores)); continue }
@@ -260,7 +261,7 @@ extension StoreService {
                         objects.append(try context.record(object, stores: stores))
                     }
                 }
-                return FetchResult(objects: objects)
+                return .objects(FetchedObjects(objects: objects))
             }
             if let contextID = params.context {
                 return try engine.withContext(request.connection, contextID) { context, stores in try run(stores, context) }
@@ -283,7 +284,7 @@ extension StoreService {
                     throw ServiceError(.invalidField, "limit must be from 1 to 10000.", details: ["field": "params.limit"])
                 }
                 let indices = try params.store.map { [try stores.index(named: $0)] } ?? Array(stores.list.indices)
-                var result = HistoryFetchResult(transactions: [], lastTokens: [:])
+                var result = HistoryResult(transactions: [], lastTokens: [:])
                 for index in indices {
                     let store = stores.list[index]
                     result.transactions += try PersistentHistory.fetch(store, afterToken: params.afterToken, limit: limit)
@@ -301,7 +302,7 @@ extension StoreService {
 
     }
 
-    /// The orphan repair (seed 000's), on the stores or inside a context.
+    /// The orphan repair (objects whose required-by-the-app relationship is empty), on the stores or inside a context.
     private func registerStoreStateOperations(in registry: inout OperationRegistry) {
         registry.register("repair.orphans", params: RepairParams.self, summary: "Seed 000's repair: attach orphans to the default session.") { [self] params, request in
             let engine = try engine()
@@ -314,9 +315,7 @@ extension StoreService {
                 }
             }
             return try engine.coordinator.withStores { stores in
-                let (report, notices) = try OrphanRepair(rule: rule, stores: stores).runInStores(author: "app")
-                engine.publish(notices, from: request.connection)
-                return report
+                try OrphanRepair(rule: rule, stores: stores).runInStores(author: "app", engine: engine, announcingExcept: request.connection)
             }
         }
 
@@ -328,12 +327,13 @@ extension StoreService {
             try refuseWhileMirroring(true, what: "share.setMetadata",
                                      why: "a mirroring device takes its share metadata and permissions from the cloud's share records",
                                      field: "op")
-            return try engine().coordinator.withStores { stores in
+            let engine = try engine()
+            return try engine.coordinator.withStores { stores in
                 guard let index = stores.list.firstIndex(where: { $0.scope == .shared }) else { throw ServiceError(.unknownStore, "No shared store is loaded.") }
                 let store = stores.list[index]
                 guard !params.zoneName.isEmpty else { throw ServiceError(.invalidField, "zoneName must not be empty.", details: ["field": "params.zoneName"]) }
                 var zoned = 0
-                try store.database.transaction {
+                try engine.write(store, author: "app", contextName: "share.setMetadata") { _ in
                     let zone = ZoneID(zoneName: params.zoneName, ownerName: params.ownerName ?? ZoneID.defaultOwner)
                     try SharePermissions.setMetadata(zone: zone.zoneName, owner: zone.ownerName, permission: params.permission, in: store)
                     for uri in params.objectIDs ?? [] {
@@ -388,7 +388,7 @@ extension StoreService {
         registry.register("clock.set", params: DeviceClockParams.self, summary: "Reads, sets or advances the device's clock.") { [self] params, _ in
             let clock = try engine().coordinator.clock
             try params.apply(to: clock)
-            return DeviceClockResult(now: clock.seconds(), offsetSeconds: clock.offsetSeconds)
+            return DeviceClockState(now: clock.seconds(), offsetSeconds: clock.offsetSeconds)
         }
     }
 

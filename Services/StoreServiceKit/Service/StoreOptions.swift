@@ -1,6 +1,7 @@
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
+import StoreWire
 
 /// The store-service's own command-line options.
 public struct StoreOptions: Sendable {

@@ -56,7 +56,7 @@ public final class StoreService: ServiceDefinition {
                                          "lastHistoryToken": .int(store.lastHistoryToken)])
         }
         if options.orphanRepairAtStart, let rule = model.orphanRepair {
-            let (report, _) = try coordinator.withStores { stores in try OrphanRepair(rule: rule, stores: stores).runInStores(author: "app") }
+            let report = try coordinator.withStores { stores in try OrphanRepair(rule: rule, stores: stores).runInStores(author: "app", engine: engine) }
             logger.info("orphan repair", ["session": .string(report.session), "sessionCreated": .bool(report.sessionCreated),
                                           "attached": .int(report.attached), "skipped": .int(report.skippedCount)])
         }

@@ -3,44 +3,25 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreWire
 
 /// Persistent history (NSPersistentHistoryTransaction): per store, every save's transaction
 /// with a monotonic token, its author and context name, and its changes.
-public struct HistoryTransaction: Codable, Sendable {
-    public struct Change: Codable, Sendable {
-        public var kind: String
-        public var objectID: String
-        public var entity: String
-        public var uuid: String
-        /// Insert: the properties set; update: the properties changed.
-        public var changedProperties: [String]?
-        /// Delete: the uuid, zone and zone owner, and the attributes marked preservesValueInHistoryOnDeletion.
-        public var tombstone: [String: JSONValue]?
-    }
-    public var store: String
-    public var storeUUID: String
-    public var token: Int
-    public var timestamp: String
-    public var author: String
-    public var contextName: String?
-    public var changes: [Change]
-}
-
 package enum PersistentHistory {
     /// Transactions after `afterToken` (all when nil), oldest first, at most `limit`. Those by
     /// `skippingChangesOf` come without their changes (the mirror passes over its own imports,
     /// which can be thousands of changes each).
-    static func fetch(_ store: PersistentStore, afterToken: Int?, limit: Int, skippingChangesOf skipped: String? = nil) throws -> [HistoryTransaction] {
+    static func fetch(_ store: PersistentStore, afterToken: Int?, limit: Int, skippingChangesOf skipped: String? = nil) throws -> [HistoryResult.Transaction] {
         let rows = try store.database.query(
             "SELECT token, timestamp, author, context_name, CASE WHEN author IS ? THEN '[]' ELSE changes END FROM z_transaction WHERE token > ? ORDER BY token LIMIT ?",
             [SQLValue(skipped), afterToken ?? 0, limit])
         return rows.map { row in
             let author = row[2].string ?? ""
             let changes = HistoryChanges.entries(row[4].string ?? "[]").map { entry in
-                HistoryTransaction.Change(kind: entry.kind.rawValue, objectID: store.objectID(entry.entity, entry.primaryKey).uri,
+                HistoryResult.Change(kind: entry.kind.rawValue, objectID: store.objectID(entry.entity, entry.primaryKey).uri,
                                           entity: entry.entity, uuid: entry.uuid, changedProperties: entry.changed, tombstone: entry.tombstone)
             }
-            return HistoryTransaction(store: store.name, storeUUID: store.uuid, token: Int(row[0].int64 ?? 0), timestamp: row[1].string ?? "",
+            return HistoryResult.Transaction(store: store.name, storeUUID: store.uuid, token: Int(row[0].int64 ?? 0), timestamp: row[1].string ?? "",
                                       author: author, contextName: row[3].string, changes: changes)
         }
     }

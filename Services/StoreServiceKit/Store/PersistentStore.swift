@@ -2,6 +2,7 @@ import CloudWire
 import FoundationEssentials
 import MeowWire
 import SQLiteKit
+import StoreWire
 
 /// One persistent store: one SQLite file (or one in-memory database) holding the entities of
 /// one model configuration, with its own identity, history and share metadata.

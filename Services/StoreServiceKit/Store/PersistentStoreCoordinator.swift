@@ -2,6 +2,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
+import StoreWire
 import Synchronization
 
 /// The device's stores in load order, behind one lock: like Core Data's coordinator, it
@@ -108,24 +109,10 @@ package struct StoreSet {
     }
 }
 
-/// What a client learns about a store (`store.list`, `info`).
-public struct StoreDescription: Sendable, Codable, Hashable {
-    public var name: String
-    public var scope: StoreScope
-    public var url: String
-    public var storeUUID: String
-    public var path: String?
-    public var entities: [String]
-    public var lastHistoryToken: Int
-
+extension StoreDescription {
     init(_ store: PersistentStore) {
-        name = store.name
-        scope = store.scope
-        url = store.url
-        storeUUID = store.uuid
-        path = store.filePath
-        entities = store.configuration.entities
-        lastHistoryToken = Int(store.lastToken)
+        self.init(name: store.name, scope: store.scope, url: store.url, storeUUID: store.uuid, path: store.filePath,
+                  entities: store.configuration.entities, lastHistoryToken: Int(store.lastToken))
     }
 }
 

@@ -2,20 +2,20 @@ import MeowWire
 
 /// What one write transaction does to one store, recorded as the writer makes each change: the
 /// persistent-history transaction (begun at the first change), its changes, and the changed
-/// objects' IDs. Every writer — a context's save, the mirror's import, the orphan repair —
-/// records through one of these, so history rows and remote-change notices are made in one
-/// place, the same way for all of them.
+/// objects' IDs. A context's save (`SaveWriter`) and every other write (`StoreEngine.write`:
+/// the mirror's imports, the orphan repair) record through one of these, so history rows and
+/// remote-change notices are made in one place, the same way for all of them.
 package struct StoreChangeRecorder {
     let store: PersistentStore
     let author: String
     let contextName: String?
     /// The history transaction's token, once a change began it.
-    private(set) var token: Int64?
+    package private(set) var token: Int64?
     private var history = HistoryChanges()
     private(set) var changedObjectIDs: [String] = []
     private var changedNames = ChangedPropertyNames()
 
-    package init(store: PersistentStore, author: String, contextName: String?) {
+    init(store: PersistentStore, author: String, contextName: String?) {
         self.store = store
         self.author = author
         self.contextName = contextName
@@ -66,7 +66,7 @@ package struct StoreChangeRecorder {
 
     /// Writes the history row; call before the COMMIT. Returns the notice to publish once the
     /// transaction has committed, or nil when nothing changed.
-    package func finish() throws -> RemoteChangeNotice? {
+    func finish() throws -> RemoteChangeNotice? {
         guard let token else { return nil }
         try store.writeHistory(token: token, history)
         return RemoteChangeNotice(store: store.name, storeUUID: store.uuid, token: Int(token), author: author,

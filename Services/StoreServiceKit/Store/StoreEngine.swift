@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 import MeowWire
 import ServiceRuntime
+import StoreWire
 import Synchronization
 
 /// The running store-service: the coordinator, the routing rule, the event hub, and each
@@ -31,8 +32,8 @@ package final class StoreEngine: Sendable {
     package var model: ManagedObjectModel { coordinator.model }
 
     /// Opens both stores of `model` in `loadOrder`: files `<Model>-<Configuration>.sqlite` in
-    /// `directory`, or in-memory stores with distinct URLs (seed 000: two in-memory stores with
-    /// one identity would collide).
+    /// `directory`, or in-memory stores with distinct URLs (two in-memory stores with one
+    /// identity would be one database).
     static func openStores(model: ManagedObjectModel, persistence: ServiceConfiguration.Persistence,
                            loadOrder: [StoreScope], assetThreshold: Int = StoreOptions.defaultAssetThreshold) throws -> PersistentStoreCoordinator {
         let coordinator = PersistentStoreCoordinator(model: model, assetThreshold: assetThreshold)

@@ -103,7 +103,7 @@ extension CloudEngine {
                                            [environment, user]).map(CloudTransaction.zoneRow)
                 let joined = try state.db.query("""
                     SELECT DISTINCT p.zone, p.share FROM participants p JOIN zones z ON z.id = p.zone
-                    WHERE z.environment = ? AND p.user = ? AND p.role != 'owner'
+                    WHERE z.environment = ? AND p.user = ? AND p.role != '\(ShareRole.owner.rawValue)'
                     """, [environment, user])
                 for row in joined {
                     if let zone = try state.zone(id: row[0].int64 ?? 0), let share = row[1].string {

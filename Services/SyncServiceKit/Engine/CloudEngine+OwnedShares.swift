@@ -17,7 +17,7 @@ extension CloudEngine {
             return OwnedSharesResult(shares: try shares.map { row in
                 let participants = try state.db.query("""
                     SELECT user, role, permission, acceptance FROM participants
-                    WHERE zone = ? AND share = ? AND acceptance != 'removed' ORDER BY role != 'owner', user
+                    WHERE zone = ? AND share = ? AND acceptance != '\(ShareAcceptanceStatus.removed.rawValue)' ORDER BY role != '\(ShareRole.owner.rawValue)', user
                     """, [row[0], row[2]]).map { values in
                     let user = values[0].string ?? ""
                     func place(_ column: String) -> String {

@@ -6,7 +6,7 @@ extension CloudEngine {
     public func addParticipant(caller: String, _ params: ShareParams, trace: RequestTrace? = nil) throws -> ShareResult {
         try ownerShareOp(caller: caller, params, trace: trace) { state, zone in
             let (user, permission) = try Self.invitation(user: params.user, permission: params.permission, caller: caller, field: "params", state: state)
-            let active = try state.db.scalar("SELECT count(*) FROM participants WHERE zone = ? AND share = ? AND acceptance != 'removed' AND user != ?",
+            let active = try state.db.scalar("SELECT count(*) FROM participants WHERE zone = ? AND share = ? AND acceptance != '\(ShareAcceptanceStatus.removed.rawValue)' AND user != ?",
                                              [zone.id, params.share, user])?.int ?? 0
             guard active + 1 <= state.limits.maxParticipants else {
                 throw WireError(.tooManyParticipants, "Share '\(params.share)' already has \(active) participants; at most \(state.limits.maxParticipants) are allowed.",
@@ -79,7 +79,7 @@ extension CloudEngine {
             let permission = try SharePermission.parse(params.permission, field: "params.permission")
             try state.db.execute("UPDATE shares SET public_permission = ? WHERE zone = ? AND name = ?", [permission.rawValue, zone.id, params.share])
             if permission == .none {
-                let users = try state.db.query("SELECT user FROM participants WHERE zone = ? AND share = ? AND role != 'owner' AND acceptance != 'removed'",
+                let users = try state.db.query("SELECT user FROM participants WHERE zone = ? AND share = ? AND role != '\(ShareRole.owner.rawValue)' AND acceptance != '\(ShareAcceptanceStatus.removed.rawValue)'",
                                                [zone.id, params.share]).compactMap { $0[0].string }
                 for user in users { try state.setAcceptance(zone: zone, share: params.share, user: user, to: .removed, bump: false) }
             }
@@ -139,7 +139,7 @@ extension CloudEngine {
             let rows = try state.db.query("""
                 SELECT z.owner, z.name, p.share, s.root, p.role, p.permission, p.acceptance, p.zone
                 FROM participants p JOIN zones z ON z.id = p.zone JOIN shares s ON s.zone = p.zone AND s.name = p.share
-                WHERE z.environment = ? AND p.user = ? AND p.role != 'owner' AND p.acceptance != 'removed' ORDER BY z.owner, z.name, p.share
+                WHERE z.environment = ? AND p.user = ? AND p.role != '\(ShareRole.owner.rawValue)' AND p.acceptance != '\(ShareAcceptanceStatus.removed.rawValue)' ORDER BY z.owner, z.name, p.share
                 """, [state.environment.rawValue, caller])
             return InvitationsResult(invitations: try rows.map { values in
                 let share = values[2].string ?? ""
@@ -194,7 +194,7 @@ extension CloudEngine {
     private func wrongOwner(_ state: CloudTransaction, caller: String, _ zoneID: ZoneID) throws -> WireError? {
         let owners = try state.db.query("""
             SELECT DISTINCT z.owner FROM zones z JOIN participants p ON p.zone = z.id
-            WHERE z.environment = ? AND z.name = ? AND p.user = ? AND p.acceptance != 'removed' ORDER BY z.owner
+            WHERE z.environment = ? AND z.name = ? AND p.user = ? AND p.acceptance != '\(ShareAcceptanceStatus.removed.rawValue)' ORDER BY z.owner
             """, [state.environment.rawValue, zoneID.zoneName, caller]).compactMap { $0[0].string }
         guard let owner = owners.first else { return nil }
         return WireError(.zoneNotFound, "\(zoneID.ownerName) has no zone '\(zoneID.zoneName)'; \(owner) shared a zone of that name with \(caller). "
@@ -227,7 +227,7 @@ extension CloudEngine {
 extension CloudTransaction {
     func shareInfo(zone: ZoneRow, name: String) throws -> ShareInfo? {
         guard let row = try db.query("SELECT root, public_permission FROM shares WHERE zone = ? AND name = ?", [zone.id, name]).first else { return nil }
-        let participants = try db.query("SELECT user, role, permission, acceptance FROM participants WHERE zone = ? AND share = ? ORDER BY role != 'owner', user",
+        let participants = try db.query("SELECT user, role, permission, acceptance FROM participants WHERE zone = ? AND share = ? ORDER BY role != '\(ShareRole.owner.rawValue)', user",
                                         [zone.id, name]).map {
             let user = $0[0].string ?? ""
             func row(_ column: String) -> String { Self.participantRow(zone: zone.id, share: name, user: user, column: column) }
@@ -268,7 +268,7 @@ extension CloudTransaction {
     /// share record becomes a tombstone and the root no longer references it.
     func endShare(zone: ZoneRow, name: String, user: String) throws {
         let root = try db.scalar("SELECT root FROM shares WHERE zone = ? AND name = ?", [zone.id, name])?.string
-        let users = try db.query("SELECT user FROM participants WHERE zone = ? AND share = ? AND acceptance = 'accepted' AND role != 'owner'",
+        let users = try db.query("SELECT user FROM participants WHERE zone = ? AND share = ? AND acceptance = '\(ShareAcceptanceStatus.accepted.rawValue)' AND role != '\(ShareRole.owner.rawValue)'",
                                  [zone.id, name]).compactMap { $0[0].string }
         let readers = try Dictionary(uniqueKeysWithValues: users.map { ($0, try reads(zone: zone.id, user: $0)) })
         try db.execute("DELETE FROM participants WHERE zone = ? AND share = ?", [zone.id, name])
@@ -296,7 +296,7 @@ extension CloudTransaction {
     /// Whether `user` reads `zone`: an accepted participation, with a permission above none, in
     /// some share of it. Only readers have the zone in their shared database.
     func reads(zone: Int64, user: String) throws -> Bool {
-        try db.scalar("SELECT 1 FROM participants WHERE zone = ? AND user = ? AND acceptance = 'accepted' AND permission != 'none'",
+        try db.scalar("SELECT 1 FROM participants WHERE zone = ? AND user = ? AND acceptance = '\(ShareAcceptanceStatus.accepted.rawValue)' AND permission != '\(SharePermission.none.rawValue)'",
                       [zone, user]) != nil
     }
 

@@ -64,7 +64,7 @@ extension CloudEngine {
             case .shared:
                 rows = try state.db.query("""
                     SELECT DISTINCT z.id, z.owner, z.name, z.horizon FROM zones z JOIN participants p ON p.zone = z.id
-                    WHERE z.environment = ? AND p.user = ? AND p.acceptance = 'accepted' AND z.owner != ? ORDER BY z.owner, z.name
+                    WHERE z.environment = ? AND p.user = ? AND p.acceptance = '\(ShareAcceptanceStatus.accepted.rawValue)' AND z.owner != ? ORDER BY z.owner, z.name
                     """, [state.environment.rawValue, caller, caller])
             }
             return ZonesResult(zones: try rows.map { try state.zoneInfo(CloudTransaction.zoneRow($0), caller: caller) })

@@ -77,13 +77,18 @@ public final class CloudEngine: Sendable {
         var schemas: [CloudEnvironment: FieldSchema] = [:]
         try write { state in
             for row in try state.db.query("SELECT environment, record_type, field, type FROM field_types") {
-                let environment = CloudEnvironment(rawValue: row[0].string ?? "") ?? .development
-                schemas[environment, default: FieldSchema()].define(recordType: row[1].string ?? "", field: row[2].string ?? "", type: row[3].string ?? "")
+                let recordType = row[1].string ?? "", field = row[2].string ?? ""
+                let environment = try CloudEnvironment.stored(row[0].string, in: Self.fieldTypeRow(recordType: recordType, field: field))
+                schemas[environment, default: FieldSchema()].define(recordType: recordType, field: field, type: row[3].string ?? "")
             }
         }
         for environment in CloudEnvironment.allCases {
             core.schema(environment).withLock { $0 = schemas[environment] ?? FieldSchema() }
         }
+    }
+
+    static func fieldTypeRow(recordType: String, field: String) -> String {
+        "The field_types row of record type \(CloudKitNames.quoted(recordType)), field \(CloudKitNames.quoted(field)), column environment,"
     }
 
     /// Every user has `_defaultZone` in both environments (a cloud written before production
@@ -193,8 +198,9 @@ public final class CloudEngine: Sendable {
         }
         var loaded: [String: Account] = [:]
         for row in rows {
-            loaded[row["name"].string ?? ""] = Account(credential: row["credential"].string ?? "",
-                                                       status: AccountStatus(rawValue: row["status"].string ?? "") ?? .available)
+            let name = row["name"].string ?? ""
+            loaded[name] = Account(credential: row["credential"].string ?? "",
+                                   status: try .stored(row["status"].string, in: Self.userRow(name)))
         }
         core.accounts.withLock { $0 = loaded }
     }
@@ -251,7 +257,7 @@ public final class CloudEngine: Sendable {
             if try state.db.scalar("SELECT 1 FROM users WHERE credential = ?", [credential]) != nil {
                 throw WireError(.constraintViolation, "Another user already has this credential.", details: ["user": .string(name)])
             }
-            try state.db.execute("INSERT INTO users(name, credential, status, created) VALUES (?, ?, 'available', ?)",
+            try state.db.execute("INSERT INTO users(name, credential, status, created) VALUES (?, ?, '\(AccountStatus.available.rawValue)', ?)",
                                  [name, credential, state.now])
             for environment in CloudEnvironment.allCases {
                 _ = try state.ensureZone(owner: name, name: ZoneID.defaultZoneName, environment: environment)
@@ -273,9 +279,14 @@ public final class CloudEngine: Sendable {
     public func listUsers() throws -> [UserSummary] {
         try read { state in
             try state.db.query("SELECT name, status FROM users ORDER BY name").map {
-                UserSummary(user: $0["name"].string ?? "", accountStatus: AccountStatus(rawValue: $0["status"].string ?? "") ?? .available)
+                let name = $0["name"].string ?? ""
+                return UserSummary(user: name, accountStatus: try .stored($0["status"].string, in: Self.userRow(name)))
             }
         }
+    }
+
+    static func userRow(_ name: String) -> String {
+        "The users row of user \(CloudKitNames.quoted(name)), column status,"
     }
 }
 

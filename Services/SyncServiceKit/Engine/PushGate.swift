@@ -58,7 +58,7 @@ final class PushGate: Sendable {
     private static func deliver(_ push: Push, via events: EventHub, available: (String) -> Bool) {
         guard available(push.user) else { return }
         events.publish(topic: push.topic, event: push.name, data: push.data) {
-            $0.principal?.user == push.user && $0.id != push.origin && SyncService.environment(of: $0) == push.environment
+            $0.principal?.user == push.user && $0.id != push.origin && (try? SyncService.environment(of: $0)) == push.environment
         }
     }
 }

@@ -38,7 +38,7 @@ public final class RequestTrace {
     }
 }
 
-/// Seed 002's fault text, which the shared database's refusals carry.
+/// CloudKit's text for a write to the shared database's core-data or default zone, which its refusals carry.
 public let sharedDatabaseDefaultZoneFault = "Illegal attempt to work with the core-data or default zone in the shared database"
 
 extension CloudTransaction {

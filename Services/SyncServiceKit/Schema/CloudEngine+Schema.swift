@@ -104,7 +104,7 @@ extension CloudEngine {
             var deployed = production
             for (recordType, fields) in development.types {
                 for (field, type) in fields where production.types[recordType]?[field] == nil {
-                    try state.db.execute("INSERT INTO field_types(record_type, field, type, environment) VALUES (?, ?, ?, 'production')",
+                    try state.db.execute("INSERT INTO field_types(record_type, field, type, environment) VALUES (?, ?, ?, '\(CloudEnvironment.production.rawValue)')",
                                          [recordType, field, type])
                     deployed.define(recordType: recordType, field: field, type: type)
                 }

@@ -69,7 +69,7 @@ extension CloudEngine {
             let newRecordTypes = parsed.keys.filter { schema.types[$0] == nil && !(parsed[$0]?.isEmpty ?? true) }.sorted()
             for (recordType, fields) in parsed {
                 for (field, type) in fields where schema.types[recordType]?[field] == nil {
-                    try state.db.execute("INSERT INTO field_types(record_type, field, type, environment) VALUES (?, ?, ?, 'development')",
+                    try state.db.execute("INSERT INTO field_types(record_type, field, type, environment) VALUES (?, ?, ?, '\(CloudEnvironment.development.rawValue)')",
                                          [recordType, field, type])
                     schema.define(recordType: recordType, field: field, type: type)
                 }

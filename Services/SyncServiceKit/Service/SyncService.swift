@@ -183,9 +183,10 @@ public final class SyncService: ServiceDefinition {
         try CloudEnvironment.named(requested, field: "params.environment").rawValue
     }
 
-    /// The environment a connection's hello chose.
-    static func environment(of connection: ConnectionHandle) -> CloudEnvironment {
-        connection.environment.flatMap(CloudEnvironment.init(rawValue:)) ?? .development
+    /// The environment a connection's hello chose. Hello keeps only a spelling
+    /// `helloEnvironment` accepted; none kept (no hello yet) is development, as `named` says.
+    static func environment(of connection: ConnectionHandle) throws(WireError) -> CloudEnvironment {
+        try CloudEnvironment.named(connection.environment, field: "params.environment")
     }
 
     public func authenticate(credential: String?, connection: ConnectionHandle) throws -> Principal? {

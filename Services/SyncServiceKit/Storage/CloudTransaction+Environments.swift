@@ -15,10 +15,10 @@ extension CloudTransaction {
     /// Development's field definitions become production's, as CloudKit's reset of the
     /// development environment leaves them.
     func copyProductionSchemaToDevelopment() throws {
-        try db.execute("DELETE FROM field_types WHERE environment = 'development'")
+        try db.execute("DELETE FROM field_types WHERE environment = '\(CloudEnvironment.development.rawValue)'")
         try db.execute("""
             INSERT INTO field_types(record_type, field, type, environment)
-            SELECT record_type, field, type, 'development' FROM field_types WHERE environment = 'production'
+            SELECT record_type, field, type, '\(CloudEnvironment.development.rawValue)' FROM field_types WHERE environment = '\(CloudEnvironment.production.rawValue)'
             """)
     }
 }

@@ -286,7 +286,7 @@ extension CloudTransaction {
     /// Users with an accepted participation in any share of the zone.
     /// The users the zone is in the shared database of (`reads(zone:user:)`).
     func readingUsers(zone: Int64) throws -> [String] {
-        try db.query("SELECT DISTINCT user FROM participants WHERE zone = ? AND acceptance = 'accepted' AND permission != 'none'", [zone])
+        try db.query("SELECT DISTINCT user FROM participants WHERE zone = ? AND acceptance = '\(ShareAcceptanceStatus.accepted.rawValue)' AND permission != '\(SharePermission.none.rawValue)'", [zone])
             .compactMap { $0[0].string }
     }
 }

@@ -36,8 +36,10 @@ public struct CloudLimits: Codable, Sendable, Hashable {
 }
 
 /// Account states a user can be put in (CKAccountStatus).
-public enum AccountStatus: String, Codable, Sendable {
+public enum AccountStatus: String, CloudVocabulary {
     case available, noAccount, temporarilyUnavailable
+
+    public static let vocabularyName = "an account status"
 }
 
 

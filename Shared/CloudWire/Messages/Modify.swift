@@ -142,7 +142,7 @@ extension ModifyParams: JSONReadable {
 
 /// What records.modify says of each saved record: the record (`records`, as CloudKit's
 /// savedRecords), or only its name and new change tag (`tags`: all a sync engine that keeps
-/// what it sent needs; a batch's reply was a third of the bytes a save moved).
+/// what it sent needs, and a reply need not carry the records back).
 public enum ModifyReply: String, Codable, Sendable {
     case records, tags
 }

@@ -4,8 +4,10 @@ import MeowWire
 /// it; what Xcode builds use) and Production (only deployed record types and fields; what App
 /// Store and TestFlight builds use). Each has its own zones, records, shares, change tokens and
 /// subscriptions; the users are the same.
-public enum CloudEnvironment: String, Codable, Sendable, Hashable, CaseIterable {
+public enum CloudEnvironment: String, CloudVocabulary {
     case development, production
+
+    public static let vocabularyName = "an environment"
 
     /// The environment `text` names; nil gives `fallback`. Anything else is `invalidField` for
     /// `field`, naming the two that exist.

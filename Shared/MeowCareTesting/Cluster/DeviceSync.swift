@@ -132,13 +132,13 @@ public struct DeviceAccount: Sendable {
     /// Signs out: the account's data leaves the device (the cloud keeps it). Returns the objects removed.
     @discardableResult
     public func signOut() async throws(MeowCareError) -> Int {
-        try await connection.call("account.signOut")["objectsRemoved"]?.intValue ?? 0
+        try await connection.call("account.signOut", as: AccountResult.self).objectsRemoved ?? 0
     }
 
     /// Signs in (with another user's `credential` to switch accounts); returns the user.
     @discardableResult
     public func signIn(credential: String? = nil) async throws(MeowCareError) -> String {
-        try await connection.call("account.signIn", credential.map { ["credential": .string($0)] } ?? [:])["user"]?.stringValue ?? ""
+        try await connection.call("account.signIn", credential.map { ["credential": .string($0)] } ?? [:], as: AccountResult.self).user ?? ""
     }
 }
 

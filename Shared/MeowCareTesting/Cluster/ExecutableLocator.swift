@@ -25,6 +25,9 @@ public struct ExecutableLocator: Sendable {
 
     public init(directory: String) { self.directory = directory }
 
+    /// Another executable built beside the services (`meowctl`, `echo-baseline`).
+    public func path(_ executable: String) -> String { "\(directory)/\(executable)" }
+
     /// The repository this library was built from (four levels above this file).
     public static let packageRoot: String = {
         var url = URL(fileURLWithPath: #filePath)

@@ -74,13 +74,15 @@ struct ExternalDeployment: Sendable {
         MeowCareError(.invalidConfiguration, "MEOWCARE_EXTERNAL: " + message, service: "cluster")
     }
 
-    /// The first connections: the cloud's as the admin, then one per device.
-    func connect(lifecycle: ClusterLifecycle) async throws(MeowCareError) -> [TracedConnection] {
-        var connections = [try await TracedConnection.open(socket: endpoints.cloud.socket, service: "cloud", label: "cloud:admin",
-                                                           credential: endpoints.adminCredential, lifecycle: lifecycle)]
+    /// The first connections: the cloud's as the admin, and one per device.
+    func connect(lifecycle: ClusterLifecycle) async throws(MeowCareError) -> StartedServices {
+        let cloud = try await TracedConnection.open(socket: endpoints.cloud.socket, service: "cloud", label: "cloud:admin",
+                                                    credential: endpoints.adminCredential, lifecycle: lifecycle)
+        var devices: [StartedDevice] = []
         for device in endpoints.devices {
-            connections.append(try await TracedConnection.open(socket: device.socket, service: device.name, label: device.name, lifecycle: lifecycle))
+            let connection = try await TracedConnection.open(socket: device.socket, service: device.name, label: device.name, lifecycle: lifecycle)
+            devices.append(StartedDevice(endpoint: device, connection: connection, process: nil))
         }
-        return connections
+        return StartedServices(cloud: cloud, devices: devices)
     }
 }

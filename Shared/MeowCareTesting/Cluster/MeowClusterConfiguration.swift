@@ -9,13 +9,35 @@ import Foundation
 /// let cluster = try await MeowCluster.start(configuration)
 /// ```
 public struct MeowClusterConfiguration: Sendable {
-    /// One device: its name (also its `--device-name`) and its cloud user.
+    /// One device: its name (also its `--device-name`), its cloud user, and what it has of its
+    /// own besides the cluster's settings.
     public struct Device: Sendable, Hashable {
         public var name: String
         public var user: String
-        public init(name: String, user: String) {
+        /// More options for this store-service, after the cluster's `deviceArguments` (e.g. its own `--model`).
+        public var arguments: [String]
+        /// More environment variables for this store-service.
+        public var environment: [String: String]
+        /// This device's persistence; nil: the cluster's.
+        public var persistence: Persistence?
+        /// With `.sqlite`, where its stores live; nil: `device-N` in the cluster's directory. A
+        /// device started again on the same directory finds its data.
+        public var dataDirectory: String?
+        /// Whether it runs the start-up orphan repair; nil: the cluster's `orphanRepair`.
+        public var orphanRepair: Bool?
+        /// Where it reaches the cloud, when not at the cloud's socket (a `meowctl tap` in between).
+        public var syncSocket: String?
+
+        public init(name: String, user: String, arguments: [String] = [], environment: [String: String] = [:], persistence: Persistence? = nil,
+                    dataDirectory: String? = nil, orphanRepair: Bool? = nil, syncSocket: String? = nil) {
             self.name = name
             self.user = user
+            self.arguments = arguments
+            self.environment = environment
+            self.persistence = persistence
+            self.dataDirectory = dataDirectory
+            self.orphanRepair = orphanRepair
+            self.syncSocket = syncSocket
         }
     }
 
@@ -45,6 +67,17 @@ public struct MeowClusterConfiguration: Sendable {
     public var deviceArguments: [String] = []
     /// More options for the sync-service (e.g. `["--max-items", "50"]`).
     public var cloudArguments: [String] = []
+    /// More environment variables for the sync-service.
+    public var cloudEnvironment: [String: String] = [:]
+    /// Users the cloud knows besides the devices' (for devices added later, or cloud clients).
+    public var additionalUsers: [String] = []
+    /// Fixed credentials by user (a command a person pastes names them); every other user gets a random one.
+    public var credentials: [String: String] = [:]
+    /// A fixed admin credential; nil: a random one.
+    public var adminCredential: String?
+    /// A directory of your own to hold the cluster (sockets, logs, SQLite files), kept at stop:
+    /// a later cluster on it finds the cloud's data. nil: a fresh one, removed at stop.
+    public var directory: String?
     /// How long each service may take to answer `health` with ready.
     public var startTimeout: Duration = .seconds(30)
     /// A running `deploy/meowcare-local` deployment's directory to use instead of starting
@@ -65,10 +98,10 @@ public struct MeowClusterConfiguration: Sendable {
         self.devices = devices.map { Device(name: $0, user: user) }
     }
 
-    /// The users of the devices, each once, in order of first appearance.
+    /// The cloud's users: the devices', then `additionalUsers`, each once, in order of first appearance.
     public var users: [String] {
         var seen: Set<String> = []
-        return devices.map(\.user).filter { seen.insert($0).inserted }
+        return (devices.map(\.user) + additionalUsers).filter { seen.insert($0).inserted }
     }
 
     func validate() throws(MeowCareError) {

@@ -33,9 +33,9 @@ public struct MeowContext: Sendable {
         if let uuid { params["uuid"] = .string(uuid) }
         if let zone { params["zone"] = .string(zone) }
         if let zoneOwner { params["zoneOwner"] = .string(zoneOwner) }
-        let reply = try await call("object.insert", params)
-        guard let objectID = reply["objectID"]?.stringValue else {
-            throw MeowCareError(.internalError, "object.insert answered no objectID: \(JSONWriter.text(reply))", op: "object.insert", service: connection.service)
+        let reply = try await call("object.insert", params, as: InsertResult.self)
+        guard let objectID = reply.objectID else {
+            throw MeowCareError(.internalError, "object.insert answered no objectID: \(reply)", op: "object.insert", service: connection.service)
         }
         return objectID
     }
@@ -63,14 +63,13 @@ public struct MeowContext: Sendable {
 
     /// `object.obtainPermanentIDs`: routes the objects now; their stores are fixed from then on.
     public func obtainPermanentIDs(_ objectIDs: [String]) async throws(MeowCareError) -> [SaveResult.Inserted] {
-        try await call("object.obtainPermanentIDs", ["objectIDs": .array(objectIDs.map { .string($0) })], as: ObtainedIDs.self).objects
+        try await call("object.obtainPermanentIDs", ["objectIDs": .array(objectIDs.map { .string($0) })], as: ObtainResult.self).objects
     }
 
     /// `object.moveToStore`: deletes the saved object and inserts a copy (same uuid) into
     /// `store` at the next save; returns the copy's temporary ID.
     public func moveToStore(_ objectID: String, _ store: String, values: [String: JSONValue] = [:]) async throws(MeowCareError) -> String {
-        let reply = try await call("object.moveToStore", ["objectID": .string(objectID), "store": .string(store), "values": .object(values)])
-        return reply["objectID"]?.stringValue ?? ""
+        try await call("object.moveToStore", ["objectID": .string(objectID), "store": .string(store), "values": .object(values)], as: MoveResult.self).objectID
     }
 
     /// `fetch` registering the results in this context (objects it holds are returned as it sees them).
@@ -104,5 +103,3 @@ public struct MeowContext: Sendable {
     /// `context.close`.
     public func close() async throws(MeowCareError) { _ = try await call("context.close") }
 }
-
-struct ObtainedIDs: Decodable { var objects: [SaveResult.Inserted] }

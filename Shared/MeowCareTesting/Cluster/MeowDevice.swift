@@ -57,11 +57,8 @@ public final class MeowDevice: Sendable {
         if let name { params["name"] = .string(name) }
         if let author { params["author"] = .string(author) }
         if let mergePolicy { params["mergePolicy"] = .string(mergePolicy) }
-        let opened = try await connection.call("context.open", params)
-        guard let id = opened["context"]?.stringValue else {
-            throw MeowCareError(.internalError, "context.open answered no context: \(JSONWriter.text(opened))", op: "context.open", service: name)
-        }
-        return MeowContext(id: id, connection: connection)
+        let opened = try await connection.call("context.open", params, as: ContextOpenResult.self)
+        return MeowContext(id: opened.context, connection: connection)
     }
 
     /// Runs `body` in a new context and closes it afterwards (also when `body` throws).
@@ -139,7 +136,7 @@ public final class MeowDevice: Sendable {
     /// `fetch.count`.
     public func count(_ entity: String, where predicate: String? = nil, _ arguments: [JSONValue] = [], stores: [String]? = nil) async throws(MeowCareError) -> Int {
         let params = Self.fetchParams(entity, predicate, arguments, [], nil, nil, stores, context: nil)
-        return try await connection.call("fetch.count", params)["count"]?.intValue ?? 0
+        return try await connection.call("fetch.count", params, as: CountResult.self).count
     }
 
     static func fetchParams(_ entity: String, _ predicate: String?, _ arguments: [JSONValue], _ sort: [FetchSort], _ limit: Int?,
@@ -167,12 +164,12 @@ public final class MeowDevice: Sendable {
     /// `history.purge`: the number of transactions purged.
     @discardableResult
     public func purgeHistory(store: String, beforeToken: Int) async throws(MeowCareError) -> Int {
-        try await connection.call("history.purge", ["store": .string(store), "beforeToken": .int(beforeToken)])["purgedTransactions"]?.intValue ?? 0
+        try await connection.call("history.purge", ["store": .string(store), "beforeToken": .int(beforeToken)], as: HistoryPurgeResult.self).purgedTransactions
     }
 
     /// `store.list`: the stores in load order.
     public func stores() async throws(MeowCareError) -> [StoreDescription] {
-        try await connection.call("store.list", as: StoreList.self).stores
+        try await connection.call("store.list", as: StoreListResult.self).stores
     }
 
     /// `model.get`: the data model in use, in the model file's format.
@@ -222,6 +219,3 @@ public final class MeowDevice: Sendable {
         try await connection.call("clock.set", ["advanceSeconds": .double(seconds)], as: DeviceClockState.self)
     }
 }
-
-struct FetchedObjects: Decodable { var objects: [ManagedObject] }
-struct StoreList: Decodable { var stores: [StoreDescription] }

@@ -1,45 +1,3 @@
-/// `sync.send`'s answer.
-public struct SyncSendResult: Decodable, Sendable, Hashable {
-    public var saved: Int
-    public var deleted: Int
-    /// `serverRecordChanged` / `serverRejectedRequest` verdicts merged per field.
-    public var conflictsResolved: Int
-    /// Local changes the server refused (`permissionFailure`) and the device undid.
-    public var reverted: Int
-    public var dropped: Int
-    /// Records the server refused with an error of their own (an undeployed production field): still queued.
-    public var refused: Int?
-    /// Entries held back by a server retry-after.
-    public var deferred: Int
-    public var requests: Int
-    public var pending: Int
-    public var retryAfterSeconds: Double?
-}
-
-/// `sync.fetch`'s answer.
-public struct SyncFetchResult: Decodable, Sendable, Hashable {
-    public var changedRecords: Int
-    public var deletedRecords: Int
-    public var merged: Int
-    public var pages: Int
-    /// `owner/zone`, prefixed `purged:` for purged zones.
-    public var zonesRemoved: [String]
-    public var zonesReset: [String]
-    public var tokensExpired: Int
-}
-
-/// `sync.now`'s answer: a send, then a fetch.
-public struct SyncNowResult: Decodable, Sendable, Hashable {
-    public var send: SyncSendResult
-    public var fetch: SyncFetchResult
-
-    /// Whether the step moved anything in either direction (what `settle()` loops on).
-    public var changedAnything: Bool {
-        send.requests > 0 || send.saved + send.deleted + send.conflictsResolved + send.reverted + send.dropped > 0
-            || fetch.changedRecords + fetch.deletedRecords + fetch.merged > 0 || !fetch.zonesRemoved.isEmpty || !fetch.zonesReset.isEmpty
-    }
-}
-
 /// `sync.status`: the mirror's state, never waiting for a running step.
 public struct SyncStatus: Decodable, Sendable {
     public struct Store: Decodable, Sendable {
@@ -90,11 +48,4 @@ public struct ShareAcceptance: Decodable, Sendable {
     public var ownerName: String
     public var share: CloudRecord
     public var fetch: SyncFetchResult
-}
-
-/// `sync.initializeSchema`'s answer: every record type's fields as CloudKit names their types.
-public struct SchemaInitialization: Decodable, Sendable, Hashable {
-    public var recordTypes: [String: [String: String]]
-    public var uploaded: Int
-    public var dryRun: Bool
 }

@@ -89,12 +89,13 @@ final class TracedConnection: Sendable {
         }
     }
 
-    /// A call whose result decodes as `R`.
+    /// A call whose result decodes as `R` (StoreWire's reader: a reply that does not read names
+    /// the field that broke it in `details.field`).
     func call<R: Decodable>(_ op: String, _ params: [String: JSONValue] = [:], as type: R.Type, timeout: Duration? = nil) async throws(MeowCareError) -> R {
         let value = try await call(op, params, timeout: timeout)
-        do { return try value.decode(R.self) } catch {
-            throw MeowCareError(.internalError, "The reply to '\(op)' did not read as \(R.self): \(error). Reply: \(JSONWriter.text(CredentialRedaction.redacted(value)).prefix(500))",
-                                op: op, service: service)
+        do throws(WireError) { return try StoreReply.read(R.self, from: value, op: op) } catch {
+            throw MeowCareError(error.code, "\(error.message) Reply: \(JSONWriter.text(CredentialRedaction.redacted(value)).prefix(500))",
+                                details: error.details, op: op, service: service)
         }
     }
 

@@ -1,6 +1,6 @@
 /// A string enum a client names on the wire: decoding an unknown name fails with a message that
 /// lists the valid ones, so a typo in a request is answered with what to send instead.
-protocol NamedOption: RawRepresentable<String>, CaseIterable, Decodable {
+public protocol NamedOption: RawRepresentable<String>, CaseIterable, Decodable {
     /// What the value is, for the message ("a merge policy").
     static var optionDescription: String { get }
 }

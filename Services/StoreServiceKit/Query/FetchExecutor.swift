@@ -1,31 +1,7 @@
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
-
-/// A fetch: entity, optional predicate and sort, limit/offset, and the stores to search
-/// (Core Data's affectedStores; both when absent).
-public struct FetchRequest: Codable, Sendable {
-    public struct SortDescriptor: Codable, Sendable {
-        public var key: String
-        public var ascending: Bool?
-    }
-    public var entity: String
-    public var predicate: String?
-    public var arguments: [JSONValue]?
-    public var sortDescriptors: [SortDescriptor]?
-    public var limit: Int?
-    public var offset: Int?
-    public var stores: [String]?
-    /// Registers the results in this context (so later edits are checked against what was read).
-    public var context: String?
-    /// `objects` (default) or `rows`: one array per object under `columns` (stored values),
-    /// which is much cheaper to encode and parse for big fetches.
-    public var resultFormat: FetchResultFormat?
-}
-
-public enum FetchResultFormat: String, Codable, Sendable {
-    case objects, rows
-}
+import StoreWire
 
 /// A fetch's rows in the `rows` format: `[objectID, store, version, uuid, zone, <attributes…>,
 /// <to-one relationships…>]` per object, values written straight from SQLite's.
@@ -57,7 +33,7 @@ struct FetchRows: Encodable, Sendable {
             try row.encode(storeNames[hit.store])
             try row.encode(hit.row.version)
             try row.encode(hit.row.uuid)
-            if let zone = ObjectRecord.zoneParts(hit.row.zone).name { try row.encode(zone) } else { try row.encodeNil() }
+            if let zone = ManagedObject.zoneParts(hit.row.zone).name { try row.encode(zone) } else { try row.encodeNil() }
             for (index, value) in hit.row.values.enumerated() {
                 if index >= attributeCount {
                     if let key = value.int64 {
@@ -287,7 +263,7 @@ struct FetchExecutor {
     }
 
     /// The wire form of a fetched row.
-    static func record(_ hit: Hit, entity: EntityDescription, stores: StoreSet) throws -> ObjectRecord {
+    static func record(_ hit: Hit, entity: EntityDescription, stores: StoreSet) throws -> ManagedObject {
         let store = stores.list[hit.store]
         var values: [String: JSONValue] = [:]
         values.reserveCapacity(entity.storedPropertyNames.count)
@@ -303,8 +279,8 @@ struct FetchExecutor {
             let others = Set(try store.links(end, primaryKey: hit.row.primaryKey).map(\.other))
             values[relationship.name] = .array(others.map { store.objectID(relationship.destination, $0).uri }.sorted().map { .string($0) })
         }
-        return ObjectRecord(objectID: store.objectID(entity.name, hit.row.primaryKey).uri, entity: entity.name, store: store.name,
-                            version: Int(hit.row.version), uuid: hit.row.uuid, zoneKey: hit.row.zone, values: values,
-                            isInserted: nil, isDeleted: nil, hasChanges: nil)
+        return ManagedObject(objectID: store.objectID(entity.name, hit.row.primaryKey).uri, entity: entity.name, store: store.name,
+                             version: Int(hit.row.version), uuid: hit.row.uuid, zoneKey: hit.row.zone, values: values,
+                             isInserted: nil, isDeleted: nil, hasChanges: nil)
     }
 }
