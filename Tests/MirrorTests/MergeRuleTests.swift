@@ -270,7 +270,7 @@ extension Mirroring {
                     fields[name] = ["type": "string", "value": .string("\(name)-\(index)")]
                     fields[name + "_"] = ["type": "string", "value": "unknown"]
                 }
-                let text = JSONText.object(fields)
+                let text = JSONWriter.text(.object(fields))
                 let stored = try #require(StoredFields.fields(text), "\(text)")
                 let fromText = layout.values(stored)
                 #expect(fromText == layout.values(fields))

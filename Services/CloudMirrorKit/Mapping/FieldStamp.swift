@@ -28,7 +28,7 @@ struct FieldStamp: Codable, Sendable, Hashable {
                 JSONWriter.appendString(name, to: &text)
             }
             text += "],\"time\":"
-            JSONText.write(.double(stamp.time), into: &text)
+            JSONWriter.append(.double(stamp.time), to: &text, integralDoubles: true)
             text += "}"
         }
         return text + "]"
@@ -44,7 +44,7 @@ struct FieldStamp: Codable, Sendable, Hashable {
             JSONWriter.appendString(name, to: &text)
         }
         text += "],\"time\":"
-        JSONText.write(.double(stamp.time), into: &text)
+        JSONWriter.append(.double(stamp.time), to: &text, integralDoubles: true)
         return text + "}]"
     }
 

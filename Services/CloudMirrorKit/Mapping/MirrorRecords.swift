@@ -223,22 +223,6 @@ enum MirrorRecordCoding {
     }
 }
 
-/// JSON text for the mirror's own values inside fields and columns (the stamps, the move receipt),
-/// written directly (JSONEncoder's generic path cost more than the rest of a send for small
-/// values written once per record). Whole doubles are written as integers, as in record fields
-/// (which `RecordFields` writes).
-enum JSONText {
-    static func object(_ object: [String: JSONValue]) -> String {
-        var text = ""
-        write(.object(object), into: &text)
-        return text
-    }
-
-    static func write(_ value: JSONValue, into text: inout String) {
-        JSONWriter.append(value, to: &text, integralDoubles: true)
-    }
-}
-
 /// The move receipt a record carries after a device moved it into another zone (sharing a
 /// session moves its graph; an event follows its session), in `CD_moveReceipt`, the field
 /// NSPersistentCloudKitContainer keeps its own move receipts in (BYTES; `sync.initializeSchema`
@@ -273,7 +257,7 @@ struct MovedFrom: Equatable {
 
     /// The field: bytes holding `{"recordChangeTag":…,"zoneName":…}`.
     var fieldValue: JSONValue {
-        let text = JSONText.object(["recordChangeTag": .string(changeTag), "zoneName": .string(zoneName)])
+        let text = JSONWriter.text(["recordChangeTag": .string(changeTag), "zoneName": .string(zoneName)])
         return ["type": "bytes", "value": .string(Data(text.utf8).base64EncodedString())]
     }
 
