@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "StoreWire", targets: ["StoreWire"]),
         // For app teams' test targets: an isolated cloud and devices per test (docs/TESTING.md).
         .library(name: "MeowCareTesting", targets: ["MeowCareTesting"]),
+        .library(name: "MeowHistory", targets: ["MeowHistory"]),
     ],
     targets: [
         // C helpers Glibc does not expose to Swift (SO_PEERCRED's struct ucred, accept4).
@@ -53,6 +54,9 @@ let package = Package(
         .target(name: "MeowInspection", dependencies: ["MeowWire", "CloudWire", "StoreWire"], path: "Shared/MeowInspection", swiftSettings: strict),
         // The test library: the cluster fixture and typed clients (no Swift Testing, so tools such
         // as meow-bench can use it), and its Swift Testing face (trait, attachments, issues).
+        // What an explored run did and the checks that judge it (docs/EXPLORING.md): no processes,
+        // so the checker is tested on crafted histories alone.
+        .target(name: "MeowHistory", dependencies: ["MeowWire"], path: "Shared/MeowHistory", swiftSettings: strict),
         .target(name: "MeowCareCluster", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "CShim"],
                 path: "Shared/MeowCareTesting/Cluster", swiftSettings: strict),
         .target(name: "MeowCareTesting", dependencies: ["MeowCareCluster", "MeowWire", "CloudWire"],
@@ -72,6 +76,7 @@ let package = Package(
         .testTarget(name: "MeowWireTests", dependencies: ["MeowWire"], path: "Tests/MeowWireTests", swiftSettings: strict),
         .testTarget(name: "CloudWireTests", dependencies: ["CloudWire", "MeowWire"], path: "Tests/CloudWireTests", swiftSettings: strict),
         .testTarget(name: "StoreWireTests", dependencies: ["StoreWire", "MeowWire"], path: "Tests/StoreWireTests", swiftSettings: strict),
+        .testTarget(name: "MeowHistoryTests", dependencies: ["MeowHistory", "MeowWire"], path: "Tests/MeowHistoryTests", swiftSettings: strict),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"], path: "Tests/SQLiteKitTests", swiftSettings: strict),
         .testTarget(name: "StoreServiceTests", dependencies: ["CloudWire", "StoreWire", "StoreServiceKit", "TestSupport", "MeowWire", "SQLiteKit", "MeowCareCluster"],
                     path: "Tests/StoreServiceTests", swiftSettings: strict),
