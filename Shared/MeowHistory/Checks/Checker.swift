@@ -3,7 +3,8 @@ public struct Checker: Sendable {
     /// The built-in checks, in the order their failures are reported: an unresolved outcome
     /// first, since it leaves the others judging a history that is not settled.
     public static let standard: [any HistoryCheck] = [
-        ResolutionCheck(), DurabilityCheck(), PermissionSafetyCheck(), ConflictsCheck(), DuplicatesCheck(), HistoryTokensCheck(), ConvergenceCheck(), DoctorCheck(),
+        ResolutionCheck(), DurabilityCheck(), PermissionSafetyCheck(), ConflictsCheck(),
+        DuplicatesCheck(), HistoryTokensCheck(), ConvergenceCheck(), DoctorCheck(),
     ]
 
     public var checks: [any HistoryCheck]
