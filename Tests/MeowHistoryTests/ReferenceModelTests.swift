@@ -151,6 +151,18 @@ struct ReferenceModelTests {
         #expect(expected.assumptions.contains { $0.contains("sync.send #2 left 1 queued") })
     }
 
+    @Test("A failed send the runner found to have saved a first batch carried the records it names")
+    func failedSendWithCarriedRecords() {
+        var story = Story(devices: ["A": "alice"])
+        story.insert("A", "CareEvent", ID.event, ["note": "a-0"], stamp: 100)
+        story.insert("A", "CareEvent", ID.other, ["note": "a-1"], stamp: 101)
+        story.add("A", HistoryOp.send, ["carried": [.string(ID.event)]],
+                  outcome: .fail(code: "zoneBusy", message: "Injected zoneBusy for 'records.modify'. Retry after 1.0 seconds."))
+        let expected = ReferenceModel().replay(story.entries)
+        #expect(expected.records[ID.event]?.exists == true)
+        #expect(expected.records[ID.other]?.exists == false)
+    }
+
     @Test("A send whose answer was lost but which the cloud's log shows committed carried the queue")
     func resolvedSendCarriesTheQueue() {
         var story = Story(devices: ["A": "alice"])

@@ -55,6 +55,13 @@ public struct ConflictsCheck: HistoryCheck {
                     if let failure = fieldFailure(record, field, copy, place, judgement) { failures.append(failure) }
                 }
             }
+            // Rule: a device whose user lost the zone deletes that object graph from its store.
+            guard record.exists else { continue }
+            for (place, user) in judgement.nonReadingDevices(record.zone)
+            where place.copies[record.uuid] != nil && !holdsUnsent(place, record, judgement) {
+                failures.append(CheckFailure(check: name, explanation:
+                    "\(label) is still on \(place.name) at the end, but \(user) may not read \(record.zone): \(expected.whyNotReading(user, record.zone))."))
+            }
         }
         return failures
     }
@@ -65,7 +72,7 @@ public struct ConflictsCheck: HistoryCheck {
         let winner = record.fields[field]
         let want = winner?.value ?? .null
         let actual = copy.value(field)
-        guard actual != want, judgement.forbidden(record.uuid, field, actual) == nil else { return nil }
+        guard !actual.same(as: want), judgement.forbidden(record.uuid, field, actual) == nil else { return nil }
         let losers = record.mergeLosers[field] ?? []
         let actualWriters = expected.writers(of: actual, uuid: record.uuid, field: field)
         let wrongWinner = actualWriters.first { losers.contains($0.entry) }
@@ -84,7 +91,7 @@ public struct ConflictsCheck: HistoryCheck {
         }
         return CheckFailure(check: name, explanation:
             "\(record.entity) \(WriteRequest.short(record.uuid))'s \(field) should be \(Judgement.text(want)) from \(winning.described(field: field)), but \(place.name) has \(words).",
-            entries: ([winner.entry] + others).sorted())
+            entries: ([winner.entry] + others).uniqued().sorted())
     }
 
     func ruleWords(_ winner: FieldWrite, _ loser: WriteRequest) -> String {
@@ -100,7 +107,7 @@ public struct ConflictsCheck: HistoryCheck {
     func hasForbidden(_ copy: Place.Copy, _ record: ExpectedRecord, _ judgement: Judgement) -> Bool {
         judgement.expected.writes.values.contains { write in
             write.uuid == record.uuid && write.fields.contains { field, value in
-                judgement.forbidden(record.uuid, field, value) != nil && copy.value(field) == value
+                judgement.forbidden(record.uuid, field, value) != nil && copy.value(field).same(as: value)
             }
         }
     }

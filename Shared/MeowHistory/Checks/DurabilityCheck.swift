@@ -42,11 +42,11 @@ public struct DurabilityCheck: HistoryCheck {
                 for field in holding {
                     let value = write.fields[field] ?? .null
                     let actual = copy.value(field)
-                    guard actual != value, !isExplainedElsewhere(actual, write.uuid, field, judgement) else { continue }
+                    guard !actual.same(as: value), !isExplainedElsewhere(actual, write.uuid, field, judgement) else { continue }
                     let (words, others) = judgement.describe(actual, uuid: write.uuid, field: field)
                     failures.append(CheckFailure(check: name, explanation:
                         "\(write.described(field: field)) was acknowledged and nothing later superseded it, but \(place.name) has \(words) instead of \(Judgement.text(value)).",
-                        entries: [write.entry] + others))
+                        entries: ([write.entry] + others).uniqued()))
                 }
             }
         }

@@ -31,11 +31,11 @@ public struct PermissionSafetyCheck: HistoryCheck {
                         "\(what), yet device \(observation.actor) showed it in observe #\(observation.index)\(when).",
                         entries: [write.entry, refusal.at, observation.index] + (own ? [clearedAt ?? 0] : [])))
                 }
-                if judgement.cloud.copies[write.uuid]?.contains(where: { $0.value(field) == value }) ?? false {
+                if judgement.cloud.copies[write.uuid]?.contains(where: { $0.value(field).same(as: value) }) ?? false {
                     failures.append(CheckFailure(check: name, explanation: "\(what), yet the cloud has it at the end.",
                                                  entries: [write.entry, refusal.at]))
                 }
-                for place in judgement.devices where place.copies[write.uuid]?.contains(where: { $0.value(field) == value }) ?? false {
+                for place in judgement.devices where place.copies[write.uuid]?.contains(where: { $0.value(field).same(as: value) }) ?? false {
                     let own = place.device == write.device
                     guard !own || clearedAt != nil else { continue }
                     failures.append(CheckFailure(check: name, explanation:
@@ -66,7 +66,7 @@ public struct PermissionSafetyCheck: HistoryCheck {
     func shows(_ observation: HistoryEntry, _ uuid: String, _ field: String, _ value: JSONValue) -> Bool {
         let objects = observation.outcome.result?["objects"]?.arrayValue ?? []
         return objects.contains { object in
-            object["uuid"]?.stringValue == uuid && Place.Copy(values: object["values"]?.objectValue ?? [:]).value(field) == value
+            object["uuid"]?.stringValue == uuid && Place.Copy(values: object["values"]?.objectValue ?? [:]).value(field).same(as: value)
         }
     }
 }

@@ -179,9 +179,47 @@ public struct ExpectedState: Sendable {
         zone.owner == user || (shares[zone]?.reads(user) ?? false)
     }
 
+    /// Why `user` may not read `zone` at the end, in words.
+    public func whyNotReading(_ user: String, _ zone: ZoneRef) -> String {
+        guard let share = shares[zone] else { return "\(zone) is \(zone.owner)'s and not shared" }
+        guard share.active else { return "the share of \(zone) was stopped" }
+        guard let participant = share.participants[user] else { return "\(user) is no participant of \(zone)" }
+        if participant.acceptance != "accepted" { return "\(user) is \(participant.acceptance) on \(zone)" }
+        return "\(user) has permission \(participant.permission) on \(zone)"
+    }
+
     /// The writes that set `value` on `field` of `uuid` (values are unique per write, so at most
     /// one unless a history reuses values).
     public func writers(of value: JSONValue, uuid: String, field: String) -> [WriteRequest] {
-        writes.values.filter { $0.uuid == uuid && $0.fields[field] == value }.sorted { $0.entry < $1.entry }
+        (valueIndex[uuid]?[field]?[value.canonical] ?? []).compactMap { writes[$0] }
     }
+
+    /// Record → field → canonical value → the writes that set it, in history order.
+    var valueIndex: [String: [String: [JSONValue: [Int]]]] = [:]
+
+    mutating func indexValues() {
+        valueIndex = [:]
+        for write in writes.values.sorted(by: { $0.entry < $1.entry }) {
+            for (field, value) in write.fields { valueIndex[write.uuid, default: [:]][field, default: [:]][value.canonical, default: []].append(write.entry) }
+        }
+    }
+}
+
+extension JSONValue {
+    /// The value as compared across the places it is seen: the cloud stores booleans and
+    /// integers as int64 and doubles as double, and writes UUIDs in upper case, so a number is
+    /// compared by its value, a boolean as 0 or 1, and a UUID-shaped string without regard to case.
+    public var canonical: JSONValue {
+        switch self {
+        case let .int(value): .double(Double(value))
+        case let .bool(value): .double(value ? 1 : 0)
+        case let .string(value) where value.count == 36 && value.filter({ $0 == "-" }).count == 4: .string(value.uppercased())
+        case let .array(values): .array(values.map(\.canonical))
+        case let .object(object): .object(object.mapValues(\.canonical))
+        default: self
+        }
+    }
+
+    /// Whether two values are the same once compared as the places that hold them store them.
+    public func same(as other: JSONValue) -> Bool { canonical == other.canonical }
 }

@@ -99,6 +99,10 @@ private struct Replay {
         if devices[entry.actor] == nil, entry.user != nil, entry.actor != "cloud", entry.actor != "explorer" {
             devices[entry.actor] = Device(user: entry.user)
         }
+        // A failed send the runner found (in the cloud's log) to have saved some batches first.
+        if entry.op == HistoryOp.send, entry.outcome.tookEffect == false, entry.params["carried"] != nil {
+            return send(entry.actor, at: entry.index, carrying: carried(by: entry))
+        }
         // Only what took effect changes anything; an unknown outcome is the resolution check's.
         guard entry.outcome.tookEffect == true else { return }
         if let write = WriteRequest(entry) { return localWrite(write) }
@@ -146,7 +150,7 @@ private struct Replay {
             devices[write.device] = device
             return
         }
-        let zone = zone(for: write, user: user)
+        let zone = zone(for: write, user: user, device: device)
         objectZone[write.uuid] = zone
         var object = device.view[write.uuid] ?? LocalObject(entity: write.entity, zone: zone, fields: [:])
         var pending = device.pending[write.uuid] ?? PendingRecord(entity: write.entity, zone: zone)
@@ -174,14 +178,15 @@ private struct Replay {
     /// Where an object's record lives. Rule: an object related to a shared object after sharing
     /// is stored with it, in the share's zone; otherwise it stays where it is, and a new one goes
     /// to its user's private zone (or, in the shared store, the one share the user is in).
-    func zone(for write: WriteRequest, user: String) -> ZoneRef {
+    mutating func zone(for write: WriteRequest, user: String, device: Device) -> ZoneRef {
         if let known = objectZone[write.uuid], known.zoneName != ZoneRef.coreDataZoneName { return known }
         let targets = write.fields.values.compactMap(\.stringValue).compactMap { objectZone[$0] }
         if let shared = targets.first(where: { $0.zoneName != ZoneRef.coreDataZoneName }) { return shared }
         if let known = objectZone[write.uuid] { return known }
         if write.store == "shared" {
-            let joined = state.shares.filter { $0.value.reads(user) }.map(\.key)
+            let joined = state.shares.filter { $0.value.reads(user) }.map(\.key).sorted()
             if joined.count == 1 { return joined[0] }
+            state.assumptions.append("\(write.described) went to the shared store without naming a shared object, and \(user) is in \(joined.count) shares; the model put it in \(user)'s private zone.")
         }
         return .privateZone(of: user)
     }
@@ -190,12 +195,15 @@ private struct Replay {
 
     /// Which queued records a send carried. Rule: a write reaches the cloud only through a later
     /// sync.send of its device that took effect. The result counts records but names none, so:
-    /// an explicit `carried` list (record names) in the result wins; a result with nothing left
-    /// queued (`pending`, `deferred` and `refused` all 0) or a send resolved committed carried the
-    /// whole queue; one with n left carried all but the last n, since the queue is sent in order.
+    /// an explicit `carried` list (record names) in the result or the params, which the runner
+    /// may read from the cloud's log, wins; a result with nothing left queued (`pending`,
+    /// `deferred` and `refused` all 0) or a send resolved committed carried the whole queue; one
+    /// with n left carried all but the last n, since the queue is sent in order.
     func carried(by entry: HistoryEntry) -> Carried {
+        if let names = (entry.outcome.result?["carried"] ?? entry.params["carried"])?.arrayValue {
+            return .only(Set(names.compactMap(\.stringValue)))
+        }
         guard let result = entry.outcome.result else { return .all }
-        if let names = result["carried"]?.arrayValue { return .only(Set(names.compactMap(\.stringValue))) }
         let left = (result["pending"]?.intValue ?? 0) + (result["deferred"]?.intValue ?? 0) + (result["refused"]?.intValue ?? 0)
         return left == 0 ? .all : .allBut(left)
     }
@@ -459,6 +467,7 @@ private struct Replay {
     }
 
     mutating func finish() -> ExpectedState {
+        state.indexValues()
         let known = Set(entities.keys)
         for uuid in known {
             let entity = entities[uuid] ?? "object"
