@@ -120,6 +120,28 @@ struct ReferenceModelTests {
         #expect(expected.fate(of: 4, field: "note") == .discarded(at: 5, reason: "P lost zone alice/Share-1"))
     }
 
+    @Test("Sharing an event takes its session and the session's other events; deleting the root ends the share and its zone")
+    func shareTakesTheWholeGraphAndItsRootEndsIt() {
+        var story = Story(devices: ["A": "alice", "P": "pat"])
+        story.insert("A", "CareSession", ID.session, ["title": "s-0"], stamp: 100)
+        story.insert("A", "CareEvent", ID.event, ["note": "a-1", "session": .string(ID.session)], stamp: 101)
+        story.insert("A", "CareEvent", ID.other, ["note": "a-2", "session": .string(ID.session)], stamp: 102)
+        story.share("A", "CareEvent", root: ID.event, zoneName: "Share-1", participants: [("pat", "readWrite")])
+        story.accept("P", owner: "alice", zoneName: "Share-1")
+        story.fetch("P")
+        let shared = ReferenceModel().replay(story.entries)
+        let zone = ZoneRef(owner: "alice", zoneName: "Share-1")
+        #expect([ID.session, ID.event, ID.other].map { shared.records[$0]?.zone } == [zone, zone, zone])
+        #expect([ID.session, ID.event, ID.other].map { shared.records[$0]?.exists } == [true, true, true])
+        #expect(shared.reads("pat", zone))
+
+        story.delete("A", "CareEvent", ID.event, stamp: 200)
+        story.send("A")
+        let ended = ReferenceModel().replay(story.entries)
+        #expect([ID.session, ID.event, ID.other].map { ended.records[$0]?.exists } == [false, false, false])
+        #expect(!ended.reads("pat", zone))
+    }
+
     @Test("A delete's cascade removes the related objects too, and their edits go with them")
     func cascadeDeletesRelatedObjects() {
         var story = Story(devices: ["A": "alice", "B": "alice"])

@@ -88,7 +88,10 @@ private struct Replay {
     var deletedBy: [String: Int] = [:]
     var entities: [String: String] = [:]
     var objectZone: [String: ZoneRef] = [:]
-    var links: [String: Set<String>] = [:]
+    /// Each object's to-one relationships as the history set them: field → destination UUID.
+    var relations: [String: [String: String]] = [:]
+    /// Each share's root object.
+    var shareRoots: [ZoneRef: String] = [:]
     var devices: [String: Device] = [:]
     var losers: [String: [String: Set<Int>]] = [:]
     var deleteLosers: [String: Set<Int>] = [:]
@@ -130,8 +133,12 @@ private struct Replay {
         state.writes[write.entry] = write
         state.wholeFates[write.entry] = .unsent
         entities[write.uuid] = write.entity
-        for value in write.fields.values {
-            if let target = value.stringValue, write.kind == .link || entities[target] != nil { links[write.uuid, default: []].insert(target) }
+        for (field, value) in write.fields {
+            if let target = value.stringValue, write.kind == .link || entities[target] != nil {
+                relations[write.uuid, default: [:]][field] = target
+            } else {
+                relations[write.uuid]?[field] = nil
+            }
         }
         if write.kind == .delete {
             // Delete rules run in the deleting save; what they removed is deleted like the object.
@@ -243,9 +250,14 @@ private struct Replay {
         }
         if let delete = pending.delete {
             state.wholeFates[delete] = .holds
-            if let record = cloud.removeValue(forKey: uuid) {
+            // Rule: the owner deleting a share's root deletes the share's zone, so participants lose it.
+            let zones = shareRoots.filter { $0.value == uuid && state.shares[$0.key]?.active == true }.map(\.key)
+            for zone in zones { state.shares[zone]?.active = false }
+            let removed = [uuid] + cloud.filter { zones.contains($0.value.zone) && $0.key != uuid }.map(\.key).sorted()
+            for gone in removed {
+                guard let record = cloud.removeValue(forKey: gone) else { continue }
                 for (field, value) in record.fields { setFate(value.entry, field, .deleted(by: delete)) }
-                deletedBy[uuid] = delete
+                deletedBy[gone] = delete
             }
             device.adopt(uuid, nil)
             return
@@ -369,10 +381,15 @@ private struct Replay {
             guard let user = participant["user"]?.stringValue else { continue }
             share.participants[user] = .init(permission: participant["permission"]?.stringValue ?? "readOnly", acceptance: "pending")
         }
+        // Sharing first sends the device's pending changes and fetches, so the graph moves as
+        // the device then holds it.
+        send(entry.actor, at: entry.index, carrying: .all)
+        fetch(entry.actor, at: entry.index)
         state.shares[zone] = share
-        // Rule: a share covers a root and the objects related to it, which move into its zone.
-        let graph = hierarchy(of: root)
-        for uuid in graph {
+        shareRoots[zone] = root
+        // Rule: a share covers the object and its whole graph (every object reachable through
+        // relationships, both ways), which moves into the share's zone.
+        for uuid in graph(of: root, in: .privateZone(of: owner)) {
             objectZone[uuid] = zone
             cloud[uuid]?.zone = zone
             for name in devices.keys {
@@ -380,20 +397,21 @@ private struct Replay {
                 devices[name]?.view[uuid]?.zone = zone
             }
         }
-        // Sharing uploads the graph: the owner's device sends what it has queued of it.
-        let queued = devices[entry.actor]?.queue.filter(graph.contains) ?? []
-        for uuid in queued { sendRecord(entry.actor, uuid, at: entry.index) }
     }
 
-    /// The root and every object whose relationships lead to it.
-    func hierarchy(of root: String) -> Set<String> {
+    /// The root and every object of `zone` connected to it by relationships, either way.
+    func graph(of root: String, in zone: ZoneRef) -> Set<String> {
         var graph: Set<String> = [root]
         var grew = true
         while grew {
             grew = false
-            for (uuid, targets) in links where !graph.contains(uuid) && !targets.isDisjoint(with: graph) {
-                graph.insert(uuid)
-                grew = true
+            for (uuid, targets) in relations {
+                let linked = Set(targets.values)
+                let candidates = graph.contains(uuid) ? linked.subtracting(graph) : (linked.isDisjoint(with: graph) ? [] : [uuid])
+                for candidate in candidates where objectZone[candidate] == zone {
+                    graph.insert(candidate)
+                    grew = true
+                }
             }
         }
         return graph
