@@ -142,6 +142,25 @@ struct ReferenceModelTests {
         #expect(!ended.reads("pat", zone))
     }
 
+    @Test("An insert that names a share's zone goes there, for the owner as for a participant")
+    func insertNamingAZone() {
+        var story = Story(devices: ["A": "alice", "P": "pat"])
+        story.insert("A", "CareSession", ID.session, ["title": "s-0"], stamp: 100)
+        story.share("A", "CareSession", root: ID.session, zoneName: "Share-1", participants: [("pat", "readWrite")])
+        story.accept("P", owner: "alice", zoneName: "Share-1")
+        story.add("A", HistoryOp.insert, ["entity": "CareEvent", "uuid": .string(ID.event), "values": ["note": "a-3"], "stamp": 103,
+                                          "zone": ["owner": "alice", "zoneName": "Share-1"]])
+        story.add("P", HistoryOp.insert, ["entity": "CareEvent", "uuid": .string(ID.other), "values": ["note": "p-4"], "stamp": 104,
+                                          "store": "shared", "zone": ["owner": "alice", "zoneName": "Share-1"]])
+        story.send("A")
+        story.send("P")
+        let expected = ReferenceModel().replay(story.entries)
+        let zone = ZoneRef(owner: "alice", zoneName: "Share-1")
+        #expect(expected.records[ID.event]?.zone == zone)
+        #expect(expected.records[ID.other]?.zone == zone)
+        #expect(expected.records[ID.other]?.exists == true)
+    }
+
     @Test("A delete's cascade removes the related objects too, and their edits go with them")
     func cascadeDeletesRelatedObjects() {
         var story = Story(devices: ["A": "alice", "B": "alice"])

@@ -182,10 +182,12 @@ private struct Replay {
         device.pending[uuid] = pending
     }
 
-    /// Where an object's record lives. Rule: an object related to a shared object after sharing
-    /// is stored with it, in the share's zone; otherwise it stays where it is, and a new one goes
-    /// to its user's private zone (or, in the shared store, the one share the user is in).
+    /// Where an object's record lives: where its insert put it when that names a zone. Rule: an
+    /// object related to a shared object after sharing is stored with it, in the share's zone;
+    /// otherwise it stays where it is, and a new one goes to its user's private zone (or, in the
+    /// shared store, the one share the user is in).
     mutating func zone(for write: WriteRequest, user: String, device: Device) -> ZoneRef {
+        if write.kind == .insert, let named = write.zone { return named }
         if let known = objectZone[write.uuid], known.zoneName != ZoneRef.coreDataZoneName { return known }
         let targets = write.fields.values.compactMap(\.stringValue).compactMap { objectZone[$0] }
         if let shared = targets.first(where: { $0.zoneName != ZoneRef.coreDataZoneName }) { return shared }
