@@ -124,16 +124,17 @@ struct AcceptedHistoryTests {
         #expect(Checker().check(run) == [])
     }
 
-    @Test("Values compare as the cloud stores them: a boolean as int64, an integer as a double, a UUID in upper case")
+    @Test("Values compare as the cloud stores them: a boolean as int64, an integer as a double, a date as seconds, a UUID in upper case")
     func valuesCompareAsStored() {
         var story = Story(devices: ["A": "alice", "B": "alice"])
-        story.insert("A", "CareEvent", ID.event, ["done": true, "count": 3, "ref": .string(ID.other.lowercased())], stamp: 100)
+        story.insert("A", "CareEvent", ID.event, ["done": true, "count": 3, "ref": .string(ID.other.lowercased()),
+                                                   "at": "2026-07-27T17:30:00.25+08:00"], stamp: 100)
         story.send("A")
         story.fetch("B")
         let cloud = CloudRecordState(recordName: ID.event, recordType: "CD_CareEvent", fields: [
             "CD_done": ["type": "int64", "value": 1], "CD_count": ["type": "double", "value": 3.0],
-            "CD_ref": ["type": "string", "value": .string(ID.other)]])
-        let shown: [String: JSONValue] = ["done": true, "count": 3.0, "ref": .string(ID.other)]
+            "CD_ref": ["type": "string", "value": .string(ID.other)], "CD_at": ["type": "date", "value": 1_785_144_600.25]])
+        let shown: [String: JSONValue] = ["done": true, "count": 3.0, "ref": .string(ID.other), "at": "2026-07-27T09:30:00.250Z"]
         let run = story.run(cloud: [zone("alice", [cloud])],
                             devices: [device("A", "alice", [object(ID.event, "CareEvent", shown)]),
                                       device("B", "alice", [object(ID.event, "CareEvent", shown)])])

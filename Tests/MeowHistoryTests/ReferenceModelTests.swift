@@ -161,6 +161,15 @@ struct ReferenceModelTests {
         #expect(expected.records[ID.other]?.exists == true)
     }
 
+    @Test("A date's text compares as the seconds the cloud holds, whatever its offset")
+    func datesCompareAsSeconds() {
+        #expect(JSONValue.string("2026-02-28T23:59:59.999-01:00").same(as: "2026-03-01T00:59:59.999Z"))
+        #expect(JSONValue.string("2024-02-29T12:00:00Z").canonical == .double(1_709_208_000))
+        #expect(JSONValue.string("1969-12-31T23:59:59.500Z").canonical == .double(-0.5))
+        #expect(!JSONValue.string("2026-07-27T09:30:00.250Z").same(as: "2026-07-27T09:30:00.251Z"))
+        #expect(JSONValue.string("2026-13-01T00:00:00Z").canonical == "2026-13-01T00:00:00Z")
+    }
+
     @Test("A delete's cascade removes the related objects too, and their edits go with them")
     func cascadeDeletesRelatedObjects() {
         var story = Story(devices: ["A": "alice", "B": "alice"])
