@@ -66,6 +66,51 @@ struct ReferenceModelTests {
         #expect(note?.entry == 4)
     }
 
+    @Test("A fetch merges unsent edits per field: the later keeps the field, and the send that follows carries only a winner")
+    func fetchMergesUnsentEdits() {
+        for (stampA, winner, loser) in [(120, 3, 4), (100, 4, 3)] {
+            var story = Story(devices: ["A": "alice", "B": "alice"])
+            story.insert("A", "CareEvent", ID.event, ["note": "a-0"], stamp: 90)
+            story.send("A")
+            story.fetch("B")
+            story.update("A", "CareEvent", ID.event, ["note": "a-3"], stamp: stampA)
+            story.update("B", "CareEvent", ID.event, ["note": "b-4"], stamp: 110)
+            story.send("B")
+            story.fetch("A")
+            story.send("A")
+            let expected = ReferenceModel().replay(story.entries)
+            #expect(expected.records[ID.event]?.fields["note"]?.entry == winner, "A's stamp \(stampA)")
+            #expect(expected.fate(of: loser, field: "note") == .lostMerge(to: winner), "A's stamp \(stampA)")
+            #expect(expected.fetches["A"] == [6])
+        }
+    }
+
+    @Test("A switched account discards its device's queued writes; a participant's writes before accepting, or after the share stopped, are refused")
+    func writesWithoutAStandingAreKeptOut() {
+        var story = Story(devices: ["A": "alice", "P": "pat"])
+        story.insert("A", "CareEvent", ID.other, ["note": "a-0"], stamp: 100)
+        story.add("A", HistoryOp.accountSwitch, ["device": "A", "user": "bob"])
+        story.send("A")
+        story.insert("A", "CareSession", ID.session, ["title": "s-3"], stamp: 103)
+        story.share("A", "CareSession", root: ID.session, zoneName: "Share-1", participants: [("pat", "readWrite")])
+        story.add("P", HistoryOp.insert, ["entity": "CareEvent", "uuid": .string(ID.event), "values": ["note": "p-5"], "stamp": 105,
+                                          "store": "shared", "zone": ["owner": "bob", "zoneName": "Share-1"]])
+        story.send("P")
+        story.accept("P", owner: "bob", zoneName: "Share-1")
+        story.fetch("P")
+        story.add("A", HistoryOp.shareStop, ["zoneName": "Share-1"])
+        story.update("P", "CareSession", ID.session, ["title": "p-10"], stamp: 110)
+        story.send("P")
+        let expected = ReferenceModel().replay(story.entries)
+        #expect(expected.fate(of: 0, field: "note") == .discarded(at: 1, reason: "its device's account was switched"))
+        #expect(expected.records[ID.other]?.exists == false)
+        #expect(expected.fate(of: 5, field: "note") == .refused(send: 6))
+        #expect(expected.refusals[5]?.why == "pat is pending, not accepted, on bob/Share-1")
+        #expect(expected.fate(of: 10, field: "title") == .refused(send: 11))
+        #expect(expected.refusals[10]?.why == "the share of bob/Share-1 was stopped")
+        #expect(expected.records[ID.session]?.fields["title"]?.value == "s-3")
+    }
+
     @Test("Delete versus edit: deleteWins by default, resurrect when the entity's policy says so")
     func deleteVersusEditFollowsThePolicy() {
         var story = Story(devices: ["A": "alice", "B": "alice"])
