@@ -6,13 +6,14 @@ import MeowWire
 /// acknowledged write missing without a rule deciding against it) and `permissionSafety`
 /// reports (a forbidden value) is not repeated here; a final value from a write that lost a
 /// merge, an edit that outlived the delete that beat it, and any other difference are.
-public struct ConflictsCheck: HistoryCheck {
+public struct ConflictsCheck: ModelCheck {
     public let name = "conflicts"
 
     public init() {}
 
-    public func check(_ run: RunRecord) -> [CheckFailure] {
-        let judgement = Judgement(run)
+    public func check(_ run: RunRecord) -> [CheckFailure] { check(Judgement(run)) }
+
+    func check(_ judgement: Judgement) -> [CheckFailure] {
         let expected = judgement.expected
         var failures: [CheckFailure] = []
         let fieldsWritten = Dictionary(grouping: expected.writes.values, by: \.uuid).mapValues { Set($0.flatMap(\.fields.keys)) }

@@ -28,6 +28,12 @@ struct Place {
     }
 }
 
+/// A check that compares the run with the reference model: the Checker replays the model once
+/// and hands the same judgement to each.
+protocol ModelCheck: HistoryCheck {
+    func check(_ judgement: Judgement) -> [CheckFailure]
+}
+
 /// The model's verdict on a run, and the run's final state arranged by place: what the checks
 /// that compare them share.
 struct Judgement {

@@ -8,16 +8,17 @@ import MeowWire
 /// other device in any observation (between fetches too) or at the end; on the writer's own
 /// device it may show until the rules take it back, and must be gone after its next fetch that
 /// took effect.
-public struct PermissionSafetyCheck: HistoryCheck {
+public struct PermissionSafetyCheck: ModelCheck {
     public let name = "permissionSafety"
 
     public init() {}
 
-    public func check(_ run: RunRecord) -> [CheckFailure] {
-        let judgement = Judgement(run)
+    public func check(_ run: RunRecord) -> [CheckFailure] { check(Judgement(run)) }
+
+    func check(_ judgement: Judgement) -> [CheckFailure] {
         let expected = judgement.expected
         var failures: [CheckFailure] = []
-        let observations = run.history.filter { $0.op == HistoryOp.observe && $0.outcome.tookEffect == true }
+        let observations = judgement.run.history.filter { $0.op == HistoryOp.observe && $0.outcome.tookEffect == true }
         for (entry, refusal) in expected.refusals.sorted(by: { $0.key < $1.key }) {
             guard let write = expected.writes[entry] else { continue }
             let clearedAt = clearingPoint(refusal, write, expected)
