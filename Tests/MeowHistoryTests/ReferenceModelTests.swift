@@ -29,6 +29,17 @@ struct ReferenceModelTests {
         #expect(event?.mergeLosers["note"] == [4])
     }
 
+    @Test("A record's story lists what the rules made of each of its writes, then how it ends")
+    func recordStory() {
+        let expected = ReferenceModel().replay(concurrentEdits(stampA: 120, stampB: 110).entries)
+        #expect(expected.story(of: ID.event) == [
+            "A's insert #0 of CareEvent 7F3A9C21… (stamp 100): note overwritten by #4",
+            "A's update #3 of CareEvent 7F3A9C21… (stamp 120): note holds",
+            "B's update #4 of CareEvent 7F3A9C21… (stamp 110): note lost the merge to #3",
+            "CareEvent 7F3A9C21… ends in alice/com.apple.coredata.cloudkit.zone with note from #3.",
+        ])
+    }
+
     @Test("Equal stamps go to the greater device name")
     func tiesGoToTheGreaterDeviceName() {
         let expected = ReferenceModel().replay(concurrentEdits(stampA: 110, stampB: 110).entries)

@@ -68,6 +68,25 @@ public struct ExpectedState: Sendable {
         return "\(user) has permission \(participant.permission) on \(zone)"
     }
 
+    /// What the rules made of every write of one record, a line each in history order, then how
+    /// it ends: what a report prints under a failure about that record.
+    public func story(of uuid: String) -> [String] {
+        let lines = writes.values.filter { $0.uuid == uuid }.sorted { $0.entry < $1.entry }.map { write -> String in
+            if write.kind == .delete || write.fields.isEmpty { return "\(write.described): \(fate(of: write.entry, field: nil).words)" }
+            let fields = write.fields.keys.sorted().map { "\($0) \(fate(of: write.entry, field: $0).words)" }
+            return "\(write.described) (stamp \(WriteRequest.format(write.stamp))): \(fields.joined(separator: ", "))"
+        }
+        guard let record = records[uuid] else { return lines }
+        let end: String
+        if record.exists {
+            let fields = record.fields.keys.sorted().map { "\($0) from #\(record.fields[$0]?.entry ?? 0)" }
+            end = "ends in \(record.zone)" + (fields.isEmpty ? "" : " with " + fields.joined(separator: ", "))
+        } else {
+            end = record.deletedBy.map { "ends deleted by #\($0)" } ?? "never reaches the cloud"
+        }
+        return lines + ["\(record.entity) \(WriteRequest.short(uuid)) \(end)."]
+    }
+
     /// The writes that set `value` on `field` of `uuid` (values are unique per write, so at most
     /// one unless a history reuses values).
     public func writers(of value: JSONValue, uuid: String, field: String) -> [WriteRequest] {
