@@ -39,8 +39,8 @@ public struct ConflictsCheck: ModelCheck {
                     continue
                 }
                 guard let copy else {
-                    // A missing record with an acknowledged write holding is durability's.
-                    if !record.fields.values.contains(where: { judgement.acknowledged($0.entry) }) {
+                    // A missing record with an acknowledged insert or field holding is durability's.
+                    if !record.fields.values.contains(where: { judgement.acknowledged($0.entry) }) && !hasAcknowledgedInsert(record, judgement) {
                         failures.append(CheckFailure(check: name, explanation:
                             "\(label) is missing from \(place.name) at the end, but the rules keep it in \(record.zone).",
                             entries: record.fields.values.map(\.entry).sorted()))
@@ -110,6 +110,13 @@ public struct ConflictsCheck: ModelCheck {
             write.uuid == record.uuid && write.fields.contains { field, value in
                 judgement.forbidden(record.uuid, field, value) != nil && copy.value(field).same(as: value)
             }
+        }
+    }
+
+    func hasAcknowledgedInsert(_ record: ExpectedRecord, _ judgement: Judgement) -> Bool {
+        judgement.expected.writes.values.contains { write in
+            write.uuid == record.uuid && write.kind == .insert && judgement.acknowledged(write.entry)
+                && judgement.expected.fate(of: write.entry, field: nil) == .holds
         }
     }
 
