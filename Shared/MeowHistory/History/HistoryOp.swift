@@ -9,7 +9,8 @@ public enum HistoryOp {
     public static let insert = "object.insert"
     /// `{entity, uuid, values: {field: value}, stamp}`.
     public static let update = "object.update"
-    /// `{entity, uuid, stamp}`.
+    /// `{entity, uuid, stamp}`; ok result may list `cascade: [uuid]`, the objects its delete
+    /// rules removed with it.
     public static let delete = "object.delete"
     /// `{entity, uuid, relationship, to: uuid, stamp}`.
     public static let link = "object.link"
