@@ -10,8 +10,10 @@ import MeowHistory
 /// #expect(report.passed, "\(report)")
 /// ```
 public enum Explorer {
-    /// The built-in checks (MeowHistory's Checks). Until those land, none: pass your own.
-    public static let standardChecks: [any HistoryCheck] = []
+    /// The built-in checks (MeowHistory's `Checker.standard`: resolution, durability,
+    /// permission safety, conflicts, duplicates, history tokens, convergence, doctor) and
+    /// `customSteps` (a team's own step that threw).
+    public static let standardChecks: [any HistoryCheck] = Checker.standard + [CustomStepCheck()]
 
     /// Runs schedules from `options.firstSeed` until the budget ends (or the first failure, when
     /// `stopAtFirstFailure`), on one cluster reset between runs; shrinks the first failure.
@@ -106,11 +108,6 @@ public final class ExploreSession: Sendable {
         var failures: [CheckFailure] = []
         for check in checks { failures += check.check(record) }
         for invariant in (flow ?? self.flow).invariants { failures += invariant.check(record) }
-        let unresolved = record.history.filter { if case .unknown = $0.outcome { true } else { false } }
-        if !unresolved.isEmpty {
-            failures.append(CheckFailure(check: "resolved", explanation: "\(unresolved.count) request(s) ended with no outcome the cloud's log could settle",
-                                         entries: unresolved.map(\.index)))
-        }
         return failures
     }
 

@@ -1,5 +1,19 @@
 import MeowCareCluster
 import MeowWire
+import Synchronization
+
+/// What an app keeps in memory between its steps: a custom step's scratch space, one per
+/// actor per run, lost when the device is killed (the app relaunches with nothing).
+public final class AppMemory: Sendable {
+    private let values = Mutex<[String: JSONValue]>([:])
+
+    public init() {}
+
+    public subscript(key: String) -> JSONValue? {
+        get { values.withLock { $0[key] } }
+        set { values.withLock { $0[key] = newValue } }
+    }
+}
 
 /// What a team's own step gets: the actor's device (its main connection, the one the actor's
 /// built-in steps use), the cluster, the step's params, and the run's symbolic names.
@@ -16,11 +30,13 @@ public final class StepContext: Sendable {
     public let params: JSONValue
     /// The seed of the run.
     public let seed: UInt64
+    /// The app's memory on this device: what earlier custom steps of the actor left there.
+    public let memory: AppMemory
     private let uuids: [String: String]
     private let entities: [String: String]
     private let zones: [String: (zoneName: String, owner: String)]
 
-    init(device: MeowDevice, cluster: MeowCluster, actor: String, user: String, params: JSONValue, seed: UInt64,
+    init(device: MeowDevice, cluster: MeowCluster, actor: String, user: String, params: JSONValue, seed: UInt64, memory: AppMemory,
          uuids: [String: String], entities: [String: String], zones: [String: (zoneName: String, owner: String)]) {
         self.device = device
         self.cluster = cluster
@@ -28,6 +44,7 @@ public final class StepContext: Sendable {
         self.user = user
         self.params = params
         self.seed = seed
+        self.memory = memory
         self.uuids = uuids
         self.entities = entities
         self.zones = zones

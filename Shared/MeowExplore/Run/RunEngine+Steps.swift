@@ -26,16 +26,12 @@ extension RunEngine {
             params["stamp"] = .double(stamp(name))
             let storeName = zone.flatMap { $0.owner == users[name] ? nil : bench.sharedStoreName }
             await record(step: global, actor: name, op: HistoryOp.insert, params: .object(params)) { () throws(MeowCareError) -> JSONValue in
-                let context = try await device.openContext(name: "explore", mergePolicy: "mergeByPropertyObjectTrump")
-                do throws(MeowCareError) {
+                try await self.inContext(name) { context throws(MeowCareError) -> JSONValue in
                     let temporary = try await context.insert(entity, written, store: storeName, uuid: self.uuids[object], zone: zone?.zoneName, zoneOwner: zone?.owner)
                     let saved = try await context.save()
-                    try await context.close()
-                    let store = saved.inserted?.first { $0.temporaryID == temporary }?.store
-                    return ["store": .string(store.map { self.bench.storeScopes[$0] ?? $0 } ?? "private")]
-                } catch {
-                    try? await context.close()
-                    throw error
+                    let inserted = saved.inserted?.first { $0.temporaryID == temporary }
+                    if let inserted, let uuid = self.uuids[object] { self.ids[name, default: [:]][uuid] = inserted.objectID }
+                    return ["store": .string(inserted.map { self.bench.storeScopes[$0.store] ?? $0.store } ?? "private")]
                 }
             }
             dirty.insert(name)
@@ -121,6 +117,7 @@ extension RunEngine {
             }
             if result.result != nil {
                 users[name] = user
+                ids[name] = nil
                 dirty.remove(name)
                 pushes.remove(name)
                 fetchedVersion[name] = 0
@@ -130,7 +127,7 @@ extension RunEngine {
                 return notReady(global, name, HistoryOp.customPrefix + stepName, params, "custom step \(stepName) has no code")
             }
             let context = StepContext(device: device, cluster: cluster, actor: name, user: users[name] ?? actor.user, params: params, seed: mode.seed,
-                                      uuids: uuids, entities: entities, zones: zones)
+                                      memory: memory(of: name), uuids: uuids, entities: entities, zones: zones)
             try await setClockOrRecord(name)
             let invoke = nextTick()
             do {
@@ -176,26 +173,53 @@ extension RunEngine {
         return values
     }
 
-    func objectID(of object: String, on device: MeowDevice) async throws(MeowCareError) -> String? {
+    /// The object's ID on the device: remembered from an earlier step, else looked up by UUID.
+    func objectID(of object: String, on device: MeowDevice, fresh: Bool = false) async throws(MeowCareError) -> String? {
         guard let uuid = uuids[object], let entity = entities[object] else { return nil }
-        return try await device.fetch(entity, where: "uuid == %@", [.string(uuid)]).first?.objectID
+        if !fresh, let known = ids[device.name]?[uuid] { return known }
+        let found = try await device.fetch(entity, where: "uuid == %@", [.string(uuid)]).first?.objectID
+        ids[device.name, default: [:]][uuid] = found
+        return found
+    }
+
+    /// Runs `body` in the device's context for this run (opened once, reset after each step
+    /// so every step starts from the store as it is, as a fresh context would).
+    func inContext<T>(_ name: String, _ body: (MeowContext) async throws(MeowCareError) -> T) async throws(MeowCareError) -> T {
+        let context: MeowContext
+        if let open = contexts[name] {
+            context = open
+        } else {
+            context = try await cluster.device(named: name).openContext(name: "explore", mergePolicy: "mergeByPropertyObjectTrump")
+            contexts[name] = context
+        }
+        do throws(MeowCareError) {
+            let result = try await body(context)
+            try await context.reset()
+            return result
+        } catch {
+            if !Self.isUnseen(error) { try? await context.reset() }
+            throw error
+        }
     }
 
     /// A change to an object the device may or may not hold yet, in a context of its own.
     func writeExisting(_ global: Int, _ name: String, _ device: MeowDevice, _ object: String, _ op: String, _ params: JSONValue,
                        _ change: @escaping (MeowContext, String) async throws(MeowCareError) -> Void) async {
         await record(step: global, actor: name, op: op, params: params) { () throws(MeowCareError) -> JSONValue in
-            guard let id = try await self.objectID(of: object, on: device) else {
-                throw MeowCareError(ErrorCode("stepNotReady"), "\(object) is not on \(name) (not fetched yet, or deleted).", service: "explorer")
-            }
-            let context = try await device.openContext(name: "explore", mergePolicy: "mergeByPropertyObjectTrump")
-            do throws(MeowCareError) {
-                try await change(context, id)
-                _ = try await context.save()
-                try await context.close()
-            } catch {
-                try? await context.close()
-                throw error
+            // A remembered ID may name an object gone since (deleted, or left with its share): look again once.
+            for fresh in [false, true] {
+                guard let id = try await self.objectID(of: object, on: device, fresh: fresh) else {
+                    throw MeowCareError(ErrorCode("stepNotReady"), "\(object) is not on \(name) (not fetched yet, or deleted).", service: "explorer")
+                }
+                do throws(MeowCareError) {
+                    try await self.inContext(name) { context throws(MeowCareError) in
+                        try await change(context, id)
+                        _ = try await context.save()
+                    }
+                    return .object([:])
+                } catch where error.code == ErrorCode("unknownObject") && !fresh {
+                    continue
+                }
             }
             return .object([:])
         }
@@ -390,6 +414,16 @@ extension RunEngine {
         }
         pushes.remove(device)
         fetchedVersion[device] = 0
+        contexts[device] = nil
+        ids[device] = nil
+        memories[device] = nil
+    }
+
+    func memory(of device: String) -> AppMemory {
+        if let known = memories[device] { return known }
+        let made = AppMemory()
+        memories[device] = made
+        return made
     }
 
     /// A device armed with a crash point that died on a request is started again, unarmed.
@@ -405,6 +439,8 @@ extension RunEngine {
     /// and an observation of every device; unseen outcomes resolved from the cloud's log.
     func finish() async throws {
         if let current = held { try await release(current.device) }
+        for context in contexts.values { try? await context.close() }
+        contexts = [:]
         try await cluster.cloud.admin.clearFaults()
         for device in devices where armed[device] != nil {
             armed[device] = nil

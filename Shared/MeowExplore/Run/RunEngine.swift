@@ -1,3 +1,4 @@
+import Foundation
 import MeowCareCluster
 import MeowHistory
 import MeowWire
@@ -41,6 +42,10 @@ final class RunEngine {
     var writeSeq = 0
     var logSeq = 0
     var startTokens: [String: [String: Int]] = [:]
+    /// Each device's context for the run's steps, and the object IDs it has seen (uuid → ID).
+    var contexts: [String: MeowContext] = [:]
+    var ids: [String: [String: String]] = [:]
+    var memories: [String: AppMemory] = [:]
     /// Devices armed with a crash point, and the point.
     var armed: [String: String] = [:]
 
@@ -83,7 +88,10 @@ final class RunEngine {
     // MARK: The run
 
     func execute() async throws -> ([Choice], RunRecord) {
+        let clock = ContinuousClock(); var mark = clock.now
+        func lap(_ what: String) { if ProcessInfo.processInfo.environment["EXPLORE_PROFILE"] != nil { print("lap \(what) \(clock.now - mark)") }; mark = clock.now }
         try await bench.reset()
+        lap("reset")
         logSeq = try await bench.lastLogSeq()
         _ = try await cluster.cloud.admin.setClock(now: Self.baseTime)
         for name in devices {
@@ -99,8 +107,11 @@ final class RunEngine {
         case let .replay(list, _):
             for choice in list where enabled(choice) { try await apply(choice) }
         }
+        lap("choices \(choices.count)")
         try await finish()
+        lap("finish")
         let final = try await FinalStateCollector(engine: self).collect()
+        lap("final")
         bench.noteLogSeq(logSeq)
         return (choices, RunRecord(seed: mode.seed, history: history, final: final))
     }
