@@ -24,7 +24,7 @@ import Testing
 
     @Test func anAppSavingItsOwnCopyOverTheServersLosesAnEdit() async throws {
         let failure = try await Self.expectFound(Flows.savesItsOwnCopy(), check: "durability", budget: 300)
-        // The loss needs B's edit to reach A between A's openEditor and saveEditor: all of it stays.
+        // The loss needs A's insert, openEditor and saveEditor and one edit of B's.
         #expect(failure?.shrunk.size.steps == 4)
         try await Self.expectClean(Flows.savesItsOwnCopy(fixed: true), budget: 40)
     }

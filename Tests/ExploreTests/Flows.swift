@@ -30,9 +30,9 @@ extension Flows {
     /// Wrong only when B's edit reaches A between A opening and saving the editor.
     static func savesItsOwnCopy(fixed: Bool = false) -> Flow {
         var flow = Flow(name: "saves its own copy over the server's", actors: [
-            FlowActor(device: "A", user: "olivia", steps: [.insert("s1", entity: "CareSession", fields: ["title"]),
-                                                           .custom("openEditor"), .custom("saveEditor")]),
-            FlowActor(device: "B", user: "olivia", steps: [.update("s1", fields: ["title"])]),
+            FlowActor(device: "A", user: "olivia", steps: [.insert("s1", entity: "CareSession", fields: ["title"]), .custom("openEditor"),
+                                                           .update("s1", fields: ["id"]), .update("s1", fields: ["id"]), .custom("saveEditor")]),
+            FlowActor(device: "B", user: "olivia", steps: [.update("s1", fields: ["title"]), .update("s1", fields: ["title"])]),
         ])
         flow.bind("openEditor") { context in
             context.memory["title"] = try await context.object("s1")?["title"]
@@ -80,13 +80,14 @@ extension Flows {
     /// After an orphan repair the participant's app takes each orphan the repair left alone
     /// (it is in the shared store, the default session in the private one) and assigns it to
     /// the session's store: Core Data refuses to reassign a saved object (an
-    /// NSInvalidArgumentException in an app). Only orders in which the owner's unlink reached
-    /// the participant before the repair leave such an orphan.
+    /// NSInvalidArgumentException in an app). The owner moves an event out of its session and
+    /// back: only orders in which the participant fetched between the two and repaired before
+    /// fetching again leave it an orphan there.
     static func assignsAfterOrphanRepair(fixed: Bool = false) -> Flow {
         var flow = Flow(name: "assigns a saved object to the other store after an orphan repair", actors: [
             FlowActor(device: "A", user: "olivia", steps: [.insert("s1", entity: "CareSession", fields: ["title"]),
                                                            .insert("e1", entity: "CareEvent", fields: ["note"]), .link("e1", "session", to: "s1"),
-                                                           .shareCreate("team"), .link("e1", "session", to: nil)]),
+                                                           .shareCreate("team"), .link("e1", "session", to: nil), .link("e1", "session", to: "s1")]),
             FlowActor(device: "P", user: "pablo", steps: [.shareAccept("team"), .custom("repairOrphans")]),
         ], shares: [ShareSpec(name: "team", root: "s1", participants: [.init(user: "pablo", permission: "readWrite")])])
         flow.bind("repairOrphans") { context in

@@ -3,12 +3,12 @@ import Testing
 
 @Suite struct SmokeTests {
     @Test func aSmallFlowRuns() async throws {
-        let report = try await Explorer.explore(Flows.correct(), ExploreOptions(budget: .schedules(4), shrinkBudget: 0))
-        print(report)
-        if let failure = report.failure {
-            print(failure.original.lines.joined(separator: "\n"))
-            print(failure.original.failures)
-            print(failure.original.historyJSONLines)
+        try await withSession(Flows.savesItsOwnCopy()) { session in
+            let choices = ["step A", "send A", "fetch B", "step A", "step B", "send B", "fetch A", "step A"].compactMap(Choice.init)
+            let run = try await session.run(choices: choices)
+            print(run.lines.joined(separator: "\n"))
+            print(run.failures)
+            print(run.historyJSONLines)
         }
     }
 }
