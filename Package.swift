@@ -49,7 +49,7 @@ let package = Package(
                 path: "Services/CloudMirrorKit", swiftSettings: strict),
         .target(name: "SyncServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
                 path: "Services/SyncServiceKit", swiftSettings: strict),
-        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
+        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "MeowExplore", "MeowHistory", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
         // The checks `meowctl doctor` and `diff` run (a device's invariants, a device against the
         // cloud), without the command line: MeowCareTesting's assertions run the same ones.
         .target(name: "MeowInspection", dependencies: ["MeowWire", "CloudWire", "StoreWire"], path: "Shared/MeowInspection", swiftSettings: strict),

@@ -39,6 +39,10 @@ public enum MeowCtl {
       meowctl snapshot export|import --socket SYNC --credential ADMIN --file PATH   the whole cloud to or from a file
       meowctl schema   export|import|diff|deploy|reset-development --socket SYNC --credential ADMIN   the cloud's schema
 
+    For app teams' flows (docs/EXPLORING.md):
+      meowctl explore  FLOW.json [--seeds A..B] [--schedules N | --seconds S] [--replay SEED] [--json]
+          Runs the flow under seeded schedules on a cluster of its own; exit 1 on a failing check.
+
     A credential (--credential C) can also come from --credential-file FILE (mode 0600) or
     $MEOW_CREDENTIAL: a command line is visible to every local user.
 
@@ -61,6 +65,7 @@ public enum MeowCtl {
         "log": { try await LogCommand.run($0) },
         "snapshot": { try await SnapshotCommand.run($0) },
         "schema": { try await SchemaCommand.run($0) },
+        "explore": { try await ExploreCommand.run($0) },
     ]
 
     /// Runs meowctl with the given arguments (without the program name); returns the exit code.
