@@ -3,12 +3,12 @@ import Testing
 
 @Suite struct SmokeTests {
     @Test func aSmallFlowRuns() async throws {
-        try await withSession(Flows.savesItsOwnCopy()) { session in
-            let choices = ["step A", "send A", "fetch B", "step A", "step B", "send B", "fetch A", "step A"].compactMap(Choice.init)
-            let run = try await session.run(choices: choices)
-            print(run.lines.joined(separator: "\n"))
-            print(run.failures)
-            print(run.historyJSONLines)
+        try await withSession(Flows.correct()) { session in
+            for seed in UInt64(1)...8 {
+                let clock = ContinuousClock(), start = clock.now
+                let run = try await session.run(seed: seed)
+                print("seed \(seed): \(clock.now - start) \(run.choices.filter(\.isFault).map(\.description))")
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 import MeowCareCluster
 import MeowHistory
 import MeowWire
+import Synchronization
 
 extension RunEngine {
     // MARK: Steps
@@ -376,17 +377,21 @@ extension RunEngine {
         let invoke = nextTick()
         let entry = append(step: nil, actor: device, user: users[device], op: HistoryOp.send, params: [:], invoke: invoke, complete: nil,
                            outcome: .unknown(reason: "held at the cloud"))
+        let finished = Mutex(false)
         let task = Task { () async -> Result<JSONValue, MeowCareError> in
+            defer { finished.withLock { $0 = true } }
             do throws(MeowCareError) { return .success(try await lane.call("sync.send")) } catch { return .failure(error) }
         }
-        do {
-            _ = try await admin.awaitHeldRequests(count: 1, timeoutSeconds: 10)
-            held = (device, task, entry, before)
-        } catch {
-            // The send went out without a modify (nothing left once it ran): no hold to deliver.
-            try await admin.clearFaults()
-            held = (device, task, entry, before)
-            try await release(device)
+        held = (device, task, entry, before)
+        // Either the send's modify is held at the cloud, or the send ended without one (all it
+        // had was deferred, or went in another request first): then there is nothing to deliver.
+        while true {
+            if (try? await admin.awaitHeldRequests(count: 1, timeoutSeconds: 0.05)) != nil { return }
+            if finished.withLock({ $0 }) {
+                try await admin.clearFaults()
+                try await release(device)
+                return
+            }
         }
     }
 

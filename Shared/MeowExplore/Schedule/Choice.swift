@@ -67,7 +67,8 @@ public enum Choice: Sendable, Equatable, Hashable, Codable, CustomStringConverti
         }
     }
 
-    var isFault: Bool { if case .fault = self { true } else { false } }
+    /// Whether the choice is a fault (the shrinker drops these first).
+    public var isFault: Bool { if case .fault = self { true } else { false } }
 }
 
 /// The faults a schedule can hold, at the points the pair already names.

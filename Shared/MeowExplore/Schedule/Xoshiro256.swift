@@ -28,7 +28,7 @@ public struct Xoshiro256: RandomNumberGenerator, Sendable {
     /// A number in `0..<bound` without modulo bias worth minding at these sizes (bound < 2^32).
     mutating func below(_ bound: Int) -> Int {
         precondition(bound > 0)
-        return Int((next() >> 32) * UInt64(bound) >> 32)
+        return Int(((next() >> 32) * UInt64(bound)) >> 32)
     }
 
     /// One of `options`, each as likely as its weight (weights > 0).

@@ -1,0 +1,69 @@
+import Foundation
+import MeowCareCluster
+import MeowExplore
+import Synchronization
+
+/// The explorer's throughput (issue #42, requirement 7): a 3-device, 30-step flow in memory,
+/// schedules per second on one cluster reset between runs, each run judged by the standard
+/// checks — beside the fixture's own start-up (a cluster of the same three devices started and
+/// stopped), measured in the same run. Target: ≥ 20 schedules/s.
+enum ExploreBenchmark {
+    static func run(_ quick: Bool) throws {
+        let schedules = quick ? 20 : 200
+        print("explore — 3 devices, 30 steps, in memory: schedules/s on one reused cluster, judged by the standard checks (\(schedules) schedules each)")
+        let widths = [34, 14, 14, 12, 12]
+        print(row(["scenario", "schedules/s", "ms/schedule", "start ms", "target"], widths: widths))
+        for (label, faults) in [("no faults", ExploreOptions.noFaults), ("default faults", ExploreOptions.defaultFaults)] {
+            let (perSecond, startMilliseconds) = try measure(schedules: schedules, faults: faults)
+            print(row([label, format(perSecond, 1), format(1000 / perSecond, 1), format(startMilliseconds, 0), "≥ 20/s"], widths: widths))
+        }
+        print("")
+    }
+
+    /// Three devices of two users, ten steps each: edits on a shared session from every device.
+    static func flow() -> Flow {
+        var a: [Step] = [.insert("s1", entity: "CareSession", fields: ["title"]), .insert("e1", entity: "CareEvent", fields: ["note"]),
+                         .link("e1", "session", to: "s1"), .shareCreate("team")]
+        var b: [Step] = []
+        var p: [Step] = [.shareAccept("team")]
+        while a.count < 10 { a.append(.update(a.count % 2 == 0 ? "s1" : "e1", fields: a.count % 2 == 0 ? ["title"] : ["note"])) }
+        while b.count < 10 { b.append(.update(b.count % 2 == 0 ? "e1" : "s1", fields: b.count % 2 == 0 ? ["value"] : ["title"])) }
+        while p.count < 10 { p.append(.update("e1", fields: ["note"])) }
+        return Flow(name: "bench", actors: [
+            FlowActor(device: "A", user: "olivia", steps: a),
+            FlowActor(device: "B", user: "olivia", steps: b),
+            FlowActor(device: "P", user: "pablo", steps: p),
+        ], shares: [ShareSpec(name: "team", root: "s1", participants: [.init(user: "pablo", permission: "readWrite")])])
+    }
+
+    /// Schedules per second, and the session's start-up in milliseconds.
+    static func measure(schedules: Int, faults: [FaultKind: Double]) throws -> (Double, Double) {
+        let outcome = Mutex<Result<(Double, Double), any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                let clock = ContinuousClock()
+                let started = clock.now
+                let session = try await ExploreSession.start(flow(), ExploreOptions(faults: faults))
+                let startup = clock.now - started
+                _ = try await session.run(seed: 0)  // warm-up
+                let begin = clock.now
+                var failing = 0
+                for seed in 1...UInt64(schedules) where !(try await session.run(seed: seed)).failures.isEmpty { failing += 1 }
+                let elapsed = clock.now - begin
+                await session.stop()
+                if failing > 0 { throw BenchError("\(failing) of \(schedules) schedules failed a check") }
+                outcome.withLock { $0 = .success((Double(schedules) / seconds(elapsed), seconds(startup) * 1000)) }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+            }
+            done.signal()
+        }
+        done.wait()
+        return try outcome.withLock { $0! }.get()
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
