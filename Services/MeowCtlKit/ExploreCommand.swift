@@ -28,7 +28,8 @@ enum ExploreCommand {
         --sqlite           devices keep their stores in SQLite (needed by kill and crashPoint)
         --steps-socket PATH  where the flow's custom steps and invariants are served
         --json             the report as one JSON object
-        --history FILE     the failing (or replayed) run's history, one JSON object per line
+        --history FILE     the failing shrunk run's history (or the replayed run's, or the one
+                           seed's that passed), one JSON object per line
 
         A failure writes FLOW.replay.json beside the flow file (when it can) and prints the
         commands that replay it. Exit 0: every schedule passed; 1: a check failed; 2: the
@@ -94,6 +95,9 @@ enum ExploreCommand {
         if let failure = report.failure {
             replay = ReplayInstructions(failure: failure, plan: plan, flowPath: flowPath, stepsSocket: args.value("steps-socket"))
             if let history = args.value("history") { try write(failure.shrunk.historyJSONLines + "\n", to: history) }
+        } else if let history = args.value("history"), report.schedules == 1, let seed = report.seeds?.lowerBound {
+            // One seed that passed (a replay, --seed N): its history, from the same seed run again.
+            try write(try await session.run(seed: seed).historyJSONLines + "\n", to: history)
         }
         if args.has("json") {
             var json = report.json.objectValue ?? [:]

@@ -343,8 +343,10 @@ class ExploreFailed(AssertionError):
 class ExploreReport:
     """What ``meowctl explore --json`` reported, and the failing (or replayed) run's history."""
 
-    def __init__(self, raw: Mapping[str, Any], history: List[Dict[str, Any]], command: List[str]):
+    def __init__(self, raw: Mapping[str, Any], history: List[Dict[str, Any]], command: List[str], draw_options: str = ""):
         self.raw = dict(raw)
+        #: the keyword arguments a replay must repeat (``, faults='none'``), for the replay line
+        self.draw_options = draw_options
         self.history = history
         self.command = command
         failure = self.raw.get("failure") or {}
@@ -377,7 +379,7 @@ class ExploreReport:
         lines.append("Actors: " + " | ".join(f"{actor['device']} ({actor['user']}): {'; '.join(actor['steps'])}" for actor in shrunk.get("actors") or []))
         lines.append("Schedule:")
         lines += [f"  {line}" for line in self.lines]
-        lines.append(f"Replay: meowcare_testing.explore.replay(flow, {self.seed})  —  or: {self.replay_command}")
+        lines.append(f"Replay: meowcare_testing.explore.replay(flow, {self.seed}{self.draw_options})")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -404,7 +406,8 @@ def _faults_argument(faults: Union[None, str, Mapping[str, float]]) -> Optional[
     return ",".join(f"{kind}={weight}" for kind, weight in faults.items()) if faults else "none"
 
 
-def _run_meowctl(flow: Flow, arguments: List[str], *, bin_dir: Optional[str], timeout: Optional[float]) -> ExploreReport:
+def _run_meowctl(flow: Flow, arguments: List[str], *, bin_dir: Optional[str], timeout: Optional[float],
+                 draw_options: str = "") -> ExploreReport:
     meowctl = _meowctl(bin_dir)
     with tempfile.TemporaryDirectory(prefix="meow-explore.") as directory, StepServer(flow) as server:
         flow_file = os.path.join(directory, "flow.json")
@@ -419,7 +422,7 @@ def _run_meowctl(flow: Flow, arguments: List[str], *, bin_dir: Optional[str], ti
         history = []
         if os.path.exists(history_file):
             history = [json.loads(line) for line in Path(history_file).read_text(encoding="utf-8").splitlines() if line.strip()]
-        return ExploreReport(json.loads(done.stdout), history, command)
+        return ExploreReport(json.loads(done.stdout), history, command, draw_options)
 
 
 def explore(flow: Flow, *, seeds: Optional[range] = None, schedules: Optional[int] = None, seconds: Optional[float] = None,
@@ -437,7 +440,8 @@ def explore(flow: Flow, *, seeds: Optional[range] = None, schedules: Optional[in
         arguments += ["--schedules", str(schedules)]
     if seconds is not None:
         arguments += ["--seconds", str(seconds)]
-    return _run_meowctl(flow, arguments + _draw_arguments(faults, fault_rate, sqlite, shrink_budget), bin_dir=bin_dir, timeout=timeout)
+    return _run_meowctl(flow, arguments + _draw_arguments(faults, fault_rate, sqlite, shrink_budget), bin_dir=bin_dir, timeout=timeout,
+                        draw_options=_draw_options(faults=faults, fault_rate=fault_rate, sqlite=sqlite, shrink_budget=shrink_budget))
 
 
 def replay(flow: Flow, seed: int, *, faults: Union[None, str, Mapping[str, float]] = None, fault_rate: Optional[float] = None,
@@ -446,7 +450,13 @@ def replay(flow: Flow, seed: int, *, faults: Union[None, str, Mapping[str, float
     """Runs seed ``seed`` alone, as ``explore`` drew it (give the same ``faults``), and shrinks it
     the same way: the same shrunk schedule and history (``report.history``)."""
     arguments = ["--replay", str(seed)] + _draw_arguments(faults, fault_rate, sqlite, shrink_budget)
-    return _run_meowctl(flow, arguments, bin_dir=bin_dir, timeout=timeout)
+    return _run_meowctl(flow, arguments, bin_dir=bin_dir, timeout=timeout,
+                        draw_options=_draw_options(faults=faults, fault_rate=fault_rate, sqlite=sqlite, shrink_budget=shrink_budget))
+
+
+def _draw_options(**options: Any) -> str:
+    """The options given, as keyword arguments for the printed replay line."""
+    return "".join(f", {name}={value!r}" for name, value in options.items() if value is not None and value is not False)
 
 
 def _draw_arguments(faults: Union[None, str, Mapping[str, float]], fault_rate: Optional[float], sqlite: bool,
