@@ -13,9 +13,12 @@ enum ExploreBenchmark {
         print("explore — 3 devices, 30 steps, in memory: schedules/s on one reused cluster, judged by the standard checks (\(schedules) schedules each)")
         let widths = [34, 14, 14, 12, 12]
         print(row(["scenario", "schedules/s", "ms/schedule", "start ms", "target"], widths: widths))
-        for (label, faults) in [("no faults", ExploreOptions.noFaults), ("default faults", ExploreOptions.defaultFaults)] {
-            let (perSecond, startMilliseconds) = try measure(schedules: schedules, faults: faults)
-            print(row([label, format(perSecond, 1), format(1000 / perSecond, 1), format(startMilliseconds, 0), "≥ 20/s"], widths: widths))
+        for clusters in [1, 2] {
+            for (label, faults) in [("no faults", ExploreOptions.noFaults), ("default faults", ExploreOptions.defaultFaults)] {
+                let (perSecond, startMilliseconds) = try measure(schedules: schedules, faults: faults, clusters: clusters)
+                print(row(["\(label), \(clusters) cluster\(clusters == 1 ? "" : "s")", format(perSecond, 1), format(1000 / perSecond, 1),
+                           format(startMilliseconds, 0), "≥ 20/s"], widths: widths))
+            }
         }
         print("")
     }
@@ -36,24 +39,24 @@ enum ExploreBenchmark {
         ], shares: [ShareSpec(name: "team", root: "s1", participants: [.init(user: "pablo", permission: "readWrite")])])
     }
 
-    /// Schedules per second, and the session's start-up in milliseconds.
-    static func measure(schedules: Int, faults: [FaultKind: Double]) throws -> (Double, Double) {
+    /// Schedules per second (`Explorer.explore` over `clusters` clusters, start-up excluded),
+    /// and one cluster's start-up in milliseconds.
+    static func measure(schedules: Int, faults: [FaultKind: Double], clusters: Int) throws -> (Double, Double) {
         let outcome = Mutex<Result<(Double, Double), any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             do {
                 let clock = ContinuousClock()
+                let options = ExploreOptions(budget: .schedules(schedules), faults: faults, clusters: clusters)
+                var sessions: [ExploreSession] = []
                 let started = clock.now
-                let session = try await ExploreSession.start(flow(), ExploreOptions(faults: faults))
-                let startup = clock.now - started
-                _ = try await session.run(seed: 0)  // warm-up
-                let begin = clock.now
-                var failing = 0
-                for seed in 1...UInt64(schedules) where !(try await session.run(seed: seed)).failures.isEmpty { failing += 1 }
-                let elapsed = clock.now - begin
-                await session.stop()
-                if failing > 0 { throw BenchError("\(failing) of \(schedules) schedules failed a check") }
-                outcome.withLock { $0 = .success((Double(schedules) / seconds(elapsed), seconds(startup) * 1000)) }
+                for _ in 0..<clusters { sessions.append(try await ExploreSession.start(flow(), options)) }
+                let startup = (clock.now - started) / clusters
+                for session in sessions { _ = try await session.run(seed: 0) }  // warm-up
+                let report = try await ExploreSession.explore(on: sessions)
+                for session in sessions { await session.stop() }
+                if let failure = report.failure { throw BenchError("seed \(failure.seed) failed \(failure.check):\n\(report)") }
+                outcome.withLock { $0 = .success((report.schedulesPerSecond, seconds(startup) * 1000)) }
             } catch {
                 outcome.withLock { $0 = .failure(error) }
             }

@@ -470,6 +470,7 @@ extension RunEngine {
     /// What the device shows now, as an `observe` entry.
     func observe(_ device: String) async throws {
         let objects = try await FinalStateCollector(engine: self).objects(on: device)
+        lastObserved[device] = objects
         let tick = nextTick()
         let encoded = (try? JSONValue(encoding: objects)) ?? .array([])
         append(step: nil, actor: device, user: users[device], op: HistoryOp.observe, params: [:], invoke: tick, complete: tick,

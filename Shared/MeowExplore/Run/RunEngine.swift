@@ -46,6 +46,9 @@ final class RunEngine {
     var contexts: [String: MeowContext] = [:]
     var ids: [String: [String: String]] = [:]
     var memories: [String: AppMemory] = [:]
+    var kindTimes: [String: Duration] = [:]
+    /// What each device showed at its latest observation (the final state reuses the last).
+    var lastObserved: [String: [ObservedObject]] = [:]
     /// Devices armed with a crash point, and the point.
     var armed: [String: String] = [:]
 
@@ -107,6 +110,7 @@ final class RunEngine {
         case let .replay(list, _):
             for choice in list where enabled(choice) { try await apply(choice) }
         }
+        if ProcessInfo.processInfo.environment["EXPLORE_PROFILE"] != nil { print("kinds \(kindTimes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })") }
         lap("choices \(choices.count)")
         try await finish()
         lap("finish")
@@ -206,6 +210,11 @@ final class RunEngine {
     // MARK: Releasing
 
     func apply(_ choice: Choice) async throws {
+        let clock = ContinuousClock(), start = clock.now
+        defer {
+            let kind = choice.description.split(separator: " ").first.map(String.init) ?? ""
+            kindTimes[kind, default: .zero] += clock.now - start
+        }
         choices.append(choice)
         seconds += 1
         switch choice {
