@@ -101,9 +101,7 @@ public final class ExploreSession: Sendable {
 
     func run(_ flow: Flow, _ mode: RunMode) async throws -> ScheduleRun {
         let (choices, record) = try await bench.run(flow: flow, mode: mode)
-        let clock = ContinuousClock(), start = clock.now
         let failures = judge(record, flow: flow)
-        if ProcessInfo.processInfo.environment["EXPLORE_PROFILE"] != nil { print("lap judge \(clock.now - start)") }
         return ScheduleRun(flow: flow, choices: choices, record: record, failures: failures)
     }
 

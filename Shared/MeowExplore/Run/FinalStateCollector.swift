@@ -11,8 +11,8 @@ struct FinalStateCollector {
     var cluster: MeowCluster { engine.cluster }
 
     func collect() async throws -> FinalState {
-        let convergence = try await cluster.convergence()
-        let invariants = try await cluster.invariants()
+        let convergence = try await cluster.convergence(users: engine.users)
+        let invariants = try await cluster.invariants(users: engine.users)
         var devices: [DeviceState] = []
         for name in engine.devices {
             let device = try cluster.device(named: name)

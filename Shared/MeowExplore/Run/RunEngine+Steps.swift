@@ -307,9 +307,23 @@ extension RunEngine {
         case let .failure(error):
             history[current.entry].outcome = Self.outcome(error)
             history[current.entry].complete = Self.isUnseen(error) ? nil : nextTick()
+            // The device died holding the request open: released, it still runs in the cloud,
+            // and is logged when it ends. Wait for that entry, so the log can settle the outcome.
+            if Self.isUnseen(error) { try await awaitLogged(op: "records.modify", of: device, after: current.logSeq) }
         }
         try await attachRequests(current.entry, device: device, after: current.logSeq)
         try await reviveIfDead(device)
+    }
+
+    /// Reads the request log until `device`'s mirror has an `op` entry after `after` (at most
+    /// about 5 s: a released request runs at once, so this is a few reads).
+    func awaitLogged(op: String, of device: String, after: Int) async throws {
+        let admin = cluster.cloud.admin
+        for _ in 0..<1000 {
+            let entries = try await admin.requestLog(after: after)
+            if entries.contains(where: { $0["client"]?.stringValue == "store-service mirror (\(device))" && $0["op"]?.stringValue == op }) { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
     }
 
     // MARK: Faults

@@ -1,4 +1,3 @@
-import Foundation
 import MeowCareCluster
 import MeowHistory
 import MeowWire
@@ -46,7 +45,6 @@ final class RunEngine {
     var contexts: [String: MeowContext] = [:]
     var ids: [String: [String: String]] = [:]
     var memories: [String: AppMemory] = [:]
-    var kindTimes: [String: Duration] = [:]
     /// What each device showed at its latest observation (the final state reuses the last).
     var lastObserved: [String: [ObservedObject]] = [:]
     /// Devices armed with a crash point, and the point.
@@ -91,10 +89,7 @@ final class RunEngine {
     // MARK: The run
 
     func execute() async throws -> ([Choice], RunRecord) {
-        let clock = ContinuousClock(); var mark = clock.now
-        func lap(_ what: String) { if ProcessInfo.processInfo.environment["EXPLORE_PROFILE"] != nil { print("lap \(what) \(clock.now - mark)") }; mark = clock.now }
         try await bench.reset()
-        lap("reset")
         logSeq = try await bench.lastLogSeq()
         _ = try await cluster.cloud.admin.setClock(now: Self.baseTime)
         for name in devices {
@@ -110,12 +105,8 @@ final class RunEngine {
         case let .replay(list, _):
             for choice in list where enabled(choice) { try await apply(choice) }
         }
-        if ProcessInfo.processInfo.environment["EXPLORE_PROFILE"] != nil { print("kinds \(kindTimes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })") }
-        lap("choices \(choices.count)")
         try await finish()
-        lap("finish")
         let final = try await FinalStateCollector(engine: self).collect()
-        lap("final")
         bench.noteLogSeq(logSeq)
         return (choices, RunRecord(seed: mode.seed, history: history, final: final))
     }
@@ -210,11 +201,6 @@ final class RunEngine {
     // MARK: Releasing
 
     func apply(_ choice: Choice) async throws {
-        let clock = ContinuousClock(), start = clock.now
-        defer {
-            let kind = choice.description.split(separator: " ").first.map(String.init) ?? ""
-            kindTimes[kind, default: .zero] += clock.now - start
-        }
         choices.append(choice)
         seconds += 1
         switch choice {
