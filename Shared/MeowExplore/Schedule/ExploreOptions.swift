@@ -39,8 +39,8 @@ public struct ExploreOptions: Sendable, Codable {
     public var stopAtFirstFailure: Bool
     /// Devices' storage: `.inMemory` (fast) or `.sqlite` (kills and crash points keep data).
     public var persistence: Persistence
-    /// Each fetch (and delivered push) is followed by an `observe` of the device, so a check
-    /// sees what it showed between fetches.
+    /// Each fetch (and delivered push) that changed something is followed by an `observe` of
+    /// the device, so a check sees what it showed between fetches.
     public var observeAfterFetch: Bool
     /// Clusters running seeds at once (each its own cloud and devices). A run mostly waits on
     /// the services, so two use a 2-core machine better than one.
