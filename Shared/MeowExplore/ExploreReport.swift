@@ -100,6 +100,38 @@ public struct ExploreReport: Sendable, CustomStringConvertible {
     }
 }
 
+extension ScheduleRun {
+    /// The run as JSON: its flow, choices, numbered lines, failures, size and history.
+    public var json: JSONValue {
+        [
+            "flow": (try? JSONValue(encoding: flow)) ?? .null,
+            "choices": .array(choices.map { .string($0.description) }),
+            "lines": .array(lines.map { .string($0) }),
+            "failures": (try? JSONValue(encoding: failures)) ?? .array([]),
+            "size": (try? JSONValue(encoding: size)) ?? .null,
+            "seed": .string(String(record.seed)),
+            "history": (try? JSONValue(encoding: record.history)) ?? .array([]),
+        ]
+    }
+}
+
+extension ExploreReport {
+    /// The report as JSON, for tools (`meowctl explore --json`): the same facts as the text.
+    public var json: JSONValue {
+        var out: [String: JSONValue] = [
+            "flow": .string(flow), "schedules": .int(schedules), "seconds": .double(seconds), "passed": .bool(passed),
+            "firstSeed": seeds.map { .string(String($0.lowerBound)) } ?? .null, "lastSeed": seeds.map { .string(String($0.upperBound)) } ?? .null,
+        ]
+        if let failure {
+            out["failure"] = [
+                "seed": .string(String(failure.seed)), "check": .string(failure.check), "shrinkRuns": .int(failure.shrinkRuns),
+                "original": (try? JSONValue(encoding: failure.original.size)) ?? .null, "shrunk": failure.shrunk.json,
+            ]
+        }
+        return .object(out)
+    }
+}
+
 extension Outcome {
     /// A few words for a report line.
     var summary: String {

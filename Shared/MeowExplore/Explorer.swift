@@ -1,6 +1,7 @@
 import Foundation
 import MeowCareCluster
 import MeowHistory
+import Synchronization
 
 /// Runs a flow under many seeded schedules through the real services, judges each run with the
 /// checks, and shrinks the first failing one (docs/EXPLORING.md).
@@ -19,13 +20,14 @@ public enum Explorer {
     /// `stopAtFirstFailure`), on one cluster reset between runs; shrinks the first failure.
     public static func explore(_ flow: Flow, _ options: ExploreOptions = ExploreOptions(),
                                checks: [any HistoryCheck] = standardChecks) async throws -> ExploreReport {
-        let session = try await ExploreSession.start(flow, options, checks: checks)
+        var sessions: [ExploreSession] = []
         do {
-            let report = try await session.explore()
-            await session.stop()
+            for _ in 0..<max(1, options.clusters) { sessions.append(try await ExploreSession.start(flow, options, checks: checks)) }
+            let report = try await ExploreSession.explore(on: sessions)
+            for session in sessions { await session.stop() }
             return report
         } catch {
-            await session.stop()
+            for session in sessions { await session.stop() }
             throw error
         }
     }
@@ -113,36 +115,61 @@ public final class ExploreSession: Sendable {
 
     /// Seeds from `options.firstSeed` until the budget ends; the first failure is shrunk.
     public func explore() async throws -> ExploreReport {
+        try await Self.explore(on: [self])
+    }
+
+    /// Seeds from `options.firstSeed` until the budget ends, spread over `sessions` (one
+    /// cluster each, running at once: a run waits on the services most of the time, so a
+    /// second cluster uses the cores the first leaves idle). Every seed runs on whichever
+    /// session is free; a seed's run does not depend on which. The smallest failing seed is
+    /// shrunk on the first session.
+    public static func explore(on sessions: [ExploreSession]) async throws -> ExploreReport {
+        guard let first = sessions.first else { throw MeowCareError(.invalidArguments, "explore needs a session.", service: "explorer") }
+        let options = first.options
         let clock = ContinuousClock()
         let start = clock.now
-        var schedules = 0
-        var seed = options.firstSeed
-        var firstFailing: ScheduleRun?
-        var failingSeed: UInt64 = 0
-        func budgetLeft() -> Bool {
-            switch options.budget {
-            case let .schedules(count): schedules < count
-            case let .seconds(limit): (clock.now - start) < .milliseconds(Int(limit * 1000))
+        let progress = ExploreProgress()
+        /// The next seed to run, or nil once the budget is spent (or a failure stops the search).
+        let claim: @Sendable () -> UInt64? = {
+            progress.state.withLock { state in
+                if options.stopAtFirstFailure && !state.failures.isEmpty { return nil }
+                switch options.budget {
+                case let .schedules(count): if state.claimed >= count { return nil }
+                case let .seconds(limit): if clock.now - start >= .milliseconds(Int(limit * 1000)) { return nil }
+                }
+                defer { state.claimed += 1 }
+                return options.firstSeed &+ UInt64(state.claimed)
             }
         }
-        while budgetLeft() {
-            let run = try await run(seed: seed)
-            schedules += 1
-            if !run.failures.isEmpty, firstFailing == nil {
-                firstFailing = run
-                failingSeed = seed
-                if options.stopAtFirstFailure { break }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for session in sessions {
+                group.addTask {
+                    while let seed = claim() {
+                        let run = try await session.run(seed: seed)
+                        if !run.failures.isEmpty { progress.state.withLock { $0.failures.append((seed, run)) } }
+                    }
+                }
             }
-            seed &+= 1
+            try await group.waitForAll()
         }
         let elapsed = clock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        var report = ExploreReport(flow: flow.name, schedules: schedules,
+        let (schedules, failing) = progress.state.withLock { ($0.claimed, $0.failures.min { $0.seed < $1.seed }) }
+        var report = ExploreReport(flow: first.flow.name, schedules: schedules,
                                    seeds: schedules > 0 ? options.firstSeed...(options.firstSeed &+ UInt64(schedules - 1)) : nil,
                                    seconds: seconds, failure: nil)
-        if let firstFailing {
-            report.failure = try await Shrinker(session: self).shrink(firstFailing, seed: failingSeed)
+        if let failing {
+            report.failure = try await Shrinker(session: first).shrink(failing.run, seed: failing.seed)
         }
         return report
     }
+}
+
+/// What the sessions of one exploration share: seeds handed out, failures found.
+final class ExploreProgress: Sendable {
+    struct State {
+        var claimed = 0
+        var failures: [(seed: UInt64, run: ScheduleRun)] = []
+    }
+    let state = Mutex(State())
 }

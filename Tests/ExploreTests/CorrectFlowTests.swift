@@ -8,7 +8,7 @@ import Testing
 @Suite(.serialized) struct CorrectFlowTests {
     @Test func aCorrectFlowPassesEverySchedule() async throws {
         let count = Int(ProcessInfo.processInfo.environment["EXPLORE_SCHEDULES"] ?? "") ?? 100
-        let report = try await Explorer.explore(Flows.correct(), ExploreOptions(budget: .schedules(count), shrinkBudget: 60))
+        let report = try await Explorer.explore(Flows.correct(), ExploreOptions(budget: .schedules(count), shrinkBudget: 60, clusters: 2))
         print(report)
         #expect(report.passed, "\(report)")
         #expect(report.schedules == count)

@@ -11,6 +11,9 @@ import Testing
         let second = try await session.run(seed: 42)
         #expect(first.choices == second.choices)
         expectSameHistory(first.record.history, second.record.history)
+        // Each send that made requests names them: the log is read lazily, and must still say whose they were.
+        let sends = first.record.history.filter { $0.op == HistoryOp.send && ($0.outcome.result?["requests"]?.intValue ?? 0) > 0 }
+        #expect(!sends.isEmpty && sends.allSatisfy { !$0.cloudRequests.isEmpty })
         #expect(first.record.final.devices.map(\.objects) == second.record.final.devices.map(\.objects))
         }
     }

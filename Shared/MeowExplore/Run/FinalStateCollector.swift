@@ -11,8 +11,8 @@ struct FinalStateCollector {
     var cluster: MeowCluster { engine.cluster }
 
     func collect() async throws -> FinalState {
-        let convergence = try await cluster.convergence()
-        let invariants = try await cluster.invariants()
+        let convergence = try await cluster.convergence(users: engine.users)
+        let invariants = try await cluster.invariants(users: engine.users)
         var devices: [DeviceState] = []
         for name in engine.devices {
             let device = try cluster.device(named: name)
@@ -20,7 +20,9 @@ struct FinalStateCollector {
                 .flatMap { $0.description.split(separator: "\n").map { engine.aliased(.string(String($0))).stringValue ?? String($0) } }
             let doctor = invariants.findings.filter { $0.device == name }
                 .map { "[\($0.finding.kind)] \(engine.aliased(.string($0.finding.summary)).stringValue ?? $0.finding.summary)" }
-            devices.append(DeviceState(name: name, user: engine.users[name] ?? device.user, objects: try await objects(on: name),
+            let observed: [ObservedObject]
+            if let last = engine.lastObserved[name] { observed = last } else { observed = try await objects(on: name) }
+            devices.append(DeviceState(name: name, user: engine.users[name] ?? device.user, objects: observed,
                                        historyTokens: try await tokens(of: device), doctor: doctor, divergence: divergence))
         }
         return FinalState(cloud: try await cloudZones(), devices: devices)

@@ -12,6 +12,10 @@ extension RunEngine {
         let global = flow.globalStepIndexes[actorIndex] + position
         let name = actor.device
         let device = try cluster.device(named: name)
+        let reachesCloud = Self.usesMirror(step)
+        if reachesCloud { try await settleRequests(before: name) }
+        let firstEntry = history.count
+        defer { if reachesCloud, history.count > firstEntry { awaitingRequests[name] = history.count - 1 } }
         switch step.kind {
         case let .insert(object, entity, fields, values, share):
             var params: [String: JSONValue] = ["entity": .string(entity), "uuid": .string(uuids[object] ?? "")]
@@ -260,12 +264,12 @@ extension RunEngine {
 
     func send(_ device: String) async throws {
         guard let lane = bench.lane(device) else { return }
+        try await settleRequests(before: device)
         try? await setClock(device)
-        let before = logSeq
         let (index, result) = await record(actor: device, op: HistoryOp.send, params: [:]) { () throws(MeowCareError) -> JSONValue in
             try await lane.call("sync.send")
         }
-        try await attachRequests(index, device: device, after: before)
+        awaitingRequests[device] = index
         noteSent(device, result)
         try await reviveIfDead(device)
     }
@@ -278,21 +282,24 @@ extension RunEngine {
 
     func fetch(_ device: String, op: String) async throws {
         guard let lane = bench.lane(device) else { return }
-        let before = logSeq
+        try await settleRequests(before: device)
         let version = cloudVersion
         let (index, result) = await record(actor: device, op: op, params: [:]) { () throws(MeowCareError) -> JSONValue in
             try await lane.call("sync.fetch")
         }
-        try await attachRequests(index, device: device, after: before)
+        awaitingRequests[device] = index
         if result != nil { fetchedVersion[device] = version }
         try await reviveIfDead(device)
-        if result != nil, options.observeAfterFetch { try await observe(device) }
+        // A fetch that brought nothing leaves the device showing what it did plus its own
+        // saves, which the history has: only a fetch that changed something is observed.
+        if let result, options.observeAfterFetch, Self.changedSomething(result) { try await observe(device) }
     }
 
-    func attachRequests(_ index: Int, device: String, after: Int) async throws {
-        let requests = try await cloudRequests(of: device, after: after)
-        history[index].cloudRequests = requests.map(\.seq)
+    static func changedSomething(_ fetch: JSONValue) -> Bool {
+        (fetch["changedRecords"]?.intValue ?? 1) > 0 || (fetch["deletedRecords"]?.intValue ?? 1) > 0 || (fetch["merged"]?.intValue ?? 0) > 0
+            || !(fetch["zonesRemoved"]?.arrayValue?.isEmpty ?? true) || !(fetch["zonesReset"]?.arrayValue?.isEmpty ?? true)
     }
+
 
     func release(_ device: String) async throws {
         guard let current = held, current.device == device else { return }
@@ -307,9 +314,24 @@ extension RunEngine {
         case let .failure(error):
             history[current.entry].outcome = Self.outcome(error)
             history[current.entry].complete = Self.isUnseen(error) ? nil : nextTick()
+            // The device died holding the request open: released, it still runs in the cloud,
+            // and is logged when it ends. Wait for that entry, so the log can settle the outcome.
+            if Self.isUnseen(error) { try await awaitLogged(op: "records.modify", of: device, after: current.logSeq) }
         }
-        try await attachRequests(current.entry, device: device, after: current.logSeq)
+        awaitingRequests[device] = current.entry
+        try await readLog()
         try await reviveIfDead(device)
+    }
+
+    /// Reads the request log until `device`'s mirror has an `op` entry after `after` (at most
+    /// about 5 s: a released request runs at once, so this is a few reads).
+    func awaitLogged(op: String, of device: String, after: Int) async throws {
+        let admin = cluster.cloud.admin
+        for _ in 0..<1000 {
+            let entries = try await admin.requestLog(after: after)
+            if entries.contains(where: { $0["client"]?.stringValue == "store-service mirror (\(device))" && $0["op"]?.stringValue == op }) { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
     }
 
     // MARK: Faults
@@ -361,6 +383,7 @@ extension RunEngine {
     /// other choices run; `release` lets it through.
     func hold(_ device: String, params: [String: JSONValue]) async throws {
         guard let lane = bench.lane(device) else { return }
+        try await settleRequests(before: device)
         let status = try? await lane.sync.status()
         guard let status, status.pending > status.deferred else {
             let tick = nextTick()
@@ -377,6 +400,7 @@ extension RunEngine {
         let invoke = nextTick()
         let entry = append(step: nil, actor: device, user: users[device], op: HistoryOp.send, params: [:], invoke: invoke, complete: nil,
                            outcome: .unknown(reason: "held at the cloud"))
+        awaitingRequests[device] = entry
         let finished = Mutex(false)
         let task = Task { () async -> Result<JSONValue, MeowCareError> in
             defer { finished.withLock { $0 = true } }
@@ -399,6 +423,7 @@ extension RunEngine {
     /// passes the point), then a restart as the user it was signed in as.
     func kill(_ device: String, point: String?) async throws {
         guard let process = cluster.process(of: device) else { return }
+        if held?.device != device { try await settleRequests(before: device) }
         var params: [String: JSONValue] = ["device": .string(device)]
         if let point { params["point"] = .string(point) }
         let tick = nextTick()
@@ -457,12 +482,11 @@ extension RunEngine {
         }
         seconds += 7_200
         for device in devices { try? await setClock(device) }
-        let before = logSeq
+        try await readLog()
         await record(actor: "explorer", op: HistoryOp.settle, params: [:]) { () throws(MeowCareError) -> JSONValue in
             let report = try await self.cluster.settle()
             return ["rounds": .int(report.rounds)]
         }
-        _ = try await cloudRequests(of: "", after: before)
         for device in devices { try await observe(device) }
         try await resolveUnseen()
     }
@@ -470,6 +494,7 @@ extension RunEngine {
     /// What the device shows now, as an `observe` entry.
     func observe(_ device: String) async throws {
         let objects = try await FinalStateCollector(engine: self).objects(on: device)
+        lastObserved[device] = objects
         let tick = nextTick()
         let encoded = (try? JSONValue(encoding: objects)) ?? .array([])
         append(step: nil, actor: device, user: users[device], op: HistoryOp.observe, params: [:], invoke: tick, complete: tick,
@@ -482,7 +507,7 @@ extension RunEngine {
         for index in history.indices {
             guard case .unknown = history[index].outcome else { continue }
             let entry = history[index]
-            let requests = try await cloudRequests(of: entry.actor, after: 0).filter { entry.cloudRequests.isEmpty || entry.cloudRequests.contains($0.seq) }
+            let requests = try await logEntries(of: entry.actor, after: 0).filter { entry.cloudRequests.isEmpty || entry.cloudRequests.contains($0.seq) }
             let modifies = requests.filter { $0.op == "records.modify" }
             if entry.op == HistoryOp.send {
                 if let committed = modifies.first(where: { $0.code == "ok" }) {

@@ -1,4 +1,3 @@
-import Foundation
 import MeowCareCluster
 import MeowHistory
 import MeowWire
@@ -46,6 +45,10 @@ final class RunEngine {
     var contexts: [String: MeowContext] = [:]
     var ids: [String: [String: String]] = [:]
     var memories: [String: AppMemory] = [:]
+    /// Device → the history entry its mirror's next requests in the log belong to.
+    var awaitingRequests: [String: Int] = [:]
+    /// What each device showed at its latest observation (the final state reuses the last).
+    var lastObserved: [String: [ObservedObject]] = [:]
     /// Devices armed with a crash point, and the point.
     var armed: [String: String] = [:]
 
@@ -88,10 +91,7 @@ final class RunEngine {
     // MARK: The run
 
     func execute() async throws -> ([Choice], RunRecord) {
-        let clock = ContinuousClock(); var mark = clock.now
-        func lap(_ what: String) { if ProcessInfo.processInfo.environment["EXPLORE_PROFILE"] != nil { print("lap \(what) \(clock.now - mark)") }; mark = clock.now }
         try await bench.reset()
-        lap("reset")
         logSeq = try await bench.lastLogSeq()
         _ = try await cluster.cloud.admin.setClock(now: Self.baseTime)
         for name in devices {
@@ -107,11 +107,8 @@ final class RunEngine {
         case let .replay(list, _):
             for choice in list where enabled(choice) { try await apply(choice) }
         }
-        lap("choices \(choices.count)")
         try await finish()
-        lap("finish")
         let final = try await FinalStateCollector(engine: self).collect()
-        lap("final")
         bench.noteLogSeq(logSeq)
         return (choices, RunRecord(seed: mode.seed, history: history, final: final))
     }
@@ -296,17 +293,36 @@ final class RunEngine {
         _ = try await cluster.device(named: device).setClock(now: stamp(device))
     }
 
-    /// The request-log sequence numbers of `device`'s mirror since `after`, and the log read up to now.
-    func cloudRequests(of device: String, after: Int) async throws(MeowCareError) -> [(seq: Int, op: String, code: String)] {
-        let entries = try await cluster.cloud.admin.requestLog(after: after)
-        var mine: [(seq: Int, op: String, code: String)] = []
+    /// Reads the request log past what was read, giving each device mirror's requests to that
+    /// device's entry awaiting them (its latest op that may reach the cloud). The explorer
+    /// releases one request at a time and a device's mirror only talks to the cloud during the
+    /// device's own ops, so a device's requests since its latest op are that op's: the log is
+    /// read only before a device with an entry awaiting starts another such op, and at the end.
+    func readLog() async throws(MeowCareError) {
+        let entries = try await cluster.cloud.admin.requestLog(after: logSeq)
         for entry in entries {
             guard let seq = entry["seq"]?.intValue else { continue }
             logSeq = max(logSeq, seq)
-            if entry["client"]?.stringValue == "store-service mirror (\(device))" {
-                mine.append((seq, entry["op"]?.stringValue ?? "", entry["code"]?.stringValue ?? ""))
+            if let client = entry["client"]?.stringValue, client.hasPrefix(Self.mirrorPrefix), client.hasSuffix(")") {
+                let device = String(client.dropFirst(Self.mirrorPrefix.count).dropLast())
+                if let index = awaitingRequests[device] { history[index].cloudRequests.append(seq) }
             }
         }
-        return mine
+        awaitingRequests = [:]
+    }
+
+    static let mirrorPrefix = "store-service mirror ("
+
+    /// Before `device` starts an op that may reach the cloud: its previous one gets its requests.
+    func settleRequests(before device: String) async throws(MeowCareError) {
+        if awaitingRequests[device] != nil { try await readLog() }
+    }
+
+    /// The log's entries of `device`'s mirror after `after` (read again, nothing attributed).
+    func logEntries(of device: String, after: Int) async throws(MeowCareError) -> [(seq: Int, op: String, code: String)] {
+        try await cluster.cloud.admin.requestLog(after: after).compactMap { entry in
+            guard let seq = entry["seq"]?.intValue, entry["client"]?.stringValue == Self.mirrorPrefix + device + ")" else { return nil }
+            return (seq, entry["op"]?.stringValue ?? "", entry["code"]?.stringValue ?? "")
+        }
     }
 }

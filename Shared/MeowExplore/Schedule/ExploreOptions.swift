@@ -39,20 +39,46 @@ public struct ExploreOptions: Sendable, Codable {
     public var stopAtFirstFailure: Bool
     /// Devices' storage: `.inMemory` (fast) or `.sqlite` (kills and crash points keep data).
     public var persistence: Persistence
-    /// Each fetch (and delivered push) is followed by an `observe` of the device, so a check
-    /// sees what it showed between fetches.
+    /// Each fetch (and delivered push) that changed something is followed by an `observe` of
+    /// the device, so a check sees what it showed between fetches.
     public var observeAfterFetch: Bool
+    /// Clusters running seeds at once (each its own cloud and devices). A run mostly waits on
+    /// the services, so two use a 2-core machine better than one.
+    public var clusters: Int
 
     public enum Persistence: String, Sendable, Codable { case inMemory, sqlite }
 
+    /// How long to explore. JSON: `{"schedules": 100}` or `{"seconds": 5}`.
     public enum Budget: Sendable, Codable, Equatable {
         case schedules(Int)
         case seconds(Double)
+
+        private enum CodingKeys: String, CodingKey { case schedules, seconds }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            if let count = try container.decodeIfPresent(Int.self, forKey: .schedules) {
+                self = .schedules(count)
+            } else if let limit = try container.decodeIfPresent(Double.self, forKey: .seconds) {
+                self = .seconds(limit)
+            } else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription:
+                    "a budget is {\"schedules\": N} or {\"seconds\": S}"))
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            switch self {
+            case let .schedules(count): try container.encode(count, forKey: .schedules)
+            case let .seconds(limit): try container.encode(limit, forKey: .seconds)
+            }
+        }
     }
 
     public init(firstSeed: UInt64 = 1, budget: Budget = .schedules(100), faults: [FaultKind: Double] = ExploreOptions.defaultFaults,
                 faultRate: Double = 0.1, stepWeight: Double = 4, sendWeight: Double = 2, fetchWeight: Double = 1, pushWeight: Double = 2,
-                shrinkBudget: Int = 200, stopAtFirstFailure: Bool = true, persistence: Persistence = .inMemory, observeAfterFetch: Bool = true) {
+                shrinkBudget: Int = 200, stopAtFirstFailure: Bool = true, persistence: Persistence = .inMemory, observeAfterFetch: Bool = true, clusters: Int = 1) {
         self.firstSeed = firstSeed
         self.budget = budget
         self.faults = faults
@@ -65,6 +91,7 @@ public struct ExploreOptions: Sendable, Codable {
         self.stopAtFirstFailure = stopAtFirstFailure
         self.persistence = persistence
         self.observeAfterFetch = observeAfterFetch
+        self.clusters = clusters
     }
 
     /// Every fault an in-memory cluster can take, equally weighted; kills and crash points off.
@@ -76,4 +103,28 @@ public struct ExploreOptions: Sendable, Codable {
     public static let noFaults: [FaultKind: Double] = [:]
 
     func weight(_ kind: FaultKind) -> Double { max(0, faults[kind] ?? 0) }
+
+    private enum CodingKeys: String, CodingKey {
+        case firstSeed, budget, faults, faultRate, stepWeight, sendWeight, fetchWeight, pushWeight, shrinkBudget, stopAtFirstFailure, persistence,
+             observeAfterFetch, clusters
+    }
+
+    /// Any member left out takes its default, so an options file names only what it changes.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = ExploreOptions()
+        self.init(firstSeed: try c.decodeIfPresent(UInt64.self, forKey: .firstSeed) ?? d.firstSeed,
+                  budget: try c.decodeIfPresent(Budget.self, forKey: .budget) ?? d.budget,
+                  faults: try c.decodeIfPresent([FaultKind: Double].self, forKey: .faults) ?? d.faults,
+                  faultRate: try c.decodeIfPresent(Double.self, forKey: .faultRate) ?? d.faultRate,
+                  stepWeight: try c.decodeIfPresent(Double.self, forKey: .stepWeight) ?? d.stepWeight,
+                  sendWeight: try c.decodeIfPresent(Double.self, forKey: .sendWeight) ?? d.sendWeight,
+                  fetchWeight: try c.decodeIfPresent(Double.self, forKey: .fetchWeight) ?? d.fetchWeight,
+                  pushWeight: try c.decodeIfPresent(Double.self, forKey: .pushWeight) ?? d.pushWeight,
+                  shrinkBudget: try c.decodeIfPresent(Int.self, forKey: .shrinkBudget) ?? d.shrinkBudget,
+                  stopAtFirstFailure: try c.decodeIfPresent(Bool.self, forKey: .stopAtFirstFailure) ?? d.stopAtFirstFailure,
+                  persistence: try c.decodeIfPresent(Persistence.self, forKey: .persistence) ?? d.persistence,
+                  observeAfterFetch: try c.decodeIfPresent(Bool.self, forKey: .observeAfterFetch) ?? d.observeAfterFetch,
+                  clusters: try c.decodeIfPresent(Int.self, forKey: .clusters) ?? d.clusters)
+    }
 }
