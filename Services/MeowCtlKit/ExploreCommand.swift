@@ -10,7 +10,7 @@ enum ExploreCommand {
     static let help = """
     meowctl explore FLOW.json [--seeds A..B | --seed N] [--schedules N | --seconds S]
                               [--replay SEED | --replay-choices FILE] [--faults kind=weight,…|none]
-                              [--fault-rate R] [--sqlite] [--shrink-budget N] [--steps-socket PATH]
+                              [--fault-rate R] [--sqlite] [--clusters N] [--shrink-budget N] [--steps-socket PATH]
                               [--json] [--history FILE]
         Runs the flow file (docs/EXPLORING.md) under seeded schedules on a cluster of its own
         (the store-service and sync-service beside meowctl, or in $MEOWCARE_BIN_DIR), judges
@@ -26,6 +26,7 @@ enum ExploreCommand {
                            faults. Kinds: \(FaultKind.allCases.map(\.rawValue).joined(separator: ", "))
         --fault-rate R     the chance a scheduling point draws a fault (default 0.1)
         --sqlite           devices keep their stores in SQLite (needed by kill and crashPoint)
+        --clusters N       run seeds on N clusters at once (default 1)
         --steps-socket PATH  where the flow's custom steps and invariants are served
         --json             the report as one JSON object
         --history FILE     the failing shrunk run's history (or the replayed run's, or the one
@@ -39,7 +40,7 @@ enum ExploreCommand {
     static func run(_ arguments: [String]) async throws(CommandError) {
         let args = try Arguments(arguments, flags: ["json", "sqlite"])
         try args.check(known: ["seeds", "seed", "schedules", "seconds", "replay", "replay-choices", "faults", "fault-rate", "sqlite",
-                               "shrink-budget", "steps-socket", "json", "history"], command: "explore")
+                               "shrink-budget", "clusters", "steps-socket", "json", "history"], command: "explore")
         guard args.positional.count == 1, let flowPath = args.positional.first else {
             throw .usage("meowctl explore needs one FLOW.json, e.g. meowctl explore flow.json --schedules 50")
         }
@@ -64,33 +65,34 @@ enum ExploreCommand {
             let names = flow.unboundSteps.map { "step \"\($0)\"" } + file.invariants.map { "invariant \"\($0)\"" }
             throw .usage("The flow names the team's own \(names.joined(separator: ", ")); serve them and give --steps-socket PATH (docs/EXPLORING.md).")
         }
-        let session: ExploreSession
-        do {
-            session = try await ExploreSession.start(flow, plan.options)
-        } catch let error as MeowCareError {
-            throw .unavailable("The explorer's cluster did not start: \(error.message)")
-        } catch {
-            throw .unavailable("The explorer's cluster did not start: \(error)")
-        }
+        var sessions: [ExploreSession] = []
         let failed: Bool
         do {
+            for _ in 0..<(replayFile == nil ? max(1, plan.options.clusters) : 1) {
+                do {
+                    sessions.append(try await ExploreSession.start(flow, plan.options))
+                } catch let error as MeowCareError {
+                    throw CommandError.unavailable("The explorer's cluster did not start: \(error.message)")
+                }
+            }
             if let replayFile {
-                failed = try await replay(session, replayFile, args: args)
+                failed = try await replay(sessions[0], replayFile, args: args)
             } else {
-                failed = try await explore(session, plan: plan, flowPath: flowPath, args: args)
+                failed = try await explore(sessions, plan: plan, flowPath: flowPath, args: args)
             }
         } catch {
-            await session.stop()
+            for session in sessions { await session.stop() }
             if let error = error as? CommandError { throw error }
             throw .unavailable("The explorer stopped: \(error)")
         }
-        await session.stop()
+        for session in sessions { await session.stop() }
         if failed { throw .errorReply }
     }
 
     /// Explores and prints the report; true when a schedule failed.
-    static func explore(_ session: ExploreSession, plan: ExplorePlan, flowPath: String, args: Arguments) async throws -> Bool {
-        let report = try await session.explore()
+    static func explore(_ sessions: [ExploreSession], plan: ExplorePlan, flowPath: String, args: Arguments) async throws -> Bool {
+        let report = try await ExploreSession.explore(on: sessions)
+        let session = sessions[0]
         var replay: ReplayInstructions?
         if let failure = report.failure {
             replay = ReplayInstructions(failure: failure, plan: plan, flowPath: flowPath, stepsSocket: args.value("steps-socket"))
@@ -101,6 +103,7 @@ enum ExploreCommand {
         }
         if args.has("json") {
             var json = report.json.objectValue ?? [:]
+            json["schedulesPerSecond"] = .double(report.schedulesPerSecond)
             if let replay { json["replay"] = replay.json }
             print(MeowCtl.compactJSON(JSONValue.object(json)))
         } else {
@@ -115,7 +118,7 @@ enum ExploreCommand {
         let run = try await session.run(choices: file.choices, seed: file.seed)
         if let history = args.value("history") { try write(run.historyJSONLines + "\n", to: history) }
         if args.has("json") {
-            print(MeowCtl.compactJSON(run.json(seed: file.seed)))
+            print(MeowCtl.compactJSON(run.json))
         } else {
             var lines = ["Replayed \"\(run.flow.name)\" (seed \(file.seed), \(run.choices.count) choices):"]
             lines += run.lines.map { "  " + $0 }
@@ -189,6 +192,10 @@ struct ExplorePlan {
         if args.has("sqlite") {
             options.persistence = .sqlite
             drawArguments.append("--sqlite")
+        }
+        if let text = args.value("clusters") {
+            guard let count = Int(text), (1...16).contains(count) else { throw .usage("--clusters takes a count from 1 to 16; got \(text).") }
+            options.clusters = count
         }
         if let text = args.value("shrink-budget") {
             guard let runs = Int(text), runs >= 0 else { throw .usage("--shrink-budget takes a count of runs; got \(text).") }

@@ -66,7 +66,7 @@ struct MeowCtlExploreTests {
         let report = try JSONParser.parse(run.stdout)
         #expect(report["passed"] == true)
         #expect(report["schedules"] == 12)
-        #expect(report["seeds"]?["first"] == 1 && report["seeds"]?["last"] == 12)
+        #expect(report["firstSeed"] == "1" && report["lastSeed"] == "12")
     }
 
     @Test("a wrong flow fails naming the check, and its replay commands give the same shrunk schedule")
@@ -89,10 +89,10 @@ struct MeowCtlExploreTests {
         let report = try JSONParser.parse(found.stdout)
         let failure = try #require(report["failure"], "\(found.stdout)")
         #expect(failure["check"] == "sendsNeverConflict")
-        #expect(failure["failures"]?.arrayValue?.first?["explanation"]?.stringValue?.contains("met another device's edit") == true, "\(found.stdout)")
+        #expect(failure["shrunk"]?["failures"]?.arrayValue?.first?["explanation"]?.stringValue?.contains("met another device's edit") == true, "\(found.stdout)")
         let shrunkChoices = try #require(failure["shrunk"]?["choices"])
         let command = try #require(report["replay"]?["command"]?.stringValue)
-        #expect(command.contains("--replay \(failure["seed"]?.intValue ?? -1)") && command.contains("--faults none"), "\(command)")
+        #expect(command.contains("--replay \(failure["seed"]?.stringValue ?? "?")") && command.contains("--faults none"), "\(command)")
 
         // The printed command, run as printed: the same seed, drawn and shrunk to the same schedule.
         let again = try await MeowProcess.run("/bin/sh", ["-c", command + " --json --history " + directory.file("again.jsonl")],

@@ -352,10 +352,11 @@ class ExploreReport:
         failure = self.raw.get("failure") or {}
         self.passed: bool = bool(self.raw.get("passed"))
         self.schedules: int = int(self.raw.get("schedules") or 0)
-        self.seed: Optional[int] = failure.get("seed")
+        self.seed: Optional[int] = int(failure["seed"]) if failure.get("seed") is not None else None
         self.check: Optional[str] = failure.get("check")
-        self.failures: List[Dict[str, Any]] = list(failure.get("failures") or [])
         shrunk = failure.get("shrunk") or {}
+        #: the shrunk run's failures of the failing check: ``{"check", "explanation", "entries"}``
+        self.failures: List[Dict[str, Any]] = [item for item in shrunk.get("failures") or [] if item.get("check") == self.check]
         #: the shrunk schedule's choices (``"step A"``, ``"send B"``, …) and its lines, step by step
         self.choices: List[str] = list(shrunk.get("choices") or [])
         self.lines: List[str] = list(shrunk.get("lines") or [])
@@ -366,8 +367,7 @@ class ExploreReport:
         """The report for people: what ran, and on a failure the seed, the check's explanation,
         the shrunk schedule step by step and how to replay it."""
         raw = self.raw
-        seeds = raw.get("seeds") or {}
-        lines = [f"Explored {raw.get('flow')!r}: {self.schedules} schedules (seeds {seeds.get('first')}…{seeds.get('last')}) "
+        lines = [f"Explored {raw.get('flow')!r}: {self.schedules} schedules (seeds {raw.get('firstSeed')}…{raw.get('lastSeed')}) "
                  f"in {float(raw.get('seconds') or 0):.2f} s."]
         if self.passed:
             return "\n".join(lines + ["Every schedule passed every check."])
@@ -375,8 +375,7 @@ class ExploreReport:
         shrunk = failure.get("shrunk") or {}
         lines.append(f"FAILED: seed {self.seed}, check {self.check!r}.")
         lines += [f"  {item.get('check')}: {item.get('explanation')}" for item in self.failures]
-        lines.append(f"Shrunk in {failure.get('shrinkRuns')} runs to {shrunk.get('size')}.")
-        lines.append("Actors: " + " | ".join(f"{actor['device']} ({actor['user']}): {'; '.join(actor['steps'])}" for actor in shrunk.get("actors") or []))
+        lines.append(f"Shrunk in {failure.get('shrinkRuns')} runs from {failure.get('original')} to {shrunk.get('size')}.")
         lines.append("Schedule:")
         lines += [f"  {line}" for line in self.lines]
         lines.append(f"Replay: meowcare_testing.explore.replay(flow, {self.seed}{self.draw_options})")
