@@ -1,7 +1,7 @@
 import MeowExplore
 import Testing
 
-/// The example of docs/EXPLORING-run.md, run as shown there.
+/// The smallest Swift flow of docs/EXPLORING.md ("### In Swift"), run as shown there.
 @Suite struct ExampleTests {
     @Test func aFlowExploredFromSwift() async throws {
         // example: explore-a-flow
