@@ -124,6 +124,23 @@ struct AcceptedHistoryTests {
         #expect(Checker().check(run) == [])
     }
 
+    @Test("Values compare as the cloud stores them: a boolean as int64, an integer as a double, a date as seconds, a UUID in upper case")
+    func valuesCompareAsStored() {
+        var story = Story(devices: ["A": "alice", "B": "alice"])
+        story.insert("A", "CareEvent", ID.event, ["done": true, "count": 3, "ref": .string(ID.other.lowercased()),
+                                                   "at": "2026-07-27T17:30:00.25+08:00"], stamp: 100)
+        story.send("A")
+        story.fetch("B")
+        let cloud = CloudRecordState(recordName: ID.event, recordType: "CD_CareEvent", fields: [
+            "CD_done": ["type": "int64", "value": 1], "CD_count": ["type": "double", "value": 3.0],
+            "CD_ref": ["type": "string", "value": .string(ID.other)], "CD_at": ["type": "date", "value": 1_785_144_600.25]])
+        let shown: [String: JSONValue] = ["done": true, "count": 3.0, "ref": .string(ID.other), "at": "2026-07-27T09:30:00.250Z"]
+        let run = story.run(cloud: [zone("alice", [cloud])],
+                            devices: [device("A", "alice", [object(ID.event, "CareEvent", shown)]),
+                                      device("B", "alice", [object(ID.event, "CareEvent", shown)])])
+        #expect(Checker().check(run) == [])
+    }
+
     /// The runner writes a history as JSON lines, one entry a line; this one is read from text.
     static let jsonLines = #"""
     {"run":7,"index":0,"actor":"A","user":"alice","op":"object.insert","params":{"entity":"CareEvent","uuid":"7F3A9C21-0B4D-4E6F-8A1B-2C3D4E5F6A7B","values":{"note":"a-0"},"stamp":100},"invoke":0,"complete":1,"outcome":{"kind":"ok","result":{"store":"private"}},"cloudRequests":[]}

@@ -29,6 +29,24 @@ struct ConflictsCheckTests {
             #"A's update #3 of CareEvent 7F3A9C21…'s note (stamp 120) and B's update #4 of CareEvent 7F3A9C21…'s note (stamp 110) both changed it; the later stamp wins, so it should be "a-3", but the cloud has "b-4"."#)
     }
 
+    @Test("conflicts: a removed participant's device still holds the shared session after settling")
+    func removedParticipantKeepsTheZone() {
+        var story = Story(devices: ["A": "alice", "P": "pat"])
+        story.insert("A", "CareSession", ID.session, ["title": "s-0"], stamp: 100)
+        story.share("A", "CareSession", root: ID.session, zoneName: "Share-1", participants: [("pat", "readWrite")])
+        story.accept("P", owner: "alice", zoneName: "Share-1")
+        story.fetch("P")
+        story.add("A", HistoryOp.shareRemove, ["zoneName": "Share-1", "user": "pat"])
+        story.fetch("P")
+        let kept = ["title": JSONValue.string("s-0")]
+        let run = story.run(cloud: [zone("alice", "Share-1", [record(ID.session, "CareSession", kept)])],
+                            devices: [device("A", "alice", [object(ID.session, "CareSession", kept)]),
+                                      device("P", "pat", [object(ID.session, "CareSession", kept, store: "shared")])])
+        let found = failures(run)
+        #expect(found.map(\.check) == ["conflicts"])
+        #expect(found.first?.explanation == "CareSession 5E2B8D10… is still on device P at the end, but pat may not read alice/Share-1: pat is removed on alice/Share-1.")
+    }
+
     @Test("conflicts: an edit outlives the delete that wins over it")
     func editOutlivesItsDelete() {
         var story = Story(devices: ["A": "alice", "B": "alice"])

@@ -14,7 +14,10 @@ struct DuplicatesCheckTests {
         story.fetch("B")
         let values = ["note": JSONValue.string("a-0")]
         let run = story.run(
-            cloud: [zone("alice", [record(ID.event, "CareEvent", values)]), zone("alice", "Share-9", [record(ID.event, "CareEvent", values)])],
+            cloud: [zone("alice", [record(ID.event, "CareEvent", values)]),
+                    zone("alice", "Share-8", [CloudRecordState(recordName: "cloudkit.zoneshare", recordType: "cloudkit.share", fields: [:])]),
+                    zone("alice", "Share-9", [record(ID.event, "CareEvent", values),
+                                              CloudRecordState(recordName: "cloudkit.zoneshare", recordType: "cloudkit.share", fields: [:])])],
             devices: [device("A", "alice", [object(ID.event, "CareEvent", values)]),
                       device("B", "alice", [object(ID.event, "CareEvent", values), object(ID.event, "CareEvent", values, store: "shared")])])
         let found = failures(run)

@@ -14,6 +14,13 @@ public struct Checker: Sendable {
     }
 
     public func check(_ run: RunRecord) -> [CheckFailure] {
-        checks.flatMap { $0.check(run) }
+        // The checks that compare with the reference model share one replay of it.
+        var judgement: Judgement?
+        return checks.flatMap { check -> [CheckFailure] in
+            guard let modelCheck = check as? any ModelCheck else { return check.check(run) }
+            let shared = judgement ?? Judgement(run)
+            judgement = shared
+            return modelCheck.check(shared)
+        }
     }
 }

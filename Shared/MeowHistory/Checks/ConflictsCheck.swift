@@ -6,13 +6,14 @@ import MeowWire
 /// acknowledged write missing without a rule deciding against it) and `permissionSafety`
 /// reports (a forbidden value) is not repeated here; a final value from a write that lost a
 /// merge, an edit that outlived the delete that beat it, and any other difference are.
-public struct ConflictsCheck: HistoryCheck {
+public struct ConflictsCheck: ModelCheck {
     public let name = "conflicts"
 
     public init() {}
 
-    public func check(_ run: RunRecord) -> [CheckFailure] {
-        let judgement = Judgement(run)
+    public func check(_ run: RunRecord) -> [CheckFailure] { check(Judgement(run)) }
+
+    func check(_ judgement: Judgement) -> [CheckFailure] {
         let expected = judgement.expected
         var failures: [CheckFailure] = []
         let fieldsWritten = Dictionary(grouping: expected.writes.values, by: \.uuid).mapValues { Set($0.flatMap(\.fields.keys)) }
@@ -38,8 +39,8 @@ public struct ConflictsCheck: HistoryCheck {
                     continue
                 }
                 guard let copy else {
-                    // A missing record with an acknowledged write holding is durability's.
-                    if !record.fields.values.contains(where: { judgement.acknowledged($0.entry) }) {
+                    // A missing record with an acknowledged insert or field holding is durability's.
+                    if !record.fields.values.contains(where: { judgement.acknowledged($0.entry) }) && !hasAcknowledgedInsert(record, judgement) {
                         failures.append(CheckFailure(check: name, explanation:
                             "\(label) is missing from \(place.name) at the end, but the rules keep it in \(record.zone).",
                             entries: record.fields.values.map(\.entry).sorted()))
@@ -55,6 +56,13 @@ public struct ConflictsCheck: HistoryCheck {
                     if let failure = fieldFailure(record, field, copy, place, judgement) { failures.append(failure) }
                 }
             }
+            // Rule: a device whose user lost the zone deletes that object graph from its store.
+            guard record.exists else { continue }
+            for (place, user) in judgement.nonReadingDevices(record.zone)
+            where place.copies[record.uuid] != nil && !holdsUnsent(place, record, judgement) {
+                failures.append(CheckFailure(check: name, explanation:
+                    "\(label) is still on \(place.name) at the end, but \(user) may not read \(record.zone): \(expected.whyNotReading(user, record.zone))."))
+            }
         }
         return failures
     }
@@ -65,7 +73,7 @@ public struct ConflictsCheck: HistoryCheck {
         let winner = record.fields[field]
         let want = winner?.value ?? .null
         let actual = copy.value(field)
-        guard actual != want, judgement.forbidden(record.uuid, field, actual) == nil else { return nil }
+        guard !actual.same(as: want), judgement.forbidden(record.uuid, field, actual) == nil else { return nil }
         let losers = record.mergeLosers[field] ?? []
         let actualWriters = expected.writers(of: actual, uuid: record.uuid, field: field)
         let wrongWinner = actualWriters.first { losers.contains($0.entry) }
@@ -84,7 +92,7 @@ public struct ConflictsCheck: HistoryCheck {
         }
         return CheckFailure(check: name, explanation:
             "\(record.entity) \(WriteRequest.short(record.uuid))'s \(field) should be \(Judgement.text(want)) from \(winning.described(field: field)), but \(place.name) has \(words).",
-            entries: ([winner.entry] + others).sorted())
+            entries: ([winner.entry] + others).uniqued().sorted())
     }
 
     func ruleWords(_ winner: FieldWrite, _ loser: WriteRequest) -> String {
@@ -100,8 +108,15 @@ public struct ConflictsCheck: HistoryCheck {
     func hasForbidden(_ copy: Place.Copy, _ record: ExpectedRecord, _ judgement: Judgement) -> Bool {
         judgement.expected.writes.values.contains { write in
             write.uuid == record.uuid && write.fields.contains { field, value in
-                judgement.forbidden(record.uuid, field, value) != nil && copy.value(field) == value
+                judgement.forbidden(record.uuid, field, value) != nil && copy.value(field).same(as: value)
             }
+        }
+    }
+
+    func hasAcknowledgedInsert(_ record: ExpectedRecord, _ judgement: Judgement) -> Bool {
+        judgement.expected.writes.values.contains { write in
+            write.uuid == record.uuid && write.kind == .insert && judgement.acknowledged(write.entry)
+                && judgement.expected.fate(of: write.entry, field: nil) == .holds
         }
     }
 

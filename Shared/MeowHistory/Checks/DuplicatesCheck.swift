@@ -24,7 +24,10 @@ public struct DuplicatesCheck: HistoryCheck {
             }
         }
         for (owner, zones) in Dictionary(grouping: run.final.cloud, by: \.owner).sorted(by: { $0.key < $1.key }) {
-            let copies = zones.flatMap { zone in zone.records.map { ($0.recordName, zone.zoneName) } }
+            // Each share zone has its own share record, all named cloudkit.zoneshare: not objects.
+            let copies = zones.flatMap { zone in
+                zone.records.filter { $0.recordType != "cloudkit.share" }.map { ($0.recordName, zone.zoneName) }
+            }
             for (uuid, found) in Dictionary(grouping: copies, by: \.0).sorted(by: { $0.key < $1.key }) where found.count > 1 {
                 let (words, entries) = about(uuid)
                 failures.append(CheckFailure(check: name, explanation:

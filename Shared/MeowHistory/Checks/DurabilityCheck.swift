@@ -6,13 +6,14 @@ import MeowWire
 /// the rules refused or discarded it; an acknowledged delete's record is gone from all of them.
 /// A field whose final value is a merge loser's is left to `conflicts` (a wrong winner, not a
 /// lost write), and a forbidden value to `permissionSafety`, so each breach is reported once.
-public struct DurabilityCheck: HistoryCheck {
+public struct DurabilityCheck: ModelCheck {
     public let name = "durability"
 
     public init() {}
 
-    public func check(_ run: RunRecord) -> [CheckFailure] {
-        let judgement = Judgement(run)
+    public func check(_ run: RunRecord) -> [CheckFailure] { check(Judgement(run)) }
+
+    func check(_ judgement: Judgement) -> [CheckFailure] {
         let expected = judgement.expected
         var failures: [CheckFailure] = []
         for write in expected.writes.values.sorted(by: { $0.entry < $1.entry }) where judgement.acknowledged(write.entry) {
@@ -42,11 +43,11 @@ public struct DurabilityCheck: HistoryCheck {
                 for field in holding {
                     let value = write.fields[field] ?? .null
                     let actual = copy.value(field)
-                    guard actual != value, !isExplainedElsewhere(actual, write.uuid, field, judgement) else { continue }
+                    guard !actual.same(as: value), !isExplainedElsewhere(actual, write.uuid, field, judgement) else { continue }
                     let (words, others) = judgement.describe(actual, uuid: write.uuid, field: field)
                     failures.append(CheckFailure(check: name, explanation:
                         "\(write.described(field: field)) was acknowledged and nothing later superseded it, but \(place.name) has \(words) instead of \(Judgement.text(value)).",
-                        entries: [write.entry] + others))
+                        entries: ([write.entry] + others).uniqued()))
                 }
             }
         }

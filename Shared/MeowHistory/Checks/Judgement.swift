@@ -28,6 +28,12 @@ struct Place {
     }
 }
 
+/// A check that compares the run with the reference model: the Checker replays the model once
+/// and hands the same judgement to each.
+protocol ModelCheck: HistoryCheck {
+    func check(_ judgement: Judgement) -> [CheckFailure]
+}
+
 /// The model's verdict on a run, and the run's final state arranged by place: what the checks
 /// that compare them share.
 struct Judgement {
@@ -66,6 +72,14 @@ struct Judgement {
         }
     }
 
+    /// The devices whose user may not read `zone` at the end, with the user.
+    func nonReadingDevices(_ zone: ZoneRef) -> [(place: Place, user: String)] {
+        devices.compactMap { place in
+            guard let device = place.device, let user = deviceUsers[device], !expected.reads(user, zone) else { return nil }
+            return (place, user)
+        }
+    }
+
     /// The history entry at `index` (histories are indexed from 0 in order, but a crafted one
     /// may skip).
     func entry(_ index: Int) -> HistoryEntry? {
@@ -91,7 +105,7 @@ struct Judgement {
     /// The edits of `record` that lost to its delete and that `copy` still shows.
     func deleteLosersShown(_ record: ExpectedRecord, in copy: Place.Copy) -> [WriteRequest] {
         record.deleteLosers.sorted().compactMap { expected.writes[$0] }.filter { write in
-            !write.fields.isEmpty && write.fields.allSatisfy { copy.value($0.key) == $0.value }
+            !write.fields.isEmpty && write.fields.allSatisfy { copy.value($0.key).same(as: $0.value) }
         }
     }
 
@@ -114,5 +128,13 @@ extension HistoryEntry {
     var described: String {
         if let write = WriteRequest(self) { return write.described }
         return "\(actor)'s \(op) #\(index)"
+    }
+}
+
+extension Array where Element == Int {
+    /// The indexes once each, in their first order.
+    func uniqued() -> [Int] {
+        var seen = Set<Int>()
+        return filter { seen.insert($0).inserted }
     }
 }

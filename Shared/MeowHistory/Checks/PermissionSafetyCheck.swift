@@ -8,16 +8,17 @@ import MeowWire
 /// other device in any observation (between fetches too) or at the end; on the writer's own
 /// device it may show until the rules take it back, and must be gone after its next fetch that
 /// took effect.
-public struct PermissionSafetyCheck: HistoryCheck {
+public struct PermissionSafetyCheck: ModelCheck {
     public let name = "permissionSafety"
 
     public init() {}
 
-    public func check(_ run: RunRecord) -> [CheckFailure] {
-        let judgement = Judgement(run)
+    public func check(_ run: RunRecord) -> [CheckFailure] { check(Judgement(run)) }
+
+    func check(_ judgement: Judgement) -> [CheckFailure] {
         let expected = judgement.expected
         var failures: [CheckFailure] = []
-        let observations = run.history.filter { $0.op == HistoryOp.observe && $0.outcome.tookEffect == true }
+        let observations = judgement.run.history.filter { $0.op == HistoryOp.observe && $0.outcome.tookEffect == true }
         for (entry, refusal) in expected.refusals.sorted(by: { $0.key < $1.key }) {
             guard let write = expected.writes[entry] else { continue }
             let clearedAt = clearingPoint(refusal, write, expected)
@@ -31,11 +32,11 @@ public struct PermissionSafetyCheck: HistoryCheck {
                         "\(what), yet device \(observation.actor) showed it in observe #\(observation.index)\(when).",
                         entries: [write.entry, refusal.at, observation.index] + (own ? [clearedAt ?? 0] : [])))
                 }
-                if judgement.cloud.copies[write.uuid]?.contains(where: { $0.value(field) == value }) ?? false {
+                if judgement.cloud.copies[write.uuid]?.contains(where: { $0.value(field).same(as: value) }) ?? false {
                     failures.append(CheckFailure(check: name, explanation: "\(what), yet the cloud has it at the end.",
                                                  entries: [write.entry, refusal.at]))
                 }
-                for place in judgement.devices where place.copies[write.uuid]?.contains(where: { $0.value(field) == value }) ?? false {
+                for place in judgement.devices where place.copies[write.uuid]?.contains(where: { $0.value(field).same(as: value) }) ?? false {
                     let own = place.device == write.device
                     guard !own || clearedAt != nil else { continue }
                     failures.append(CheckFailure(check: name, explanation:
@@ -66,7 +67,7 @@ public struct PermissionSafetyCheck: HistoryCheck {
     func shows(_ observation: HistoryEntry, _ uuid: String, _ field: String, _ value: JSONValue) -> Bool {
         let objects = observation.outcome.result?["objects"]?.arrayValue ?? []
         return objects.contains { object in
-            object["uuid"]?.stringValue == uuid && Place.Copy(values: object["values"]?.objectValue ?? [:]).value(field) == value
+            object["uuid"]?.stringValue == uuid && Place.Copy(values: object["values"]?.objectValue ?? [:]).value(field).same(as: value)
         }
     }
 }

@@ -1,89 +1,5 @@
 import MeowWire
 
-/// A zone in the cloud: whose it is and its name.
-public struct ZoneRef: Hashable, Sendable, Comparable, CustomStringConvertible {
-    /// The zone a private store mirrors into (each user has one).
-    public static let coreDataZoneName = "com.apple.coredata.cloudkit.zone"
-
-    public var owner: String
-    public var zoneName: String
-
-    public init(owner: String, zoneName: String) {
-        self.owner = owner
-        self.zoneName = zoneName
-    }
-
-    public static func privateZone(of user: String) -> ZoneRef { ZoneRef(owner: user, zoneName: coreDataZoneName) }
-
-    public var description: String { "\(owner)/\(zoneName)" }
-
-    public static func < (lhs: ZoneRef, rhs: ZoneRef) -> Bool { (lhs.owner, lhs.zoneName) < (rhs.owner, rhs.zoneName) }
-}
-
-/// What decides an edit of a record another device deleted (docs/RULES.md, "Mirroring").
-public enum DeletePolicy: String, Sendable {
-    case deleteWins, resurrect
-}
-
-/// One field's value and the write that set it.
-public struct FieldWrite: Equatable, Sendable {
-    public var value: JSONValue
-    public var stamp: Double
-    public var device: String
-    public var entry: Int
-
-    public init(value: JSONValue, stamp: Double, device: String, entry: Int) {
-        self.value = value
-        self.stamp = stamp
-        self.device = device
-        self.entry = entry
-    }
-
-    /// The merge's order: the later stamp, ties to the greater device name.
-    func isLater(than other: FieldWrite) -> Bool {
-        (stamp, device) > (other.stamp, other.device)
-    }
-}
-
-/// What became of a write, or of one field of it, by the rules.
-public enum WriteFate: Equatable, Sendable {
-    /// The cloud ends with this value (for a delete: the record stays deleted).
-    case holds
-    /// A later write of the same field, made knowing this one, replaced it.
-    case overwritten(by: Int)
-    /// Both sides changed the field; the other edit is the later by stamp (ties: device name).
-    case lostMerge(to: Int)
-    /// The record was deleted, and the delete won over this edit.
-    case deleted(by: Int)
-    /// It reached the cloud in this send while its principal lacked write permission.
-    case refused(send: Int)
-    /// The rules dropped it before any send carried it (the zone was lost, the account switched).
-    case discarded(at: Int, reason: String)
-    /// No send of its device that took effect carried it.
-    case unsent
-
-    /// The fate in words, for explanations.
-    public var words: String {
-        switch self {
-        case .holds: "holds"
-        case let .overwritten(by): "overwritten by #\(by)"
-        case let .lostMerge(to): "lost the merge to #\(to)"
-        case let .deleted(by): "deleted by #\(by)"
-        case let .refused(send): "refused at send #\(send)"
-        case let .discarded(at, reason): "discarded at #\(at) (\(reason))"
-        case .unsent: "never sent"
-        }
-    }
-
-    /// Whether the rules excuse the write's absence from the end state.
-    public var isExcused: Bool {
-        switch self {
-        case .holds, .unsent: false
-        default: true
-        }
-    }
-}
-
 /// A record as the rules say the cloud ends with it.
 public struct ExpectedRecord: Equatable, Sendable {
     public var uuid: String
@@ -112,42 +28,6 @@ public struct ExpectedRecord: Equatable, Sendable {
         self.mergeLosers = mergeLosers
         self.deleteLosers = deleteLosers
     }
-}
-
-/// A share as the rules say it stands: whether it is on, and each participant's standing.
-public struct ShareModel: Equatable, Sendable {
-    public struct Participant: Equatable, Sendable {
-        public var permission: String
-        public var acceptance: String
-    }
-
-    public var active = true
-    public var participants: [String: Participant] = [:]
-
-    /// Whether `user` may read the zone: an accepted participant with a permission other than none.
-    public func reads(_ user: String) -> Bool {
-        guard active, let participant = participants[user] else { return false }
-        return participant.acceptance == "accepted" && participant.permission != "none"
-    }
-
-    /// Whether `user` may write: an accepted readWrite participant of a share that is on.
-    public func writes(_ user: String) -> Bool {
-        guard active, let participant = participants[user] else { return false }
-        return participant.acceptance == "accepted" && participant.permission == "readWrite"
-    }
-}
-
-/// A write the rules kept out of the cloud for want of permission: refused by the server when
-/// its send reached it, or discarded on its device when the zone was lost before any send.
-public struct Refusal: Equatable, Sendable {
-    public enum Kind: Sendable { case refused, discarded }
-
-    /// The send that was refused, or the fetch (or leave) that discarded it.
-    public var at: Int
-    public var device: String
-    /// What the writer lacked, in words ("bob had readOnly on alice/Share-1").
-    public var why: String
-    public var kind: Kind
 }
 
 /// What replaying a history under the documented rules yields.
@@ -179,9 +59,47 @@ public struct ExpectedState: Sendable {
         zone.owner == user || (shares[zone]?.reads(user) ?? false)
     }
 
+    /// Why `user` may not read `zone` at the end, in words.
+    public func whyNotReading(_ user: String, _ zone: ZoneRef) -> String {
+        guard let share = shares[zone] else { return "\(zone) is \(zone.owner)'s and not shared" }
+        guard share.active else { return "the share of \(zone) was stopped" }
+        guard let participant = share.participants[user] else { return "\(user) is no participant of \(zone)" }
+        if participant.acceptance != "accepted" { return "\(user) is \(participant.acceptance) on \(zone)" }
+        return "\(user) has permission \(participant.permission) on \(zone)"
+    }
+
+    /// What the rules made of every write of one record, a line each in history order, then how
+    /// it ends: what a report prints under a failure about that record.
+    public func story(of uuid: String) -> [String] {
+        let lines = writes.values.filter { $0.uuid == uuid }.sorted { $0.entry < $1.entry }.map { write -> String in
+            if write.kind == .delete || write.fields.isEmpty { return "\(write.described): \(fate(of: write.entry, field: nil).words)" }
+            let fields = write.fields.keys.sorted().map { "\($0) \(fate(of: write.entry, field: $0).words)" }
+            return "\(write.described) (stamp \(WriteRequest.format(write.stamp))): \(fields.joined(separator: ", "))"
+        }
+        guard let record = records[uuid] else { return lines }
+        let end: String
+        if record.exists {
+            let fields = record.fields.keys.sorted().map { "\($0) from #\(record.fields[$0]?.entry ?? 0)" }
+            end = "ends in \(record.zone)" + (fields.isEmpty ? "" : " with " + fields.joined(separator: ", "))
+        } else {
+            end = record.deletedBy.map { "ends deleted by #\($0)" } ?? "never reaches the cloud"
+        }
+        return lines + ["\(record.entity) \(WriteRequest.short(uuid)) \(end)."]
+    }
+
     /// The writes that set `value` on `field` of `uuid` (values are unique per write, so at most
     /// one unless a history reuses values).
     public func writers(of value: JSONValue, uuid: String, field: String) -> [WriteRequest] {
-        writes.values.filter { $0.uuid == uuid && $0.fields[field] == value }.sorted { $0.entry < $1.entry }
+        (valueIndex[uuid]?[field]?[value.canonical] ?? []).compactMap { writes[$0] }
+    }
+
+    /// Record → field → canonical value → the writes that set it, in history order.
+    var valueIndex: [String: [String: [JSONValue: [Int]]]] = [:]
+
+    mutating func indexValues() {
+        valueIndex = [:]
+        for write in writes.values.sorted(by: { $0.entry < $1.entry }) {
+            for (field, value) in write.fields { valueIndex[write.uuid, default: [:]][field, default: [:]][value.canonical, default: []].append(write.entry) }
+        }
     }
 }

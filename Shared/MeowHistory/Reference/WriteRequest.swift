@@ -26,6 +26,9 @@ public struct WriteRequest: Sendable, Equatable {
     /// For a delete, the other objects its delete rules removed (`cascade`, UUIDs, in the params
     /// or the ok result: the runner reads them from the save's `deleted`).
     public var cascade: [String]
+    /// The zone an insert was placed in, when the params name it (`zone: {owner, zoneName}`, or
+    /// `zoneName` with `zoneOwner`): a step inserting straight into a share's zone.
+    public var zone: ZoneRef?
     /// The store asked for (`params.store`) or answered (`result.store`), when either says.
     public var store: String?
 
@@ -48,6 +51,10 @@ public struct WriteRequest: Sendable, Equatable {
         user = entry.user
         self.entry = entry.index
         store = entry.outcome.result?["store"]?.stringValue ?? entry.params["store"]?.stringValue
+        let zoneParams = entry.params["zone"] ?? entry.params
+        if let zoneName = zoneParams["zoneName"]?.stringValue, let owner = (zoneParams["owner"] ?? zoneParams["zoneOwner"])?.stringValue {
+            zone = ZoneRef(owner: owner, zoneName: zoneName)
+        }
         cascade = (entry.outcome.result?["cascade"] ?? entry.params["cascade"])?.arrayValue?.compactMap(\.stringValue) ?? []
         switch kind {
         case .insert, .update: fields = entry.params["values"]?.objectValue ?? [:]
