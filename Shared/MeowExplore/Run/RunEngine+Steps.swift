@@ -43,21 +43,18 @@ extension RunEngine {
         case let .update(object, fields, values):
             guard let entity = entities[object] else { return notReady(global, name, HistoryOp.update, [:], "object \(object) is never inserted") }
             let written = freshValues(entity: entity, fields: fields, explicit: values, actor: name)
-            try await setClockOrRecord(name)
             let params: JSONValue = ["entity": .string(entity), "uuid": .string(uuids[object] ?? ""), "values": .object(written), "stamp": .double(stamp(name))]
             await writeExisting(global, name, device, object, HistoryOp.update, params) { context, id throws(MeowCareError) in
                 _ = try await context.set(id, written)
             }
         case let .delete(object):
             guard let entity = entities[object] else { return notReady(global, name, HistoryOp.delete, [:], "object \(object) is never inserted") }
-            try await setClockOrRecord(name)
             let params: JSONValue = ["entity": .string(entity), "uuid": .string(uuids[object] ?? ""), "stamp": .double(stamp(name))]
             await writeExisting(global, name, device, object, HistoryOp.delete, params) { context, id throws(MeowCareError) in
                 try await context.delete(id)
             }
         case let .link(object, relationship, to):
             guard let entity = entities[object] else { return notReady(global, name, HistoryOp.link, [:], "object \(object) is never inserted") }
-            try await setClockOrRecord(name)
             let params: JSONValue = ["entity": .string(entity), "uuid": .string(uuids[object] ?? ""), "relationship": .string(relationship),
                                      "to": to.flatMap { uuids[$0] }.map { .string($0) } ?? .null, "stamp": .double(stamp(name))]
             await writeExisting(global, name, device, object, HistoryOp.link, params) { context, id throws(MeowCareError) in
@@ -216,6 +213,8 @@ extension RunEngine {
                 guard let id = try await self.objectID(of: object, on: device, fresh: fresh) else {
                     throw MeowCareError(ErrorCode("stepNotReady"), "\(object) is not on \(name) (not fetched yet, or deleted).", service: "explorer")
                 }
+                // The device's clock reads the step's stamp when it saves (set once the object is there).
+                if !fresh { try await self.setClock(name) }
                 do throws(MeowCareError) {
                     try await self.inContext(name) { context throws(MeowCareError) in
                         try await change(context, id)
@@ -265,7 +264,8 @@ extension RunEngine {
     func send(_ device: String) async throws {
         guard let lane = bench.lane(device) else { return }
         try await settleRequests(before: device)
-        try? await setClock(device)
+        // Only a device with changes needs its clock: it decides which retry-after deferrals are due.
+        if dirty.contains(device) { try? await setClock(device) }
         let (index, result) = await record(actor: device, op: HistoryOp.send, params: [:]) { () throws(MeowCareError) -> JSONValue in
             try await lane.call("sync.send")
         }
