@@ -38,6 +38,7 @@ public enum MeowCtl {
       meowctl log      --socket SYNC --credential ADMIN [filters] [--follow]   the cloud's request log
       meowctl snapshot export|import --socket SYNC --credential ADMIN --file PATH   the whole cloud to or from a file
       meowctl schema   export|import|diff|deploy|reset-development --socket SYNC --credential ADMIN   the cloud's schema
+      meowctl report   --dir DIR -o FILE        what happened, as one HTML page (timeline, refusals, conflicts, shares)
 
     A credential (--credential C) can also come from --credential-file FILE (mode 0600) or
     $MEOW_CREDENTIAL: a command line is visible to every local user.
@@ -61,6 +62,7 @@ public enum MeowCtl {
         "log": { try await LogCommand.run($0) },
         "snapshot": { try await SnapshotCommand.run($0) },
         "schema": { try await SchemaCommand.run($0) },
+        "report": { try await ReportCommand.run($0) },
     ]
 
     /// Runs meowctl with the given arguments (without the program name); returns the exit code.
