@@ -31,6 +31,13 @@ struct HeadlessChromium {
         try run(["--dump-dom", url(file, fragment)])
     }
 
+    /// The DOM without the page's scripts (its data holds every value, shown or not): what the
+    /// page's script drew.
+    func visibleDOM(_ file: String, fragment: String = "") throws -> String {
+        let dom = try dumpDOM(file, fragment: fragment)
+        return dom.range(of: "<script").map { String(dom[..<$0.lowerBound]) } ?? dom
+    }
+
     /// A PNG of the page as a 1400×1000 window shows it.
     func screenshot(_ file: String, to png: String, fragment: String = "") throws {
         _ = try run(["--screenshot=\(png)", "--window-size=1400,1000", "--hide-scrollbars", url(file, fragment)])

@@ -18,9 +18,21 @@ function el(tag, attrs) {
   }
   return node;
 }
+// A field's value as a person reads it: a record field's {type, value} shows its value; keys
+// sorted, so two copies of one value read (and compare) the same.
+function plain(v) {
+  return v && typeof v === 'object' && !Array.isArray(v) && 'type' in v && 'value' in v ? v.value : v;
+}
+function canon(v) {
+  if (v && typeof v === 'object') {
+    if (Array.isArray(v)) return '[' + v.map(canon).join(',') + ']';
+    return '{' + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ':' + canon(v[k]); }).join(',') + '}';
+  }
+  return JSON.stringify(v);
+}
 function show(value) {
   if (value === undefined) return '(absent)';
-  return JSON.stringify(value);
+  return canon(plain(value));
 }
 
 // Lanes: the cloud, then each device and test client, named as the processes name them.
@@ -71,7 +83,9 @@ frames.forEach(function (f) {
   // What the cloud side of a test client did is in the request log already.
   if (requests.length && /^cloud/.test(f.connection)) return;
   var body; try { body = JSON.parse(f.json); } catch (e) { body = { raw: f.json }; }
-  var at = frameBase + f.time, laneName = lane(f.connection), key = f.connection + ' ' + (body.op || '');
+  // hello's reply names the service, not the op.
+  var op = body.op || (f.direction === '←' && 'service' in body ? 'hello' : '');
+  var at = frameBase + f.time, laneName = lane(f.connection), key = f.connection + ' ' + op;
   if (f.direction === '→') {
     var call = { t: at, lane: laneName, kind: 'call', op: body.op || '?', user: deviceUsers[f.connection] || '', outcome: 'pending',
       source: body, records: [] };
@@ -173,7 +187,7 @@ document.getElementById('find').value = state.find;
 function visibleTo(ev) { return !state.user || ev.users.indexOf(state.user) >= 0; }
 function laneVisible(name) {
   return !state.user || name === 'cloud' || deviceUsers[name] === state.user
-    || events.some(function (ev) { return ev.lane === name && ev.users.indexOf(state.user) >= 0; });
+    || events.some(function (ev) { return (ev.lane === name || ev.from === name) && ev.users.indexOf(state.user) >= 0; });
 }
 function when(t) {
   if (logical) return 'step ' + t;
@@ -268,13 +282,14 @@ function conflictTable(c) {
     el('tr', null, el('th', { text: 'field' }), el('th', { text: 'server' }), el('th', { text: 'client' }),
       el('th', { text: 'ancestor' }), el('th', { text: 'kept' })));
   Object.keys(names).sort().forEach(function (k) {
-    var kept = c.kept ? c.kept[k] : undefined;
-    var winner = show(kept) === show(c.client ? c.client[k] : undefined) && show(kept) !== show(c.server ? c.server[k] : undefined) ? 'client' : 'server';
-    table.appendChild(el('tr', null, el('td', { text: k }),
+    var kept = show(c.kept ? c.kept[k] : undefined), server = show(c.server ? c.server[k] : undefined);
+    var client = show(c.client ? c.client[k] : undefined);
+    var winner = kept === server ? (kept === client ? 'both' : 'server') : kept === client ? 'client' : 'neither';
+    table.appendChild(el('tr', { cls: server === client ? 'same' : 'differs' }, el('td', { text: k }),
       el('td', { cls: 'server', text: show(c.server ? c.server[k] : undefined) }),
       el('td', { cls: 'client', text: show(c.client ? c.client[k] : undefined) }),
       el('td', { cls: 'ancestor', text: c.ancestor ? show(c.ancestor[k]) : '(unknown)' }),
-      el('td', { cls: 'kept ' + winner, text: show(kept) })));
+      el('td', { cls: 'kept ' + winner, text: kept })));
   });
   return table;
 }
