@@ -83,7 +83,10 @@ public struct ReportSources: Sendable {
             for name in ((try? manager.contentsOfDirectory(atPath: folder)) ?? []).sorted() {
                 let path = "\(folder)/\(name)"
                 if name == "frames.txt" {
-                    sources.frames += frameLines(try read(path))
+                    let text = try read(path)
+                    // A trace that says when it started (`# started EPOCH`, the Python client's) is put on the cloud's clock.
+                    if text.hasPrefix("# started "), let start = Double(text.dropFirst(10).prefix { !$0.isNewline }) { sources.framesStart = start }
+                    sources.frames += frameLines(text)
                 } else if name.hasSuffix(".jsonl") {
                     let lines = jsonLines(try read(path))
                     if lines.contains(where: isRequestEntry) { sources.requests += lines.filter(isRequestEntry) }

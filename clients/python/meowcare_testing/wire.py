@@ -52,6 +52,14 @@ class FrameTrace:
         with self._lock:
             self._frames.append((time.time(), label, direction, body))
 
+    def report_text(self) -> str:
+        """The frames as ``meowctl report`` reads a frame trace: a ``# started EPOCH`` line, then
+        ``SECONDS CONNECTION DIRECTION JSON`` per frame, seconds since that start."""
+        with self._lock:
+            frames = list(self._frames)
+        start = frames[0][0] if frames else time.time()
+        return "\n".join([f"# started {start:.6f}"] + [f"{t - start:.6f} {label} {direction} {body}" for t, label, direction, body in frames])
+
     def lines(self) -> List[str]:
         with self._lock:
             frames = list(self._frames)
