@@ -90,7 +90,7 @@ let package = Package(
                     path: "Tests/MirrorTests", swiftSettings: strict),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "MeowWire", "TestSupport", "MeowCareCluster"],
                     path: "Tests/ServiceRuntimeTests", swiftSettings: strict),
-        .testTarget(name: "MeowCareTestingTests", dependencies: ["MeowCareTesting", "TestSupport"],
+        .testTarget(name: "MeowCareTestingTests", dependencies: ["MeowCareTesting", "MeowHistory", "TestSupport"],
                     path: "Tests/MeowCareTestingTests", swiftSettings: strict),
         .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire", "CloudWire", "MeowCareCluster"],
                     path: "Tests/IntegrationTests", swiftSettings: strict),
