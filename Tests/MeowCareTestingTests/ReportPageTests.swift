@@ -99,6 +99,33 @@ struct ReportPageTests {
         #expect(dom.components(separatedBy: #"<div class="row "#).count < 200)
     }
 
+    @Test(.meowCluster(devices: ["A": "olivia"], persistence: .sqlite))
+    func aKilledCloudsRestartAFaultAndAClockChangeAreMarkedOnTheLanes() async throws {
+        let browser = try HeadlessChromium.require()
+        let cluster = try MeowCluster.current
+        try await cluster["A"].insert("CareSession", ["id": "s1", "title": "Mochi"])
+        try await cluster["A"].sync.send()
+        let cloudProcess = try #require(cluster.cloudProcess)
+        cloudProcess.kill()
+        try await cluster.restartCloud()
+        try await cluster["A"].insert("CareSession", ["id": "s2", "title": "Tama"])
+        try await cluster["A"].sync.send()
+        try await cluster.cloud.admin.injectFault(CloudFault(code: "requestRateLimited", op: "records.modify", retryAfterSeconds: 3600))
+        try await cluster.advanceClocks(by: 7200)
+        let saved = TemporaryDirectory(prefix: "report")
+        for artifact in await FailureArtifacts.collect(cluster) where artifact.name != "report.html" {
+            try artifact.text.write(toFile: saved.file(artifact.name), atomically: true, encoding: .utf8)
+        }
+        let page = saved.file("report.html")
+        try meowctl(["report", "--dir", saved.path, "-o", page])
+        // Find narrows the timeline to the marks, so they are among the rows drawn.
+        #expect(try browser.visibleDOM(page, fragment: "find=cloud%20restarted").contains("→ restarted  cloud restarted"), "no mark of the cloud's restart")
+        #expect(try browser.visibleDOM(page, fragment: "find=A%20reconnected").contains("A reconnected"), "no mark of the device reconnecting")
+        let faults = try browser.visibleDOM(page, fragment: "find=admin.")
+        #expect(faults.contains("fault injected") && faults.contains("clock changed"))
+        #expect(faults.contains(#"class="mark marker""#))
+    }
+
     private func requestLog(_ directory: TemporaryDirectory) throws -> [JSONValue] {
         try String(contentsOfFile: directory.file("cloud-requests.jsonl"), encoding: .utf8)
             .split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }

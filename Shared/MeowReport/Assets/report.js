@@ -88,7 +88,7 @@ frames.forEach(function (f) {
   var at = frameBase + f.time, laneName = lane(f.connection), key = f.connection + ' ' + op;
   if (f.direction === '→') {
     var call = { t: at, lane: laneName, kind: 'call', op: body.op || '?', user: deviceUsers[f.connection] || '', outcome: 'pending',
-      source: body, records: [] };
+      source: body, records: [], marker: /clock|fault/i.test(body.op || '') ? body.op : null };
     (open[key] = open[key] || []).push(call);
     events.push(call);
   } else if (f.direction === '←') {
@@ -106,6 +106,7 @@ frames.forEach(function (f) {
 
 // The services' logs: conflicts, starts and exits, and what they warned about.
 var conflicts = [];
+var starts = {};
 (data.logs || []).forEach(function (log) {
   var laneName = log.service === 'supervisor' ? null : lane(log.service);
   log.lines.forEach(function (line) {
@@ -121,8 +122,12 @@ var conflicts = [];
       var m = /^(\S+) exited/.exec(msg);
       if (m) events.push({ t: at, lane: lane(m[1]), kind: 'marker', op: 'exited', user: '', outcome: 'restart', marker: msg, source: line, records: [] });
     } else if (msg === 'cloud opened' || msg === 'connected to the sync-service') {
-      events.push({ t: at, lane: laneName, kind: 'marker', op: 'started', user: deviceUsers[laneName] || '', outcome: 'start',
-        marker: laneName + ' started', source: line, records: [] });
+      // The cloud opens once per start; a mirror connects again after its restart, a kill of
+      // the cloud or a lost connection.
+      var again = starts[laneName] = (starts[laneName] || 0) + 1;
+      var word = again === 1 ? 'started' : msg === 'cloud opened' ? 'restarted' : 'reconnected';
+      events.push({ t: at, lane: laneName, kind: 'marker', op: word, user: deviceUsers[laneName] || '', outcome: word,
+        marker: laneName + ' ' + word, source: line, records: [] });
     } else if (/^(notice|warning|error|critical)$/.test(line.level || '')) {
       events.push({ t: at, lane: laneName, kind: 'log', op: line.level, user: deviceUsers[laneName] || '', outcome: line.level,
         marker: msg, source: line, records: line.recordName ? [line.recordName] : [] });
@@ -153,7 +158,7 @@ events.sort(function (a, b) { return (a.t - b.t) || (a.order - b.order); });
 events.forEach(function (ev) {
   ev.users = [ev.user, deviceUsers[ev.lane], deviceUsers[ev.from]].filter(Boolean);
   ev.refused = ev.denied && ev.denied.length > 0 || /permissionFailure|notAuthenticated/.test(ev.outcome || '');
-  ev.text = [ev.lane, ev.from, ev.op, ev.user, ev.outcome].concat(ev.records).join(' ').toLowerCase();
+  ev.text = [ev.lane, ev.from, ev.op, ev.user, ev.outcome, ev.marker].concat(ev.records).join(' ').toLowerCase();
 });
 
 // Failed checks: each highlights the requests, steps and records it names.
