@@ -126,6 +126,24 @@ struct ReportPageTests {
         #expect(faults.contains(#"class="mark marker""#))
     }
 
+    @Test(.meowCluster(devices: ["A", "B"], syncMode: .automatic))
+    func aPushToADeviceIsJoinedFromTheCloudsLane() async throws {
+        let browser = try HeadlessChromium.require()
+        let cluster = try MeowCluster.current
+        try await cluster["A"].insert("CareSession", ["id": "s1", "title": "Mochi"])
+        let pushed = await cluster.process(of: "B")?.waitForLine(containing: "push received")
+        try #require(pushed != nil, "device B logged no push")
+        let saved = TemporaryDirectory(prefix: "report")
+        for artifact in await FailureArtifacts.collect(cluster) where artifact.name != "report.html" {
+            try artifact.text.write(toFile: saved.file(artifact.name), atomically: true, encoding: .utf8)
+        }
+        let page = saved.file("report.html")
+        try meowctl(["report", "--dir", saved.path, "-o", page])
+        let dom = try browser.visibleDOM(page, fragment: "find=push")
+        #expect(dom.contains(#"<div class="row push"#) && dom.contains("from cloud"), "no push on B's lane")
+        #expect(dom.contains(#"<div class="join""#), "the push is not joined to the cloud's lane")
+    }
+
     private func requestLog(_ directory: TemporaryDirectory) throws -> [JSONValue] {
         try String(contentsOfFile: directory.file("cloud-requests.jsonl"), encoding: .utf8)
             .split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }

@@ -113,7 +113,10 @@ var starts = {};
     var at = line.ts ? Date.parse(line.ts) / 1000 : null;
     if (at == null || isNaN(at)) return;
     var msg = line.msg || '';
-    if (msg === 'conflict merged') {
+    if (msg === 'push received') {
+      events.push({ t: at, lane: laneName, from: lane('cloud'), kind: 'push', op: 'push ' + (line.event || ''),
+        user: deviceUsers[laneName] || '', outcome: 'event', source: line, records: [] });
+    } else if (msg === 'conflict merged') {
       var c = { t: at, lane: laneName, kind: 'conflict', op: 'conflict ' + (line.recordType || ''), user: deviceUsers[laneName] || '',
         outcome: 'merged', source: line, records: [line.recordName], conflict: line };
       conflicts.push(c);
