@@ -85,7 +85,8 @@ frames.forEach(function (f) {
   var body; try { body = JSON.parse(f.json); } catch (e) { body = { raw: f.json }; }
   // hello's reply names the service, not the op.
   var op = body.op || (f.direction === '←' && 'service' in body ? 'hello' : '');
-  var at = frameBase + f.time, laneName = lane(f.connection), key = f.connection + ' ' + op;
+  // A reply is joined to its request by id where the client numbers them, else by op in order.
+  var at = frameBase + f.time, laneName = lane(f.connection), key = f.connection + ' ' + (body.id != null ? '#' + body.id : op);
   if (f.direction === '→') {
     var call = { t: at, lane: laneName, kind: 'call', op: body.op || '?', user: deviceUsers[f.connection] || '', outcome: 'pending',
       source: body, records: [], marker: /clock|fault/i.test(body.op || '') ? body.op : null };

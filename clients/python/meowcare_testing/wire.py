@@ -58,7 +58,10 @@ class FrameTrace:
         with self._lock:
             frames = list(self._frames)
         start = frames[0][0] if frames else time.time()
-        return "\n".join([f"# started {start:.6f}"] + [f"{t - start:.6f} {label} {direction} {body}" for t, label, direction, body in frames])
+        # A lane is one word: "device A" is device A's lane, "cloud olivia" becomes "cloud:olivia" (as the Swift trace names it).
+        def lane(label: str) -> str:
+            return label[len("device "):].replace(" ", ":") if label.startswith("device ") else label.replace(" ", ":")
+        return "\n".join([f"# started {start:.6f}"] + [f"{t - start:.6f} {lane(label)} {direction} {body}" for t, label, direction, body in frames])
 
     def lines(self) -> List[str]:
         with self._lock:
