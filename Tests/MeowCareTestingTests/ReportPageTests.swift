@@ -97,6 +97,11 @@ struct ReportPageTests {
         Attachment.record("\(loaded) ms", named: "load-time.txt")
         // Only the rows in view are drawn: scrolling draws others, never 10,000 at once.
         #expect(dom.components(separatedBy: #"<div class="row "#).count < 200)
+        let last = try #require(try requestLog(saved).last?["seq"]?.intValue)
+        #expect(!dom.contains(#"data-seq="\#(last)""#))
+        let scrolled = try browser.visibleDOM(page, fragment: "at=\(last)")
+        #expect(scrolled.contains(#"data-seq="\#(last)""#), "scrolled to the end, the last request is not drawn")
+        #expect(scrolled.components(separatedBy: #"<div class="row "#).count < 200)
     }
 
     @Test(.meowCluster(devices: ["A": "olivia"], persistence: .sqlite))

@@ -181,7 +181,7 @@ var failures = (data.failures || []).map(function (f, n) {
 });
 
 // The page.
-var state = { user: '', find: '', record: '' };
+var state = { user: '', find: '', record: '', at: '' };
 (location.hash.slice(1) || '').split('&').forEach(function (pair) {
   var kv = pair.split('=');
   if (kv[0] in state && kv[1] != null) state[kv[0]] = decodeURIComponent(kv[1]);
@@ -253,6 +253,7 @@ function drawRows() {
 }
 function row(ev) {
   var r = el('div', { cls: 'row ' + ev.kind + (ev.failed ? ' failed' : ''), onclick: function () { detail(ev); } });
+  if (ev.seq != null) r.setAttribute('data-seq', String(ev.seq));
   r.style.gridTemplateColumns = columns();
   r.appendChild(el('div', { cls: 'time', text: when(ev.t) }));
   var at = lanes.indexOf(ev.lane), from = ev.from ? lanes.indexOf(ev.from) : -1;
@@ -418,6 +419,8 @@ document.getElementById('summary').textContent = requests.length + ' requests, '
 failureBanner();
 layout();
 sections();
+// #at=N opens the timeline scrolled to its N-th row.
+if (state.at) { scroller.scrollTop = Number(state.at) * ROW; drawRows(); }
 var loaded = Math.round(performance.now());
 document.body.setAttribute('data-loaded-ms', String(loaded));
 document.getElementById('stats').textContent = events.length + ' events shown in ' + loaded + ' ms';
