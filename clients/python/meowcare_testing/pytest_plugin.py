@@ -10,8 +10,9 @@
   fails a check; ``meow_explore.replay(flow, seed)`` runs one seed again (docs/EXPLORING.md).
 
 When a test fails, its report gets each cluster's service logs, the cloud's request log and the
-last frames of every client connection, as extra sections (shown by pytest under the failure);
-an exploration's report and the shrunk run's history likewise.
+last frames of every client connection, as extra sections (shown by pytest under the failure),
+and the path of ``meowctl report``'s page of it all (``Cluster.write_report``); an exploration's
+report and the shrunk run's history likewise.
 """
 from __future__ import annotations
 
@@ -105,6 +106,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: "pytest.CallInfo[None]") 
             sections = [("report", f"could not collect the cluster's report: {error!r}")]
         for title, text in sections:
             report.sections.append((f"{prefix}: {title}", text))
+        try:
+            page = cluster.write_report(failures=[report.longreprtext[-4000:]])
+            shown = f"{page}\n(open it in a browser: file://{page})" if page else "(no meowctl beside the services: no page)"
+        except Exception as error:  # the page must never hide the test's own failure
+            shown = f"could not write the report page: {error!r}"
+        report.sections.append((f"{prefix}: report", shown))
     for index, exploration in enumerate(item.stash.get(_EXPLORATIONS, [])):
         if exploration.passed:
             continue
