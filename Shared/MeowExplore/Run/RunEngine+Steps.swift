@@ -271,7 +271,7 @@ extension RunEngine {
         }
         awaitingRequests[device] = index
         noteSent(device, result)
-        try await reviveIfDead(device)
+        try await reviveIfDead(device, after: index)
     }
 
     func noteSent(_ device: String, _ result: JSONValue?) {
@@ -289,7 +289,7 @@ extension RunEngine {
         }
         awaitingRequests[device] = index
         if result != nil { fetchedVersion[device] = version }
-        try await reviveIfDead(device)
+        try await reviveIfDead(device, after: index)
         // A fetch that brought nothing leaves the device showing what it did plus its own
         // saves, which the history has: only a fetch that changed something is observed.
         if let result, options.observeAfterFetch, Self.changedSomething(result) { try await observe(device) }
@@ -320,7 +320,7 @@ extension RunEngine {
         }
         awaitingRequests[device] = current.entry
         try await readLog()
-        try await reviveIfDead(device)
+        try await reviveIfDead(device, after: current.entry)
     }
 
     /// Reads the request log until `device`'s mirror has an `op` entry after `after` (at most
@@ -457,8 +457,15 @@ extension RunEngine {
     }
 
     /// A device armed with a crash point that died on a request is started again, unarmed.
-    func reviveIfDead(_ device: String) async throws {
-        guard let process = cluster.process(of: device), process.exitStatus != nil else { return }
+    /// `entry`: the request just made; when it ended with the connection on a device armed with
+    /// a crash point, the device died on it, even if its exit is not reaped yet: wait for it, so
+    /// the next op meets a live device.
+    func reviveIfDead(_ device: String, after entry: Int? = nil) async throws {
+        guard let process = cluster.process(of: device) else { return }
+        if let entry, case .unknown = history[entry].outcome, armed[device] != nil {
+            _ = await process.waitForExit(timeout: .seconds(10))
+        }
+        guard process.exitStatus != nil else { return }
         armed[device] = nil
         try await restart(device, environment: [:])
     }
