@@ -37,7 +37,9 @@ final class RunEngine {
     var pushes: Set<String> = []
     var cloudVersion = 0
     var fetchedVersion: [String: Int] = [:]
-    var held: (device: String, task: Task<Result<JSONValue, MeowCareError>, Never>, entry: Int, logSeq: Int)?
+    /// A send held at the cloud: its history entry is written when it is released, so entries
+    /// stay in the order their requests took effect (its `invoke` is when it was sent).
+    var held: (device: String, task: Task<Result<JSONValue, MeowCareError>, Never>, invoke: Int, logSeq: Int)?
     var writeSeq = 0
     var logSeq = 0
     var startTokens: [String: [String: Int]] = [:]
