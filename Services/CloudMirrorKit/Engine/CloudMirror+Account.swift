@@ -30,8 +30,10 @@ extension CloudMirror {
             let removed = try clearLocalData(stores)
             if let index = Self.storeIndex(.private, in: stores) {
                 let state = MirrorBookkeeping(stores.list[index])
-                try state.setValue(Self.accountKey, nil)
-                try state.setValue(Self.signedOutKey, "1")
+                try write(state.store) { _ in
+                    try state.setValue(Self.accountKey, nil)
+                    try state.setValue(Self.signedOutKey, "1")
+                }
             }
             return removed
         }
@@ -52,7 +54,9 @@ extension CloudMirror {
         do {
             let live = try client()
             try withStores { stores in
-                if let index = Self.storeIndex(.private, in: stores) { try MirrorBookkeeping(stores.list[index]).setValue(Self.signedOutKey, nil) }
+                guard let index = Self.storeIndex(.private, in: stores) else { return }
+                let store = stores.list[index]
+                try write(store) { _ in try MirrorBookkeeping(store).setValue(Self.signedOutKey, nil) }
             }
             return AccountResult(signedIn: true, user: live.user)
         } catch {
@@ -62,29 +66,10 @@ extension CloudMirror {
         }
     }
 
-    /// Removes every object of every store (as deletes the mirror never exports) and the
-    /// mirror's bookkeeping; the export cursor moves past it all. Returns how many objects went.
+    /// Removes every object of every store and the mirror's bookkeeping, but the export cursor
+    /// and the sign-out mark; forgets the zones made and the refusals. Returns how many objects went.
     private func clearLocalData(_ stores: StoreSet) throws -> Int {
-        var removed = 0
-        for (index, store) in stores.list.enumerated() {
-            var wipe: [LocalChange] = []
-            for entity in store.entities.values {
-                for row in try store.database.query("SELECT z_uuid FROM \(PersistentStore.table(entity.name))") {
-                    if let uuid = row[0].string { wipe.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil)) }
-                }
-            }
-            removed += wipe.count
-            try applyLocally(wipe, storeIndex: index, stores: stores)
-            try write(store) { _ in
-                try store.database.execute("""
-                    DELETE FROM mirror_pending; DELETE FROM mirror_meta; DELETE FROM mirror_fieldtimes;
-                    DELETE FROM mirror_unexportable; DELETE FROM mirror_unimportable; DELETE FROM mirror_share; DELETE FROM z_share;
-                    DELETE FROM mirror_deleted; DELETE FROM mirror_inflight; DELETE FROM mirror_tombstones; DELETE FROM \(PendingLinks.table);
-                    DELETE FROM mirror_kv WHERE key NOT IN ('\(MirrorBookkeeping.exportCursorKey)', '\(Self.signedOutKey)');
-                    """)
-                try MirrorBookkeeping(store).setValue(MirrorBookkeeping.exportCursorKey, String(store.lastToken))
-            }
-        }
+        let removed = try mapping.removeEverything(from: stores, keeping: [Self.signedOutKey])
         progress.withLock {
             $0.zonesEnsured = []
             $0.refusedExports = [:]
@@ -105,7 +90,10 @@ extension CloudMirror {
                               ["previousUser": .string(known), "user": .string(user)])
                 _ = try clearLocalData(stores)
             }
-            if known != user { try MirrorBookkeeping(stores.list[privateIndex]).setValue(Self.accountKey, user) }
+            if known != user {
+                let store = stores.list[privateIndex]
+                try write(store) { _ in try MirrorBookkeeping(store).setValue(Self.accountKey, user) }
+            }
         }
     }
 }

@@ -65,7 +65,7 @@ extension CloudMirror {
             let sent = found.map(MirrorLinkRecords.incoming).filter { record in row.entries.contains { $0.name == record.recordName } }
             if !sent.isEmpty {
                 var applied = SyncFetchResult()
-                try applyPage(sent, prepared: [], deleted: [], zone: row.zone, scope: scope, token: nil, holdDeletes: true, report: &applied)
+                try applyPage(ZonePage(changed: sent, prepared: [], deleted: [], zone: row.zone, token: nil, holdDeletes: true), scope: scope, report: &applied)
                 logger.info("creates of an unanswered send found on the server", ["zone": .string(row.zone.key), "records": .int(sent.count)])
             }
             if row.entries.contains(where: { entry in !sent.contains { $0.recordName == entry.name } }) {

@@ -85,6 +85,30 @@ extension CloudMirror {
         }
     }
 
+    /// A page goes to the mapping in one turn of the store lock, between two ingests: a merge
+    /// reads the queue (the saves before it must be queued), and the import's own history
+    /// (author sync) is moved past, never exported.
+    func applyPage(_ page: ZonePage, scope: StoreScope, report: inout SyncFetchResult) throws {
+        let user = user
+        try state(scope) { state, index, stores in
+            try ingest(state.store)
+            try mapping.applyPage(page, to: state, storeIndex: index, stores: stores, user: user, report: &report)
+            try ingest(state.store)
+        }
+    }
+
+    /// A zone went away: the mapping removes its objects and records (between two ingests, as
+    /// a page), and the zone is made again before anything is sent into it.
+    func removeZone(_ zone: ZoneID, scope: StoreScope, purged: Bool, report: inout SyncFetchResult) throws {
+        try state(scope) { state, index, stores in
+            try ingest(state.store)
+            try mapping.removeZone(zone, from: state, storeIndex: index, stores: stores)
+            try ingest(state.store)
+        }
+        progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
+        report.zonesRemoved.append((purged ? "purged:" : "") + zone.key)
+    }
+
     func fetchDatabase(_ scope: StoreScope, report: inout SyncFetchResult) throws {
         guard try storeName(scope) != nil else { return }
         let database: DatabaseScope = scope == .private ? .private : .shared
@@ -124,8 +148,8 @@ extension CloudMirror {
     /// arrived in another zone is not deleted (`applyPage`).
     private func applyHeldTombstones(_ scope: StoreScope, report: inout SyncFetchResult) throws {
         for (zone, deleted) in try state(scope, { state, _, _ in try state.heldTombstones() }) {
-            try applyPage([], prepared: [], deleted: deleted, zone: zone, scope: scope, token: nil, holdDeletes: false, report: &report)
-            try state(scope) { state, _, _ in try state.dropTombstones(zone: zone) }
+            try applyPage(ZonePage(changed: [], prepared: [], deleted: deleted, zone: zone, token: nil, holdDeletes: false), scope: scope, report: &report)
+            try state(scope) { state, _, _ in try write(state.store, commit: .deferred) { _ in try state.dropTombstones(zone: zone) } }
         }
     }
 
@@ -140,7 +164,7 @@ extension CloudMirror {
             case let .success(value): reply = value
             case let .failure(error) where error.retry == .afterRefetch && token != nil:
                 report.tokensExpired += 1
-                try state(scope) { state, _, _ in try state.setValue(MirrorBookkeeping.databaseTokenKey, nil) }
+                try state(scope) { state, _, _ in try write(state.store) { _ in try state.setValue(MirrorBookkeeping.databaseTokenKey, nil) } }
                 continue
             case let .failure(error): throw error
             }
@@ -149,7 +173,7 @@ extension CloudMirror {
             for zone in changes.purgedZones { try removeZone(zone, scope: scope, purged: true, report: &report) }
             for zone in changes.encryptedDataResetZones {
                 try state(scope) { state, _, _ in
-                    try write(state.store) { _ in try requeueZone(zone, state: state) }
+                    try write(state.store) { _ in try mapping.requeueZone(zone, state: state) }
                 }
                 progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
                 report.zonesReset.append(zone.key)
@@ -203,7 +227,7 @@ extension CloudMirror {
             case let .failure(error) where error.retry == .afterRefetch && token != nil:
                 // docs/RULES.md (mirroring): an expired token refetches from nil; applying is idempotent, so nothing doubles.
                 report.tokensExpired += 1
-                try state(scope) { state, _, _ in try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil) }
+                try state(scope) { state, _, _ in try write(state.store) { _ in try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil) } }
                 continue
             case let .failure(error) where error.code == .zoneNotFound:
                 try removeZone(zone, scope: scope, purged: false, report: &report)
@@ -220,8 +244,8 @@ extension CloudMirror {
             // The page's token is saved in the transaction that applies the page (the last one,
             // when the page needs a context save too): a token is never kept without its page.
             // Applying is idempotent anyway: a page fetched again changes nothing.
-            try applyPage(page.changed, prepared: page.prepared, deleted: page.deleted, zone: zone, scope: scope, token: page.token,
-                          holdDeletes: true, report: &report)
+            try applyPage(ZonePage(changed: page.changed, prepared: page.prepared, deleted: page.deleted, zone: zone, token: page.token,
+                                   holdDeletes: true), scope: scope, report: &report)
             CrashPoint.reached("mirror.afterApplyingPage")
             listed?.formUnion(page.changed.map(\.recordName))
             let more = page.moreComing
@@ -235,12 +259,12 @@ extension CloudMirror {
         if let listed {
             if scope == .private, !listed.contains(CloudKitNames.zoneShareName) {
                 // No share among the zone's live records: another device of the owner stopped it.
-                try state(scope) { state, _, _ in try state.dropShare(zone: zone.zoneName) }
+                try state(scope) { state, _, _ in try write(state.store) { _ in try state.dropShare(zone: zone.zoneName) } }
             }
             let gone = try state(scope) { state, _, _ in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
             if !gone.isEmpty {
-                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, CloudKitNames.coreDataName($0.entity)) }, zone: zone, scope: scope, token: nil,
-                              holdDeletes: true, report: &report)
+                try applyPage(ZonePage(changed: [], prepared: [], deleted: gone.map { ($0.uuid, CloudKitNames.coreDataName($0.entity)) }, zone: zone,
+                                       token: nil, holdDeletes: true), scope: scope, report: &report)
             }
         }
     }

@@ -223,7 +223,7 @@ extension CloudMirror {
         guard let row = try state.store.read(link, primaryKey: primaryKey) else { return }
         for (entity, side) in try ObjectGraph(store: state.store).toOneTargets(of: link, row: row) {
             guard let meta = try state.meta(side.uuid), meta.zone.zoneName == ZoneID.coreDataZoneName,
-                  let zone = try zone(for: side.uuid, entity: entity, state: state), zone.zoneName != meta.zone.zoneName else { continue }
+                  let zone = try CoreDataMapping.zone(for: side.uuid, entity: entity, state: state), zone.zoneName != meta.zone.zoneName else { continue }
             try state.enqueue(uuid: side.uuid, entity: entity.name, kind: .update, zone: nil, changed: [], primaryKey: side.primaryKey)
         }
     }

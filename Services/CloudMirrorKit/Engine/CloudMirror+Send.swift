@@ -96,7 +96,7 @@ extension CloudMirror {
                 var built: [[SendItem]] = []
                 var position = after
                 while built.count < count {
-                    let items = try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: position, touched: touched,
+                    let items = try mapping.buildBatch(from: MirrorBookkeeping(store), now: now, limit: limit, skipped: excluding, after: position, touched: touched,
                                                drops: &drops, report: &report, readThrough: &position)
                     if items.isEmpty { break }
                     built.append(items)
@@ -413,7 +413,8 @@ extension CloudMirror {
                 ?? progress.withLock { state -> Double in state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2)); return state.backoffSeconds }
             try withStores { stores in
                 guard let index = Self.storeIndex(scope, in: stores) else { return }
-                try MirrorBookkeeping(stores.list[index]).deferEntries(items.map(\.pending.uuid), until: clock.seconds() + retryAfter)
+                let store = stores.list[index]
+                try write(store, commit: .deferred) { _ in try MirrorBookkeeping(store).deferEntries(items.map(\.pending.uuid), until: clock.seconds() + retryAfter) }
             }
             var annotated = error
             annotated.details["deferredItems"] = .int(items.count)
@@ -434,27 +435,7 @@ extension CloudMirror {
         try fetchDatabase(scope, report: &fetched)
         try withStores { stores in
             guard let index = Self.storeIndex(scope, in: stores) else { return }
-            let store = stores.list[index]
-            let state = MirrorBookkeeping(store)
-            var local: [LocalChange] = []
-            var afterSave: [() throws -> Void] = []
-            for item in items {
-                let uuid = item.pending.uuid
-                // Left where it was: the same zone and the tag the update was sent with. A record
-                // moved away and back meanwhile is in that zone again at a newer tag; the edit
-                // merged into it there and goes out (deciding by zone alone deleted it here,
-                // and the record stayed behind in a zone its session had left).
-                guard let zone = item.record?.zoneID, let meta = try state.meta(uuid), meta.zone == zone,
-                      meta.changeTag == item.record?.recordChangeTag, try state.pending(uuid: uuid) != nil else { continue }
-                if options.deletePolicy(item.entity.name) == .resurrect {
-                    try write(store, commit: .deferred) { _ in try state.forgetServerCopy(uuid) }
-                } else {
-                    local.append(LocalChange(uuid: uuid, entity: item.entity, fields: nil, zone: nil))
-                    afterSave.append { try state.dropMeta(uuid); try state.dropPending(item.pending) }
-                }
-            }
-            try applyLocally(local, storeIndex: index, stores: stores)
-            try write(store, commit: .deferred) { _ in for step in afterSave { try step() } }
+            try mapping.settleMissing(items, in: MirrorBookkeeping(stores.list[index]), storeIndex: index, stores: stores)
         }
     }
 

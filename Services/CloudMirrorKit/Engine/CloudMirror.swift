@@ -13,11 +13,10 @@ import Synchronization
 /// calling connection's thread or the automatic-mode thread (blocking calls, never on Swift's
 /// cooperative pool); `status` is readable at any moment.
 final class CloudMirror: Sendable {
-    static let revertedEvent = "changeReverted"
-    static let importRefusedEvent = "importRefused"
-
     let options: MirrorOptions
     let engine: StoreEngine
+    /// What records mean: the engine asks it to build batches and to apply pages and verdicts.
+    let mapping: any MirrorMapping
     var clock: DeviceClock { engine.coordinator.clock }
     let logger = Logger(label: "store-service.mirror")
     // The live connection and the credential are read and replaced by the connection and
@@ -66,6 +65,7 @@ final class CloudMirror: Sendable {
     init(options: MirrorOptions, engine: StoreEngine) throws {
         self.options = options
         self.engine = engine
+        mapping = CoreDataMapping(options: options, engine: engine)
         // A sign-out outlives restarts (iOS stays signed out until the user signs in again).
         storeIdentities = try engine.coordinator.withStores { stores in
             stores.list.map { StoreIdentity(scope: $0.scope, name: $0.name, uuid: $0.uuid) }
@@ -123,7 +123,7 @@ final class CloudMirror: Sendable {
     /// Writes `store` as the mirror (author `sync`, never exported): its imports and its own
     /// bookkeeping tables alike, through the one way to write a store (`StoreEngine.write`).
     func write<T>(_ store: PersistentStore, commit: Database.CommitSync = .full, _ body: (inout StoreChangeRecorder) throws -> T) throws -> T {
-        try engine.write(store, author: SaveOperation.syncAuthor, contextName: Self.importContextName, commit: commit, body)
+        try engine.write(store, author: SaveOperation.syncAuthor, contextName: CoreDataMapping.importContextName, commit: commit, body)
     }
 
     static func storeIndex(_ scope: StoreScope, in stores: StoreSet) -> Int? {

@@ -23,13 +23,13 @@ extension MirrorBookkeeping {
             JSONWriter.appendString(entry.uuid, to: &text)
             text += ",\(entry.seq),\(entry.generation)]"
         }
-        try database.execute("INSERT INTO mirror_inflight(zone_name, owner_name, names) VALUES (?, ?, ?)",
+        try changing.execute("INSERT INTO mirror_inflight(zone_name, owner_name, names) VALUES (?, ?, ?)",
                              [zone.zoneName, zone.ownerName, text + "]"])
         return database.lastInsertRowID
     }
 
     func dropCreatesInFlight(_ ids: [Int64]) throws {
-        for id in ids { try database.execute("DELETE FROM mirror_inflight WHERE id = ?", [id]) }
+        for id in ids { try changing.execute("DELETE FROM mirror_inflight WHERE id = ?", [id]) }
     }
 
     /// One batch's creates in one zone: each record's name and the queue version it carried.
@@ -61,7 +61,7 @@ extension MirrorBookkeeping {
     /// back from its new zone, which `deletedHere` tells. (Back in the same zone it was
     /// re-created, by a device whose delete policy is resurrect, and is welcome.)
     func rememberDeleted(_ uuid: String, zone: ZoneID) throws {
-        try database.execute("INSERT OR REPLACE INTO mirror_deleted(uuid, zone_name, owner_name) VALUES (?, ?, ?)",
+        try changing.execute("INSERT OR REPLACE INTO mirror_deleted(uuid, zone_name, owner_name) VALUES (?, ?, ?)",
                              [uuid, zone.zoneName, zone.ownerName])
     }
 
@@ -89,7 +89,7 @@ extension MirrorBookkeeping {
     /// transaction, with its token: a crash before they are applied loses none.
     func holdTombstones(_ deleted: [(String, String)], zone: ZoneID) throws {
         for (uuid, recordType) in deleted {
-            try database.execute("INSERT OR REPLACE INTO mirror_tombstones(uuid, record_type, zone_name, owner_name) VALUES (?, ?, ?, ?)",
+            try changing.execute("INSERT OR REPLACE INTO mirror_tombstones(uuid, record_type, zone_name, owner_name) VALUES (?, ?, ?, ?)",
                                  [uuid, recordType, zone.zoneName, zone.ownerName])
         }
     }
@@ -107,7 +107,7 @@ extension MirrorBookkeeping {
     }
 
     func dropTombstones(zone: ZoneID) throws {
-        try database.execute("DELETE FROM mirror_tombstones WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
+        try changing.execute("DELETE FROM mirror_tombstones WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
     }
 
     /// Drops the held tombstones of records a later page brought back into the same zone (a
@@ -115,7 +115,7 @@ extension MirrorBookkeeping {
     func dropTombstones(_ uuids: [String], zone: ZoneID) throws {
         guard !uuids.isEmpty, try holdsTombstones else { return }
         for uuid in uuids {
-            try database.execute("DELETE FROM mirror_tombstones WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
+            try changing.execute("DELETE FROM mirror_tombstones WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
                                  [uuid, zone.zoneName, zone.ownerName])
         }
     }
@@ -134,8 +134,8 @@ extension MirrorBookkeeping {
     }
 
     func dropMeta(_ uuid: String) throws {
-        try database.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
-        try database.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
+        try changing.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
+        try changing.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
     }
 
     func metas(inZone zone: ZoneID) throws -> [Meta] {
@@ -165,5 +165,15 @@ extension MirrorBookkeeping {
             }
         }
         return zones
+    }
+
+    /// Empties every bookkeeping table but the values of `keys` (the account left the device).
+    func forgetEverything(keeping keys: [String]) throws {
+        let database = try changing
+        for table in ["mirror_pending", "mirror_meta", "mirror_fieldtimes", "mirror_unexportable", "mirror_unimportable", "mirror_share",
+                      "mirror_deleted", "mirror_inflight", "mirror_tombstones"] {
+            try database.execute("DELETE FROM \(table)")
+        }
+        try database.execute("DELETE FROM mirror_kv WHERE key NOT IN (SELECT value FROM json_each(?))", [PersistentStore.jsonArray(keys)])
     }
 }

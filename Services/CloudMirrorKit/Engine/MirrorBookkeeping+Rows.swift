@@ -36,24 +36,24 @@ extension MirrorBookkeeping {
         guard !times.isEmpty else { return }
         var merged = try fieldTimes(uuid)
         for (field, stamp) in times { merged[field] = stamp }
-        try database.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
+        try changing.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
                              [uuid, FieldStamp.encode(merged)])
     }
 
     func dropFieldTimes(_ uuid: String) throws {
-        try database.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
+        try changing.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
     }
 
     /// Drops the stamps rows of `uuids` in one statement (a page of imports or a bulk save's
     /// new objects have few or none; none at all when no record has a row).
     func dropFieldTimes(_ uuids: [String]) throws {
         guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_fieldtimes LIMIT 1") != nil else { return }
-        try forRows(of: uuids, "DELETE FROM mirror_fieldtimes WHERE uuid IN (SELECT value FROM json_each(?))") { _ in }
+        try changing.execute("DELETE FROM mirror_fieldtimes WHERE uuid IN (SELECT value FROM json_each(?))", [PersistentStore.jsonArray(uuids)])
     }
 
     /// Replaces a record's stamps with `text` (an `MC_fieldModified` text, kept as it is).
     func replaceFieldTimes(_ uuid: String, text: String) throws {
-        try database.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
+        try changing.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
                              [uuid, text])
     }
 
@@ -66,7 +66,7 @@ extension MirrorBookkeeping {
     }
 
     /// The primary key of the row of `entity` named `uuid` for a relationship that resolves
-    /// within `zone` (`CloudMirror.linkZone(of:store:)`): a record name then means a record of
+    /// within `zone` (`CoreDataMapping.linkZone(of:store:user:)`): a record name then means a record of
     /// that zone (CloudKit names a record by name and zone), and an object this store holds in
     /// another zone is not it. nil `zone`: any object of the store.
     func primaryKey(entity: String, uuid: String, linkedFrom zone: ZoneID?) throws -> Int64? {
@@ -87,9 +87,9 @@ extension MirrorBookkeeping {
     /// A statement with a mark per uuid (`IN (?,?,…)`) had to be prepared for each page's size,
     /// and preparing it cost more than the lookups it made (a page of 400 records paid ~1.3 µs
     /// per uuid for each of its three lookups).
-    private func forRows(of uuids: [String], _ sql: String, _ body: (Row) -> Void) throws {
+    private func forRows(of uuids: [String], _ sql: String, _ body: (Row) throws -> Void) throws {
         guard !uuids.isEmpty else { return }
-        for row in try database.query(sql, [PersistentStore.jsonArray(uuids)]) { body(row) }
+        for row in try database.query(sql, [PersistentStore.jsonArray(uuids)]) { try body(row) }
     }
 
     /// Whether `table`'s indexed `column` may hold any of `names`: not when all it holds sorts
@@ -114,7 +114,7 @@ extension MirrorBookkeeping {
         }
         guard try mayHold(uuids, table: "mirror_pending", column: "uuid") else { return (metas, pendings) }
         try forRows(of: uuids, "SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid IN (SELECT value FROM json_each(?))") { row in
-            let entry = Self.pending(row)
+            let entry = try Self.pending(row)
             pendings[entry.uuid] = entry
         }
         return (metas, pendings)
@@ -165,7 +165,7 @@ extension MirrorBookkeeping {
 
     /// The to-one relationships of `row` (the record `uuid`) that wait for an object this store
     /// holds in another zone than the one they resolve within: a name another user wrote into a
-    /// share zone that is one of the owner's objects elsewhere (`CloudMirror.linkZone(of:store:)`).
+    /// share zone that is one of the owner's objects elsewhere (`CoreDataMapping.linkZone(of:store:user:)`).
     /// The row has no such relationship, so a save of the record sends each empty
     /// (`buildBatch`): an update carries only its changed fields and the cloud keeps the rest,
     /// and a name kept under the owner's last modification would resolve, on the owner's other
@@ -204,7 +204,7 @@ extension MirrorBookkeeping {
     // MARK: Unexportable (shared-store objects in no share zone)
 
     func markUnexportable(uuid: String, objectID: String, zone: String) throws -> Bool {
-        try database.execute("INSERT OR IGNORE INTO mirror_unexportable(uuid, object_id, zone) VALUES (?, ?, ?)", [uuid, objectID, zone])
+        try changing.execute("INSERT OR IGNORE INTO mirror_unexportable(uuid, object_id, zone) VALUES (?, ?, ?)", [uuid, objectID, zone])
         return database.changes == 1
     }
 
@@ -213,7 +213,7 @@ extension MirrorBookkeeping {
     }
 
     func clearUnexportable(_ uuid: String) throws {
-        try database.execute("DELETE FROM mirror_unexportable WHERE uuid = ?", [uuid])
+        try changing.execute("DELETE FROM mirror_unexportable WHERE uuid = ?", [uuid])
     }
 
     // MARK: Unimportable records
@@ -236,7 +236,7 @@ extension MirrorBookkeeping {
            known[0].string == tag, known[1].string == error.code.rawValue {
             return false
         }
-        try database.execute("""
+        try changing.execute("""
             INSERT OR REPLACE INTO mirror_unimportable(uuid, entity, zone_name, owner_name, change_tag, code, message)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """, [uuid, entity, zone.zoneName, zone.ownerName, SQLValue(tag), error.code.rawValue, error.message])
@@ -250,7 +250,7 @@ extension MirrorBookkeeping {
         guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_unimportable LIMIT 1") != nil else { return [] }
         var cleared: [String] = []
         for uuid in uuids {
-            try database.execute("DELETE FROM mirror_unimportable WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
+            try changing.execute("DELETE FROM mirror_unimportable WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
                                  [uuid, zone.zoneName, zone.ownerName])
             if database.changes > 0 { cleared.append(uuid) }
         }
@@ -259,7 +259,7 @@ extension MirrorBookkeeping {
 
     /// Forgets the refusals of a zone's records (the zone left this device).
     func dropUnimportable(zone: ZoneID) throws {
-        try database.execute("DELETE FROM mirror_unimportable WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
+        try changing.execute("DELETE FROM mirror_unimportable WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
     }
 
     func unimportable() throws -> [Unimportable] {
@@ -273,14 +273,14 @@ extension MirrorBookkeeping {
     // MARK: Owner's shares
 
     func setShareRoot(zone: String, root: String) throws {
-        try database.execute("INSERT OR REPLACE INTO mirror_share(zone_name, root_uuid) VALUES (?, ?)", [zone, root])
+        try changing.execute("INSERT OR REPLACE INTO mirror_share(zone_name, root_uuid) VALUES (?, ?)", [zone, root])
     }
 
     /// A live share of the owner's zone that a fetch lists. A share made on this device keeps
     /// its root; one another device made is kept without a root (a zone-wide share names none):
     /// its zone alone marks the graph in it as shared.
     func keepShare(zone: String) throws {
-        try database.execute("INSERT OR IGNORE INTO mirror_share(zone_name, root_uuid) VALUES (?, '')", [zone])
+        try changing.execute("INSERT OR IGNORE INTO mirror_share(zone_name, root_uuid) VALUES (?, '')", [zone])
     }
 
     /// The zones of the owner's live shares, made on this device or fetched (`keepShare`).
@@ -293,6 +293,6 @@ extension MirrorBookkeeping {
     }
 
     func dropShare(zone: String) throws {
-        try database.execute("DELETE FROM mirror_share WHERE zone_name = ?", [zone])
+        try changing.execute("DELETE FROM mirror_share WHERE zone_name = ?", [zone])
     }
 }

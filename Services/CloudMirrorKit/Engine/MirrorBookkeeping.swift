@@ -20,7 +20,7 @@ import StoreServiceKit
 ///   (the latest-edit policy's clock), as the JSON text records carry in `MC_fieldModified`.
 /// - `mirror_kv`: the export cursor and the change tokens.
 /// - `mirror_unexportable`: shared-store objects in no share zone, which the mirror cannot export.
-/// - `mirror_unimportable`: cloud records this store refused (`CloudMirror.applyRefusing`).
+/// - `mirror_unimportable`: cloud records this store refused (`CoreDataMapping.applyRefusing`).
 /// - `mirror_share`: the owner's live share zones, made here or listed by a fetch, and the root
 ///   records of those made here.
 ///
@@ -29,7 +29,7 @@ import StoreServiceKit
 /// the disk. All of it can be derived again (from history after the cursor they roll back with,
 /// or from the cloud by the next send or fetch), so a power loss costs a redo at worst; a
 /// process crash (kill -9) loses nothing. So does a fetched page that writes rows and history;
-/// its notice to clients waits until the log is synced (`CloudMirror.applyPage`).
+/// its notice to clients waits until the log is synced (`CoreDataMapping.applyPage`).
 struct MirrorBookkeeping {
     let store: PersistentStore
     var database: Database { store.database }
@@ -38,6 +38,18 @@ struct MirrorBookkeeping {
     static let fieldTimesField = "MC_fieldModified"
 
     init(_ store: PersistentStore) { self.store = store }
+
+    /// The connection for a change to the tables. Only inside a write (`CloudMirror.write`): a
+    /// step's bookkeeping commits with the rest of the step or not at all, never one statement
+    /// at a time.
+    var changing: Database {
+        get throws {
+            guard database.isInTransaction else {
+                throw ServiceError(.internalError, "The mirror changed its bookkeeping in store '\(store.name)' outside a write; nothing was changed.")
+            }
+            return database
+        }
+    }
 
     func createTables() throws { try MirrorTables.create(in: database) }
 
@@ -49,9 +61,9 @@ struct MirrorBookkeeping {
 
     func setValue(_ key: String, _ value: String?) throws {
         if let value {
-            try database.execute("INSERT INTO mirror_kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [key, value])
+            try changing.execute("INSERT INTO mirror_kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [key, value])
         } else {
-            try database.execute("DELETE FROM mirror_kv WHERE key = ?", [key])
+            try changing.execute("DELETE FROM mirror_kv WHERE key = ?", [key])
         }
     }
 
@@ -80,17 +92,24 @@ struct MirrorBookkeeping {
         var primaryKey: Int64?
     }
 
-    static func pending(_ row: Row) -> Pending {
+    /// A queue row. Its kind is only ever written from `ChangeKind`: another value means the
+    /// row was damaged, an error naming the row rather than a guess at what the change was.
+    static func pending(_ row: Row) throws -> Pending {
         let zone = row[4].string.map { ZoneID(zoneName: $0, ownerName: row[5].string ?? ZoneID.defaultOwner) }
+        guard let kind = row[3].string.flatMap(ChangeKind.init(rawValue:)) else {
+            let found = row[3].string.map { "'\($0)'" } ?? "nothing"
+            throw ServiceError(.internalError, "mirror_pending row \(row[0].int64 ?? 0) (record '\(row[1].string ?? "")') holds \(found) as its kind, which is not insert, update or delete: the database is damaged.",
+                               details: ["table": "mirror_pending", "seq": .int(Int(row[0].int64 ?? 0)), "column": "kind"])
+        }
         return Pending(seq: row[0].int64 ?? 0, uuid: row[1].string ?? "", entity: row[2].string ?? "",
-                       kind: ChangeKind(rawValue: row[3].string ?? "") ?? .update, zone: zone, changedText: row[6].string ?? "[]",
+                       kind: kind, zone: zone, changedText: row[6].string ?? "[]",
                        notBefore: row[7].double ?? 0, generation: row[8].int64 ?? 0, primaryKey: row[9].int64)
     }
 
     static let pendingColumns = "seq, uuid, entity, kind, zone_name, owner_name, changed, not_before, generation, pk"
 
     func pending(uuid: String) throws -> Pending? {
-        try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid = ?", [uuid]).first.map(Self.pending)
+        try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid = ?", [uuid]).first.map { try Self.pending($0) }
     }
 
     /// A due entry with what a send needs of the record besides its row: its metadata (nil:
@@ -119,12 +138,12 @@ struct MirrorBookkeeping {
                 Meta(uuid: uuid, entity: row[11].string ?? "", zone: ZoneID(zoneName: row[12].string ?? "", ownerName: row[13].string ?? ""),
                      changeTag: row[14].string, serverFields: nil)
             }
-            return DueEntry(pending: Self.pending(row), meta: meta, timesText: row[15].string, movedFromKept: row[16].int64 == 1)
+            return DueEntry(pending: try Self.pending(row), meta: meta, timesText: row[15].string, movedFromKept: row[16].int64 == 1)
         }
     }
 
     func allPending() throws -> [Pending] {
-        try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending ORDER BY seq").map(Self.pending)
+        try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending ORDER BY seq").map { try Self.pending($0) }
     }
 
     func pendingCount() throws -> Int { try database.scalar("SELECT count(*) FROM mirror_pending")?.int ?? 0 }
@@ -152,7 +171,7 @@ struct MirrorBookkeeping {
             text = nil
         }
         let changedJSON = text ?? PersistentStore.jsonArray(union.sorted())
-        try database.execute("""
+        try changing.execute("""
             INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before, times, pk) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = excluded.zone_name,
                 owner_name = excluded.owner_name, changed = excluded.changed, not_before = 0, generation = generation + 1,
@@ -175,7 +194,7 @@ struct MirrorBookkeeping {
         }
         list += "]"
         // `WHERE true`: an upsert after a SELECT needs a WHERE to parse (SQLite's rule).
-        try database.cached("""
+        try changing.cached("""
             INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before, times, pk)
             SELECT value ->> 0, ?1, 'insert', NULL, NULL, ?2, 0, ?3, value ->> 1 FROM json_each(?4) WHERE true
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = NULL, owner_name = NULL,
@@ -184,17 +203,17 @@ struct MirrorBookkeeping {
     }
 
     func dropPending(_ uuid: String) throws {
-        try database.execute("DELETE FROM mirror_pending WHERE uuid = ?", [uuid])
+        try changing.execute("DELETE FROM mirror_pending WHERE uuid = ?", [uuid])
     }
 
     /// Removes the entry only if it is still the version a verdict answered (a newer local edit stays queued).
     func dropPending(_ entry: Pending) throws {
         // By queue position (the rowid), not through the uuid index: a verdict drops hundreds.
-        try database.execute("DELETE FROM mirror_pending WHERE seq = ? AND uuid = ? AND generation = ?", [entry.seq, entry.uuid, entry.generation])
+        try changing.execute("DELETE FROM mirror_pending WHERE seq = ? AND uuid = ? AND generation = ?", [entry.seq, entry.uuid, entry.generation])
     }
 
     func deferEntries(_ uuids: [String], until time: Double) throws {
-        for uuid in uuids { try database.execute("UPDATE mirror_pending SET not_before = ? WHERE uuid = ?", [time, uuid]) }
+        for uuid in uuids { try changing.execute("UPDATE mirror_pending SET not_before = ? WHERE uuid = ?", [time, uuid]) }
     }
 
     // MARK: Record metadata
@@ -223,7 +242,7 @@ struct MirrorBookkeeping {
     /// (`fieldTimesText`); readers of the ancestor strip them.
     func setMeta(_ meta: Meta, fieldsText: String? = nil) throws {
         let fields = fieldsText ?? meta.serverFields.map { RecordFields($0).text }
-        try database.execute("""
+        try changing.execute("""
             INSERT INTO mirror_meta(uuid, entity, zone_name, owner_name, change_tag, server_fields) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,
                 change_tag = excluded.change_tag, server_fields = excluded.server_fields
@@ -253,7 +272,7 @@ struct MirrorBookkeeping {
     /// its queue entry, are kept as a stamps row for the re-created record.
     func forgetServerCopy(_ uuid: String) throws {
         let stamps = try fieldTimesText(uuid)
-        try database.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
+        try changing.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
         if let stamps { try replaceFieldTimes(uuid, text: stamps) } else { try dropFieldTimes(uuid) }
     }
 }

@@ -137,7 +137,7 @@ struct MirrorImport {
 
     /// Takes a new record when it can be written directly; false leaves it to the context path.
     /// `zone` is the cloud zone name (kept on shared-store rows only).
-    /// `linkZone`: the zone its relationships resolve within (`CloudMirror.linkZone(of:store:)`).
+    /// `linkZone`: the zone its relationships resolve within (`CoreDataMapping.linkZone(of:store:user:)`).
     mutating func accept(uuid: String, entity: EntityDescription, prepared: Prepared?, zone: String, linkZone: ZoneID?) throws -> Bool {
         guard var prepared else { return false }
         for (number, relationship) in entity.toOneRelationships.enumerated() {
@@ -188,7 +188,7 @@ struct MirrorImport {
             CrashPoint.reached("mirror.midImport")
         }
         // The line a context save logs for its new objects, so imports show in the routing log.
-        logger.info("store routing", ["mode": .string(router.mode.rawValue), "context": .string(CloudMirror.importContextID),
+        logger.info("store routing", ["mode": .string(router.mode.rawValue), "context": .string(CoreDataMapping.importContextID),
                                       "decisions": ["\(store.name).\(RoutingReason.assigned.rawValue)": .int(accepted.count)]])
     }
 }

@@ -231,7 +231,7 @@ enum MirrorRecordCoding {
 /// unconditionally (CloudKit's deletes take no tag), so an edit another device saved there
 /// after the mover last fetched is deleted with it, and the moved copy lacks it. That device
 /// holds a copy with another tag and so can tell: it merges the two as concurrent versions
-/// (`CloudMirror.applyPage`). The next ordinary save of the record, which sends the whole field
+/// (`CoreDataMapping.applyPage`). The next ordinary save of the record, which sends the whole field
 /// set, leaves the field behind.
 struct MovedFrom: Equatable {
     static let field = CloudKitNames.moveReceiptField

@@ -111,7 +111,7 @@ extension CloudMirror {
                     if entry.kind == .delete {
                         zone = entry.zone
                     } else {
-                        zone = try store.model.entity(named: entry.entity).flatMap { try self.zone(for: entry.uuid, entity: $0, state: state) }
+                        zone = try store.model.entity(named: entry.entity).flatMap { try CoreDataMapping.zone(for: entry.uuid, entity: $0, state: state) }
                     }
                     byZone[zone?.key ?? "none", default: 0] += 1
                 }

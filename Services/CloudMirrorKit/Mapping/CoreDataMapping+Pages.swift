@@ -9,42 +9,33 @@ import Synchronization
 
 /// One fetched page applied to a store: rows, links waiting for their targets, merges with
 /// unsent edits, refusals, and zones that went away.
-extension CloudMirror {
-    /// Applies one page of zone changes to the scope's store, and saves `token` (the zone's
-    /// token after the page) with it.
-    /// `prepared`: per changed record, its row values as far as they need no store (`ZoneChanges`).
+extension CoreDataMapping {
+    /// Applies one page of zone changes to the store, and saves its token (the zone's token
+    /// after the page) with it.
     /// A page commits without waiting for the disk (rows, history, metadata and token roll
     /// back together; the page is fetched again). Its history token must not reach clients
     /// before the disk has it, or a power cut could hand the token out again: the notice goes
     /// out once the log is synced, on the announcer's thread (`OrderedAnnouncer`), while this
     /// thread applies the next page. (A page that needs a context save, for merges, makes it
     /// as a client's save does: waiting.)
-    /// `holdDeletes`: the page's deletions are kept (`holdTombstones`) for the fetch's end
-    /// rather than applied.
-    func applyPage(_ changed: [CloudRecord], prepared: [MirrorImport.Prepared?], deleted: [(String, String)], zone: ZoneID,
-                   scope: StoreScope, token: String?, holdDeletes: Bool, report: inout SyncFetchResult) throws {
-        try state(scope) { state, index, stores in
-            let store = state.store
-            try ingest(store)
-            var page = PageApplication(mirror: self, state: state, changed: changed, prepared: prepared, deleted: deleted,
-                                       zone: zone, holdDeletes: holdDeletes)
-            // The page's lookups, and its records new to this device with their metadata, in one
-            // transaction; the context path below takes the rest.
-            // Without waiting for the disk: the page, its token and its history roll back
-            // together, and the write publishes its notice once the log is synced.
-            try write(store, commit: .deferred) { changes in
-                try page.sortChanged(report: &report)
-                try page.keepDeletesThatStand()
-                try page.importFresh()
-                try page.applyDeletions(report: &report)
-                try page.writeDirect(token: token, changes: &changes)
-            }
-            publishRefused(page.collisionNotices)
-            try page.saveThroughContext(storeIndex: index, stores: stores, token: token)
-            try linkWaiting(for: changed.map(\.recordName).filter { !page.collided.contains($0) }, state: state, storeIndex: index, stores: stores)
-            // The mirror's own import is history too; it is never exported.
-            try ingest(store)
+    func applyPage(_ page: ZonePage, to state: MirrorBookkeeping, storeIndex index: Int, stores: StoreSet, user: String?,
+                   report: inout SyncFetchResult) throws {
+        let store = state.store
+        var application = PageApplication(mapping: self, state: state, page: page, user: user)
+        // The page's lookups, and its records new to this device with their metadata, in one
+        // transaction; the context path below takes the rest.
+        // Without waiting for the disk: the page, its token and its history roll back
+        // together, and the write publishes its notice once the log is synced.
+        try write(store, commit: .deferred) { changes in
+            try application.sortChanged(report: &report)
+            try application.keepDeletesThatStand()
+            try application.importFresh()
+            try application.applyDeletions(report: &report)
+            try application.writeDirect(token: page.token, changes: &changes)
         }
+        publishRefused(application.collisionNotices)
+        try application.saveThroughContext(storeIndex: index, stores: stores, token: page.token)
+        try linkWaiting(for: page.changed.map(\.recordName).filter { !application.collided.contains($0) }, state: state, storeIndex: index, stores: stores)
     }
 
     /// Sets the relationships that waited for `arrived` records (`PendingLinks`): imported in
@@ -132,7 +123,7 @@ extension CloudMirror {
         for record in changed where !record.isShare {
             guard let name = record.entityName, store.holds(name), let entity = store.model.entity(named: name),
                   !entity.toOneRelationships.isEmpty,
-                  let zone = try zone(for: record.recordName, entity: entity, state: state), zone.zoneName != record.zoneID.zoneName,
+                  let zone = try Self.zone(for: record.recordName, entity: entity, state: state), zone.zoneName != record.zoneID.zoneName,
                   try state.pending(uuid: record.recordName)?.kind != .delete else { continue }
             try state.enqueue(uuid: record.recordName, entity: entity.name, kind: .update, zone: nil, changed: [])
         }
@@ -149,50 +140,43 @@ extension CloudMirror {
     /// A zone is gone (deleted, purged, or the user left / was removed / the share ended): its
     /// local rows are removed, its queued changes discarded (never moved elsewhere) and its
     /// token forgotten (docs/RULES.md, mirroring: zones deleted or purged; scenarios 25, 41, 42).
-    func removeZone(_ zone: ZoneID, scope: StoreScope, purged: Bool, report: inout SyncFetchResult) throws {
-        try state(scope) { state, index, stores in
-            let store = state.store
-            try ingest(store)
-            var local: [LocalChange] = []
-            var uuids: [String] = []
-            if store.scope == .shared {
-                for entity in store.entities.values {
-                    let rows = try store.database.query("SELECT z_uuid FROM \(PersistentStore.table(entity.name)) WHERE z_zone = ?", [zone.key])
-                    for row in rows {
-                        guard let uuid = row[0].string else { continue }
-                        uuids.append(uuid)
-                        local.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil))
-                    }
-                }
-            } else {
-                for meta in try state.metas(inZone: zone) {
-                    guard let entity = store.model.entity(named: meta.entity) else { continue }
-                    uuids.append(meta.uuid)
-                    local.append(LocalChange(uuid: meta.uuid, entity: entity, fields: nil, zone: nil))
+    func removeZone(_ zone: ZoneID, from state: MirrorBookkeeping, storeIndex index: Int, stores: StoreSet) throws {
+        let store = state.store
+        var local: [LocalChange] = []
+        var uuids: [String] = []
+        if store.scope == .shared {
+            for entity in store.entities.values {
+                let rows = try store.database.query("SELECT z_uuid FROM \(PersistentStore.table(entity.name)) WHERE z_zone = ?", [zone.key])
+                for row in rows {
+                    guard let uuid = row[0].string else { continue }
+                    uuids.append(uuid)
+                    local.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil))
                 }
             }
-            for meta in try state.metas(inZone: zone) where !uuids.contains(meta.uuid) { uuids.append(meta.uuid) }
-            try applyLocally(local, storeIndex: index, stores: stores)
-            try write(store) { _ in
-                for uuid in uuids {
-                    try state.dropMeta(uuid)
-                    try state.dropPending(uuid)
-                }
-                for pending in try state.allPending() where pending.zone == zone { try state.dropPending(pending.uuid) }
-                try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil)
-                try state.dropTombstones(zone: zone)
-                try state.dropUnimportable(zone: zone)
-                try PendingLinks(database: store.database).drop(zone: zone.key)
-                if store.scope == .shared {
-                    try store.database.execute("DELETE FROM z_share WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
-                } else {
-                    try state.dropShare(zone: zone.zoneName)
-                }
+        } else {
+            for meta in try state.metas(inZone: zone) {
+                guard let entity = store.model.entity(named: meta.entity) else { continue }
+                uuids.append(meta.uuid)
+                local.append(LocalChange(uuid: meta.uuid, entity: entity, fields: nil, zone: nil))
             }
-            // The wipe's own history (author sync) is not exported.
-            try ingest(store)
         }
-        progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
-        report.zonesRemoved.append((purged ? "purged:" : "") + zone.key)
+        for meta in try state.metas(inZone: zone) where !uuids.contains(meta.uuid) { uuids.append(meta.uuid) }
+        try applyLocally(local, storeIndex: index, stores: stores)
+        try write(store) { _ in
+            for uuid in uuids {
+                try state.dropMeta(uuid)
+                try state.dropPending(uuid)
+            }
+            for pending in try state.allPending() where pending.zone == zone { try state.dropPending(pending.uuid) }
+            try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil)
+            try state.dropTombstones(zone: zone)
+            try state.dropUnimportable(zone: zone)
+            try PendingLinks(database: store.database).drop(zone: zone.key)
+            if store.scope == .shared {
+                try store.database.execute("DELETE FROM z_share WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
+            } else {
+                try state.dropShare(zone: zone.zoneName)
+            }
+        }
     }
 }

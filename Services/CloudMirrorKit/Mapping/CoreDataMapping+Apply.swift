@@ -5,7 +5,7 @@ import ServiceRuntime
 import StoreServiceKit
 import StoreWire
 
-extension CloudMirror {
+extension CoreDataMapping {
     // MARK: Applying cloud state locally
 
     /// The context the mirror's imports are saved in, as history and events name it.
@@ -167,7 +167,7 @@ extension CloudMirror {
     /// share zone (a move saves a record in its old zone, naming its new relationship, before
     /// moving it); that reading holds because an owner's save sends empty what this rule refused
     /// (`MirrorBookkeeping.zoneRefusedLinks`). In the shared store a record resolves within its zone.
-    func linkZone(of record: CloudRecord, store: PersistentStore) -> ZoneID? {
+    func linkZone(of record: CloudRecord, store: PersistentStore, user: String?) -> ZoneID? {
         if store.scope == .shared { return record.zoneID }
         guard record.zoneID.zoneName != ZoneID.coreDataZoneName, let modifier = record.lastModifiedUserRecordName,
               modifier != user else { return nil }
@@ -210,7 +210,14 @@ extension CloudMirror {
     /// (scenario 23). The changes the cloud sent are not (no echo).
     private func queueSideEffects(of result: SaveResult, applied: Set<String>, state: MirrorBookkeeping) throws {
         guard let token = result.transactions.first(where: { $0.storeUUID == state.store.uuid })?.token else { return }
-        for change in try PersistentHistory.changes(state.store, token: token) where !applied.contains(change.uuid) {
+        let changes = try PersistentHistory.changes(state.store, token: token).filter { !applied.contains($0.uuid) }
+        guard !changes.isEmpty else { return }
+        // Not derivable again (the import's history is never queued by `ingest`): waits for the disk.
+        try write(state.store) { _ in try queue(changes, state: state) }
+    }
+
+    private func queue(_ changes: [HistoryChanges.Entry], state: MirrorBookkeeping) throws {
+        for change in changes {
             let meta = try state.meta(change.uuid)
             if change.kind == .delete {
                 // A record the server may have by now: known there, or queued (a batch in
@@ -236,6 +243,30 @@ extension CloudMirror {
         guard let key = try state.primaryKey(entity: entity.name, uuid: uuid),
               let row = try state.store.read(entity, primaryKey: key) else { return nil }
         return try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(uuid))
+    }
+
+    /// Removes every object of every store (as deletes the mirror never exports), the share
+    /// permissions and links waiting, and the mirror's bookkeeping but `keys`; the export cursor
+    /// moves past it all. Returns how many objects went.
+    func removeEverything(from stores: StoreSet, keeping keys: [String]) throws -> Int {
+        var removed = 0
+        for (index, store) in stores.list.enumerated() {
+            var wipe: [LocalChange] = []
+            for entity in store.entities.values {
+                for row in try store.database.query("SELECT z_uuid FROM \(PersistentStore.table(entity.name))") {
+                    if let uuid = row[0].string { wipe.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil)) }
+                }
+            }
+            removed += wipe.count
+            try applyLocally(wipe, storeIndex: index, stores: stores)
+            try write(store) { _ in
+                try store.database.execute("DELETE FROM z_share; DELETE FROM \(PendingLinks.table);")
+                let state = MirrorBookkeeping(store)
+                try state.forgetEverything(keeping: keys + [MirrorBookkeeping.exportCursorKey])
+                try state.setValue(MirrorBookkeeping.exportCursorKey, String(store.lastToken))
+            }
+        }
+        return removed
     }
 }
 

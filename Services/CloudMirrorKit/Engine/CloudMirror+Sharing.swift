@@ -47,7 +47,7 @@ extension CloudMirror {
     /// `cloudkit.zoneshare` (deleted from its old zone, created in the share zone). A graph
     /// that fits one request moves in one (`moveAtOnce`): another device fetches it whole, never
     /// a session in one zone and its events in another. A larger one cannot (the server's
-    /// per-request limit): its leaders (`readGraph`) move with the share, and the rest follows by the send's own
+    /// per-request limit): its leaders (`MirrorMapping.shareGraph`) move with the share, and the rest follows by the send's own
     /// moves (`followRoot`). Locally the objects stay in the private store.
     func createShare(_ params: ShareCreateParams, progress: ProgressReporter = .silent) throws -> ShareCreateResult {
         // The invitations are checked before anything is sent, saved or moved: a refused
@@ -123,7 +123,7 @@ extension CloudMirror {
     /// was over the server's limits (`limitExceeded`; nothing was applied, the request is atomic).
     private func moveAtOnce(_ graph: [GraphMember], into zone: ZoneID) throws -> JSONValue? {
         var saves = graph.map {
-            MirrorLinkRecords.outgoing(CloudRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity.name), fields: $0.fields),
+            MirrorLinkRecords.outgoing(CloudRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity), fields: $0.fields),
                                        model: engine.model)
         }
         saves.append(CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: zone, recordType: CloudKitNames.shareRecordType))
@@ -143,7 +143,7 @@ extension CloudMirror {
                 for record in saved {
                     if record.isShare { continue }
                     guard let member = members[record.recordName] else { continue }
-                    try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: record.recordChangeTag,
+                    try state.setMeta(.init(uuid: record.recordName, entity: member.entity, zone: zone, changeTag: record.recordChangeTag,
                                             serverFields: record.fields))
                     try state.dropPending(record.recordName)
                 }
@@ -152,9 +152,6 @@ extension CloudMirror {
         }
         return (reply["saved"]?.arrayValue ?? []).first { $0["recordType"]?.stringValue == CloudKitNames.shareRecordType } ?? .null
     }
-
-    /// A member of a shared graph (the root first): its fields, and the zone and change tag of its copy in the cloud (nil: never sent).
-    typealias GraphMember = (uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: ZoneID?, tag: String?)
 
     /// How many times share.create fetches and reads the graph again when another device
     /// changed or moved one of its records between this device's fetch and its move.
@@ -183,7 +180,8 @@ extension CloudMirror {
             // this device's older values and the edits were deleted with the copies that had them.
             var fetched = SyncFetchResult()
             try fetchDatabase(.private, report: &fetched)
-            let (graph, leaders, atOnce) = try readGraph(params, sizing: progress.withLock { $0.batchSizing })
+            let sizing = progress.withLock { $0.batchSizing }
+            let (graph, leaders, atOnce) = try withStores { stores in try mapping.shareGraph(of: params.objectID, sizing: sizing, stores: stores) }
             if !prepared {
                 try prepare()
                 prepared = true
@@ -191,7 +189,7 @@ extension CloudMirror {
             let moving = atOnce ? graph : Array(graph.prefix(leaders))
             let touches: [CloudRecord] = moving.compactMap { member in
                 guard let zone = member.oldZone, let tag = member.tag else { return nil }
-                var record = CloudRecord(recordName: member.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(member.entity.name), fields: member.fields)
+                var record = CloudRecord(recordName: member.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(member.entity), fields: member.fields)
                 record.recordChangeTag = tag
                 return MirrorLinkRecords.outgoing(record, model: engine.model)
             }
@@ -229,50 +227,6 @@ extension CloudMirror {
         }
     }
 
-    /// The root's graph from the private store: every object reachable from the root through
-    /// relationships (`ObjectGraph`), with the zone each is in and its change tag there, and
-    /// whether it fits one request of `limit` items (each record saved and its old copy
-    /// deleted, and the share). The graph's leaders come first, the root first of all: the root
-    /// and the ends of the members' to-one chains. Every other member's zone follows a leader's,
-    /// so when the graph cannot move at once the leaders move with the share and the rest
-    /// follows. Members' fields are read only for what moves at once: a send builds the rest.
-    private func readGraph(_ params: ShareCreateParams, sizing: BatchSizing) throws -> (graph: [GraphMember], leaders: Int, atOnce: Bool) {
-        try withStores { stores in
-            guard let id = ObjectID(uri: params.objectID), let storeUUID = id.storeUUID, let key = id.primaryKey,
-                  let index = stores.index(uuid: storeUUID), stores.list[index].scope == .private,
-                  let entity = stores.model.entity(named: id.entity) else {
-                throw StoreError.unknownObject(params.objectID, "share.create needs a saved object of the private store.")
-            }
-            let store = stores.list[index]
-            let state = MirrorBookkeeping(store)
-            guard let row = try store.read(entity, primaryKey: key) else { throw StoreError.unknownObject(params.objectID, "it is not in the private store.") }
-            let graph = ObjectGraph(store: store)
-            let members = try graph.reachable(from: entity, row: row)
-            // A member in a live share's zone: sharing again would split that share's graph.
-            let live = try state.liveShareZones()
-            for (memberEntity, member) in members {
-                let zone = try state.shareZone(ofRoot: member.uuid) ?? (state.meta(member.uuid)?.zone.zoneName).flatMap { live.contains($0) ? $0 : nil }
-                guard let zone else { continue }
-                let which = member.uuid == row.uuid ? "This object is" : "\(memberEntity.name) \(member.uuid), related to this object, is"
-                throw ServiceError(.alreadyShared, "\(which) already shared in zone \(zone): a share takes the whole object graph; invite participants to that share with share.invite.",
-                                   details: ["zoneName": .string(zone), "recordName": .string(member.uuid)])
-            }
-            var leading: Set<String> = [row.uuid]
-            for (memberEntity, member) in members { leading.insert(try graph.chainEnd(of: memberEntity, row: member).row.uuid) }
-            let ordered = members.filter { leading.contains($0.1.uuid) } + members.filter { !leading.contains($0.1.uuid) }
-            let atOnce = sizing.movesAtOnce(members: ordered.count)
-            var result: [GraphMember] = []
-            for (index, (memberEntity, member)) in ordered.enumerated() {
-                let fields = atOnce || index < leading.count
-                    ? try MirrorRecordCoding.fields(entity: memberEntity, row: member, state: state, timesText: try state.fieldTimesText(member.uuid))
-                    : [:]
-                let meta = try state.meta(member.uuid)
-                result.append((member.uuid, memberEntity, fields, meta?.zone, meta?.changeTag))
-            }
-            return (result, leading.count, atOnce)
-        }
-    }
-
     /// The graph's members by record name (a session's graph can hold thousands of events:
     /// looking each answer up in the list was quadratic).
     private static func byName(_ graph: [GraphMember]) -> [String: GraphMember] {
@@ -290,7 +244,7 @@ extension CloudMirror {
                 for record in (saved?.arrayValue ?? []).compactMap({ try? CloudRecord(tree: $0) }) {
                     guard let tag = record.recordChangeTag, let member = members[record.recordName],
                           let zone = member.oldZone else { continue }
-                    try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: tag,
+                    try state.setMeta(.init(uuid: record.recordName, entity: member.entity, zone: zone, changeTag: tag,
                                             serverFields: record.fields))
                     tags[record.recordName] = tag
                 }
@@ -310,7 +264,7 @@ extension CloudMirror {
             guard let index = Self.storeIndex(.private, in: stores) else { return }
             let state = MirrorBookkeeping(stores.list[index])
             try write(stores.list[index]) { _ in
-                for member in members { try state.enqueue(uuid: member.uuid, entity: member.entity.name, kind: .update, zone: nil, changed: []) }
+                for member in members { try state.enqueue(uuid: member.uuid, entity: member.entity, kind: .update, zone: nil, changed: []) }
             }
         }
     }
@@ -359,7 +313,9 @@ extension CloudMirror {
                             details: item.details)
         }
         try withStores { stores in
-            if let index = Self.storeIndex(.private, in: stores) { try MirrorBookkeeping(stores.list[index]).dropShare(zone: params.zoneName) }
+            guard let index = Self.storeIndex(.private, in: stores) else { return }
+            let store = stores.list[index]
+            try write(store) { _ in try MirrorBookkeeping(store).dropShare(zone: params.zoneName) }
         }
         return reply
     }
