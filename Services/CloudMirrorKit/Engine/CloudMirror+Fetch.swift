@@ -30,44 +30,30 @@ extension CloudMirror {
         var deleted: [(recordName: String, recordType: String)]
         var token: String
         var moreComing: Bool
-        /// Per changed record, its row values as far as they need no store (`MirrorImport`),
-        /// for records of entities `holding` names. Worked out where the page is decoded: for
-        /// pages fetched ahead, on the client's reader thread while the page before is applied.
+        /// Per changed record, its row values as far as they need no store (`PagePreparer`).
+        /// Worked out where the page is decoded: for pages fetched ahead, on the client's reader
+        /// thread while the page before is applied.
         var prepared: [MirrorImport.Prepared?]
 
         /// A page of a reply that came as a tree, read by the page's reader; one it cannot read
         /// is the fetch's error (applying nothing, keeping the token it had).
-        init(json: JSONValue, model: ManagedObjectModel, holding: Set<String>) throws(MessageReadError) {
-            self.init(try FetchZoneChangesResult(tree: json), model: model, holding: holding)
+        init(json: JSONValue, preparer: PagePreparer) throws(MessageReadError) {
+            self.init(try FetchZoneChangesResult(tree: json), preparer: preparer)
         }
 
         /// Reads a page from the reply's bytes (`WireClient.ResultReader`,
         /// `FetchZoneChangesResult.read`), its records' fields read by the same scan: nil when
         /// it cannot, and the reply is parsed into a tree and given to `init(json:)`.
-        init?(bytes: UnsafeBufferPointer<UInt8>, model: ManagedObjectModel, holding: Set<String>) {
+        init?(bytes: UnsafeBufferPointer<UInt8>, preparer: PagePreparer) {
             guard let (page, read) = try? FetchZoneChangesResult.read(bytes, fields: { bytes, start in
                 StoredFields.endAndFields(bytes, from: start).map { (end: $0.end, read: $0.fields) }
             }) else { return nil }
-            self.init(page, model: model, holding: holding, read: read)
+            self.init(page, preparer: preparer, read: read)
         }
 
         /// `read`: per changed record, its fields as the page's scan read them (empty: none were).
-        private init(_ page: FetchZoneChangesResult, model: ManagedObjectModel, holding: Set<String>, read: [[StoredFields.Field]?] = []) {
-            // CDMR records become their link entity's records here, before anything reads them.
-            let changed = page.changed.map(MirrorLinkRecords.incoming)
-            self.changed = changed
-            var layouts: [String: MirrorImport.FieldLayout] = [:]
-            prepared = changed.indices.map { position -> MirrorImport.Prepared? in
-                let record = changed[position]
-                guard !record.isShare, let name = record.entityName, holding.contains(name), let entity = model.entity(named: name) else { return nil }
-                let layout = layouts[name] ?? MirrorImport.FieldLayout(entity)
-                layouts[name] = layout
-                // Fields in stored form came as text alone, and are read from it.
-                if let text = record.fieldsText, let stored = (position < read.count ? read[position] : nil) ?? StoredFields.fields(text) {
-                    return MirrorImport.Prepared(entity: entity, fields: layout.values(stored))
-                }
-                return MirrorImport.Prepared(entity: entity, fields: layout.values(record.fields))
-            }
+        private init(_ page: FetchZoneChangesResult, preparer: PagePreparer, read: [[StoredFields.Field]?] = []) {
+            (changed, prepared) = preparer.prepare(page, read: read)
             deleted = page.deleted.map { ($0.recordName, $0.recordType) }
             token = page.token.text
             moreComing = page.moreComing
@@ -201,8 +187,8 @@ extension CloudMirror {
         // A fetch from nil lists live records only, no deletions: the records this device knows
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
-        let (model, holding) = try state(scope) { state, _, _ in (state.store.model, Set(state.store.entities.keys)) }
-        let ahead = pagesAhead(zone, database: database, model: model, holding: holding)
+        let preparer = try state(scope) { state, _, _ in mapping.pagePreparer(for: state) }
+        let ahead = pagesAhead(zone, database: database, preparer: preparer)
         defer { ahead.stop() }
         while true {
             let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.zoneTokenKey(zone)) }
@@ -217,7 +203,7 @@ extension CloudMirror {
             let askedNext = decoded != nil
             if case .failure = outcome { outcome = nil }
             if outcome == nil {
-                let waiter = ReplyWaiter(read: { bytes in ZoneChanges(bytes: bytes, model: model, holding: holding) })
+                let waiter = ReplyWaiter(read: { bytes in ZoneChanges(bytes: bytes, preparer: preparer) })
                 begin("changes.fetchZone", params, into: waiter)
                 outcome = finish(waiter, "changes.fetchZone", params)
                 decoded = waiter.decoded(as: ZoneChanges.self)
@@ -239,7 +225,7 @@ extension CloudMirror {
             // its token, so the order of pages and tokens is unchanged. A page that came ahead
             // was decoded when it arrived, and has already asked for the one after it.
             if !askedNext, let next = decoded.map({ $0.moreComing ? $0.token : nil }) ?? FetchZoneChangesResult.nextToken(reply)?.text { ahead.ask(after: next) }
-            let page = try decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
+            let page = try decoded ?? ZoneChanges(json: reply, preparer: preparer)
             report.pages += 1
             // The page's token is saved in the transaction that applies the page (the last one,
             // when the page needs a context save too): a token is never kept without its page.
@@ -273,15 +259,15 @@ extension CloudMirror {
     /// are decoded: pages chain through tokens, so the cloud builds the next one meanwhile.
     /// Pages are read from the reply's bytes (`ZoneChanges(bytes:)`), or failing that from
     /// its tree; either way the next page is asked for first.
-    private func pagesAhead(_ zone: ZoneID, database: DatabaseScope, model: ManagedObjectModel, holding: Set<String>) -> PagesAhead {
+    private func pagesAhead(_ zone: ZoneID, database: DatabaseScope, preparer: PagePreparer) -> PagesAhead {
         let ahead = PagesAhead(depth: Self.pagesAhead)
         ahead.setUp(decode: { [weak ahead] json in
             if let token = FetchZoneChangesResult.nextToken(json) { ahead?.ask(after: token.text) }
             // A page that does not read stays undecoded: the fetch reads it again when its turn
             // comes, and reports the error then.
-            do { return try ZoneChanges(json: json, model: model, holding: holding) } catch { return error }
+            do { return try ZoneChanges(json: json, preparer: preparer) } catch { return error }
         }, read: { [weak ahead] bytes in
-            guard let page = ZoneChanges(bytes: bytes, model: model, holding: holding) else { return nil }
+            guard let page = ZoneChanges(bytes: bytes, preparer: preparer) else { return nil }
             if page.moreComing { ahead?.ask(after: page.token) }
             return page
         }, send: { [self] token, waiter in

@@ -22,25 +22,7 @@ extension CloudMirror {
     /// (`MirrorRecordCoding.fieldType`: booleans as int64, dates as date, …). Another
     /// device fetching meanwhile may see them come and go, as with Apple's.
     func initializeSchema(dryRun: Bool, progress: ProgressReporter = .silent) throws -> SchemaInitialization {
-        let names = Set(engine.model.configurations.flatMap(\.entities))
-        let entities = engine.model.entities.filter { names.contains($0.name) }
-        var recordTypes: [String: [String: String]] = [:]
-        var saves: [CloudRecord] = []
-        for entity in entities {
-            let (fields, types) = MirrorRecordCoding.representativeFields(entity)
-            // One name per entity: a run again after one whose delete failed overwrites and
-            // deletes the records that one left, instead of leaving them for devices to import.
-            var record = CloudRecord(recordName: "initializeSchema-\(entity.name)", zoneID: .coreData, recordType: CloudKitNames.coreDataName(entity.name),
-                                     fields: fields.objectValue ?? [:])
-            recordTypes[record.recordType] = types
-            if engine.model.isLinkEntity(entity.name) {
-                // A many-to-many link goes out as a CDMR record: that type is the one to define.
-                recordTypes.removeValue(forKey: record.recordType)
-                record = MirrorLinkRecords.outgoing(record, model: engine.model)
-                recordTypes[record.recordType] = record.fields.mapValues { CloudKitNames.typeName($0["type"]?.stringValue ?? "string") }
-            }
-            saves.append(record)
-        }
+        let (saves, recordTypes) = mapping.schemaRecords()
         guard !dryRun else { return SchemaInitialization(recordTypes: recordTypes, uploaded: 0, dryRun: true) }
         try signedInCredential()
         // Made (or found) every time: a zone deleted since this process made it is made again.
@@ -68,41 +50,5 @@ extension CloudMirror {
                             details: error.details)
         }
         return SchemaInitialization(recordTypes: recordTypes, uploaded: saves.count, dryRun: false)
-    }
-}
-
-extension MirrorRecordCoding {
-    /// A record's fields with every stored property set to a stand-in value of its type (data
-    /// attributes in their asset fields too), the per-field stamps field and the move receipt:
-    /// every field a real export can carry, with its CloudKit type.
-    static func representativeFields(_ entity: EntityDescription) -> (fields: JSONValue, types: [String: String]) {
-        var fields: [String: JSONValue] = [:]
-        var types: [String: String] = [:]
-        func add(_ name: String, _ type: String, _ value: JSONValue) {
-            fields[name] = ["type": .string(type), "value": value]
-            types[name] = CloudKitNames.typeName(type)
-        }
-        add(CloudKitNames.entityNameField, "string", .string(entity.name))
-        for attribute in entity.attributes {
-            let stand: JSONValue
-            switch attribute.type {
-            case .string: stand = .string(attribute.allowedValues?.first ?? "initializeSchema")
-            case .integer, .integer16, .integer32, .boolean, .date: stand = 0
-            case .double, .float: stand = 0.5
-            case .decimal: stand = "0.5"
-            case .uuid: stand = "00000000-0000-0000-0000-000000000000"
-            case .uri: stand = "https://example.com/initializeSchema"
-            case .binary, .transformable: stand = "AA=="
-            }
-            add(fieldName(attribute.name), fieldType(attribute.type), stand)
-        }
-        // A data value past the store's asset threshold travels in its asset field instead.
-        for attribute in entity.attributes where attribute.type.isData { add(assetFieldName(attribute.name), "asset", "AA==") }
-        // A to-one relationship is the related record's name.
-        for relationship in entity.toOneRelationships { add(fieldName(relationship.name), "string", "initializeSchema") }
-        add(MirrorBookkeeping.fieldTimesField, "string", "{}")
-        // A record a device moves into another zone (a share) carries its move receipt.
-        add(MovedFrom.field, "bytes", "AA==")
-        return (.object(fields), types)
     }
 }

@@ -25,8 +25,8 @@ extension CloudMirror {
 
     /// One outgoing item of a batch.
     struct SendItem {
+        /// Its queue entry (the record's name and entity, the change it carries).
         var pending: MirrorBookkeeping.Pending
-        var entity: EntityDescription
         /// The record to save (nil: a delete); its fields are in `fieldsText`.
         var record: CloudRecord?
         /// The saved record's fields as JSON text (`MirrorRecordCoding.fieldsText`).
@@ -201,13 +201,13 @@ extension CloudMirror {
     /// A batch's records.modify: each record with its fields text as it was built from the row
     /// (`ModifyParams` writes it as it is), atomic, answered with names and tags alone (the
     /// mirror keeps the fields it sent: a verdict reads nothing else, `applyVerdicts`).
-    private static func request(_ batch: Batch, model: ManagedObjectModel) -> ModifyParams {
+    private func request(_ batch: Batch) -> ModifyParams {
         var saves: [CloudRecord] = []
         saves.reserveCapacity(batch.items.count)
         for item in batch.items {
             guard var record = item.record, let fields = item.fieldsText else { continue }
             record.fieldsText = fields
-            saves.append(MirrorLinkRecords.outgoing(record, model: model))
+            saves.append(mapping.wireRecord(record))
         }
         let deletes = batch.items.compactMap { item in item.delete.map { DeleteItem(recordName: item.pending.uuid, zoneID: $0) } }
         return ModifyParams(database: batch.database, saves: saves, deletes: deletes, atomic: true, reply: .tags)
@@ -321,7 +321,7 @@ extension CloudMirror {
             pass.rounds += 1
             pass.upcoming.removeFirst()
             if batch.database == .private { try ensureZones(Set(batch.items.compactMap { $0.record?.zoneID })) }
-            let params = Self.request(batch, model: engine.model)
+            let params = request(batch)
             report.requests += 1
             pass.inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params, read: { bytes in try? ModifyVerdicts.read(bytes) })))
             if pass.upcoming.isEmpty { try buildMore(&pass, scope: scope, report: &report) }

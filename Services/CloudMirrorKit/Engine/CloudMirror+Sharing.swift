@@ -123,8 +123,7 @@ extension CloudMirror {
     /// was over the server's limits (`limitExceeded`; nothing was applied, the request is atomic).
     private func moveAtOnce(_ graph: [GraphMember], into zone: ZoneID) throws -> JSONValue? {
         var saves = graph.map {
-            MirrorLinkRecords.outgoing(CloudRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity), fields: $0.fields),
-                                       model: engine.model)
+            mapping.wireRecord(CloudRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity), fields: $0.fields))
         }
         saves.append(CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: zone, recordType: CloudKitNames.shareRecordType))
         let deletes = graph.compactMap { member in member.oldZone.map { DeleteItem(recordName: member.uuid, zoneID: $0) } }
@@ -191,7 +190,7 @@ extension CloudMirror {
                 guard let zone = member.oldZone, let tag = member.tag else { return nil }
                 var record = CloudRecord(recordName: member.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(member.entity), fields: member.fields)
                 record.recordChangeTag = tag
-                return MirrorLinkRecords.outgoing(record, model: engine.model)
+                return mapping.wireRecord(record)
             }
             var saved: JSONValue?
             var stale = false

@@ -64,7 +64,8 @@ extension CoreDataMapping {
     /// insert the server never had is deleted; the device's clients are told (docs/RULES.md, mirroring: permissions checked twice).
     func revert(_ item: CloudMirror.SendItem, serverCopy: CloudRecord?, error: WireError, in state: MirrorBookkeeping, storeIndex: Int,
                 stores: StoreSet, user: String?) throws {
-        let pending = item.pending, entity = item.entity
+        let pending = item.pending
+        guard let entity = state.store.model.entity(named: pending.entity) else { return }
         let zone = item.record?.zoneID ?? item.delete
         let store = state.store
         // Parsed once (fields that came as text are parsed on each read).
@@ -110,10 +111,11 @@ extension CoreDataMapping {
             // and the record stayed behind in a zone its session had left).
             guard let zone = item.record?.zoneID, let meta = try state.meta(uuid), meta.zone == zone,
                   meta.changeTag == item.record?.recordChangeTag, try state.pending(uuid: uuid) != nil else { continue }
-            if options.deletePolicy(item.entity.name) == .resurrect {
+            guard let entity = store.model.entity(named: item.pending.entity) else { continue }
+            if options.deletePolicy(entity.name) == .resurrect {
                 try write(store, commit: .deferred) { _ in try state.forgetServerCopy(uuid) }
             } else {
-                local.append(LocalChange(uuid: uuid, entity: item.entity, fields: nil, zone: nil))
+                local.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil))
                 afterSave.append { try state.dropMeta(uuid); try state.dropPending(item.pending) }
             }
         }

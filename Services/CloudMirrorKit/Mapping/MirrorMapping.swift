@@ -15,6 +15,10 @@ protocol MirrorMapping: Sendable {
                     touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout SyncSendResult,
                     readThrough: inout Int64) throws -> [CloudMirror.SendItem]
 
+    /// A zone's pages are about to be fetched: what makes each page ready for `applyPage` where
+    /// it is decoded (on the client's reader thread for pages fetched ahead).
+    func pagePreparer(for state: MirrorBookkeeping) -> PagePreparer
+
     /// A zone's page was fetched: its changes and deletions go into the store, and `token` is
     /// saved with them (a token is never kept without its page).
     func applyPage(_ page: ZonePage, to state: MirrorBookkeeping, storeIndex: Int, stores: StoreSet, user: String?,
@@ -48,6 +52,14 @@ protocol MirrorMapping: Sendable {
     /// and whether it moves in one request of `sizing`'s items. An object already in a live
     /// share is `alreadyShared`.
     func shareGraph(of objectID: String, sizing: BatchSizing, stores: StoreSet) throws -> (graph: [GraphMember], leaders: Int, atOnce: Bool)
+
+    /// A record as it goes on the wire: a many-to-many link's record as CloudKit's CDMR record
+    /// (inside the mirror a link is its link entity's record).
+    func wireRecord(_ record: CloudRecord) -> CloudRecord
+
+    /// sync.initializeSchema: one representative record per mirrored entity, every field set
+    /// with the type an export gives it, and each record type's field types.
+    func schemaRecords() -> (records: [CloudRecord], recordTypes: [String: [String: String]])
 
     /// The account left the device (sign-out, another user): every object and the mirror's
     /// bookkeeping leave the stores. Returns how many objects went.

@@ -30,16 +30,18 @@ extension CoreDataMapping {
             let uuid = item.pending.uuid
             let error = errors[uuid] ?? errors.first { $0.key.hasSuffix("/\(uuid)") }?.value
             if let record = item.record {
-                try applySave(item, record: record, error: error, report: &report, pass: &pass)
+                // Its batch was built from the model's entities: one it no longer knows has nothing to apply.
+                guard let entity = store.model.entity(named: item.pending.entity) else { pass.skipped.insert(uuid); return }
+                try applySave(item, entity: entity, record: record, error: error, report: &report, pass: &pass)
             } else if let zone = item.delete {
                 try applyDelete(item, zone: zone, error: error, report: &report, pass: &pass)
             }
         }
 
-        private mutating func applySave(_ item: CloudMirror.SendItem, record: CloudRecord, error: WireError?, report: inout SyncSendResult, pass: inout CloudMirror.SendPass) throws {
+        private mutating func applySave(_ item: CloudMirror.SendItem, entity: EntityDescription, record: CloudRecord, error: WireError?, report: inout SyncSendResult, pass: inout CloudMirror.SendPass) throws {
             let uuid = item.pending.uuid
             if let tag = verdicts.saved[uuid], error == nil {
-                try state.setMeta(.init(uuid: uuid, entity: item.entity.name, zone: record.zoneID, changeTag: tag,
+                try state.setMeta(.init(uuid: uuid, entity: entity.name, zone: record.zoneID, changeTag: tag,
                                         serverFields: nil), fieldsText: item.partial ? try state.serverFields(uuid, applying: item.fieldsText) : item.fieldsText)
                 for link in item.clearedLinks { try PendingLinks(database: store.database).forget(link) }
                 if item.touch {
@@ -56,7 +58,7 @@ extension CoreDataMapping {
             switch error.code {
             case .serverRecordChanged, .serverRejectedRequest:
                 guard let conflict = RecordConflict(details: error.details).map(MirrorLinkRecords.incoming) else { pass.skipped.insert(uuid); return }
-                try mergeConflict(item, record: record, conflict: conflict, code: error.code, report: &report, pass: &pass)
+                try mergeConflict(item, entity: entity, record: record, conflict: conflict, code: error.code, report: &report, pass: &pass)
             case .batchRequestFailed:
                 return
             case .unknownItem:
@@ -79,7 +81,7 @@ extension CoreDataMapping {
             default:
                 mapping.logger.notice("record not saved", ["recordName": .string(uuid), "code": .string(error.code.rawValue), "message": .string(error.message)])
                 outcome.lastRefusal = error
-                outcome.refused[uuid] = RefusedExport(recordName: uuid, entity: item.entity.name, store: store.name, error: error)
+                outcome.refused[uuid] = RefusedExport(recordName: uuid, entity: entity.name, store: store.name, error: error)
                 report.refused += 1
                 pass.skipped.insert(uuid)
             }
@@ -87,18 +89,18 @@ extension CoreDataMapping {
 
         /// A save that met another version of the record: merged with the server's copy (saved
         /// through a context after the batch's transaction).
-        private mutating func mergeConflict(_ item: CloudMirror.SendItem, record: CloudRecord, conflict: RecordConflict, code: ErrorCode,
+        private mutating func mergeConflict(_ item: CloudMirror.SendItem, entity: EntityDescription, record: CloudRecord, conflict: RecordConflict, code: ErrorCode,
                                             report: inout SyncSendResult, pass: inout CloudMirror.SendPass) throws {
             let uuid = item.pending.uuid
             let state = state
             let server = conflict.server
-            let row = try CoreDataMapping.currentFields(entity: item.entity, uuid: uuid, state: state)
+            let row = try CoreDataMapping.currentFields(entity: entity, uuid: uuid, state: state)
             let queued = try state.pending(uuid: uuid)
             if row == nil, queued?.kind == .delete {
                 // Deleted here while the batch was out: nothing to merge with, and
                 // applying the merge would bring the row back. The server's copy is
                 // what the queued delete now removes (the send's next batch).
-                try state.setMeta(serverCopy: server, entity: item.entity.name, uuid: uuid)
+                try state.setMeta(serverCopy: server, entity: entity.name, uuid: uuid)
                 report.conflictsResolved += 1
                 return
             }
@@ -118,19 +120,19 @@ extension CoreDataMapping {
                                        fields: row ?? sent ?? [:])
             let outcomeOfMerge = try mapping.merge(server: server, client: current, ancestor: ancestor,
                                                   pending: queued ?? item.pending, state: state, everyField: ancestor == nil)
-            local.append(LocalChange(uuid: uuid, entity: item.entity, fields: outcomeOfMerge.fields, zone: server.zoneID.key,
+            local.append(LocalChange(uuid: uuid, entity: entity, fields: outcomeOfMerge.fields, zone: server.zoneID.key,
                                      linkZone: mapping.linkZone(of: server, store: state.store, user: user)))
             // A record saved where it was before a move stays queued even when the
             // server's copy won: the merged row may still belong in another zone.
             let keep = outcomeOfMerge.clientWon || item.touch
             afterSave.append((uuid, server, {
-                try state.setMeta(serverCopy: server, entity: item.entity.name, uuid: uuid)
+                try state.setMeta(serverCopy: server, entity: entity.name, uuid: uuid)
                 try state.setFieldTimes(uuid, outcomeOfMerge.times)
                 if !keep { try state.dropPending(item.pending) }
             }))
             report.conflictsResolved += 1
             if !keep { pass.skipped.insert(uuid) }
-            if item.touch, try CoreDataMapping.movingElsewhere(server, ancestor: ancestor, entity: item.entity, state: state) {
+            if item.touch, try CoreDataMapping.movingElsewhere(server, ancestor: ancestor, entity: entity, state: state) {
                 // Its save where it is met another device's save of it there, which
                 // changed what it belongs to, into another zone: that device is
                 // moving it (it saves a record where it is just before moving it).
