@@ -40,7 +40,7 @@ extension Mirroring {
         @Test("A change to the bookkeeping outside a write is refused and changes nothing")
         func aChangeOutsideAWriteIsRefused() throws {
             let store = try MergeRuleTests.privateStore("memory://outside-write")
-            let state = MirrorBookkeeping(store)
+            let state = StoreBookkeeping(store)
             try store.database.transaction { try state.createTables() }
             let error = #expect(throws: ServiceError.self) { try state.setValue(MirrorBookkeeping.databaseTokenKey, "t1") }
             #expect(error?.wire.code == .internalError)

@@ -158,7 +158,7 @@ extension Mirroring {
                     not_before REAL NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);
                 INSERT INTO mirror_pending(uuid, entity, kind, changed) VALUES ('old', 'CareEvent', 'update', '["CD_note"]');
                 """)
-            let state = MirrorBookkeeping(store)
+            let state = StoreBookkeeping(store)
             try state.createTables()
             let old = try #require(try state.pending(uuid: "old"))
             #expect(old.kind == .update && old.changed == ["CD_note"] && old.primaryKey == nil)
@@ -184,7 +184,7 @@ extension Mirroring {
         @Test("Record metadata has no index on its zone (a store written with one loses it when the mirror opens it); the zone's records are still found")
         func metadataZoneIndexIsDropped() throws {
             let store = try Self.privateStore("memory://meta-index")
-            let state = MirrorBookkeeping(store)
+            let state = StoreBookkeeping(store)
             try state.createTables()
             try store.database.execute("CREATE INDEX mirror_meta_zone ON mirror_meta(zone_name, owner_name)")
             try state.createTables()
@@ -204,27 +204,27 @@ extension Mirroring {
             let dir = TemporaryDirectory(prefix: "companion")
             defer { withExtendedLifetime(dir) {} }  // removed only once the store is done with its files
             let store = try Self.privateStore("file://\(dir.file("p.sqlite"))", filePath: dir.file("p.sqlite"))
-            let state = MirrorBookkeeping(store)
+            let state = StoreBookkeeping(store)
             try state.createTables()
             let reader = try #require(try store.readingCompanion())
             #expect(try store.readingCompanion() === reader, "made once")
             #expect(reader.name == store.name && reader.uuid == store.uuid)
             try store.database.transaction { try state.enqueue(uuid: "n1", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, primaryKey: 1) }
             let seen = try reader.database.readTransaction { () throws -> [String] in
-                let first = try MirrorBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
+                let first = try StoreBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
                 // A commit made meanwhile is not in this snapshot.
                 try store.database.transaction { try state.enqueue(uuid: "n2", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, primaryKey: 2) }
-                return try first + MirrorBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
+                return try first + StoreBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
             }
             #expect(seen == ["n1", "n1"])
-            #expect(try reader.database.readTransaction { try MirrorBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid) } == ["n1", "n2"])
-            #expect(throws: SQLiteError.self) { try reader.database.transaction { try MirrorBookkeeping(reader).dropPending("n1") } }
+            #expect(try reader.database.readTransaction { try StoreBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid) } == ["n1", "n2"])
+            #expect(throws: SQLiteError.self) { try reader.database.transaction { try StoreBookkeeping(reader).dropPending("n1") } }
         }
 
         @Test("A record the server lost but a local edit re-creates (resurrect) keeps its stamps, wherever they lived")
         func forgettingTheServerCopyKeepsStamps() throws {
             let store = try Self.privateStore("memory://resurrect")
-            let state = MirrorBookkeeping(store)
+            let state = StoreBookkeeping(store)
             try state.createTables()
             let sent = FieldStamp.encode(["CD_id", "CD_value"], FieldStamp(time: 1, device: "A"))
             let record: [String: JSONValue] = ["CD_id": ["type": "string", "value": "x"], MirrorBookkeeping.fieldTimesField: ["type": "string", "value": .string(sent)]]
@@ -298,7 +298,7 @@ extension Mirroring {
                 }
             }
             let row = PersistentStore.StoredRow(primaryKey: 1, version: 1, uuid: "E1", zone: nil, values: values)
-            let state = MirrorBookkeeping(store)
+            let state = StoreBookkeeping(store)
             let times = FieldStamp.encode(["CD_id": FieldStamp(time: 1.5, device: "A")])
             var cache = MirrorRecordCoding.TextCache()
             let text = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: times, cache: &cache)

@@ -26,11 +26,11 @@ extension CloudMirror {
         let previous = user
         connection.withLock { $0?.client.close(); $0 = nil }
         credential.withLock { $0 = nil }
-        let removed = try withStores { stores -> Int in
-            let removed = try clearLocalData(stores)
-            if let index = Self.storeIndex(.private, in: stores) {
-                let state = MirrorBookkeeping(stores.list[index])
-                try write(state.store) { _ in
+        let removed = try stores.withEveryStore { list -> Int in
+            let removed = try clearLocalData(list)
+            if let store = list.first(where: { $0.scope == .private }) {
+                let state = store.bookkeeping
+                try store.write {
                     try state.setValue(Self.accountKey, nil)
                     try state.setValue(Self.signedOutKey, "1")
                 }
@@ -53,11 +53,7 @@ extension CloudMirror {
         if previous != chosen { connection.withLock { $0?.client.close(); $0 = nil } }
         do {
             let live = try client()
-            try withStores { stores in
-                guard let index = Self.storeIndex(.private, in: stores) else { return }
-                let store = stores.list[index]
-                try write(store) { _ in try MirrorBookkeeping(store).setValue(Self.signedOutKey, nil) }
-            }
+            try stores.withStore(.private) { store in try store.write { try store.bookkeeping.setValue(Self.signedOutKey, nil) } }
             return AccountResult(signedIn: true, user: live.user)
         } catch {
             // A refused credential leaves the device as it was.
@@ -68,8 +64,8 @@ extension CloudMirror {
 
     /// Removes every object of every store and the mirror's bookkeeping, but the export cursor
     /// and the sign-out mark; forgets the zones made and the refusals. Returns how many objects went.
-    private func clearLocalData(_ stores: StoreSet) throws -> Int {
-        let removed = try mapping.removeEverything(from: stores, keeping: [Self.signedOutKey])
+    private func clearLocalData(_ list: [any MirrorStore]) throws -> Int {
+        let removed = try mapping.removeEverything(from: list, keeping: [Self.signedOutKey])
         progress.withLock {
             $0.zonesEnsured = []
             $0.refusedExports = [:]
@@ -82,17 +78,16 @@ extension CloudMirror {
     /// when the iCloud account changes. The first sign-in uploads what is already there once:
     /// it is all in history, after the export cursor.
     func signIn(_ user: String) throws {
-        try withStores { stores in
-            guard let privateIndex = Self.storeIndex(.private, in: stores) else { return }
-            let known = try MirrorBookkeeping(stores.list[privateIndex]).value(Self.accountKey)
+        try stores.withEveryStore { list in
+            guard let store = list.first(where: { $0.scope == .private }) else { return }
+            let known = try store.bookkeeping.value(Self.accountKey)
             if let known, known != user {
                 logger.notice("the cloud account changed: local data and sync state are cleared",
                               ["previousUser": .string(known), "user": .string(user)])
-                _ = try clearLocalData(stores)
+                _ = try clearLocalData(list)
             }
             if known != user {
-                let store = stores.list[privateIndex]
-                try write(store) { _ in try MirrorBookkeeping(store).setValue(Self.accountKey, user) }
+                try store.write { try store.bookkeeping.setValue(Self.accountKey, user) }
             }
         }
     }

@@ -93,6 +93,6 @@ extension CloudMirror {
     }
 
     fileprivate func publish(_ notice: CloudKitEventNotice) {
-        engine.announce(topic: Self.cloudKitEventsTopic, event: Self.eventChangedEvent, data: notice)
+        stores.announce(topic: Self.cloudKitEventsTopic, event: Self.eventChangedEvent, data: notice)
     }
 }

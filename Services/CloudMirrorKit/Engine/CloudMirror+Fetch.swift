@@ -60,15 +60,9 @@ extension CloudMirror {
         }
     }
 
-    private func storeName(_ scope: StoreScope) throws -> String? {
-        try withStores { stores in Self.storeIndex(scope, in: stores).map { stores.list[$0].name } }
-    }
-
-    func state<T>(_ scope: StoreScope, _ body: (MirrorBookkeeping, Int, StoreSet) throws -> T) throws -> T {
-        try withStores { stores in
-            guard let index = Self.storeIndex(scope, in: stores) else { throw ServiceError(.unknownStore, "No \(scope.rawValue) store is loaded.") }
-            return try body(MirrorBookkeeping(stores.list[index]), index, stores)
-        }
+    /// `body` on the bookkeeping of the store of `scope` (unknownStore when none is loaded).
+    func state<T>(_ scope: StoreScope, _ body: (MirrorBookkeeping) throws -> T) throws -> T {
+        try store(scope) { try body($0.bookkeeping) }
     }
 
     /// A page goes to the mapping in one turn of the store lock, between two ingests: a merge
@@ -76,29 +70,29 @@ extension CloudMirror {
     /// (author sync) is moved past, never exported.
     func applyPage(_ page: ZonePage, scope: StoreScope, report: inout SyncFetchResult) throws {
         let user = user
-        try state(scope) { state, index, stores in
-            try ingest(state.store)
-            try mapping.applyPage(page, to: state, storeIndex: index, stores: stores, user: user, report: &report)
-            try ingest(state.store)
+        try store(scope) { store in
+            try ingest(store)
+            try mapping.applyPage(page, to: store, user: user, report: &report)
+            try ingest(store)
         }
     }
 
     /// A zone went away: the mapping removes its objects and records (between two ingests, as
     /// a page), and the zone is made again before anything is sent into it.
     func removeZone(_ zone: ZoneID, scope: StoreScope, purged: Bool, report: inout SyncFetchResult) throws {
-        try state(scope) { state, index, stores in
-            try ingest(state.store)
-            try mapping.removeZone(zone, from: state, storeIndex: index, stores: stores)
-            try ingest(state.store)
+        try store(scope) { store in
+            try ingest(store)
+            try mapping.removeZone(zone, from: store)
+            try ingest(store)
         }
         progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
         report.zonesRemoved.append((purged ? "purged:" : "") + zone.key)
     }
 
     func fetchDatabase(_ scope: StoreScope, report: inout SyncFetchResult) throws {
-        guard try storeName(scope) != nil else { return }
+        guard stores.identities.contains(where: { $0.scope == scope }) else { return }
         let database: DatabaseScope = scope == .private ? .private : .shared
-        let fullFetch = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.databaseTokenKey) } == nil
+        let fullFetch = try state(scope) { state in try state.value(MirrorBookkeeping.databaseTokenKey) } == nil
         var currentZones: Set<ZoneID> = []
         // Deletions are held until every changed zone is applied (`holdTombstones`). A move
         // is one request, so once a round has seen its old zone's tombstone, the next round
@@ -107,7 +101,7 @@ extension CloudMirror {
         var settled = false
         for _ in 0..<3 {
             let changed = try fetchDatabaseChanges(scope, database: database, zones: &currentZones, report: &report)
-            guard changed, try state(scope, { state, _, _ in try state.holdsTombstones }) else { settled = true; break }
+            guard changed, try state(scope, { state in try state.holdsTombstones }) else { settled = true; break }
         }
         // Zones are read one after another, not as one snapshot: a round can read a move's new
         // zone just before the move and its old zone just after, and see only the deletion.
@@ -125,7 +119,7 @@ extension CloudMirror {
         // that is not among them was deleted while the device had no token (first fetch, or an
         // expired token) and is removed like a reported deletion.
         if fullFetch {
-            let known = try state(scope) { state, _, _ in try state.knownZones() }
+            let known = try state(scope) { state in try state.knownZones() }
             for zone in known.subtracting(currentZones) { try removeZone(zone, scope: scope, purged: false, report: &report) }
         }
     }
@@ -133,9 +127,9 @@ extension CloudMirror {
     /// The held deletions (`holdTombstones`), applied zone by zone: a record that meanwhile
     /// arrived in another zone is not deleted (`applyPage`).
     private func applyHeldTombstones(_ scope: StoreScope, report: inout SyncFetchResult) throws {
-        for (zone, deleted) in try state(scope, { state, _, _ in try state.heldTombstones() }) {
+        for (zone, deleted) in try state(scope, { state in try state.heldTombstones() }) {
             try applyPage(ZonePage(changed: [], prepared: [], deleted: deleted, zone: zone, token: nil, holdDeletes: false), scope: scope, report: &report)
-            try state(scope) { state, _, _ in try write(state.store, commit: .deferred) { _ in try state.dropTombstones(zone: zone) } }
+            try store(scope) { store in try store.write(commit: .deferred) { try store.bookkeeping.dropTombstones(zone: zone) } }
         }
     }
 
@@ -144,13 +138,13 @@ extension CloudMirror {
                                       report: inout SyncFetchResult) throws -> Bool {
         var changedAny = false
         while true {
-            let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.databaseTokenKey) }
+            let token = try state(scope) { state in try state.value(MirrorBookkeeping.databaseTokenKey) }
             let reply: JSONValue
             switch attempt("changes.fetchDatabase", FetchDatabaseChangesParams(database: database, since: token.map { ChangeToken($0) })) {
             case let .success(value): reply = value
             case let .failure(error) where error.retry == .afterRefetch && token != nil:
                 report.tokensExpired += 1
-                try state(scope) { state, _, _ in try write(state.store) { _ in try state.setValue(MirrorBookkeeping.databaseTokenKey, nil) } }
+                try store(scope) { store in try store.write { try store.bookkeeping.setValue(MirrorBookkeeping.databaseTokenKey, nil) } }
                 continue
             case let .failure(error): throw error
             }
@@ -158,8 +152,8 @@ extension CloudMirror {
             for zone in changes.deletedZones { try removeZone(zone, scope: scope, purged: false, report: &report) }
             for zone in changes.purgedZones { try removeZone(zone, scope: scope, purged: true, report: &report) }
             for zone in changes.encryptedDataResetZones {
-                try state(scope) { state, _, _ in
-                    try write(state.store) { _ in try mapping.requeueZone(zone, state: state) }
+                try store(scope) { store in
+                    try store.write { try mapping.requeueZone(zone, in: store) }
                 }
                 progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
                 report.zonesReset.append(zone.key)
@@ -174,9 +168,10 @@ extension CloudMirror {
             // A database token can be derived again (one lost to a power cut only means the zones
             // it covered are listed again; each zone's token is kept with its pages): written
             // without waiting for the disk, and not at all when it is unchanged.
-            try state(scope) { state, _, _ in
+            try store(scope) { store in
+                let state = store.bookkeeping
                 guard try state.value(MirrorBookkeeping.databaseTokenKey) != changes.token.text else { return }
-                try write(state.store, commit: .deferred) { _ in try state.setValue(MirrorBookkeeping.databaseTokenKey, changes.token.text) }
+                try store.write(commit: .deferred) { try state.setValue(MirrorBookkeeping.databaseTokenKey, changes.token.text) }
             }
             if !changes.moreComing { break }
         }
@@ -187,13 +182,13 @@ extension CloudMirror {
         // A fetch from nil lists live records only, no deletions: the records this device knows
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
-        let preparer = try state(scope) { state, _, _ in mapping.pagePreparer(for: state) }
+        let preparer = try store(scope) { store in try mapping.pagePreparer(for: store) }
         let ahead = pagesAhead(zone, database: database, preparer: preparer)
         defer { ahead.stop() }
         while true {
-            let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.zoneTokenKey(zone)) }
+            let token = try state(scope) { state in try state.value(MirrorBookkeeping.zoneTokenKey(zone)) }
             // (A device that knows no record of the zone yet has nothing to compare.)
-            if token == nil { listed = try state(scope) { state, _, _ in try state.knowsRecords(inZone: zone) } ? [] : nil }
+            if token == nil { listed = try state(scope) { state in try state.knowsRecords(inZone: zone) } ? [] : nil }
             let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token.map { ChangeToken($0) }, limit: BatchSizing.fetchPage)
             let reply: JSONValue
             let prefetched = ahead.next()
@@ -213,7 +208,7 @@ extension CloudMirror {
             case let .failure(error) where error.retry == .afterRefetch && token != nil:
                 // docs/RULES.md (mirroring): an expired token refetches from nil; applying is idempotent, so nothing doubles.
                 report.tokensExpired += 1
-                try state(scope) { state, _, _ in try write(state.store) { _ in try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil) } }
+                try store(scope) { store in try store.write { try store.bookkeeping.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil) } }
                 continue
             case let .failure(error) where error.code == .zoneNotFound:
                 try removeZone(zone, scope: scope, purged: false, report: &report)
@@ -245,9 +240,9 @@ extension CloudMirror {
         if let listed {
             if scope == .private, !listed.contains(CloudKitNames.zoneShareName) {
                 // No share among the zone's live records: another device of the owner stopped it.
-                try state(scope) { state, _, _ in try write(state.store) { _ in try state.dropShare(zone: zone.zoneName) } }
+                try store(scope) { store in try store.write { try store.bookkeeping.dropShare(zone: zone.zoneName) } }
             }
-            let gone = try state(scope) { state, _, _ in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
+            let gone = try state(scope) { state in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
             if !gone.isEmpty {
                 try applyPage(ZonePage(changed: [], prepared: [], deleted: gone.map { ($0.uuid, CloudKitNames.coreDataName($0.entity)) }, zone: zone,
                                        token: nil, holdDeletes: true), scope: scope, report: &report)

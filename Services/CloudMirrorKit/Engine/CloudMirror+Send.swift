@@ -76,15 +76,12 @@ extension CloudMirror {
                 queued = known
                 ahead = nil
             } else {
-                guard let fresh = try withStores({ stores -> QueuedAhead? in
-                    guard let index = Self.storeIndex(scope, in: stores) else { return nil }
-                    let store = stores.list[index]
-                    let outcome = try ingest(store, enough: sizing.queueAhead)
-                    return QueuedAhead(store: store, reader: try store.readingCompanion(), queued: outcome.queued, more: outcome.more)
+                guard let fresh = try stores.withStore(scope, { store -> QueuedAhead in
+                    let outcome = try mapping.queueHistory(of: store, enough: sizing.queueAhead)
+                    return QueuedAhead(store: store, reader: try store.reader(), queued: outcome.queued, more: outcome.more)
                 }) else { return [] }
                 queued = fresh
             }
-            let store = queued.store
             // The batches are read from a snapshot on the store's reading connection, without the
             // store lock: clients' saves go on meanwhile (building was a fifth of the time a
             // sending device held the lock, and its saves waited for it). A save that lands
@@ -92,23 +89,23 @@ extension CloudMirror {
             // was a moment earlier, as if built just before that save. An in-memory store has
             // one connection: its batches are built under the lock, below.
             var drops: [MirrorBookkeeping.Pending] = []
-            func build(_ store: PersistentStore, drops: inout [MirrorBookkeeping.Pending]) throws -> [[SendItem]] {
+            func build(_ store: any MirrorStore, drops: inout [MirrorBookkeeping.Pending]) throws -> [[SendItem]] {
                 var built: [[SendItem]] = []
                 var position = after
                 while built.count < count {
-                    let items = try mapping.buildBatch(from: MirrorBookkeeping(store), now: now, limit: limit, skipped: excluding, after: position, touched: touched,
+                    let items = try mapping.buildBatch(from: store, now: now, limit: limit, skipped: excluding, after: position, touched: touched,
                                                drops: &drops, report: &report, readThrough: &position)
                     if items.isEmpty { break }
                     built.append(items)
                 }
                 return built
             }
-            let read = try queued.reader.map { reader in try reader.database.readTransaction { try build(reader, drops: &drops) } }
-            let finished = try withStores { stores -> ([Batch], QueuedAhead)? in
+            let read = try queued.reader.map { reader in try reader.readSnapshot { try build(reader, drops: &drops) } }
+            let finished = try stores.withStore(scope) { store -> ([Batch], QueuedAhead)? in
                 // (A store replaced meanwhile: built again from the new one.)
-                guard let index = Self.storeIndex(scope, in: stores), stores.list[index] === store else { return nil }
+                guard store.isSame(as: queued.store) else { return nil }
                 // One transaction: its dozens of statements per record share one file lock.
-                let batches = try write(store, commit: .deferred) { _ in
+                let batches = try store.write(commit: .deferred) {
                     let built = try read ?? build(store, drops: &drops)
                     try finishDrops(drops, store: store)
                     return try built.map { try finishBatch($0, store: store) }
@@ -116,9 +113,9 @@ extension CloudMirror {
                 // The history saved since is queued in the same turn, for the next batches: a
                 // turn of the lock between a client's saves waits for a whole save, and a turn
                 // of its own for this took one more wait per batch.
-                let outcome = try ingest(store, enough: sizing.queueAhead)
+                let outcome = try mapping.queueHistory(of: store, enough: sizing.queueAhead)
                 return (batches, QueuedAhead(store: store, reader: queued.reader, queued: outcome.queued, more: outcome.more))
-            }
+            } ?? nil
             guard let (batches, next) = finished else { continue }
             ahead = next
             if !batches.isEmpty { return batches }
@@ -139,8 +136,8 @@ extension CloudMirror {
     /// The queue topped up by a send's last turn of the store lock, so the next batches are
     /// built without a turn of their own for it.
     struct QueuedAhead {
-        var store: PersistentStore
-        var reader: PersistentStore?
+        var store: any MirrorStore
+        var reader: (any MirrorStore)?
         /// What that turn's ingest queued, and whether it left history unqueued.
         var queued: Int
         var more: Bool
@@ -150,14 +147,14 @@ extension CloudMirror {
     /// transaction: the entries the build found nothing to send for leave the queue (each only
     /// if still the version the build read: a newer edit stays queued), and each batch's
     /// creates are recorded as in flight (`finishBatch`).
-    private func finishDrops(_ drops: [MirrorBookkeeping.Pending], store: PersistentStore) throws {
-        let state = MirrorBookkeeping(store)
+    private func finishDrops(_ drops: [MirrorBookkeeping.Pending], store: any MirrorStore) throws {
+        let state = store.bookkeeping
         for pending in drops { try state.dropPending(pending) }
     }
 
-    private func finishBatch(_ items: [SendItem], store: PersistentStore) throws -> Batch {
-        Batch(storeName: store.name, database: Self.database(of: store), items: items,
-              createsInFlight: try Self.recordCreates(of: items, state: MirrorBookkeeping(store)))
+    private func finishBatch(_ items: [SendItem], store: any MirrorStore) throws -> Batch {
+        Batch(storeName: store.name, database: store.database, items: items,
+              createsInFlight: try Self.recordCreates(of: items, state: store.bookkeeping))
     }
 
     /// Records the batch's creates (records without a tag: new to the server, or to a zone
@@ -371,11 +368,10 @@ extension CloudMirror {
     /// History the send did not get to (it stopped, or saves came meanwhile) is queued:
     /// `pending` counts it, and status and the next send see it.
     private func countLeftOver(scope: StoreScope, stopped: Bool, report: inout SyncSendResult) throws {
-        try withStores { stores in
-            guard let index = Self.storeIndex(scope, in: stores) else { return }
-            try ingest(stores.list[index])
+        try stores.withStore(scope) { store in
+            try ingest(store)
             if stopped { return }
-            let state = MirrorBookkeeping(stores.list[index])
+            let state = store.bookkeeping
             report.pending += try state.pendingCount()
             let now = clock.seconds()
             if let next = try state.earliestDeferral(now: now) {
@@ -411,10 +407,8 @@ extension CloudMirror {
         case let .failure(error) where error.retry == .afterRetryAfter:
             let retryAfter = error.details["retryAfterSeconds"]?.doubleValue
                 ?? progress.withLock { state -> Double in state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2)); return state.backoffSeconds }
-            try withStores { stores in
-                guard let index = Self.storeIndex(scope, in: stores) else { return }
-                let store = stores.list[index]
-                try write(store, commit: .deferred) { _ in try MirrorBookkeeping(store).deferEntries(items.map(\.pending.uuid), until: clock.seconds() + retryAfter) }
+            try stores.withStore(scope) { store in
+                try store.write(commit: .deferred) { try store.bookkeeping.deferEntries(items.map(\.pending.uuid), until: clock.seconds() + retryAfter) }
             }
             var annotated = error
             annotated.details["deferredItems"] = .int(items.count)
@@ -433,10 +427,7 @@ extension CloudMirror {
     private func settleMissing(_ items: [SendItem], scope: StoreScope) throws {
         var fetched = SyncFetchResult()
         try fetchDatabase(scope, report: &fetched)
-        try withStores { stores in
-            guard let index = Self.storeIndex(scope, in: stores) else { return }
-            try mapping.settleMissing(items, in: MirrorBookkeeping(stores.list[index]), storeIndex: index, stores: stores)
-        }
+        try stores.withStore(scope) { store in try mapping.settleMissing(items, in: store) }
     }
 
     /// Creates the private database zones a batch needs (once per process and zone; again after zoneNotFound).

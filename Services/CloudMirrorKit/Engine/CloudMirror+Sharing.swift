@@ -135,10 +135,9 @@ extension CloudMirror {
         }
         let saved = (reply["saved"]?.arrayValue ?? []).compactMap({ try? CloudRecord(tree: $0) })
         let members = Self.byName(graph)
-        try withStores { stores in
-            guard let index = Self.storeIndex(.private, in: stores) else { return }
-            let state = MirrorBookkeeping(stores.list[index])
-            try write(stores.list[index]) { _ in
+        try stores.withStore(.private) { store in
+            let state = store.bookkeeping
+            try store.write {
                 for record in saved {
                     if record.isShare { continue }
                     guard let member = members[record.recordName] else { continue }
@@ -180,7 +179,7 @@ extension CloudMirror {
             var fetched = SyncFetchResult()
             try fetchDatabase(.private, report: &fetched)
             let sizing = progress.withLock { $0.batchSizing }
-            let (graph, leaders, atOnce) = try withStores { stores in try mapping.shareGraph(of: params.objectID, sizing: sizing, stores: stores) }
+            let (graph, leaders, atOnce) = try stores.withEveryStore { list in try mapping.shareGraph(of: params.objectID, sizing: sizing, in: list) }
             if !prepared {
                 try prepare()
                 prepared = true
@@ -236,10 +235,9 @@ extension CloudMirror {
     private func keepTouched(_ saved: JSONValue?, graph: [GraphMember]) throws -> [String: String] {
         var tags: [String: String] = [:]
         let members = Self.byName(graph)
-        try withStores { stores in
-            guard let index = Self.storeIndex(.private, in: stores) else { return }
-            let state = MirrorBookkeeping(stores.list[index])
-            try write(stores.list[index], commit: .deferred) { _ in
+        try stores.withStore(.private) { store in
+            let state = store.bookkeeping
+            try store.write(commit: .deferred) {
                 for record in (saved?.arrayValue ?? []).compactMap({ try? CloudRecord(tree: $0) }) {
                     guard let tag = record.recordChangeTag, let member = members[record.recordName],
                           let zone = member.oldZone else { continue }
@@ -259,10 +257,9 @@ extension CloudMirror {
     /// the session could not be shared), each first saved where it is with its tag.
     private func queueToFollow(_ members: [GraphMember]) throws {
         guard !members.isEmpty else { return }
-        try withStores { stores in
-            guard let index = Self.storeIndex(.private, in: stores) else { return }
-            let state = MirrorBookkeeping(stores.list[index])
-            try write(stores.list[index]) { _ in
+        try stores.withStore(.private) { store in
+            let state = store.bookkeeping
+            try store.write {
                 for member in members { try state.enqueue(uuid: member.uuid, entity: member.entity, kind: .update, zone: nil, changed: []) }
             }
         }
@@ -284,11 +281,10 @@ extension CloudMirror {
             logger.warning("share.create: the session's records did not all move; the rest stays queued",
                            ["zone": .string(zone.zoneName), "code": .string(wire.code.rawValue)])
         }
-        let moved = try withStores { stores -> Int in
-            guard let index = Self.storeIndex(.private, in: stores) else { return 0 }
-            let state = MirrorBookkeeping(stores.list[index])
+        let moved = try stores.withStore(.private) { store -> Int in
+            let state = store.bookkeeping
             return try members.filter { try state.meta($0.uuid)?.zone == zone }.count
-        }
+        } ?? 0
         return (moved, sendError)
     }
 
@@ -311,11 +307,7 @@ extension CloudMirror {
             throw WireError(item.code, "share.stop: \(item.message) (zone '\(params.zoneName)'; share.list names this device's shares).",
                             details: item.details)
         }
-        try withStores { stores in
-            guard let index = Self.storeIndex(.private, in: stores) else { return }
-            let store = stores.list[index]
-            try write(store) { _ in try MirrorBookkeeping(store).dropShare(zone: params.zoneName) }
-        }
+        try stores.withStore(.private) { store in try store.write { try store.bookkeeping.dropShare(zone: params.zoneName) } }
         return reply
     }
 

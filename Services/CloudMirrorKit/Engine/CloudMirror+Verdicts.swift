@@ -11,16 +11,14 @@ extension CloudMirror {
     func applyVerdicts(items: [SendItem], scopeStore: String, verdicts: ModifyVerdicts, errors: [String: WireError],
                        answered: [Int64], report: inout SyncSendResult, pass: inout SendPass) throws {
         let user = user
-        let outcome = try withStores { stores -> VerdictOutcome in
-            let index = try stores.index(named: scopeStore)
-            let store = stores.list[index]
+        let outcome = try stores.withStore(named: scopeStore) { store -> VerdictOutcome in
             // A merge reads the row as it is now and the queue entry's edited fields and stamps:
             // a save that landed while the batch was out (automatic mode sends while clients
             // save) is queued first, or the merge saw its values without its entry, took the
             // server's for them, and the edit was lost on every device.
             if !errors.isEmpty { try ingest(store) }
-            return try mapping.applyVerdicts(verdicts, errors: errors, items: items, answered: answered, to: MirrorBookkeeping(store),
-                                             storeIndex: index, stores: stores, user: user, report: &report, pass: &pass)
+            return try mapping.applyVerdicts(verdicts, errors: errors, items: items, answered: answered, to: store, user: user,
+                                             report: &report, pass: &pass)
         }
         progress.withLock { state in
             for uuid in outcome.refusalsCleared { state.refusedExports[uuid] = nil }
@@ -33,11 +31,7 @@ extension CloudMirror {
         // participants' next fetch removes the whole zone (scenario 41).
         for zone in outcome.rootsDeleted {
             _ = try? request("zones.delete", ZonesParams(database: .private, zoneIDs: [ZoneID(zoneName: zone)]))
-            try withStores { stores in
-                guard let index = Self.storeIndex(.private, in: stores) else { return }
-                let store = stores.list[index]
-                try write(store) { _ in try MirrorBookkeeping(store).dropShare(zone: zone) }
-            }
+            try stores.withStore(.private) { store in try store.write { try store.bookkeeping.dropShare(zone: zone) } }
         }
         for (item, error) in outcome.reverts {
             try revert(item, storeName: scopeStore, error: error)
@@ -50,15 +44,11 @@ extension CloudMirror {
     private func revert(_ item: SendItem, storeName: String, error: WireError) throws {
         var serverCopy: CloudRecord?
         if let zone = item.record?.zoneID ?? item.delete, item.pending.kind != .insert {
-            let database = try withStores { stores in Self.database(of: stores.list[try stores.index(named: storeName)]) }
+            let database = try stores.withStore(named: storeName) { $0.database }
             let fetched = try? request("records.fetch", FetchRecordsParams(database: database, recordIDs: [RecordID(recordName: item.pending.uuid, zoneID: zone)]))
-            serverCopy = fetched?["records"]?.arrayValue?.first.flatMap({ try? CloudRecord(tree: $0) }).map(MirrorLinkRecords.incoming)
+            serverCopy = fetched?["records"]?.arrayValue?.first.flatMap({ try? CloudRecord(tree: $0) }).map(mapping.readRecord)
         }
         let user = user
-        try withStores { stores in
-            let index = try stores.index(named: storeName)
-            try mapping.revert(item, serverCopy: serverCopy, error: error, in: MirrorBookkeeping(stores.list[index]), storeIndex: index,
-                               stores: stores, user: user)
-        }
+        try stores.withStore(named: storeName) { store in try mapping.revert(item, serverCopy: serverCopy, error: error, in: store, user: user) }
     }
 }

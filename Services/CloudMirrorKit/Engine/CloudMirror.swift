@@ -14,10 +14,11 @@ import Synchronization
 /// cooperative pool); `status` is readable at any moment.
 final class CloudMirror: Sendable {
     let options: MirrorOptions
-    let engine: StoreEngine
+    /// The stores it mirrors, each in a turn of the store lock.
+    let stores: any MirrorStores
     /// What records mean: the engine asks it to build batches and to apply pages and verdicts.
     let mapping: any MirrorMapping
-    var clock: DeviceClock { engine.coordinator.clock }
+    var clock: DeviceClock { stores.clock }
     let logger = Logger(label: "store-service.mirror")
     // The live connection and the credential are read and replaced by the connection and
     // account extensions (CloudMirror+Connection.swift, CloudMirror+Account.swift).
@@ -33,15 +34,8 @@ final class CloudMirror: Sendable {
     private let stopping = Atomic<Bool>(false)
     /// Set by a `databaseChanged` push: the automatic loop fetches at once.
     private let poked = Atomic<Bool>(false)
-    /// Each store's name and identifier, for `cloudKitEvents` (fixed once loaded; read without
-    /// the store lock, which a reconnect inside a locked step could not take again).
-    let storeIdentities: [StoreIdentity]
-
-    struct StoreIdentity: Sendable {
-        var scope: StoreScope
-        var name: String
-        var uuid: String
-    }
+    /// Each store's name and identifier, for `cloudKitEvents`.
+    var storeIdentities: [StoreIdentity] { stores.identities }
 
     struct Connection: Sendable {
         var client: WireClient
@@ -62,21 +56,15 @@ final class CloudMirror: Sendable {
         var refusedExports: [String: RefusedExport] = [:]
     }
 
-    init(options: MirrorOptions, engine: StoreEngine) throws {
+    init(options: MirrorOptions, stores: any MirrorStores, mapping: any MirrorMapping) throws {
         self.options = options
-        self.engine = engine
-        mapping = CoreDataMapping(options: options, engine: engine)
+        self.stores = stores
+        self.mapping = mapping
+        try stores.withEveryStore { list in
+            for store in list { try store.write { try store.bookkeeping.createTables() } }
+        }
         // A sign-out outlives restarts (iOS stays signed out until the user signs in again).
-        storeIdentities = try engine.coordinator.withStores { stores in
-            stores.list.map { StoreIdentity(scope: $0.scope, name: $0.name, uuid: $0.uuid) }
-        }
-        let signedOut = try engine.coordinator.withStores { stores -> Bool in
-            for store in stores.list {
-                try engine.write(store, author: SaveOperation.syncAuthor, contextName: nil) { _ in try MirrorBookkeeping(store).createTables() }
-            }
-            guard let index = Self.storeIndex(.private, in: stores) else { return false }
-            return try MirrorBookkeeping(stores.list[index]).value(Self.signedOutKey) != nil
-        }
+        let signedOut = try stores.withStore(.private) { store in try store.bookkeeping.value(Self.signedOutKey) != nil } ?? false
         credential = Mutex(signedOut ? nil : options.credential)
         progress = Mutex(Progress(batchSizing: BatchSizing(start: options.batchSize)))
     }
@@ -116,21 +104,18 @@ final class CloudMirror: Sendable {
 
     // MARK: Stores
 
-    func withStores<T>(_ body: (StoreSet) throws -> T) throws -> T {
-        try engine.coordinator.withStores(body)
+    /// `body` on the store of `scope` in one turn of the store lock; unknownStore when none is loaded.
+    func store<T>(_ scope: StoreScope, _ body: (any MirrorStore) throws -> T) throws -> T {
+        guard let result = try stores.withStore(scope, body) else {
+            throw ServiceError(.unknownStore, "No \(scope.rawValue) store is loaded.")
+        }
+        return result
     }
 
-    /// Writes `store` as the mirror (author `sync`, never exported): its imports and its own
-    /// bookkeeping tables alike, through the one way to write a store (`StoreEngine.write`).
-    func write<T>(_ store: PersistentStore, commit: Database.CommitSync = .full, _ body: (inout StoreChangeRecorder) throws -> T) throws -> T {
-        try engine.write(store, author: SaveOperation.syncAuthor, contextName: CoreDataMapping.importContextName, commit: commit, body)
+    /// Queues the store's history not yet queued (`MirrorMapping.queueHistory`).
+    func ingest(_ store: any MirrorStore) throws {
+        try mapping.queueHistory(of: store, enough: nil)
     }
-
-    static func storeIndex(_ scope: StoreScope, in stores: StoreSet) -> Int? {
-        stores.list.firstIndex { $0.scope == scope }
-    }
-
-    static func database(of store: PersistentStore) -> DatabaseScope { store.scope == .private ? .private : .shared }
 
     // MARK: Automatic mode
 
@@ -173,7 +158,7 @@ final class CloudMirror: Sendable {
         var notBefore = Date.distantPast
         var fetchOwed = true
         while !stopping.load(ordering: .relaxed) {
-            let tokens = (try? withStores { stores in stores.list.map(\.lastToken) }) ?? []
+            let tokens = stores.lastTokens()
             if poked.exchange(false, ordering: .relaxed) || Date().timeIntervalSince(lastFetch) >= 5 { fetchOwed = true }
             let due = fetchOwed || tokens != seenTokens
             if due && clock.date() >= notBefore && isSignedIn {

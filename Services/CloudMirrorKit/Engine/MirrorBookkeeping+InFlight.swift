@@ -4,10 +4,20 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// Creates awaiting their answer, records deleted here, tombstones a fetch holds, and the zones
 /// the kept server copies are in.
 extension MirrorBookkeeping {
+    /// One batch's creates in one zone: each record's name and the queue version it carried.
+    struct CreatesInFlight {
+        var id: Int64
+        var zone: ZoneID
+        var entries: [(name: String, seq: Int64, generation: Int64)]
+    }
+}
+
+extension BookkeepingTables {
     // MARK: Creates whose answer is outstanding
 
     /// Records a batch's creates in one zone (records sent without a change tag, each with the
@@ -15,7 +25,7 @@ extension MirrorBookkeeping {
     /// Until the batch's verdict is applied (which drops the row) the server may hold them
     /// without this device knowing: a send whose answer was lost, or a device killed before
     /// applying it. Returns the row's id.
-    func recordCreatesInFlight(_ entries: [Pending], zone: ZoneID) throws -> Int64 {
+    func recordCreatesInFlight(_ entries: [MirrorBookkeeping.Pending], zone: ZoneID) throws -> Int64 {
         var text = "["
         for (index, entry) in entries.enumerated() {
             if index > 0 { text += "," }
@@ -32,16 +42,9 @@ extension MirrorBookkeeping {
         for id in ids { try changing.execute("DELETE FROM mirror_inflight WHERE id = ?", [id]) }
     }
 
-    /// One batch's creates in one zone: each record's name and the queue version it carried.
-    struct CreatesInFlight {
-        var id: Int64
-        var zone: ZoneID
-        var entries: [(name: String, seq: Int64, generation: Int64)]
-    }
-
     /// Creates recorded by sends that never applied their answer.
-    func createsInFlight() throws -> [CreatesInFlight] {
-        try database.query("SELECT id, zone_name, owner_name, names FROM mirror_inflight ORDER BY id").compactMap { row -> CreatesInFlight? in
+    func createsInFlight() throws -> [MirrorBookkeeping.CreatesInFlight] {
+        try database.query("SELECT id, zone_name, owner_name, names FROM mirror_inflight ORDER BY id").compactMap { row -> MirrorBookkeeping.CreatesInFlight? in
             guard let id = row[0].int64, let zone = row[1].string, let owner = row[2].string, let names = row[3].string,
                   let list = try? JSONParser.parse(names).arrayValue else { return nil }
             let entries = list.compactMap { item -> (name: String, seq: Int64, generation: Int64)? in
@@ -49,7 +52,7 @@ extension MirrorBookkeeping {
                       let generation = parts[2].intValue else { return nil }
                 return (name, Int64(seq), Int64(generation))
             }
-            return CreatesInFlight(id: id, zone: ZoneID(zoneName: zone, ownerName: owner), entries: entries)
+            return MirrorBookkeeping.CreatesInFlight(id: id, zone: ZoneID(zoneName: zone, ownerName: owner), entries: entries)
         }
     }
 
@@ -74,7 +77,7 @@ extension MirrorBookkeeping {
         // One statement for a page's names, each looked up in the table's key.
         var found: [String: ZoneID] = [:]
         for row in try database.query("SELECT uuid, zone_name, owner_name FROM mirror_deleted WHERE uuid IN (SELECT value FROM json_each(?))",
-                                      [PersistentStore.jsonArray(uuids)]) {
+                                      [MirrorBookkeeping.jsonArray(uuids)]) {
             if let uuid = row[0].string { found[uuid] = ZoneID(zoneName: row[1].string ?? "", ownerName: row[2].string ?? "") }
         }
         return found
@@ -138,7 +141,7 @@ extension MirrorBookkeeping {
         try changing.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
     }
 
-    func metas(inZone zone: ZoneID) throws -> [Meta] {
+    func metas(inZone zone: ZoneID) throws -> [MirrorBookkeeping.Meta] {
         try database.query("SELECT uuid FROM mirror_meta WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
             .compactMap { $0[0].string }.compactMap { try meta($0, withFields: true) }
     }
@@ -159,7 +162,7 @@ extension MirrorBookkeeping {
         var zones = Set(try database.query("SELECT DISTINCT zone_name, owner_name FROM mirror_meta").map {
             ZoneID(zoneName: $0[0].string ?? "", ownerName: $0[1].string ?? "")
         })
-        if store.scope == .shared {
+        if scope == .shared {
             for row in try database.query("SELECT zone_name, owner_name FROM z_share") {
                 zones.insert(ZoneID(zoneName: row[0].string ?? "", ownerName: row[1].string ?? ""))
             }
@@ -174,6 +177,6 @@ extension MirrorBookkeeping {
                       "mirror_deleted", "mirror_inflight", "mirror_tombstones"] {
             try database.execute("DELETE FROM \(table)")
         }
-        try database.execute("DELETE FROM mirror_kv WHERE key NOT IN (SELECT value FROM json_each(?))", [PersistentStore.jsonArray(keys)])
+        try database.execute("DELETE FROM mirror_kv WHERE key NOT IN (SELECT value FROM json_each(?))", [MirrorBookkeeping.jsonArray(keys)])
     }
 }

@@ -4,14 +4,15 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// The mirror's durable bookkeeping in one store (the repository of its `mirror_*` tables), kept in
 /// the store's own SQLite file beside its rows:
 ///
-/// - `mirror_pending`: the outgoing queue (record names, never payloads: docs/RULES.md, mirroring). It is
-///   derived from persistent history, which the save writes in its own transaction, by
-///   `ingest`, which moves history after the durable export cursor into the queue and advances
-///   the cursor in one transaction. A crash anywhere leaves either the history not yet ingested
+/// - `mirror_pending`: the outgoing queue (record names, never payloads: docs/RULES.md,
+///   mirroring). It is derived from persistent history, which the save writes in its own
+///   transaction, by `MirrorMapping.queueHistory`, which moves history after the durable export
+///   cursor into the queue and advances the cursor in one transaction. A crash anywhere leaves either the history not yet ingested
 ///   (it is ingested next time) or both queue and cursor written: nothing is lost or doubled,
 ///   and the colleague's save path needs no mirror code.
 /// - `mirror_meta`: per record, its zone, last known change tag and last known server fields
@@ -30,48 +31,27 @@ import StoreServiceKit
 /// or from the cloud by the next send or fetch), so a power loss costs a redo at worst; a
 /// process crash (kill -9) loses nothing. So does a fetched page that writes rows and history;
 /// its notice to clients waits until the log is synced (`CoreDataMapping.applyPage`).
-struct MirrorBookkeeping {
-    let store: PersistentStore
-    var database: Database { store.database }
+struct MirrorBookkeeping: BookkeepingTables {
+    let database: Database
+    let storeName: String
+    let scope: StoreScope
 
     /// This project's bookkeeping field of per-field edit stamps (`FieldStamp`).
     static let fieldTimesField = "MC_fieldModified"
 
-    init(_ store: PersistentStore) { self.store = store }
-
-    /// The connection for a change to the tables. Only inside a write (`CloudMirror.write`): a
-    /// step's bookkeeping commits with the rest of the step or not at all, never one statement
-    /// at a time.
-    var changing: Database {
-        get throws {
-            guard database.isInTransaction else {
-                throw ServiceError(.internalError, "The mirror changed its bookkeeping in store '\(store.name)' outside a write; nothing was changed.")
-            }
-            return database
+    /// `names` as one JSON array (a statement's `json_each(?)` argument).
+    static func jsonArray(_ names: [String]) -> String {
+        var text = "["
+        for (index, name) in names.enumerated() {
+            if index > 0 { text += "," }
+            JSONWriter.appendString(name, to: &text)
         }
-    }
-
-    func createTables() throws { try MirrorTables.create(in: database) }
-
-    // MARK: Key-value (cursor, tokens)
-
-    func value(_ key: String) throws -> String? {
-        try database.scalar("SELECT value FROM mirror_kv WHERE key = ?", [key])?.string
-    }
-
-    func setValue(_ key: String, _ value: String?) throws {
-        if let value {
-            try changing.execute("INSERT INTO mirror_kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [key, value])
-        } else {
-            try changing.execute("DELETE FROM mirror_kv WHERE key = ?", [key])
-        }
+        return text + "]"
     }
 
     static func zoneTokenKey(_ zone: ZoneID) -> String { "zoneToken:\(zone.ownerName)/\(zone.zoneName)" }
     static let databaseTokenKey = "databaseToken"
     static let exportCursorKey = "exportCursor"
-
-    // MARK: Pending
 
     struct Pending {
         var seq: Int64
@@ -108,10 +88,6 @@ struct MirrorBookkeeping {
 
     static let pendingColumns = "seq, uuid, entity, kind, zone_name, owner_name, changed, not_before, generation, pk"
 
-    func pending(uuid: String) throws -> Pending? {
-        try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid = ?", [uuid]).first.map { try Self.pending($0) }
-    }
-
     /// A due entry with what a send needs of the record besides its row: its metadata (nil:
     /// never saved to the server) and its field stamps' text, read with the entry.
     struct DueEntry {
@@ -124,7 +100,7 @@ struct MirrorBookkeeping {
 
     /// Entries due now (not deferred by a retry-after), oldest first, each with its metadata
     /// and stamps: one statement per batch instead of two more per record.
-    private static let dueEntriesSQL = """
+    static let dueEntriesSQL = """
         SELECT \(pendingColumns.split(separator: ",").map { "p." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
             m.uuid, m.entity, m.zone_name, m.owner_name, m.change_tag, \(storedTimesSQL),
             json_type(m.server_fields, '$.\(MovedFrom.field)') IS NOT NULL FROM mirror_pending p
@@ -132,18 +108,79 @@ struct MirrorBookkeeping {
         WHERE p.not_before <= ? AND p.seq > ? ORDER BY p.seq LIMIT ?
         """
 
-    func dueEntries(now: Double, limit: Int, after seq: Int64) throws -> [DueEntry] {
-        try database.query(Self.dueEntriesSQL, [now, seq, limit]).map { row in
-            let meta = row[10].string.map { uuid in
-                Meta(uuid: uuid, entity: row[11].string ?? "", zone: ZoneID(zoneName: row[12].string ?? "", ownerName: row[13].string ?? ""),
-                     changeTag: row[14].string, serverFields: nil)
+    struct Meta {
+        var uuid: String
+        var entity: String
+        var zone: ZoneID
+        var changeTag: String?
+        var serverFields: [String: JSONValue]?
+    }
+}
+
+/// The bookkeeping tables over one store's connection: the engine's `MirrorBookkeeping`, and
+/// the mapping's `StoreBookkeeping`, which reads the store's rows besides.
+protocol BookkeepingTables {
+    var database: Database { get }
+    var storeName: String { get }
+    var scope: StoreScope { get }
+}
+
+extension BookkeepingTables {
+    /// The connection for a change to the tables. Only inside a write (`MirrorStore.write`): a
+    /// step's bookkeeping commits with the rest of the step or not at all, never one statement
+    /// at a time.
+    var changing: Database {
+        get throws {
+            guard database.isInTransaction else {
+                throw ServiceError(.internalError, "The mirror changed its bookkeeping in store '\(storeName)' outside a write; nothing was changed.")
             }
-            return DueEntry(pending: try Self.pending(row), meta: meta, timesText: row[15].string, movedFromKept: row[16].int64 == 1)
+            return database
         }
     }
 
-    func allPending() throws -> [Pending] {
-        try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending ORDER BY seq").map { try Self.pending($0) }
+    func createTables() throws { try MirrorTables.create(in: database) }
+
+    // MARK: Key-value (cursor, tokens)
+
+    func value(_ key: String) throws -> String? {
+        try database.scalar("SELECT value FROM mirror_kv WHERE key = ?", [key])?.string
+    }
+
+    /// The zones' change tokens, by "owner/zone" (`sync.status`).
+    func zoneTokens() throws -> [String: String] {
+        var tokens: [String: String] = [:]
+        for row in try database.query("SELECT key, value FROM mirror_kv WHERE key LIKE 'zoneToken:%'") {
+            tokens[String((row[0].string ?? "").dropFirst("zoneToken:".count))] = row[1].string
+        }
+        return tokens
+    }
+
+    func setValue(_ key: String, _ value: String?) throws {
+        if let value {
+            try changing.execute("INSERT INTO mirror_kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [key, value])
+        } else {
+            try changing.execute("DELETE FROM mirror_kv WHERE key = ?", [key])
+        }
+    }
+
+    // MARK: Pending
+
+    func pending(uuid: String) throws -> MirrorBookkeeping.Pending? {
+        try database.query("SELECT \(MirrorBookkeeping.pendingColumns) FROM mirror_pending WHERE uuid = ?", [uuid]).first.map { try MirrorBookkeeping.pending($0) }
+    }
+
+    func dueEntries(now: Double, limit: Int, after seq: Int64) throws -> [MirrorBookkeeping.DueEntry] {
+        try database.query(MirrorBookkeeping.dueEntriesSQL, [now, seq, limit]).map { row in
+            let meta = row[10].string.map { uuid in
+                MirrorBookkeeping.Meta(uuid: uuid, entity: row[11].string ?? "", zone: ZoneID(zoneName: row[12].string ?? "", ownerName: row[13].string ?? ""),
+                     changeTag: row[14].string, serverFields: nil)
+            }
+            return MirrorBookkeeping.DueEntry(pending: try MirrorBookkeeping.pending(row), meta: meta, timesText: row[15].string, movedFromKept: row[16].int64 == 1)
+        }
+    }
+
+    func allPending() throws -> [MirrorBookkeeping.Pending] {
+        try database.query("SELECT \(MirrorBookkeeping.pendingColumns) FROM mirror_pending ORDER BY seq").map { try MirrorBookkeeping.pending($0) }
     }
 
     func pendingCount() throws -> Int { try database.scalar("SELECT count(*) FROM mirror_pending")?.int ?? 0 }
@@ -170,7 +207,7 @@ struct MirrorBookkeeping {
             if existing.kind == .insert, kind == .update { newKind = .insert }
             text = nil
         }
-        let changedJSON = text ?? PersistentStore.jsonArray(union.sorted())
+        let changedJSON = text ?? MirrorBookkeeping.jsonArray(union.sorted())
         try changing.execute("""
             INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before, times, pk) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = excluded.zone_name,
@@ -207,7 +244,7 @@ struct MirrorBookkeeping {
     }
 
     /// Removes the entry only if it is still the version a verdict answered (a newer local edit stays queued).
-    func dropPending(_ entry: Pending) throws {
+    func dropPending(_ entry: MirrorBookkeeping.Pending) throws {
         // By queue position (the rowid), not through the uuid index: a verdict drops hundreds.
         try changing.execute("DELETE FROM mirror_pending WHERE seq = ? AND uuid = ? AND generation = ?", [entry.seq, entry.uuid, entry.generation])
     }
@@ -218,21 +255,13 @@ struct MirrorBookkeeping {
 
     // MARK: Record metadata
 
-    struct Meta {
-        var uuid: String
-        var entity: String
-        var zone: ZoneID
-        var changeTag: String?
-        var serverFields: [String: JSONValue]?
-    }
-
     /// A record's metadata; its server fields (the next merge's ancestor) only when `withFields`.
-    func meta(_ uuid: String, withFields: Bool = false) throws -> Meta? {
+    func meta(_ uuid: String, withFields: Bool = false) throws -> MirrorBookkeeping.Meta? {
         let columns = withFields ? "server_fields" : "NULL"
         guard let row = try database.query("SELECT uuid, entity, zone_name, owner_name, change_tag, \(columns) FROM mirror_meta WHERE uuid = ?",
                                            [uuid]).first else { return nil }
         let fields = row[5].string.flatMap { try? JSONParser.parse($0).objectValue }
-        return Meta(uuid: uuid, entity: row[1].string ?? "", zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
+        return MirrorBookkeeping.Meta(uuid: uuid, entity: row[1].string ?? "", zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
                     changeTag: row[4].string, serverFields: fields)
     }
 
@@ -240,7 +269,7 @@ struct MirrorBookkeeping {
     /// already has it: a send's verdict (the data fields it sent), a fetch (the record's fields
     /// as received). Kept stamps serve as the record's stamps until a row of its own is written
     /// (`fieldTimesText`); readers of the ancestor strip them.
-    func setMeta(_ meta: Meta, fieldsText: String? = nil) throws {
+    func setMeta(_ meta: MirrorBookkeeping.Meta, fieldsText: String? = nil) throws {
         let fields = fieldsText ?? meta.serverFields.map { RecordFields($0).text }
         try changing.execute("""
             INSERT INTO mirror_meta(uuid, entity, zone_name, owner_name, change_tag, server_fields) VALUES (?, ?, ?, ?, ?, ?)

@@ -14,9 +14,10 @@ extension CoreDataMapping {
     /// `drops`: the entries read that have nothing to send, for `finishBatch` to remove.
     /// `readThrough`: the queue position of the last entry it took (as an item, a drop, or
     /// one to skip); the next batch is read from past it.
-    func buildBatch(from state: MirrorBookkeeping, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
+    func buildBatch(from store: any MirrorStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
                     touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout SyncSendResult,
                     readThrough: inout Int64) throws -> [CloudMirror.SendItem] {
+        let state = try CoreDataStore.of(store).state
         let store = state.store
         var items: [CloudMirror.SendItem] = []
         var count = 0
@@ -56,7 +57,7 @@ extension CoreDataMapping {
         case drop(counted: Bool)
     }
 
-    private func plan(_ entry: MirrorBookkeeping.DueEntry, state: MirrorBookkeeping, touched: Set<String>, anyWaiting: Bool,
+    private func plan(_ entry: MirrorBookkeeping.DueEntry, state: StoreBookkeeping, touched: Set<String>, anyWaiting: Bool,
                       zones: inout [String: ZoneID?], texts: inout MirrorRecordCoding.TextCache) throws -> Planned {
         let store = state.store
         let pending = entry.pending
@@ -160,7 +161,7 @@ extension CoreDataMapping {
     /// another zone on this device: the record belongs elsewhere, and that device moves it.
     /// (A relationship unchanged is no sign: this device may have moved the object itself.)
     static func movingElsewhere(_ server: CloudRecord, ancestor: [String: JSONValue]?, entity: EntityDescription,
-                                        state: MirrorBookkeeping) throws -> Bool {
+                                        state: StoreBookkeeping) throws -> Bool {
         guard let ancestor else { return false }
         let fields = server.fields
         let before = MirrorRecordCoding.relationshipNames(entity: entity, fields: ancestor)

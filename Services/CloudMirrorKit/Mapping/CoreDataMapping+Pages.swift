@@ -18,9 +18,8 @@ extension CoreDataMapping {
     /// out once the log is synced, on the announcer's thread (`OrderedAnnouncer`), while this
     /// thread applies the next page. (A page that needs a context save, for merges, makes it
     /// as a client's save does: waiting.)
-    func applyPage(_ page: ZonePage, to state: MirrorBookkeeping, storeIndex index: Int, stores: StoreSet, user: String?,
-                   report: inout SyncFetchResult) throws {
-        let store = state.store
+    func applyPage(_ page: ZonePage, to mirrored: any MirrorStore, user: String?, report: inout SyncFetchResult) throws {
+        let turn = try CoreDataStore.of(mirrored), state = turn.state, store = turn.store, index = turn.index, stores = turn.stores
         var application = PageApplication(mapping: self, state: state, page: page, user: user)
         // The page's lookups, and its records new to this device with their metadata, in one
         // transaction; the context path below takes the rest.
@@ -41,7 +40,7 @@ extension CoreDataMapping {
     /// Sets the relationships that waited for `arrived` records (`PendingLinks`): imported in
     /// another page, another fetch, another zone or after a refusal, the destination is here now.
     /// An import like any other (author sync): the cloud's records already name it.
-    func linkWaiting(for arrived: [String], state: MirrorBookkeeping, storeIndex: Int, stores: StoreSet) throws {
+    func linkWaiting(for arrived: [String], state: StoreBookkeeping, storeIndex: Int, stores: StoreSet) throws {
         let waiting = try PendingLinks(database: state.store.database).waiting(for: arrived)
         guard !waiting.isEmpty else { return }
         var changes: [String: LocalChange] = [:]
@@ -64,7 +63,7 @@ extension CoreDataMapping {
     /// record in a zone of another owner — or of another entity — is another record, however
     /// its name reads. Only a move between one owner's zones (sharing) carries a record over.
     static func heldElsewhere(_ uuid: String, arriving: ZoneID, entity: EntityDescription, meta: MirrorBookkeeping.Meta?,
-                              hasRow: Bool, state: MirrorBookkeeping) throws -> ZoneID? {
+                              hasRow: Bool, state: StoreBookkeeping) throws -> ZoneID? {
         if let meta {
             return meta.zone.ownerName != arriving.ownerName || meta.entity != entity.name ? meta.zone : nil
         }
@@ -76,7 +75,7 @@ extension CoreDataMapping {
     /// (`sync.status` lists it, doctor reports it), in the page's transaction; the notice to
     /// tell clients, unless that version was refused before. The store holds one object per
     /// record name, so the record is not imported beside the object it collides with.
-    func refuseCollision(_ record: CloudRecord, entity: EntityDescription, heldIn: ZoneID, state: MirrorBookkeeping) throws -> ImportRefusedNotice? {
+    func refuseCollision(_ record: CloudRecord, entity: EntityDescription, heldIn: ZoneID, state: StoreBookkeeping) throws -> ImportRefusedNotice? {
         let error = WireError(.uniquenessConstraint,
                               "Record '\(record.recordName)' of zone \(record.zoneID.key) has the name of an object this store holds in zone \(heldIn.key). A record of another owner's zone is another record: it was not imported, and the object was left as it is.",
                               details: ["recordName": .string(record.recordName), "zone": .string(record.zoneID.key), "heldInZone": .string(heldIn.key)])
@@ -101,7 +100,7 @@ extension CoreDataMapping {
     /// the ancestor is unknown, so every field that differs is decided by the conflict policy
     /// (by default the later edit by per-field stamp). `won`: the fields that keep this device's value.
     func mergeConcurrent(server record: CloudRecord, serverFields: [String: JSONValue]?, client: [String: JSONValue],
-                         state: MirrorBookkeeping) throws -> (fields: [String: JSONValue], times: [String: FieldStamp], won: Set<String>) {
+                         state: StoreBookkeeping) throws -> (fields: [String: JSONValue], times: [String: FieldStamp], won: Set<String>) {
         let outcome = try merge(server: record, client: CloudRecord(recordName: record.recordName, zoneID: record.zoneID, recordType: record.recordType,
                                                                      fields: client),
                                 ancestor: nil, pending: nil, state: state, serverFields: .some(serverFields))
@@ -118,7 +117,7 @@ extension CoreDataMapping {
     /// device that wrote it gets its own record back unchanged and leaves it, and a device
     /// moving the children of a session it sees arrive could re-create an event another device
     /// had just moved and deleted.
-    func followParents(_ changed: [CloudRecord], state: MirrorBookkeeping) throws {
+    func followParents(_ changed: [CloudRecord], state: StoreBookkeeping) throws {
         let store = state.store
         for record in changed where !record.isShare {
             guard let name = record.entityName, store.holds(name), let entity = store.model.entity(named: name),
@@ -132,7 +131,7 @@ extension CoreDataMapping {
     /// The metadata of a record new to this device: its tag and server fields (the next merge's
     /// ancestor). Its stamps are the record's, read from the server fields just kept
     /// (`fieldTimesText`); a stale stamps row would hide them.
-    static func keepImported(_ record: CloudRecord, entity: EntityDescription, state: MirrorBookkeeping) throws {
+    static func keepImported(_ record: CloudRecord, entity: EntityDescription, state: StoreBookkeeping) throws {
         try state.setMeta(serverCopy: record, entity: entity.name)
         try state.dropFieldTimes(record.recordName)
     }
@@ -140,8 +139,8 @@ extension CoreDataMapping {
     /// A zone is gone (deleted, purged, or the user left / was removed / the share ended): its
     /// local rows are removed, its queued changes discarded (never moved elsewhere) and its
     /// token forgotten (docs/RULES.md, mirroring: zones deleted or purged; scenarios 25, 41, 42).
-    func removeZone(_ zone: ZoneID, from state: MirrorBookkeeping, storeIndex index: Int, stores: StoreSet) throws {
-        let store = state.store
+    func removeZone(_ zone: ZoneID, from mirrored: any MirrorStore) throws {
+        let turn = try CoreDataStore.of(mirrored), state = turn.state, store = turn.store, index = turn.index, stores = turn.stores
         var local: [LocalChange] = []
         var uuids: [String] = []
         if store.scope == .shared {

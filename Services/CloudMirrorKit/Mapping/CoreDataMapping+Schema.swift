@@ -33,6 +33,10 @@ extension CoreDataMapping {
     func wireRecord(_ record: CloudRecord) -> CloudRecord {
         MirrorLinkRecords.outgoing(record, model: engine.model)
     }
+
+    func readRecord(_ record: CloudRecord) -> CloudRecord {
+        MirrorLinkRecords.incoming(record)
+    }
 }
 
 extension MirrorRecordCoding {

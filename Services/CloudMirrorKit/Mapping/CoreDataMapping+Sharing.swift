@@ -16,14 +16,16 @@ extension CoreDataMapping {
     /// and the ends of the members' to-one chains. Every other member's zone follows a leader's,
     /// so when the graph cannot move at once the leaders move with the share and the rest
     /// follows. Members' fields are read only for what moves at once: a send builds the rest.
-    func shareGraph(of objectID: String, sizing: BatchSizing, stores: StoreSet) throws -> (graph: [GraphMember], leaders: Int, atOnce: Bool) {
+    func shareGraph(of objectID: String, sizing: BatchSizing, in mirrored: [any MirrorStore]) throws -> (graph: [GraphMember], leaders: Int, atOnce: Bool) {
+        guard let first = mirrored.first else { throw StoreError.unknownObject(objectID, "share.create needs a saved object of the private store.") }
+        let stores = try CoreDataStore.of(first).stores
         guard let id = ObjectID(uri: objectID), let storeUUID = id.storeUUID, let key = id.primaryKey,
               let index = stores.index(uuid: storeUUID), stores.list[index].scope == .private,
               let entity = stores.model.entity(named: id.entity) else {
             throw StoreError.unknownObject(objectID, "share.create needs a saved object of the private store.")
         }
         let store = stores.list[index]
-        let state = MirrorBookkeeping(store)
+        let state = StoreBookkeeping(store)
         guard let row = try store.read(entity, primaryKey: key) else { throw StoreError.unknownObject(objectID, "it is not in the private store.") }
         let graph = ObjectGraph(store: store)
         let members = try graph.reachable(from: entity, row: row)

@@ -10,8 +10,9 @@ import StoreWire
 /// server's copy, refusals revert or wait, per item.
 extension CoreDataMapping {
     func applyVerdicts(_ verdicts: ModifyVerdicts, errors: [String: WireError], items: [CloudMirror.SendItem], answered: [Int64],
-                       to state: MirrorBookkeeping, storeIndex: Int, stores: StoreSet, user: String?,
+                       to store: any MirrorStore, user: String?,
                        report: inout SyncSendResult, pass: inout CloudMirror.SendPass) throws -> VerdictOutcome {
+        let turn = try CoreDataStore.of(store), state = turn.state
         var applied = VerdictApplication(mapping: self, state: state, verdicts: verdicts, errors: errors, user: user)
         // One transaction for the whole batch's verdicts: with synchronous=FULL each
         // autocommit write is an fsync, which made a send cost ~2 ms per record.
@@ -19,7 +20,7 @@ extension CoreDataMapping {
             try state.dropCreatesInFlight(answered)
             for item in items { try applied.apply(item, report: &report, pass: &pass) }
         }
-        try applied.saveMerges(storeIndex: storeIndex, stores: stores)
+        try applied.saveMerges(storeIndex: turn.index, stores: turn.stores)
         return applied.outcome
     }
 
@@ -30,7 +31,7 @@ extension CoreDataMapping {
     /// `pending` nil: no queue entry says what changed here (two concurrent versions), so every
     /// field counts as edited, as with `everyField`.
     func merge(server: CloudRecord, client: CloudRecord, ancestor: [String: JSONValue]?, pending: MirrorBookkeeping.Pending?,
-               state: MirrorBookkeeping, serverFields parsed: [String: JSONValue]?? = nil, everyField: Bool = false) throws -> MirrorMerge.Outcome {
+               state: StoreBookkeeping, serverFields parsed: [String: JSONValue]?? = nil, everyField: Bool = false) throws -> MirrorMerge.Outcome {
         // Each side's fields read once (fields that came as text are parsed on each read).
         let serverFields = parsed ?? server.fields
         let serverData = MirrorRecordCoding.dataFields(serverFields)
@@ -43,8 +44,12 @@ extension CoreDataMapping {
             ancestor: ancestor.map(MirrorRecordCoding.dataFields), ancestorTimes: MirrorRecordCoding.times(ancestor), localChanged: localChanged)
     }
 
+    func requeueZone(_ zone: ZoneID, in store: any MirrorStore) throws {
+        try requeueZone(zone, state: CoreDataStore.of(store).state)
+    }
+
     /// zoneNotFound (or an encrypted-data reset): every known record of the zone is sent again as new.
-    func requeueZone(_ zone: ZoneID, state: MirrorBookkeeping) throws {
+    func requeueZone(_ zone: ZoneID, state: StoreBookkeeping) throws {
         for meta in try state.metas(inZone: zone) {
             // The stamps may live only in the server fields about to be forgotten: kept first.
             if let stamps = try state.fieldTimesText(meta.uuid) { try state.replaceFieldTimes(meta.uuid, text: stamps) }
@@ -62,8 +67,8 @@ extension CoreDataMapping {
 
     /// permissionFailure: the server is the authority. An edit goes back to the server's copy; an
     /// insert the server never had is deleted; the device's clients are told (docs/RULES.md, mirroring: permissions checked twice).
-    func revert(_ item: CloudMirror.SendItem, serverCopy: CloudRecord?, error: WireError, in state: MirrorBookkeeping, storeIndex: Int,
-                stores: StoreSet, user: String?) throws {
+    func revert(_ item: CloudMirror.SendItem, serverCopy: CloudRecord?, error: WireError, in mirrored: any MirrorStore, user: String?) throws {
+        let turn = try CoreDataStore.of(mirrored), state = turn.state
         let pending = item.pending
         guard let entity = state.store.model.entity(named: pending.entity) else { return }
         let zone = item.record?.zoneID ?? item.delete
@@ -75,7 +80,7 @@ extension CoreDataMapping {
         // A server copy the store cannot hold (another client wrote it) cannot be put back:
         // the refused local change still goes (the server will not take it), and the copy is
         // reported like any refused import; failing here failed every send after.
-        let refused = try applyRefusing([change], storeIndex: storeIndex, stores: stores)
+        let refused = try applyRefusing([change], storeIndex: turn.index, stores: turn.stores)
         var told: [ImportRefusedNotice] = []
         try write(store) { _ in
             if !refused.isEmpty, let zone {
@@ -99,8 +104,8 @@ extension CoreDataMapping {
     /// Updates the server had no record for that a fetch left where they were (neither moved
     /// nor deleted by another device): the delete policy decides. deleteWins removes the
     /// object here; resurrect forgets the server copy, so the entry goes out as new.
-    func settleMissing(_ items: [CloudMirror.SendItem], in state: MirrorBookkeeping, storeIndex index: Int, stores: StoreSet) throws {
-        let store = state.store
+    func settleMissing(_ items: [CloudMirror.SendItem], in mirrored: any MirrorStore) throws {
+        let turn = try CoreDataStore.of(mirrored), state = turn.state, store = turn.store
         var local: [LocalChange] = []
         var afterSave: [() throws -> Void] = []
         for item in items {
@@ -119,7 +124,7 @@ extension CoreDataMapping {
                 afterSave.append { try state.dropMeta(uuid); try state.dropPending(item.pending) }
             }
         }
-        try applyLocally(local, storeIndex: index, stores: stores)
+        try applyLocally(local, storeIndex: turn.index, stores: turn.stores)
         try write(store, commit: .deferred) { _ in for step in afterSave { try step() } }
     }
 }

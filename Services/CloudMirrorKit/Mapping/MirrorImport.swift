@@ -148,7 +148,7 @@ struct MirrorImport {
             }
             let cacheKey = relationship.destination + "/" + target + "/" + (linkZone?.key ?? "")
             if storedKeys[cacheKey] == nil {
-                storedKeys[cacheKey] = .some(try MirrorBookkeeping(store).primaryKey(entity: relationship.destination, uuid: target,
+                storedKeys[cacheKey] = .some(try StoreBookkeeping(store).primaryKey(entity: relationship.destination, uuid: target,
                                                                                       linkedFrom: linkZone))
             }
             guard case let .some(.some(key)) = storedKeys[cacheKey] else { return false }

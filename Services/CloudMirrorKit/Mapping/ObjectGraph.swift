@@ -90,7 +90,7 @@ extension CoreDataMapping {
     /// object that points at it, if one does: an object later related to a shared one lands in
     /// that share wherever it is created. A chain end never sent or in Core Data's zone also
     /// joins the share of an object it is linked to through a many-to-many relationship.
-    static func zone(for uuid: String, entity: EntityDescription, state: MirrorBookkeeping) throws -> ZoneID? {
+    static func zone(for uuid: String, entity: EntityDescription, state: StoreBookkeeping) throws -> ZoneID? {
         var cache: [String: ZoneID?] = [:]
         guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
             return try state.meta(uuid)?.zone
@@ -100,7 +100,7 @@ extension CoreDataMapping {
 
     /// `cache`: zones by the object a chain's first step reaches ("Entity/key"): a batch of a
     /// session's events reads the session's zone once.
-    static func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorBookkeeping,
+    static func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: StoreBookkeeping,
               cache: inout [String: ZoneID?]) throws -> ZoneID? {
         let store = state.store
         if store.scope == .shared {
@@ -127,7 +127,7 @@ extension CoreDataMapping {
     /// already mirrored into a share zone are read: a new session with thousands of unsent
     /// events would otherwise read every one of them for each batch that carries it.
     private static func joinedShareZone(of entity: EntityDescription, row: PersistentStore.StoredRow, graph: ObjectGraph,
-                                 state: MirrorBookkeeping) throws -> ZoneID? {
+                                 state: StoreBookkeeping) throws -> ZoneID? {
         let store = state.store
         let prefix = CloudKitNames.coreDataShareZonePrefix
         if let zone = try linkedShareZone(of: entity, row: row, graph: graph, state: state) { return zone }
@@ -154,7 +154,7 @@ extension CoreDataMapping {
     /// object by their chains, so only this brings a tag to its photo's participants; an object
     /// already in another share stays there (a relationship across shares is not supported).
     private static func linkedShareZone(of entity: EntityDescription, row: PersistentStore.StoredRow, graph: ObjectGraph,
-                                 state: MirrorBookkeeping) throws -> ZoneID? {
+                                 state: StoreBookkeeping) throws -> ZoneID? {
         let store = state.store
         for relationship in entity.relationships where relationship.toMany {
             guard let end = store.model.manyToMany(entity.name, relationship.name), store.holds(end.link),

@@ -13,7 +13,7 @@ extension CoreDataMapping {
     /// record the save refuses skips.
     struct PageApplication {
         let mapping: CoreDataMapping
-        let state: MirrorBookkeeping
+        let state: StoreBookkeeping
         let changed: [CloudRecord]
         let prepared: [MirrorImport.Prepared?]
         let deleted: [(String, String)]
@@ -37,7 +37,7 @@ extension CoreDataMapping {
         var fresh: [(position: Int, entity: EntityDescription)] = []
         var imported: [(position: Int, entity: EntityDescription)] = []
 
-        init(mapping: CoreDataMapping, state: MirrorBookkeeping, page: ZonePage, user: String?) {
+        init(mapping: CoreDataMapping, state: StoreBookkeeping, page: ZonePage, user: String?) {
             self.mapping = mapping
             self.state = state
             changed = page.changed

@@ -31,7 +31,8 @@ struct PagePreparer: Sendable {
 }
 
 extension CoreDataMapping {
-    func pagePreparer(for state: MirrorBookkeeping) -> PagePreparer {
-        PagePreparer(model: state.store.model, holding: Set(state.store.entities.keys))
+    func pagePreparer(for mirrored: any MirrorStore) throws -> PagePreparer {
+        let store = try CoreDataStore.of(mirrored).store
+        return PagePreparer(model: store.model, holding: Set(store.entities.keys))
     }
 }

@@ -13,7 +13,7 @@ extension CoreDataMapping {
     /// transaction (reverts, share roots deleted, refusals to forget).
     struct VerdictApplication {
         let mapping: CoreDataMapping
-        let state: MirrorBookkeeping
+        let state: StoreBookkeeping
         let verdicts: ModifyVerdicts
         let errors: [String: WireError]
         /// The signed-in user (`linkZone(of:store:user:)`).

@@ -33,7 +33,7 @@ public final class CloudMirrorCompanion: StoreCompanion {
     /// soon as a local writer commits rather than at its next look at the history.
     package func start(engine: StoreEngine) throws {
         guard let options else { return }
-        let mirror = try CloudMirror(options: options, engine: engine)
+        let mirror = try CloudMirror(options: options, stores: CoreDataStores(engine: engine), mapping: CoreDataMapping(options: options, engine: engine))
         slot.withLock { $0 = mirror }
         if options.mode == .automatic {
             engine.observeCommits { notices in
@@ -56,7 +56,7 @@ public final class CloudMirrorCompanion: StoreCompanion {
     /// and reads them whole, their share records included.
     package func relearnShares(of zones: [ZoneID], in store: PersistentStore) throws {
         guard !zones.isEmpty else { return }
-        let state = MirrorBookkeeping(store)
+        let state = StoreBookkeeping(store)
         for zone in zones { try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil) }
         try state.setValue(MirrorBookkeeping.databaseTokenKey, nil)
     }
