@@ -31,7 +31,7 @@ extension Mirroring {
             if case .failure = waiters[1].wait() { Issue.record("the reply itself must still reach whoever waits") }
         }
 
-        typealias Page = CloudMirror.ZoneChanges
+        typealias Page = MirrorEngine.ZoneChanges
 
         /// A page read from its bytes, and the same page read from the tree the client parses
         /// replies into (nil for either that does not read).

@@ -16,10 +16,10 @@ extension CoreDataMapping {
     /// one to skip); the next batch is read from past it.
     func buildBatch(from store: any MirrorStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
                     touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout SyncSendResult,
-                    readThrough: inout Int64) throws -> [CloudMirror.SendItem] {
+                    readThrough: inout Int64) throws -> [MirrorEngine.SendItem] {
         let state = try CoreDataStore.of(store).state
         let store = state.store
-        var items: [CloudMirror.SendItem] = []
+        var items: [MirrorEngine.SendItem] = []
         var count = 0
         var after = start
         // Zones of related records (a batch of a session's events asks for one session's zone).
@@ -53,7 +53,7 @@ extension CoreDataMapping {
     /// What a queued entry sends: an item and the batch places it takes (a move is a save and a
     /// delete), or nothing (`counted`: reported as dropped).
     private enum Planned {
-        case send(CloudMirror.SendItem, weight: Int)
+        case send(MirrorEngine.SendItem, weight: Int)
         case drop(counted: Bool)
     }
 
@@ -66,7 +66,7 @@ extension CoreDataMapping {
         if pending.kind == .delete {
             // Never reached the server: nothing to delete there.
             guard let meta else { return .drop(counted: true) }
-            return .send(CloudMirror.SendItem(pending: pending, record: nil, fieldsText: nil, delete: meta.zone), weight: 1)
+            return .send(MirrorEngine.SendItem(pending: pending, record: nil, fieldsText: nil, delete: meta.zone), weight: 1)
         }
         // Scenario 21: the row is gone (its delete follows, or it never existed): upload nothing.
         guard store.holds(entity.name), let row = try Self.row(of: pending, entity: entity, store: store),
@@ -96,7 +96,7 @@ extension CoreDataMapping {
             if meta.zone == zone {
                 record.recordChangeTag = meta.changeTag
                 partial = only != nil
-                return .send(CloudMirror.SendItem(pending: pending, record: record, fieldsText: fields, delete: nil, partial: partial,
+                return .send(MirrorEngine.SendItem(pending: pending, record: record, fieldsText: fields, delete: nil, partial: partial,
                                       clearedLinks: refused), weight: 1)
             } else if let tag = meta.changeTag, !touched.contains(pending.uuid) {
                 // A move deletes the old copy unconditionally. It is first saved where it
@@ -107,7 +107,7 @@ extension CoreDataMapping {
                 // the edit, or leaves a second copy of the record in another zone.
                 record.zoneID = meta.zone
                 record.recordChangeTag = tag
-                return .send(CloudMirror.SendItem(pending: pending, record: record, fieldsText: fields, delete: nil, touch: true,
+                return .send(MirrorEngine.SendItem(pending: pending, record: record, fieldsText: fields, delete: nil, touch: true,
                                       clearedLinks: refused), weight: 1)
             } else {
                 move = meta.zone
@@ -116,7 +116,7 @@ extension CoreDataMapping {
                 if let tag = meta.changeTag { fields = MovedFrom(zoneName: meta.zone.zoneName, changeTag: tag).adding(to: fields) }
             }
         }
-        return .send(CloudMirror.SendItem(pending: pending, record: record, fieldsText: fields, delete: move, partial: partial),
+        return .send(MirrorEngine.SendItem(pending: pending, record: record, fieldsText: fields, delete: move, partial: partial),
                      weight: move == nil ? 1 : 2)
     }
 

@@ -9,9 +9,9 @@ import StoreWire
 /// A send's verdicts applied: saved entries leave the queue, conflicts merge with the
 /// server's copy, refusals revert or wait, per item.
 extension CoreDataMapping {
-    func applyVerdicts(_ verdicts: ModifyVerdicts, errors: [String: WireError], items: [CloudMirror.SendItem], answered: [Int64],
+    func applyVerdicts(_ verdicts: ModifyVerdicts, errors: [String: WireError], items: [MirrorEngine.SendItem], answered: [Int64],
                        to store: any MirrorStore, user: String?,
-                       report: inout SyncSendResult, pass: inout CloudMirror.SendPass) throws -> VerdictOutcome {
+                       report: inout SyncSendResult, pass: inout MirrorEngine.SendPass) throws -> VerdictOutcome {
         let turn = try CoreDataStore.of(store), state = turn.state
         var applied = VerdictApplication(mapping: self, state: state, verdicts: verdicts, errors: errors, user: user)
         // One transaction for the whole batch's verdicts: with synchronous=FULL each
@@ -67,7 +67,7 @@ extension CoreDataMapping {
 
     /// permissionFailure: the server is the authority. An edit goes back to the server's copy; an
     /// insert the server never had is deleted; the device's clients are told (docs/RULES.md, mirroring: permissions checked twice).
-    func revert(_ item: CloudMirror.SendItem, serverCopy: CloudRecord?, error: WireError, in mirrored: any MirrorStore, user: String?) throws {
+    func revert(_ item: MirrorEngine.SendItem, serverCopy: CloudRecord?, error: WireError, in mirrored: any MirrorStore, user: String?) throws {
         let turn = try CoreDataStore.of(mirrored), state = turn.state
         let pending = item.pending
         guard let entity = state.store.model.entity(named: pending.entity) else { return }
@@ -104,7 +104,7 @@ extension CoreDataMapping {
     /// Updates the server had no record for that a fetch left where they were (neither moved
     /// nor deleted by another device): the delete policy decides. deleteWins removes the
     /// object here; resurrect forgets the server copy, so the entry goes out as new.
-    func settleMissing(_ items: [CloudMirror.SendItem], in mirrored: any MirrorStore) throws {
+    func settleMissing(_ items: [MirrorEngine.SendItem], in mirrored: any MirrorStore) throws {
         let turn = try CoreDataStore.of(mirrored), state = turn.state, store = turn.store
         var local: [LocalChange] = []
         var afterSave: [() throws -> Void] = []

@@ -39,7 +39,7 @@ struct MirrorImport {
 
     /// A record's row values as far as they need no store: its attributes converted exactly as
     /// `context.set` converts them, its to-one relationships as the related records' names.
-    /// Worked out off the applying thread (`CloudMirror.ZoneChanges`), so it only resolves names.
+    /// Worked out off the applying thread (`MirrorEngine.ZoneChanges`), so it only resolves names.
     struct Prepared: Sendable {
         /// Per stored property; to-one slots are filled in by `accept`.
         var values: [SQLValue]

@@ -19,7 +19,7 @@ protocol MirrorMapping: Sendable {
     /// `drops` are the entries read that send nothing, `readThrough` the last queue position taken.
     func buildBatch(from store: any MirrorStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
                     touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout SyncSendResult,
-                    readThrough: inout Int64) throws -> [CloudMirror.SendItem]
+                    readThrough: inout Int64) throws -> [MirrorEngine.SendItem]
 
     /// A record as it goes on the wire: a many-to-many link's record as CloudKit's CDMR record
     /// (inside the mirror a link is its link entity's record).
@@ -31,17 +31,17 @@ protocol MirrorMapping: Sendable {
 
     /// A batch was answered: each item's verdict is applied (saved, merged, left to the engine
     /// to revert); what the engine must do after the store's write is returned.
-    func applyVerdicts(_ verdicts: ModifyVerdicts, errors: [String: WireError], items: [CloudMirror.SendItem], answered: [Int64],
+    func applyVerdicts(_ verdicts: ModifyVerdicts, errors: [String: WireError], items: [MirrorEngine.SendItem], answered: [Int64],
                        to store: any MirrorStore, user: String?,
-                       report: inout SyncSendResult, pass: inout CloudMirror.SendPass) throws -> VerdictOutcome
+                       report: inout SyncSendResult, pass: inout MirrorEngine.SendPass) throws -> VerdictOutcome
 
     /// The server refused a change (permissionFailure): the object goes back to `serverCopy`
     /// (which the engine fetched; nil: the server has none) and clients are told.
-    func revert(_ item: CloudMirror.SendItem, serverCopy: CloudRecord?, error: WireError, in store: any MirrorStore, user: String?) throws
+    func revert(_ item: MirrorEngine.SendItem, serverCopy: CloudRecord?, error: WireError, in store: any MirrorStore, user: String?) throws
 
     /// Updates the server had no record for, still where they were after a fetch: the delete
     /// policy decides (the object goes, or is sent again as new).
-    func settleMissing(_ items: [CloudMirror.SendItem], in store: any MirrorStore) throws
+    func settleMissing(_ items: [MirrorEngine.SendItem], in store: any MirrorStore) throws
 
     /// A zone's pages are about to be fetched: what makes each page ready for `applyPage` where
     /// it is decoded (on the client's reader thread for pages fetched ahead).
@@ -110,7 +110,7 @@ struct ZonePage {
 /// What applying a batch's verdicts leaves for the engine, after the store's write.
 struct VerdictOutcome {
     /// Items the server refused for permission: the engine fetches each one's server copy and reverts it.
-    var reverts: [(CloudMirror.SendItem, WireError)] = []
+    var reverts: [(MirrorEngine.SendItem, WireError)] = []
     /// Share zones whose root the owner deleted: the engine deletes them in the cloud.
     var rootsDeleted: [String] = []
     /// Records saved or deleted at last: no longer listed as refused exports.

@@ -26,7 +26,7 @@ extension CoreDataMapping {
         var outcome = VerdictOutcome()
 
         /// Applies `item`'s verdict; the send's report and pass take what it adds.
-        mutating func apply(_ item: CloudMirror.SendItem, report: inout SyncSendResult, pass: inout CloudMirror.SendPass) throws {
+        mutating func apply(_ item: MirrorEngine.SendItem, report: inout SyncSendResult, pass: inout MirrorEngine.SendPass) throws {
             let uuid = item.pending.uuid
             let error = errors[uuid] ?? errors.first { $0.key.hasSuffix("/\(uuid)") }?.value
             if let record = item.record {
@@ -38,7 +38,7 @@ extension CoreDataMapping {
             }
         }
 
-        private mutating func applySave(_ item: CloudMirror.SendItem, entity: EntityDescription, record: CloudRecord, error: WireError?, report: inout SyncSendResult, pass: inout CloudMirror.SendPass) throws {
+        private mutating func applySave(_ item: MirrorEngine.SendItem, entity: EntityDescription, record: CloudRecord, error: WireError?, report: inout SyncSendResult, pass: inout MirrorEngine.SendPass) throws {
             let uuid = item.pending.uuid
             if let tag = verdicts.saved[uuid], error == nil {
                 try state.setMeta(.init(uuid: uuid, entity: entity.name, zone: record.zoneID, changeTag: tag,
@@ -89,8 +89,8 @@ extension CoreDataMapping {
 
         /// A save that met another version of the record: merged with the server's copy (saved
         /// through a context after the batch's transaction).
-        private mutating func mergeConflict(_ item: CloudMirror.SendItem, entity: EntityDescription, record: CloudRecord, conflict: RecordConflict, code: ErrorCode,
-                                            report: inout SyncSendResult, pass: inout CloudMirror.SendPass) throws {
+        private mutating func mergeConflict(_ item: MirrorEngine.SendItem, entity: EntityDescription, record: CloudRecord, conflict: RecordConflict, code: ErrorCode,
+                                            report: inout SyncSendResult, pass: inout MirrorEngine.SendPass) throws {
             let uuid = item.pending.uuid
             let state = state
             let server = conflict.server
@@ -147,7 +147,7 @@ extension CoreDataMapping {
             }
         }
 
-        private mutating func applyDelete(_ item: CloudMirror.SendItem, zone: ZoneID, error: WireError?, report: inout SyncSendResult, pass: inout CloudMirror.SendPass) throws {
+        private mutating func applyDelete(_ item: MirrorEngine.SendItem, zone: ZoneID, error: WireError?, report: inout SyncSendResult, pass: inout MirrorEngine.SendPass) throws {
             let uuid = item.pending.uuid
             if verdicts.deleted.contains(uuid) && error == nil {
                 try state.dropMeta(uuid)

@@ -84,7 +84,7 @@ struct MirrorStatus: Codable, Sendable {
     var quiescent: Bool
 }
 
-extension CloudMirror {
+extension MirrorEngine {
     /// `body`, answered only after every notice it gave rise to went out: an explicit sync's
     /// reply comes after its imports' remote-change events (which a fetched page's commit
     /// sends once the log is synced: `OrderedAnnouncer`), as before pages stopped waiting.

@@ -40,7 +40,7 @@ struct ShareAcceptResult: Codable, Sendable {
     var fetch: SyncFetchResult
 }
 
-extension CloudMirror {
+extension MirrorEngine {
 
     /// share.create: the owner shares an object graph. A share zone is created and the graph,
     /// first saved where it is (`touchedGraph`), moves there with the zone-wide share

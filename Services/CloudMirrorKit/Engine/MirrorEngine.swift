@@ -7,12 +7,13 @@ import StoreServiceKit
 import StoreWire
 import Synchronization
 
-/// The device's cloud mirror (NSPersistentCloudKitContainer's job): the private store ↔ the
+/// The mirror's engine (NSPersistentCloudKitContainer's sync half): the private store ↔ the
 /// user's private database, the shared store ↔ the user's shared database, over one
-/// connection to the sync-service. Every sync step runs under `work`, one at a time, on the
+/// connection to the sync-service. It reaches the stores through `stores` and asks `mapping`
+/// what records mean (docs/ARCHITECTURE.md). Every sync step runs under `work`, one at a time, on the
 /// calling connection's thread or the automatic-mode thread (blocking calls, never on Swift's
 /// cooperative pool); `status` is readable at any moment.
-final class CloudMirror: Sendable {
+final class MirrorEngine: Sendable {
     let options: MirrorOptions
     /// The stores it mirrors, each in a turn of the store lock.
     let stores: any MirrorStores
@@ -21,7 +22,7 @@ final class CloudMirror: Sendable {
     var clock: DeviceClock { stores.clock }
     let logger = Logger(label: "store-service.mirror")
     // The live connection and the credential are read and replaced by the connection and
-    // account extensions (CloudMirror+Connection.swift, CloudMirror+Account.swift).
+    // account extensions (MirrorEngine+Connection.swift, MirrorEngine+Account.swift).
     let connection = Mutex<Connection?>(nil)
     /// The credential the mirror signs in with; nil while the device is signed out.
     let credential: Mutex<String?>

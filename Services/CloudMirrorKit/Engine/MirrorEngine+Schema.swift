@@ -11,7 +11,7 @@ struct InitializeSchemaParams: Codable, Sendable {
     var dryRun: Bool?
 }
 
-extension CloudMirror {
+extension MirrorEngine {
     /// NSPersistentCloudKitContainer.initializeCloudKitSchema(options:): one representative
     /// record per mirrored entity, every field set, is saved to the private database's Core
     /// Data zone and deleted again. The cloud's just-in-time schema (the development

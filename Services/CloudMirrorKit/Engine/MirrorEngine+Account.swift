@@ -3,7 +3,7 @@ import MeowWire
 import StoreServiceKit
 import StoreWire
 
-extension CloudMirror {
+extension MirrorEngine {
     static let accountKey = "accountUser"
     static let signedOutKey = "signedOut"
 

@@ -6,7 +6,7 @@ import StoreWire
 
 /// A send's verdicts: the mapping applies them to the store; what they leave for the cloud
 /// (share zones to delete, server copies to revert to) and for `sync.status` is the engine's.
-extension CloudMirror {
+extension MirrorEngine {
     /// `answered`: the batch's rows of creates in flight, dropped with the verdicts.
     func applyVerdicts(items: [SendItem], scopeStore: String, verdicts: ModifyVerdicts, errors: [String: WireError],
                        answered: [Int64], report: inout SyncSendResult, pass: inout SendPass) throws {

@@ -7,7 +7,7 @@ import StoreServiceKit
 import StoreWire
 import Synchronization
 
-extension CloudMirror {
+extension MirrorEngine {
     /// Fetches the private then the shared database.
     func fetchAll() throws -> SyncFetchResult {
         try signedInCredential()

@@ -6,7 +6,7 @@ import SQLiteKit
 import StoreServiceKit
 import StoreWire
 
-extension CloudMirror {
+extension MirrorEngine {
     /// Sends both stores' queues.
     func sendAll() throws -> SyncSendResult {
         try signedInCredential()

@@ -8,7 +8,7 @@ import StoreWire
 
 /// Creates whose answer never came (a lost reply, a crash): before a send, each is found in the
 /// cloud or not, so it is neither sent twice nor lost.
-extension CloudMirror {
+extension MirrorEngine {
     /// Creates an earlier send made without applying their answer (the answer was lost, or the
     /// device was killed first) may be on the server. The server is asked, and what it has is
     /// applied like a fetched change (merged with the row and its queue entry): an entry the
