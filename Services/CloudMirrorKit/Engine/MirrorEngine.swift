@@ -10,9 +10,9 @@ import Synchronization
 /// The mirror's engine (NSPersistentCloudKitContainer's sync half): the private store ↔ the
 /// user's private database, the shared store ↔ the user's shared database, over one
 /// connection to the sync-service. It reaches the stores through `stores` and asks `mapping`
-/// what records mean (docs/ARCHITECTURE.md). Every sync step runs under `work`, one at a time, on the
-/// calling connection's thread or the automatic-mode thread (blocking calls, never on Swift's
-/// cooperative pool); `status` is readable at any moment.
+/// what records mean (docs/ARCHITECTURE.md). Every sync step runs under `work`, one at a
+/// time, on the calling connection's thread or the automatic-mode thread (blocking calls,
+/// never on Swift's cooperative pool); `status` is readable at any moment.
 final class MirrorEngine: Sendable {
     let options: MirrorOptions
     /// The stores it mirrors, each in a turn of the store lock.
