@@ -3,9 +3,11 @@ import MeowWire
 import StoreWire
 
 /// What the engine asks of the mapping: everything about what a record means, never about how
-/// it travels. The engine holds the store lock and has queued the store's history when it
-/// calls (a merge reads the queue, so a save that landed meanwhile must be in it), and talks to
-/// the sync-service itself: the mapping answers in rows, records and bookkeeping.
+/// it travels. A store comes inside the engine's turn of the store lock (or, for `buildBatch`,
+/// as a reading snapshot); before a call that may merge (`applyPage`, `applyVerdicts`,
+/// `removeZone`) the engine has queued the store's history, since a merge reads the queue and a
+/// save that landed meanwhile must be in it. The engine talks to the sync-service itself: the
+/// mapping answers in rows, records and bookkeeping.
 protocol MirrorMapping: Sendable {
     /// The engine queues a store's changes before it sends, fetches or answers status: the
     /// history saved after the export cursor becomes queue entries (what a record change is,
@@ -97,7 +99,7 @@ struct StoreStatusDetails {
 /// A fetched page of one zone, as the mapping applies it.
 struct ZonePage {
     var changed: [CloudRecord]
-    /// Per changed record, its row values as far as they need no store (`ZoneChanges`).
+    /// Per changed record, its row values as far as they need no store (`PagePreparer`).
     var prepared: [MirrorImport.Prepared?]
     var deleted: [(String, String)]
     var zone: ZoneID
