@@ -77,7 +77,7 @@ extension BookkeepingTables {
         // One statement for a page's names, each looked up in the table's key.
         var found: [String: ZoneID] = [:]
         for row in try database.query("SELECT uuid, zone_name, owner_name FROM mirror_deleted WHERE uuid IN (SELECT value FROM json_each(?))",
-                                      [MirrorBookkeeping.jsonArray(uuids)]) {
+                                      [JSONWriter.text(strings: uuids)]) {
             if let uuid = row[0].string { found[uuid] = ZoneID(zoneName: row[1].string ?? "", ownerName: row[2].string ?? "") }
         }
         return found
@@ -177,6 +177,6 @@ extension BookkeepingTables {
                       "mirror_deleted", "mirror_inflight", "mirror_tombstones"] {
             try database.execute("DELETE FROM \(table)")
         }
-        try database.execute("DELETE FROM mirror_kv WHERE key NOT IN (SELECT value FROM json_each(?))", [MirrorBookkeeping.jsonArray(keys)])
+        try database.execute("DELETE FROM mirror_kv WHERE key NOT IN (SELECT value FROM json_each(?))", [JSONWriter.text(strings: keys)])
     }
 }

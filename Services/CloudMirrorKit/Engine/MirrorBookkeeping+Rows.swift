@@ -60,7 +60,7 @@ extension BookkeepingTables {
     /// new objects have few or none; none at all when no record has a row).
     func dropFieldTimes(_ uuids: [String]) throws {
         guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_fieldtimes LIMIT 1") != nil else { return }
-        try changing.execute("DELETE FROM mirror_fieldtimes WHERE uuid IN (SELECT value FROM json_each(?))", [MirrorBookkeeping.jsonArray(uuids)])
+        try changing.execute("DELETE FROM mirror_fieldtimes WHERE uuid IN (SELECT value FROM json_each(?))", [JSONWriter.text(strings: uuids)])
     }
 
     /// Replaces a record's stamps with `text` (an `MC_fieldModified` text, kept as it is).
@@ -78,7 +78,7 @@ extension BookkeepingTables {
     /// per uuid for each of its three lookups).
     func forRows(of uuids: [String], _ sql: String, _ body: (Row) throws -> Void) throws {
         guard !uuids.isEmpty else { return }
-        for row in try database.query(sql, [MirrorBookkeeping.jsonArray(uuids)]) { try body(row) }
+        for row in try database.query(sql, [JSONWriter.text(strings: uuids)]) { try body(row) }
     }
 
     /// Whether `table`'s indexed `column` may hold any of `names`: not when all it holds sorts

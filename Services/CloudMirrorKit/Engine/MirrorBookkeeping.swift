@@ -39,16 +39,6 @@ struct MirrorBookkeeping: BookkeepingTables {
     /// This project's bookkeeping field of per-field edit stamps (`FieldStamp`).
     static let fieldTimesField = "MC_fieldModified"
 
-    /// `names` as one JSON array (a statement's `json_each(?)` argument).
-    static func jsonArray(_ names: [String]) -> String {
-        var text = "["
-        for (index, name) in names.enumerated() {
-            if index > 0 { text += "," }
-            JSONWriter.appendString(name, to: &text)
-        }
-        return text + "]"
-    }
-
     static func zoneTokenKey(_ zone: ZoneID) -> String { "zoneToken:\(zone.ownerName)/\(zone.zoneName)" }
     static let databaseTokenKey = "databaseToken"
     static let exportCursorKey = "exportCursor"
@@ -207,7 +197,7 @@ extension BookkeepingTables {
             if existing.kind == .insert, kind == .update { newKind = .insert }
             text = nil
         }
-        let changedJSON = text ?? MirrorBookkeeping.jsonArray(union.sorted())
+        let changedJSON = text ?? JSONWriter.text(strings: union.sorted())
         try changing.execute("""
             INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before, times, pk) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = excluded.zone_name,

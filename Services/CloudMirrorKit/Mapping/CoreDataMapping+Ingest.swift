@@ -1,5 +1,6 @@
 import CloudWire
 import Foundation
+import MeowWire
 import StoreServiceKit
 
 extension CoreDataMapping {
@@ -192,7 +193,7 @@ extension CoreDataMapping {
             if cache.key?.changed != changed || cache.key?.stamp != stamp {
                 cache.names = Set(changed.map(MirrorRecordCoding.fieldName))
                 let sorted = cache.names.sorted()
-                cache.changedText = PersistentStore.jsonArray(sorted)
+                cache.changedText = JSONWriter.text(strings: sorted)
                 cache.stampsText = FieldStamp.encode(sorted, stamp)
                 cache.key = (changed, stamp)
             }
