@@ -49,7 +49,7 @@ let package = Package(
                 path: "Services/CloudMirrorKit", swiftSettings: strict),
         .target(name: "SyncServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
                 path: "Services/SyncServiceKit", swiftSettings: strict),
-        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
+        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "MeowReport", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
         // The checks `meowctl doctor` and `diff` run (a device's invariants, a device against the
         // cloud), without the command line: MeowCareTesting's assertions run the same ones.
         .target(name: "MeowInspection", dependencies: ["MeowWire", "CloudWire", "StoreWire"], path: "Shared/MeowInspection", swiftSettings: strict),
@@ -58,13 +58,17 @@ let package = Package(
         // What an explored run did and the checks that judge it (docs/EXPLORING.md): no processes,
         // so the checker is tested on crafted histories alone.
         .target(name: "MeowHistory", dependencies: ["MeowWire"], path: "Shared/MeowHistory", swiftSettings: strict),
+        // A report as one HTML page (the request log, frame trace, service logs, an explored
+        // history): meowctl report and the test libraries' failure attachments share it.
+        .target(name: "MeowReport", dependencies: ["MeowWire"], path: "Shared/MeowReport",
+                resources: [.embedInCode("Assets/report.js"), .embedInCode("Assets/report.css")], swiftSettings: strict),
         .target(name: "MeowCareCluster", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "CShim"],
                 path: "Shared/MeowCareTesting/Cluster", swiftSettings: strict),
         // The schedule explorer: a team's flow run under seeded schedules on one cluster, each
         // run recorded as a history, judged, shrunk and replayed (docs/EXPLORING.md).
         .target(name: "MeowExplore", dependencies: ["MeowHistory", "MeowCareCluster", "MeowWire", "CloudWire", "StoreWire"],
                 path: "Shared/MeowExplore", swiftSettings: strict),
-        .target(name: "MeowCareTesting", dependencies: ["MeowCareCluster", "MeowExplore", "MeowHistory", "MeowWire", "CloudWire"],
+        .target(name: "MeowCareTesting", dependencies: ["MeowCareCluster", "MeowExplore", "MeowHistory", "MeowReport", "MeowWire", "CloudWire"],
                 path: "Shared/MeowCareTesting/Testing", swiftSettings: strict),
         .executableTarget(name: "store-service", dependencies: ["StoreServiceKit", "CloudMirrorKit", "ServiceRuntime"],
                           path: "Services/store-service", swiftSettings: strict),
@@ -91,7 +95,7 @@ let package = Package(
                     path: "Tests/MirrorTests", swiftSettings: strict),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "MeowWire", "TestSupport", "MeowCareCluster"],
                     path: "Tests/ServiceRuntimeTests", swiftSettings: strict),
-        .testTarget(name: "MeowCareTestingTests", dependencies: ["MeowCareTesting", "TestSupport"],
+        .testTarget(name: "MeowCareTestingTests", dependencies: ["MeowCareTesting", "MeowHistory", "TestSupport"],
                     path: "Tests/MeowCareTestingTests", swiftSettings: strict),
         .testTarget(name: "ExploreTests", dependencies: ["MeowExplore", "MeowHistory", "MeowCareTesting", "TestSupport"],
                     path: "Tests/ExploreTests", swiftSettings: strict),

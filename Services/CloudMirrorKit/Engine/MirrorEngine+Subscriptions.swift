@@ -5,7 +5,7 @@ import StoreServiceKit
 /// The subscriptions NSPersistentCloudKitContainer keeps in the cloud, and what the mirror does
 /// with their notifications: fetch. A notification is a hint; one missed while the device was
 /// away is made up by its next fetch, which reads from its change tokens.
-extension CloudMirror {
+extension MirrorEngine {
     static let privateSubscriptionID = "com.apple.coredata.cloudkit.private.subscription"
     static let sharedSubscriptionID = "com.apple.coredata.cloudkit.shared.subscription"
 
@@ -38,6 +38,8 @@ extension CloudMirror {
         let events = client.events
         Task.detached { [weak self] in
             for await event in events {
+                // A report joins the push to the device's lane from this line.
+                self?.logger.info("push received", ["event": .string(event.name), "data": event.data])
                 if event.name == "notification", let id = event.data["subscriptionID"]?.stringValue, ours.contains(id) { self?.poke() }
                 if event.name == "databaseChanged" { self?.poke() }
             }
