@@ -27,7 +27,7 @@ extension RunEngine {
                 zone = known
                 params["store"] = .string(known.owner == users[name] ? "private" : "shared")
             }
-            try await setClockOrRecord(name)
+            await trySetClock(name)
             params["stamp"] = .double(stamp(name))
             let storeName = zone.flatMap { $0.owner == users[name] ? nil : bench.sharedStoreName }
             await record(step: global, actor: name, op: HistoryOp.insert, params: .object(params)) { () throws(MeowCareError) -> JSONValue in
@@ -130,7 +130,7 @@ extension RunEngine {
             }
             let context = StepContext(device: device, cluster: cluster, actor: name, user: users[name] ?? actor.user, params: params, seed: mode.seed,
                                       memory: memory(of: name), uuids: uuids, entities: entities, zones: zones)
-            try await setClockOrRecord(name)
+            await trySetClock(name)
             let invoke = nextTick()
             do {
                 let result = try await body(context)
@@ -149,9 +149,9 @@ extension RunEngine {
         }
     }
 
-    /// The clock set before a write: a failure here (a dead device) is the step's failure,
-    /// recorded by the request that follows.
-    func setClockOrRecord(_ device: String) async throws {
+    /// The clock set before a write: a failure here (a dead device) shows as the failure of
+    /// the step's own request, which follows.
+    func trySetClock(_ device: String) async {
         try? await setClock(device)
     }
 
@@ -271,7 +271,7 @@ extension RunEngine {
         }
         awaitingRequests[device] = index
         noteSent(device, result)
-        try await reviveIfDead(device)
+        try await reviveIfDead(device, after: index)
     }
 
     func noteSent(_ device: String, _ result: JSONValue?) {
@@ -289,7 +289,7 @@ extension RunEngine {
         }
         awaitingRequests[device] = index
         if result != nil { fetchedVersion[device] = version }
-        try await reviveIfDead(device)
+        try await reviveIfDead(device, after: index)
         // A fetch that brought nothing leaves the device showing what it did plus its own
         // saves, which the history has: only a fetch that changed something is observed.
         if let result, options.observeAfterFetch, Self.changedSomething(result) { try await observe(device) }
@@ -306,21 +306,22 @@ extension RunEngine {
         held = nil
         _ = try await cluster.cloud.admin.releaseHeldRequests()
         let result = await current.task.value
+        let entry: Int
         switch result {
         case let .success(value):
-            history[current.entry].outcome = .ok(aliased(value))
-            history[current.entry].complete = nextTick()
+            entry = append(step: nil, actor: device, user: users[device], op: HistoryOp.send, params: [:], invoke: current.invoke,
+                           complete: nextTick(), outcome: .ok(value))
             noteSent(device, value)
         case let .failure(error):
-            history[current.entry].outcome = Self.outcome(error)
-            history[current.entry].complete = Self.isUnseen(error) ? nil : nextTick()
             // The device died holding the request open: released, it still runs in the cloud,
             // and is logged when it ends. Wait for that entry, so the log can settle the outcome.
             if Self.isUnseen(error) { try await awaitLogged(op: "records.modify", of: device, after: current.logSeq) }
+            entry = append(step: nil, actor: device, user: users[device], op: HistoryOp.send, params: [:], invoke: current.invoke,
+                           complete: Self.isUnseen(error) ? nil : nextTick(), outcome: Self.outcome(error))
         }
-        awaitingRequests[device] = current.entry
+        awaitingRequests[device] = entry
         try await readLog()
-        try await reviveIfDead(device)
+        try await reviveIfDead(device, after: entry)
     }
 
     /// Reads the request log until `device`'s mirror has an `op` entry after `after` (at most
@@ -398,15 +399,12 @@ extension RunEngine {
         try? await setClock(device)
         let before = logSeq
         let invoke = nextTick()
-        let entry = append(step: nil, actor: device, user: users[device], op: HistoryOp.send, params: [:], invoke: invoke, complete: nil,
-                           outcome: .unknown(reason: "held at the cloud"))
-        awaitingRequests[device] = entry
         let finished = Mutex(false)
         let task = Task { () async -> Result<JSONValue, MeowCareError> in
             defer { finished.withLock { $0 = true } }
             do throws(MeowCareError) { return .success(try await lane.call("sync.send")) } catch { return .failure(error) }
         }
-        held = (device, task, entry, before)
+        held = (device, task, invoke, before)
         // Either the send's modify is held at the cloud, or the send ended without one (all it
         // had was deferred, or went in another request first): then there is nothing to deliver.
         while true {
@@ -457,8 +455,15 @@ extension RunEngine {
     }
 
     /// A device armed with a crash point that died on a request is started again, unarmed.
-    func reviveIfDead(_ device: String) async throws {
-        guard let process = cluster.process(of: device), process.exitStatus != nil else { return }
+    /// `entry`: the request just made; when it ended with the connection on a device armed with
+    /// a crash point, the device died on it, even if its exit is not reaped yet: wait for it, so
+    /// the next op meets a live device.
+    func reviveIfDead(_ device: String, after entry: Int? = nil) async throws {
+        guard let process = cluster.process(of: device) else { return }
+        if let entry, case .unknown = history[entry].outcome, armed[device] != nil {
+            _ = await process.waitForExit(timeout: .seconds(10))
+        }
+        guard process.exitStatus != nil else { return }
         armed[device] = nil
         try await restart(device, environment: [:])
     }

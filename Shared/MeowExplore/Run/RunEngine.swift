@@ -37,7 +37,9 @@ final class RunEngine {
     var pushes: Set<String> = []
     var cloudVersion = 0
     var fetchedVersion: [String: Int] = [:]
-    var held: (device: String, task: Task<Result<JSONValue, MeowCareError>, Never>, entry: Int, logSeq: Int)?
+    /// A send held at the cloud: its history entry is written when it is released, so entries
+    /// stay in the order their requests took effect (its `invoke` is when it was sent).
+    var held: (device: String, task: Task<Result<JSONValue, MeowCareError>, Never>, invoke: Int, logSeq: Int)?
     var writeSeq = 0
     var logSeq = 0
     var startTokens: [String: [String: Int]] = [:]
@@ -305,13 +307,29 @@ final class RunEngine {
             logSeq = max(logSeq, seq)
             if let client = entry["client"]?.stringValue, client.hasPrefix(Self.mirrorPrefix), client.hasSuffix(")") {
                 let device = String(client.dropFirst(Self.mirrorPrefix.count).dropLast())
-                if let index = awaitingRequests[device] { history[index].cloudRequests.append(seq) }
+                if let index = awaitingRequests[device] {
+                    history[index].cloudRequests.append(seq)
+                    if entry["op"]?.stringValue == "records.modify" { noteCarried(entry, in: index) }
+                }
             }
         }
         awaitingRequests = [:]
     }
 
     static let mirrorPrefix = "store-service mirror ("
+
+    /// A send's result gains `carried`: the record names its `records.modify` requests were
+    /// allowed to write, from the log's permission decisions (complete up to 20 records a
+    /// request), so a check can tell which pending writes a send took when it left some behind.
+    func noteCarried(_ logEntry: JSONValue, in index: Int) {
+        guard case var .ok(.object(result)) = history[index].outcome else { return }
+        var names = Set((result["carried"]?.arrayValue ?? []).compactMap(\.stringValue))
+        for decision in logEntry["permissions"]?.arrayValue ?? [] where decision["decision"]?.stringValue == "allowed" {
+            if let name = decision["recordName"]?.stringValue { names.insert(name) }
+        }
+        result["carried"] = .array(names.sorted().map { .string($0) })
+        history[index].outcome = .ok(.object(result))
+    }
 
     /// Before `device` starts an op that may reach the cloud: its previous one gets its requests.
     func settleRequests(before device: String) async throws(MeowCareError) {

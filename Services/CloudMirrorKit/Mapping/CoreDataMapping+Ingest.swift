@@ -1,29 +1,23 @@
 import CloudWire
 import Foundation
+import MeowWire
 import StoreServiceKit
 
-extension CloudMirror {
+extension CoreDataMapping {
     // MARK: Ingest: history → outgoing queue
+
+    func queueHistory(of store: any MirrorStore, enough: Int?) throws -> IngestOutcome {
+        try ingest(CoreDataStore.of(store).store, enough: enough)
+    }
 
     /// Moves the store's history after the export cursor into the queue, skipping the mirror's
     /// own imports (author `sync`: no echo). One SQLite transaction: queue and cursor together.
-    func ingest(_ store: PersistentStore) throws {
-        try ingest(store, enough: nil)
-    }
-
-    /// What one ingest did: how many changes it queued, and whether history is left unqueued
-    /// (it stopped at `enough`).
-    struct IngestOutcome {
-        var queued = 0
-        var more = false
-    }
-
     /// `enough`: stops (at a transaction's end) once that many changes were queued, so a send
     /// puts its first batch on the wire before the rest of a large history is queued, and the
     /// rest is queued while the server works (the send's next batches ask for more).
     @discardableResult
     func ingest(_ store: PersistentStore, enough: Int?) throws -> IngestOutcome {
-        let state = MirrorBookkeeping(store)
+        let state = StoreBookkeeping(store)
         var queued = 0
         var cache = IngestCache()
         while true {
@@ -79,7 +73,7 @@ extension CloudMirror {
     /// A changed field is stamped with the time of its newest edit the history still has, else
     /// with the newest purged transaction's time (its edit was made by then). Stamped "now",
     /// an edit older than another device's later one won their conflict.
-    private func queueByComparison(_ state: MirrorBookkeeping, after cursor: Int) throws {
+    private func queueByComparison(_ state: StoreBookkeeping, after cursor: Int) throws {
         let store = state.store
         let fallback = try PersistentHistory.purgedThrough(store) ?? clock.seconds()
         let edited = try Self.editTimes(store, after: cursor)
@@ -156,7 +150,7 @@ extension CloudMirror {
         /// history's order.
         var waiting: (entity: String, objects: [(uuid: String, primaryKey: Int64)])?
 
-        mutating func flush(_ state: MirrorBookkeeping) throws {
+        mutating func flush(_ state: StoreBookkeeping) throws {
             guard let batch = waiting else { return }
             waiting = nil
             try state.enqueueNewObjects(entity: batch.entity, objects: batch.objects, changedText: changedText,
@@ -164,7 +158,7 @@ extension CloudMirror {
         }
     }
 
-    private func ingest(_ change: HistoryChanges.Entry, time: Double, state: MirrorBookkeeping, cache: inout IngestCache) throws -> [String] {
+    private func ingest(_ change: HistoryChanges.Entry, time: Double, state: StoreBookkeeping, cache: inout IngestCache) throws -> [String] {
         let store = state.store
         guard let entity = store.model.entity(named: change.entity) else { return [] }
         let kind = change.kind
@@ -199,7 +193,7 @@ extension CloudMirror {
             if cache.key?.changed != changed || cache.key?.stamp != stamp {
                 cache.names = Set(changed.map(MirrorRecordCoding.fieldName))
                 let sorted = cache.names.sorted()
-                cache.changedText = PersistentStore.jsonArray(sorted)
+                cache.changedText = JSONWriter.text(strings: sorted)
                 cache.stampsText = FieldStamp.encode(sorted, stamp)
                 cache.key = (changed, stamp)
             }
@@ -219,11 +213,11 @@ extension CloudMirror {
     /// zone into a share (`zone(for:)`: a tag put on a shared photo joins its share). Nothing of
     /// that side changed, so it is queued here, as an update whose changed keys are unknown: its
     /// send moves it, whole, into the share zone. A side whose zone stays is not queued.
-    private func queueSidesJoiningAShare(link: EntityDescription, primaryKey: Int64, state: MirrorBookkeeping) throws {
+    private func queueSidesJoiningAShare(link: EntityDescription, primaryKey: Int64, state: StoreBookkeeping) throws {
         guard let row = try state.store.read(link, primaryKey: primaryKey) else { return }
         for (entity, side) in try ObjectGraph(store: state.store).toOneTargets(of: link, row: row) {
             guard let meta = try state.meta(side.uuid), meta.zone.zoneName == ZoneID.coreDataZoneName,
-                  let zone = try zone(for: side.uuid, entity: entity, state: state), zone.zoneName != meta.zone.zoneName else { continue }
+                  let zone = try CoreDataMapping.zone(for: side.uuid, entity: entity, state: state), zone.zoneName != meta.zone.zoneName else { continue }
             try state.enqueue(uuid: side.uuid, entity: entity.name, kind: .update, zone: nil, changed: [], primaryKey: side.primaryKey)
         }
     }

@@ -40,14 +40,14 @@ struct ShareAcceptResult: Codable, Sendable {
     var fetch: SyncFetchResult
 }
 
-extension CloudMirror {
+extension MirrorEngine {
 
     /// share.create: the owner shares an object graph. A share zone is created and the graph,
     /// first saved where it is (`touchedGraph`), moves there with the zone-wide share
     /// `cloudkit.zoneshare` (deleted from its old zone, created in the share zone). A graph
     /// that fits one request moves in one (`moveAtOnce`): another device fetches it whole, never
     /// a session in one zone and its events in another. A larger one cannot (the server's
-    /// per-request limit): its leaders (`readGraph`) move with the share, and the rest follows by the send's own
+    /// per-request limit): its leaders (`MirrorMapping.shareGraph`) move with the share, and the rest follows by the send's own
     /// moves (`followRoot`). Locally the objects stay in the private store.
     func createShare(_ params: ShareCreateParams, progress: ProgressReporter = .silent) throws -> ShareCreateResult {
         // The invitations are checked before anything is sent, saved or moved: a refused
@@ -123,8 +123,7 @@ extension CloudMirror {
     /// was over the server's limits (`limitExceeded`; nothing was applied, the request is atomic).
     private func moveAtOnce(_ graph: [GraphMember], into zone: ZoneID) throws -> JSONValue? {
         var saves = graph.map {
-            MirrorLinkRecords.outgoing(CloudRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity.name), fields: $0.fields),
-                                       model: engine.model)
+            mapping.wireRecord(CloudRecord(recordName: $0.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName($0.entity), fields: $0.fields))
         }
         saves.append(CloudRecord(recordName: CloudKitNames.zoneShareName, zoneID: zone, recordType: CloudKitNames.shareRecordType))
         let deletes = graph.compactMap { member in member.oldZone.map { DeleteItem(recordName: member.uuid, zoneID: $0) } }
@@ -136,14 +135,13 @@ extension CloudMirror {
         }
         let saved = (reply["saved"]?.arrayValue ?? []).compactMap({ try? CloudRecord(tree: $0) })
         let members = Self.byName(graph)
-        try withStores { stores in
-            guard let index = Self.storeIndex(.private, in: stores) else { return }
-            let state = MirrorBookkeeping(stores.list[index])
-            try write(stores.list[index]) { _ in
+        try stores.withStore(.private) { store in
+            let state = store.bookkeeping
+            try store.write {
                 for record in saved {
                     if record.isShare { continue }
                     guard let member = members[record.recordName] else { continue }
-                    try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: record.recordChangeTag,
+                    try state.setMeta(.init(uuid: record.recordName, entity: member.entity, zone: zone, changeTag: record.recordChangeTag,
                                             serverFields: record.fields))
                     try state.dropPending(record.recordName)
                 }
@@ -152,9 +150,6 @@ extension CloudMirror {
         }
         return (reply["saved"]?.arrayValue ?? []).first { $0["recordType"]?.stringValue == CloudKitNames.shareRecordType } ?? .null
     }
-
-    /// A member of a shared graph (the root first): its fields, and the zone and change tag of its copy in the cloud (nil: never sent).
-    typealias GraphMember = (uuid: String, entity: EntityDescription, fields: [String: JSONValue], oldZone: ZoneID?, tag: String?)
 
     /// How many times share.create fetches and reads the graph again when another device
     /// changed or moved one of its records between this device's fetch and its move.
@@ -183,7 +178,8 @@ extension CloudMirror {
             // this device's older values and the edits were deleted with the copies that had them.
             var fetched = SyncFetchResult()
             try fetchDatabase(.private, report: &fetched)
-            let (graph, leaders, atOnce) = try readGraph(params, sizing: progress.withLock { $0.batchSizing })
+            let sizing = progress.withLock { $0.batchSizing }
+            let (graph, leaders, atOnce) = try stores.withEveryStore { list in try mapping.shareGraph(of: params.objectID, sizing: sizing, in: list) }
             if !prepared {
                 try prepare()
                 prepared = true
@@ -191,9 +187,9 @@ extension CloudMirror {
             let moving = atOnce ? graph : Array(graph.prefix(leaders))
             let touches: [CloudRecord] = moving.compactMap { member in
                 guard let zone = member.oldZone, let tag = member.tag else { return nil }
-                var record = CloudRecord(recordName: member.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(member.entity.name), fields: member.fields)
+                var record = CloudRecord(recordName: member.uuid, zoneID: zone, recordType: CloudKitNames.coreDataName(member.entity), fields: member.fields)
                 record.recordChangeTag = tag
-                return MirrorLinkRecords.outgoing(record, model: engine.model)
+                return mapping.wireRecord(record)
             }
             var saved: JSONValue?
             var stale = false
@@ -229,50 +225,6 @@ extension CloudMirror {
         }
     }
 
-    /// The root's graph from the private store: every object reachable from the root through
-    /// relationships (`ObjectGraph`), with the zone each is in and its change tag there, and
-    /// whether it fits one request of `limit` items (each record saved and its old copy
-    /// deleted, and the share). The graph's leaders come first, the root first of all: the root
-    /// and the ends of the members' to-one chains. Every other member's zone follows a leader's,
-    /// so when the graph cannot move at once the leaders move with the share and the rest
-    /// follows. Members' fields are read only for what moves at once: a send builds the rest.
-    private func readGraph(_ params: ShareCreateParams, sizing: BatchSizing) throws -> (graph: [GraphMember], leaders: Int, atOnce: Bool) {
-        try withStores { stores in
-            guard let id = ObjectID(uri: params.objectID), let storeUUID = id.storeUUID, let key = id.primaryKey,
-                  let index = stores.index(uuid: storeUUID), stores.list[index].scope == .private,
-                  let entity = stores.model.entity(named: id.entity) else {
-                throw StoreError.unknownObject(params.objectID, "share.create needs a saved object of the private store.")
-            }
-            let store = stores.list[index]
-            let state = MirrorBookkeeping(store)
-            guard let row = try store.read(entity, primaryKey: key) else { throw StoreError.unknownObject(params.objectID, "it is not in the private store.") }
-            let graph = ObjectGraph(store: store)
-            let members = try graph.reachable(from: entity, row: row)
-            // A member in a live share's zone: sharing again would split that share's graph.
-            let live = try state.liveShareZones()
-            for (memberEntity, member) in members {
-                let zone = try state.shareZone(ofRoot: member.uuid) ?? (state.meta(member.uuid)?.zone.zoneName).flatMap { live.contains($0) ? $0 : nil }
-                guard let zone else { continue }
-                let which = member.uuid == row.uuid ? "This object is" : "\(memberEntity.name) \(member.uuid), related to this object, is"
-                throw ServiceError(.alreadyShared, "\(which) already shared in zone \(zone): a share takes the whole object graph; invite participants to that share with share.invite.",
-                                   details: ["zoneName": .string(zone), "recordName": .string(member.uuid)])
-            }
-            var leading: Set<String> = [row.uuid]
-            for (memberEntity, member) in members { leading.insert(try graph.chainEnd(of: memberEntity, row: member).row.uuid) }
-            let ordered = members.filter { leading.contains($0.1.uuid) } + members.filter { !leading.contains($0.1.uuid) }
-            let atOnce = sizing.movesAtOnce(members: ordered.count)
-            var result: [GraphMember] = []
-            for (index, (memberEntity, member)) in ordered.enumerated() {
-                let fields = atOnce || index < leading.count
-                    ? try MirrorRecordCoding.fields(entity: memberEntity, row: member, state: state, timesText: try state.fieldTimesText(member.uuid))
-                    : [:]
-                let meta = try state.meta(member.uuid)
-                result.append((member.uuid, memberEntity, fields, meta?.zone, meta?.changeTag))
-            }
-            return (result, leading.count, atOnce)
-        }
-    }
-
     /// The graph's members by record name (a session's graph can hold thousands of events:
     /// looking each answer up in the list was quadratic).
     private static func byName(_ graph: [GraphMember]) -> [String: GraphMember] {
@@ -283,14 +235,13 @@ extension CloudMirror {
     private func keepTouched(_ saved: JSONValue?, graph: [GraphMember]) throws -> [String: String] {
         var tags: [String: String] = [:]
         let members = Self.byName(graph)
-        try withStores { stores in
-            guard let index = Self.storeIndex(.private, in: stores) else { return }
-            let state = MirrorBookkeeping(stores.list[index])
-            try write(stores.list[index], commit: .deferred) { _ in
+        try stores.withStore(.private) { store in
+            let state = store.bookkeeping
+            try store.write(commit: .deferred) {
                 for record in (saved?.arrayValue ?? []).compactMap({ try? CloudRecord(tree: $0) }) {
                     guard let tag = record.recordChangeTag, let member = members[record.recordName],
                           let zone = member.oldZone else { continue }
-                    try state.setMeta(.init(uuid: record.recordName, entity: member.entity.name, zone: zone, changeTag: tag,
+                    try state.setMeta(.init(uuid: record.recordName, entity: member.entity, zone: zone, changeTag: tag,
                                             serverFields: record.fields))
                     tags[record.recordName] = tag
                 }
@@ -306,11 +257,10 @@ extension CloudMirror {
     /// the session could not be shared), each first saved where it is with its tag.
     private func queueToFollow(_ members: [GraphMember]) throws {
         guard !members.isEmpty else { return }
-        try withStores { stores in
-            guard let index = Self.storeIndex(.private, in: stores) else { return }
-            let state = MirrorBookkeeping(stores.list[index])
-            try write(stores.list[index]) { _ in
-                for member in members { try state.enqueue(uuid: member.uuid, entity: member.entity.name, kind: .update, zone: nil, changed: []) }
+        try stores.withStore(.private) { store in
+            let state = store.bookkeeping
+            try store.write {
+                for member in members { try state.enqueue(uuid: member.uuid, entity: member.entity, kind: .update, zone: nil, changed: []) }
             }
         }
     }
@@ -331,11 +281,10 @@ extension CloudMirror {
             logger.warning("share.create: the session's records did not all move; the rest stays queued",
                            ["zone": .string(zone.zoneName), "code": .string(wire.code.rawValue)])
         }
-        let moved = try withStores { stores -> Int in
-            guard let index = Self.storeIndex(.private, in: stores) else { return 0 }
-            let state = MirrorBookkeeping(stores.list[index])
+        let moved = try stores.withStore(.private) { store -> Int in
+            let state = store.bookkeeping
             return try members.filter { try state.meta($0.uuid)?.zone == zone }.count
-        }
+        } ?? 0
         return (moved, sendError)
     }
 
@@ -358,9 +307,7 @@ extension CloudMirror {
             throw WireError(item.code, "share.stop: \(item.message) (zone '\(params.zoneName)'; share.list names this device's shares).",
                             details: item.details)
         }
-        try withStores { stores in
-            if let index = Self.storeIndex(.private, in: stores) { try MirrorBookkeeping(stores.list[index]).dropShare(zone: params.zoneName) }
-        }
+        try stores.withStore(.private) { store in try store.write { try store.bookkeeping.dropShare(zone: params.zoneName) } }
         return reply
     }
 

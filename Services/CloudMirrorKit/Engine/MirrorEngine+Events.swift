@@ -36,19 +36,19 @@ struct CloudKitEventNotice: Codable, Sendable {
     }
 }
 
-extension CloudMirror {
+extension MirrorEngine {
     static let cloudKitEventsTopic = "cloudKitEvents"
     static let eventChangedEvent = "eventChanged"
 
     /// One event in progress: `end` publishes its second notice (only if the first went out).
     final class CloudKitEvent {
         private var notice: CloudKitEventNotice
-        private let mirror: CloudMirror
+        private let mirror: MirrorEngine
         private(set) var begun = false
         /// Set when some items failed and the rest went on: the event ends unsucceeded with it.
         var partialFailure: WireError?
 
-        init(_ type: CloudKitEventNotice.Kind, store: StoreIdentity, mirror: CloudMirror) {
+        init(_ type: CloudKitEventNotice.Kind, store: StoreIdentity, mirror: MirrorEngine) {
             self.mirror = mirror
             notice = CloudKitEventNotice(identifier: UUID().uuidString, store: store.name, storeIdentifier: store.uuid, type: type,
                                          startDate: ISOTime.string(seconds: mirror.clock.seconds()), endDate: nil,
@@ -93,6 +93,6 @@ extension CloudMirror {
     }
 
     fileprivate func publish(_ notice: CloudKitEventNotice) {
-        engine.announce(topic: Self.cloudKitEventsTopic, event: Self.eventChangedEvent, data: notice)
+        stores.announce(topic: Self.cloudKitEventsTopic, event: Self.eventChangedEvent, data: notice)
     }
 }

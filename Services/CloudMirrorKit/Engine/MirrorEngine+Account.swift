@@ -3,7 +3,7 @@ import MeowWire
 import StoreServiceKit
 import StoreWire
 
-extension CloudMirror {
+extension MirrorEngine {
     static let accountKey = "accountUser"
     static let signedOutKey = "signedOut"
 
@@ -26,12 +26,14 @@ extension CloudMirror {
         let previous = user
         connection.withLock { $0?.client.close(); $0 = nil }
         credential.withLock { $0 = nil }
-        let removed = try withStores { stores -> Int in
-            let removed = try clearLocalData(stores)
-            if let index = Self.storeIndex(.private, in: stores) {
-                let state = MirrorBookkeeping(stores.list[index])
-                try state.setValue(Self.accountKey, nil)
-                try state.setValue(Self.signedOutKey, "1")
+        let removed = try stores.withEveryStore { list -> Int in
+            let removed = try clearLocalData(list)
+            if let store = list.first(where: { $0.scope == .private }) {
+                let state = store.bookkeeping
+                try store.write {
+                    try state.setValue(Self.accountKey, nil)
+                    try state.setValue(Self.signedOutKey, "1")
+                }
             }
             return removed
         }
@@ -51,9 +53,7 @@ extension CloudMirror {
         if previous != chosen { connection.withLock { $0?.client.close(); $0 = nil } }
         do {
             let live = try client()
-            try withStores { stores in
-                if let index = Self.storeIndex(.private, in: stores) { try MirrorBookkeeping(stores.list[index]).setValue(Self.signedOutKey, nil) }
-            }
+            try stores.withStore(.private) { store in try store.write { try store.bookkeeping.setValue(Self.signedOutKey, nil) } }
             return AccountResult(signedIn: true, user: live.user)
         } catch {
             // A refused credential leaves the device as it was.
@@ -62,29 +62,10 @@ extension CloudMirror {
         }
     }
 
-    /// Removes every object of every store (as deletes the mirror never exports) and the
-    /// mirror's bookkeeping; the export cursor moves past it all. Returns how many objects went.
-    private func clearLocalData(_ stores: StoreSet) throws -> Int {
-        var removed = 0
-        for (index, store) in stores.list.enumerated() {
-            var wipe: [LocalChange] = []
-            for entity in store.entities.values {
-                for row in try store.database.query("SELECT z_uuid FROM \(PersistentStore.table(entity.name))") {
-                    if let uuid = row[0].string { wipe.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil)) }
-                }
-            }
-            removed += wipe.count
-            try applyLocally(wipe, storeIndex: index, stores: stores)
-            try write(store) { _ in
-                try store.database.execute("""
-                    DELETE FROM mirror_pending; DELETE FROM mirror_meta; DELETE FROM mirror_fieldtimes;
-                    DELETE FROM mirror_unexportable; DELETE FROM mirror_unimportable; DELETE FROM mirror_share; DELETE FROM z_share;
-                    DELETE FROM mirror_deleted; DELETE FROM mirror_inflight; DELETE FROM mirror_tombstones; DELETE FROM \(PendingLinks.table);
-                    DELETE FROM mirror_kv WHERE key NOT IN ('\(MirrorBookkeeping.exportCursorKey)', '\(Self.signedOutKey)');
-                    """)
-                try MirrorBookkeeping(store).setValue(MirrorBookkeeping.exportCursorKey, String(store.lastToken))
-            }
-        }
+    /// Removes every object of every store and the mirror's bookkeeping, but the export cursor
+    /// and the sign-out mark; forgets the zones made and the refusals. Returns how many objects went.
+    private func clearLocalData(_ list: [any MirrorStore]) throws -> Int {
+        let removed = try mapping.removeEverything(from: list, keeping: [Self.signedOutKey])
         progress.withLock {
             $0.zonesEnsured = []
             $0.refusedExports = [:]
@@ -97,15 +78,17 @@ extension CloudMirror {
     /// when the iCloud account changes. The first sign-in uploads what is already there once:
     /// it is all in history, after the export cursor.
     func signIn(_ user: String) throws {
-        try withStores { stores in
-            guard let privateIndex = Self.storeIndex(.private, in: stores) else { return }
-            let known = try MirrorBookkeeping(stores.list[privateIndex]).value(Self.accountKey)
+        try stores.withEveryStore { list in
+            guard let store = list.first(where: { $0.scope == .private }) else { return }
+            let known = try store.bookkeeping.value(Self.accountKey)
             if let known, known != user {
                 logger.notice("the cloud account changed: local data and sync state are cleared",
                               ["previousUser": .string(known), "user": .string(user)])
-                _ = try clearLocalData(stores)
+                _ = try clearLocalData(list)
             }
-            if known != user { try MirrorBookkeeping(stores.list[privateIndex]).setValue(Self.accountKey, user) }
+            if known != user {
+                try store.write { try store.bookkeeping.setValue(Self.accountKey, user) }
+            }
         }
     }
 }

@@ -6,14 +6,14 @@ import SQLiteKit
 import StoreServiceKit
 import StoreWire
 
-extension CloudMirror {
+extension CoreDataMapping {
     /// One fetched page on its way into a store (`applyPage`): records new here go to the direct
     /// import (`MirrorImport`), the rest (merges, records the direct path leaves) to a context
     /// save (`local`), each with the bookkeeping to do once it is saved (`afterSave`), which a
     /// record the save refuses skips.
     struct PageApplication {
-        let mirror: CloudMirror
-        let state: MirrorBookkeeping
+        let mapping: CoreDataMapping
+        let state: StoreBookkeeping
         let changed: [CloudRecord]
         let prepared: [MirrorImport.Prepared?]
         let deleted: [(String, String)]
@@ -37,16 +37,15 @@ extension CloudMirror {
         var fresh: [(position: Int, entity: EntityDescription)] = []
         var imported: [(position: Int, entity: EntityDescription)] = []
 
-        init(mirror: CloudMirror, state: MirrorBookkeeping, changed: [CloudRecord], prepared: [MirrorImport.Prepared?],
-             deleted: [(String, String)], zone: ZoneID, holdDeletes: Bool) {
-            self.mirror = mirror
+        init(mapping: CoreDataMapping, state: StoreBookkeeping, page: ZonePage, user: String?) {
+            self.mapping = mapping
             self.state = state
-            self.changed = changed
-            self.prepared = prepared
-            self.deleted = deleted
-            self.zone = zone
-            self.holdDeletes = holdDeletes
-            me = mirror.user
+            changed = page.changed
+            prepared = page.prepared
+            deleted = page.deleted
+            zone = page.zone
+            holdDeletes = page.holdDeletes
+            me = user
             direct = MirrorImport(store: state.store)
         }
 
@@ -82,9 +81,9 @@ extension CloudMirror {
                 let uuid = changed[position].recordName
                 let meta = stored.meta[uuid]
                 let hasRow = rows[entity.name]?[uuid] != nil
-                if let heldIn = try CloudMirror.heldElsewhere(uuid, arriving: changed[position].zoneID, entity: entity, meta: meta,
+                if let heldIn = try CoreDataMapping.heldElsewhere(uuid, arriving: changed[position].zoneID, entity: entity, meta: meta,
                                                                hasRow: hasRow, state: state) {
-                    let notice = try mirror.refuseCollision(changed[position], entity: entity, heldIn: heldIn, state: state)
+                    let notice = try mapping.refuseCollision(changed[position], entity: entity, heldIn: heldIn, state: state)
                     collided.insert(uuid)
                     if let notice { collisionNotices.append(notice) }
                     continue
@@ -136,9 +135,9 @@ extension CloudMirror {
             var keepPending = false
             /// Fields this device's copy won in a merge with a moved copy made without it.
             var won: Set<String> = []
-            if queued?.kind != .delete, let stored, CloudMirror.movedWithout(stored, record: record, fields: serverFields),
-               let client = try CloudMirror.currentFields(entity: entity, uuid: uuid, state: state) {
-                let outcome = try mirror.mergeConcurrent(server: record, serverFields: serverFields, client: client, state: state)
+            if queued?.kind != .delete, let stored, CoreDataMapping.movedWithout(stored, record: record, fields: serverFields),
+               let client = try CoreDataMapping.currentFields(entity: entity, uuid: uuid, state: state) {
+                let outcome = try mapping.mergeConcurrent(server: record, serverFields: serverFields, client: client, state: state)
                 fields = outcome.fields
                 times = outcome.times
                 won = outcome.won
@@ -146,14 +145,14 @@ extension CloudMirror {
                 report.merged += 1
             } else if let pending = queued {
                 if pending.kind == .delete {
-                    if mirror.options.deletePolicy(entity.name) == .deleteWins {
+                    if mapping.options.deletePolicy(entity.name) == .deleteWins {
                         // The local delete stands; remember the server's tag and send the delete.
                         afterSave.append((uuid, { try state.setMeta(serverCopy: record, entity: entity.name) }))
                         return false
                     }
-                } else if let client = try CloudMirror.currentFields(entity: entity, uuid: uuid, state: state) {
+                } else if let client = try CoreDataMapping.currentFields(entity: entity, uuid: uuid, state: state) {
                     let meta = try state.meta(uuid, withFields: true)
-                    let outcome = try mirror.merge(server: record, client: CloudRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType, fields: client),
+                    let outcome = try mapping.merge(server: record, client: CloudRecord(recordName: uuid, zoneID: record.zoneID, recordType: record.recordType, fields: client),
                                                    ancestor: meta?.serverFields, pending: pending, state: state, serverFields: .some(serverFields))
                     fields = outcome.fields
                     times = outcome.times
@@ -162,7 +161,7 @@ extension CloudMirror {
                 }
             }
             local.append(LocalChange(uuid: uuid, entity: entity, fields: fields, zone: record.zoneID.key,
-                                     linkZone: mirror.linkZone(of: record, store: store)))
+                                     linkZone: mapping.linkZone(of: record, store: store, user: me)))
             let keep = keepPending
             let stamps = times
             let wonFields = won
@@ -195,7 +194,7 @@ extension CloudMirror {
         /// between sessions): it carries its move receipt there, where a record a resurrect
         /// policy re-created does not.
         mutating func keepDeletesThatStand() throws {
-            let changed = changed, state = state, options = mirror.options
+            let changed = changed, state = state, options = mapping.options
             let deletedIn = try state.deletedHere(fresh.map { changed[$0.position].recordName })
             guard !deletedIn.isEmpty else { return }
             func movedAfterDelete(_ position: Int, _ entity: EntityDescription) -> Bool {
@@ -220,13 +219,13 @@ extension CloudMirror {
             for (position, entity) in fresh {
                 let values = position < prepared.count ? prepared[position] : nil
                 if try direct.accept(uuid: changed[position].recordName, entity: entity, prepared: values, zone: changed[position].zoneID.key,
-                                     linkZone: mirror.linkZone(of: changed[position], store: store)) {
+                                     linkZone: mapping.linkZone(of: changed[position], store: store, user: me)) {
                     imported.append((position, entity))
                 } else {
                     let record = changed[position]
                     local.append(LocalChange(uuid: record.recordName, entity: entity, fields: record.fields, zone: record.zoneID.key,
-                                             linkZone: mirror.linkZone(of: record, store: store)))
-                    afterSave.append((record.recordName, { try CloudMirror.keepImported(record, entity: entity, state: state) }))
+                                             linkZone: mapping.linkZone(of: record, store: store, user: me)))
+                    afterSave.append((record.recordName, { try CoreDataMapping.keepImported(record, entity: entity, state: state) }))
                 }
             }
         }
@@ -245,7 +244,7 @@ extension CloudMirror {
                 let linkEntity = recordType == MirrorLinkRecords.recordType ? try MirrorLinkRecords.deletedLinkEntity(uuid: uuid, state: state) : nil
                 guard let entityName = linkEntity ?? CloudKitNames.entityName(recordType: recordType),
                       let entity = store.model.entity(named: entityName) else { continue }
-                if let pending = try state.pending(uuid: uuid), pending.kind != .delete, mirror.options.deletePolicy(entity.name) == .resurrect {
+                if let pending = try state.pending(uuid: uuid), pending.kind != .delete, mapping.options.deletePolicy(entity.name) == .resurrect {
                     // Scenario 20 with resurrect: the local edit re-creates the record.
                     afterSave.append((uuid, { try state.forgetServerCopy(uuid) }))
                     continue
@@ -273,7 +272,7 @@ extension CloudMirror {
             // All history before this import is queued (`ingest`): the export cursor can move
             // past the import's own transaction here rather than in one more commit.
             let cursorIsCurrent = try state.value(MirrorBookkeeping.exportCursorKey) == String(store.lastToken)
-            try direct.write(&changes, router: mirror.engine.router, logger: mirror.engine.logger)
+            try direct.write(&changes, router: mapping.engine.router, logger: mapping.engine.logger)
             for (position, entity) in imported { try state.setMeta(serverCopy: changed[position], entity: entity.name) }
             try state.dropFieldTimes(imported.map { changed[$0.position].recordName })
             if let imported = changes.token, cursorIsCurrent { try state.setValue(MirrorBookkeeping.exportCursorKey, String(imported)) }
@@ -289,23 +288,23 @@ extension CloudMirror {
         /// those it took, the refusals of those it did not, and `token`.
         func saveThroughContext(storeIndex: Int, stores: StoreSet, token: String?) throws {
             guard !local.isEmpty else { return }
-            let refused = try mirror.applyRefusing(local, storeIndex: storeIndex, stores: stores)
-            let told: [ImportRefusedNotice] = try mirror.write(store, commit: .deferred) { _ in
+            let refused = try mapping.applyRefusing(local, storeIndex: storeIndex, stores: stores)
+            let told: [ImportRefusedNotice] = try mapping.write(store, commit: .deferred) { _ in
                 for (uuid, step) in afterSave where refused[uuid] == nil { try step() }
                 try state.clearUnimportable(settledNames.filter { refused[$0] == nil }, zone: zone)
-                let told = try mirror.keepRefused(refused, of: local, zone: zone, tags: Dictionary(changed.map { ($0.recordName, $0.recordChangeTag) },
+                let told = try mapping.keepRefused(refused, of: local, zone: zone, tags: Dictionary(changed.map { ($0.recordName, $0.recordChangeTag) },
                                                                                                     uniquingKeysWith: { $1 }), state: state)
                 try finish(token: token)
                 return told
             }
-            mirror.publishRefused(told)
+            mapping.publishRefused(told)
         }
 
         /// Strays are queued in the transaction that saves the page's token: a crash cannot
         /// leave the token past a stray that was never queued.
         private func finish(token: String?) throws {
             if store.scope == .private, !changed.isEmpty, try state.knowsOtherZones {
-                try mirror.followParents(changed.filter { !known.contains($0.recordName) }, state: state)
+                try mapping.followParents(changed.filter { !known.contains($0.recordName) }, state: state)
             }
             if let token { try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), token) }
         }

@@ -7,21 +7,22 @@ import StoreServiceKit
 import StoreWire
 import Synchronization
 
-/// The device's cloud mirror (NSPersistentCloudKitContainer's job): the private store ↔ the
+/// The mirror's engine (NSPersistentCloudKitContainer's sync half): the private store ↔ the
 /// user's private database, the shared store ↔ the user's shared database, over one
-/// connection to the sync-service. Every sync step runs under `work`, one at a time, on the
-/// calling connection's thread or the automatic-mode thread (blocking calls, never on Swift's
-/// cooperative pool); `status` is readable at any moment.
-final class CloudMirror: Sendable {
-    static let revertedEvent = "changeReverted"
-    static let importRefusedEvent = "importRefused"
-
+/// connection to the sync-service. It reaches the stores through `stores` and asks `mapping`
+/// what records mean (docs/ARCHITECTURE.md). Every sync step runs under `work`, one at a
+/// time, on the calling connection's thread or the automatic-mode thread (blocking calls,
+/// never on Swift's cooperative pool); `status` is readable at any moment.
+final class MirrorEngine: Sendable {
     let options: MirrorOptions
-    let engine: StoreEngine
-    var clock: DeviceClock { engine.coordinator.clock }
+    /// The stores it mirrors, each in a turn of the store lock.
+    let stores: any MirrorStores
+    /// What records mean: the engine asks it to build batches and to apply pages and verdicts.
+    let mapping: any MirrorMapping
+    var clock: DeviceClock { stores.clock }
     let logger = Logger(label: "store-service.mirror")
     // The live connection and the credential are read and replaced by the connection and
-    // account extensions (CloudMirror+Connection.swift, CloudMirror+Account.swift).
+    // account extensions (MirrorEngine+Connection.swift, MirrorEngine+Account.swift).
     let connection = Mutex<Connection?>(nil)
     /// The credential the mirror signs in with; nil while the device is signed out.
     let credential: Mutex<String?>
@@ -34,15 +35,8 @@ final class CloudMirror: Sendable {
     private let stopping = Atomic<Bool>(false)
     /// Set by a `databaseChanged` push: the automatic loop fetches at once.
     private let poked = Atomic<Bool>(false)
-    /// Each store's name and identifier, for `cloudKitEvents` (fixed once loaded; read without
-    /// the store lock, which a reconnect inside a locked step could not take again).
-    let storeIdentities: [StoreIdentity]
-
-    struct StoreIdentity: Sendable {
-        var scope: StoreScope
-        var name: String
-        var uuid: String
-    }
+    /// Each store's name and identifier, for `cloudKitEvents`.
+    var storeIdentities: [StoreIdentity] { stores.identities }
 
     struct Connection: Sendable {
         var client: WireClient
@@ -63,20 +57,15 @@ final class CloudMirror: Sendable {
         var refusedExports: [String: RefusedExport] = [:]
     }
 
-    init(options: MirrorOptions, engine: StoreEngine) throws {
+    init(options: MirrorOptions, stores: any MirrorStores, mapping: any MirrorMapping) throws {
         self.options = options
-        self.engine = engine
+        self.stores = stores
+        self.mapping = mapping
+        try stores.withEveryStore { list in
+            for store in list { try store.write { try store.bookkeeping.createTables() } }
+        }
         // A sign-out outlives restarts (iOS stays signed out until the user signs in again).
-        storeIdentities = try engine.coordinator.withStores { stores in
-            stores.list.map { StoreIdentity(scope: $0.scope, name: $0.name, uuid: $0.uuid) }
-        }
-        let signedOut = try engine.coordinator.withStores { stores -> Bool in
-            for store in stores.list {
-                try engine.write(store, author: SaveOperation.syncAuthor, contextName: nil) { _ in try MirrorBookkeeping(store).createTables() }
-            }
-            guard let index = Self.storeIndex(.private, in: stores) else { return false }
-            return try MirrorBookkeeping(stores.list[index]).value(Self.signedOutKey) != nil
-        }
+        let signedOut = try stores.withStore(.private) { store in try store.bookkeeping.value(Self.signedOutKey) != nil } ?? false
         credential = Mutex(signedOut ? nil : options.credential)
         progress = Mutex(Progress(batchSizing: BatchSizing(start: options.batchSize)))
     }
@@ -116,21 +105,18 @@ final class CloudMirror: Sendable {
 
     // MARK: Stores
 
-    func withStores<T>(_ body: (StoreSet) throws -> T) throws -> T {
-        try engine.coordinator.withStores(body)
+    /// `body` on the store of `scope` in one turn of the store lock; unknownStore when none is loaded.
+    func store<T>(_ scope: StoreScope, _ body: (any MirrorStore) throws -> T) throws -> T {
+        guard let result = try stores.withStore(scope, body) else {
+            throw ServiceError(.unknownStore, "No \(scope.rawValue) store is loaded.")
+        }
+        return result
     }
 
-    /// Writes `store` as the mirror (author `sync`, never exported): its imports and its own
-    /// bookkeeping tables alike, through the one way to write a store (`StoreEngine.write`).
-    func write<T>(_ store: PersistentStore, commit: Database.CommitSync = .full, _ body: (inout StoreChangeRecorder) throws -> T) throws -> T {
-        try engine.write(store, author: SaveOperation.syncAuthor, contextName: Self.importContextName, commit: commit, body)
+    /// Queues the store's history not yet queued (`MirrorMapping.queueHistory`).
+    func ingest(_ store: any MirrorStore) throws {
+        try mapping.queueHistory(of: store, enough: nil)
     }
-
-    static func storeIndex(_ scope: StoreScope, in stores: StoreSet) -> Int? {
-        stores.list.firstIndex { $0.scope == scope }
-    }
-
-    static func database(of store: PersistentStore) -> DatabaseScope { store.scope == .private ? .private : .shared }
 
     // MARK: Automatic mode
 
@@ -173,7 +159,7 @@ final class CloudMirror: Sendable {
         var notBefore = Date.distantPast
         var fetchOwed = true
         while !stopping.load(ordering: .relaxed) {
-            let tokens = (try? withStores { stores in stores.list.map(\.lastToken) }) ?? []
+            let tokens = stores.lastTokens()
             if poked.exchange(false, ordering: .relaxed) || Date().timeIntervalSince(lastFetch) >= 5 { fetchOwed = true }
             let due = fetchOwed || tokens != seenTokens
             if due && clock.date() >= notBefore && isSignedIn {

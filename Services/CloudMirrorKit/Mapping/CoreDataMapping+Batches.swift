@@ -8,17 +8,18 @@ import StoreWire
 
 /// Building a send's batches: each queued entry as the record (or delete) it sends, in the
 /// zone its object belongs to now.
-extension CloudMirror {
+extension CoreDataMapping {
     /// The due entries of the queue as records, payloads built now from the rows as they are.
     /// Reads the next batch; writes nothing (it may run on the store's reading connection).
     /// `drops`: the entries read that have nothing to send, for `finishBatch` to remove.
     /// `readThrough`: the queue position of the last entry it took (as an item, a drop, or
     /// one to skip); the next batch is read from past it.
-    func buildBatch(store: PersistentStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
+    func buildBatch(from store: any MirrorStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
                     touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout SyncSendResult,
-                    readThrough: inout Int64) throws -> [SendItem] {
-        let state = MirrorBookkeeping(store)
-        var items: [SendItem] = []
+                    readThrough: inout Int64) throws -> [MirrorEngine.SendItem] {
+        let state = try CoreDataStore.of(store).state
+        let store = state.store
+        var items: [MirrorEngine.SendItem] = []
         var count = 0
         var after = start
         // Zones of related records (a batch of a session's events asks for one session's zone).
@@ -52,11 +53,11 @@ extension CloudMirror {
     /// What a queued entry sends: an item and the batch places it takes (a move is a save and a
     /// delete), or nothing (`counted`: reported as dropped).
     private enum Planned {
-        case send(SendItem, weight: Int)
+        case send(MirrorEngine.SendItem, weight: Int)
         case drop(counted: Bool)
     }
 
-    private func plan(_ entry: MirrorBookkeeping.DueEntry, state: MirrorBookkeeping, touched: Set<String>, anyWaiting: Bool,
+    private func plan(_ entry: MirrorBookkeeping.DueEntry, state: StoreBookkeeping, touched: Set<String>, anyWaiting: Bool,
                       zones: inout [String: ZoneID?], texts: inout MirrorRecordCoding.TextCache) throws -> Planned {
         let store = state.store
         let pending = entry.pending
@@ -65,11 +66,11 @@ extension CloudMirror {
         if pending.kind == .delete {
             // Never reached the server: nothing to delete there.
             guard let meta else { return .drop(counted: true) }
-            return .send(SendItem(pending: pending, entity: entity, record: nil, fieldsText: nil, delete: meta.zone), weight: 1)
+            return .send(MirrorEngine.SendItem(pending: pending, record: nil, fieldsText: nil, delete: meta.zone), weight: 1)
         }
         // Scenario 21: the row is gone (its delete follows, or it never existed): upload nothing.
         guard store.holds(entity.name), let row = try Self.row(of: pending, entity: entity, store: store),
-              let zone = try zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else { return .drop(counted: true) }
+              let zone = try Self.zone(for: pending.uuid, entity: entity, row: row, state: state, cache: &zones) else { return .drop(counted: true) }
         // An update of a record the server has where it stays carries only the keys this
         // device changed (and the stamps): the server keeps the rest, so fields another
         // app version writes, or another device changed meanwhile, are never sent back
@@ -95,7 +96,7 @@ extension CloudMirror {
             if meta.zone == zone {
                 record.recordChangeTag = meta.changeTag
                 partial = only != nil
-                return .send(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, partial: partial,
+                return .send(MirrorEngine.SendItem(pending: pending, record: record, fieldsText: fields, delete: nil, partial: partial,
                                       clearedLinks: refused), weight: 1)
             } else if let tag = meta.changeTag, !touched.contains(pending.uuid) {
                 // A move deletes the old copy unconditionally. It is first saved where it
@@ -106,7 +107,7 @@ extension CloudMirror {
                 // the edit, or leaves a second copy of the record in another zone.
                 record.zoneID = meta.zone
                 record.recordChangeTag = tag
-                return .send(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: nil, touch: true,
+                return .send(MirrorEngine.SendItem(pending: pending, record: record, fieldsText: fields, delete: nil, touch: true,
                                       clearedLinks: refused), weight: 1)
             } else {
                 move = meta.zone
@@ -115,7 +116,7 @@ extension CloudMirror {
                 if let tag = meta.changeTag { fields = MovedFrom(zoneName: meta.zone.zoneName, changeTag: tag).adding(to: fields) }
             }
         }
-        return .send(SendItem(pending: pending, entity: entity, record: record, fieldsText: fields, delete: move, partial: partial),
+        return .send(MirrorEngine.SendItem(pending: pending, record: record, fieldsText: fields, delete: move, partial: partial),
                      weight: move == nil ? 1 : 2)
     }
 
@@ -160,7 +161,7 @@ extension CloudMirror {
     /// another zone on this device: the record belongs elsewhere, and that device moves it.
     /// (A relationship unchanged is no sign: this device may have moved the object itself.)
     static func movingElsewhere(_ server: CloudRecord, ancestor: [String: JSONValue]?, entity: EntityDescription,
-                                        state: MirrorBookkeeping) throws -> Bool {
+                                        state: StoreBookkeeping) throws -> Bool {
         guard let ancestor else { return false }
         let fields = server.fields
         let before = MirrorRecordCoding.relationshipNames(entity: entity, fields: ancestor)

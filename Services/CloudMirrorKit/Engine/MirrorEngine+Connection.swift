@@ -4,7 +4,7 @@ import MeowWire
 import StoreServiceKit
 import Synchronization
 
-extension CloudMirror {
+extension MirrorEngine {
     // MARK: The sync-service connection
 
     /// The connected client (connecting and saying hello if needed).

@@ -29,7 +29,7 @@ struct RefusedExport: Codable, Sendable, Hashable {
     }
 }
 
-extension CloudMirror {
+extension MirrorEngine {
     /// The records of `scope`'s store the server refused, sorted by name.
     func refusedExports(store: String) -> [RefusedExport] {
         progress.withLock { $0.refusedExports.values.filter { $0.store == store } }.sorted { $0.recordName < $1.recordName }

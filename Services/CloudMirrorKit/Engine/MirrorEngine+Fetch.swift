@@ -7,7 +7,7 @@ import StoreServiceKit
 import StoreWire
 import Synchronization
 
-extension CloudMirror {
+extension MirrorEngine {
     /// Fetches the private then the shared database.
     func fetchAll() throws -> SyncFetchResult {
         try signedInCredential()
@@ -30,65 +30,69 @@ extension CloudMirror {
         var deleted: [(recordName: String, recordType: String)]
         var token: String
         var moreComing: Bool
-        /// Per changed record, its row values as far as they need no store (`MirrorImport`),
-        /// for records of entities `holding` names. Worked out where the page is decoded: for
-        /// pages fetched ahead, on the client's reader thread while the page before is applied.
+        /// Per changed record, its row values as far as they need no store (`PagePreparer`).
+        /// Worked out where the page is decoded: for pages fetched ahead, on the client's reader
+        /// thread while the page before is applied.
         var prepared: [MirrorImport.Prepared?]
 
         /// A page of a reply that came as a tree, read by the page's reader; one it cannot read
         /// is the fetch's error (applying nothing, keeping the token it had).
-        init(json: JSONValue, model: ManagedObjectModel, holding: Set<String>) throws(MessageReadError) {
-            self.init(try FetchZoneChangesResult(tree: json), model: model, holding: holding)
+        init(json: JSONValue, preparer: PagePreparer) throws(MessageReadError) {
+            self.init(try FetchZoneChangesResult(tree: json), preparer: preparer)
         }
 
         /// Reads a page from the reply's bytes (`WireClient.ResultReader`,
         /// `FetchZoneChangesResult.read`), its records' fields read by the same scan: nil when
         /// it cannot, and the reply is parsed into a tree and given to `init(json:)`.
-        init?(bytes: UnsafeBufferPointer<UInt8>, model: ManagedObjectModel, holding: Set<String>) {
+        init?(bytes: UnsafeBufferPointer<UInt8>, preparer: PagePreparer) {
             guard let (page, read) = try? FetchZoneChangesResult.read(bytes, fields: { bytes, start in
                 StoredFields.endAndFields(bytes, from: start).map { (end: $0.end, read: $0.fields) }
             }) else { return nil }
-            self.init(page, model: model, holding: holding, read: read)
+            self.init(page, preparer: preparer, read: read)
         }
 
         /// `read`: per changed record, its fields as the page's scan read them (empty: none were).
-        private init(_ page: FetchZoneChangesResult, model: ManagedObjectModel, holding: Set<String>, read: [[StoredFields.Field]?] = []) {
-            // CDMR records become their link entity's records here, before anything reads them.
-            let changed = page.changed.map(MirrorLinkRecords.incoming)
-            self.changed = changed
-            var layouts: [String: MirrorImport.FieldLayout] = [:]
-            prepared = changed.indices.map { position -> MirrorImport.Prepared? in
-                let record = changed[position]
-                guard !record.isShare, let name = record.entityName, holding.contains(name), let entity = model.entity(named: name) else { return nil }
-                let layout = layouts[name] ?? MirrorImport.FieldLayout(entity)
-                layouts[name] = layout
-                // Fields in stored form came as text alone, and are read from it.
-                if let text = record.fieldsText, let stored = (position < read.count ? read[position] : nil) ?? StoredFields.fields(text) {
-                    return MirrorImport.Prepared(entity: entity, fields: layout.values(stored))
-                }
-                return MirrorImport.Prepared(entity: entity, fields: layout.values(record.fields))
-            }
+        private init(_ page: FetchZoneChangesResult, preparer: PagePreparer, read: [[StoredFields.Field]?] = []) {
+            (changed, prepared) = preparer.prepare(page, read: read)
             deleted = page.deleted.map { ($0.recordName, $0.recordType) }
             token = page.token.text
             moreComing = page.moreComing
         }
     }
 
-    private func storeName(_ scope: StoreScope) throws -> String? {
-        try withStores { stores in Self.storeIndex(scope, in: stores).map { stores.list[$0].name } }
+    /// `body` on the bookkeeping of the store of `scope` (unknownStore when none is loaded).
+    func state<T>(_ scope: StoreScope, _ body: (MirrorBookkeeping) throws -> T) throws -> T {
+        try store(scope) { try body($0.bookkeeping) }
     }
 
-    func state<T>(_ scope: StoreScope, _ body: (MirrorBookkeeping, Int, StoreSet) throws -> T) throws -> T {
-        try withStores { stores in
-            guard let index = Self.storeIndex(scope, in: stores) else { throw ServiceError(.unknownStore, "No \(scope.rawValue) store is loaded.") }
-            return try body(MirrorBookkeeping(stores.list[index]), index, stores)
+    /// A page goes to the mapping in one turn of the store lock, between two ingests: a merge
+    /// reads the queue (the saves before it must be queued), and the import's own history
+    /// (author sync) is moved past, never exported.
+    func applyPage(_ page: ZonePage, scope: StoreScope, report: inout SyncFetchResult) throws {
+        let user = user
+        try store(scope) { store in
+            try ingest(store)
+            try mapping.applyPage(page, to: store, user: user, report: &report)
+            try ingest(store)
         }
     }
 
+    /// A zone went away: the mapping removes its objects and records (between two ingests, as
+    /// a page), and the zone is made again before anything is sent into it.
+    func removeZone(_ zone: ZoneID, scope: StoreScope, purged: Bool, report: inout SyncFetchResult) throws {
+        try store(scope) { store in
+            try ingest(store)
+            try mapping.removeZone(zone, from: store)
+            try ingest(store)
+        }
+        progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
+        report.zonesRemoved.append((purged ? "purged:" : "") + zone.key)
+    }
+
     func fetchDatabase(_ scope: StoreScope, report: inout SyncFetchResult) throws {
-        guard try storeName(scope) != nil else { return }
+        guard stores.identities.contains(where: { $0.scope == scope }) else { return }
         let database: DatabaseScope = scope == .private ? .private : .shared
-        let fullFetch = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.databaseTokenKey) } == nil
+        let fullFetch = try state(scope) { state in try state.value(MirrorBookkeeping.databaseTokenKey) } == nil
         var currentZones: Set<ZoneID> = []
         // Deletions are held until every changed zone is applied (`holdTombstones`). A move
         // is one request, so once a round has seen its old zone's tombstone, the next round
@@ -97,7 +101,7 @@ extension CloudMirror {
         var settled = false
         for _ in 0..<3 {
             let changed = try fetchDatabaseChanges(scope, database: database, zones: &currentZones, report: &report)
-            guard changed, try state(scope, { state, _, _ in try state.holdsTombstones }) else { settled = true; break }
+            guard changed, try state(scope, { state in try state.holdsTombstones }) else { settled = true; break }
         }
         // Zones are read one after another, not as one snapshot: a round can read a move's new
         // zone just before the move and its old zone just after, and see only the deletion.
@@ -115,7 +119,7 @@ extension CloudMirror {
         // that is not among them was deleted while the device had no token (first fetch, or an
         // expired token) and is removed like a reported deletion.
         if fullFetch {
-            let known = try state(scope) { state, _, _ in try state.knownZones() }
+            let known = try state(scope) { state in try state.knownZones() }
             for zone in known.subtracting(currentZones) { try removeZone(zone, scope: scope, purged: false, report: &report) }
         }
     }
@@ -123,9 +127,9 @@ extension CloudMirror {
     /// The held deletions (`holdTombstones`), applied zone by zone: a record that meanwhile
     /// arrived in another zone is not deleted (`applyPage`).
     private func applyHeldTombstones(_ scope: StoreScope, report: inout SyncFetchResult) throws {
-        for (zone, deleted) in try state(scope, { state, _, _ in try state.heldTombstones() }) {
-            try applyPage([], prepared: [], deleted: deleted, zone: zone, scope: scope, token: nil, holdDeletes: false, report: &report)
-            try state(scope) { state, _, _ in try state.dropTombstones(zone: zone) }
+        for (zone, deleted) in try state(scope, { state in try state.heldTombstones() }) {
+            try applyPage(ZonePage(changed: [], prepared: [], deleted: deleted, zone: zone, token: nil, holdDeletes: false), scope: scope, report: &report)
+            try store(scope) { store in try store.write(commit: .deferred) { try store.bookkeeping.dropTombstones(zone: zone) } }
         }
     }
 
@@ -134,13 +138,13 @@ extension CloudMirror {
                                       report: inout SyncFetchResult) throws -> Bool {
         var changedAny = false
         while true {
-            let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.databaseTokenKey) }
+            let token = try state(scope) { state in try state.value(MirrorBookkeeping.databaseTokenKey) }
             let reply: JSONValue
             switch attempt("changes.fetchDatabase", FetchDatabaseChangesParams(database: database, since: token.map { ChangeToken($0) })) {
             case let .success(value): reply = value
             case let .failure(error) where error.retry == .afterRefetch && token != nil:
                 report.tokensExpired += 1
-                try state(scope) { state, _, _ in try state.setValue(MirrorBookkeeping.databaseTokenKey, nil) }
+                try store(scope) { store in try store.write { try store.bookkeeping.setValue(MirrorBookkeeping.databaseTokenKey, nil) } }
                 continue
             case let .failure(error): throw error
             }
@@ -148,8 +152,8 @@ extension CloudMirror {
             for zone in changes.deletedZones { try removeZone(zone, scope: scope, purged: false, report: &report) }
             for zone in changes.purgedZones { try removeZone(zone, scope: scope, purged: true, report: &report) }
             for zone in changes.encryptedDataResetZones {
-                try state(scope) { state, _, _ in
-                    try write(state.store) { _ in try requeueZone(zone, state: state) }
+                try store(scope) { store in
+                    try store.write { try mapping.requeueZone(zone, in: store) }
                 }
                 progress.withLock { _ = $0.zonesEnsured.remove(zone.key) }
                 report.zonesReset.append(zone.key)
@@ -164,9 +168,10 @@ extension CloudMirror {
             // A database token can be derived again (one lost to a power cut only means the zones
             // it covered are listed again; each zone's token is kept with its pages): written
             // without waiting for the disk, and not at all when it is unchanged.
-            try state(scope) { state, _, _ in
+            try store(scope) { store in
+                let state = store.bookkeeping
                 guard try state.value(MirrorBookkeeping.databaseTokenKey) != changes.token.text else { return }
-                try write(state.store, commit: .deferred) { _ in try state.setValue(MirrorBookkeeping.databaseTokenKey, changes.token.text) }
+                try store.write(commit: .deferred) { try state.setValue(MirrorBookkeeping.databaseTokenKey, changes.token.text) }
             }
             if !changes.moreComing { break }
         }
@@ -177,13 +182,13 @@ extension CloudMirror {
         // A fetch from nil lists live records only, no deletions: the records this device knows
         // in the zone that it does not list were deleted meanwhile (first fetch, expired token).
         var listed: Set<String>?
-        let (model, holding) = try state(scope) { state, _, _ in (state.store.model, Set(state.store.entities.keys)) }
-        let ahead = pagesAhead(zone, database: database, model: model, holding: holding)
+        let preparer = try store(scope) { store in try mapping.pagePreparer(for: store) }
+        let ahead = pagesAhead(zone, database: database, preparer: preparer)
         defer { ahead.stop() }
         while true {
-            let token = try state(scope) { state, _, _ in try state.value(MirrorBookkeeping.zoneTokenKey(zone)) }
+            let token = try state(scope) { state in try state.value(MirrorBookkeeping.zoneTokenKey(zone)) }
             // (A device that knows no record of the zone yet has nothing to compare.)
-            if token == nil { listed = try state(scope) { state, _, _ in try state.knowsRecords(inZone: zone) } ? [] : nil }
+            if token == nil { listed = try state(scope) { state in try state.knowsRecords(inZone: zone) } ? [] : nil }
             let params = FetchZoneChangesParams(database: database, zoneID: zone, since: token.map { ChangeToken($0) }, limit: BatchSizing.fetchPage)
             let reply: JSONValue
             let prefetched = ahead.next()
@@ -193,7 +198,7 @@ extension CloudMirror {
             let askedNext = decoded != nil
             if case .failure = outcome { outcome = nil }
             if outcome == nil {
-                let waiter = ReplyWaiter(read: { bytes in ZoneChanges(bytes: bytes, model: model, holding: holding) })
+                let waiter = ReplyWaiter(read: { bytes in ZoneChanges(bytes: bytes, preparer: preparer) })
                 begin("changes.fetchZone", params, into: waiter)
                 outcome = finish(waiter, "changes.fetchZone", params)
                 decoded = waiter.decoded(as: ZoneChanges.self)
@@ -203,7 +208,7 @@ extension CloudMirror {
             case let .failure(error) where error.retry == .afterRefetch && token != nil:
                 // docs/RULES.md (mirroring): an expired token refetches from nil; applying is idempotent, so nothing doubles.
                 report.tokensExpired += 1
-                try state(scope) { state, _, _ in try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil) }
+                try store(scope) { store in try store.write { try store.bookkeeping.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil) } }
                 continue
             case let .failure(error) where error.code == .zoneNotFound:
                 try removeZone(zone, scope: scope, purged: false, report: &report)
@@ -215,13 +220,13 @@ extension CloudMirror {
             // its token, so the order of pages and tokens is unchanged. A page that came ahead
             // was decoded when it arrived, and has already asked for the one after it.
             if !askedNext, let next = decoded.map({ $0.moreComing ? $0.token : nil }) ?? FetchZoneChangesResult.nextToken(reply)?.text { ahead.ask(after: next) }
-            let page = try decoded ?? ZoneChanges(json: reply, model: model, holding: holding)
+            let page = try decoded ?? ZoneChanges(json: reply, preparer: preparer)
             report.pages += 1
             // The page's token is saved in the transaction that applies the page (the last one,
             // when the page needs a context save too): a token is never kept without its page.
             // Applying is idempotent anyway: a page fetched again changes nothing.
-            try applyPage(page.changed, prepared: page.prepared, deleted: page.deleted, zone: zone, scope: scope, token: page.token,
-                          holdDeletes: true, report: &report)
+            try applyPage(ZonePage(changed: page.changed, prepared: page.prepared, deleted: page.deleted, zone: zone, token: page.token,
+                                   holdDeletes: true), scope: scope, report: &report)
             CrashPoint.reached("mirror.afterApplyingPage")
             listed?.formUnion(page.changed.map(\.recordName))
             let more = page.moreComing
@@ -235,12 +240,12 @@ extension CloudMirror {
         if let listed {
             if scope == .private, !listed.contains(CloudKitNames.zoneShareName) {
                 // No share among the zone's live records: another device of the owner stopped it.
-                try state(scope) { state, _, _ in try state.dropShare(zone: zone.zoneName) }
+                try store(scope) { store in try store.write { try store.bookkeeping.dropShare(zone: zone.zoneName) } }
             }
-            let gone = try state(scope) { state, _, _ in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
+            let gone = try state(scope) { state in try state.recordNames(inZone: zone).filter { !listed.contains($0.uuid) } }
             if !gone.isEmpty {
-                try applyPage([], prepared: [], deleted: gone.map { ($0.uuid, CloudKitNames.coreDataName($0.entity)) }, zone: zone, scope: scope, token: nil,
-                              holdDeletes: true, report: &report)
+                try applyPage(ZonePage(changed: [], prepared: [], deleted: gone.map { ($0.uuid, CloudKitNames.coreDataName($0.entity)) }, zone: zone,
+                                       token: nil, holdDeletes: true), scope: scope, report: &report)
             }
         }
     }
@@ -249,15 +254,15 @@ extension CloudMirror {
     /// are decoded: pages chain through tokens, so the cloud builds the next one meanwhile.
     /// Pages are read from the reply's bytes (`ZoneChanges(bytes:)`), or failing that from
     /// its tree; either way the next page is asked for first.
-    private func pagesAhead(_ zone: ZoneID, database: DatabaseScope, model: ManagedObjectModel, holding: Set<String>) -> PagesAhead {
+    private func pagesAhead(_ zone: ZoneID, database: DatabaseScope, preparer: PagePreparer) -> PagesAhead {
         let ahead = PagesAhead(depth: Self.pagesAhead)
         ahead.setUp(decode: { [weak ahead] json in
             if let token = FetchZoneChangesResult.nextToken(json) { ahead?.ask(after: token.text) }
             // A page that does not read stays undecoded: the fetch reads it again when its turn
             // comes, and reports the error then.
-            do { return try ZoneChanges(json: json, model: model, holding: holding) } catch { return error }
+            do { return try ZoneChanges(json: json, preparer: preparer) } catch { return error }
         }, read: { [weak ahead] bytes in
-            guard let page = ZoneChanges(bytes: bytes, model: model, holding: holding) else { return nil }
+            guard let page = ZoneChanges(bytes: bytes, preparer: preparer) else { return nil }
             if page.moreComing { ahead?.ask(after: page.token) }
             return page
         }, send: { [self] token, waiter in

@@ -5,7 +5,7 @@ import StoreServiceKit
 /// The subscriptions NSPersistentCloudKitContainer keeps in the cloud, and what the mirror does
 /// with their notifications: fetch. A notification is a hint; one missed while the device was
 /// away is made up by its next fetch, which reads from its change tokens.
-extension CloudMirror {
+extension MirrorEngine {
     static let privateSubscriptionID = "com.apple.coredata.cloudkit.private.subscription"
     static let sharedSubscriptionID = "com.apple.coredata.cloudkit.shared.subscription"
 

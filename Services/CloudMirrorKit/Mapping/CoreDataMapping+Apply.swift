@@ -5,7 +5,7 @@ import ServiceRuntime
 import StoreServiceKit
 import StoreWire
 
-extension CloudMirror {
+extension CoreDataMapping {
     // MARK: Applying cloud state locally
 
     /// The context the mirror's imports are saved in, as history and events name it.
@@ -31,7 +31,7 @@ extension CloudMirror {
     func applyLocally(_ changes: [LocalChange], storeIndex: Int, stores: StoreSet) throws -> [LocalChange] {
         guard !changes.isEmpty else { return [] }
         let store = stores.list[storeIndex]
-        let state = MirrorBookkeeping(store)
+        let state = StoreBookkeeping(store)
         let context = ManagedObjectContext(id: Self.importContextID, name: Self.importContextName, author: SaveOperation.syncAuthor,
                                            mergePolicy: .mergeByPropertyObjectTrump)
         var byUUID: [String: ContextObject] = [:]
@@ -99,7 +99,7 @@ extension CloudMirror {
     /// records at fault. Returns the refused records' errors by uuid; the caller keeps their
     /// bookkeeping as it was (`markUnimportable`), so a later version of the record is tried.
     func applyRefusing(_ changes: [LocalChange], storeIndex: Int, stores: StoreSet) throws -> [String: WireError] {
-        let state = MirrorBookkeeping(stores.list[storeIndex])
+        let state = StoreBookkeeping(stores.list[storeIndex])
         try notePendingLinks(changes, state: state)
         do {
             let unresolved = try applyLocally(changes, storeIndex: storeIndex, stores: stores)
@@ -132,7 +132,7 @@ extension CloudMirror {
     /// record arrives (`PendingLinks`), and forgets what the changes' records waited for before.
     /// Committed before the changes are saved: a crash between leaves a link that sets what is
     /// set already, never an empty relationship that nothing waits for.
-    func notePendingLinks(_ changes: [LocalChange], state: MirrorBookkeeping, absent: Set<String> = []) throws {
+    func notePendingLinks(_ changes: [LocalChange], state: StoreBookkeeping, absent: Set<String> = []) throws {
         let links = PendingLinks(database: state.store.database)
         let batch = Set(changes.map(\.uuid)).subtracting(absent)
         let now = clock.seconds()
@@ -167,7 +167,7 @@ extension CloudMirror {
     /// share zone (a move saves a record in its old zone, naming its new relationship, before
     /// moving it); that reading holds because an owner's save sends empty what this rule refused
     /// (`MirrorBookkeeping.zoneRefusedLinks`). In the shared store a record resolves within its zone.
-    func linkZone(of record: CloudRecord, store: PersistentStore) -> ZoneID? {
+    func linkZone(of record: CloudRecord, store: PersistentStore, user: String?) -> ZoneID? {
         if store.scope == .shared { return record.zoneID }
         guard record.zoneID.zoneName != ZoneID.coreDataZoneName, let modifier = record.lastModifiedUserRecordName,
               modifier != user else { return nil }
@@ -186,7 +186,7 @@ extension CloudMirror {
     /// the caller's transaction; returns what to tell the device's clients once it commits
     /// (`publishRefused`). A version of a record already refused is not told again.
     func keepRefused(_ refused: [String: WireError], of changes: [LocalChange], zone: ZoneID, tags: [String: String?],
-                     state: MirrorBookkeeping) throws -> [ImportRefusedNotice] {
+                     state: StoreBookkeeping) throws -> [ImportRefusedNotice] {
         var notices: [ImportRefusedNotice] = []
         for change in changes {
             guard let error = refused[change.uuid] else { continue }
@@ -208,9 +208,16 @@ extension CloudMirror {
     /// the events this device still relates to it). Those extra changes are this device's own
     /// decisions: they are queued for the cloud like a local save, so every copy converges
     /// (scenario 23). The changes the cloud sent are not (no echo).
-    private func queueSideEffects(of result: SaveResult, applied: Set<String>, state: MirrorBookkeeping) throws {
+    private func queueSideEffects(of result: SaveResult, applied: Set<String>, state: StoreBookkeeping) throws {
         guard let token = result.transactions.first(where: { $0.storeUUID == state.store.uuid })?.token else { return }
-        for change in try PersistentHistory.changes(state.store, token: token) where !applied.contains(change.uuid) {
+        let changes = try PersistentHistory.changes(state.store, token: token).filter { !applied.contains($0.uuid) }
+        guard !changes.isEmpty else { return }
+        // Not derivable again (the import's history is never queued by `ingest`): waits for the disk.
+        try write(state.store) { _ in try queue(changes, state: state) }
+    }
+
+    private func queue(_ changes: [HistoryChanges.Entry], state: StoreBookkeeping) throws {
+        for change in changes {
             let meta = try state.meta(change.uuid)
             if change.kind == .delete {
                 // A record the server may have by now: known there, or queued (a batch in
@@ -232,10 +239,35 @@ extension CloudMirror {
     }
 
     /// The row of `uuid` in `store` as record fields, or nil when it is gone.
-    static func currentFields(entity: EntityDescription, uuid: String, state: MirrorBookkeeping) throws -> [String: JSONValue]? {
+    static func currentFields(entity: EntityDescription, uuid: String, state: StoreBookkeeping) throws -> [String: JSONValue]? {
         guard let key = try state.primaryKey(entity: entity.name, uuid: uuid),
               let row = try state.store.read(entity, primaryKey: key) else { return nil }
         return try MirrorRecordCoding.fields(entity: entity, row: row, state: state, timesText: try state.fieldTimesText(uuid))
+    }
+
+    /// Removes every object of every store (as deletes the mirror never exports), the share
+    /// permissions and links waiting, and the mirror's bookkeeping but `keys`; the export cursor
+    /// moves past it all. Returns how many objects went.
+    func removeEverything(from mirrored: [any MirrorStore], keeping keys: [String]) throws -> Int {
+        var removed = 0
+        for turn in try mirrored.map(CoreDataStore.of) {
+            let store = turn.store, index = turn.index, stores = turn.stores
+            var wipe: [LocalChange] = []
+            for entity in store.entities.values {
+                for row in try store.database.query("SELECT z_uuid FROM \(PersistentStore.table(entity.name))") {
+                    if let uuid = row[0].string { wipe.append(LocalChange(uuid: uuid, entity: entity, fields: nil, zone: nil)) }
+                }
+            }
+            removed += wipe.count
+            try applyLocally(wipe, storeIndex: index, stores: stores)
+            try write(store) { _ in
+                try store.database.execute("DELETE FROM z_share; DELETE FROM \(PendingLinks.table);")
+                let state = turn.state
+                try state.forgetEverything(keeping: keys + [MirrorBookkeeping.exportCursorKey])
+                try state.setValue(MirrorBookkeeping.exportCursorKey, String(store.lastToken))
+            }
+        }
+        return removed
     }
 }
 

@@ -6,7 +6,7 @@ import SQLiteKit
 import StoreServiceKit
 import StoreWire
 
-extension CloudMirror {
+extension MirrorEngine {
     /// Sends both stores' queues.
     func sendAll() throws -> SyncSendResult {
         try signedInCredential()
@@ -25,8 +25,8 @@ extension CloudMirror {
 
     /// One outgoing item of a batch.
     struct SendItem {
+        /// Its queue entry (the record's name and entity, the change it carries).
         var pending: MirrorBookkeeping.Pending
-        var entity: EntityDescription
         /// The record to save (nil: a delete); its fields are in `fieldsText`.
         var record: CloudRecord?
         /// The saved record's fields as JSON text (`MirrorRecordCoding.fieldsText`).
@@ -76,15 +76,12 @@ extension CloudMirror {
                 queued = known
                 ahead = nil
             } else {
-                guard let fresh = try withStores({ stores -> QueuedAhead? in
-                    guard let index = Self.storeIndex(scope, in: stores) else { return nil }
-                    let store = stores.list[index]
-                    let outcome = try ingest(store, enough: sizing.queueAhead)
-                    return QueuedAhead(store: store, reader: try store.readingCompanion(), queued: outcome.queued, more: outcome.more)
+                guard let fresh = try stores.withStore(scope, { store -> QueuedAhead in
+                    let outcome = try mapping.queueHistory(of: store, enough: sizing.queueAhead)
+                    return QueuedAhead(store: store, reader: try store.reader(), queued: outcome.queued, more: outcome.more)
                 }) else { return [] }
                 queued = fresh
             }
-            let store = queued.store
             // The batches are read from a snapshot on the store's reading connection, without the
             // store lock: clients' saves go on meanwhile (building was a fifth of the time a
             // sending device held the lock, and its saves waited for it). A save that lands
@@ -92,23 +89,23 @@ extension CloudMirror {
             // was a moment earlier, as if built just before that save. An in-memory store has
             // one connection: its batches are built under the lock, below.
             var drops: [MirrorBookkeeping.Pending] = []
-            func build(_ store: PersistentStore, drops: inout [MirrorBookkeeping.Pending]) throws -> [[SendItem]] {
+            func build(_ store: any MirrorStore, drops: inout [MirrorBookkeeping.Pending]) throws -> [[SendItem]] {
                 var built: [[SendItem]] = []
                 var position = after
                 while built.count < count {
-                    let items = try buildBatch(store: store, now: now, limit: limit, skipped: excluding, after: position, touched: touched,
+                    let items = try mapping.buildBatch(from: store, now: now, limit: limit, skipped: excluding, after: position, touched: touched,
                                                drops: &drops, report: &report, readThrough: &position)
                     if items.isEmpty { break }
                     built.append(items)
                 }
                 return built
             }
-            let read = try queued.reader.map { reader in try reader.database.readTransaction { try build(reader, drops: &drops) } }
-            let finished = try withStores { stores -> ([Batch], QueuedAhead)? in
+            let read = try queued.reader.map { reader in try reader.readSnapshot { try build(reader, drops: &drops) } }
+            let finished = try stores.withStore(scope) { store -> ([Batch], QueuedAhead)? in
                 // (A store replaced meanwhile: built again from the new one.)
-                guard let index = Self.storeIndex(scope, in: stores), stores.list[index] === store else { return nil }
+                guard store.isSame(as: queued.store) else { return nil }
                 // One transaction: its dozens of statements per record share one file lock.
-                let batches = try write(store, commit: .deferred) { _ in
+                let batches = try store.write(commit: .deferred) {
                     let built = try read ?? build(store, drops: &drops)
                     try finishDrops(drops, store: store)
                     return try built.map { try finishBatch($0, store: store) }
@@ -116,9 +113,9 @@ extension CloudMirror {
                 // The history saved since is queued in the same turn, for the next batches: a
                 // turn of the lock between a client's saves waits for a whole save, and a turn
                 // of its own for this took one more wait per batch.
-                let outcome = try ingest(store, enough: sizing.queueAhead)
+                let outcome = try mapping.queueHistory(of: store, enough: sizing.queueAhead)
                 return (batches, QueuedAhead(store: store, reader: queued.reader, queued: outcome.queued, more: outcome.more))
-            }
+            } ?? nil
             guard let (batches, next) = finished else { continue }
             ahead = next
             if !batches.isEmpty { return batches }
@@ -139,8 +136,8 @@ extension CloudMirror {
     /// The queue topped up by a send's last turn of the store lock, so the next batches are
     /// built without a turn of their own for it.
     struct QueuedAhead {
-        var store: PersistentStore
-        var reader: PersistentStore?
+        var store: any MirrorStore
+        var reader: (any MirrorStore)?
         /// What that turn's ingest queued, and whether it left history unqueued.
         var queued: Int
         var more: Bool
@@ -150,14 +147,14 @@ extension CloudMirror {
     /// transaction: the entries the build found nothing to send for leave the queue (each only
     /// if still the version the build read: a newer edit stays queued), and each batch's
     /// creates are recorded as in flight (`finishBatch`).
-    private func finishDrops(_ drops: [MirrorBookkeeping.Pending], store: PersistentStore) throws {
-        let state = MirrorBookkeeping(store)
+    private func finishDrops(_ drops: [MirrorBookkeeping.Pending], store: any MirrorStore) throws {
+        let state = store.bookkeeping
         for pending in drops { try state.dropPending(pending) }
     }
 
-    private func finishBatch(_ items: [SendItem], store: PersistentStore) throws -> Batch {
-        Batch(storeName: store.name, database: Self.database(of: store), items: items,
-              createsInFlight: try Self.recordCreates(of: items, state: MirrorBookkeeping(store)))
+    private func finishBatch(_ items: [SendItem], store: any MirrorStore) throws -> Batch {
+        Batch(storeName: store.name, database: store.database, items: items,
+              createsInFlight: try Self.recordCreates(of: items, state: store.bookkeeping))
     }
 
     /// Records the batch's creates (records without a tag: new to the server, or to a zone
@@ -201,13 +198,13 @@ extension CloudMirror {
     /// A batch's records.modify: each record with its fields text as it was built from the row
     /// (`ModifyParams` writes it as it is), atomic, answered with names and tags alone (the
     /// mirror keeps the fields it sent: a verdict reads nothing else, `applyVerdicts`).
-    private static func request(_ batch: Batch, model: ManagedObjectModel) -> ModifyParams {
+    private func request(_ batch: Batch) -> ModifyParams {
         var saves: [CloudRecord] = []
         saves.reserveCapacity(batch.items.count)
         for item in batch.items {
             guard var record = item.record, let fields = item.fieldsText else { continue }
             record.fieldsText = fields
-            saves.append(MirrorLinkRecords.outgoing(record, model: model))
+            saves.append(mapping.wireRecord(record))
         }
         let deletes = batch.items.compactMap { item in item.delete.map { DeleteItem(recordName: item.pending.uuid, zoneID: $0) } }
         return ModifyParams(database: batch.database, saves: saves, deletes: deletes, atomic: true, reply: .tags)
@@ -321,7 +318,7 @@ extension CloudMirror {
             pass.rounds += 1
             pass.upcoming.removeFirst()
             if batch.database == .private { try ensureZones(Set(batch.items.compactMap { $0.record?.zoneID })) }
-            let params = Self.request(batch, model: engine.model)
+            let params = request(batch)
             report.requests += 1
             pass.inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params, read: { bytes in try? ModifyVerdicts.read(bytes) })))
             if pass.upcoming.isEmpty { try buildMore(&pass, scope: scope, report: &report) }
@@ -371,11 +368,10 @@ extension CloudMirror {
     /// History the send did not get to (it stopped, or saves came meanwhile) is queued:
     /// `pending` counts it, and status and the next send see it.
     private func countLeftOver(scope: StoreScope, stopped: Bool, report: inout SyncSendResult) throws {
-        try withStores { stores in
-            guard let index = Self.storeIndex(scope, in: stores) else { return }
-            try ingest(stores.list[index])
+        try stores.withStore(scope) { store in
+            try ingest(store)
             if stopped { return }
-            let state = MirrorBookkeeping(stores.list[index])
+            let state = store.bookkeeping
             report.pending += try state.pendingCount()
             let now = clock.seconds()
             if let next = try state.earliestDeferral(now: now) {
@@ -411,9 +407,8 @@ extension CloudMirror {
         case let .failure(error) where error.retry == .afterRetryAfter:
             let retryAfter = error.details["retryAfterSeconds"]?.doubleValue
                 ?? progress.withLock { state -> Double in state.backoffSeconds = min(60, max(1, state.backoffSeconds * 2)); return state.backoffSeconds }
-            try withStores { stores in
-                guard let index = Self.storeIndex(scope, in: stores) else { return }
-                try MirrorBookkeeping(stores.list[index]).deferEntries(items.map(\.pending.uuid), until: clock.seconds() + retryAfter)
+            try stores.withStore(scope) { store in
+                try store.write(commit: .deferred) { try store.bookkeeping.deferEntries(items.map(\.pending.uuid), until: clock.seconds() + retryAfter) }
             }
             var annotated = error
             annotated.details["deferredItems"] = .int(items.count)
@@ -432,30 +427,7 @@ extension CloudMirror {
     private func settleMissing(_ items: [SendItem], scope: StoreScope) throws {
         var fetched = SyncFetchResult()
         try fetchDatabase(scope, report: &fetched)
-        try withStores { stores in
-            guard let index = Self.storeIndex(scope, in: stores) else { return }
-            let store = stores.list[index]
-            let state = MirrorBookkeeping(store)
-            var local: [LocalChange] = []
-            var afterSave: [() throws -> Void] = []
-            for item in items {
-                let uuid = item.pending.uuid
-                // Left where it was: the same zone and the tag the update was sent with. A record
-                // moved away and back meanwhile is in that zone again at a newer tag; the edit
-                // merged into it there and goes out (deciding by zone alone deleted it here,
-                // and the record stayed behind in a zone its session had left).
-                guard let zone = item.record?.zoneID, let meta = try state.meta(uuid), meta.zone == zone,
-                      meta.changeTag == item.record?.recordChangeTag, try state.pending(uuid: uuid) != nil else { continue }
-                if options.deletePolicy(item.entity.name) == .resurrect {
-                    try write(store, commit: .deferred) { _ in try state.forgetServerCopy(uuid) }
-                } else {
-                    local.append(LocalChange(uuid: uuid, entity: item.entity, fields: nil, zone: nil))
-                    afterSave.append { try state.dropMeta(uuid); try state.dropPending(item.pending) }
-                }
-            }
-            try applyLocally(local, storeIndex: index, stores: stores)
-            try write(store, commit: .deferred) { _ in for step in afterSave { try step() } }
-        }
+        try stores.withStore(scope) { store in try mapping.settleMissing(items, in: store) }
     }
 
     /// Creates the private database zones a batch needs (once per process and zone; again after zoneNotFound).

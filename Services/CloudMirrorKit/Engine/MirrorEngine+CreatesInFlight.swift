@@ -8,7 +8,7 @@ import StoreWire
 
 /// Creates whose answer never came (a lost reply, a crash): before a send, each is found in the
 /// cloud or not, so it is neither sent twice nor lost.
-extension CloudMirror {
+extension MirrorEngine {
     /// Creates an earlier send made without applying their answer (the answer was lost, or the
     /// device was killed first) may be on the server. The server is asked, and what it has is
     /// applied like a fetched change (merged with the row and its queue entry): an entry the
@@ -20,18 +20,16 @@ extension CloudMirror {
     /// (which would otherwise go out again and bring the record back). Runs before a send
     /// builds its first batch.
     func resolveCreatesInFlight(scope: StoreScope) throws {
-        let outstanding = try withStores { stores -> (store: String, database: DatabaseScope, rows: [MirrorBookkeeping.CreatesInFlight])? in
-            guard let index = Self.storeIndex(scope, in: stores) else { return nil }
-            let store = stores.list[index]
-            let state = MirrorBookkeeping(store)
+        let outstanding = try stores.withStore(scope) { store -> (store: String, database: DatabaseScope, rows: [MirrorBookkeeping.CreatesInFlight])? in
+            let state = store.bookkeeping
             var rows = try state.createsInFlight()
             // Only names whose answer this device never applied: no copy of them in that zone.
             for position in rows.indices {
                 let zone = rows[position].zone
                 rows[position].entries = try rows[position].entries.filter { try state.meta($0.name)?.zone != zone }
             }
-            return rows.isEmpty ? nil : (store.name, Self.database(of: store), rows)
-        }
+            return rows.isEmpty ? nil : (store.name, store.database, rows)
+        } ?? nil
         guard let outstanding else { return }
         var answers: [(row: MirrorBookkeeping.CreatesInFlight, found: [CloudRecord])] = []
         for row in outstanding.rows {
@@ -62,10 +60,10 @@ extension CloudMirror {
         var unresolved: [Int64] = []
         for (row, found) in answers {
             // Read as a fetch reads them: a CDMR record becomes its link's record.
-            let sent = found.map(MirrorLinkRecords.incoming).filter { record in row.entries.contains { $0.name == record.recordName } }
+            let sent = found.map(mapping.readRecord).filter { record in row.entries.contains { $0.name == record.recordName } }
             if !sent.isEmpty {
                 var applied = SyncFetchResult()
-                try applyPage(sent, prepared: [], deleted: [], zone: row.zone, scope: scope, token: nil, holdDeletes: true, report: &applied)
+                try applyPage(ZonePage(changed: sent, prepared: [], deleted: [], zone: row.zone, token: nil, holdDeletes: true), scope: scope, report: &applied)
                 logger.info("creates of an unanswered send found on the server", ["zone": .string(row.zone.key), "records": .int(sent.count)])
             }
             if row.entries.contains(where: { entry in !sent.contains { $0.recordName == entry.name } }) {
@@ -92,18 +90,16 @@ extension CloudMirror {
     func coreDataTokenKnown(for batch: Batch) throws -> Bool? {
         guard batch.database == .private,
               batch.items.contains(where: { $0.record?.recordChangeTag == nil && $0.record?.zoneID == .coreData }) else { return nil }
-        let known = try withStores { stores -> Bool in
-            guard let index = Self.storeIndex(.private, in: stores) else { return true }
-            return try MirrorBookkeeping(stores.list[index]).value(MirrorBookkeeping.zoneTokenKey(.coreData)) != nil
-        }
+        let known = try stores.withStore(.private) { store in
+            try store.bookkeeping.value(MirrorBookkeeping.zoneTokenKey(.coreData)) != nil
+        } ?? true
         if !known { try ensureZones([.coreData]) }
         return known
     }
 
     func dropCreatesInFlight(_ ids: [Int64], store name: String) throws {
-        try withStores { stores in
-            let store = stores.list[try stores.index(named: name)]
-            try write(store, commit: .deferred) { _ in try MirrorBookkeeping(store).dropCreatesInFlight(ids) }
+        try stores.withStore(named: name) { store in
+            try store.write(commit: .deferred) { try store.bookkeeping.dropCreatesInFlight(ids) }
         }
     }
 }
