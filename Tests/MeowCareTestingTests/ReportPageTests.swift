@@ -124,6 +124,7 @@ struct ReportPageTests {
         let page = saved.file("report.html")
         try meowctl(["report", "--dir", saved.path, "-o", page])
         // Find narrows the timeline to the marks, so they are among the rows drawn.
+        #expect(try browser.visibleDOM(page, fragment: "find=cloud%20killed").contains("cloud killed (signal 9)"), "no mark of the cloud's kill")
         #expect(try browser.visibleDOM(page, fragment: "find=cloud%20restarted").contains("→ restarted  cloud restarted"), "no mark of the cloud's restart")
         #expect(try browser.visibleDOM(page, fragment: "find=A%20reconnected").contains("A reconnected"), "no mark of the device reconnecting")
         let faults = try browser.visibleDOM(page, fragment: "find=admin.")

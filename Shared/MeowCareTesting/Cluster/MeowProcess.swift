@@ -82,6 +82,7 @@ public final class MeowProcess: @unchecked Sendable {
             while waitpid(spawned, &status, 0) < 0 && errno == EINTR {}
             // Exited → its code; killed by a signal → 128 + the signal, as shells report it.
             let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+            if (status & 0x7F) != 0, let logPath { Self.noteKilled(name, signal: status & 0x7F, in: logPath) }
             condition.lock()
             self?.status = code
             condition.broadcast()
@@ -89,6 +90,17 @@ public final class MeowProcess: @unchecked Sendable {
         }
         thread.name = "meowcare-reaper-\(name)"
         thread.start()
+    }
+
+    /// Appends to the service's log that a signal ended it: a killed service writes no line of
+    /// its own, and a report marks the kill on its lane from this one.
+    private static func noteKilled(_ name: String, signal: Int32, in logPath: String) {
+        let line = #"{"ts":"\#(Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))","level":"notice","#
+            + #""msg":"killed","signal":\#(signal),"service":"\#(name)","by":"MeowCareTesting"}"# + "\n"
+        let descriptor = open(logPath, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = line.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, $0.count - 1) }
+        _ = close(descriptor)
     }
 
     /// Starts a service and waits (up to `timeout`) for its `ready` log line; a service that

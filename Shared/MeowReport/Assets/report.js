@@ -125,6 +125,10 @@ var starts = {};
     } else if (log.service === 'supervisor') {
       var m = /^(\S+) exited/.exec(msg);
       if (m) events.push({ t: at, lane: lane(m[1]), kind: 'marker', op: 'exited', user: '', outcome: 'restart', marker: msg, source: line, records: [] });
+    } else if (msg === 'killed' && line.by === 'MeowCareTesting') {
+      // The test library's note that a signal ended the service (kill -9, a crash point).
+      events.push({ t: at, lane: laneName, kind: 'marker', op: 'killed', user: deviceUsers[laneName] || '', outcome: 'killed',
+        marker: laneName + ' killed (signal ' + line.signal + ')', source: line, records: [] });
     } else if (msg === 'cloud opened' || msg === 'connected to the sync-service') {
       // The cloud opens once per start; a mirror connects again after its restart, a kill of
       // the cloud or a lost connection.
