@@ -86,8 +86,8 @@ struct CloudSharingChapters {
         _ = try await deviceA.client.call("share.setPermission", ["zoneName": .string(state.zoneName), "user": "pablo", "permission": "readWrite"])
         transcript.say("device A: share.setPermission pablo readWrite")
         _ = try await deviceP.client.call("sync.fetch", [:])
-        let shares = try await deviceP.client.call("share.list", [:])["shares"]?.arrayValue ?? []
-        transcript.check(shares.contains { $0["zoneName"] == .string(state.zoneName) && $0["permission"] == "readWrite" },
+        let shares = try await deviceP.shares()
+        transcript.check(shares.contains { $0.zoneName == state.zoneName && $0.permission == .readWrite },
                          "device P's fetch brings the new permission into its share metadata")
         let session = try await deviceP.fetch("CareSession", predicate: "id == 'mochi'", stores: ["Shared"]).first?["objectID"]?.stringValue ?? ""
         let context = try await deviceP.openContext()

@@ -65,8 +65,7 @@ struct ConvergenceChapters {
                 let defaults = try await device.count("CareSession", predicate: "isDefault == YES")
                 transcript.check(defaults == 1, "\(name) has one default session (each device made one at start-up; they are the same record)")
             }
-            let status = try await device.client.call("sync.status", [:])
-            transcript.check(status["quiescent"] == true, "\(name) is quiescent (nothing pending, nothing in flight)")
+            transcript.check(try await device.status().quiescent, "\(name) is quiescent (nothing pending, nothing in flight)")
             var local: [String: String] = [:]
             for entity in ["CareSession", "CareEvent"] {
                 for object in try await device.fetch(entity, predicate: "TRUEPREDICATE", stores: [store]) {

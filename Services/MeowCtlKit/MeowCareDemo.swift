@@ -144,9 +144,15 @@ struct Device {
     }
 
     /// Changes queued for the cloud, over both stores.
-    func pendingCount() async throws -> Int {
-        let status = try await client.call("sync.status", [:])
-        return (status["stores"]?.arrayValue ?? []).compactMap { $0["pending"]?.intValue }.reduce(0, +)
+    func pendingCount() async throws -> Int { try await status().pending }
+
+    func status() async throws -> SyncStatus {
+        try StoreReply.read(SyncStatus.self, from: try await client.call("sync.status", [:]), op: "sync.status")
+    }
+
+    /// The shared store's share metadata.
+    func shares() async throws -> [ShareMetadata] {
+        try StoreReply.read(ShareListResult.self, from: try await client.call("share.list", [:]), op: "share.list").shares
     }
 
     func count(_ entity: String, predicate: String) async throws -> Int {

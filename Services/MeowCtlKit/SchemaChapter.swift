@@ -38,10 +38,9 @@ struct SchemaChapter {
         _ = try await store.device.save(context)
         let refused = try await store.device.client.call("sync.send", [:])
         transcript.say("App Store build (production): sync.send → saved \(refused["saved"]?.intValue ?? -1), refused \(refused["refused"]?.intValue ?? -1)")
-        let status = try await store.device.client.call("sync.status", [:])
-        let waiting = (status["stores"]?.arrayValue ?? []).flatMap { $0["refusedExports"]?.arrayValue ?? [] }
-        transcript.say("refused: \(waiting.first?["message"]?.stringValue ?? "nothing")")
-        transcript.check(refused["saved"] == 1 && refused["refused"] == 1 && waiting.first?["field"] == "CD_mood",
+        let waiting = try await store.device.status().stores.flatMap(\.refusedExports)
+        transcript.say("refused: \(waiting.first?.message ?? "nothing")")
+        transcript.check(refused["saved"] == 1 && refused["refused"] == 1 && waiting.first?.field == "CD_mood",
                          "production refuses the event carrying the undeployed field CD_mood; the other event is exported")
 
         let devContext = try await xcode.device.openContext()

@@ -70,8 +70,7 @@ struct SeedChapters {
         transcript.say("the device's log on sync.send: \(fault ?? "(no fault line)")")
         let alive = try await client.call("health", [:])["ready"] == true
         transcript.check(fault != nil && alive, "exporting it produces the exact fault line of seed 002, and the device keeps running")
-        let status = try await client.call("sync.status", [:])
-        let unexportable = (status["stores"]?.arrayValue ?? []).flatMap { $0["unexportable"]?.arrayValue ?? [] }
+        let unexportable = try await device.status().stores.flatMap(\.unexportable)
         transcript.check(unexportable.count == 1, "sync.status reports the object as unexportable")
 
         let olivia = try await deployment.connect("sync-service", as: "olivia")

@@ -1,6 +1,7 @@
 import CloudWire
 import Foundation
 import MeowWire
+import StoreWire
 
 /// `meowctl share …`: sharing a care session through a device's cloud mirror (share.* ops).
 enum ShareCommand {
@@ -100,23 +101,23 @@ enum ShareCommand {
     }
 
     private static func invitations(_ device: ServiceSession) async throws(CommandError) {
-        let result = try await device.call("share.invitations")
-        if device.output.json { return device.output.emit(["ok": true, "invitations": result["invitations"] ?? []]) }
-        device.output.say(Table(["ZONE", "OWNER", "PERMISSION", "STATUS", "ROLE"], (result["invitations"]?.arrayValue ?? []).map {
-            [$0["zoneID"]?["zoneName"].cell ?? "–", $0["zoneID"]?["ownerName"].cell ?? "–", $0["permission"].cell,
-             $0["acceptanceStatus"].cell, $0["role"].cell]
+        let reply = try await device.call("share.invitations")
+        if device.output.json { return device.output.emit(["ok": true, "invitations": reply["invitations"] ?? []]) }
+        let invitations = try device.read(InvitationsResult.self, from: reply, op: "share.invitations").invitations
+        device.output.say(Table(["ZONE", "OWNER", "PERMISSION", "STATUS", "ROLE"], invitations.map {
+            [$0.zoneID.zoneName, $0.zoneID.ownerName, $0.permission.rawValue, $0.acceptanceStatus.rawValue, $0.role.rawValue]
         }).rendered)
     }
 
     private static func owned(_ device: ServiceSession) async throws(CommandError) {
-        let shares = try await device.call("share.owned")["shares"]?.arrayValue ?? []
-        if device.output.json { return device.output.emit(["ok": true, "shares": .array(shares)]) }
+        let reply = try await device.call("share.owned")
+        if device.output.json { return device.output.emit(["ok": true, "shares": reply["shares"] ?? []]) }
         var rows: [[String]] = []
-        for share in shares {
-            let participants = (share["participants"]?.arrayValue ?? []).filter { $0["role"] != .string(ShareRole.owner.rawValue) }
-            let people = participants.map { "\($0["user"].cell):\($0["permission"].cell) (\($0["acceptanceStatus"].cell))" }
-            rows.append([share["zoneID"]?["zoneName"].cell ?? "–", share["rootRecordName"]?.stringValue ?? "(zone-wide)", share["recordCount"].cell,
-                         share["publicPermission"].cell, people.isEmpty ? "–" : people.joined(separator: ", ")])
+        for share in try device.read(OwnedSharesResult.self, from: reply, op: "share.owned").shares {
+            let participants = share.participants.filter { $0.role != .owner }
+            let people = participants.map { "\($0.user):\($0.permission.rawValue) (\($0.acceptanceStatus.rawValue))" }
+            rows.append([share.zoneID.zoneName, share.rootRecordName ?? "(zone-wide)", String(share.recordCount),
+                         share.publicPermission.rawValue, people.isEmpty ? "–" : people.joined(separator: ", ")])
         }
         device.output.say(Table(["ZONE", "ROOT", "RECORDS", "PUBLIC", "PARTICIPANTS"], rows).rendered)
     }
@@ -135,10 +136,10 @@ enum ShareCommand {
     }
 
     private static func list(_ device: ServiceSession) async throws(CommandError) {
-        let shares = try await device.call("share.list")["shares"]?.arrayValue ?? []
-        if device.output.json { return device.output.emit(["ok": true, "shares": .array(shares)]) }
-        device.output.say(Table(["ZONE", "OWNER", "PERMISSION"], shares.map {
-            [$0["zoneName"].cell, $0["ownerName"].cell, $0["permission"].cell]
+        let reply = try await device.call("share.list")
+        if device.output.json { return device.output.emit(["ok": true, "shares": reply["shares"] ?? []]) }
+        device.output.say(Table(["ZONE", "OWNER", "PERMISSION"], try device.read(ShareListResult.self, from: reply, op: "share.list").shares.map {
+            [$0.zoneName, $0.ownerName, $0.permission.rawValue]
         }).rendered)
     }
 }

@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// Per-field edit stamps, rows found by record name, records that cannot go out or come in,
 /// and the owner's share roots.
@@ -219,14 +220,7 @@ extension MirrorBookkeeping {
     // MARK: Unimportable records
 
     /// A cloud record the store refused, as `sync.status` lists it.
-    struct Unimportable: Codable, Sendable, Equatable {
-        var recordName: String
-        var entity: String
-        var zone: String
-        var recordChangeTag: String?
-        var code: String
-        var message: String
-    }
+    typealias Unimportable = SyncStatus.Unimportable
 
     /// Returns false when that version of the record was already refused (nothing new to tell).
     @discardableResult
