@@ -1,6 +1,7 @@
 import CloudWire
 import Foundation
 import MeowWire
+import StoreWire
 
 /// Chapter 9: records this app version cannot hold. A newer version on another of Olivia's
 /// devices writes a kind of care event this version's model does not list; this device reports
@@ -64,9 +65,9 @@ struct RobustnessChapters {
         transcript.check(typed == nil && defined == "DOUBLE", "the cloud's schema refused a field of another type, as CloudKit does")
         // What a development build runs at launch (initializeCloudKitSchema): this version's
         // model against the cloud's schema, before any real record goes out.
-        let initialized = try await device.client.call("sync.initializeSchema", [:])
-        let fields = initialized["recordTypes"]?["CD_CareEvent"]?.objectValue?.count ?? 0
-        transcript.say("device B: sync.initializeSchema → \(initialized["uploaded"].cell) representative records saved and deleted; CD_CareEvent has \(fields) fields")
-        transcript.check(initialized["uploaded"] == 2, "this app version's model agrees with the cloud's schema (initializeCloudKitSchema)")
+        let initialized = try await device.read("sync.initializeSchema", as: SchemaInitialization.self)
+        let fields = initialized.recordTypes["CD_CareEvent"]?.count ?? 0
+        transcript.say("device B: sync.initializeSchema → \(initialized.uploaded) representative records saved and deleted; CD_CareEvent has \(fields) fields")
+        transcript.check(initialized.uploaded == 2, "this app version's model agrees with the cloud's schema (initializeCloudKitSchema)")
     }
 }

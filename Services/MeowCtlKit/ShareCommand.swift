@@ -77,26 +77,26 @@ enum ShareCommand {
         let result = try await device.callShowingProgress("share.create", ["objectID": .string(session), "participants": .array(participants)],
                                                           show: args.showsProgress)
         if device.output.json { return device.output.emit(["ok": true, "result": result]) }
+        let created = try device.read(ShareCreation.self, from: result, op: "share.create")
         device.output.say("Shared \(session)")
-        device.output.say("  zone \(result["zoneName"].cell), \(result["movedRecords"].cell) records moved into it")
-        if let pending = result["pendingRecords"]?.intValue, pending > 0 {
+        device.output.say("  zone \(created.zoneName), \(created.movedRecords) records moved into it")
+        if created.pendingRecords > 0 {
             // The share exists; the rest of the session moves with the next send.
-            device.output.say("  \(pending) records still to move (\(result["sendError"]?["code"].cell ?? "stopped")): they go with the next `meowctl sync send`")
+            device.output.say("  \(created.pendingRecords) records still to move (\(created.sendError.map { "\($0.code)" } ?? "stopped")): they go with the next `meowctl sync send`")
         }
-        device.output.say(participantTable(result["share"]))
+        device.output.say(participantTable(created.share))
     }
 
     private static func participants(_ device: ServiceSession, _ op: String, _ params: [String: JSONValue]) async throws(CommandError) {
         let result = try await device.call(op, params)
         if device.output.json { return device.output.emit(["ok": true, "result": result]) }
         device.output.say("\(op) \(params["user"].cell) in \(params["zoneName"].cell): done")
-        device.output.say(participantTable(result["share"]))
+        device.output.say(participantTable(try device.read(ShareResult.self, from: result, op: op).share))
     }
 
-    static func participantTable(_ share: JSONValue?) -> String {
-        let participants = share?["shareInfo"]?["participants"]?.arrayValue ?? []
-        return Table(["PARTICIPANT", "ROLE", "PERMISSION", "ACCEPTANCE"], participants.map {
-            [$0["userRecordName"].cell, $0["role"].cell, $0["permission"].cell, $0["acceptanceStatus"].cell]
+    static func participantTable(_ share: CloudRecord?) -> String {
+        Table(["PARTICIPANT", "ROLE", "PERMISSION", "ACCEPTANCE"], (share?.shareInfo?.participants ?? []).map {
+            [$0.userRecordName, $0.role.rawValue, $0.permission.rawValue, $0.acceptanceStatus.rawValue]
         }).rendered
     }
 
@@ -128,10 +128,11 @@ enum ShareCommand {
         let result = try await device.call("share.\(subcommand)", ["zoneName": .string(zone), "ownerName": .string(owner)])
         if device.output.json { return device.output.emit(["ok": true, "result": result]) }
         if subcommand == "accept" {
-            let fetch = result["fetch"] ?? .null
-            device.output.say("Accepted \(owner)'s share \(zone): \(fetch["changedRecords"].cell) records fetched into the shared store")
+            let accepted = try device.read(ShareAcceptance.self, from: result, op: "share.accept")
+            device.output.say("Accepted \(owner)'s share \(zone): \(accepted.fetch.changedRecords) records fetched into the shared store")
         } else {
-            device.output.say("Left \(owner)'s share \(zone); removed zones: \(result["zonesRemoved"].cell)")
+            let left = try device.read(SyncFetchResult.self, from: result, op: "share.leave")
+            device.output.say("Left \(owner)'s share \(zone); removed zones: \(JSONValue.array(left.zonesRemoved.map { .string($0) }).cell)")
         }
     }
 
