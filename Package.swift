@@ -51,7 +51,7 @@ let package = Package(
                 path: "Services/CloudMirrorKit", swiftSettings: strict),
         .target(name: "SyncServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
                 path: "Services/SyncServiceKit", swiftSettings: strict),
-        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
+        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "MeowReport", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
         // The checks `meowctl doctor` and `diff` run (a device's invariants, a device against the
         // cloud), without the command line: MeowCareTesting's assertions run the same ones.
         .target(name: "MeowInspection", dependencies: ["MeowWire", "CloudWire", "StoreWire"], path: "Shared/MeowInspection", swiftSettings: strict),
@@ -60,9 +60,13 @@ let package = Package(
         // What an explored run did and the checks that judge it (docs/EXPLORING.md): no processes,
         // so the checker is tested on crafted histories alone.
         .target(name: "MeowHistory", dependencies: ["MeowWire"], path: "Shared/MeowHistory", swiftSettings: strict),
+        // A report as one HTML page (the request log, frame trace, service logs, an explored
+        // history): meowctl report and the test libraries' failure attachments share it.
+        .target(name: "MeowReport", dependencies: ["MeowWire"], path: "Shared/MeowReport",
+                resources: [.embedInCode("Assets/report.js"), .embedInCode("Assets/report.css")], swiftSettings: strict),
         .target(name: "MeowCareCluster", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "CShim"],
                 path: "Shared/MeowCareTesting/Cluster", swiftSettings: strict),
-        .target(name: "MeowCareTesting", dependencies: ["MeowCareCluster", "MeowWire", "CloudWire"],
+        .target(name: "MeowCareTesting", dependencies: ["MeowCareCluster", "MeowReport", "MeowWire", "CloudWire"],
                 path: "Shared/MeowCareTesting/Testing", swiftSettings: strict),
         .executableTarget(name: "store-service", dependencies: ["StoreServiceKit", "CloudMirrorKit", "ServiceRuntime"],
                           path: "Services/store-service", swiftSettings: strict),
@@ -89,7 +93,7 @@ let package = Package(
                     path: "Tests/MirrorTests", swiftSettings: strict),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "MeowWire", "TestSupport", "MeowCareCluster"],
                     path: "Tests/ServiceRuntimeTests", swiftSettings: strict),
-        .testTarget(name: "MeowCareTestingTests", dependencies: ["MeowCareTesting", "TestSupport"],
+        .testTarget(name: "MeowCareTestingTests", dependencies: ["MeowCareTesting", "MeowHistory", "TestSupport"],
                     path: "Tests/MeowCareTestingTests", swiftSettings: strict),
         .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire", "CloudWire", "MeowCareCluster"],
                     path: "Tests/IntegrationTests", swiftSettings: strict),

@@ -2,7 +2,7 @@
 # Installs what a fresh machine lacks to build and test MeowCare: SQLite's headers (the storage
 # engine), libxml2 (FoundationXML reads Xcode models with it), python3 (the protocol example) with venv and pip (the Python package's tests in a
 # fresh virtual environment), systemd-socket-activate and setpriv (activation and peer-uid
-# tests). Idempotent; apt-get runs only when something is missing.
+# tests), headless chromium (the report page's browser tests). Idempotent; apt-get runs only when something is missing.
 set -euo pipefail
 
 missing=()
@@ -15,6 +15,7 @@ python3 -c "import venv, ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 command -v systemd-socket-activate >/dev/null 2>&1 || missing+=(systemd)
 command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}" >&2

@@ -14,9 +14,11 @@ public enum MeowCtl {
       meowctl call  --socket PATH [--credential C | --credential-file FILE] [--timeout SECONDS] [--raw] OP [PARAMS_JSON | --params-file FILE|-]
           Says hello, sends one request, prints the reply as readable JSON.
           Exit 0 on an ok reply, 1 on an error reply, 2 if the service cannot be reached.
-      meowctl watch --socket PATH [--credential C | --credential-file FILE] [--topic T ...] [--count N]
-          Subscribes (default: every topic the service offers) and prints each event as one
-          JSON line as it arrives. --count N exits after N events.
+      meowctl watch (--socket PATH | --dir DIR [--device NAME]) [--credential C | --credential-file FILE] [--topic T ...] [--count N] [--json]
+          Subscribes (default: every topic the service offers) and prints one line per event as
+          it arrives: time, service, who, what, outcome. --json prints each event as one JSON
+          line instead. --count N exits after N events. --dir DIR: a local deployment's device
+          (--device NAME, default device-a; sync-service for the cloud).
       meowctl tap   --listen PATH --to PATH [--log FILE] [--show-credentials]
           A transparent proxy: clients connect to --listen, bytes go to --to unchanged (malformed
           ones included), and every frame in both directions is logged as one JSON line with time,
@@ -38,6 +40,7 @@ public enum MeowCtl {
       meowctl log      --socket SYNC --credential ADMIN [filters] [--follow]   the cloud's request log
       meowctl snapshot export|import --socket SYNC --credential ADMIN --file PATH   the whole cloud to or from a file
       meowctl schema   export|import|diff|deploy|reset-development --socket SYNC --credential ADMIN   the cloud's schema
+      meowctl report   --dir DIR -o FILE        what happened, as one HTML page (timeline, refusals, conflicts, shares)
 
     A credential (--credential C) can also come from --credential-file FILE (mode 0600) or
     $MEOW_CREDENTIAL: a command line is visible to every local user.
@@ -61,6 +64,7 @@ public enum MeowCtl {
         "log": { try await LogCommand.run($0) },
         "snapshot": { try await SnapshotCommand.run($0) },
         "schema": { try await SchemaCommand.run($0) },
+        "report": { try await ReportCommand.run($0) },
     ]
 
     /// Runs meowctl with the given arguments (without the program name); returns the exit code.
@@ -183,9 +187,9 @@ extension CallCommand {
 
 enum WatchCommand {
     static func run(_ arguments: [String]) async throws(CommandError) {
-        let args = try Arguments(arguments, flags: [])
-        try args.check(known: ["socket", "credential", "topic", "count"], command: "watch")
-        let socket = try args.required("socket", for: "watch")
+        let args = try Arguments(arguments, flags: ["json"])
+        try args.check(known: ["socket", "credential", "topic", "count", "json", "dir", "device"], command: "watch")
+        let socket = try args.deviceSocket(for: "watch")
         let limit = args.value("count").flatMap(Int.init)
         let (client, hello) = try await MeowCtl.connect(socket: socket, credential: try args.credential(), timeout: .seconds(30))
         defer { client.close() }
@@ -199,9 +203,14 @@ enum WatchCommand {
         }
         var seen = 0
         for await event in client.events {
-            let line: JSONValue = ["ts": .string(Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))),
-                                   "event": .string(event.name), "seq": .int(Int(event.seq)), "data": event.data]
-            print(MeowCtl.compactJSON(line))
+            let now = Date()
+            if args.has("json") {
+                let line: JSONValue = ["ts": .string(now.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))),
+                                       "event": .string(event.name), "seq": .int(Int(event.seq)), "data": event.data]
+                print(MeowCtl.compactJSON(line))
+            } else {
+                print(WatchLine.text(event: event.name, data: event.data, service: hello.service, time: now))
+            }
             fflush(nil)
             seen += 1
             if let limit, seen >= limit { return }

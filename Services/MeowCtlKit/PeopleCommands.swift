@@ -10,6 +10,7 @@ enum PeopleCommands {
         "log": LogCommand.help + adminNote,
         "snapshot": SnapshotCommand.help + adminNote,
         "schema": SchemaCommand.help + adminNote,
+        "report": ReportCommand.help,
     ]
 
     static let adminNote = """

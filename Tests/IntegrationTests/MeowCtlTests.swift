@@ -62,10 +62,10 @@ struct MeowCtlTests {
         _ = await service.process.stop()
     }
 
-    @Test("watch prints events as JSON lines as they arrive")
+    @Test("watch --json prints events as JSON lines as they arrive")
     func watchPrintsEvents() async throws {
         let service = try await RunningService.start("sync-service")
-        let watcher = try MeowProcess("meowctl", ["watch", "--socket", service.socket, "--topic", "service", "--count", "1"])
+        let watcher = try MeowProcess("meowctl", ["watch", "--socket", service.socket, "--topic", "service", "--count", "1", "--json"])
         #expect(await watcher.waitForLine(containing: "watching sync-service") != nil)
         service.process.signal(SIGTERM)
         #expect(await watcher.waitForExit() == 0)
@@ -73,6 +73,19 @@ struct MeowCtlTests {
         let event = try JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))
         #expect(event["event"] == "shuttingDown")
         #expect(event["seq"] == 1)
+        _ = await service.process.waitForExit()
+    }
+
+    @Test("watch prints one readable line per event: time, service, who, what, outcome")
+    func watchPrintsReadableLines() async throws {
+        let service = try await RunningService.start("sync-service")
+        let watcher = try MeowProcess("meowctl", ["watch", "--socket", service.socket, "--topic", "service", "--count", "1"])
+        #expect(await watcher.waitForLine(containing: "watching sync-service") != nil)
+        service.process.signal(SIGTERM)
+        #expect(await watcher.waitForExit() == 0)
+        let line = watcher.standardOutput.split(separator: "\n").first.map(String.init) ?? ""
+        #expect((try? JSONParser.parse(line)) == nil, "not JSON by default: \(line)")
+        #expect(line.contains("  sync-service  ") && line.contains("shuttingDown:") && line.contains("→ "), "\(line)")
         _ = await service.process.waitForExit()
     }
 

@@ -28,6 +28,21 @@ struct RequestLogTests {
         #expect(entries[1].permissionsOmitted == nil)
     }
 
+    @Test("an entry keeps its first 20 writes in memory and counts the rest; one without writes or shares has neither member")
+    func writesAreCapped() throws {
+        let log = try RequestLog(capacity: 10)
+        let trace = Self.trace(decisions: 0)
+        trace.writes = (0..<50).map { ["action": "saved", "recordName": .string("r\($0)"), "changed": ["title"]] }
+        trace.shares = [["change": "created", "recordName": "cloudkit.zoneshare", "zone": "owner/Zone"]]
+        log.record(connection: 1, user: "owner", op: "records.modify", trace: trace, code: "ok", time: 0)
+        log.record(connection: 1, user: "owner", op: "zones.fetch", trace: Self.trace(decisions: 0), code: "ok", time: 1)
+        let result = log.entries(after: nil, limit: nil)
+        #expect(result.entries[0].writes?.count == 20 && result.entries[0].writesOmitted == 30)
+        #expect(result.entries[0].shares?.first?["change"] == "created")
+        #expect(result.entries[1].writes == nil && result.entries[1].shares == nil)
+        #expect(!result.jsonLines.split(separator: "\n")[1].contains("writes"))
+    }
+
     @Test("the log keeps the last `capacity` requests, in order")
     func capacity() throws {
         let log = try RequestLog(capacity: 10)

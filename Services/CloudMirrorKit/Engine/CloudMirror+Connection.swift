@@ -42,7 +42,7 @@ extension CloudMirror {
             throw WireError(.internalError, "The mirror could not switch its local data to user \(user): \(error)")
         }
         connection.withLock { $0 = live }
-        logger.info("connected to the sync-service", ["socket": .string(options.syncSocket), "user": .string(user)])
+        logger.info("connected to the sync-service", ["socket": .string(options.syncSocket), "user": .string(user), "device": .string(options.deviceName)])
         return live
     }
 

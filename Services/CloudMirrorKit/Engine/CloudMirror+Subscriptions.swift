@@ -38,6 +38,8 @@ extension CloudMirror {
         let events = client.events
         Task.detached { [weak self] in
             for await event in events {
+                // A report joins the push to the device's lane from this line.
+                self?.logger.info("push received", ["event": .string(event.name), "data": event.data])
                 if event.name == "notification", let id = event.data["subscriptionID"]?.stringValue, ours.contains(id) { self?.poke() }
                 if event.name == "databaseChanged" { self?.poke() }
             }

@@ -62,10 +62,19 @@ extension CloudMirror {
         let clientFields = MirrorRecordCoding.dataFields(client.fields)
         var localChanged = pending.map { $0.kind == .insert ? Set(clientFields.keys).union($0.changed) : $0.changed } ?? []
         if everyField || pending == nil { localChanged.formUnion(Set(clientFields.keys).union(serverData.keys)) }
-        return MirrorMerge(policy: options.conflictPolicy).merge(
+        let ancestorData = ancestor.map(MirrorRecordCoding.dataFields)
+        let outcome = MirrorMerge(policy: options.conflictPolicy).merge(
             server: serverData, serverTimes: MirrorRecordCoding.times(serverFields),
             client: clientFields, clientTimes: try state.fieldTimes(client.recordName),
-            ancestor: ancestor.map(MirrorRecordCoding.dataFields), ancestorTimes: MirrorRecordCoding.times(ancestor), localChanged: localChanged)
+            ancestor: ancestorData, ancestorTimes: MirrorRecordCoding.times(ancestor), localChanged: localChanged)
+        if serverData != clientFields {
+            // The three copies and what was kept: a report shows a conflict from this line alone.
+            logger.info("conflict merged", ["recordName": .string(client.recordName), "recordType": .string(server.recordType),
+                                            "zone": .string(server.zoneID.key), "policy": .string(options.conflictPolicy.rawValue),
+                                            "server": .object(serverData), "client": .object(clientFields),
+                                            "ancestor": ancestorData.map { .object($0) } ?? .null, "kept": .object(outcome.fields)])
+        }
+        return outcome
     }
 
     /// zoneNotFound (or an encrypted-data reset): every known record of the zone is sent again as new.

@@ -14,6 +14,12 @@ extension ModifyBatch {
                                                parent: record.parent?.recordName, share: share, previous: existing, user: caller)
             savedNames.insert(record.recordName)
             savedStored.append((stored, fields))
+            if let trace {
+                let before = existing.flatMap { $0.deleted ? nil : $0 }
+                trace.noteWrite("saved", record: record.recordName, type: record.recordType, zone: zone.zoneID,
+                                changed: Self.changedFields(before?.fields, fields.map { .object($0) } ?? (try? JSONParser.parse(fieldsJSON))))
+                if record.isShare { trace.noteShare(before == nil ? "created" : "changed", share: record.recordName, zone: zone.zoneID) }
+            }
             if !record.isShare {
                 let created = existing.map(\.deleted) ?? true
                 state.recordChanges.append(RecordChange(zone: zone.id, name: stored.name, type: stored.type, fieldsText: stored.fields,
@@ -35,9 +41,12 @@ extension ModifyBatch {
         for index in indices {
             switch plans[index] {
             case let .delete(live?)?:
+                trace?.noteWrite("deleted", record: live.name, type: live.type, zone: zone.zoneID)
                 if live.type == CloudKitNames.shareRecordType {
                     try state.endShare(zone: zone, name: live.name, user: caller)
+                    trace?.noteShare("stopped", share: live.name, zone: zone.zoneID)
                 } else {
+                    if let share = live.share { trace?.noteShare("stopped", share: share, zone: zone.zoneID) }
                     if let share = live.share { try state.endShare(zone: zone, name: share, user: caller) }
                     try state.tombstone(zone: zone, name: live.name, user: caller)
                     state.recordChanges.append(RecordChange(zone: zone.id, name: live.name, type: live.type, fieldsText: live.fields, reason: "recordDeleted",
@@ -48,6 +57,7 @@ extension ModifyBatch {
                 outcome.deleted.append(RecordID(recordName: items[index].recordName, zoneID: items[index].zoneID))
             case let .leaveShare(share)?:
                 try state.setAcceptance(zone: zone, share: share, user: caller, to: .removed)
+                trace?.noteShare("left", share: share, zone: zone.zoneID)
                 outcome.deleted.append(RecordID(recordName: share, zoneID: items[index].zoneID))
             default:
                 continue
@@ -66,5 +76,13 @@ extension ModifyBatch {
             outcome.saved.append(saved)
         }
         try state.touchZone(zone)
+    }
+
+    /// The names of the fields whose value differs between a record's stored fields (text) and
+    /// its new ones, sorted; every new field when there were none.
+    static func changedFields(_ before: String?, _ after: JSONValue?) -> [String] {
+        let old = before.flatMap { try? JSONParser.parse($0).objectValue } ?? [:]
+        let new = after?.objectValue ?? [:]
+        return Set(old.keys).union(new.keys).filter { old[$0] != new[$0] }.sorted()
     }
 }

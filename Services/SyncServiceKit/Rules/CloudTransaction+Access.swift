@@ -7,6 +7,11 @@ public final class RequestTrace {
     public var database: String?
     public var zones: [String] = []
     public var decisions: [JSONValue] = []
+    /// Shares this request created, changed or ended: the request log's `shares`.
+    public var shares: [JSONValue] = []
+    /// Records this request saved or deleted, with the fields each save changed: the request
+    /// log's `writes` (a report's per-record view).
+    public var writes: [JSONValue] = []
     /// Set by a `holdBeforeCommit` fault: a records.modify calls it once it has decided, before
     /// it takes the writer (a test makes its move between a decision and its commit).
     var pauseBeforeCommit: (() -> Void)?
@@ -26,6 +31,17 @@ public final class RequestTrace {
         if let zone { entry["zone"] = zoneText(zone) }
         if let record { entry["recordName"] = .string(record) }
         decisions.append(.object(entry))
+    }
+
+    func noteShare(_ change: String, share: String, zone: ZoneID) {
+        shares.append(["change": .string(change), "recordName": .string(share), "zone": zoneText(zone)])
+    }
+
+    /// `changed`: the fields whose value the save changed (every field of a new record).
+    func noteWrite(_ action: String, record: String, type: String, zone: ZoneID, changed: [String] = []) {
+        var entry: [String: JSONValue] = ["action": .string(action), "recordName": .string(record), "recordType": .string(type), "zone": zoneText(zone)]
+        if action == "saved" { entry["changed"] = .array(changed.map { .string($0) }) }
+        writes.append(.object(entry))
     }
 
     /// "owner/zone", kept for the last zone: a batch decides once per record, mostly in one zone.

@@ -23,6 +23,15 @@ public struct RequestLogEntry: Codable, Sendable {
     /// Decisions left out of the in-memory copy (see `RequestLog.retainedDecisions`); the
     /// `--request-log` file has them all.
     public var permissionsOmitted: Int?
+    /// Shares the request created, changed or ended: `change` (created, changed, stopped,
+    /// left), `recordName` (the share's) and `zone`. Absent when none.
+    public var shares: [JSONValue]?
+    /// Records the request saved or deleted: `action` (saved, deleted), `recordName`,
+    /// `recordType`, `zone` and, for a save, `changed` (the fields whose value it changed).
+    /// Absent when none.
+    public var writes: [JSONValue]?
+    /// Writes left out of the in-memory copy (the `--request-log` file has them all).
+    public var writesOmitted: Int?
     /// How long the request ran, from its start to its answer (`time` is when it finished).
     public var milliseconds: Double?
 }
@@ -82,7 +91,8 @@ public final class RequestLog: Sendable {
         let entry = state.withLock { state -> RequestLogEntry in
             let entry = RequestLogEntry(seq: state.next, time: time, connection: connection, client: client, user: user, op: op,
                                         database: trace.database, zones: trace.zones, code: code, permissions: trace.decisions,
-                                        milliseconds: milliseconds)
+                                        shares: trace.shares.isEmpty ? nil : trace.shares,
+                                        writes: trace.writes.isEmpty ? nil : trace.writes, milliseconds: milliseconds)
             state.next += 1
             state.entries.append(Self.retained(entry))
             // Trimmed in steps of a tenth, so a full log does not shift every entry per request.
@@ -98,6 +108,11 @@ public final class RequestLog: Sendable {
 
     /// The in-memory copy of an entry: decisions capped, the rest counted.
     static func retained(_ entry: RequestLogEntry) -> RequestLogEntry {
+        var entry = entry
+        if let writes = entry.writes, writes.count > retainedDecisions {
+            entry.writes = Array(writes.prefix(retainedDecisions))
+            entry.writesOmitted = writes.count - retainedDecisions
+        }
         guard entry.permissions.count > retainedDecisions else { return entry }
         var kept = Array(entry.permissions.prefix(retainedDecisions))
         for decision in entry.permissions.dropFirst(retainedDecisions) where decision["decision"] == "denied" {

@@ -25,6 +25,8 @@ public final class FrameTrace: Sendable {
     public static let maxEntryCharacters = 4_000
     static let minimumSecretLength = 6
     private let start = ContinuousClock.now
+    /// When the trace started, in seconds since 1970: puts frames on the request log's clock.
+    public let startedAt = Date().timeIntervalSince1970
     private let entries = Mutex<[Entry]>([])
     /// Credentials the cluster made or its clients used: a failure report never shows them,
     /// wherever they appear (a frame, a message, a log line).

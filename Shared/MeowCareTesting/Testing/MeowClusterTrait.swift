@@ -27,8 +27,12 @@ public struct MeowClusterTrait: TestTrait, SuiteTrait, TestScoping {
         guard testCase != nil else { return try await function() }
         let cluster = try await MeowCluster.start(configuration)
         let failed = Atomic(false)
+        let failures = Mutex<[String]>([])
         let observer = IssueHandlingTrait.compactMapIssues { issue in
-            if issue.isFailure { failed.store(true, ordering: .relaxed) }
+            if issue.isFailure {
+                failed.store(true, ordering: .relaxed)
+                failures.withLock { $0.append(String(describing: issue)) }
+            }
             return issue
         }
         do {
@@ -36,11 +40,11 @@ public struct MeowClusterTrait: TestTrait, SuiteTrait, TestScoping {
                 try await observer.provideScope(for: test, testCase: testCase, performing: function)
             }
         } catch {
-            await FailureArtifacts.attach(cluster)
+            await FailureArtifacts.attach(cluster, failures: failures.withLock { $0 } + [String(describing: error)])
             await cluster.stop()
             throw error
         }
-        if failed.load(ordering: .relaxed) { await FailureArtifacts.attach(cluster) }
+        if failed.load(ordering: .relaxed) { await FailureArtifacts.attach(cluster, failures: failures.withLock { $0 }) }
         await cluster.stop()
     }
 }
@@ -98,7 +102,7 @@ public func withMeowCluster<T: Sendable>(_ configuration: MeowClusterConfigurati
         return result
     } catch {
         if Test.current != nil {
-            await FailureArtifacts.attach(cluster)
+            await FailureArtifacts.attach(cluster, failures: [String(describing: error)])
         } else if let directory = await FailureArtifacts.save(cluster) {
             FileHandle.standardError.write(Data("MeowCareTesting: the failed cluster's logs, request log and frame trace are in \(directory)\n".utf8))
         }

@@ -5,11 +5,13 @@
 /// is what the mirror's per-field merge compares. Values written by explored steps are unique
 /// per write, so any value seen anywhere names the one write it came from.
 public enum HistoryOp {
-    /// `{entity, uuid, values: {field: value}, stamp, store?}`; ok result `{objectID, store}`.
+    /// `{entity, uuid, values: {field: value}, stamp, store?, zone?: {owner, zoneName}}` (`zone`
+    /// when the step inserts straight into a share's zone); ok result `{objectID, store}`.
     public static let insert = "object.insert"
     /// `{entity, uuid, values: {field: value}, stamp}`.
     public static let update = "object.update"
-    /// `{entity, uuid, stamp}`.
+    /// `{entity, uuid, stamp}`; ok result may list `cascade: [uuid]`, the objects its delete
+    /// rules removed with it.
     public static let delete = "object.delete"
     /// `{entity, uuid, relationship, to: uuid, stamp}`.
     public static let link = "object.link"

@@ -98,10 +98,25 @@ public struct RunRecord: Codable, Sendable, Equatable {
     public var seed: UInt64
     public var history: [HistoryEntry]
     public var final: FinalState
+    /// Each entity's delete-versus-edit policy as the flow's model sets it ("deleteWins" or
+    /// "resurrect"); an entity not named here has the default, deleteWins.
+    public var deletePolicies: [String: String]
 
-    public init(seed: UInt64, history: [HistoryEntry], final: FinalState) {
+    public init(seed: UInt64, history: [HistoryEntry], final: FinalState, deletePolicies: [String: String] = [:]) {
         self.seed = seed
         self.history = history
         self.final = final
+        self.deletePolicies = deletePolicies
+    }
+
+    private enum CodingKeys: String, CodingKey { case seed, history, final, deletePolicies }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        seed = try container.decode(UInt64.self, forKey: .seed)
+        history = try container.decode([HistoryEntry].self, forKey: .history)
+        final = try container.decode(FinalState.self, forKey: .final)
+        // Records written before policies were recorded read as all-default.
+        deletePolicies = try container.decodeIfPresent([String: String].self, forKey: .deletePolicies) ?? [:]
     }
 }

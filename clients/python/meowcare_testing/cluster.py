@@ -18,10 +18,12 @@ import os
 import re
 import secrets
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import convergence, external, invariants
@@ -500,6 +502,35 @@ class Cluster:
         # A very short one (a deliberately wrong "x") is left alone: hiding it everywhere would garble the report.
         known = sorted({c for c in [self._admin_credential, *self.credentials.values()] if c and len(c) >= 6}, key=len, reverse=True)
         return [(title, self._redact(text, known)) for title, text in sections]
+
+    def write_report(self, failures: Optional[List[str]] = None) -> Optional[str]:
+        """``meowctl report``'s page of this cluster (timeline, refusals, conflicts, shares), in a new
+        ``/tmp/meowcare-report.*`` directory beside the files it was made from; its path, or None
+        when meowctl is not beside the services. ``failures``: what failed, shown on the page."""
+        meowctl = Path(self._binaries["sync-service"]).parent / "meowctl" if getattr(self, "_binaries", None) else None
+        if meowctl is None or not os.access(meowctl, os.X_OK):
+            return None
+        directory = tempfile.mkdtemp(prefix="meowcare-report.")
+        known = sorted({c for c in [self._admin_credential, *self.credentials.values()] if c and len(c) >= 6}, key=len, reverse=True)
+        files: Dict[str, str] = {"frames.txt": self.trace.report_text()}
+        if self.cloud is not None:
+            files["cloud.log"] = "\n".join(self.cloud.log_lines())
+        for name, device in self.devices.items():
+            files[f"{name}.log"] = "\n".join(device.log_lines())
+        if self.running and self.cloud is not None:
+            try:
+                files["cloud-requests.jsonl"] = "\n".join(json.dumps(e, sort_keys=True) for e in self.cloud.request_log(limit=10000))
+            except MeowError:
+                pass
+        failing = [{"check": "test", "explanation": text} for text in failures or []]
+        files["failures.json"] = json.dumps(failing)
+        for name, text in files.items():
+            with open(os.path.join(directory, name), "w", encoding="utf-8") as handle:
+                handle.write(self._redact(text, known))
+        page = os.path.join(directory, "report.html")
+        subprocess.run([str(meowctl), "report", "--dir", directory, "--failures", os.path.join(directory, "failures.json"),
+                        "--title", "MeowCare cluster", "-o", page], check=True, capture_output=True, timeout=120)
+        return page
 
     @staticmethod
     def _redact(text: str, known: List[str]) -> str:

@@ -7,7 +7,8 @@
 - ``meow_cluster_factory``: ``make(**kwargs)`` starts more clusters in one test; all stop after it.
 
 When a test fails, its report gets each cluster's service logs, the cloud's request log and the
-last frames of every client connection, as extra sections (shown by pytest under the failure).
+last frames of every client connection, as extra sections (shown by pytest under the failure),
+and the path of ``meowctl report``'s page of it all (``Cluster.write_report``).
 """
 from __future__ import annotations
 
@@ -70,3 +71,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: "pytest.CallInfo[None]") 
             sections = [("report", f"could not collect the cluster's report: {error!r}")]
         for title, text in sections:
             report.sections.append((f"{prefix}: {title}", text))
+        try:
+            page = cluster.write_report(failures=[report.longreprtext[-4000:]])
+            shown = f"{page}\n(open it in a browser: file://{page})" if page else "(no meowctl beside the services: no page)"
+        except Exception as error:  # the page must never hide the test's own failure
+            shown = f"could not write the report page: {error!r}"
+        report.sections.append((f"{prefix}: report", shown))

@@ -52,6 +52,17 @@ class FrameTrace:
         with self._lock:
             self._frames.append((time.time(), label, direction, body))
 
+    def report_text(self) -> str:
+        """The frames as ``meowctl report`` reads a frame trace: a ``# started EPOCH`` line, then
+        ``SECONDS CONNECTION DIRECTION JSON`` per frame, seconds since that start."""
+        with self._lock:
+            frames = list(self._frames)
+        start = frames[0][0] if frames else time.time()
+        # A lane is one word: "device A" is device A's lane, "cloud olivia" becomes "cloud:olivia" (as the Swift trace names it).
+        def lane(label: str) -> str:
+            return label[len("device "):].replace(" ", ":") if label.startswith("device ") else label.replace(" ", ":")
+        return "\n".join([f"# started {start:.6f}"] + [f"{t - start:.6f} {lane(label)} {direction} {body}" for t, label, direction, body in frames])
+
     def lines(self) -> List[str]:
         with self._lock:
             frames = list(self._frames)

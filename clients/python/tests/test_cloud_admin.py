@@ -1,4 +1,5 @@
 """The cloud's admin ops and the account ops, through the typed clients."""
+import os
 import pytest
 
 from conftest import event_values
@@ -98,3 +99,11 @@ def test_a_failure_report_shows_no_credential_the_cluster_knows(meow_cluster):
         assert credential not in report, f"{user}'s credential is in the report"
     assert meow_cluster._admin_credential not in report
     assert "<redacted>" in report
+    # The page of it all, and the files it was made from beside it.
+    page = meow_cluster.write_report(["failed"])
+    assert page is not None
+    directory = os.path.dirname(page)
+    for name in os.listdir(directory):
+        text = open(os.path.join(directory, name), encoding="utf-8").read()
+        for credential in [meow_cluster._admin_credential, *meow_cluster.credentials.values()]:
+            assert credential not in text, f"a credential in {name}"

@@ -1,4 +1,5 @@
 """The pytest plugin as an app team meets it: fixtures, the marker, and a failure's report."""
+import re
 import textwrap
 
 
@@ -30,3 +31,9 @@ def test_fixtures_marker_and_failure_report(pytester):
     assert '"op":"sync.now"' in output, "the frame trace shows the test's request"
     assert '"msg":"ready"' in output, "the services' own log lines"
     assert '"credential":"<redacted>"' in output, "hello's credentials are kept out of reports"
+    # The page of it all: written beside its sources, naming the failure and the mirror's requests.
+    assert "meowcare: report" in output
+    page = re.search(r"(/tmp/meowcare-report\.\w+/report\.html)", output)
+    assert page, "the report section names the page"
+    html = open(page.group(1), encoding="utf-8").read()
+    assert 'id="meow-data"' in html and "deliberate failure" in html and "changes.fetchDatabase" in html
