@@ -20,6 +20,7 @@ let package = Package(
         // For app teams' test targets: an isolated cloud and devices per test (docs/TESTING.md).
         .library(name: "MeowCareTesting", targets: ["MeowCareTesting"]),
         .library(name: "MeowHistory", targets: ["MeowHistory"]),
+        .library(name: "MeowExplore", targets: ["MeowExplore"]),
     ],
     targets: [
         // C helpers Glibc does not expose to Swift (SO_PEERCRED's struct ucred, accept4).
@@ -51,7 +52,7 @@ let package = Package(
                 path: "Services/CloudMirrorKit", swiftSettings: strict),
         .target(name: "SyncServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
                 path: "Services/SyncServiceKit", swiftSettings: strict),
-        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "MeowReport", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
+        .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "MeowExplore", "MeowHistory", "MeowReport", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
         // The checks `meowctl doctor` and `diff` run (a device's invariants, a device against the
         // cloud), without the command line: MeowCareTesting's assertions run the same ones.
         .target(name: "MeowInspection", dependencies: ["MeowWire", "CloudWire", "StoreWire"], path: "Shared/MeowInspection", swiftSettings: strict),
@@ -66,7 +67,11 @@ let package = Package(
                 resources: [.embedInCode("Assets/report.js"), .embedInCode("Assets/report.css")], swiftSettings: strict),
         .target(name: "MeowCareCluster", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "CShim"],
                 path: "Shared/MeowCareTesting/Cluster", swiftSettings: strict),
-        .target(name: "MeowCareTesting", dependencies: ["MeowCareCluster", "MeowReport", "MeowWire", "CloudWire"],
+        // The schedule explorer: a team's flow run under seeded schedules on one cluster, each
+        // run recorded as a history, judged, shrunk and replayed (docs/EXPLORING.md).
+        .target(name: "MeowExplore", dependencies: ["MeowHistory", "MeowCareCluster", "MeowWire", "CloudWire", "StoreWire"],
+                path: "Shared/MeowExplore", swiftSettings: strict),
+        .target(name: "MeowCareTesting", dependencies: ["MeowCareCluster", "MeowExplore", "MeowHistory", "MeowReport", "MeowWire", "CloudWire"],
                 path: "Shared/MeowCareTesting/Testing", swiftSettings: strict),
         .executableTarget(name: "store-service", dependencies: ["StoreServiceKit", "CloudMirrorKit", "ServiceRuntime"],
                           path: "Services/store-service", swiftSettings: strict),
@@ -76,7 +81,7 @@ let package = Package(
 
         // Benchmarks: a raw C echo server with the same framing is the same-run baseline.
         .executableTarget(name: "echo-baseline", path: "Benchmarks/echo-baseline"),
-        .executableTarget(name: "meow-bench", dependencies: ["MeowWire", "CloudWire", "SQLiteKit", "MeowCareCluster", "CShim"],
+        .executableTarget(name: "meow-bench", dependencies: ["MeowWire", "CloudWire", "SQLiteKit", "MeowCareCluster", "MeowExplore", "MeowHistory", "CShim"],
                           path: "Benchmarks/meow-bench", swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["MeowWire", "CShim"], path: "Tests/TestSupport", swiftSettings: strict),
@@ -95,6 +100,8 @@ let package = Package(
                     path: "Tests/ServiceRuntimeTests", swiftSettings: strict),
         .testTarget(name: "MeowCareTestingTests", dependencies: ["MeowCareTesting", "MeowHistory", "TestSupport"],
                     path: "Tests/MeowCareTestingTests", swiftSettings: strict),
+        .testTarget(name: "ExploreTests", dependencies: ["MeowExplore", "MeowHistory", "MeowCareTesting", "TestSupport"],
+                    path: "Tests/ExploreTests", swiftSettings: strict),
         .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "MeowWire", "CloudWire", "MeowCareCluster"],
                     path: "Tests/IntegrationTests", swiftSettings: strict),
     ]

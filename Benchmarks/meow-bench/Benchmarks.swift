@@ -13,5 +13,6 @@ enum Benchmarks {
         BenchmarkSuite(name: "mirror", run: MirrorBenchmark.run),
         BenchmarkSuite(name: "load", run: LoadBenchmark.run),
         BenchmarkSuite(name: "fixture", run: FixtureBenchmark.run),
+        BenchmarkSuite(name: "explore", run: ExploreBenchmark.run),
     ]
 }

@@ -42,6 +42,10 @@ public enum MeowCtl {
       meowctl schema   export|import|diff|deploy|reset-development --socket SYNC --credential ADMIN   the cloud's schema
       meowctl report   --dir DIR -o FILE        what happened, as one HTML page (timeline, refusals, conflicts, shares)
 
+    For app teams' flows (docs/EXPLORING.md):
+      meowctl explore  FLOW.json [--seeds A..B] [--schedules N | --seconds S] [--replay SEED] [--json]
+          Runs the flow under seeded schedules on a cluster of its own; exit 1 on a failing check.
+
     A credential (--credential C) can also come from --credential-file FILE (mode 0600) or
     $MEOW_CREDENTIAL: a command line is visible to every local user.
 
@@ -65,6 +69,7 @@ public enum MeowCtl {
         "snapshot": { try await SnapshotCommand.run($0) },
         "schema": { try await SchemaCommand.run($0) },
         "report": { try await ReportCommand.run($0) },
+        "explore": { try await ExploreCommand.run($0) },
     ]
 
     /// Runs meowctl with the given arguments (without the program name); returns the exit code.

@@ -11,6 +11,7 @@ enum PeopleCommands {
         "snapshot": SnapshotCommand.help + adminNote,
         "schema": SchemaCommand.help + adminNote,
         "report": ReportCommand.help,
+        "explore": ExploreCommand.help,
     ]
 
     static let adminNote = """

@@ -10,6 +10,17 @@ public enum JSONWriter {
         return out
     }
 
+    /// `strings` as a JSON array's text (`["a","b"]`), without a tree in between: property
+    /// names, and a statement's `json_each(?)` argument.
+    public static func text(strings: [String]) -> String {
+        var out = "["
+        for (index, string) in strings.enumerated() {
+            if index > 0 { out += "," }
+            appendString(string, to: &out)
+        }
+        return out + "]"
+    }
+
     /// `integralDoubles`: whole doubles below 1e15 are written as integers (`250`, not `250.0`),
     /// for text compared with what a peer that does so sends back.
     public static func append(_ value: JSONValue, to out: inout String, integralDoubles: Bool = false) {

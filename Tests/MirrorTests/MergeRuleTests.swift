@@ -159,39 +159,40 @@ extension Mirroring {
                     not_before REAL NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);
                 INSERT INTO mirror_pending(uuid, entity, kind, changed) VALUES ('old', 'CareEvent', 'update', '["CD_note"]');
                 """)
-            let state = MirrorBookkeeping(store)
+            let state = StoreBookkeeping(store)
             try state.createTables()
             let old = try #require(try state.pending(uuid: "old"))
             #expect(old.kind == .update && old.changed == ["CD_note"] && old.primaryKey == nil)
             let stamps = FieldStamp.encode(["CD_id"], FieldStamp(time: 2.5, device: "A"))
-            try state.enqueue(uuid: "new", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true,
-                              timesText: stamps, primaryKey: 7)
+            try store.database.transaction {
+                try state.enqueue(uuid: "new", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, timesText: stamps, primaryKey: 7)
+            }
             #expect(try state.pending(uuid: "new")?.primaryKey == 7)
             #expect(try state.fieldTimesText("new") == stamps, "a new object's stamps are read from its entry")
             // An update queued on top keeps the entry's stamps and key; a stamps row, once written, wins.
-            try state.setFieldTimes("new", ["CD_note": FieldStamp(time: 3, device: "A")])
-            try state.enqueue(uuid: "new", entity: "CareEvent", kind: .update, zone: nil, changed: ["CD_note"])
+            try store.database.transaction { try state.setFieldTimes("new", ["CD_note": FieldStamp(time: 3, device: "A")]) }
+            try store.database.transaction { try state.enqueue(uuid: "new", entity: "CareEvent", kind: .update, zone: nil, changed: ["CD_note"]) }
             #expect(try state.pending(uuid: "new")?.primaryKey == 7 && state.pending(uuid: "new")?.kind == .insert)
             #expect(try state.fieldTimes("new").keys.sorted() == ["CD_id", "CD_note"])
             try state.createTables()  // opening again changes nothing
             #expect(try state.pending(uuid: "new")?.primaryKey == 7)
             // A uuid inserted again (a client's own uuid) takes the new insert's stamps, even none.
-            try state.dropFieldTimes(["new"])
-            try state.enqueue(uuid: "new", entity: "CareEvent", kind: .insert, zone: nil, changed: [], new: true, timesText: nil, primaryKey: 8)
+            try store.database.transaction { try state.dropFieldTimes(["new"]) }
+            try store.database.transaction { try state.enqueue(uuid: "new", entity: "CareEvent", kind: .insert, zone: nil, changed: [], new: true, timesText: nil, primaryKey: 8) }
             #expect(try state.fieldTimesText("new") == nil, "not the earlier life's stamps")
         }
 
         @Test("Record metadata has no index on its zone (a store written with one loses it when the mirror opens it); the zone's records are still found")
         func metadataZoneIndexIsDropped() throws {
             let store = try Self.privateStore("memory://meta-index")
-            let state = MirrorBookkeeping(store)
+            let state = StoreBookkeeping(store)
             try state.createTables()
             try store.database.execute("CREATE INDEX mirror_meta_zone ON mirror_meta(zone_name, owner_name)")
             try state.createTables()
             #expect(try store.database.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mirror_meta' AND sql IS NOT NULL")?.int == 0)
             let zone = ZoneID(zoneName: "share-1", ownerName: "owner")
-            try state.setMeta(.init(uuid: "a", entity: "CareEvent", zone: zone, changeTag: "t1", serverFields: nil))
-            try state.setMeta(.init(uuid: "b", entity: "CareEvent", zone: .coreData, changeTag: "t2", serverFields: nil))
+            try store.database.transaction { try state.setMeta(.init(uuid: "a", entity: "CareEvent", zone: zone, changeTag: "t1", serverFields: nil)) }
+            try store.database.transaction { try state.setMeta(.init(uuid: "b", entity: "CareEvent", zone: .coreData, changeTag: "t2", serverFields: nil)) }
             #expect(try state.recordNames(inZone: zone).map(\.uuid) == ["a"])
             #expect(try state.knowsRecords(inZone: zone) && !state.knowsRecords(inZone: ZoneID(zoneName: "other", ownerName: "owner")))
             #expect(try state.knownZones() == [zone, .coreData])
@@ -204,42 +205,42 @@ extension Mirroring {
             let dir = TemporaryDirectory(prefix: "companion")
             defer { withExtendedLifetime(dir) {} }  // removed only once the store is done with its files
             let store = try Self.privateStore("file://\(dir.file("p.sqlite"))", filePath: dir.file("p.sqlite"))
-            let state = MirrorBookkeeping(store)
+            let state = StoreBookkeeping(store)
             try state.createTables()
             let reader = try #require(try store.readingCompanion())
             #expect(try store.readingCompanion() === reader, "made once")
             #expect(reader.name == store.name && reader.uuid == store.uuid)
-            try state.enqueue(uuid: "n1", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, primaryKey: 1)
+            try store.database.transaction { try state.enqueue(uuid: "n1", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, primaryKey: 1) }
             let seen = try reader.database.readTransaction { () throws -> [String] in
-                let first = try MirrorBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
+                let first = try StoreBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
                 // A commit made meanwhile is not in this snapshot.
-                try state.enqueue(uuid: "n2", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, primaryKey: 2)
-                return try first + MirrorBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
+                try store.database.transaction { try state.enqueue(uuid: "n2", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, primaryKey: 2) }
+                return try first + StoreBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid)
             }
             #expect(seen == ["n1", "n1"])
-            #expect(try reader.database.readTransaction { try MirrorBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid) } == ["n1", "n2"])
-            #expect(throws: SQLiteError.self) { try MirrorBookkeeping(reader).dropPending("n1") }
+            #expect(try reader.database.readTransaction { try StoreBookkeeping(reader).dueEntries(now: 0, limit: 10, after: 0).map(\.pending.uuid) } == ["n1", "n2"])
+            #expect(throws: SQLiteError.self) { try reader.database.transaction { try StoreBookkeeping(reader).dropPending("n1") } }
         }
 
         @Test("A record the server lost but a local edit re-creates (resurrect) keeps its stamps, wherever they lived")
         func forgettingTheServerCopyKeepsStamps() throws {
             let store = try Self.privateStore("memory://resurrect")
-            let state = MirrorBookkeeping(store)
+            let state = StoreBookkeeping(store)
             try state.createTables()
             let sent = FieldStamp.encode(["CD_id", "CD_value"], FieldStamp(time: 1, device: "A"))
             let record: [String: JSONValue] = ["CD_id": ["type": "string", "value": "x"], MirrorBookkeeping.fieldTimesField: ["type": "string", "value": .string(sent)]]
             // Stamps only in the kept server copy (a record sent or imported and not edited since).
-            try state.setMeta(.init(uuid: "kept", entity: "CareEvent", zone: ZoneID.coreData, changeTag: "t1", serverFields: record))
-            try state.enqueue(uuid: "kept", entity: "CareEvent", kind: .update, zone: nil, changed: ["CD_note"])
-            try state.forgetServerCopy("kept")
+            try store.database.transaction { try state.setMeta(.init(uuid: "kept", entity: "CareEvent", zone: ZoneID.coreData, changeTag: "t1", serverFields: record)) }
+            try store.database.transaction { try state.enqueue(uuid: "kept", entity: "CareEvent", kind: .update, zone: nil, changed: ["CD_note"]) }
+            try store.database.transaction { try state.forgetServerCopy("kept") }
             #expect(try state.meta("kept") == nil)
             #expect(try state.fieldTimesText("kept") == sent)
             // A new object's stamps in its entry, then an edit's stamps row on top: the row's win.
             let inserted = FieldStamp.encode(["CD_id"], FieldStamp(time: 1, device: "A"))
-            try state.enqueue(uuid: "edited", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, timesText: inserted)
-            try state.setFieldTimes("edited", ["CD_note": FieldStamp(time: 2, device: "A")])
-            try state.setMeta(.init(uuid: "edited", entity: "CareEvent", zone: ZoneID.coreData, changeTag: "t1", serverFields: record))
-            try state.forgetServerCopy("edited")
+            try store.database.transaction { try state.enqueue(uuid: "edited", entity: "CareEvent", kind: .insert, zone: nil, changed: ["CD_id"], new: true, timesText: inserted) }
+            try store.database.transaction { try state.setFieldTimes("edited", ["CD_note": FieldStamp(time: 2, device: "A")]) }
+            try store.database.transaction { try state.setMeta(.init(uuid: "edited", entity: "CareEvent", zone: ZoneID.coreData, changeTag: "t1", serverFields: record)) }
+            try store.database.transaction { try state.forgetServerCopy("edited") }
             #expect(try state.fieldTimes("edited").keys.sorted() == ["CD_id", "CD_note"])
         }
 
@@ -298,7 +299,7 @@ extension Mirroring {
                 }
             }
             let row = PersistentStore.StoredRow(primaryKey: 1, version: 1, uuid: "E1", zone: nil, values: values)
-            let state = MirrorBookkeeping(store)
+            let state = StoreBookkeeping(store)
             let times = FieldStamp.encode(["CD_id": FieldStamp(time: 1.5, device: "A")])
             var cache = MirrorRecordCoding.TextCache()
             let text = try MirrorRecordCoding.fieldsText(entity: entity, row: row, state: state, timesText: times, cache: &cache)
@@ -338,11 +339,11 @@ extension Mirroring {
             func meta(_ zone: ZoneID, _ tag: String?) -> MirrorBookkeeping.Meta {
                 MirrorBookkeeping.Meta(uuid: "e1", entity: "CareEvent", zone: zone, changeTag: tag, serverFields: nil)
             }
-            #expect(CloudMirror.movedWithout(meta(.coreData, "t8"), record: moved, fields: fields), "another version was deleted by the move")
-            #expect(!CloudMirror.movedWithout(meta(.coreData, "t7"), record: moved, fields: fields), "the version the mover had")
-            #expect(!CloudMirror.movedWithout(meta(share, "x"), record: moved, fields: fields), "already known in the new zone")
-            #expect(!CloudMirror.movedWithout(meta(ZoneID(zoneName: "elsewhere"), "t8"), record: moved, fields: fields), "moved from another zone")
-            #expect(!CloudMirror.movedWithout(meta(.coreData, "t8"), record: moved, fields: MirrorRecordCoding.dataFields(fields)), "not a moved record")
+            #expect(CoreDataMapping.movedWithout(meta(.coreData, "t8"), record: moved, fields: fields), "another version was deleted by the move")
+            #expect(!CoreDataMapping.movedWithout(meta(.coreData, "t7"), record: moved, fields: fields), "the version the mover had")
+            #expect(!CoreDataMapping.movedWithout(meta(share, "x"), record: moved, fields: fields), "already known in the new zone")
+            #expect(!CoreDataMapping.movedWithout(meta(ZoneID(zoneName: "elsewhere"), "t8"), record: moved, fields: fields), "moved from another zone")
+            #expect(!CoreDataMapping.movedWithout(meta(.coreData, "t8"), record: moved, fields: MirrorRecordCoding.dataFields(fields)), "not a moved record")
         }
     }
 }

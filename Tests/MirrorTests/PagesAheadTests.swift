@@ -31,7 +31,7 @@ extension Mirroring {
             if case .failure = waiters[1].wait() { Issue.record("the reply itself must still reach whoever waits") }
         }
 
-        typealias Page = CloudMirror.ZoneChanges
+        typealias Page = MirrorEngine.ZoneChanges
 
         /// A page read from its bytes, and the same page read from the tree the client parses
         /// replies into (nil for either that does not read).
@@ -39,8 +39,8 @@ extension Mirroring {
             let model = ManagedObjectModel.meowCare()
             let holding = Set(model.entities.map(\.name))
             let bytes = Array(text.utf8)
-            let direct = bytes.withUnsafeBufferPointer { Page(bytes: $0, model: model, holding: holding) }
-            let tree = try Page(json: try JSONParser.parse(bytes), model: model, holding: holding)
+            let direct = bytes.withUnsafeBufferPointer { Page(bytes: $0, preparer: PagePreparer(model: model, holding: holding)) }
+            let tree = try Page(json: try JSONParser.parse(bytes), preparer: PagePreparer(model: model, holding: holding))
             return (direct, tree)
         }
 
@@ -79,7 +79,7 @@ extension Mirroring {
         func unreadablePageIsAnError() throws {
             let model = ManagedObjectModel.meowCare()
             let tree = try JSONParser.parse(#"{"changed":[{"recordName":"E","zoneID":{"zoneName":"z"}}],"token":"z1.2.0","moreComing":true}"#)
-            let error = #expect(throws: MessageReadError.self) { try Page(json: tree, model: model, holding: ["CareEvent"]) }
+            let error = #expect(throws: MessageReadError.self) { try Page(json: tree, preparer: PagePreparer(model: model, holding: ["CareEvent"])) }
             #expect(error?.description.hasPrefix("changed[0].recordType") == true, "\(String(describing: error))")
         }
 
@@ -109,10 +109,10 @@ extension Mirroring {
                 let text = String(decoding: bytes, as: UTF8.self)
                 let model = ManagedObjectModel.meowCare()
                 let holding = Set(model.entities.map(\.name))
-                guard let direct = bytes.withUnsafeBufferPointer({ Page(bytes: $0, model: model, holding: holding) }) else { continue }
+                guard let direct = bytes.withUnsafeBufferPointer({ Page(bytes: $0, preparer: PagePreparer(model: model, holding: holding)) }) else { continue }
                 taken += 1
                 let tree = try #require(try? JSONParser.parse(bytes), "the reader took what the parser refuses: \(text)")
-                #expect(try Self.summary(direct) == Self.summary(Page(json: tree, model: model, holding: holding)), "\(text)")
+                #expect(try Self.summary(direct) == Self.summary(Page(json: tree, preparer: PagePreparer(model: model, holding: holding))), "\(text)")
             }
             #expect(taken > 25, "the scanner should take the well-formed pages of the usual shape")
         }
@@ -125,7 +125,7 @@ extension Mirroring {
                 #"{"changed":[{"recordName":"E",\#(zone),"recordType":"CD_CareEvent","fields":{"CD_id":{"value":"e","type":"string"}}}],"token":"1","moreComing":false}"#,
                 #"{"changed":[{"recordName":"cloudkit.zoneshare",\#(zone),"recordType":"cloudkit.share","shareInfo":{"owner":"o","publicPermission":"none","participants":[]}}],"token":"1","moreComing":false}"#,
             ] {
-                let read = Array(text.utf8).withUnsafeBufferPointer { Page(bytes: $0, model: model, holding: ["CareEvent"]) }
+                let read = Array(text.utf8).withUnsafeBufferPointer { Page(bytes: $0, preparer: PagePreparer(model: model, holding: ["CareEvent"])) }
                 #expect(read?.changed.count == 1, "\(text)")
             }
             for text in [
@@ -134,7 +134,7 @@ extension Mirroring {
                 #"{"changed":[],"token":"1","moreComing":false} x"#,
                 #"{"changed":[],"token":"1",}"#,
             ] {
-                let direct = Array(text.utf8).withUnsafeBufferPointer { Page(bytes: $0, model: model, holding: ["CareEvent"]) }
+                let direct = Array(text.utf8).withUnsafeBufferPointer { Page(bytes: $0, preparer: PagePreparer(model: model, holding: ["CareEvent"])) }
                 #expect(direct == nil, "\(text)")
             }
         }

@@ -111,12 +111,12 @@ struct PackedHistoryTests {
     @Test("The packed reader reads what append writes, escapes, tombstones and other spacing included")
     func packedReaderReadsWhatAppendWrites() {
         var changes = HistoryChanges()
-        let list = PersistentStore.jsonArray(["note", "value"])
+        let list = JSONWriter.text(strings: ["note", "value"])
         for index in 0..<50 {
             changes.append(kind: index % 3 == 0 ? .update : .insert, entity: "CareEvent", primaryKey: Int64(index + 1),
                            uuid: "U-\(index)", changedJSON: index % 5 == 0 ? nil : (index % 7 == 0 ? "[]" : list))
         }
-        changes.append(kind: .insert, entity: "CareSession", primaryKey: -7, uuid: "odd ] name", changedJSON: PersistentStore.jsonArray(["a]b", "c"]))
+        changes.append(kind: .insert, entity: "CareSession", primaryKey: -7, uuid: "odd ] name", changedJSON: JSONWriter.text(strings: ["a]b", "c"]))
         let plain = changes.packed
         #expect(HistoryChanges.entries(plain).count == 51)
         #expect(HistoryChanges.entries(plain)[3] == HistoryChanges.Entry(kind: .update, entity: "CareEvent", primaryKey: 4, uuid: "U-3", changed: ["note", "value"]))

@@ -4,10 +4,20 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// Creates awaiting their answer, records deleted here, tombstones a fetch holds, and the zones
 /// the kept server copies are in.
 extension MirrorBookkeeping {
+    /// One batch's creates in one zone: each record's name and the queue version it carried.
+    struct CreatesInFlight {
+        var id: Int64
+        var zone: ZoneID
+        var entries: [(name: String, seq: Int64, generation: Int64)]
+    }
+}
+
+extension BookkeepingTables {
     // MARK: Creates whose answer is outstanding
 
     /// Records a batch's creates in one zone (records sent without a change tag, each with the
@@ -15,7 +25,7 @@ extension MirrorBookkeeping {
     /// Until the batch's verdict is applied (which drops the row) the server may hold them
     /// without this device knowing: a send whose answer was lost, or a device killed before
     /// applying it. Returns the row's id.
-    func recordCreatesInFlight(_ entries: [Pending], zone: ZoneID) throws -> Int64 {
+    func recordCreatesInFlight(_ entries: [MirrorBookkeeping.Pending], zone: ZoneID) throws -> Int64 {
         var text = "["
         for (index, entry) in entries.enumerated() {
             if index > 0 { text += "," }
@@ -23,25 +33,18 @@ extension MirrorBookkeeping {
             JSONWriter.appendString(entry.uuid, to: &text)
             text += ",\(entry.seq),\(entry.generation)]"
         }
-        try database.execute("INSERT INTO mirror_inflight(zone_name, owner_name, names) VALUES (?, ?, ?)",
+        try changing.execute("INSERT INTO mirror_inflight(zone_name, owner_name, names) VALUES (?, ?, ?)",
                              [zone.zoneName, zone.ownerName, text + "]"])
         return database.lastInsertRowID
     }
 
     func dropCreatesInFlight(_ ids: [Int64]) throws {
-        for id in ids { try database.execute("DELETE FROM mirror_inflight WHERE id = ?", [id]) }
-    }
-
-    /// One batch's creates in one zone: each record's name and the queue version it carried.
-    struct CreatesInFlight {
-        var id: Int64
-        var zone: ZoneID
-        var entries: [(name: String, seq: Int64, generation: Int64)]
+        for id in ids { try changing.execute("DELETE FROM mirror_inflight WHERE id = ?", [id]) }
     }
 
     /// Creates recorded by sends that never applied their answer.
-    func createsInFlight() throws -> [CreatesInFlight] {
-        try database.query("SELECT id, zone_name, owner_name, names FROM mirror_inflight ORDER BY id").compactMap { row -> CreatesInFlight? in
+    func createsInFlight() throws -> [MirrorBookkeeping.CreatesInFlight] {
+        try database.query("SELECT id, zone_name, owner_name, names FROM mirror_inflight ORDER BY id").compactMap { row -> MirrorBookkeeping.CreatesInFlight? in
             guard let id = row[0].int64, let zone = row[1].string, let owner = row[2].string, let names = row[3].string,
                   let list = try? JSONParser.parse(names).arrayValue else { return nil }
             let entries = list.compactMap { item -> (name: String, seq: Int64, generation: Int64)? in
@@ -49,7 +52,7 @@ extension MirrorBookkeeping {
                       let generation = parts[2].intValue else { return nil }
                 return (name, Int64(seq), Int64(generation))
             }
-            return CreatesInFlight(id: id, zone: ZoneID(zoneName: zone, ownerName: owner), entries: entries)
+            return MirrorBookkeeping.CreatesInFlight(id: id, zone: ZoneID(zoneName: zone, ownerName: owner), entries: entries)
         }
     }
 
@@ -61,7 +64,7 @@ extension MirrorBookkeeping {
     /// back from its new zone, which `deletedHere` tells. (Back in the same zone it was
     /// re-created, by a device whose delete policy is resurrect, and is welcome.)
     func rememberDeleted(_ uuid: String, zone: ZoneID) throws {
-        try database.execute("INSERT OR REPLACE INTO mirror_deleted(uuid, zone_name, owner_name) VALUES (?, ?, ?)",
+        try changing.execute("INSERT OR REPLACE INTO mirror_deleted(uuid, zone_name, owner_name) VALUES (?, ?, ?)",
                              [uuid, zone.zoneName, zone.ownerName])
     }
 
@@ -74,7 +77,7 @@ extension MirrorBookkeeping {
         // One statement for a page's names, each looked up in the table's key.
         var found: [String: ZoneID] = [:]
         for row in try database.query("SELECT uuid, zone_name, owner_name FROM mirror_deleted WHERE uuid IN (SELECT value FROM json_each(?))",
-                                      [PersistentStore.jsonArray(uuids)]) {
+                                      [JSONWriter.text(strings: uuids)]) {
             if let uuid = row[0].string { found[uuid] = ZoneID(zoneName: row[1].string ?? "", ownerName: row[2].string ?? "") }
         }
         return found
@@ -89,7 +92,7 @@ extension MirrorBookkeeping {
     /// transaction, with its token: a crash before they are applied loses none.
     func holdTombstones(_ deleted: [(String, String)], zone: ZoneID) throws {
         for (uuid, recordType) in deleted {
-            try database.execute("INSERT OR REPLACE INTO mirror_tombstones(uuid, record_type, zone_name, owner_name) VALUES (?, ?, ?, ?)",
+            try changing.execute("INSERT OR REPLACE INTO mirror_tombstones(uuid, record_type, zone_name, owner_name) VALUES (?, ?, ?, ?)",
                                  [uuid, recordType, zone.zoneName, zone.ownerName])
         }
     }
@@ -107,7 +110,7 @@ extension MirrorBookkeeping {
     }
 
     func dropTombstones(zone: ZoneID) throws {
-        try database.execute("DELETE FROM mirror_tombstones WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
+        try changing.execute("DELETE FROM mirror_tombstones WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
     }
 
     /// Drops the held tombstones of records a later page brought back into the same zone (a
@@ -115,7 +118,7 @@ extension MirrorBookkeeping {
     func dropTombstones(_ uuids: [String], zone: ZoneID) throws {
         guard !uuids.isEmpty, try holdsTombstones else { return }
         for uuid in uuids {
-            try database.execute("DELETE FROM mirror_tombstones WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
+            try changing.execute("DELETE FROM mirror_tombstones WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
                                  [uuid, zone.zoneName, zone.ownerName])
         }
     }
@@ -134,11 +137,11 @@ extension MirrorBookkeeping {
     }
 
     func dropMeta(_ uuid: String) throws {
-        try database.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
-        try database.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
+        try changing.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
+        try changing.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
     }
 
-    func metas(inZone zone: ZoneID) throws -> [Meta] {
+    func metas(inZone zone: ZoneID) throws -> [MirrorBookkeeping.Meta] {
         try database.query("SELECT uuid FROM mirror_meta WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
             .compactMap { $0[0].string }.compactMap { try meta($0, withFields: true) }
     }
@@ -159,11 +162,21 @@ extension MirrorBookkeeping {
         var zones = Set(try database.query("SELECT DISTINCT zone_name, owner_name FROM mirror_meta").map {
             ZoneID(zoneName: $0[0].string ?? "", ownerName: $0[1].string ?? "")
         })
-        if store.scope == .shared {
+        if scope == .shared {
             for row in try database.query("SELECT zone_name, owner_name FROM z_share") {
                 zones.insert(ZoneID(zoneName: row[0].string ?? "", ownerName: row[1].string ?? ""))
             }
         }
         return zones
+    }
+
+    /// Empties every bookkeeping table but the values of `keys` (the account left the device).
+    func forgetEverything(keeping keys: [String]) throws {
+        let database = try changing
+        for table in ["mirror_pending", "mirror_meta", "mirror_fieldtimes", "mirror_unexportable", "mirror_unimportable", "mirror_share",
+                      "mirror_deleted", "mirror_inflight", "mirror_tombstones"] {
+            try database.execute("DELETE FROM \(table)")
+        }
+        try database.execute("DELETE FROM mirror_kv WHERE key NOT IN (SELECT value FROM json_each(?))", [JSONWriter.text(strings: keys)])
     }
 }

@@ -9,6 +9,18 @@ import StoreWire
 /// Per-field edit stamps, rows found by record name, records that cannot go out or come in,
 /// and the owner's share roots.
 extension MirrorBookkeeping {
+    /// A record's stamps: its stamps row, once one is written (a local edit, a merge); before
+    /// that, a new object queued and not sent yet has them in its queue entry, and a record
+    /// imported or sent (and not edited here since) has those of the server fields kept for it.
+    /// A row written per record imported was a twenty-fifth of applying one, and per record
+    /// queued a twentieth of sending one.
+    static let storedTimesSQL = "coalesce(t.times, p.times, json_extract(m.server_fields, '$.\(fieldTimesField).value'))"
+
+    /// A cloud record the store refused, as `sync.status` lists it.
+    typealias Unimportable = SyncStatus.Unimportable
+}
+
+extension BookkeepingTables {
     // MARK: Field times
 
     /// A record's per-field edit stamps: one row per record holding the JSON text the record
@@ -17,16 +29,9 @@ extension MirrorBookkeeping {
         FieldStamp.decode(try fieldTimesText(uuid))
     }
 
-    /// A record's stamps: its stamps row, once one is written (a local edit, a merge); before
-    /// that, a new object queued and not sent yet has them in its queue entry, and a record
-    /// imported or sent (and not edited here since) has those of the server fields kept for it.
-    /// A row written per record imported was a twenty-fifth of applying one, and per record
-    /// queued a twentieth of sending one.
-    static let storedTimesSQL = "coalesce(t.times, p.times, json_extract(m.server_fields, '$.\(fieldTimesField).value'))"
-
     func fieldTimesText(_ uuid: String) throws -> String? {
         try database.scalar("""
-            SELECT \(Self.storedTimesSQL) FROM (SELECT ? AS uuid) k
+            SELECT \(MirrorBookkeeping.storedTimesSQL) FROM (SELECT ? AS uuid) k
             LEFT JOIN mirror_fieldtimes t ON t.uuid = k.uuid LEFT JOIN mirror_pending p ON p.uuid = k.uuid
             LEFT JOIN mirror_meta m ON m.uuid = k.uuid
             """, [uuid])?.string
@@ -37,104 +42,65 @@ extension MirrorBookkeeping {
         guard !times.isEmpty else { return }
         var merged = try fieldTimes(uuid)
         for (field, stamp) in times { merged[field] = stamp }
-        try database.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
+        try changing.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
                              [uuid, FieldStamp.encode(merged)])
     }
 
     func dropFieldTimes(_ uuid: String) throws {
-        try database.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
+        try changing.execute("DELETE FROM mirror_fieldtimes WHERE uuid = ?", [uuid])
     }
 
     /// Drops the stamps rows of `uuids` in one statement (a page of imports or a bulk save's
     /// new objects have few or none; none at all when no record has a row).
     func dropFieldTimes(_ uuids: [String]) throws {
         guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_fieldtimes LIMIT 1") != nil else { return }
-        try forRows(of: uuids, "DELETE FROM mirror_fieldtimes WHERE uuid IN (SELECT value FROM json_each(?))") { _ in }
+        try changing.execute("DELETE FROM mirror_fieldtimes WHERE uuid IN (SELECT value FROM json_each(?))", [JSONWriter.text(strings: uuids)])
     }
 
     /// Replaces a record's stamps with `text` (an `MC_fieldModified` text, kept as it is).
     func replaceFieldTimes(_ uuid: String, text: String) throws {
-        try database.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
+        try changing.execute("INSERT INTO mirror_fieldtimes(uuid, times) VALUES (?, ?) ON CONFLICT(uuid) DO UPDATE SET times = excluded.times",
                              [uuid, text])
     }
 
     // MARK: Rows by record name
-
-    /// The primary key of the row of `entity` whose uuid is `uuid`.
-    func primaryKey(entity: String, uuid: String) throws -> Int64? {
-        guard store.holds(entity) else { return nil }
-        return try database.scalar("SELECT z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid = ?", [uuid])?.int64
-    }
-
-    /// The primary key of the row of `entity` named `uuid` for a relationship that resolves
-    /// within `zone` (`CloudMirror.linkZone(of:store:)`): a record name then means a record of
-    /// that zone (CloudKit names a record by name and zone), and an object this store holds in
-    /// another zone is not it. nil `zone`: any object of the store.
-    func primaryKey(entity: String, uuid: String, linkedFrom zone: ZoneID?) throws -> Int64? {
-        guard let key = try primaryKey(entity: entity, uuid: uuid) else { return nil }
-        guard let zone else { return key }
-        let held: ZoneID?
-        if store.scope == .shared {
-            held = try store.model.entity(named: entity).flatMap { try rowZone(entity: $0, uuid: uuid) }
-        } else {
-            held = try meta(uuid)?.zone
-        }
-        guard let held, held.zoneName == zone.zoneName else { return nil }
-        return zone.ownerName == ZoneID.defaultOwner || held.ownerName == ZoneID.defaultOwner || held.ownerName == zone.ownerName ? key : nil
-    }
 
     /// `body` over the rows of `sql` for `uuids`, which it names as one JSON array
     /// (`IN (SELECT value FROM json_each(?))`): one cached statement for any number of them.
     /// A statement with a mark per uuid (`IN (?,?,…)`) had to be prepared for each page's size,
     /// and preparing it cost more than the lookups it made (a page of 400 records paid ~1.3 µs
     /// per uuid for each of its three lookups).
-    private func forRows(of uuids: [String], _ sql: String, _ body: (Row) -> Void) throws {
+    func forRows(of uuids: [String], _ sql: String, _ body: (Row) throws -> Void) throws {
         guard !uuids.isEmpty else { return }
-        for row in try database.query(sql, [PersistentStore.jsonArray(uuids)]) { body(row) }
+        for row in try database.query(sql, [JSONWriter.text(strings: uuids)]) { try body(row) }
     }
 
     /// Whether `table`'s indexed `column` may hold any of `names`: not when all it holds sorts
     /// before the least of them (bytewise, as SQLite compares text), one index probe. A page of
     /// records new to this device (time-ordered names, made after all it knows) then skips its
     /// lookups: they were a tenth of applying such a page.
-    private func mayHold(_ names: [String], table: String, column: String) throws -> Bool {
+    func mayHold(_ names: [String], table: String, column: String) throws -> Bool {
         guard let least = SQLValue.leastText(names) else { return false }
         return try database.scalar("SELECT 1 FROM \(table) WHERE \(column) >= ? LIMIT 1", [least]) != nil
     }
 
     /// The metadata (without server fields) and queue entries of `uuids`, two statements for a
     /// page of records instead of two per record.
-    func metaAndPending(_ uuids: [String]) throws -> (meta: [String: Meta], pending: [String: Pending]) {
-        var metas: [String: Meta] = [:], pendings: [String: Pending] = [:]
+    func metaAndPending(_ uuids: [String]) throws -> (meta: [String: MirrorBookkeeping.Meta], pending: [String: MirrorBookkeeping.Pending]) {
+        var metas: [String: MirrorBookkeeping.Meta] = [:], pendings: [String: MirrorBookkeeping.Pending] = [:]
         if try mayHold(uuids, table: "mirror_meta", column: "uuid") {
             try forRows(of: uuids, "SELECT uuid, entity, zone_name, owner_name, change_tag FROM mirror_meta WHERE uuid IN (SELECT value FROM json_each(?))") { row in
                 guard let uuid = row[0].string else { return }
-                metas[uuid] = Meta(uuid: uuid, entity: row[1].string ?? "", zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
+                metas[uuid] = MirrorBookkeeping.Meta(uuid: uuid, entity: row[1].string ?? "", zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
                                    changeTag: row[4].string, serverFields: nil)
             }
         }
         guard try mayHold(uuids, table: "mirror_pending", column: "uuid") else { return (metas, pendings) }
-        try forRows(of: uuids, "SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid IN (SELECT value FROM json_each(?))") { row in
-            let entry = Self.pending(row)
+        try forRows(of: uuids, "SELECT \(MirrorBookkeeping.pendingColumns) FROM mirror_pending WHERE uuid IN (SELECT value FROM json_each(?))") { row in
+            let entry = try MirrorBookkeeping.pending(row)
             pendings[entry.uuid] = entry
         }
         return (metas, pendings)
-    }
-
-    /// The primary keys of the rows of `entity` among `uuids`, one statement for a whole page
-    /// (a statement per record was a twentieth of applying one).
-    func primaryKeys(entity: String, uuids: [String]) throws -> [String: Int64] {
-        guard store.holds(entity), !uuids.isEmpty, try mayHold(uuids, table: PersistentStore.table(entity), column: "z_uuid") else { return [:] }
-        var keys: [String: Int64] = [:]
-        try forRows(of: uuids, "SELECT z_uuid, z_pk FROM \(PersistentStore.table(entity)) WHERE z_uuid IN (SELECT value FROM json_each(?))") { row in
-            if let uuid = row[0].string, let key = row[1].int64 { keys[uuid] = key }
-        }
-        return keys
-    }
-
-    func uuid(entity: String, primaryKey: Int64) throws -> String? {
-        guard store.holds(entity) else { return nil }
-        return try database.scalar("SELECT z_uuid FROM \(PersistentStore.table(entity)) WHERE z_pk = ?", [primaryKey])?.string
     }
 
     /// The share zone a shared-store row keeps as `zoneKey`, when the store has that share's
@@ -145,67 +111,10 @@ extension MirrorBookkeeping {
         return zone
     }
 
-    /// The zone the shared-store row of `entity` named `uuid` lives in (nil: no such row, or
-    /// not a shared-store row).
-    func rowZone(entity: EntityDescription, uuid: String) throws -> ZoneID? {
-        guard store.scope == .shared, store.holds(entity.name) else { return nil }
-        return try store.read(entity, uuid: uuid)?.zone.flatMap { ZoneID(key: $0) }
-    }
-
-    /// The key of `target` when the stored object `source` already relates to it through its
-    /// to-one `relationship`, whatever its zone: a record that keeps a link its object has makes
-    /// no new one (this device's own side of a merge, or an object another of the owner's
-    /// devices is moving between zones), so it is kept rather than emptied.
-    func keptLink(source: String, entity: EntityDescription, relationship: String, target: String) throws -> Int64? {
-        guard let number = entity.toOneRelationships.firstIndex(where: { $0.name == relationship }),
-              let destination = store.model.entity(named: entity.toOneRelationships[number].destination),
-              let row = try store.read(entity, uuid: source), let current = row.values[entity.position(ofToOne: number)].int64,
-              try primaryKey(entity: destination.name, uuid: target) == current else { return nil }
-        return current
-    }
-
-    /// The to-one relationships of `row` (the record `uuid`) that wait for an object this store
-    /// holds in another zone than the one they resolve within: a name another user wrote into a
-    /// share zone that is one of the owner's objects elsewhere (`CloudMirror.linkZone(of:store:)`).
-    /// The row has no such relationship, so a save of the record sends each empty
-    /// (`buildBatch`): an update carries only its changed fields and the cloud keeps the rest,
-    /// and a name kept under the owner's last modification would resolve, on the owner's other
-    /// devices, as one the owner wrote. A link whose object has not arrived yet is not among them.
-    func zoneRefusedLinks(of uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow) throws -> [PendingLinks.Link] {
-        var refused: [PendingLinks.Link] = []
-        for link in try PendingLinks(database: database).links(from: uuid) {
-            guard let number = entity.toOneRelationships.firstIndex(where: { $0.name == link.relationship }),
-                  row.values[entity.position(ofToOne: number)].isNull,
-                  let zone = link.zone.flatMap({ ZoneID(key: $0) }) else { continue }
-            let destination = entity.toOneRelationships[number].destination
-            guard try primaryKey(entity: destination, uuid: link.target) != nil,
-                  try primaryKey(entity: destination, uuid: link.target, linkedFrom: zone) == nil else { continue }
-            refused.append(link)
-        }
-        return refused
-    }
-
-    /// Objects and many-to-many link rows of this store that the cloud has not got and nothing
-    /// will send: no record metadata, no queue entry, and not reported unexportable (at most
-    /// `limit`, as objectIDs). After an ingest none should be: each is a change that sits unsent
-    /// while the device counts 0 pending.
-    func unsent(limit: Int) throws -> [String] {
-        var found: [String] = []
-        for entity in store.model.entities where store.holds(entity.name) && found.count < limit {
-            let keys = try database.query("""
-                SELECT z_pk FROM \(PersistentStore.table(entity.name)) t WHERE NOT EXISTS (SELECT 1 FROM mirror_meta m WHERE m.uuid = t.z_uuid)
-                AND NOT EXISTS (SELECT 1 FROM mirror_pending p WHERE p.uuid = t.z_uuid)
-                AND NOT EXISTS (SELECT 1 FROM mirror_unexportable u WHERE u.uuid = t.z_uuid) ORDER BY z_pk LIMIT ?
-                """, [limit - found.count])
-            found += keys.compactMap { $0[0].int64 }.map { store.objectID(entity.name, $0).uri }
-        }
-        return found
-    }
-
     // MARK: Unexportable (shared-store objects in no share zone)
 
     func markUnexportable(uuid: String, objectID: String, zone: String) throws -> Bool {
-        try database.execute("INSERT OR IGNORE INTO mirror_unexportable(uuid, object_id, zone) VALUES (?, ?, ?)", [uuid, objectID, zone])
+        try changing.execute("INSERT OR IGNORE INTO mirror_unexportable(uuid, object_id, zone) VALUES (?, ?, ?)", [uuid, objectID, zone])
         return database.changes == 1
     }
 
@@ -214,13 +123,10 @@ extension MirrorBookkeeping {
     }
 
     func clearUnexportable(_ uuid: String) throws {
-        try database.execute("DELETE FROM mirror_unexportable WHERE uuid = ?", [uuid])
+        try changing.execute("DELETE FROM mirror_unexportable WHERE uuid = ?", [uuid])
     }
 
     // MARK: Unimportable records
-
-    /// A cloud record the store refused, as `sync.status` lists it.
-    typealias Unimportable = SyncStatus.Unimportable
 
     /// Returns false when that version of the record was already refused (nothing new to tell).
     @discardableResult
@@ -230,7 +136,7 @@ extension MirrorBookkeeping {
            known[0].string == tag, known[1].string == error.code.rawValue {
             return false
         }
-        try database.execute("""
+        try changing.execute("""
             INSERT OR REPLACE INTO mirror_unimportable(uuid, entity, zone_name, owner_name, change_tag, code, message)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """, [uuid, entity, zone.zoneName, zone.ownerName, SQLValue(tag), error.code.rawValue, error.message])
@@ -244,7 +150,7 @@ extension MirrorBookkeeping {
         guard !uuids.isEmpty, try database.scalar("SELECT 1 FROM mirror_unimportable LIMIT 1") != nil else { return [] }
         var cleared: [String] = []
         for uuid in uuids {
-            try database.execute("DELETE FROM mirror_unimportable WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
+            try changing.execute("DELETE FROM mirror_unimportable WHERE uuid = ? AND zone_name = ? AND owner_name = ?",
                                  [uuid, zone.zoneName, zone.ownerName])
             if database.changes > 0 { cleared.append(uuid) }
         }
@@ -253,12 +159,12 @@ extension MirrorBookkeeping {
 
     /// Forgets the refusals of a zone's records (the zone left this device).
     func dropUnimportable(zone: ZoneID) throws {
-        try database.execute("DELETE FROM mirror_unimportable WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
+        try changing.execute("DELETE FROM mirror_unimportable WHERE zone_name = ? AND owner_name = ?", [zone.zoneName, zone.ownerName])
     }
 
-    func unimportable() throws -> [Unimportable] {
+    func unimportable() throws -> [MirrorBookkeeping.Unimportable] {
         try database.query("SELECT uuid, entity, zone_name, owner_name, change_tag, code, message FROM mirror_unimportable ORDER BY uuid").map { row in
-            Unimportable(recordName: row[0].string ?? "", entity: row[1].string ?? "",
+            MirrorBookkeeping.Unimportable(recordName: row[0].string ?? "", entity: row[1].string ?? "",
                          zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? "").key,
                          recordChangeTag: row[4].string, code: row[5].string ?? "", message: row[6].string ?? "")
         }
@@ -267,14 +173,14 @@ extension MirrorBookkeeping {
     // MARK: Owner's shares
 
     func setShareRoot(zone: String, root: String) throws {
-        try database.execute("INSERT OR REPLACE INTO mirror_share(zone_name, root_uuid) VALUES (?, ?)", [zone, root])
+        try changing.execute("INSERT OR REPLACE INTO mirror_share(zone_name, root_uuid) VALUES (?, ?)", [zone, root])
     }
 
     /// A live share of the owner's zone that a fetch lists. A share made on this device keeps
     /// its root; one another device made is kept without a root (a zone-wide share names none):
     /// its zone alone marks the graph in it as shared.
     func keepShare(zone: String) throws {
-        try database.execute("INSERT OR IGNORE INTO mirror_share(zone_name, root_uuid) VALUES (?, '')", [zone])
+        try changing.execute("INSERT OR IGNORE INTO mirror_share(zone_name, root_uuid) VALUES (?, '')", [zone])
     }
 
     /// The zones of the owner's live shares, made on this device or fetched (`keepShare`).
@@ -287,6 +193,6 @@ extension MirrorBookkeeping {
     }
 
     func dropShare(zone: String) throws {
-        try database.execute("DELETE FROM mirror_share WHERE zone_name = ?", [zone])
+        try changing.execute("DELETE FROM mirror_share WHERE zone_name = ?", [zone])
     }
 }

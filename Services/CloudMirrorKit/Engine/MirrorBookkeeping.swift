@@ -4,14 +4,15 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// The mirror's durable bookkeeping in one store (the repository of its `mirror_*` tables), kept in
 /// the store's own SQLite file beside its rows:
 ///
-/// - `mirror_pending`: the outgoing queue (record names, never payloads: docs/RULES.md, mirroring). It is
-///   derived from persistent history, which the save writes in its own transaction, by
-///   `ingest`, which moves history after the durable export cursor into the queue and advances
-///   the cursor in one transaction. A crash anywhere leaves either the history not yet ingested
+/// - `mirror_pending`: the outgoing queue (record names, never payloads: docs/RULES.md,
+///   mirroring). It is derived from persistent history, which the save writes in its own
+///   transaction, by `MirrorMapping.queueHistory`, which moves history after the durable export
+///   cursor into the queue and advances the cursor in one transaction. A crash anywhere leaves either the history not yet ingested
 ///   (it is ingested next time) or both queue and cursor written: nothing is lost or doubled,
 ///   and the colleague's save path needs no mirror code.
 /// - `mirror_meta`: per record, its zone, last known change tag and last known server fields
@@ -20,7 +21,7 @@ import StoreServiceKit
 ///   (the latest-edit policy's clock), as the JSON text records carry in `MC_fieldModified`.
 /// - `mirror_kv`: the export cursor and the change tokens.
 /// - `mirror_unexportable`: shared-store objects in no share zone, which the mirror cannot export.
-/// - `mirror_unimportable`: cloud records this store refused (`CloudMirror.applyRefusing`).
+/// - `mirror_unimportable`: cloud records this store refused (`CoreDataMapping.applyRefusing`).
 /// - `mirror_share`: the owner's live share zones, made here or listed by a fetch, and the root
 ///   records of those made here.
 ///
@@ -29,37 +30,18 @@ import StoreServiceKit
 /// the disk. All of it can be derived again (from history after the cursor they roll back with,
 /// or from the cloud by the next send or fetch), so a power loss costs a redo at worst; a
 /// process crash (kill -9) loses nothing. So does a fetched page that writes rows and history;
-/// its notice to clients waits until the log is synced (`CloudMirror.applyPage`).
-struct MirrorBookkeeping {
-    let store: PersistentStore
-    var database: Database { store.database }
+/// its notice to clients waits until the log is synced (`CoreDataMapping.applyPage`).
+struct MirrorBookkeeping: BookkeepingTables {
+    let database: Database
+    let storeName: String
+    let scope: StoreScope
 
     /// This project's bookkeeping field of per-field edit stamps (`FieldStamp`).
     static let fieldTimesField = "MC_fieldModified"
 
-    init(_ store: PersistentStore) { self.store = store }
-
-    func createTables() throws { try MirrorTables.create(in: database) }
-
-    // MARK: Key-value (cursor, tokens)
-
-    func value(_ key: String) throws -> String? {
-        try database.scalar("SELECT value FROM mirror_kv WHERE key = ?", [key])?.string
-    }
-
-    func setValue(_ key: String, _ value: String?) throws {
-        if let value {
-            try database.execute("INSERT INTO mirror_kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [key, value])
-        } else {
-            try database.execute("DELETE FROM mirror_kv WHERE key = ?", [key])
-        }
-    }
-
     static func zoneTokenKey(_ zone: ZoneID) -> String { "zoneToken:\(zone.ownerName)/\(zone.zoneName)" }
     static let databaseTokenKey = "databaseToken"
     static let exportCursorKey = "exportCursor"
-
-    // MARK: Pending
 
     struct Pending {
         var seq: Int64
@@ -80,18 +62,21 @@ struct MirrorBookkeeping {
         var primaryKey: Int64?
     }
 
-    static func pending(_ row: Row) -> Pending {
+    /// A queue row. Its kind is only ever written from `ChangeKind`: another value means the
+    /// row was damaged, an error naming the row rather than a guess at what the change was.
+    static func pending(_ row: Row) throws -> Pending {
         let zone = row[4].string.map { ZoneID(zoneName: $0, ownerName: row[5].string ?? ZoneID.defaultOwner) }
+        guard let kind = row[3].string.flatMap(ChangeKind.init(rawValue:)) else {
+            let found = row[3].string.map { "'\($0)'" } ?? "nothing"
+            throw ServiceError(.internalError, "mirror_pending row \(row[0].int64 ?? 0) (record '\(row[1].string ?? "")') holds \(found) as its kind, which is not insert, update or delete: the database is damaged.",
+                               details: ["table": "mirror_pending", "seq": .int(Int(row[0].int64 ?? 0)), "column": "kind"])
+        }
         return Pending(seq: row[0].int64 ?? 0, uuid: row[1].string ?? "", entity: row[2].string ?? "",
-                       kind: ChangeKind(rawValue: row[3].string ?? "") ?? .update, zone: zone, changedText: row[6].string ?? "[]",
+                       kind: kind, zone: zone, changedText: row[6].string ?? "[]",
                        notBefore: row[7].double ?? 0, generation: row[8].int64 ?? 0, primaryKey: row[9].int64)
     }
 
     static let pendingColumns = "seq, uuid, entity, kind, zone_name, owner_name, changed, not_before, generation, pk"
-
-    func pending(uuid: String) throws -> Pending? {
-        try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending WHERE uuid = ?", [uuid]).first.map(Self.pending)
-    }
 
     /// A due entry with what a send needs of the record besides its row: its metadata (nil:
     /// never saved to the server) and its field stamps' text, read with the entry.
@@ -105,7 +90,7 @@ struct MirrorBookkeeping {
 
     /// Entries due now (not deferred by a retry-after), oldest first, each with its metadata
     /// and stamps: one statement per batch instead of two more per record.
-    private static let dueEntriesSQL = """
+    static let dueEntriesSQL = """
         SELECT \(pendingColumns.split(separator: ",").map { "p." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
             m.uuid, m.entity, m.zone_name, m.owner_name, m.change_tag, \(storedTimesSQL),
             json_type(m.server_fields, '$.\(MovedFrom.field)') IS NOT NULL FROM mirror_pending p
@@ -113,18 +98,79 @@ struct MirrorBookkeeping {
         WHERE p.not_before <= ? AND p.seq > ? ORDER BY p.seq LIMIT ?
         """
 
-    func dueEntries(now: Double, limit: Int, after seq: Int64) throws -> [DueEntry] {
-        try database.query(Self.dueEntriesSQL, [now, seq, limit]).map { row in
-            let meta = row[10].string.map { uuid in
-                Meta(uuid: uuid, entity: row[11].string ?? "", zone: ZoneID(zoneName: row[12].string ?? "", ownerName: row[13].string ?? ""),
-                     changeTag: row[14].string, serverFields: nil)
+    struct Meta {
+        var uuid: String
+        var entity: String
+        var zone: ZoneID
+        var changeTag: String?
+        var serverFields: [String: JSONValue]?
+    }
+}
+
+/// The bookkeeping tables over one store's connection: the engine's `MirrorBookkeeping`, and
+/// the mapping's `StoreBookkeeping`, which reads the store's rows besides.
+protocol BookkeepingTables {
+    var database: Database { get }
+    var storeName: String { get }
+    var scope: StoreScope { get }
+}
+
+extension BookkeepingTables {
+    /// The connection for a change to the tables. Only inside a write (`MirrorStore.write`): a
+    /// step's bookkeeping commits with the rest of the step or not at all, never one statement
+    /// at a time.
+    var changing: Database {
+        get throws {
+            guard database.isInTransaction else {
+                throw ServiceError(.internalError, "The mirror changed its bookkeeping in store '\(storeName)' outside a write; nothing was changed.")
             }
-            return DueEntry(pending: Self.pending(row), meta: meta, timesText: row[15].string, movedFromKept: row[16].int64 == 1)
+            return database
         }
     }
 
-    func allPending() throws -> [Pending] {
-        try database.query("SELECT \(Self.pendingColumns) FROM mirror_pending ORDER BY seq").map(Self.pending)
+    func createTables() throws { try MirrorTables.create(in: database) }
+
+    // MARK: Key-value (cursor, tokens)
+
+    func value(_ key: String) throws -> String? {
+        try database.scalar("SELECT value FROM mirror_kv WHERE key = ?", [key])?.string
+    }
+
+    /// The zones' change tokens, by "owner/zone" (`sync.status`).
+    func zoneTokens() throws -> [String: String] {
+        var tokens: [String: String] = [:]
+        for row in try database.query("SELECT key, value FROM mirror_kv WHERE key LIKE 'zoneToken:%'") {
+            tokens[String((row[0].string ?? "").dropFirst("zoneToken:".count))] = row[1].string
+        }
+        return tokens
+    }
+
+    func setValue(_ key: String, _ value: String?) throws {
+        if let value {
+            try changing.execute("INSERT INTO mirror_kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [key, value])
+        } else {
+            try changing.execute("DELETE FROM mirror_kv WHERE key = ?", [key])
+        }
+    }
+
+    // MARK: Pending
+
+    func pending(uuid: String) throws -> MirrorBookkeeping.Pending? {
+        try database.query("SELECT \(MirrorBookkeeping.pendingColumns) FROM mirror_pending WHERE uuid = ?", [uuid]).first.map { try MirrorBookkeeping.pending($0) }
+    }
+
+    func dueEntries(now: Double, limit: Int, after seq: Int64) throws -> [MirrorBookkeeping.DueEntry] {
+        try database.query(MirrorBookkeeping.dueEntriesSQL, [now, seq, limit]).map { row in
+            let meta = row[10].string.map { uuid in
+                MirrorBookkeeping.Meta(uuid: uuid, entity: row[11].string ?? "", zone: ZoneID(zoneName: row[12].string ?? "", ownerName: row[13].string ?? ""),
+                     changeTag: row[14].string, serverFields: nil)
+            }
+            return MirrorBookkeeping.DueEntry(pending: try MirrorBookkeeping.pending(row), meta: meta, timesText: row[15].string, movedFromKept: row[16].int64 == 1)
+        }
+    }
+
+    func allPending() throws -> [MirrorBookkeeping.Pending] {
+        try database.query("SELECT \(MirrorBookkeeping.pendingColumns) FROM mirror_pending ORDER BY seq").map { try MirrorBookkeeping.pending($0) }
     }
 
     func pendingCount() throws -> Int { try database.scalar("SELECT count(*) FROM mirror_pending")?.int ?? 0 }
@@ -151,8 +197,8 @@ struct MirrorBookkeeping {
             if existing.kind == .insert, kind == .update { newKind = .insert }
             text = nil
         }
-        let changedJSON = text ?? PersistentStore.jsonArray(union.sorted())
-        try database.execute("""
+        let changedJSON = text ?? JSONWriter.text(strings: union.sorted())
+        try changing.execute("""
             INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before, times, pk) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = excluded.zone_name,
                 owner_name = excluded.owner_name, changed = excluded.changed, not_before = 0, generation = generation + 1,
@@ -175,7 +221,7 @@ struct MirrorBookkeeping {
         }
         list += "]"
         // `WHERE true`: an upsert after a SELECT needs a WHERE to parse (SQLite's rule).
-        try database.cached("""
+        try changing.cached("""
             INSERT INTO mirror_pending(uuid, entity, kind, zone_name, owner_name, changed, not_before, times, pk)
             SELECT value ->> 0, ?1, 'insert', NULL, NULL, ?2, 0, ?3, value ->> 1 FROM json_each(?4) WHERE true
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, kind = excluded.kind, zone_name = NULL, owner_name = NULL,
@@ -184,36 +230,28 @@ struct MirrorBookkeeping {
     }
 
     func dropPending(_ uuid: String) throws {
-        try database.execute("DELETE FROM mirror_pending WHERE uuid = ?", [uuid])
+        try changing.execute("DELETE FROM mirror_pending WHERE uuid = ?", [uuid])
     }
 
     /// Removes the entry only if it is still the version a verdict answered (a newer local edit stays queued).
-    func dropPending(_ entry: Pending) throws {
+    func dropPending(_ entry: MirrorBookkeeping.Pending) throws {
         // By queue position (the rowid), not through the uuid index: a verdict drops hundreds.
-        try database.execute("DELETE FROM mirror_pending WHERE seq = ? AND uuid = ? AND generation = ?", [entry.seq, entry.uuid, entry.generation])
+        try changing.execute("DELETE FROM mirror_pending WHERE seq = ? AND uuid = ? AND generation = ?", [entry.seq, entry.uuid, entry.generation])
     }
 
     func deferEntries(_ uuids: [String], until time: Double) throws {
-        for uuid in uuids { try database.execute("UPDATE mirror_pending SET not_before = ? WHERE uuid = ?", [time, uuid]) }
+        for uuid in uuids { try changing.execute("UPDATE mirror_pending SET not_before = ? WHERE uuid = ?", [time, uuid]) }
     }
 
     // MARK: Record metadata
 
-    struct Meta {
-        var uuid: String
-        var entity: String
-        var zone: ZoneID
-        var changeTag: String?
-        var serverFields: [String: JSONValue]?
-    }
-
     /// A record's metadata; its server fields (the next merge's ancestor) only when `withFields`.
-    func meta(_ uuid: String, withFields: Bool = false) throws -> Meta? {
+    func meta(_ uuid: String, withFields: Bool = false) throws -> MirrorBookkeeping.Meta? {
         let columns = withFields ? "server_fields" : "NULL"
         guard let row = try database.query("SELECT uuid, entity, zone_name, owner_name, change_tag, \(columns) FROM mirror_meta WHERE uuid = ?",
                                            [uuid]).first else { return nil }
         let fields = row[5].string.flatMap { try? JSONParser.parse($0).objectValue }
-        return Meta(uuid: uuid, entity: row[1].string ?? "", zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
+        return MirrorBookkeeping.Meta(uuid: uuid, entity: row[1].string ?? "", zone: ZoneID(zoneName: row[2].string ?? "", ownerName: row[3].string ?? ""),
                     changeTag: row[4].string, serverFields: fields)
     }
 
@@ -221,9 +259,9 @@ struct MirrorBookkeeping {
     /// already has it: a send's verdict (the data fields it sent), a fetch (the record's fields
     /// as received). Kept stamps serve as the record's stamps until a row of its own is written
     /// (`fieldTimesText`); readers of the ancestor strip them.
-    func setMeta(_ meta: Meta, fieldsText: String? = nil) throws {
+    func setMeta(_ meta: MirrorBookkeeping.Meta, fieldsText: String? = nil) throws {
         let fields = fieldsText ?? meta.serverFields.map { RecordFields($0).text }
-        try database.execute("""
+        try changing.execute("""
             INSERT INTO mirror_meta(uuid, entity, zone_name, owner_name, change_tag, server_fields) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT(uuid) DO UPDATE SET entity = excluded.entity, zone_name = excluded.zone_name, owner_name = excluded.owner_name,
                 change_tag = excluded.change_tag, server_fields = excluded.server_fields
@@ -253,7 +291,7 @@ struct MirrorBookkeeping {
     /// its queue entry, are kept as a stamps row for the re-created record.
     func forgetServerCopy(_ uuid: String) throws {
         let stamps = try fieldTimesText(uuid)
-        try database.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
+        try changing.execute("DELETE FROM mirror_meta WHERE uuid = ?", [uuid])
         if let stamps { try replaceFieldTimes(uuid, text: stamps) } else { try dropFieldTimes(uuid) }
     }
 }

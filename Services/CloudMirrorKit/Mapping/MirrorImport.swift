@@ -39,7 +39,7 @@ struct MirrorImport {
 
     /// A record's row values as far as they need no store: its attributes converted exactly as
     /// `context.set` converts them, its to-one relationships as the related records' names.
-    /// Worked out off the applying thread (`CloudMirror.ZoneChanges`), so it only resolves names.
+    /// Worked out off the applying thread (`MirrorEngine.ZoneChanges`), so it only resolves names.
     struct Prepared: Sendable {
         /// Per stored property; to-one slots are filled in by `accept`.
         var values: [SQLValue]
@@ -137,7 +137,7 @@ struct MirrorImport {
 
     /// Takes a new record when it can be written directly; false leaves it to the context path.
     /// `zone` is the cloud zone name (kept on shared-store rows only).
-    /// `linkZone`: the zone its relationships resolve within (`CloudMirror.linkZone(of:store:)`).
+    /// `linkZone`: the zone its relationships resolve within (`CoreDataMapping.linkZone(of:store:user:)`).
     mutating func accept(uuid: String, entity: EntityDescription, prepared: Prepared?, zone: String, linkZone: ZoneID?) throws -> Bool {
         guard var prepared else { return false }
         for (number, relationship) in entity.toOneRelationships.enumerated() {
@@ -148,7 +148,7 @@ struct MirrorImport {
             }
             let cacheKey = relationship.destination + "/" + target + "/" + (linkZone?.key ?? "")
             if storedKeys[cacheKey] == nil {
-                storedKeys[cacheKey] = .some(try MirrorBookkeeping(store).primaryKey(entity: relationship.destination, uuid: target,
+                storedKeys[cacheKey] = .some(try StoreBookkeeping(store).primaryKey(entity: relationship.destination, uuid: target,
                                                                                       linkedFrom: linkZone))
             }
             guard case let .some(.some(key)) = storedKeys[cacheKey] else { return false }
@@ -188,7 +188,7 @@ struct MirrorImport {
             CrashPoint.reached("mirror.midImport")
         }
         // The line a context save logs for its new objects, so imports show in the routing log.
-        logger.info("store routing", ["mode": .string(router.mode.rawValue), "context": .string(CloudMirror.importContextID),
+        logger.info("store routing", ["mode": .string(router.mode.rawValue), "context": .string(CoreDataMapping.importContextID),
                                       "decisions": ["\(store.name).\(RoutingReason.assigned.rawValue)": .int(accepted.count)]])
     }
 }

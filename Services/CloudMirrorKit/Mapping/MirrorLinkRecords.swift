@@ -69,7 +69,7 @@ enum MirrorLinkRecords {
     }
 
     /// The link entity a deleted CDMR record named `uuid` was a row of in `state`'s store.
-    static func deletedLinkEntity(uuid: String, state: MirrorBookkeeping) throws -> String? {
+    static func deletedLinkEntity(uuid: String, state: StoreBookkeeping) throws -> String? {
         for entity in state.store.model.entities where state.store.holds(entity.name) && state.store.model.isLinkEntity(entity.name) {
             if try state.primaryKey(entity: entity.name, uuid: uuid) != nil { return entity.name }
         }

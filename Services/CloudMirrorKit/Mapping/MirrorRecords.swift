@@ -30,7 +30,7 @@ enum MirrorRecordCoding {
     /// The fields of a stored row as a tree (nil values are left out: a nil is the field's
     /// absence), read from the one text builder below (merges, share moves and history rebuilds
     /// want a tree; sends use the text as it is).
-    static func fields(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorBookkeeping,
+    static func fields(entity: EntityDescription, row: PersistentStore.StoredRow, state: StoreBookkeeping,
                        timesText: String?) throws -> [String: JSONValue] {
         var cache = TextCache()
         return try JSONParser.parse(try fieldsText(entity: entity, row: row, state: state, timesText: timesText, cache: &cache)).objectValue ?? [:]
@@ -97,7 +97,7 @@ enum MirrorRecordCoding {
     /// `only`: the fields to write (an update of a record the server has carries the keys it
     /// changed, and the stamps); nil writes them all. Written by the fields writer
     /// (`RecordFields.Builder`), so the text is the canonical one the sync-service stores.
-    static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorBookkeeping,
+    static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: StoreBookkeeping,
                            timesText: String?, only: Set<String>? = nil, cache: inout TextCache) throws -> String {
         var record = RecordFields.Builder()
         let attributeCount = entity.attributes.count
@@ -231,7 +231,7 @@ enum MirrorRecordCoding {
 /// unconditionally (CloudKit's deletes take no tag), so an edit another device saved there
 /// after the mover last fetched is deleted with it, and the moved copy lacks it. That device
 /// holds a copy with another tag and so can tell: it merges the two as concurrent versions
-/// (`CloudMirror.applyPage`). The next ordinary save of the record, which sends the whole field
+/// (`CoreDataMapping.applyPage`). The next ordinary save of the record, which sends the whole field
 /// set, leaves the field behind.
 struct MovedFrom: Equatable {
     static let field = CloudKitNames.moveReceiptField

@@ -83,24 +83,24 @@ struct ObjectGraph {
     }
 }
 
-extension CloudMirror {
+extension CoreDataMapping {
     /// The cloud zone of a record: shared store — the row's share zone; private store — the
     /// zone of the end of its to-one chain (`ObjectGraph`), else Core Data's zone. An object
     /// never sent that ends its own chain (a new top-level object) joins the share zone of an
     /// object that points at it, if one does: an object later related to a shared one lands in
     /// that share wherever it is created. A chain end never sent or in Core Data's zone also
     /// joins the share of an object it is linked to through a many-to-many relationship.
-    func zone(for uuid: String, entity: EntityDescription, state: MirrorBookkeeping) throws -> ZoneID? {
+    static func zone(for uuid: String, entity: EntityDescription, state: StoreBookkeeping) throws -> ZoneID? {
         var cache: [String: ZoneID?] = [:]
         guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
             return try state.meta(uuid)?.zone
         }
-        return try zone(for: uuid, entity: entity, row: row, state: state, cache: &cache)
+        return try Self.zone(for: uuid, entity: entity, row: row, state: state, cache: &cache)
     }
 
     /// `cache`: zones by the object a chain's first step reaches ("Entity/key"): a batch of a
     /// session's events reads the session's zone once.
-    func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: MirrorBookkeeping,
+    static func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: StoreBookkeeping,
               cache: inout [String: ZoneID?]) throws -> ZoneID? {
         let store = state.store
         if store.scope == .shared {
@@ -126,8 +126,8 @@ extension CloudMirror {
     /// elsewhere (children ending at the object itself say nothing about it). Only members
     /// already mirrored into a share zone are read: a new session with thousands of unsent
     /// events would otherwise read every one of them for each batch that carries it.
-    private func joinedShareZone(of entity: EntityDescription, row: PersistentStore.StoredRow, graph: ObjectGraph,
-                                 state: MirrorBookkeeping) throws -> ZoneID? {
+    private static func joinedShareZone(of entity: EntityDescription, row: PersistentStore.StoredRow, graph: ObjectGraph,
+                                 state: StoreBookkeeping) throws -> ZoneID? {
         let store = state.store
         let prefix = CloudKitNames.coreDataShareZonePrefix
         if let zone = try linkedShareZone(of: entity, row: row, graph: graph, state: state) { return zone }
@@ -153,8 +153,8 @@ extension CloudMirror {
     /// (a tag put on a shared photo, new or existing). Many-to-many members never follow the
     /// object by their chains, so only this brings a tag to its photo's participants; an object
     /// already in another share stays there (a relationship across shares is not supported).
-    private func linkedShareZone(of entity: EntityDescription, row: PersistentStore.StoredRow, graph: ObjectGraph,
-                                 state: MirrorBookkeeping) throws -> ZoneID? {
+    private static func linkedShareZone(of entity: EntityDescription, row: PersistentStore.StoredRow, graph: ObjectGraph,
+                                 state: StoreBookkeeping) throws -> ZoneID? {
         let store = state.store
         for relationship in entity.relationships where relationship.toMany {
             guard let end = store.model.manyToMany(entity.name, relationship.name), store.holds(end.link),

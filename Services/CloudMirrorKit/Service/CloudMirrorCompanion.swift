@@ -13,16 +13,16 @@ import Synchronization
 /// answer `mirrorNotConfigured`, so a client learns why rather than meeting an unknown op.
 public final class CloudMirrorCompanion: StoreCompanion {
     let options: MirrorOptions?
-    private let slot = Mutex<CloudMirror?>(nil)
+    private let slot = Mutex<MirrorEngine?>(nil)
 
     public init(options: MirrorOptions?) {
         self.options = options
     }
 
-    package var topics: [String] { [CloudMirror.cloudKitEventsTopic] }
+    package var topics: [String] { [MirrorEngine.cloudKitEventsTopic] }
     package var mirrors: Bool { options != nil }
 
-    func mirror() throws -> CloudMirror {
+    func mirror() throws -> MirrorEngine {
         guard let mirror = slot.withLock({ $0 }) else {
             throw ServiceError(.mirrorNotConfigured, "This store-service does not mirror to a cloud; start it with --sync-socket PATH --sync-credential SECRET.")
         }
@@ -33,7 +33,7 @@ public final class CloudMirrorCompanion: StoreCompanion {
     /// soon as a local writer commits rather than at its next look at the history.
     package func start(engine: StoreEngine) throws {
         guard let options else { return }
-        let mirror = try CloudMirror(options: options, engine: engine)
+        let mirror = try MirrorEngine(options: options, stores: CoreDataStores(engine: engine), mapping: CoreDataMapping(options: options, engine: engine))
         slot.withLock { $0 = mirror }
         if options.mode == .automatic {
             engine.observeCommits { notices in
@@ -56,7 +56,7 @@ public final class CloudMirrorCompanion: StoreCompanion {
     /// and reads them whole, their share records included.
     package func relearnShares(of zones: [ZoneID], in store: PersistentStore) throws {
         guard !zones.isEmpty else { return }
-        let state = MirrorBookkeeping(store)
+        let state = StoreBookkeeping(store)
         for zone in zones { try state.setValue(MirrorBookkeeping.zoneTokenKey(zone), nil) }
         try state.setValue(MirrorBookkeeping.databaseTokenKey, nil)
     }

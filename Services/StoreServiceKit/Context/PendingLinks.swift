@@ -50,7 +50,7 @@ package struct PendingLinks {
     package func replace(sources: [String], with links: [Link]) throws {
         if !sources.isEmpty, try !isEmpty {
             try database.execute("DELETE FROM \(Self.table) WHERE source IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM json_each(?) k WHERE k.value ->> 0 = source AND k.value ->> 1 = relationship AND k.value ->> 2 = target)",
-                                 [PersistentStore.jsonArray(sources), Self.keys(links)])
+                                 [JSONWriter.text(strings: sources), Self.keys(links)])
         }
         for link in links { try keep(link) }
     }
@@ -67,7 +67,7 @@ package struct PendingLinks {
     package func waiting(for targets: [String]) throws -> [Link] {
         guard !targets.isEmpty, try !isEmpty else { return [] }
         return try database.query("SELECT \(Self.columns) FROM \(Self.table) WHERE target IN (SELECT value FROM json_each(?)) ORDER BY rowid",
-                                  [PersistentStore.jsonArray(targets)]).map(Self.link)
+                                  [JSONWriter.text(strings: targets)]).map(Self.link)
     }
 
     /// The links the record `source` waits with.

@@ -72,7 +72,7 @@ struct OrphanRepair {
             let orphan = "\(column) IS NULL AND " + (try PendingLinks.notWaiting(table: childTable, relationship: rule.relationship, in: store.database))
             let listed = try store.database.query("SELECT z_pk FROM \(childTable) WHERE \(orphan) ORDER BY z_pk LIMIT ?", [Self.listLimit + 1])
             if !listed.isEmpty {
-                let changedJSON = PersistentStore.jsonArray([rule.relationship])
+                let changedJSON = JSONWriter.text(strings: [rule.relationship])
                 try store.database.cached("SELECT z_pk, z_uuid FROM \(childTable) WHERE \(orphan) ORDER BY z_pk").forEach { row in
                     try changes.updated(entity: child.name, primaryKey: row.int64(at: 0), uuid: row.string(at: 1) ?? "", changedJSON: changedJSON,
                                         announced: false)

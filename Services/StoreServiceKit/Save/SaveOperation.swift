@@ -172,7 +172,7 @@ struct ChangedPropertyNames {
     mutating func json(_ entity: EntityDescription, _ set: [Bool]) -> String {
         if let text = cache[entity.name]?[set] { return text }
         let names = entity.storedPropertyNames.indices.filter { set[$0] }.map { entity.storedPropertyNames[$0] }
-        let text = PersistentStore.jsonArray(names)
+        let text = JSONWriter.text(strings: names)
         cache[entity.name, default: [:]][set] = text
         return text
     }

@@ -96,7 +96,7 @@ package struct HistoryChanges {
     init() {}
 
     /// Adds one change; `changedJSON` is the changed-property list already as JSON text
-    /// (`PersistentStore.jsonArray`), since a batch repeats the same few lists.
+    /// (`JSONWriter.text(strings:)`), since a batch repeats the same few lists.
     mutating func append(kind: ChangeKind, entity: String, primaryKey: Int64, uuid: String,
                          changedJSON: String?, tombstone: [String: JSONValue]? = nil) {
         text += count == 0 ? "[\"" : ",[\""
@@ -117,7 +117,7 @@ package struct HistoryChanges {
 
     mutating func append(_ entry: Entry) {
         append(kind: entry.kind, entity: entry.entity, primaryKey: entry.primaryKey, uuid: entry.uuid,
-               changedJSON: entry.changed.map(PersistentStore.jsonArray), tombstone: entry.tombstone)
+               changedJSON: entry.changed.map { JSONWriter.text(strings: $0) }, tombstone: entry.tombstone)
     }
 
     /// The text with its closing bracket.

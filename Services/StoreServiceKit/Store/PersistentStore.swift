@@ -319,15 +319,6 @@ package final class PersistentStore: @unchecked Sendable {
         try database.cached("UPDATE z_transaction SET changes = ? WHERE token = ?").run([changes.packed, token])
     }
 
-    /// `["a","b"]` for property names.
-    package static func jsonArray(_ names: [String]) -> String {
-        var text = "["
-        for (index, name) in names.enumerated() {
-            if index > 0 { text += "," }
-            JSONWriter.appendString(name, to: &text)
-        }
-        return text + "]"
-    }
 
     package var lastToken: Int64 {
         (try? database.scalar("SELECT seq FROM sqlite_sequence WHERE name = 'z_transaction'")?.int64) ?? 0

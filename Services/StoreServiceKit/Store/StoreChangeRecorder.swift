@@ -39,7 +39,7 @@ package struct StoreChangeRecorder {
     }
 
     /// A changed row. `changedJSON`: the changed names already as a JSON array, when a batch
-    /// repeats one list (`PersistentStore.jsonArray`). `announced: false` keeps it out of the
+    /// repeats one list (`JSONWriter.text(strings:)`). `announced: false` keeps it out of the
     /// notice's IDs (a bulk repair names the first few it reports; history has them all).
     mutating func updated(entity: String, primaryKey: Int64, uuid: String, changed: [String]? = nil, changedJSON: String? = nil,
                           announced: Bool = true) throws {

@@ -97,7 +97,7 @@ package final class StoreEngine: Sendable {
     /// Publishes the notice of a commit made without waiting for the disk once `store`'s log is
     /// synced (`OrderedAnnouncer`); at once for an in-memory store. Call under the store lock,
     /// right after the commit.
-    package func publishOnceDurable(_ notices: [RemoteChangeNotice], store: PersistentStore) {
+    func publishOnceDurable(_ notices: [RemoteChangeNotice], store: PersistentStore) {
         guard let path = store.filePath else { return publish(notices, from: nil) }
         tellObservers(notices)
         announcer.afterSync(path: path) { [events] in Self.send(notices, on: events, skipping: nil) }

@@ -63,38 +63,43 @@ extension MeowCluster {
     /// Each device's stores against the cloud's databases as the device's user sees them: the
     /// private store with the private database, the shared store with the shared database,
     /// zone by zone and field by field. Pending changes show up as differences: `settle()` first.
-    public func convergence() async throws(MeowCareError) -> ConvergenceReport {
+    /// `users` names the user a device is signed in as now where an account switch changed it
+    /// (device name → user); a device not named is compared as the user it started as.
+    public func convergence(users: [String: String] = [:]) async throws(MeowCareError) -> ConvergenceReport {
         var reports: [DeviceConvergence] = []
         for device in devices {
-            let user = try await cloud.user(device.user)
+            let name = users[device.name] ?? device.user
+            let user = try await cloud.user(name)
             defer { user.connection.close() }
             var remote: [String: StoreCloudDiff.Item] = [:], unreadable: [String] = []
             let local: [String: StoreCloudDiff.Item]
             do throws(InspectionError) {
                 local = try await StoreCloudDiff.deviceItems(TracedInspection(connection: device.connection, user: nil))
                 for database in ["private", "shared"] {
-                    try await StoreCloudDiff.cloudItems(TracedInspection(connection: user.connection, user: device.user), database: database,
+                    try await StoreCloudDiff.cloudItems(TracedInspection(connection: user.connection, user: name), database: database,
                                                         into: &remote, unreadable: &unreadable)
                 }
             } catch {
                 throw MeowCareError(error.error, op: error.op, service: device.name)
             }
-            reports.append(DeviceConvergence(device: device.name, user: device.user, zones: StoreCloudDiff.compare(local: local, cloud: remote),
+            reports.append(DeviceConvergence(device: device.name, user: name, zones: StoreCloudDiff.compare(local: local, cloud: remote),
                                              unreadable: unreadable))
         }
         return ConvergenceReport(devices: reports)
     }
 
     /// `meowctl doctor`'s checks on every device, and on the cloud as each device's user.
-    public func invariants() async throws(MeowCareError) -> InvariantReport {
+    /// `users`: as for `convergence(users:)`.
+    public func invariants(users: [String: String] = [:]) async throws(MeowCareError) -> InvariantReport {
         var findings: [(device: String, finding: Doctor.Finding)] = []
         for device in devices {
-            let user = try await cloud.user(device.user)
+            let name = users[device.name] ?? device.user
+            let user = try await cloud.user(name)
             defer { user.connection.close() }
             var doctor = Doctor(device: TracedInspection(connection: device.connection, user: nil))
             do throws(InspectionError) {
                 try await doctor.examineDevice()
-                try await doctor.examineCloud(TracedInspection(connection: user.connection, user: device.user))
+                try await doctor.examineCloud(TracedInspection(connection: user.connection, user: name))
             } catch {
                 throw MeowCareError(error.error, op: error.op, service: device.name)
             }

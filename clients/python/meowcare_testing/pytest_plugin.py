@@ -5,20 +5,27 @@
   ``@pytest.mark.meow_cluster(devices={"A": "owner", "P": "participant"}, sync_mode="automatic")``
   (any of ``Cluster``'s keyword arguments).
 - ``meow_cluster_factory``: ``make(**kwargs)`` starts more clusters in one test; all stop after it.
+- ``meow_explore``: ``meow_explore(flow, schedules=50)`` explores a :class:`~meowcare_testing.explore.Flow`
+  (``meowcare_testing.explore.explore``) and fails the test with the report when a schedule
+  fails a check; ``meow_explore.replay(flow, seed)`` runs one seed again (docs/EXPLORING.md).
 
 When a test fails, its report gets each cluster's service logs, the cloud's request log and the
 last frames of every client connection, as extra sections (shown by pytest under the failure),
-and the path of ``meowctl report``'s page of it all (``Cluster.write_report``).
+and the path of ``meowctl report``'s page of it all (``Cluster.write_report``); an exploration's
+report and the shrunk run's history likewise.
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Generator, Iterator, List
 
 import pytest
 
 from .cluster import Cluster
+from .explore import ExploreFailed, ExploreReport, Flow, explore, replay
 
 _CLUSTERS = pytest.StashKey[List[Cluster]]()
+_EXPLORATIONS = pytest.StashKey[List[ExploreReport]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -56,6 +63,34 @@ def meow_cluster(request: pytest.FixtureRequest, meow_cluster_factory: Callable[
     return meow_cluster_factory(**options)
 
 
+class MeowExplore:
+    """The ``meow_explore`` fixture: explores flows for one test and keeps their reports."""
+
+    def __init__(self, request: pytest.FixtureRequest):
+        self._request = request
+
+    def _keep(self, report: ExploreReport) -> ExploreReport:
+        self._request.node.stash.setdefault(_EXPLORATIONS, []).append(report)
+        return report
+
+    def __call__(self, flow: Flow, **options: Any) -> ExploreReport:
+        """Explores ``flow`` (``explore``'s keyword arguments); a failing schedule fails the test."""
+        report = self._keep(explore(flow, **options))
+        if not report.passed:
+            raise ExploreFailed(report)
+        return report
+
+    def replay(self, flow: Flow, seed: int, **options: Any) -> ExploreReport:
+        """Seed ``seed`` again (shrunk the same way); the report, failing or not, with its history."""
+        return self._keep(replay(flow, seed, **options))
+
+
+@pytest.fixture
+def meow_explore(request: pytest.FixtureRequest) -> MeowExplore:
+    """Explores flows in this test: ``meow_explore(flow, schedules=50)``, ``meow_explore.replay(flow, seed)``."""
+    return MeowExplore(request)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: "pytest.CallInfo[None]") -> Generator[None, Any, None]:
     outcome = yield
@@ -77,3 +112,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: "pytest.CallInfo[None]") 
         except Exception as error:  # the page must never hide the test's own failure
             shown = f"could not write the report page: {error!r}"
         report.sections.append((f"{prefix}: report", shown))
+    for index, exploration in enumerate(item.stash.get(_EXPLORATIONS, [])):
+        if exploration.passed:
+            continue
+        prefix = "meowcare explore" if index == 0 else f"meowcare explore {index + 1}"
+        report.sections.append((f"{prefix}: report", exploration.text))
+        report.sections.append((f"{prefix}: history of the shrunk run",
+                                "\n".join(json.dumps(entry, sort_keys=True) for entry in exploration.history)))
