@@ -36,7 +36,10 @@ let package = Package(
         .target(name: "CloudWire", dependencies: ["MeowWire"], path: "Shared/CloudWire", swiftSettings: strict),
         // The store protocol (what a store-service speaks): its ops' params and results, and the
         // Core Data vocabulary they carry (scopes, merge policies, routing). All a store client needs.
-        .target(name: "StoreWire", dependencies: ["MeowWire"], path: "Shared/StoreWire", swiftSettings: strict),
+        // On CloudWire because the mirror's answers carry the cloud's own values (share.create's
+        // and share.accept's share record, permissions, a zone's database and environment): one
+        // declaration of each, where the cloud protocol keeps it.
+        .target(name: "StoreWire", dependencies: ["MeowWire", "CloudWire"], path: "Shared/StoreWire", swiftSettings: strict),
         // Listener, connections, lifecycle, signals, logging, options.
         .target(name: "ServiceRuntime", dependencies: ["MeowWire", "CShim"], path: "Shared/ServiceRuntime", swiftSettings: strict),
 
@@ -84,14 +87,14 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["MeowWire", "CShim"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "MeowWireTests", dependencies: ["MeowWire"], path: "Tests/MeowWireTests", swiftSettings: strict),
         .testTarget(name: "CloudWireTests", dependencies: ["CloudWire", "MeowWire"], path: "Tests/CloudWireTests", swiftSettings: strict),
-        .testTarget(name: "StoreWireTests", dependencies: ["StoreWire", "MeowWire"], path: "Tests/StoreWireTests", swiftSettings: strict),
+        .testTarget(name: "StoreWireTests", dependencies: ["StoreWire", "CloudWire", "MeowWire"], path: "Tests/StoreWireTests", swiftSettings: strict),
         .testTarget(name: "MeowHistoryTests", dependencies: ["MeowHistory", "MeowWire"], path: "Tests/MeowHistoryTests", swiftSettings: strict),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"], path: "Tests/SQLiteKitTests", swiftSettings: strict),
         .testTarget(name: "StoreServiceTests", dependencies: ["CloudWire", "StoreWire", "StoreServiceKit", "TestSupport", "MeowWire", "SQLiteKit", "MeowCareCluster"],
                     path: "Tests/StoreServiceTests", swiftSettings: strict),
         .testTarget(name: "SyncServiceTests", dependencies: ["CloudWire", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit", "MeowCareCluster"],
                     path: "Tests/SyncServiceTests", swiftSettings: strict),
-        .testTarget(name: "MirrorTests", dependencies: ["CloudWire", "StoreServiceKit", "CloudMirrorKit", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit", "MeowCareCluster"],
+        .testTarget(name: "MirrorTests", dependencies: ["CloudWire", "StoreWire", "StoreServiceKit", "CloudMirrorKit", "SyncServiceKit", "TestSupport", "MeowWire", "SQLiteKit", "MeowCareCluster"],
                     path: "Tests/MirrorTests", swiftSettings: strict),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "MeowWire", "TestSupport", "MeowCareCluster"],
                     path: "Tests/ServiceRuntimeTests", swiftSettings: strict),

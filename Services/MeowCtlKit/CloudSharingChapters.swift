@@ -1,5 +1,7 @@
+import CloudWire
 import Foundation
 import MeowWire
+import StoreWire
 
 /// Chapters 3–5: Olivia shares Mochi's care log with Pablo from device A, first read-only, then
 /// read-write; Pablo's device P accepts, is refused, then adds an insulin event Olivia receives.
@@ -25,18 +27,18 @@ struct CloudSharingChapters {
     private func shareReadOnly(_ state: State) async throws {
         let deviceA = try await Device(deployment, "device-a")
         state.deviceA = deviceA
-        let session = try await deviceA.fetch("CareSession", predicate: "id == 'mochi'").first?["objectID"]?.stringValue ?? ""
-        let created = try await deviceA.client.call("share.create", [
-            "objectID": .string(session), "participants": [["user": "pablo", "permission": "readOnly"]]])
-        state.zoneName = created["zoneName"]?.stringValue ?? ""
-        transcript.say("device A: share.create → zone \(state.zoneName), \(created["movedRecords"]?.intValue ?? 0) records moved from the private zone into it")
+        let session = try await deviceA.fetch("CareSession", predicate: "id == 'mochi'").first?.objectID ?? ""
+        let created = try await deviceA.read("share.create", [
+            "objectID": .string(session), "participants": [["user": "pablo", "permission": "readOnly"]]], as: ShareCreation.self)
+        state.zoneName = created.zoneName
+        transcript.say("device A: share.create → zone \(state.zoneName), \(created.movedRecords) records moved from the private zone into it")
         let stillPrivate = try await deviceA.fetch("CareEvent", predicate: "session.id == 'mochi'", stores: ["Private"]).count
         transcript.check(stillPrivate == 3, "on device A the session and its readings stay in the private store (only their records moved)")
 
         let deviceP = try await Device(deployment, "device-p")
         state.deviceP = deviceP
-        let invitations = try await deviceP.client.call("share.invitations", [:])["invitations"]?.arrayValue ?? []
-        transcript.check(invitations.contains { $0["zoneID"]?["zoneName"] == .string(state.zoneName) && $0["permission"] == "readOnly" },
+        let invitations = try await deviceP.read("share.invitations", as: InvitationsResult.self).invitations
+        transcript.check(invitations.contains { $0.zoneID.zoneName == state.zoneName && $0.permission == .readOnly },
                          "device P sees Pablo's read-only invitation")
         let accepted = try await deviceP.client.call("share.accept", ["zoneName": .string(state.zoneName), "ownerName": "olivia"])
         transcript.say("device P: share.accept → fetched \(MeowCtl.compactJSON(accepted["fetch"] ?? .null))")
@@ -47,7 +49,7 @@ struct CloudSharingChapters {
 
     private func refusedWrite(_ state: State) async throws {
         guard let deviceP = state.deviceP else { return transcript.skip("chapter 3 did not finish") }
-        let session = try await deviceP.fetch("CareSession", predicate: "id == 'mochi'", stores: ["Shared"]).first?["objectID"]?.stringValue ?? ""
+        let session = try await deviceP.fetch("CareSession", predicate: "id == 'mochi'", stores: ["Shared"]).first?.objectID ?? ""
         let pendingBefore = try await deviceP.pendingCount()
         let context = try await deviceP.openContext()
         _ = try await deviceP.insert(context, "CareEvent", [
@@ -86,23 +88,22 @@ struct CloudSharingChapters {
         _ = try await deviceA.client.call("share.setPermission", ["zoneName": .string(state.zoneName), "user": "pablo", "permission": "readWrite"])
         transcript.say("device A: share.setPermission pablo readWrite")
         _ = try await deviceP.client.call("sync.fetch", [:])
-        let shares = try await deviceP.client.call("share.list", [:])["shares"]?.arrayValue ?? []
-        transcript.check(shares.contains { $0["zoneName"] == .string(state.zoneName) && $0["permission"] == "readWrite" },
+        let shares = try await deviceP.shares()
+        transcript.check(shares.contains { $0.zoneName == state.zoneName && $0.permission == .readWrite },
                          "device P's fetch brings the new permission into its share metadata")
-        let session = try await deviceP.fetch("CareSession", predicate: "id == 'mochi'", stores: ["Shared"]).first?["objectID"]?.stringValue ?? ""
+        let session = try await deviceP.fetch("CareSession", predicate: "id == 'mochi'", stores: ["Shared"]).first?.objectID ?? ""
         let context = try await deviceP.openContext()
         _ = try await deviceP.insert(context, "CareEvent", [
             "id": "insulin-1", "eventTypeRaw": "insulin", "value": 2.0, "occurredAt": "2026-11-30T20:05:00Z",
             "updatedAt": "2026-11-30T20:05:00Z", "session": .string(session)])
-        let saved = try await deviceP.save(context)
-        let entry = saved["inserted"]?.arrayValue?.first
-        transcript.check(entry?["store"] == "Shared" && entry?["reason"] == "relatedObject",
-                         "device P routes the new insulin event to its shared store, the session's store (\(entry?["reason"]?.stringValue ?? "?"))")
+        let entry = try await deviceP.save(context).inserted?.first
+        transcript.check(entry?.store == "Shared" && entry?.reason == .relatedObject,
+                         "device P routes the new insulin event to its shared store, the session's store (\(entry?.reason.rawValue ?? "?"))")
         let sent = try await deviceP.client.call("sync.send", [:])
         transcript.say("device P: sync.send → \(MeowCtl.compactJSON(sent))")
         _ = try await deviceA.client.call("sync.fetch", [:])
         let received = try await deviceA.fetch("CareEvent", predicate: "id == 'insulin-1'")
-        transcript.check(received.first?["store"] == "Private" && received.first?["values"]?["value"]?.doubleValue == 2,
+        transcript.check(received.first?.store == "Private" && received.first?["value"]?.doubleValue == 2,
                          "device A fetches Pablo's insulin event into Olivia's private store (the owner's copy)")
     }
 }

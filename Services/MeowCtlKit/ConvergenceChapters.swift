@@ -22,8 +22,8 @@ struct ConvergenceChapters {
         defer { deviceA.client.close(); deviceB.client.close() }
         _ = try await deviceA.client.call("sync.now", [:])
         _ = try await deviceB.client.call("sync.now", [:])
-        guard let onA = try await deviceA.fetch("CareEvent", predicate: "id == 'bg-19:45'").first?["objectID"]?.stringValue,
-              let onB = try await deviceB.fetch("CareEvent", predicate: "id == 'bg-19:45'").first?["objectID"]?.stringValue else {
+        guard let onA = try await deviceA.fetch("CareEvent", predicate: "id == 'bg-19:45'").first?.objectID,
+              let onB = try await deviceB.fetch("CareEvent", predicate: "id == 'bg-19:45'").first?.objectID else {
             return transcript.check(false, "both devices have the 19:45 reading")
         }
         let contextA = try await deviceA.openContext()
@@ -41,7 +41,7 @@ struct ConvergenceChapters {
         _ = try await deviceB.client.call("sync.now", [:])
         _ = try await deviceA.client.call("sync.fetch", [:])
         for device in [deviceA, deviceB] {
-            let values = try await device.fetch("CareEvent", predicate: "id == 'bg-19:45'").first?["values"]
+            let values = try await device.fetch("CareEvent", predicate: "id == 'bg-19:45'").first?.values
             let value = values?["value"]?.doubleValue.map { String(Int($0)) } ?? "nil"
             let note = values?["note"]?.stringValue ?? "nil"
             transcript.say("\(device.name): value = \(value) (only A changed it: A's edit kept), note = \"\(note)\" (both changed it: the later edit, B's, wins)")
@@ -65,12 +65,11 @@ struct ConvergenceChapters {
                 let defaults = try await device.count("CareSession", predicate: "isDefault == YES")
                 transcript.check(defaults == 1, "\(name) has one default session (each device made one at start-up; they are the same record)")
             }
-            let status = try await device.client.call("sync.status", [:])
-            transcript.check(status["quiescent"] == true, "\(name) is quiescent (nothing pending, nothing in flight)")
+            transcript.check(try await device.status().quiescent, "\(name) is quiescent (nothing pending, nothing in flight)")
             var local: [String: String] = [:]
             for entity in ["CareSession", "CareEvent"] {
                 for object in try await device.fetch(entity, predicate: "TRUEPREDICATE", stores: [store]) {
-                    local[object["uuid"]?.stringValue ?? "?"] = Self.summary(value: object["values"]?["value"], note: object["values"]?["note"])
+                    local[object.uuid] = Self.summary(value: object["value"], note: object["note"])
                 }
             }
             let cloud = try await cloudRecords(user: user, database: store == "Private" ? "private" : "shared")

@@ -1,6 +1,7 @@
 import Foundation
 import MeowInspection
 import MeowWire
+import StoreWire
 
 /// `meowctl diff`: a device's stores against its user's cloud databases, zone by zone — the
 /// demo's convergence check, for every field of every record.
@@ -31,8 +32,8 @@ enum DiffCommand {
         let timeout = try args.timeout(default: 60)
         let device = try await ServiceSession.open(socket: socket, output: output, timeout: timeout)
         defer { device.close() }
-        let status = try await device.attempt("sync.status")
-        let user = (try? status.get())?["user"]?.stringValue
+        let status = try await device.attempt("sync.status", as: SyncStatus.self)
+        let user = (try? status.get())?.user
         guard let (cloudSocket, credential) = try args.cloudTarget(for: "diff", deviceUser: user) else {
             throw .usage("meowctl diff needs --cloud SYNC_SOCKET --credential C (or --dir DIR).")
         }
@@ -52,7 +53,7 @@ enum DiffCommand {
         }
         let pending: Int
         if case let .success(status) = status {
-            pending = (status["stores"]?.arrayValue ?? []).compactMap { $0["pending"]?.intValue }.reduce(0, +)
+            pending = status.pending
         } else {
             pending = 0
         }

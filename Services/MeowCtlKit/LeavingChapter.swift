@@ -18,8 +18,7 @@ struct LeavingChapter {
         let deviceA = try await Device(deployment, "device-a")
         let deviceP = try await Device(deployment, "device-p")
         defer { deviceA.client.close(); deviceP.client.close() }
-        let shares = try await deviceP.client.call("share.list", [:])["shares"]?.arrayValue ?? []
-        guard let zone = shares.first(where: { $0["ownerName"] == "olivia" })?["zoneName"]?.stringValue else {
+        guard let zone = try await deviceP.shares().first(where: { $0.ownerName == "olivia" })?.zoneName else {
             return transcript.check(false, "device P holds Olivia's share")
         }
         let before = try await deviceA.count("CareEvent", predicate: "session.id == 'mochi'")

@@ -23,14 +23,13 @@ struct MeowCareDemo {
                     "session": .string(session)])
                 transcript.say("insert CareEvent bloodGlucose \(Int(value)) mg/dL at \(time) (no store assigned)")
             }
-            let saved = try await deviceA.save(context)
-            let inserted = saved["inserted"]?.arrayValue ?? []
+            let inserted = try await deviceA.save(context).inserted ?? []
             for entry in inserted {
-                transcript.say("saved \(entry["objectID"]?.stringValue ?? "?") → \(entry["store"]?.stringValue ?? "?") store (\(entry["reason"]?.stringValue ?? "?"))")
+                transcript.say("saved \(entry.objectID) → \(entry.store) store (\(entry.reason.rawValue))")
             }
-            transcript.check(inserted.count == 4 && inserted.allSatisfy { $0["store"] == "Private" },
+            transcript.check(inserted.count == 4 && inserted.allSatisfy { $0.store == "Private" },
                              "the session and its 3 readings are in the private store, routed deterministically (seed 002's rule)")
-            sessionID = inserted.first { $0["objectID"]?.stringValue?.contains("/CareSession/") == true }?["objectID"]?.stringValue ?? ""
+            sessionID = inserted.first { $0.objectID.contains("/CareSession/") }?.objectID ?? ""
             let count = try await deviceA.count("CareEvent", predicate: "session.id == 'mochi' AND eventTypeRaw == 'bloodGlucose'")
             transcript.check(count == 3, "device A fetches 3 readings of Mochi's session (fetch across both stores)")
         }
@@ -73,7 +72,7 @@ struct MeowCareDemo {
         let device = try await Device(deployment, "device-a")
         defer { device.client.close() }
         let reading = try await device.fetch("CareEvent", predicate: "id == 'bg-07:30'")
-        guard let objectID = reading.first?["objectID"]?.stringValue else {
+        guard let objectID = reading.first?.objectID else {
             transcript.check(false, "the 07:30 reading exists on device A")
             return
         }
@@ -85,9 +84,9 @@ struct MeowCareDemo {
         _ = try await device.save(kitchen)
         transcript.say("'kitchen' saves first")
         let merged = try await device.save(phone)
-        let written = merged["merged"]?.arrayValue?.first?["written"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let written = merged.merged.first?.written ?? []
         transcript.say("'phone' saves second: conflict on the row's version; policy mergeByPropertyObjectTrump writes \(written)")
-        let final = try await device.fetch("CareEvent", predicate: "id == 'bg-07:30'").first?["values"]
+        let final = try await device.fetch("CareEvent", predicate: "id == 'bg-07:30'").first?.values
         transcript.say("stored: value = \(final?["value"]?.doubleValue.map { String(Int($0)) } ?? "nil"), note = \(final?["note"]?.stringValue ?? "nil")")
         transcript.check(final?["value"]?.doubleValue == 176 && final?["note"] == "re-measured",
                          "both properties both contexts changed were decided by the policy (the saving context's values win)")
@@ -133,21 +132,28 @@ struct Device {
         try await client.call("object.set", ["context": .string(context), "objectID": .string(objectID), "values": .object(values)])
     }
 
-    func save(_ context: String) async throws -> JSONValue {
-        try await client.call("context.save", ["context": context])
+    func save(_ context: String) async throws -> SaveResult {
+        try await read("context.save", ["context": .string(context)], as: SaveResult.self)
     }
 
-    func fetch(_ entity: String, predicate: String, stores: [String]? = nil) async throws -> [JSONValue] {
+    func fetch(_ entity: String, predicate: String, stores: [String]? = nil) async throws -> [ManagedObject] {
         var params: [String: JSONValue] = ["entity": .string(entity), "predicate": .string(predicate)]
         if let stores { params["stores"] = .array(stores.map { .string($0) }) }
-        return try await client.call("fetch", params)["objects"]?.arrayValue ?? []
+        return try await read("fetch", params, as: FetchedObjects.self).objects
+    }
+
+    /// `op`'s result read as its type (a reply that does not read is an error naming the field).
+    func read<R: Decodable>(_ op: String, _ params: [String: JSONValue] = [:], as type: R.Type) async throws -> R {
+        try StoreReply.read(R.self, from: try await client.call(op, params), op: op)
     }
 
     /// Changes queued for the cloud, over both stores.
-    func pendingCount() async throws -> Int {
-        let status = try await client.call("sync.status", [:])
-        return (status["stores"]?.arrayValue ?? []).compactMap { $0["pending"]?.intValue }.reduce(0, +)
-    }
+    func pendingCount() async throws -> Int { try await status().pending }
+
+    func status() async throws -> SyncStatus { try await read("sync.status", as: SyncStatus.self) }
+
+    /// The shared store's share metadata.
+    func shares() async throws -> [ShareMetadata] { try await read("share.list", as: ShareListResult.self).shares }
 
     func count(_ entity: String, predicate: String) async throws -> Int {
         try StoreReply.read(CountResult.self, from: try await client.call("fetch.count", ["entity": .string(entity), "predicate": .string(predicate)]),

@@ -1,6 +1,7 @@
 import CloudWire
 import Foundation
 import MeowWire
+import StoreWire
 
 /// Chapter 9: records this app version cannot hold. A newer version on another of Olivia's
 /// devices writes a kind of care event this version's model does not list; this device reports
@@ -40,19 +41,17 @@ struct RobustnessChapters {
         transcript.say("Olivia's newer app saves a CareEvent of kind \"nap\", a kind this version's model does not list")
         let fetched = try await device.client.call("sync.fetch", [:])
         transcript.say("device B: sync.fetch → \(MeowCtl.compactJSON(fetched))")
-        let status = try await device.client.call("sync.status", [:])
-        let refused = (status["stores"]?.arrayValue ?? []).flatMap { $0["unimportable"]?.arrayValue ?? [] }
+        let refused = try await device.status().stores.flatMap(\.unimportable)
         for entry in refused {
-            transcript.say("sync.status lists \(entry["recordName"].cell) as unimportable: \(entry["code"].cell) — \(entry["message"].cell)")
+            transcript.say("sync.status lists \(entry.recordName) as unimportable: \(entry.code) — \(entry.message)")
         }
-        transcript.check(refused.contains { $0["recordName"] == "NEWER-APP-NAP-1" && $0["code"] == "validationStringPatternMatching" },
+        transcript.check(refused.contains { $0.recordName == "NEWER-APP-NAP-1" && $0.code == "validationStringPatternMatching" },
                          "device B refused the record it cannot hold, said why, and the fetch went on (the rest of the page applied)")
         // The newer app settles on a kind both versions know.
         _ = try await cloud.call("records.modify", ["database": "private", "saves": [event(kind: "note", tag: tag)]])
         _ = try await device.client.call("sync.fetch", [:])
         let imported = try await device.count("CareEvent", predicate: "id == 'nap-1'")
-        let after = try await device.client.call("sync.status", [:])
-        let still = (after["stores"]?.arrayValue ?? []).flatMap { $0["unimportable"]?.arrayValue ?? [] }
+        let still = try await device.status().stores.flatMap(\.unimportable)
         transcript.say("the newer app changes the kind to \"note\"; device B fetches again")
         transcript.check(imported == 1 && still.isEmpty, "device B imported the record's new version and no longer lists it")
         // A field given another type than its first save gave it: the cloud's schema refuses it.
@@ -66,9 +65,9 @@ struct RobustnessChapters {
         transcript.check(typed == nil && defined == "DOUBLE", "the cloud's schema refused a field of another type, as CloudKit does")
         // What a development build runs at launch (initializeCloudKitSchema): this version's
         // model against the cloud's schema, before any real record goes out.
-        let initialized = try await device.client.call("sync.initializeSchema", [:])
-        let fields = initialized["recordTypes"]?["CD_CareEvent"]?.objectValue?.count ?? 0
-        transcript.say("device B: sync.initializeSchema → \(initialized["uploaded"].cell) representative records saved and deleted; CD_CareEvent has \(fields) fields")
-        transcript.check(initialized["uploaded"] == 2, "this app version's model agrees with the cloud's schema (initializeCloudKitSchema)")
+        let initialized = try await device.read("sync.initializeSchema", as: SchemaInitialization.self)
+        let fields = initialized.recordTypes["CD_CareEvent"]?.count ?? 0
+        transcript.say("device B: sync.initializeSchema → \(initialized.uploaded) representative records saved and deleted; CD_CareEvent has \(fields) fields")
+        transcript.check(initialized.uploaded == 2, "this app version's model agrees with the cloud's schema (initializeCloudKitSchema)")
     }
 }

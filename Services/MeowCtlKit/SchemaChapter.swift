@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import MeowWire
+import StoreWire
 
 /// Chapter 11: the schema's life. A newer app version adds an attribute (CareEvent.mood). Its
 /// development build syncs the field (development learns it on save); the App Store build, in
@@ -36,28 +37,27 @@ struct SchemaChapter {
         _ = try await store.device.insert(context, "CareEvent", event("mood-1", mood: "sleepy"))
         _ = try await store.device.insert(context, "CareEvent", event("plain-1", mood: nil))
         _ = try await store.device.save(context)
-        let refused = try await store.device.client.call("sync.send", [:])
-        transcript.say("App Store build (production): sync.send → saved \(refused["saved"]?.intValue ?? -1), refused \(refused["refused"]?.intValue ?? -1)")
-        let status = try await store.device.client.call("sync.status", [:])
-        let waiting = (status["stores"]?.arrayValue ?? []).flatMap { $0["refusedExports"]?.arrayValue ?? [] }
-        transcript.say("refused: \(waiting.first?["message"]?.stringValue ?? "nothing")")
-        transcript.check(refused["saved"] == 1 && refused["refused"] == 1 && waiting.first?["field"] == "CD_mood",
+        let refused = try await store.device.read("sync.send", as: SyncSendResult.self)
+        transcript.say("App Store build (production): sync.send → saved \(refused.saved), refused \(refused.refused)")
+        let waiting = try await store.device.status().stores.flatMap(\.refusedExports)
+        transcript.say("refused: \(waiting.first?.message ?? "nothing")")
+        transcript.check(refused.saved == 1 && refused.refused == 1 && waiting.first?.field == "CD_mood",
                          "production refuses the event carrying the undeployed field CD_mood; the other event is exported")
 
         let devContext = try await xcode.device.openContext()
         _ = try await xcode.device.insert(devContext, "CareEvent", event("mood-dev", mood: "playful"))
         _ = try await xcode.device.save(devContext)
-        let learned = try await xcode.device.client.call("sync.send", [:])
+        let learned = try await xcode.device.read("sync.send", as: SyncSendResult.self)
         let diff = try await cloud.call("admin.diffSchema", [:])
         let added = (diff["added"]?.arrayValue ?? []).compactMap { $0["field"]?.stringValue }
-        transcript.check(learned["saved"] == 1 && added == ["CD_mood"],
+        transcript.check(learned.saved == 1 && added == ["CD_mood"],
                          "the development build's event syncs; development learned CD_mood, which production lacks (admin.diffSchema adds \(added))")
 
         let deployed = try await cloud.call("admin.deploySchema", [:])
         transcript.say("meowctl schema deploy: admin.deploySchema → \((deployed["deployed"]?.arrayValue ?? []).compactMap { $0["field"]?.stringValue })")
-        let after = try await store.device.client.call("sync.send", [:])
+        let after = try await store.device.read("sync.send", as: SyncSendResult.self)
         let pending = try await store.device.pendingCount()
-        transcript.check(after["saved"] == 1 && after["refused"] == 0 && pending == 0,
+        transcript.check(after.saved == 1 && after.refused == 0 && pending == 0,
                          "after the deploy the App Store build's waiting event syncs to production; nothing is left pending")
     }
 

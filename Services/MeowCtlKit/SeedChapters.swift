@@ -59,10 +59,10 @@ struct SeedChapters {
             "occurredAt": "2026-11-30T08:00:00Z", "updatedAt": "2026-11-30T08:00:00Z"])
         transcript.say("legacy routing (Core Data's load order, shared store first): insert a CareEvent with no assign, save")
         let saved = try await device.save(context)
-        let entry = saved["inserted"]?.arrayValue?.first
-        transcript.check(entry?["store"] == "Shared" && entry?["reason"] == "loadOrder",
-                         "it lands in the SHARED store (\(entry?["reason"]?.stringValue ?? "?")) — seed 002's bug reproduced")
-        transcript.check(saved["unexportable"]?.arrayValue?.count == 1,
+        let entry = saved.inserted?.first
+        transcript.check(entry?.store == "Shared" && entry?.reason == .loadOrder,
+                         "it lands in the SHARED store (\(entry?.reason.rawValue ?? "?")) — seed 002's bug reproduced")
+        transcript.check(saved.unexportable?.count == 1,
                          "the save reports it unexportable: it is in the shared store without a share zone")
         _ = try await client.call("sync.send", [:])
         let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
@@ -70,8 +70,7 @@ struct SeedChapters {
         transcript.say("the device's log on sync.send: \(fault ?? "(no fault line)")")
         let alive = try await client.call("health", [:])["ready"] == true
         transcript.check(fault != nil && alive, "exporting it produces the exact fault line of seed 002, and the device keeps running")
-        let status = try await client.call("sync.status", [:])
-        let unexportable = (status["stores"]?.arrayValue ?? []).flatMap { $0["unexportable"]?.arrayValue ?? [] }
+        let unexportable = try await device.status().stores.flatMap(\.unexportable)
         transcript.check(unexportable.count == 1, "sync.status reports the object as unexportable")
 
         let olivia = try await deployment.connect("sync-service", as: "olivia")
@@ -92,9 +91,9 @@ struct SeedChapters {
         _ = try await deviceA.insert(fixed, "CareEvent", [
             "id": "bg-fixed", "eventTypeRaw": "bloodGlucose", "value": 180.0,
             "occurredAt": "2026-11-30T08:00:00Z", "updatedAt": "2026-11-30T08:00:00Z"])
-        let routed = try await deviceA.save(fixed)["inserted"]?.arrayValue?.first
-        transcript.check(routed?["store"] == "Private" && routed?["reason"] == "privateStoreDefault",
-                         "device A (deterministic routing) puts the same insert in the private store (\(routed?["reason"]?.stringValue ?? "?"))")
+        let routed = try await deviceA.save(fixed).inserted?.first
+        transcript.check(routed?.store == "Private" && routed?.reason == .privateStoreDefault,
+                         "device A (deterministic routing) puts the same insert in the private store (\(routed?.reason.rawValue ?? "?"))")
     }
 
     private func savedOrphan() async throws {
@@ -104,7 +103,7 @@ struct SeedChapters {
         let temporary = try await device.insert(context, "CareEvent", [
             "id": "note-orphan", "eventTypeRaw": "note", "occurredAt": "2026-07-27T00:00:00Z", "updatedAt": "2026-07-27T00:00:00Z"])
         let saved = try await device.save(context)
-        let objectID = saved["inserted"]?.arrayValue?.first?["objectID"]?.stringValue ?? temporary
+        let objectID = saved.inserted?.first?.objectID ?? temporary
         transcript.say("a note saved with no session: \(objectID) (a saved orphan, as old data has)")
         do {
             _ = try await device.client.call("object.assign", ["context": .string(context), "objectID": .string(objectID), "store": "Private"])

@@ -54,6 +54,16 @@ struct ServiceSession {
         }
     }
 
+    /// `attempt` for a store result `R`: a reply that does not read is handed back as the op's error, naming the field.
+    func attempt<R: Decodable>(_ op: String, _ params: [String: JSONValue] = [:], as type: R.Type) async throws(CommandError) -> Result<R, WireError> {
+        switch try await attempt(op, params) {
+        case let .success(reply):
+            do throws(WireError) { return .success(try StoreReply.read(R.self, from: reply, op: op)) } catch { return .failure(error) }
+        case let .failure(error):
+            return .failure(error)
+        }
+    }
+
     /// Every row of a fetch, paged (`resultFormat: rows`), as dictionaries keyed by column.
     func rows(entity: String, predicate: String? = nil, arguments: [JSONValue] = [], stores: [String]? = nil,
               sort: [JSONValue]? = nil, limit: Int? = nil) async throws(CommandError) -> [[String: JSONValue]] {

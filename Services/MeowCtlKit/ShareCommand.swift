@@ -1,6 +1,7 @@
 import CloudWire
 import Foundation
 import MeowWire
+import StoreWire
 
 /// `meowctl share …`: sharing a care session through a device's cloud mirror (share.* ops).
 enum ShareCommand {
@@ -76,47 +77,47 @@ enum ShareCommand {
         let result = try await device.callShowingProgress("share.create", ["objectID": .string(session), "participants": .array(participants)],
                                                           show: args.showsProgress)
         if device.output.json { return device.output.emit(["ok": true, "result": result]) }
+        let created = try device.read(ShareCreation.self, from: result, op: "share.create")
         device.output.say("Shared \(session)")
-        device.output.say("  zone \(result["zoneName"].cell), \(result["movedRecords"].cell) records moved into it")
-        if let pending = result["pendingRecords"]?.intValue, pending > 0 {
+        device.output.say("  zone \(created.zoneName), \(created.movedRecords) records moved into it")
+        if created.pendingRecords > 0 {
             // The share exists; the rest of the session moves with the next send.
-            device.output.say("  \(pending) records still to move (\(result["sendError"]?["code"].cell ?? "stopped")): they go with the next `meowctl sync send`")
+            device.output.say("  \(created.pendingRecords) records still to move (\(created.sendError.map { "\($0.code)" } ?? "stopped")): they go with the next `meowctl sync send`")
         }
-        device.output.say(participantTable(result["share"]))
+        device.output.say(participantTable(created.share))
     }
 
     private static func participants(_ device: ServiceSession, _ op: String, _ params: [String: JSONValue]) async throws(CommandError) {
         let result = try await device.call(op, params)
         if device.output.json { return device.output.emit(["ok": true, "result": result]) }
         device.output.say("\(op) \(params["user"].cell) in \(params["zoneName"].cell): done")
-        device.output.say(participantTable(result["share"]))
+        device.output.say(participantTable(try device.read(ShareResult.self, from: result, op: op).share))
     }
 
-    static func participantTable(_ share: JSONValue?) -> String {
-        let participants = share?["shareInfo"]?["participants"]?.arrayValue ?? []
-        return Table(["PARTICIPANT", "ROLE", "PERMISSION", "ACCEPTANCE"], participants.map {
-            [$0["userRecordName"].cell, $0["role"].cell, $0["permission"].cell, $0["acceptanceStatus"].cell]
+    static func participantTable(_ share: CloudRecord?) -> String {
+        Table(["PARTICIPANT", "ROLE", "PERMISSION", "ACCEPTANCE"], (share?.shareInfo?.participants ?? []).map {
+            [$0.userRecordName, $0.role.rawValue, $0.permission.rawValue, $0.acceptanceStatus.rawValue]
         }).rendered
     }
 
     private static func invitations(_ device: ServiceSession) async throws(CommandError) {
-        let result = try await device.call("share.invitations")
-        if device.output.json { return device.output.emit(["ok": true, "invitations": result["invitations"] ?? []]) }
-        device.output.say(Table(["ZONE", "OWNER", "PERMISSION", "STATUS", "ROLE"], (result["invitations"]?.arrayValue ?? []).map {
-            [$0["zoneID"]?["zoneName"].cell ?? "–", $0["zoneID"]?["ownerName"].cell ?? "–", $0["permission"].cell,
-             $0["acceptanceStatus"].cell, $0["role"].cell]
+        let reply = try await device.call("share.invitations")
+        if device.output.json { return device.output.emit(["ok": true, "invitations": reply["invitations"] ?? []]) }
+        let invitations = try device.read(InvitationsResult.self, from: reply, op: "share.invitations").invitations
+        device.output.say(Table(["ZONE", "OWNER", "PERMISSION", "STATUS", "ROLE"], invitations.map {
+            [$0.zoneID.zoneName, $0.zoneID.ownerName, $0.permission.rawValue, $0.acceptanceStatus.rawValue, $0.role.rawValue]
         }).rendered)
     }
 
     private static func owned(_ device: ServiceSession) async throws(CommandError) {
-        let shares = try await device.call("share.owned")["shares"]?.arrayValue ?? []
-        if device.output.json { return device.output.emit(["ok": true, "shares": .array(shares)]) }
+        let reply = try await device.call("share.owned")
+        if device.output.json { return device.output.emit(["ok": true, "shares": reply["shares"] ?? []]) }
         var rows: [[String]] = []
-        for share in shares {
-            let participants = (share["participants"]?.arrayValue ?? []).filter { $0["role"] != .string(ShareRole.owner.rawValue) }
-            let people = participants.map { "\($0["user"].cell):\($0["permission"].cell) (\($0["acceptanceStatus"].cell))" }
-            rows.append([share["zoneID"]?["zoneName"].cell ?? "–", share["rootRecordName"]?.stringValue ?? "(zone-wide)", share["recordCount"].cell,
-                         share["publicPermission"].cell, people.isEmpty ? "–" : people.joined(separator: ", ")])
+        for share in try device.read(OwnedSharesResult.self, from: reply, op: "share.owned").shares {
+            let participants = share.participants.filter { $0.role != .owner }
+            let people = participants.map { "\($0.user):\($0.permission.rawValue) (\($0.acceptanceStatus.rawValue))" }
+            rows.append([share.zoneID.zoneName, share.rootRecordName ?? "(zone-wide)", String(share.recordCount),
+                         share.publicPermission.rawValue, people.isEmpty ? "–" : people.joined(separator: ", ")])
         }
         device.output.say(Table(["ZONE", "ROOT", "RECORDS", "PUBLIC", "PARTICIPANTS"], rows).rendered)
     }
@@ -127,18 +128,19 @@ enum ShareCommand {
         let result = try await device.call("share.\(subcommand)", ["zoneName": .string(zone), "ownerName": .string(owner)])
         if device.output.json { return device.output.emit(["ok": true, "result": result]) }
         if subcommand == "accept" {
-            let fetch = result["fetch"] ?? .null
-            device.output.say("Accepted \(owner)'s share \(zone): \(fetch["changedRecords"].cell) records fetched into the shared store")
+            let accepted = try device.read(ShareAcceptance.self, from: result, op: "share.accept")
+            device.output.say("Accepted \(owner)'s share \(zone): \(accepted.fetch.changedRecords) records fetched into the shared store")
         } else {
-            device.output.say("Left \(owner)'s share \(zone); removed zones: \(result["zonesRemoved"].cell)")
+            let left = try device.read(SyncFetchResult.self, from: result, op: "share.leave")
+            device.output.say("Left \(owner)'s share \(zone); removed zones: \(JSONValue.array(left.zonesRemoved.map { .string($0) }).cell)")
         }
     }
 
     private static func list(_ device: ServiceSession) async throws(CommandError) {
-        let shares = try await device.call("share.list")["shares"]?.arrayValue ?? []
-        if device.output.json { return device.output.emit(["ok": true, "shares": .array(shares)]) }
-        device.output.say(Table(["ZONE", "OWNER", "PERMISSION"], shares.map {
-            [$0["zoneName"].cell, $0["ownerName"].cell, $0["permission"].cell]
+        let reply = try await device.call("share.list")
+        if device.output.json { return device.output.emit(["ok": true, "shares": reply["shares"] ?? []]) }
+        device.output.say(Table(["ZONE", "OWNER", "PERMISSION"], try device.read(ShareListResult.self, from: reply, op: "share.list").shares.map {
+            [$0.zoneName, $0.ownerName, $0.permission.rawValue]
         }).rendered)
     }
 }

@@ -68,9 +68,10 @@ enum SyncCommand {
             return
         }
         if subcommand == "status" {
-            let status = try await device.call("sync.status")
-            output.json ? output.emit(status) : output.say(summary(status))
-            if args.has("require-quiescent"), status["quiescent"] != true { throw .errorReply }
+            let reply = try await device.call("sync.status")
+            let status = try device.read(SyncStatus.self, from: reply, op: "sync.status")
+            output.json ? output.emit(reply) : output.say(summary(status))
+            if args.has("require-quiescent"), !status.quiescent { throw .errorReply }
             return
         }
         let showProgress = !output.json && !args.has("no-progress") && (args.has("progress") || isatty(2) != 0)
@@ -115,52 +116,49 @@ enum SyncCommand {
     }
 
     /// sync.status for people.
-    static func summary(_ status: JSONValue) -> String {
+    static func summary(_ status: SyncStatus) -> String {
         var lines: [String] = []
-        let quiescent = status["quiescent"] == true
-        if status["signedIn"] == false { lines.append("signed out (meowctl sync signin to sync again)") }
-        lines.append("device \(status["device"].cell), cloud user \(status["user"].cell), mode \(status["mode"].cell), "
-                     + "conflict policy \(status["conflictPolicy"].cell), batch limit \(status["batchLimit"].cell)")
-        lines.append(quiescent ? "quiescent: yes (nothing queued, nothing in flight)"
-                               : "quiescent: NO" + (status["inFlight"].map { $0.isNull ? "" : " (in flight: \($0.cell))" } ?? ""))
-        if let error = status["lastError"], !error.isNull {
-            var text = "last error: \(error["code"].cell) — \(error["message"].cell)"
-            if let retry = error["details"]?["retryAfterSeconds"], !retry.isNull { text += " (retry after \(retry.cell) s)" }
+        if !status.signedIn { lines.append("signed out (meowctl sync signin to sync again)") }
+        lines.append("device \(status.device), cloud user \(status.user ?? "–"), mode \(status.mode.rawValue), "
+                     + "conflict policy \(status.conflictPolicy.rawValue), batch limit \(status.batchLimit)")
+        lines.append(status.quiescent ? "quiescent: yes (nothing queued, nothing in flight)"
+                                      : "quiescent: NO" + (status.inFlight.map { " (in flight: \($0))" } ?? ""))
+        if let error = status.lastError {
+            var text = "last error: \(error.code) — \(error.message)"
+            if let retry = error.details["retryAfterSeconds"], !retry.isNull { text += " (retry after \(retry.cell) s)" }
             lines.append(text)
         } else {
             lines.append("last error: none")
         }
-        let stores = status["stores"]?.arrayValue ?? []
+        let stores = status.stores
         lines.append("")
         lines.append(Table(["STORE", "DATABASE", "PENDING", "DEFERRED", "UNQUEUED", "EXPORT CURSOR", "HISTORY", "DATABASE TOKEN", "UNEXPORTABLE"],
                            stores.map { store in
-            [store["store"].cell, store["database"].cell, store["pending"].cell, store["deferred"].cell,
-             store["unqueuedTransactions"].cell, store["exportCursor"].cell, store["historyToken"].cell,
-             store["databaseToken"].cell, String(store["unexportable"]?.arrayValue?.count ?? 0)]
+            [store.store, store.database.rawValue, String(store.pending), String(store.deferred),
+             String(store.unqueuedTransactions), String(store.exportCursor), String(store.historyToken),
+             store.databaseToken ?? "–", String(store.unexportable.count)]
         }).rendered)
         var zoneRows: [[String]] = []
         for store in stores {
-            let pending = store["pendingByZone"]?.objectValue ?? [:]
-            let tokens = store["zoneTokens"]?.objectValue ?? [:]
-            for zone in Set(pending.keys).union(tokens.keys).sorted() {
-                zoneRows.append([store["store"].cell, zone, pending[zone].cell == "–" ? "0" : pending[zone].cell, tokens[zone].cell])
+            for zone in Set(store.pendingByZone.keys).union(store.zoneTokens.keys).sorted() {
+                zoneRows.append([store.store, zone, String(store.pendingByZone[zone] ?? 0), store.zoneTokens[zone] ?? "–"])
             }
         }
         if !zoneRows.isEmpty {
             lines.append("")
             lines.append(Table(["STORE", "ZONE", "PENDING", "ZONE TOKEN"], zoneRows).rendered)
         }
-        let unexportable = stores.flatMap { store in (store["unexportable"]?.arrayValue ?? []).map { (store["store"].cell, $0.cell) } }
+        let unexportable = stores.flatMap { store in store.unexportable.map { (store.store, $0) } }
         if !unexportable.isEmpty {
             lines.append("")
             lines.append("unexportable (shared-store objects outside any share zone, seed 002; 'meowctl doctor' explains):")
             lines += unexportable.map { "  \($0.0): \($0.1)" }
         }
-        let unimportable = stores.flatMap { store in (store["unimportable"]?.arrayValue ?? []).map { (store["store"].cell, $0) } }
+        let unimportable = stores.flatMap { store in store.unimportable.map { (store.store, $0) } }
         if !unimportable.isEmpty {
             lines.append("")
             lines.append("unimportable (cloud records the store refused; 'meowctl doctor' explains):")
-            lines += unimportable.map { "  \($0.0): \($0.1["recordName"].cell) in \($0.1["zone"].cell): \($0.1["code"].cell)" }
+            lines += unimportable.map { "  \($0.0): \($0.1.recordName) in \($0.1.zone): \($0.1.code)" }
         }
         return lines.joined(separator: "\n")
     }
@@ -183,10 +181,9 @@ final class ProgressLine: Sendable {
             defer { client?.close() }
             var frame = 0
             while !Task.isCancelled {
-                if frame % 4 == 0, let client, let reply = try? await client.call("sync.status", [:]) {
-                    let pending = (reply["stores"]?.arrayValue ?? []).compactMap { $0["pending"]?.intValue }.reduce(0, +)
-                    let inFlight = reply["inFlight"].map { $0.isNull ? "idle" : $0.cell } ?? "idle"
-                    status = "in flight: \(inFlight), \(pending) pending"
+                if frame % 4 == 0, let client, let reply = try? await client.call("sync.status", [:]),
+                   let current = try? StoreReply.read(SyncStatus.self, from: reply, op: "sync.status") {
+                    status = "in flight: \(current.inFlight ?? "idle"), \(current.pending) pending"
                 }
                 let spinner = ["|", "/", "-", "\\"][frame % 4]
                 let seconds = ProgressLine.seconds(ContinuousClock.now - started)

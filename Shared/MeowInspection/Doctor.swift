@@ -92,8 +92,7 @@ public struct Doctor: Sendable {
     private func readDevice() async throws(InspectionError) -> DeviceView {
         let storeList = try await device.call("store.list", as: StoreListResult.self).stores
         let model = try await device.call("model.get")
-        let shares = try await device.call("share.list")["shares"]?.arrayValue ?? []
-        let shareZones = Set(shares.compactMap { $0["zoneName"]?.stringValue })
+        let shareZones = Set(try await device.call("share.list", as: ShareListResult.self).shares.map(\.zoneName))
         let sharedStore = storeList.first { $0.scope == .shared }?.name
         let storeUUIDs = Dictionary(storeList.map { ($0.name, $0.storeUUID) }, uniquingKeysWith: { first, _ in first })
         let entities = model["entities"]?.arrayValue ?? []
@@ -188,11 +187,9 @@ public struct Doctor: Sendable {
             // An object whose relationship waits for a record not fetched yet is no orphan
             // (reported as pendingLink below).
             var waiting: Set<String> = []
-            if case let .success(status) = try await device.attempt("sync.status") {
-                for store in status["stores"]?.arrayValue ?? [] {
-                    for link in store["pendingLinks"]?.arrayValue ?? [] where link["entity"]?.stringValue == child && link["relationship"]?.stringValue == key {
-                        if let name = link["recordName"]?.stringValue { waiting.insert(name) }
-                    }
+            if case let .success(status) = try await device.attempt("sync.status", as: SyncStatus.self) {
+                for link in status.stores.flatMap(\.pendingLinks) where link.entity == child && link.relationship == key {
+                    waiting.insert(link.recordName)
                 }
             }
             for row in rowsByEntity[child] ?? [] where (row[key] == nil || row[key] == .null) && !waiting.contains(row["uuid"]?.stringValue ?? "") {
@@ -238,15 +235,15 @@ public struct Doctor: Sendable {
     }
 
     private mutating func examineExports() async throws(InspectionError) {
-        let status: JSONValue
-        switch try await device.attempt("sync.status", ["unsent": true]) {
+        let status: SyncStatus
+        switch try await device.attempt("sync.status", ["unsent": true], as: SyncStatus.self) {
         case let .success(value): status = value
         case let .failure(error):
             checks.append(.init(name: "exports", found: 0, detail: "not checked: \(error.code) (\(error.message))", skipped: true))
             return
         }
-        deviceUser = status["user"]?.stringValue
-        let lastError = status["lastError"].flatMap { $0.isNull ? nil : $0 }
+        deviceUser = status.user
+        let lastError = status.lastError
         var stuck: [Finding] = []
         var deferred: [Finding] = []
         var unexportable: [Finding] = []
@@ -255,58 +252,55 @@ public struct Doctor: Sendable {
         var undeployed: [Finding] = []
         var unsent: [Finding] = []
         let alreadyReported = Set(findings.compactMap(\.objectID))
-        for store in status["stores"]?.arrayValue ?? [] {
-            let name = store["store"]?.stringValue ?? "?"
-            let pending = store["pending"]?.intValue ?? 0
-            let held = store["deferred"]?.intValue ?? 0
+        for store in status.stores {
+            let name = store.store
+            let (pending, held) = (store.pending, store.deferred)
             if pending > 0, let lastError {
-                let zones = (store["pendingByZone"]?.objectValue ?? [:]).map { "\($0.key): \($0.value.cell)" }.sorted().joined(separator: ", ")
+                let zones = store.pendingByZone.map { "\($0.key): \($0.value)" }.sorted().joined(separator: ", ")
                 stuck.append(.init(kind: "exportStuck", store: name, objectID: nil, zone: nil,
-                    summary: "\(pending) change(s) of the \(name) store wait to be exported (\(zones)) and the last sync step failed: \(lastError["code"].cell)",
-                    explanation: "The mirror's last step failed with \(lastError["code"].cell): \(lastError["message"].cell.trimmingCharacters(in: CharacterSet(charactersIn: "."))). Until a send succeeds "
+                    summary: "\(pending) change(s) of the \(name) store wait to be exported (\(zones)) and the last sync step failed: \(lastError.code)",
+                    explanation: "The mirror's last step failed with \(lastError.code): \(lastError.message.trimmingCharacters(in: CharacterSet(charactersIn: "."))). Until a send succeeds "
                         + "these changes exist only on this device.",
                     fix: "Fix the cause (a cloud that is down, an account, a quota), then 'meowctl sync now'; 'meowctl log' shows the server's side."))
             }
             if held > 0 {
-                let retry = lastError?["details"]?["retryAfterSeconds"]
+                let retry = lastError?.details["retryAfterSeconds"]
                 deferred.append(.init(kind: "exportDeferred", store: name, objectID: nil, zone: nil,
                     summary: "\(held) change(s) of the \(name) store are deferred by a server retry-after\(retry.map { " (\($0.cell) s)" } ?? "")",
                     explanation: "The cloud answered with a transient error (\(Self.retriedAfterRetryAfter)) and a retry-after; "
                         + "the mirror does not send these entries before that time.",
                     fix: "Wait for the retry-after to pass and run 'meowctl sync send'; repeated deferrals mean the server is overloaded or faults are injected."))
             }
-            for objectID in (store["unexportable"]?.arrayValue ?? []).compactMap(\.stringValue) where !alreadyReported.contains(objectID) {
+            for objectID in store.unexportable where !alreadyReported.contains(objectID) {
                 unexportable.append(.init(kind: "unexportable", store: name, objectID: objectID, zone: nil,
                     summary: "\(objectID) in the \(name) store is reported unexportable by the mirror",
                     explanation: "sync.status lists shared-store objects outside any share zone (seed 002); the mirror never exports them.",
                     fix: "Move it to the private store (object.moveToStore) or into a share zone."))
             }
-            for refused in store["unimportable"]?.arrayValue ?? [] {
-                let record = refused["recordName"].cell, zone = refused["zone"]?.stringValue
-                unimportable.append(.init(kind: "unimportable", store: name, objectID: nil, zone: zone,
-                    summary: "cloud record \(record) (\(refused["entity"].cell), zone \(zone ?? "?")) was not imported into the \(name) store: \(refused["code"].cell)",
-                    explanation: "The store refuses what the record holds: \(refused["message"].cell) Another client wrote it; this device "
+            for refused in store.unimportable {
+                unimportable.append(.init(kind: "unimportable", store: name, objectID: nil, zone: refused.zone,
+                    summary: "cloud record \(refused.recordName) (\(refused.entity), zone \(refused.zone)) was not imported into the \(name) store: \(refused.code)",
+                    explanation: "The store refuses what the record holds: \(refused.message) Another client wrote it; this device "
                         + "leaves it out (the rest syncs) and tries again when the record changes.",
                     fix: "Correct the record in the cloud (a valid version is imported on the next fetch), or delete it there."))
             }
-            undeployed += Self.undeployedSchema(store["refusedExports"]?.arrayValue ?? [], store: name)
-            for objectID in (store["unsent"]?.arrayValue ?? []).compactMap(\.stringValue) where !alreadyReported.contains(objectID) {
+            undeployed += Self.undeployedSchema(store.refusedExports, store: name)
+            for objectID in store.unsent ?? [] where !alreadyReported.contains(objectID) {
                 unsent.append(.init(kind: "unsent", store: name, objectID: objectID, zone: nil,
                     summary: "\(objectID) in the \(name) store is neither in the cloud nor waiting to be sent",
                     explanation: "The mirror has no record of it and no queued change: it exists only on this device while the device counts 0 pending. "
                         + "(A link row, entity _A_b, is a many-to-many link.) The mirror found no zone for it when it was queued.",
                     fix: "Report it with 'meowctl log' and 'meowctl sync status --json'; saving the object again (any change) queues it anew."))
             }
-            for link in store["pendingLinks"]?.arrayValue ?? [] {
-                let record = link["recordName"].cell, target = link["target"].cell
-                waiting.append(.init(kind: "pendingLink", store: name, objectID: nil, zone: link["zone"]?.stringValue,
-                    summary: "\(link["entity"].cell) \(record) in the \(name) store waits for its \(link["relationship"].cell) record \(target) (\(link["waitingSeconds"].cell) s)",
+            for link in store.pendingLinks {
+                waiting.append(.init(kind: "pendingLink", store: name, objectID: nil, zone: link.zone,
+                    summary: "\(link.entity) \(link.recordName) in the \(name) store waits for its \(link.relationship) record \(link.target) (\(JSONValue.double(link.waitingSeconds).cell) s)",
                     explanation: "The record was imported before the record its relationship names (another page, fetch or zone). The relationship "
                         + "stays empty until that record arrives and is then set; the orphan repair leaves the object alone meanwhile.",
                     fix: "Run 'meowctl sync fetch'. A link that keeps waiting names a record the cloud does not have (deleted, or in a zone this user cannot read): fix the record that names it."))
             }
         }
-        record("exportStuck", stuck, clean: "no pending export behind a failed sync step", dirty: "exports stuck behind \(lastError?["code"].cell ?? "an error")")
+        record("exportStuck", stuck, clean: "no pending export behind a failed sync step", dirty: "exports stuck behind \(lastError.map { "\($0.code)" } ?? "an error")")
         record("exportDeferred", deferred, clean: "no export deferred by a retry-after", dirty: "exports deferred by the server")
         record("unexportable", unexportable, clean: "the mirror reports nothing unexportable beyond the findings above", dirty: "\(unexportable.count) object(s) the mirror cannot export")
         record("unimportable", unimportable, clean: "the store refused no cloud record", dirty: "\(unimportable.count) cloud record(s) the store refused")
@@ -318,17 +312,17 @@ public struct Doctor: Sendable {
 
     /// One finding per record type or field a production cloud refused records for
     /// (`sync.status`'s `refusedExports` with `environment: production`).
-    static func undeployedSchema(_ refused: [JSONValue], store: String) -> [Finding] {
-        let production = refused.filter { $0["environment"]?.stringValue == "production" }
-        let byName = Dictionary(grouping: production) { "\($0["recordType"].cell)\u{0}\($0["field"]?.stringValue ?? "")" }
+    static func undeployedSchema(_ refused: [SyncStatus.RefusedExport], store: String) -> [Finding] {
+        let production = refused.filter { $0.environment == CloudEnvironment.production.rawValue }
+        let byName = Dictionary(grouping: production) { "\($0.recordType ?? "–")\u{0}\($0.field ?? "")" }
         return byName.keys.sorted().map { key in
             let records = byName[key]!
-            let recordType = records[0]["recordType"].cell
-            let what = records[0]["field"]?.stringValue.map { "field '\($0)' of record type '\(recordType)'" } ?? "record type '\(recordType)'"
+            let recordType = records[0].recordType ?? "–"
+            let what = records[0].field.map { "field '\($0)' of record type '\(recordType)'" } ?? "record type '\(recordType)'"
             return Finding(kind: "undeployedSchema", store: store, objectID: nil, zone: nil,
                 summary: "production's schema has no \(what): \(records.count) record(s) of the \(store) store wait to be exported",
                 explanation: "The device syncs with the production environment, which defines nothing on save: its server refuses every record "
-                    + "carrying a record type or field that was never deployed (\(records[0]["message"].cell)). Development learned it when a "
+                    + "carrying a record type or field that was never deployed (\(records[0].message)). Development learned it when a "
                     + "development build saved it; the rest of the device's changes are exported.",
                 fix: "Deploy development's schema to production: 'meowctl schema diff' to see it, then 'meowctl schema deploy --socket SYNC_SOCKET "
                     + "--credential ADMIN' (or --dir DIR); then 'meowctl sync now' on the device.")

@@ -50,6 +50,16 @@ extension InspectionConnection {
         do throws(WireError) { return try StoreReply.read(R.self, from: reply, op: op) } catch { throw InspectionError(op: op, error: error) }
     }
 
+    /// `attempt` for a store result `R`: a reply that does not read is handed back as the op's error, naming the field.
+    func attempt<R: Decodable>(_ op: String, _ params: [String: JSONValue] = [:], as type: R.Type) async throws(InspectionError) -> Result<R, WireError> {
+        switch try await attempt(op, params) {
+        case let .success(reply):
+            do throws(WireError) { return .success(try StoreReply.read(R.self, from: reply, op: op)) } catch { return .failure(error) }
+        case let .failure(error):
+            return .failure(error)
+        }
+    }
+
     /// An error reply handed back; a lost or unreachable service still ends the checks.
     func attempt(_ op: String, _ params: [String: JSONValue] = [:]) async throws(InspectionError) -> Result<JSONValue, WireError> {
         do {

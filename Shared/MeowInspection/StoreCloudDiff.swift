@@ -55,9 +55,8 @@ public enum StoreCloudDiff {
     public static func deviceItems(_ device: any InspectionConnection) async throws(InspectionError) -> [String: Item] {
         let stores = try await device.call("store.list", as: StoreListResult.self).stores
         let database = Dictionary(stores.map { ($0.name, $0.scope == .shared ? "shared" : "private") }, uniquingKeysWith: { first, _ in first })
-        let owners = Dictionary((try await device.call("share.list")["shares"]?.arrayValue ?? []).compactMap { share in
-            share["zoneName"]?.stringValue.map { ($0, share["ownerName"]?.stringValue ?? "?") }
-        }, uniquingKeysWith: { first, _ in first })
+        let owners = Dictionary(try await device.call("share.list", as: ShareListResult.self).shares.map { ($0.zoneName, $0.ownerName) },
+                                uniquingKeysWith: { first, _ in first })
         let entities = try await device.call("model.get")["entities"]?.arrayValue ?? []
         let links = ManyToManyLinks.linkEntities(entities)
         var rows: [(entity: JSONValue, row: [String: JSONValue])] = []

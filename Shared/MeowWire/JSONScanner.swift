@@ -1,12 +1,14 @@
-/// A forward-only reader over JSON bytes, for the few hot replies and requests whose shape is
-/// known: a decoder walks the members it expects and keeps what it reads, with no `JSONValue`
-/// tree in between (a fetched page of 1,000 records would otherwise be 3,000 dictionaries built
-/// only to be read once).
+/// The package's one reader of JSON bytes: a forward-only scanner. `JSONParser` builds trees on
+/// it, and the few hot replies and requests whose shape is known are read with it directly: a
+/// decoder walks the members it expects and keeps what it reads, with no `JSONValue` tree in
+/// between (a fetched page of 1,000 records would otherwise be 3,000 dictionaries built only to
+/// be read once).
 ///
-/// Every method answers nil or false at anything it does not expect, and never reads outside
-/// the buffer; `MessageReader` turns such an answer into an error naming where it stood. What
-/// the scanner accepts it reads as `JSONParser` would: strings with escapes go through the
-/// parser, and skipped values are checked against the same grammar.
+/// Two faces over one grammar. The tokens (`readString`, `readNumber`, `readLiteral`,
+/// `readKey`, `readElement`) throw the parser's `Failure`, naming the problem and its offset.
+/// The walking methods (`object`, `string`, `skipValue`, …) answer nil or false at anything
+/// they do not expect, and never read outside the buffer; `MessageReader` turns such an answer
+/// into an error naming where it stood. Both take exactly what the parser takes.
 ///
 /// ```swift
 /// var scanner = JSONScanner(bytes)
@@ -21,10 +23,18 @@
 /// ```
 public struct JSONScanner {
     public let bytes: UnsafeBufferPointer<UInt8>
-    public private(set) var index = 0
+    public internal(set) var index = 0
     /// Whether the object being walked ended cleanly (`nextKey` answered nil at its `}`); a nil
     /// from `nextKey` with this false is malformed input.
     public private(set) var finishedObject = false
+    /// Whether the array being walked ended cleanly.
+    public private(set) var finishedArray = false
+    /// Whether the container just begun has had no member or element yet. A nested container
+    /// is walked to its end before its parent's next member, so one flag serves every level:
+    /// when a nested one ends, the parent has had at least that member.
+    private var first = true
+    /// Scratch for strings with escapes, reused so a big message allocates it once.
+    private var scratch: [UInt8] = []
 
     public init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -54,10 +64,9 @@ public struct JSONScanner {
         return index < bytes.count ? bytes[index] : nil
     }
 
-    private mutating func take(_ byte: UInt8) -> Bool {
-        guard peek() == byte else { return false }
-        index += 1
-        return true
+    /// The parser's error for the input at `offset` (here, unless given).
+    func failure(_ reason: String, at offset: Int? = nil) -> JSONParser.Failure {
+        JSONParser.Failure(offset: offset ?? index, reason: reason)
     }
 
     // MARK: Objects and arrays
@@ -65,64 +74,50 @@ public struct JSONScanner {
     /// Consumes `{`; walk the members with `nextKey`.
     public mutating func beginObject() -> Bool {
         finishedObject = false
-        return take(UInt8(ascii: "{")) && markFirst()
+        guard peek() == UInt8(ascii: "{") else { return false }
+        index += 1
+        first = true
+        return true
     }
 
     /// The next member's key, its `:` consumed (read its value next); nil at the object's end
     /// (`finishedObject` says whether it ended cleanly) or at anything else.
     public mutating func nextKey() -> String? {
         finishedObject = false
-        guard let follows = step(closing: UInt8(ascii: "}")) else { return nil }
-        guard follows else {
-            finishedObject = true
+        let isFirst = first
+        first = false
+        do {
+            guard let key = try readKey(first: isFirst) else {
+                finishedObject = true
+                return nil
+            }
+            return key
+        } catch {
             return nil
         }
-        guard peek() == UInt8(ascii: "\""), let key = string(), take(UInt8(ascii: ":")) else { return nil }
-        return key
     }
 
     /// Consumes `[`; walk the elements with `nextElement`.
     public mutating func beginArray() -> Bool {
-        take(UInt8(ascii: "[")) && markFirst()
+        guard peek() == UInt8(ascii: "[") else { return false }
+        index += 1
+        first = true
+        return true
     }
 
     /// Whether another element follows (its `,` consumed); false at the array's end (its `]`
     /// consumed: `finishedArray` true) or at anything else.
     public mutating func nextElement() -> Bool {
         finishedArray = false
-        guard let follows = step(closing: UInt8(ascii: "]")) else { return false }
-        finishedArray = !follows
-        return follows
-    }
-
-    /// Past what stands between a container's members or elements: true when another follows
-    /// (its `,` consumed unless it is the first), false at `closing` (consumed), nil at anything
-    /// else. Either way the container that holds this one has had a member now.
-    private mutating func step(closing: UInt8) -> Bool? {
-        guard let next = peek() else { return nil }
-        if next == closing {
-            index += 1
-            first = false
+        let isFirst = first
+        first = false
+        do {
+            let follows = try readElement(first: isFirst)
+            finishedArray = !follows
+            return follows
+        } catch {
             return false
         }
-        if !first {
-            guard next == UInt8(ascii: ",") else { return nil }
-            index += 1
-        }
-        first = false
-        return true
-    }
-
-    /// Whether the array being walked ended cleanly.
-    public private(set) var finishedArray = false
-    /// Whether the container just begun has had no member or element yet. A nested container
-    /// is walked to its end before its parent's next member, so one flag serves every level:
-    /// when a nested one ends, the parent has had at least that member.
-    private var first = true
-
-    private mutating func markFirst() -> Bool {
-        first = true
-        return true
     }
 
     /// Walks an object: `member` reads the value of each member (given its key) and answers
@@ -144,38 +139,51 @@ public struct JSONScanner {
         return finishedArray
     }
 
-    // MARK: Values
-
-    /// A string value (escapes decoded exactly as `JSONParser` decodes them).
-    public mutating func string() -> String? {
-        guard peek() == UInt8(ascii: "\"") else { return nil }
-        let start = index
-        index += 1
-        var ascii = true
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") {
-                let contents = UnsafeBufferPointer(rebasing: bytes[(start + 1)..<index])
-                index += 1
-                // Non-ASCII text is checked as the parser checks it (invalid UTF-8 is refused).
-                return ascii ? String(decoding: contents, as: UTF8.self) : String(validating: contents, as: UTF8.self)
+    /// Inside an object, after its `{` (`first`) or after a member's value: the next member's
+    /// key with its `:` consumed, or nil at the object's `}` (consumed).
+    mutating func readKey(first: Bool) throws(JSONParser.Failure) -> String? {
+        skipWhitespace()
+        if first {
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return nil }
+        } else {
+            guard index < bytes.count else { throw failure("unexpected end of input in an object") }
+            switch bytes[index] {
+            case UInt8(ascii: ","): index += 1; skipWhitespace()
+            case UInt8(ascii: "}"): index += 1; return nil
+            default: throw failure("expected ',' or '}' in an object")
             }
-            if byte == UInt8(ascii: "\\") {
-                // Escapes are rare here: the parser decodes the whole string.
-                guard let end = Self.stringEnd(bytes, from: start) else { return nil }
-                index = end
-                return reparsedString(from: start)
-            }
-            if byte < 0x20 { return nil }
-            if byte >= 0x80 { ascii = false }
-            index += 1
         }
-        return nil
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string key") }
+        let key = try readString()
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':' after a key") }
+        index += 1
+        return key
     }
 
-    private func reparsedString(from start: Int) -> String? {
-        guard case let .string(value)? = try? JSONParser.parse(Array(bytes[start..<index])) else { return nil }
-        return value
+    /// Inside an array, after its `[` (`first`) or after an element: whether another element
+    /// follows (its `,` consumed); false at the array's `]` (consumed).
+    mutating func readElement(first: Bool) throws(JSONParser.Failure) -> Bool {
+        skipWhitespace()
+        if first {
+            guard index < bytes.count else { throw failure("unexpected end of input") }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; return false }
+            return true
+        }
+        guard index < bytes.count else { throw failure("unexpected end of input in an array") }
+        switch bytes[index] {
+        case UInt8(ascii: ","): index += 1; return true
+        case UInt8(ascii: "]"): index += 1; return false
+        default: throw failure("expected ',' or ']' in an array")
+        }
+    }
+
+    // MARK: Values
+
+    /// A string value (escapes decoded, UTF-8 checked).
+    public mutating func string() -> String? {
+        guard peek() == UInt8(ascii: "\"") else { return nil }
+        return try? readString()
     }
 
     /// A string or JSON null (nil for null: `.some(nil)`); nil for anything else.
@@ -191,6 +199,13 @@ public struct JSONScanner {
         case UInt8(ascii: "f"): return literal("false") ? false : nil
         default: return nil
         }
+    }
+
+    /// A number: `.int` when it is written without fraction or exponent and fits an `Int`,
+    /// otherwise `.double`; nil when it is not a number or too large for a Double.
+    public mutating func number() -> JSONValue? {
+        skipWhitespace()
+        return try? readNumber()
     }
 
     /// The bytes of the value starting here, consumed when `end` (given the buffer and the
@@ -214,11 +229,13 @@ public struct JSONScanner {
         switch next {
         case UInt8(ascii: "\""):
             guard let end = Self.stringEnd(bytes, from: index) else { return false }
-            // Non-ASCII or escaped text is checked by the parser (UTF-8, escapes, surrogates).
+            // Plain ASCII needs no more checking; escapes and other text are read as the parser reads them.
             let plain = !bytes[(index + 1)..<(end - 1)].contains { $0 >= 0x80 || $0 == UInt8(ascii: "\\") }
-            let start = index
-            index = end
-            return plain || reparsedString(from: start) != nil
+            if plain {
+                index = end
+                return true
+            }
+            return (try? readString()) != nil
         case UInt8(ascii: "{"):
             return depth < JSONParser.maxDepth && object { _, scanner in scanner.skipValue(depth: depth + 1) }
         case UInt8(ascii: "["):
@@ -226,42 +243,18 @@ public struct JSONScanner {
         case UInt8(ascii: "t"): return literal("true")
         case UInt8(ascii: "f"): return literal("false")
         case UInt8(ascii: "n"): return literal("null")
-        default: return number()
+        default:
+            // Its value is not needed: only a number that may be out of a Double's range (an
+            // exponent, or a mantissa too long to be sure) is converted to find out.
+            guard let number = try? scanNumber() else { return false }
+            if number.integer != nil || (!number.exponent && index - number.start <= 300) { return true }
+            return Self.double(bytes, number.start..<index) != nil
         }
     }
 
     private mutating func literal(_ word: StaticString) -> Bool {
-        guard bytes.starts(with: word, at: index) else { return false }
-        index += word.utf8CodeUnitCount
-        return true
+        (try? readLiteral(word)) != nil
     }
-
-    /// A number by the JSON grammar (its value is not needed; one too large for a Double, which
-    /// the parser refuses, goes to the parser too).
-    private mutating func number() -> Bool {
-        let start = index
-        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard index < bytes.count, isDigit(bytes[index]) else { return false }
-        if bytes[index] == UInt8(ascii: "0") { index += 1 } else { while index < bytes.count, isDigit(bytes[index]) { index += 1 } }
-        var plain = true
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            index += 1
-            guard index < bytes.count, isDigit(bytes[index]) else { return false }
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            plain = false
-            index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
-            guard index < bytes.count, isDigit(bytes[index]) else { return false }
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
-        }
-        // A long mantissa or an exponent may be out of a Double's range: the parser decides.
-        if plain && index - start <= 300 { return true }
-        return (try? JSONParser.parse(Array(bytes[start..<index]))) != nil
-    }
-
-    private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
 
     /// The index just past the string that opens at `start` (escapes skipped, not checked).
     private static func stringEnd(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
@@ -276,10 +269,197 @@ public struct JSONScanner {
         }
         return nil
     }
+
+    // MARK: Tokens
+
+    /// `word` (`true`, `false`, `null`) here.
+    mutating func readLiteral(_ word: StaticString) throws(JSONParser.Failure) {
+        guard bytes.count - index >= word.utf8CodeUnitCount else { throw failure("unexpected end of input") }
+        guard bytes.starts(with: word, at: index) else { throw failure("invalid literal") }
+        index += word.utf8CodeUnitCount
+    }
+
+    /// The string whose opening quote is here; leaves the index after its closing one.
+    mutating func readString() throws(JSONParser.Failure) -> String {
+        index += 1
+        let start = index
+        var ascii = true
+        // Fast path: no escapes. Most strings in messages are plain ASCII.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                index += 1
+                return try Self.makeString(slice, ascii: ascii, at: start)
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw failure("unescaped control character in a string") }
+            if byte >= 0x80 { ascii = false }
+            index += 1
+        }
+        guard index < bytes.count else { throw failure("unterminated string", at: start - 1) }
+        // Slow path: copy with escapes decoded.
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                return try scratch.withUnsafeBufferPointer { (buffer) throws(JSONParser.Failure) -> String in
+                    try Self.makeString(buffer, ascii: ascii, at: start)
+                }
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard index < bytes.count else { throw failure("unterminated escape") }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scratch.append(escape)
+                case UInt8(ascii: "b"): scratch.append(0x08)
+                case UInt8(ascii: "f"): scratch.append(0x0C)
+                case UInt8(ascii: "n"): scratch.append(0x0A)
+                case UInt8(ascii: "r"): scratch.append(0x0D)
+                case UInt8(ascii: "t"): scratch.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800...0xDBFF).contains(scalar) {
+                        guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                            throw failure("a high surrogate must be followed by a low surrogate escape")
+                        }
+                        index += 2
+                        let low = try hex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw failure("invalid low surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(scalar) {
+                        throw failure("lone low surrogate")
+                    }
+                    appendUTF8(scalar)
+                    if scalar >= 0x80 { ascii = false }
+                default: throw failure("invalid escape")
+                }
+            default:
+                if byte < 0x20 { throw failure("unescaped control character in a string") }
+                if byte >= 0x80 { ascii = false }
+                scratch.append(byte)
+                index += 1
+            }
+        }
+        throw failure("unterminated string", at: start - 1)
+    }
+
+    private static func makeString(_ slice: UnsafeBufferPointer<UInt8>, ascii: Bool, at start: Int) throws(JSONParser.Failure) -> String {
+        if ascii { return String(decoding: slice, as: UTF8.self) }
+        guard let text = String(validating: slice, as: UTF8.self) else { throw JSONParser.Failure(offset: start, reason: "invalid UTF-8 in a string") }
+        return text
+    }
+
+    private mutating func hex4() throws(JSONParser.Failure) -> UInt32 {
+        guard bytes.count - index >= 4 else { throw failure("short \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw failure("invalid hex digit in a \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    private mutating func appendUTF8(_ scalar: UInt32) {
+        switch scalar {
+        case 0..<0x80: scratch.append(UInt8(scalar))
+        case 0x80..<0x800:
+            scratch.append(UInt8(0xC0 | (scalar >> 6)))
+            scratch.append(UInt8(0x80 | (scalar & 0x3F)))
+        case 0x800..<0x10000:
+            scratch.append(UInt8(0xE0 | (scalar >> 12)))
+            scratch.append(UInt8(0x80 | ((scalar >> 6) & 0x3F)))
+            scratch.append(UInt8(0x80 | (scalar & 0x3F)))
+        default:
+            scratch.append(UInt8(0xF0 | (scalar >> 18)))
+            scratch.append(UInt8(0x80 | ((scalar >> 12) & 0x3F)))
+            scratch.append(UInt8(0x80 | ((scalar >> 6) & 0x3F)))
+            scratch.append(UInt8(0x80 | (scalar & 0x3F)))
+        }
+    }
+
+    /// The number here: `.int` without fraction or exponent when it fits an `Int`, otherwise
+    /// `.double`; one too large for a Double is an error.
+    mutating func readNumber() throws(JSONParser.Failure) -> JSONValue {
+        let number = try scanNumber()
+        if let integer = number.integer { return .int(integer) }
+        guard let value = Self.double(bytes, number.start..<index) else {
+            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[number.start..<index]), as: UTF8.self)
+            throw failure("number \(text.prefix(40)) is out of range", at: number.start)
+        }
+        return .double(value)
+    }
+
+    /// Past the number here by the JSON grammar: where it started, its value when it is an
+    /// integer that fits an `Int`, and whether it has an exponent.
+    private mutating func scanNumber() throws(JSONParser.Failure) -> (start: Int, integer: Int?, exponent: Bool) {
+        let start = index
+        var negative = false
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { negative = true; index += 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { throw failure("a number needs digits") }
+        // Accumulate as a negative value so Int.min parses; overflow falls back to Double.
+        var accumulated = 0
+        var overflow = false
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+            if index < bytes.count, isDigit(bytes[index]) { throw failure("leading zeros are not allowed") }
+        } else {
+            while index < bytes.count, isDigit(bytes[index]) {
+                let digit = Int(bytes[index] - UInt8(ascii: "0"))
+                if !overflow {
+                    let (times, o1) = accumulated.multipliedReportingOverflow(by: 10)
+                    let (next, o2) = times.subtractingReportingOverflow(digit)
+                    if o1 || o2 { overflow = true } else { accumulated = next }
+                }
+                index += 1
+            }
+        }
+        var integral = true, exponent = false
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            integral = false
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else { throw failure("a fraction needs digits") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            integral = false
+            exponent = true
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw failure("an exponent needs digits") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        var integer: Int?
+        if integral, !overflow {
+            if negative { integer = accumulated } else if accumulated != Int.min { integer = -accumulated }
+        }
+        return (start, integer, exponent)
+    }
+
+    /// The finite Double `range` spells, if it is one.
+    private static func double(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Double? {
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+        guard let number = Double(text), number.isFinite else { return nil }
+        return number
+    }
+
+    private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
 }
 
 extension UnsafeBufferPointer<UInt8> {
-    /// Whether `word`'s bytes stand at `index` (the scanners' `true`, `false`, `null`, and the
+    /// Whether `word`'s bytes stand at `index` (the scanner's `true`, `false`, `null`, and the
     /// stored-form scanner's fixed pieces).
     public func starts(with word: StaticString, at index: Int) -> Bool {
         let count = word.utf8CodeUnitCount

@@ -31,6 +31,7 @@ import Darwin
 /// }
 /// guard try stream.atEnd else { … }
 /// ```
+// Its own byte loop, not JSONScanner's: the scanner needs the whole value in one buffer, and this input arrives in chunks.
 public struct JSONStream {
     public typealias Failure = JSONParser.Failure
     /// Reads up to `buffer.count` bytes of the input at `offset` into `buffer`; 0 at its end.

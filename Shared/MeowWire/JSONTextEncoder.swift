@@ -245,20 +245,22 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 }
 
-struct JSONUnkeyedContainer: UnkeyedEncodingContainer {
-    let encoder: JSONNodeEncoder
-    let array: JSONArrayNode
-    let codingPath: [any CodingKey]
-    var count: Int { array.items.count }
+/// A container that puts one value at a time in one place (the array's end, the encoder's own
+/// node), with one coding path for the value's errors: the unkeyed and the single-value
+/// container. Codable's overloads for each primitive are written once here, for both.
+protocol JSONValueSlot {
+    var encoder: JSONNodeEncoder { get }
+    /// The coding path of the value put next.
+    var nextPath: [any CodingKey] { get }
+    func put(_ node: JSONNode)
+}
 
-    private func put(_ node: JSONNode) { array.items.append(node) }
-    private var path: [any CodingKey] { codingPath + [JSONIndexKey(count)] }
-
+extension JSONValueSlot {
     mutating func encodeNil() throws { put(.text("null")) }
     mutating func encode(_ value: Bool) throws { put(.text(value ? "true" : "false")) }
     mutating func encode(_ value: String) throws { put(encoder.string(value)) }
-    mutating func encode(_ value: Double) throws { put(try encoder.double(value, path)) }
-    mutating func encode(_ value: Float) throws { put(try encoder.float(value, path)) }
+    mutating func encode(_ value: Double) throws { put(try encoder.double(value, nextPath)) }
+    mutating func encode(_ value: Float) throws { put(try encoder.float(value, nextPath)) }
     mutating func encode(_ value: Int) throws { put(encoder.integer(value)) }
     mutating func encode(_ value: Int8) throws { put(encoder.integer(value)) }
     mutating func encode(_ value: Int16) throws { put(encoder.integer(value)) }
@@ -269,49 +271,43 @@ struct JSONUnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt16) throws { put(encoder.integer(value)) }
     mutating func encode(_ value: UInt32) throws { put(encoder.integer(value)) }
     mutating func encode(_ value: UInt64) throws { put(encoder.integer(value)) }
-    mutating func encode(_ value: some Encodable) throws { put(try encoder.node(for: value, at: path)) }
+    mutating func encode(_ value: some Encodable) throws { put(try encoder.node(for: value, at: nextPath)) }
+}
+
+struct JSONUnkeyedContainer: UnkeyedEncodingContainer, JSONValueSlot {
+    let encoder: JSONNodeEncoder
+    let array: JSONArrayNode
+    let codingPath: [any CodingKey]
+    var count: Int { array.items.count }
+
+    func put(_ node: JSONNode) { array.items.append(node) }
+    var nextPath: [any CodingKey] { codingPath + [JSONIndexKey(count)] }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         let nested = JSONObjectNode()
-        let nestedPath = path
+        let nestedPath = nextPath
         put(.object(nested))
         return KeyedEncodingContainer(JSONKeyedContainer<NestedKey>(encoder: encoder, object: nested, codingPath: nestedPath))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
         let nested = JSONArrayNode()
-        let nestedPath = path
+        let nestedPath = nextPath
         put(.array(nested))
         return JSONUnkeyedContainer(encoder: encoder, array: nested, codingPath: nestedPath)
     }
 
     mutating func superEncoder() -> any Encoder {
-        let child = JSONNodeEncoder(options: encoder.options, codingPath: path)
+        let child = JSONNodeEncoder(options: encoder.options, codingPath: nextPath)
         put(.pending(child))
         return child
     }
 }
 
-struct JSONSingleValueContainer: SingleValueEncodingContainer {
+struct JSONSingleValueContainer: SingleValueEncodingContainer, JSONValueSlot {
     let encoder: JSONNodeEncoder
     var codingPath: [any CodingKey] { encoder.codingPath }
+    var nextPath: [any CodingKey] { encoder.codingPath }
 
-    private func put(_ node: JSONNode) { encoder.node = node }
-
-    mutating func encodeNil() throws { put(.text("null")) }
-    mutating func encode(_ value: Bool) throws { put(.text(value ? "true" : "false")) }
-    mutating func encode(_ value: String) throws { put(encoder.string(value)) }
-    mutating func encode(_ value: Double) throws { put(try encoder.double(value, codingPath)) }
-    mutating func encode(_ value: Float) throws { put(try encoder.float(value, codingPath)) }
-    mutating func encode(_ value: Int) throws { put(encoder.integer(value)) }
-    mutating func encode(_ value: Int8) throws { put(encoder.integer(value)) }
-    mutating func encode(_ value: Int16) throws { put(encoder.integer(value)) }
-    mutating func encode(_ value: Int32) throws { put(encoder.integer(value)) }
-    mutating func encode(_ value: Int64) throws { put(encoder.integer(value)) }
-    mutating func encode(_ value: UInt) throws { put(encoder.integer(value)) }
-    mutating func encode(_ value: UInt8) throws { put(encoder.integer(value)) }
-    mutating func encode(_ value: UInt16) throws { put(encoder.integer(value)) }
-    mutating func encode(_ value: UInt32) throws { put(encoder.integer(value)) }
-    mutating func encode(_ value: UInt64) throws { put(encoder.integer(value)) }
-    mutating func encode(_ value: some Encodable) throws { put(try encoder.node(for: value)) }
+    func put(_ node: JSONNode) { encoder.node = node }
 }

@@ -193,8 +193,8 @@ public struct MessageReader {
         let start = scanner.index
         switch scanner.peek() {
         case UInt8(ascii: "-")?, (UInt8(ascii: "0")...UInt8(ascii: "9"))?:
-            let bytes = try valueBytes()
-            do { return try JSONParser.parse(bytes) } catch { throw self.error(.malformed) }
+            guard let number = scanner.number() else { throw error(.malformed) }
+            return number
         default:
             throw mismatch(from: start, expected: expected)
         }

@@ -69,7 +69,7 @@ extension Flows {
             try await context.device.sync.fetch()
             guard let event = try await context.object("e1") else { return ["skipped": "not here"] }
             let verdict = try await context.device.permissionCheck([event.objectID])
-            guard verdict["objects"]?.arrayValue?.first?["canUpdateRecord"] == true else { return ["skipped": "readOnly"] }
+            guard verdict.objects.first?.canUpdateRecord == true else { return ["skipped": "readOnly"] }
             try await context.device.update(event.objectID, ["value": .double(Double(context.seed % 1000) + 0.25)])
             try await context.device.sync.send()
             return ["saved": true]
@@ -92,16 +92,14 @@ extension Flows {
         ], shares: [ShareSpec(name: "team", root: "s1", participants: [.init(user: "pablo", permission: "readWrite")])])
         flow.bind("repairOrphans") { context in
             let repair = try await context.device.repairOrphans()
-            let skipped = repair["skipped"]?.arrayValue ?? []
-            guard !fixed else { return ["leftAlone": .int(skipped.count)] }
-            for orphan in skipped {
-                guard let objectID = orphan["objectID"]?.stringValue else { continue }
+            guard !fixed else { return ["leftAlone": .int(repair.skipped.count)] }
+            for orphan in repair.skipped {
                 try await context.device.withContext { ctx in
-                    try await ctx.assign(objectID, to: "Private")
+                    try await ctx.assign(orphan.objectID, to: "Private")
                     _ = try await ctx.save()
                 }
             }
-            return ["attached": repair["attached"] ?? .null]
+            return ["attached": .int(repair.attached)]
         }
         return flow
     }

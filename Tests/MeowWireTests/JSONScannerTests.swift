@@ -144,6 +144,29 @@ struct JSONScannerTests {
         }
     }
 
+    @Test("A number is read as the parser reads it; one with a leading zero is refused where it stands")
+    func numbers() {
+        let cases: [(String, JSONValue?)] = [("0", .int(0)), ("-12", .int(-12)), ("2.5e1", .double(25)), ("9223372036854775808", .double(0x1p63)),
+                                             ("-9223372036854775808", .int(Int.min)), ("01", nil), ("1e400", nil), ("-", nil), ("x", nil)]
+        for (text, expected) in cases {
+            Array(text.utf8).withUnsafeBufferPointer { bytes in
+                var scanner = JSONScanner(bytes)
+                let number = scanner.number()
+                #expect(number == expected, "\(text)")
+                #expect(number == (try? JSONParser.parse(text)), "\(text)")
+            }
+        }
+        Array(#"{"a":01}"#.utf8).withUnsafeBufferPointer { bytes in
+            var reader = MessageReader(bytes)
+            #expect(throws: MessageReadError(path: [.key("a")], problem: .malformed)) {
+                try reader.object { (_, reader) throws(MessageReadError) in _ = try reader.int() }
+            }
+            var scanner = JSONScanner(bytes)
+            let skipped = scanner.skipValue()
+            #expect(!skipped)
+        }
+    }
+
     @Test("A value kept as text: the bytes its end function names, and nothing when it names none")
     func keptText() {
         let text = #"{"fields":{"a":1},"after":2}"#

@@ -2,6 +2,7 @@ import CloudWire
 import Foundation
 import MeowWire
 import SQLiteKit
+import StoreWire
 import Testing
 import TestSupport
 @testable import CloudMirrorKit

@@ -4,6 +4,7 @@ import MeowWire
 import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
+import StoreWire
 
 /// Per-field edit stamps, rows found by record name, records that cannot go out or come in,
 /// and the owner's share roots.
@@ -16,14 +17,7 @@ extension MirrorBookkeeping {
     static let storedTimesSQL = "coalesce(t.times, p.times, json_extract(m.server_fields, '$.\(fieldTimesField).value'))"
 
     /// A cloud record the store refused, as `sync.status` lists it.
-    struct Unimportable: Codable, Sendable, Equatable {
-        var recordName: String
-        var entity: String
-        var zone: String
-        var recordChangeTag: String?
-        var code: String
-        var message: String
-    }
+    typealias Unimportable = SyncStatus.Unimportable
 }
 
 extension BookkeepingTables {

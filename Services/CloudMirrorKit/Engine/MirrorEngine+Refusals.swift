@@ -3,29 +3,14 @@ import MeowWire
 import StoreServiceKit
 import StoreWire
 
-/// A record the server refused with an error of its own at its last send, as `sync.status`
-/// lists it: it stays queued and is sent again with the next send.
-struct RefusedExport: Codable, Sendable, Hashable {
-    var recordName: String
-    var entity: String
-    var store: String
-    var code: String
-    var message: String
-    /// From the server's error: the record type and field it names, and the environment of a
-    /// production schema refusal.
-    var recordType: String?
-    var field: String?
-    var environment: String?
+typealias RefusedExport = SyncStatus.RefusedExport
 
+extension SyncStatus.RefusedExport {
+    /// The refusal as `sync.status` lists it: the server's error, and what its details name.
     init(recordName: String, entity: String, store: String, error: WireError) {
-        self.recordName = recordName
-        self.entity = entity
-        self.store = store
-        code = error.code.rawValue
-        message = error.message
-        recordType = error.details["recordType"]?.stringValue
-        field = error.details["field"]?.stringValue
-        environment = error.details["environment"]?.stringValue
+        self.init(recordName: recordName, entity: entity, store: store, code: error.code.rawValue, message: error.message,
+                  recordType: error.details["recordType"]?.stringValue, field: error.details["field"]?.stringValue,
+                  environment: error.details["environment"]?.stringValue)
     }
 }
 

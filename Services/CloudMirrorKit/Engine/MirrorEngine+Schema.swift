@@ -6,11 +6,6 @@ import StoreServiceKit
 import StoreWire
 
 /// `sync.initializeSchema`.
-struct InitializeSchemaParams: Codable, Sendable {
-    /// Build the representative records and answer the schema, without uploading (Apple's `.dryRun`).
-    var dryRun: Bool?
-}
-
 extension MirrorEngine {
     /// NSPersistentCloudKitContainer.initializeCloudKitSchema(options:): one representative
     /// record per mirrored entity, every field set, is saved to the private database's Core

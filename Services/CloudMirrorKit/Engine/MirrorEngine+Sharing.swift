@@ -6,40 +6,6 @@ import SQLiteKit
 import StoreServiceKit
 import StoreWire
 
-struct ShareCreateParams: Codable, Sendable {
-    /// The root object (a saved private-store object, e.g. a CareSession).
-    var objectID: String
-    var participants: [ShareInviteItem]?
-}
-struct ShareInviteItem: Codable, Sendable {
-    var user: String
-    var permission: String
-}
-struct ShareZoneParams: Codable, Sendable {
-    var zoneName: String
-    /// The share's owner (participant side); the caller's own zone when absent.
-    var ownerName: String?
-    var user: String?
-    var permission: String?
-}
-struct ShareCreateResult: Codable, Sendable {
-    var zoneName: String
-    var rootRecordName: String
-    /// The root and the members of its graph that are in the share zone.
-    var movedRecords: Int
-    /// Members still queued to move (a send error stopped them: they go with the next send).
-    var pendingRecords: Int
-    /// The cloud error that stopped the members' move, if one did.
-    var sendError: WireError?
-    var share: JSONValue
-}
-struct ShareAcceptResult: Codable, Sendable {
-    var zoneName: String
-    var ownerName: String
-    var share: JSONValue
-    var fetch: SyncFetchResult
-}
-
 extension MirrorEngine {
 
     /// share.create: the owner shares an object graph. A share zone is created and the graph,
@@ -49,10 +15,10 @@ extension MirrorEngine {
     /// a session in one zone and its events in another. A larger one cannot (the server's
     /// per-request limit): its leaders (`MirrorMapping.shareGraph`) move with the share, and the rest follows by the send's own
     /// moves (`followRoot`). Locally the objects stay in the private store.
-    func createShare(_ params: ShareCreateParams, progress: ProgressReporter = .silent) throws -> ShareCreateResult {
+    func createShare(_ params: ShareCreateParams, progress: ProgressReporter = .silent) throws -> ShareCreation {
         // The invitations are checked before anything is sent, saved or moved: a refused
         // share.create changes nothing, and its corrected retry is a first attempt.
-        let invites = (params.participants ?? []).map { ParticipantInvite(user: $0.user, permission: $0.permission) }
+        let invites = params.participants ?? []
         if !invites.isEmpty { _ = try request("participants.validate", ParticipantsValidateParams(participants: invites)) }
         _ = try sendAll()
         let zone = ZoneID(zoneName: CloudKitNames.coreDataShareZonePrefix + UUID().uuidString)
@@ -106,8 +72,9 @@ extension MirrorEngine {
         }
         logger.info("shared", ["zone": .string(zone.zoneName), "root": .string(root.uuid), "records": .int(moved),
                                "pending": .int(graph.count - moved)])
-        return ShareCreateResult(zoneName: zone.zoneName, rootRecordName: root.uuid, movedRecords: moved,
-                                 pendingRecords: graph.count - moved, sendError: sendError, share: shareRecord)
+        return ShareCreation(zoneName: zone.zoneName, rootRecordName: root.uuid, movedRecords: moved,
+                             pendingRecords: graph.count - moved, sendError: sendError,
+                             share: shareRecord == .null ? nil : try CloudRecord(tree: shareRecord))
     }
 
     /// Deletes the share zone a refused share.create made, so that the request leaves no empty
@@ -312,14 +279,15 @@ extension MirrorEngine {
     }
 
     /// share.accept: the participant accepts; the zone's records land in the shared store only.
-    func acceptShare(_ params: ShareZoneParams) throws -> ShareAcceptResult {
+    func acceptShare(_ params: ShareZoneParams) throws -> ShareAcceptance {
         guard let owner = params.ownerName else {
             throw ServiceError(.missingField, "share.accept needs ownerName (the user who shared the zone).", details: ["field": "params.ownerName"])
         }
-        let reply = try request("shares.accept", CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName, ownerName: owner)))
+        let accepted = try request("shares.accept", CloudWire.ShareParams(zoneID: ZoneID(zoneName: params.zoneName, ownerName: owner)))
+        let reply = try JSONValueDecoder().decode(CloudWire.ShareResult.self, from: accepted)
         var report = SyncFetchResult()
         try fetchDatabase(.shared, report: &report)
-        return ShareAcceptResult(zoneName: params.zoneName, ownerName: owner, share: reply["share"] ?? .null, fetch: report)
+        return ShareAcceptance(zoneName: params.zoneName, ownerName: owner, share: reply.share, fetch: report)
     }
 
     /// share.leave: the participant leaves; the zone's data leaves the shared store.

@@ -1,4 +1,5 @@
 import CloudWire
+import StoreWire
 import StoreServiceKit
 
 /// What `sync.status` shows of a store that only the model tells.
@@ -19,7 +20,7 @@ extension CoreDataMapping {
         let unqueued = try store.database.scalar("SELECT count(*) FROM z_transaction WHERE token > ? AND author != ?",
                                                  [exportCursor, SaveOperation.syncAuthor])?.int ?? 0
         let links = try PendingLinks(database: store.database).all().map {
-            MirrorStatus.PendingLinkStatus(recordName: $0.recordName, entity: $0.entity, relationship: $0.relationship, target: $0.target,
+            SyncStatus.PendingLink(recordName: $0.recordName, entity: $0.entity, relationship: $0.relationship, target: $0.target,
                                            zone: $0.zone, waitingSeconds: max(0, (now - $0.since).rounded()))
         }
         return StoreStatusDetails(pendingByZone: byZone, unqueuedTransactions: unqueued, pendingLinks: links,

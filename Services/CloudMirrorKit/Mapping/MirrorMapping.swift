@@ -92,7 +92,7 @@ struct IngestOutcome {
 struct StoreStatusDetails {
     var pendingByZone: [String: Int]
     var unqueuedTransactions: Int
-    var pendingLinks: [MirrorStatus.PendingLinkStatus]
+    var pendingLinks: [SyncStatus.PendingLink]
     var unsent: [String]?
 }
 

@@ -1,5 +1,6 @@
 import MeowWire
 import StoreServiceKit
+import StoreWire
 
 /// The per-field three-way merge (docs/RULES.md, mirroring): a field only one side changed (against the
 /// ancestor) keeps that side's value; a field both changed is decided by the policy. A missing

@@ -89,7 +89,7 @@ public final class CloudMirrorCompanion: StoreCompanion {
             let mirror = try mirror()
             return try mirror.exclusive("account.signIn") { try mirror.signIn(credential: params.credential) }
         }
-        registry.register("sync.status", params: MirrorStatusParams.self, summary: "Queues, tokens, in-flight work, last error, quiescence.") { [self] params, _ in
+        registry.register("sync.status", params: SyncStatusParams.self, summary: "Queues, tokens, in-flight work, last error, quiescence.") { [self] params, _ in
             try mirror().status(unsent: params.unsent ?? false)
         }
         registry.register("share.create", params: ShareCreateParams.self, summary: "Owner: shares an object graph in a new share zone.") { [self] params, request in

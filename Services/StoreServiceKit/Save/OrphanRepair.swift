@@ -2,26 +2,7 @@ import FoundationEssentials
 import MeowWire
 import ServiceRuntime
 import SQLiteKit
-
-/// What an orphan repair did.
-public struct OrphanRepairReport: Codable, Sendable {
-    public struct Skipped: Codable, Sendable {
-        public var objectID: String
-        public var store: String
-        public var reason: String
-    }
-    /// The default parent (MeowCare: the default CareSession).
-    public var session: String
-    public var sessionCreated: Bool
-    public var attached: Int
-    /// The attached objects (at most 1000 listed; `truncated` says when more were attached).
-    public var attachedObjectIDs: [String]
-    /// Unsaved orphans that had no store and were assigned to the session's store first.
-    public var assigned: [String]
-    public var skipped: [Skipped]
-    public var skippedCount: Int
-    public var truncated: Bool
-}
+import StoreWire
 
 /// The orphan repair: ensure the default parent, then attach every orphan to it. An orphan is
 /// assigned to a store only if its ID is temporary and it has no store (to the session's store,

@@ -61,9 +61,3 @@ package enum SharePermissions {
         return try permission(zone: zone, in: store) == .readWrite
     }
 }
-
-public struct ShareMetadata: Sendable, Codable, Hashable {
-    public var zoneName: String
-    public var ownerName: String
-    public var permission: SharePermission
-}

@@ -5,26 +5,12 @@ import ServiceRuntime
 import SQLiteKit
 import StoreWire
 
-// The service's side of its params (docs/protocol-store-service.md; the types are StoreWire's),
-// and the share params and results that wait for CloudKit's share permission in CloudWire.
+// The service's side of its params (docs/protocol-store-service.md; the types are StoreWire's).
 
 extension InsertItem {
     /// The zone as a row keeps it (`owner/zoneName`).
     var zoneKey: String? { zone.map { ZoneID(zoneName: $0, ownerName: zoneOwner ?? ZoneID.defaultOwner).key } }
 }
-
-struct ShareParams: Codable, Sendable {
-    var zoneName: String
-    var ownerName: String?
-    var permission: SharePermission
-    var objectIDs: [String]?
-}
-struct ShareResult: Codable, Sendable {
-    var zoneName: String
-    var permission: SharePermission
-    var zonedObjects: Int
-}
-struct ShareListResult: Codable, Sendable { var shares: [ShareMetadata] }
 
 /// `fetch`'s answer in the format asked for: the rows are written straight from the store's.
 enum FetchReply: Encodable, Sendable {

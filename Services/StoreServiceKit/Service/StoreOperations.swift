@@ -323,7 +323,7 @@ extension StoreService {
 
     /// Share metadata in the shared store and permission checks.
     private func registerShareStateOperations(in registry: inout OperationRegistry) {
-        registry.register("share.setMetadata", params: ShareParams.self, summary: "Records a share zone's permission in the shared store (mirror fills this).") { [self] params, _ in
+        registry.register("share.setMetadata", params: ShareMetadataParams.self, summary: "Records a share zone's permission in the shared store (mirror fills this).") { [self] params, _ in
             try refuseWhileMirroring(true, what: "share.setMetadata",
                                      why: "a mirroring device takes its share metadata and permissions from the cloud's share records",
                                      field: "op")
@@ -345,7 +345,7 @@ extension StoreService {
                         zoned += 1
                     }
                 }
-                return ShareResult(zoneName: params.zoneName, permission: params.permission, zonedObjects: zoned)
+                return ShareMetadataResult(zoneName: params.zoneName, permission: params.permission, zonedObjects: zoned)
             }
         }
         registry.register("share.list", params: Empty.self, summary: "The share metadata the shared store keeps.") { [self] _, _ in

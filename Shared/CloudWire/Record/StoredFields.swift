@@ -152,6 +152,7 @@ public enum StoredFields {
 
 /// The scanner behind `StoredFields`: one pass, no allocations but a number's text (and the
 /// ranges of what it found, when asked to keep them).
+// Not JSONScanner: it accepts one canonical spelling (no whitespace, sorted keys, the writer's escapes and numbers), where JSON allows many.
 struct StoredFormScanner {
     let bytes: UnsafeBufferPointer<UInt8>
     var index: Int

@@ -112,16 +112,16 @@ public struct DeviceSharing: Sendable {
 
     /// `share.list`: the shared store's share metadata per zone.
     public func list() async throws(MeowCareError) -> [ShareMetadata] {
-        try await connection.call("share.list", as: ShareMetadataList.self).shares
+        try await connection.call("share.list", as: ShareListResult.self).shares
     }
 
     /// `share.setMetadata` (only on a device without a mirror: a mirrored device refuses it).
     @discardableResult
-    public func setMetadata(zoneName: String, ownerName: String? = nil, permission: SharePermission, objectIDs: [String] = []) async throws(MeowCareError) -> JSONValue {
+    public func setMetadata(zoneName: String, ownerName: String? = nil, permission: SharePermission, objectIDs: [String] = []) async throws(MeowCareError) -> ShareMetadataResult {
         var params: [String: JSONValue] = ["zoneName": .string(zoneName), "permission": .string(permission.rawValue)]
         if let ownerName { params["ownerName"] = .string(ownerName) }
         if !objectIDs.isEmpty { params["objectIDs"] = .array(objectIDs.map { .string($0) }) }
-        return try await connection.call("share.setMetadata", params)
+        return try await connection.call("share.setMetadata", params, as: ShareMetadataResult.self)
     }
 }
 
@@ -141,5 +141,3 @@ public struct DeviceAccount: Sendable {
         try await connection.call("account.signIn", credential.map { ["credential": .string($0)] } ?? [:], as: AccountResult.self).user ?? ""
     }
 }
-
-struct ShareMetadataList: Decodable { var shares: [ShareMetadata] }

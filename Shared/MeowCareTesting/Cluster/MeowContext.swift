@@ -98,7 +98,7 @@ public struct MeowContext: Sendable {
 
     /// `repair.orphans` in this context (the app's way; the client saves).
     @discardableResult
-    public func repairOrphans() async throws(MeowCareError) -> JSONValue { try await call("repair.orphans") }
+    public func repairOrphans() async throws(MeowCareError) -> OrphanRepairReport { try await call("repair.orphans", as: OrphanRepairReport.self) }
 
     /// `context.close`.
     public func close() async throws(MeowCareError) { _ = try await call("context.close") }

@@ -176,13 +176,13 @@ public final class MeowDevice: Sendable {
     public func model() async throws(MeowCareError) -> JSONValue { try await connection.call("model.get") }
 
     /// `permission.check`: NSPersistentCloudKitContainer's canUpdateRecord/canDeleteRecord answers.
-    public func permissionCheck(_ objectIDs: [String] = []) async throws(MeowCareError) -> JSONValue {
-        try await connection.call("permission.check", objectIDs.isEmpty ? [:] : ["objectIDs": .array(objectIDs.map { .string($0) })])
+    public func permissionCheck(_ objectIDs: [String] = []) async throws(MeowCareError) -> PermissionResult {
+        try await connection.call("permission.check", objectIDs.isEmpty ? [:] : ["objectIDs": .array(objectIDs.map { .string($0) })], as: PermissionResult.self)
     }
 
     /// `repair.orphans` in the stores directly (as start-up runs it).
     @discardableResult
-    public func repairOrphans() async throws(MeowCareError) -> JSONValue { try await connection.call("repair.orphans") }
+    public func repairOrphans() async throws(MeowCareError) -> OrphanRepairReport { try await connection.call("repair.orphans", as: OrphanRepairReport.self) }
 
     // MARK: Service
 

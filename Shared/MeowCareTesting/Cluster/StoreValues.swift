@@ -7,14 +7,6 @@ public struct FetchSort: Sendable, Hashable {
     var json: JSONValue { ["key": .string(key), "ascending": .bool(ascending)] }
 }
 
-/// The share metadata the shared store keeps per cloud zone (`share.list`).
-public struct ShareMetadata: Decodable, Sendable, Hashable {
-    public var zoneName: String
-    public var ownerName: String
-    /// `none`, `readOnly` or `readWrite`.
-    public var permission: String
-}
-
 /// The cloud's clock (`admin.setClock`): it stands still once set.
 public struct ClockState: Decodable, Sendable, Hashable {
     /// Seconds since 1970.
