@@ -142,6 +142,29 @@ struct ReferenceModelTests {
         #expect(resurrected.records[ID.event]?.fields["note"]?.entry == 4)
     }
 
+    @Test("An update sent to a record's old zone after a share moved it fetches: the device's next edit comes after what it fetched")
+    func updateOfAMovedRecordFetches() {
+        var story = Story(devices: ["A": "alice", "B": "alice"])
+        story.insert("A", "CareSession", ID.session, ["title": "s-0"], stamp: 100)
+        story.insert("A", "CareEvent", ID.event, ["note": "a-1", "session": .string(ID.session)], stamp: 101)
+        story.send("A", saved: 2)
+        story.fetch("B")
+        story.share("A", "CareSession", root: ID.session, zoneName: "Share-1", participants: [])
+        story.update("A", "CareSession", ID.session, ["title": "a-5"], stamp: 300)
+        story.update("B", "CareEvent", ID.event, ["note": "b-6"], stamp: 200)
+        story.send("A")
+        let missed = story.send("B")
+        // B's clock is behind: its later edit carries the earlier stamp, but B has A's title by now.
+        let edit = story.update("B", "CareSession", ID.session, ["title": "b-9"], stamp: 250)
+        story.send("B")
+        let expected = ReferenceModel().replay(story.entries)
+        #expect(expected.fetches["B"] == [3, missed])
+        #expect(expected.records[ID.session]?.zone == ZoneRef(owner: "alice", zoneName: "Share-1"))
+        #expect(expected.records[ID.session]?.fields["title"]?.entry == edit)
+        #expect(expected.fate(of: 5, field: "title") == .overwritten(by: edit))
+        #expect(expected.records[ID.event]?.fields["note"]?.entry == 6)
+    }
+
     @Test("A participant's edit sent after the owner lowered them to readOnly is refused, and the cloud keeps the owner's value")
     func readOnlyEditIsRefused() {
         var story = Story(devices: ["A": "alice", "P": "pat"])

@@ -43,6 +43,7 @@ extension Replay {
             }
             device.view[uuid] = object
             device.base[uuid] = ancestor
+            device.baseZone[uuid] = record.zone
         }
         for (uuid, deleter) in deletedBy where cloud[uuid] == nil && device.view[uuid] != nil {
             if let pending = device.pending[uuid], !pending.fields.isEmpty, policy(pending.entity) == .resurrect { continue }

@@ -31,7 +31,11 @@ extension Replay {
             state.assumptions.append("\(name)'s sync.send #\(index) left \(left) queued without naming them; the model took them to be the last \(left) of its queue.")
         case let .only(names): queue = queue.filter(names.contains)
         }
+        let missed = queue.filter { device.updatesAMissingCopy($0, in: cloud, deleted: deletedBy) }
         for uuid in queue { sendRecord(name, uuid, at: index) }
+        // Rule: an update answered unknownItem (its record moved to another zone or deleted since
+        // this device last had it) makes the send fetch the store's changes before it settles.
+        if !missed.isEmpty { fetch(name, at: index) }
     }
 
     mutating func sendRecord(_ name: String, _ uuid: String, at send: Int) {
@@ -113,5 +117,15 @@ extension Replay {
         cloud[uuid] = record
         // Each verdict is applied before the entry leaves the queue: the device holds the cloud's copy.
         device.adopt(uuid, record)
+    }
+}
+
+extension Replay.Device {
+    /// Whether an update of `uuid` sent now goes to a copy the cloud no longer has where this
+    /// device last had it: the record moved to another zone, or was deleted.
+    func updatesAMissingCopy(_ uuid: String, in cloud: [String: Replay.CloudRecord], deleted: [String: Int]) -> Bool {
+        guard let pending = pending[uuid], pending.delete == nil, let zone = baseZone[uuid] else { return false }
+        guard let record = cloud[uuid] else { return deleted[uuid] != nil }
+        return record.zone != zone
     }
 }

@@ -87,6 +87,7 @@ extension Replay {
         device.queue = []
         device.view = [:]
         device.base = [:]
+        device.baseZone = [:]
         devices[name] = device
     }
 

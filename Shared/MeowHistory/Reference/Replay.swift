@@ -26,6 +26,8 @@ struct Replay {
         var view: [String: LocalObject] = [:]
         /// Per record and field, the cloud write this device last had: the merge's ancestor.
         var base: [String: [String: Int]] = [:]
+        /// Per record, the zone of the cloud copy this device last had: where its updates go.
+        var baseZone: [String: ZoneRef] = [:]
 
         mutating func dequeue(_ uuid: String) -> PendingRecord? {
             queue.removeAll { $0 == uuid }
@@ -36,9 +38,11 @@ struct Replay {
             if let record {
                 view[uuid] = LocalObject(entity: record.entity, zone: record.zone, fields: record.fields)
                 base[uuid] = record.fields.mapValues(\.entry)
+                baseZone[uuid] = record.zone
             } else {
                 view[uuid] = nil
                 base[uuid] = nil
+                baseZone[uuid] = nil
             }
         }
     }
