@@ -66,7 +66,7 @@ let package = Package(
                 path: "Shared/MeowCareTesting/Cluster", swiftSettings: strict),
         // The schedule explorer: a team's flow run under seeded schedules on one cluster, each
         // run recorded as a history, judged, shrunk and replayed (docs/EXPLORING.md).
-        .target(name: "MeowExplore", dependencies: ["MeowHistory", "MeowCareCluster", "MeowWire", "CloudWire", "StoreWire"],
+        .target(name: "MeowExplore", dependencies: ["MeowHistory", "MeowReport", "MeowCareCluster", "MeowWire", "CloudWire", "StoreWire"],
                 path: "Shared/MeowExplore", swiftSettings: strict),
         .target(name: "MeowCareTesting", dependencies: ["MeowCareCluster", "MeowExplore", "MeowHistory", "MeowReport", "MeowWire", "CloudWire"],
                 path: "Shared/MeowCareTesting/Testing", swiftSettings: strict),

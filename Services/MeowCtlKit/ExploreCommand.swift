@@ -32,8 +32,8 @@ enum ExploreCommand {
         --history FILE     the failing shrunk run's history (or the replayed run's, or the one
                            seed's that passed), one JSON object per line
 
-        A failure writes FLOW.replay.json beside the flow file (when it can) and prints the
-        commands that replay it. Exit 0: every schedule passed; 1: a check failed; 2: the
+        A failure writes FLOW.replay.json and FLOW.report.html (the shrunk run as a page)
+        beside the flow file (when it can) and prints the commands that replay it. Exit 0: every schedule passed; 1: a check failed; 2: the
         cluster could not start; 64: usage.
     """
 

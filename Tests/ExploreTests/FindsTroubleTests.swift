@@ -1,3 +1,4 @@
+import MeowCareTesting
 import MeowExplore
 import Testing
 
@@ -13,6 +14,9 @@ import Testing
         #expect(failure.shrunk.size.choices <= failure.original.size.choices)
         #expect(failure.shrunk.size.steps <= failure.original.size.steps)
         #expect(report.description.contains("Shrunk in"))
+        // What a failing test keeps: the report as its issue, the shrunk run's history, replay file and page.
+        withKnownIssue { #expect(report.expectPassed() == false) }
+        #expect(failure.shrunk.page().contains(check))
         print(report)
         return failure
     }

@@ -91,6 +91,10 @@ struct MeowCtlExploreTests {
         #expect(failure["check"] == "sendsNeverConflict")
         #expect(failure["shrunk"]?["failures"]?.arrayValue?.first?["explanation"]?.stringValue?.contains("met another device's edit") == true, "\(found.stdout)")
         let shrunkChoices = try #require(failure["shrunk"]?["choices"])
+        // The shrunk run as a page beside the flow file, with the failed check on it.
+        let page = try #require(report["replay"]?["page"]?.stringValue)
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(html.hasPrefix("<!DOCTYPE html>") && html.contains("sendsNeverConflict"), "\(page)")
         let command = try #require(report["replay"]?["command"]?.stringValue)
         #expect(command.contains("--replay \(failure["seed"]?.stringValue ?? "?")") && command.contains("--faults none"), "\(command)")
 

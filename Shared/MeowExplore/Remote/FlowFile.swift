@@ -35,7 +35,7 @@ public struct FlowFile: Sendable, Decodable {
 
     public static func decode(_ data: Data, from source: String = "the flow") throws(MeowCareError) -> FlowFile {
         do {
-            let file = try JSONDecoder().decode(FlowFile.self, from: data)
+            let file = try JSONValueDecoder().decode(FlowFile.self, from: [UInt8](data))
             guard !file.flow.actors.isEmpty else {
                 throw MeowCareError(.invalidArguments, "\(source) has no actors: a flow needs at least one {\"device\", \"user\", \"steps\"}.", service: "explorer")
             }

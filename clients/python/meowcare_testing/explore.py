@@ -343,8 +343,12 @@ class ExploreFailed(AssertionError):
 class ExploreReport:
     """What ``meowctl explore --json`` reported, and the failing (or replayed) run's history."""
 
-    def __init__(self, raw: Mapping[str, Any], history: List[Dict[str, Any]], command: List[str], draw_options: str = ""):
+    def __init__(self, raw: Mapping[str, Any], history: List[Dict[str, Any]], command: List[str], draw_options: str = "",
+                 page: Optional[str] = None):
         self.raw = dict(raw)
+        #: the shrunk run as a page (``meowctl report``'s), kept in a ``/tmp/meowcare-explore.*``
+        #: directory; None when every schedule passed
+        self.page = page
         #: the keyword arguments a replay must repeat (``, faults='none'``), for the replay line
         self.draw_options = draw_options
         self.history = history
@@ -421,7 +425,17 @@ def _run_meowctl(flow: Flow, arguments: List[str], *, bin_dir: Optional[str], ti
         history = []
         if os.path.exists(history_file):
             history = [json.loads(line) for line in Path(history_file).read_text(encoding="utf-8").splitlines() if line.strip()]
-        return ExploreReport(json.loads(done.stdout), history, command, draw_options)
+        raw = json.loads(done.stdout)
+        return ExploreReport(raw, history, command, draw_options, page=_keep_page((raw.get("replay") or {}).get("page")))
+
+
+def _keep_page(page: Optional[str]) -> Optional[str]:
+    """Copies the page meowctl wrote beside the flow file out of the run's temporary directory."""
+    if not page or not os.path.exists(page):
+        return None
+    kept = os.path.join(tempfile.mkdtemp(prefix="meowcare-explore."), "report.html")
+    Path(kept).write_bytes(Path(page).read_bytes())
+    return kept
 
 
 def explore(flow: Flow, *, seeds: Optional[range] = None, schedules: Optional[int] = None, seconds: Optional[float] = None,

@@ -117,5 +117,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: "pytest.CallInfo[None]") 
             continue
         prefix = "meowcare explore" if index == 0 else f"meowcare explore {index + 1}"
         report.sections.append((f"{prefix}: report", exploration.text))
+        if exploration.page:
+            report.sections.append((f"{prefix}: page of the shrunk run", f"{exploration.page}\n(open it in a browser: file://{exploration.page})"))
         report.sections.append((f"{prefix}: history of the shrunk run",
                                 "\n".join(json.dumps(entry, sort_keys=True) for entry in exploration.history)))

@@ -1,5 +1,6 @@
 """The schedule explorer from Python (docs/EXPLORING.md): flows built in Python, custom steps that
 use the device client, invariants over the run, ``meowctl explore`` underneath."""
+from pathlib import Path
 import textwrap
 
 import pytest
@@ -60,6 +61,8 @@ def test_a_wrong_python_flow_fails_with_its_check_and_replays_the_same_history()
     assert "visits; the app added" in report.failures[0]["explanation"]
     assert any(line.startswith("1. step") for line in report.lines)
     assert f"--replay {report.seed}" in report.replay_command
+    page = Path(report.page).read_text(encoding="utf-8")  # the shrunk run as a page, kept after the run
+    assert page.startswith("<!DOCTYPE html>") and "every_visit_counted" in page
     with pytest.raises(ExploreFailed) as failed:
         report.assert_passed()
     for part in (f"seed {report.seed}", "every_visit_counted", "Schedule:", "Replay:"):
@@ -109,5 +112,6 @@ def test_the_plugin_fails_the_test_with_the_report(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     output = result.stdout.str()
-    for part in ("meowcare explore: report", "meowcare explore: history of the shrunk run", "sends_never_conflict", "Replay:"):
+    for part in ("meowcare explore: report", "meowcare explore: history of the shrunk run", "sends_never_conflict", "Replay:",
+                 "meowcare explore: page of the shrunk run", "file:///tmp/meowcare-explore."):
         assert part in output, part
