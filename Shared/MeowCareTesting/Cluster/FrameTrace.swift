@@ -38,7 +38,10 @@ public final class FrameTrace: Sendable {
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         var text = json()
-        if text.count > Self.maxEntryCharacters { text = String(text.prefix(Self.maxEntryCharacters)) + "…" }
+        // Counting characters walks the whole text: only a text of more bytes than the cut can be over it.
+        if text.utf8.count > Self.maxEntryCharacters, text.count > Self.maxEntryCharacters {
+            text = String(text.prefix(Self.maxEntryCharacters)) + "…"
+        }
         let entry = Entry(time: seconds, connection: connection, direction: direction, json: text)
         entries.withLock { entries in
             entries.append(entry)
