@@ -75,6 +75,28 @@ struct StoredFieldsTests {
         }
     }
 
+    @Test("The fields changed between two stored-form texts are the ones whose parsed values differ")
+    func changedNamesAgreeWithParsedValues() throws {
+        var random = SplitMix64(state: 2026_12_06)
+        let values: [(type: String, value: JSONValue)] = [("string", "a"), ("string", "b"), ("string", "猫\n"), ("int64", .int(1)), ("int64", .int(2)),
+                                                          ("double", .double(2.5)), ("date", .double(1796025600.123)), ("double", .double(1))]
+        func randomFields() -> [(name: String, type: String, value: JSONValue)] {
+            (0..<6).compactMap { index in
+                guard Bool.random(using: &random) else { return nil }
+                let pick = values[Int.random(in: 0..<values.count, using: &random)]
+                return ("CD_f\(index)", pick.type, pick.value)
+            }
+        }
+        for _ in 0..<300 {
+            let (before, after) = (Self.storedForm(randomFields()), Self.storedForm(randomFields()))
+            let old = try #require(try JSONParser.parse(before).objectValue), new = try #require(try JSONParser.parse(after).objectValue)
+            let expected = Set(old.keys).union(new.keys).filter { old[$0] != new[$0] }.sorted()
+            #expect(StoredFields.changedNames(from: before, to: after) == expected, "\(before) → \(after)")
+        }
+        #expect(StoredFields.changedNames(from: "{}", to: #"{"a":{"type":"string","value":"x"}}"#) == ["a"])
+        #expect(StoredFields.changedNames(from: "{}", to: #"{"a":{"type":"reference","value":{"recordName":"x"}}}"#) == nil)
+    }
+
     @Test("Text that is not one object in stored form is not read (callers parse it as JSON)")
     func refusesOtherText() {
         let refused = [

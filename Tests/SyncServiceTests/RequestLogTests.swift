@@ -1,3 +1,4 @@
+import CloudWire
 import Foundation
 import MeowWire
 @testable import SyncServiceKit
@@ -26,6 +27,26 @@ struct RequestLogTests {
         #expect(entries[0].permissions.filter { $0["decision"] == "denied" }.map { $0["recordName"] } == ["r5", "r200", "r399"])
         #expect(entries[1].permissions.count == 3)
         #expect(entries[1].permissionsOmitted == nil)
+    }
+
+    @Test("without a log file a trace works out the changed fields of the writes the memory keeps, and counts the rest")
+    func writesPastTheKeptOnesAreCountedNotWorkedOut() throws {
+        let log = try RequestLog(capacity: 10)
+        #expect(log.writesKept == 20)
+        let trace = Self.trace(decisions: 0)
+        trace.writesKept = log.writesKept
+        var workedOut = 0
+        func changed() -> [String] { workedOut += 1; return ["title"] }
+        for index in 0..<50 { trace.noteWrite("saved", record: "r\(index)", type: "Note", zone: ZoneID(zoneName: "Z", ownerName: "owner"), changed: changed()) }
+        #expect(workedOut == 20)
+        log.record(connection: 1, user: "owner", op: "records.modify", trace: trace, code: "ok", time: 0)
+        let entry = try #require(log.entries(after: nil, limit: nil).entries.first)
+        #expect(entry.writes?.count == 20 && entry.writesOmitted == 30)
+        #expect(entry.writes?.last?["recordName"] == "r19")
+
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("requests-\(UUID().uuidString).jsonl").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try RequestLog(capacity: 10, path: path).writesKept == nil)
     }
 
     @Test("an entry keeps its first 20 writes in memory and counts the rest; one without writes or shares has neither member")

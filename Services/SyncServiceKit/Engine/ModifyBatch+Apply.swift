@@ -17,7 +17,7 @@ extension ModifyBatch {
             if let trace {
                 let before = existing.flatMap { $0.deleted ? nil : $0 }
                 trace.noteWrite("saved", record: record.recordName, type: record.recordType, zone: zone.zoneID,
-                                changed: Self.changedFields(before?.fields, fields.map { .object($0) } ?? (try? JSONParser.parse(fieldsJSON))))
+                                changed: Self.changedFields(before?.fields, fieldsJSON, fields))
                 if record.isShare { trace.noteShare(before == nil ? "created" : "changed", share: record.recordName, zone: zone.zoneID) }
             }
             if !record.isShare {
@@ -79,10 +79,12 @@ extension ModifyBatch {
     }
 
     /// The names of the fields whose value differs between a record's stored fields (text) and
-    /// its new ones, sorted; every new field when there were none.
-    static func changedFields(_ before: String?, _ after: JSONValue?) -> [String] {
+    /// its new ones (text, and their tree when the request parsed them), sorted; every new field
+    /// when there were none. Fields in stored form are compared as text, without a tree.
+    static func changedFields(_ before: String?, _ afterText: String, _ after: [String: JSONValue]?) -> [String] {
+        if let changed = StoredFields.changedNames(from: before ?? "{}", to: afterText) { return changed }
         let old = before.flatMap { try? JSONParser.parse($0).objectValue } ?? [:]
-        let new = after?.objectValue ?? [:]
+        let new = after ?? (try? JSONParser.parse(afterText).objectValue) ?? [:]
         return Set(old.keys).union(new.keys).filter { old[$0] != new[$0] }.sorted()
     }
 }

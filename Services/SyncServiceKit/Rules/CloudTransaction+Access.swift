@@ -12,6 +12,11 @@ public final class RequestTrace {
     /// Records this request saved or deleted, with the fields each save changed: the request
     /// log's `writes` (a report's per-record view).
     public var writes: [JSONValue] = []
+    /// How many writes `writes` keeps (nil: all). Without a request-log file only the first
+    /// ones are ever read, and a 400-record batch need not work out what each save changed.
+    var writesKept: Int?
+    /// Writes past `writesKept`, counted.
+    public private(set) var writesOmitted = 0
     /// Set by a `holdBeforeCommit` fault: a records.modify calls it once it has decided, before
     /// it takes the writer (a test makes its move between a decision and its commit).
     var pauseBeforeCommit: (() -> Void)?
@@ -37,10 +42,15 @@ public final class RequestTrace {
         shares.append(["change": .string(change), "recordName": .string(share), "zone": zoneText(zone)])
     }
 
-    /// `changed`: the fields whose value the save changed (every field of a new record).
-    func noteWrite(_ action: String, record: String, type: String, zone: ZoneID, changed: [String] = []) {
+    /// `changed`: the fields whose value the save changed (every field of a new record),
+    /// worked out only for a write that is kept.
+    func noteWrite(_ action: String, record: String, type: String, zone: ZoneID, changed: @autoclosure () -> [String] = []) {
+        if let writesKept, writes.count >= writesKept {
+            writesOmitted += 1
+            return
+        }
         var entry: [String: JSONValue] = ["action": .string(action), "recordName": .string(record), "recordType": .string(type), "zone": zoneText(zone)]
-        if action == "saved" { entry["changed"] = .array(changed.map { .string($0) }) }
+        if action == "saved" { entry["changed"] = .array(changed().map { .string($0) }) }
         writes.append(.object(entry))
     }
 

@@ -225,6 +225,7 @@ public final class SyncService: ServiceDefinition {
                 _ body: (CloudEngine, String, RequestTrace) throws -> R) throws -> R {
         let user = context.connection.principal?.user
         let trace = RequestTrace()
+        trace.writesKept = requestLogBox.withLock { $0 }?.writesKept
         let started = ContinuousClock.now
         func log(_ code: String, _ engine: CloudEngine) {
             let elapsed = ContinuousClock.now - started

@@ -80,6 +80,33 @@ public enum StoredFields {
         scanned(text) { bytes, found in signature(bytes, found) }
     }
 
+    /// The names of the fields whose type or value differs between two fields objects in stored
+    /// form, in key order (a field only one has counts); nil when either is not in stored form.
+    /// Stored form has one spelling per value, so equal text is equal value.
+    public static func changedNames(from before: String, to after: String) -> [String]? {
+        guard let old = scanned(before, entries), let new = scanned(after, entries) else { return nil }
+        var changed: [String] = []
+        var i = 0, j = 0
+        while i < old.count || j < new.count {
+            if j == new.count || (i < old.count && old[i].name.lexicographicallyPrecedes(new[j].name)) {
+                changed.append(String(decoding: old[i].name, as: UTF8.self))
+                i += 1
+            } else if i == old.count || new[j].name.lexicographicallyPrecedes(old[i].name) {
+                changed.append(String(decoding: new[j].name, as: UTF8.self))
+                j += 1
+            } else {
+                if old[i].typeAndValue != new[j].typeAndValue { changed.append(String(decoding: new[j].name, as: UTF8.self)) }
+                i += 1
+                j += 1
+            }
+        }
+        return changed
+    }
+
+    private static func entries(_ bytes: UnsafeBufferPointer<UInt8>, _ found: [(name: Range<Int>, type: Range<Int>, value: Range<Int>)]) -> [(name: [UInt8], typeAndValue: [UInt8])] {
+        found.map { name, type, value in (Array(bytes[name]), Array(bytes[type]) + [0] + Array(bytes[value])) }
+    }
+
     /// `end` and the fields' `typeSignature` from the one scan (a request's records are scanned
     /// once where the request is read, not again to compare their types).
     public static func endAndTypeSignature(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, signature: [UInt8])? {
