@@ -98,7 +98,9 @@ extension MirrorEngine {
         switch attempt("records.modify", ModifyParams(database: .private, saves: saves, deletes: deletes)) {
         case let .success(value): reply = value
         case let .failure(error) where error.retry == .afterHalvingBatch && graph.count > 1: return nil
-        case let .failure(error): throw error
+        case let .failure(error):
+            guard let landed = Self.ownEarlierMove(error, saves: saves) else { throw error }
+            reply = landed
         }
         let saved = (reply["saved"]?.arrayValue ?? []).compactMap({ try? CloudRecord(tree: $0) })
         let members = Self.byName(graph)
@@ -116,6 +118,26 @@ extension MirrorEngine {
             }
         }
         return (reply["saved"]?.arrayValue ?? []).first { $0["recordType"]?.stringValue == CloudKitNames.shareRecordType } ?? .null
+    }
+
+    /// The move's answer when the request met the copies it made itself: its first delivery
+    /// committed and the reply was lost, and the repeat (`request`) found every record already
+    /// there (`serverRejectedRequest`, or `serverRecordChanged` for the share). The zone is the
+    /// one this share.create just made, and each copy holds the data fields the move sent, so
+    /// they are this move's: taken as saved, or the share existed in the cloud while the device
+    /// counted the graph unshared and sent its unsent records into the old zone again.
+    static func ownEarlierMove(_ error: WireError, saves: [CloudRecord]) -> JSONValue? {
+        guard error.code == .partialFailure, let failed = error.details["partialErrors"]?.objectValue, !failed.isEmpty else { return nil }
+        let sent = Dictionary(saves.map { ($0.recordName, $0) }, uniquingKeysWith: { first, _ in first })
+        var saved = error.details["saved"]?.arrayValue ?? []
+        for item in failed.values {
+            guard let code = item["code"]?.stringValue, code == ErrorCode.serverRejectedRequest.rawValue || code == ErrorCode.serverRecordChanged.rawValue,
+                  let server = item["details"]?["serverRecord"], let record = try? CloudRecord(tree: server),
+                  let mine = sent[record.recordName], mine.zoneID == record.zoneID,
+                  record.isShare || MirrorRecordCoding.dataFields(record.fields) == MirrorRecordCoding.dataFields(mine.fields) else { return nil }
+            saved.append(server)
+        }
+        return ["saved": .array(saved)]
     }
 
     /// How many times share.create fetches and reads the graph again when another device

@@ -96,14 +96,17 @@ extension CoreDataMapping {
         return from.changeTag != meta.changeTag
     }
 
-    /// Two versions neither of which saw the other (a moved copy and the one its move deleted):
-    /// the ancestor is unknown, so every field that differs is decided by the conflict policy
-    /// (by default the later edit by per-field stamp). `won`: the fields that keep this device's value.
+    /// Two versions neither of which is known to have seen the other (a moved copy and the one
+    /// its move deleted): the ancestor is unknown. A field the moved copy holds exactly as this
+    /// device last fetched it (`seen`: value and stamp) was not changed by the mover, so this
+    /// device's edit of it stands; every other field that differs is decided by the conflict
+    /// policy (by default the later edit by per-field stamp). `won`: the fields that keep this
+    /// device's value.
     func mergeConcurrent(server record: CloudRecord, serverFields: [String: JSONValue]?, client: [String: JSONValue],
-                         state: StoreBookkeeping) throws -> (fields: [String: JSONValue], times: [String: FieldStamp], won: Set<String>) {
+                         seen: [String: JSONValue]?, state: StoreBookkeeping) throws -> (fields: [String: JSONValue], times: [String: FieldStamp], won: Set<String>) {
         let outcome = try merge(server: record, client: CloudRecord(recordName: record.recordName, zoneID: record.zoneID, recordType: record.recordType,
                                                                      fields: client),
-                                ancestor: nil, pending: nil, state: state, serverFields: .some(serverFields))
+                                ancestor: nil, pending: nil, state: state, serverFields: .some(serverFields), seen: seen)
         let serverData = MirrorRecordCoding.dataFields(serverFields)
         let won = Set(outcome.fields.keys).union(serverData.keys).filter { outcome.fields[$0] != serverData[$0] }
         return (outcome.fields, outcome.times, won)

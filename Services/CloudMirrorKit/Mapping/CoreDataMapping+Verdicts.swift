@@ -30,8 +30,11 @@ extension CoreDataMapping {
     /// versions without an ancestor: each differing field is decided by the policy).
     /// `pending` nil: no queue entry says what changed here (two concurrent versions), so every
     /// field counts as edited, as with `everyField`.
+    /// `seen`: with no ancestor, the server fields of the version this device last fetched
+    /// (`MirrorMerge.merge`).
     func merge(server: CloudRecord, client: CloudRecord, ancestor: [String: JSONValue]?, pending: MirrorBookkeeping.Pending?,
-               state: StoreBookkeeping, serverFields parsed: [String: JSONValue]?? = nil, everyField: Bool = false) throws -> MirrorMerge.Outcome {
+               state: StoreBookkeeping, serverFields parsed: [String: JSONValue]?? = nil, everyField: Bool = false,
+               seen: [String: JSONValue]? = nil) throws -> MirrorMerge.Outcome {
         // Each side's fields read once (fields that came as text are parsed on each read).
         let serverFields = parsed ?? server.fields
         let serverData = MirrorRecordCoding.dataFields(serverFields)
@@ -42,7 +45,8 @@ extension CoreDataMapping {
         let outcome = MirrorMerge(policy: options.conflictPolicy).merge(
             server: serverData, serverTimes: MirrorRecordCoding.times(serverFields),
             client: clientFields, clientTimes: try state.fieldTimes(client.recordName),
-            ancestor: ancestorData, ancestorTimes: MirrorRecordCoding.times(ancestor), localChanged: localChanged)
+            ancestor: ancestorData, ancestorTimes: MirrorRecordCoding.times(ancestor), localChanged: localChanged,
+            seen: seen.map { (MirrorRecordCoding.dataFields($0), MirrorRecordCoding.times($0)) })
         if serverData != clientFields {
             // The three copies and what was kept: a report shows a conflict from this line alone.
             logger.info("conflict merged", ["recordName": .string(client.recordName), "recordType": .string(server.recordType),

@@ -19,6 +19,10 @@ struct MirrorMerge {
     /// - server/client/ancestor: data fields of each copy (ancestor nil: unknown, e.g. a record
     ///   both sides created), and each copy's per-field stamps.
     /// - localChanged: record field names the client's queue entry names as edited.
+    /// - seen: with no ancestor, the version of the record the client last fetched (a copy the
+    ///   server's side moved without it: `mergeConcurrent`). A field the server's copy holds
+    ///   exactly as `seen` had it, value and stamp, was not changed on the server's side, so a
+    ///   client edit of it stands whatever the clocks say.
     ///
     /// A side edited a field when its value differs from the ancestor's or its stamp does: an
     /// edit back to the ancestor's value is still an edit (A sets a note, B clears it, A sets
@@ -27,7 +31,8 @@ struct MirrorMerge {
     /// ancestor's own stamp, so it is no edit.
     func merge(server: [String: JSONValue], serverTimes: [String: FieldStamp],
                client: [String: JSONValue], clientTimes: [String: FieldStamp],
-               ancestor: [String: JSONValue]?, ancestorTimes: [String: FieldStamp] = [:], localChanged: Set<String>) -> Outcome {
+               ancestor: [String: JSONValue]?, ancestorTimes: [String: FieldStamp] = [:], localChanged: Set<String>,
+               seen: (fields: [String: JSONValue], times: [String: FieldStamp])? = nil) -> Outcome {
         var outcome = Outcome(fields: [:], times: serverTimes, clientWon: false)
         for name in Set(server.keys).union(client.keys).union(ancestor.map { Array($0.keys) } ?? []) {
             let serverValue = server[name]
@@ -35,7 +40,7 @@ struct MirrorMerge {
             let clientChanged = localChanged.contains(name)
                 && (ancestor == nil || clientValue != ancestor?[name] || Self.restamped(clientTimes[name], from: ancestorTimes[name]))
             let serverChanged = ancestor.map { serverValue != $0[name] || Self.restamped(serverTimes[name], from: ancestorTimes[name]) }
-                ?? (serverValue != clientValue)
+                ?? (serverValue != clientValue && !(seen.map { serverValue == $0.fields[name] && serverTimes[name] == $0.times[name] } ?? false))
             var takeClient = false
             if clientChanged && clientValue != serverValue {
                 if !serverChanged {

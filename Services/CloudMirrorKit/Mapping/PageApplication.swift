@@ -137,7 +137,8 @@ extension CoreDataMapping {
             var won: Set<String> = []
             if queued?.kind != .delete, let stored, CoreDataMapping.movedWithout(stored, record: record, fields: serverFields),
                let client = try CoreDataMapping.currentFields(entity: entity, uuid: uuid, state: state) {
-                let outcome = try mapping.mergeConcurrent(server: record, serverFields: serverFields, client: client, state: state)
+                let seen = try state.meta(uuid, withFields: true)?.serverFields
+                let outcome = try mapping.mergeConcurrent(server: record, serverFields: serverFields, client: client, seen: seen, state: state)
                 fields = outcome.fields
                 times = outcome.times
                 won = outcome.won

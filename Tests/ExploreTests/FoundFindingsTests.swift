@@ -1,19 +1,17 @@
 import MeowExplore
 import Testing
 
-/// Failures the explorer found in correct flows and nobody has settled yet: each replays its
-/// shrunk schedule. Enabled once the pair (or the checker's model) is fixed.
-@Suite struct OpenFindingsTests {
+/// Failures the explorer found in correct flows, each a bug of the pair (or of the runner)
+/// now fixed: each replays its shrunk schedule, which must pass every check.
+@Suite struct FoundFindingsTests {
     /// Seed 359 of CorrectFlowTests' flow (1,000-schedule run): A shares s1 (the share saves s1
     /// and e1 where they are, at new tags, then moves them into its zone, the receipt naming the
     /// new tags) and edits s1's title; B, whose push was lost so it still holds both in the old
     /// zone at the older tags, and whose clock is 30 s behind, edits e1's note and sends it. The
-    /// update meets unknownItem and B fetches: B's title edit after that is a later one and
-    /// rightly wins (the model once missed that fetch). Still open, in the pair: the moved e1
-    /// arrives with a receipt tag B never held, so B merges it as a concurrent copy without an
-    /// ancestor, and A's insert (the later stamp) beats the note only B changed.
-    @Test(.disabled("open finding: seed 359, an edit of a record a share moved merges without its ancestor (durability)"))
-    func anEditOfAMovedRecordMeetsALaterEdit() async throws {
+    /// update meets unknownItem and B fetches the moved e1, a copy made without B's: its note is
+    /// as B last fetched it, so A never changed it, and B's edit stands although A's insert
+    /// has the later stamp. (B's title edit after that fetch is a later one and rightly wins.)
+    @Test func anEditOfAMovedRecordMeetsALaterEdit() async throws {
         var flow = Flows.correct()
         flow.actors[0].steps = [.insert("s1", entity: "CareSession", fields: ["title"]), .insert("e1", entity: "CareEvent", fields: ["note"]),
                                 .link("e1", "session", to: "s1"), .shareCreate("team"), .update("s1", fields: ["title"])]
