@@ -24,4 +24,44 @@ import Testing
             #expect(run.failures.isEmpty, "\(run.failures.map(\.description).joined(separator: "\n"))")
         }
     }
+
+    /// Seed 564 of CorrectFlowTests' flow: A's insert was deferred an hour (requestRateLimited),
+    /// and a drop-after-commit armed for A was left for its next records.modify: share.create's
+    /// move. The move committed and its reply was lost; share.create used to fail while the
+    /// share existed, and A later created a second copy of s1 in the core-data zone. Now
+    /// share.create succeeds and the run passes every check.
+    @Test func aShareCreateWhoseMoveReplyWasLost() async throws {
+        var flow = Flows.correct()
+        flow.actors[0].steps = [.insert("s1", entity: "CareSession", fields: ["title"]), .shareCreate("team")]
+        flow.actors[1].steps = []
+        flow.actors[2].steps = []
+        let schedule = "step A, fault transient B requestRateLimited 3600, fault drop-after-commit A, step A"
+        try await withSession(flow) { session in
+            let run = try await session.run(choices: schedule.components(separatedBy: ", ").compactMap(Choice.init), seed: 564)
+            #expect(run.failures.isEmpty, "\(run.failures.map(\.description).joined(separator: "\n"))")
+            let create = try #require(run.record.history.first { $0.op == "share.create" })
+            #expect(create.outcome.result?["zoneName"] != nil, "\(create.outcome)")
+        }
+    }
+
+    /// The boundary of seed 359's rule (seed 469 of the same flow, which a first version of the
+    /// fix broke): B fetched e1 while its session s1 was not in the cloud yet (A's insert was
+    /// deferred an hour), so B's e1 has no session although the record names s1. share.create
+    /// then moves both; B merges the moved e1 as a concurrent copy. B never edited the session
+    /// (its stamp is the record's), so the moved copy's session stands; B must not send its
+    /// empty one back.
+    @Test func aRelationshipTheDeviceCouldNotHoldIsNoEdit() async throws {
+        var flow = Flows.correct()
+        flow.actors[0].steps = [.insert("s1", entity: "CareSession", fields: ["title"]), .insert("e1", entity: "CareEvent", fields: ["note"]),
+                                .link("e1", "session", to: "s1"), .shareCreate("team")]
+        flow.actors[1].steps = []
+        flow.actors[2].steps = []
+        let schedule = "send P, step A, fault transient A requestRateLimited 3600, send P, send A, send B, step A, step A, send A, send A, "
+            + "fetch B, send A, fetch A, send P, push P delivered, push B delivered, send A, step A, send A, push P delivered, send A, "
+            + "fetch P, fetch A"
+        try await withSession(flow) { session in
+            let run = try await session.run(choices: schedule.components(separatedBy: ", ").compactMap(Choice.init), seed: 469)
+            #expect(run.failures.isEmpty, "\(run.failures.map(\.description).joined(separator: "\n"))")
+        }
+    }
 }

@@ -29,6 +29,27 @@ import Testing
         }
     }
 
+    /// A sharing step whose device died mid-request is settled by its own cloud request: here
+    /// share.create's first send dies after the cloud's reply, before the share's move, so the
+    /// log shows no records.modify creating a share and the step did not take effect.
+    @Test func aShareCreateWhoseDeviceDiedIsResolvedFromTheCloudsLog() async throws {
+        let flow = Flow(name: "killed mid-share", actors: [
+            FlowActor(device: "A", user: "olivia", steps: [.insert("s1", entity: "CareSession", fields: ["title"]), .shareCreate("team")]),
+            FlowActor(device: "P", user: "pablo", steps: []),
+        ], shares: [ShareSpec(name: "team", root: "s1", participants: [.init(user: "pablo", permission: "readWrite")])])
+        try await withSession(flow, Self.sqlite) { session in
+            let run = try await session.run(choices: ["step A", "fault crash A mirror.afterServerReply", "step A"].compactMap(Choice.init))
+            let create = try #require(run.record.history.first { $0.op == HistoryOp.shareCreate })
+            guard case let .resolved(committed, evidence) = create.outcome else {
+                Issue.record("the killed share.create's outcome is \(create.outcome), not resolved from the log")
+                return
+            }
+            #expect(!committed, "\(evidence)")
+            #expect(evidence.contains("records.modify"), "\(evidence)")
+            #expect(run.failures.isEmpty, "\(run.failures)")
+        }
+    }
+
     @Test func schedulesWithKillsAndCrashPointsPass() async throws {
         try await withSession(Flows.correct(stepsPerActor: 2), Self.sqlite) { session in
             var kills = 0, crashes = 0

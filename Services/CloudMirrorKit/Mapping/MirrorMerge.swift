@@ -21,8 +21,8 @@ struct MirrorMerge {
     /// - localChanged: record field names the client's queue entry names as edited.
     /// - seen: with no ancestor, the version of the record the client last fetched (a copy the
     ///   server's side moved without it: `mergeConcurrent`). A field the server's copy holds
-    ///   exactly as `seen` had it, value and stamp, was not changed on the server's side, so a
-    ///   client edit of it stands whatever the clocks say.
+    ///   exactly as `seen` had it, value and stamp, and the client restamped since, was edited
+    ///   on the client's side only: its edit stands whatever the clocks say (`editedOnlyHere`).
     ///
     /// A side edited a field when its value differs from the ancestor's or its stamp does: an
     /// edit back to the ancestor's value is still an edit (A sets a note, B clears it, A sets
@@ -40,7 +40,8 @@ struct MirrorMerge {
             let clientChanged = localChanged.contains(name)
                 && (ancestor == nil || clientValue != ancestor?[name] || Self.restamped(clientTimes[name], from: ancestorTimes[name]))
             let serverChanged = ancestor.map { serverValue != $0[name] || Self.restamped(serverTimes[name], from: ancestorTimes[name]) }
-                ?? (serverValue != clientValue && !(seen.map { serverValue == $0.fields[name] && serverTimes[name] == $0.times[name] } ?? false))
+                ?? (serverValue != clientValue && !Self.editedOnlyHere(name, server: serverValue, serverStamp: serverTimes[name],
+                                                                        clientStamp: clientTimes[name], seen: seen))
             var takeClient = false
             if clientChanged && clientValue != serverValue {
                 if !serverChanged {
@@ -71,6 +72,16 @@ struct MirrorMerge {
             }
         }
         return outcome
+    }
+
+    /// Whether a field differs only by the client's edit since `seen`: the server's copy holds
+    /// it as `seen` did (value and stamp) and the client's stamp moved on. A client value that
+    /// differs without a new stamp is no edit (a relationship whose object the device lacked
+    /// was never set on it), and the policy decides as for any concurrent field.
+    static func editedOnlyHere(_ name: String, server: JSONValue?, serverStamp: FieldStamp?, clientStamp: FieldStamp?,
+                               seen: (fields: [String: JSONValue], times: [String: FieldStamp])?) -> Bool {
+        guard let seen, server == seen.fields[name], serverStamp == seen.times[name] else { return false }
+        return restamped(clientStamp, from: seen.times[name])
     }
 
     /// Whether a side's stamp for a field shows an edit since the ancestor's. A side without a

@@ -50,13 +50,12 @@ extension RunEngine {
     func resolveUnseen() async throws {
         for index in history.indices {
             let entry = history[index]
-            if Self.sharingSteps[entry.op] != nil, !entry.cloudRequests.isEmpty {
-                switch entry.outcome {
-                case .unknown, .fail:
-                    if let outcome = try await resolveSharing(entry) { history[index].outcome = outcome }
-                    continue
-                default: continue
-                }
+            if Self.sharingSteps[entry.op] != nil {
+                // A failure with no cloud request (not ready, refused before sending) reached nothing.
+                let unseen = if case .unknown = entry.outcome { true } else { false }
+                let failed = if case .fail = entry.outcome { !entry.cloudRequests.isEmpty } else { false }
+                if unseen || failed, let outcome = try await resolveSharing(entry) { history[index].outcome = outcome }
+                continue
             }
             guard case .unknown = entry.outcome else { continue }
             let requests = try await logEntries(of: entry.actor, after: 0).filter { entry.cloudRequests.isEmpty || entry.cloudRequests.contains($0.seq) }
@@ -92,7 +91,7 @@ extension RunEngine {
         guard let expected = Self.sharingSteps[entry.op] else { return nil }
         let cloudOp = entry.op == HistoryOp.sharePermission
             ? (entry.params["add"]?.boolValue == true ? "participants.add" : "participants.setPermission") : expected.op
-        let requests = try await cluster.cloud.admin.requestLog(after: (entry.cloudRequests.min() ?? 1) - 1)
+        let requests = entry.cloudRequests.isEmpty ? [] : try await cluster.cloud.admin.requestLog(after: (entry.cloudRequests.min() ?? 1) - 1)
             .filter { ($0["seq"]?.intValue).map(entry.cloudRequests.contains) ?? false }
         let committed = requests.first { request in
             guard request["op"]?.stringValue == cloudOp, request["code"]?.stringValue == "ok" else { return false }
@@ -101,7 +100,8 @@ extension RunEngine {
         }
         guard let committed, let seq = committed["seq"]?.intValue else {
             guard case .unknown = entry.outcome else { return nil }
-            return .resolved(committed: false, evidence: "request log: no \(cloudOp) of \(entry.actor)'s that answered ok")
+            let what = expected.change.map { " that \($0) a share" } ?? ""
+            return .resolved(committed: false, evidence: "request log: no \(cloudOp)\(what) among \(entry.actor)'s requests for it answered ok")
         }
         var answered = ""
         if case let .fail(code, _) = entry.outcome { answered = "answered \(code), but " }
