@@ -53,10 +53,12 @@ struct DeployModelTests {
                                         ["watch", "--dir", directory.path, "--device", "device-a", "--topic", "remoteChange", "--count", "1"])
             defer { watch.kill() }
             #expect(await watch.waitForLine(containing: "meowctl: watching store-service") != nil, "\(watch.lines)")
-            let insert = try await meowctl(["insert", "--dir", directory.path, "Trip",
+            let insert = try await meowctl(["insert", "--dir", directory.path, "Trip", "--json",
                                             #"{"id": "9F1C2A4E-1B3D-4C5E-8F70-112233445566", "name": "Kyoto", "budget": "1200.50"}"#])
             #expect(insert.status == 0, "\(insert.stdout)\(insert.stderr)")
-            #expect(insert.stdout.contains("Private store"), "\(insert.stdout)")
+            let inserted = try object(insert.stdout)
+            #expect(inserted["store"] == "Private", "\(insert.stdout)")
+            let trip = try #require(inserted["objectID"]?.stringValue)
             #expect(await watch.waitForExit(timeout: .seconds(30)) == 0)
             #expect(watch.standardOutput.contains("remoteChange: 1 object changed in Private"), "\(watch.standardOutput)")
 
@@ -71,6 +73,13 @@ struct DeployModelTests {
             // Device B (olivia's too) receives the trip from the cloud: the deployment mirrors on TripLog.
             #expect(try await meowctl(["sync", "now", "--dir", directory.path, "--device", "device-b"]).status == 0)
             #expect(try await trips(directory, device: "device-b").map { $0["values"]?["name"] } == ["Kyoto"])
+
+            // Sharing takes any object of the model: the trip, with pablo (device P).
+            let share = try await meowctl(["share", "create", "--dir", directory.path, "--object", trip, "--participant", "pablo:readOnly", "--json"])
+            #expect(share.status == 0, "\(share.stdout)\(share.stderr)")
+            let zone = try #require(try object(share.stdout)["result"]?["zoneName"]?.stringValue)
+            #expect(try await meowctl(["share", "accept", "--dir", directory.path, "--device", "device-p", "--zone", zone, "--owner", "olivia"]).status == 0)
+            #expect(try await trips(directory, device: "device-p").map { $0["values"]?["name"] } == ["Kyoto"])
         }
     }
 
