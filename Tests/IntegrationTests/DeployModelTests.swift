@@ -162,4 +162,21 @@ struct DeployModelTests {
             #expect(try String(contentsOfFile: "\(directory.path)/config/device-a.conf", encoding: .utf8).contains("model = \(Self.jsonModel)"))
         }
     }
+
+    @Test("up refuses a model the devices could not load mirrored, and unknown options, before starting anything")
+    func upRefusesBadInput() async throws {
+        let directory = TemporaryDirectory(prefix: "dm")
+        let text = try String(contentsOfFile: Self.jsonModel, encoding: .utf8)
+            .replacingOccurrences(of: #"{"name": "name", "type": "string", "minLength": 1, "maxLength": 80}"#,
+                                  with: #"{"name": "name", "type": "string", "optional": false}"#)
+        let refused = directory.file("TripLog-refused.json")
+        try text.write(toFile: refused, atomically: true, encoding: .utf8)
+        let up = try await deploy.run(["up", "--dir", directory.path, "--model", refused])
+        #expect(up.status == 1)
+        #expect(up.stderr.contains("cannot run on a device") && up.stderr.contains("Trip"), "\(up.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(directory.path)/pids"), "nothing started")
+        let typo = try await deploy.run(["up", "--dir", directory.path, "--modle", Self.jsonModel])
+        #expect(typo.status == 64)
+        #expect(typo.stderr.contains("unknown option --modle"))
+    }
 }
