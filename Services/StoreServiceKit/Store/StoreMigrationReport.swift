@@ -57,25 +57,24 @@ extension StoreMigration {
                 }
                 if source != entity.name { report.entitiesRenamed.append("\(source) → \(entity.name)") }
                 report.rowsKept[entity.name] = rows[entity.name] ?? 0
-                var carried: Set<String> = []
-                let properties = entity.attributes.map { ($0.name, $0.renamingIdentifier, old.attributes[$0.name] != nil, $0.renamingIdentifier.map { old.attributes[$0] != nil } ?? false) }
-                    + entity.relationships.map { relationship in
-                        let had = { (name: String) in old.toOne.contains(name) || old.toMany.contains(name) }
-                        return (relationship.name, relationship.renamingIdentifier, had(relationship.name), relationship.renamingIdentifier.map(had) ?? false)
-                    }
+                // As migrate(to:) carries them: an attribute from an old attribute, a relationship
+                // from an old relationship, by its name or else its renaming identifier.
+                let oldRelationships = old.toOne.union(old.toMany)
+                let properties = entity.attributes.map { ($0.name, $0.renamingIdentifier, Set(old.attributes.keys)) }
+                    + entity.relationships.map { ($0.name, $0.renamingIdentifier, oldRelationships) }
                 let names = Set(properties.map(\.0))
-                for (name, renamingIdentifier, hadName, hadOldName) in properties {
-                    if hadName {
+                var carried: Set<String> = []
+                for (name, renamingIdentifier, oldOfKind) in properties {
+                    if oldOfKind.contains(name) {
                         carried.insert(name)
-                    } else if let oldName = renamingIdentifier, hadOldName, !names.contains(oldName) {
+                    } else if let oldName = renamingIdentifier, oldOfKind.contains(oldName), !names.contains(oldName) {
                         carried.insert(oldName)
                         report.propertiesRenamed.append("\(entity.name).\(oldName) → \(entity.name).\(name)")
                     } else {
                         report.propertiesAdded.append("\(entity.name).\(name)")
                     }
                 }
-                let oldNames = Set(old.attributes.keys).union(old.toOne).union(old.toMany)
-                report.propertiesRemoved += oldNames.subtracting(carried).sorted().map { "\(entity.name).\($0)" }
+                report.propertiesRemoved += Set(old.attributes.keys).union(oldRelationships).subtracting(carried).sorted().map { "\(entity.name).\($0)" }
             }
             let used = Set(visible.compactMap { sources[$0.name] })
             report.entitiesRemoved = stored.keys.filter { !$0.hasPrefix("_") && !used.contains($0) }.sorted()
