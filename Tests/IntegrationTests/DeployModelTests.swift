@@ -135,6 +135,8 @@ struct DeployModelTests {
             #expect(try String(contentsOfFile: "\(directory.path)/config/device-a.conf", encoding: .utf8).contains("model = \(Self.newerModel)"))
             let status = try await deploy.run(["status", "--dir", directory.path])
             #expect(status.stdout.components(separatedBy: "ready").count - 1 == 4, "\(status.stdout)")
+            #expect(status.stdout.contains("device-a      ready              restarts 0  model \(Self.newerModel)"), "\(status.stdout)")
+            #expect(status.stdout.contains("device-b      ready              restarts 0  model \(Self.jsonModel)"), "\(status.stdout)")
 
             // Once upgraded there is nothing left to migrate.
             let again = try await deploy.run(["upgrade", "--dir", directory.path, "--device", "device-a", "--model", Self.newerModel])
