@@ -24,7 +24,9 @@ extension MeowCluster {
         for round in 1...maxRounds {
             var moved: [String] = []
             for device in devices {
-                let status = try await device.sync.status()
+                // After the first round, the last round's closing status says who is signed in.
+                let status: SyncStatus
+                if let last = statuses[device.name] { status = last } else { status = try await device.sync.status() }
                 guard status.signedIn else { continue }
                 do throws(MeowCareError) {
                     let now = try await device.sync.now()

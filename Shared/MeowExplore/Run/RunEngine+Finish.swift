@@ -45,10 +45,12 @@ extension RunEngine {
     /// Each request no client saw the end of is settled from the cloud's request log: a send
     /// took effect when one of its device's `records.modify` after it committed.
     func resolveUnseen() async throws {
+        var runLog: [(device: String, seq: Int, op: String, code: String)]?
         for index in history.indices {
             guard case .unknown = history[index].outcome else { continue }
             let entry = history[index]
-            let requests = try await logEntries(of: entry.actor, after: 0).filter { entry.cloudRequests.isEmpty || entry.cloudRequests.contains($0.seq) }
+            if runLog == nil { runLog = try await runLogEntries() }
+            let requests = (runLog ?? []).filter { $0.device == entry.actor && (entry.cloudRequests.isEmpty || entry.cloudRequests.contains($0.seq)) }
             let modifies = requests.filter { $0.op == "records.modify" }
             if entry.op == HistoryOp.send {
                 if let committed = modifies.first(where: { $0.code == "ok" }) {
