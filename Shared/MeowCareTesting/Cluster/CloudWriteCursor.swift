@@ -14,6 +14,9 @@ final class CloudWriteCursor: Sendable {
     private let seen = Mutex(0)
     static let page = 10_000
 
+    /// Moves the cursor past `seq` (never back).
+    func skip(through seq: Int) { seen.withLock { $0 = max($0, seq) } }
+
     /// The writes logged since the last call (`client: op`), moving the cursor past them.
     func writesSinceLastLook(_ admin: MeowCloudAdmin) async throws(MeowCareError) -> [String] {
         var writes: [String] = []

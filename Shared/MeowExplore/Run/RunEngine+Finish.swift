@@ -25,7 +25,7 @@ extension RunEngine {
         for device in devices { try? await setClock(device) }
         try await readLog()
         await record(actor: "explorer", op: HistoryOp.settle, params: [:]) { () throws(MeowCareError) -> JSONValue in
-            let report = try await self.cluster.settle()
+            let report = try await self.cluster.settle(cloudLogSeenThrough: self.logSeq)
             return ["rounds": .int(report.rounds)]
         }
         for device in devices { try await observe(device) }
