@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the services and benchmarks in release mode and runs meow-bench (args pass through,
-# e.g. scripts/bench.sh --quick ping). Not part of the test suite: figures are printed beside
-# a baseline measured in the same run, never asserted.
+# e.g. scripts/bench.sh --quick ping; with --json the last line is every figure as one JSON
+# object, docs/BENCHMARKS.md). Not part of the test suite: figures are printed beside a
+# baseline measured in the same run, never asserted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh

@@ -12,7 +12,7 @@ test command has just built everything; a nested build would wait on the running
 Whatever a file's blocks start is stopped afterwards (`deploy/meowcare-local down`, background
 jobs killed), and every service started gets MEOW_EXIT_WITH_PID, so none outlives the run.
 
-Usage: python3 scripts/doc-commands.py [--bin DIR] [--list]
+Usage: python3 scripts/doc-commands.py [--bin DIR] [--list] [DOCUMENT ...]
 Exit 0 when every block ran (or is marked), 1 otherwise, with the failing block's output.
 """
 import argparse
@@ -73,9 +73,10 @@ def main():
     parser = argparse.ArgumentParser(description="Run the docs' shell blocks as written.")
     parser.add_argument("--bin", default=os.path.join(ROOT, ".build", "debug"), help="where the built executables are")
     parser.add_argument("--list", action="store_true", help="list the blocks and whether each runs; run nothing")
+    parser.add_argument("only", nargs="*", help="run only these documents (paths from the repository's root)")
     args = parser.parse_args()
     failures = 0
-    for name in documents():
+    for name in [name for name in documents() if not args.only or name in args.only]:
         found = blocks(name)
         runnable = [(line, code) for line, code, reason in found if reason is None]
         for line, code, reason in found:

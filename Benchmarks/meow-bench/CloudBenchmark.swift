@@ -35,6 +35,8 @@ enum CloudBenchmark {
         print(row(["", "raw SQLite", "sync-service", "ratio"], widths: widths))
         print(row(["records/s (\(total) in 400s)", format(rawRate, 0), format(serviceRate, 0), format(serviceRate / rawRate, 2)], widths: widths))
         print(row(["  service CPU/record saved: µs", "", format(saveCPU / Double(total) * 1e6)], widths: widths))
+        Figures.run.add("cloud.modify", serviceRate, baseline: rawRate, unit: "records/s")
+        Figures.run.add("cloud.modify.cpuPerRecord", saveCPU / Double(total) * 1e6, baseline: nil, unit: "µs")
 
         let fetchCPUBefore = try service.cpuSeconds()
         let fetchStarted = now()
@@ -44,6 +46,8 @@ enum CloudBenchmark {
         guard fetched == total else { throw BenchError("fetched \(fetched) records, expected \(total)") }
         print(row(["fetch all, pages of 1000: rec/s", "", format(Double(total) / fetchSeconds, 0)], widths: widths))
         print(row(["  service CPU/record fetched: µs", "", format(fetchCPU / Double(total) * 1e6)], widths: widths))
+        Figures.run.add("cloud.fetchAll", Double(total) / fetchSeconds, baseline: nil, unit: "records/s")
+        Figures.run.add("cloud.fetchAll.cpuPerRecord", fetchCPU / Double(total) * 1e6, baseline: nil, unit: "µs")
 
         // Fetch cost: 1 change on top of a zone of `total` records vs a zone of 100.
         let small = try Session(socket: service.socket, credential: "small-secret")
@@ -54,6 +58,7 @@ enum CloudBenchmark {
         let little = try fetchOneChange(small, iterations: iterations)
         print(row(["fetch 1 change: p50 µs", "zone of 100", "zone of \(total)", "ratio"], widths: widths))
         print(row(["", format(little), format(big), format(big / little, 2) + "× (target ≤ 2×)"], widths: widths))
+        Figures.run.add("cloud.fetchOneChange", big, baseline: little, unit: "µs")
         print("")
     }
 

@@ -279,6 +279,7 @@ enum LoadBenchmark {
         print(row(["all", "\(state.operations)", format(all.percentile(0.5) / 1000, 2), format(all.percentile(0.99) / 1000, 2),
                    "\(state.errors.values.reduce(0, +))"], widths: widths))
         print("throughput: \(format(Double(state.operations) / elapsed, 0)) operations/s over \(format(elapsed, 1)) s; clients finished \(state.finished) of \(options.clients)")
+        Figures.run.add("load.throughput", Double(state.operations) / elapsed, baseline: nil, unit: "operations/s")
         print("errors by code: \(state.errors.isEmpty ? "none" : state.errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")) (unexpected: \(unexpected))")
         print("acknowledged events \(acknowledged); afterwards A holds \(convergence.eventsA), B \(convergence.eventsB); converged: \(convergence.converged) (\(convergence.rounds) rounds)")
         for (name, samples) in zip(names, rss) {

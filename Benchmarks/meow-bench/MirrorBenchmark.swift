@@ -71,6 +71,7 @@ enum MirrorBenchmark {
         print(row(["\(events) events: events/s (median of \(rounds))", format(median.local, 0), format(median.endToEnd, 0),
                    format(median.ratio, 2) + " (≥ 0.33)"], widths: widths))
         print(row(["  every round's ratio", "", "", results.map { format($0.ratio, 2) }.joined(separator: " ")], widths: widths))
+        Figures.run.add("mirror.explicit", median.endToEnd, baseline: median.local, unit: "events/s")
         print(row(["  of which send / fetch: s", "", format(median.send, 2) + " / " + format(median.fetch, 2), ""], widths: widths))
         print(row(["  CPU/record A / cloud / B, send: µs", "", median.cpuSend, ""], widths: widths))
         print(row(["  CPU/record A / cloud / B, fetch: µs", "", median.cpuFetch, ""], widths: widths))
@@ -134,6 +135,7 @@ enum MirrorBenchmark {
         print(row(["automatic mode, first save → B has all: ev/s", format(liveMedian.local, 0), format(liveMedian.rate, 0),
                    format(liveMedian.rate / liveMedian.local, 2) + " (≥ 0.33)"], widths: widths))
         print(row(["  every round's ratio", "", "", live.map { format($0.rate / $0.local, 2) }.joined(separator: " ")], widths: widths))
+        Figures.run.add("mirror.automatic", liveMedian.rate, baseline: liveMedian.local, unit: "events/s")
         print(row(["  of which A's saves / the rest: s", "", format(liveMedian.saves, 2) + " / " + format(liveMedian.rest, 2), ""], widths: widths))
         print(row(["  CPU/record A+saves / cloud / B / bench: µs", "", liveMedian.cpu, ""], widths: widths))
         print(row(["  cores busy: all / A's saves / the rest", "", liveMedian.busy.map { format($0 * 100, 0) + "%" }.joined(separator: " / "), ""],
@@ -157,6 +159,7 @@ enum MirrorBenchmark {
         let small = try oneChange(sa, sb, session: smallSession, iterations: iterations)
         print(row(["1 change, send + fetch: p50 ms", "after 100", "after \(many)", "ratio (target ≤ 2×)"], widths: widths))
         print(row(["", format(small / 1000, 2), format(big / 1000, 2), format(big / small, 2) + "×"], widths: widths))
+        Figures.run.add("mirror.oneChange", big / 1000, baseline: small / 1000, unit: "ms")
         print("")
     }
 

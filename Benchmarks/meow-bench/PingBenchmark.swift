@@ -25,17 +25,27 @@ enum PingBenchmark {
         print(row(["1 client: p50 µs", format(echoOne.p50), format(serviceOne.p50), format(serviceOne.p50 / echoOne.p50, 2) + "×", "≤ 3×"], widths: widths))
         print(row(["1 client: p99 µs", format(echoOne.p99), format(serviceOne.p99), format(serviceOne.p99 / echoOne.p99, 2) + "×", ""], widths: widths))
         print(row(["1 client: round trips/s", format(echoOne.rate, 0), format(serviceOne.rate, 0), format(serviceOne.rate / echoOne.rate, 2), "≥ 25000"], widths: widths))
+        report("ping.oneClient", service: serviceOne, echo: echoOne)
 
         let echoEight = try sequentialRun(socket: echo.socket, clients: 8, total: sequential * 2)
         let serviceEight = try sequentialRun(socket: service.socket, clients: 8, total: sequential * 2)
         print(row(["8 clients: p50 µs", format(echoEight.p50), format(serviceEight.p50), format(serviceEight.p50 / echoEight.p50, 2) + "×", ""], widths: widths))
         print(row(["8 clients: p99 µs", format(echoEight.p99), format(serviceEight.p99), format(serviceEight.p99 / echoEight.p99, 2) + "×", ""], widths: widths))
         print(row(["8 clients: round trips/s", format(echoEight.rate, 0), format(serviceEight.rate, 0), format(serviceEight.rate / echoEight.rate, 2), ""], widths: widths))
+        report("ping.eightClients", service: serviceEight, echo: echoEight)
 
         let echoPipe = try pipelinedRun(socket: echo.socket, total: pipelined)
         let servicePipe = try pipelinedRun(socket: service.socket, total: pipelined)
         print(row(["pipelined, 1 connection: req/s", format(echoPipe, 0), format(servicePipe, 0), format(servicePipe / echoPipe, 2), "≥ 100000"], widths: widths))
+        Figures.run.add("ping.pipelined", servicePipe, baseline: echoPipe, unit: "requests/s")
         print("")
+    }
+
+    /// A sequential run's figures: round trips/s under `key`, its latencies under `key.p50`, `key.p99`.
+    static func report(_ key: String, service: Result, echo: Result) {
+        Figures.run.add(key, service.rate, baseline: echo.rate, unit: "round trips/s")
+        Figures.run.add(key + ".p50", service.p50, baseline: echo.p50, unit: "µs")
+        Figures.run.add(key + ".p99", service.p99, baseline: echo.p99, unit: "µs")
     }
 
     struct Result { var p50: Double; var p99: Double; var rate: Double }

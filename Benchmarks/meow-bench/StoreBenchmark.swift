@@ -45,6 +45,8 @@ enum StoreBenchmark {
         // made them before its keys were time-ordered: what the target was first measured against.
         print(row(["  raw side with random uuids: events/s", format(randomKeyRate, 0), "",
                    format(serviceSaveRate / randomKeyRate, 2)], widths: widths))
+        Figures.run.add("store.save", serviceSaveRate, baseline: rawSaveRate, unit: "events/s")
+        Figures.run.add("store.save.randomKeyBaseline", serviceSaveRate, baseline: randomKeyRate, unit: "events/s")
 
         // 2. Fetch 10,000 events of one session sorted by time.
         let fetchRuns = quick ? 3 : 10
@@ -62,6 +64,7 @@ enum StoreBenchmark {
         }
         print(row(["fetch 10,000 events sorted by time: ms", format(rawFetch.percentile(0.5) / 1000, 2),
                    format(serviceFetch.percentile(0.5) / 1000, 2), format(serviceFetch.percentile(0.5) / rawFetch.percentile(0.5), 1) + "×"], widths: widths))
+        Figures.run.add("store.fetchSorted", serviceFetch.percentile(0.5) / 1000, baseline: rawFetch.percentile(0.5) / 1000, unit: "ms")
 
         // 3. The orphan repair of many orphans (events saved with no session).
         let orphans = quick ? 20_000 : 100_000
@@ -76,6 +79,7 @@ enum StoreBenchmark {
         guard attached == orphans else { throw BenchError("repair attached \(attached) of \(orphans)") }
         print(row(["orphan repair of \(orphans) orphans: ms", format(rawRepair, 1), format(serviceRepair, 1),
                    format(serviceRepair / rawRepair, 1) + "×"], widths: widths))
+        Figures.run.add("store.orphanRepair", serviceRepair, baseline: rawRepair, unit: "ms")
 
         // 4. Peak RSS while a client pages through every event (keyset paging, 1,000 a page).
         let target = quick ? 200_000 : 1_000_000
@@ -85,6 +89,7 @@ enum StoreBenchmark {
         let paged = try session.pageThroughAll()
         let peak = residentMiB(pid: service.process.processIdentifier, field: "VmHWM")
         print(row(["peak RSS paging \(paged) events: MiB", "", format(peak, 1), "(≤ 150; \(format(before, 1)) before paging)"], widths: widths))
+        Figures.run.add("store.pagingPeakRSS", peak, baseline: nil, unit: "MiB")
         print("")
     }
 

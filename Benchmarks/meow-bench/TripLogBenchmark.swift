@@ -38,6 +38,7 @@ enum TripLogBenchmark {
         for rows in rawBatches { try raw.insert(rows) }
         let rawRate = Double(saves * 1000) / (Double(now() - started) / 1e9)
         print(row(["saves of 1,000 photos: photos/s", format(rawRate, 0), format(serviceRate, 0), format(serviceRate / rawRate, 2)], widths: widths))
+        Figures.run.add("triplog.save", serviceRate, baseline: rawRate, unit: "photos/s")
         print("")
     }
 

@@ -7,10 +7,12 @@ if arguments.contains("--help") {
     print("""
     meow-bench — MeowCare benchmarks, each beside a same-run baseline
 
-    Usage: meow-bench [--quick] [SUITE ...] [load options]
+    Usage: meow-bench [--quick] [--json] [SUITE ...] [load options]
       Suites: \(Benchmarks.all.map(\.name).joined(separator: ", ")) (default: all; load options alone: load)
       --quick   fewer iterations (a smoke run; figures are noisier)
-      load options: --seconds N | --operations N, --clients K, --seed S, --dir DIR, --json
+      --json    last line: every figure of the suites run, as {"figures": {KEY: {"value", "baseline", "ratio", "unit"}}}
+                (docs/BENCHMARKS.md lists the keys); the load suite also prints its "load-json: " summary
+      load options: --seconds N | --operations N, --clients K, --seed S, --dir DIR
     """)
     exit(0)
 }
@@ -28,7 +30,6 @@ while index < arguments.count {
         index += 2
         continue
     }
-    if argument == "--json" { impliesLoad = true }
     if !argument.hasPrefix("--") { selected.append(argument) }
     index += 1
 }
@@ -47,4 +48,6 @@ for suite in Benchmarks.all where selected.isEmpty || selected.contains(suite.na
         failures += 1
     }
 }
+// Last, so a script reads it as the output's last line (the figures of a failed suite are the ones it measured before failing).
+if arguments.contains("--json") { print(Figures.run.json()) }
 exit(failures == 0 ? 0 : 1)

@@ -33,6 +33,7 @@ public enum MeowCtl {
     For people (tables by default, --json for scripts; 'meowctl COMMAND --help' for details):
       meowctl events   add|list                 care events on a device
       meowctl sessions add|list                 care sessions on a device
+      meowctl insert   ENTITY [VALUES_JSON]     one object of any entity of the device's model, saved
       meowctl share    create|invite|permission|remove|stop|invitations|accept|leave|list
       meowctl sync     now|send|fetch|status    a device's cloud mirror, with progress
       meowctl doctor   --socket DEVICE [--cloud SYNC --credential C]   invariant violations, explained
@@ -61,6 +62,7 @@ public enum MeowCtl {
         "demo": { try await DemoCommand.run($0) },
         "events": { try await EventsCommand.run($0) },
         "sessions": { try await SessionsCommand.run($0) },
+        "insert": { try await InsertCommand.run($0) },
         "share": { try await ShareCommand.run($0) },
         "sync": { try await SyncCommand.run($0) },
         "doctor": { try await DoctorCommand.run($0) },

@@ -3,6 +3,7 @@ enum PeopleCommands {
     static let help: [String: String] = [
         "events": EventsCommand.help + deviceNote,
         "sessions": SessionsCommand.help + deviceNote,
+        "insert": InsertCommand.help + deviceNote,
         "share": ShareCommand.help + deviceNote,
         "sync": SyncCommand.help + deviceNote,
         "doctor": DoctorCommand.help + deviceAndCloudNote,

@@ -9,8 +9,9 @@ enum ShareCommand {
     meowctl share — share a care session with other people, through a device's cloud mirror
 
     Usage (the device is a store-service started with --sync-socket):
-      meowctl share create      --socket PATH --session ID [--participant USER[:readOnly|readWrite]]... [--progress | --no-progress] [--json]
+      meowctl share create      --socket PATH (--session ID | --object OBJECT_ID) [--participant USER[:readOnly|readWrite]]... [--progress | --no-progress] [--json]
           The owner shares a session (its id or object ID) and its events: a new share zone.
+          --object shares any object of the device's model (and what hangs from it) instead.
       meowctl share invite      --socket PATH --zone ZONE --user USER [--permission readOnly|readWrite] [--json]
       meowctl share permission  --socket PATH --zone ZONE --user USER --permission none|readOnly|readWrite [--json]
       meowctl share remove      --socket PATH --zone ZONE --user USER [--json]
@@ -33,7 +34,7 @@ enum ShareCommand {
 
     static func run(_ arguments: [String]) async throws(CommandError) {
         let args = try Arguments.parse(arguments, command: "share",
-                                       options: ["socket", "session", "participant", "zone", "user", "permission", "owner", "timeout"],
+                                       options: ["socket", "session", "object", "participant", "zone", "user", "permission", "owner", "timeout"],
                                        flags: ["progress", "no-progress"])
         let subcommand = try args.subcommand(of: "share", subcommands)
         let socket = try args.deviceSocket(for: "share \(subcommand)")
@@ -67,7 +68,12 @@ enum ShareCommand {
     }
 
     private static func create(_ args: Arguments, _ device: ServiceSession) async throws(CommandError) {
-        let session = try await SessionsCommand.resolve(try args.required("session", for: "share create"), on: device)
+        let session: String
+        if let object = args.value("object") {
+            session = object
+        } else {
+            session = try await SessionsCommand.resolve(try args.required("session", for: "share create"), on: device)
+        }
         var participants: [JSONValue] = []
         for entry in args.all("participant") {
             let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)

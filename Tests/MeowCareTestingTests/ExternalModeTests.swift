@@ -44,4 +44,25 @@ import Testing
         #expect(error?.code == .invalidConfiguration)
         #expect(error?.message.contains("is olivia's, but the test asks for owner's") == true)
     }
+
+    static let tripLog = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("examples/TripLog/TripLog.json").path
+
+    @Test(.meowCluster(devices: ["A": "olivia"], model: tripLog))
+    func anExternalDeploymentOnAnotherModelServesTestsOfThatModelAndRefusesOthers() async throws {
+        let running = try MeowCluster.current
+        try await running["A"].insert("Trip", ["name": "Kyoto"])
+        let deployment = try writeDeployment(for: running)
+        var configuration = MeowClusterConfiguration(devices: ["A": "olivia"])
+        configuration.externalDeployment = deployment
+        configuration.modelFile = Self.tripLog.replacingOccurrences(of: "TripLog.json", with: "TripLog.xcdatamodeld")
+        let external = try await MeowCluster.start(configuration)
+        #expect(try await external["A"].fetch("Trip").map { $0["name"] } == ["Kyoto"])
+        await external.stop()
+
+        configuration.modelFile = nil
+        let error = await #expect(throws: MeowCareError.self) { try await MeowCluster.start(configuration) }
+        #expect(error?.code == .invalidConfiguration)
+        #expect(error?.message.contains("runs the model 'TripLog', but the test's model is 'MeowCare'") == true, "\(error?.message ?? "")")
+    }
 }

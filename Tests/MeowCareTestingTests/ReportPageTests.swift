@@ -78,6 +78,68 @@ struct ReportPageTests {
         #expect(FileManager.default.fileExists(atPath: Self.artefacts + "/report.png"))
     }
 
+    /// View as user follows share membership over time: a participant sees the owner's edit of
+    /// the shared record made while they were in, not the owner's private record, and nothing
+    /// of the shared record written after they left.
+    @Test(.meowCluster(devices: ["A": "olivia", "P": "pablo"]))
+    func viewingAsAParticipantShowsTheSharesWritesWhileTheyWereIn() async throws {
+        let browser = try HeadlessChromium.require()
+        let cluster = try MeowCluster.current
+        let (phone, pablo) = (cluster["A"], cluster["P"])
+        let mochi = try await phone.insert("CareSession", ["id": "mochi", "title": "Mochi"])
+        let diary = try await phone.insert("CareSession", ["id": "diary", "title": "Private"])
+        let share = try await phone.share.create(mochi.objectID, participants: [("pablo", .readOnly)])
+        try await pablo.share.accept(zoneName: share.zoneName, ownerName: "olivia")
+        try await cluster.settle()
+        try await phone.update(mochi.objectID, ["title": "Mochi (Pablo is in)"])
+        try await phone.sync.send()
+        try await phone.update(diary.objectID, ["title": "Private (edited)"])
+        try await phone.sync.send()
+        try await pablo.share.leave(zoneName: share.zoneName, ownerName: "olivia")
+        try await cluster.settle()
+        try await phone.update(mochi.objectID, ["title": "Mochi (Pablo left)"])
+        try await phone.sync.send()
+        try await cluster.settle()
+
+        let saved = TemporaryDirectory(prefix: "report")
+        for artifact in await FailureArtifacts.collect(cluster) where artifact.name != "report.html" {
+            try artifact.text.write(toFile: saved.file(artifact.name), atomically: true, encoding: .utf8)
+        }
+        let page = saved.file("report.html")
+        try meowctl(["report", "--dir", saved.path, "-o", page])
+
+        // The three edits Olivia's phone sent, found in the request log: the shared record's
+        // before and after Pablo left, and her private record's.
+        let log = try requestLog(saved)
+        let left = try #require(log.first { $0["op"] == "shares.leave" && $0["user"] == "pablo" }?["seq"]?.intValue)
+        let edits = log.filter { $0["user"] == "olivia" && $0["code"] == "ok" }.flatMap { entry in
+            (entry["writes"]?.arrayValue ?? []).filter { $0["recordType"] == "CD_CareSession" && $0["action"] == "saved"
+                && $0["changed"]?.arrayValue?.contains("CD_title") == true && $0["changed"]?.arrayValue?.contains("CD_id") == false }
+                .map { (seq: entry["seq"]?.intValue ?? 0, write: $0) }
+        }
+        let sharedZone = "olivia/\(share.zoneName)"
+        let whileIn = try #require(edits.first { $0.write["zone"]?.stringValue == sharedZone && $0.seq < left })
+        let afterLeaving = try #require(edits.first { $0.write["zone"]?.stringValue == sharedZone && $0.seq > left })
+        let privateEdit = try #require(edits.first { $0.write["zone"]?.stringValue != sharedZone })
+        let sharedRecord = try #require(whileIn.write["recordName"]?.stringValue)
+        let privateRecord = try #require(privateEdit.write["recordName"]?.stringValue)
+        #expect(whileIn.write["share"] != nil && privateEdit.write["share"] == nil, "the writes do not name their share")
+
+        // Everyone's view has all three; Pablo's the edit made while he was in, only.
+        let all = try browser.visibleDOM(page, fragment: "find=\(sharedRecord)")
+        #expect(all.contains(#"data-seq="\#(whileIn.seq)""#) && all.contains(#"data-seq="\#(afterLeaving.seq)""#))
+        #expect(try browser.visibleDOM(page, fragment: "find=\(privateRecord)").contains(#"data-seq="\#(privateEdit.seq)""#))
+        let asPablo = try browser.visibleDOM(page, fragment: "user=pablo&find=\(sharedRecord)")
+        #expect(asPablo.contains(#"data-seq="\#(whileIn.seq)""#), "Olivia's edit of the shared record is hidden from Pablo")
+        #expect(!asPablo.contains(#"data-seq="\#(afterLeaving.seq)""#), "Pablo sees an edit made after he left the share")
+        let pabloPrivate = try browser.visibleDOM(page, fragment: "user=pablo&find=\(privateRecord)")
+        #expect(!pabloPrivate.contains(#"data-seq="\#(privateEdit.seq)""#), "Pablo sees Olivia's private record's edit")
+        #expect(!(try browser.visibleDOM(page, fragment: "user=pablo")).contains(privateRecord), "Pablo's view names Olivia's private record")
+        // The record's versions as Pablo: the cloud's numbering, only the edit he could see.
+        let versions = try browser.visibleDOM(page, fragment: "user=pablo&record=\(sharedRecord)")
+        #expect(versions.contains(/saved; changed [^<]*CD_title/) && versions.contains("by olivia"))
+    }
+
     @Test(.meowCluster(devices: ["A": "olivia"]))
     func tenThousandRequestsOpenAndScroll() async throws {
         let browser = try HeadlessChromium.require()

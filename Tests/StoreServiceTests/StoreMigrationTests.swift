@@ -61,4 +61,32 @@ struct StoreMigrationTests {
         #expect(try database.scalar("SELECT a_n FROM e_Photo WHERE z_uuid = 'U1'")?.int64 == 3)
         #expect(try database.scalar("SELECT type FROM pragma_table_info('e_Photo') WHERE name = 'a_n'")?.string == "INTEGER")
     }
+
+    @Test("The migration reports entities and properties renamed, added and removed, and the rows each entity kept")
+    func migrationReport() throws {
+        let directory = TemporaryDirectory(prefix: "mg")
+        let path = directory.file("Album-Private.sqlite")
+        let first = try ManagedObjectModel.load(json: Data("""
+            {"name": "Album", "entities": [{"name": "Photo", "attributes": [{"name": "id", "type": "string"}, {"name": "blurb", "type": "string"}]},
+                                           {"name": "Draft", "attributes": [{"name": "text", "type": "string"}]}],
+             "configurations": [{"name": "Private", "scope": "private", "entities": ["Photo", "Draft"]}, {"name": "Shared", "scope": "shared", "entities": []}]}
+            """.utf8))
+        try Self.open(first, at: path)
+        try Database(path: path).execute("INSERT INTO e_Photo(z_pk, z_version, z_uuid, a_id) VALUES (1, 1, 'U1', 'p1'), (2, 1, 'U2', 'p2')")
+        let coordinator = PersistentStoreCoordinator(model: try Self.model(#"{"name": "Picture", "renamingIdentifier": "Photo", "attributes": [{"name": "code", "type": "string", "renamingIdentifier": "id"}, {"name": "likes", "type": "integer", "defaultValue": 0}]}"#))
+        try coordinator.addStore(configuration: "Private", url: "file://\(path)", filePath: path)
+        let report = try #require(coordinator.migrations.first)
+        #expect(report.entitiesRenamed == ["Photo → Picture"])
+        #expect(report.entitiesRemoved == ["Draft"])
+        #expect(report.propertiesRenamed == ["Picture.id → Picture.code"])
+        #expect(report.propertiesAdded == ["Picture.likes"])
+        #expect(report.propertiesRemoved == ["Picture.blurb"])
+        #expect(report.rowsKept == ["Picture": 2])
+        #expect(report.summary == "Private store: entities renamed Photo → Picture; entities removed Draft; properties added Picture.likes; "
+                + "properties renamed Picture.id → Picture.code; properties removed Picture.blurb; rows kept: Picture 2")
+        // Opened again by the same version: nothing changed, nothing to report.
+        let again = PersistentStoreCoordinator(model: coordinator.model)
+        try again.addStore(configuration: "Private", url: "file://\(path)", filePath: path)
+        #expect(again.migrations.isEmpty)
+    }
 }

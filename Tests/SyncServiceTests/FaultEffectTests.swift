@@ -95,8 +95,10 @@ struct FaultEffectTests {
             service = try await MeowProcess.start("sync-service", arguments)
         }
 
+        /// A held request's reply waits for the test's release: the deadline is against a hang,
+        /// long enough for a test on a loaded machine to get there.
         func connect(_ credential: String) async throws -> WireClient {
-            let client = try WireClient(socketPath: socket, timeout: .seconds(10))
+            let client = try WireClient(socketPath: socket, timeout: .seconds(60))
             try await client.hello(client: "faults", credential: credential)
             return client
         }

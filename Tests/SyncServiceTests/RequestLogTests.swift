@@ -35,14 +35,17 @@ struct RequestLogTests {
         #expect(log.writesKept == 20)
         let trace = Self.trace(decisions: 0)
         trace.writesKept = log.writesKept
-        var workedOut = 0
+        var workedOut = 0, sharesLookedUp = 0
         func changed() -> [String] { workedOut += 1; return ["title"] }
-        for index in 0..<50 { trace.noteWrite("saved", record: "r\(index)", type: "Note", zone: ZoneID(zoneName: "Z", ownerName: "owner"), changed: changed()) }
-        #expect(workedOut == 20)
+        func share() -> String? { sharesLookedUp += 1; return "cloudkit.zoneshare" }
+        for index in 0..<50 {
+            trace.noteWrite("saved", record: "r\(index)", type: "Note", zone: ZoneID(zoneName: "Z", ownerName: "owner"), changed: changed(), share: share())
+        }
+        #expect(workedOut == 20 && sharesLookedUp == 20)
         log.record(connection: 1, user: "owner", op: "records.modify", trace: trace, code: "ok", time: 0)
         let entry = try #require(log.entries(after: nil, limit: nil).entries.first)
         #expect(entry.writes?.count == 20 && entry.writesOmitted == 30)
-        #expect(entry.writes?.last?["recordName"] == "r19")
+        #expect(entry.writes?.last?["recordName"] == "r19" && entry.writes?.last?["share"] == "cloudkit.zoneshare")
 
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("requests-\(UUID().uuidString).jsonl").path
         defer { try? FileManager.default.removeItem(atPath: path) }

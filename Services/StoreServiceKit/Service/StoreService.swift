@@ -55,6 +55,10 @@ public final class StoreService: ServiceDefinition {
             logger.info("store loaded", ["store": .string(store.name), "url": .string(store.url), "storeUUID": .string(store.storeUUID),
                                          "lastHistoryToken": .int(store.lastHistoryToken)])
         }
+        // What a newer model version changed, one line per store (meowcare-local upgrade reads it).
+        for report in coordinator.migrations {
+            logger.notice("store migrated", report.fields.merging(["model": .string(model.name)]) { first, _ in first })
+        }
         if options.orphanRepairAtStart, let rule = model.orphanRepair {
             let report = try coordinator.withStores { stores in try OrphanRepair(rule: rule, stores: stores).runInStores(author: "app", engine: engine) }
             logger.info("orphan repair", ["session": .string(report.session), "sessionCreated": .bool(report.sessionCreated),

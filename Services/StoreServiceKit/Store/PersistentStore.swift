@@ -33,6 +33,8 @@ package final class PersistentStore: @unchecked Sendable {
     package let assetThreshold: Int
     package let database: Database
     package private(set) var uuid: String = ""
+    /// What opening this store migrated (nil for a new store).
+    private(set) var migration: StoreMigration.Report?
     /// The entities this store holds, by name.
     package let entities: [String: EntityDescription]
     /// Per entity, the statements that read one row by primary key and by uuid (their text is
@@ -131,7 +133,7 @@ package final class PersistentStore: @unchecked Sendable {
                 && database.scalar("SELECT 1 FROM z_metadata WHERE key = 'zoneKeys'") == nil
             try HistoryChanges.migrateChangeRows(database)
             let ordered = entities.values.sorted(by: { $0.name < $1.name })
-            try StoreMigration(database: database, storeName: configuration.name).migrate(to: ordered)
+            migration = try StoreMigration(database: database, storeName: configuration.name).migrate(to: ordered)
             for entity in ordered {
                 let table = Self.table(entity.name)
                 var columns = ["z_pk INTEGER PRIMARY KEY", "z_version INTEGER NOT NULL", "z_uuid TEXT NOT NULL UNIQUE", "z_zone TEXT"]

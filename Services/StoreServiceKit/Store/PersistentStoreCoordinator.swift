@@ -79,6 +79,11 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
+    /// What opening each store changed in it, for stores a newer model version migrated.
+    var migrations: [StoreMigration.Report] {
+        state.withLock { $0.list.compactMap(\.migration).filter(\.changed) }
+    }
+
     public var storeDescriptions: [StoreDescription] {
         state.withLock { $0.list.map(StoreDescription.init) }
     }

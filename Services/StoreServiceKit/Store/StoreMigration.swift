@@ -66,15 +66,18 @@ struct StoreMigration {
 
     /// Checks every change against what Core Data infers, then renames tables and columns and
     /// fills defaults; the caller adds new tables and columns afterwards. Runs in the schema's
-    /// transaction, so a refusal leaves the store as it was.
-    func migrate(to entities: [EntityDescription]) throws {
-        guard let stored = try storedSchema() else { return }
+    /// transaction, so a refusal leaves the store as it was. Returns what changed (nil for a
+    /// new store).
+    func migrate(to entities: [EntityDescription]) throws -> Report? {
+        guard let stored = try storedSchema() else { return nil }
+        var sources: [String: String] = [:]
         var renamedTables: [(from: String, to: String)] = []
         var statements: [(String, [any SQLBindable])] = []
         for entity in entities.sorted(by: { $0.name < $1.name }) {
             let oldName = stored[entity.name] != nil ? entity.name
                 : entity.renamingIdentifier.flatMap { old in stored[old] != nil && !entities.contains { $0.name == old } ? old : nil }
             guard let oldName, let old = stored[oldName] else { continue }
+            sources[entity.name] = oldName
             if oldName != entity.name { renamedTables.append((oldName, entity.name)) }
             let table = PersistentStore.table(entity.name)
             let rows = try database.scalar("SELECT count(*) FROM \(PersistentStore.table(oldName))")?.int64 ?? 0
@@ -118,6 +121,9 @@ struct StoreMigration {
         }
         for (from, to) in renamedTables { try renameTable(from, to) }
         for (sql, values) in statements { try database.execute(sql, values) }
+        var rows: [String: Int64] = [:]
+        for entity in sources.keys { rows[entity] = try database.scalar("SELECT count(*) FROM \(PersistentStore.table(entity))")?.int64 ?? 0 }
+        return Report.compare(store: storeName, stored: stored, entities: entities, sources: sources, rows: rows)
     }
 
     /// A new attribute's value in existing rows, or a newly mandatory one's in rows without one:

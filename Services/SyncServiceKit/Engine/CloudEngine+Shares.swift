@@ -105,6 +105,7 @@ extension CloudEngine {
                                      [zone.id, params.share, caller, ShareRole.publicUser.rawValue, publicPermission.rawValue, ShareAcceptanceStatus.pending.rawValue])
             }
             try state.setAcceptance(zone: zone, share: params.share, user: caller, to: .accepted)
+            try state.noteShare("accepted", share: params.share, zone: zone, trace: trace)
             return ShareResult(share: try state.shareRecord(zone: zone, name: params.share, caller: caller))
         } }
     }
@@ -117,6 +118,7 @@ extension CloudEngine {
                 throw WireError(.unknownItem, "\(caller) is not a participant of share '\(params.share)'.")
             }
             try state.setAcceptance(zone: zone, share: params.share, user: caller, to: .removed)
+            try state.noteShare("left", share: params.share, zone: zone, trace: trace)
             return ShareResult(share: try state.shareRecord(zone: zone, name: params.share, caller: caller))
         } }
     }
@@ -170,6 +172,7 @@ extension CloudEngine {
             try body(state, zone)
             try state.bumpRecord(zone: zone, name: params.share, user: caller)
             try state.touchZone(zone)
+            try state.noteShare("changed", share: params.share, zone: zone, trace: trace)
             return ShareResult(share: try state.shareRecord(zone: zone, name: params.share, caller: caller))
         } }
     }
@@ -225,6 +228,12 @@ extension CloudEngine {
 }
 
 extension CloudTransaction {
+    /// The request log's fact of a share change, with the share's participants as they are now.
+    func noteShare(_ change: String, share: String, zone: ZoneRow, trace: RequestTrace?) throws {
+        guard let trace else { return }
+        trace.noteShare(change, share: share, zone: zone.zoneID, participants: try shareInfo(zone: zone, name: share)?.participants ?? [])
+    }
+
     func shareInfo(zone: ZoneRow, name: String) throws -> ShareInfo? {
         guard let row = try db.query("SELECT root, public_permission FROM shares WHERE zone = ? AND name = ?", [zone.id, name]).first else { return nil }
         let participants = try db.query("SELECT user, role, permission, acceptance FROM participants WHERE zone = ? AND share = ? ORDER BY role != '\(ShareRole.owner.rawValue)', user",

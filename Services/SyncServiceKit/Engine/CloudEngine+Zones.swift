@@ -85,6 +85,10 @@ extension CloudEngine {
                 guard !zone.isDefaultZone else {
                     throw WireError(.invalidArguments, "The default zone cannot be deleted.", details: ["zoneID": state.zoneJSON(id)])
                 }
+                // Its shares end with it: nobody reads their records any more.
+                for share in try state.db.query("SELECT name FROM shares WHERE zone = ? ORDER BY name", [zone.id]).compactMap({ $0[0].string }) {
+                    trace?.noteShare("stopped", share: share, zone: zone.zoneID, participants: [])
+                }
                 try state.removeZone(zone, kind: params.purge == true ? "purged" : "deleted")
                 deleted.append(id)
             }

@@ -8,17 +8,19 @@ extension ModifyBatch {
         var savedNames: Set<String> = []
         var parentsToBump: [String] = []
         var savedStored: [(StoredRecord, [String: JSONValue]?)] = []
+        // The request log's share facts, noted once the request has changed the shares they name.
+        var shareChanges: [(change: String, share: String)] = []
+        var savedWrites: [(record: CloudRecord, before: StoredRecord?, fieldsJSON: String, fields: [String: JSONValue]?)] = []
         for index in indices {
             guard case let .save(record, fieldsJSON, fields, share, existing)? = plans[index] else { continue }
             let stored = try state.storeRecord(zone: zone, name: record.recordName, type: record.recordType, fieldsJSON: fieldsJSON,
                                                parent: record.parent?.recordName, share: share, previous: existing, user: caller)
             savedNames.insert(record.recordName)
             savedStored.append((stored, fields))
-            if let trace {
+            if trace != nil {
                 let before = existing.flatMap { $0.deleted ? nil : $0 }
-                trace.noteWrite("saved", record: record.recordName, type: record.recordType, zone: zone.zoneID,
-                                changed: Self.changedFields(before?.fields, fieldsJSON, fields))
-                if record.isShare { trace.noteShare(before == nil ? "created" : "changed", share: record.recordName, zone: zone.zoneID) }
+                savedWrites.append((record, before, fieldsJSON, fields))
+                if record.isShare { shareChanges.append((before == nil ? "created" : "changed", record.recordName)) }
             }
             if !record.isShare {
                 let created = existing.map(\.deleted) ?? true
@@ -38,15 +40,23 @@ extension ModifyBatch {
         for parent in parentsToBump where !savedNames.contains(parent) {
             try state.bumpRecord(zone: zone, name: parent, user: caller)
         }
+        // Every save and new share of the zone is in place: each saved record's share is found
+        // whatever the order of parents and children in the batch.
+        for write in savedWrites {
+            try trace?.noteWrite("saved", record: write.record.recordName, type: write.record.recordType, zone: zone.zoneID,
+                                 changed: Self.changedFields(write.before?.fields, write.fieldsJSON, write.fields),
+                                 share: try state.governingShare(zone: zone.id, from: write.record.recordName))
+        }
         for index in indices {
             switch plans[index] {
             case let .delete(live?)?:
-                trace?.noteWrite("deleted", record: live.name, type: live.type, zone: zone.zoneID)
+                try trace?.noteWrite("deleted", record: live.name, type: live.type, zone: zone.zoneID,
+                                     share: try state.governingShare(zone: zone.id, from: live.name))
                 if live.type == CloudKitNames.shareRecordType {
                     try state.endShare(zone: zone, name: live.name, user: caller)
-                    trace?.noteShare("stopped", share: live.name, zone: zone.zoneID)
+                    shareChanges.append(("stopped", live.name))
                 } else {
-                    if let share = live.share { trace?.noteShare("stopped", share: share, zone: zone.zoneID) }
+                    if let share = live.share { shareChanges.append(("stopped", share)) }
                     if let share = live.share { try state.endShare(zone: zone, name: share, user: caller) }
                     try state.tombstone(zone: zone, name: live.name, user: caller)
                     state.recordChanges.append(RecordChange(zone: zone.id, name: live.name, type: live.type, fieldsText: live.fields, reason: "recordDeleted",
@@ -57,11 +67,14 @@ extension ModifyBatch {
                 outcome.deleted.append(RecordID(recordName: items[index].recordName, zoneID: items[index].zoneID))
             case let .leaveShare(share)?:
                 try state.setAcceptance(zone: zone, share: share, user: caller, to: .removed)
-                trace?.noteShare("left", share: share, zone: zone.zoneID)
+                shareChanges.append(("left", share))
                 outcome.deleted.append(RecordID(recordName: share, zoneID: items[index].zoneID))
             default:
                 continue
             }
+        }
+        if let trace {
+            for change in shareChanges { try state.noteShare(change.change, share: change.share, zone: zone, trace: trace) }
         }
         let presented = zone.zoneID.presented(to: caller)
         for (stored, fields) in savedStored {

@@ -38,19 +38,28 @@ public final class RequestTrace {
         decisions.append(.object(entry))
     }
 
-    func noteShare(_ change: String, share: String, zone: ZoneID) {
-        shares.append(["change": .string(change), "recordName": .string(share), "zone": zoneText(zone)])
+    /// `participants`: every participation of the share once the request changed it (none for
+    /// a share that ended): a report works out who could see the share's records when.
+    func noteShare(_ change: String, share: String, zone: ZoneID, participants: [ShareParticipant]) {
+        let members: [JSONValue] = participants.map {
+            ["user": .string($0.userRecordName), "role": .string($0.role.rawValue), "permission": .string($0.permission.rawValue),
+             "acceptanceStatus": .string($0.acceptanceStatus.rawValue)]
+        }
+        shares.append(["change": .string(change), "recordName": .string(share), "zone": zoneText(zone), "participants": .array(members)])
     }
 
-    /// `changed`: the fields whose value the save changed (every field of a new record),
-    /// worked out only for a write that is kept.
-    func noteWrite(_ action: String, record: String, type: String, zone: ZoneID, changed: @autoclosure () -> [String] = []) {
+    /// `changed`: the fields whose value the save changed (every field of a new record);
+    /// `share`: the share the record is in (after a save, before a delete). Both are worked out
+    /// only for a write that is kept.
+    func noteWrite(_ action: String, record: String, type: String, zone: ZoneID, changed: @autoclosure () -> [String] = [],
+                   share: @autoclosure () throws -> String? = nil) rethrows {
         if let writesKept, writes.count >= writesKept {
             writesOmitted += 1
             return
         }
         var entry: [String: JSONValue] = ["action": .string(action), "recordName": .string(record), "recordType": .string(type), "zone": zoneText(zone)]
         if action == "saved" { entry["changed"] = .array(changed().map { .string($0) }) }
+        if let share = try share() { entry["share"] = .string(share) }
         writes.append(.object(entry))
     }
 

@@ -7,16 +7,20 @@ import Foundation
 /// `sync-credential = …`) and `logs/<service>.log`.
 ///
 /// Each device the test asks for is the deployment's device of that name, or named
-/// `device-<name>` (`A` is `device-a`), and must belong to the user the test names. Nothing is
-/// started, reset or stopped: the test runs against the deployment's current data.
+/// `device-<name>` (`A` is `device-a`), must belong to the user the test names and must run the
+/// test's model (`modelFile`, or MeowCare's; `deploy/meowcare-local up --model PATH` runs
+/// another). Nothing is started, reset or stopped: the test runs against the deployment's current data.
 struct ExternalDeployment: Sendable {
     let directory: String
     let endpoints: ClusterEndpoints
     /// Service name → log file.
     let logs: [String: String]
+    /// The name of the model the test expects its devices to run (nil: unknown, not checked).
+    let expectedModel: String?
 
     init(directory: String, configuration: MeowClusterConfiguration) throws(MeowCareError) {
         self.directory = directory
+        expectedModel = Self.modelName(of: configuration.modelFile)
         let config = "\(directory)/config"
         guard let data = FileManager.default.contents(atPath: "\(config)/credentials.json"),
               let credentials = (try? JSONParser.parse(Array(data)))?.objectValue?.compactMapValues(\.stringValue),
@@ -58,6 +62,20 @@ struct ExternalDeployment: Sendable {
         logs = Dictionary(uniqueKeysWithValues: ([endpoints.cloud] + devices).compactMap { endpoint in endpoint.logPath.map { (endpoint.name, $0) } })
     }
 
+    /// A model file's name as the store-service names it: a JSON model's `name`, an Xcode
+    /// model's bundle name (a version inside a bundle: the bundle's); MeowCare's for none. Nil when the file cannot be read
+    /// (the device's start would say why).
+    static func modelName(of file: String?) -> String? {
+        guard let file else { return "MeowCare" }
+        let url = URL(fileURLWithPath: file)
+        if url.pathExtension == "xcdatamodel", url.deletingLastPathComponent().pathExtension == "xcdatamodeld" {
+            return url.deletingLastPathComponent().deletingPathExtension().lastPathComponent
+        }
+        if ["xcdatamodeld", "xcdatamodel"].contains(url.pathExtension) { return url.deletingPathExtension().lastPathComponent }
+        guard let data = FileManager.default.contents(atPath: file) else { return nil }
+        return (try? JSONParser.parse(Array(data)))?["name"]?.stringValue
+    }
+
     /// `name = value` lines; `#` starts a comment line; a bare word is a flag.
     private static func options(_ text: String) -> [String: String] {
         var options: [String: String] = [:]
@@ -81,6 +99,12 @@ struct ExternalDeployment: Sendable {
         var devices: [StartedDevice] = []
         for device in endpoints.devices {
             let connection = try await TracedConnection.open(socket: device.socket, service: device.name, label: device.name, lifecycle: lifecycle)
+            let running = try await connection.call("model.get")["name"]?.stringValue
+            if let expectedModel, let running, running != expectedModel {
+                throw Self.problem("Device '\(device.name)' of the deployment runs the model '\(running)', but the test's model is '\(expectedModel)'. "
+                                   + "Run the test with the deployment's model (modelFile), or start the deployment on the test's: "
+                                   + "deploy/meowcare-local up --dir \(directory) --model PATH.")
+            }
             devices.append(StartedDevice(endpoint: device, connection: connection, process: nil))
         }
         return StartedServices(cloud: cloud, devices: devices)

@@ -63,8 +63,12 @@ requests.forEach(function (r) {
   var from = lane(laneOfClient(r.client, r.connection));
   if (r.user && /^store-service mirror/.test(r.client || '') && !deviceUsers[from]) deviceUsers[from] = r.user;
   var denied = (r.permissions || []).filter(function (d) { return d.decision === 'denied'; });
-  var shares = (r.shares || []).map(function (s) { return { change: s.change, share: s.recordName, zone: s.zone }; });
-  if (r.code === 'ok' && shareOps[r.op]) shares.push({ change: shareOps[r.op], share: '', zone: (r.zones || [])[0] || '' });
+  // A share op's fact is labelled by the op (participant added, permission changed, …); a log
+  // written before share ops had facts still shows them.
+  var shares = (r.shares || []).map(function (s) {
+    return { change: shareOps[r.op] || s.change, share: s.recordName, zone: s.zone, participants: s.participants };
+  });
+  if (r.code === 'ok' && shareOps[r.op] && !shares.length) shares.push({ change: shareOps[r.op], share: '', zone: (r.zones || [])[0] || '' });
   var ev = { t: r.time, lane: 'cloud', from: from, kind: 'request', op: r.op, user: r.user || '', outcome: r.code,
     ms: r.milliseconds, seq: r.seq, source: r, denied: denied, shares: shares, writes: r.writes || [],
     marker: markerOps[r.op] && r.code === 'ok' ? markerOps[r.op] : null };
@@ -163,10 +167,20 @@ history.forEach(function (h) { var ev = byHistory[h.index]; if (ev.t == null) ev
 
 events.forEach(function (ev, i) { ev.order = i; });
 events.sort(function (a, b) { return (a.t - b.t) || (a.order - b.order); });
+function searchText(ev, records) {
+  return [ev.lane, ev.from, ev.op, ev.user, ev.outcome, ev.marker].concat(records).join(' ').toLowerCase();
+}
+// Each record's cloud version after each write, counted over the whole log (a view as one
+// user shows the same numbers).
+var versions = {};
 events.forEach(function (ev) {
   ev.users = [ev.user, deviceUsers[ev.lane], deviceUsers[ev.from]].filter(Boolean);
   ev.refused = ev.denied && ev.denied.length > 0 || /permissionFailure|notAuthenticated/.test(ev.outcome || '');
-  ev.text = [ev.lane, ev.from, ev.op, ev.user, ev.outcome, ev.marker].concat(ev.records).join(' ').toLowerCase();
+  ev.text = searchText(ev, ev.records);
+  if (ev.kind === 'request' && ev.outcome === 'ok') {
+    ev.version = {};
+    ev.writes.forEach(function (w) { ev.version[w.recordName] = versions[w.recordName] = (versions[w.recordName] || 0) + 1; });
+  }
 });
 
 // Failed checks: each highlights the requests, steps and records it names.
@@ -197,7 +211,57 @@ Object.keys(users).sort().forEach(function (u) { userSelect.appendChild(el('opti
 userSelect.value = state.user;
 document.getElementById('find').value = state.find;
 
-function visibleTo(ev) { return !state.user || ev.users.indexOf(state.user) >= 0; }
+// What one user could see (view as user): their own events whole; of other users' requests,
+// the writes to their own zones and to the shares they were an accepted participant of at that
+// time (just before or just after the request), and the changes of those shares. The request
+// log's share facts name each share's participants after each change; each write names its
+// share. Every event gets `v`: what of it the view shows (null: nothing).
+function participates(s, user) {
+  return (s.participants || []).some(function (p) {
+    return p.user === user && p.acceptanceStatus === 'accepted' && p.permission !== 'none';
+  });
+}
+function invited(s, user) {
+  return (s.participants || []).some(function (p) { return p.user === user && p.acceptanceStatus === 'pending'; });
+}
+function ownerOf(zone) { var i = (zone || '').indexOf('/'); return i < 0 ? '' : zone.slice(0, i); }
+function applyView(user) {
+  var member = {};
+  var requestsInOrder = events.filter(function (ev) { return ev.kind === 'request'; })
+    .sort(function (a, b) { return a.seq - b.seq; });
+  events.forEach(function (ev) {
+    ev.v = !user || ev.users.indexOf(user) >= 0
+      ? { records: ev.records, writes: ev.writes, shares: ev.shares, denied: ev.denied, text: ev.text, source: ev.source } : null;
+  });
+  if (!user) return;
+  requestsInOrder.forEach(function (ev) {
+    var before = {}, shares = [];
+    (ev.shares || []).forEach(function (s) {
+      if (!s.participants) return;
+      var key = s.zone + ' ' + s.share, was = !!member[key], now = participates(s, user);
+      if (!(key in before)) before[key] = was;
+      member[key] = now;
+      // The user sees the changes of a share while they read it, and their own invitation.
+      if (was || now || invited(s, user)) shares.push(s);
+    });
+    if (ev.v) return;
+    var writes = (ev.writes || []).filter(function (w) {
+      var key = w.zone + ' ' + w.share;
+      return ownerOf(w.zone) === user || w.share != null && (member[key] || before[key]);
+    });
+    if (!writes.length && !shares.length) return;
+    var records = writes.map(function (w) { return w.recordName; });
+    // Another user's request, shown only as far as the view reaches: their permission
+    // decisions and the writes outside it are left out of its JSON too.
+    var source = Object.assign({}, ev.source, { writes: writes, shares: ev.source.shares && ev.source.shares.filter(function (s) {
+      return shares.some(function (x) { return x.zone === s.zone && x.share === s.recordName; });
+    }), permissions: [] });
+    var hidden = (ev.writes || []).length - writes.length;
+    if (hidden) source.writesHidden = hidden;
+    ev.v = { records: records, writes: writes, shares: shares, denied: [], text: searchText(ev, records), source: source };
+  });
+}
+function visibleTo(ev) { return ev.v != null; }
 function laneVisible(name) {
   return !state.user || name === 'cloud' || deviceUsers[name] === state.user
     || events.some(function (ev) { return (ev.lane === name || ev.from === name) && ev.users.indexOf(state.user) >= 0; });
@@ -216,14 +280,15 @@ function outcomeClass(ev) {
   return 'error';
 }
 function summary(ev) {
+  var v = ev.v || ev;
   var parts = [ev.op];
   if (ev.user) parts.push('by ' + ev.user);
   if (ev.from && ev.from !== ev.lane) parts.push('from ' + ev.from);
   parts.push('→ ' + ev.outcome);
   if (ev.ms != null) parts.push(ev.ms.toFixed(1) + ' ms');
   if (ev.steps != null) parts.push(ev.steps + ' steps');
-  if (ev.denied && ev.denied.length) parts.push('denied: ' + ev.denied[0].reason);
-  if (ev.shares && ev.shares.length) parts.push('share ' + ev.shares.map(function (s) { return s.change; }).join(', '));
+  if (v.denied && v.denied.length) parts.push('denied: ' + v.denied[0].reason);
+  if (v.shares && v.shares.length) parts.push('share ' + v.shares.map(function (s) { return s.change; }).join(', '));
   if (ev.marker) parts.push(ev.marker);
   if (ev.kind === 'conflict') parts.push(ev.conflict.recordName);
   return parts.join('  ');
@@ -236,7 +301,7 @@ function columns() { return '96px repeat(' + lanes.length + ', 112px) minmax(320
 function layout() {
   lanes = laneOrder.filter(laneVisible);
   var find = state.find.toLowerCase();
-  shown = events.filter(function (ev) { return visibleTo(ev) && lanes.indexOf(ev.lane) >= 0 && (!find || ev.text.indexOf(find) >= 0); });
+  shown = events.filter(function (ev) { return visibleTo(ev) && lanes.indexOf(ev.lane) >= 0 && (!find || ev.v.text.indexOf(find) >= 0); });
   head.textContent = '';
   head.style.gridTemplateColumns = columns();
   head.appendChild(el('div', { cls: 'time', text: 'time (UTC)' }));
@@ -311,11 +376,12 @@ function detail(ev) {
   var box = document.getElementById('detail');
   box.textContent = '';
   box.appendChild(el('h3', { text: summary(ev) }));
-  if (ev.denied) (ev.source.permissions || []).forEach(function (d) {
+  var source = (ev.v || ev).source;
+  if (ev.denied) (source.permissions || []).forEach(function (d) {
     box.appendChild(el('div', { cls: 'decision ' + d.decision }, d.decision + ': ' + d.reason + (d.recordName ? ' (record ' + d.recordName + ')' : '')));
   });
   if (ev.conflict) box.appendChild(conflictTable(ev.conflict));
-  box.appendChild(el('pre', { text: JSON.stringify(ev.reply ? { request: ev.source, reply: ev.reply } : ev.source, null, 2) }));
+  box.appendChild(el('pre', { text: JSON.stringify(ev.reply ? { request: source, reply: ev.reply } : source, null, 2) }));
 }
 
 function listSection(id, items, render, empty) {
@@ -335,9 +401,9 @@ function reveal(ev) {
 
 function sections() {
   var find = state.find.toLowerCase();
-  var mine = events.filter(function (ev) { return visibleTo(ev) && (!find || ev.text.indexOf(find) >= 0); });
+  var mine = events.filter(function (ev) { return visibleTo(ev) && (!find || ev.v.text.indexOf(find) >= 0); });
   listSection('refusal-list', mine.filter(function (ev) { return ev.refused; }), function (ev) {
-    var decisions = ev.denied && ev.denied.length ? ev.denied : [{ decision: 'denied', reason: ev.outcome }];
+    var decisions = ev.v.denied && ev.v.denied.length ? ev.v.denied : [{ decision: 'denied', reason: ev.outcome }];
     return el('div', { cls: 'refusal' + (ev.failed ? ' failed' : '') }, pick(ev), ' ',
       el('b', { text: ev.op }), ' by ' + (ev.user || '?') + ' from ' + (ev.from || ev.lane) + ' → ' + ev.outcome,
       el('ul', null, decisions.map(function (d) {
@@ -351,7 +417,7 @@ function sections() {
       conflictTable(c));
   }, 'No conflict was merged.');
   var shareRows = [];
-  mine.forEach(function (ev) { (ev.shares || []).forEach(function (s) { shareRows.push({ ev: ev, s: s }); }); });
+  mine.forEach(function (ev) { (ev.v.shares || []).forEach(function (s) { shareRows.push({ ev: ev, s: s }); }); });
   listSection('share-list', shareRows, function (x) {
     return el('div', { cls: 'share-item' }, pick(x.ev), ' ', el('b', { text: x.s.change }),
       ' share ' + (x.s.share || '') + ' in ' + (x.s.zone || '?') + ' by ' + (x.ev.user || '?') + ' from ' + (x.ev.from || x.ev.lane));
@@ -361,7 +427,7 @@ function sections() {
 
 function recordView(mine) {
   var names = {};
-  mine.forEach(function (ev) { ev.records.forEach(function (r) { names[r] = true; }); });
+  mine.forEach(function (ev) { ev.v.records.forEach(function (r) { names[r] = true; }); });
   var select = document.getElementById('record');
   var list = Object.keys(names).sort();
   select.textContent = '';
@@ -371,24 +437,22 @@ function recordView(mine) {
   var box = document.getElementById('record-view');
   box.textContent = '';
   if (!state.record) return;
-  var version = 0;
   var table = el('table', { cls: 'versions' }, el('tr', null, el('th', { text: 'time' }), el('th', { text: 'where' }),
     el('th', { text: 'version' }), el('th', { text: 'by' }), el('th', { text: 'what' })));
-  mine.filter(function (ev) { return ev.records.indexOf(state.record) >= 0; }).forEach(function (ev) {
+  mine.filter(function (ev) { return ev.v.records.indexOf(state.record) >= 0; }).forEach(function (ev) {
     var what, where = ev.lane;
-    var write = (ev.writes || []).filter(function (w) { return w.recordName === state.record; })[0];
+    var write = (ev.v.writes || []).filter(function (w) { return w.recordName === state.record; })[0];
     if (ev.kind === 'conflict') {
       what = 'merged; kept ' + show(ev.conflict.kept);
     } else if (write && ev.outcome === 'ok') {
-      version += 1;
       what = write.action === 'deleted' ? 'deleted' : 'saved; changed ' + ((write.changed || []).join(', ') || 'no field');
-    } else if (ev.denied && ev.denied.length) {
-      what = 'refused: ' + ev.denied.map(function (d) { return d.reason; }).join('; ');
+    } else if (ev.v.denied && ev.v.denied.length) {
+      what = 'refused: ' + ev.v.denied.map(function (d) { return d.reason; }).join('; ');
     } else {
       what = ev.op + ' → ' + ev.outcome;
     }
     table.appendChild(el('tr', { cls: ev.failed ? 'failed' : '' }, el('td', null, pick(ev)), el('td', { text: where }),
-      el('td', { text: ev.kind === 'request' && write && ev.outcome === 'ok' ? 'cloud v' + version : ev.kind === 'conflict' ? ev.lane + ' merge' : '' }),
+      el('td', { text: ev.kind === 'request' && write && ev.outcome === 'ok' ? 'cloud v' + ev.version[state.record] : ev.kind === 'conflict' ? ev.lane + ' merge' : '' }),
       el('td', { text: (ev.user || '?') + (ev.from && ev.from !== ev.lane ? ' via ' + ev.from : '') }), el('td', { text: what })));
   });
   box.appendChild(table);
@@ -413,7 +477,7 @@ function refresh() {
   layout();
   sections();
 }
-userSelect.onchange = function () { state.user = userSelect.value; refresh(); };
+userSelect.onchange = function () { state.user = userSelect.value; applyView(state.user); refresh(); };
 document.getElementById('find').oninput = function (e) { state.find = e.target.value; refresh(); };
 document.getElementById('record').onchange = function (e) { state.record = e.target.value; refresh(); };
 
@@ -421,6 +485,7 @@ var refusals = events.filter(function (ev) { return ev.refused; }).length;
 document.getElementById('summary').textContent = requests.length + ' requests, ' + history.length + ' history steps, '
   + refusals + ' refusals, ' + conflicts.length + ' conflicts, ' + laneOrder.length + ' lanes';
 failureBanner();
+applyView(state.user);
 layout();
 sections();
 // #at=N opens the timeline scrolled to its N-th row.

@@ -315,6 +315,15 @@ class Cluster:
             if not (probe_health(device.socket) or {}).get("ready"):
                 raise MeowError("externalNotReady", f"{ENV_EXTERNAL}: device {name} ({device.socket}) does not answer health ready; "
                                 f"see 'deploy/meowcare-local status --dir {directory}'.", {"device": name})
+        # The devices must run the test's model (its own, or MeowCare's): another model's entities are not there.
+        expected = external.model_name(self.model)
+        for name, device in self.devices.items():
+            running = device.call("model.get").get("name")
+            if expected is not None and running is not None and running != expected:
+                raise MeowError("externalMismatch", f"{ENV_EXTERNAL}: device {name} of the deployment runs the model {running!r}, but the "
+                                f"test's model is {expected!r}. Run the test with the deployment's model (model=...), or start the "
+                                f"deployment on the test's: deploy/meowcare-local up --dir {directory} --model PATH.",
+                                {"device": name, "model": running, "expected": expected})
 
     # -- access -------------------------------------------------------------------------------
 

@@ -42,6 +42,26 @@ class Deployment:
         return next((device for key, device in self.devices.items() if key.lower() in wanted), None)
 
 
+def model_name(path: Optional[str]) -> Optional[str]:
+    """A model file's name as the store-service names it: a JSON model's ``name``, an Xcode model's
+    bundle name (a version inside a bundle: the bundle's); MeowCare's for none. None when the file
+    cannot be read (the device's start would say why)."""
+    if path is None:
+        return "MeowCare"
+    stem, extension = os.path.splitext(os.path.basename(os.path.normpath(path)))
+    parent_stem, parent_extension = os.path.splitext(os.path.basename(os.path.dirname(os.path.normpath(path))))
+    if extension == ".xcdatamodel" and parent_extension == ".xcdatamodeld":
+        return parent_stem
+    if extension in (".xcdatamodeld", ".xcdatamodel"):
+        return stem
+    try:
+        with open(path, encoding="utf-8") as handle:
+            name = json.load(handle).get("name")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
 def _settings(path: str) -> Dict[str, str]:
     """A service's ``--config`` file: ``name = value`` lines, ``#`` comments."""
     settings: Dict[str, str] = {}

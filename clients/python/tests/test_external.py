@@ -13,8 +13,7 @@ from meowcare_testing import Cluster, ClusterStopped, MeowError
 from meowcare_testing.binaries import find_binaries, repository_candidates
 
 
-@pytest.fixture
-def deployment():
+def _deployment(*options):
     # These tests live in the repository: its deploy script is found from here even when the
     # package was installed elsewhere.
     candidates = [pathlib.Path(__file__).resolve().parents[3], *repository_candidates()]
@@ -29,13 +28,41 @@ def deployment():
     # MEOW_EXIT_WITH_PID: the deployment ends with this test run even if it is killed.
     environment = {**os.environ, "MEOWCARE_BIN_DIR": bin_dir, "MEOW_EXIT_WITH_PID": str(os.getpid())}
     try:
-        subprocess.run([script, "up", "--dir", directory, "--in-memory"], env=environment, check=True,
+        subprocess.run([script, "up", "--dir", directory, "--in-memory", *options], env=environment, check=True,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
         yield directory
     finally:
         subprocess.run([script, "down", "--dir", directory], env=environment, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=60)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def deployment():
+    yield from _deployment()
+
+
+TRIPLOG = str(pathlib.Path(__file__).resolve().parents[3] / "examples" / "TripLog" / "TripLog.json")
+
+
+@pytest.fixture
+def triplog_deployment():
+    yield from _deployment("--model", TRIPLOG)
+
+
+def test_a_deployment_on_another_model_serves_tests_of_that_model_and_refuses_others(triplog_deployment, monkeypatch):
+    monkeypatch.setenv("MEOWCARE_EXTERNAL", triplog_deployment)
+    bundle = TRIPLOG.replace("TripLog.json", "TripLog.xcdatamodeld")
+    with Cluster(devices={"A": "olivia", "B": "olivia"}, model=bundle) as cluster:
+        name = f"Kyoto {uuid.uuid4().hex[:8]}"
+        cluster["A"].insert("Trip", {"name": name})
+        cluster.settle(devices=["A", "B"])
+        assert cluster["B"].fetch_one("Trip", "name == %@", name) is not None
+    with pytest.raises(MeowError) as refused:
+        with Cluster(devices={"A": "olivia"}):
+            pass
+    assert refused.value.code == "externalMismatch"
+    assert "runs the model 'TripLog', but the test's model is 'MeowCare'" in str(refused.value)
 
 
 def test_a_cluster_attaches_to_a_running_deployment(deployment, monkeypatch):
