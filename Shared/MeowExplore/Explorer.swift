@@ -135,7 +135,8 @@ public final class ExploreSession: Sendable {
                 if options.stopAtFirstFailure && !state.failures.isEmpty { return nil }
                 switch options.budget {
                 case let .schedules(count): if state.claimed >= count { return nil }
-                case let .seconds(limit): if clock.now - start >= .milliseconds(Int(limit * 1000)) { return nil }
+                // However short the time, one schedule runs: a report always judges something.
+                case let .seconds(limit): if state.claimed > 0 && clock.now - start >= .milliseconds(Int(limit * 1000)) { return nil }
                 }
                 defer { state.claimed += 1 }
                 return options.firstSeed &+ UInt64(state.claimed)

@@ -69,6 +69,29 @@ struct MeowCtlExploreTests {
         #expect(report["firstSeed"] == "1" && report["lastSeed"] == "12")
     }
 
+    @Test("the budget is a count of schedules or a number of seconds, never both")
+    func budget() async throws {
+        let directory = TemporaryDirectory(prefix: "mx")
+        let flow = directory.file("flow.json")
+        try (Self.flowText + "}").write(toFile: flow, atomically: true, encoding: .utf8)
+        let counted = try await MeowProcess.run("meowctl", ["explore", flow, "--schedules", "3", "--seed", "5", "--json"], timeout: .seconds(300))
+        #expect(counted.status == 0, "\(counted.stdout)\n\(counted.stderr)")
+        let countedReport = try JSONParser.parse(counted.stdout)
+        #expect(countedReport["schedules"] == 3 && countedReport["firstSeed"] == "5" && countedReport["lastSeed"] == "7", "\(counted.stdout)")
+
+        let timed = try await MeowProcess.run("meowctl", ["explore", flow, "--seconds", "0.5", "--json"], timeout: .seconds(300))
+        #expect(timed.status == 0, "\(timed.stdout)\n\(timed.stderr)")
+        let timedReport = try JSONParser.parse(timed.stdout)
+        let schedules = try #require(timedReport["schedules"]?.intValue, "\(timed.stdout)")
+        #expect(schedules >= 1 && timedReport["firstSeed"] == "1" && timedReport["lastSeed"] == .string("\(schedules)"), "\(timed.stdout)")
+
+        for bad in [["--seconds", "0"], ["--seconds", "soon"], ["--schedules", "3", "--seconds", "1"]] {
+            let refused = try await MeowProcess.run("meowctl", ["explore", flow] + bad)
+            #expect(refused.status == 64, "\(bad): \(refused.stderr)")
+            #expect(refused.stderr.contains("--seconds"), "\(bad): \(refused.stderr)")
+        }
+    }
+
     @Test("a wrong flow fails naming the check, and its replay commands give the same shrunk schedule")
     func wrongFlowFailsAndReplays() async throws {
         let directory = TemporaryDirectory(prefix: "mx")

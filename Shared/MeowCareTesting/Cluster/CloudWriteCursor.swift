@@ -12,19 +12,25 @@ final class CloudWriteCursor: Sendable {
     ]
 
     private let seen = Mutex(0)
+    static let page = 10_000
+
+    /// Moves the cursor past `seq` (never back).
+    func skip(through seq: Int) { seen.withLock { $0 = max($0, seq) } }
 
     /// The writes logged since the last call (`client: op`), moving the cursor past them.
     func writesSinceLastLook(_ admin: MeowCloudAdmin) async throws(MeowCareError) -> [String] {
         var writes: [String] = []
         while true {
             let after = seen.withLock { $0 }
-            let entries = try await admin.requestLog(after: after, limit: 10_000)
+            let entries = try await admin.requestLog(after: after, limit: Self.page)
             guard let last = entries.compactMap({ $0["seq"]?.intValue }).max(), last > after else { return writes }
             seen.withLock { $0 = max($0, last) }
             for entry in entries {
                 guard let op = entry["op"]?.stringValue, !Self.readOnlyOps.contains(op) else { continue }
                 writes.append("\(entry["client"]?.stringValue ?? entry["user"]?.stringValue ?? "?"): \(op)")
             }
+            // A page short of the limit is the log's end: asking again would only read this look's own entry.
+            if entries.count < Self.page { return writes }
         }
     }
 }

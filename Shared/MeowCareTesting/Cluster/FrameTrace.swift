@@ -45,7 +45,8 @@ public final class FrameTrace: Sendable {
         let entry = Entry(time: seconds, connection: connection, direction: direction, json: text)
         entries.withLock { entries in
             entries.append(entry)
-            if entries.count > Self.maxEntries { entries.removeFirst(entries.count - Self.maxEntries) }
+            // Trimmed a tenth at a time: trimming one entry per frame would move the whole array each frame.
+            if entries.count > Self.maxEntries + Self.maxEntries / 10 { entries.removeFirst(entries.count - Self.maxEntries) }
         }
     }
 
@@ -62,8 +63,8 @@ public final class FrameTrace: Sendable {
         return known.reduce(text) { $0.replacingOccurrences(of: $1, with: "<redacted>") }
     }
 
-    /// Every entry so far.
-    public var all: [Entry] { entries.withLock { $0 } }
+    /// Every entry so far (the last `maxEntries`).
+    public var all: [Entry] { entries.withLock { Array($0.suffix(Self.maxEntries)) } }
 
     /// One line per frame: `  1.234 A → {"op":"sync.now","params":{}}`.
     public func text() -> String {

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One device's stores against its user's cloud databases (`meowctl diff`'s comparison).
 public struct DeviceConvergence: Sendable {
     public var device: String
@@ -59,6 +61,31 @@ struct TracedInspection: InspectionConnection {
     }
 }
 
+/// Answers each distinct read once and repeats the answer (or the error) after: for checks that
+/// read the same state several times while nothing changes it.
+final class ReadOnceInspection: InspectionConnection {
+    private struct Key: Hashable {
+        var op: String
+        var params: [String: JSONValue]
+    }
+
+    let base: any InspectionConnection
+    private let answers = Mutex<[Key: Result<JSONValue, WireError>]>([:])
+
+    init(_ base: any InspectionConnection) { self.base = base }
+
+    var user: String? { base.user }
+
+    func request(_ op: String, _ params: [String: JSONValue]) async throws(WireError) -> JSONValue {
+        let key = Key(op: op, params: params)
+        if let known = answers.withLock({ $0[key] }) { return try known.get() }
+        let answer: Result<JSONValue, WireError>
+        do throws(WireError) { answer = .success(try await base.request(op, params)) } catch { answer = .failure(error) }
+        answers.withLock { $0[key] = answer }
+        return try answer.get()
+    }
+}
+
 extension MeowCluster {
     /// Each device's stores against the cloud's databases as the device's user sees them: the
     /// private store with the private database, the shared store with the shared database,
@@ -71,19 +98,8 @@ extension MeowCluster {
             let name = users[device.name] ?? device.user
             let user = try await cloud.user(name)
             defer { user.connection.close() }
-            var remote: [String: StoreCloudDiff.Item] = [:], unreadable: [String] = []
-            let local: [String: StoreCloudDiff.Item]
-            do throws(InspectionError) {
-                local = try await StoreCloudDiff.deviceItems(TracedInspection(connection: device.connection, user: nil))
-                for database in ["private", "shared"] {
-                    try await StoreCloudDiff.cloudItems(TracedInspection(connection: user.connection, user: name), database: database,
-                                                        into: &remote, unreadable: &unreadable)
-                }
-            } catch {
-                throw MeowCareError(error.error, op: error.op, service: device.name)
-            }
-            reports.append(DeviceConvergence(device: device.name, user: name, zones: StoreCloudDiff.compare(local: local, cloud: remote),
-                                             unreadable: unreadable))
+            reports.append(try await Self.convergence(of: device, user: name, local: TracedInspection(connection: device.connection, user: nil),
+                                                      cloud: TracedInspection(connection: user.connection, user: name)))
         }
         return ConvergenceReport(devices: reports)
     }
@@ -96,15 +112,62 @@ extension MeowCluster {
             let name = users[device.name] ?? device.user
             let user = try await cloud.user(name)
             defer { user.connection.close() }
-            var doctor = Doctor(device: TracedInspection(connection: device.connection, user: nil))
-            do throws(InspectionError) {
-                try await doctor.examineDevice()
-                try await doctor.examineCloud(TracedInspection(connection: user.connection, user: name))
-            } catch {
-                throw MeowCareError(error.error, op: error.op, service: device.name)
-            }
-            findings += doctor.findings.map { (device.name, $0) }
+            findings += try await Self.findings(of: device, local: TracedInspection(connection: device.connection, user: nil),
+                                                cloud: TracedInspection(connection: user.connection, user: name))
         }
         return InvariantReport(findings: findings)
+    }
+
+    /// `convergence(users:)` and `invariants(users:)` of a cluster nothing changes meanwhile,
+    /// from one read: each device's stores and each user's databases are read once and both
+    /// reports judge the same answers, over the connection `cloudUser` gives for each user (one
+    /// per user, kept by the caller). For a test that asks both after every run.
+    public func convergenceAndInvariants(users: [String: String] = [:],
+                                         cloudUser: (String) async throws(MeowCareError) -> MeowCloudUser) async throws(MeowCareError)
+        -> (convergence: ConvergenceReport, invariants: InvariantReport) {
+        var clouds: [String: ReadOnceInspection] = [:]
+        var reports: [DeviceConvergence] = []
+        var findings: [(device: String, finding: Doctor.Finding)] = []
+        for device in devices {
+            let name = users[device.name] ?? device.user
+            let cloud: ReadOnceInspection
+            if let known = clouds[name] {
+                cloud = known
+            } else {
+                cloud = ReadOnceInspection(TracedInspection(connection: try await cloudUser(name).connection, user: name))
+                clouds[name] = cloud
+            }
+            let local = ReadOnceInspection(TracedInspection(connection: device.connection, user: nil))
+            reports.append(try await Self.convergence(of: device, user: name, local: local, cloud: cloud))
+            findings += try await Self.findings(of: device, local: local, cloud: cloud)
+        }
+        return (ConvergenceReport(devices: reports), InvariantReport(findings: findings))
+    }
+
+    private static func convergence(of device: MeowDevice, user name: String, local: any InspectionConnection,
+                                    cloud: any InspectionConnection) async throws(MeowCareError) -> DeviceConvergence {
+        var remote: [String: StoreCloudDiff.Item] = [:], unreadable: [String] = []
+        let items: [String: StoreCloudDiff.Item]
+        do throws(InspectionError) {
+            items = try await StoreCloudDiff.deviceItems(local)
+            for database in ["private", "shared"] {
+                try await StoreCloudDiff.cloudItems(cloud, database: database, into: &remote, unreadable: &unreadable)
+            }
+        } catch {
+            throw MeowCareError(error.error, op: error.op, service: device.name)
+        }
+        return DeviceConvergence(device: device.name, user: name, zones: StoreCloudDiff.compare(local: items, cloud: remote), unreadable: unreadable)
+    }
+
+    private static func findings(of device: MeowDevice, local: any InspectionConnection,
+                                 cloud: any InspectionConnection) async throws(MeowCareError) -> [(device: String, finding: Doctor.Finding)] {
+        var doctor = Doctor(device: local)
+        do throws(InspectionError) {
+            try await doctor.examineDevice()
+            try await doctor.examineCloud(cloud)
+        } catch {
+            throw MeowCareError(error.error, op: error.op, service: device.name)
+        }
+        return doctor.findings.map { (device.name, $0) }
     }
 }

@@ -13,18 +13,26 @@ extension MeowCluster {
     /// is quiescent. Never sleeps; after `maxRounds` (the same 20 as the Python client's) it
     /// fails with what the last round still had (entries deferred by a server retry-after never
     /// go out on their own: `advanceClocks(by:)` moves time past them).
+    /// `cloudLogSeenThrough`: the request log's last sequence number the caller has read (the
+    /// writes up to it are behind the settle), so it need not read the log to its end first.
     @discardableResult
-    public func settle(maxRounds: Int = 20) async throws(MeowCareError) -> SettleReport {
+    public func settle(maxRounds: Int = 20, cloudLogSeenThrough: Int? = nil) async throws(MeowCareError) -> SettleReport {
         guard maxRounds >= 1 else {
             throw MeowCareError(.invalidArguments, "settle(maxRounds: \(maxRounds)): give at least one round.", service: "cluster")
         }
-        _ = try await lifecycle.cloudWrites.writesSinceLastLook(cloud.admin)
+        if let seen = cloudLogSeenThrough {
+            lifecycle.cloudWrites.skip(through: seen)
+        } else {
+            _ = try await lifecycle.cloudWrites.writesSinceLastLook(cloud.admin)
+        }
         var statuses: [String: SyncStatus] = [:]
         var lastRound: [String] = []
         for round in 1...maxRounds {
             var moved: [String] = []
             for device in devices {
-                let status = try await device.sync.status()
+                // After the first round, the last round's closing status says who is signed in.
+                let status: SyncStatus
+                if let last = statuses[device.name] { status = last } else { status = try await device.sync.status() }
                 guard status.signedIn else { continue }
                 do throws(MeowCareError) {
                     let now = try await device.sync.now()

@@ -4,15 +4,18 @@ import MeowWire
 
 /// Reads what a run ended in: the cloud's records per zone (with each share's participants),
 /// each device's objects, history tokens, doctor findings and divergence from the cloud (the
-/// cluster's own checks: `convergence()`, `invariants()`).
+/// cluster's own checks, `convergence()` and `invariants()`, from one read of each device and
+/// of each user's databases, over the bench's cloud connections).
 struct FinalStateCollector {
     let engine: RunEngine
 
     var cluster: MeowCluster { engine.cluster }
 
     func collect() async throws -> FinalState {
-        let convergence = try await cluster.convergence(users: engine.users)
-        let invariants = try await cluster.invariants(users: engine.users)
+        let bench = engine.bench
+        let (convergence, invariants) = try await cluster.convergenceAndInvariants(users: engine.users) { user throws(MeowCareError) in
+            try await bench.cloudUser(user)
+        }
         var devices: [DeviceState] = []
         for name in engine.devices {
             let device = try cluster.device(named: name)

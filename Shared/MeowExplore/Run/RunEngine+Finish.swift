@@ -25,7 +25,7 @@ extension RunEngine {
         for device in devices { try? await setClock(device) }
         try await readLog()
         await record(actor: "explorer", op: HistoryOp.settle, params: [:]) { () throws(MeowCareError) -> JSONValue in
-            let report = try await self.cluster.settle()
+            let report = try await self.cluster.settle(cloudLogSeenThrough: self.logSeq)
             return ["rounds": .int(report.rounds)]
         }
         for device in devices { try await observe(device) }
@@ -48,6 +48,7 @@ extension RunEngine {
     /// failure: its request may have committed before the reply was lost (a drop after commit,
     /// the repeat meeting the copies it made), so the failure the device saw does not tell.
     func resolveUnseen() async throws {
+        var runLog: [(device: String, seq: Int, op: String, code: String)]?
         for index in history.indices {
             let entry = history[index]
             if Self.sharingSteps[entry.op] != nil {
@@ -58,7 +59,8 @@ extension RunEngine {
                 continue
             }
             guard case .unknown = entry.outcome else { continue }
-            let requests = try await logEntries(of: entry.actor, after: 0).filter { entry.cloudRequests.isEmpty || entry.cloudRequests.contains($0.seq) }
+            if runLog == nil { runLog = try await runLogEntries() }
+            let requests = (runLog ?? []).filter { $0.device == entry.actor && (entry.cloudRequests.isEmpty || entry.cloudRequests.contains($0.seq)) }
             let modifies = requests.filter { $0.op == "records.modify" }
             if entry.op == HistoryOp.send {
                 if let committed = modifies.first(where: { $0.code == "ok" }) {

@@ -29,6 +29,7 @@ extension RunEngine {
             }
             await trySetClock(name)
             params["stamp"] = .double(stamp(name))
+            mayExist.insert(object)
             let storeName = zone.flatMap { $0.owner == users[name] ? nil : bench.sharedStoreName }
             await record(step: global, actor: name, op: HistoryOp.insert, params: .object(params)) { () throws(MeowCareError) -> JSONValue in
                 try await self.inContext(name) { context throws(MeowCareError) -> JSONValue in
@@ -128,6 +129,8 @@ extension RunEngine {
             guard let body = step.body ?? flow.boundSteps[stepName] else {
                 return notReady(global, name, HistoryOp.customPrefix + stepName, params, "custom step \(stepName) has no code")
             }
+            // A team's step may insert any of the flow's objects.
+            mayExist.formUnion(uuids.keys)
             let context = StepContext(device: device, cluster: cluster, actor: name, user: users[name] ?? actor.user, params: params, seed: mode.seed,
                                       memory: memory(of: name), uuids: uuids, entities: entities, zones: zones)
             await trySetClock(name)
@@ -178,6 +181,8 @@ extension RunEngine {
     /// The object's ID on the device: remembered from an earlier step, else looked up by UUID.
     func objectID(of object: String, on device: MeowDevice, fresh: Bool = false) async throws(MeowCareError) -> String? {
         guard let uuid = uuids[object], let entity = entities[object] else { return nil }
+        // No device can hold an object whose insert has not gone out in this run: no need to ask.
+        guard mayExist.contains(object) else { return nil }
         if !fresh, let known = ids[device.name]?[uuid] { return known }
         let found = try await device.fetch(entity, where: "uuid == %@", [.string(uuid)]).first?.objectID
         ids[device.name, default: [:]][uuid] = found

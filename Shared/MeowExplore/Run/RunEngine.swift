@@ -42,10 +42,14 @@ final class RunEngine {
     var held: (device: String, task: Task<Result<JSONValue, MeowCareError>, Never>, invoke: Int, logSeq: Int)?
     var writeSeq = 0
     var logSeq = 0
+    /// The request log's last sequence number before the run: its own entries come after.
+    var runStartLogSeq = 0
     var startTokens: [String: [String: Int]] = [:]
     /// Each device's context for the run's steps, and the object IDs it has seen (uuid → ID).
     var contexts: [String: MeowContext] = [:]
     var ids: [String: [String: String]] = [:]
+    /// The flow's objects an insert (or a team's step) may have made in this run.
+    var mayExist: Set<String> = []
     var memories: [String: AppMemory] = [:]
     /// Device → the history entry its mirror's next requests in the log belong to.
     var awaitingRequests: [String: Int] = [:]
@@ -95,6 +99,7 @@ final class RunEngine {
     func execute() async throws -> ([Choice], RunRecord) {
         try await bench.reset()
         logSeq = try await bench.lastLogSeq()
+        runStartLogSeq = logSeq
         _ = try await cluster.cloud.admin.setClock(now: Self.baseTime)
         for name in devices {
             let device = try cluster.device(named: name)
@@ -336,11 +341,21 @@ final class RunEngine {
         if awaitingRequests[device] != nil { try await readLog() }
     }
 
-    /// The log's entries of `device`'s mirror after `after` (read again, nothing attributed).
-    func logEntries(of device: String, after: Int) async throws(MeowCareError) -> [(seq: Int, op: String, code: String)] {
-        try await cluster.cloud.admin.requestLog(after: after).compactMap { entry in
-            guard let seq = entry["seq"]?.intValue, entry["client"]?.stringValue == Self.mirrorPrefix + device + ")" else { return nil }
-            return (seq, entry["op"]?.stringValue ?? "", entry["code"]?.stringValue ?? "")
+    /// The devices' mirrors' entries of this run's part of the log (read again, nothing
+    /// attributed): from the run's first sequence number, page by page.
+    func runLogEntries() async throws(MeowCareError) -> [(device: String, seq: Int, op: String, code: String)] {
+        let page = 1000
+        var found: [(device: String, seq: Int, op: String, code: String)] = []
+        var after = runStartLogSeq
+        while true {
+            let entries = try await cluster.cloud.admin.requestLog(after: after, limit: page)
+            for entry in entries {
+                guard let seq = entry["seq"]?.intValue else { continue }
+                after = max(after, seq)
+                guard let client = entry["client"]?.stringValue, client.hasPrefix(Self.mirrorPrefix), client.hasSuffix(")") else { continue }
+                found.append((String(client.dropFirst(Self.mirrorPrefix.count).dropLast()), seq, entry["op"]?.stringValue ?? "", entry["code"]?.stringValue ?? ""))
+            }
+            if entries.count < page { return found }
         }
     }
 }

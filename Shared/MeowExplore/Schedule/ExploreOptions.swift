@@ -48,7 +48,9 @@ public struct ExploreOptions: Sendable, Codable {
 
     public enum Persistence: String, Sendable, Codable { case inMemory, sqlite }
 
-    /// How long to explore. JSON: `{"schedules": 100}` or `{"seconds": 5}`.
+    /// How long to explore. JSON: `{"schedules": 100}` or `{"seconds": 5}`. A budget in seconds
+    /// starts no schedule once the time is up (one already running finishes), and always runs
+    /// at least one.
     public enum Budget: Sendable, Codable, Equatable {
         case schedules(Int)
         case seconds(Double)

@@ -53,6 +53,16 @@ def test_a_correct_python_flow_passes():
     assert report.schedules == 20
 
 
+def test_the_budget_is_schedules_or_seconds():
+    counted = explore(visits_flow(fixed=True), schedules=3, faults="none")
+    assert counted.passed, counted.text
+    assert counted.schedules == 3
+    timed = explore(visits_flow(fixed=True), seconds=0.5, faults="none")
+    assert timed.passed, timed.text
+    assert timed.schedules >= 1
+    assert (timed.raw["firstSeed"], timed.raw["lastSeed"]) == ("1", str(timed.schedules))
+
+
 def test_a_wrong_python_flow_fails_with_its_check_and_replays_the_same_history():
     flow = visits_flow(fixed=False)
     report = explore(flow, schedules=80, faults="none")
