@@ -4,7 +4,7 @@
 #
 #   ./install.sh [--prefix DIR] [--python PYTHON]
 #
-#   DIR/bin/                    store-service, sync-service, meowctl, meow-bench
+#   DIR/bin/                    store-service, sync-service, meowctl
 #   DIR/share/meowcare/python/  the Python package's wheel
 #   DIR/share/doc/meowcare/     README.md, VERSION, docs/, examples/
 #

@@ -49,7 +49,7 @@ grep -qx "store-service $version" "$work/install.out" || fail "the block's store
 for file in install.sh SHA256SUMS README.md VERSION docs/TESTING.md docs/INSTALL.md examples "python/meowcare_testing-$version-py3-none-any.whl"; do
   [ -e "$unpacked/$file" ] || fail "the artefact has no $file"
 done
-for file in bin/store-service bin/sync-service bin/meowctl bin/meow-bench "share/meowcare/python/meowcare_testing-$version-py3-none-any.whl" \
+for file in bin/store-service bin/sync-service bin/meowctl "share/meowcare/python/meowcare_testing-$version-py3-none-any.whl" \
             share/doc/meowcare/docs/INSTALL.md share/doc/meowcare/README.md; do
   [ -e "$prefix/$file" ] || fail "install.sh left no $prefix/$file"
 done
@@ -57,7 +57,7 @@ done
   = "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/meowcare_testing" ] \
   || fail "meowcare_testing is not imported from the venv's own install of the wheel"
 echo corrupted >>"$unpacked/docs/INSTALL.md"
-! "$unpacked/install.sh" --prefix "$work/refused" 2>"$work/refused.out" || fail "install.sh installed a changed artefact"
+! "$unpacked/install.sh" --prefix "$work/refused" >"$work/refused.out" 2>&1 || fail "install.sh installed a changed artefact"
 grep -q "do not match its SHA256SUMS" "$work/refused.out" && [ ! -e "$work/refused" ] || fail "install.sh's refusal: $(cat "$work/refused.out")"
 
 say "2. ldd: no Swift library, nothing missing"
@@ -95,7 +95,7 @@ unset MEOWCARE_BIN_DIR MEOWCARE_PREFIX MEOWCARE_EXTERNAL LD_LIBRARY_PATH
 [ -z "$(ls -A "$toolchain")" ] || fail "$toolchain is still visible"
 ! command -v swift >/dev/null 2>&1 || fail "swift is still on PATH: $(command -v swift)"
 
-for executable in store-service sync-service meowctl meow-bench; do
+for executable in store-service sync-service meowctl; do
   said="$("$prefix/bin/$executable" --version)" || fail "$executable --version exited $?"
   [ "$said" = "$executable $version" ] || fail "$executable --version says '$said', VERSION is $version"
 done
@@ -124,7 +124,7 @@ kill "$device" "$cloud"; wait || true
 
 # The first Python test, from outside any checkout; its services come from PATH.
 cd "$work/first-test"
-"$venv/bin/python" -m pytest -p no:cacheprovider -q test_first.py >"$work/pytest.out" 2>&1 || { cat "$work/pytest.out" >&2; fail "the first Python test failed"; }
+"$venv/bin/python" -m pytest -p no:cacheprovider test_first.py >"$work/pytest.out" 2>&1 || { cat "$work/pytest.out" >&2; fail "the first Python test failed"; }
 grep -q "store-service and sync-service from $prefix/bin (found by PATH)" "$work/pytest.out" \
   || { cat "$work/pytest.out" >&2; fail "pytest's header does not say the services came from $prefix/bin by PATH"; }
 found="$(PATH=/usr/bin:/bin MEOWCARE_PREFIX="$prefix" "$venv/bin/python" -c 'from meowcare_testing.binaries import locate_binaries; print(locate_binaries().summary)')"

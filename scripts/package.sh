@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the release artefact, dist/meowcare-VERSION-linux-ARCH.tar.gz, and its checksum beside it
 # (.sha256). In it, under meowcare-VERSION-linux-ARCH/:
-#   bin/        store-service, sync-service, meowctl, meow-bench: release builds with Swift's
+#   bin/        store-service, sync-service, meowctl: release builds with Swift's
 #               runtime and Foundation linked in (--static-swift-stdlib), so they need only C
 #               libraries Debian ships (libc, libstdc++, libsqlite3; libxml2 for store-service)
 #   python/     the Python package as a wheel (scripts/build-wheel.py: offline, standard library only)
@@ -19,7 +19,8 @@ source scripts/setup.sh
 version="$(python3 scripts/version-check.py)"
 name="meowcare-$version-linux-$(uname -m)"
 scratch=.build/package
-products=(store-service sync-service meowctl meow-bench)
+# meow-bench stays out: MeowCare's own benchmarks, run from a checkout (scripts/bench.sh).
+products=(store-service sync-service meowctl)
 
 started=$SECONDS
 for product in "${products[@]}"; do
