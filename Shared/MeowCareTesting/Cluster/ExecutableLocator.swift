@@ -25,7 +25,7 @@ public struct ExecutableLocator: Sendable {
         case packageBuild = "this package's .build"
         case path = "PATH"
         /// Made with `init(directory:)`, not found.
-        case given = "given"
+        case given = "the caller"
 
         public var description: String { rawValue }
     }
