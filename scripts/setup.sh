@@ -29,4 +29,4 @@ if ! command -v swift >/dev/null 2>&1; then
     [ -x "$dir/swift" ] && export PATH="$dir:$PATH" && break
   done
 fi
-command -v swift >/dev/null 2>&1 || { echo "setup: no Swift toolchain found (need Swift 6.x on PATH)" >&2; exit 1; }
+command -v swift >/dev/null 2>&1 || { echo "setup: no Swift toolchain found (need Swift 6.x on PATH); docs/INSTALL.md says how to get one, or how to use the release artefact instead" >&2; exit 1; }

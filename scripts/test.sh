@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 # The differences pages name the tests that pin each line: a renamed or missing test fails here.
 python3 scripts/docs-check.py
+# VERSION and the copies the executables and the Python package report agree.
+python3 scripts/version-check.py >/dev/null
 swift build --build-tests
 swift test --skip-build "$@"
 # README's "Write your first test" blocks, run verbatim from outside this package.

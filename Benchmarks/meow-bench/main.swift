@@ -1,8 +1,13 @@
 import Foundation
+import MeowWire
 
 // meow-bench: performance figures, each printed beside a baseline measured in the same run.
 // Build and run in release mode: scripts/bench.sh (or swift run -c release meow-bench).
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--version" {
+    print("meow-bench \(MeowVersion.current)")
+    exit(0)
+}
 if arguments.contains("--help") {
     print("""
     meow-bench — MeowCare benchmarks, each beside a same-run baseline

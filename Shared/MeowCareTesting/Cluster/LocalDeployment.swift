@@ -49,7 +49,8 @@ final class LocalDeployment: Sendable {
     /// The cloud's process (its latest start).
     private let cloud = Mutex<MeowProcess?>(nil)
     private let ownsDirectory: Bool
-    private let binaries: ExecutableLocator
+    /// Where the services were started from.
+    let binaries: ExecutableLocator
     private let configuration: MeowClusterConfiguration
     /// Every device process by device name, and the slot (socket, log, data) each name has.
     private let devices = Mutex<(processes: [String: MeowProcess], slots: [String: Int])>(([:], [:]))
@@ -66,7 +67,9 @@ final class LocalDeployment: Sendable {
     /// The started deployment, and each service's first connection: the cloud's as the admin, and one per device.
     static func start(_ configuration: MeowClusterConfiguration, lifecycle: ClusterLifecycle) async throws(MeowCareError)
         -> (LocalDeployment, StartedServices) {
-        let binaries = try ExecutableLocator.locate()
+        let binaries: ExecutableLocator
+        if let chosen = configuration.executables { binaries = chosen } else { binaries = try ExecutableLocator.locate() }
+        binaries.announce()
         let directory: String
         if let own = configuration.directory { directory = own } else { directory = try makeDirectory() }
         var deployment: LocalDeployment?

@@ -114,6 +114,9 @@ public final class MeowCluster: Sendable {
         return added
     }
 
+    /// The executables the services were started from, and which rule found them. nil in external mode.
+    public var executables: ExecutableLocator? { local?.binaries }
+
     /// The cloud's process: stop it, kill it (`kill -9`), read its log lines, see its exit
     /// status. nil in external mode.
     public var cloudProcess: MeowProcess? { local?.cloudProcess }

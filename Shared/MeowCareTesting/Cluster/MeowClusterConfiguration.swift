@@ -80,6 +80,8 @@ public struct MeowClusterConfiguration: Sendable {
     public var directory: String?
     /// How long each service may take to answer `health` with ready.
     public var startTimeout: Duration = .seconds(30)
+    /// The store-service and sync-service to start; nil: `ExecutableLocator.locate()`'s.
+    public var executables: ExecutableLocator?
     /// A running `deploy/meowcare-local` deployment's directory to use instead of starting
     /// services; defaults to `$MEOWCARE_EXTERNAL` (see `ExternalDeployment`).
     public var externalDeployment: String? = ProcessInfo.processInfo.environment["MEOWCARE_EXTERNAL"].flatMap { $0.isEmpty ? nil : $0 }

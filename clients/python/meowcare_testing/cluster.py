@@ -28,7 +28,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import convergence, external, invariants
 from .base import Lifetime
-from .binaries import find_binaries
+from .binaries import LOG, Binaries, locate_binaries
 from .cloud import Cloud
 from .device import Device
 from .errors import MeowError, NotAuthenticated, NotSettled, ServiceStartError
@@ -136,6 +136,8 @@ class Cluster:
         self.credentials: Dict[str, str] = {}
         self._user_names: Dict[str, str] = {}  # requested user → real user (differs in external mode)
         self._processes: List[ServiceProcess] = []
+        #: where the services were started from, and which rule found them (None until started, and in external mode)
+        self.binaries: Optional[Binaries] = None
         self._binaries: Dict[str, str] = {}
         self._admin_credential = ""
         self._lifetime = Lifetime("(not started)")
@@ -196,7 +198,9 @@ class Cluster:
     # -- starting -----------------------------------------------------------------------------
 
     def _start_local(self) -> None:
-        self._binaries = find_binaries(self._bin_dir)
+        self.binaries = locate_binaries(self._bin_dir)
+        self._binaries = self.binaries.paths
+        LOG.info("meowcare-testing: %s", self.binaries.summary)
         # Short: socket paths must fit in 108 bytes, and /tmp keeps them so wherever TMPDIR points.
         self.directory = tempfile.mkdtemp(prefix="mc.", dir="/tmp" if os.path.isdir("/tmp") else None)
         os.makedirs(os.path.join(self.directory, "logs"))

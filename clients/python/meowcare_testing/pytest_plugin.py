@@ -21,7 +21,10 @@ from typing import Any, Callable, Generator, Iterator, List
 
 import pytest
 
+from . import __version__
+from .binaries import locate_binaries
 from .cluster import Cluster
+from .errors import BinariesNotFound
 from .explore import ExploreFailed, ExploreReport, Flow, explore, replay
 
 _CLUSTERS = pytest.StashKey[List[Cluster]]()
@@ -31,6 +34,14 @@ _EXPLORATIONS = pytest.StashKey[List[ExploreReport]]()
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "meow_cluster(**options): keyword arguments for the meow_cluster fixture's Cluster "
                             "(devices=, users=, sync_mode=, storage=, model=, device_args=, …)")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which services a run's clusters start (unless a test passes its own ``bin_dir``)."""
+    try:
+        return f"meowcare-testing {__version__}: {locate_binaries().summary}"
+    except BinariesNotFound as error:
+        return f"meowcare-testing {__version__}: {error}"
 
 
 def _track(request: pytest.FixtureRequest, cluster: Cluster) -> None:
