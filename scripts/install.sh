@@ -4,7 +4,7 @@
 #
 #   ./install.sh [--prefix DIR] [--python PYTHON]
 #
-#   DIR/bin/                    store-service, sync-service, meowctl
+#   DIR/bin/                    store-service, sync-service, meowctl, meowcare-local
 #   DIR/share/meowcare/python/  the Python package's wheel
 #   DIR/share/doc/meowcare/     README.md, VERSION, docs/, examples/
 #
@@ -35,7 +35,11 @@ if ! (cd "$here" && sha256sum --quiet --check SHA256SUMS); then
   echo "install.sh: the artefact's files do not match its SHA256SUMS (damaged or changed); unpack a fresh copy. Nothing was installed." >&2
   exit 1
 fi
-missing="$(for executable in "$here"/bin/*; do ldd "$executable" | sed -n 's/^\s*\(\S*\) => not found$/\1/p'; done | sort -u)"
+# The compiled executables' C libraries (bin/ also holds the meowcare-local script).
+missing="$(for executable in "$here"/bin/*; do
+  [ "$(head -c 4 "$executable" | tr -d '\177')" = ELF ] || continue
+  ldd "$executable" | sed -n 's/^\s*\(\S*\) => not found$/\1/p'
+done | sort -u)"
 if [ -n "$missing" ]; then
   echo "install.sh: the executables need C libraries this machine lacks: $(echo $missing). On Debian or Ubuntu:" \
        "apt-get install libsqlite3-0 libxml2 libstdc++6. Nothing was installed." >&2

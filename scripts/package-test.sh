@@ -62,6 +62,7 @@ grep -q "do not match its SHA256SUMS" "$work/refused.out" && [ ! -e "$work/refus
 
 say "2. ldd: no Swift library, nothing missing"
 for executable in "$prefix"/bin/*; do
+  [ "$(head -c 4 "$executable" | tr -d '\177')" = ELF ] || continue   # meowcare-local is a script
   libraries="$(ldd "$executable")"
   if grep -qiE 'swift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime' <<<"$libraries"; then
     fail "$(basename "$executable") links a Swift library: $(grep -iE 'swift|Foundation|dispatch|BlocksRuntime' <<<"$libraries")"
@@ -121,6 +122,14 @@ done
 reply="$(meowctl call --socket "$run/a.sock" sync.now)" || fail "sync.now failed: $reply"
 grep -q '"send"' <<<"$reply" && grep -q '"fetch"' <<<"$reply" || fail "sync.now's reply has no send and fetch: $reply"
 kill "$device" "$cloud"; wait || true
+
+# The installed meowcare-local runs the executables beside it: a deployment up, a device's
+# answer, down (nothing left running).
+(cd "$work" && meowcare-local up --dir "$work/local" --in-memory >"$work/local-up.out" 2>&1) \
+  || { cat "$work/local-up.out" >&2; fail "the installed meowcare-local up"; }
+reply="$(meowctl call --socket "$work/local/sockets/device-a.sock" sync.now)" || fail "the installed deployment's device A: $reply"
+grep -q '"send"' <<<"$reply" || fail "the installed deployment's device A answered: $reply"
+meowcare-local down --dir "$work/local" >"$work/local-down.out" 2>&1 || { cat "$work/local-down.out" >&2; fail "the installed meowcare-local down"; }
 
 # The first Python test, from outside any checkout; its services come from PATH.
 cd "$work/first-test"

@@ -3,7 +3,8 @@
 # (.sha256). In it, under meowcare-VERSION-linux-ARCH/:
 #   bin/        store-service, sync-service, meowctl: release builds with Swift's
 #               runtime and Foundation linked in (--static-swift-stdlib), so they need only C
-#               libraries Debian ships (libc, libstdc++, libsqlite3; libxml2 for store-service)
+#               libraries Debian ships (libc, libstdc++, libsqlite3; libxml2 for store-service);
+#               and meowcare-local, the local deployment's script, which runs the ones beside it
 #   python/     the Python package as a wheel (scripts/build-wheel.py: offline, standard library only)
 #   install.sh  ./install.sh --prefix DIR [--python PYTHON] (scripts/install.sh)
 #   SHA256SUMS  every other file's checksum, which install.sh verifies
@@ -39,6 +40,7 @@ for product in "${products[@]}"; do
   # Symbols only a debugger reads; without them the executables are about a third smaller.
   if command -v strip >/dev/null 2>&1; then strip "$stage/bin/$product"; fi
 done
+install -m 755 deploy/meowcare-local "$stage/bin/meowcare-local"
 python3 scripts/build-wheel.py "$stage/python" >/dev/null
 install -m 755 scripts/install.sh "$stage/install.sh"
 cp README.md VERSION "$stage/"
