@@ -37,7 +37,8 @@ struct FetchRowsFormTests {
             var asRows = request
             asRows["resultFormat"] = "rows"
             let reply = try await client.call("fetch", .object(asRows))
-            let columns = try #require(reply["columns"]?.arrayValue?.compactMap(\.stringValue))
+            let columnValues = try #require(reply["columns"]?.arrayValue)
+            let columns = columnValues.compactMap { $0.stringValue }
             let rows = try #require(reply["rows"]?.arrayValue)
             #expect(rows.count == objects.count && !rows.isEmpty, "\(entity)")
             for (row, object) in zip(rows, objects) {

@@ -144,12 +144,28 @@ struct JSONBytes {
         text.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
+    /// Decimal digits written in place (a String per number was a tenth of writing a row).
     mutating func append(integer: Int64) {
-        var text = String(integer)
-        text.withUTF8 { bytes.append(contentsOf: $0) }
+        if integer < 0 { bytes.append(0x2D) }
+        var magnitude = integer.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var start = buffer.count
+            repeat {
+                start -= 1
+                buffer[start] = 0x30 + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start...]))
+        }
     }
 
+    /// `JSONWriter.appendNumber`'s form: a whole number below 1e15 is written as its integer
+    /// (what dropping Swift's ".0" gives; -0 keeps the slow path's "-0").
     mutating func append(number: Double) {
+        if number.rounded() == number, abs(number) < 1e15, !(number == 0 && number.sign == .minus) {
+            append(integer: Int64(number))
+            return
+        }
         var text = ""
         JSONWriter.appendNumber(number, to: &text)
         append(raw: text)
