@@ -25,9 +25,22 @@ public enum ObjectID: Hashable, Sendable, CustomStringConvertible {
 
     public var uri: String {
         switch self {
-        case let .temporary(entity, token): return "x-coredata:///\(entity)/t\(token)"
-        case let .permanent(store, entity, key): return "x-coredata://\(store)/\(entity)/p\(key)"
+        case let .temporary(entity, token): return "x-coredata:///" + entity + "/t" + token
+        case let .permanent(store, entity, key): return Self.permanentURI(store: store, entity: entity, primaryKey: key)
         }
+    }
+
+    /// A permanent ID's URI, appended piece by piece into one reserved string: interpolating
+    /// it was a tenth of writing a page of fetched rows, and a save names each object twice.
+    public static func permanentURI(store: String, entity: String, primaryKey: Int64) -> String {
+        var uri = "x-coredata://"
+        uri.reserveCapacity(36 + store.utf8.count + entity.utf8.count)
+        uri += store
+        uri += "/"
+        uri += entity
+        uri += "/p"
+        uri += String(primaryKey)
+        return uri
     }
 
     public var description: String { uri }

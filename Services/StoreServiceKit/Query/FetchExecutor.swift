@@ -10,10 +10,16 @@ struct FetchRows: Encodable, Sendable {
     let entity: EntityDescription
     let storeNames: [String]
     let storeUUIDs: [String]
+    /// The to-one relationships' destination entities, in column order.
+    let destinations: [String]
+    /// The attributes' types, in column order (read per cell; an attribute is a large value to copy).
+    let types: [AttributeType]
 
     init(hits: [FetchExecutor.Hit], entity: EntityDescription, stores: StoreSet) {
         self.hits = hits
         self.entity = entity
+        destinations = entity.toOneRelationships.map(\.destination)
+        types = entity.attributes.map(\.type)
         storeNames = stores.list.map(\.name)
         storeUUIDs = stores.list.map(\.uuid)
     }
@@ -22,44 +28,163 @@ struct FetchRows: Encodable, Sendable {
         ["objectID", "store", "version", "uuid", "zone"] + entity.storedPropertyNames
     }
 
+    /// One cell of a row as JSON holds it.
+    enum Cell {
+        case null, bool(Bool), integer(Int64), double(Double), text(String)
+        /// An object ID in `store` (a store's UUID): its URI.
+        case objectID(store: String, entity: String, primaryKey: Int64)
+    }
+
+    /// The cells of one row, in column order. The encoder and the text writer both read rows
+    /// through this, so the two forms cannot disagree.
+    func cells(of hit: FetchExecutor.Hit, _ body: (Cell) throws -> Void) rethrows {
+        let attributeCount = types.count
+        let uuid = storeUUIDs[hit.store]
+        try body(.objectID(store: uuid, entity: entity.name, primaryKey: hit.row.primaryKey))
+        try body(.text(storeNames[hit.store]))
+        try body(.integer(hit.row.version))
+        try body(.text(hit.row.uuid))
+        if let zone = ManagedObject.zoneParts(hit.row.zone).name { try body(.text(zone)) } else { try body(.null) }
+        for (index, value) in hit.row.values.enumerated() {
+            if index >= attributeCount {
+                if let key = value.int64 {
+                    try body(.objectID(store: uuid, entity: destinations[index - attributeCount], primaryKey: key))
+                } else {
+                    try body(.null)
+                }
+                continue
+            }
+            let type = types[index]
+            if type.isData || type.integerRange != nil, let special = AttributeTypeCoding.jsonValue(value, type: type), !special.isNull {
+                // Bytes as base64, and integers past 2^53 as text.
+                if let text = special.stringValue { try body(.text(text)) } else { try body(.integer(value.int64 ?? 0)) }
+                continue
+            }
+            switch (type, value) {
+            case (_, .null): try body(.null)
+            case let (.boolean, .integer(flag)): try body(.bool(flag != 0))
+            case let (.double, .integer(number)), let (.float, .integer(number)): try body(.double(Double(number)))
+            case let (_, .integer(number)): try body(.integer(number))
+            case let (_, .real(number)): try body(.double(number))
+            case let (_, .text(text)): try body(.text(text))
+            case let (_, .blob(bytes)): try body(.text(String(decoding: bytes, as: UTF8.self)))
+            }
+        }
+    }
+
     func encode(to encoder: any Encoder) throws {
         var outer = encoder.unkeyedContainer()
-        let attributeCount = entity.attributes.count
-        let destinations = entity.toOneRelationships.map(\.destination)
         for hit in hits {
             var row = outer.nestedUnkeyedContainer()
-            let uuid = storeUUIDs[hit.store]
-            try row.encode("x-coredata://\(uuid)/\(entity.name)/p\(hit.row.primaryKey)")
-            try row.encode(storeNames[hit.store])
-            try row.encode(hit.row.version)
-            try row.encode(hit.row.uuid)
-            if let zone = ManagedObject.zoneParts(hit.row.zone).name { try row.encode(zone) } else { try row.encodeNil() }
-            for (index, value) in hit.row.values.enumerated() {
-                if index >= attributeCount {
-                    if let key = value.int64 {
-                        try row.encode("x-coredata://\(uuid)/\(destinations[index - attributeCount])/p\(key)")
-                    } else {
-                        try row.encodeNil()
-                    }
-                    continue
-                }
-                let type = entity.attributes[index].type
-                if type.isData || type.integerRange != nil, let special = AttributeTypeCoding.jsonValue(value, type: type), !special.isNull {
-                    // Bytes as base64, and integers past 2^53 as text.
-                    if let text = special.stringValue { try row.encode(text) } else { try row.encode(value.int64 ?? 0) }
-                    continue
-                }
-                switch (type, value) {
-                case (_, .null): try row.encodeNil()
-                case let (.boolean, .integer(flag)): try row.encode(flag != 0)
-                case let (.double, .integer(number)), let (.float, .integer(number)): try row.encode(Double(number))
-                case let (_, .integer(number)): try row.encode(number)
-                case let (_, .real(number)): try row.encode(number)
-                case let (_, .text(text)): try row.encode(text)
-                case let (_, .blob(bytes)): try row.encode(String(decoding: bytes, as: UTF8.self))
+            try cells(of: hit) { cell in
+                switch cell {
+                case .null: try row.encodeNil()
+                case let .bool(flag): try row.encode(flag)
+                case let .integer(number): try row.encode(number)
+                case let .double(number): try row.encode(number)
+                case let .text(text): try row.encode(text)
+                case let .objectID(store, entity, key): try row.encode(ObjectID.permanentURI(store: store, entity: entity, primaryKey: key))
                 }
             }
         }
+    }
+
+    /// The rows as JSON text, as `encode(to:)` would write them; false (with `out` as it was)
+    /// when a value JSON cannot hold (a non-finite double) leaves the encoder to report it.
+    /// The text is made as UTF-8 bytes and appended once: appending each cell to a String was
+    /// most of the time of writing 10,000 rows.
+    func writeJSON(to out: inout String) -> Bool {
+        var text = JSONBytes()
+        text.bytes.reserveCapacity(hits.count * 256)
+        text.append("[")
+        for (position, hit) in hits.enumerated() {
+            text.append(position == 0 ? "[" : ",[")
+            var first = true
+            var finite = true
+            cells(of: hit) { cell in
+                if !first { text.append(",") }
+                first = false
+                switch cell {
+                case .null: text.append("null")
+                case let .bool(flag): text.append(flag ? "true" : "false")
+                case let .integer(number): text.append(integer: number)
+                case let .double(number):
+                    if number.isFinite { text.append(number: number) } else { finite = false }
+                case let .text(string): text.append(string: string)
+                case let .objectID(store, entity, key):
+                    text.append("\"x-coredata://")
+                    text.append(raw: store)
+                    text.append("/")
+                    text.append(raw: entity)
+                    text.append("/p")
+                    text.append(integer: key)
+                    text.append("\"")
+                }
+            }
+            guard finite else { return false }
+            text.append("]")
+        }
+        text.append("]")
+        out += String(decoding: text.bytes, as: UTF8.self)
+        return true
+    }
+}
+
+/// JSON text built as UTF-8 bytes, in `JSONWriter`'s forms (its escaping, its numbers).
+struct JSONBytes {
+    var bytes: [UInt8] = []
+
+    mutating func append(_ literal: StaticString) {
+        literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// Text known to need no escaping (store UUIDs, entity names).
+    mutating func append(raw text: String) {
+        var text = text
+        text.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
+    /// Decimal digits written in place (a String per number was a tenth of writing a row).
+    mutating func append(integer: Int64) {
+        if integer < 0 { bytes.append(0x2D) }
+        var magnitude = integer.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var start = buffer.count
+            repeat {
+                start -= 1
+                buffer[start] = 0x30 + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start...]))
+        }
+    }
+
+    /// `JSONWriter.appendNumber`'s form: a whole number below 1e15 is written as its integer
+    /// (what dropping Swift's ".0" gives; -0 keeps the slow path's "-0").
+    mutating func append(number: Double) {
+        if number.rounded() == number, abs(number) < 1e15, !(number == 0 && number.sign == .minus) {
+            append(integer: Int64(number))
+            return
+        }
+        var text = ""
+        JSONWriter.appendNumber(number, to: &text)
+        append(raw: text)
+    }
+
+    /// A string literal: copied as is unless it holds a byte JSON escapes, then `JSONWriter`'s escaping.
+    mutating func append(string: String) {
+        var string = string
+        let plain = string.withUTF8 { utf8 in
+            guard !utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 }) else { return false }
+            bytes.append(0x22)
+            bytes.append(contentsOf: utf8)
+            bytes.append(0x22)
+            return true
+        }
+        if plain { return }
+        var escaped = ""
+        JSONWriter.appendString(string, to: &escaped)
+        append(raw: escaped)
     }
 }
 

@@ -25,6 +25,25 @@ enum FetchReply: Encodable, Sendable {
     }
 }
 
+extension FetchReply: JSONTextWritable {
+    /// Rows are written as text directly (`{"columns":…,"rows":…}`, the encoder's key order):
+    /// through the encoder's node per cell, writing the reply was nine tenths of a sorted fetch
+    /// of 10,000 events. Objects go through the encoder.
+    func writeJSON(to out: inout String) -> Bool {
+        guard case let .rows(result) = self else { return false }
+        let start = out.endIndex
+        out += #"{"columns":"#
+        out += JSONWriter.text(strings: result.columns)
+        out += #","rows":"#
+        guard result.rows.writeJSON(to: &out) else {
+            out.removeSubrange(start...)
+            return false
+        }
+        out += "}"
+        return true
+    }
+}
+
 extension DeviceClockParams {
     func apply(to clock: DeviceClock) throws {
         if now != nil, advanceSeconds != nil {
