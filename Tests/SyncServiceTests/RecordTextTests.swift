@@ -166,6 +166,38 @@ struct StoredFormTests {
         #expect(StoredFields.isStoredForm(#"{"CD_a":{"type":"double","value":1e-07}}"#), "Swift's own exponent form")
     }
 
+    @Test("members in stored form sent in any order are sorted into the text a save writes", arguments: Array(0..<40) as [UInt64])
+    func membersInAnyOrderAreSorted(seed: UInt64) throws {
+        var random = SplitMix64(state: seed &+ 2000)
+        let canonical = RecordFields(Self.fields(seed: seed)).text
+        var members = try JSONParser.parse(canonical).objectValue!.keys.sorted().map { name -> String in
+            var member = ""
+            JSONWriter.append(.string(name), to: &member)
+            return member + ":" + RecordFields(["x": try JSONParser.parse(canonical)[name]!]).text.dropFirst(5).dropLast()
+        }
+        for index in members.indices.reversed() { members.swapAt(index, Int(random.next() % UInt64(index + 1))) }
+        let sent = "{" + members.joined(separator: ",") + "}"
+        let scan = try #require(Array(sent.utf8).withUnsafeBufferPointer { StoredFields.sortedStoredForm($0, from: 0) }, "\(sent)")
+        #expect(scan.end == sent.utf8.count)
+        #expect((scan.sorted ?? sent) == canonical, "\(sent)")
+        #expect(scan.sorted == nil || sent != canonical)
+        #expect(scan.signature == StoredFields.typeSignature(canonical))
+        #expect(try Self.stored(sent) == canonical)
+    }
+
+    @Test("members out of order are not sorted into stored form when one repeats or is not stored form itself")
+    func unsortableMembersAreRefused() {
+        let refused = [
+            #"{"CD_b":{"type":"string","value":"x"},"CD_a":{"type":"string","value":"y"},"CD_b":{"type":"string","value":"z"}}"#,
+            #"{"CD_b":{"type":"string","value":"x"},"CD_a":{"value":"y","type":"string"}}"#,
+            #"{"CD_b":{"type":"double","value":5.0},"CD_a":{"type":"string","value":"y"}}"#,
+            #"{"CD_b":{"type":"string","value":"x"}, "CD_a":{"type":"string","value":"y"}}"#,
+        ]
+        for text in refused {
+            #expect(Array(text.utf8).withUnsafeBufferPointer { StoredFields.sortedStoredForm($0, from: 0) } == nil, "\(text)")
+        }
+    }
+
     @Test("no text is accepted that writing its parsed fields would change (mutated texts)", arguments: Array(0..<40) as [UInt64])
     func acceptedTextsAreExactlyWhatASaveWrites(seed: UInt64) throws {
         var random = SplitMix64(state: seed &+ 1000)

@@ -29,6 +29,23 @@ struct RequestLogTests {
         #expect(entries[1].permissionsOmitted == nil)
     }
 
+    @Test("without a log file a trace builds the decisions the memory keeps (the first 20, then denied ones) and counts the rest")
+    func allowedDecisionsPastTheKeptOnesAreCounted() throws {
+        let log = try RequestLog(capacity: 10)
+        let trace = Self.trace(decisions: 0)
+        trace.decisionsKept = log.writesKept
+        for index in 0..<400 {
+            trace.decide(![5, 200, 399].contains(index), "test", record: "r\(index)")
+        }
+        #expect(trace.decisions.count == 22 && trace.decisionsOmitted == 378)
+        log.record(connection: 1, user: "owner", op: "records.modify", trace: trace, code: "partialFailure", time: 0)
+        let entry = try #require(log.entries(after: nil, limit: nil).entries.first)
+        // The same entry as one whose trace built all 400 (`decisionsAreCapped`).
+        #expect(entry.permissions.count == 22 && entry.permissionsOmitted == 378)
+        #expect(entry.permissions.filter { $0["decision"] == "denied" }.map { $0["recordName"] } == ["r5", "r200", "r399"])
+        #expect(entry.permissions.prefix(20).map { $0["recordName"] } == (0..<20).map { .string("r\($0)") })
+    }
+
     @Test("without a log file a trace works out the changed fields of the writes the memory keeps, and counts the rest")
     func writesPastTheKeptOnesAreCountedNotWorkedOut() throws {
         let log = try RequestLog(capacity: 10)

@@ -425,18 +425,21 @@ import class MeowCareCluster.MeowProcess
         let stored = #"{"CD_note":{"type":"string","value":"café \"q\"\n"},"CD_value":{"type":"double","value":5.5}}"#
         let loose = #"{ "CD_value": {"type": "double", "value": 5.50}, "CD_note": {"value": "caf\u00e9 \"q\"\u000a", "type": "string"} }"#
         let forged = #"{\"CD_note\":{\"type\":\"string\",\"value\":\"forged\"}}"#
+        // Each member in stored form, the members in another order (JSON gives them none).
+        let unordered = #"{"CD_value":{"type":"double","value":5.5},"CD_note":{"type":"string","value":"café \"q\"\n"}}"#
         let saves = [
             #"{"recordName":"asSent","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields":\#(stored)}"#,
             #"{"recordName":"loose","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields":\#(loose)}"#,
             #"{"recordName":"forging","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields":\#(stored),"fields\u0000text":"\#(forged)"}"#,
             #"{"recordName":"forgingFirst","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields\u0000text":"\#(forged)","fields":\#(loose)}"#,
+            #"{"recordName":"unordered","zoneID":{"zoneName":"Zone"},"recordType":"CD_CareEvent","fields":\#(unordered)}"#,
         ]
         let reply = try call(2, "records.modify", #"{"database":"private","saves":[\#(saves.joined(separator: ","))]}"#)
-        // The reply's saved records carry their fields (kept as text for two of them, parsed for two).
-        #expect(reply.components(separatedBy: #""fields":"# + stored).count - 1 == 4, "\(reply)")
+        // The reply's saved records carry their fields (kept as text for three of them, parsed for two).
+        #expect(reply.components(separatedBy: #""fields":"# + stored).count - 1 == 5, "\(reply)")
         // Change pages send the stored text as it is: every record's is the stored form.
         let page = try call(3, "changes.fetchZone", #"{"database":"private","zoneID":{"zoneName":"Zone"}}"#)
-        #expect(page.components(separatedBy: #""fields":"# + stored).count - 1 == 4, "\(page)")
+        #expect(page.components(separatedBy: #""fields":"# + stored).count - 1 == 5, "\(page)")
         #expect(!page.contains("forged"))
         // changedKeys reads fields kept as text like any others: the saved keys merge.
         let more = #"{"CD_extra":{"type":"int64","value":7}}"#

@@ -17,6 +17,12 @@ public final class RequestTrace {
     var writesKept: Int?
     /// Writes past `writesKept`, counted.
     public private(set) var writesOmitted = 0
+    /// How many decisions `decisions` keeps before it keeps only denied ones (nil: all). Without
+    /// a request-log file the in-memory copy keeps no allowed decision past the first ones
+    /// (`RequestLog.retained`), and a 400-record batch need not build 380 only to drop them.
+    var decisionsKept: Int?
+    /// Allowed decisions past `decisionsKept`, counted.
+    public private(set) var decisionsOmitted = 0
     /// Set by a `holdBeforeCommit` fault: a records.modify calls it once it has decided, before
     /// it takes the writer (a test makes its move between a decision and its commit).
     var pauseBeforeCommit: (() -> Void)?
@@ -29,6 +35,10 @@ public final class RequestTrace {
     }
 
     func decide(_ allowed: Bool, _ reason: String, zone: ZoneID? = nil, record: String? = nil) {
+        if allowed, let decisionsKept, decisions.count >= decisionsKept {
+            decisionsOmitted += 1
+            return
+        }
         var entry: [String: JSONValue] = [:]
         entry.reserveCapacity(4)  // one allocation per decision: a batch makes one per record
         entry["decision"] = .string(allowed ? "allowed" : "denied")

@@ -86,18 +86,19 @@ public final class RequestLog: Sendable {
     static let retainedDecisions = 20
     static let retainedDeniedDecisions = 100
 
-    /// How many writes a request's trace need keep: all when a file has them, else the ones
-    /// the in-memory copy retains.
+    /// How many writes (and decisions before only denied ones) a request's trace need keep:
+    /// all when a file has them, else the ones the in-memory copy retains.
     var writesKept: Int? { file.withLock { $0 == nil } ? Self.retainedDecisions : nil }
 
     func record(connection: Int, client: String? = nil, user: String?, op: String, trace: RequestTrace, code: String, time: Double,
                 milliseconds: Double? = nil) {
         let entry = state.withLock { state -> RequestLogEntry in
-            let entry = RequestLogEntry(seq: state.next, time: time, connection: connection, client: client, user: user, op: op,
+            var entry = RequestLogEntry(seq: state.next, time: time, connection: connection, client: client, user: user, op: op,
                                         database: trace.database, zones: trace.zones, code: code, permissions: trace.decisions,
                                         shares: trace.shares.isEmpty ? nil : trace.shares,
                                         writes: trace.writes.isEmpty ? nil : trace.writes,
                                         writesOmitted: trace.writesOmitted == 0 ? nil : trace.writesOmitted, milliseconds: milliseconds)
+            entry.permissionsOmitted = trace.decisionsOmitted == 0 ? nil : trace.decisionsOmitted
             state.next += 1
             state.entries.append(Self.retained(entry))
             // Trimmed in steps of a tenth, so a full log does not shift every entry per request.
@@ -125,7 +126,7 @@ public final class RequestLog: Sendable {
             kept.append(decision)
         }
         var copy = entry
-        copy.permissionsOmitted = entry.permissions.count - kept.count
+        copy.permissionsOmitted = (entry.permissionsOmitted ?? 0) + entry.permissions.count - kept.count
         copy.permissions = kept
         return copy
     }

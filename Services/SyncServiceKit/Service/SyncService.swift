@@ -226,6 +226,7 @@ public final class SyncService: ServiceDefinition {
         let user = context.connection.principal?.user
         let trace = RequestTrace()
         trace.writesKept = requestLogBox.withLock { $0 }?.writesKept
+        trace.decisionsKept = trace.writesKept
         let started = ContinuousClock.now
         func log(_ code: String, _ engine: CloudEngine) {
             let elapsed = ContinuousClock.now - started

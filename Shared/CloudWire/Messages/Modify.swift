@@ -103,8 +103,9 @@ extension ModifyParams: JSONTextWritable {
 }
 
 /// The request's one reader (the sync-service reads every records.modify with it, from the
-/// request's bytes). Saves' fields in stored form stay text (`CloudRecord(reading:)`), and the
-/// scan that finds their end notes their types (`typeSignatures`). Other members are skipped.
+/// request's bytes). Saves' fields in stored form, in any member order, stay text
+/// (`CloudRecord(reading:)`, `StoredFields.sortedStoredForm`), and the scan that finds their end
+/// notes their types (`typeSignatures`). Other members are skipped.
 extension ModifyParams: JSONReadable {
     public init(reading reader: inout MessageReader) throws(MessageReadError) {
         var database: DatabaseScope?, saves: [CloudRecord]?, signatures: [[UInt8]?]?, deletes: [DeleteItem]?
@@ -115,12 +116,14 @@ extension ModifyParams: JSONReadable {
             case "saves":
                 var found: [[UInt8]?] = []
                 saves = try reader.optionalArray { (reader) throws(MessageReadError) in
-                    var signature: [UInt8]?
-                    let record = try CloudRecord(reading: &reader, storedFieldsEnd: { bytes, start in
-                        guard let (end, fieldTypes) = StoredFields.endAndTypeSignature(bytes, from: start) else { return nil }
-                        signature = fieldTypes
-                        return end
+                    var signature: [UInt8]?, sorted: String?
+                    var record = try CloudRecord(reading: &reader, storedFieldsEnd: { bytes, start in
+                        guard let scan = StoredFields.sortedStoredForm(bytes, from: start) else { return nil }
+                        (signature, sorted) = (scan.signature, scan.sorted)
+                        return scan.end
                     })
+                    // Members sent in another order are kept as their sorted, stored-form text.
+                    if let sorted { record.fieldsText = sorted }
                     found.append(signature)
                     return record
                 }

@@ -107,10 +107,31 @@ public enum StoredFields {
         found.map { name, type, value in (Array(bytes[name]), Array(bytes[type]) + [0] + Array(bytes[value])) }
     }
 
-    /// `end` and the fields' `typeSignature` from the one scan (a request's records are scanned
-    /// once where the request is read, not again to compare their types).
-    public static func endAndTypeSignature(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, signature: [UInt8])? {
-        scannedFrom(bytes, start, signature).map { (end: $0.end, signature: $0.value) }
+    /// A request's fields object that is in stored form but for the order of its members (JSON
+    /// gives members none, and a client may send them in any): where it ends, its stored-form
+    /// text when the members had to be sorted into it (nil: the text as it came is stored form),
+    /// and its `typeSignature`, from one scan. Nil when a name repeats or anything else is not
+    /// stored form (such fields are parsed as JSON). Each member's text is stored form already,
+    /// so sorting them gives the text `RecordFields` writes for the same fields, without a tree.
+    public static func sortedStoredForm(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, sorted: String?, signature: [UInt8])? {
+        var scanner = StoredFormScanner(bytes: bytes, index: start)
+        scanner.found = []
+        scanner.anyOrder = true
+        guard scanner.fields(), var found = scanner.found else { return nil }
+        let inOrder = zip(found, found.dropFirst()).allSatisfy { StoredFormScanner.less(bytes[$0.name], bytes[$1.name]) }
+        guard !inOrder else { return (scanner.index, nil, signature(bytes, found)) }
+        found.sort { StoredFormScanner.less(bytes[$0.name], bytes[$1.name]) }
+        guard zip(found, found.dropFirst()).allSatisfy({ StoredFormScanner.less(bytes[$0.name], bytes[$1.name]) }) else { return nil }
+        var text: [UInt8] = []
+        text.reserveCapacity(scanner.index - start)
+        text.append(UInt8(ascii: "{"))
+        for (position, field) in found.enumerated() {
+            if position > 0 { text.append(UInt8(ascii: ",")) }
+            // `"name":{"type":…,"value":…}`: from the name's opening quote to the brace after the value.
+            text.append(contentsOf: bytes[(field.name.lowerBound - 1)...field.value.upperBound])
+        }
+        text.append(UInt8(ascii: "}"))
+        return (scanner.index, String(decoding: text, as: UTF8.self), signature(bytes, found))
     }
 
     private static func signature(_ bytes: UnsafeBufferPointer<UInt8>, _ found: [(name: Range<Int>, type: Range<Int>, value: Range<Int>)]) -> [UInt8] {
@@ -185,6 +206,8 @@ struct StoredFormScanner {
     var index: Int
     /// When not nil, each field's name, type and value (its JSON text) as byte ranges.
     var found: [(name: Range<Int>, type: Range<Int>, value: Range<Int>)]?
+    /// Whether members may come in any order (the caller sorts `found` and checks for repeats).
+    var anyOrder = false
 
     init(bytes: UnsafeBufferPointer<UInt8>, index: Int) {
         self.bytes = bytes
@@ -200,7 +223,7 @@ struct StoredFormScanner {
             guard let key = plainString() else { return false }
             // Strictly ascending keys: sorted, no duplicates (plain ASCII compares bytewise as
             // Swift orders strings).
-            if let previous, !Self.less(bytes[previous], bytes[key]) { return false }
+            if !anyOrder, let previous, !Self.less(bytes[previous], bytes[key]) { return false }
             previous = key
             guard take(UInt8(ascii: ":")), field(named: key) else { return false }
             if take(UInt8(ascii: "}")) { return true }
@@ -376,7 +399,7 @@ struct StoredFormScanner {
         }
     }
 
-    private static func less(_ a: Slice<UnsafeBufferPointer<UInt8>>, _ b: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+    static func less(_ a: Slice<UnsafeBufferPointer<UInt8>>, _ b: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
         a.lexicographicallyPrecedes(b)
     }
 }
