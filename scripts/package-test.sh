@@ -25,20 +25,29 @@ fail() { echo "package-test: FAILED: $*" >&2; exit 1; }
 [ -f "$artefact" ] || fail "no $artefact; build it first: bash scripts/package.sh"
 started=$SECONDS
 
+# The first ```LANG block under HEADING of DOC, written to OUT (after an optional first line):
+# the docs' own commands are what this script runs.
+extract_block() {
+  python3 - "$@" <<'EXTRACT'
+import os, re, sys
+doc, heading, language, out = sys.argv[1:5]
+first = sys.argv[5] + "\n" if len(sys.argv) > 5 else ""
+level = heading.split(" ")[0]
+text = open(doc, encoding="utf-8").read()
+section = re.search("^" + re.escape(heading) + r"\n(.*?)(?=^#{1,%d} |\Z)" % len(level), text, re.S | re.M)
+block = section and re.search("^```" + language + r"\n(.*?)^```", section.group(1), re.S | re.M)
+if not block:
+    sys.exit(f"package-test: {doc} has no ```{language} block under '{heading}'")
+os.makedirs(os.path.dirname(out), exist_ok=True)
+open(out, "w", encoding="utf-8").write(first + block.group(1))
+EXTRACT
+}
 work="$(mktemp -d /tmp/mcpkg.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 
 say "1. docs/INSTALL.md's install block, as written, on a copy of the artefact in $work (HOME=$work/home)"
 cp "$artefact" "$artefact.sha256" "$work/"
-python3 - "$root/docs/INSTALL.md" "$work/install-block.sh" <<'EXTRACT'
-import re, sys
-text = open(sys.argv[1], encoding="utf-8").read()
-section = re.search(r"^## Install\n(.*?)(?=^## |\Z)", text, re.S | re.M)
-block = section and re.search(r"^```sh\n(.*?)^```", section.group(1), re.S | re.M)
-if not block:
-    sys.exit("package-test: docs/INSTALL.md has no ```sh block under '## Install'")
-open(sys.argv[2], "w", encoding="utf-8").write("set -euo pipefail\n" + block.group(1))
-EXTRACT
+extract_block "$root/docs/INSTALL.md" "## Install" sh "$work/install-block.sh" "set -euo pipefail"
 mkdir "$work/home"
 (cd "$work" && HOME="$work/home" bash install-block.sh) >"$work/install.out" 2>&1 || { cat "$work/install.out" >&2; fail "INSTALL.md's install block"; }
 prefix="$work/home/.local"
@@ -75,16 +84,7 @@ swift="$(command -v swift || echo /opt/swift/usr/bin/swift)"
 toolchain=/opt/swift
 [ -e "$swift" ] && toolchain="$(dirname "$(dirname "$(dirname "$(realpath "$swift")")")")"
 case "$toolchain" in /|/usr|/usr/local) fail "swift ($swift) is installed into $toolchain itself, which cannot be hidden alone; run this where the toolchain has a directory of its own" ;; esac
-python3 - "$root/docs/TESTING.md" "$work/first-test/test_first.py" <<'EXTRACT'
-import os, re, sys
-text = open(sys.argv[1], encoding="utf-8").read()
-section = re.search(r"^### The first test\n(.*?)(?=^##)", text, re.S | re.M)
-block = section and re.search(r"^```python\n(.*?)^```", section.group(1), re.S | re.M)
-if not block:
-    sys.exit("package-test: docs/TESTING.md has no ```python block under '### The first test'")
-os.makedirs(os.path.dirname(sys.argv[2]))
-open(sys.argv[2], "w", encoding="utf-8").write(block.group(1))
-EXTRACT
+extract_block "$root/docs/TESTING.md" "### The first test" python "$work/first-test/test_first.py"
 
 # Runs in the namespace: $1 the toolchain, $2 the prefix, $3 the venv, $4 the version, $5 the work dir.
 cat >"$work/hidden.sh" <<'HIDDEN'
