@@ -1,8 +1,8 @@
 import MeowExplore
 import Testing
 
-/// Failures the explorer found in correct flows, each a bug of the pair (or of the runner)
-/// now fixed: each replays its shrunk schedule, which must pass every check.
+/// Failures the explorer found in correct flows, each a bug of the pair (or of the runner):
+/// each replays its shrunk schedule, which must pass every check.
 @Suite struct FoundFindingsTests {
     /// Seed 359 of CorrectFlowTests' flow (1,000-schedule run): A shares s1 (the share saves s1
     /// and e1 where they are, at new tags, then moves them into its zone, the receipt naming the
@@ -27,9 +27,8 @@ import Testing
 
     /// Seed 564 of CorrectFlowTests' flow: A's insert was deferred an hour (requestRateLimited),
     /// and a drop-after-commit armed for A was left for its next records.modify: share.create's
-    /// move. The move committed and its reply was lost; share.create used to fail while the
-    /// share existed, and A later created a second copy of s1 in the core-data zone. Now
-    /// share.create succeeds and the run passes every check.
+    /// move. The move committed and its reply was lost; share.create must succeed (the share
+    /// exists), or A later creates a second copy of s1 in the core-data zone.
     @Test func aShareCreateWhoseMoveReplyWasLost() async throws {
         var flow = Flows.correct()
         flow.actors[0].steps = [.insert("s1", entity: "CareSession", fields: ["title"]), .shareCreate("team")]

@@ -12,8 +12,8 @@ extension Mirroring {
         /// send was deferred an hour by requestRateLimited), so share.create moves it straight
         /// into the new share zone; that request commits and its reply is lost. The repeat finds
         /// the session and the share already there: they are the move's own copies, so
-        /// share.create succeeds. It used to fail (partialFailure), leaving the device counting
-        /// the session unshared: its deferred insert later created a second copy in the
+        /// share.create succeeds. A failure (partialFailure) would leave the device counting the
+        /// session unshared, and its deferred insert would create a second copy in the
         /// core-data zone.
         @Test("A share.create whose move committed before its reply was lost succeeds, and the graph lives in the share zone only")
         func moveCommittedReplyLost() async throws {
