@@ -146,6 +146,12 @@ pid_t meow_spawn(const char *path, char *const argv[], char *const envp[], int s
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
     posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 34)
+    // A descriptor the parent opened without O_CLOEXEC (Foundation's file writes, a library's)
+    // must not live on in a service: a leaked write descriptor on an executable makes every
+    // later exec of it fail with ETXTBSY, and a leaked SQLite descriptor holds its locks.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+#endif
     posix_spawnattr_init(&attributes);
     sigset_t empty, defaults;
     sigemptyset(&empty);

@@ -137,8 +137,7 @@ struct SystemdUnitTests {
         // services' users cannot reach (a checkout in a 0700 directory).
         Self.directory("\(root)/bin", owner: 0, mode: 0o755)
         for binary in ["store-service", "sync-service"] {
-            try FileManager.default.copyItem(atPath: try ExecutableLocator.locate().path(binary), toPath: "\(root)/bin/\(binary)")
-            #expect(chmod("\(root)/bin/\(binary)", 0o755) == 0)
+            try Executables.install(from: try ExecutableLocator.locate().path(binary), to: "\(root)/bin/\(binary)")
         }
         Self.directory("\(root)/etc", owner: 0, mode: 0o750)
         Self.directory("\(root)/state", owner: 0, mode: 0o755)

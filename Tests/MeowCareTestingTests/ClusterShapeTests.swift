@@ -1,5 +1,6 @@
 import Foundation
 import MeowCareTesting
+import TestSupport
 import Testing
 
 /// A cluster that changes shape during a test: a cloud alone, devices added later, a device
@@ -52,5 +53,17 @@ import Testing
         #expect(run.stdout.contains("meowctl"))
         let missing = await #expect(throws: MeowCareError.self) { try await MeowProcess.start("/nonexistent/tool", []) }
         #expect(missing?.code == .serviceDidNotStart)
+    }
+
+    /// A descriptor the test program holds without close-on-exec (a file it is writing) must not
+    /// live on in what it starts: on an executable it would make that file's exec fail with
+    /// ETXTBSY for as long as the child runs.
+    @Test func aStartedProcessInheritsNoDescriptorButItsStandardOnes() async throws {
+        let directory = TemporaryDirectory(prefix: "mcfd")
+        let descriptor = open(directory.file("held"), O_WRONLY | O_CREAT, 0o600)
+        #expect(descriptor > 2)
+        defer { close(descriptor) }
+        let run = try await MeowProcess.run("/bin/sh", ["-c", "if [ -e /proc/$$/fd/\(descriptor) ]; then echo held; else echo closed; fi"])
+        #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "closed")
     }
 }

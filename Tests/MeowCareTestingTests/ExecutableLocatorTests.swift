@@ -20,8 +20,7 @@ import Testing
             try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
             for name in ["store-service", "sync-service"] {
                 let wrapper = "#!/bin/sh\necho \(name) >> '\(directory.path)/started'\nexec '\(built.path(name))' \"$@\"\n"
-                try wrapper.write(toFile: "\(bin)/\(name)", atomically: true, encoding: .utf8)
-                try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: "\(bin)/\(name)")
+                try Executables.writeScript(wrapper, to: "\(bin)/\(name)")
             }
         }
 

@@ -31,9 +31,10 @@ int meow_pidfd_open(pid_t pid);
 /// pipe2(O_CLOEXEC): neither end leaks into children spawned concurrently by other threads.
 int meow_pipe_cloexec(int fds[2]);
 
-/// posix_spawn with stdin from /dev/null, stdout/stderr to the given fds, an empty signal mask
-/// and default dispositions for SIGTERM, SIGINT, SIGPIPE and SIGCHLD — so a child never
-/// inherits a parent's blocked or ignored signals. Returns the pid, or -1 with errno set.
+/// posix_spawn with stdin from /dev/null, stdout/stderr to the given fds, every other
+/// descriptor closed (glibc 2.34 and later), an empty signal mask and default dispositions for
+/// SIGTERM, SIGINT, SIGPIPE and SIGCHLD — so a child never inherits a parent's descriptors or
+/// its blocked or ignored signals. Returns the pid, or -1 with errno set.
 pid_t meow_spawn(const char *path, char *const argv[], char *const envp[], int stdout_fd, int stderr_fd);
 
 /// Installs SIGTERM/SIGINT handlers that write the signal number (one byte) to `write_fd`, and
