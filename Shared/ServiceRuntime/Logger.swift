@@ -59,7 +59,7 @@ final class LogSink: Sendable {
     func write(level: Logger.Level, label: String, message: String, metadata: [String: JSONValue]) {
         guard level >= minimumLevel.withLock({ $0 }) else { return }
         var entry = metadata
-        entry["ts"] = .string(Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+        entry["ts"] = .string(LogTimestamp.now())
         entry["level"] = .string(level.name)
         entry["label"] = .string(label)
         entry["msg"] = .string(message)
@@ -79,5 +79,50 @@ final class LogSink: Sendable {
                 }
             }
         }
+    }
+}
+
+/// The time of a log line as ISO 8601 in UTC with milliseconds (`2026-12-06T12:56:50.995Z`),
+/// the text `Date.ISO8601FormatStyle(includingFractionalSeconds: true)` writes. Made from the
+/// clock and gmtime_r: the format style's first use loads ICU's time-zone data, 1.4 ms of a
+/// service's start-up before its first line.
+public enum LogTimestamp {
+    public static func now() -> String {
+        var clock = timespec()
+        clock_gettime(CLOCK_REALTIME, &clock)
+        return text(seconds: clock.tv_sec, milliseconds: Int(clock.tv_nsec / 1_000_000))
+    }
+
+    static func text(seconds: time_t, milliseconds: Int) -> String {
+        var seconds = seconds
+        var fields = tm()
+        gmtime_r(&seconds, &fields)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        func append(_ value: Int, digits: Int) {
+            var divisor = 1
+            for _ in 1..<digits { divisor *= 10 }
+            var rest = value
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        append(Int(fields.tm_year) + 1900, digits: 4)
+        bytes.append(UInt8(ascii: "-"))
+        append(Int(fields.tm_mon) + 1, digits: 2)
+        bytes.append(UInt8(ascii: "-"))
+        append(Int(fields.tm_mday), digits: 2)
+        bytes.append(UInt8(ascii: "T"))
+        append(Int(fields.tm_hour), digits: 2)
+        bytes.append(UInt8(ascii: ":"))
+        append(Int(fields.tm_min), digits: 2)
+        bytes.append(UInt8(ascii: ":"))
+        append(Int(fields.tm_sec), digits: 2)
+        bytes.append(UInt8(ascii: "."))
+        append(milliseconds, digits: 3)
+        bytes.append(UInt8(ascii: "Z"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
