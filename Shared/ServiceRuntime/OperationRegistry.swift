@@ -1,5 +1,6 @@
 import FoundationEssentials
 import MeowWire
+import Synchronization
 
 /// Who may call an operation.
 public enum OperationAccess: Sendable {
@@ -34,7 +35,8 @@ public struct OperationRegistry: Sendable {
         let decodeParams: @Sendable (KeyedDecodingContainer<IncomingRequest.Keys>, Bool) throws -> any Sendable
         /// Reads params from their bytes, for params types that read themselves (`JSONReadable`):
         /// their one reader, whatever the envelope's form.
-        let readParams: (@Sendable (UnsafeBufferPointer<UInt8>) throws(MessageReadError) -> any Sendable)?
+        var readParams: ParamsReader? { reader.value }
+        let reader: LazyParamsReader
         let run: @Sendable (any Sendable, RequestContext) throws -> any Encodable & Sendable
     }
 
@@ -62,12 +64,33 @@ public struct OperationRegistry: Sendable {
                     return try JSONValueDecoder().decode(ParamsLeftOut<Params>.self, from: ["params": [:]]).params
                 }
             },
-            readParams: Self.paramsReader(Params.self),
+            reader: LazyParamsReader { Self.paramsReader(Params.self) },
             run: { params, context in try handler(params as! Params, context) })
     }
 
+    typealias ParamsReader = @Sendable (UnsafeBufferPointer<UInt8>) throws(MessageReadError) -> any Sendable
+
+    /// An op's params reader, looked up at its first request: the lookup is a dynamic cast
+    /// that scans every protocol conformance of the process (about 10 µs), and a service has
+    /// over a hundred ops, most of which a short-lived service never serves.
+    final class LazyParamsReader: Sendable {
+        private let lookUp: @Sendable () -> ParamsReader?
+        private let found = Mutex<ParamsReader??>(nil)
+
+        init(_ lookUp: @escaping @Sendable () -> ParamsReader?) { self.lookUp = lookUp }
+
+        var value: ParamsReader? {
+            found.withLock { found in
+                if let known = found { return known }
+                let reader = lookUp()
+                found = .some(reader)
+                return reader
+            }
+        }
+    }
+
     /// The bytes reader of a params type that reads itself (`JSONReadable`), else nil.
-    static func paramsReader<Params>(_ type: Params.Type) -> (@Sendable (UnsafeBufferPointer<UInt8>) throws(MessageReadError) -> any Sendable)? {
+    static func paramsReader<Params>(_ type: Params.Type) -> ParamsReader? {
         guard let readable = type as? any (JSONReadable & Sendable).Type else { return nil }
         return reader(readable)
     }
