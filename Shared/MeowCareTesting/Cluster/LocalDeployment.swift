@@ -78,9 +78,7 @@ final class LocalDeployment: Sendable {
             let admin = configuration.adminCredential ?? randomSecret()
             let usersFile = "\(directory)/users.json"
             let users: JSONValue = ["users": .array(configuration.users.map { ["user": .string($0), "credential": .string(credentials[$0]!)] })]
-            guard FileManager.default.createFile(atPath: usersFile, contents: Data(JSONWriter.text(users).utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw MeowCareError(.serviceDidNotStart, "Could not write \(usersFile).", service: "cluster")
-            }
+            try writePrivateFile(usersFile, JSONWriter.text(users))
             let cloud = ServiceEndpoint(name: "cloud", socket: "\(directory)/c.sock", logPath: "\(directory)/cloud.log")
             let endpoints = ClusterEndpoints(cloud: cloud, adminCredential: admin, devices: [], credentials: credentials)
             let started = LocalDeployment(directory: directory, ownsDirectory: configuration.directory == nil, endpoints: endpoints,
@@ -221,11 +219,13 @@ final class LocalDeployment: Sendable {
     private static func waitForHealth(_ endpoint: ServiceEndpoint, credential: String?, process: MeowProcess, timeout: Duration,
                                       lifecycle: ClusterLifecycle) async throws(MeowCareError) -> TracedConnection {
         let deadline = ContinuousClock.now + timeout
-        // A connect attempt on a missing socket costs microseconds, and a service is up within
-        // tens of milliseconds: probing every 2 ms finds it ready without a backoff's overshoot.
+        // A service logs `ready` once it listens: the probe runs again at each line it logs,
+        // and every 2 ms besides (a service may log nothing at its level), so it finds the
+        // service ready as soon as it says so, without a backoff's overshoot.
         let pause = Duration.milliseconds(2)
         var lastProblem = "it did not create its socket"
         while true {
+            let linesSeen = process.lineCount
             if let status = process.exitStatus {
                 throw startFailure(endpoint, process: process, reason: "exited with status \(status) during start-up")
             }
@@ -243,7 +243,7 @@ final class LocalDeployment: Sendable {
                 if error.code == .clusterStopped { throw error }
                 lastProblem = "\(error.code): \(error.message)"
             }
-            try? await Task.sleep(for: pause)
+            await process.awaitLine(after: linesSeen, within: pause)
         }
     }
 
@@ -264,6 +264,28 @@ final class LocalDeployment: Sendable {
     private static func stopAll(_ processes: [MeowProcess]) async {
         await withTaskGroup(of: Void.self) { group in
             for process in processes { group.addTask { await process.stop(timeout: .seconds(10)) } }
+        }
+    }
+
+    /// Writes `text` to a 0600 file at `path` (replacing one there). Plainly, not atomically and
+    /// without an fsync (FileManager's way, a millisecond at each start): the file lives in the
+    /// cluster's own directory for the cloud it is written for, and is read by it at its start.
+    private static func writePrivateFile(_ path: String, _ text: String) throws(MeowCareError) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0, fchmod(descriptor, 0o600) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if descriptor >= 0 { close(descriptor) }
+            throw MeowCareError(.serviceDidNotStart, "Could not write \(path): \(reason).", service: "cluster")
+        }
+        defer { close(descriptor) }
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else {
+                throw MeowCareError(.serviceDidNotStart, "Could not write \(path): \(String(cString: strerror(errno))).", service: "cluster")
+            }
+            bytes = bytes.dropFirst(written)
         }
     }
 

@@ -33,6 +33,9 @@ public final class MeowProcess: @unchecked Sendable {
     private var outputText = ""
     private var openPipes = 2
     private var status: Int32?
+    /// Those waiting in `awaitLine(after:within:)`, resumed at the next stderr line or the end.
+    private var lineWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var nextLineWaiter = 0
 
     /// Starts `executable` (a bare name is one of this package's executables, found by
     /// `ExecutableLocator`; a path is used as it is) with `environment` over this process's own.
@@ -85,8 +88,10 @@ public final class MeowProcess: @unchecked Sendable {
             if (status & 0x7F) != 0, let logPath { Self.noteKilled(name, signal: status & 0x7F, in: logPath) }
             condition.lock()
             self?.status = code
+            let waiting = self?.takeLineWaiters() ?? []
             condition.broadcast()
             condition.unlock()
+            waiting.forEach { $0.resume() }
         }
         thread.name = "meowcare-reaper-\(name)"
         thread.start()
@@ -187,6 +192,49 @@ public final class MeowProcess: @unchecked Sendable {
         }
     }
 
+    /// How many stderr lines the process has written so far.
+    var lineCount: Int {
+        condition.lock(); defer { condition.unlock() }
+        return errorLines.count
+    }
+
+    /// Returns once the process has written more than `seen` stderr lines, or has ended, or
+    /// `limit` has passed: a wait for a service's readiness wakes at each line it logs (its
+    /// `ready` line among them) rather than at the next tick of a clock.
+    func awaitLine(after seen: Int, within limit: Duration) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            condition.lock()
+            if errorLines.count > seen || status != nil || openPipes == 0 {
+                condition.unlock()
+                continuation.resume()
+                return
+            }
+            let id = nextLineWaiter
+            nextLineWaiter += 1
+            lineWaiters[id] = continuation
+            condition.unlock()
+            Task { [self] in
+                try? await Task.sleep(for: limit)
+                resumeLineWaiter(id)
+            }
+        }
+    }
+
+    /// Resumes the line waiter `id` if no line or end has resumed it yet.
+    private func resumeLineWaiter(_ id: Int) {
+        condition.lock()
+        let waiting = lineWaiters.removeValue(forKey: id)
+        condition.unlock()
+        waiting?.resume()
+    }
+
+    /// Every line waiter, removed (each is resumed once, by whoever takes it). `condition` is held.
+    private func takeLineWaiters() -> [CheckedContinuation<Void, Never>] {
+        guard !lineWaiters.isEmpty else { return [] }
+        defer { lineWaiters.removeAll() }
+        return Array(lineWaiters.values)
+    }
+
     /// Waits until stdout contains `text` (a tool that streams, like `meowctl log --follow`).
     public func waitForOutput(containing text: String, timeout: Duration = .seconds(10)) async -> Bool {
         let deadline = Date().addingTimeInterval(Self.seconds(timeout))
@@ -250,19 +298,23 @@ public final class MeowProcess: @unchecked Sendable {
                     continue
                 }
                 pending += buffer[0..<count]
+                var waiting: [CheckedContinuation<Void, Never>] = []
                 while let newline = pending.firstIndex(of: 0x0A) {
                     let line = String(decoding: pending[..<newline], as: UTF8.self)
                     pending.removeSubrange(...newline)
-                    condition.lock(); errorLines.append(line); condition.broadcast(); condition.unlock()
+                    condition.lock(); errorLines.append(line); waiting += takeLineWaiters(); condition.broadcast(); condition.unlock()
                 }
+                waiting.forEach { $0.resume() }
             }
             close(descriptor)
             condition.lock()
             if !pending.isEmpty { errorLines.append(String(decoding: pending, as: UTF8.self)) }
             openPipes -= 1
             let last = openPipes == 0
+            let waiting = takeLineWaiters()
             condition.broadcast()
             condition.unlock()
+            waiting.forEach { $0.resume() }
             if last { log.close() }
         }
         thread.name = "meowcare-drain-\(name)"
