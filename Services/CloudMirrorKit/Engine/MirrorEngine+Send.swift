@@ -33,7 +33,7 @@ extension MirrorEngine {
         var fieldsText: String?
         /// A delete: of the record itself, or of its old copy when it moves to another zone.
         var delete: ZoneID?
-        /// A save of the record where it is, with its tag, before it moves (`buildBatch`).
+        /// A save of the record where it is, with its tag, before it moves (`buildBatches`).
         var touch = false
         /// `fieldsText` holds only the keys changed here: the server's copy is the kept one with them applied.
         var partial = false
@@ -90,15 +90,8 @@ extension MirrorEngine {
             // one connection: its batches are built under the lock, below.
             var drops: [MirrorBookkeeping.Pending] = []
             func build(_ store: any MirrorStore, drops: inout [MirrorBookkeeping.Pending]) throws -> [[SendItem]] {
-                var built: [[SendItem]] = []
-                var position = after
-                while built.count < count {
-                    let items = try mapping.buildBatch(from: store, now: now, limit: limit, skipped: excluding, after: position, touched: touched,
-                                               drops: &drops, report: &report, readThrough: &position)
-                    if items.isEmpty { break }
-                    built.append(items)
-                }
-                return built
+                try mapping.buildBatches(from: store, now: now, limit: limit, count: count, skipped: excluding, after: after, touched: touched,
+                                         drops: &drops, report: &report)
             }
             let read = try queued.reader.map { reader in try reader.readSnapshot { try build(reader, drops: &drops) } }
             let finished = try stores.withStore(scope) { store -> ([Batch], QueuedAhead)? in
@@ -233,7 +226,7 @@ extension MirrorEngine {
         /// Set by an answer that changed rows: nothing more goes out until every sent batch is
         /// answered, then the queue is read again from its start.
         var rebuild = false
-        /// Records saved where they are in this send, so their move can go out (`buildBatch`).
+        /// Records saved where they are in this send, so their move can go out (`buildBatches`).
         var touched: Set<String> = []
         /// Whether this send has settled that it holds Core Data's zone token (`coreDataTokenKnown`).
         var tokenChecked = false

@@ -145,7 +145,7 @@ extension MirrorEngine {
     static let shareAttempts = 3
 
     /// The graph to share as this device holds it, the members that move with the share first
-    /// saved where they are with their tags (as a send's move does, `buildBatch`): the whole
+    /// saved where they are with their tags (as a send's move does, `buildBatches`): the whole
     /// graph when it fits one request (`atOnce`), else the root (the send that moves the rest
     /// saves each where it is first). The move deletes the old copies unconditionally
     /// (CloudKit's deletes take no tag), so a graph read from a stale view moved records

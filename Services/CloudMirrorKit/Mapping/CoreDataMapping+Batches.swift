@@ -9,24 +9,44 @@ import StoreWire
 /// Building a send's batches: each queued entry as the record (or delete) it sends, in the
 /// zone its object belongs to now.
 extension CoreDataMapping {
-    /// The due entries of the queue as records, payloads built now from the rows as they are.
-    /// Reads the next batch; writes nothing (it may run on the store's reading connection).
+    /// Up to `count` next batches of the queue's due entries as records, payloads built now
+    /// from the rows as they are, each of at most `limit` places. Reads the queue past
+    /// `start`; writes nothing (it may run on the store's reading connection).
     /// `drops`: the entries read that have nothing to send, for `finishBatch` to remove.
-    /// `readThrough`: the queue position of the last entry it took (as an item, a drop, or
-    /// one to skip); the next batch is read from past it.
-    func buildBatch(from store: any MirrorStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
-                    touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout SyncSendResult,
-                    readThrough: inout Int64) throws -> [MirrorEngine.SendItem] {
+    func buildBatches(from store: any MirrorStore, now: Double, limit: Int, count: Int, skipped: Set<String>, after start: Int64,
+                      touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout SyncSendResult) throws -> [[MirrorEngine.SendItem]] {
         let state = try CoreDataStore.of(store).state
-        let store = state.store
+        // One state of the store for every batch: what a batch works out (zones, related
+        // records' names) holds for the next.
+        var caches = BatchCaches()
+        // Most sends have no relationship waiting: then no entry looks for refused ones.
+        caches.anyWaiting = try !PendingLinks(database: state.store.database).isEmpty
+        var built: [[MirrorEngine.SendItem]] = []
+        var position = start
+        while built.count < count {
+            let items = try buildBatch(state: state, now: now, limit: limit, skipped: skipped, after: position, touched: touched,
+                                       caches: &caches, drops: &drops, report: &report, readThrough: &position)
+            if items.isEmpty { break }
+            built.append(items)
+        }
+        return built
+    }
+
+    /// What building a send's batches works out once for all of them.
+    private struct BatchCaches {
+        var zones = ZoneCache()
+        var texts = MirrorRecordCoding.TextCache()
+        var anyWaiting = false
+    }
+
+    /// One batch. `readThrough`: the queue position of the last entry it took (as an item, a
+    /// drop, or one to skip); the next batch is read from past it.
+    private func buildBatch(state: StoreBookkeeping, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
+                            touched: Set<String>, caches: inout BatchCaches, drops: inout [MirrorBookkeeping.Pending],
+                            report: inout SyncSendResult, readThrough: inout Int64) throws -> [MirrorEngine.SendItem] {
         var items: [MirrorEngine.SendItem] = []
         var count = 0
         var after = start
-        // Zones of related records (a batch of a session's events asks for one session's zone).
-        var zones: [String: ZoneID?] = [:]
-        var texts = MirrorRecordCoding.TextCache()
-        // Most sends have no relationship waiting: then no entry looks for refused ones.
-        let anyWaiting = try !PendingLinks(database: store.database).isEmpty
         while count < limit {
             let due = try state.dueEntries(now: now, limit: limit, after: after)
             guard let lastSeq = due.last?.pending.seq else { break }
@@ -36,7 +56,7 @@ extension CoreDataMapping {
                 if count >= limit { break }
                 readThrough = entry.pending.seq
                 if skipped.contains(entry.pending.uuid) { continue }
-                switch try plan(entry, state: state, touched: touched, anyWaiting: anyWaiting, zones: &zones, texts: &texts) {
+                switch try plan(entry, state: state, touched: touched, anyWaiting: caches.anyWaiting, zones: &caches.zones, texts: &caches.texts) {
                 case let .send(item, weight):
                     items.append(item)
                     count += weight
@@ -58,7 +78,7 @@ extension CoreDataMapping {
     }
 
     private func plan(_ entry: MirrorBookkeeping.DueEntry, state: StoreBookkeeping, touched: Set<String>, anyWaiting: Bool,
-                      zones: inout [String: ZoneID?], texts: inout MirrorRecordCoding.TextCache) throws -> Planned {
+                      zones: inout ZoneCache, texts: inout MirrorRecordCoding.TextCache) throws -> Planned {
         let store = state.store
         let pending = entry.pending
         guard let entity = store.model.entity(named: pending.entity) else { return .drop(counted: false) }

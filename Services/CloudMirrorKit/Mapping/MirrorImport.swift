@@ -167,8 +167,11 @@ struct MirrorImport {
         // Permanent IDs per entity, as a save allocates them (Z_PRIMARYKEY style).
         var keys: [String: Int64] = [:]
         var firstKey: [String: Int64] = [:]
-        for (entity, members) in Dictionary(grouping: accepted, by: \.entity.name) {
-            firstKey[entity] = try store.allocatePrimaryKeys(entity, count: members.count)
+        // Counted, not grouped: grouping copied every accepted record with its values.
+        var counts: [String: Int] = [:]
+        for record in accepted { counts[record.entity.name, default: 0] += 1 }
+        for (entity, count) in counts {
+            firstKey[entity] = try store.allocatePrimaryKeys(entity, count: count)
         }
         var next = firstKey
         for record in accepted {

@@ -3,7 +3,7 @@ import MeowWire
 import StoreWire
 
 /// What the engine asks of the mapping: everything about what a record means, never about how
-/// it travels. A store comes inside the engine's turn of the store lock (or, for `buildBatch`,
+/// it travels. A store comes inside the engine's turn of the store lock (or, for `buildBatches`,
 /// as a reading snapshot); before a call that may merge (`applyPage`, `applyVerdicts`,
 /// `removeZone`) the engine has queued the store's history, since a merge reads the queue and a
 /// save that landed meanwhile must be in it. The engine talks to the sync-service itself: the
@@ -16,12 +16,12 @@ protocol MirrorMapping: Sendable {
     @discardableResult
     func queueHistory(of store: any MirrorStore, enough: Int?) throws -> IngestOutcome
 
-    /// A send needs its next batch: the due queue entries as the records (or deletes) they
-    /// send, from the rows as they are now. Writes nothing (it may run on a reading snapshot);
-    /// `drops` are the entries read that send nothing, `readThrough` the last queue position taken.
-    func buildBatch(from store: any MirrorStore, now: Double, limit: Int, skipped: Set<String>, after start: Int64,
-                    touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout SyncSendResult,
-                    readThrough: inout Int64) throws -> [MirrorEngine.SendItem]
+    /// A send needs its next batches (up to `count`, each of up to `limit` places): the due
+    /// queue entries past `start` as the records (or deletes) they send, from the rows as they
+    /// are now. Writes nothing (it may run on a reading snapshot); `drops` are the entries read
+    /// that send nothing.
+    func buildBatches(from store: any MirrorStore, now: Double, limit: Int, count: Int, skipped: Set<String>, after start: Int64,
+                      touched: Set<String>, drops: inout [MirrorBookkeeping.Pending], report: inout SyncSendResult) throws -> [[MirrorEngine.SendItem]]
 
     /// A record as it goes on the wire: a many-to-many link's record as CloudKit's CDMR record
     /// (inside the mirror a link is its link entity's record).

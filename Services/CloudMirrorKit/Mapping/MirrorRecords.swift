@@ -47,6 +47,8 @@ enum MirrorRecordCoding {
     struct TextCache {
         var names: [String: String?] = [:]
         var stamps: (text: String, quoted: RecordFields.Builder.Quoted)?
+        /// The last record's text length: room for the next one is reserved up front.
+        var lastLength = 0
         /// Per entity: its stored properties in field-name order, each with its field's opening
         /// text (`"CD_name":{"type":…,"value":`), so a record is written in one pass.
         var layouts: [String: [Slot]] = [:]
@@ -99,7 +101,7 @@ enum MirrorRecordCoding {
     /// (`RecordFields.Builder`), so the text is the canonical one the sync-service stores.
     static func fieldsText(entity: EntityDescription, row: PersistentStore.StoredRow, state: StoreBookkeeping,
                            timesText: String?, only: Set<String>? = nil, cache: inout TextCache) throws -> String {
-        var record = RecordFields.Builder()
+        var record = RecordFields.Builder(capacity: cache.lastLength + 64)
         let attributeCount = entity.attributes.count
         for slot in cache.layout(entity) {
             let (position, name, opening) = (slot.position, slot.name, slot.opening)
@@ -151,7 +153,9 @@ enum MirrorRecordCoding {
             }
             record.close()
         }
-        return record.finish()
+        let text = record.finish()
+        cache.lastLength = text.utf8.count
+        return text
     }
 
     /// The per-field edit stamps a record carries.

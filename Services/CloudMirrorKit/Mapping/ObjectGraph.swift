@@ -91,17 +91,26 @@ extension CoreDataMapping {
     /// that share wherever it is created. A chain end never sent or in Core Data's zone also
     /// joins the share of an object it is linked to through a many-to-many relationship.
     static func zone(for uuid: String, entity: EntityDescription, state: StoreBookkeeping) throws -> ZoneID? {
-        var cache: [String: ZoneID?] = [:]
+        var cache = ZoneCache()
         guard let key = try state.primaryKey(entity: entity.name, uuid: uuid), let row = try state.store.read(entity, primaryKey: key) else {
             return try state.meta(uuid)?.zone
         }
         return try Self.zone(for: uuid, entity: entity, row: row, state: state, cache: &cache)
     }
 
-    /// `cache`: zones by the object a chain's first step reaches ("Entity/key"): a batch of a
-    /// session's events reads the session's zone once.
+    /// Zones already worked out from one consistent state of the store (a batch build's
+    /// snapshot): a batch of a session's events reads the session's zone once.
+    struct ZoneCache {
+        /// By the object a chain's first step reaches ("Entity/key").
+        var byFirstStep: [String: ZoneID?] = [:]
+        /// By a chain's end: the zone is the end's alone. A never-sent end reads every member
+        /// pointing at it (`joinedShareZone`), which for a new session of thousands of events
+        /// was a sixth of a send when done again for the session itself and each batch.
+        var byEnd: [ObjectGraph.Node: ZoneID] = [:]
+    }
+
     static func zone(for uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow, state: StoreBookkeeping,
-              cache: inout [String: ZoneID?]) throws -> ZoneID? {
+              cache: inout ZoneCache) throws -> ZoneID? {
         let store = state.store
         if store.scope == .shared {
             return try row.zone.flatMap { try state.shareZone(key: $0) }
@@ -110,16 +119,28 @@ extension CoreDataMapping {
         let firstKey = entity.toOneRelationships.indices.lazy.compactMap { offset -> String? in
             row.values[entity.position(ofToOne: offset)].int64.map { "\(entity.toOneRelationships[offset].destination)/\($0)" }
         }.first
-        if let firstKey, let known = cache[firstKey] { return known }
+        if let firstKey, let known = cache.byFirstStep[firstKey] { return known }
         let (endEntity, end, firstStep) = try graph.chainEnd(of: entity, row: row)
-        var zone = try state.meta(end.uuid)?.zone
-        if zone == nil {
-            zone = try joinedShareZone(of: endEntity, row: end, graph: graph, state: state)
-        } else if zone?.zoneName == ZoneID.coreDataZoneName {
-            zone = try linkedShareZone(of: endEntity, row: end, graph: graph, state: state) ?? zone
+        let endNode = ObjectGraph.Node(entity: endEntity.name, key: end.primaryKey)
+        let zone: ZoneID
+        if let known = cache.byEnd[endNode] {
+            zone = known
+        } else {
+            zone = try Self.zone(ofEnd: endEntity, row: end, graph: graph, state: state)
+            cache.byEnd[endNode] = zone
         }
-        if let firstKey, firstKey == firstStep { cache[firstKey] = .some(zone ?? .coreData) }
-        return zone ?? .coreData
+        if let firstKey, firstKey == firstStep { cache.byFirstStep[firstKey] = .some(zone) }
+        return zone
+    }
+
+    /// The zone of a chain's end (`zone(for:)`).
+    private static func zone(ofEnd entity: EntityDescription, row: PersistentStore.StoredRow, graph: ObjectGraph,
+                             state: StoreBookkeeping) throws -> ZoneID {
+        guard let zone = try state.meta(row.uuid)?.zone else {
+            return try joinedShareZone(of: entity, row: row, graph: graph, state: state) ?? .coreData
+        }
+        guard zone.zoneName == ZoneID.coreDataZoneName else { return zone }
+        return try linkedShareZone(of: entity, row: row, graph: graph, state: state) ?? zone
     }
 
     /// The share zone of an object pointing at a never-sent chain end, whose own chain ends

@@ -65,9 +65,12 @@ extension CoreDataMapping {
             // zone lists now: applied last, it deleted an event moved away and back meanwhile.
             try state.dropTombstones(changed.map(\.recordName), zone: zone)
             let stored = try state.metaAndPending(changed.map(\.recordName))
+            // Names by entity, not records grouped: grouping copied every record of the page.
+            var names: [String: [String]] = [:]
+            for record in changed { names[record.entityName ?? "", default: []].append(record.recordName) }
             var rows: [String: [String: Int64]] = [:]
-            for (entity, records) in Dictionary(grouping: changed, by: { $0.entityName ?? "" }) where store.holds(entity) {
-                rows[entity] = try state.primaryKeys(entity: entity, uuids: records.map(\.recordName))
+            for (entity, uuids) in names where store.holds(entity) {
+                rows[entity] = try state.primaryKeys(entity: entity, uuids: uuids)
             }
             for position in changed.indices {
                 // Read in place until the record turns out to need more than the direct path:

@@ -79,7 +79,7 @@ extension StoreBookkeeping {
     /// holds in another zone than the one they resolve within: a name another user wrote into a
     /// share zone that is one of the owner's objects elsewhere (`CoreDataMapping.linkZone(of:store:user:)`).
     /// The row has no such relationship, so a save of the record sends each empty
-    /// (`buildBatch`): an update carries only its changed fields and the cloud keeps the rest,
+    /// (`buildBatches`): an update carries only its changed fields and the cloud keeps the rest,
     /// and a name kept under the owner's last modification would resolve, on the owner's other
     /// devices, as one the owner wrote. A link whose object has not arrived yet is not among them.
     func zoneRefusedLinks(of uuid: String, entity: EntityDescription, row: PersistentStore.StoredRow) throws -> [PendingLinks.Link] {

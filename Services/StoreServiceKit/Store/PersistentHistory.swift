@@ -151,27 +151,31 @@ package struct HistoryChanges {
         /// entry after entry, and equal text shares one array.
         var lastList: (text: [UInt8], names: [String])?
 
+        /// Each member read into its own typed value (an array of `Any` grew and was cast back
+        /// member by member: allocations and dynamic casts on every change the mirror queues).
         mutating func entry(_ row: UnsafeBufferPointer<UInt8>) -> Entry? {
             var reader = MessageReader(row)
-            var fields: [Any?] = []
+            var members = 0
+            var kind: ChangeKind?, entity: String?, key: Int?, uuid: String?
+            var changed: [String]?, tombstone: [String: JSONValue]?
             do throws(MessageReadError) {
                 try reader.array { (reader) throws(MessageReadError) in
-                    switch fields.count {
-                    case 0: fields.append(try reader.rawValue(ChangeKind.self))
-                    case 1, 3: fields.append(try reader.string())
-                    case 2: fields.append(try reader.int())
-                    case 4: fields.append(reader.readNull() ? nil : try names(&reader))
-                    case 5: fields.append(reader.readNull() ? nil : try reader.value().objectValue)
+                    switch members {
+                    case 0: kind = try reader.rawValue(ChangeKind.self)
+                    case 1: entity = try reader.string()
+                    case 2: key = try reader.int()
+                    case 3: uuid = try reader.string()
+                    case 4: changed = reader.readNull() ? nil : try names(&reader)
+                    case 5: tombstone = reader.readNull() ? nil : try reader.value().objectValue
                     default: throw reader.invalid("more than six members")
                     }
+                    members += 1
                 }
             } catch {
                 return nil
             }
-            guard fields.count == 6, let kind = fields[0] as? ChangeKind, let entity = fields[1] as? String,
-                  let key = fields[2] as? Int, let uuid = fields[3] as? String else { return nil }
-            return Entry(kind: kind, entity: entity, primaryKey: Int64(key), uuid: uuid,
-                         changed: fields[4] as? [String], tombstone: fields[5] as? [String: JSONValue])
+            guard members == 6, let kind, let entity, let key, let uuid else { return nil }
+            return Entry(kind: kind, entity: entity, primaryKey: Int64(key), uuid: uuid, changed: changed, tombstone: tombstone)
         }
 
         private mutating func names(_ reader: inout MessageReader) throws(MessageReadError) -> [String] {
