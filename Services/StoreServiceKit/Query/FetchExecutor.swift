@@ -79,6 +79,12 @@ struct FetchRowWriter: Sendable {
     let types: [AttributeType]
     /// Per attribute: whether its stored text is its wire text as is (no base64, no big-integer text).
     let plainText: [Bool]
+    /// Per store: the JSON text of its name, and the opening of its object IDs of this entity
+    /// (`"x-coredata://<store>/<Entity>/p`) and of each to-one destination, written once here
+    /// rather than piece by piece in every row.
+    let storeNameJSON: [[UInt8]]
+    let objectIDOpening: [[UInt8]]
+    let destinationOpenings: [[[UInt8]]]
 
     init(entity: EntityDescription, stores: StoreSet) {
         self.entity = entity
@@ -87,6 +93,14 @@ struct FetchRowWriter: Sendable {
         plainText = types.map { !($0.isData || $0.integerRange != nil) }
         storeNames = stores.list.map(\.name)
         storeUUIDs = stores.list.map(\.uuid)
+        func opening(_ store: String, _ entity: String) -> [UInt8] { Array("\"x-coredata://\(store)/\(entity)/p".utf8) }
+        storeNameJSON = storeNames.map { name in
+            var text = JSONBytes()
+            text.append(string: name)
+            return text.bytes
+        }
+        objectIDOpening = storeUUIDs.map { opening($0, entity.name) }
+        destinationOpenings = storeUUIDs.map { store in entity.toOneRelationships.map { opening(store, $0.destination) } }
     }
 
     /// One cell of a row as JSON holds it.
@@ -179,11 +193,11 @@ struct FetchRowWriter: Sendable {
     /// Writes the row `statement` is on (`PersistentStore.selectList`'s columns) as `write(_:to:)`
     /// writes its hit: text columns go from SQLite's bytes into the reply, with no String made.
     func write(row statement: Statement, store: Int, to text: inout JSONBytes) -> Bool {
-        let uuid = storeUUIDs[store]
         var finite = true
-        _ = Self.write(.objectID(store: uuid, entity: entity.name, primaryKey: statement.int64(at: 0)), to: &text)
-        text.append(",")
-        text.append(string: storeNames[store])
+        text.bytes.append(contentsOf: objectIDOpening[store])
+        text.append(integer: statement.int64(at: 0))
+        text.append("\",")
+        text.bytes.append(contentsOf: storeNameJSON[store])
         text.append(",")
         text.append(integer: statement.int64(at: 1))
         text.append(",")
@@ -195,7 +209,13 @@ struct FetchRowWriter: Sendable {
             text.append(",")
             let column = 4 + index
             if index >= attributeCount {
-                _ = Self.write(relationshipCell(statement.value(at: column), index - attributeCount, store: uuid), to: &text)
+                if let key = statement.value(at: column).int64 {
+                    text.bytes.append(contentsOf: destinationOpenings[store][index - attributeCount])
+                    text.append(integer: key)
+                    text.append("\"")
+                } else {
+                    text.append("null")
+                }
             } else if plainText[index], statement.isText(at: column) {
                 _ = statement.withText(at: column) { text.append(utf8: $0) }
             } else {
@@ -233,6 +253,8 @@ struct JSONBytes {
     var bytes: [UInt8] = []
 
     mutating func append(_ literal: StaticString) {
+        // Most literals are one byte (a comma, a bracket): appended as that byte.
+        if literal.utf8CodeUnitCount == 1 { return bytes.append(literal.utf8Start.pointee) }
         literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 

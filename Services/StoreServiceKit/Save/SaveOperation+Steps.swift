@@ -33,18 +33,22 @@ extension SaveOperation {
 
     /// Where each new object goes, keyed by object identity (cheaper to hash than URIs, once per new object).
     func route(inserted: [ContextObject], updated: [ContextObject], outside: [String: Int]) throws -> [ObjectIdentifier: StoreRouter.Decision] {
-        var position: [String: Int] = [:]
+        // New objects by identity (every one is registered in the context): cheaper to hash than URIs.
+        var position: [ObjectIdentifier: Int] = [:]
         position.reserveCapacity(inserted.count)
-        for (index, object) in inserted.enumerated() { position[object.uri] = index }
+        for (index, object) in inserted.enumerated() { position[ObjectIdentifier(object)] = index }
         var inputs = inserted.map { StoreRouter.Input(entity: $0.entity.name, assigned: $0.store, links: []) }
         // The last target looked up, kept: a batch of new events usually names one session.
         var last: (uri: String, target: StoreRouter.LinkTarget?)?
         func target(_ uri: String) -> StoreRouter.LinkTarget? {
             if let last, last.uri == uri { return last.target }
             var found: StoreRouter.LinkTarget?
-            if let index = position[uri] { found = .newObject(index) }
-            else if let object = context.lookup(uri), let store = object.store { found = .store(store) }
-            else { found = outside[uri].map { .store($0) } }
+            if let object = context.lookup(uri) {
+                if let index = position[ObjectIdentifier(object)] { found = .newObject(index) }
+                else { found = object.store.map { .store($0) } }
+            } else {
+                found = outside[uri].map { .store($0) }
+            }
             last = (uri, found)
             return found
         }
@@ -59,7 +63,8 @@ extension SaveOperation {
         for object in updated {
             guard let store = object.store else { continue }
             for relationship in object.entity.toOneRelationships {
-                guard let uri = object.change(relationship.name)?.string, let index = position[uri] else { continue }
+                guard let uri = object.change(relationship.name)?.string, let target = context.lookup(uri),
+                      let index = position[ObjectIdentifier(target)] else { continue }
                 inputs[index].links.append((relationship.inverse ?? relationship.name, .store(store)))
             }
         }
