@@ -122,11 +122,16 @@ package struct HistoryChanges {
                changedJSON: entry.changed.map { JSONWriter.text(strings: $0) }, tombstone: entry.tombstone)
     }
 
-    /// The text with its closing bracket.
+    /// The text with its closing bracket, copied once into the String (a bulk repair's history
+    /// is megabytes: a copy of the bytes first would be one more).
     var packed: String {
-        var closed = text
-        closed.append("]")
-        return String(decoding: closed.bytes, as: UTF8.self)
+        text.bytes.withUnsafeBufferPointer { bytes in
+            String(unsafeUninitializedCapacity: bytes.count + 1) { out in
+                _ = out.initialize(from: bytes)
+                out[bytes.count] = UInt8(ascii: "]")
+                return bytes.count + 1
+            }
+        }
     }
 
     /// Reads a packed column back, without a JSON tree (the mirror reads every saved change, a
