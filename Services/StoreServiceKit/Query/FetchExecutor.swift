@@ -11,7 +11,7 @@ struct FetchRows: Encodable, Sendable {
     enum Content {
         case hits([FetchExecutor.Hit], FetchRowWriter)
         /// The rows' array as JSON text.
-        case text([UInt8])
+        case text(String)
     }
     let content: Content
 
@@ -19,7 +19,9 @@ struct FetchRows: Encodable, Sendable {
         content = .hits(hits, FetchRowWriter(entity: entity, stores: stores))
     }
 
-    init(text: [UInt8]) { content = .text(text) }
+    /// Rows already written: the bytes become the reply's text once here, so the reply
+    /// appends them without another copy on the way.
+    init(text: [UInt8]) { content = .text(String(decoding: text, as: UTF8.self)) }
 
     static func columns(_ entity: EntityDescription) -> [String] {
         ["objectID", "store", "version", "uuid", "zone"] + entity.storedPropertyNames
@@ -27,8 +29,8 @@ struct FetchRows: Encodable, Sendable {
 
     func encode(to encoder: any Encoder) throws {
         switch content {
-        case let .text(bytes):
-            try JSONParser.parse(bytes).encode(to: encoder)
+        case let .text(text):
+            try JSONParser.parse(text).encode(to: encoder)
         case let .hits(hits, writer):
             var outer = encoder.unkeyedContainer()
             for hit in hits {
@@ -51,8 +53,8 @@ struct FetchRows: Encodable, Sendable {
     /// when a value JSON cannot hold (a non-finite double) leaves the encoder to report it.
     func writeJSON(to out: inout String) -> Bool {
         switch content {
-        case let .text(bytes):
-            out += String(decoding: bytes, as: UTF8.self)
+        case let .text(text):
+            out += text
             return true
         case let .hits(hits, writer):
             var rows = FetchRowWriter.Output(capacity: hits.count)
@@ -114,9 +116,12 @@ struct FetchRowWriter: Sendable {
     struct Output {
         var text = JSONBytes()
         private var count = 0
+        private let expected: Int
 
+        /// `capacity`: the rows expected; room is made for them once the first row shows their size.
         init(capacity: Int) {
-            text.bytes.reserveCapacity(max(capacity, 16) * 256)
+            expected = max(capacity, 16)
+            text.bytes.reserveCapacity(expected * 256)
             text.append("[")
         }
 
@@ -126,6 +131,11 @@ struct FetchRowWriter: Sendable {
             count += 1
             guard cells(&text) else { return false }
             text.append("]")
+            // Room for the rest at the first row's size and a quarter: growing a page's
+            // megabytes by doubling held both copies at once.
+            if count == 1, text.bytes.count * expected * 5 / 4 > text.bytes.capacity {
+                text.bytes.reserveCapacity(text.bytes.count * expected * 5 / 4)
+            }
             return true
         }
 
