@@ -154,6 +154,17 @@ public final class Statement {
     }
 
     public func int64(at index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(index)) }
+
+    /// Whether the column holds text (a reader may then take its bytes with `withText`).
+    public func isText(at index: Int) -> Bool { sqlite3_column_type(handle, Int32(index)) == SQLITE_TEXT }
+
+    /// A text column's UTF-8 bytes as SQLite holds them, valid only inside `body` (no String is
+    /// made: a fetch writes them straight into its reply); nil when the column is NULL.
+    public func withText<R>(at index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
+        guard let text = sqlite3_column_text(handle, Int32(index)) else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, Int32(index)))
+        return try body(UnsafeBufferPointer(start: text, count: count))
+    }
     public func string(at index: Int) -> String? { text(at: Int32(index)) }
 
     /// A column's text by its byte count (not up to its first U+0000: see `bindText`). The

@@ -39,33 +39,47 @@ struct RandomUUIDSource {
 
     mutating func next() -> String {
         if offset + 16 > buffer.count { refill() }
-        var bytes = Array(buffer[offset..<(offset + 16)])
-        offset += 16
         let now = clock()
+        let random6 = buffer[offset + 6], random7 = buffer[offset + 7]
         if now > lastMillis {
             lastMillis = now
             // The top bit left clear, so that a millisecond has at least 2,048 ids to count.
-            counter = UInt16(bytes[6] & 0x07) << 8 | UInt16(bytes[7])
+            counter = UInt16(random6 & 0x07) << 8 | UInt16(random7)
         } else if counter < 0x0FFF {
             counter += 1
         } else {
             lastMillis += 1
-            counter = UInt16(bytes[6] & 0x07) << 8 | UInt16(bytes[7])
+            counter = UInt16(random6 & 0x07) << 8 | UInt16(random7)
         }
-        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: lastMillis >> (8 * (5 - index))) }
-        bytes[6] = 0x70 | UInt8(counter >> 8)
-        bytes[7] = UInt8(truncatingIfNeeded: counter)
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex = Array("0123456789ABCDEF".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0x0F)])
+        let start = offset
+        offset += 16
+        // The text is written straight into the string's own storage: one allocation per id.
+        return buffer.withUnsafeBufferPointer { random in
+            String(unsafeUninitializedCapacity: 36) { text in
+                var written = 0
+                for index in 0..<16 {
+                    let byte: UInt8
+                    switch index {
+                    case 0..<6: byte = UInt8(truncatingIfNeeded: lastMillis >> (8 * (5 - index)))
+                    case 6: byte = 0x70 | UInt8(counter >> 8)
+                    case 7: byte = UInt8(truncatingIfNeeded: counter)
+                    case 8: byte = (random[start + 8] & 0x3F) | 0x80
+                    default: byte = random[start + index]
+                    }
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[written] = UInt8(ascii: "-")
+                        written += 1
+                    }
+                    text[written] = Self.hexDigit(byte >> 4)
+                    text[written + 1] = Self.hexDigit(byte & 0x0F)
+                    written += 2
+                }
+                return written
+            }
         }
-        return String(decoding: text, as: UTF8.self)
     }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? 0x30 + value : 0x37 + value }
 
     private mutating func refill() {
         var filled = 0

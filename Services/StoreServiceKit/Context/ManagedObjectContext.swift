@@ -14,9 +14,9 @@ import StoreWire
 /// hashing property names was a large share of it. `snapshot` and `changes` are dictionary views
 /// for the paths that want names (merge policies, conflicts, refresh).
 package final class ContextObject {
-    var id: ObjectID { didSet { uri = id.uri } }
+    fileprivate(set) var id: ObjectID
     /// `id.uri`, kept because it is the context's key and used on every hot path.
-    package private(set) var uri: String
+    package fileprivate(set) var uri: String
     package let entity: EntityDescription
     /// The store: from an assign (temporary IDs) or the permanent ID.
     package var store: Int?
@@ -135,12 +135,18 @@ package final class ManagedObjectContext {
 
     func register(_ object: ContextObject) { objects[object.uri] = object }
 
+    /// Makes room for `additional` more objects at once (a bulk insert, instead of growing and
+    /// rehashing the table as it fills).
+    func reserve(_ additional: Int) { objects.reserveCapacity(objects.count + additional) }
+
     func forget(_ uri: String) { objects.removeValue(forKey: uri) }
 
-    func rename(_ object: ContextObject, to id: ObjectID) {
+    /// `uri`: the new ID's URI when the caller has it already (a save makes each one once).
+    func rename(_ object: ContextObject, to id: ObjectID, uri: String? = nil) {
         objects.removeValue(forKey: object.uri)
         object.id = id
-        objects[id.uri] = object
+        object.uri = uri ?? id.uri
+        objects[object.uri] = object
     }
 
     /// Renames and points every registered relationship value at the new ID (used when a new
@@ -287,7 +293,10 @@ package final class ManagedObjectContext {
                 throw StoreError.unknownProperty(key, entity: entity)
             }
             if position < entity.attributes.count {
-                converted.append((position, try AttributeCoding.storageValue(value, for: entity.attributes[position], entity: entity.name)))
+                // Through the buffer: the attribute is read in place, not copied (a large value).
+                converted.append((position, try entity.attributes.withUnsafeBufferPointer {
+                    try AttributeCoding.storageValue(value, for: $0[position], entity: entity.name)
+                }))
                 continue
             }
             let relationship = entity.toOneRelationships[position - entity.attributes.count]

@@ -90,6 +90,9 @@ public final class EntityDescription: Sendable, Codable {
     public let storedPropertyNames: [String]
     /// Stored property name → its position in `storedPropertyNames`.
     private let positions: [String: Int]
+    /// Positions of the stored properties a save requires (non-optional attributes, then
+    /// to-one relationships), in order: every save checks them for every object it writes.
+    public let requiredPositions: [Int]
 
     enum CodingKeys: String, CodingKey {
         case name, attributes, relationships, indexes, renamingIdentifier, versionHashModifier, uniquenessConstraints
@@ -109,6 +112,9 @@ public final class EntityDescription: Sendable, Codable {
         var positions: [String: Int] = [:]
         for (position, name) in storedPropertyNames.enumerated() where positions[name] == nil { positions[name] = position }
         self.positions = positions
+        let toOne = relationships.filter { !$0.toMany }
+        requiredPositions = attributes.indices.filter { !attributes[$0].optional }
+            + toOne.indices.filter { !toOne[$0].optional }.map { attributes.count + $0 }
     }
 
     public convenience init(from decoder: any Decoder) throws {

@@ -4,9 +4,74 @@ import SQLiteKit
 import StoreWire
 
 /// A fetch's rows in the `rows` format: `[objectID, store, version, uuid, zone, <attributes…>,
-/// <to-one relationships…>]` per object, values written straight from SQLite's.
+/// <to-one relationships…>]` per object, values written straight from SQLite's: either the
+/// fetched hits, or the rows' JSON text already written from the statements while the fetch
+/// stepped them (`FetchRowWriter`).
 struct FetchRows: Encodable, Sendable {
-    let hits: [FetchExecutor.Hit]
+    enum Content {
+        case hits([FetchExecutor.Hit], FetchRowWriter)
+        /// The rows' array as JSON text.
+        case text(String)
+    }
+    let content: Content
+
+    init(hits: [FetchExecutor.Hit], entity: EntityDescription, stores: StoreSet) {
+        content = .hits(hits, FetchRowWriter(entity: entity, stores: stores))
+    }
+
+    /// Rows already written: the bytes become the reply's text once here, so the reply
+    /// appends them without another copy on the way.
+    init(text: [UInt8]) { content = .text(String(decoding: text, as: UTF8.self)) }
+
+    static func columns(_ entity: EntityDescription) -> [String] {
+        ["objectID", "store", "version", "uuid", "zone"] + entity.storedPropertyNames
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        switch content {
+        case let .text(text):
+            try JSONParser.parse(text).encode(to: encoder)
+        case let .hits(hits, writer):
+            var outer = encoder.unkeyedContainer()
+            for hit in hits {
+                var row = outer.nestedUnkeyedContainer()
+                try writer.cells(of: hit) { cell in
+                    switch cell {
+                    case .null: try row.encodeNil()
+                    case let .bool(flag): try row.encode(flag)
+                    case let .integer(number): try row.encode(number)
+                    case let .double(number): try row.encode(number)
+                    case let .text(text): try row.encode(text)
+                    case let .objectID(store, entity, key): try row.encode(ObjectID.permanentURI(store: store, entity: entity, primaryKey: key))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The rows as JSON text, as `encode(to:)` would write them; false (with `out` as it was)
+    /// when a value JSON cannot hold (a non-finite double) leaves the encoder to report it.
+    func writeJSON(to out: inout String) -> Bool {
+        switch content {
+        case let .text(text):
+            out += text
+            return true
+        case let .hits(hits, writer):
+            var rows = FetchRowWriter.Output(capacity: hits.count)
+            for hit in hits {
+                guard rows.row({ text in writer.write(hit, to: &text) }) else { return false }
+            }
+            out += String(decoding: rows.finish(), as: UTF8.self)
+            return true
+        }
+    }
+}
+
+/// Writes fetched rows as JSON text (UTF-8 bytes, appended once: appending each cell to a
+/// String was most of the time of writing 10,000 rows), from materialised hits or straight
+/// from a statement on its row. Both ways read a cell through the same conversions, so the
+/// two forms cannot disagree.
+struct FetchRowWriter: Sendable {
     let entity: EntityDescription
     let storeNames: [String]
     let storeUUIDs: [String]
@@ -14,18 +79,30 @@ struct FetchRows: Encodable, Sendable {
     let destinations: [String]
     /// The attributes' types, in column order (read per cell; an attribute is a large value to copy).
     let types: [AttributeType]
+    /// Per attribute: whether its stored text is its wire text as is (no base64, no big-integer text).
+    let plainText: [Bool]
+    /// Per store: the JSON text of its name, and the opening of its object IDs of this entity
+    /// (`"x-coredata://<store>/<Entity>/p`) and of each to-one destination, written once here
+    /// rather than piece by piece in every row.
+    let storeNameJSON: [[UInt8]]
+    let objectIDOpening: [[UInt8]]
+    let destinationOpenings: [[[UInt8]]]
 
-    init(hits: [FetchExecutor.Hit], entity: EntityDescription, stores: StoreSet) {
-        self.hits = hits
+    init(entity: EntityDescription, stores: StoreSet) {
         self.entity = entity
         destinations = entity.toOneRelationships.map(\.destination)
         types = entity.attributes.map(\.type)
+        plainText = types.map { !($0.isData || $0.integerRange != nil) }
         storeNames = stores.list.map(\.name)
         storeUUIDs = stores.list.map(\.uuid)
-    }
-
-    static func columns(_ entity: EntityDescription) -> [String] {
-        ["objectID", "store", "version", "uuid", "zone"] + entity.storedPropertyNames
+        func opening(_ store: String, _ entity: String) -> [UInt8] { Array("\"x-coredata://\(store)/\(entity)/p".utf8) }
+        storeNameJSON = storeNames.map { name in
+            var text = JSONBytes()
+            text.append(string: name)
+            return text.bytes
+        }
+        objectIDOpening = storeUUIDs.map { opening($0, entity.name) }
+        destinationOpenings = storeUUIDs.map { store in entity.toOneRelationships.map { opening(store, $0.destination) } }
     }
 
     /// One cell of a row as JSON holds it.
@@ -35,8 +112,40 @@ struct FetchRows: Encodable, Sendable {
         case objectID(store: String, entity: String, primaryKey: Int64)
     }
 
-    /// The cells of one row, in column order. The encoder and the text writer both read rows
-    /// through this, so the two forms cannot disagree.
+    /// The array of rows being written.
+    struct Output {
+        var text = JSONBytes()
+        private var count = 0
+        private let expected: Int
+
+        /// `capacity`: the rows expected; room is made for them once the first row shows their size.
+        init(capacity: Int) {
+            expected = max(capacity, 16)
+            text.bytes.reserveCapacity(expected * 256)
+            text.append("[")
+        }
+
+        /// Writes one row with `cells`; false (a value JSON cannot hold) stops the writing.
+        mutating func row(_ cells: (inout JSONBytes) -> Bool) -> Bool {
+            text.append(count == 0 ? "[" : ",[")
+            count += 1
+            guard cells(&text) else { return false }
+            text.append("]")
+            // Room for the rest at the first row's size and a quarter: growing a page's
+            // megabytes by doubling held both copies at once.
+            if count == 1, text.bytes.count * expected * 5 / 4 > text.bytes.capacity {
+                text.bytes.reserveCapacity(text.bytes.count * expected * 5 / 4)
+            }
+            return true
+        }
+
+        mutating func finish() -> [UInt8] {
+            text.append("]")
+            return text.bytes
+        }
+    }
+
+    /// The cells of one hit, in column order.
     func cells(of hit: FetchExecutor.Hit, _ body: (Cell) throws -> Void) rethrows {
         let attributeCount = types.count
         let uuid = storeUUIDs[hit.store]
@@ -44,88 +153,107 @@ struct FetchRows: Encodable, Sendable {
         try body(.text(storeNames[hit.store]))
         try body(.integer(hit.row.version))
         try body(.text(hit.row.uuid))
-        if let zone = ManagedObject.zoneParts(hit.row.zone).name { try body(.text(zone)) } else { try body(.null) }
+        try body(Self.zoneCell(hit.row.zone))
         for (index, value) in hit.row.values.enumerated() {
             if index >= attributeCount {
-                if let key = value.int64 {
-                    try body(.objectID(store: uuid, entity: destinations[index - attributeCount], primaryKey: key))
-                } else {
-                    try body(.null)
-                }
-                continue
-            }
-            let type = types[index]
-            if type.isData || type.integerRange != nil, let special = AttributeTypeCoding.jsonValue(value, type: type), !special.isNull {
-                // Bytes as base64, and integers past 2^53 as text.
-                if let text = special.stringValue { try body(.text(text)) } else { try body(.integer(value.int64 ?? 0)) }
-                continue
-            }
-            switch (type, value) {
-            case (_, .null): try body(.null)
-            case let (.boolean, .integer(flag)): try body(.bool(flag != 0))
-            case let (.double, .integer(number)), let (.float, .integer(number)): try body(.double(Double(number)))
-            case let (_, .integer(number)): try body(.integer(number))
-            case let (_, .real(number)): try body(.double(number))
-            case let (_, .text(text)): try body(.text(text))
-            case let (_, .blob(bytes)): try body(.text(String(decoding: bytes, as: UTF8.self)))
+                try body(relationshipCell(value, index - attributeCount, store: uuid))
+            } else {
+                try body(Self.attributeCell(value, type: types[index]))
             }
         }
     }
 
-    func encode(to encoder: any Encoder) throws {
-        var outer = encoder.unkeyedContainer()
-        for hit in hits {
-            var row = outer.nestedUnkeyedContainer()
-            try cells(of: hit) { cell in
-                switch cell {
-                case .null: try row.encodeNil()
-                case let .bool(flag): try row.encode(flag)
-                case let .integer(number): try row.encode(number)
-                case let .double(number): try row.encode(number)
-                case let .text(text): try row.encode(text)
-                case let .objectID(store, entity, key): try row.encode(ObjectID.permanentURI(store: store, entity: entity, primaryKey: key))
-                }
-            }
+    private static func zoneCell(_ zone: String?) -> Cell {
+        ManagedObject.zoneParts(zone).name.map { .text($0) } ?? .null
+    }
+
+    private func relationshipCell(_ value: SQLValue, _ number: Int, store: String) -> Cell {
+        value.int64.map { .objectID(store: store, entity: destinations[number], primaryKey: $0) } ?? .null
+    }
+
+    static func attributeCell(_ value: SQLValue, type: AttributeType) -> Cell {
+        if type.isData || type.integerRange != nil, let special = AttributeTypeCoding.jsonValue(value, type: type), !special.isNull {
+            // Bytes as base64, and integers past 2^53 as text.
+            if let text = special.stringValue { return .text(text) }
+            return .integer(value.int64 ?? 0)
+        }
+        switch (type, value) {
+        case (_, .null): return .null
+        case let (.boolean, .integer(flag)): return .bool(flag != 0)
+        case let (.double, .integer(number)), let (.float, .integer(number)): return .double(Double(number))
+        case let (_, .integer(number)): return .integer(number)
+        case let (_, .real(number)): return .double(number)
+        case let (_, .text(text)): return .text(text)
+        case let (_, .blob(bytes)): return .text(String(decoding: bytes, as: UTF8.self))
         }
     }
 
-    /// The rows as JSON text, as `encode(to:)` would write them; false (with `out` as it was)
-    /// when a value JSON cannot hold (a non-finite double) leaves the encoder to report it.
-    /// The text is made as UTF-8 bytes and appended once: appending each cell to a String was
-    /// most of the time of writing 10,000 rows.
-    func writeJSON(to out: inout String) -> Bool {
-        var text = JSONBytes()
-        text.bytes.reserveCapacity(hits.count * 256)
-        text.append("[")
-        for (position, hit) in hits.enumerated() {
-            text.append(position == 0 ? "[" : ",[")
-            var first = true
-            var finite = true
-            cells(of: hit) { cell in
-                if !first { text.append(",") }
-                first = false
-                switch cell {
-                case .null: text.append("null")
-                case let .bool(flag): text.append(flag ? "true" : "false")
-                case let .integer(number): text.append(integer: number)
-                case let .double(number):
-                    if number.isFinite { text.append(number: number) } else { finite = false }
-                case let .text(string): text.append(string: string)
-                case let .objectID(store, entity, key):
-                    text.append("\"x-coredata://")
-                    text.append(raw: store)
-                    text.append("/")
-                    text.append(raw: entity)
-                    text.append("/p")
+    /// Writes one hit's cells; false for a value JSON cannot hold.
+    func write(_ hit: FetchExecutor.Hit, to text: inout JSONBytes) -> Bool {
+        var first = true
+        var finite = true
+        cells(of: hit) { cell in
+            if !first { text.append(",") }
+            first = false
+            finite = Self.write(cell, to: &text) && finite
+        }
+        return finite
+    }
+
+    /// Writes the row `statement` is on (`PersistentStore.selectList`'s columns) as `write(_:to:)`
+    /// writes its hit: text columns go from SQLite's bytes into the reply, with no String made.
+    func write(row statement: Statement, store: Int, to text: inout JSONBytes) -> Bool {
+        var finite = true
+        text.bytes.append(contentsOf: objectIDOpening[store])
+        text.append(integer: statement.int64(at: 0))
+        text.append("\",")
+        text.bytes.append(contentsOf: storeNameJSON[store])
+        text.append(",")
+        text.append(integer: statement.int64(at: 1))
+        text.append(",")
+        if statement.withText(at: 2, { text.append(utf8: $0) }) == nil { text.append(string: "") }
+        text.append(",")
+        _ = Self.write(Self.zoneCell(statement.string(at: 3)), to: &text)
+        let attributeCount = types.count
+        for index in 0..<(attributeCount + destinations.count) {
+            text.append(",")
+            let column = 4 + index
+            if index >= attributeCount {
+                if let key = statement.value(at: column).int64 {
+                    text.bytes.append(contentsOf: destinationOpenings[store][index - attributeCount])
                     text.append(integer: key)
                     text.append("\"")
+                } else {
+                    text.append("null")
                 }
+            } else if plainText[index], statement.isText(at: column) {
+                _ = statement.withText(at: column) { text.append(utf8: $0) }
+            } else {
+                finite = Self.write(Self.attributeCell(statement.value(at: column), type: types[index]), to: &text) && finite
             }
-            guard finite else { return false }
-            text.append("]")
         }
-        text.append("]")
-        out += String(decoding: text.bytes, as: UTF8.self)
+        return finite
+    }
+
+    /// Writes one cell; false for a non-finite double (written as nothing).
+    private static func write(_ cell: Cell, to text: inout JSONBytes) -> Bool {
+        switch cell {
+        case .null: text.append("null")
+        case let .bool(flag): text.append(flag ? "true" : "false")
+        case let .integer(number): text.append(integer: number)
+        case let .double(number):
+            guard number.isFinite else { return false }
+            text.append(number: number)
+        case let .text(string): text.append(string: string)
+        case let .objectID(store, entity, key):
+            text.append("\"x-coredata://")
+            text.append(raw: store)
+            text.append("/")
+            text.append(raw: entity)
+            text.append("/p")
+            text.append(integer: key)
+            text.append("\"")
+        }
         return true
     }
 }
@@ -135,6 +263,8 @@ struct JSONBytes {
     var bytes: [UInt8] = []
 
     mutating func append(_ literal: StaticString) {
+        // Most literals are one byte (a comma, a bracket): appended as that byte.
+        if literal.utf8CodeUnitCount == 1 { return bytes.append(literal.utf8Start.pointee) }
         literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
@@ -169,6 +299,19 @@ struct JSONBytes {
         var text = ""
         JSONWriter.appendNumber(number, to: &text)
         append(raw: text)
+    }
+
+    /// A string literal of text as SQLite holds it: copied as is when it is plain ASCII with
+    /// nothing JSON escapes; otherwise read as a String first (invalid UTF-8 repaired, as
+    /// reading the column as a String does) and written as `append(string:)` writes it.
+    mutating func append(utf8: UnsafeBufferPointer<UInt8>) {
+        if !utf8.contains(where: { $0 >= 0x80 || $0 == 0x22 || $0 == 0x5C || $0 < 0x20 }) {
+            bytes.append(0x22)
+            bytes.append(contentsOf: utf8)
+            bytes.append(0x22)
+            return
+        }
+        append(string: String(decoding: utf8, as: UTF8.self))
     }
 
     /// A string literal: copied as is unless it holds a byte JSON escapes, then `JSONWriter`'s escaping.
@@ -272,29 +415,45 @@ struct FetchExecutor {
 
     /// The matching rows of one page, in order.
     func run() throws -> [Hit] {
+        let count = try entity.storedPropertyNames.count
+        var hits: [Hit] = []
+        hits.reserveCapacity(min(pageLimit, 4096))
+        try forEachRow { store, row in hits.append(Hit(store: store, row: PersistentStore.row(from: row, propertyCount: count))) }
+        return hits
+    }
+
+    /// The page's limit, `Int.max` for none.
+    private var pageLimit: Int { (request.limit ?? 0) == 0 ? Int.max : request.limit! }
+
+    /// Walks the matching rows of one page in order: `body` reads each row from its statement
+    /// (`PersistentStore.selectList`'s columns) before the next is stepped, so a caller that
+    /// writes rows out need not make Swift values of them first.
+    func forEachRow(_ body: (_ store: Int, _ row: Statement) throws -> Void) throws {
         try checkPaging()
         let entity = try entity
         let predicate = try parsedPredicate
         let candidates = try candidateStores(entity)
-        let limit = (request.limit ?? 0) == 0 ? Int.max : request.limit!
+        let limit = pageLimit
         var offset = request.offset ?? 0
         let count = entity.storedPropertyNames.count
-        var hits: [Hit] = []
-        hits.reserveCapacity(min(limit, 4096))
+        var found = 0
         let sorted = !(request.sortDescriptors ?? []).isEmpty
         if candidates.count <= 1 || !sorted {
             // Stores in load order, each by primary key. A store is counted only when the page
             // starts beyond its end (to carry the rest of the offset into the next store).
             for index in candidates {
-                guard hits.count < limit else { break }
+                guard found < limit else { break }
                 let store = stores.list[index]
                 var q = try query(entity, store: store, predicate: predicate, select: store.selectList(entity))
                 let pageSQL = q.sql + " LIMIT ? OFFSET ?"
-                let pageValues = q.values + [.integer(limit == Int.max ? -1 : Int64(limit - hits.count)), .integer(Int64(offset))]
-                let before = hits.count
+                let pageValues = q.values + [.integer(limit == Int.max ? -1 : Int64(limit - found)), .integer(Int64(offset))]
+                let before = found
                 let statement = try store.database.prepare(pageSQL)
-                try statement.forEach(pageValues) { hits.append(Hit(store: index, row: PersistentStore.row(from: $0, propertyCount: count))) }
-                if hits.count > before || offset == 0 {
+                try statement.forEach(pageValues) { (row: Statement) throws -> Void in
+                    try body(index, row)
+                    found += 1
+                }
+                if found > before || offset == 0 {
                     offset = 0
                     continue
                 }
@@ -304,9 +463,10 @@ struct FetchExecutor {
                 let inStore = try store.database.scalar(q.sql, builder.values)?.int ?? 0
                 offset = max(0, offset - inStore)
             }
-            return hits
+            return
         }
-        // Sorted across stores: merge the stores' sorted streams, each limited to offset+limit rows.
+        // Sorted across stores: merge the stores' sorted streams, each limited to offset+limit
+        // rows. Each stream's statement stays on its head row; only the sort keys are read out.
         var streams: [(index: Int, statement: Statement, sortCount: Int)] = []
         for index in candidates {
             let store = stores.list[index]
@@ -317,28 +477,33 @@ struct FetchExecutor {
             try statement.bind(q.values)
             streams.append((index, statement, q.sortCount))
         }
-        var heads: [(row: PersistentStore.StoredRow, keys: [SQLValue])?] = []
-        for stream in streams { heads.append(try Self.next(stream.statement, count: count, sortCount: stream.sortCount)) }
+        var heads: [[SQLValue]?] = []
+        for stream in streams { heads.append(try Self.nextKeys(stream.statement, count: count, sortCount: stream.sortCount)) }
         let ascending = (request.sortDescriptors ?? []).map { $0.ascending != false }
-        while hits.count < limit {
+        while found < limit {
             var best: Int?
             for (position, head) in heads.enumerated() {
                 guard let head else { continue }
                 guard let current = best, let other = heads[current] else { best = position; continue }
-                if Self.precedes(head.keys, other.keys, ascending: ascending) { best = position }
+                if Self.precedes(head, other, ascending: ascending) { best = position }
             }
-            guard let chosen = best, let head = heads[chosen] else { break }
-            if offset > 0 { offset -= 1 } else { hits.append(Hit(store: streams[chosen].index, row: head.row)) }
-            heads[chosen] = try Self.next(streams[chosen].statement, count: count, sortCount: streams[chosen].sortCount)
+            guard let chosen = best else { break }
+            if offset > 0 {
+                offset -= 1
+            } else {
+                try body(streams[chosen].index, streams[chosen].statement)
+                found += 1
+            }
+            // Once the other streams are done, this one's keys need not be read out.
+            let alone = !heads.indices.contains { $0 != chosen && heads[$0] != nil }
+            heads[chosen] = try Self.nextKeys(streams[chosen].statement, count: count, sortCount: alone ? 0 : streams[chosen].sortCount)
         }
-        return hits
     }
 
-    private static func next(_ statement: Statement, count: Int, sortCount: Int) throws -> (row: PersistentStore.StoredRow, keys: [SQLValue])? {
+    /// Steps a stream to its next row; its sort keys, or nil at its end.
+    private static func nextKeys(_ statement: Statement, count: Int, sortCount: Int) throws -> [SQLValue]? {
         guard try statement.step() else { return nil }
-        let row = PersistentStore.row(from: statement, propertyCount: count)
-        let keys = (0..<sortCount).map { statement.value(at: 4 + count + $0) }
-        return (row, keys)
+        return (0..<sortCount).map { statement.value(at: 4 + count + $0) }
     }
 
     /// SQLite's ordering: NULL < numbers < text (binary) < blob.

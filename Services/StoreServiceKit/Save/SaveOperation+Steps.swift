@@ -9,22 +9,14 @@ extension SaveOperation {
     func validate(inserted: [ContextObject], updated: [ContextObject]) throws {
         var problems: [ServiceError] = []
         for object in inserted + updated {
-            for (position, attribute) in object.entity.attributes.enumerated() where !attribute.optional {
-                guard object.isInserted || object.change(at: position) != nil else { continue }
-                if object.value(at: position) == .null {
-                    problems.append(StoreError.coreData(.validationMissingMandatoryProperty, 1570,
-                                                        "\(object.entity.name).\(attribute.name) is a required value; set it before saving.",
-                                                        ["objectID": .string(object.uri), "entity": .string(object.entity.name), "property": .string(attribute.name)]))
-                }
-            }
-            for (number, relationship) in object.entity.toOneRelationships.enumerated() where !relationship.optional {
-                let position = object.entity.position(ofToOne: number)
-                guard object.isInserted || object.change(at: position) != nil else { continue }
-                if object.value(at: position) == .null {
-                    problems.append(StoreError.coreData(.validationMissingMandatoryProperty, 1570,
-                                                        "\(object.entity.name).\(relationship.name) is a required relationship; set it before saving.",
-                                                        ["objectID": .string(object.uri), "entity": .string(object.entity.name), "property": .string(relationship.name)]))
-                }
+            let entity = object.entity
+            for position in entity.requiredPositions {
+                guard object.isInserted || object.change(at: position) != nil, object.value(at: position) == .null else { continue }
+                let name = entity.storedPropertyNames[position]
+                let what = position < entity.attributes.count ? "a required value" : "a required relationship"
+                problems.append(StoreError.coreData(.validationMissingMandatoryProperty, 1570,
+                                                    "\(entity.name).\(name) is \(what); set it before saving.",
+                                                    ["objectID": .string(object.uri), "entity": .string(entity.name), "property": .string(name)]))
             }
         }
         if problems.count == 1 { throw problems[0] }
@@ -41,18 +33,28 @@ extension SaveOperation {
 
     /// Where each new object goes, keyed by object identity (cheaper to hash than URIs, once per new object).
     func route(inserted: [ContextObject], updated: [ContextObject], outside: [String: Int]) throws -> [ObjectIdentifier: StoreRouter.Decision] {
-        var position: [String: Int] = [:]
+        // New objects by identity (every one is registered in the context): cheaper to hash than URIs.
+        var position: [ObjectIdentifier: Int] = [:]
         position.reserveCapacity(inserted.count)
-        for (index, object) in inserted.enumerated() { position[object.uri] = index }
+        for (index, object) in inserted.enumerated() { position[ObjectIdentifier(object)] = index }
         var inputs = inserted.map { StoreRouter.Input(entity: $0.entity.name, assigned: $0.store, links: []) }
+        // The last target looked up, kept: a batch of new events usually names one session.
+        var last: (uri: String, target: StoreRouter.LinkTarget?)?
         func target(_ uri: String) -> StoreRouter.LinkTarget? {
-            if let index = position[uri] { return .newObject(index) }
-            if let object = context.lookup(uri), let store = object.store { return .store(store) }
-            return outside[uri].map { .store($0) }
+            if let last, last.uri == uri { return last.target }
+            var found: StoreRouter.LinkTarget?
+            if let object = context.lookup(uri) {
+                if let index = position[ObjectIdentifier(object)] { found = .newObject(index) }
+                else { found = object.store.map { .store($0) } }
+            } else {
+                found = outside[uri].map { .store($0) }
+            }
+            last = (uri, found)
+            return found
         }
         for (index, object) in inserted.enumerated() {
-            for relationship in object.entity.toOneRelationships {
-                guard let uri = object.value(relationship.name).string, let link = target(uri) else { continue }
+            for (number, relationship) in object.entity.toOneRelationships.enumerated() {
+                guard let uri = object.value(at: object.entity.position(ofToOne: number)).string, let link = target(uri) else { continue }
                 inputs[index].links.append((relationship.name, link))
                 // The inverse direction: a new destination follows the source's store.
                 if case let .newObject(other) = link { inputs[other].links.append((relationship.inverse ?? relationship.name, .newObject(index))) }
@@ -61,7 +63,8 @@ extension SaveOperation {
         for object in updated {
             guard let store = object.store else { continue }
             for relationship in object.entity.toOneRelationships {
-                guard let uri = object.change(relationship.name)?.string, let index = position[uri] else { continue }
+                guard let uri = object.change(relationship.name)?.string, let target = context.lookup(uri),
+                      let index = position[ObjectIdentifier(target)] else { continue }
                 inputs[index].links.append((relationship.inverse ?? relationship.name, .store(store)))
             }
         }
@@ -93,9 +96,12 @@ extension SaveOperation {
     /// of events usually points at one session).
     func outsideStores(of objects: [ContextObject]) -> [String: Int] {
         var outside: [String: Int] = [:]
+        var last: String?
         for object in objects {
-            for relationship in object.entity.toOneRelationships {
-                guard let uri = object.value(relationship.name).string, outside[uri] == nil, context.lookup(uri) == nil,
+            for number in object.entity.toOneRelationships.indices {
+                guard let uri = object.value(at: object.entity.position(ofToOne: number)).string, uri != last else { continue }
+                last = uri
+                guard outside[uri] == nil, context.lookup(uri) == nil,
                       let id = ObjectID(uri: uri), let uuid = id.storeUUID, let index = stores.index(uuid: uuid) else { continue }
                 outside[uri] = index
             }
@@ -105,9 +111,14 @@ extension SaveOperation {
 
     /// Cross-store relationships are refused before anything is written (133010).
     func refuseCrossStoreRelationships(of objects: [ContextObject], storeIndex storeOf: (ContextObject) -> Int, outside: [String: Int]) throws {
+        var last: (uri: String, store: Int)?
         func storeIndex(ofTarget uri: String) throws -> Int {
-            if let target = context.lookup(uri) { return storeOf(target) }
-            guard let index = outside[uri] else { throw StoreError.unknownObject(uri, "it is not in a loaded store.") }
+            if let last, last.uri == uri { return last.store }
+            let index: Int
+            if let target = context.lookup(uri) { index = storeOf(target) }
+            else if let outside = outside[uri] { index = outside }
+            else { throw StoreError.unknownObject(uri, "it is not in a loaded store.") }
+            last = (uri, index)
             return index
         }
         for object in objects {

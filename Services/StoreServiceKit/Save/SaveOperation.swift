@@ -83,7 +83,7 @@ package struct SaveOperation {
     struct Committed {
         fileprivate var result: SaveResult
         fileprivate(set) var notices: [RemoteChangeNotice]
-        fileprivate var finalStates: [(object: ContextObject, values: [SQLValue], version: Int64, store: Int?, id: ObjectID?)] = []
+        fileprivate var finalStates: [(object: ContextObject, values: [SQLValue], version: Int64, store: Int?, id: SaveWriter.NewID?)] = []
         fileprivate var forgotten: [String] = []
 
         /// Applies the save to its context (new objects get their permanent IDs and stores,
@@ -91,7 +91,7 @@ package struct SaveOperation {
         func update(_ context: ManagedObjectContext) -> (SaveResult, [RemoteChangeNotice]) {
             for (object, values, version, store, id) in finalStates {
                 if object.isInserted { object.store = store }
-                if let id { context.rename(object, to: id) }
+                if let id { context.rename(object, to: id.id, uri: id.uri) }
                 object.isInserted = false
                 object.routing = nil
                 object.snapshotValues = values
@@ -153,9 +153,8 @@ package struct SaveOperation {
         // Committed: what the context update needs, worked out while the save's state is at hand.
         var committed = Committed(result: result, notices: notices, forgotten: writer.forgotten + discarded.map(\.uri))
         committed.finalStates.reserveCapacity(writer.finalStates.count)
-        for (object, values, version) in writer.finalStates {
-            committed.finalStates.append((object, values, version, object.isInserted ? decisions[ObjectIdentifier(object)]?.store : nil,
-                                          writer.newIDs[object.uri]))
+        for (object, values, version, id) in writer.finalStates {
+            committed.finalStates.append((object, values, version, object.isInserted ? decisions[ObjectIdentifier(object)]?.store : nil, id))
         }
         if let stray = result.unexportable {
             logger.notice("new shared-store objects have no share zone and cannot be exported",
@@ -168,8 +167,17 @@ package struct SaveOperation {
 
 struct ChangedPropertyNames {
     private var cache: [String: [[Bool]: String]] = [:]
+    /// The last list asked for: a batch asks for the same one object after object.
+    private var last: (entity: EntityDescription, set: [Bool], text: String)?
 
     mutating func json(_ entity: EntityDescription, _ set: [Bool]) -> String {
+        if let last, last.entity === entity, last.set == set { return last.text }
+        let text = named(entity, set)
+        last = (entity, set, text)
+        return text
+    }
+
+    private mutating func named(_ entity: EntityDescription, _ set: [Bool]) -> String {
         if let text = cache[entity.name]?[set] { return text }
         let names = entity.storedPropertyNames.indices.filter { set[$0] }.map { entity.storedPropertyNames[$0] }
         let text = JSONWriter.text(strings: names)

@@ -16,14 +16,22 @@ struct SaveWriter {
     var result = SaveResult()
     var recorders: [Int: StoreChangeRecorder] = [:]
     var conflicts: [JSONValue] = []
-    var newIDs: [String: ObjectID] = [:]
-    var finalStates: [(ContextObject, [SQLValue], Int64)] = []
+    /// New objects' permanent IDs by temporary URI, each with its URI (made once per object).
+    var newIDs: [String: NewID] = [:]
+    /// Each saved object's values and version after the save, and its new permanent ID.
+    var finalStates: [(ContextObject, [SQLValue], Int64, NewID?)] = []
     var forgotten: [String] = []
     var insertedList: [SaveResult.Inserted] = []
     var insertedGroups: [SaveResult.InsertedGroup] = []
     /// Destinations already checked in this save (a batch of events usually shares one session).
     private var verified: [String: Int64] = [:]
     private var deletedKeys: Set<String> = []
+
+    struct NewID {
+        var id: ObjectID
+        var uri: String
+        var primaryKey: Int64? { id.primaryKey }
+    }
 
     init(operation: SaveOperation, decisions: [ObjectIdentifier: StoreRouter.Decision], zones: [String: String]) {
         self.operation = operation
@@ -57,15 +65,22 @@ struct SaveWriter {
 
     /// Permanent IDs for the new objects, per store and entity (Z_PRIMARYKEY style).
     mutating func allocatePermanentIDs(_ inserted: [ContextObject]) throws {
-        var groups: [String: [ContextObject]] = [:]
-        for object in inserted where object.id.isTemporary {
-            groups["\(storeIndex(of: object))/\(object.entity.name)", default: []].append(object)
+        struct Group: Hashable, Comparable {
+            var store: Int
+            var entity: String
+            static func < (a: Group, b: Group) -> Bool { (a.store, a.entity) < (b.store, b.entity) }
         }
-        for (_, members) in groups.sorted(by: { $0.key < $1.key }) {
-            let store = stores.list[storeIndex(of: members[0])]
-            var key = try store.allocatePrimaryKeys(members[0].entity.name, count: members.count)
+        var groups: [Group: [ContextObject]] = [:]
+        for object in inserted where object.id.isTemporary {
+            groups[Group(store: storeIndex(of: object), entity: object.entity.name), default: []].append(object)
+        }
+        newIDs.reserveCapacity(inserted.count)
+        for (group, members) in groups.sorted(by: { $0.key < $1.key }) {
+            let store = stores.list[group.store]
+            var key = try store.allocatePrimaryKeys(group.entity, count: members.count)
             for object in members {
-                newIDs[object.uri] = store.objectID(object.entity.name, key)
+                let id = store.objectID(group.entity, key)
+                newIDs[object.uri] = NewID(id: id, uri: id.uri)
                 key += 1
             }
         }
@@ -73,11 +88,26 @@ struct SaveWriter {
 
     private func finalURI(_ uri: String) -> String { newIDs[uri]?.uri ?? uri }
 
+    /// The last destination a new row named, as stored and as its final URI: a batch of new
+    /// events usually names one session.
+    private var lastDestination: (uri: String, stored: SQLValue, final: SQLValue)?
+
+    /// A new row's to-one value as stored (`storedValue`) and as the context keeps it after
+    /// the save (the destination's final URI).
+    private mutating func destination(_ value: SQLValue, relationship: RelationshipDescription,
+                                      store: PersistentStore) throws -> (stored: SQLValue, final: SQLValue) {
+        guard let uri = value.string else { return (.null, .null) }
+        if let last = lastDestination, last.uri == uri { return (last.stored, last.final) }
+        let found = (stored: try storedValue(value, relationship: relationship, store: store), final: SQLValue.text(finalURI(uri)))
+        lastDestination = (uri, found.stored, found.final)
+        return found
+    }
+
     /// A to-one relationship's value as its row stores it: the destination's primary key,
     /// checked to be there.
     private mutating func storedValue(_ value: SQLValue, relationship: RelationshipDescription, store: PersistentStore) throws -> SQLValue {
         guard let uri = value.string else { return .null }
-        if let id = newIDs[uri] { return .integer(id.primaryKey!) }
+        if let new = newIDs[uri] { return .integer(new.id.primaryKey!) }
         if let key = verified[uri] { return .integer(key) }
         guard let id = ObjectID(uri: uri), let key = id.primaryKey else { throw StoreError.unknownObject(uri, "not a saved object.") }
         if context.lookup(uri)?.isInserted != true, try !store.exists(relationship.destination, primaryKey: key) {
@@ -90,7 +120,9 @@ struct SaveWriter {
     mutating func insert(_ object: ContextObject) throws {
         let index = storeIndex(of: object)
         let store = stores.list[index]
-        let id = newIDs[object.uri] ?? object.id
+        let new = newIDs[object.uri]
+        let id = new?.id ?? object.id
+        let permanentURI = new?.uri ?? object.uri
         let entity = object.entity
         // Row values (relationships as primary keys) and the context's values after the save
         // (relationships as final URIs), by position.
@@ -107,27 +139,29 @@ struct SaveWriter {
         }
         for (number, relationship) in entity.toOneRelationships.enumerated() {
             let value = object.value(at: entity.position(ofToOne: number))
-            values.append(try storedValue(value, relationship: relationship, store: store))
-            contextValues.append(value.string.map { .text(finalURI($0)) } ?? .null)
+            let (stored, final) = try destination(value, relationship: relationship, store: store)
+            values.append(stored)
+            contextValues.append(final)
             setProperties.append(value != .null)
         }
+        // Zones are only inferred for the shared store's objects: most saves have none.
+        let zone = zones.isEmpty ? object.zone : zones[object.uri] ?? object.zone
         do {
             try store.insert(object.entity, row: .init(primaryKey: id.primaryKey!, version: 1, uuid: object.uuid,
-                                                       zone: zones[object.uri] ?? object.zone, values: values))
+                                                       zone: zone, values: values))
         } catch let error as SQLiteError where error.isConstraintViolation {
             throw StoreError.coreData(.uniquenessConstraint, 133021,
                                       "A \(object.entity.name) with uuid \(object.uuid) already exists in the \(store.name) store; fetch it (predicate uuid == '…') and update it instead of inserting.",
                                       ["objectID": .string(object.uri), "uuid": .string(object.uuid), "store": .string(store.name)])
         }
-        try record(index) { try $0.inserted(entity, primaryKey: id.primaryKey!, uuid: object.uuid, setProperties: setProperties) }
+        try record(index) { try $0.inserted(entity, primaryKey: id.primaryKey!, uuid: object.uuid, uri: permanentURI, setProperties: setProperties) }
         CrashPoint.reached("store.midSave")
-        let permanentURI = id.uri
-        if store.scope == .shared, zones[object.uri] ?? object.zone == nil {
+        if store.scope == .shared, zone == nil {
             if result.unexportable == nil { result.unexportable = [] }
             result.unexportable!.append(permanentURI)
         }
         report(inserted: object, permanentURI: permanentURI, store: store)
-        finalStates.append((object, contextValues, 1))
+        finalStates.append((object, contextValues, 1, new))
     }
 
     /// The new object in the result, as the save's report asks for.
@@ -203,7 +237,7 @@ struct SaveWriter {
                                        dropped: object.changes.keys.filter { writes[$0] == nil }.sorted(),
                                        oldVersion: Int(object.version), newVersion: Int(newVersion)))
         }
-        finalStates.append((object, object.entity.storedPropertyNames.map { final[$0] ?? .null }, newVersion))
+        finalStates.append((object, object.entity.storedPropertyNames.map { final[$0] ?? .null }, newVersion, nil))
     }
 
     mutating func delete(_ object: ContextObject) throws {

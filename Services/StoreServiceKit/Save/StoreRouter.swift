@@ -24,11 +24,40 @@ public struct StoreRouter: Sendable {
     public struct Decision: Sendable, Equatable {
         public var store: Int
         public var reason: RoutingReason
-        public var detail: String
+        /// Why, in parts: a save routes every new object and the text is read only by a debug log.
+        var explanation: Explanation
+        /// Why, as a person reads it.
+        public var detail: String { explanation.text }
 
         package init(store: Int, reason: RoutingReason, detail: String) {
-            (self.store, self.reason, self.detail) = (store, reason, detail)
+            (self.store, self.reason, self.explanation) = (store, reason, .text(detail))
         }
+
+        init(store: Int, reason: RoutingReason, explanation: Explanation) {
+            (self.store, self.reason, self.explanation) = (store, reason, explanation)
+        }
+    }
+
+    /// A decision's detail, kept as the names it is made of until someone reads it.
+    enum Explanation: Sendable, Equatable {
+        case text(String)
+        case assigned(store: String)
+        case related(entity: String, relationship: String, store: String)
+        case onlyStore(store: String, entity: String)
+        case loadOrder(entity: String)
+
+        var text: String {
+            switch self {
+            case let .text(text): return text
+            case let .assigned(store): return "assigned to \(store)"
+            case let .related(entity, relationship, store): return "related object via \(entity).\(relationship) is in \(store)"
+            case let .onlyStore(store, entity): return "\(store) is the only store holding \(entity)"
+            case let .loadOrder(entity): return "first store in load order holding \(entity) (Core Data's behaviour)"
+            }
+        }
+
+        /// Equal when they read the same, however they are kept.
+        static func == (a: Explanation, b: Explanation) -> Bool { a.text == b.text }
     }
 
     /// What a relationship of a new object points at: another new object (by index in the
@@ -59,7 +88,7 @@ public struct StoreRouter: Sendable {
 
     public func route(_ inputs: [Input]) throws -> [Decision] {
         var decisions: [Decision?] = inputs.map { input in
-            input.assigned.map { Decision(store: $0, reason: .assigned, detail: "assigned to \(stores[$0].name)") }
+            input.assigned.map { Decision(store: $0, reason: .assigned, explanation: .assigned(store: stores[$0].name)) }
         }
         // Pull unassigned objects into the store of a related object, to a fixed point (a new
         // event related to a new session that was assigned follows the session).
@@ -75,7 +104,7 @@ public struct StoreRouter: Sendable {
                     }
                     guard let store, stores[store].entities.contains(input.entity) else { continue }
                     decisions[index] = Decision(store: store, reason: .relatedObject,
-                                                detail: "related object via \(input.entity).\(link.relationship) is in \(stores[store].name)")
+                                                explanation: .related(entity: input.entity, relationship: link.relationship, store: stores[store].name))
                     progress = true
                     break
                 }
@@ -95,11 +124,11 @@ public struct StoreRouter: Sendable {
                                details: ["entity": .string(entity)])
         }
         if candidates.count == 1 {
-            return Decision(store: first, reason: .onlyStoreWithEntity, detail: "\(stores[first].name) is the only store holding \(entity)")
+            return Decision(store: first, reason: .onlyStoreWithEntity, explanation: .onlyStore(store: stores[first].name, entity: entity))
         }
         switch mode {
         case .legacy:
-            return Decision(store: first, reason: .loadOrder, detail: "first store in load order holding \(entity) (Core Data's behaviour)")
+            return Decision(store: first, reason: .loadOrder, explanation: .loadOrder(entity: entity))
         case .strict:
             throw ServiceError(.ambiguousStoreAssignment,
                                "A new \(entity) has no assigned store and no related object with a store; \(candidates.map { stores[$0].name }.joined(separator: " and ")) could hold it. Assign it with object.assign (or relate it to an object that has a store) before saving.",

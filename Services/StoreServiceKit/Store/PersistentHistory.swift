@@ -89,7 +89,9 @@ package struct HistoryChanges {
         var tombstone: [String: JSONValue]?
     }
 
-    private(set) var text = "["
+    /// The packed text so far, as UTF-8 bytes (a String appended piece by piece cost a
+    /// thousand-object save more than the bytes do).
+    private var text = JSONBytes(bytes: [UInt8(ascii: "[")])
     private(set) var count = 0
     var isEmpty: Bool { count == 0 }
 
@@ -99,19 +101,19 @@ package struct HistoryChanges {
     /// (`JSONWriter.text(strings:)`), since a batch repeats the same few lists.
     mutating func append(kind: ChangeKind, entity: String, primaryKey: Int64, uuid: String,
                          changedJSON: String?, tombstone: [String: JSONValue]? = nil) {
-        text += count == 0 ? "[\"" : ",[\""
-        text += kind.rawValue
-        text += "\","
-        JSONWriter.appendString(entity, to: &text)
-        text += ","
-        text += String(primaryKey)
-        text += ","
-        JSONWriter.appendString(uuid, to: &text)
-        text += ","
-        text += changedJSON ?? "null"
-        text += ","
-        if let tombstone { JSONWriter.append(.object(tombstone), to: &text) } else { text += "null" }
-        text += "]"
+        text.append(count == 0 ? "[" : ",[")
+        text.append(string: kind.rawValue)
+        text.append(",")
+        text.append(string: entity)
+        text.append(",")
+        text.append(integer: primaryKey)
+        text.append(",")
+        text.append(string: uuid)
+        text.append(",")
+        text.append(raw: changedJSON ?? "null")
+        text.append(",")
+        if let tombstone { text.append(raw: JSONWriter.text(.object(tombstone))) } else { text.append("null") }
+        text.append("]")
         count += 1
     }
 
@@ -120,8 +122,17 @@ package struct HistoryChanges {
                changedJSON: entry.changed.map { JSONWriter.text(strings: $0) }, tombstone: entry.tombstone)
     }
 
-    /// The text with its closing bracket.
-    var packed: String { text + "]" }
+    /// The text with its closing bracket, copied once into the String (a bulk repair's history
+    /// is megabytes: a copy of the bytes first would be one more).
+    var packed: String {
+        text.bytes.withUnsafeBufferPointer { bytes in
+            String(unsafeUninitializedCapacity: bytes.count + 1) { out in
+                _ = out.initialize(from: bytes)
+                out[bytes.count] = UInt8(ascii: "]")
+                return bytes.count + 1
+            }
+        }
+    }
 
     /// Reads a packed column back, without a JSON tree (the mirror reads every saved change, a
     /// thousand per bulk save); entries it cannot read are skipped (never written by us), and a

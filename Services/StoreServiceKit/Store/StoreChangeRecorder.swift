@@ -31,11 +31,12 @@ package struct StoreChangeRecorder {
     }
 
     /// A new row; `setProperties[i]` says whether the entity's i-th stored property has a value.
-    package mutating func inserted(_ entity: EntityDescription, primaryKey: Int64, uuid: String, setProperties: [Bool]) throws {
+    /// `uri`: its object ID's URI when the caller has made it already.
+    package mutating func inserted(_ entity: EntityDescription, primaryKey: Int64, uuid: String, uri: String? = nil, setProperties: [Bool]) throws {
         try begin()
         history.append(kind: .insert, entity: entity.name, primaryKey: primaryKey, uuid: uuid,
                        changedJSON: changedNames.json(entity, setProperties))
-        changedObjectIDs.append(store.objectID(entity.name, primaryKey).uri)
+        changedObjectIDs.append(uri ?? store.objectID(entity.name, primaryKey).uri)
     }
 
     /// A changed row. `changedJSON`: the changed names already as a JSON array, when a batch

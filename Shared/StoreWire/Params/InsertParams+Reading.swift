@@ -1,0 +1,75 @@
+import MeowWire
+
+/// `object.insert`'s params read from the request's bytes (`JSONReadable`): a bulk insert of a
+/// thousand objects needs no tree of the whole request and no `Decodable` pass over each item;
+/// only each object's `values` becomes a tree, as the context converts them by name. Unknown
+/// members are skipped and null reads as absent where a member is optional, as the decoder has them.
+extension InsertParams: JSONReadable {
+    public init(reading reader: inout MessageReader) throws(MessageReadError) {
+        var context: String?, entity: String?, values: AttributeValues?, store: String?, uuid: String?
+        var zone: String?, zoneOwner: String?, objects: [InsertItem]?, returnObjectIDs: Bool?
+        try reader.object { (key, reader) throws(MessageReadError) in
+            switch key {
+            case "context": context = try reader.string()
+            case "entity": entity = try reader.optionalString()
+            case "values": values = try AttributeValues.read(optional: &reader)
+            case "store": store = try reader.optionalString()
+            case "uuid": uuid = try reader.optionalString()
+            case "zone": zone = try reader.optionalString()
+            case "zoneOwner": zoneOwner = try reader.optionalString()
+            case "objects": objects = try reader.optionalArray { (reader) throws(MessageReadError) in try InsertItem(reading: &reader) }
+            case "returnObjectIDs": returnObjectIDs = try reader.optionalBool()
+            default: try reader.skip()
+            }
+        }
+        guard let context else { throw reader.missing("context") }
+        self.init(context: context, entity: entity, values: values, store: store, uuid: uuid, zone: zone, zoneOwner: zoneOwner,
+                  objects: objects, returnObjectIDs: returnObjectIDs)
+    }
+}
+
+extension InsertItem: JSONReadable {
+    public init(reading reader: inout MessageReader) throws(MessageReadError) {
+        var entity: String?, values: AttributeValues?, store: String?, uuid: String?, zone: String?, zoneOwner: String?
+        try reader.object { (key, reader) throws(MessageReadError) in
+            switch key {
+            case "entity": entity = try reader.string()
+            case "values": values = try AttributeValues.read(optional: &reader)
+            case "store": store = try reader.optionalString()
+            case "uuid": uuid = try reader.optionalString()
+            case "zone": zone = try reader.optionalString()
+            case "zoneOwner": zoneOwner = try reader.optionalString()
+            default: try reader.skip()
+            }
+        }
+        guard let entity else { throw reader.missing("entity") }
+        self.init(entity: entity, values: values, store: store, uuid: uuid, zone: zone, zoneOwner: zoneOwner)
+    }
+}
+
+extension AttributeValues {
+    /// An object of values here, or nil for null; anything else is refused as not an object.
+    /// Scalars are read where they stand; only a nested array or object becomes a tree of its own.
+    static func read(optional reader: inout MessageReader) throws(MessageReadError) -> AttributeValues? {
+        if reader.readNull() { return nil }
+        guard reader.scanner.peek() == UInt8(ascii: "{") else { throw reader.error(.expected(.object)) }
+        var values: [String: JSONValue] = [:]
+        values.reserveCapacity(8)
+        try reader.object { (key, reader) throws(MessageReadError) in values[key] = try scalarOrTree(&reader) }
+        return AttributeValues(values)
+    }
+
+    private static func scalarOrTree(_ reader: inout MessageReader) throws(MessageReadError) -> JSONValue {
+        switch reader.scanner.peek() {
+        case UInt8(ascii: "\"")?: return .string(try reader.string())
+        case UInt8(ascii: "t")?, UInt8(ascii: "f")?: return .bool(try reader.bool())
+        case UInt8(ascii: "n")?:
+            guard reader.readNull() else { throw reader.error(.malformed) }
+            return .null
+        case UInt8(ascii: "-")?, (UInt8(ascii: "0")...UInt8(ascii: "9"))?:
+            guard let number = reader.scanner.number() else { throw reader.error(.malformed) }
+            return number
+        default: return try reader.value()
+        }
+    }
+}
