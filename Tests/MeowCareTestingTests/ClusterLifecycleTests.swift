@@ -155,6 +155,22 @@ import Testing
         #expect(try await cluster.convergence().isConverged)
     }
 
+    /// A store-service never changes its model while it runs: the checks read it through
+    /// `MeowDevice.model()`, which asks the device once.
+    @Test(.meowCluster(devices: ["A"]))
+    func theChecksAskADevicesModelOnce() async throws {
+        let cluster = try MeowCluster.current
+        try await cluster["A"].insert("CareSession", ["id": "s1"])
+        try await cluster.settle()
+        for _ in 0..<2 {
+            #expect(try await cluster.convergence().isConverged)
+            #expect(try await cluster.invariants().isClean)
+        }
+        #expect(try await cluster["A"].model()["entities"]?.arrayValue?.isEmpty == false)
+        let frames = await FailureArtifacts.collect(cluster).first { $0.name == "frames.txt" }?.text ?? ""
+        #expect(frames.components(separatedBy: #"A → {"op":"model.get""#).count - 1 == 1, "model.get asked more than once")
+    }
+
     @Test(.meowCluster(devices: ["A"]))
     func aFailureReportShowsNoCredentialTheClusterKnows() async throws {
         let cluster = try MeowCluster.current
