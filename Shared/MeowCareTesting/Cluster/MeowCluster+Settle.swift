@@ -1,6 +1,6 @@
 /// What `settle()` did: the rounds it took and each device's last status.
 public struct SettleReport: Sendable {
-    /// Rounds of `sync.now` over every device, the last of which changed nothing.
+    /// Rounds of `sync.now` (over every device that could move anything), the last of which changed nothing.
     public var rounds: Int
     public var statuses: [String: SyncStatus]
 }
