@@ -75,7 +75,7 @@ enum LogCommand {
         var entries: [JSONValue] = []
         var last = after
         while true {
-            let page = try await cloud.call("admin.requestLog", ["after": .int(last), "limit": 1000])["entries"]?.arrayValue ?? []
+            let page = try await cloud.call("admin.requestLog", ["after": .int(last), "limit": 1000, "form": "entries"])["entries"]?.arrayValue ?? []
             entries += page
             last = page.last?["seq"]?.intValue ?? last
             if page.count < 1000 { return (entries, last) }

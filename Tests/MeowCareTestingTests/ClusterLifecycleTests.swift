@@ -132,6 +132,45 @@ import Testing
         #expect(try await cluster["B"].fetch("CareSession").count == 1)
     }
 
+    /// A round passes over a device whose `sync.now` could change nothing (quiescent, and its
+    /// last fetch came after every write): C's first round sends and fetches after its own
+    /// write, so only A and B (which fetched before it) are asked again, and the closing round
+    /// asks nobody. The rounds are those of a settle that asks every device every round.
+    @Test(.meowCluster(devices: ["A", "B", "C"]))
+    func settlePassesOverDevicesThatCanChangeNothing() async throws {
+        let cluster = try MeowCluster.current
+        let before = try await cluster.cloud.admin.requestLog(limit: 10_000).last?["seq"]?.intValue ?? 0
+        try await cluster["C"].insert("CareSession", ["id": "s1"])
+        let report = try await cluster.settle()
+        #expect(report.rounds == 3)
+        var fetches: [String: Int] = [:]
+        for entry in try await cluster.cloud.admin.requestLog(after: before, limit: 10_000) where entry["op"] == "changes.fetchDatabase" {
+            fetches[entry["client"]?.stringValue ?? "?", default: 0] += 1
+        }
+        // Two databases a fetch: A and B fetch in the first two rounds, C in the first only.
+        #expect(fetches == ["store-service mirror (A)": 4, "store-service mirror (B)": 4, "store-service mirror (C)": 2], "\(fetches)")
+        for name in ["A", "B"] { #expect(try await cluster[name].fetch("CareSession").count == 1, "\(name)") }
+        let busy = report.statuses.filter { !$0.value.quiescent }.map(\.key)
+        #expect(busy.isEmpty, "\(busy)")
+        #expect(try await cluster.convergence().isConverged)
+    }
+
+    /// A store-service never changes its model while it runs: the checks read it through
+    /// `MeowDevice.model()`, which asks the device once.
+    @Test(.meowCluster(devices: ["A"]))
+    func theChecksAskADevicesModelOnce() async throws {
+        let cluster = try MeowCluster.current
+        try await cluster["A"].insert("CareSession", ["id": "s1"])
+        try await cluster.settle()
+        for _ in 0..<2 {
+            #expect(try await cluster.convergence().isConverged)
+            #expect(try await cluster.invariants().isClean)
+        }
+        #expect(try await cluster["A"].model()["entities"]?.arrayValue?.isEmpty == false)
+        let frames = await FailureArtifacts.collect(cluster).first { $0.name == "frames.txt" }?.text ?? ""
+        #expect(frames.components(separatedBy: #"A → {"op":"model.get""#).count - 1 == 1, "model.get asked more than once")
+    }
+
     @Test(.meowCluster(devices: ["A"]))
     func aFailureReportShowsNoCredentialTheClusterKnows() async throws {
         let cluster = try MeowCluster.current

@@ -80,5 +80,47 @@ extension Mirroring {
             #expect(try await cloud.eventIDs(zoneName: Self.coreDataZone).isEmpty)
             await ConflictTests.stop(cloud, a, b)
         }
+
+        /// A fetch that reads a whole move (the share zone's new copies, then the core-data
+        /// zone's deletions) holds deletions of records it already has in their new zone: they
+        /// delete nothing however long they wait, so no second round asks for the databases'
+        /// changes again. A deletion of a record still in its zone keeps the second round.
+        @Test("A fetch that sees a move whole asks for each database's changes once; a real deletion takes a second round")
+        func aFetchThatSeesAMoveWholeAsksOnce() async throws {
+            let cloud = try await Cloud.start()
+            let a = try await Device.start("A", user: "owner", cloud: cloud)
+            let b = try await Device.start("B", user: "owner", cloud: cloud)
+            let session = try await a.insertSession("one")
+            let events = try await a.insertEvents(["e1", "e2", "x"], session: nil)
+            _ = try await a.insertEvents(["s1"], session: session)
+            try await a.send()
+            try await b.fetch()
+            #expect(try await b.ids() == ["e1", "e2", "s1", "x"])
+
+            func databaseFetches(during body: () async throws -> JSONValue) async throws -> (report: JSONValue, asked: [String]) {
+                let before = try await cloud.admin("admin.requestLog", ["form": "entries", "after": 0, "limit": 10_000])["entries"]?.arrayValue?
+                    .last?["seq"]?.intValue ?? 0
+                let report = try await body()
+                let entries = try await cloud.admin("admin.requestLog", ["form": "entries", "after": .int(before), "limit": 10_000])["entries"]?.arrayValue ?? []
+                return (report, entries.filter { $0["client"] == "store-service mirror (B)" && $0["op"] == "changes.fetchDatabase" }
+                    .compactMap { $0["database"]?.stringValue })
+            }
+
+            _ = try await a.share(session)
+            let moved = try await databaseFetches { try await b.fetch() }
+            #expect(moved.report["deletedRecords"]?.intValue == 0, "\(moved.report)")
+            #expect(moved.asked == ["private", "shared"], "a fetch that saw the move whole asked again: \(moved.asked)")
+            #expect(try await b.ids("CareSession") == ["one"])
+            #expect(try await b.ids() == ["e1", "e2", "s1", "x"])
+            #expect(try await b.status()["quiescent"] == true, "the moved records' deletions are applied, none held")
+
+            try await a.delete(events[2])
+            try await a.send()
+            let deleted = try await databaseFetches { try await b.fetch() }
+            #expect(deleted.report["deletedRecords"]?.intValue == 1, "\(deleted.report)")
+            #expect(deleted.asked == ["private", "private", "shared"], "\(deleted.asked)")
+            #expect(try await b.ids() == ["e1", "e2", "s1"])
+            await ConflictTests.stop(cloud, a, b)
+        }
     }
 }

@@ -21,7 +21,7 @@ struct RequestLogTests {
         log.record(connection: 1, user: "owner", op: "records.modify", trace: Self.trace(decisions: 400, deniedAt: [5, 200, 399]),
                    code: "partialFailure", time: 0)
         log.record(connection: 1, user: "owner", op: "records.modify", trace: Self.trace(decisions: 3), code: "ok", time: 1)
-        let entries = log.entries(after: nil, limit: nil).entries
+        let entries = log.entries(after: nil, limit: nil).entries ?? []
         #expect(entries[0].permissions.count == 22)
         #expect(entries[0].permissionsOmitted == 378)
         #expect(entries[0].permissions.filter { $0["decision"] == "denied" }.map { $0["recordName"] } == ["r5", "r200", "r399"])
@@ -39,7 +39,7 @@ struct RequestLogTests {
         }
         #expect(trace.decisions.count == 22 && trace.decisionsOmitted == 378)
         log.record(connection: 1, user: "owner", op: "records.modify", trace: trace, code: "partialFailure", time: 0)
-        let entry = try #require(log.entries(after: nil, limit: nil).entries.first)
+        let entry = try #require(log.entries(after: nil, limit: nil).entries?.first)
         // The same entry as one whose trace built all 400 (`decisionsAreCapped`).
         #expect(entry.permissions.count == 22 && entry.permissionsOmitted == 378)
         #expect(entry.permissions.filter { $0["decision"] == "denied" }.map { $0["recordName"] } == ["r5", "r200", "r399"])
@@ -60,7 +60,7 @@ struct RequestLogTests {
         }
         #expect(workedOut == 20 && sharesLookedUp == 20)
         log.record(connection: 1, user: "owner", op: "records.modify", trace: trace, code: "ok", time: 0)
-        let entry = try #require(log.entries(after: nil, limit: nil).entries.first)
+        let entry = try #require(log.entries(after: nil, limit: nil).entries?.first)
         #expect(entry.writes?.count == 20 && entry.writesOmitted == 30)
         #expect(entry.writes?.last?["recordName"] == "r19" && entry.writes?.last?["share"] == "cloudkit.zoneshare")
 
@@ -78,10 +78,11 @@ struct RequestLogTests {
         log.record(connection: 1, user: "owner", op: "records.modify", trace: trace, code: "ok", time: 0)
         log.record(connection: 1, user: "owner", op: "zones.fetch", trace: Self.trace(decisions: 0), code: "ok", time: 1)
         let result = log.entries(after: nil, limit: nil)
-        #expect(result.entries[0].writes?.count == 20 && result.entries[0].writesOmitted == 30)
-        #expect(result.entries[0].shares?.first?["change"] == "created")
-        #expect(result.entries[1].writes == nil && result.entries[1].shares == nil)
-        #expect(!result.jsonLines.split(separator: "\n")[1].contains("writes"))
+        let entries = result.entries ?? []
+        #expect(entries[0].writes?.count == 20 && entries[0].writesOmitted == 30)
+        #expect(entries[0].shares?.first?["change"] == "created")
+        #expect(entries[1].writes == nil && entries[1].shares == nil)
+        #expect(!(result.jsonLines ?? "").split(separator: "\n")[1].contains("writes"))
     }
 
     @Test("the log keeps the last `capacity` requests, in order")
@@ -90,8 +91,23 @@ struct RequestLogTests {
         for index in 0..<37 {
             log.record(connection: 1, user: nil, op: "op\(index)", trace: Self.trace(decisions: 0), code: "ok", time: Double(index))
         }
-        let entries = log.entries(after: nil, limit: 100).entries
+        let entries = log.entries(after: nil, limit: 100).entries ?? []
         #expect(entries.map(\.op) == (27..<37).map { "op\($0)" })
-        #expect(log.entries(after: entries[7].seq, limit: 100).entries.map(\.op) == ["op35", "op36"])
+        #expect(log.entries(after: entries[7].seq, limit: 100).entries?.map(\.op) == ["op35", "op36"])
+    }
+
+    @Test("a reader asks for the entries as objects, as JSON lines, or both (the default), and gets only what it asked for")
+    func formsAreAskedFor() throws {
+        let log = try RequestLog(capacity: 10)
+        for index in 0..<3 {
+            log.record(connection: 1, user: "owner", op: "op\(index)", trace: Self.trace(decisions: 1), code: "ok", time: Double(index))
+        }
+        let both = log.entries(after: nil, limit: nil)
+        #expect(both.entries?.map(\.op) == ["op0", "op1", "op2"])
+        #expect(both.jsonLines?.split(separator: "\n").count == 3)
+        let objects = log.entries(after: nil, limit: nil, form: .entries)
+        #expect(objects.entries?.map(\.op) == ["op0", "op1", "op2"] && objects.jsonLines == nil)
+        let lines = log.entries(after: 1, limit: nil, form: .jsonLines)
+        #expect(lines.entries == nil && lines.jsonLines == both.jsonLines?.split(separator: "\n").dropFirst().joined(separator: "\n"))
     }
 }

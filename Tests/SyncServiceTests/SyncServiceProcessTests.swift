@@ -176,6 +176,16 @@ import class MeowCareCluster.MeowProcess
         // Each entry names the connection's client (from its hello) and how long it ran.
         #expect(bobEntry?["client"] == "sync-tests")
         #expect(entries.allSatisfy { ($0["milliseconds"]?.doubleValue ?? -1) >= 0 }, "every entry has its duration")
+        // A reader asks for one form and gets only that one; both come by default.
+        let seqs = entries.compactMap { $0["seq"]?.intValue }
+        #expect(seqs.count >= 2 && log["jsonLines"]?.stringValue?.split(separator: "\n").count == entries.count)
+        let objects = try await admin.call("admin.requestLog", ["form": "entries"] as JSONValue)
+        #expect(objects["jsonLines"] == nil, "\(objects)")
+        #expect(objects["entries"]?.arrayValue?.compactMap { $0["seq"]?.intValue }.prefix(seqs.count) == seqs[...])
+        let lines = try await admin.call("admin.requestLog", ["form": "jsonLines", "after": .int(seqs[seqs.count - 2]), "limit": 1] as JSONValue)
+        #expect(lines["entries"] == nil && lines["jsonLines"]?.stringValue?.contains("\"seq\":\(seqs[seqs.count - 1]),") == true, "\(lines)")
+        let badForm = await failure { _ = try await admin.call("admin.requestLog", ["form": "text"] as JSONValue) }
+        #expect(badForm?.code == .invalidField && badForm?.details["field"] == "params.form", "\(String(describing: badForm))")
         let fileLines = try String(contentsOfFile: dir.file("requests.jsonl"), encoding: .utf8).split(separator: "\n")
         #expect(fileLines.contains { $0.contains("has permission readOnly") })
         for client in [owner, alice, bob, admin] { client.close() }

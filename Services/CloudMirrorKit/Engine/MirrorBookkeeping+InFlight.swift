@@ -127,6 +127,18 @@ extension BookkeepingTables {
         get throws { try database.scalar("SELECT 1 FROM mirror_tombstones LIMIT 1") != nil }
     }
 
+    /// Whether a held tombstone may still delete an object: one whose record this store knows in
+    /// another zone (moved there, the tombstone's zone being its old one) deletes nothing however
+    /// long it waits, since a deletion never removes an object from a zone it is not in.
+    var holdsTombstonesThatMayDelete: Bool {
+        get throws {
+            try database.scalar("""
+                SELECT 1 FROM mirror_tombstones t WHERE NOT EXISTS (SELECT 1 FROM mirror_meta m WHERE m.uuid = t.uuid
+                    AND NOT (m.zone_name = t.zone_name AND m.owner_name = t.owner_name)) LIMIT 1
+                """) != nil
+        }
+    }
+
     /// Whether this store knows a zone besides Core Data's (a share zone, now or once): only
     /// then can a record's zone differ from its parent's.
     var knowsOtherZones: Bool {

@@ -96,12 +96,13 @@ extension MirrorEngine {
         var currentZones: Set<ZoneID> = []
         // Deletions are held until every changed zone is applied (`holdTombstones`). A move
         // is one request, so once a round has seen its old zone's tombstone, the next round
-        // sees its new zone if this one did not: rounds repeat (a few at most) while
-        // tombstones wait and the last round found changes.
+        // sees its new zone if this one did not: rounds repeat (a few at most) while the last
+        // round found changes and a held tombstone may still delete an object (one whose
+        // record already came from its new zone deletes nothing, and needs no other round).
         var settled = false
         for _ in 0..<3 {
             let changed = try fetchDatabaseChanges(scope, database: database, zones: &currentZones, report: &report)
-            guard changed, try state(scope, { state in try state.holdsTombstones }) else { settled = true; break }
+            guard changed, try state(scope, { state in try state.holdsTombstonesThatMayDelete }) else { settled = true; break }
         }
         // Zones are read one after another, not as one snapshot: a round can read a move's new
         // zone just before the move and its old zone just after, and see only the deletion.

@@ -40,12 +40,21 @@ public struct RequestLogParams: Codable, Sendable {
     /// Only entries after this sequence number.
     public var after: Int?
     public var limit: Int?
+    /// Which forms the reply carries (both when absent).
+    public var form: RequestLogForm?
+}
+
+/// The forms `admin.requestLog` answers in: a reader that needs one need not pay for writing
+/// every entry twice.
+public enum RequestLogForm: String, Codable, Sendable {
+    case entries, jsonLines, both
 }
 
 public struct RequestLogResult: Codable, Sendable {
-    public var entries: [RequestLogEntry]
-    /// The same entries as JSON lines.
-    public var jsonLines: String
+    /// The entries as objects (absent when only `jsonLines` was asked for).
+    public var entries: [RequestLogEntry]?
+    /// The same entries as JSON lines (absent when only `entries` was asked for).
+    public var jsonLines: String?
 }
 
 /// The last `capacity` requests in memory, and every request appended to a file as a JSON line
@@ -131,12 +140,13 @@ public final class RequestLog: Sendable {
         return copy
     }
 
-    public func entries(after: Int?, limit: Int?) -> RequestLogResult {
+    public func entries(after: Int?, limit: Int?, form: RequestLogForm = .both) -> RequestLogResult {
         let selected = state.withLock { state in
             // The last `capacity` entries (the array may hold up to a tenth more before a trim).
             Array(state.entries.suffix(capacity).filter { $0.seq > (after ?? 0) }.prefix(max(1, limit ?? 1000)))
         }
-        return RequestLogResult(entries: selected, jsonLines: selected.compactMap(Self.line).joined(separator: "\n"))
+        return RequestLogResult(entries: form == .jsonLines ? nil : selected,
+                                jsonLines: form == .entries ? nil : selected.compactMap(Self.line).joined(separator: "\n"))
     }
 
     static func line(_ entry: RequestLogEntry) -> String? {

@@ -223,7 +223,7 @@ struct SyncOperations {
             return service.pushes.release(drop: params.drop ?? false, via: events) { engine.receivesPushes($0) }
         }
         registry.register("admin.requestLog", params: RequestLogParams.self, access: .admin, summary: "Recent requests with permission decisions.") { params, _ in
-            try service.requestLog().entries(after: params.after, limit: params.limit)
+            try service.requestLog().entries(after: params.after, limit: params.limit, form: params.form ?? .both)
         }
     }
 

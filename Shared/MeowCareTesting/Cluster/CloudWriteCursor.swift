@@ -19,18 +19,39 @@ final class CloudWriteCursor: Sendable {
 
     /// The writes logged since the last call (`client: op`), moving the cursor past them.
     func writesSinceLastLook(_ admin: MeowCloudAdmin) async throws(MeowCareError) -> [String] {
-        var writes: [String] = []
+        try await look(admin).writes.map(\.text)
+    }
+
+    /// What the log shows since the last look, moving the cursor past it.
+    func look(_ admin: MeowCloudAdmin) async throws(MeowCareError) -> CloudLogLook {
+        var look = CloudLogLook()
         while true {
             let after = seen.withLock { $0 }
             let entries = try await admin.requestLog(after: after, limit: Self.page)
-            guard let last = entries.compactMap({ $0["seq"]?.intValue }).max(), last > after else { return writes }
+            guard let last = entries.compactMap({ $0["seq"]?.intValue }).max(), last > after else { return look }
             seen.withLock { $0 = max($0, last) }
             for entry in entries {
-                guard let op = entry["op"]?.stringValue, !Self.readOnlyOps.contains(op) else { continue }
-                writes.append("\(entry["client"]?.stringValue ?? entry["user"]?.stringValue ?? "?"): \(op)")
+                guard let op = entry["op"]?.stringValue, let seq = entry["seq"]?.intValue else { continue }
+                let client = entry["client"]?.stringValue
+                if op == "changes.fetchDatabase", let client, look.firstFetch[client] == nil { look.firstFetch[client] = seq }
+                guard !Self.readOnlyOps.contains(op) else { continue }
+                look.writes.append((seq, "\(client ?? entry["user"]?.stringValue ?? "?"): \(op)"))
             }
             // A page short of the limit is the log's end: asking again would only read this look's own entry.
-            if entries.count < Self.page { return writes }
+            if entries.count < Self.page { return look }
         }
+    }
+}
+
+/// The request log between two looks: its writes, and where each client first asked for a
+/// database's changes (a device's mirror names itself `store-service mirror (<device>)`).
+struct CloudLogLook {
+    var writes: [(seq: Int, text: String)] = []
+    var firstFetch: [String: Int] = [:]
+
+    /// Whether `client`'s first fetch in the look came after every write in it: it saw them all.
+    func fetchedAfterEveryWrite(_ client: String) -> Bool {
+        guard let first = firstFetch[client] else { return false }
+        return writes.allSatisfy { $0.seq < first }
     }
 }

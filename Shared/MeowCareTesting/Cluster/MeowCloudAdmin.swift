@@ -160,7 +160,7 @@ public struct MeowCloudAdmin: Sendable {
 
     /// `admin.requestLog`: the request log's entries after `after` (the last 10,000 requests).
     public func requestLog(after: Int? = nil, limit: Int? = nil) async throws(MeowCareError) -> [JSONValue] {
-        var params: [String: JSONValue] = [:]
+        var params: [String: JSONValue] = ["form": "entries"]
         if let after { params["after"] = .int(after) }
         if let limit { params["limit"] = .int(limit) }
         return try await call("admin.requestLog", params)["entries"]?.arrayValue ?? []
@@ -168,6 +168,6 @@ public struct MeowCloudAdmin: Sendable {
 
     /// The request log as JSON lines (one request per line), as `--request-log` writes it.
     public func requestLogText() async throws(MeowCareError) -> String {
-        try await call("admin.requestLog")["jsonLines"]?.stringValue ?? ""
+        try await call("admin.requestLog", ["form": "jsonLines"])["jsonLines"]?.stringValue ?? ""
     }
 }

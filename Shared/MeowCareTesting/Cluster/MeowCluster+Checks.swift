@@ -52,12 +52,28 @@ public struct InvariantReport: Sendable, CustomStringConvertible {
     }
 }
 
-/// A fixture connection for the shared checks: their calls are traced like the test's.
+/// A fixture connection for the shared checks: their calls are traced like the test's. On a
+/// device's connection, `model.get` is the device's model as it first answered it.
 struct TracedInspection: InspectionConnection {
     let connection: TracedConnection
     let user: String?
+    var device: MeowDevice?
+
+    init(connection: TracedConnection, user: String?) {
+        (self.connection, self.user) = (connection, user)
+    }
+
+    init(device: MeowDevice) {
+        (connection, user, self.device) = (device.connection, nil, device)
+    }
+
     func request(_ op: String, _ params: [String: JSONValue]) async throws(WireError) -> JSONValue {
-        do throws(MeowCareError) { return try await connection.call(op, params) } catch { throw error.wireError }
+        do throws(MeowCareError) {
+            if let device, op == "model.get", params.isEmpty { return try await device.model() }
+            return try await connection.call(op, params)
+        } catch {
+            throw error.wireError
+        }
     }
 }
 
@@ -98,7 +114,7 @@ extension MeowCluster {
             let name = users[device.name] ?? device.user
             let user = try await cloud.user(name)
             defer { user.connection.close() }
-            reports.append(try await Self.convergence(of: device, user: name, local: TracedInspection(connection: device.connection, user: nil),
+            reports.append(try await Self.convergence(of: device, user: name, local: TracedInspection(device: device),
                                                       cloud: TracedInspection(connection: user.connection, user: name)))
         }
         return ConvergenceReport(devices: reports)
@@ -112,7 +128,7 @@ extension MeowCluster {
             let name = users[device.name] ?? device.user
             let user = try await cloud.user(name)
             defer { user.connection.close() }
-            findings += try await Self.findings(of: device, local: TracedInspection(connection: device.connection, user: nil),
+            findings += try await Self.findings(of: device, local: TracedInspection(device: device),
                                                 cloud: TracedInspection(connection: user.connection, user: name))
         }
         return InvariantReport(findings: findings)
@@ -137,7 +153,7 @@ extension MeowCluster {
                 cloud = ReadOnceInspection(TracedInspection(connection: try await cloudUser(name).connection, user: name))
                 clouds[name] = cloud
             }
-            let local = ReadOnceInspection(TracedInspection(connection: device.connection, user: nil))
+            let local = ReadOnceInspection(TracedInspection(device: device))
             reports.append(try await Self.convergence(of: device, user: name, local: local, cloud: cloud))
             findings += try await Self.findings(of: device, local: local, cloud: cloud)
         }

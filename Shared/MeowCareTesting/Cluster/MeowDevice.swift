@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One device of a cluster: a store-service (its Core Data stack, mirroring to the cloud as
 /// `user`), reached over one connection. Contexts belong to that connection; `events(_:)` and
 /// `newConnection()` open more.
@@ -14,6 +16,9 @@ public final class MeowDevice: Sendable {
     public let socketPath: String
     let connection: TracedConnection
     let lifecycle: ClusterLifecycle
+    /// `model.get`'s answer: a store-service loads its model at start and never changes it, and
+    /// a restarted device is a new `MeowDevice`, so the first answer holds for this one's life.
+    private let loadedModel = Mutex<JSONValue?>(nil)
 
     init(name: String, user: String, socketPath: String, connection: TracedConnection, lifecycle: ClusterLifecycle) {
         self.name = name
@@ -172,8 +177,13 @@ public final class MeowDevice: Sendable {
         try await connection.call("store.list", as: StoreListResult.self).stores
     }
 
-    /// `model.get`: the data model in use, in the model file's format.
-    public func model() async throws(MeowCareError) -> JSONValue { try await connection.call("model.get") }
+    /// `model.get`: the data model in use, in the model file's format (asked once per device).
+    public func model() async throws(MeowCareError) -> JSONValue {
+        if let known = loadedModel.withLock({ $0 }) { return known }
+        let model = try await connection.call("model.get")
+        loadedModel.withLock { $0 = model }
+        return model
+    }
 
     /// `permission.check`: NSPersistentCloudKitContainer's canUpdateRecord/canDeleteRecord answers.
     public func permissionCheck(_ objectIDs: [String] = []) async throws(MeowCareError) -> PermissionResult {

@@ -49,6 +49,8 @@ extension RunEngine {
     func release(_ device: String) async throws {
         guard let current = held, current.device == device else { return }
         held = nil
+        // The held send may import once it goes on (a record it misses is fetched).
+        absent[device] = nil
         _ = try await cluster.cloud.admin.releaseHeldRequests()
         let result = await current.task.value
         let entry: Int
@@ -189,6 +191,7 @@ extension RunEngine {
         fetchedVersion[device] = 0
         contexts[device] = nil
         ids[device] = nil
+        absent[device] = nil
         memories[device] = nil
     }
 

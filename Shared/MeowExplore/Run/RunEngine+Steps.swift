@@ -184,8 +184,10 @@ extension RunEngine {
         // No device can hold an object whose insert has not gone out in this run: no need to ask.
         guard mayExist.contains(object) else { return nil }
         if !fresh, let known = ids[device.name]?[uuid] { return known }
+        if !fresh, absent[device.name]?.contains(uuid) == true { return nil }
         let found = try await device.fetch(entity, where: "uuid == %@", [.string(uuid)]).first?.objectID
         ids[device.name, default: [:]][uuid] = found
+        if found == nil { absent[device.name, default: []].insert(uuid) } else { absent[device.name]?.remove(uuid) }
         return found
     }
 

@@ -48,6 +48,10 @@ final class RunEngine {
     /// Each device's context for the run's steps, and the object IDs it has seen (uuid → ID).
     var contexts: [String: MeowContext] = [:]
     var ids: [String: [String: String]] = [:]
+    /// Per device, the UUIDs looked up in vain since its last op that may reach the cloud: only
+    /// such an op (an import) or the device's own insert can bring the object, so until then
+    /// the answer stands.
+    var absent: [String: Set<String>] = [:]
     /// The flow's objects an insert (or a team's step) may have made in this run.
     var mayExist: Set<String> = []
     var memories: [String: AppMemory] = [:]
@@ -338,6 +342,7 @@ final class RunEngine {
 
     /// Before `device` starts an op that may reach the cloud: its previous one gets its requests.
     func settleRequests(before device: String) async throws(MeowCareError) {
+        absent[device] = nil
         if awaitingRequests[device] != nil { try await readLog() }
     }
 

@@ -263,7 +263,7 @@ class Cloud(ServiceClient):
 
     def request_log(self, after: Optional[int] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """The cloud's request log (last 10,000 requests): who asked what, the verdict, permissions."""
-        params: Dict[str, Any] = {}
+        params: Dict[str, Any] = {"form": "entries"}
         if after is not None:
             params["after"] = after
         if limit is not None:
