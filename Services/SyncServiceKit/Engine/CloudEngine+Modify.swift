@@ -21,8 +21,16 @@ extension CloudEngine {
         let (encoded, requestBytes) = Self.storedFields(of: saves)
         let policy = params.savePolicy ?? .ifServerRecordUnchanged
         let atomic = params.atomic ?? true
-        var zoneSet = Set(saves.lazy.map { $0.zoneID.resolved(caller: caller) })
-        zoneSet.formUnion(deletes.lazy.map { $0.zoneID.resolved(caller: caller) })
+        var zoneSet: Set<ZoneID> = []
+        // A batch's items are mostly in one zone: a zone equal to the last one is not hashed again.
+        var lastZone: ZoneID?
+        func note(_ zoneID: ZoneID) {
+            guard zoneID != lastZone else { return }
+            zoneSet.insert(zoneID.resolved(caller: caller))
+            lastZone = zoneID
+        }
+        for save in saves { note(save.zoneID) }
+        for delete in deletes { note(delete.zoneID) }
         let zones = Array(zoneSet)
         let schema = fieldSchema.withLock { $0 }
         let outcome = try locks.withZones(zones) {
@@ -219,14 +227,22 @@ struct ModifyBatch {
     func decide(saves: [CloudRecord], encodedFields: [String?], deletes: [DeleteItem], signatures: [[UInt8]?] = []) throws -> ModifyDecision {
         var items: [Item] = zip(saves, encodedFields).map { .save($0, fieldsJSON: $1) }
         items += deletes.map { .delete($0) }
-        let keys = Self.errorKeys(items, caller: caller)
         var order: [ZoneID] = []
         var byZone: [ZoneID: [Int]] = [:]
+        // Items in a run of one zone (a batch mostly is one) go to it without hashing its ID again.
+        var run: (requested: ZoneID, indices: [Int])?
         for (index, item) in items.enumerated() {
-            let zone = item.zoneID.resolved(caller: caller)
-            if byZone[zone] == nil { order.append(zone) }
-            byZone[zone, default: []].append(index)
+            let requested = item.zoneID
+            if run?.requested == requested {
+                run?.indices.append(index)
+                continue
+            }
+            if let (requested, indices) = run { Self.group(indices, in: requested.resolved(caller: caller), order: &order, byZone: &byZone) }
+            run = (requested, [index])
         }
+        if let (requested, indices) = run { Self.group(indices, in: requested.resolved(caller: caller), order: &order, byZone: &byZone) }
+        // In one zone no name can repeat across zones: each item's key is its name.
+        let keys = order.count == 1 ? items.map(\.recordName) : Self.errorKeys(items, caller: caller)
         var decision = ModifyDecision(items: items, keys: keys)
         // The schema check, in request order: a field the request's first save of it defines
         // holds for its later saves too.
@@ -302,6 +318,11 @@ struct ModifyBatch {
             }
         }
         return outcome
+    }
+
+    private static func group(_ indices: [Int], in zone: ZoneID, order: inout [ZoneID], byZone: inout [ZoneID: [Int]]) {
+        if byZone[zone] == nil { order.append(zone) }
+        byZone[zone, default: []].append(contentsOf: indices)
     }
 
     /// Error map keys: the record name, or owner/zone/name when a name repeats across zones.
