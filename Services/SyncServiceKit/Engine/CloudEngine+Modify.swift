@@ -367,15 +367,13 @@ struct ModifyBatch {
         // share a parent (a session's events), and reading it for each was a lookup of a whole
         // record per save. The zone does not change while the batch is decided.
         var liveParents: [String: Bool] = [:]
-        // Whether the zone holds any record named at or after the least name saved here (one
-        // index probe): when not, none of the saves exists yet, and each skips its lookup (a
-        // batch of new records, time-ordered names made after the zone's others, was a fifth
-        // of deciding on these lookups).
+        // The stored rows of the names saved here, found together (`storedRecords`): a batch
+        // of new records takes a few probes of the zone's names instead of a lookup each.
         let saved = indices.compactMap { index -> String? in
             if case .save = items[index] { return items[index].recordName }
             return nil
         }
-        let mayExist = try state.mayHoldRecords(zone: zone.id, named: saved)
+        let stored = try state.storedRecords(zone: zone.id, named: saved)
         for index in indices {
             do {
                 if duplicates.contains(items[index].recordName) {
@@ -385,7 +383,7 @@ struct ModifyBatch {
                 switch items[index] {
                 case let .save(record, fieldsJSON):
                     plans[index] = try planSave(record, fieldsJSON: fieldsJSON, zone: zone, pending: pending, deleteNames: deleteNames,
-                                                lookUp: mayExist, liveParents: &liveParents)
+                                                existing: stored.isEmpty ? nil : stored[record.recordName], liveParents: &liveParents)
                 case let .delete(item):
                     plans[index] = try planDelete(item, zone: zone, deleteNames: deleteNames)
                 }

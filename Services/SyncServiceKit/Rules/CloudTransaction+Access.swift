@@ -157,6 +157,18 @@ extension CloudTransaction {
         return nil
     }
 
+    /// `governingShare(zone:from:)` of a record whose current row the caller holds (one it
+    /// has just written), without reading that row again.
+    func governingShare(zone: Int64, of record: StoredRecord) throws -> String? {
+        guard record.type == CloudKitNames.shareRecordType || record.share != nil else {
+            return try governingShare(zone: zone, from: record.parent)
+        }
+        if try db.scalar("SELECT 1 FROM shares WHERE zone = ? AND name = ?", [zone, CloudKitNames.zoneShareName]) != nil {
+            return CloudKitNames.zoneShareName
+        }
+        return record.type == CloudKitNames.shareRecordType ? record.name : record.share
+    }
+
     /// The caller's participation in one share, or nil.
     func participation(zone: Int64, share: String, user: String) throws -> Participation? {
         guard let row = try db.query("SELECT permission, acceptance, role FROM participants WHERE zone = ? AND share = ? AND user = ?",

@@ -132,24 +132,26 @@ public struct CloudRecord: Codable, Sendable, Hashable {
 
     /// A record's values. `@unchecked Sendable`: a record writes to its storage only when it
     /// holds the one reference to it (`unique()`), so storage shared between records or
-    /// threads is never written.
+    /// threads is never written. For the same reason no two accesses to a value can overlap,
+    /// so they go without the runtime's exclusivity check (`@exclusivity(unchecked)`), which
+    /// every read of a class's property otherwise makes.
     private final class Storage: @unchecked Sendable {
-        var recordName: String
-        var zoneID: ZoneID
-        var recordType: String
+        @exclusivity(unchecked) var recordName: String
+        @exclusivity(unchecked) var zoneID: ZoneID
+        @exclusivity(unchecked) var recordType: String
         /// Exactly one of the two is the fields (`tree` when both are nil: none).
-        var tree: [String: JSONValue]?
-        var text: String?
-        var recordChangeTag: String?
-        var creationDate: Double?
-        var modificationDate: Double?
-        var creatorUserRecordName: String?
-        var lastModifiedUserRecordName: String?
-        var parent: RecordReference?
-        var share: RecordReference?
-        var shareInfo: ShareInfo?
-        var omitsFields = false
-        var tagOnly = false
+        @exclusivity(unchecked) var tree: [String: JSONValue]?
+        @exclusivity(unchecked) var text: String?
+        @exclusivity(unchecked) var recordChangeTag: String?
+        @exclusivity(unchecked) var creationDate: Double?
+        @exclusivity(unchecked) var modificationDate: Double?
+        @exclusivity(unchecked) var creatorUserRecordName: String?
+        @exclusivity(unchecked) var lastModifiedUserRecordName: String?
+        @exclusivity(unchecked) var parent: RecordReference?
+        @exclusivity(unchecked) var share: RecordReference?
+        @exclusivity(unchecked) var shareInfo: ShareInfo?
+        @exclusivity(unchecked) var omitsFields = false
+        @exclusivity(unchecked) var tagOnly = false
 
         init(recordName: String, zoneID: ZoneID, recordType: String) {
             self.recordName = recordName

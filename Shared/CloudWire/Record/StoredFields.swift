@@ -128,7 +128,7 @@ public enum StoredFields {
         for (position, field) in found.enumerated() {
             if position > 0 { text.append(UInt8(ascii: ",")) }
             // `"name":{"type":…,"value":…}`: from the name's opening quote to the brace after the value.
-            text.append(contentsOf: bytes[(field.name.lowerBound - 1)...field.value.upperBound])
+            text.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[(field.name.lowerBound - 1)...field.value.upperBound]))
         }
         text.append(UInt8(ascii: "}"))
         return (scanner.index, String(decoding: text, as: UTF8.self), signature(bytes, found))
@@ -138,9 +138,10 @@ public enum StoredFields {
         var signature: [UInt8] = []
         signature.reserveCapacity(found.count * 24)
         for (name, type, _) in found {
-            signature.append(contentsOf: bytes[name])
+            // Appended as buffers (one copy each), not as slices (a generic walk of each byte).
+            signature.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[name]))
             signature.append(0)
-            signature.append(contentsOf: bytes[type])
+            signature.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[type]))
             signature.append(0)
         }
         return signature
