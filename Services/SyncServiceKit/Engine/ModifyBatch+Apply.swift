@@ -10,6 +10,8 @@ extension ModifyBatch {
         // The request log's share facts, noted once the request has changed the shares they name.
         var shareChanges: [(change: String, share: String)] = []
         var savedWrites: [(record: CloudRecord, stored: StoredRecord, before: StoredRecord?, fieldsJSON: String, fields: [String: JSONValue]?)] = []
+        // Saves past the writes the request log keeps are only counted (`RequestTrace.writesKept`).
+        var writesLeftOut = 0
         for index in indices {
             guard case let .save(record, fieldsJSON, fields, share, existing)? = plans[index] else { continue }
             let stored = try state.storeRecord(zone: zone, name: record.recordName, type: record.recordType, fieldsJSON: fieldsJSON,
@@ -17,7 +19,11 @@ extension ModifyBatch {
             savedStored.append((stored, fields))
             if trace != nil {
                 let before = existing.flatMap { $0.deleted ? nil : $0 }
-                savedWrites.append((record, stored, before, fieldsJSON, fields))
+                if trace?.keepsWrite(after: savedWrites.count) == true {
+                    savedWrites.append((record, stored, before, fieldsJSON, fields))
+                } else {
+                    writesLeftOut += 1
+                }
                 if record.isShare { shareChanges.append((before == nil ? "created" : "changed", record.recordName)) }
             }
             if !record.isShare {
@@ -49,6 +55,7 @@ extension ModifyBatch {
                                  changed: Self.changedFields(write.before?.fields, write.fieldsJSON, write.fields),
                                  share: try state.governingShare(zone: zone.id, of: write.stored))
         }
+        trace?.omitWrites(writesLeftOut)
         for index in indices {
             switch plans[index] {
             case let .delete(live?)?:

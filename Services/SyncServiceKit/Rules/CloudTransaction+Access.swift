@@ -58,6 +58,17 @@ public final class RequestTrace {
         shares.append(["change": .string(change), "recordName": .string(share), "zone": zoneText(zone), "participants": .array(members)])
     }
 
+    /// Whether a write noted after `pending` more ones would be kept (`writesKept`): a batch
+    /// need not gather what the log would drop.
+    func keepsWrite(after pending: Int) -> Bool {
+        writesKept.map { writes.count + pending < $0 } ?? true
+    }
+
+    /// Counts writes past `writesKept` that were left out without being noted.
+    func omitWrites(_ count: Int) {
+        writesOmitted += count
+    }
+
     /// `changed`: the fields whose value the save changed (every field of a new record);
     /// `share`: the share the record is in (after a save, before a delete). Both are worked out
     /// only for a write that is kept.
