@@ -178,8 +178,11 @@ extension CloudTransaction {
         let stored = StoredRecord(name: name, type: type, fields: fieldsJSON, tag: newTag(), seq: seq, deleted: false,
                                   created: live?.created ?? now, creator: live?.creator ?? user,
                                   modified: now, modifier: user, parent: parent, share: share)
-        // Bound one value at a time: a batch writes hundreds of these.
-        let insert = try db.cached(Self.storeRecordSQL)
+        // Bound one value at a time: a batch writes hundreds of these. A name the zone holds no
+        // row of (its writer looked, holding the zone's lock) is a plain insert: SQLite spares it
+        // REPLACE's conflict handling and statement journal, and a row there after all would be
+        // refused rather than overwritten.
+        let insert = try db.cached(previous == nil ? Self.insertRecordSQL : Self.storeRecordSQL)
         try insert.bind(.integer(zone.id), at: 1)
         try insert.bind(.text(name), at: 2)
         try insert.bind(.text(type), at: 3)
@@ -199,6 +202,11 @@ extension CloudTransaction {
 
     static let storeRecordSQL = """
         INSERT OR REPLACE INTO records(zone, name, type, fields, tag, seq, deleted, created, creator, modified, modifier, parent, share)
+        VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)
+        """
+
+    static let insertRecordSQL = """
+        INSERT INTO records(zone, name, type, fields, tag, seq, deleted, created, creator, modified, modifier, parent, share)
         VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)
         """
 
