@@ -43,6 +43,19 @@ import Testing
         #expect(item?.details["ckErrorCode"] == 15)
     }
 
+    /// A batch's saves find their stored rows together, walking the zone's names in SQLite's
+    /// order (bytes): stored names that sort among, before and after the batch's new ones
+    /// are each found, and no new name is taken for a stored one.
+    @Test func aBatchFindsItsStoredNamesWhereverTheySortAmongItsNewOnes() throws {
+        let stored = ["E5", "E40", "E399", "z", "Z", "A"]
+        try cloud.save(stored.map { record($0) })
+        let batch = ["E400", "E401", "E5", "E50", "E399", "E4", "z", "~", "E6", "A", "0", "Z", "a"]
+        let errors = partialErrors(wireError { try cloud.save(batch.map { record($0) }) })
+        for name in batch {
+            #expect(errors[name]?.code == (stored.contains(name) ? .serverRejectedRequest : .batchRequestFailed), "\(name)")
+        }
+    }
+
     @Test func deletedRecordSavedWithTagIsUnknownItem() throws {
         let tag = try #require(try cloud.save([record("a")]).saved.first?.recordChangeTag)
         try cloud.delete(["a"])

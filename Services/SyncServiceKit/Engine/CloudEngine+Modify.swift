@@ -21,8 +21,16 @@ extension CloudEngine {
         let (encoded, requestBytes) = Self.storedFields(of: saves)
         let policy = params.savePolicy ?? .ifServerRecordUnchanged
         let atomic = params.atomic ?? true
-        var zoneSet = Set(saves.lazy.map { $0.zoneID.resolved(caller: caller) })
-        zoneSet.formUnion(deletes.lazy.map { $0.zoneID.resolved(caller: caller) })
+        var zoneSet: Set<ZoneID> = []
+        // A batch's items are mostly in one zone: a zone equal to the last one is not hashed again.
+        var lastZone: ZoneID?
+        func note(_ zoneID: ZoneID) {
+            guard zoneID != lastZone else { return }
+            zoneSet.insert(zoneID.resolved(caller: caller))
+            lastZone = zoneID
+        }
+        for save in saves { note(save.zoneID) }
+        for delete in deletes { note(delete.zoneID) }
         let zones = Array(zoneSet)
         let schema = fieldSchema.withLock { $0 }
         let outcome = try locks.withZones(zones) {
@@ -219,14 +227,22 @@ struct ModifyBatch {
     func decide(saves: [CloudRecord], encodedFields: [String?], deletes: [DeleteItem], signatures: [[UInt8]?] = []) throws -> ModifyDecision {
         var items: [Item] = zip(saves, encodedFields).map { .save($0, fieldsJSON: $1) }
         items += deletes.map { .delete($0) }
-        let keys = Self.errorKeys(items, caller: caller)
         var order: [ZoneID] = []
         var byZone: [ZoneID: [Int]] = [:]
+        // Items in a run of one zone (a batch mostly is one) go to it without hashing its ID again.
+        var run: (requested: ZoneID, indices: [Int])?
         for (index, item) in items.enumerated() {
-            let zone = item.zoneID.resolved(caller: caller)
-            if byZone[zone] == nil { order.append(zone) }
-            byZone[zone, default: []].append(index)
+            let requested = item.zoneID
+            if run?.requested == requested {
+                run?.indices.append(index)
+                continue
+            }
+            if let (requested, indices) = run { Self.group(indices, in: requested.resolved(caller: caller), order: &order, byZone: &byZone) }
+            run = (requested, [index])
         }
+        if let (requested, indices) = run { Self.group(indices, in: requested.resolved(caller: caller), order: &order, byZone: &byZone) }
+        // In one zone no name can repeat across zones: each item's key is its name.
+        let keys = order.count == 1 ? items.map(\.recordName) : Self.errorKeys(items, caller: caller)
         var decision = ModifyDecision(items: items, keys: keys)
         // The schema check, in request order: a field the request's first save of it defines
         // holds for its later saves too.
@@ -304,6 +320,11 @@ struct ModifyBatch {
         return outcome
     }
 
+    private static func group(_ indices: [Int], in zone: ZoneID, order: inout [ZoneID], byZone: inout [ZoneID: [Int]]) {
+        if byZone[zone] == nil { order.append(zone) }
+        byZone[zone, default: []].append(contentsOf: indices)
+    }
+
     /// Error map keys: the record name, or owner/zone/name when a name repeats across zones.
     static func errorKeys(_ items: [Item], caller: String) -> [String] {
         var firstZone: [String: ZoneID] = [:]
@@ -346,15 +367,13 @@ struct ModifyBatch {
         // share a parent (a session's events), and reading it for each was a lookup of a whole
         // record per save. The zone does not change while the batch is decided.
         var liveParents: [String: Bool] = [:]
-        // Whether the zone holds any record named at or after the least name saved here (one
-        // index probe): when not, none of the saves exists yet, and each skips its lookup (a
-        // batch of new records, time-ordered names made after the zone's others, was a fifth
-        // of deciding on these lookups).
+        // The stored rows of the names saved here, found together (`storedRecords`): a batch
+        // of new records takes a few probes of the zone's names instead of a lookup each.
         let saved = indices.compactMap { index -> String? in
             if case .save = items[index] { return items[index].recordName }
             return nil
         }
-        let mayExist = try state.mayHoldRecords(zone: zone.id, named: saved)
+        let stored = try state.storedRecords(zone: zone.id, named: saved)
         for index in indices {
             do {
                 if duplicates.contains(items[index].recordName) {
@@ -364,7 +383,7 @@ struct ModifyBatch {
                 switch items[index] {
                 case let .save(record, fieldsJSON):
                     plans[index] = try planSave(record, fieldsJSON: fieldsJSON, zone: zone, pending: pending, deleteNames: deleteNames,
-                                                lookUp: mayExist, liveParents: &liveParents)
+                                                existing: stored.isEmpty ? nil : stored[record.recordName], liveParents: &liveParents)
                 case let .delete(item):
                     plans[index] = try planDelete(item, zone: zone, deleteNames: deleteNames)
                 }

@@ -5,21 +5,25 @@ import MeowWire
 /// A batch's decisions applied: rows, versions, change log and the answer, in the request's transaction.
 extension ModifyBatch {
     func apply(zone: ZoneRow, indices: [Int], items: [Item], plans: [Int: Plan], outcome: inout ModifyOutcome) throws {
-        var savedNames: Set<String> = []
         var parentsToBump: [String] = []
         var savedStored: [(StoredRecord, [String: JSONValue]?)] = []
         // The request log's share facts, noted once the request has changed the shares they name.
         var shareChanges: [(change: String, share: String)] = []
-        var savedWrites: [(record: CloudRecord, before: StoredRecord?, fieldsJSON: String, fields: [String: JSONValue]?)] = []
+        var savedWrites: [(record: CloudRecord, stored: StoredRecord, before: StoredRecord?, fieldsJSON: String, fields: [String: JSONValue]?)] = []
+        // Saves past the writes the request log keeps are only counted (`RequestTrace.writesKept`).
+        var writesLeftOut = 0
         for index in indices {
             guard case let .save(record, fieldsJSON, fields, share, existing)? = plans[index] else { continue }
             let stored = try state.storeRecord(zone: zone, name: record.recordName, type: record.recordType, fieldsJSON: fieldsJSON,
                                                parent: record.parent?.recordName, share: share, previous: existing, user: caller)
-            savedNames.insert(record.recordName)
             savedStored.append((stored, fields))
             if trace != nil {
                 let before = existing.flatMap { $0.deleted ? nil : $0 }
-                savedWrites.append((record, before, fieldsJSON, fields))
+                if trace?.keepsWrite(after: savedWrites.count) == true {
+                    savedWrites.append((record, stored, before, fieldsJSON, fields))
+                } else {
+                    writesLeftOut += 1
+                }
                 if record.isShare { shareChanges.append((before == nil ? "created" : "changed", record.recordName)) }
             }
             if !record.isShare {
@@ -37,16 +41,21 @@ extension ModifyBatch {
                 try state.createShare(zone: zone, name: record.recordName, root: root)
             }
         }
-        for parent in parentsToBump where !savedNames.contains(parent) {
-            try state.bumpRecord(zone: zone, name: parent, user: caller)
+        if !parentsToBump.isEmpty {
+            // A parent this request saved has its new tag already.
+            let savedNames = Set(savedStored.lazy.map { $0.0.name })
+            for parent in parentsToBump where !savedNames.contains(parent) {
+                try state.bumpRecord(zone: zone, name: parent, user: caller)
+            }
         }
         // Every save and new share of the zone is in place: each saved record's share is found
         // whatever the order of parents and children in the batch.
         for write in savedWrites {
             try trace?.noteWrite("saved", record: write.record.recordName, type: write.record.recordType, zone: zone.zoneID,
                                  changed: Self.changedFields(write.before?.fields, write.fieldsJSON, write.fields),
-                                 share: try state.governingShare(zone: zone.id, from: write.record.recordName))
+                                 share: try state.governingShare(zone: zone.id, of: write.stored))
         }
+        trace?.omitWrites(writesLeftOut)
         for index in indices {
             switch plans[index] {
             case let .delete(live?)?:

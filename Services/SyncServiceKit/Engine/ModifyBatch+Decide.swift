@@ -4,9 +4,9 @@ import MeowWire
 
 /// Each item of a batch decided by CloudKit's table (policy, tag, permission, limits) before anything is written.
 extension ModifyBatch {
-    /// `lookUp`: false when the zone is known to hold no record of this name.
+    /// `existing`: the zone's row of this name (live or tombstone), if it has one.
     func planSave(_ record: CloudRecord, fieldsJSON: String?, zone: ZoneRow, pending: [String: CloudRecord],
-                          deleteNames: Set<String>, lookUp: Bool, liveParents: inout [String: Bool]) throws -> Plan {
+                          deleteNames: Set<String>, existing: StoredRecord?, liveParents: inout [String: Bool]) throws -> Plan {
         // fieldsJSON is nil exactly when the fields have a problem (see modifyRecords).
         if fieldsJSON == nil, let problem = FieldValidation.problem(in: record.fields) {
             throw WireError(.invalidArguments, "Record '\(record.recordName)': \(problem.message).", details: ["field": .string(problem.field)])
@@ -24,7 +24,6 @@ extension ModifyBatch {
             throw WireError(.limitExceeded, "Record '\(record.recordName)' is \(fieldsJSON.utf8.count - assetBytes) bytes; a record may hold at most \(limit).",
                             details: ["bytes": .int(fieldsJSON.utf8.count - assetBytes), "maxRecordBytes": .int(limit)])
         }
-        let existing = lookUp ? try state.record(zone: zone.id, name: record.recordName) : nil
         let live = existing.flatMap { $0.deleted ? nil : $0 }
         if let live, live.type != record.recordType && (live.type == CloudKitNames.shareRecordType || record.isShare) {
             throw WireError(.invalidArguments, "Record '\(record.recordName)' cannot change between a share and a non-share record.")

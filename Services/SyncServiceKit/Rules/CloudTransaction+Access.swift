@@ -58,6 +58,17 @@ public final class RequestTrace {
         shares.append(["change": .string(change), "recordName": .string(share), "zone": zoneText(zone), "participants": .array(members)])
     }
 
+    /// Whether a write noted after `pending` more ones would be kept (`writesKept`): a batch
+    /// need not gather what the log would drop.
+    func keepsWrite(after pending: Int) -> Bool {
+        writesKept.map { writes.count + pending < $0 } ?? true
+    }
+
+    /// Counts writes past `writesKept` that were left out without being noted.
+    func omitWrites(_ count: Int) {
+        writesOmitted += count
+    }
+
     /// `changed`: the fields whose value the save changed (every field of a new record);
     /// `share`: the share the record is in (after a save, before a delete). Both are worked out
     /// only for a write that is kept.
@@ -155,6 +166,18 @@ extension CloudTransaction {
             }
         }
         return nil
+    }
+
+    /// `governingShare(zone:from:)` of a record whose current row the caller holds (one it
+    /// has just written), without reading that row again.
+    func governingShare(zone: Int64, of record: StoredRecord) throws -> String? {
+        guard record.type == CloudKitNames.shareRecordType || record.share != nil else {
+            return try governingShare(zone: zone, from: record.parent)
+        }
+        if try db.scalar("SELECT 1 FROM shares WHERE zone = ? AND name = ?", [zone, CloudKitNames.zoneShareName]) != nil {
+            return CloudKitNames.zoneShareName
+        }
+        return record.type == CloudKitNames.shareRecordType ? record.name : record.share
     }
 
     /// The caller's participation in one share, or nil.

@@ -1,5 +1,10 @@
 import CloudWire
 import MeowWire
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Asset fields (`{"type": "asset", "value": <base64>}`): the asset's data travels with its
 /// record, as CKAsset's data does with a CKRecord save. CloudKit's limits apply to them as
@@ -25,21 +30,10 @@ enum AssetFields {
         return textBytes
     }
 
-    /// Whether the text holds `"asset"`, searched as bytes: Foundation's `String.contains`
-    /// bridges to an NSString on Linux, which cost every record save more than its checks.
-    private static let assetType = Array(#""asset""#.utf8)
-
+    /// Whether the text holds `"asset"`, found by the C library's `strstr` (every saved record's
+    /// text is searched; Foundation's `String.contains` bridges to an NSString on Linux). The
+    /// text is JSON, which holds no U+0000 but escaped, so the C string is the whole text.
     private static func mentionsAsset(_ text: String) -> Bool {
-        let needle = assetType
-        var text = text
-        return text.withUTF8 { bytes in
-            guard bytes.count >= needle.count else { return false }
-            for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
-                var index = 1
-                while index < needle.count, bytes[start + index] == needle[index] { index += 1 }
-                if index == needle.count { return true }
-            }
-            return false
-        }
+        text.withCString { strstr($0, #""asset""#) != nil }
     }
 }

@@ -105,12 +105,29 @@ extension CloudTransaction {
         return found
     }
 
-    /// Whether `zone` may hold a record (live or tombstone) named any of `names`: not when it
-    /// holds none named at or after the least of them (bytewise, as SQLite compares text), one
-    /// probe of the `(zone, name)` index.
-    func mayHoldRecords(zone: Int64, named names: [String]) throws -> Bool {
-        guard let least = SQLValue.leastText(names) else { return false }
-        return try db.scalar("SELECT 1 FROM records WHERE zone = ? AND name >= ? LIMIT 1", [zone, least]) != nil
+    static let nextRecordSQL = "SELECT \(StoredRecord.columns) FROM records WHERE zone = ? AND name >= ? ORDER BY name LIMIT 1"
+
+    /// The rows (live or tombstones) `zone` holds of those named `names`, by name: the names
+    /// sorted as SQLite orders text (by their UTF-8 bytes) and the zone's `(zone, name)` index
+    /// walked beside them, each probe reading the first row at or after a name. A probe finds
+    /// that name or skips every name before the row it found, so a batch takes at most one
+    /// probe per name, and new names among few stored ones (or after all of them) take a few.
+    func storedRecords(zone: Int64, named names: [String]) throws -> [String: StoredRecord] {
+        let sorted = names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let next = try db.cached(Self.nextRecordSQL)
+        var found: [String: StoredRecord] = [:]
+        var index = 0
+        while index < sorted.count {
+            var row: StoredRecord?
+            try next.forEach([zone, sorted[index]]) { row = StoredRecord($0) }
+            guard let row else { break }
+            while index < sorted.count, sorted[index].utf8.lexicographicallyPrecedes(row.name.utf8) { index += 1 }
+            if index < sorted.count, sorted[index].utf8.elementsEqual(row.name.utf8) {
+                found[sorted[index]] = row
+                index += 1
+            }
+        }
+        return found
     }
 
     func liveRecord(zone: Int64, name: String) throws -> StoredRecord? {
@@ -161,8 +178,11 @@ extension CloudTransaction {
         let stored = StoredRecord(name: name, type: type, fields: fieldsJSON, tag: newTag(), seq: seq, deleted: false,
                                   created: live?.created ?? now, creator: live?.creator ?? user,
                                   modified: now, modifier: user, parent: parent, share: share)
-        // Bound one value at a time: a batch writes hundreds of these.
-        let insert = try db.cached(Self.storeRecordSQL)
+        // Bound one value at a time: a batch writes hundreds of these. A name the zone holds no
+        // row of (its writer looked, holding the zone's lock) is a plain insert: SQLite spares it
+        // REPLACE's conflict handling and statement journal, and a row there after all would be
+        // refused rather than overwritten.
+        let insert = try db.cached(previous == nil ? Self.insertRecordSQL : Self.storeRecordSQL)
         try insert.bind(.integer(zone.id), at: 1)
         try insert.bind(.text(name), at: 2)
         try insert.bind(.text(type), at: 3)
@@ -182,6 +202,11 @@ extension CloudTransaction {
 
     static let storeRecordSQL = """
         INSERT OR REPLACE INTO records(zone, name, type, fields, tag, seq, deleted, created, creator, modified, modifier, parent, share)
+        VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)
+        """
+
+    static let insertRecordSQL = """
+        INSERT INTO records(zone, name, type, fields, tag, seq, deleted, created, creator, modified, modifier, parent, share)
         VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)
         """
 

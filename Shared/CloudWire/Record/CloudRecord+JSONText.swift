@@ -7,21 +7,52 @@ import MeowWire
 /// nothing behind.
 extension CloudRecord {
     package func writeJSON(to out: inout String) {
+        var repeated = RepeatedText()
+        writeJSON(to: &out, repeated: &repeated)
+    }
+
+    /// The texts of a zone ID and a date, kept while the records written one after another
+    /// repeat them (a batch's records are in one zone and were written at one time).
+    package struct RepeatedText {
+        var zone: (id: ZoneID, text: String)?
+        var date: (value: Double, text: String)?
+
+        package init() {}
+
+        mutating func zoneText(_ zoneID: ZoneID) -> String {
+            if let zone, zone.id == zoneID { return zone.text }
+            var text = ""
+            zoneID.writeJSON(to: &text)
+            zone = (zoneID, text)
+            return text
+        }
+
+        mutating func dateText(_ date: Double) -> String {
+            if let value = self.date, value.value == date { return value.text }
+            var text = ""
+            JSONWriter.append(.double(date), to: &text, integralDoubles: true)
+            self.date = (date, text)
+            return text
+        }
+    }
+
+    /// `writeJSON(to:)` reusing the texts of the records written before it (`RepeatedText`).
+    package func writeJSON(to out: inout String, repeated: inout RepeatedText) {
         out += #"{"recordName":"#; JSONWriter.appendString(recordName, to: &out)
         if tagOnly {
             if let recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(recordChangeTag, to: &out) }
             out += "}"
             return
         }
-        out += #","zoneID":"#; zoneID.writeJSON(to: &out)
+        out += #","zoneID":"#; out += repeated.zoneText(zoneID)
         out += #","recordType":"#; JSONWriter.appendString(recordType, to: &out)
         if !omitsFields {
             out += #","fields":"#
             if let fieldsText { out += fieldsText } else { RecordFields.write(fields, keepingNulls: true, to: &out) }
         }
         if let recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(recordChangeTag, to: &out) }
-        if let creationDate { out += #","creationDate":"#; JSONWriter.append(.double(creationDate), to: &out, integralDoubles: true) }
-        if let modificationDate { out += #","modificationDate":"#; JSONWriter.append(.double(modificationDate), to: &out, integralDoubles: true) }
+        if let creationDate { out += #","creationDate":"#; out += repeated.dateText(creationDate) }
+        if let modificationDate { out += #","modificationDate":"#; out += repeated.dateText(modificationDate) }
         if let creatorUserRecordName { out += #","creatorUserRecordName":"#; JSONWriter.appendString(creatorUserRecordName, to: &out) }
         if let lastModifiedUserRecordName {
             out += #","lastModifiedUserRecordName":"#; JSONWriter.appendString(lastModifiedUserRecordName, to: &out)
@@ -50,7 +81,8 @@ extension CloudRecord {
         out += "{"
         JSONWriter.appendString(key, to: &out)
         out += ":"
-        writeArray(records, to: &out) { record, out in record.writeJSON(to: &out) }
+        var repeated = RepeatedText()
+        writeArray(records, to: &out) { record, out in record.writeJSON(to: &out, repeated: &repeated) }
         out += #","deleted":"#
         writeArray(deleted, to: &out, writeDeleted)
         return true

@@ -60,7 +60,7 @@ public enum StoredFields {
     private static func scannedFrom<T>(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int,
                                        _ body: (UnsafeBufferPointer<UInt8>, [(name: Range<Int>, type: Range<Int>, value: Range<Int>)]) -> T) -> (end: Int, value: T)? {
         var scanner = StoredFormScanner(bytes: bytes, index: start)
-        scanner.found = []
+        scanner.keepFound()
         guard scanner.fields(), let found = scanner.found else { return nil }
         return (scanner.index, body(bytes, found))
     }
@@ -115,7 +115,7 @@ public enum StoredFields {
     /// so sorting them gives the text `RecordFields` writes for the same fields, without a tree.
     public static func sortedStoredForm(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> (end: Int, sorted: String?, signature: [UInt8])? {
         var scanner = StoredFormScanner(bytes: bytes, index: start)
-        scanner.found = []
+        scanner.keepFound()
         scanner.anyOrder = true
         guard scanner.fields(), var found = scanner.found else { return nil }
         let inOrder = zip(found, found.dropFirst()).allSatisfy { StoredFormScanner.less(bytes[$0.name], bytes[$1.name]) }
@@ -128,7 +128,7 @@ public enum StoredFields {
         for (position, field) in found.enumerated() {
             if position > 0 { text.append(UInt8(ascii: ",")) }
             // `"name":{"type":…,"value":…}`: from the name's opening quote to the brace after the value.
-            text.append(contentsOf: bytes[(field.name.lowerBound - 1)...field.value.upperBound])
+            text.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[(field.name.lowerBound - 1)...field.value.upperBound]))
         }
         text.append(UInt8(ascii: "}"))
         return (scanner.index, String(decoding: text, as: UTF8.self), signature(bytes, found))
@@ -138,9 +138,10 @@ public enum StoredFields {
         var signature: [UInt8] = []
         signature.reserveCapacity(found.count * 24)
         for (name, type, _) in found {
-            signature.append(contentsOf: bytes[name])
+            // Appended as buffers (one copy each), not as slices (a generic walk of each byte).
+            signature.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[name]))
             signature.append(0)
-            signature.append(contentsOf: bytes[type])
+            signature.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[type]))
             signature.append(0)
         }
         return signature
@@ -153,7 +154,7 @@ public enum StoredFields {
         var text = text
         return text.withUTF8 { bytes -> T? in
             var scanner = StoredFormScanner(bytes: bytes, index: 0)
-            scanner.found = []
+            scanner.keepFound()
             guard scanner.fields(), scanner.index == bytes.count, let found = scanner.found else { return nil }
             return body(bytes, found)
         }
@@ -212,6 +213,14 @@ struct StoredFormScanner {
     init(bytes: UnsafeBufferPointer<UInt8>, index: Int) {
         self.bytes = bytes
         self.index = index
+    }
+
+    /// Keeps what the scan finds in `found`, with room for a record's usual fields made at once
+    /// (grown one field at a time, the array was reallocated four times for a record of eight).
+    mutating func keepFound() {
+        var found: [(name: Range<Int>, type: Range<Int>, value: Range<Int>)] = []
+        found.reserveCapacity(16)
+        self.found = found
     }
 
     /// One fields object from `index`; leaves `index` after its closing brace.
