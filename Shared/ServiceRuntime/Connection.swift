@@ -288,7 +288,7 @@ final class Connection {
             guard let read = entry.readParams else {
                 // Params that are not one JSON value (more members after them): parsed whole.
                 guard let tree = try? JSONParser.parse(params) else { return nil }
-                return IncomingRequest(id: .int(number), op: op, params: OperationRegistry.params(of: entry, op: op, from: tree == .null ? nil : tree))
+                return IncomingRequest(id: .int(number), op: op, params: OperationRegistry.params(of: entry, op: op, from: tree == .null ? JSONValue?.none : tree))
             }
             do throws(MessageReadError) {
                 return IncomingRequest(id: .int(number), op: op, params: .success(try read(params)))
