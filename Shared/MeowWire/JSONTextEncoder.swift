@@ -24,6 +24,14 @@ public struct JSONTextEncoder: Sendable {
     }
 
     public func text(_ value: some Encodable) throws -> String {
+        // Compact text in the order encode(to:) writes is written straight; any other form (and
+        // any value the straight writer gives up on) through the tree.
+        if options.isEmpty, let text = JSONStreamWriter.text(value) { return text }
+        return try Self.treeText(value, options: options)
+    }
+
+    /// `value`'s text through the node tree, the reference for every form.
+    static func treeText(_ value: some Encodable, options: Options = []) throws -> String {
         let root = try JSONNodeEncoder(options: options, codingPath: []).node(for: value)
         var out = ""
         JSONNodeLayout(options: options).write(root, to: &out, depth: 0)

@@ -49,6 +49,20 @@ public enum UnixSocket {
         return .written
     }
 
+    /// Writes what the socket takes without blocking: the number of bytes written (0 when its
+    /// buffer is full), or -1 when the connection is closed.
+    public static func writeAvailable(fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        while offset < bytes.count {
+            let n = SystemSocket.sendAvailable(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n > 0 { offset += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
+            return -1
+        }
+        return offset
+    }
+
     public static func writeAll(fd: Int32, _ bytes: [UInt8]) -> WriteOutcome {
         bytes.withUnsafeBytes { writeAll(fd: fd, $0) }
     }

@@ -38,9 +38,22 @@ public final class WireClient: Sendable {
 
     private struct State {
         var nextID = 1
-        var pending: [RequestID: Completion] = [:]
+        var pending: [RequestID: Pending] = [:]
         var readers: [RequestID: ResultReader] = [:]
         var closedError: WireError?
+        /// When the earliest timer armed and not yet run fires; nil when none is armed.
+        var timerAt: DispatchTime?
+        /// Frames handed to `writer` and not yet written: while there are any, later frames
+        /// queue behind them.
+        var queuedWrites = 0
+    }
+
+    /// A request awaiting its reply, and when it times out.
+    private struct Pending {
+        var completion: Completion
+        var deadline: DispatchTime
+        var op: String
+        var limit: Duration
     }
 
     /// The size of the last request written, to give the next one's text its room.
@@ -132,27 +145,79 @@ public final class WireClient: Sendable {
             completion(.failure(WireError(.invalidArguments, "Could not encode params for '\(op)': \(error)")))
             return id
         }
-        let closed: WireError? = state.withLock { state in
-            if let error = state.closedError { return error }
-            state.pending[id] = completion
+        let limit = timeout ?? defaultTimeout
+        let deadline = DispatchTime.now() + .nanoseconds(Int(limit.nanoseconds))
+        let (closed, arm): (WireError?, Bool) = state.withLock { state in
+            if let error = state.closedError { return (error, false) }
+            state.pending[id] = Pending(completion: completion, deadline: deadline, op: op, limit: limit)
             if let reader { state.readers[id] = reader }
-            return nil
+            guard state.timerAt.map({ deadline < $0 }) ?? true else { return (nil, false) }
+            state.timerAt = deadline
+            return (nil, true)
         }
         if let closed { completion(.failure(closed)); return id }
-        let limit = timeout ?? defaultTimeout
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(limit.nanoseconds))) { [weak self] in
-            guard let self, let pending = self.state.withLock({ state in
+        // One timer for the earliest deadline, not one per request: arming a timer woke the
+        // dispatch manager thread, which cost a request about as much as its own reply did.
+        if arm { armTimer(at: deadline) }
+        write(FrameEncoder.frame(body), op: op)
+        return id
+    }
+
+    private func armTimer(at deadline: DispatchTime) {
+        DispatchQueue.global().asyncAfter(deadline: deadline) { [weak self] in self?.expire() }
+    }
+
+    /// Fails the requests whose deadline has passed, and arms the timer for the next one.
+    private func expire() {
+        let now = DispatchTime.now()
+        let (expired, next): ([(RequestID, Pending)], DispatchTime?) = state.withLock { state in
+            let expired = state.pending.filter { $0.value.deadline <= now }
+            for (id, _) in expired {
+                state.pending.removeValue(forKey: id)
                 state.readers.removeValue(forKey: id)
-                return state.pending.removeValue(forKey: id)
-            }) else { return }
-            pending(.failure(WireError(.timedOut, "No reply to '\(op)' (id \(id)) within \(limit).")))
+            }
+            if let armed = state.timerAt, armed <= now { state.timerAt = nil }
+            guard let earliest = state.pending.values.lazy.map(\.deadline).min(),
+                  state.timerAt.map({ earliest < $0 }) ?? true else { return (Array(expired), nil) }
+            state.timerAt = earliest
+            return (Array(expired), earliest)
+        }
+        if let next { armTimer(at: next) }
+        for (id, pending) in expired {
+            pending.completion(.failure(WireError(.timedOut, "No reply to '\(pending.op)' (id \(id)) within \(pending.limit).")))
+        }
+    }
+
+    /// Writes a frame on this thread when no earlier one waits for `writer` and the socket
+    /// takes it whole without blocking (a request is usually small); the rest goes to `writer`,
+    /// behind any frame queued before it. Handing every frame to `writer` woke its thread once
+    /// a request.
+    private func write(_ frame: [UInt8], op: String) {
+        let written: Int? = writeLock.withLock { _ in
+            // Counted while the lock is held, so no frame gets in after a partly written one.
+            state.withLock { state in
+                guard state.queuedWrites == 0 else { state.queuedWrites += 1; return 0 }
+                return nil
+            } ?? {
+                let written = frame.withUnsafeBytes { UnixSocket.writeAvailable(fd: fd, $0) }
+                if written >= 0, written < frame.count { state.withLock { $0.queuedWrites += 1 } }
+                return written
+            }()
+        }
+        guard let written, written < frame.count else { return }
+        if written < 0 {
+            failAll(WireError(.connectionClosed, "The connection to \(socketPath) closed while sending '\(op)'."))
+            return
         }
         writer.async { [self] in
-            if !writeFrame(body) {
+            let sent = frame.withUnsafeBytes { whole in
+                writeLock.withLock { _ in UnixSocket.writeAll(fd: fd, UnsafeRawBufferPointer(rebasing: whole[written...])) == .written }
+            }
+            state.withLock { $0.queuedWrites -= 1 }
+            if !sent {
                 failAll(WireError(.connectionClosed, "The connection to \(socketPath) closed while sending '\(op)'."))
             }
         }
-        return id
     }
 
     /// A request's JSON body. JSON params (most calls, and the mirror's record batches) are
@@ -195,10 +260,6 @@ public final class WireClient: Sendable {
         writeLock.withLock { _ in UnixSocket.writeAll(fd: fd, bytes) == .written }
     }
 
-    private func writeFrame(_ body: [UInt8]) -> Bool {
-        writeBytes(FrameEncoder.frame(body))
-    }
-
     // MARK: Reading
 
     private func readLoop() {
@@ -227,22 +288,29 @@ public final class WireClient: Sendable {
 
     private static let replySuccess = Array(#","ok":true,"result":"#.utf8)
 
-    /// A success reply whose request has a `ResultReader`, read by it; false when the frame
-    /// is not such a reply or the reader could not read it (it is then parsed as usual).
+    /// A success reply in the services' own form, its envelope read from the bytes: its result
+    /// read by the request's `ResultReader`, or else parsed alone (decoding the envelope through
+    /// `Decodable` cost a small reply more than its result did). False when the frame is not
+    /// such a reply, or its result is not one JSON value: it is then parsed whole, as usual.
     private func readDirectly(_ frame: [UInt8]) -> Bool {
         frame.withUnsafeBufferPointer { bytes -> Bool in
             // `{"id":` digits `,"ok":true,"result":` … `}`: the services' own reply form.
             guard let (number, index) = CompactEnvelope.leadingID(bytes), CompactEnvelope.has(Self.replySuccess, in: bytes, at: index),
                   index + Self.replySuccess.count < bytes.count else { return false }
             let id = RequestID.int(number)
-            guard let reader = state.withLock({ $0.readers[id] }) else { return false }
             let result = UnsafeBufferPointer(rebasing: bytes[(index + Self.replySuccess.count)..<(bytes.count - 1)])
-            guard reader(result) else { return false }
-            let completion = state.withLock { state in
+            let value: JSONValue
+            if let reader = state.withLock({ $0.readers[id] }), reader(result) {
+                value = .null
+            } else {
+                guard let tree = try? JSONParser.parse(result) else { return false }
+                value = tree
+            }
+            let pending = state.withLock { state in
                 state.readers.removeValue(forKey: id)
                 return state.pending.removeValue(forKey: id)
             }
-            completion?(.success(.null))
+            pending?.completion(.success(value))
             return true
         }
     }
@@ -260,11 +328,11 @@ public final class WireClient: Sendable {
             if case let .failure(error) = outcome { failAll(error) }
             return
         }
-        if let completion = state.withLock({ state in
+        if let pending = state.withLock({ state in
             state.readers.removeValue(forKey: id)
             return state.pending.removeValue(forKey: id)
         }) {
-            completion(outcome)
+            pending.completion(outcome)
         }
     }
 
@@ -272,7 +340,7 @@ public final class WireClient: Sendable {
         let pending = state.withLock { state -> [Completion] in
             if state.closedError == nil { state.closedError = error }
             defer { state.pending.removeAll(); state.readers.removeAll() }
-            return Array(state.pending.values)
+            return state.pending.values.map(\.completion)
         }
         for completion in pending { completion(.failure(error)) }
     }

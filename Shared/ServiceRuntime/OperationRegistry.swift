@@ -33,6 +33,9 @@ public struct OperationRegistry: Sendable {
         let access: OperationAccess
         let summary: String
         let decodeParams: @Sendable (KeyedDecodingContainer<IncomingRequest.Keys>, Bool) throws -> any Sendable
+        /// Decodes params from their tree (nil: absent or null), for a request whose envelope
+        /// was read without a tree (`Connection.readDirectly`). Errors as `decodeParams` words them.
+        let decodeTree: @Sendable (JSONValue?) throws -> any Sendable
         /// Reads params from their bytes, for params types that read themselves (`JSONReadable`):
         /// their one reader, whatever the envelope's form.
         var readParams: ParamsReader? { reader.value }
@@ -62,6 +65,16 @@ public struct OperationRegistry: Sendable {
                     // wrapper's generic metadata is looked up at run time on every decode, which
                     // would make each request without params (every ping) markedly dearer.
                     return try JSONValueDecoder().decode(ParamsLeftOut<Params>.self, from: ["params": [:]]).params
+                }
+            },
+            decodeTree: { params in
+                let tree = params ?? .object([:])
+                do {
+                    return try JSONValueDecoder().decode(Params.self, from: tree)
+                } catch is DecodingError {
+                    // Decoded again under a `params` key only to name the field as `params.name`,
+                    // as a request parsed whole does (see above for why not always).
+                    return try JSONValueDecoder().decode(ParamsLeftOut<Params>.self, from: ["params": tree]).params
                 }
             },
             reader: LazyParamsReader { Self.paramsReader(Params.self) },
@@ -100,6 +113,15 @@ public struct OperationRegistry: Sendable {
     }
 
     func entry(_ name: String) -> Entry? { entries[name] }
+
+    /// `entry`'s params from their tree, its failure as the reply's error.
+    static func params(of entry: Entry, op: String, from tree: JSONValue?) -> Result<any Sendable, WireError> {
+        do {
+            return .success(try entry.decodeTree(tree))
+        } catch {
+            return .failure(IncomingRequest.paramsError(error, op: op))
+        }
+    }
 
     private struct ParamsLeftOut<Params: Decodable>: Decodable { var params: Params }
 
@@ -152,12 +174,17 @@ struct IncomingRequest: Decodable {
         let present = container.contains(.params) && !((try? container.decodeNil(forKey: .params)) ?? false)
         do {
             params = .success(try entry.decodeParams(container, present))
-        } catch let error as WireError {
-            params = .failure(error)
-        } catch let error as DecodingError {
-            params = .failure(error.wireError(op: op))
         } catch {
-            params = .failure(WireError(.invalidField, "params for '\(op)': \(error)"))
+            params = .failure(Self.paramsError(error, op: op))
+        }
+    }
+
+    /// The reply's error for params that did not decode.
+    static func paramsError(_ error: any Error, op: String) -> WireError {
+        switch error {
+        case let error as WireError: return error
+        case let error as DecodingError: return error.wireError(op: op)
+        default: return WireError(.invalidField, "params for '\(op)': \(error)")
         }
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import MeowWire
+@testable import MeowWire
 import Testing
 
 /// `JSONTextEncoder` replaced Foundation's `JSONEncoder` at every site whose text clients, logs
@@ -65,6 +65,95 @@ struct JSONTextEncoderTests {
         } throws: { error in
             guard case let EncodingError.invalidValue(_, context) = error else { return false }
             return context.codingPath.map(\.stringValue) == ["value"]
+        }
+    }
+
+    /// Compact, unsorted text is written straight as `encode(to:)` runs (no tree); the tree
+    /// stays the reference, and the way for any value encoded in an order the straight writer
+    /// does not follow.
+    @Suite("Written straight: the tree's text")
+    struct Straight {
+        struct Nested: Encodable {
+            enum Keys: String, CodingKey { case a, b, c, list }
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: Keys.self)
+                var inner = c.nestedContainer(keyedBy: Keys.self, forKey: .a)
+                try inner.encode(1, forKey: .b)
+                var list = c.nestedUnkeyedContainer(forKey: .list)
+                try list.encode("x")
+                var element = list.nestedContainer(keyedBy: Keys.self)
+                try element.encode(true, forKey: .c)
+                try list.encodeNil()
+                try c.encode([Int?.none, 2], forKey: .b)
+            }
+        }
+        /// A nested container filled after its parent moved on.
+        struct Late: Encodable {
+            enum Keys: String, CodingKey { case a, b, c }
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: Keys.self)
+                var inner = c.nestedContainer(keyedBy: Keys.self, forKey: .a)
+                try c.encode(2, forKey: .b)
+                try inner.encode(3, forKey: .c)
+            }
+        }
+        /// A key written twice: first place, last value.
+        struct Twice: Encodable {
+            enum Keys: String, CodingKey { case a, b }
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: Keys.self)
+                try c.encode(1, forKey: .a)
+                try c.encode(2, forKey: .b)
+                try c.encode(3, forKey: .a)
+            }
+        }
+        /// A container asked for twice, and a super-encoder.
+        struct Again: Encodable {
+            enum Keys: String, CodingKey { case a, b }
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: Keys.self)
+                try c.encode(1, forKey: .a)
+                var again = encoder.container(keyedBy: Keys.self)
+                try again.encode(Inner(), forKey: .b)
+            }
+        }
+        struct Super: Encodable {
+            enum Keys: String, CodingKey { case a }
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: Keys.self)
+                try c.encode(1, forKey: .a)
+                try Inner().encode(to: c.superEncoder())
+            }
+        }
+        struct Many: Encodable {
+            var map = Dictionary(uniqueKeysWithValues: (0..<40).map { ("k\($0)", $0) })
+            var wrapped: [String: JSONValue] = ["x": ["y": [1, 2.5, "z"]]]
+        }
+
+        @Test("Every shape: the same text as the tree writes")
+        func sameText() throws {
+            func check(_ value: some Encodable) throws {
+                #expect(try JSONTextEncoder().text(value) == JSONTextEncoder.treeText(value))
+            }
+            try check(Sample())
+            try check(Nested())
+            try check(Many())
+            try check(Again())
+            try check(Super())
+            try check([Sample(), Sample()])
+            try check("text")
+            try check(Optional<Int>.none)
+            #expect(try JSONTextEncoder().text(Nested()) == #"{"a":{"b":1},"list":["x",{"c":true},null],"b":[null,2]}"#)
+        }
+
+        @Test("Orders the straight writer does not follow are written by the tree")
+        func fallsBack() throws {
+            #expect(JSONStreamWriter.text(Late()) == nil)
+            #expect(try JSONTextEncoder().text(Late()) == #"{"a":{"c":3},"b":2}"#)
+            #expect(JSONStreamWriter.text(Twice()) == nil)
+            #expect(try JSONTextEncoder().text(Twice()) == #"{"a":3,"b":2}"#)
+            #expect(JSONStreamWriter.text(Super()) == nil)
+            #expect(JSONStreamWriter.text(Nested()) != nil)
         }
     }
 }

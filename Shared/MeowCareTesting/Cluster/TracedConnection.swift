@@ -76,15 +76,15 @@ final class TracedConnection: Sendable {
         if lifecycle.isStopped { throw lifecycle.stoppedError(op: op, service: service) }
         let request: JSONValue = ["op": .string(op), "params": .object(params)]
         lifecycle.trace.keepSecret(params["credential"]?.stringValue)
-        lifecycle.trace.record(label, "→", TraceText.text(request, redacting: true))
+        lifecycle.trace.record(label, "→", value: request, redacting: true)
         do throws(WireError) {
             let result = try await client.call(op, params, timeout: timeout)
-            lifecycle.trace.record(label, "←", TraceText.text(["op": .string(op), "ok": true, "result": result], redacting: true))
+            lifecycle.trace.record(label, "←", value: ["op": .string(op), "ok": true, "result": result], redacting: true)
             return result
         } catch {
-            lifecycle.trace.record(label, "←", TraceText.text(["op": .string(op), "ok": false,
-                                                                  "error": ["code": .string(error.code.rawValue), "message": .string(error.message),
-                                                                            "details": .object(error.details)]], redacting: false))
+            lifecycle.trace.record(label, "←", value: ["op": .string(op), "ok": false,
+                                                       "error": ["code": .string(error.code.rawValue), "message": .string(error.message),
+                                                                 "details": .object(error.details)]], redacting: false)
             throw failure(error, op: op)
         }
     }
@@ -107,7 +107,7 @@ final class TracedConnection: Sendable {
         let label = self.label, trace = lifecycle.trace
         Task {
             for await event in source {
-                trace.record(label, "⚡", TraceText.text(["event": .string(event.name), "seq": .int(Int(event.seq)), "data": event.data], redacting: false))
+                trace.record(label, "⚡", value: ["event": .string(event.name), "seq": .int(Int(event.seq)), "data": event.data], redacting: false)
                 continuation.yield(event)
             }
             continuation.finish()

@@ -62,6 +62,15 @@ public enum SystemSocket {
         #endif
     }
 
+    /// send(2) that never blocks: -1 with `errno` EAGAIN when the socket's buffer is full.
+    public static func sendAvailable(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+        #if canImport(Glibc)
+        return Glibc.send(fd, bytes, count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+        #else
+        return Darwin.send(fd, bytes, count, MSG_DONTWAIT)
+        #endif
+    }
+
     /// recv(2): the bytes read, 0 at EOF, -1 with `errno` set.
     public static func receive(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
         recv(fd, buffer, count, 0)
