@@ -42,7 +42,7 @@ enum FixtureBenchmark {
         for executable in executables {
             let argv = [strdup(executable), strdup("--help"), nil]
             defer { argv.forEach { free($0) } }
-            let pid = meow_spawn(executable, argv, environ, null, null)
+            let pid = meow_spawn(executable, argv, environ, null, null, -1)
             guard pid > 0 else { throw BenchError("could not start \(executable): \(String(cString: strerror(errno)))") }
             pids.append(pid)
         }

@@ -68,9 +68,9 @@ enum ExploreCommand {
         var sessions: [ExploreSession] = []
         let failed: Bool
         do {
-            for _ in 0..<(replayFile == nil ? max(1, plan.options.clusters) : 1) {
+            for index in 0..<(replayFile == nil ? max(1, plan.options.clusters) : 1) {
                 do {
-                    sessions.append(try await ExploreSession.start(flow, plan.options))
+                    sessions.append(try await ExploreSession.start(flow, plan.options, cluster: index))
                 } catch let error as MeowCareError {
                     throw CommandError.unavailable("The explorer's cluster did not start: \(error.message)")
                 }

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
 #ifdef __linux__
@@ -139,7 +140,24 @@ int meow_pipe_cloexec(int fds[2]) {
 #endif
 }
 
-pid_t meow_spawn(const char *path, char *const argv[], char *const envp[], int stdout_fd, int stderr_fd) {
+pid_t meow_spawn(const char *path, char *const argv[], char *const envp[], int stdout_fd, int stderr_fd, int cpu) {
+#ifdef __linux__
+    // A child inherits the affinity of the thread that spawns it: this thread is pinned to `cpu`
+    // for the spawn only, so the child is on that CPU from its first instruction.
+    cpu_set_t saved;
+    int pinned = 0;
+    if (cpu >= 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        if (pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) != 0) return -1;
+        int failed = pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+        if (failed != 0) { errno = failed; return -1; }
+        pinned = 1;
+    }
+#else
+    (void)cpu;
+#endif
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     posix_spawn_file_actions_init(&actions);
@@ -165,10 +183,28 @@ pid_t meow_spawn(const char *path, char *const argv[], char *const envp[], int s
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid = -1;
     int result = posix_spawn(&pid, path, &actions, &attributes, argv, envp);
+#ifdef __linux__
+    if (pinned) pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+#endif
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
     if (result != 0) { errno = result; return -1; }
     return pid;
+}
+
+int meow_allowed_cpus(int *cpus, int capacity) {
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+    int count = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && count < capacity; cpu++) {
+        if (CPU_ISSET(cpu, &set)) cpus[count++] = cpu;
+    }
+    return count;
+#else
+    (void)cpus; (void)capacity;
+    return 0;
+#endif
 }
 
 int meow_pidfd_open(pid_t pid) {

@@ -22,7 +22,7 @@ public enum Explorer {
                                checks: [any HistoryCheck] = standardChecks) async throws -> ExploreReport {
         var sessions: [ExploreSession] = []
         do {
-            for _ in 0..<max(1, options.clusters) { sessions.append(try await ExploreSession.start(flow, options, checks: checks)) }
+            for index in 0..<max(1, options.clusters) { sessions.append(try await ExploreSession.start(flow, options, checks: checks, cluster: index)) }
             let report = try await ExploreSession.explore(on: sessions)
             for session in sessions { await session.stop() }
             return report
@@ -73,14 +73,16 @@ public final class ExploreSession: Sendable {
         self.bench = bench
     }
 
-    /// Starts a cluster with a device per actor (and every user the flow names).
-    public static func start(_ flow: Flow, _ options: ExploreOptions = ExploreOptions(), checks: [any HistoryCheck] = Explorer.standardChecks) async throws -> ExploreSession {
+    /// Starts a cluster with a device per actor (and every user the flow names); `cluster` is its
+    /// place among clusters run side by side, which picks the CPU its services run on.
+    public static func start(_ flow: Flow, _ options: ExploreOptions = ExploreOptions(), checks: [any HistoryCheck] = Explorer.standardChecks,
+                             cluster index: Int = 0) async throws -> ExploreSession {
         let unbound = flow.unboundSteps
         guard unbound.isEmpty else {
             throw MeowCareError(.invalidArguments, "The flow's custom steps \(unbound.map { "\"\($0)\"" }.joined(separator: ", ")) have no code: "
                                 + "bind each with flow.bind(name) { context in … } before exploring.", service: "explorer")
         }
-        let bench = try await ExploreBench.start(flow: flow, options: options)
+        let bench = try await ExploreBench.start(flow: flow, options: options, cluster: index)
         return ExploreSession(flow: flow, options: options, checks: checks, bench: bench)
     }
 

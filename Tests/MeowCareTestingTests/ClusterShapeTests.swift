@@ -66,4 +66,29 @@ import Testing
         let run = try await MeowProcess.run("/bin/sh", ["-c", "if [ -e /proc/$$/fd/\(descriptor) ]; then echo held; else echo closed; fi"])
         #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "closed")
     }
+
+    /// A cluster given a CPU runs every service there, threads included; the explorer gives each
+    /// cluster its own (docs/EXPLORING.md, "Several clusters").
+    @Test func aClusterGivenACPURunsEveryServiceOnItAlone() async throws {
+        let allowed = MeowProcess.allowedCPUs()
+        #expect(!allowed.isEmpty)
+        let cpu = try #require(allowed.last)
+        var configuration = MeowClusterConfiguration(devices: ["A": "olivia"])
+        configuration.cpu = cpu
+        try await withMeowCluster(configuration) { cluster in
+            let pids = [cluster.cloudProcess?.pid, cluster.process(of: "A")?.pid].compactMap { $0 }
+            #expect(pids.count == 2)
+            for pid in pids {
+                let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+                #expect(tasks.count > 1)
+                for task in tasks {
+                    let status = try String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)
+                    let line = status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") }
+                    #expect(line?.split(separator: "\t").last.map(String.init) == "\(cpu)")
+                }
+            }
+            #expect(try await cluster["A"].insert("CareSession", ["id": "s1"]).store == "Private")
+        }
+        #expect(MeowProcess.allowedCPUs() == allowed)
+    }
 }

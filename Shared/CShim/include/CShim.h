@@ -34,8 +34,13 @@ int meow_pipe_cloexec(int fds[2]);
 /// posix_spawn with stdin from /dev/null, stdout/stderr to the given fds, every other
 /// descriptor closed (glibc 2.34 and later), an empty signal mask and default dispositions for
 /// SIGTERM, SIGINT, SIGPIPE and SIGCHLD — so a child never inherits a parent's descriptors or
-/// its blocked or ignored signals. Returns the pid, or -1 with errno set.
-pid_t meow_spawn(const char *path, char *const argv[], char *const envp[], int stdout_fd, int stderr_fd);
+/// its blocked or ignored signals. With `cpu` ≥ 0 (Linux) the child runs on that CPU alone, and
+/// so do the threads it makes. Returns the pid, or -1 with errno set.
+pid_t meow_spawn(const char *path, char *const argv[], char *const envp[], int stdout_fd, int stderr_fd, int cpu);
+
+/// The CPUs this process may run on (sched_getaffinity), in order, at most `capacity` of them:
+/// their count, 0 where the system does not say, or -1 with errno set.
+int meow_allowed_cpus(int *cpus, int capacity);
 
 /// Installs SIGTERM/SIGINT handlers that write the signal number (one byte) to `write_fd`, and
 /// ignores SIGPIPE. sigaction is synchronous: once this returns, a signal cannot be lost or

@@ -104,7 +104,7 @@ final class LocalDeployment: Sendable {
                 + (onDisk ? ["--data-dir", "\(directory)/cloud"] : ["--in-memory"]) + configuration.cloudArguments,
             environment: configuration.cloudEnvironment.merging(environment) { _, new in new }
                 .merging(["MEOW_ADMIN_CREDENTIAL": endpoints.adminCredential]) { _, new in new },
-            name: "cloud", logPath: endpoints.cloud.logPath!)
+            name: "cloud", logPath: endpoints.cloud.logPath!, cpu: configuration.cpu)
         cloud.withLock { $0 = process }
         return process
     }
@@ -178,7 +178,7 @@ final class LocalDeployment: Sendable {
         if let model = configuration.modelFile { arguments += ["--model", model] }
         let process = try MeowProcess(binaries.storeService, arguments + configuration.deviceArguments + device.arguments,
                                       environment: device.environment.merging(["MEOW_SYNC_CREDENTIAL": credential]) { _, new in new },
-                                      name: device.name, logPath: endpoint.logPath!)
+                                      name: device.name, logPath: endpoint.logPath!, cpu: configuration.cpu)
         devices.withLock { $0.processes[device.name] = process }
         return (endpoint, process)
     }

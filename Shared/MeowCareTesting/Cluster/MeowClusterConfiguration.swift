@@ -80,6 +80,10 @@ public struct MeowClusterConfiguration: Sendable {
     public var directory: String?
     /// How long each service may take to answer `health` with ready.
     public var startTimeout: Duration = .seconds(30)
+    /// Runs every service of the cluster on this one CPU (nil: wherever the kernel puts them). A
+    /// cluster driven one request at a time gains nothing from a second core and pays for waking
+    /// one on every request; clusters run side by side go on different CPUs.
+    public var cpu: Int?
     /// The store-service and sync-service to start; nil: `ExecutableLocator.locate()`'s.
     public var executables: ExecutableLocator?
     /// A running `deploy/meowcare-local` deployment's directory to use instead of starting

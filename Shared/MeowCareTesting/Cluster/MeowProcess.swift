@@ -38,9 +38,10 @@ public final class MeowProcess: @unchecked Sendable {
     private var nextLineWaiter = 0
 
     /// Starts `executable` (a bare name is one of this package's executables, found by
-    /// `ExecutableLocator`; a path is used as it is) with `environment` over this process's own.
+    /// `ExecutableLocator`; a path is used as it is) with `environment` over this process's own;
+    /// with `cpu`, it and its threads run on that CPU alone.
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], name: String? = nil,
-                logPath: String? = nil) throws(MeowCareError) {
+                logPath: String? = nil, cpu: Int? = nil) throws(MeowCareError) {
         let path = executable.contains("/") ? executable : "\(try ExecutableLocator.locate().directory)/\(executable)"
         let name = name ?? (executable as NSString).lastPathComponent
         self.name = name
@@ -67,7 +68,7 @@ public final class MeowProcess: @unchecked Sendable {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
-        let spawned = meow_spawn(path, argv, envp, outPipe[1], errPipe[1])
+        let spawned = meow_spawn(path, argv, envp, outPipe[1], errPipe[1], Int32(cpu ?? -1))
         close(outPipe[1])
         close(errPipe[1])
         guard spawned > 0 else {
@@ -106,6 +107,14 @@ public final class MeowProcess: @unchecked Sendable {
         guard descriptor >= 0 else { return }
         _ = line.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, $0.count - 1) }
         _ = close(descriptor)
+    }
+
+    /// The CPUs this process may run on, in order (empty where the system does not say): the
+    /// choices for a cluster's `cpu`.
+    public static func allowedCPUs() -> [Int] {
+        var cpus = [Int32](repeating: 0, count: 1024)
+        let count = meow_allowed_cpus(&cpus, Int32(cpus.count))
+        return count > 0 ? cpus.prefix(Int(count)).map(Int.init) : []
     }
 
     /// Starts a service and waits (up to `timeout`) for its `ready` log line; a service that
