@@ -55,7 +55,7 @@ enum ExploreBenchmark {
                 let options = ExploreOptions(budget: .schedules(schedules), faults: faults, clusters: clusters)
                 var sessions: [ExploreSession] = []
                 let started = clock.now
-                for index in 0..<clusters { sessions.append(try await ExploreSession.start(flow(), options, cluster: index)) }
+                for index in 0..<clusters { sessions.append(try await ExploreSession.start(flow(), options, cluster: clusters > 1 ? index : nil)) }
                 let startup = (clock.now - started) / clusters
                 for session in sessions { _ = try await session.run(seed: 0) }  // warm-up
                 let pids = sessions.flatMap { session in

@@ -68,9 +68,10 @@ enum ExploreCommand {
         var sessions: [ExploreSession] = []
         let failed: Bool
         do {
-            for index in 0..<(replayFile == nil ? max(1, plan.options.clusters) : 1) {
+            let count = replayFile == nil ? max(1, plan.options.clusters) : 1
+            for index in 0..<count {
                 do {
-                    sessions.append(try await ExploreSession.start(flow, plan.options, cluster: index))
+                    sessions.append(try await ExploreSession.start(flow, plan.options, cluster: count > 1 ? index : nil))
                 } catch let error as MeowCareError {
                     throw CommandError.unavailable("The explorer's cluster did not start: \(error.message)")
                 }

@@ -22,7 +22,8 @@ public enum Explorer {
                                checks: [any HistoryCheck] = standardChecks) async throws -> ExploreReport {
         var sessions: [ExploreSession] = []
         do {
-            for index in 0..<max(1, options.clusters) { sessions.append(try await ExploreSession.start(flow, options, checks: checks, cluster: index)) }
+            let count = max(1, options.clusters)
+            for index in 0..<count { sessions.append(try await ExploreSession.start(flow, options, checks: checks, cluster: count > 1 ? index : nil)) }
             let report = try await ExploreSession.explore(on: sessions)
             for session in sessions { await session.stop() }
             return report
@@ -73,10 +74,11 @@ public final class ExploreSession: Sendable {
         self.bench = bench
     }
 
-    /// Starts a cluster with a device per actor (and every user the flow names); `cluster` is its
-    /// place among clusters run side by side, which picks the CPU its services run on.
+    /// Starts a cluster with a device per actor (and every user the flow names). `cluster`, for
+    /// clusters run side by side, is its place among them, which picks the CPU its services run
+    /// on; nil leaves them to the kernel (explorations in separate processes stay spread out).
     public static func start(_ flow: Flow, _ options: ExploreOptions = ExploreOptions(), checks: [any HistoryCheck] = Explorer.standardChecks,
-                             cluster index: Int = 0) async throws -> ExploreSession {
+                             cluster index: Int? = nil) async throws -> ExploreSession {
         let unbound = flow.unboundSteps
         guard unbound.isEmpty else {
             throw MeowCareError(.invalidArguments, "The flow's custom steps \(unbound.map { "\"\($0)\"" }.joined(separator: ", ")) have no code: "

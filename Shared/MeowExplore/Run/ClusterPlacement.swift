@@ -1,6 +1,6 @@
 import MeowCareCluster
 
-/// Which CPU a cluster's services run on when the explorer runs it.
+/// Which CPU a cluster's services run on when the explorer runs clusters side by side.
 ///
 /// A schedule releases one request at a time, so a cluster's processes take turns and never need
 /// two cores; left to the kernel, each request wakes a process on another core, which on a VM

@@ -74,9 +74,9 @@ final class ExploreBench: Sendable {
         self.lanes = Mutex(lanes)
     }
 
-    static func start(flow: Flow, options: ExploreOptions, cluster index: Int) async throws -> ExploreBench {
+    static func start(flow: Flow, options: ExploreOptions, cluster index: Int?) async throws -> ExploreBench {
         var configuration = MeowClusterConfiguration(devices: flow.actors.map { MeowClusterConfiguration.Device(name: $0.device, user: $0.user) })
-        configuration.cpu = ClusterPlacement.cpu(forCluster: index)
+        configuration.cpu = index.flatMap(ClusterPlacement.cpu(forCluster:))
         configuration.persistence = options.persistence == .sqlite ? .sqlite : .inMemory
         configuration.syncMode = .manual
         configuration.modelFile = flow.model
