@@ -101,9 +101,11 @@ package struct PendingLinks {
 
     /// A condition on rows of `table` (an entity's) that holds unless the row's `relationship`
     /// waits for its destination: the orphan repair's rows are those with the relationship
-    /// empty *and* nothing pending.
+    /// empty *and* nothing pending. With nothing pending at all (the usual case) the condition is
+    /// `1`, so a scan of many orphans runs no subquery per row; callers use it in the same
+    /// operation, with the store held, so the table cannot fill in between.
     static func notWaiting(table: String, relationship: String, in database: Database) throws -> String {
-        guard try database.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [Self.table]) != nil else { return "1" }
+        guard try !PendingLinks(database: database).isEmpty else { return "1" }
         return "NOT EXISTS (SELECT 1 FROM \(Self.table) l WHERE l.source = \(table).z_uuid AND l.relationship = '\(relationship.replacingOccurrences(of: "'", with: "''"))')"
     }
 

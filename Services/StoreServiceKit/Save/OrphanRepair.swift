@@ -70,16 +70,18 @@ struct OrphanRepair {
             report.session = store.objectID(parent.name, session).uri
             // An object whose relationship waits for a record not fetched yet is no orphan.
             let orphan = "\(column) IS NULL AND " + (try PendingLinks.notWaiting(table: childTable, relationship: rule.relationship, in: store.database))
-            let listed = try store.database.query("SELECT z_pk FROM \(childTable) WHERE \(orphan) ORDER BY z_pk LIMIT ?", [Self.listLimit + 1])
-            if !listed.isEmpty {
+            // One pass: the UPDATE names the rows it changed, which history records in key order.
+            var attached: [(key: Int64, uuid: String)] = []
+            try store.database.cached("UPDATE \(childTable) SET \(column) = ?, z_version = z_version + 1 WHERE \(orphan) RETURNING z_pk, z_uuid")
+                .forEach([session]) { row in attached.append((row.int64(at: 0), row.string(at: 1) ?? "")) }
+            if !attached.isEmpty {
+                if !attached.indices.dropFirst().allSatisfy({ attached[$0 - 1].key < attached[$0].key }) { attached.sort { $0.key < $1.key } }
                 let changedJSON = JSONWriter.text(strings: [rule.relationship])
-                try store.database.cached("SELECT z_pk, z_uuid FROM \(childTable) WHERE \(orphan) ORDER BY z_pk").forEach { row in
-                    try changes.updated(entity: child.name, primaryKey: row.int64(at: 0), uuid: row.string(at: 1) ?? "", changedJSON: changedJSON,
-                                        announced: false)
+                for row in attached {
+                    try changes.updated(entity: child.name, primaryKey: row.key, uuid: row.uuid, changedJSON: changedJSON, announced: false)
                 }
-                try store.database.execute("UPDATE \(childTable) SET \(column) = ?, z_version = z_version + 1 WHERE \(orphan)", [session])
-                report.attached = store.database.changes
-                report.attachedObjectIDs = listed.prefix(Self.listLimit).compactMap { $0[0].int64 }.map { store.objectID(child.name, $0).uri }
+                report.attached = attached.count
+                report.attachedObjectIDs = attached.prefix(Self.listLimit).map { store.objectID(child.name, $0.key).uri }
                 report.truncated = report.attached > Self.listLimit
                 changes.announce(report.attachedObjectIDs)
             }
