@@ -60,29 +60,22 @@ extension MirrorEngine {
     /// saves stopped, with the cloud and the receiving device idle meanwhile.
     /// `after`: the queue is read from past this position (the batches still in flight hold
     /// what comes before; reading them again only to skip them was a tenth of a send).
-    /// `readAhead`: the first read, already made on the reading snapshot (`startReadAhead`).
     /// Empty when there is nothing to send.
     private func nextBatches(scope: StoreScope, excluding: Set<String>, after: Int64 = 0, touched: Set<String>,
-                             ahead: inout QueuedAhead?, readAhead: BatchesAhead<ReadAhead>? = nil,
-                             report: inout SyncSendResult) throws -> [Batch] {
-        var prebuilt = try readAhead?.join()
+                             ahead: inout QueuedAhead?, report: inout SyncSendResult) throws -> [Batch] {
+        let now = clock.seconds()
+        let sizing = progress.withLock { $0.batchSizing }
+        let limit = sizing.limit
+        let count = BatchSizing.inFlight
         var lookedAgain = false
         while true {
             // History into the queue (a write, under the store lock), unless the last batches'
             // turn queued it: the batches' worth at a time; the rest waits for a later turn.
             let queued: QueuedAhead
-            var read: BuiltRead?
-            if let known = prebuilt {
-                // One that found nothing is read again as the queue is now: read before the
-                // answers, it skipped what they still held, and a send ends on an empty read.
-                queued = known.queued
-                if !known.read.items.isEmpty { read = known.read }
-                prebuilt = nil
-            } else if let known = ahead {
+            if let known = ahead {
                 queued = known
                 ahead = nil
             } else {
-                let sizing = progress.withLock { $0.batchSizing }
                 guard let fresh = try stores.withStore(scope, { store -> QueuedAhead in
                     let outcome = try mapping.queueHistory(of: store, enough: sizing.queueAhead)
                     return QueuedAhead(store: store, reader: try store.reader(), queued: outcome.queued, more: outcome.more)
@@ -95,26 +88,28 @@ extension MirrorEngine {
             // meanwhile is queued again (a new generation), so a batch carries the row as it
             // was a moment earlier, as if built just before that save. An in-memory store has
             // one connection: its batches are built under the lock, below.
-            let request = BuildRequest(now: clock.seconds(), limit: progress.withLock { $0.batchSizing.limit }, excluding: excluding,
-                                       after: after, touched: touched)
-            if read == nil, let reader = queued.reader { read = try self.read(request, from: reader) }
-            let finished = try stores.withStore(scope) { store -> ([Batch], BuiltRead, QueuedAhead)? in
+            var drops: [MirrorBookkeeping.Pending] = []
+            func build(_ store: any MirrorStore, drops: inout [MirrorBookkeeping.Pending]) throws -> [[SendItem]] {
+                try mapping.buildBatches(from: store, now: now, limit: limit, count: count, skipped: excluding, after: after, touched: touched,
+                                         drops: &drops, report: &report)
+            }
+            let read = try queued.reader.map { reader in try reader.readSnapshot { try build(reader, drops: &drops) } }
+            let finished = try stores.withStore(scope) { store -> ([Batch], QueuedAhead)? in
                 // (A store replaced meanwhile: built again from the new one.)
                 guard store.isSame(as: queued.store) else { return nil }
                 // One transaction: its dozens of statements per record share one file lock.
-                let (batches, built) = try store.write(commit: .deferred) {
-                    let built = try read ?? request.build(from: store, mapping: mapping)
-                    try finishDrops(built.drops, store: store)
-                    return (try built.items.map { try finishBatch($0, store: store) }, built)
+                let batches = try store.write(commit: .deferred) {
+                    let built = try read ?? build(store, drops: &drops)
+                    try finishDrops(drops, store: store)
+                    return try built.map { try finishBatch($0, store: store) }
                 }
                 // The history saved since is queued in the same turn, for the next batches: a
                 // turn of the lock between a client's saves waits for a whole save, and a turn
                 // of its own for this took one more wait per batch.
-                let outcome = try mapping.queueHistory(of: store, enough: progress.withLock { $0.batchSizing.queueAhead })
-                return (batches, built, QueuedAhead(store: store, reader: queued.reader, queued: outcome.queued, more: outcome.more))
+                let outcome = try mapping.queueHistory(of: store, enough: sizing.queueAhead)
+                return (batches, QueuedAhead(store: store, reader: queued.reader, queued: outcome.queued, more: outcome.more))
             } ?? nil
-            guard let (batches, built, next) = finished else { continue }
-            report.dropped += built.dropped
+            guard let (batches, next) = finished else { continue }
             ahead = next
             if !batches.isEmpty { return batches }
             // What was queued sends nothing (deletes of records never sent, shared-store
@@ -129,43 +124,6 @@ extension MirrorEngine {
             }
             return []
         }
-    }
-
-    /// What one build reads the queue for: entries due at `now` past `after`, none of `excluding`.
-    struct BuildRequest {
-        var now: Double
-        var limit: Int
-        var excluding: Set<String>
-        var after: Int64
-        var touched: Set<String>
-
-        /// Up to `BatchSizing.inFlight` batches from `store` (writes nothing).
-        func build(from store: any MirrorStore, mapping: any MirrorMapping) throws -> BuiltRead {
-            var drops: [MirrorBookkeeping.Pending] = []
-            var report = SyncSendResult()
-            let items = try mapping.buildBatches(from: store, now: now, limit: limit, count: BatchSizing.inFlight, skipped: excluding,
-                                                 after: after, touched: touched, drops: &drops, report: &report)
-            return BuiltRead(items: items, drops: drops, dropped: report.dropped)
-        }
-    }
-
-    /// What a build read: each batch's items, the entries found with nothing to send (left for
-    /// `finishDrops`), and how many of those the send reports as dropped.
-    struct BuiltRead {
-        var items: [[SendItem]]
-        var drops: [MirrorBookkeeping.Pending]
-        var dropped: Int
-    }
-
-    /// A read made ahead (`startReadAhead`), with the queue state it was read after.
-    struct ReadAhead {
-        var queued: QueuedAhead
-        var read: BuiltRead
-    }
-
-    /// `request` built in one read snapshot of the store's reading connection.
-    private func read(_ request: BuildRequest, from reader: any MirrorStore) throws -> BuiltRead {
-        try reader.readSnapshot { try request.build(from: reader, mapping: mapping) }
     }
 
     /// The queue topped up by a send's last turn of the store lock, so the next batches are
@@ -276,15 +234,8 @@ extension MirrorEngine {
         var ahead: QueuedAhead?
         /// Batches built and not yet sent, in queue order.
         var upcoming: [Batch] = []
-        /// The next batches being read on a thread of their own while the send's thread waits
-        /// for answers (`startReadAhead`); taken by the next build, or dropped unused.
-        var building: BatchesAhead<ReadAhead>?
 
         var unanswered: Set<String> { Set(inFlight.flatMap(\.names)) }
-        /// The entries sent and not answered, or built and not sent.
-        var held: Set<String> { unanswered.union(upcoming.flatMap { $0.items.map(\.pending.uuid) }) }
-        /// The queue position of the last entry held.
-        var heldThrough: Int64 { max(readFrom, upcoming.map(\.lastSeq).max() ?? 0) }
         /// Entries before the last one in flight were all sent in this send, or skipped; any
         /// still queued there (a merge the client won) are read once nothing is in flight.
         var readFrom: Int64 { inFlight.map(\.batch.lastSeq).max() ?? 0 }
@@ -304,8 +255,6 @@ extension MirrorEngine {
     private func send(scope: StoreScope, report: inout SyncSendResult, settling: Bool = false, event: CloudKitEvent? = nil) throws {
         try resolveCreatesInFlight(scope: scope)
         var pass = SendPass()
-        // A send that ends early (an error thrown) leaves no read running on the reading connection.
-        defer { _ = try? pass.building?.join() }
         try readQueueAgain(&pass, scope: scope, report: &report)
         // The export begins once there is something to send and the cloud is connected (a
         // connection that cannot be made is the setup's failure, not an export's); the zone made
@@ -331,40 +280,14 @@ extension MirrorEngine {
 
     /// Batches from the start of the queue, none of the skipped entries.
     private func readQueueAgain(_ pass: inout SendPass, scope: StoreScope, report: inout SyncSendResult) throws {
-        dropReadAhead(&pass)
         pass.upcoming = try nextBatches(scope: scope, excluding: pass.skipped, touched: pass.touched, ahead: &pass.ahead, report: &report)
     }
 
     /// Built when none is left to send: as many as may be in flight at once, so that a turn of
     /// the store lock between a client's saves finishes up to a save's worth of batches.
     private func buildMore(_ pass: inout SendPass, scope: StoreScope, report: inout SyncSendResult) throws {
-        let readAhead = pass.building
-        pass.building = nil
         pass.upcoming = try nextBatches(scope: scope, excluding: pass.skipped.union(pass.unanswered), after: pass.readFrom,
-                                        touched: pass.touched, ahead: &pass.ahead, readAhead: readAhead, report: &report)
-    }
-
-    /// Starts reading the batches after those built (past every entry held) from the reading
-    /// snapshot on a thread of their own, so the send's thread waits for the answers in flight
-    /// and applies them meanwhile. Read now, they are what a build after those answers reads
-    /// when the answers only saved records (a verdict writes the metadata of its own records,
-    /// which this read excludes), as batches built together from one snapshot are; an answer
-    /// that changes rows or the queue drops them unused (`dropReadAhead`). Not for an
-    /// in-memory store (one connection), nor before the queue is topped up.
-    private func startReadAhead(_ pass: inout SendPass) {
-        guard pass.building == nil, pass.stopError == nil, !pass.rebuild, let queued = pass.ahead, let reader = queued.reader else { return }
-        pass.ahead = nil
-        let request = BuildRequest(now: clock.seconds(), limit: progress.withLock { $0.batchSizing.limit },
-                                   excluding: pass.skipped.union(pass.held), after: pass.heldThrough, touched: pass.touched)
-        pass.building = BatchesAhead { [self] in ReadAhead(queued: queued, read: try read(request, from: reader)) }
-    }
-
-    /// A read ahead nobody will use: waited for (its thread holds the reading connection), its
-    /// batches forgotten (they were never finished: nothing of them is in the store).
-    private func dropReadAhead(_ pass: inout SendPass) {
-        guard let building = pass.building else { return }
-        pass.building = nil
-        _ = try? building.join()
+                                        touched: pass.touched, ahead: &pass.ahead, report: &report)
     }
 
     /// Sends built batches until as many as may be are in flight (or the send may send no more).
@@ -392,7 +315,6 @@ extension MirrorEngine {
             report.requests += 1
             pass.inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params, read: { bytes in try? ModifyVerdicts.read(bytes) })))
             if pass.upcoming.isEmpty { try buildMore(&pass, scope: scope, report: &report) }
-            startReadAhead(&pass)
         }
     }
 
@@ -422,13 +344,11 @@ extension MirrorEngine {
             if pass.upcoming.isEmpty, pass.stopError == nil, !pass.rebuild { try buildMore(&pass, scope: scope, report: &report) }
         case .rebuild:
             pass.rebuild = true
-            dropReadAhead(&pass)
             try forgetCreates(of: pass.upcoming)
             pass.upcoming = []
         case let .stop(error):
             // The batches already sent are still answered and applied; nothing more is sent.
             pass.stopError = pass.stopError ?? error
-            dropReadAhead(&pass)
             try forgetCreates(of: pass.upcoming)
             pass.upcoming = []
         }
