@@ -12,24 +12,32 @@ import SQLiteKit
 package enum AttributeCoding {
     /// The storage form of a wire value, validated as Core Data validates the property.
     package static func storageValue(_ value: JSONValue, for attribute: AttributeDescription, entity: String) throws -> SQLValue {
-        let stored = try convert(value, for: attribute, entity: entity)
-        try AttributeValidation.validate(stored, attribute: attribute, entity: entity)
+        try storageValue(value, for: AttributeRule(attribute), entity: entity)
+    }
+
+    package static func storageValue(_ value: JSONValue, for rule: AttributeRule, entity: String) throws -> SQLValue {
+        let stored = try convert(value, for: rule, entity: entity)
+        try AttributeValidation.validate(stored, rule: rule, entity: entity)
         return stored
     }
 
     /// The storage form without the property's validation (a predicate's literal compares with
     /// stored values whatever the bounds).
     static func convert(_ value: JSONValue, for attribute: AttributeDescription, entity: String) throws -> SQLValue {
+        try convert(value, for: AttributeRule(attribute), entity: entity)
+    }
+
+    static func convert(_ value: JSONValue, for rule: AttributeRule, entity: String) throws -> SQLValue {
         func wrongType(_ expected: String) -> ServiceError {
-            StoreError.invalidValue(entity: entity, property: attribute.name, "expected \(expected), got \(describe(value)).")
+            StoreError.invalidValue(entity: entity, property: rule.name, "expected \(expected), got \(describe(value)).")
         }
-        switch (attribute.type, value) {
+        switch (rule.type, value) {
         case (_, .null): return .null
         case let (.string, .string(text)):
-            if let allowed = attribute.allowedValues, !allowed.contains(text) {
+            if let allowed = rule.attribute.allowedValues, !allowed.contains(text) {
                 throw StoreError.coreData(.validationStringPatternMatching, 1680,
-                                          "\(entity).\(attribute.name): '\(text)' is not one of the allowed values: \(allowed.joined(separator: ", ")).",
-                                          ["entity": .string(entity), "property": .string(attribute.name),
+                                          "\(entity).\(rule.name): '\(text)' is not one of the allowed values: \(allowed.joined(separator: ", ")).",
+                                          ["entity": .string(entity), "property": .string(rule.name),
                                            "allowedValues": .array(allowed.map { .string($0) })])
             }
             return .text(text)
@@ -56,7 +64,7 @@ package enum AttributeCoding {
             guard isInCloudRange(canonical) else { throw wrongType("a date in \(FieldValueRules.dateRangeText)") }
             return .text(canonical)
         case (.date, _): throw wrongType("an ISO-8601 date string")
-        default: return try AttributeTypeCoding.storageValue(value, for: attribute, entity: entity)
+        default: return try AttributeTypeCoding.storageValue(value, for: rule, entity: entity)
         }
     }
 
