@@ -94,16 +94,16 @@ package enum AttributeCoding {
     /// Whether a canonical date lies in the years a cloud record's date may hold
     /// (`FieldValueRules`): four digits from 0001, the form every such date is written in.
     static func isInCloudRange(_ canonical: String) -> Bool {
-        let utf8 = canonical.utf8
-        guard utf8.count == 24 else { return false }
-        var index = utf8.startIndex
-        var year = 0
-        for _ in 0..<4 {
-            guard isDigit(utf8[index]) else { return false }
-            year = year * 10 + Int(utf8[index] - 48)
-            index = utf8.index(after: index)
+        var canonical = canonical
+        return canonical.withUTF8 { utf8 in
+            guard utf8.count == 24 else { return false }
+            var year = 0
+            for index in 0..<4 {
+                guard isDigit(utf8[index]) else { return false }
+                year = year * 10 + Int(utf8[index] - 48)
+            }
+            return year >= 1 && utf8[4] == 45
         }
-        return year >= 1 && utf8[index] == 45
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }

@@ -376,13 +376,14 @@ package final class ManagedObjectContext {
                 apply(position, try AttributeCoding.storageValue(value, for: rules[position], entity: entity.name))
                 continue
             }
-            let relationship = entity.toOneRelationships[position - rules.count]
+            // The destination's name only: binding the whole description would copy it.
+            let destination = entity.toOneRelationships[position - rules.count].destination
             if value == .null { apply(position, .null); continue }
             guard let text = value.stringValue, let target = parsedTarget(text) else {
                 throw StoreError.invalidValue(entity: entity.name, property: key, "expected an object ID string or null, got \(AttributeCoding.describe(value)).")
             }
-            guard target.entity == relationship.destination else {
-                throw StoreError.invalidValue(entity: entity.name, property: key, "expected a \(relationship.destination) object ID, got a \(target.entity).")
+            guard target.entity == destination else {
+                throw StoreError.invalidValue(entity: entity.name, property: key, "expected a \(destination) object ID, got a \(target.entity).")
             }
             if target.isTemporary, objects[text] == nil {
                 throw StoreError.unknownObject(text, "this temporary ID was not inserted in this context.")
