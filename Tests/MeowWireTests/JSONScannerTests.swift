@@ -144,6 +144,37 @@ struct JSONScannerTests {
         }
     }
 
+    @Test("A string's escapes, control bytes, non-ASCII and end are found wherever they stand (the fast path reads eight bytes at a time)")
+    func stringSpecialsAtEveryOffset() {
+        // (JSON text of the special, its decoded text; nil: the string is refused)
+        let specials: [(String, String?)] = [(#"\""#, "\""), (#"\\"#, "\\"), (#"\n"#, "\n"), (#"\u00e9"#, "é"), ("é", "é"),
+                                             ("🐈", "🐈"), ("\u{7F}", "\u{7F}"), ("~", "~"), ("\t", nil), ("\u{1F}", nil), ("\u{0}", nil)]
+        for length in [0, 1, 7, 8, 9, 15, 16, 17, 24] {
+            for offset in 0...length {
+                for (json, decoded) in specials {
+                    let before = String(repeating: "a", count: offset), after = String(repeating: "b", count: length - offset)
+                    let text = "\"" + before + json + after + "\""
+                    Array(text.utf8).withUnsafeBufferPointer { bytes in
+                        var scanner = JSONScanner(bytes)
+                        let read = scanner.string()
+                        #expect(read == decoded.map { before + $0 + after }, "\(text.debugDescription)")
+                        if decoded != nil {
+                            let atEnd = scanner.atEnd
+                            #expect(atEnd, "\(text.debugDescription)")
+                        }
+                    }
+                }
+                // Unterminated at every length: refused, nothing read past the buffer.
+                let open = "\"" + String(repeating: "a", count: length)
+                Array(open.utf8).withUnsafeBufferPointer { bytes in
+                    var scanner = JSONScanner(bytes)
+                    let read = scanner.string()
+                    #expect(read == nil, "\(open)")
+                }
+            }
+        }
+    }
+
     @Test("A number is read as the parser reads it; one with a leading zero is refused where it stands")
     func numbers() {
         let cases: [(String, JSONValue?)] = [("0", .int(0)), ("-12", .int(-12)), ("2.5e1", .double(25)), ("9223372036854775808", .double(0x1p63)),

@@ -12,24 +12,32 @@ import SQLiteKit
 package enum AttributeCoding {
     /// The storage form of a wire value, validated as Core Data validates the property.
     package static func storageValue(_ value: JSONValue, for attribute: AttributeDescription, entity: String) throws -> SQLValue {
-        let stored = try convert(value, for: attribute, entity: entity)
-        try AttributeValidation.validate(stored, attribute: attribute, entity: entity)
+        try storageValue(value, for: AttributeRule(attribute), entity: entity)
+    }
+
+    package static func storageValue(_ value: JSONValue, for rule: AttributeRule, entity: String) throws -> SQLValue {
+        let stored = try convert(value, for: rule, entity: entity)
+        try AttributeValidation.validate(stored, rule: rule, entity: entity)
         return stored
     }
 
     /// The storage form without the property's validation (a predicate's literal compares with
     /// stored values whatever the bounds).
     static func convert(_ value: JSONValue, for attribute: AttributeDescription, entity: String) throws -> SQLValue {
+        try convert(value, for: AttributeRule(attribute), entity: entity)
+    }
+
+    static func convert(_ value: JSONValue, for rule: AttributeRule, entity: String) throws -> SQLValue {
         func wrongType(_ expected: String) -> ServiceError {
-            StoreError.invalidValue(entity: entity, property: attribute.name, "expected \(expected), got \(describe(value)).")
+            StoreError.invalidValue(entity: entity, property: rule.name, "expected \(expected), got \(describe(value)).")
         }
-        switch (attribute.type, value) {
+        switch (rule.type, value) {
         case (_, .null): return .null
         case let (.string, .string(text)):
-            if let allowed = attribute.allowedValues, !allowed.contains(text) {
+            if let allowed = rule.attribute.allowedValues, !allowed.contains(text) {
                 throw StoreError.coreData(.validationStringPatternMatching, 1680,
-                                          "\(entity).\(attribute.name): '\(text)' is not one of the allowed values: \(allowed.joined(separator: ", ")).",
-                                          ["entity": .string(entity), "property": .string(attribute.name),
+                                          "\(entity).\(rule.name): '\(text)' is not one of the allowed values: \(allowed.joined(separator: ", ")).",
+                                          ["entity": .string(entity), "property": .string(rule.name),
                                            "allowedValues": .array(allowed.map { .string($0) })])
             }
             return .text(text)
@@ -56,7 +64,7 @@ package enum AttributeCoding {
             guard isInCloudRange(canonical) else { throw wrongType("a date in \(FieldValueRules.dateRangeText)") }
             return .text(canonical)
         case (.date, _): throw wrongType("an ISO-8601 date string")
-        default: return try AttributeTypeCoding.storageValue(value, for: attribute, entity: entity)
+        default: return try AttributeTypeCoding.storageValue(value, for: rule, entity: entity)
         }
     }
 
@@ -86,16 +94,16 @@ package enum AttributeCoding {
     /// Whether a canonical date lies in the years a cloud record's date may hold
     /// (`FieldValueRules`): four digits from 0001, the form every such date is written in.
     static func isInCloudRange(_ canonical: String) -> Bool {
-        let utf8 = canonical.utf8
-        guard utf8.count == 24 else { return false }
-        var index = utf8.startIndex
-        var year = 0
-        for _ in 0..<4 {
-            guard isDigit(utf8[index]) else { return false }
-            year = year * 10 + Int(utf8[index] - 48)
-            index = utf8.index(after: index)
+        var canonical = canonical
+        return canonical.withUTF8 { utf8 in
+            guard utf8.count == 24 else { return false }
+            var year = 0
+            for index in 0..<4 {
+                guard isDigit(utf8[index]) else { return false }
+                year = year * 10 + Int(utf8[index] - 48)
+            }
+            return year >= 1 && utf8[4] == 45
         }
-        return year >= 1 && utf8[index] == 45
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }

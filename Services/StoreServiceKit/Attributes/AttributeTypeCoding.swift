@@ -20,18 +20,18 @@ enum AttributeTypeCoding {
     /// 2^53: past it a double, and so many JSON readers, no longer holds every integer.
     static let exactDoubleLimit: Int64 = 1 << 53
 
-    static func storageValue(_ value: JSONValue, for attribute: AttributeDescription, entity: String) throws -> SQLValue {
+    static func storageValue(_ value: JSONValue, for rule: AttributeRule, entity: String) throws -> SQLValue {
         func wrongType(_ expected: String) -> ServiceError {
-            StoreError.invalidValue(entity: entity, property: attribute.name, "expected \(expected), got \(AttributeCoding.describe(value)).")
+            StoreError.invalidValue(entity: entity, property: rule.name, "expected \(expected), got \(AttributeCoding.describe(value)).")
         }
-        switch attribute.type {
+        switch rule.type {
         case .integer16, .integer32:
             guard let number = wholeNumber(value) else { throw wrongType("a whole number") }
             return .integer(number)
         case .float:
             guard let number = value.doubleValue else { throw wrongType("a number") }
             guard abs(number) <= Double(Float.greatestFiniteMagnitude) else {
-                throw AttributeValidation.bound(number > 0 ? .above : .below, entity: entity, attribute: attribute,
+                throw AttributeValidation.bound(number > 0 ? .above : .below, entity: entity, property: rule.name,
                                                 "\(number) is outside a Float's range (±\(Float.greatestFiniteMagnitude)).")
             }
             return .real(FieldValueRules.storedReal(Double(Float(number))))
@@ -39,21 +39,32 @@ enum AttributeTypeCoding {
             guard let decimal = decimal(value) else { throw wrongType("decimal text such as \"12.50\"") }
             return .text(decimal.description)
         case .binary, .transformable:
-            guard let text = value.stringValue, FieldValueRules.isBase64(text), let data = Data(base64Encoded: text) else {
-                throw wrongType("base64 text")
-            }
-            return .blob([UInt8](data))
+            guard let text = value.stringValue, let bytes = Base64Text.bytes(text) else { throw wrongType("base64 text") }
+            return .blob(bytes)
         case .uuid:
-            guard let text = value.stringValue, let uuid = UUID(uuidString: text) else {
+            guard let text = value.stringValue, let uuid = canonicalUUID(text) else {
                 throw wrongType("a UUID such as \"E621E1F8-C36C-495A-93FC-0C247A3E6E5F\"")
             }
-            return .text(uuid.uuidString)
+            return .text(uuid)
         case .uri:
             guard let text = value.stringValue, isAbsoluteURI(text) else { throw wrongType("an absolute URI such as \"https://example.com/a\"") }
             return .text(text)
         case .string, .integer, .double, .boolean, .date:
-            throw wrongType("a \(attribute.type.rawValue)")
+            throw wrongType("a \(rule.type.rawValue)")
         }
+    }
+
+    /// A UUID's text upper-case (`UUID(uuidString:)`'s reading), or nil. Text already in that
+    /// form, as clients mostly send it, is kept as it is rather than parsed and written anew.
+    static func canonicalUUID(_ text: String) -> String? {
+        let isCanonical = text.utf8.count == 36 && text.utf8.enumerated().allSatisfy { index, byte in
+            switch index {
+            case 8, 13, 18, 23: return byte == UInt8(ascii: "-")
+            default: return (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 70)
+            }
+        }
+        if isCanonical { return text }
+        return UUID(uuidString: text)?.uuidString
     }
 
     /// An Integer 64 value: a JSON integer, a whole double below 2^53, or decimal digits as text.
@@ -97,8 +108,30 @@ enum AttributeTypeCoding {
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
 
-    /// RFC 3986's scheme (a letter, then letters, digits, +, - or .) followed by a colon.
+    /// RFC 3986's scheme (a letter, then letters, digits, +, - or .) followed by a colon, and no
+    /// white space anywhere.
     static func isAbsoluteURI(_ text: String) -> Bool {
+        guard text.utf8.allSatisfy({ $0 < 0x80 }) else { return isAbsoluteURI(characters: text) }
+        // ASCII: the same test on bytes (Unicode's white space in ASCII is tab to carriage return and space).
+        var sawScheme = false
+        var inScheme = true
+        for byte in text.utf8 {
+            if byte == 0x20 || (byte >= 0x09 && byte <= 0x0D) { return false }
+            guard inScheme else { continue }
+            if byte == UInt8(ascii: ":") {
+                guard sawScheme else { return false }
+                inScheme = false
+                continue
+            }
+            let isLetter = (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
+            let isSchemeByte = isLetter || (sawScheme && (isDigit(byte) || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")))
+            guard isSchemeByte else { return false }
+            sawScheme = true
+        }
+        return !inScheme
+    }
+
+    private static func isAbsoluteURI(characters text: String) -> Bool {
         guard let colon = text.firstIndex(of: ":"), colon != text.startIndex, !text.contains(where: \.isWhitespace) else { return false }
         let scheme = text[..<colon]
         return scheme.first!.isASCII && scheme.first!.isLetter

@@ -29,30 +29,31 @@ extension ErrorCode {
 enum AttributeValidation {
     enum Side { case above, below }
 
-    static func validate(_ value: SQLValue, attribute: AttributeDescription, entity: String) throws {
+    static func validate(_ value: SQLValue, rule: AttributeRule, entity: String) throws {
         if value.isNull { return }
-        let constraints = attribute.constraints
-        if let range = attribute.type.integerRange, let number = value.int64 {
-            if number > range.upperBound { throw bound(.above, entity: entity, attribute: attribute, "\(number) is more than \(attribute.type.rawValue)'s largest value, \(range.upperBound).") }
-            if number < range.lowerBound { throw bound(.below, entity: entity, attribute: attribute, "\(number) is less than \(attribute.type.rawValue)'s smallest value, \(range.lowerBound).") }
+        if let range = rule.integerRange, let number = value.int64 {
+            if number > range.upperBound { throw bound(.above, entity: entity, property: rule.name, "\(number) is more than \(rule.type.rawValue)'s largest value, \(range.upperBound).") }
+            if number < range.lowerBound { throw bound(.below, entity: entity, property: rule.name, "\(number) is less than \(rule.type.rawValue)'s smallest value, \(range.lowerBound).") }
         }
-        if constraints.isEmpty { return }
+        guard rule.hasConstraints else { return }
+        let attribute = rule.attribute
+        let constraints = attribute.constraints
         switch attribute.type {
         case .integer, .integer16, .integer32, .double, .float:
             guard let number = value.double else { return }
             if let maximum = constraints.maxValue?.doubleValue, number > maximum {
-                throw bound(.above, entity: entity, attribute: attribute, "\(text(value)) is more than the maximum, \(JSONWriter.text(constraints.maxValue!)).")
+                throw bound(.above, entity: entity, property: attribute.name, "\(text(value)) is more than the maximum, \(JSONWriter.text(constraints.maxValue!)).")
             }
             if let minimum = constraints.minValue?.doubleValue, number < minimum {
-                throw bound(.below, entity: entity, attribute: attribute, "\(text(value)) is less than the minimum, \(JSONWriter.text(constraints.minValue!)).")
+                throw bound(.below, entity: entity, property: attribute.name, "\(text(value)) is less than the minimum, \(JSONWriter.text(constraints.minValue!)).")
             }
         case .decimal:
             guard let number = value.string.flatMap({ Decimal(string: $0) }) else { return }
             if let maximum = constraints.maxValue.flatMap(AttributeTypeCoding.decimal), number > maximum {
-                throw bound(.above, entity: entity, attribute: attribute, "\(number) is more than the maximum, \(maximum).")
+                throw bound(.above, entity: entity, property: attribute.name, "\(number) is more than the maximum, \(maximum).")
             }
             if let minimum = constraints.minValue.flatMap(AttributeTypeCoding.decimal), number < minimum {
-                throw bound(.below, entity: entity, attribute: attribute, "\(number) is less than the minimum, \(minimum).")
+                throw bound(.below, entity: entity, property: attribute.name, "\(number) is less than the minimum, \(minimum).")
             }
         case .date:
             // Canonical ISO text sorts as the dates do.
@@ -107,10 +108,11 @@ enum AttributeValidation {
 
     static func compiles(_ pattern: String) -> Bool { (try? Regex(pattern)) != nil }
 
-    static func bound(_ side: Side, entity: String, attribute: AttributeDescription, _ why: String) -> ServiceError {
+    static func bound(_ side: Side, entity: String, property: String, _ why: String) -> ServiceError {
+        let details: [String: JSONValue] = ["entity": .string(entity), "property": .string(property)]
         switch side {
-        case .above: return StoreError.coreData(.validationNumberTooLarge, 1610, "\(entity).\(attribute.name): \(why)", details(entity, attribute, [:]))
-        case .below: return StoreError.coreData(.validationNumberTooSmall, 1620, "\(entity).\(attribute.name): \(why)", details(entity, attribute, [:]))
+        case .above: return StoreError.coreData(.validationNumberTooLarge, 1610, "\(entity).\(property): \(why)", details)
+        case .below: return StoreError.coreData(.validationNumberTooSmall, 1620, "\(entity).\(property): \(why)", details)
         }
     }
 

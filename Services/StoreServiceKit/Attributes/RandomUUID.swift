@@ -51,31 +51,31 @@ struct RandomUUIDSource {
             lastMillis += 1
             counter = UInt16(random6 & 0x07) << 8 | UInt16(random7)
         }
-        let start = offset
+        // The 16 bytes as two words, then written as hex straight into the string's own storage:
+        // one allocation per id.
+        let high = lastMillis << 16 | 0x7000 | UInt64(counter)
+        var low: UInt64 = 0
+        for index in 8..<16 { low = low << 8 | UInt64(buffer[offset + index]) }
+        low = low & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
         offset += 16
-        // The text is written straight into the string's own storage: one allocation per id.
-        return buffer.withUnsafeBufferPointer { random in
-            String(unsafeUninitializedCapacity: 36) { text in
-                var written = 0
-                for index in 0..<16 {
-                    let byte: UInt8
-                    switch index {
-                    case 0..<6: byte = UInt8(truncatingIfNeeded: lastMillis >> (8 * (5 - index)))
-                    case 6: byte = 0x70 | UInt8(counter >> 8)
-                    case 7: byte = UInt8(truncatingIfNeeded: counter)
-                    case 8: byte = (random[start + 8] & 0x3F) | 0x80
-                    default: byte = random[start + index]
-                    }
+        return String(unsafeUninitializedCapacity: 36) { text in
+            var written = 0
+            func put(_ word: UInt64, bytes: Range<Int>) {
+                for index in bytes {
+                    // Dashes after bytes 4, 6, 8 and 10 of the 16.
                     if index == 4 || index == 6 || index == 8 || index == 10 {
                         text[written] = UInt8(ascii: "-")
                         written += 1
                     }
+                    let byte = UInt8(truncatingIfNeeded: word >> (8 * (7 - index % 8)))
                     text[written] = Self.hexDigit(byte >> 4)
                     text[written + 1] = Self.hexDigit(byte & 0x0F)
                     written += 2
                 }
-                return written
             }
+            put(high, bytes: 0..<8)
+            put(low, bytes: 8..<16)
+            return written
         }
     }
 

@@ -35,8 +35,10 @@ package final class ContextObject {
     /// Registration order, so saves and routing are deterministic.
     let sequence: Int
 
+    /// `changes`: edits by position already made against `snapshotValues` (none when nil), and
+    /// how many there are.
     init(id: ObjectID, entity: EntityDescription, store: Int?, isInserted: Bool, version: Int64,
-         snapshotValues: [SQLValue], uuid: String, zone: String?, sequence: Int) {
+         snapshotValues: [SQLValue], changes: (values: [SQLValue?], count: Int)? = nil, uuid: String, zone: String?, sequence: Int) {
         self.id = id
         self.uri = id.uri
         self.entity = entity
@@ -44,7 +46,8 @@ package final class ContextObject {
         self.isInserted = isInserted
         self.version = version
         self.snapshotValues = snapshotValues
-        self.changeValues = Array(repeating: nil, count: entity.storedPropertyNames.count)
+        self.changeValues = changes?.values ?? Array(repeating: nil, count: entity.storedPropertyNames.count)
+        self.changeCount = changes?.count ?? 0
         self.uuid = uuid
         self.zone = zone
         self.sequence = sequence
@@ -205,25 +208,62 @@ package final class ManagedObjectContext {
 
     /// Inserts a new object with a temporary ID and the model's default values.
     package func insert(entity: EntityDescription, uuid: String? = nil, zone: String? = nil) -> ContextObject {
-        let defaults = defaultValues(entity)
-        // One UUID serves as the temporary ID's token and the stable business id.
-        let token = uuids.next()
-        let object = ContextObject(id: .temporary(entity: entity.name, token: token), entity: entity, store: nil, isInserted: true, version: 0,
-                                   snapshotValues: defaults, uuid: uuid ?? token, zone: zone, sequence: takeSequence())
+        let object = newObject(entity: entity, changes: nil, uuid: uuid, zone: zone)
         register(object)
         return object
     }
 
+    /// Inserts a new object with the model's default values and `values` on top: all of them
+    /// are checked and converted before anything is registered, so a refused value leaves the
+    /// context as it was.
+    package func insert(entity: EntityDescription, uuid: String?, zone: String?, values: some Sequence<(key: String, value: JSONValue)>,
+                        model: ManagedObjectModel, stores: StoreSet?) throws -> ContextObject {
+        let defaults = defaultValues(entity)
+        var changes = [SQLValue?](repeating: nil, count: defaults.count)
+        var count = 0
+        let manyToMany = try convert(values, entity: entity, model: model) { position, value in
+            // As `setChange`: a value equal to the default is no edit.
+            let new: SQLValue? = value == defaults[position] ? nil : value
+            if changes[position] == nil, new != nil { count += 1 }
+            if changes[position] != nil, new == nil { count -= 1 }
+            changes[position] = new
+        }
+        let object = newObject(entity: entity, changes: (changes, count), uuid: uuid, zone: zone)
+        register(object)
+        guard !manyToMany.isEmpty else { return object }
+        do {
+            try setManyToMany(manyToMany, on: object, stores: stores)
+        } catch {
+            forget(object.uri)
+            throw error
+        }
+        return object
+    }
+
+    private func newObject(entity: EntityDescription, changes: (values: [SQLValue?], count: Int)?, uuid: String?, zone: String?) -> ContextObject {
+        // One UUID serves as the temporary ID's token and the stable business id.
+        let token = uuids.next()
+        return ContextObject(id: .temporary(entity: entity.name, token: token), entity: entity, store: nil, isInserted: true, version: 0,
+                             snapshotValues: defaultValues(entity), changes: changes, uuid: uuid ?? token, zone: zone, sequence: takeSequence())
+    }
+
     private var defaultsByEntity: [String: [SQLValue]] = [:]
+    /// The last entity's defaults: a batch is usually of one entity.
+    private var lastDefaults: (entity: EntityDescription, values: [SQLValue])?
 
     /// The model's default values of `entity` in storage form by position (checked when the model loaded).
     private func defaultValues(_ entity: EntityDescription) -> [SQLValue] {
-        if let cached = defaultsByEntity[entity.name] { return cached }
+        if let lastDefaults, lastDefaults.entity === entity { return lastDefaults.values }
+        if let cached = defaultsByEntity[entity.name] {
+            lastDefaults = (entity, cached)
+            return cached
+        }
         var defaults = Array(repeating: SQLValue.null, count: entity.storedPropertyNames.count)
-        for (position, attribute) in entity.attributes.enumerated() {
-            defaults[position] = attribute.defaultValue.flatMap { try? AttributeCoding.storageValue($0, for: attribute, entity: entity.name) } ?? .null
+        for (position, rule) in entity.attributeRules.enumerated() {
+            defaults[position] = rule.attribute.defaultValue.flatMap { try? AttributeCoding.storageValue($0, for: rule, entity: entity.name) } ?? .null
         }
         defaultsByEntity[entity.name] = defaults
+        lastDefaults = (entity, defaults)
         return defaults
     }
 
@@ -272,16 +312,55 @@ package final class ManagedObjectContext {
 
     /// Checks and converts `values` for `object`, then applies them all (or none). `stores`:
     /// for many-to-many values, whose current links are read from the store.
-    package func set(_ values: [String: JSONValue], on object: ContextObject, model: ManagedObjectModel, stores: StoreSet? = nil) throws {
+    package func set(_ values: some Sequence<(key: String, value: JSONValue)>, on object: ContextObject, model: ManagedObjectModel,
+                     stores: StoreSet? = nil) throws {
         guard !object.isDeleted else {
             throw StoreError.unknownObject(object.uri, "it was deleted in this context; rollback the context to undo the deletion.")
         }
         var converted: [(Int, SQLValue)] = []
-        converted.reserveCapacity(values.count)
-        let entity = object.entity
+        converted.reserveCapacity(object.entity.storedPropertyNames.count)
+        let manyToMany = try convert(values, entity: object.entity, model: model) { converted.append(($0, $1)) }
+        if !manyToMany.isEmpty { try setManyToMany(manyToMany, on: object, stores: stores) }
+        for (position, value) in converted { object.setChange(value, at: position) }
+    }
+
+    private func setManyToMany(_ values: [(String, JSONValue, ManyToManyEnd)], on object: ContextObject, stores: StoreSet?) throws {
+        guard let stores else {
+            throw ServiceError(.invalidField, "\(object.entity.name).\(values[0].0) is many-to-many and cannot be set here.",
+                               details: ["entity": .string(object.entity.name), "property": .string(values[0].0)])
+        }
+        for (key, value, end) in values.sorted(by: { $0.0 < $1.0 }) {
+            try setManyToMany(key, value, on: object, end: end, stores: stores)
+        }
+    }
+
+    /// The keys of the last values converted and their positions (-1: not a stored property):
+    /// a batch's objects send the same keys in the same order, so each key is compared with the
+    /// one before it rather than hashed.
+    private var lastKeys: (entity: EntityDescription, keys: [String], positions: [Int])?
+
+    /// Checks and converts `values` for an object of `entity`, handing each stored property's
+    /// storage value to `apply` by position (in the order given; a later value of a position
+    /// replaces an earlier one); returns the many-to-many values, which the caller sets.
+    private func convert(_ values: some Sequence<(key: String, value: JSONValue)>, entity: EntityDescription, model: ManagedObjectModel,
+                         apply: (Int, SQLValue) -> Void) throws -> [(String, JSONValue, ManyToManyEnd)] {
         var manyToMany: [(String, JSONValue, ManyToManyEnd)] = []
+        var keys: [String] = [], positions: [Int] = []
+        if let lastKeys, lastKeys.entity === entity { (keys, positions) = (lastKeys.keys, lastKeys.positions) }
+        lastKeys = nil
+        defer { lastKeys = (entity, keys, positions) }
+        let rules = entity.attributeRules
+        var index = 0
         for (key, value) in values {
-            guard let position = entity.position(of: key) else {
+            defer { index += 1 }
+            let known: Int
+            if index < keys.count, keys[index] == key {
+                known = positions[index]
+            } else {
+                known = entity.position(of: key) ?? -1
+                if index < keys.count { (keys[index], positions[index]) = (key, known) } else { keys.append(key); positions.append(known) }
+            }
+            guard known >= 0 else {
                 if let end = model.manyToMany(entity.name, key) {
                     manyToMany.append((key, value, end))
                     continue
@@ -292,36 +371,26 @@ package final class ManagedObjectContext {
                 }
                 throw StoreError.unknownProperty(key, entity: entity)
             }
-            if position < entity.attributes.count {
-                // Through the buffer: the attribute is read in place, not copied (a large value).
-                converted.append((position, try entity.attributes.withUnsafeBufferPointer {
-                    try AttributeCoding.storageValue(value, for: $0[position], entity: entity.name)
-                }))
+            let position = known
+            if position < rules.count {
+                apply(position, try AttributeCoding.storageValue(value, for: rules[position], entity: entity.name))
                 continue
             }
-            let relationship = entity.toOneRelationships[position - entity.attributes.count]
-            if value == .null { converted.append((position, .null)); continue }
+            // The destination's name only: binding the whole description would copy it.
+            let destination = entity.toOneRelationships[position - rules.count].destination
+            if value == .null { apply(position, .null); continue }
             guard let text = value.stringValue, let target = parsedTarget(text) else {
                 throw StoreError.invalidValue(entity: entity.name, property: key, "expected an object ID string or null, got \(AttributeCoding.describe(value)).")
             }
-            guard target.entity == relationship.destination else {
-                throw StoreError.invalidValue(entity: entity.name, property: key, "expected a \(relationship.destination) object ID, got a \(target.entity).")
+            guard target.entity == destination else {
+                throw StoreError.invalidValue(entity: entity.name, property: key, "expected a \(destination) object ID, got a \(target.entity).")
             }
             if target.isTemporary, objects[text] == nil {
                 throw StoreError.unknownObject(text, "this temporary ID was not inserted in this context.")
             }
-            converted.append((position, .text(text)))
+            apply(position, .text(text))
         }
-        if !manyToMany.isEmpty {
-            guard let stores else {
-                throw ServiceError(.invalidField, "\(entity.name).\(manyToMany[0].0) is many-to-many and cannot be set here.",
-                                   details: ["entity": .string(entity.name), "property": .string(manyToMany[0].0)])
-            }
-            for (key, value, end) in manyToMany.sorted(by: { $0.0 < $1.0 }) {
-                try setManyToMany(key, value, on: object, end: end, stores: stores)
-            }
-        }
-        for (position, value) in converted { object.setChange(value, at: position) }
+        return manyToMany
     }
 
     /// The last relationship target parsed: a batch of new events usually points at one session.

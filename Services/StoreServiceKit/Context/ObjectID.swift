@@ -25,13 +25,7 @@ public enum ObjectID: Hashable, Sendable, CustomStringConvertible {
 
     public var uri: String {
         switch self {
-        case let .temporary(entity, token):
-            var uri = "x-coredata:///"
-            uri.reserveCapacity(16 + entity.utf8.count + token.utf8.count)
-            uri += entity
-            uri += "/t"
-            uri += token
-            return uri
+        case let .temporary(entity, token): return Self.temporaryURI(entity: entity, token: token)
         case let .permanent(store, entity, key): return Self.permanentURI(store: store, entity: entity, primaryKey: key)
         }
     }
@@ -68,6 +62,28 @@ public enum ObjectID: Hashable, Sendable, CustomStringConvertible {
                         magnitude /= 10
                     }
                     return at + digits
+                }
+            }
+        }
+    }
+
+    /// A temporary ID's URI, written straight into the string's storage (every inserted object
+    /// gets one).
+    static func temporaryURI(entity: String, token: String) -> String {
+        var entity = entity, token = token
+        return entity.withUTF8 { entity in
+            token.withUTF8 { token in
+                let prefix = "x-coredata:///".utf8
+                return String(unsafeUninitializedCapacity: prefix.count + entity.count + token.count + 2) { out in
+                    var at = 0
+                    for byte in prefix { out[at] = byte; at += 1 }
+                    _ = UnsafeMutableBufferPointer(rebasing: out[at...]).initialize(from: entity)
+                    at += entity.count
+                    out[at] = UInt8(ascii: "/")
+                    out[at + 1] = UInt8(ascii: "t")
+                    at += 2
+                    _ = UnsafeMutableBufferPointer(rebasing: out[at...]).initialize(from: token)
+                    return at + token.count
                 }
             }
         }

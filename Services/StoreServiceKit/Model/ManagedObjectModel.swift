@@ -93,6 +93,8 @@ public final class EntityDescription: Sendable, Codable {
     /// Positions of the stored properties a save requires (non-optional attributes, then
     /// to-one relationships), in order: every save checks them for every object it writes.
     public let requiredPositions: [Int]
+    /// `attributes` as their values are converted and validated, by position.
+    package let attributeRules: [AttributeRule]
 
     enum CodingKeys: String, CodingKey {
         case name, attributes, relationships, indexes, renamingIdentifier, versionHashModifier, uniquenessConstraints
@@ -103,6 +105,7 @@ public final class EntityDescription: Sendable, Codable {
         self.uniquenessConstraints = uniquenessConstraints
         self.name = name
         self.attributes = attributes
+        attributeRules = attributes.map(AttributeRule.init)
         self.relationships = relationships
         self.indexes = indexes
         self.renamingIdentifier = renamingIdentifier

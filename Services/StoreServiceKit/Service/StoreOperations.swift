@@ -114,7 +114,7 @@ extension StoreService {
         registry.register("object.set", params: SetParams.self, summary: "Sets attributes and to-one relationships.") { [self] params, request in
             try engine().withContext(request.connection, params.context) { context, stores in
                 let object = try context.object(params.objectID, stores: stores)
-                try context.set(params.values.values, on: object, model: stores.model, stores: stores)
+                try context.set(params.values.members, on: object, model: stores.model, stores: stores)
                 return try context.record(object, stores: stores)
             }
         }
@@ -167,9 +167,9 @@ extension StoreService {
                         throw ServiceError(.invalidField, "uuid must be 1 to 255 ASCII characters, not starting with '_' (it is the object's cloud record name).",
                                            details: ["field": "params.uuid"])
                     }
-                    let object = context.insert(entity: entity, uuid: item.uuid, zone: item.zoneKey)
+                    let object = try context.insert(entity: entity, uuid: item.uuid, zone: item.zoneKey, values: item.values?.members ?? [],
+                                                    model: stores.model, stores: stores)
                     created.append(object)
-                    try context.set(item.values?.values ?? [:], on: object, model: stores.model, stores: stores)
                     if let target {
                         object.store = target
                         object.routing = .init(store: target, reason: .assigned, detail: "assigned to \(stores.list[target].name) at insert")
@@ -233,7 +233,7 @@ extension StoreService {
                 copy.routing = .init(store: target, reason: .assigned, detail: "moved from \(stores.list[object.store!].name)")
                 context.register(copy)
                 do {
-                    try context.set(params.values?.values ?? [:], on: copy, model: stores.model)
+                    try context.set(params.values?.members ?? [], on: copy, model: stores.model)
                 } catch {
                     context.forget(copy.uri)
                     throw error

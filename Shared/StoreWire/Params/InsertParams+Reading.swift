@@ -53,10 +53,15 @@ extension AttributeValues {
     static func read(optional reader: inout MessageReader) throws(MessageReadError) -> AttributeValues? {
         if reader.readNull() { return nil }
         guard reader.scanner.peek() == UInt8(ascii: "{") else { throw reader.error(.expected(.object)) }
-        var values: [String: JSONValue] = [:]
-        values.reserveCapacity(8)
-        try reader.object { (key, reader) throws(MessageReadError) in values[key] = try scalarOrTree(&reader) }
-        return AttributeValues(values)
+        var members: [Member] = []
+        members.reserveCapacity(12)
+        try reader.object { (key, reader) throws(MessageReadError) in
+            let value = try scalarOrTree(&reader)
+            // A repeated key: the last value stands, as in a dictionary (a short linear scan:
+            // an object has a handful of keys, and short keys compare as two words).
+            if let index = members.firstIndex(where: { $0.key == key }) { members[index].value = value } else { members.append((key, value)) }
+        }
+        return AttributeValues(reading: members)
     }
 
     private static func scalarOrTree(_ reader: inout MessageReader) throws(MessageReadError) -> JSONValue {
