@@ -49,20 +49,36 @@ struct ObjectGraph {
         return members
     }
 
+    /// Where a chain went from its start.
+    struct Chain {
+        var entity: EntityDescription
+        var row: PersistentStore.StoredRow
+        /// The object the first step reached (nil: no step).
+        var firstStep: Node?
+        /// Every object the chain reached after its start, its end included.
+        var reached: Set<Node>
+        /// A step after the first passed over the start (already reached) for a later target, or
+        /// stopped with the start among its targets: from the first step alone the chain would
+        /// have gone on through the start, so where it ends depends on where it started.
+        var turnedAtStart: Bool
+    }
+
     /// The end of `row`'s chain: each step follows the first to-one target not visited yet, so a
     /// one-to-one pair or a loop ends at its last object before it closes.
-    /// `firstStep`: the object the first step reached, as "Entity/key" (nil: no step).
-    func chainEnd(of entity: EntityDescription, row: PersistentStore.StoredRow) throws
-        -> (entity: EntityDescription, row: PersistentStore.StoredRow, firstStep: String?) {
-        var current = (entity, row)
-        var firstStep: String?
-        var visited: Set<Node> = [Node(entity: entity.name, key: row.primaryKey)]
-        while let next = try toOneTargets(of: current.0, row: current.1).first(where: { !visited.contains(Node(entity: $0.0.name, key: $0.1.primaryKey)) }) {
-            visited.insert(Node(entity: next.0.name, key: next.1.primaryKey))
-            if firstStep == nil { firstStep = "\(next.0.name)/\(next.1.primaryKey)" }
-            current = next
+    func chainEnd(of entity: EntityDescription, row: PersistentStore.StoredRow) throws -> Chain {
+        let start = Node(entity: entity.name, key: row.primaryKey)
+        var chain = Chain(entity: entity, row: row, firstStep: nil, reached: [], turnedAtStart: false)
+        while true {
+            let targets = try toOneTargets(of: chain.entity, row: chain.row).map { (node: Node(entity: $0.0.name, key: $0.1.primaryKey), target: $0) }
+            let next = targets.firstIndex { $0.node != start && !chain.reached.contains($0.node) }
+            if chain.firstStep != nil, targets[..<(next ?? targets.endIndex)].contains(where: { $0.node == start }) { chain.turnedAtStart = true }
+            guard let next else { return chain }
+            let (node, (nextEntity, nextRow)) = targets[next]
+            chain.reached.insert(node)
+            if chain.firstStep == nil { chain.firstStep = node }
+            chain.entity = nextEntity
+            chain.row = nextRow
         }
-        return (current.0, current.1, firstStep)
     }
 
     /// Every object reachable from `root` through relationships, both ways, `root` first, then
@@ -101,8 +117,16 @@ extension CoreDataMapping {
     /// Zones already worked out from one consistent state of the store (a batch build's
     /// snapshot): a batch of a session's events reads the session's zone once.
     struct ZoneCache {
-        /// By the object a chain's first step reaches ("Entity/key").
-        var byFirstStep: [String: ZoneID?] = [:]
+        /// A chain's zone from its first step on, and the objects it reached from there.
+        struct FromFirstStep {
+            var zone: ZoneID
+            var reached: Set<ObjectGraph.Node>
+        }
+
+        /// By the object a chain's first step reaches, kept only for a chain that did not turn at
+        /// its start: such a chain runs the same from any other start it never reaches, and ends
+        /// at the same object.
+        var byFirstStep: [ObjectGraph.Node: FromFirstStep] = [:]
         /// By a chain's end: the zone is the end's alone. A never-sent end reads every member
         /// pointing at it (`joinedShareZone`), which for a new session of thousands of events
         /// was a sixth of a send when done again for the session itself and each batch.
@@ -116,20 +140,25 @@ extension CoreDataMapping {
             return try row.zone.flatMap { try state.shareZone(key: $0) }
         }
         let graph = ObjectGraph(store: store)
-        let firstKey = entity.toOneRelationships.indices.lazy.compactMap { offset -> String? in
-            row.values[entity.position(ofToOne: offset)].int64.map { "\(entity.toOneRelationships[offset].destination)/\($0)" }
+        let firstKey = entity.toOneRelationships.indices.lazy.compactMap { offset -> ObjectGraph.Node? in
+            row.values[entity.position(ofToOne: offset)].int64.map { ObjectGraph.Node(entity: entity.toOneRelationships[offset].destination, key: $0) }
         }.first
-        if let firstKey, let known = cache.byFirstStep[firstKey] { return known }
-        let (endEntity, end, firstStep) = try graph.chainEnd(of: entity, row: row)
-        let endNode = ObjectGraph.Node(entity: endEntity.name, key: end.primaryKey)
+        if let firstKey, let known = cache.byFirstStep[firstKey],
+           !known.reached.contains(ObjectGraph.Node(entity: entity.name, key: row.primaryKey)) {
+            return known.zone
+        }
+        let chain = try graph.chainEnd(of: entity, row: row)
+        let endNode = ObjectGraph.Node(entity: chain.entity.name, key: chain.row.primaryKey)
         let zone: ZoneID
         if let known = cache.byEnd[endNode] {
             zone = known
         } else {
-            zone = try Self.zone(ofEnd: endEntity, row: end, graph: graph, state: state)
+            zone = try Self.zone(ofEnd: chain.entity, row: chain.row, graph: graph, state: state)
             cache.byEnd[endNode] = zone
         }
-        if let firstKey, firstKey == firstStep { cache.byFirstStep[firstKey] = .some(zone) }
+        if let firstKey, firstKey == chain.firstStep, !chain.turnedAtStart {
+            cache.byFirstStep[firstKey] = ZoneCache.FromFirstStep(zone: zone, reached: chain.reached)
+        }
         return zone
     }
 
