@@ -127,7 +127,10 @@ package struct SaveOperation {
         do {
             for index in order { try stores.list[index].database.beginImmediate() }
             try writer.allocatePermanentIDs(inserted)
+            writer.beginInserts(count: inserted.count)
             for object in inserted { try writer.insert(object) }
+            try writer.waitForRows()
+            writer.endInserts()
             for object in updated { try writer.update(object) }
             if model.hasOneToOnePairs {
                 let edits = (inserted + updated).compactMap { object -> PairEdit? in
@@ -143,6 +146,7 @@ package struct SaveOperation {
             for index in order { try stores.list[index].database.execute("COMMIT") }
             CrashPoint.reached("store.afterSaveCommit")
         } catch {
+            writer.endInserts()
             for index in order where stores.list[index].database.isInTransaction {
                 try? stores.list[index].database.execute("ROLLBACK")
             }
