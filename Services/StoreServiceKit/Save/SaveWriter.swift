@@ -16,10 +16,12 @@ struct SaveWriter {
     var result = SaveResult()
     var recorders: [Int: StoreChangeRecorder] = [:]
     var conflicts: [JSONValue] = []
-    /// New objects' permanent IDs by temporary URI, each with its URI (made once per object).
-    var newIDs: [String: NewID] = [:]
-    /// Each saved object's values and version after the save, and its new permanent ID.
-    var finalStates: [(ContextObject, [SQLValue], Int64, NewID?)] = []
+    /// New objects' permanent IDs by temporary URI. Their URIs are made as each row is written
+    /// (`insert`), where the saving thread waits for the row stepper anyway.
+    var newIDs: [String: ObjectID] = [:]
+    /// Each saved object's values and version after the save, the store a new one was routed
+    /// to, and its new permanent ID.
+    var finalStates: [SaveOperation.FinalState] = []
     var forgotten: [String] = []
     var insertedList: [SaveResult.Inserted] = []
     var insertedGroups: [SaveResult.InsertedGroup] = []
@@ -82,7 +84,7 @@ struct SaveWriter {
             var key = try store.allocatePrimaryKeys(group.entity, count: members.count)
             for object in members {
                 let id = store.objectID(group.entity, key)
-                newIDs[object.uri] = NewID(id: id, uri: id.uri)
+                newIDs[object.uri] = id
                 key += 1
             }
         }
@@ -109,7 +111,7 @@ struct SaveWriter {
     /// checked to be there.
     private mutating func storedValue(_ value: SQLValue, relationship: RelationshipDescription, store: PersistentStore) throws -> SQLValue {
         guard let uri = value.string else { return .null }
-        if let new = newIDs[uri] { return .integer(new.id.primaryKey!) }
+        if let new = newIDs[uri] { return .integer(new.primaryKey!) }
         if let key = verified[uri] { return .integer(key) }
         guard let id = ObjectID(uri: uri), let key = id.primaryKey else { throw StoreError.unknownObject(uri, "not a saved object.") }
         // The check reads the store's connection, which rows in flight are using.
@@ -124,7 +126,7 @@ struct SaveWriter {
     mutating func insert(_ object: ContextObject) throws {
         let index = storeIndex(of: object)
         let store = stores.list[index]
-        let new = newIDs[object.uri]
+        let new = newIDs[object.uri].map { NewID(id: $0, uri: $0.uri) }
         let id = new?.id ?? object.id
         let permanentURI = new?.uri ?? object.uri
         let entity = object.entity
@@ -169,7 +171,7 @@ struct SaveWriter {
             result.unexportable!.append(permanentURI)
         }
         report(inserted: object, permanentURI: permanentURI, store: store)
-        finalStates.append((object, contextValues, 1, new))
+        finalStates.append((object, contextValues, 1, index, new))
     }
 
     /// Makes ready for `count` new objects' rows: a large save steps them on another thread.
@@ -272,7 +274,7 @@ struct SaveWriter {
                                        dropped: object.changes.keys.filter { writes[$0] == nil }.sorted(),
                                        oldVersion: Int(object.version), newVersion: Int(newVersion)))
         }
-        finalStates.append((object, object.entity.storedPropertyNames.map { final[$0] ?? .null }, newVersion, nil))
+        finalStates.append((object, object.entity.storedPropertyNames.map { final[$0] ?? .null }, newVersion, nil, nil))
     }
 
     mutating func delete(_ object: ContextObject) throws {
