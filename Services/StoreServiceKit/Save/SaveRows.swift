@@ -27,6 +27,11 @@ struct SaveRows {
 
     private var stepper: RowStepper?
     private var batch: [RowStepper.Row] = []
+    /// The batches sent and not yet waited for, kept so that the rows' values are freed on the
+    /// thread that made them: memory freed on another thread goes back to this thread's malloc
+    /// arena under its lock (freeing a reset context's objects on the stepper's thread tripled
+    /// the next insert's time).
+    private var sentBatches: [[RowStepper.Row]] = []
     /// The objects of the rows sent to the stepper, in sending order, with their stores.
     private var sent: [(object: ContextObject, store: Int)] = []
     /// The statement of the last row's store and entity: a batch is mostly of one entity.
@@ -62,24 +67,27 @@ struct SaveRows {
         }
         batch.append(.init(statement: statement, row: row))
         sent.append((object, store))
-        if batch.count == Self.batchSize {
-            stepper.send(batch)
-            batch.removeAll(keepingCapacity: true)
-        }
+        if batch.count == Self.batchSize { send(to: stepper) }
     }
 
     /// Sends what is batched and waits until every row is stepped; throws the first row SQLite
     /// refused (the rows after it were not stepped).
     mutating func wait() throws(Failure) {
         guard let stepper else { return }
-        if !batch.isEmpty {
-            stepper.send(batch)
-            batch.removeAll(keepingCapacity: true)
-        }
-        if let failure = stepper.wait() {
+        if !batch.isEmpty { send(to: stepper) }
+        let failure = stepper.wait()
+        sentBatches.removeAll(keepingCapacity: true)
+        if let failure {
             let (object, store) = sent[failure.number]
             throw Failure(object, store: store, error: failure.error)
         }
+    }
+
+    private mutating func send(to stepper: RowStepper) {
+        stepper.send(batch)
+        sentBatches.append(batch)
+        batch = []
+        batch.reserveCapacity(Self.batchSize)
     }
 
     /// Waits for the rows in flight and gives the stepper up. `wait` first to hear of a failure;
@@ -88,6 +96,7 @@ struct SaveRows {
         guard let stepper else { return }
         batch.removeAll()
         stepper.release()
+        sentBatches.removeAll()
         self.stepper = nil
     }
 }
