@@ -76,6 +76,10 @@ package struct SaveOperation {
         return committed.update(context)
     }
 
+    /// An object as the save leaves it: its values and version, the store a new one was routed
+    /// to, and a new one's permanent ID.
+    typealias FinalState = (object: ContextObject, values: [SQLValue], version: Int64, store: Int?, id: SaveWriter.NewID?)
+
     /// What a save committed, for bringing its context up to date (`update`). The update reads
     /// and writes only the context, so a client's save makes it after the store lock is
     /// released: renaming and clearing a thousand objects was a sixth of a bulk save's turn of
@@ -83,7 +87,7 @@ package struct SaveOperation {
     struct Committed {
         fileprivate var result: SaveResult
         fileprivate(set) var notices: [RemoteChangeNotice]
-        fileprivate var finalStates: [(object: ContextObject, values: [SQLValue], version: Int64, store: Int?, id: SaveWriter.NewID?)] = []
+        fileprivate var finalStates: [FinalState] = []
         fileprivate var forgotten: [String] = []
 
         /// Applies the save to its context (new objects get their permanent IDs and stores,
@@ -127,7 +131,10 @@ package struct SaveOperation {
         do {
             for index in order { try stores.list[index].database.beginImmediate() }
             try writer.allocatePermanentIDs(inserted)
+            writer.beginInserts(count: inserted.count)
             for object in inserted { try writer.insert(object) }
+            try writer.waitForRows()
+            writer.endInserts()
             for object in updated { try writer.update(object) }
             if model.hasOneToOnePairs {
                 let edits = (inserted + updated).compactMap { object -> PairEdit? in
@@ -143,6 +150,7 @@ package struct SaveOperation {
             for index in order { try stores.list[index].database.execute("COMMIT") }
             CrashPoint.reached("store.afterSaveCommit")
         } catch {
+            writer.endInserts()
             for index in order where stores.list[index].database.isInTransaction {
                 try? stores.list[index].database.execute("ROLLBACK")
             }
@@ -151,11 +159,7 @@ package struct SaveOperation {
         let result = report.shape(writer.result, inserted: writer.insertedList, groups: writer.insertedGroups)
 
         // Committed: what the context update needs, worked out while the save's state is at hand.
-        var committed = Committed(result: result, notices: notices, forgotten: writer.forgotten + discarded.map(\.uri))
-        committed.finalStates.reserveCapacity(writer.finalStates.count)
-        for (object, values, version, id) in writer.finalStates {
-            committed.finalStates.append((object, values, version, object.isInserted ? decisions[ObjectIdentifier(object)]?.store : nil, id))
-        }
+        let committed = Committed(result: result, notices: notices, finalStates: writer.finalStates, forgotten: writer.forgotten + discarded.map(\.uri))
         if let stray = result.unexportable {
             logger.notice("new shared-store objects have no share zone and cannot be exported",
                           ["count": .int(stray.count), "first": .string(stray[0]),

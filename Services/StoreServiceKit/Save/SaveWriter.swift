@@ -16,16 +16,20 @@ struct SaveWriter {
     var result = SaveResult()
     var recorders: [Int: StoreChangeRecorder] = [:]
     var conflicts: [JSONValue] = []
-    /// New objects' permanent IDs by temporary URI, each with its URI (made once per object).
-    var newIDs: [String: NewID] = [:]
-    /// Each saved object's values and version after the save, and its new permanent ID.
-    var finalStates: [(ContextObject, [SQLValue], Int64, NewID?)] = []
+    /// New objects' permanent IDs by temporary URI. Their URIs are made as each row is written
+    /// (`insert`), where the saving thread waits for the row stepper anyway.
+    var newIDs: [String: ObjectID] = [:]
+    /// Each saved object's values and version after the save, the store a new one was routed
+    /// to, and its new permanent ID.
+    var finalStates: [SaveOperation.FinalState] = []
     var forgotten: [String] = []
     var insertedList: [SaveResult.Inserted] = []
     var insertedGroups: [SaveResult.InsertedGroup] = []
     /// Destinations already checked in this save (a batch of events usually shares one session).
     private var verified: [String: Int64] = [:]
     private var deletedKeys: Set<String> = []
+    /// The new objects' rows, stepped by another thread in a large save (`SaveRows`).
+    private var rows = SaveRows(newObjects: 0)
 
     struct NewID {
         var id: ObjectID
@@ -80,7 +84,7 @@ struct SaveWriter {
             var key = try store.allocatePrimaryKeys(group.entity, count: members.count)
             for object in members {
                 let id = store.objectID(group.entity, key)
-                newIDs[object.uri] = NewID(id: id, uri: id.uri)
+                newIDs[object.uri] = id
                 key += 1
             }
         }
@@ -107,9 +111,11 @@ struct SaveWriter {
     /// checked to be there.
     private mutating func storedValue(_ value: SQLValue, relationship: RelationshipDescription, store: PersistentStore) throws -> SQLValue {
         guard let uri = value.string else { return .null }
-        if let new = newIDs[uri] { return .integer(new.id.primaryKey!) }
+        if let new = newIDs[uri] { return .integer(new.primaryKey!) }
         if let key = verified[uri] { return .integer(key) }
         guard let id = ObjectID(uri: uri), let key = id.primaryKey else { throw StoreError.unknownObject(uri, "not a saved object.") }
+        // The check reads the store's connection, which rows in flight are using.
+        try waitForRows()
         if context.lookup(uri)?.isInserted != true, try !store.exists(relationship.destination, primaryKey: key) {
             throw StoreError.unknownObject(uri, "the destination of \(relationship.name) is no longer in the \(store.name) store (deleted).")
         }
@@ -120,7 +126,7 @@ struct SaveWriter {
     mutating func insert(_ object: ContextObject) throws {
         let index = storeIndex(of: object)
         let store = stores.list[index]
-        let new = newIDs[object.uri]
+        let new = newIDs[object.uri].map { NewID(id: $0, uri: $0.uri) }
         let id = new?.id ?? object.id
         let permanentURI = new?.uri ?? object.uri
         let entity = object.entity
@@ -146,13 +152,17 @@ struct SaveWriter {
         }
         // Zones are only inferred for the shared store's objects: most saves have none.
         let zone = zones.isEmpty ? object.zone : zones[object.uri] ?? object.zone
+        // The history transaction begins on the store's connection: before its first row.
+        if recorders[index]?.token == nil {
+            try waitForRows()
+            try record(index) { try $0.begin() }
+        }
         do {
-            try store.insert(object.entity, row: .init(primaryKey: id.primaryKey!, version: 1, uuid: object.uuid,
-                                                       zone: zone, values: values))
-        } catch let error as SQLiteError where error.isConstraintViolation {
-            throw StoreError.coreData(.uniquenessConstraint, 133021,
-                                      "A \(object.entity.name) with uuid \(object.uuid) already exists in the \(store.name) store; fetch it (predicate uuid == '…') and update it instead of inserting.",
-                                      ["objectID": .string(object.uri), "uuid": .string(object.uuid), "store": .string(store.name)])
+            let statement = try rows.statement(entity, store: index, in: stores)
+            try rows.insert(.init(primaryKey: id.primaryKey!, version: 1, uuid: object.uuid, zone: zone, values: values),
+                            statement: statement, object: object, store: index)
+        } catch let failure as SaveRows.Failure {
+            throw refusal(failure)
         }
         try record(index) { try $0.inserted(entity, primaryKey: id.primaryKey!, uuid: object.uuid, uri: permanentURI, setProperties: setProperties) }
         CrashPoint.reached("store.midSave")
@@ -161,7 +171,34 @@ struct SaveWriter {
             result.unexportable!.append(permanentURI)
         }
         report(inserted: object, permanentURI: permanentURI, store: store)
-        finalStates.append((object, contextValues, 1, new))
+        finalStates.append((object, contextValues, 1, index, new))
+    }
+
+    /// Makes ready for `count` new objects' rows: a large save steps them on another thread.
+    mutating func beginInserts(count: Int) {
+        rows = SaveRows(newObjects: count)
+    }
+
+    /// Waits until the rows handed to another thread are stepped; throws the save's refusal
+    /// when SQLite refused one.
+    mutating func waitForRows() throws {
+        do { try rows.wait() } catch { throw refusal(error) }
+    }
+
+    /// Gives the row stepper up once its rows are stepped. Call before the save commits or rolls
+    /// back, on every path: the stepper uses the store's connection until then.
+    mutating func endInserts() {
+        rows.end()
+    }
+
+    /// The save's error for a row SQLite refused: a uuid already in the store is Core Data's
+    /// uniqueness constraint, named with the object.
+    private func refusal(_ failure: SaveRows.Failure) -> Error {
+        guard failure.error.isConstraintViolation else { return failure.error }
+        let store = stores.list[failure.store]
+        return StoreError.coreData(.uniquenessConstraint, 133021,
+                                   "A \(failure.entity) with uuid \(failure.uuid) already exists in the \(store.name) store; fetch it (predicate uuid == '…') and update it instead of inserting.",
+                                   ["objectID": .string(failure.objectID), "uuid": .string(failure.uuid), "store": .string(store.name)])
     }
 
     /// The new object in the result, as the save's report asks for.
@@ -237,7 +274,7 @@ struct SaveWriter {
                                        dropped: object.changes.keys.filter { writes[$0] == nil }.sorted(),
                                        oldVersion: Int(object.version), newVersion: Int(newVersion)))
         }
-        finalStates.append((object, object.entity.storedPropertyNames.map { final[$0] ?? .null }, newVersion, nil))
+        finalStates.append((object, object.entity.storedPropertyNames.map { final[$0] ?? .null }, newVersion, nil, nil))
     }
 
     mutating func delete(_ object: ContextObject) throws {

@@ -257,16 +257,23 @@ package final class PersistentStore: @unchecked Sendable {
     private var insertStatements: [String: Statement] = [:]
 
     package func insert(_ entity: EntityDescription, row: StoredRow) throws {
-        let statement: Statement
-        if let cached = insertStatements[entity.name] {
-            statement = cached
-        } else {
-            let names = entity.storedPropertyNames
-            let columns = (["z_pk", "z_version", "z_uuid", "z_zone"] + names.map { Self.column($0, entity: entity) }).joined(separator: ", ")
-            let marks = Array(repeating: "?", count: names.count + 4).joined(separator: ", ")
-            statement = try database.cached("INSERT INTO \(Self.table(entity.name))(\(columns)) VALUES (\(marks))")
-            insertStatements[entity.name] = statement
-        }
+        try Self.step(insertStatement(entity), row)
+    }
+
+    /// The prepared insert of `entity`'s rows (`step` runs it for one row).
+    func insertStatement(_ entity: EntityDescription) throws -> Statement {
+        if let cached = insertStatements[entity.name] { return cached }
+        let names = entity.storedPropertyNames
+        let columns = (["z_pk", "z_version", "z_uuid", "z_zone"] + names.map { Self.column($0, entity: entity) }).joined(separator: ", ")
+        let marks = Array(repeating: "?", count: names.count + 4).joined(separator: ", ")
+        let statement = try database.cached("INSERT INTO \(Self.table(entity.name))(\(columns)) VALUES (\(marks))")
+        insertStatements[entity.name] = statement
+        return statement
+    }
+
+    /// Binds `row` to an insert statement of its entity and runs it. Touches only the
+    /// statement's connection, so `RowStepper` may call it from its thread.
+    static func step(_ statement: Statement, _ row: StoredRow) throws(SQLiteError) {
         try statement.bind(.integer(row.primaryKey), at: 1)
         try statement.bind(.integer(row.version), at: 2)
         try statement.bind(.text(row.uuid), at: 3)

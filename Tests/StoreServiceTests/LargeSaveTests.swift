@@ -1,0 +1,105 @@
+import MeowWire
+import Testing
+import TestSupport
+
+/// A save of many new objects has its rows stepped by a second thread while the writer prepares
+/// the next ones (`RowStepper`). These pin that such a save keeps every rule a small save keeps:
+/// a refused row names its object and nothing is written, a destination checked mid-save is
+/// checked against the store, rows of two stores land in their stores, and the next save works.
+@Suite("Large saves")
+struct LargeSaveTests {
+    /// Well past the size from which rows are handed to the second thread.
+    static let count = 200
+
+    static func event(_ n: Int, uuid: String? = nil, store: String? = nil, session: String? = nil) -> JSONValue {
+        var values: [String: JSONValue] = ["id": .string("e\(n)"), "eventTypeRaw": "bloodGlucose", "value": .int(100 + n),
+                                           "occurredAt": "2026-12-06T10:00:00Z", "note": "before breakfast"]
+        if let session { values["session"] = .string(session) }
+        var item: [String: JSONValue] = ["entity": "CareEvent", "values": .object(values)]
+        if let uuid { item["uuid"] = .string(uuid) }
+        if let store { item["store"] = .string(store) }
+        return .object(item)
+    }
+
+    static func insert(_ client: StoreClient, _ context: String, _ objects: [JSONValue]) async throws -> [String] {
+        let inserted = try await client.call("object.insert", ["context": .string(context), "objects": .array(objects)])
+        return (inserted["objectIDs"]?.arrayValue ?? []).compactMap(\.stringValue)
+    }
+
+    static func transactionCount(_ client: StoreClient) async throws -> Int {
+        try await client.call("history.fetch", ["store": "Private"])["transactions"]?.arrayValue?.count ?? -1
+    }
+
+    @Test("A uuid already stored, deep in a large save, is refused naming its object; nothing is written")
+    func duplicateUUIDDeepInALargeSave() async throws {
+        let store = try await StoreFixture.start(onDisk: true)
+        let client = try await store.client()
+        let first = try await client.openContext()
+        _ = try await Self.insert(client, first, [Self.event(-1, uuid: "DUP-1")])
+        _ = try await client.save(first)
+        let transactions = try await Self.transactionCount(client)
+
+        let context = try await client.openContext()
+        let ids = try await Self.insert(client, context, (0..<Self.count).map { Self.event($0, uuid: $0 == 150 ? "DUP-1" : "E-\($0)") })
+        #expect(ids.count == Self.count)
+        let refused = try await client.failure("context.save", ["context": .string(context)])
+        #expect(refused.code == "uniquenessConstraint")
+        #expect(refused.details["coreDataCode"] == 133021)
+        #expect(refused.details["objectID"] == .string(ids[150]))
+        #expect(refused.details["uuid"] == "DUP-1")
+        #expect(try await client.count("CareEvent") == 1)
+        #expect(try await Self.transactionCount(client) == transactions)
+
+        // The next large save is written whole (the refused one gave the second thread up).
+        let next = try await client.openContext()
+        _ = try await Self.insert(client, next, (0..<Self.count).map { Self.event($0, uuid: "N-\($0)") })
+        let saved = try await client.save(next)
+        #expect(saved["insertedCount"] == .int(Self.count))
+        #expect(try await client.count("CareEvent") == Self.count + 1)
+        #expect(try await client.count("CareEvent", predicate: "value == 299") == 1)
+        #expect(try await Self.transactionCount(client) == transactions + 1)
+        client.close()
+        _ = await store.stop()
+    }
+
+    @Test("A destination deleted since it was read, named halfway through a large save, refuses the save")
+    func deletedDestinationHalfwayThroughALargeSave() async throws {
+        let store = try await StoreFixture.start(onDisk: true)
+        let client = try await store.client()
+        let setup = try await client.openContext()
+        let temporary = try await client.insertSession(setup, id: "s")
+        let session = try StoreClient.permanentID(try await client.save(setup), temporary)
+
+        // The first half has no session, so its rows are in flight when the session is checked.
+        let context = try await client.openContext()
+        _ = try await Self.insert(client, context, (0..<Self.count).map { Self.event($0, session: $0 < Self.count / 2 ? nil : session) })
+        let other = try await store.client("other")
+        let deleting = try await other.openContext()
+        try await other.call("object.delete", ["context": .string(deleting), "objectID": .string(session)])
+        _ = try await other.save(deleting)
+
+        let refused = try await client.failure("context.save", ["context": .string(context)])
+        #expect(refused.code == .unknownObject)
+        #expect(refused.details["objectID"] == .string(session))
+        #expect(try await client.count("CareEvent") == 0)
+        other.close()
+        client.close()
+        _ = await store.stop()
+    }
+
+    @Test("A large save's rows for two stores land in their stores, values as sent")
+    func rowsOfTwoStoresInOneLargeSave() async throws {
+        let store = try await StoreFixture.start(onDisk: true)
+        let client = try await store.client()
+        let context = try await client.openContext()
+        _ = try await Self.insert(client, context, (0..<Self.count).map { Self.event($0, store: $0 % 2 == 0 ? "Private" : "Shared") })
+        let saved = try await client.save(context)
+        #expect(saved["insertedCount"] == .int(Self.count))
+        #expect(try await client.count("CareEvent", stores: ["Private"]) == Self.count / 2)
+        #expect(try await client.count("CareEvent", stores: ["Shared"]) == Self.count / 2)
+        #expect(try await client.count("CareEvent", predicate: "value == 100", stores: ["Private"]) == 1)
+        #expect(try await client.count("CareEvent", predicate: "value == 101", stores: ["Shared"]) == 1)
+        client.close()
+        _ = await store.stop()
+    }
+}
