@@ -33,6 +33,7 @@ extension CloudEngine {
         for delete in deletes { note(delete.zoneID) }
         let zones = Array(zoneSet)
         let schema = fieldSchema.withLock { $0 }
+        let savedForm = ModifyBatch.SavedForm(params)
         // The reply, written on the side thread while the commit waits for the disk.
         var writtenAhead: SideResult<ModifyResult?>?
         let outcome = try locks.withZones(zones) {
@@ -55,6 +56,7 @@ extension CloudEngine {
             trace?.pauseBeforeCommit?()
             return try write { state -> ModifyOutcome in
                 var batch = ModifyBatch(state: state, caller: caller, scope: params.database, policy: policy, atomic: atomic, trace: trace)
+                batch.savedForm = savedForm
                 var decision = decision
                 // Only a decision that defines fields can meet a definition made since.
                 let committed = decision.newFieldTypes.isEmpty ? nil : fieldSchema.withLock { $0 }
@@ -123,17 +125,9 @@ extension CloudEngine {
         return (encoded, requestBytes)
     }
 
-    /// The reply the request asked for: records in full or tags alone; a partialFailure when
-    /// some items failed.
-    /// (`consuming`: the records' fields are cleared in place, without a copy of the array.)
-    private static func reply(_ outcome: consuming ModifyOutcome, to params: ModifyParams, items: Int) throws -> ModifyResult {
-        if params.returnFields == false || params.reply == .tags {
-            for index in outcome.saved.indices {
-                outcome.saved[index].fields = [:]
-                outcome.saved[index].omitsFields = true
-                outcome.saved[index].tagOnly = params.reply == .tags
-            }
-        }
+    /// The reply: the saved records as the request asked for them (`ModifyBatch.SavedForm`, in
+    /// which the batch made them); a partialFailure when some items failed.
+    private static func reply(_ outcome: ModifyOutcome, to params: ModifyParams, items: Int) throws -> ModifyResult {
         if !outcome.errors.isEmpty {
             var errors: [String: JSONValue] = [:]
             var budget = PageBudget()
@@ -205,6 +199,18 @@ struct ModifyBatch {
     let trace: RequestTrace?
     /// The schema as the request found it (`FieldSchema`).
     var schema = FieldSchema()
+    /// How the reply carries the saved records.
+    var savedForm = SavedForm.records
+
+    /// The saved records as the reply carries them, made so when they are rendered (changing
+    /// a rendered record copies it: it is shared with the request's outcome).
+    enum SavedForm: Sendable {
+        case records, withoutFields, tags
+
+        init(_ params: ModifyParams) {
+            self = params.reply == .tags ? .tags : params.returnFields == false ? .withoutFields : .records
+        }
+    }
 
     enum Item: Sendable {
         case save(CloudRecord, fieldsJSON: String?)
