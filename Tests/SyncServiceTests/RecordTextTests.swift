@@ -54,6 +54,17 @@ struct RecordTextTests {
         #expect(try Self.viaText(reply) == Self.viaEncoder(reply))
     }
 
+    @Test("a modify reply written ahead: the same text, and written again once its records change")
+    func modifyReplyWrittenAhead() throws {
+        var reply = ModifyResult(saved: Self.records(25, seed: 5), deleted: [RecordID(recordName: "gone", zoneID: ZoneID(zoneName: "Zone"))])
+        let ahead = reply.written()
+        #expect(try Self.viaText(ahead) == Self.viaText(reply))
+        reply = ahead
+        reply.saved.removeLast()
+        let shorter = try #require(try Self.viaText(reply)?["saved"]?.arrayValue)
+        #expect(shorter.count == 24, "a changed result is written from its records, not from the text written before")
+    }
+
     @Test("a change page that sends the stored fields text reads the same as one written from the parsed fields")
     func pageWithStoredFieldsText() throws {
         let cloud = try CloudFixture()

@@ -33,6 +33,9 @@ extension CloudEngine {
         for delete in deletes { note(delete.zoneID) }
         let zones = Array(zoneSet)
         let schema = fieldSchema.withLock { $0 }
+        let savedForm = ModifyBatch.SavedForm(params)
+        // The reply, written on the side thread while the commit waits for the disk.
+        var writtenAhead: SideResult<ModifyResult?>?
         let outcome = try locks.withZones(zones) {
             // Decide on a read-only connection (these zones cannot change: their locks are
             // held), then apply the plans in one transaction on the writer.
@@ -53,6 +56,7 @@ extension CloudEngine {
             trace?.pauseBeforeCommit?()
             return try write { state -> ModifyOutcome in
                 var batch = ModifyBatch(state: state, caller: caller, scope: params.database, policy: policy, atomic: atomic, trace: trace)
+                batch.savedForm = savedForm
                 var decision = decision
                 // Only a decision that defines fields can meet a definition made since.
                 let committed = decision.newFieldTypes.isEmpty ? nil : fieldSchema.withLock { $0 }
@@ -75,11 +79,26 @@ extension CloudEngine {
                         for (recordType, field, type) in outcome.defined { schema.define(recordType: recordType, field: field, type: type) }
                     }
                 }
+                writtenAhead = writeAhead(outcome, to: params)
                 return outcome
             }
         }
+        // Written ahead only for a commit that succeeded: a failed one threw above.
+        if let reply = writtenAhead?.value() { return reply }
         return try Self.reply(outcome, to: params, items: saves.count + deletes.count)
     }
+
+    /// The reply of a request whose items all passed, written as text on the side thread (nil
+    /// when it is busy or the reply is small): the commit's fdatasync leaves the core idle, and
+    /// the request's time is its commit or its reply, whichever is longer, instead of both.
+    private func writeAhead(_ outcome: ModifyOutcome, to params: ModifyParams) -> SideResult<ModifyResult?>? {
+        // A reply of a few records is written in less time than handing it over takes.
+        guard outcome.errors.isEmpty, outcome.saved.count + outcome.deleted.count >= Self.writeAheadItems else { return nil }
+        let items = outcome.saved.count + outcome.deleted.count
+        return core.replyWriter.start { (try? Self.reply(outcome, to: params, items: items))?.written() }
+    }
+
+    static let writeAheadItems = 32
 
     /// Each save's fields in stored form (nil: invalid, refused by the decision), and the
     /// request's size as the limit counts it.
@@ -106,17 +125,9 @@ extension CloudEngine {
         return (encoded, requestBytes)
     }
 
-    /// The reply the request asked for: records in full or tags alone; a partialFailure when
-    /// some items failed.
-    /// (`consuming`: the records' fields are cleared in place, without a copy of the array.)
-    private static func reply(_ outcome: consuming ModifyOutcome, to params: ModifyParams, items: Int) throws -> ModifyResult {
-        if params.returnFields == false || params.reply == .tags {
-            for index in outcome.saved.indices {
-                outcome.saved[index].fields = [:]
-                outcome.saved[index].omitsFields = true
-                outcome.saved[index].tagOnly = params.reply == .tags
-            }
-        }
+    /// The reply: the saved records as the request asked for them (`ModifyBatch.SavedForm`, in
+    /// which the batch made them); a partialFailure when some items failed.
+    private static func reply(_ outcome: ModifyOutcome, to params: ModifyParams, items: Int) throws -> ModifyResult {
         if !outcome.errors.isEmpty {
             var errors: [String: JSONValue] = [:]
             var budget = PageBudget()
@@ -188,6 +199,18 @@ struct ModifyBatch {
     let trace: RequestTrace?
     /// The schema as the request found it (`FieldSchema`).
     var schema = FieldSchema()
+    /// How the reply carries the saved records.
+    var savedForm = SavedForm.records
+
+    /// The saved records as the reply carries them, made so when they are rendered (changing
+    /// a rendered record copies it: it is shared with the request's outcome).
+    enum SavedForm: Sendable {
+        case records, withoutFields, tags
+
+        init(_ params: ModifyParams) {
+            self = params.reply == .tags ? .tags : params.returnFields == false ? .withoutFields : .records
+        }
+    }
 
     enum Item: Sendable {
         case save(CloudRecord, fieldsJSON: String?)

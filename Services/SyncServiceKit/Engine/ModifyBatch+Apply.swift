@@ -90,6 +90,13 @@ extension ModifyBatch {
             // Share records and roots may have changed again in this request (share created or ended).
             let changedSince = stored.type == CloudKitNames.shareRecordType || stored.share != nil
             let current = changedSince ? try state.liveRecord(zone: zone.id, name: stored.name) ?? stored : stored
+            guard savedForm == .records else {
+                var saved = try state.render(current, zone: zone, presentedZoneID: presented, fields: [:])
+                saved.omitsFields = true
+                saved.tagOnly = savedForm == .tags
+                outcome.saved.append(saved)
+                continue
+            }
             var saved = try state.render(current, zone: zone, presentedZoneID: presented, fields: changedSince ? nil : fields ?? [:])
             if !changedSince, fields == nil, let text = current.fields {
                 // Fields kept as text: the reply writes the stored text; nothing parses it.

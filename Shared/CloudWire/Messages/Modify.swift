@@ -151,8 +151,11 @@ public enum ModifyReply: String, Codable, Sendable {
 }
 
 public struct ModifyResult: Codable, Sendable {
-    public var saved: [CloudRecord]
-    public var deleted: [RecordID]
+    public var saved: [CloudRecord] { didSet { text = nil } }
+    public var deleted: [RecordID] { didSet { text = nil } }
+    /// The reply's JSON text when it was written ahead (`written()`), on a thread beside the
+    /// request's commit; dropped when the records change. Not part of the reply's JSON.
+    package private(set) var text: String? = nil
 
     enum CodingKeys: String, CodingKey { case saved, deleted }
 
@@ -175,6 +178,10 @@ public struct ModifyResult: Codable, Sendable {
 /// `RecordTextTests` checks.
 extension ModifyResult: JSONTextWritable {
     public func writeJSON(to out: inout String) -> Bool {
+        if let text {
+            out += text
+            return true
+        }
         guard CloudRecord.writeRecords("saved", saved, deleted: deleted, to: &out, { item, out in
             out += #"{"recordName":"#; JSONWriter.appendString(item.recordName, to: &out)
             out += #","zoneID":"#; item.zoneID.writeJSON(to: &out)
@@ -182,6 +189,16 @@ extension ModifyResult: JSONTextWritable {
         }) else { return false }
         out += "}"
         return true
+    }
+
+    /// This result with its text written now (`writeJSON`), for a reply written ahead of being
+    /// sent; unchanged when it is not written as text.
+    package func written() -> ModifyResult {
+        var text = ""
+        guard writeJSON(to: &text) else { return self }
+        var result = self
+        result.text = text
+        return result
     }
 }
 
