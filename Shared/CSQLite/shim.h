@@ -6,4 +6,9 @@
 static inline int meow_sqlite3_db_config_int(sqlite3 *db, int op, int value, int *result) {
     return sqlite3_db_config(db, op, value, result);
 }
+
+// SQLITE_CONFIG_MEMSTATUS: whether every allocation is counted under one process-wide mutex.
+static inline int meow_sqlite3_config_memstatus(int on) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, on);
+}
 #endif

@@ -17,6 +17,9 @@
 #include <malloc.h>
 #endif
 #include <sys/mman.h>
+#ifdef __linux__
+#include <sys/vfs.h>
+#endif
 
 // The services run on Linux only; the client (MeowWire) also builds on macOS, where the
 // Linux-only calls below fail with ENOSYS or use the nearest portable equivalent.
@@ -213,6 +216,16 @@ int meow_pidfd_open(pid_t pid) {
 #else
     errno = ENOSYS;
     return -1;
+#endif
+}
+
+int meow_is_tmpfs(const char *path) {
+#ifdef __linux__
+    struct statfs info;
+    return statfs(path, &info) == 0 && info.f_type == 0x01021994 ? 1 : 0;  // TMPFS_MAGIC
+#else
+    (void)path;
+    return 0;
 #endif
 }
 

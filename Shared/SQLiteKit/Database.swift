@@ -34,8 +34,15 @@ public final class Database {
     /// a background checkpointer: the WAL hook counts them).
     public let ledger = CommitLedger()
 
+    /// SQLite's process-wide settings, made once before its first use (sqlite3_config refuses
+    /// them later). No allocation statistics: nothing here reads them, and counting every
+    /// allocation takes one process-wide mutex, so connections used on two threads at once (a
+    /// service's stores opened side by side, a writer beside a reader) queued on it.
+    private static let processSettings: Void = { _ = meow_sqlite3_config_memstatus(0) }()
+
     /// Opens (creating if needed) the database at `path`; `":memory:"` keeps it in memory only.
     public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        _ = Self.processSettings
         var db: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
             | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE

@@ -16,7 +16,20 @@ public struct Logger: Sendable {
     public enum Level: Int, Sendable, Comparable, CaseIterable {
         case trace, debug, info, notice, warning, error, critical
         public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
-        public var name: String { String(describing: self) }
+        /// Spelled out: `String(describing:)` finds an enum case's name by reflection, whose
+        /// first use checks the value against every protocol conformance in the process (half a
+        /// millisecond before a service's first log line).
+        public var name: String {
+            switch self {
+            case .trace: "trace"
+            case .debug: "debug"
+            case .info: "info"
+            case .notice: "notice"
+            case .warning: "warning"
+            case .error: "error"
+            case .critical: "critical"
+            }
+        }
         public init?(name: String) {
             guard let level = Level.allCases.first(where: { $0.name == name }) else { return nil }
             self = level

@@ -1,4 +1,5 @@
 import Foundation
+@testable import MeowCareCluster
 @testable import MeowCareTesting
 import Testing
 
@@ -71,10 +72,23 @@ import Testing
         #expect(error?.message.contains("swift build --package-path") == true)
     }
 
+    @Test func anInMemoryClusterLivesOnTmpfsWhenThereIsOne() async throws {
+        let tmpfs = ClusterDirectoryParent.isWritableTmpfs("/dev/shm")
+        let cluster = try await MeowCluster.start(MeowClusterConfiguration(devices: ["A"]))
+        let directory = cluster.directory
+        #expect(directory.hasPrefix(tmpfs ? "/dev/shm/mc." : "/tmp/mc."))
+        #expect(FileManager.default.fileExists(atPath: "\(directory)/d0.sock"))
+        #expect(try await cluster["A"].count("CareSession") == 0)
+        await cluster.stop()
+        #expect(!FileManager.default.fileExists(atPath: directory))
+    }
+
     @Test func aSQLiteClusterKeepsItsStoresInItsDirectory() async throws {
         var configuration = MeowClusterConfiguration(devices: ["A"])
         configuration.persistence = .sqlite
         try await withMeowCluster(configuration) { cluster in
+            // On the disk its durability is about, never on a tmpfs.
+            #expect(cluster.directory.hasPrefix("/tmp/mc."))
             try await cluster["A"].insert("CareSession", ["id": "s1"])
             #expect(FileManager.default.fileExists(atPath: "\(cluster.directory)/device-0/MeowCare-Private.sqlite"))
             #expect(FileManager.default.fileExists(atPath: "\(cluster.directory)/cloud/cloud.sqlite"))

@@ -62,7 +62,12 @@ final class MirrorEngine: Sendable {
         self.stores = stores
         self.mapping = mapping
         try stores.withEveryStore { list in
-            for store in list { try store.write { try store.bookkeeping.createTables() } }
+            // Each store's tables are in its own database: made at once, one thread per store.
+            let made = AllAtOnce.run(list.map { store in
+                let mine = OneStore(store: store)
+                return { @Sendable in try mine.store.write { try mine.store.bookkeeping.createTables() } }
+            })
+            for outcome in made { try outcome.get() }
         }
         // A sign-out outlives restarts (iOS stays signed out until the user signs in again).
         let signedOut = try stores.withStore(.private) { store in try store.bookkeeping.value(Self.signedOutKey) != nil } ?? false
@@ -191,4 +196,11 @@ final class MirrorEngine: Sendable {
             _ = wake.wait(until: Date().addingTimeInterval(0.2))
         }
     }
+}
+
+/// A store handed to the thread that makes its tables at start-up. `@unchecked`: that thread
+/// alone uses the store (its own database) until it ends, while the start-up holds the stores'
+/// lock and waits for it.
+private struct OneStore: @unchecked Sendable {
+    let store: any MirrorStore
 }

@@ -37,23 +37,52 @@ public final class PersistentStoreCoordinator: Sendable {
     /// "Can't add the same store twice" when a loaded store has the same URL or identifier.
     @discardableResult
     public func addStore(configuration name: String, url: String, filePath: String?) throws -> StoreDescription {
+        let configuration = try configuration(named: name)
+        return try state.withLock { stores in
+            try refuseLoaded(url: url, in: stores)
+            return try load(PersistentStore(url: url, filePath: filePath, configuration: configuration, model: model, clock: clock,
+                                            assetThreshold: assetThreshold), into: &stores)
+        }
+    }
+
+    /// Opens the store of `configuration` without loading it (`addOpened` loads it), so that a
+    /// start-up may open its stores at once, each on a thread of its own. For a coordinator
+    /// whose stores are not loaded yet: a loaded store's URL is refused only at `addOpened`.
+    func openStore(configuration name: String, url: String, filePath: String?) throws -> PersistentStore {
+        try PersistentStore(url: url, filePath: filePath, configuration: configuration(named: name), model: model, clock: clock,
+                            assetThreshold: assetThreshold)
+    }
+
+    /// Loads a store `openStore` opened, with `addStore`'s refusals.
+    @discardableResult
+    func addOpened(_ store: PersistentStore) throws -> StoreDescription {
+        try state.withLock { stores in
+            try refuseLoaded(url: store.url, in: stores)
+            return try load(store, into: &stores)
+        }
+    }
+
+    private func configuration(named name: String) throws -> StoreConfiguration {
         guard let configuration = model.configurations.first(where: { $0.name == name }) else {
             throw ServiceError(.unknownStore, "The model has no configuration '\(name)'.", details: ["configuration": .string(name)])
         }
-        return try state.withLock { stores in
-            if let loaded = stores.list.first(where: { $0.url == url }) {
-                throw StoreError.coreData(.storeAlreadyAdded, 134081, StoreError.duplicateStoreMessage,
-                                          ["url": .string(url), "storeUUID": .string(loaded.uuid)])
-            }
-            let store = try PersistentStore(url: url, filePath: filePath, configuration: configuration, model: model, clock: clock,
-                                            assetThreshold: assetThreshold)
-            if let loaded = stores.list.first(where: { $0.uuid == store.uuid }) {
-                throw StoreError.coreData(.storeAlreadyAdded, 134081, StoreError.duplicateStoreMessage,
-                                          ["url": .string(url), "storeUUID": .string(store.uuid), "loadedURL": .string(loaded.url)])
-            }
-            stores.list.append(store)
-            return StoreDescription(store)
+        return configuration
+    }
+
+    private func refuseLoaded(url: String, in stores: Stores) throws {
+        if let loaded = stores.list.first(where: { $0.url == url }) {
+            throw StoreError.coreData(.storeAlreadyAdded, 134081, StoreError.duplicateStoreMessage,
+                                      ["url": .string(url), "storeUUID": .string(loaded.uuid)])
         }
+    }
+
+    private func load(_ store: PersistentStore, into stores: inout Stores) throws -> StoreDescription {
+        if let loaded = stores.list.first(where: { $0.uuid == store.uuid }) {
+            throw StoreError.coreData(.storeAlreadyAdded, 134081, StoreError.duplicateStoreMessage,
+                                      ["url": .string(store.url), "storeUUID": .string(store.uuid), "loadedURL": .string(loaded.url)])
+        }
+        stores.list.append(store)
+        return StoreDescription(store)
     }
 
     /// Runs `body` with the stores, in load order, holding the coordinator's lock.

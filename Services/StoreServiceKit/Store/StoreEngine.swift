@@ -41,17 +41,23 @@ package final class StoreEngine: Sendable {
         if case let .dataDirectory(directory) = persistence {
             do { try PrivateDirectory.make(directory) } catch { throw ServiceError(.internalError, "Cannot create the data directory: \(error.message)") }
         }
-        for scope in loadOrder {
+        let locations = loadOrder.map { scope -> (configuration: String, url: String, filePath: String?) in
             let configuration = model.configuration(scope: scope)
             let fileName = "\(model.name)-\(configuration.name).sqlite"
             switch persistence {
             case let .dataDirectory(directory):
                 let path = "\(directory)/\(fileName)"
-                try coordinator.addStore(configuration: configuration.name, url: "file://\(path)", filePath: path)
+                return (configuration.name, "file://\(path)", path)
             case .inMemory:
-                try coordinator.addStore(configuration: configuration.name, url: "\(memoryDirectory)/\(fileName)", filePath: nil)
+                return (configuration.name, "\(memoryDirectory)/\(fileName)", nil)
             }
         }
+        // Each store is its own database: they are opened (schemas made, files migrated) at
+        // once, then loaded in load order, the first failure in that order reported.
+        let opened = AllAtOnce.run(locations.map { location in
+            { @Sendable in try coordinator.openStore(configuration: location.configuration, url: location.url, filePath: location.filePath) }
+        })
+        for store in opened { try coordinator.addOpened(store.get()) }
         return coordinator
     }
 

@@ -28,6 +28,9 @@ int meow_set_receive_timeout(int fd, int milliseconds);
 /// Returns the descriptor or -1 with errno set.
 int meow_pidfd_open(pid_t pid);
 
+/// 1 when `path` is on a tmpfs (statfs's f_type is TMPFS_MAGIC), 0 when not or unknown.
+int meow_is_tmpfs(const char *path);
+
 /// pipe2(O_CLOEXEC): neither end leaks into children spawned concurrently by other threads.
 int meow_pipe_cloexec(int fds[2]);
 

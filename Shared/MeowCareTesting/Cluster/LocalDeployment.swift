@@ -71,7 +71,7 @@ final class LocalDeployment: Sendable {
         if let chosen = configuration.executables { binaries = chosen } else { binaries = try ExecutableLocator.locate() }
         binaries.announce()
         let directory: String
-        if let own = configuration.directory { directory = own } else { directory = try makeDirectory() }
+        if let own = configuration.directory { directory = own } else { directory = try makeDirectory(in: ClusterDirectoryParent.choose(for: configuration)) }
         var deployment: LocalDeployment?
         do throws(MeowCareError) {
             let credentials = Dictionary(uniqueKeysWithValues: configuration.users.map { ($0, configuration.credentials[$0] ?? randomSecret()) })
@@ -289,12 +289,12 @@ final class LocalDeployment: Sendable {
         }
     }
 
-    /// A 0700 directory with a short path: socket paths must stay under 108 bytes.
-    private static func makeDirectory() throws(MeowCareError) -> String {
-        var template = Array("/tmp/mc.XXXXXX".utf8CString)
+    /// A 0700 directory with a short path under `parent`: socket paths must stay under 108 bytes.
+    private static func makeDirectory(in parent: String) throws(MeowCareError) -> String {
+        var template = Array("\(parent)/mc.XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         guard made != nil else {
-            throw MeowCareError(.serviceDidNotStart, "mkdtemp(/tmp/mc.XXXXXX) failed: \(String(cString: strerror(errno))).", service: "cluster")
+            throw MeowCareError(.serviceDidNotStart, "mkdtemp(\(parent)/mc.XXXXXX) failed: \(String(cString: strerror(errno))).", service: "cluster")
         }
         return String(cString: template.withUnsafeBufferPointer { $0.baseAddress! })
     }
