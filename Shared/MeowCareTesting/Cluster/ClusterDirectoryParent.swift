@@ -20,8 +20,15 @@ enum ClusterDirectoryParent {
         return !onDisk && isWritableTmpfs(memory) ? memory : disk
     }
 
-    /// True when `path` is a directory on a tmpfs this process may create entries in.
+    /// Room a tmpfs must have free to be chosen: a container's /dev/shm is often 64 MiB, which
+    /// the logs of a long explore run could fill; such a machine gets /tmp instead.
+    static let minimumFreeBytes: UInt64 = 512 << 20
+
+    /// True when `path` is a directory on a tmpfs this process may create entries in, with
+    /// `minimumFreeBytes` free.
     static func isWritableTmpfs(_ path: String) -> Bool {
-        meow_is_tmpfs(path) == 1 && access(path, W_OK | X_OK) == 0
+        var stats = statvfs()
+        guard meow_is_tmpfs(path) == 1, access(path, W_OK | X_OK) == 0, statvfs(path, &stats) == 0 else { return false }
+        return UInt64(stats.f_bavail) * UInt64(stats.f_frsize) >= minimumFreeBytes
     }
 }
