@@ -32,8 +32,8 @@ enum CloudBenchmark {
         let saveCPU = try service.cpuSeconds() - cpuBefore
         let rawRate = try rawSQLiteRate(directory: directory, total: total)
         let widths = [34, 14, 16, 24]
-        print(row(["", "raw SQLite", "sync-service", "ratio"], widths: widths))
-        print(row(["records/s (\(total) in 400s)", format(rawRate, 0), format(serviceRate, 0), format(serviceRate / rawRate, 2)], widths: widths))
+        print(row(["", "raw SQLite", "sync-service", "ratio (target)"], widths: widths))
+        print(row(["records/s (\(total) in 400s)", format(rawRate, 0), format(serviceRate, 0), format(serviceRate / rawRate, 2) + " (≥ 0.25)"], widths: widths))
         print(row(["  service CPU/record saved: µs", "", format(saveCPU / Double(total) * 1e6)], widths: widths))
         Figures.run.add("cloud.modify", serviceRate, baseline: rawRate, unit: "records/s")
         Figures.run.add("cloud.modify.cpuPerRecord", saveCPU / Double(total) * 1e6, baseline: nil, unit: "µs")

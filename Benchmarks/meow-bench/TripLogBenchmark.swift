@@ -24,7 +24,7 @@ enum TripLogBenchmark {
         let raw = try RawPhotos(path: directory + "/raw.sqlite")
         let widths = [44, 14, 16, 32]
         print("store-service on the TripLog model — beside raw SQLite doing the same work in the same run (WAL, synchronous=FULL)")
-        print(row(["", "raw SQLite", "store-service", "ratio"], widths: widths))
+        print(row(["", "raw SQLite", "store-service", "ratio (target)"], widths: widths))
 
         let saves = quick ? 10 : 50
         try session.call("object.insert", #"{"context":"\#(session.context)","entity":"Day","values":{"id":"0E984725-C51C-4BF4-9960-E1C80E27ABA0","dayNumber":1}}"#)
@@ -37,7 +37,7 @@ enum TripLogBenchmark {
         started = now()
         for rows in rawBatches { try raw.insert(rows) }
         let rawRate = Double(saves * 1000) / (Double(now() - started) / 1e9)
-        print(row(["saves of 1,000 photos: photos/s", format(rawRate, 0), format(serviceRate, 0), format(serviceRate / rawRate, 2)], widths: widths))
+        print(row(["saves of 1,000 photos: photos/s", format(rawRate, 0), format(serviceRate, 0), format(serviceRate / rawRate, 2) + " (≥ 0.4)"], widths: widths))
         Figures.run.add("triplog.save", serviceRate, baseline: rawRate, unit: "photos/s")
         print("")
     }
