@@ -36,32 +36,16 @@ public enum ObjectID: Hashable, Sendable, CustomStringConvertible {
         var store = store, entity = entity
         return store.withUTF8 { store in
             entity.withUTF8 { entity in
-                let prefix = "x-coredata://".utf8
-                return String(unsafeUninitializedCapacity: prefix.count + store.count + entity.count + 23) { out in
-                    var at = 0
-                    func put(_ bytes: some Sequence<UInt8>) {
-                        for byte in bytes { out[at] = byte; at += 1 }
-                    }
-                    put(prefix)
-                    _ = UnsafeMutableBufferPointer(rebasing: out[at...]).initialize(from: store)
-                    at += store.count
-                    out[at] = UInt8(ascii: "/")
-                    at += 1
-                    _ = UnsafeMutableBufferPointer(rebasing: out[at...]).initialize(from: entity)
-                    at += entity.count
-                    out[at] = UInt8(ascii: "/")
-                    out[at + 1] = UInt8(ascii: "p")
-                    at += 2
-                    if primaryKey < 0 { out[at] = UInt8(ascii: "-"); at += 1 }
-                    var magnitude = primaryKey.magnitude
-                    var digits = 1
-                    var probe = magnitude / 10
-                    while probe > 0 { digits += 1; probe /= 10 }
-                    for offset in stride(from: digits - 1, through: 0, by: -1) {
-                        out[at + offset] = 0x30 + UInt8(magnitude % 10)
-                        magnitude /= 10
-                    }
-                    return at + digits
+                let prefix: StaticString = "x-coredata://"
+                return String(unsafeUninitializedCapacity: prefix.utf8CodeUnitCount + store.count + entity.count + 23) { out in
+                    var uri = URIBytes(out)
+                    uri.put(prefix)
+                    uri.put(store)
+                    uri.put("/")
+                    uri.put(entity)
+                    uri.put("/p")
+                    uri.put(primaryKey)
+                    return uri.count
                 }
             }
         }
@@ -73,17 +57,14 @@ public enum ObjectID: Hashable, Sendable, CustomStringConvertible {
         var entity = entity, token = token
         return entity.withUTF8 { entity in
             token.withUTF8 { token in
-                let prefix = "x-coredata:///".utf8
-                return String(unsafeUninitializedCapacity: prefix.count + entity.count + token.count + 2) { out in
-                    var at = 0
-                    for byte in prefix { out[at] = byte; at += 1 }
-                    _ = UnsafeMutableBufferPointer(rebasing: out[at...]).initialize(from: entity)
-                    at += entity.count
-                    out[at] = UInt8(ascii: "/")
-                    out[at + 1] = UInt8(ascii: "t")
-                    at += 2
-                    _ = UnsafeMutableBufferPointer(rebasing: out[at...]).initialize(from: token)
-                    return at + token.count
+                let prefix: StaticString = "x-coredata:///"
+                return String(unsafeUninitializedCapacity: prefix.utf8CodeUnitCount + entity.count + token.count + 2) { out in
+                    var uri = URIBytes(out)
+                    uri.put(prefix)
+                    uri.put(entity)
+                    uri.put("/t")
+                    uri.put(token)
+                    return uri.count
                 }
             }
         }
@@ -106,5 +87,36 @@ public enum ObjectID: Hashable, Sendable, CustomStringConvertible {
             guard last.first == "p", let key = Int64(tail), key > 0 else { return nil }
             self = .permanent(storeUUID: String(parts[0]), entity: entity, primaryKey: key)
         }
+    }
+}
+
+/// An ID's URI written piece by piece into a string's uninitialized storage, sized by the caller.
+private struct URIBytes {
+    private let out: UnsafeMutableBufferPointer<UInt8>
+    private(set) var count = 0
+
+    init(_ out: UnsafeMutableBufferPointer<UInt8>) { self.out = out }
+
+    mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+        _ = UnsafeMutableBufferPointer(rebasing: out[count...]).initialize(from: bytes)
+        count += bytes.count
+    }
+
+    mutating func put(_ text: StaticString) {
+        text.withUTF8Buffer { put($0) }
+    }
+
+    /// A decimal integer (at most 20 bytes).
+    mutating func put(_ value: Int64) {
+        if value < 0 { out[count] = UInt8(ascii: "-"); count += 1 }
+        var magnitude = value.magnitude
+        var digits = 1
+        var probe = magnitude / 10
+        while probe > 0 { digits += 1; probe /= 10 }
+        for offset in stride(from: digits - 1, through: 0, by: -1) {
+            out[count + offset] = 0x30 + UInt8(magnitude % 10)
+            magnitude /= 10
+        }
+        count += digits
     }
 }
