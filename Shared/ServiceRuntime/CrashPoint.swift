@@ -8,9 +8,9 @@ import Synchronization
 /// flush, no reply). Off unless the process was started with `MEOW_CRASH_AT=name` or
 /// `MEOW_CRASH_AT=name:n` (the n-th time the point is reached; default the first).
 ///
-/// Points: `store.midSave` (an inserted object of a save written, the save's transaction not
-/// committed), `store.afterSaveCommit` (a save committed, its reply not sent), `sync.midBatch`
-/// (a record of a batch written on the server, its transaction not committed),
+/// Points: `store.midSave` (an inserted object of a save handed to SQLite — in a large save its
+/// row may still be queued for the thread that steps rows — the save's transaction not committed),
+/// `store.afterSaveCommit` (a save committed, its reply not sent), `sync.midBatch` (a record of a batch written on the server, its transaction not committed),
 /// `sync.afterCommit` (a request's changes committed on the server, its reply not sent), and the mirror's
 /// `mirror.afterServerReply` (the server committed and answered, the verdict not applied),
 /// `mirror.midImport` (a record of a fetched page written, the page not committed) and
