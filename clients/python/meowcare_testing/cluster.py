@@ -55,6 +55,25 @@ _SEND_WORK = ("saved", "deleted", "conflictsResolved", "reverted", "dropped")
 _FETCH_WORK = ("changedRecords", "deletedRecords", "merged", "tokensExpired", "zonesRemoved", "zonesReset")
 
 
+#: Where an in-memory cluster's directory goes when it is a writable tmpfs with room.
+SHM_DIRECTORY = "/dev/shm"
+#: The room a tmpfs must have free (a container's /dev/shm is often 64 MiB, which long runs' logs
+#: could fill): the same rule as the Swift library's.
+SHM_MINIMUM_FREE_BYTES = 512 << 20
+
+
+def _is_roomy_tmpfs(path: str) -> bool:
+    try:
+        with open("/proc/self/mounts", encoding="utf-8") as mounts:
+            tmpfs = any(fields[1] == path and fields[2] == "tmpfs" for fields in (line.split() for line in mounts) if len(fields) > 2)
+        if not tmpfs or not os.access(path, os.W_OK | os.X_OK):
+            return False
+        stats = os.statvfs(path)
+        return stats.f_bavail * stats.f_frsize >= SHM_MINIMUM_FREE_BYTES
+    except OSError:
+        return False
+
+
 @dataclass
 class DeviceSpec:
     """How to start one device. ``None`` fields take the cluster's setting."""
@@ -197,12 +216,21 @@ class Cluster:
 
     # -- starting -----------------------------------------------------------------------------
 
+    def _directory_parent(self) -> Optional[str]:
+        """Where the cluster's directory is made: short, since socket paths must fit in 108 bytes,
+        so /tmp wherever TMPDIR points. A cluster whose stores are all in memory keeps only
+        sockets, lock files, logs and credentials: on /dev/shm, when it is a writable tmpfs with
+        room, their removal never waits for a disk mounted with ``discard``."""
+        in_memory = all((spec.storage or self.storage) == "memory" for spec in self.specs.values())
+        if in_memory and _is_roomy_tmpfs(SHM_DIRECTORY):
+            return SHM_DIRECTORY
+        return "/tmp" if os.path.isdir("/tmp") else None
+
     def _start_local(self) -> None:
         self.binaries = locate_binaries(self._bin_dir)
         self._binaries = self.binaries.paths
         LOG.info("meowcare-testing: %s", self.binaries.summary)
-        # Short: socket paths must fit in 108 bytes, and /tmp keeps them so wherever TMPDIR points.
-        self.directory = tempfile.mkdtemp(prefix="mc.", dir="/tmp" if os.path.isdir("/tmp") else None)
+        self.directory = tempfile.mkdtemp(prefix="mc.", dir=self._directory_parent())
         os.makedirs(os.path.join(self.directory, "logs"))
         self._lifetime.description = self.directory
         self._admin_credential = secrets.token_hex(16)

@@ -10,6 +10,7 @@ import pytest
 
 from meowcare_testing import BinariesNotFound, Cluster, ClusterStopped, ServiceStartError
 from meowcare_testing.binaries import find_binaries
+from meowcare_testing.cluster import _is_roomy_tmpfs
 
 
 def _environment_of(pid: int) -> dict:
@@ -44,7 +45,9 @@ def test_a_cluster_starts_ready_devices_and_stops_everything():
             assert device.info()["persistence"]["mode"] == "inMemory"
             # Services stop by themselves when this test process ends, however it ends.
             assert _environment_of(device.process.pid)["MEOW_EXIT_WITH_PID"] == str(os.getpid())
-        assert len(cluster.directory) < 40 and cluster.directory.startswith("/tmp/")
+        # In memory: on /dev/shm when it is a tmpfs with room, else under /tmp; short either way.
+        parent = "/dev/shm/" if _is_roomy_tmpfs("/dev/shm") else "/tmp/"
+        assert len(cluster.directory) < 40 and cluster.directory.startswith(parent + "mc.")
         assert {user["user"] for user in cluster.cloud.list_users()} == {"owner", "participant"}
         directory = cluster.directory
     assert all(not process.is_running for process in processes)
@@ -57,6 +60,8 @@ def test_sqlite_storage_puts_the_stores_in_files_and_automatic_mode_is_on_reques
         info = cluster["A"].info()
         assert info["persistence"]["mode"] == "sqlite"
         assert info["persistence"]["dataDir"].startswith(cluster.directory)
+        # Stores in files stay on the disk their durability is about, never on a tmpfs.
+        assert cluster.directory.startswith("/tmp/mc.")
         assert cluster["A"].sync_status()["mode"] == "automatic"
 
 
@@ -123,3 +128,14 @@ def test_services_stop_when_the_test_process_is_killed(tmp_path):
         if child.poll() is None:
             child.kill()
         shutil.rmtree(directory, ignore_errors=True)  # the killed run could not remove it
+
+
+def test_only_a_tmpfs_with_room_is_a_clusters_place(tmp_path):
+    # A directory on the disk is no tmpfs, and nothing is one that is missing.
+    assert not _is_roomy_tmpfs(str(tmp_path))
+    assert not _is_roomy_tmpfs("/no/such/place")
+    with open("/proc/self/mounts", encoding="utf-8") as mounts:
+        shm = [line.split() for line in mounts if line.split()[1:3] == ["/dev/shm", "tmpfs"]]
+    if shm:
+        stats = os.statvfs("/dev/shm")
+        assert _is_roomy_tmpfs("/dev/shm") == (stats.f_bavail * stats.f_frsize >= 512 << 20)
