@@ -9,10 +9,11 @@ import Foundation
 /// A child process: a cluster's service, or any executable a test starts itself (a service
 /// with arguments of its own, `meowctl`, a script). Its stderr is kept as lines and its stdout
 /// as text, both also appended to `logPath` when there is one (what a failing test attaches).
-/// Spawned with posix_spawn and reaped by a thread blocked in waitpid, so an exit is seen at
-/// once without polling, and children never inherit a blocked signal mask.
+/// Spawned with posix_spawn, so children never inherit a blocked signal mask. One thread per
+/// process, blocked in poll on both pipes and a pidfd of the child, reads the output and reaps
+/// the exit the moment it happens: a cluster's start pays one thread per service, not three.
 ///
-/// A process lives until it exits, referenced or not (its reaper and readers hold it): a
+/// A process lives until it exits, referenced or not (its watching thread holds it): a
 /// cluster stops its own at `stop()`, and every child gets `MEOW_EXIT_WITH_PID=<this process>`,
 /// so it stops by itself once the test process has ended, even when that process was killed
 /// and ran no clean-up.
@@ -59,11 +60,10 @@ public final class MeowProcess: @unchecked Sendable {
             if log >= 0 { close(log) }
             throw MeowCareError(.serviceDidNotStart, "Could not start \(name): pipe2: \(String(cString: strerror(errno))).")
         }
-        var variables = ProcessInfo.processInfo.environment
-        variables["MEOW_EXIT_WITH_PID"] = String(getpid())
-        variables.merge(environment) { _, new in new }
+        var overrides = environment
+        if overrides["MEOW_EXIT_WITH_PID"] == nil { overrides["MEOW_EXIT_WITH_PID"] = String(getpid()) }
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        let envp = Self.environmentBlock(overriding: overrides)
         defer {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
@@ -79,23 +79,53 @@ public final class MeowProcess: @unchecked Sendable {
         }
         pid = spawned
         let logFile = LogFile(descriptor: log)
-        drain(errPipe[0], lines: true, log: logFile)
-        drain(outPipe[0], lines: false, log: logFile)
-        let thread = Thread { [weak self, condition] in
-            var status: Int32 = 0
-            while waitpid(spawned, &status, 0) < 0 && errno == EINTR {}
-            // Exited → its code; killed by a signal → 128 + the signal, as shells report it.
-            let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-            if (status & 0x7F) != 0, let logPath { Self.noteKilled(name, signal: status & 0x7F, in: logPath) }
-            condition.lock()
-            self?.status = code
-            let waiting = self?.takeLineWaiters() ?? []
-            condition.broadcast()
-            condition.unlock()
-            waiting.forEach { $0.resume() }
+        // A pidfd lets the output's thread see the exit too; where there is none (an old
+        // kernel), a thread blocked in waitpid reaps instead.
+        let exitDescriptor = meow_pidfd_open(spawned)
+        if exitDescriptor < 0 {
+            let reaper = Thread { [self] in
+                var status: Int32 = 0
+                while waitpid(spawned, &status, 0) < 0 && errno == EINTR {}
+                exited(status)
+            }
+            reaper.name = "meowcare-reaper-\(name)"
+            reaper.start()
         }
-        thread.name = "meowcare-reaper-\(name)"
-        thread.start()
+        let errorRead = errPipe[0], outputRead = outPipe[0]
+        let watcher = Thread { [self] in watch(error: errorRead, output: outputRead, exit: exitDescriptor, log: logFile) }
+        watcher.name = "meowcare-\(name)"
+        watcher.start()
+    }
+
+    /// This process's environment with `overrides` set, as posix_spawn takes it: read from
+    /// `environ` itself, as only the overridden variables need to be Swift strings.
+    private static func environmentBlock(overriding overrides: [String: String]) -> [UnsafeMutablePointer<CChar>?] {
+        #if canImport(Glibc)
+        var entry: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
+        #else
+        var entry: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = _NSGetEnviron().pointee
+        #endif
+        var block: [UnsafeMutablePointer<CChar>?] = []
+        while let variable = entry?.pointee {
+            let key = strchr(variable, 0x3D).map { String(decoding: UnsafeRawBufferPointer(start: variable, count: $0 - variable), as: UTF8.self) }
+            if key.map({ overrides[$0] == nil }) ?? true { block.append(strdup(variable)) }
+            entry = entry?.advanced(by: 1)
+        }
+        for (key, value) in overrides { block.append(strdup("\(key)=\(value)")) }
+        return block + [nil]
+    }
+
+    /// Records the exit `status` (as waitpid gives it) and wakes everyone waiting for it.
+    private func exited(_ status: Int32) {
+        // Exited → its code; killed by a signal → 128 + the signal, as shells report it.
+        let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        if (status & 0x7F) != 0, let logPath { Self.noteKilled(name, signal: status & 0x7F, in: logPath) }
+        condition.lock()
+        self.status = code
+        let waiting = takeLineWaiters()
+        condition.broadcast()
+        condition.unlock()
+        waiting.forEach { $0.resume() }
     }
 
     /// Appends to the service's log that a signal ended it: a killed service writes no line of
@@ -293,41 +323,71 @@ public final class MeowProcess: @unchecked Sendable {
         }
     }
 
-    private func drain(_ descriptor: Int32, lines: Bool, log: LogFile) {
-        let thread = Thread { [self] in
-            var pending: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while true {
+    /// Reads stderr (as lines) and stdout until both end, and reaps the exit when `exitDescriptor`
+    /// (a pidfd, or -1) becomes readable. Output ready in the same wake-up is read first, so lines
+    /// written before the exit are there when the exit is seen.
+    private func watch(error: Int32, output: Int32, exit exitDescriptor: Int32, log: LogFile) {
+        // poll skips negative descriptors: an entry is set to -1 once its end is seen.
+        var entries = [error, output, exitDescriptor].map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while entries.contains(where: { $0.fd >= 0 }) {
+            let ready = poll(&entries, nfds_t(entries.count), -1)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { break }
+            for index in 0..<2 where entries[index].fd >= 0 && entries[index].revents != 0 {
+                let descriptor = entries[index].fd
                 let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
-                if count <= 0 { break }
-                log.append(buffer[0..<count])
-                if !lines {
-                    condition.lock(); outputText += String(decoding: buffer[0..<count], as: UTF8.self); condition.broadcast(); condition.unlock()
+                if count > 0 {
+                    log.append(buffer[0..<count])
+                    if index == 0 { received(lines: buffer[0..<count], pending: &pending) } else { received(output: buffer[0..<count]) }
                     continue
                 }
-                pending += buffer[0..<count]
-                var waiting: [CheckedContinuation<Void, Never>] = []
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    let line = String(decoding: pending[..<newline], as: UTF8.self)
-                    pending.removeSubrange(...newline)
-                    condition.lock(); errorLines.append(line); waiting += takeLineWaiters(); condition.broadcast(); condition.unlock()
-                }
-                waiting.forEach { $0.resume() }
+                close(descriptor)
+                entries[index].fd = -1
+                ended(pipe: index == 0 ? pending : [], log: log)
             }
-            close(descriptor)
-            condition.lock()
-            if !pending.isEmpty { errorLines.append(String(decoding: pending, as: UTF8.self)) }
-            openPipes -= 1
-            let last = openPipes == 0
-            let waiting = takeLineWaiters()
-            condition.broadcast()
-            condition.unlock()
-            waiting.forEach { $0.resume() }
-            if last { log.close() }
+            if entries[2].fd >= 0 && entries[2].revents != 0 {
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                close(entries[2].fd)
+                entries[2].fd = -1
+                exited(status)
+            }
         }
-        thread.name = "meowcare-drain-\(name)"
-        thread.start()
+    }
+
+    /// Stdout's bytes, kept as text.
+    private func received(output bytes: ArraySlice<UInt8>) {
+        condition.lock(); outputText += String(decoding: bytes, as: UTF8.self); condition.broadcast(); condition.unlock()
+    }
+
+    /// Stderr's bytes: each complete line is kept and wakes those waiting for one; the rest
+    /// stays in `pending`.
+    private func received(lines bytes: ArraySlice<UInt8>, pending: inout [UInt8]) {
+        pending += bytes
+        var waiting: [CheckedContinuation<Void, Never>] = []
+        while let newline = pending.firstIndex(of: 0x0A) {
+            let line = String(decoding: pending[..<newline], as: UTF8.self)
+            pending.removeSubrange(...newline)
+            condition.lock(); errorLines.append(line); waiting += takeLineWaiters(); condition.broadcast(); condition.unlock()
+        }
+        waiting.forEach { $0.resume() }
+    }
+
+    /// One pipe has ended (`unfinished`: a last stderr line without its newline); the log is
+    /// closed after the second.
+    private func ended(pipe unfinished: [UInt8], log: LogFile) {
+        condition.lock()
+        if !unfinished.isEmpty { errorLines.append(String(decoding: unfinished, as: UTF8.self)) }
+        openPipes -= 1
+        let last = openPipes == 0
+        let waiting = takeLineWaiters()
+        condition.broadcast()
+        condition.unlock()
+        waiting.forEach { $0.resume() }
+        if last { log.close() }
     }
 
     private static func send(_ number: Int32, to pid: pid_t) -> Int32 {
@@ -353,7 +413,7 @@ public final class MeowProcess: @unchecked Sendable {
     }
 }
 
-/// A process's log file, written by both of its drain threads.
+/// A process's log file, written with both of its pipes' output.
 private final class LogFile: @unchecked Sendable {
     // @unchecked: `descriptor` is guarded by `lock`.
     private let lock = NSLock()
