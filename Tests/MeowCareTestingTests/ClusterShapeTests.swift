@@ -55,6 +55,49 @@ import Testing
         #expect(missing?.code == .serviceDidNotStart)
     }
 
+    /// Everything a process leaves is kept: stdout as text, stderr as lines (a last line without
+    /// its newline too), its exit code, and both streams in its log file.
+    @Test func aProcessKeepsItsOutputItsLinesItsExitAndItsLog() async throws {
+        let directory = TemporaryDirectory(prefix: "mcout")
+        let process = try MeowProcess("/bin/sh", ["-c", "echo out; echo first >&2; printf last >&2; exit 3"], logPath: directory.file("log"))
+        #expect(await process.waitForExit() == 3)
+        #expect(process.standardOutput == "out\n")
+        #expect(process.lines == ["first", "last"])
+        let log = try String(contentsOfFile: directory.file("log"), encoding: .utf8)
+        #expect(log.contains("out\n") && log.contains("first\n") && log.contains("last"))
+    }
+
+    /// A process a signal ends reports 128 + the signal, and its log says who ended it: a killed
+    /// service writes no line of its own.
+    @Test func aKilledProcessReportsTheSignalInItsStatusAndLog() async throws {
+        let directory = TemporaryDirectory(prefix: "mckill")
+        let process = try MeowProcess("/bin/sh", ["-c", "kill -9 $$"], logPath: directory.file("log"))
+        #expect(await process.waitForExit() == 137)
+        let log = try String(contentsOfFile: directory.file("log"), encoding: .utf8)
+        #expect(log.contains(#""msg":"killed","signal":9"#))
+    }
+
+    /// The exit is what counts: it is seen while a grandchild still holds the output pipes open.
+    @Test func anExitIsSeenWhileAGrandchildHoldsTheOutputOpen() async throws {
+        let process = try MeowProcess("/bin/sh", ["-c", "sleep 60 & echo \"holder $!\" >&2; exit 4"])
+        #expect(await process.waitForExit() == 4)
+        #expect(process.isRunning == false)
+        let holder = try #require(process.lines.first { $0.hasPrefix("holder ") }.flatMap { Int32($0.dropFirst(7)) })
+        _ = kill(holder, SIGKILL)
+        #expect(await process.waitForLine(containing: "never written", timeout: .seconds(30)) == nil)
+    }
+
+    /// A child gets this process's environment with the caller's variables over it, and
+    /// `MEOW_EXIT_WITH_PID` naming this process unless the caller sets it.
+    @Test func aProcessGetsTheEnvironmentWithTheCallersVariablesOverIt() async throws {
+        let home = try #require(ProcessInfo.processInfo.environment["HOME"])
+        let script = #"printf '%s|%s|%s|%s' "$HOME" "$PATH" "$MEOW_X" "$MEOW_EXIT_WITH_PID""#
+        let run = try await MeowProcess.run("/bin/sh", ["-c", script], environment: ["PATH": "/bin:/usr/bin", "MEOW_X": "x=1"])
+        #expect(run.stdout == "\(home)|/bin:/usr/bin|x=1|\(getpid())")
+        let chosen = try await MeowProcess.run("/bin/sh", ["-c", #"printf %s "$MEOW_EXIT_WITH_PID""#], environment: ["MEOW_EXIT_WITH_PID": "1"])
+        #expect(chosen.stdout == "1")
+    }
+
     /// A descriptor the test program holds without close-on-exec (a file it is writing) must not
     /// live on in what it starts: on an executable it would make that file's exec fail with
     /// ETXTBSY for as long as the child runs.
