@@ -333,7 +333,8 @@ public final class MeowProcess: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while entries.contains(where: { $0.fd >= 0 }) {
             let ready = poll(&entries, nfds_t(entries.count), -1)
-            if ready < 0 && errno == EINTR { continue }
+            // EINTR and ENOMEM pass; the others (EFAULT, EINVAL) cannot happen with these three entries.
+            if ready < 0 && (errno == EINTR || errno == ENOMEM) { continue }
             guard ready > 0 else { break }
             for index in 0..<2 where entries[index].fd >= 0 && entries[index].revents != 0 {
                 let descriptor = entries[index].fd
