@@ -9,7 +9,7 @@ import Foundation
 /// WAL hook only signals this thread, which runs a PASSIVE checkpoint: it never blocks the
 /// writer or readers, and a checkpoint is safe at any moment (a crash mid-way leaves the log
 /// as the source of truth, as SQLite's own checkpoints do).
-final class BackgroundCheckpointer: @unchecked Sendable {
+final class BackgroundCheckpointer: Sendable {
     /// Log size that starts a checkpoint: SQLite's own default (1,000 pages of 4 KiB).
     static let thresholdBytes = 4 << 20
     /// Log size (32 MiB) at which the writer checkpoints in its own commit instead. At
@@ -21,57 +21,60 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     let thresholdPages: Int32
     let writerCheckpointPages: Int32
 
-    private let path: String
     /// The writer's commit counts, kept by the same hook.
     let ledger: CommitLedger
-    private let condition = NSCondition()
-    // Guarded by `condition`.
-    private var requested = false
-    private var stopped = false
+    private let thread = WorkerThread(name: "sqlite-checkpoint")
+    private let connection: CheckpointConnection
 
     init(path: String, pageSize: Int, ledger: CommitLedger) {
-        self.path = path
         self.ledger = ledger
+        connection = CheckpointConnection(path: path)
         thresholdPages = Int32(Self.thresholdBytes / max(pageSize, 512))
         writerCheckpointPages = Int32(Self.writerCheckpointBytes / max(pageSize, 512))
-        let thread = Thread { [self] in run() }
-        thread.name = "sqlite-checkpoint"
-        thread.start()
     }
 
-    /// Called from the writer's WAL hook after each commit with the log's size in pages.
+    /// Called from the writer's WAL hook after each commit with the log's size in pages. Commits
+    /// that come while a checkpoint runs are folded into one more after it.
     func logGrew(to pages: Int32) {
         guard pages >= thresholdPages else { return }
-        condition.lock()
-        requested = true
-        condition.signal()
-        condition.unlock()
+        _ = thread.handUnlessWaiting { [connection] in connection.checkpoint() }
     }
 
+    /// Closes the checkpoint's connection after any checkpoint under way; no more are run.
     func stop() {
-        condition.lock()
-        stopped = true
-        condition.signal()
-        condition.unlock()
+        thread.hand { [connection] in connection.close() }
+        thread.stop()
+    }
+}
+
+/// The checkpointer's own connection, opened by its first checkpoint: only the checkpoint
+/// thread uses it.
+private final class CheckpointConnection: @unchecked Sendable {
+    private let path: String
+    private var handle: OpaquePointer?
+    private var failed = false
+
+    init(path: String) { self.path = path }
+
+    func checkpoint() {
+        if handle == nil && !failed {
+            var opened: OpaquePointer?
+            guard sqlite3_open_v2(path, &opened, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let opened else {
+                sqlite3_close_v2(opened)
+                failed = true
+                return
+            }
+            handle = opened
+        }
+        guard let handle else { return }
+        // PASSIVE: copies what no reader still needs, without waiting for any lock.
+        sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
     }
 
-    private func run() {
-        var connection: OpaquePointer?
-        guard sqlite3_open_v2(path, &connection, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let connection else {
-            sqlite3_close_v2(connection)
-            return
-        }
-        defer { sqlite3_close_v2(connection) }
-        while true {
-            condition.lock()
-            while !requested && !stopped { condition.wait() }
-            requested = false
-            let stop = stopped
-            condition.unlock()
-            if stop { return }
-            // PASSIVE: copies what no reader still needs, without waiting for any lock.
-            sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-        }
+    func close() {
+        sqlite3_close_v2(handle)
+        handle = nil
+        failed = true
     }
 }
 

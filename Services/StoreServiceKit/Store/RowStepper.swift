@@ -1,7 +1,7 @@
 import Foundation
 import SQLiteKit
 
-/// A thread that binds and steps a save's new rows while the saving thread prepares the next
+/// Binds and steps a save's new rows on a worker thread while the saving thread prepares the next
 /// ones: SQLite's insert and index work is about as long as the writer's own work per row, and
 /// the service has a second core. The rows are stepped in the order they were sent, on the
 /// saving thread's connection and inside its transaction, so what is written and when it
@@ -24,44 +24,45 @@ final class RowStepper: @unchecked Sendable {
         var error: SQLiteError
     }
 
-    private let condition = NSCondition()
-    // Guarded by `condition`.
-    private var held = false
-    private var queue: [[Row]] = []
-    private var working = false
-    private var failure: Failure?
-    /// Rows taken from the queue since `acquire`: the next row's number.
-    private var taken = 0
-
-    private init() {
-        let thread = Thread { [self] in run() }
-        thread.name = "store-row-stepper"
-        thread.start()
+    /// A batch handed to the thread. The saving thread keeps its own reference and does not
+    /// touch the batch's statements until `wait` returns, so the thread is their only user.
+    private struct Batch: @unchecked Sendable {
+        var rows: [Row]
+        var first: Int
     }
+
+    private let thread = WorkerThread(name: "store-row-stepper")
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var held = false
+    private var failure: Failure?
+    /// Rows sent since `acquire`: the next row's number (read and written by the holder only).
+    private var sentCount = 0
+
+    private init() {}
 
     /// Takes the stepper for one save; false when another save holds it.
     func acquire() -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         guard !held else { return false }
-        (held, failure, taken) = (true, nil, 0)
+        (held, failure, sentCount) = (true, nil, 0)
         return true
     }
 
     /// Queues rows to be stepped after those sent before them.
     func send(_ rows: [Row]) {
-        condition.lock()
-        queue.append(rows)
-        condition.broadcast()
-        condition.unlock()
+        let batch = Batch(rows: rows, first: sentCount)
+        sentCount += rows.count
+        thread.hand { [self] in step(batch) }
     }
 
     /// Waits until every row sent has been stepped (or skipped after a failure); returns the
     /// first failure since `acquire`, and clears it.
     func wait() -> Failure? {
-        condition.lock()
-        defer { condition.unlock() }
-        while !queue.isEmpty || working { condition.wait() }
+        thread.waitUntilIdle()
+        lock.lock()
+        defer { lock.unlock() }
         defer { failure = nil }
         return failure
     }
@@ -70,38 +71,24 @@ final class RowStepper: @unchecked Sendable {
     /// (the caller is rolling back or has read it with `wait`).
     func release() {
         _ = wait()
-        condition.lock()
+        lock.lock()
         held = false
-        condition.unlock()
+        lock.unlock()
     }
 
-    private func run() {
-        while true {
-            condition.lock()
-            while queue.isEmpty { condition.wait() }
-            let rows = queue.removeFirst()
-            let first = taken
-            taken += rows.count
-            // After a failure the rest are not stepped: the save is refused and rolled back.
-            let skip = failure != nil
-            working = true
-            condition.unlock()
-
-            var failed: Failure?
-            if !skip {
-                for (offset, row) in rows.enumerated() {
-                    do { try PersistentStore.step(row.statement, row.row) } catch {
-                        failed = Failure(number: first + offset, error: error)
-                        break
-                    }
-                }
+    private func step(_ batch: Batch) {
+        // After a failure the rest are not stepped: the save is refused and rolled back.
+        lock.lock()
+        let skip = failure != nil
+        lock.unlock()
+        guard !skip else { return }
+        for (offset, row) in batch.rows.enumerated() {
+            do { try PersistentStore.step(row.statement, row.row) } catch {
+                lock.lock()
+                if failure == nil { failure = Failure(number: batch.first + offset, error: error) }
+                lock.unlock()
+                return
             }
-
-            condition.lock()
-            if let failed, failure == nil { failure = failed }
-            working = false
-            condition.broadcast()
-            condition.unlock()
         }
     }
 }

@@ -24,8 +24,8 @@ final class CloudCore: Sendable {
     /// commit deepened the call chain until, ~24,000 commits in, publishing overflowed the stack.
     let listener = Mutex<ChangeListener?>(nil)
     let notificationListener = Mutex<NotificationListener?>(nil)
-    /// Writes a large modify's reply while its commit waits for the disk (`SideThread`).
-    let replyWriter = SideThread(name: "modify-reply")
+    /// Writes a large modify's reply while its commit waits for the disk.
+    let replyWriter = WorkerThread(name: "modify-reply")
     private let developmentSchema = SchemaBox()
     private let productionSchema = SchemaBox()
 

@@ -1,6 +1,7 @@
 import CloudWire
 import FoundationEssentials
 import MeowWire
+import SQLiteKit
 
 /// The outcome of one modify request before it is turned into a reply.
 struct ModifyOutcome: Sendable {
@@ -34,8 +35,8 @@ extension CloudEngine {
         let zones = Array(zoneSet)
         let schema = fieldSchema.withLock { $0 }
         let savedForm = ModifyBatch.SavedForm(params)
-        // The reply, written on the side thread while the commit waits for the disk.
-        var writtenAhead: SideResult<ModifyResult?>?
+        // The reply, written on the reply writer thread while the commit waits for the disk.
+        var writtenAhead: WorkerResult<ModifyResult?>?
         let outcome = try locks.withZones(zones) {
             // Decide on a read-only connection (these zones cannot change: their locks are
             // held), then apply the plans in one transaction on the writer.
@@ -88,14 +89,14 @@ extension CloudEngine {
         return try Self.reply(outcome, to: params, items: saves.count + deletes.count)
     }
 
-    /// The reply of a request whose items all passed, written as text on the side thread (nil
+    /// The reply of a request whose items all passed, written as text on the reply writer thread (nil
     /// when it is busy or the reply is small): the commit's fdatasync leaves the core idle, and
     /// the request's time is its commit or its reply, whichever is longer, instead of both.
-    private func writeAhead(_ outcome: ModifyOutcome, to params: ModifyParams) -> SideResult<ModifyResult?>? {
+    private func writeAhead(_ outcome: ModifyOutcome, to params: ModifyParams) -> WorkerResult<ModifyResult?>? {
         // A reply of a few records is written in less time than handing it over takes.
         guard outcome.errors.isEmpty, outcome.saved.count + outcome.deleted.count >= Self.writeAheadItems else { return nil }
         let items = outcome.saved.count + outcome.deleted.count
-        return core.replyWriter.start { (try? Self.reply(outcome, to: params, items: items))?.written() }
+        return core.replyWriter.startIfIdle { (try? Self.reply(outcome, to: params, items: items))?.written() }
     }
 
     static let writeAheadItems = 32
