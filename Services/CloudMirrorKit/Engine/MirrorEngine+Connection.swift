@@ -62,8 +62,10 @@ extension MirrorEngine {
                 guard [.connectionClosed, .networkUnavailable, .timedOut].contains(error.code) else { throw error }
                 connection.withLock { $0 = nil }
                 live.client.close()
-                // A connection that died while idle (the sync-service restarted): one fresh try.
-                // Every mirror request is safe to repeat (tags and record names make saves idempotent).
+                // One fresh try, for a closed connection only: usually one the sync-service dropped
+                // while it sat idle (a restart), which this request never reached. A service that
+                // died while handling it reads the same; the repeat then meets what the first try
+                // committed (not every op here is idempotent), and its answer is handled like any other.
                 guard !retried, error.code == .connectionClosed else { throw error }
                 retried = true
             }
