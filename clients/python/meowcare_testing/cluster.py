@@ -62,9 +62,9 @@ SHM_DIRECTORY = "/dev/shm"
 SHM_MINIMUM_FREE_BYTES = 512 << 20
 
 
-def _is_roomy_tmpfs(path: str) -> bool:
+def _is_roomy_tmpfs(path: str, mounts_file: str = "/proc/self/mounts") -> bool:
     try:
-        with open("/proc/self/mounts", encoding="utf-8") as mounts:
+        with open(mounts_file, encoding="utf-8") as mounts:
             tmpfs = any(fields[1] == path and fields[2] == "tmpfs" for fields in (line.split() for line in mounts) if len(fields) > 2)
         if not tmpfs or not os.access(path, os.W_OK | os.X_OK):
             return False

@@ -130,12 +130,35 @@ def test_services_stop_when_the_test_process_is_killed(tmp_path):
         shutil.rmtree(directory, ignore_errors=True)  # the killed run could not remove it
 
 
-def test_only_a_tmpfs_with_room_is_a_clusters_place(tmp_path):
+def test_only_a_tmpfs_with_room_is_a_clusters_place(tmp_path, monkeypatch):
     # A directory on the disk is no tmpfs, and nothing is one that is missing.
     assert not _is_roomy_tmpfs(str(tmp_path))
     assert not _is_roomy_tmpfs("/no/such/place")
-    with open("/proc/self/mounts", encoding="utf-8") as mounts:
-        shm = [line.split() for line in mounts if line.split()[1:3] == ["/dev/shm", "tmpfs"]]
-    if shm:
-        stats = os.statvfs("/dev/shm")
-        assert _is_roomy_tmpfs("/dev/shm") == (stats.f_bavail * stats.f_frsize >= 512 << 20)
+    # The same directory listed as a tmpfs mount is one: chosen while it has 512 MiB free.
+    place = tmp_path / "shm"
+    place.mkdir()
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"proc /proc proc rw 0 0\ntmpfs {place} tmpfs rw,nosuid,nodev 0 0\n", encoding="utf-8")
+    other = tmp_path / "other-mounts"
+    other.write_text(f"/dev/vda {place} ext4 rw 0 0\n", encoding="utf-8")
+    free = {"blocks": 512 << 8}  # 4 KiB blocks
+
+    class Stats:
+        f_frsize = 4096
+
+        @property
+        def f_bavail(self):
+            return free["blocks"]
+
+    monkeypatch.setattr(os, "statvfs", lambda path: Stats())
+    assert _is_roomy_tmpfs(str(place), mounts_file=str(mounts))
+    assert not _is_roomy_tmpfs(str(place), mounts_file=str(other))
+    free["blocks"] -= 1
+    assert not _is_roomy_tmpfs(str(place), mounts_file=str(mounts))
+    # Not writable: not chosen, whatever its room.
+    free["blocks"] = 1 << 30
+    place.chmod(0o500)
+    try:
+        assert _is_roomy_tmpfs(str(place), mounts_file=str(mounts)) == (os.geteuid() == 0)
+    finally:
+        place.chmod(0o700)
