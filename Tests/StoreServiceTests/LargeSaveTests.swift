@@ -102,4 +102,46 @@ struct LargeSaveTests {
         client.close()
         _ = await store.stop()
     }
+
+    @Test("After a large save, then a small one, the context holds each object once, new ones under their permanent IDs")
+    func contextAfterLargeAndSmallSaves() async throws {
+        let store = try await StoreFixture.start()
+        let client = try await store.client()
+        let setup = try await client.openContext()
+        let setupSession = try await client.insertSession(setup, id: "s")
+        let savedSession = try StoreClient.permanentID(try await client.save(setup), setupSession)
+
+        // Held before the save: a saved session, read into the context and edited.
+        let context = try await client.openContext()
+        _ = try await client.call("object.set", ["context": .string(context), "objectID": .string(savedSession), "values": ["title": "edited"]])
+        let newSession = try await client.insertSession(context, id: "n")
+        let events = try await Self.insert(client, context, (0..<Self.count).map { Self.event($0, session: $0 % 2 == 0 ? savedSession : newSession) })
+        let saved = try await client.save(context)
+        #expect(saved["insertedCount"] == .int(Self.count + 1))
+        #expect(saved["updatedCount"] == 1)
+        let newSessionID = try StoreClient.permanentID(saved, newSession)
+        // Each object registered once: the new ones under their permanent IDs only.
+        #expect(try await client.call("context.rollback", ["context": .string(context)])["registeredObjects"] == .int(Self.count + 2))
+        let gone = try await client.failure("object.get", ["context": .string(context), "objectID": .string(events[0])])
+        #expect(gone.code == .unknownObject)
+
+        // A small save in the same context: few new objects among many registered ones.
+        let more = try await Self.insert(client, context, (0..<3).map { Self.event(1_000 + $0, session: newSessionID) })
+        let second = try await client.save(context)
+        #expect(second["insertedCount"] == 3)
+        #expect(try await client.call("context.rollback", ["context": .string(context)])["registeredObjects"] == .int(Self.count + 5))
+
+        for (temporary, session) in [(events[0], savedSession), (events[151], newSessionID), (more[2], newSessionID)] {
+            let id = try StoreClient.permanentID(temporary == more[2] ? second : saved, temporary)
+            let object = try await client.get(id, context: context)
+            #expect(object["objectID"] == .string(id))
+            #expect(object["isInserted"] == false)
+            #expect(object["hasChanges"] == false)
+            #expect(object["values"]?["session"] == .string(session))
+        }
+        #expect(try await client.get(savedSession, context: context)["values"]?["title"] == "edited")
+        #expect(try await client.call("context.rollback", ["context": .string(context)])["registeredObjects"] == .int(Self.count + 5))
+        client.close()
+        _ = await store.stop()
+    }
 }

@@ -152,6 +152,25 @@ package final class ManagedObjectContext {
         objects[object.uri] = object
     }
 
+    /// Renames many objects at once (a save's new objects). When they are at least half of the
+    /// registered objects the table is built anew under the final URIs: removing a key from
+    /// Swift's open-addressing table rehashes the keys that follow it, so a thousand removals
+    /// and insertions cost several times one insertion per object.
+    func rename(_ renames: [(object: ContextObject, id: ObjectID, uri: String)]) {
+        guard renames.count * 2 >= objects.count else {
+            for (object, id, uri) in renames { rename(object, to: id, uri: uri) }
+            return
+        }
+        for (object, id, uri) in renames {
+            object.id = id
+            object.uri = uri
+        }
+        var table: [String: ContextObject] = [:]
+        table.reserveCapacity(objects.count)
+        for object in objects.values { table[object.uri] = object }
+        objects = table
+    }
+
     /// Renames and points every registered relationship value at the new ID (used when a new
     /// object gets its permanent ID before the save).
     func renameRewritingReferences(_ object: ContextObject, to id: ObjectID) {

@@ -31,8 +31,8 @@ extension SaveOperation {
         }
     }
 
-    /// Where each new object goes, keyed by object identity (cheaper to hash than URIs, once per new object).
-    func route(inserted: [ContextObject], updated: [ContextObject], outside: [String: Int]) throws -> [ObjectIdentifier: StoreRouter.Decision] {
+    /// Where each new object goes, found by object identity (cheaper to hash than URIs).
+    func route(inserted: [ContextObject], updated: [ContextObject], outside: [String: Int]) throws -> SaveRoutes {
         // New objects by identity (every one is registered in the context): cheaper to hash than URIs.
         var position: [ObjectIdentifier: Int] = [:]
         position.reserveCapacity(inserted.count)
@@ -68,28 +68,27 @@ extension SaveOperation {
                 inputs[index].links.append((relationship.inverse ?? relationship.name, .store(store)))
             }
         }
-        let decisions = try router.route(inputs)
-        var byObject: [ObjectIdentifier: StoreRouter.Decision] = [:]
-        byObject.reserveCapacity(inserted.count)
-        var counts: [Int: [RoutingReason: Int]] = [:]
+        var decisions = try router.route(inputs)
+        // How many went where and why: a batch has one or two kinds, so a list beats a table.
+        var counts: [(store: Int, reason: RoutingReason, count: Int)] = []
         for (index, object) in inserted.enumerated() {
-            let decision = object.routing ?? decisions[index]
-            byObject[ObjectIdentifier(object)] = decision
-            counts[decision.store, default: [:]][decision.reason, default: 0] += 1
+            if let routing = object.routing { decisions[index] = routing }
+            let (store, reason) = (decisions[index].store, decisions[index].reason)
+            if let kind = counts.firstIndex(where: { $0.store == store && $0.reason == reason }) { counts[kind].count += 1 }
+            else { counts.append((store, reason, 1)) }
             guard Logger.minimumLevel <= .debug else { continue }
+            let decision = decisions[index]
             logger.debug("store routing", ["objectID": .string(object.uri), "entity": .string(object.entity.name),
                                           "store": .string(stores.list[decision.store].name), "reason": .string(decision.reason.rawValue),
                                           "detail": .string(decision.detail), "mode": .string(router.mode.rawValue)])
         }
         var summary: [String: JSONValue] = [:]
-        for (store, reasons) in counts {
-            for (reason, count) in reasons { summary["\(stores.list[store].name).\(reason.rawValue)"] = .int(count) }
-        }
+        for (store, reason, count) in counts { summary["\(stores.list[store].name).\(reason.rawValue)"] = .int(count) }
         if !summary.isEmpty {
             logger.info("store routing", ["mode": .string(router.mode.rawValue), "context": .string(context.id),
                                           "decisions": .object(summary)])
         }
-        return byObject
+        return SaveRoutes(positions: position, decisions: decisions)
     }
 
     /// Stores of relationship destinations outside the context, each URI parsed once (a batch

@@ -93,15 +93,18 @@ package struct SaveOperation {
         /// Applies the save to its context (new objects get their permanent IDs and stores,
         /// saved values become snapshots, deleted ones are forgotten).
         func update(_ context: ManagedObjectContext) -> (SaveResult, [RemoteChangeNotice]) {
+            var renames: [(object: ContextObject, id: ObjectID, uri: String)] = []
+            renames.reserveCapacity(finalStates.count)
             for (object, values, version, store, id) in finalStates {
                 if object.isInserted { object.store = store }
-                if let id { context.rename(object, to: id.id, uri: id.uri) }
+                if let id { renames.append((object, id.id, id.uri)) }
                 object.isInserted = false
                 object.routing = nil
                 object.snapshotValues = values
                 object.clearChanges()
                 object.version = version
             }
+            context.rename(renames)
             for uri in forgotten { context.forget(uri) }
             return (result, notices)
         }
@@ -120,32 +123,32 @@ package struct SaveOperation {
         }
         try validate(inserted: inserted, updated: updated)
         let outside = outsideStores(of: inserted + updated)
-        let decisions = try route(inserted: inserted, updated: updated, outside: outside)
-        func storeIndex(of object: ContextObject) -> Int { SaveWriter.storeIndex(of: object, decisions: decisions) }
+        let routes = try route(inserted: inserted, updated: updated, outside: outside)
+        func storeIndex(of object: ContextObject) -> Int { SaveWriter.storeIndex(of: object, routes: routes) }
         try refuseCrossStoreRelationships(of: inserted + updated, storeIndex: storeIndex, outside: outside)
         let zones = try checkPermissions(inserted: inserted, updated: updated, deleted: deleted, storeIndex: storeIndex)
 
-        let order = Set((inserted + updated + deleted).map(storeIndex)).sorted()
-        var writer = SaveWriter(operation: self, decisions: decisions, zones: zones)
+        let order = routes.stores.union((updated + deleted).map(storeIndex)).sorted()
+        var writer = SaveWriter(operation: self, routes: routes, zones: zones)
         var notices: [RemoteChangeNotice] = []
         do {
             for index in order { try stores.list[index].database.beginImmediate() }
             try writer.allocatePermanentIDs(inserted)
             writer.beginInserts(count: inserted.count)
-            for object in inserted { try writer.insert(object) }
+            for (position, object) in inserted.enumerated() { try writer.insert(object, position: position) }
             try writer.waitForRows()
             writer.endInserts()
             for object in updated { try writer.update(object) }
             if model.hasOneToOnePairs {
                 let edits = (inserted + updated).compactMap { object -> PairEdit? in
-                    guard let key = writer.newIDs[object.uri]?.primaryKey ?? object.id.primaryKey else { return nil }
+                    guard let key = writer.newID(of: object)?.primaryKey ?? object.id.primaryKey else { return nil }
                     return PairEdit(object: object, store: writer.storeIndex(of: object), key: key)
                 }
                 try pairOneToOne(edits, writer: &writer)
             }
             for object in deleted { try writer.delete(object) }
             try writer.checkConflicts()
-            try checkRelationshipCounts(changedIDs: writer.recorders.mapValues(\.changedObjectIDs), context: pending)
+            try checkRelationshipCounts(changedIDs: writer.changedObjectIDs, context: pending)
             notices = try writer.finish(order: order)
             for index in order { try stores.list[index].database.execute("COMMIT") }
             CrashPoint.reached("store.afterSaveCommit")

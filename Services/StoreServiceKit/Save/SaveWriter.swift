@@ -9,16 +9,19 @@ import StoreWire
 /// `StoreChangeRecorder`. The caller commits (`finish`, then COMMIT) or rolls back.
 struct SaveWriter {
     let operation: SaveOperation
-    let decisions: [ObjectIdentifier: StoreRouter.Decision]
+    let routes: SaveRoutes
     /// Share zones of shared-store objects (`checkPermissions`).
     let zones: [String: String]
 
     var result = SaveResult()
-    var recorders: [Int: StoreChangeRecorder] = [:]
+    /// Each store's recorder by store index, made on the store's first change: an array, as the
+    /// writer reaches it twice for every object.
+    var recorders: [StoreChangeRecorder?]
     var conflicts: [JSONValue] = []
-    /// New objects' permanent IDs by temporary URI. Their URIs are made as each row is written
-    /// (`insert`), where the saving thread waits for the row stepper anyway.
-    var newIDs: [String: ObjectID] = [:]
+    /// New objects' permanent IDs by position in the save's new objects (`newID(of:)`). Their
+    /// URIs are made as each row is written (`insert`), where the saving thread waits for the
+    /// row stepper anyway.
+    private var newIDs: [ObjectID?] = []
     /// Each saved object's values and version after the save, the store a new one was routed
     /// to, and its new permanent ID.
     var finalStates: [SaveOperation.FinalState] = []
@@ -37,20 +40,21 @@ struct SaveWriter {
         var primaryKey: Int64? { id.primaryKey }
     }
 
-    init(operation: SaveOperation, decisions: [ObjectIdentifier: StoreRouter.Decision], zones: [String: String]) {
+    init(operation: SaveOperation, routes: SaveRoutes, zones: [String: String]) {
         self.operation = operation
-        self.decisions = decisions
+        self.routes = routes
         self.zones = zones
+        recorders = Array(repeating: nil, count: operation.stores.list.count)
     }
 
     private var context: ManagedObjectContext { operation.context }
     private var stores: StoreSet { operation.stores }
 
-    func storeIndex(of object: ContextObject) -> Int { Self.storeIndex(of: object, decisions: decisions) }
+    func storeIndex(of object: ContextObject) -> Int { Self.storeIndex(of: object, routes: routes) }
 
     /// A new object's routed store, else the store it was saved in.
-    static func storeIndex(of object: ContextObject, decisions: [ObjectIdentifier: StoreRouter.Decision]) -> Int {
-        object.isInserted ? decisions[ObjectIdentifier(object)]!.store : object.store!
+    static func storeIndex(of object: ContextObject, routes: SaveRoutes) -> Int {
+        object.isInserted ? routes.store(of: object) : object.store!
     }
 
     /// Makes store `index`'s recorder on first use.
@@ -61,36 +65,58 @@ struct SaveWriter {
     }
 
     /// Records a change in store `index`'s transaction. The recorder is changed in place in the
-    /// dictionary: a copy taken out and put back would copy its whole history on every change.
+    /// array: a copy taken out and put back would copy its whole history on every change.
     mutating func record(_ index: Int, _ change: (inout StoreChangeRecorder) throws -> Void) throws {
         prepareRecorder(index)
         try change(&recorders[index]!)
     }
 
-    /// Permanent IDs for the new objects, per store and entity (Z_PRIMARYKEY style).
+    /// The objects each store's recorder saw changed, by store index.
+    var changedObjectIDs: [Int: [String]] {
+        var changed: [Int: [String]] = [:]
+        for (index, recorder) in recorders.enumerated() { if let recorder { changed[index] = recorder.changedObjectIDs } }
+        return changed
+    }
+
+    /// Permanent IDs for the new objects, per store and entity (Z_PRIMARYKEY style), kept by
+    /// the objects' positions in `inserted` (the routes' positions).
     mutating func allocatePermanentIDs(_ inserted: [ContextObject]) throws {
-        struct Group: Hashable, Comparable {
-            var store: Int
-            var entity: String
-            static func < (a: Group, b: Group) -> Bool { (a.store, a.entity) < (b.store, b.entity) }
+        // A save's new objects are of a few entities: their groups are a list, searched from
+        // the last one used.
+        var groups: [(store: Int, entity: EntityDescription, positions: [Int])] = []
+        var last = -1
+        for (position, object) in inserted.enumerated() where object.id.isTemporary {
+            let store = storeIndex(of: object)
+            if last < 0 || groups[last].store != store || groups[last].entity !== object.entity {
+                last = groups.firstIndex { $0.store == store && $0.entity === object.entity } ?? {
+                    groups.append((store, object.entity, []))
+                    return groups.count - 1
+                }()
+            }
+            groups[last].positions.append(position)
         }
-        var groups: [Group: [ContextObject]] = [:]
-        for object in inserted where object.id.isTemporary {
-            groups[Group(store: storeIndex(of: object), entity: object.entity.name), default: []].append(object)
-        }
-        newIDs.reserveCapacity(inserted.count)
-        for (group, members) in groups.sorted(by: { $0.key < $1.key }) {
+        newIDs = Array(repeating: nil, count: inserted.count)
+        for group in groups.sorted(by: { ($0.store, $0.entity.name) < ($1.store, $1.entity.name) }) {
             let store = stores.list[group.store]
-            var key = try store.allocatePrimaryKeys(group.entity, count: members.count)
-            for object in members {
-                let id = store.objectID(group.entity, key)
-                newIDs[object.uri] = id
+            var key = try store.allocatePrimaryKeys(group.entity.name, count: group.positions.count)
+            for position in group.positions {
+                newIDs[position] = store.objectID(group.entity.name, key)
                 key += 1
             }
         }
     }
 
-    private func finalURI(_ uri: String) -> String { newIDs[uri]?.uri ?? uri }
+    /// A new object's permanent ID, when this save gives it one.
+    func newID(of object: ContextObject) -> ObjectID? {
+        routes.position(of: object).flatMap { newIDs[$0] }
+    }
+
+    /// The permanent ID this save gives the object registered as `uri`, if any.
+    private func newID(_ uri: String) -> ObjectID? {
+        context.lookup(uri).flatMap(newID(of:))
+    }
+
+    private func finalURI(_ uri: String) -> String { newID(uri)?.uri ?? uri }
 
     /// The last destination a new row named, as stored and as its final URI: a batch of new
     /// events usually names one session.
@@ -111,7 +137,7 @@ struct SaveWriter {
     /// checked to be there.
     private mutating func storedValue(_ value: SQLValue, relationship: RelationshipDescription, store: PersistentStore) throws -> SQLValue {
         guard let uri = value.string else { return .null }
-        if let new = newIDs[uri] { return .integer(new.primaryKey!) }
+        if let new = newID(uri) { return .integer(new.primaryKey!) }
         if let key = verified[uri] { return .integer(key) }
         guard let id = ObjectID(uri: uri), let key = id.primaryKey else { throw StoreError.unknownObject(uri, "not a saved object.") }
         // The check reads the store's connection, which rows in flight are using.
@@ -123,10 +149,11 @@ struct SaveWriter {
         return .integer(key)
     }
 
-    mutating func insert(_ object: ContextObject) throws {
-        let index = storeIndex(of: object)
+    /// Writes the new object at `position` in the save's new objects (`inserted`).
+    mutating func insert(_ object: ContextObject, position: Int) throws {
+        let index = routes.store(at: position)
         let store = stores.list[index]
-        let new = newIDs[object.uri].map { NewID(id: $0, uri: $0.uri) }
+        let new = newIDs[position].map { NewID(id: $0, uri: $0.uri) }
         let id = new?.id ?? object.id
         let permanentURI = new?.uri ?? object.uri
         let entity = object.entity
@@ -170,7 +197,7 @@ struct SaveWriter {
             if result.unexportable == nil { result.unexportable = [] }
             result.unexportable!.append(permanentURI)
         }
-        report(inserted: object, permanentURI: permanentURI, store: store)
+        report(inserted: object, permanentURI: permanentURI, store: store, reason: routes.reason(at: position))
         finalStates.append((object, contextValues, 1, index, new))
     }
 
@@ -202,21 +229,20 @@ struct SaveWriter {
     }
 
     /// The new object in the result, as the save's report asks for.
-    private mutating func report(inserted object: ContextObject, permanentURI: String, store: PersistentStore) {
+    private mutating func report(inserted object: ContextObject, permanentURI: String, store: PersistentStore, reason: RoutingReason) {
         // A link is the row behind a many-to-many value, not an object the app inserted.
         if object.entity.name.hasPrefix("_"), stores.model.isLinkEntity(object.entity.name) { return }
-        let decision = decisions[ObjectIdentifier(object)]!
         result.insertedCount += 1
         switch operation.report {
         case .grouped:
-            if let group = insertedGroups.lastIndex(where: { $0.store == store.name && $0.reason == decision.reason }) {
+            if let group = insertedGroups.lastIndex(where: { $0.store == store.name && $0.reason == reason }) {
                 insertedGroups[group].temporaryIDs.append(object.uri)
                 insertedGroups[group].objectIDs.append(permanentURI)
             } else {
-                insertedGroups.append(.init(store: store.name, reason: decision.reason, temporaryIDs: [object.uri], objectIDs: [permanentURI]))
+                insertedGroups.append(.init(store: store.name, reason: reason, temporaryIDs: [object.uri], objectIDs: [permanentURI]))
             }
         case .objects:
-            insertedList.append(.init(temporaryID: object.uri, objectID: permanentURI, store: store.name, reason: decision.reason))
+            insertedList.append(.init(temporaryID: object.uri, objectID: permanentURI, store: store.name, reason: reason))
         case .summary:
             break
         }

@@ -87,32 +87,60 @@ public struct StoreRouter: Sendable {
     }
 
     public func route(_ inputs: [Input]) throws -> [Decision] {
-        var decisions: [Decision?] = inputs.map { input in
-            input.assigned.map { Decision(store: $0, reason: .assigned, explanation: .assigned(store: stores[$0].name)) }
-        }
+        // Each object's store so far and the link that decided it (-1: assigned); the decisions,
+        // which carry their explanation's names, are made once at the end.
+        var chosen = inputs.map(\.assigned)
+        var deciding = [Int](repeating: -1, count: inputs.count)
+        var holding = EntityHolding(stores: stores)
         // Pull unassigned objects into the store of a related object, to a fixed point (a new
         // event related to a new session that was assigned follows the session).
         var progress = true
         while progress {
             progress = false
-            for (index, input) in inputs.enumerated() where decisions[index] == nil {
-                for link in input.links {
+            for index in inputs.indices where chosen[index] == nil {
+                for (number, link) in inputs[index].links.enumerated() {
                     let store: Int?
                     switch link.target {
                     case let .store(s): store = s
-                    case let .newObject(other): store = decisions[other]?.store
+                    case let .newObject(other): store = chosen[other]
                     }
-                    guard let store, stores[store].entities.contains(input.entity) else { continue }
-                    decisions[index] = Decision(store: store, reason: .relatedObject,
-                                                explanation: .related(entity: input.entity, relationship: link.relationship, store: stores[store].name))
+                    guard let store, holding.holds(store, inputs[index].entity) else { continue }
+                    chosen[index] = store
+                    deciding[index] = number
                     progress = true
                     break
                 }
             }
         }
-        return try inputs.enumerated().map { index, input in
-            if let decision = decisions[index] { return decision }
-            return try fallback(entity: input.entity)
+        // A batch of unrelated new objects is usually of one entity: its fallback is worked out once.
+        var lastFallback: (entity: String, decision: Decision)?
+        return try inputs.indices.map { index in
+            let input = inputs[index]
+            guard let store = chosen[index] else {
+                if let lastFallback, lastFallback.entity == input.entity { return lastFallback.decision }
+                let decision = try fallback(entity: input.entity)
+                lastFallback = (input.entity, decision)
+                return decision
+            }
+            guard deciding[index] >= 0 else {
+                return Decision(store: store, reason: .assigned, explanation: .assigned(store: stores[store].name))
+            }
+            return Decision(store: store, reason: .relatedObject,
+                            explanation: .related(entity: input.entity, relationship: input.links[deciding[index]].relationship, store: stores[store].name))
+        }
+    }
+
+    /// Whether a store holds an entity, the last answer kept: a batch asks about one entity and
+    /// one store object after object.
+    private struct EntityHolding {
+        let stores: [StoreInfo]
+        var last: (store: Int, entity: String, holds: Bool)?
+
+        mutating func holds(_ store: Int, _ entity: String) -> Bool {
+            if let last, last.store == store, last.entity == entity { return last.holds }
+            let holds = stores[store].entities.contains(entity)
+            last = (store, entity, holds)
+            return holds
         }
     }
 
