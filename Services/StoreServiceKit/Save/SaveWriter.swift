@@ -17,6 +17,9 @@ struct SaveWriter {
     /// Each store's recorder by store index, made on the store's first change: an array, as the
     /// writer reaches it twice for every object.
     var recorders: [StoreChangeRecorder?]
+    /// Whether `insert` has begun each store's history transaction: asked for every new object,
+    /// and reading the recorder's token would copy the recorder.
+    private var historyBegun: [Bool]
     var conflicts: [JSONValue] = []
     /// New objects' permanent IDs by position in the save's new objects (`newID(of:)`). Their
     /// URIs are made as each row is written (`insert`), where the saving thread waits for the
@@ -45,6 +48,7 @@ struct SaveWriter {
         self.routes = routes
         self.zones = zones
         recorders = Array(repeating: nil, count: operation.stores.list.count)
+        historyBegun = Array(repeating: false, count: operation.stores.list.count)
     }
 
     private var context: ManagedObjectContext { operation.context }
@@ -161,7 +165,9 @@ struct SaveWriter {
         // (relationships as final URIs), by position.
         var values: [SQLValue] = []
         values.reserveCapacity(entity.storedPropertyNames.count)
-        var contextValues: [SQLValue] = values
+        // Reserved apart: a copy of `values` would share its buffer until the first append copied it.
+        var contextValues: [SQLValue] = []
+        contextValues.reserveCapacity(entity.storedPropertyNames.count)
         var setProperties: [Bool] = []
         setProperties.reserveCapacity(entity.storedPropertyNames.count)
         for position in entity.attributes.indices {
@@ -180,9 +186,10 @@ struct SaveWriter {
         // Zones are only inferred for the shared store's objects: most saves have none.
         let zone = zones.isEmpty ? object.zone : zones[object.uri] ?? object.zone
         // The history transaction begins on the store's connection: before its first row.
-        if recorders[index]?.token == nil {
+        if !historyBegun[index] {
             try waitForRows()
             try record(index) { try $0.begin() }
+            historyBegun[index] = true
         }
         do {
             let statement = try rows.statement(entity, store: index, in: stores)
@@ -203,6 +210,8 @@ struct SaveWriter {
 
     /// Makes ready for `count` new objects' rows: a large save steps them on another thread.
     mutating func beginInserts(count: Int) {
+        finalStates.reserveCapacity(count)
+        if operation.report == .objects { insertedList.reserveCapacity(count) }
         rows = SaveRows(newObjects: count)
     }
 
