@@ -63,13 +63,18 @@ public final class Statement {
     /// allows it), which a C string would end at, silently shortening what was saved; and the
     /// count spares SQLite a scan of each value for its end.
     private func bindText(_ text: String, at index: Int32) -> Int32 {
+        // A native string lends its bytes in place: `withUTF8` needs a `var` copy, whose retain
+        // and release were a write to the string's reference count for every value bound.
+        if let code = text.utf8.withContiguousStorageIfAvailable({ bindText(bytes: $0, at: index) }) { return code }
         var text = text
-        return text.withUTF8 { bytes -> Int32 in
-            // An empty string's buffer may have no address, and a null pointer binds NULL.
-            guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_text(handle, index, "", 0, Self.transient) }
-            return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                sqlite3_bind_text(handle, index, $0, Int32(bytes.count), Self.transient)
-            }
+        return text.withUTF8 { bindText(bytes: $0, at: index) }
+    }
+
+    private func bindText(bytes: UnsafeBufferPointer<UInt8>, at index: Int32) -> Int32 {
+        // An empty string's buffer may have no address, and a null pointer binds NULL.
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_text(handle, index, "", 0, Self.transient) }
+        return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+            sqlite3_bind_text(handle, index, $0, Int32(bytes.count), Self.transient)
         }
     }
 
