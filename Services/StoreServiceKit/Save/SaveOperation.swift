@@ -91,11 +91,12 @@ package struct SaveOperation {
         fileprivate var forgotten: [String] = []
 
         /// Applies the save to its context (new objects get their permanent IDs and stores,
-        /// saved values become snapshots, deleted ones are forgotten).
-        func update(_ context: ManagedObjectContext) -> (SaveResult, [RemoteChangeNotice]) {
+        /// saved values become snapshots, deleted ones are forgotten). Consuming: each object's
+        /// final state is moved out of the list, where iterating it copied every state.
+        consuming func update(_ context: ManagedObjectContext) -> (SaveResult, [RemoteChangeNotice]) {
             var renames: [(object: ContextObject, id: ObjectID, uri: String)] = []
             renames.reserveCapacity(finalStates.count)
-            for (object, values, version, store, id) in finalStates {
+            while let (object, values, version, store, id) = finalStates.popLast() {
                 if object.isInserted { object.store = store }
                 if let id { renames.append((object, id.id, id.uri)) }
                 object.isInserted = false
