@@ -26,12 +26,16 @@ struct SaveRows {
     }
 
     private var stepper: RowStepper?
-    private var batch: [RowStepper.Row] = []
+    /// The rows not yet sent, all of one statement: a row of another store or entity sends them
+    /// first, so the statement goes across once a batch rather than with each row (both threads
+    /// counting its references on every row kept its memory moving between the cores).
+    private var batch: [PersistentStore.StoredRow] = []
+    private var batchStatement: Statement?
     /// The batches sent and not yet waited for, kept so that the rows' values are freed on the
     /// thread that made them: memory freed on another thread goes back to this thread's malloc
     /// arena under its lock (freeing a reset context's objects on the stepper's thread tripled
     /// the next insert's time).
-    private var sentBatches: [[RowStepper.Row]] = []
+    private var sentBatches: [[PersistentStore.StoredRow]] = []
     /// The objects of the rows sent to the stepper, in sending order, with their stores.
     private var sent: [(object: ContextObject, store: Int)] = []
     /// The statement of the last row's store and entity: a batch is mostly of one entity.
@@ -65,7 +69,9 @@ struct SaveRows {
             do { try PersistentStore.step(statement, row) } catch { throw Failure(object, store: store, error: error) }
             return
         }
-        batch.append(.init(statement: statement, row: row))
+        if let batchStatement, batchStatement !== statement { send(to: stepper) }
+        batchStatement = statement
+        batch.append(row)
         sent.append((object, store))
         if batch.count == Self.batchSize { send(to: stepper) }
     }
@@ -84,7 +90,8 @@ struct SaveRows {
     }
 
     private mutating func send(to stepper: RowStepper) {
-        stepper.send(batch)
+        guard let batchStatement, !batch.isEmpty else { return }
+        stepper.send(batch, statement: batchStatement)
         sentBatches.append(batch)
         batch = []
         batch.reserveCapacity(Self.batchSize)
@@ -95,6 +102,7 @@ struct SaveRows {
     mutating func end() {
         guard let stepper else { return }
         batch.removeAll()
+        batchStatement = nil
         stepper.release()
         sentBatches.removeAll()
         self.stepper = nil

@@ -13,11 +13,6 @@ import SQLiteKit
 final class RowStepper: @unchecked Sendable {
     static let shared = RowStepper()
 
-    struct Row {
-        var statement: Statement
-        var row: PersistentStore.StoredRow
-    }
-
     /// The first row that failed: its number in the holder's sending order, and SQLite's error.
     struct Failure: Error {
         var number: Int
@@ -27,7 +22,8 @@ final class RowStepper: @unchecked Sendable {
     /// A batch handed to the thread. The saving thread keeps its own reference and does not
     /// touch the batch's statements until `wait` returns, so the thread is their only user.
     private struct Batch: @unchecked Sendable {
-        var rows: [Row]
+        var statement: Statement
+        var rows: [PersistentStore.StoredRow]
         var first: Int
     }
 
@@ -50,9 +46,9 @@ final class RowStepper: @unchecked Sendable {
         return true
     }
 
-    /// Queues rows to be stepped after those sent before them.
-    func send(_ rows: [Row]) {
-        let batch = Batch(rows: rows, first: sentCount)
+    /// Queues rows of one statement to be stepped after those sent before them.
+    func send(_ rows: [PersistentStore.StoredRow], statement: Statement) {
+        let batch = Batch(statement: statement, rows: rows, first: sentCount)
         sentCount += rows.count
         thread.hand { [self] in step(batch) }
     }
@@ -83,7 +79,7 @@ final class RowStepper: @unchecked Sendable {
         lock.unlock()
         guard !skip else { return }
         for (offset, row) in batch.rows.enumerated() {
-            do { try PersistentStore.step(row.statement, row.row) } catch {
+            do { try PersistentStore.step(batch.statement, row) } catch {
                 lock.lock()
                 if failure == nil { failure = Failure(number: batch.first + offset, error: error) }
                 lock.unlock()
