@@ -103,7 +103,7 @@ public struct OperationRegistry: Sendable {
     typealias ParamsReader = @Sendable (UnsafeBufferPointer<UInt8>) throws(MessageReadError) -> any Sendable
 
     /// The bytes reader of a params type that reads itself.
-    static func reader<Readable: JSONReadable & Sendable>(_ type: Readable.Type) -> @Sendable (UnsafeBufferPointer<UInt8>) throws(MessageReadError) -> any Sendable {
+    private static func reader<Readable: JSONReadable & Sendable>(_ type: Readable.Type) -> @Sendable (UnsafeBufferPointer<UInt8>) throws(MessageReadError) -> any Sendable {
         { (bytes) throws(MessageReadError) in try Readable.read(bytes) }
     }
 
