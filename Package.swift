@@ -4,7 +4,12 @@
 // No package dependencies by design: the toolchain and Debian's C libraries only.
 import PackageDescription
 
-let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+// Concrete generic types' metadata through accessor functions, not mangled names: a mangled
+// name is demangled at first use and its generic requirements checked by scanning every
+// conformance record of the process (a few such scans at each start: `_DictionaryStorage<String, …>`,
+// Codable's containers). Unsafe flags are allowed in a root package and a path dependency.
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6),
+                              .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
 
 let package = Package(
     name: "MeowCare",

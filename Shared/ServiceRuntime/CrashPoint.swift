@@ -18,7 +18,7 @@ import Synchronization
 /// lists them for people.
 public enum CrashPoint {
     private static let target: (name: String, hit: Int)? = {
-        guard let spec = ProcessInfo.processInfo.environment["MEOW_CRASH_AT"], !spec.isEmpty else { return nil }
+        guard let spec = getenv("MEOW_CRASH_AT").map({ String(cString: $0) }), !spec.isEmpty else { return nil }
         let parts = spec.split(separator: ":", maxSplits: 1)
         return (String(parts[0]), parts.count == 2 ? max(1, Int(parts[1]) ?? 1) : 1)
     }()

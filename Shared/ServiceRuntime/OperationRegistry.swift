@@ -1,6 +1,5 @@
 import FoundationEssentials
 import MeowWire
-import Synchronization
 
 /// Who may call an operation.
 public enum OperationAccess: Sendable {
@@ -38,8 +37,7 @@ public struct OperationRegistry: Sendable {
         let decodeTree: @Sendable (JSONValue?) throws -> any Sendable
         /// Reads params from their bytes, for params types that read themselves (`JSONReadable`):
         /// their one reader, whatever the envelope's form.
-        var readParams: ParamsReader? { reader.value }
-        let reader: LazyParamsReader
+        let readParams: ParamsReader?
         let run: @Sendable (any Sendable, RequestContext) throws -> any Encodable & Sendable
     }
 
@@ -48,8 +46,29 @@ public struct OperationRegistry: Sendable {
     public init() {}
 
     /// Registers `name`. The handler runs on the connection's thread; it may block.
+    ///
+    /// Params that read themselves from their bytes (`JSONReadable`) are registered through the
+    /// overload below, chosen at compile time: finding that out at run time is a dynamic cast,
+    /// which scans every protocol conformance record of the process for each params type.
     public mutating func register<Params: Decodable & Sendable, Result: Encodable & Sendable>(
         _ name: String, params: Params.Type, access: OperationAccess = .afterHello, summary: String = "",
+        handler: @escaping @Sendable (Params, RequestContext) throws -> Result
+    ) {
+        // Debug builds (the tests) catch a generic wrapper that lost a params type's reader.
+        assert(!(Params.self is any JSONReadable.Type), "\(name): \(Params.self) reads itself; register it through the JSONReadable overload")
+        add(name, params: params, access: access, summary: summary, readParams: nil, handler: handler)
+    }
+
+    /// Registers `name` whose params read themselves from the request's bytes (`JSONReadable`).
+    public mutating func register<Params: Decodable & Sendable & JSONReadable, Result: Encodable & Sendable>(
+        _ name: String, params: Params.Type, access: OperationAccess = .afterHello, summary: String = "",
+        handler: @escaping @Sendable (Params, RequestContext) throws -> Result
+    ) {
+        add(name, params: params, access: access, summary: summary, readParams: Self.reader(Params.self), handler: handler)
+    }
+
+    private mutating func add<Params: Decodable & Sendable, Result: Encodable & Sendable>(
+        _ name: String, params: Params.Type, access: OperationAccess, summary: String, readParams: ParamsReader?,
         handler: @escaping @Sendable (Params, RequestContext) throws -> Result
     ) {
         precondition(entries[name] == nil, "operation \(name) registered twice")
@@ -77,37 +96,13 @@ public struct OperationRegistry: Sendable {
                     return try JSONValueDecoder().decode(ParamsLeftOut<Params>.self, from: ["params": tree]).params
                 }
             },
-            reader: LazyParamsReader { Self.paramsReader(Params.self) },
+            readParams: readParams,
             run: { params, context in try handler(params as! Params, context) })
     }
 
     typealias ParamsReader = @Sendable (UnsafeBufferPointer<UInt8>) throws(MessageReadError) -> any Sendable
 
-    /// An op's params reader, looked up at its first request: the lookup is a dynamic cast
-    /// that scans every protocol conformance of the process (about 10 µs), and a service has
-    /// over a hundred ops, most of which a short-lived service never serves.
-    final class LazyParamsReader: Sendable {
-        private let lookUp: @Sendable () -> ParamsReader?
-        private let found = Mutex<ParamsReader??>(nil)
-
-        init(_ lookUp: @escaping @Sendable () -> ParamsReader?) { self.lookUp = lookUp }
-
-        var value: ParamsReader? {
-            found.withLock { found in
-                if let known = found { return known }
-                let reader = lookUp()
-                found = .some(reader)
-                return reader
-            }
-        }
-    }
-
-    /// The bytes reader of a params type that reads itself (`JSONReadable`), else nil.
-    static func paramsReader<Params>(_ type: Params.Type) -> ParamsReader? {
-        guard let readable = type as? any (JSONReadable & Sendable).Type else { return nil }
-        return reader(readable)
-    }
-
+    /// The bytes reader of a params type that reads itself.
     private static func reader<Readable: JSONReadable & Sendable>(_ type: Readable.Type) -> @Sendable (UnsafeBufferPointer<UInt8>) throws(MessageReadError) -> any Sendable {
         { (bytes) throws(MessageReadError) in try Readable.read(bytes) }
     }

@@ -37,7 +37,7 @@ public enum ServiceMain {
     /// Runs the service until SIGTERM/SIGINT, then exits 0; exits 1 if it cannot start.
     public static func run(_ definition: any ServiceDefinition, configuration: ServiceConfiguration) -> Never {
         let logger = Logger(label: definition.name)
-        MemoryTuning.apply(environment: ProcessInfo.processInfo.environment)
+        MemoryTuning.applyToProcess()
         do {
             let server = try ServiceServer(definition: definition, configuration: configuration)
             ShutdownSignals.install { signal in

@@ -20,9 +20,11 @@ struct OperationRegistryTests {
     }
 
     @Test("only params types that read themselves get a bytes reader, and it reads them")
-    func paramsReaders() throws {
-        #expect(OperationRegistry.paramsReader(NameParams.self) == nil)
-        let reader = try #require(OperationRegistry.paramsReader(ScannedParams.self))
+    func paramsReaders() async throws {
+        let served = try ServedConnection()
+        let registry = served.server.registry
+        #expect(registry.entry("test.echoName")?.readParams == nil)
+        let reader = try #require(registry.entry("test.scanned")?.readParams)
         let bytes = Array(#"{"value":"v","other":[1,{"x":null}]}"#.utf8)
         let read = bytes.withUnsafeBufferPointer { try? reader($0) } as? ScannedParams
         #expect(read?.value == "v")
@@ -33,6 +35,7 @@ struct OperationRegistryTests {
         }
         #expect(refused?.description == "the message: expected an object")
         #expect(refused?.wireError(op: "test.scanned").message == "'test.scanned': params must be an object.")
+        _ = await served.end()
     }
 
     @Test("decoding failures become missingField or invalidField with a JSON path, and types are named for people")

@@ -1,3 +1,4 @@
+import Foundation
 import ServiceRuntime
 import Testing
 
@@ -11,5 +12,9 @@ struct MemoryTuningTests {
     @Test(arguments: ["GLIBC_TUNABLES", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"])
     func mallocSettingsInTheEnvironmentWin(_ variable: String) {
         #expect(!MemoryTuning.apply(environment: [variable: "glibc.malloc.trim_threshold=1"]))
+    }
+
+    @Test func theProcessEnvironmentIsReadAsTheDictionaryWouldBe() {
+        #expect(MemoryTuning.applyToProcess() == MemoryTuning.apply(environment: ProcessInfo.processInfo.environment))
     }
 }

@@ -5,9 +5,14 @@ import ServiceRuntime
 extension ManagedObjectModel {
     /// Decodes and validates a model file.
     public static func load(json: Data) throws(ModelError) -> ManagedObjectModel {
+        try load(bytes: [UInt8](json))
+    }
+
+    /// Decodes and validates a model's JSON text given as its bytes.
+    static func load(bytes json: [UInt8]) throws(ModelError) -> ManagedObjectModel {
         let model: ManagedObjectModel
         do {
-            model = try JSONValueDecoder().decode(ManagedObjectModel.self, from: [UInt8](json))
+            model = try JSONValueDecoder().decode(ManagedObjectModel.self, from: json)
         } catch let error as DecodingError {
             throw ModelError("The model file is not a valid model: \(Self.describe(error, in: json)).")
         } catch {
@@ -19,7 +24,7 @@ extension ManagedObjectModel {
 
     /// The decoding error with its JSON path, led by the entity and property it is in when the
     /// path goes through one (`CareEvent.id: …`), so the author finds the place by name.
-    private static func describe(_ error: DecodingError, in json: Data) -> String {
+    private static func describe(_ error: DecodingError, in json: [UInt8]) -> String {
         func path(_ keys: [any CodingKey]) -> String {
             let text = keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
             return text.isEmpty ? "the top level" : String(text.drop { $0 == "." })
@@ -40,12 +45,12 @@ extension ManagedObjectModel {
 
     /// `Entity` or `Entity.property` for a coding path into `entities[i]` (and its
     /// `attributes[j]` or `relationships[j]`), read from the file's own names.
-    private static func placeName(_ keys: [any CodingKey], in json: Data) -> String? {
+    private static func placeName(_ keys: [any CodingKey], in json: [UInt8]) -> String? {
         func element(_ list: JSONValue?, _ index: Int?) -> JSONValue? {
             guard let items = list?.arrayValue, let index, items.indices.contains(index) else { return nil }
             return items[index]
         }
-        guard keys.count >= 2, keys[0].stringValue == "entities", let tree = try? JSONParser.parse([UInt8](json)),
+        guard keys.count >= 2, keys[0].stringValue == "entities", let tree = try? JSONParser.parse(json),
               let entity = element(tree["entities"], keys[1].intValue), let entityName = entity["name"]?.stringValue else { return nil }
         guard keys.count >= 4, ["attributes", "relationships"].contains(keys[2].stringValue),
               let propertyName = element(entity[keys[2].stringValue], keys[3].intValue)?["name"]?.stringValue else { return entityName }

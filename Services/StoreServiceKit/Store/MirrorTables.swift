@@ -6,6 +6,9 @@ import SQLiteKit
 /// tables happens here, in one place.
 package enum MirrorTables {
     package static func create(in database: Database) throws {
+        // Without any mirror table yet, the tables made here have no older layout to upgrade:
+        // the probes for one are skipped.
+        let fresh = try database.scalar(#"SELECT 1 FROM sqlite_master WHERE name LIKE 'mirror\_%' ESCAPE '\' LIMIT 1"#) == nil
         try database.execute("""
             CREATE TABLE IF NOT EXISTS mirror_kv(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS mirror_pending(seq INTEGER PRIMARY KEY AUTOINCREMENT, uuid TEXT NOT NULL UNIQUE,
@@ -25,6 +28,11 @@ package enum MirrorTables {
                 owner_name TEXT NOT NULL, PRIMARY KEY(uuid, zone_name, owner_name));
             """)
         try PendingLinks.createTable(in: database)
+        if !fresh { try upgrade(database) }
+    }
+
+    /// Brings the tables of a file written by an earlier version to today's layout.
+    private static func upgrade(_ database: Database) throws {
         // No index on a record's zone: every record synced writes a metadata row (the sending
         // device's verdict, the receiving device's page), and the index was a fifth of that
         // row's cost (~3 µs), paid to speed up what runs once per zone lifetime: a zone's

@@ -53,8 +53,22 @@ struct SyncOperations {
         _ registry: inout OperationRegistry, _ name: String, _ type: P.Type, _ summary: String,
         _ body: @escaping @Sendable (CloudEngine, String, P, RequestTrace) throws -> R
     ) {
+        registry.register(name, params: type, access: .authenticated, summary: summary, handler: userHandler(body))
+    }
+
+    /// A user's op whose params read themselves from the request's bytes: the registry's
+    /// `JSONReadable` overload, chosen here at compile time.
+    private func user<P: Decodable & Sendable & JSONReadable, R: Encodable & Sendable>(
+        _ registry: inout OperationRegistry, _ name: String, _ type: P.Type, _ summary: String,
+        _ body: @escaping @Sendable (CloudEngine, String, P, RequestTrace) throws -> R
+    ) {
+        registry.register(name, params: type, access: .authenticated, summary: summary, handler: userHandler(body))
+    }
+
+    private func userHandler<P: Sendable, R>(_ body: @escaping @Sendable (CloudEngine, String, P, RequestTrace) throws -> R)
+        -> @Sendable (P, RequestContext) throws -> R {
         let service = service
-        registry.register(name, params: type, access: .authenticated, summary: summary) { params, context in
+        return { params, context in
             try service.run(context, checkAccount: true, target: { FaultTarget(of: params) }) { engine, caller, trace in try body(engine, caller, params, trace) }
         }
     }
