@@ -4,12 +4,14 @@
 // No package dependencies by design: the toolchain and Debian's C libraries only.
 import PackageDescription
 
-// Concrete generic types' metadata through accessor functions, not mangled names: a mangled
-// name is demangled at first use and its generic requirements checked by scanning every
-// conformance record of the process (a few such scans at each start: `_DictionaryStorage<String, …>`,
-// Codable's containers). Unsafe flags are allowed in a root package and a path dependency.
-let strict: [SwiftSetting] = [.swiftLanguageMode(.v6),
-                              .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+// The services' own modules: concrete generic types' metadata through accessor functions, not
+// mangled names. A mangled name is demangled at first use and its generic requirements checked
+// by scanning every conformance record of the process (a few such scans at each start:
+// `_DictionaryStorage<String, …>`, Codable's containers). Only on modules no library product
+// uses: SwiftPM refuses unsafe flags in a versioned dependency's products, and app teams depend
+// on MeowCareTesting and the wire modules.
+let service: [SwiftSetting] = strict + [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
 
 let package = Package(
     name: "MeowCare",
@@ -33,7 +35,7 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Shared/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
-        .target(name: "SQLiteKit", dependencies: ["CSQLite"], path: "Shared/SQLiteKit", swiftSettings: strict),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite"], path: "Shared/SQLiteKit", swiftSettings: service),
         // The wire protocol and its Swift client: all a client needs.
         .target(name: "MeowWire", dependencies: ["CShim"], path: "Shared/MeowWire", swiftSettings: strict),
         // The cloud protocol (what the sync-service speaks): zone and record identities, CloudKit's
@@ -46,17 +48,17 @@ let package = Package(
         // declaration of each, where the cloud protocol keeps it.
         .target(name: "StoreWire", dependencies: ["MeowWire", "CloudWire"], path: "Shared/StoreWire", swiftSettings: strict),
         // Listener, connections, lifecycle, signals, logging, options.
-        .target(name: "ServiceRuntime", dependencies: ["MeowWire", "CShim"], path: "Shared/ServiceRuntime", swiftSettings: strict),
+        .target(name: "ServiceRuntime", dependencies: ["MeowWire", "CShim"], path: "Shared/ServiceRuntime", swiftSettings: service),
 
         .target(name: "StoreServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "StoreWire", "SQLiteKit"],
-                path: "Services/StoreServiceKit", swiftSettings: strict),
+                path: "Services/StoreServiceKit", swiftSettings: service),
         // The CloudKit mirror (NSPersistentCloudKitContainer's part): its engine (batches, pages,
         // retries, tokens) and its mapping (objects and records, merges, shares), on the stack's
         // StoreCompanion seam and the cloud protocol.
         .target(name: "CloudMirrorKit", dependencies: ["StoreServiceKit", "ServiceRuntime", "MeowWire", "CloudWire", "StoreWire", "SQLiteKit"],
-                path: "Services/CloudMirrorKit", swiftSettings: strict),
+                path: "Services/CloudMirrorKit", swiftSettings: service),
         .target(name: "SyncServiceKit", dependencies: ["ServiceRuntime", "MeowWire", "CloudWire", "SQLiteKit"],
-                path: "Services/SyncServiceKit", swiftSettings: strict),
+                path: "Services/SyncServiceKit", swiftSettings: service),
         .target(name: "MeowCtlKit", dependencies: ["MeowWire", "CloudWire", "StoreWire", "MeowInspection", "MeowExplore", "MeowHistory", "MeowReport", "CShim"], path: "Services/MeowCtlKit", swiftSettings: strict),
         // The checks `meowctl doctor` and `diff` run (a device's invariants, a device against the
         // cloud), without the command line: MeowCareTesting's assertions run the same ones.
@@ -79,9 +81,9 @@ let package = Package(
         .target(name: "MeowCareTesting", dependencies: ["MeowCareCluster", "MeowExplore", "MeowHistory", "MeowReport", "MeowWire", "CloudWire"],
                 path: "Shared/MeowCareTesting/Testing", swiftSettings: strict),
         .executableTarget(name: "store-service", dependencies: ["StoreServiceKit", "CloudMirrorKit", "ServiceRuntime"],
-                          path: "Services/store-service", swiftSettings: strict),
+                          path: "Services/store-service", swiftSettings: service),
         .executableTarget(name: "sync-service", dependencies: ["SyncServiceKit", "ServiceRuntime"],
-                          path: "Services/sync-service", swiftSettings: strict),
+                          path: "Services/sync-service", swiftSettings: service),
         .executableTarget(name: "meowctl", dependencies: ["MeowCtlKit"], path: "Services/meowctl", swiftSettings: strict),
 
         // Benchmarks: a raw C echo server with the same framing is the same-run baseline.
