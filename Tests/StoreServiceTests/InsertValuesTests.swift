@@ -11,18 +11,24 @@ struct InsertValuesTests {
     /// Sends `params` (JSON text, so that a key can be repeated) as an object.insert on a raw
     /// connection with an open context, and returns the reply.
     static func insert(_ store: StoreFixture, _ values: String) async throws -> JSONValue {
+        try await inContext(store) { connection, context in
+            connection.send(json: #"{"id":2,"op":"object.insert","params":{"context":"\#(context)","objects":[{"entity":"CareEvent","values":\#(values)}]}}"#)
+            let inserted = try connection.nextMessage()
+            guard inserted["ok"] == true else { return inserted }
+            let objectID = inserted["result"]?["objectIDs"]?[0] ?? .null
+            connection.send(["id": 3, "op": "object.get", "params": ["context": .string(context), "objectID": objectID]])
+            return try connection.nextMessage()
+        }
+    }
+
+    /// Runs `body` off the test's thread with a raw connection to `store` and a context opened on it.
+    static func inContext(_ store: StoreFixture, _ body: @escaping @Sendable (RawConnection, String) throws -> JSONValue) async throws -> JSONValue {
         let connection = try RawConnection(path: store.socket)
         try connection.hello()
         return try await offThread { () -> Result<JSONValue, any Error> in
             Result {
                 connection.send(["id": 1, "op": "context.open", "params": [:]])
-                let context = try connection.nextMessage()["result"]?["context"]?.stringValue ?? ""
-                connection.send(json: #"{"id":2,"op":"object.insert","params":{"context":"\#(context)","objects":[{"entity":"CareEvent","values":\#(values)}]}}"#)
-                let inserted = try connection.nextMessage()
-                guard inserted["ok"] == true else { return inserted }
-                let objectID = inserted["result"]?["objectIDs"]?[0] ?? .null
-                connection.send(["id": 3, "op": "object.get", "params": ["context": .string(context), "objectID": objectID]])
-                return try connection.nextMessage()
+                return try body(connection, try connection.nextMessage()["result"]?["context"]?.stringValue ?? "")
             }
         }.get()
     }
@@ -42,18 +48,26 @@ struct InsertValuesTests {
         #expect(refused["error"]?["details"]?["property"] == "value", "\(refused)")
     }
 
-    @Test("Of several refused values, the error names the first one sent", arguments: [
+    /// Six refused values of a CareEvent, in four orders.
+    static let severalRefused = [
         #"{"value":"x","eventTypeRaw":"nope","occurredAt":"yesterday","note":7,"updatedAt":false,"id":[]}"#,
         #"{"occurredAt":"yesterday","note":7,"id":[],"value":"x","updatedAt":false,"eventTypeRaw":"nope"}"#,
         #"{"note":7,"updatedAt":false,"value":"x","id":[],"eventTypeRaw":"nope","occurredAt":"yesterday"}"#,
         #"{"id":[],"occurredAt":"yesterday","eventTypeRaw":"nope","updatedAt":false,"note":7,"value":"x"}"#,
-    ])
+    ]
+
+    /// The key of `values` (JSON object text) that comes first in the text.
+    static func firstKey(_ values: String) throws -> String {
+        try #require(try JSONDecoder().decode([String: JSONValue].self, from: Data(values.utf8)).keys.min {
+            values.range(of: "\"\($0)\"")!.lowerBound < values.range(of: "\"\($1)\"")!.lowerBound
+        })
+    }
+
+    @Test("Of several refused values, the error names the first one sent", arguments: severalRefused)
     func firstRefusedValueNamed(values: String) async throws {
         let store = try await StoreFixture.start()
         defer { Task { _ = await store.stop() } }
-        let first = try #require(try JSONDecoder().decode([String: JSONValue].self, from: Data(values.utf8)).keys.min {
-            values.range(of: "\"\($0)\"")!.lowerBound < values.range(of: "\"\($1)\"")!.lowerBound
-        })
+        let first = try Self.firstKey(values)
         let refused = try await Self.insert(store, values)
         #expect(refused["ok"] == false)
         #expect(refused["error"]?["details"]?["property"] == .string(first), "\(refused)")

@@ -9,32 +9,19 @@ struct SetValuesTests {
     /// Inserts a valid CareEvent, then sends `values` (JSON text, so that a key can be repeated)
     /// as its object.set on a raw connection, and returns the set's reply.
     static func set(_ store: StoreFixture, _ values: String) async throws -> JSONValue {
-        let connection = try RawConnection(path: store.socket)
-        try connection.hello()
-        return try await offThread { () -> Result<JSONValue, any Error> in
-            Result {
-                connection.send(["id": 1, "op": "context.open", "params": [:]])
-                let context = try connection.nextMessage()["result"]?["context"]?.stringValue ?? ""
-                connection.send(json: #"{"id":2,"op":"object.insert","params":{"context":"\#(context)","entity":"CareEvent","values":{"id":"e","value":1}}}"#)
-                let objectID = try connection.nextMessage()["result"]?["objectID"]?.stringValue ?? ""
-                connection.send(json: #"{"id":3,"op":"object.set","params":{"context":"\#(context)","objectID":"\#(objectID)","values":\#(values)}}"#)
-                return try connection.nextMessage()
-            }
-        }.get()
+        try await InsertValuesTests.inContext(store) { connection, context in
+            connection.send(json: #"{"id":2,"op":"object.insert","params":{"context":"\#(context)","entity":"CareEvent","values":{"id":"e","value":1}}}"#)
+            let objectID = try connection.nextMessage()["result"]?["objectID"]?.stringValue ?? ""
+            connection.send(json: #"{"id":3,"op":"object.set","params":{"context":"\#(context)","objectID":"\#(objectID)","values":\#(values)}}"#)
+            return try connection.nextMessage()
+        }
     }
 
-    @Test("Of several refused values, object.set's error names the first one sent", arguments: [
-        #"{"value":"x","eventTypeRaw":"nope","occurredAt":"yesterday","note":7,"updatedAt":false,"id":[]}"#,
-        #"{"occurredAt":"yesterday","note":7,"id":[],"value":"x","updatedAt":false,"eventTypeRaw":"nope"}"#,
-        #"{"note":7,"updatedAt":false,"value":"x","id":[],"eventTypeRaw":"nope","occurredAt":"yesterday"}"#,
-        #"{"id":[],"occurredAt":"yesterday","eventTypeRaw":"nope","updatedAt":false,"note":7,"value":"x"}"#,
-    ])
+    @Test("Of several refused values, object.set's error names the first one sent", arguments: InsertValuesTests.severalRefused)
     func firstRefusedValueNamed(values: String) async throws {
         let store = try await StoreFixture.start()
         defer { Task { _ = await store.stop() } }
-        let first = try #require(try JSONDecoder().decode([String: JSONValue].self, from: Data(values.utf8)).keys.min {
-            values.range(of: "\"\($0)\"")!.lowerBound < values.range(of: "\"\($1)\"")!.lowerBound
-        })
+        let first = try InsertValuesTests.firstKey(values)
         let refused = try await Self.set(store, values)
         #expect(refused["ok"] == false)
         #expect(refused["error"]?["details"]?["property"] == .string(first), "\(refused)")
