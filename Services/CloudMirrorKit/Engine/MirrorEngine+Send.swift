@@ -27,10 +27,10 @@ extension MirrorEngine {
     struct SendItem {
         /// Its queue entry (the record's name and entity, the change it carries).
         var pending: MirrorBookkeeping.Pending
-        /// The record to save (nil: a delete); its fields are in `fieldsText`.
+        /// The record to save (nil: a delete), its fields as their text (`fieldsText`): the
+        /// batch's request sends this record as it is, sharing its storage (a record changed
+        /// there would be copied first).
         var record: CloudRecord?
-        /// The saved record's fields as JSON text (`MirrorRecordCoding.fieldsText`).
-        var fieldsText: String?
         /// A delete: of the record itself, or of its old copy when it moves to another zone.
         var delete: ZoneID?
         /// A save of the record where it is, with its tag, before it moves (`buildBatches`).
@@ -40,6 +40,9 @@ extension MirrorEngine {
         /// Relationships it sends empty because this device refused the names the cloud holds
         /// for them (`MirrorBookkeeping.zoneRefusedLinks`): once saved they wait no more.
         var clearedLinks: [PendingLinks.Link] = []
+
+        /// The saved record's fields as JSON text (`MirrorRecordCoding.fieldsText`).
+        var fieldsText: String? { record?.fieldsText }
     }
 
     struct Batch {
@@ -50,6 +53,18 @@ extension MirrorEngine {
         var createsInFlight: [Int64] = []
         /// The queue position of its last entry.
         var lastSeq: Int64 { items.map(\.pending.seq).max() ?? 0 }
+        /// The zones its saves go to. A batch's items mostly share one zone: a run of them is
+        /// compared, not hashed item by item.
+        var zones: Set<ZoneID> {
+            var zones = Set<ZoneID>()
+            var last: ZoneID?
+            for item in items {
+                guard let zone = item.record?.zoneID, zone != last else { continue }
+                zones.insert(zone)
+                last = zone
+            }
+            return zones
+        }
     }
 
     /// Ingests new history and builds up to `batchesInFlight` next batches of due entries not in
@@ -185,7 +200,6 @@ extension MirrorEngine {
         var batch: Batch
         var params: ModifyParams
         var waiter: ReplyWaiter
-        var names: [String] { batch.items.map(\.pending.uuid) }
     }
 
     /// A batch's records.modify: each record with its fields text as it was built from the row
@@ -195,8 +209,7 @@ extension MirrorEngine {
         var saves: [CloudRecord] = []
         saves.reserveCapacity(batch.items.count)
         for item in batch.items {
-            guard var record = item.record, let fields = item.fieldsText else { continue }
-            record.fieldsText = fields
+            guard let record = item.record else { continue }
             saves.append(mapping.wireRecord(record))
         }
         let deletes = batch.items.compactMap { item in item.delete.map { DeleteItem(recordName: item.pending.uuid, zoneID: $0) } }
@@ -235,7 +248,16 @@ extension MirrorEngine {
         /// Batches built and not yet sent, in queue order.
         var upcoming: [Batch] = []
 
-        var unanswered: Set<String> { Set(inFlight.flatMap(\.names)) }
+        /// The skipped entries and those of every batch in flight: a build takes none of them.
+        /// One pass over the batches in flight, each name hashed once: a build after each answer
+        /// reads them all.
+        var excluded: Set<String> {
+            var excluded = skipped
+            for flight in inFlight {
+                for item in flight.batch.items { excluded.insert(item.pending.uuid) }
+            }
+            return excluded
+        }
         /// Entries before the last one in flight were all sent in this send, or skipped; any
         /// still queued there (a merge the client won) are read once nothing is in flight.
         var readFrom: Int64 { inFlight.map(\.batch.lastSeq).max() ?? 0 }
@@ -286,7 +308,7 @@ extension MirrorEngine {
     /// Built when none is left to send: as many as may be in flight at once, so that a turn of
     /// the store lock between a client's saves finishes up to a save's worth of batches.
     private func buildMore(_ pass: inout SendPass, scope: StoreScope, report: inout SyncSendResult) throws {
-        pass.upcoming = try nextBatches(scope: scope, excluding: pass.skipped.union(pass.unanswered), after: pass.readFrom,
+        pass.upcoming = try nextBatches(scope: scope, excluding: pass.excluded, after: pass.readFrom,
                                         touched: pass.touched, ahead: &pass.ahead, report: &report)
     }
 
@@ -310,7 +332,7 @@ extension MirrorEngine {
             }
             pass.rounds += 1
             pass.upcoming.removeFirst()
-            if batch.database == .private { try ensureZones(Set(batch.items.compactMap { $0.record?.zoneID })) }
+            if batch.database == .private { try ensureZones(batch.zones) }
             let params = request(batch)
             report.requests += 1
             pass.inFlight.append(InFlight(batch: batch, params: params, waiter: begin("records.modify", params, read: { bytes in try? ModifyVerdicts.read(bytes) })))

@@ -86,7 +86,7 @@ extension CoreDataMapping {
         if pending.kind == .delete {
             // Never reached the server: nothing to delete there.
             guard let meta else { return .drop(counted: true) }
-            return .send(MirrorEngine.SendItem(pending: pending, record: nil, fieldsText: nil, delete: meta.zone), weight: 1)
+            return .send(MirrorEngine.SendItem(pending: pending, record: nil, delete: meta.zone), weight: 1)
         }
         // Scenario 21: the row is gone (its delete follows, or it never existed): upload nothing.
         guard store.holds(entity.name), let row = try Self.row(of: pending, entity: entity, store: store),
@@ -116,7 +116,8 @@ extension CoreDataMapping {
             if meta.zone == zone {
                 record.recordChangeTag = meta.changeTag
                 partial = only != nil
-                return .send(MirrorEngine.SendItem(pending: pending, record: record, fieldsText: fields, delete: nil, partial: partial,
+                record.fieldsText = fields
+                return .send(MirrorEngine.SendItem(pending: pending, record: record, delete: nil, partial: partial,
                                       clearedLinks: refused), weight: 1)
             } else if let tag = meta.changeTag, !touched.contains(pending.uuid) {
                 // A move deletes the old copy unconditionally. It is first saved where it
@@ -127,7 +128,8 @@ extension CoreDataMapping {
                 // the edit, or leaves a second copy of the record in another zone.
                 record.zoneID = meta.zone
                 record.recordChangeTag = tag
-                return .send(MirrorEngine.SendItem(pending: pending, record: record, fieldsText: fields, delete: nil, touch: true,
+                record.fieldsText = fields
+                return .send(MirrorEngine.SendItem(pending: pending, record: record, delete: nil, touch: true,
                                       clearedLinks: refused), weight: 1)
             } else {
                 move = meta.zone
@@ -136,7 +138,8 @@ extension CoreDataMapping {
                 if let tag = meta.changeTag { fields = MovedFrom(zoneName: meta.zone.zoneName, changeTag: tag).adding(to: fields) }
             }
         }
-        return .send(MirrorEngine.SendItem(pending: pending, record: record, fieldsText: fields, delete: move, partial: partial),
+        record.fieldsText = fields
+        return .send(MirrorEngine.SendItem(pending: pending, record: record, delete: move, partial: partial),
                      weight: move == nil ? 1 : 2)
     }
 
