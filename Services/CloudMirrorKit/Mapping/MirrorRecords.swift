@@ -41,17 +41,23 @@ enum MirrorRecordCoding {
     /// object a save sends, which the device also keeps as the record's server fields (the next
     /// merge's ancestor, and the record's stamps until a local edit writes a stamps row) once
     /// the save is acknowledged.
-    /// `cache` lasts a batch: related records' names by "entity/primary key" (a batch of events
+    /// `cache` lasts a batch: related records' names by entity and primary key (a batch of events
     /// names one session again and again) and the last stamps text as a JSON string (a bulk
     /// save's records share one, and escaping it was a tenth of building a batch).
     struct TextCache {
-        var names: [String: String?] = [:]
+        var names: [Related: String?] = [:]
         var stamps: (text: String, quoted: RecordFields.Builder.Quoted)?
         /// The last record's text length: room for the next one is reserved up front.
         var lastLength = 0
         /// Per entity: its stored properties in field-name order, each with its field's opening
         /// text (`"CD_name":{"type":…,"value":`), so a record is written in one pass.
         var layouts: [String: [Slot]] = [:]
+
+        /// A related row, the key of its record's name (no text made per lookup).
+        struct Related: Hashable {
+            var entity: String
+            var primaryKey: Int64
+        }
 
         /// A field a stored property may be written in: an asset slot holds a data attribute's
         /// value past the store's asset threshold, its plain slot the value otherwise.
@@ -121,7 +127,7 @@ enum MirrorRecordCoding {
                 // A related record's name, or nothing when the related row is gone.
                 guard let key = value.int64 else { continue }
                 let destination = entity.toOneRelationships[position - attributeCount].destination
-                let cacheKey = destination + "/" + String(key)
+                let cacheKey = TextCache.Related(entity: destination, primaryKey: key)
                 if cache.names[cacheKey] == nil { cache.names[cacheKey] = .some(try state.uuid(entity: destination, primaryKey: key)) }
                 guard let found = cache.names[cacheKey] ?? nil else { continue }
                 related = found

@@ -52,7 +52,9 @@ public struct RecordFields: Sendable, Hashable {
     ///     builder.close()
     ///     let text = builder.finish()
     public struct Builder {
-        private var text = "{"
+        /// The text so far as UTF-8 bytes, made a string once by `finish()`: a record's text is
+        /// some thirty pieces, and a string's append costs several times copying the bytes.
+        private var bytes: [UInt8] = [UInt8(ascii: "{")]
         private var first = true
         #if DEBUG
         /// The last field's name: keys must ascend (checked in debug builds).
@@ -64,14 +66,14 @@ public struct RecordFields: Sendable, Hashable {
         /// A writer whose text has room for `capacity` bytes: a caller writing many records of
         /// one shape passes the last one's length, so a record's text is not grown (and copied)
         /// five or six times on its way to a few hundred bytes.
-        public init(capacity: Int) { text.reserveCapacity(capacity) }
+        public init(capacity: Int) { bytes.reserveCapacity(capacity) }
 
         /// Goes on writing a fields object this writer finished (`finish()`): fields whose
         /// names sort after all of its fields. Nil when `text` is not an object's text.
         public init?(continuing text: String) {
             guard text.hasPrefix("{"), text.hasSuffix("}") else { return nil }
-            self.text = String(text.dropLast())
-            first = self.text == "{"
+            bytes = Array(text.utf8.dropLast())
+            first = bytes.count == 1
         }
 
         /// A field's opening, `"name":{"type":"T","value":`, made once and reused (a device
@@ -81,65 +83,88 @@ public struct RecordFields: Sendable, Hashable {
             JSONWriter.appendString(name, to: &text)
             text += #":{"type":"#
             JSONWriter.appendString(type, to: &text)
-            return Opening(name: name, text: text + #","value":"#)
+            return Opening(name: name, bytes: Array((text + #","value":"#).utf8))
         }
 
         /// `opening(name:type:)`'s result: the field's name (the keys' order is checked in
         /// debug builds) and its text.
         public struct Opening: Sendable {
             public let name: String
-            let text: String
+            let bytes: [UInt8]
         }
 
         /// Starts a field: its value follows, then `close()`.
         public mutating func open(_ opening: Opening) {
             checkOrder(opening.name)
-            if !first { text += "," }
+            if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
-            text += opening.text
+            bytes.append(contentsOf: opening.bytes)
         }
 
         /// A string value.
-        public mutating func string(_ value: String) { JSONWriter.appendString(value, to: &text) }
+        public mutating func string(_ value: String) { Self.appendString(value, to: &bytes) }
 
         /// A string value already written as a JSON string (a value many records share, escaped
         /// once: `quoted(_:)`).
-        public mutating func string(quoted: Quoted) { text += quoted.text }
+        public mutating func string(quoted: Quoted) { bytes.append(contentsOf: quoted.bytes) }
 
         /// An int64 value.
-        public mutating func int64(_ value: Int64) { text += String(value) }
+        public mutating func int64(_ value: Int64) { bytes.append(contentsOf: String(value).utf8) }
 
         /// A double or date value: whole numbers below 1e15 as integers.
-        public mutating func double(_ value: Double) { JSONWriter.append(.double(value), to: &text, integralDoubles: true) }
+        public mutating func double(_ value: Double) { append(.double(value)) }
 
         /// Ends a field opened with `open(_:)`.
-        public mutating func close() { text += "}" }
+        public mutating func close() { bytes.append(UInt8(ascii: "}")) }
 
         /// A whole field from a value (`{"type":…,"value":…}`, or anything a client sent).
         public mutating func field(_ name: String, _ field: JSONValue) {
             checkOrder(name)
-            if !first { text += "," }
+            if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
-            JSONWriter.appendString(name, to: &text)
-            text += ":"
-            JSONWriter.append(field, to: &text, integralDoubles: true)
+            Self.appendString(name, to: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            append(field)
         }
 
         /// The fields object's text.
         public consuming func finish() -> String {
-            text += "}"
-            return text
+            bytes.append(UInt8(ascii: "}"))
+            return String(decoding: bytes, as: UTF8.self)
         }
 
         /// A string as a JSON string, for `string(quoted:)`.
         public static func quoted(_ value: String) -> Quoted {
             var text = ""
             JSONWriter.appendString(value, to: &text)
-            return Quoted(text: text)
+            return Quoted(bytes: Array(text.utf8))
         }
 
         public struct Quoted: Sendable, Equatable {
-            let text: String
+            let bytes: [UInt8]
+        }
+
+        /// A value as `JSONWriter` writes it (whole doubles as integers).
+        private mutating func append(_ value: JSONValue) {
+            var text = ""
+            JSONWriter.append(value, to: &text, integralDoubles: true)
+            bytes.append(contentsOf: text.utf8)
+        }
+
+        /// A JSON string as `JSONWriter.appendString` writes it: a string with nothing to
+        /// escape (names, IDs, most values) goes in as its bytes, any other through the writer.
+        private static func appendString(_ value: String, to bytes: inout [UInt8]) {
+            let plain = value.utf8.withContiguousStorageIfAvailable { utf8 in !utf8.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 } }
+                ?? !value.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 })
+            guard plain else {
+                var text = ""
+                JSONWriter.appendString(value, to: &text)
+                bytes.append(contentsOf: text.utf8)
+                return
+            }
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: value.utf8)
+            bytes.append(UInt8(ascii: "\""))
         }
 
         private mutating func checkOrder(_ name: String) {
