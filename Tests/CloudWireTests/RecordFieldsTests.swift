@@ -37,4 +37,19 @@ struct RecordFieldsTests {
         #expect(RecordFields.Builder(continuing: "[]") == nil)
         #expect(RecordFields([:]).text == "{}")
     }
+
+    @Test("a string value is written as JSONWriter writes it, escapes and all", arguments: [
+        "plain", "", "quote \" and \\ backslash", "line\nfeed\ttab\r\u{1}\u{1F}", "a/slash", "貓 🐈 é", "\u{7F}\u{2028}",
+    ])
+    func stringsAsTheWriterWritesThem(value: String) throws {
+        let opening = RecordFields.Builder.opening(name: "CD_s", type: "string")
+        var builder = RecordFields.Builder()
+        builder.open(opening); builder.string(value); builder.close()
+        var expected = #"{"CD_s":{"type":"string","value":"#
+        JSONWriter.appendString(value, to: &expected)
+        #expect(builder.finish() == expected + "}}")
+        var quoted = RecordFields.Builder()
+        quoted.open(opening); quoted.string(quoted: RecordFields.Builder.quoted(value)); quoted.close()
+        #expect(quoted.finish() == expected + "}}")
+    }
 }
