@@ -68,22 +68,32 @@ public enum JSONWriter {
     /// escapes where JSON has one); "/" as "\/" when `escapingSlashes`.
     public static func appendString(_ text: String, to out: inout String, escapingSlashes: Bool = false) {
         // Fast path: most strings (names, IDs, dates) need no escaping.
-        // (Over the contiguous bytes where the string has them: a generic walk of the UTF-8
-        // view cost more than the append.)
-        let slash: UInt8 = escapingSlashes ? 0x2F : 0x22
-        let plain = text.utf8.withContiguousStorageIfAvailable { bytes in !bytes.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 == slash } }
-            ?? !text.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 == slash })
-        if plain {
+        if isPlain(text, escapingSlashes: escapingSlashes) {
             out += "\""
             out += text
             out += "\""
             return
         }
-        // Escape byte by byte (UTF-8 multi-byte sequences never contain these bytes), then
-        // append once: per-scalar appends were most of a record batch's encoding.
-        var bytes: [UInt8] = [0x22]
+        // Escaped into bytes, then appended once: per-scalar appends were most of a record
+        // batch's encoding.
+        var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count + 16)
-        // Byte by byte, never an array literal per escape (each one was an allocation).
+        appendEscaped(text, to: &bytes, escapingSlashes: escapingSlashes)
+        out += String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `appendString`'s literal as UTF-8 bytes, for writers that build their text as bytes.
+    public static func appendString(_ text: String, to bytes: inout [UInt8], escapingSlashes: Bool = false) {
+        guard isPlain(text, escapingSlashes: escapingSlashes) else { return appendEscaped(text, to: &bytes, escapingSlashes: escapingSlashes) }
+        bytes.append(0x22)
+        bytes.append(contentsOf: text.utf8)
+        bytes.append(0x22)
+    }
+
+    private static func appendEscaped(_ text: String, to bytes: inout [UInt8], escapingSlashes: Bool) {
+        bytes.append(0x22)
+        // Escape byte by byte (UTF-8 multi-byte sequences never contain these bytes), never an
+        // array literal per escape (each one was an allocation).
         for byte in text.utf8 {
             switch byte {
             case 0x22, 0x5C: bytes.append(0x5C); bytes.append(byte)
@@ -100,7 +110,14 @@ public enum JSONWriter {
             }
         }
         bytes.append(0x22)
-        out += String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// True when `text` has nothing JSON escapes (checked over the contiguous bytes where the
+    /// string has them: a generic walk of the UTF-8 view cost more than the append).
+    private static func isPlain(_ text: String, escapingSlashes: Bool) -> Bool {
+        let slash: UInt8 = escapingSlashes ? 0x2F : 0x22
+        return text.utf8.withContiguousStorageIfAvailable { bytes in !bytes.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 == slash } }
+            ?? !text.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 == slash })
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)

@@ -314,20 +314,7 @@ struct JSONBytes {
         append(string: String(decoding: utf8, as: UTF8.self))
     }
 
-    /// A string literal: copied as is unless it holds a byte JSON escapes, then `JSONWriter`'s escaping.
-    mutating func append(string: String) {
-        var string = string
-        let plain = string.withUTF8 { utf8 in
-            guard !utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 }) else { return false }
-            bytes.append(0x22)
-            bytes.append(contentsOf: utf8)
-            bytes.append(0x22)
-            return true
-        }
-        if plain { return }
-        var escaped = ""
-        JSONWriter.appendString(string, to: &escaped)
-        append(raw: escaped)
-    }
+    /// A string literal, as `JSONWriter` escapes it.
+    mutating func append(string: String) { JSONWriter.appendString(string, to: &bytes) }
 }
 

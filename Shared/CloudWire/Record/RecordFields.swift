@@ -102,7 +102,7 @@ public struct RecordFields: Sendable, Hashable {
         }
 
         /// A string value.
-        public mutating func string(_ value: String) { Self.appendString(value, to: &bytes) }
+        public mutating func string(_ value: String) { JSONWriter.appendString(value, to: &bytes) }
 
         /// A string value already written as a JSON string (a value many records share, escaped
         /// once: `quoted(_:)`).
@@ -122,7 +122,7 @@ public struct RecordFields: Sendable, Hashable {
             checkOrder(name)
             if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
-            Self.appendString(name, to: &bytes)
+            JSONWriter.appendString(name, to: &bytes)
             bytes.append(UInt8(ascii: ":"))
             append(field)
         }
@@ -151,21 +151,6 @@ public struct RecordFields: Sendable, Hashable {
             bytes.append(contentsOf: text.utf8)
         }
 
-        /// A JSON string as `JSONWriter.appendString` writes it: a string with nothing to
-        /// escape (names, IDs, most values) goes in as its bytes, any other through the writer.
-        private static func appendString(_ value: String, to bytes: inout [UInt8]) {
-            let plain = value.utf8.withContiguousStorageIfAvailable { utf8 in !utf8.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 } }
-                ?? !value.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 })
-            guard plain else {
-                var text = ""
-                JSONWriter.appendString(value, to: &text)
-                bytes.append(contentsOf: text.utf8)
-                return
-            }
-            bytes.append(UInt8(ascii: "\""))
-            bytes.append(contentsOf: value.utf8)
-            bytes.append(UInt8(ascii: "\""))
-        }
 
         private mutating func checkOrder(_ name: String) {
             #if DEBUG
