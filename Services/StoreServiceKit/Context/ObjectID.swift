@@ -33,37 +33,40 @@ public enum ObjectID: Hashable, Sendable, CustomStringConvertible {
     /// A permanent ID's URI, written straight into the string's own storage: interpolating it
     /// was a tenth of writing a page of fetched rows, and a save names each new object by it.
     public static func permanentURI(store: String, entity: String, primaryKey: Int64) -> String {
-        var store = store, entity = entity
-        return store.withUTF8 { store in
-            entity.withUTF8 { entity in
-                let prefix: StaticString = "x-coredata://"
-                return String(unsafeUninitializedCapacity: prefix.utf8CodeUnitCount + store.count + entity.count + 23) { out in
-                    var uri = URIBytes(out)
-                    uri.put(prefix)
-                    uri.put(store)
-                    uri.put("/")
-                    uri.put(entity)
-                    uri.put("/p")
-                    uri.put(primaryKey)
-                    return uri.count
-                }
-            }
+        let prefix: StaticString = "x-coredata://"
+        return writing(store, entity, fixed: prefix.utf8CodeUnitCount + 23) { uri, store, entity in
+            uri.put(prefix)
+            uri.put(store)
+            uri.put("/")
+            uri.put(entity)
+            uri.put("/p")
+            uri.put(primaryKey)
         }
     }
 
     /// A temporary ID's URI, written straight into the string's storage (every inserted object
     /// gets one).
     static func temporaryURI(entity: String, token: String) -> String {
-        var entity = entity, token = token
-        return entity.withUTF8 { entity in
-            token.withUTF8 { token in
-                let prefix: StaticString = "x-coredata:///"
-                return String(unsafeUninitializedCapacity: prefix.utf8CodeUnitCount + entity.count + token.count + 2) { out in
+        let prefix: StaticString = "x-coredata:///"
+        return writing(entity, token, fixed: prefix.utf8CodeUnitCount + 2) { uri, entity, token in
+            uri.put(prefix)
+            uri.put(entity)
+            uri.put("/t")
+            uri.put(token)
+        }
+    }
+
+    /// A URI of two strings' bytes and at most `fixed` more, written by `write` into a new
+    /// string's storage.
+    @inline(__always)
+    private static func writing(_ first: String, _ second: String, fixed: Int,
+                                _ write: (inout URIBytes, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> String {
+        var first = first, second = second
+        return first.withUTF8 { first in
+            second.withUTF8 { second in
+                String(unsafeUninitializedCapacity: first.count + second.count + fixed) { out in
                     var uri = URIBytes(out)
-                    uri.put(prefix)
-                    uri.put(entity)
-                    uri.put("/t")
-                    uri.put(token)
+                    write(&uri, first, second)
                     return uri.count
                 }
             }
