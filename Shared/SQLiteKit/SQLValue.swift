@@ -1,3 +1,5 @@
+import Glibc
+
 /// A value SQLite stores: its five storage classes.
 public enum SQLValue: Sendable, Hashable {
     case null
@@ -58,6 +60,22 @@ extension SQLValue {
     /// their UTF-8 bytes, which Swift's own `<` on strings need not match. For "is anything
     /// stored at or after these?" probes of a text index.
     public static func leastText(_ texts: [String]) -> String? {
-        texts.min { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        guard var least = texts.first else { return nil }
+        for text in texts.dropFirst() where bytewiseLess(text, least) { least = text }
+        return least
+    }
+
+    /// `a < b` by UTF-8 bytes, compared with `memcmp` over the strings' own storage: a page of
+    /// time-ordered record names shares long prefixes, which the generic element-by-element
+    /// comparison of two UTF-8 views walked at hundreds of instructions a name.
+    static func bytewiseLess(_ a: String, _ b: String) -> Bool {
+        let fast = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y -> Bool in
+                let shared = min(x.count, y.count)
+                let order = shared == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, shared)
+                return order != 0 ? order < 0 : x.count < y.count
+            }
+        }
+        return (fast ?? nil) ?? a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 }

@@ -246,6 +246,21 @@ struct DatabaseTests {
         #expect(least == "e\u{301}x")
         #expect(SQLValue.leastText([]) == nil)
     }
+
+    @Test("The least text agrees with SQLite's min() on prefixes, shared prefixes and non-ASCII, in any order")
+    func leastTextAgreesOnPrefixes() throws {
+        let db = try Database.inMemory()
+        try db.execute("CREATE TABLE t(v TEXT)")
+        let sets = [["abc", "ab", "abd"], ["0190-7A", "0190-7", "0190-79Z"], ["\u{E9}t\u{E9}", "\u{E9}", "z"], ["b", "", "a"],
+                    ["\u{1F431}", "\u{FF}", "\u{7F}"]]
+        for texts in sets {
+            try db.execute("DELETE FROM t")
+            for text in texts { try db.execute("INSERT INTO t VALUES (?)", [text]) }
+            let least = try #require(try db.scalar("SELECT min(v) FROM t")?.string)
+            #expect(SQLValue.leastText(texts) == least)
+            #expect(SQLValue.leastText(texts.reversed()) == least)
+        }
+    }
 }
 
 
