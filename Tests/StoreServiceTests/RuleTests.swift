@@ -138,6 +138,24 @@ struct PackedHistoryTests {
         #expect(HistoryChanges.entries("[]").isEmpty && HistoryChanges.entries("not json").isEmpty)
     }
 
+    @Test("A run of updates is packed byte for byte as the same updates appended one by one, after other entries too")
+    func runOfUpdatesMatchesSingleAppends() {
+        let list = JSONWriter.text(strings: ["session"])
+        let rows: [(key: Int64, uuid: String)] = [(3, "U-3"), (9, "q\"uote"), (12, "0190ABCD-7000-8000-9000-0123456789AB")]
+        for leading in [false, true] {
+            var single = HistoryChanges(), run = HistoryChanges()
+            if leading {
+                single.append(kind: .insert, entity: "CareSession", primaryKey: 1, uuid: "S", changedJSON: nil)
+                run.append(kind: .insert, entity: "CareSession", primaryKey: 1, uuid: "S", changedJSON: nil)
+            }
+            for row in rows { single.append(kind: .update, entity: "CareEvent", primaryKey: row.key, uuid: row.uuid, changedJSON: list) }
+            run.appendUpdates(entity: "CareEvent", changedJSON: list, rows: rows)
+            #expect(run.packed == single.packed)
+            #expect(run.count == single.count)
+            #expect(HistoryChanges.entries(run.packed).suffix(3).map(\.uuid) == rows.map(\.uuid))
+        }
+    }
+
     @Test("Object uuids are version 7: strictly increasing from one source, even when the clock stands still or steps back")
     func objectUUIDsAreTimeOrdered() {
         let stepsBack = Mutex<[UInt64]>([1_000, 1_000, 999, 500, 1_001])

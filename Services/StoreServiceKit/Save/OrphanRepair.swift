@@ -76,10 +76,7 @@ struct OrphanRepair {
                 .forEach([session]) { row in attached.append((row.int64(at: 0), row.string(at: 1) ?? "")) }
             if !attached.isEmpty {
                 if !attached.indices.dropFirst().allSatisfy({ attached[$0 - 1].key < attached[$0].key }) { attached.sort { $0.key < $1.key } }
-                let changedJSON = JSONWriter.text(strings: [rule.relationship])
-                for row in attached {
-                    try changes.updated(entity: child.name, primaryKey: row.key, uuid: row.uuid, changedJSON: changedJSON, announced: false)
-                }
+                try changes.updated(entity: child.name, rows: attached, changedJSON: JSONWriter.text(strings: [rule.relationship]))
                 report.attached = attached.count
                 report.attachedObjectIDs = attached.prefix(Self.listLimit).map { store.objectID(child.name, $0.key).uri }
                 report.truncated = report.attached > Self.listLimit
