@@ -74,7 +74,7 @@ struct InsertValuesTests {
         #expect(refused["error"]?["details"]?["index"] == 0)
     }
 
-    @Test("Base64, UUID and URI text is read as Foundation reads it")
+    @Test("Base64, UUID and URI text is read as Foundation reads it, Integer 64 text as Int64 reads it")
     func richerTypesText() async throws {
         let directory = TemporaryDirectory()
         let path = directory.file("kinds.json")
@@ -121,6 +121,14 @@ struct InsertValuesTests {
         for text in ["no scheme here", "https://example.com/a b", "https://example.com/\t", "1http://x", ":x", "ht tp://x", "é://x",
                      "https://example.com/\u{00A0}", "https://example.com/\u{2028}", "ht_tp://x", "https"] {
             #expect(try await stored("link", text).failureValue?.code == .validationInvalidValue, "\(text)")
+        }
+        // Integer 64 as text: decimal digits with an optional minus, at most 20 bytes, within 64 bits.
+        for (text, expected) in [("9223372036854775807", JSONValue.string("9223372036854775807")), ("-9223372036854775808", "-9223372036854775808"),
+                                 ("9007199254740993", "9007199254740993"), ("-0", 0), ("007", 7)] {
+            #expect(try await stored("large", text).get() == expected, "\(text)")
+        }
+        for text in ["9223372036854775808", "-9223372036854775809", "000000000000000000001", "", "-", "+1", " 1", "1.0", "١"] {
+            #expect(try await stored("large", text).failureValue?.code == .validationInvalidValue, "\(text)")
         }
         client.close()
     }
