@@ -31,7 +31,7 @@ struct AttributeTextFormsTests {
                 if bytes != nil { accepted += 1 }
             }
         }
-        #expect(disagreements.isEmpty, "\(disagreements.prefix(20))")
+        #expect(disagreements.count == 0, "\(disagreements.prefix(20))")
         #expect(accepted > 100, "the alphabet reaches accepted texts too")
     }
 
@@ -74,7 +74,7 @@ struct AttributeTextFormsTests {
         for text in ["", canonical + "0", "E621E1F8C36C495A93FC0C247A3E6E5F", "{\(canonical)}", " \(canonical)"] {
             #expect(AttributeTypeCoding.canonicalUUID(text) == nil, "\(text)")
         }
-        #expect(disagreements.isEmpty, "\(disagreements.prefix(20))")
+        #expect(disagreements.count == 0, "\(disagreements.prefix(20))")
     }
 
     /// The rule Integer 64 text was read by before the byte parser.

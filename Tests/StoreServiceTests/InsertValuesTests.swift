@@ -48,6 +48,31 @@ struct InsertValuesTests {
         #expect(refused["error"]?["details"]?["property"] == "value", "\(refused)")
     }
 
+    @Test("In a batch, a key sent twice keeps its last value in its first place, whatever the objects before it sent",
+          arguments: [
+              // The same keys as the object before, then one of them again.
+              [#"{"id":"a","value":1,"note":"n"}"#, #"{"id":"b","value":2,"note":"m","value":3}"#],
+              // A different first key, then the keys the object before had at those places.
+              [#"{"value":1,"note":"n","id":"a"}"#, #"{"id":[],"note":"m","id":"b","value":3}"#],
+              // The object before repeated a key itself.
+              [#"{"id":"a","value":1,"id":"a2"}"#, #"{"id":"b","value":2,"note":"m","id":"b2","value":3}"#],
+          ])
+    func repeatedKeyInBatch(values: [String]) async throws {
+        let store = try await StoreFixture.start()
+        defer { Task { _ = await store.stop() } }
+        let last = try await Self.inContext(store) { connection, context in
+            let batch = values.map { #"{"entity":"CareEvent","values":\#($0)}"# }.joined(separator: ",")
+            connection.send(json: #"{"id":2,"op":"object.insert","params":{"context":"\#(context)","objects":[\#(batch)]}}"#)
+            let inserted = try connection.nextMessage()
+            guard inserted["ok"] == true else { return inserted }
+            connection.send(["id": 3, "op": "object.get", "params": ["context": .string(context), "objectID": inserted["result"]?["objectIDs"]?[1] ?? .null]])
+            return try connection.nextMessage()
+        }
+        #expect(last["ok"] == true, "\(last)")
+        #expect(last["result"]?["values"]?["value"]?.doubleValue == 3, "\(last)")
+        #expect(last["result"]?["values"]?["id"]?.stringValue?.hasPrefix("b") == true, "\(last)")
+    }
+
     /// Six refused values of a CareEvent, in four orders.
     static let severalRefused = [
         #"{"value":"x","eventTypeRaw":"nope","occurredAt":"yesterday","note":7,"updatedAt":false,"id":[]}"#,
