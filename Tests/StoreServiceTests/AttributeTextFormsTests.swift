@@ -43,16 +43,23 @@ struct AttributeTextFormsTests {
         #expect(!FieldValueRules.isBase64(text))
     }
 
-    @Test("Base64: every byte value round-trips, at every padding")
+    @Test("Base64: every byte value round-trips, at every padding, small values and large")
     func base64Bytes() throws {
-        for length in [0, 1, 2, 3, 254, 255, 256] {
+        // Up to 1 KiB a value is decoded on the stack, past it straight into its array.
+        for length in [0, 1, 2, 3, 254, 255, 256, 1023, 1024, 1025, 1026, 5000] {
             let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 * 7 + length) }
             let text = Data(bytes).base64EncodedString()
             #expect(Base64Text.bytes(text) == bytes, "\(length) bytes")
         }
         // Unused bits set: read as Foundation reads it.
-        for text in ["QR==", "QUJ=", "AB=="] {
-            #expect(Base64Text.bytes(text) == Self.expectedBytes(text), "\(text)")
+        let long = String(repeating: "AAAA", count: 400)
+        for text in ["QR==", "QUJ=", "AB==", long + "QR==", long + "QUJ="] {
+            #expect(Base64Text.bytes(text) == Self.expectedBytes(text), "\(text.suffix(8))")
+        }
+        // Refusals past 1 KiB as well: a byte outside the alphabet, padding mid-text, bad length.
+        for text in [long + "AA-A", long + "AA==" + long, long + "A===", long + "AAE", long + "AAÄ="] {
+            #expect(Base64Text.bytes(text) == nil, "\(text.suffix(8))")
+            #expect(!FieldValueRules.isBase64(text))
         }
     }
 

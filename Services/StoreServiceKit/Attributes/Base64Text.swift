@@ -44,10 +44,10 @@ enum Base64Text {
         }
     }
 
-    enum Decoded { case bytes, invalid, unusedBitsSet }
+    private enum Decoded { case bytes, invalid, unusedBitsSet }
 
     /// The number of bytes `utf8` decodes to, or nil when its length is not a multiple of four.
-    static func decodedCount(_ utf8: UnsafeBufferPointer<UInt8>) -> Int? {
+    private static func decodedCount(_ utf8: UnsafeBufferPointer<UInt8>) -> Int? {
         guard utf8.count % 4 == 0 else { return nil }
         return utf8.count / 4 * 3 - padding(utf8)
     }
@@ -62,7 +62,7 @@ enum Base64Text {
 
     /// Decodes `utf8` (its length a multiple of four) into `out`, which holds exactly
     /// `decodedCount(utf8)` bytes.
-    static func decode(_ utf8: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) -> Decoded {
+    private static func decode(_ utf8: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) -> Decoded {
         sextets.withUnsafeBufferPointer { table in
             func sextet(_ byte: UInt8) -> UInt8 { table[Int(byte)] }
             let padding = padding(utf8)
