@@ -63,51 +63,60 @@ enum Base64Text {
     /// Decodes `utf8` (its length a multiple of four) into `out`, which holds exactly
     /// `decodedCount(utf8)` bytes.
     private static func decode(_ utf8: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) -> Decoded {
-        sextets.withUnsafeBufferPointer { table in
-            func sextet(_ byte: UInt8) -> UInt8 { table[Int(byte)] }
+        digitBits.withUnsafeBufferPointer { table in
+            // A group of four digits as the 24 bits they stand for, from one table per place;
+            // a byte outside the alphabet (`=` in a full group included) sets `invalidBit`.
+            func bits(_ a: UInt8, _ b: UInt8, _ c: UInt8 = UInt8(ascii: "A"), _ d: UInt8 = UInt8(ascii: "A")) -> UInt32 {
+                table[Int(a)] | table[256 + Int(b)] | table[512 + Int(c)] | table[768 + Int(d)]
+            }
             let padding = padding(utf8)
-            // Every digit's six bits or-ed into `invalid`: a byte outside the alphabet (`=` in a
-            // full group included) sets its 0x80 bit.
-            var invalid: UInt8 = 0
+            var invalid: UInt32 = 0
             var at = 0
             var group = 0
             let fullGroups = padding == 0 ? utf8.count : utf8.count - 4
             while group < fullGroups {
-                let a = sextet(utf8[group]), b = sextet(utf8[group + 1]), c = sextet(utf8[group + 2]), d = sextet(utf8[group + 3])
-                invalid |= a | b | c | d
-                out[at] = a << 2 | b >> 4
-                out[at + 1] = b << 4 | c >> 2
-                out[at + 2] = c << 6 | d
+                let word = bits(utf8[group], utf8[group + 1], utf8[group + 2], utf8[group + 3])
+                invalid |= word
+                out[at] = UInt8(truncatingIfNeeded: word >> 16)
+                out[at + 1] = UInt8(truncatingIfNeeded: word >> 8)
+                out[at + 2] = UInt8(truncatingIfNeeded: word)
                 at += 3
                 group += 4
             }
             var unusedBitsSet = false
             if padding > 0 {
-                let a = sextet(utf8[group]), b = sextet(utf8[group + 1])
-                // With one `=` the third digit is data; with two it is the first `=`.
-                let c = padding == 1 ? sextet(utf8[group + 2]) : 0
-                invalid |= a | b | c
-                out[at] = a << 2 | b >> 4
-                if padding == 1 { out[at + 1] = b << 4 | c >> 2 }
+                // With one `=` the third digit is data; with two it is the first `=` ('A' reads as zero).
+                let word = padding == 1 ? bits(utf8[group], utf8[group + 1], utf8[group + 2]) : bits(utf8[group], utf8[group + 1])
+                invalid |= word
+                out[at] = UInt8(truncatingIfNeeded: word >> 16)
+                if padding == 1 { out[at + 1] = UInt8(truncatingIfNeeded: word >> 8) }
                 // The last digit's bits past the last byte.
-                unusedBitsSet = padding == 1 ? c & 0x03 != 0 : b & 0x0F != 0
+                unusedBitsSet = word & (padding == 1 ? 0xFF : 0xFFFF) != 0
             }
-            if invalid & 0x80 != 0 { return .invalid }
+            if invalid & invalidBit != 0 { return .invalid }
             return unusedBitsSet ? .unusedBitsSet : .bytes
         }
     }
 
     private static let equals = UInt8(ascii: "=")
 
-    /// Each byte's six bits as a base64 digit, or 0xFF for any other byte (`=` included).
-    private static let sextets: [UInt8] = (0...255).map { byte in
-        switch UInt8(byte) {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return UInt8(byte) - UInt8(ascii: "A")
-        case UInt8(ascii: "a")...UInt8(ascii: "z"): return UInt8(byte) - UInt8(ascii: "a") + 26
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt8(byte) - UInt8(ascii: "0") + 52
-        case UInt8(ascii: "+"): return 62
-        case UInt8(ascii: "/"): return 63
-        default: return 0xFF
+    private static let invalidBit: UInt32 = 1 << 24
+
+    /// Four tables of 256: a byte's six bits as a base64 digit in the first, second, third or
+    /// fourth place of a group (shifted to where they stand in its 24 bits), or `invalidBit` for
+    /// any other byte (`=` included).
+    private static let digitBits: [UInt32] = (0..<4).flatMap { place in
+        (0...255).map { byte -> UInt32 in
+            let sextet: UInt32
+            switch UInt8(byte) {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): sextet = UInt32(byte) - UInt32(UInt8(ascii: "A"))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): sextet = UInt32(byte) - UInt32(UInt8(ascii: "a")) + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): sextet = UInt32(byte) - UInt32(UInt8(ascii: "0")) + 52
+            case UInt8(ascii: "+"): sextet = 62
+            case UInt8(ascii: "/"): sextet = 63
+            default: return invalidBit
+            }
+            return sextet << (18 - 6 * place)
         }
     }
 }
