@@ -48,6 +48,31 @@ struct InsertValuesTests {
         #expect(refused["error"]?["details"]?["property"] == "value", "\(refused)")
     }
 
+    @Test("In a batch, a key sent twice keeps its last value in its first place, whatever the objects before it sent",
+          arguments: [
+              // The same keys as the object before, then one of them again.
+              [#"{"id":"a","value":1,"note":"n"}"#, #"{"id":"b","value":2,"note":"m","value":3}"#],
+              // A different first key, then the keys the object before had at those places.
+              [#"{"value":1,"note":"n","id":"a"}"#, #"{"id":[],"note":"m","id":"b","value":3}"#],
+              // The object before repeated a key itself.
+              [#"{"id":"a","value":1,"id":"a2"}"#, #"{"id":"b","value":2,"note":"m","id":"b2","value":3}"#],
+          ])
+    func repeatedKeyInBatch(values: [String]) async throws {
+        let store = try await StoreFixture.start()
+        defer { Task { _ = await store.stop() } }
+        let last = try await Self.inContext(store) { connection, context in
+            let batch = values.map { #"{"entity":"CareEvent","values":\#($0)}"# }.joined(separator: ",")
+            connection.send(json: #"{"id":2,"op":"object.insert","params":{"context":"\#(context)","objects":[\#(batch)]}}"#)
+            let inserted = try connection.nextMessage()
+            guard inserted["ok"] == true else { return inserted }
+            connection.send(["id": 3, "op": "object.get", "params": ["context": .string(context), "objectID": inserted["result"]?["objectIDs"]?[1] ?? .null]])
+            return try connection.nextMessage()
+        }
+        #expect(last["ok"] == true, "\(last)")
+        #expect(last["result"]?["values"]?["value"]?.doubleValue == 3, "\(last)")
+        #expect(last["result"]?["values"]?["id"]?.stringValue?.hasPrefix("b") == true, "\(last)")
+    }
+
     /// Six refused values of a CareEvent, in four orders.
     static let severalRefused = [
         #"{"value":"x","eventTypeRaw":"nope","occurredAt":"yesterday","note":7,"updatedAt":false,"id":[]}"#,
@@ -74,7 +99,7 @@ struct InsertValuesTests {
         #expect(refused["error"]?["details"]?["index"] == 0)
     }
 
-    @Test("Base64, UUID and URI text is read as Foundation reads it")
+    @Test("Base64, UUID and URI text is read as Foundation reads it, Integer 64 text as Int64 reads it")
     func richerTypesText() async throws {
         let directory = TemporaryDirectory()
         let path = directory.file("kinds.json")
@@ -121,6 +146,14 @@ struct InsertValuesTests {
         for text in ["no scheme here", "https://example.com/a b", "https://example.com/\t", "1http://x", ":x", "ht tp://x", "é://x",
                      "https://example.com/\u{00A0}", "https://example.com/\u{2028}", "ht_tp://x", "https"] {
             #expect(try await stored("link", text).failureValue?.code == .validationInvalidValue, "\(text)")
+        }
+        // Integer 64 as text: decimal digits with an optional minus, at most 20 bytes, within 64 bits.
+        for (text, expected) in [("9223372036854775807", JSONValue.string("9223372036854775807")), ("-9223372036854775808", "-9223372036854775808"),
+                                 ("9007199254740993", "9007199254740993"), ("-0", 0), ("007", 7)] {
+            #expect(try await stored("large", text).get() == expected, "\(text)")
+        }
+        for text in ["9223372036854775808", "-9223372036854775809", "000000000000000000001", "", "-", "+1", " 1", "1.0", "١"] {
+            #expect(try await stored("large", text).failureValue?.code == .validationInvalidValue, "\(text)")
         }
         client.close()
     }

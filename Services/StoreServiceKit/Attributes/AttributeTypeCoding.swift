@@ -57,11 +57,18 @@ enum AttributeTypeCoding {
     /// A UUID's text upper-case (`UUID(uuidString:)`'s reading), or nil. Text already in that
     /// form, as clients mostly send it, is kept as it is rather than parsed and written anew.
     static func canonicalUUID(_ text: String) -> String? {
-        let isCanonical = text.utf8.count == 36 && text.utf8.enumerated().allSatisfy { index, byte in
-            switch index {
-            case 8, 13, 18, 23: return byte == UInt8(ascii: "-")
-            default: return (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 70)
+        var bytes = text
+        let isCanonical = bytes.withUTF8 { utf8 in
+            guard utf8.count == 36 else { return false }
+            for index in 0..<36 {
+                let byte = utf8[index]
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard byte == UInt8(ascii: "-") else { return false }
+                } else {
+                    guard isDigit(byte) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "F")) else { return false }
+                }
             }
+            return true
         }
         if isCanonical { return text }
         return UUID(uuidString: text)?.uuidString
@@ -73,10 +80,29 @@ enum AttributeTypeCoding {
         case let .int(number): return Int64(number)
         case let .double(number) where number.rounded() == number && abs(number) < Double(exactDoubleLimit): return Int64(number)
         case let .string(text):
-            guard text.utf8.count <= 20, text.utf8.dropFirst(text.hasPrefix("-") ? 1 : 0).allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
-            return Int64(text)
+            var bytes = text
+            return bytes.withUTF8(wholeNumber)
         default: return nil
         }
+    }
+
+    /// `-?digits` of at most 20 bytes whose value fits 64 bits, or nil.
+    static func wholeNumber(_ utf8: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard utf8.count <= 20 else { return nil }
+        let negative = utf8.first == UInt8(ascii: "-")
+        let digits = negative ? 1 : 0
+        guard utf8.count > digits else { return nil }
+        // Counted below zero, where Int64 reaches one further than above it.
+        var number: Int64 = 0
+        for byte in utf8[digits...] {
+            guard isDigit(byte) else { return nil }
+            let (tens, overflowTens) = number.multipliedReportingOverflow(by: 10)
+            let (next, overflow) = tens.subtractingReportingOverflow(Int64(byte &- UInt8(ascii: "0")))
+            guard !overflowTens, !overflow else { return nil }
+            number = next
+        }
+        if negative { return number }
+        return number == .min ? nil : -number
     }
 
     static func decimal(_ value: JSONValue) -> Decimal? {
@@ -111,24 +137,35 @@ enum AttributeTypeCoding {
     /// RFC 3986's scheme (a letter, then letters, digits, +, - or .) followed by a colon, and no
     /// white space anywhere.
     static func isAbsoluteURI(_ text: String) -> Bool {
-        guard text.utf8.allSatisfy({ $0 < 0x80 }) else { return isAbsoluteURI(characters: text) }
-        // ASCII: the same test on bytes (Unicode's white space in ASCII is tab to carriage return and space).
+        var bytes = text
+        return bytes.withUTF8(isAbsoluteASCIIURI) ?? isAbsoluteURI(characters: text)
+    }
+
+    /// The same test on bytes when the text is ASCII (Unicode's white space in ASCII is tab to
+    /// carriage return and space); nil when it is not, for the test on characters.
+    private static func isAbsoluteASCIIURI(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool? {
         var sawScheme = false
         var inScheme = true
-        for byte in text.utf8 {
-            if byte == 0x20 || (byte >= 0x09 && byte <= 0x0D) { return false }
+        // A refused text is still read to its end: a non-ASCII byte anywhere hands it to the
+        // test on characters.
+        var refused = false
+        for byte in utf8 {
+            if byte >= 0x80 { return nil }
+            if refused { continue }
+            if byte == 0x20 || (byte >= 0x09 && byte <= 0x0D) {
+                refused = true
+                continue
+            }
             guard inScheme else { continue }
             if byte == UInt8(ascii: ":") {
-                guard sawScheme else { return false }
-                inScheme = false
+                if sawScheme { inScheme = false } else { refused = true }
                 continue
             }
             let isLetter = (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
             let isSchemeByte = isLetter || (sawScheme && (isDigit(byte) || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")))
-            guard isSchemeByte else { return false }
-            sawScheme = true
+            if isSchemeByte { sawScheme = true } else { refused = true }
         }
-        return !inScheme
+        return !refused && !inScheme
     }
 
     private static func isAbsoluteURI(characters text: String) -> Bool {

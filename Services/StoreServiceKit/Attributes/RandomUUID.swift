@@ -51,31 +51,28 @@ struct RandomUUIDSource {
             lastMillis += 1
             counter = UInt16(random6 & 0x07) << 8 | UInt16(random7)
         }
-        // The 16 bytes as two words, then written as hex straight into the string's own storage:
-        // one allocation per id.
+        // The 16 bytes as two words, written as hex on the stack and made into a string by
+        // String(decoding:)'s ASCII path: cheaper than filling a string's storage in place,
+        // which String(unsafeUninitializedCapacity:) validates and repairs afterwards.
         let high = lastMillis << 16 | 0x7000 | UInt64(counter)
         var low: UInt64 = 0
         for index in 8..<16 { low = low << 8 | UInt64(buffer[offset + index]) }
         low = low & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
         offset += 16
-        return String(unsafeUninitializedCapacity: 36) { text in
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { text in
             var written = 0
-            func put(_ word: UInt64, bytes: Range<Int>) {
-                for index in bytes {
-                    // Dashes after bytes 4, 6, 8 and 10 of the 16.
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        text[written] = UInt8(ascii: "-")
-                        written += 1
-                    }
-                    let byte = UInt8(truncatingIfNeeded: word >> (8 * (7 - index % 8)))
-                    text[written] = Self.hexDigit(byte >> 4)
-                    text[written + 1] = Self.hexDigit(byte & 0x0F)
-                    written += 2
+            for index in 0..<16 {
+                // Dashes after bytes 4, 6, 8 and 10 of the 16.
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    text[written] = UInt8(ascii: "-")
+                    written += 1
                 }
+                let byte = UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> (56 - 8 * (index & 7)))
+                text[written] = Self.hexDigit(byte >> 4)
+                text[written + 1] = Self.hexDigit(byte & 0x0F)
+                written += 2
             }
-            put(high, bytes: 0..<8)
-            put(low, bytes: 8..<16)
-            return written
+            return String(decoding: UnsafeBufferPointer(text), as: UTF8.self)
         }
     }
 

@@ -17,7 +17,9 @@ extension InsertParams: JSONReadable {
             case "uuid": uuid = try reader.optionalString()
             case "zone": zone = try reader.optionalString()
             case "zoneOwner": zoneOwner = try reader.optionalString()
-            case "objects": objects = try reader.optionalArray { (reader) throws(MessageReadError) in try InsertItem(reading: &reader) }
+            case "objects":
+                var keys = AttributeValues.KeysRead()
+                objects = try reader.optionalArray { (reader) throws(MessageReadError) in try InsertItem(reading: &reader, after: &keys) }
             case "returnObjectIDs": returnObjectIDs = try reader.optionalBool()
             default: try reader.skip()
             }
@@ -30,11 +32,17 @@ extension InsertParams: JSONReadable {
 
 extension InsertItem: JSONReadable {
     public init(reading reader: inout MessageReader) throws(MessageReadError) {
+        var keys = AttributeValues.KeysRead()
+        try self.init(reading: &reader, after: &keys)
+    }
+
+    /// One item of a batch, its values' keys compared with the item's before it (`keys`).
+    init(reading reader: inout MessageReader, after keys: inout AttributeValues.KeysRead) throws(MessageReadError) {
         var entity: String?, values: AttributeValues?, store: String?, uuid: String?, zone: String?, zoneOwner: String?
         try reader.object { (key, reader) throws(MessageReadError) in
             switch key {
             case "entity": entity = try reader.string()
-            case "values": values = try AttributeValues.read(optional: &reader)
+            case "values": values = try AttributeValues.read(optional: &reader, after: &keys)
             case "store": store = try reader.optionalString()
             case "uuid": uuid = try reader.optionalString()
             case "zone": zone = try reader.optionalString()
@@ -48,19 +56,40 @@ extension InsertItem: JSONReadable {
 }
 
 extension AttributeValues {
+    /// The keys of the values object read before, in order, when they were all different: a
+    /// batch's objects send the same keys in the same order.
+    struct KeysRead {
+        var keys: [String] = []
+    }
+
     /// An object of values here, or nil for null; anything else is refused as not an object.
     /// Scalars are read where they stand; only a nested array or object becomes a tree of its own.
     static func read(optional reader: inout MessageReader) throws(MessageReadError) -> AttributeValues? {
+        var keys = KeysRead()
+        return try read(optional: &reader, after: &keys)
+    }
+
+    /// As `read(optional:)`, and `before` becomes this object's keys. A repeated key: the last
+    /// value stands in the key's first place, as in a dictionary. While every key so far is the
+    /// one `before` has at its place, the key differs from those before it (theirs did), and
+    /// no search is needed; past a difference each key is looked for among those read (a short
+    /// linear scan: an object has a handful of keys).
+    static func read(optional reader: inout MessageReader, after before: inout KeysRead) throws(MessageReadError) -> AttributeValues? {
         if reader.readNull() { return nil }
         guard reader.scanner.peek() == UInt8(ascii: "{") else { throw reader.error(.expected(.object)) }
         var members: [Member] = []
-        members.reserveCapacity(12)
+        members.reserveCapacity(max(12, before.keys.count))
+        var asBefore = true
         try reader.object { (key, reader) throws(MessageReadError) in
             let value = try scalarOrTree(&reader)
-            // A repeated key: the last value stands, as in a dictionary (a short linear scan:
-            // an object has a handful of keys, and short keys compare as two words).
+            if asBefore, members.count < before.keys.count, before.keys[members.count] == key {
+                members.append((key, value))
+                return
+            }
+            asBefore = false
             if let index = members.firstIndex(where: { $0.key == key }) { members[index].value = value } else { members.append((key, value)) }
         }
+        if !asBefore || members.count != before.keys.count { before.keys = members.map(\.key) }
         return AttributeValues(reading: members)
     }
 
