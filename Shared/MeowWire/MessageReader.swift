@@ -45,8 +45,7 @@ public struct MessageReader {
     }
 
     private func key(at start: Int) -> String {
-        var keyScanner = JSONScanner(scanner.bytes)
-        keyScanner.rewind(to: start)
+        var keyScanner = JSONScanner(UnsafeBufferPointer(rebasing: scanner.bytes[start...]))
         return keyScanner.string() ?? ""
     }
 
