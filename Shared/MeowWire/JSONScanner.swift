@@ -33,6 +33,8 @@ public struct JSONScanner {
     /// is walked to its end before its parent's next member, so one flag serves every level:
     /// when a nested one ends, the parent has had at least that member.
     private var first = true
+    /// Where the last key read opens (its quote): a reader keeps this on its path, not the key.
+    public private(set) var keyStart = 0
     /// Scratch for strings with escapes, reused so a big message allocates it once.
     private var scratch: [UInt8] = []
 
@@ -154,6 +156,7 @@ public struct JSONScanner {
             }
         }
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a string key") }
+        keyStart = index
         let key = try readString()
         skipWhitespace()
         guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':' after a key") }

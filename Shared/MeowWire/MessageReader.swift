@@ -17,11 +17,36 @@
 /// ```
 public struct MessageReader {
     public var scanner: JSONScanner
-    public private(set) var path: [MessagePath.Component]
+    /// The path as it is walked. A key is kept as where it starts in the bytes and made a
+    /// String only when the path is read (for an error): keeping the key itself retained and
+    /// released it for every member of every message read.
+    private var steps: [Step]
+
+    private enum Step {
+        case given(MessagePath.Component)
+        case key(at: Int)
+        case index(Int)
+    }
 
     public init(_ bytes: UnsafeBufferPointer<UInt8>, path: [MessagePath.Component] = []) {
         scanner = JSONScanner(bytes)
-        self.path = path
+        steps = path.map { .given($0) }
+    }
+
+    /// Where the reader is: the keys and indices from the message's top.
+    public var path: [MessagePath.Component] {
+        steps.map { step in
+            switch step {
+            case let .given(component): component
+            case let .key(start): .key(key(at: start))
+            case let .index(index): .index(index)
+            }
+        }
+    }
+
+    private func key(at start: Int) -> String {
+        var keyScanner = JSONScanner(UnsafeBufferPointer(rebasing: scanner.bytes[start...]))
+        return keyScanner.string() ?? ""
     }
 
     /// Only whitespace is left (the message was one value).
@@ -37,9 +62,9 @@ public struct MessageReader {
         let start = scanner.index
         guard scanner.beginObject() else { throw mismatch(from: start, expected: .object) }
         while let key = scanner.nextKey() {
-            path.append(.key(key))
+            steps.append(.key(at: scanner.keyStart))
             try member(key, &self)
-            path.removeLast()
+            steps.removeLast()
         }
         guard scanner.finishedObject else { throw error(.malformed) }
     }
@@ -50,9 +75,9 @@ public struct MessageReader {
         guard scanner.beginArray() else { throw mismatch(from: start, expected: .array) }
         var index = 0
         while scanner.nextElement() {
-            path.append(.index(index))
+            steps.append(.index(index))
             try element(&self)
-            path.removeLast()
+            steps.removeLast()
             index += 1
         }
         guard scanner.finishedArray else { throw error(.malformed) }

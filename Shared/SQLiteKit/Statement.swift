@@ -78,6 +78,49 @@ public final class Statement {
         }
     }
 
+    /// Binds `count` values (`value(0)`, `value(1)`, …) to the parameters from `first` on,
+    /// runs the statement to completion, resets it and clears its bindings. Text and blob
+    /// values are lent to SQLite in place rather than copied: a copied value is a malloc, a
+    /// copy and a free per value per row, and a save's rows are mostly text. SQLite may read a
+    /// lent value until the parameter is bound again, so the bindings are cleared before the
+    /// values can go away.
+    public func runLending(count: Int, from first: Int32, _ value: (Int) -> SQLValue) throws(SQLiteError) {
+        defer { sqlite3_clear_bindings(handle) }
+        try lend(0, count: count, first: first, value)
+    }
+
+    /// Binds value `offset` and, while its bytes are lent, the ones after it; runs once all are bound.
+    private func lend(_ offset: Int, count: Int, first: Int32, _ value: (Int) -> SQLValue) throws(SQLiteError) {
+        guard offset < count else { return try runBound() }
+        let index = first + Int32(offset)
+        func next() -> Result<Void, SQLiteError> {
+            do throws(SQLiteError) { try lend(offset + 1, count: count, first: first, value) } catch { return .failure(error) }
+            return .success(())
+        }
+        let bound = value(offset)
+        let outcome: Result<Void, SQLiteError>?
+        switch bound {
+        case let .text(text) where !text.isEmpty && text.utf8.count <= Int(Int32.max):
+            outcome = text.utf8.withContiguousStorageIfAvailable { bytes in
+                lent(sqlite3_bind_text(handle, index, UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil), then: next)
+            }
+        case let .blob(bytes) where !bytes.isEmpty && bytes.count <= Int(Int32.max):
+            outcome = bytes.withUnsafeBytes { lent(sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), nil), then: next) }
+        default:
+            outcome = nil
+        }
+        // Anything else (numbers, NULL, empty or bridged text) is bound as `bind` binds it.
+        if let outcome { return try outcome.get() }
+        try bind(bound, at: index)
+        try next().get()
+    }
+
+    /// A destructor of nil is `SQLITE_STATIC`: SQLite reads the bytes where they are.
+    private func lent(_ code: Int32, then next: () -> Result<Void, SQLiteError>) -> Result<Void, SQLiteError> {
+        guard code == SQLITE_OK else { return .failure(SQLiteError(resultCode: code, message: database.lastMessage, sql: sql)) }
+        return next()
+    }
+
     /// Runs the statement with the values bound since the last run, then resets it.
     public func runBound() throws(SQLiteError) {
         defer { sqlite3_reset(handle) }

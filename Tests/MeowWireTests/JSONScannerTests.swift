@@ -218,4 +218,28 @@ struct JSONScannerTests {
             #expect(none == nil)
         }
     }
+
+    @Test("A reader's path names each key as it was sent, escapes decoded, however deep; given components stay in front")
+    func readerPathNamesKeys() {
+        let text = #"{"obj\u0065cts":[{"a":1},{"v\u00e9":{"n":"x"}}]}"#
+        Array(text.utf8).withUnsafeBufferPointer { bytes in
+            var reader = MessageReader(bytes, path: [.key("params")])
+            var seen: [[MessagePath.Component]] = []
+            #expect(throws: MessageReadError(path: [.key("params"), .key("objects"), .index(1), .key("vé"), .key("n")], problem: .expected(.integer))) {
+                try reader.object { (_, reader) throws(MessageReadError) in
+                    try reader.array { (reader) throws(MessageReadError) in
+                        try reader.object { (_, reader) throws(MessageReadError) in
+                            seen.append(reader.path)
+                            if reader.scanner.peek() == UInt8(ascii: "{") {
+                                try reader.object { (_, reader) throws(MessageReadError) in _ = try reader.int() }
+                            } else {
+                                _ = try reader.int()
+                            }
+                        }
+                    }
+                }
+            }
+            #expect(seen == [[.key("params"), .key("objects"), .index(0), .key("a")], [.key("params"), .key("objects"), .index(1), .key("vé")]])
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import MeowWire
 import Testing
 import TestSupport
@@ -143,5 +144,46 @@ struct LargeSaveTests {
         #expect(try await client.call("context.rollback", ["context": .string(context)])["registeredObjects"] == .int(Self.count + 5))
         client.close()
         _ = await store.stop()
+    }
+
+    @Test("Text and bytes stepped by the second thread are written exactly: NUL, non-ASCII, long and empty values, in saves one after another")
+    func textAndBytesWrittenExactly() async throws {
+        // The row stepper lends each value's bytes to SQLite rather than having it copy them; the
+        // values must be read while they are alive, and a later row must not see an earlier one's.
+        let (store, client) = try await AttributeTypeTests.start()
+        defer { Task { _ = await store.stop() } }
+        let long = String(repeating: "long text ", count: 1_000)
+        func code(_ n: Int) -> String {
+            switch n % 4 {
+            case 0: "k\(n) nul \u{0} inside"
+            case 1: "k\(n) ünïcödé 🐈"
+            case 2: "k\(n) \(long)"
+            default: "k\(n)"
+            }
+        }
+        func blob(_ n: Int) -> String {
+            switch n % 3 {
+            case 0: ""
+            case 1: Data((0..<(n % 251)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ n) }).base64EncodedString()
+            default: Data(repeating: UInt8(n % 256), count: 20_000).base64EncodedString()
+            }
+        }
+        for round in 0..<2 {
+            let numbers = (round * Self.count)..<((round + 1) * Self.count)
+            let context = try await client.openContext()
+            let objects: [JSONValue] = numbers.map { n in
+                .object(["entity": "Sample", "values": ["code": .string(code(n)), "blob": .string(blob(n)), "large": .int(n)]])
+            }
+            _ = try await Self.insert(client, context, objects)
+            #expect(try await client.save(context)["insertedCount"] == .int(Self.count))
+        }
+        let fetched = try await client.call("fetch", ["entity": "Sample", "sortDescriptors": [["key": "large", "ascending": true]]])
+        let objects = fetched["objects"]?.arrayValue ?? []
+        #expect(objects.count == 2 * Self.count)
+        for (n, object) in objects.enumerated() {
+            #expect(object["values"]?["large"] == .int(n))
+            #expect(object["values"]?["code"] == .string(code(n)), "object \(n)")
+            #expect(object["values"]?["blob"] == .string(blob(n)), "object \(n)")
+        }
     }
 }

@@ -53,11 +53,12 @@ extension SaveOperation {
             return found
         }
         for (index, object) in inserted.enumerated() {
-            for (number, relationship) in object.entity.toOneRelationships.enumerated() {
+            let relationships = object.entity.toOneRelationships
+            for number in relationships.indices {
                 guard let uri = object.value(at: object.entity.position(ofToOne: number)).string, let link = target(uri) else { continue }
-                inputs[index].links.append((relationship.name, link))
+                inputs[index].links.append((relationships[number].name, link))
                 // The inverse direction: a new destination follows the source's store.
-                if case let .newObject(other) = link { inputs[other].links.append((relationship.inverse ?? relationship.name, .newObject(index))) }
+                if case let .newObject(other) = link { inputs[other].links.append((relationships[number].inverse ?? relationships[number].name, .newObject(index))) }
             }
         }
         for object in updated {
@@ -122,14 +123,15 @@ extension SaveOperation {
         }
         for object in objects {
             let own = storeOf(object)
-            for (number, relationship) in object.entity.toOneRelationships.enumerated() {
+            // By number: binding each description copied it (a retain and release per string in it).
+            for number in object.entity.toOneRelationships.indices {
                 let position = object.entity.position(ofToOne: number)
                 guard object.isInserted || object.change(at: position) != nil,
                       let target = object.value(at: position).string else { continue }
                 let other = try storeIndex(ofTarget: target)
                 if other != own {
                     throw StoreError.coreData(.crossStoreRelationship, 133010, StoreError.crossStoreMessage, [
-                        "objectID": .string(object.uri), "relationship": .string("\(object.entity.name).\(relationship.name)"),
+                        "objectID": .string(object.uri), "relationship": .string("\(object.entity.name).\(object.entity.toOneRelationships[number].name)"),
                         "destinationID": .string(target), "store": .string(stores.list[own].name),
                         "destinationStore": .string(stores.list[other].name),
                         "hint": .string("Both ends of a relationship must be in one store: assign the new object to \(stores.list[other].name), or move it with object.moveToStore."),

@@ -54,17 +54,19 @@ struct SaveRows {
 
     /// The prepared insert for `entity` in `store` (prepared on the saving thread, after the
     /// rows in flight are stepped, when it is not yet at hand).
-    mutating func statement(_ entity: EntityDescription, store index: Int, in stores: StoreSet) throws -> Statement {
+    /// Takes the store itself, not the save's `StoreSet`: the writer passing its own set into its
+    /// own `rows` copied the set (a retain and release of each of its references) for every row.
+    mutating func statement(_ entity: EntityDescription, store index: Int, of store: PersistentStore) throws -> Statement {
         let key = ObjectIdentifier(entity)
         if let last, last.store == index, last.entity == key { return last.statement }
         try wait()
-        let statement = try stores.list[index].insertStatement(entity)
+        let statement = try store.insertStatement(entity)
         last = (index, key, statement)
         return statement
     }
 
-    /// Steps `row` now, or queues it for the stepper.
-    mutating func insert(_ row: PersistentStore.StoredRow, statement: Statement, object: ContextObject, store: Int) throws(Failure) {
+    /// Steps `row` now, or queues it for the stepper (the row is moved into the batch, not copied).
+    mutating func insert(_ row: consuming PersistentStore.StoredRow, statement: Statement, object: ContextObject, store: Int) throws(Failure) {
         guard let stepper else {
             do { try PersistentStore.step(statement, row) } catch { throw Failure(object, store: store, error: error) }
             return

@@ -192,7 +192,7 @@ struct SaveWriter {
             historyBegun[index] = true
         }
         do {
-            let statement = try rows.statement(entity, store: index, in: stores)
+            let statement = try rows.statement(entity, store: index, of: store)
             try rows.insert(.init(primaryKey: id.primaryKey!, version: 1, uuid: object.uuid, zone: zone, values: values),
                             statement: statement, object: object, store: index)
         } catch let failure as SaveRows.Failure {

@@ -281,10 +281,13 @@ package final class PersistentStore: @unchecked Sendable {
     static func step(_ statement: Statement, _ row: StoredRow) throws(SQLiteError) {
         try statement.bind(.integer(row.primaryKey), at: 1)
         try statement.bind(.integer(row.version), at: 2)
-        try statement.bind(.text(row.uuid), at: 3)
-        try statement.bind(SQLValue(row.zone), at: 4)
-        for (offset, value) in row.values.enumerated() { try statement.bind(value, at: Int32(offset + 5)) }
-        try statement.runBound()
+        try statement.runLending(count: row.values.count + 2, from: 3) { offset in
+            switch offset {
+            case 0: .text(row.uuid)
+            case 1: SQLValue(row.zone)
+            default: row.values[offset - 2]
+            }
+        }
     }
 
     /// Writes `changes` (property name → storage value) and sets the version.
