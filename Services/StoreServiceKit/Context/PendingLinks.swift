@@ -30,12 +30,13 @@ package struct PendingLinks {
         }
     }
 
-    /// The table and its index (`MirrorTables.creation` makes them with the mirror's).
-    static let creation = """
-        CREATE TABLE IF NOT EXISTS \(table)(source TEXT NOT NULL, entity TEXT NOT NULL, relationship TEXT NOT NULL, target TEXT NOT NULL,
-            zone TEXT, since REAL NOT NULL, PRIMARY KEY(source, relationship));
-        CREATE INDEX IF NOT EXISTS \(table)_target ON \(table)(target)
-        """
+    static func createTable(in database: Database) throws {
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS \(table)(source TEXT NOT NULL, entity TEXT NOT NULL, relationship TEXT NOT NULL, target TEXT NOT NULL,
+                zone TEXT, since REAL NOT NULL, PRIMARY KEY(source, relationship));
+            CREATE INDEX IF NOT EXISTS \(table)_target ON \(table)(target);
+            """)
+    }
 
     package var isEmpty: Bool {
         get throws {

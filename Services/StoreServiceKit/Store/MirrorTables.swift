@@ -5,33 +5,29 @@ import SQLiteKit
 /// file (device snapshots) makes them without the mirror, and every upgrade of an older file's
 /// tables happens here, in one place.
 package enum MirrorTables {
-    /// The tables as a new store file has them (a new store of a mirroring device is made with
-    /// them: `PersistentStore.newSchema`).
-    package static let creation = """
-        CREATE TABLE IF NOT EXISTS mirror_kv(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS mirror_pending(seq INTEGER PRIMARY KEY AUTOINCREMENT, uuid TEXT NOT NULL UNIQUE,
-            entity TEXT NOT NULL, kind TEXT NOT NULL, zone_name TEXT, owner_name TEXT, changed TEXT NOT NULL,
-            not_before REAL NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0, times TEXT, pk INTEGER);
-        CREATE TABLE IF NOT EXISTS mirror_meta(uuid TEXT PRIMARY KEY, entity TEXT NOT NULL, zone_name TEXT NOT NULL,
-            owner_name TEXT NOT NULL, change_tag TEXT, server_fields TEXT);
-        CREATE TABLE IF NOT EXISTS mirror_fieldtimes(uuid TEXT PRIMARY KEY, times TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS mirror_unexportable(uuid TEXT PRIMARY KEY, object_id TEXT NOT NULL, zone TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS mirror_unimportable(uuid TEXT NOT NULL, entity TEXT NOT NULL, zone_name TEXT NOT NULL,
-            owner_name TEXT NOT NULL, change_tag TEXT, code TEXT NOT NULL, message TEXT NOT NULL, PRIMARY KEY(uuid, zone_name, owner_name));
-        CREATE TABLE IF NOT EXISTS mirror_share(zone_name TEXT PRIMARY KEY, root_uuid TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS mirror_deleted(uuid TEXT PRIMARY KEY, zone_name TEXT NOT NULL, owner_name TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS mirror_inflight(id INTEGER PRIMARY KEY AUTOINCREMENT, zone_name TEXT NOT NULL,
-            owner_name TEXT NOT NULL, names TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS mirror_tombstones(uuid TEXT NOT NULL, record_type TEXT NOT NULL, zone_name TEXT NOT NULL,
-            owner_name TEXT NOT NULL, PRIMARY KEY(uuid, zone_name, owner_name));
-        \(PendingLinks.creation)
-        """
-
     package static func create(in database: Database) throws {
         // Without any mirror table yet, the tables made here have no older layout to upgrade:
         // the probes for one are skipped.
         let fresh = try database.scalar(#"SELECT 1 FROM sqlite_master WHERE name LIKE 'mirror\_%' ESCAPE '\' LIMIT 1"#) == nil
-        try database.execute(creation)
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS mirror_kv(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_pending(seq INTEGER PRIMARY KEY AUTOINCREMENT, uuid TEXT NOT NULL UNIQUE,
+                entity TEXT NOT NULL, kind TEXT NOT NULL, zone_name TEXT, owner_name TEXT, changed TEXT NOT NULL,
+                not_before REAL NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0, times TEXT, pk INTEGER);
+            CREATE TABLE IF NOT EXISTS mirror_meta(uuid TEXT PRIMARY KEY, entity TEXT NOT NULL, zone_name TEXT NOT NULL,
+                owner_name TEXT NOT NULL, change_tag TEXT, server_fields TEXT);
+            CREATE TABLE IF NOT EXISTS mirror_fieldtimes(uuid TEXT PRIMARY KEY, times TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_unexportable(uuid TEXT PRIMARY KEY, object_id TEXT NOT NULL, zone TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_unimportable(uuid TEXT NOT NULL, entity TEXT NOT NULL, zone_name TEXT NOT NULL,
+                owner_name TEXT NOT NULL, change_tag TEXT, code TEXT NOT NULL, message TEXT NOT NULL, PRIMARY KEY(uuid, zone_name, owner_name));
+            CREATE TABLE IF NOT EXISTS mirror_share(zone_name TEXT PRIMARY KEY, root_uuid TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_deleted(uuid TEXT PRIMARY KEY, zone_name TEXT NOT NULL, owner_name TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_inflight(id INTEGER PRIMARY KEY AUTOINCREMENT, zone_name TEXT NOT NULL,
+                owner_name TEXT NOT NULL, names TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS mirror_tombstones(uuid TEXT NOT NULL, record_type TEXT NOT NULL, zone_name TEXT NOT NULL,
+                owner_name TEXT NOT NULL, PRIMARY KEY(uuid, zone_name, owner_name));
+            """)
+        try PendingLinks.createTable(in: database)
         if !fresh { try upgrade(database) }
     }
 

@@ -46,26 +46,21 @@ package final class PersistentStore: @unchecked Sendable {
     package var scope: StoreScope { configuration.scope }
 
     /// Opens (creating if needed) the store at `filePath`, or an in-memory store when nil.
-    /// `mirrorTables`: a new store gets the mirror's tables with its own (`MirrorTables`), for a
-    /// device that mirrors: they are then part of the schema an in-memory store is made from.
     init(url: String, filePath: String?, configuration: StoreConfiguration, model: ManagedObjectModel,
-         clock: DeviceClock = DeviceClock(), assetThreshold: Int = StoreOptions.defaultAssetThreshold, mirrorTables: Bool = false) throws {
+         clock: DeviceClock = DeviceClock(), assetThreshold: Int = StoreOptions.defaultAssetThreshold) throws {
         self.url = url
         self.assetThreshold = assetThreshold
         self.clock = clock
         self.filePath = filePath
         self.configuration = configuration
         self.model = model
-        var entities: [String: EntityDescription] = [:]
-        for name in configuration.entities { entities[name] = model.entity(named: name) }
-        self.entities = entities
-        let script = Self.newSchema(entities.values.sorted(by: { $0.name < $1.name }), mirrorTables: mirrorTables)
-        // An in-memory store is always new: made from the script, or from the image of the
-        // first store this process made with the same script (`Database.inMemory(madeBy:)`).
-        database = try filePath.map { try Database(path: $0) } ?? Database.inMemory(madeBy: script)
+        database = try filePath.map { try Database(path: $0) } ?? Database.inMemory()
         // A 32 MiB page cache: saves and pages of fetches re-read far fewer pages.
         try database.execute("PRAGMA cache_size = -32768")
         database.checkpointInBackground()
+        var entities: [String: EntityDescription] = [:]
+        for name in configuration.entities { entities[name] = model.entity(named: name) }
+        self.entities = entities
         var byKey: [String: String] = [:], byUUID: [String: String] = [:]
         for entity in model.entities {
             let select = "SELECT \(Self.selectList(entity)) FROM \(Self.table(entity.name)) t0 WHERE "
@@ -74,7 +69,7 @@ package final class PersistentStore: @unchecked Sendable {
         }
         rowByKeySQL = byKey
         rowByUUIDSQL = byUUID
-        try createSchema(newSchema: script)
+        try createSchema()
     }
 
     /// The reading connection beside this store (`init(readingBeside:)`), made on first use.
@@ -124,72 +119,56 @@ package final class PersistentStore: @unchecked Sendable {
         }
     }
 
-    /// The schema of a new store holding `entities` (sorted by name), with the rows every new
-    /// store of them starts with (no key used yet, the schema's description): one SQL text.
-    /// Nothing in it is particular to one store, so stores of the same entities share it.
-    static func newSchema(_ entities: [EntityDescription], mirrorTables: Bool) -> String {
-        var script = [baseTables]
-        for entity in entities {
-            script.append(createTable(entity))
-            script += indexes(entity)
-            script.append("INSERT INTO z_primarykey(entity, max) VALUES (\(literal(entity.name)), 0)")
-        }
-        script.append("INSERT INTO z_metadata(key, value) VALUES ('schema', \(literal(StoreMigration.text(of: StoreMigration.schema(of: entities)))))")
-        script.append("INSERT INTO z_metadata(key, value) VALUES ('zoneKeys', '1')")
-        if mirrorTables { script.append(MirrorTables.creation) }
-        return script.joined(separator: ";\n")
-    }
-
-    private static let baseTables = """
-        CREATE TABLE IF NOT EXISTS z_metadata(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS z_primarykey(entity TEXT PRIMARY KEY, max INTEGER NOT NULL);
-        CREATE TABLE IF NOT EXISTS z_transaction(token INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT NOT NULL,
-            author TEXT NOT NULL, context_name TEXT, changes TEXT NOT NULL DEFAULT '[]');
-        CREATE TABLE IF NOT EXISTS z_share(zone_name TEXT NOT NULL, owner_name TEXT NOT NULL,
-            permission TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY(zone_name, owner_name))
-        """
-
-    private static func createTable(_ entity: EntityDescription) -> String {
-        var columns = ["z_pk INTEGER PRIMARY KEY", "z_version INTEGER NOT NULL", "z_uuid TEXT NOT NULL UNIQUE", "z_zone TEXT"]
-        columns += entity.attributes.map { "\"a_\($0.name)\" \(Self.sqlType($0.type))" }
-        columns += entity.toOneRelationships.map { "\"r_\($0.name)\" INTEGER" }
-        return "CREATE TABLE IF NOT EXISTS \(table(entity.name))(\(columns.joined(separator: ", ")))"
-    }
-
-    /// Every to-one relationship is indexed (inverse lookups, delete rules), unless a model
-    /// index already starts with it: each index costs every insert. Then the model's indexes.
-    private static func indexes(_ entity: EntityDescription) -> [String] {
-        let table = table(entity.name)
-        var statements: [String] = []
-        for relationship in entity.toOneRelationships where !entity.indexes.contains(where: { $0.first == relationship.name }) {
-            statements.append("CREATE INDEX IF NOT EXISTS \"i_\(entity.name)_\(relationship.name)\" ON \(table)(\"r_\(relationship.name)\")")
-        }
-        for index in entity.indexes {
-            let name = "i_\(entity.name)_" + index.joined(separator: "_")
-            let columns = index.map { column($0, entity: entity) }.joined(separator: ", ")
-            statements.append("CREATE INDEX IF NOT EXISTS \"\(name)\" ON \(table)(\(columns))")
-        }
-        return statements
-    }
-
-    /// `text` as an SQL string literal.
-    private static func literal(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
-    }
-
-    /// Makes a new store's schema (`newSchema`), or brings an existing file's up to the model,
-    /// then gives a store without an identity its own: the rows that differ per store.
-    private func createSchema(newSchema: String) throws {
+    private func createSchema() throws {
         try database.transaction {
-            // An in-memory database was made from the script; a file without tables is new (no
-            // older layout to upgrade: the probes for one are skipped).
-            if filePath != nil {
-                if try database.scalar("SELECT 1 FROM sqlite_master LIMIT 1") == nil {
-                    try database.execute(newSchema)
-                } else {
-                    try upgradeSchema()
+            // A database without tables (every in-memory store, a new file) has no older layout
+            // to upgrade: the probes for one are skipped (a tenth of a new store's opening).
+            let fresh = try database.scalar("SELECT 1 FROM sqlite_master LIMIT 1") == nil
+            try database.execute("""
+                CREATE TABLE IF NOT EXISTS z_metadata(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS z_primarykey(entity TEXT PRIMARY KEY, max INTEGER NOT NULL);
+                CREATE TABLE IF NOT EXISTS z_transaction(token INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT NOT NULL,
+                    author TEXT NOT NULL, context_name TEXT, changes TEXT NOT NULL DEFAULT '[]');
+                CREATE TABLE IF NOT EXISTS z_share(zone_name TEXT NOT NULL, owner_name TEXT NOT NULL,
+                    permission TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY(zone_name, owner_name));
+                """)
+            let zonesByName = try !fresh && database.scalar("SELECT 1 FROM z_metadata WHERE key = 'storeUUID'") != nil
+                && database.scalar("SELECT 1 FROM z_metadata WHERE key = 'zoneKeys'") == nil
+            if !fresh { try HistoryChanges.migrateChangeRows(database) }
+            let ordered = entities.values.sorted(by: { $0.name < $1.name })
+            migration = fresh ? nil : try StoreMigration(database: database, storeName: configuration.name).migrate(to: ordered)
+            for entity in ordered {
+                let table = Self.table(entity.name)
+                var columns = ["z_pk INTEGER PRIMARY KEY", "z_version INTEGER NOT NULL", "z_uuid TEXT NOT NULL UNIQUE", "z_zone TEXT"]
+                columns += entity.attributes.map { "\"a_\($0.name)\" \(Self.sqlType($0.type))" }
+                columns += entity.toOneRelationships.map { "\"r_\($0.name)\" INTEGER" }
+                try database.execute("CREATE TABLE IF NOT EXISTS \(table)(\(columns.joined(separator: ", ")))")
+                // Lightweight migration: add the columns a newer model has.
+                if !fresh {
+                    let existing = Set(try database.query("SELECT name FROM pragma_table_info('e_\(entity.name)')").compactMap { $0[0].string })
+                    for attribute in entity.attributes where !existing.contains("a_\(attribute.name)") {
+                        try database.execute("ALTER TABLE \(table) ADD COLUMN \"a_\(attribute.name)\" \(Self.sqlType(attribute.type))")
+                    }
+                    for relationship in entity.toOneRelationships where !existing.contains("r_\(relationship.name)") {
+                        try database.execute("ALTER TABLE \(table) ADD COLUMN \"r_\(relationship.name)\" INTEGER")
+                    }
                 }
+                // Every to-one relationship is indexed (inverse lookups, delete rules), unless a
+                // model index already starts with it: each index costs every insert.
+                for relationship in entity.toOneRelationships where !entity.indexes.contains(where: { $0.first == relationship.name }) {
+                    try database.execute("CREATE INDEX IF NOT EXISTS \"i_\(entity.name)_\(relationship.name)\" ON \(table)(\"r_\(relationship.name)\")")
+                }
+                for index in entity.indexes {
+                    let name = "i_\(entity.name)_" + index.joined(separator: "_")
+                    let columns = index.map { Self.column($0, entity: entity) }.joined(separator: ", ")
+                    try database.execute("CREATE INDEX IF NOT EXISTS \"\(name)\" ON \(table)(\(columns))")
+                }
+                try database.execute("INSERT OR IGNORE INTO z_primarykey(entity, max) VALUES (?, 0)", [entity.name])
             }
+            if zonesByName { try migrateZoneKeys() }
+            try database.execute("INSERT OR REPLACE INTO z_metadata(key, value) VALUES ('schema', ?)",
+                                 [StoreMigration.text(of: StoreMigration.schema(of: ordered))])
+            try database.execute("INSERT OR IGNORE INTO z_metadata(key, value) VALUES ('zoneKeys', '1')")
             if let stored = try database.scalar("SELECT value FROM z_metadata WHERE key = 'storeUUID'")?.string {
                 uuid = stored
             } else {
@@ -199,35 +178,6 @@ package final class PersistentStore: @unchecked Sendable {
                 try database.execute("INSERT INTO z_metadata(key, value) VALUES ('configuration', ?)", [configuration.name])
             }
         }
-    }
-
-    /// An existing file's schema brought up to the model: missing tables, columns and indexes
-    /// added, older layouts migrated. Runs in `createSchema`'s transaction.
-    private func upgradeSchema() throws {
-        try database.execute(Self.baseTables)
-        let zonesByName = try database.scalar("SELECT 1 FROM z_metadata WHERE key = 'storeUUID'") != nil
-            && database.scalar("SELECT 1 FROM z_metadata WHERE key = 'zoneKeys'") == nil
-        try HistoryChanges.migrateChangeRows(database)
-        let ordered = entities.values.sorted(by: { $0.name < $1.name })
-        migration = try StoreMigration(database: database, storeName: configuration.name).migrate(to: ordered)
-        for entity in ordered {
-            let table = Self.table(entity.name)
-            try database.execute(Self.createTable(entity))
-            // Lightweight migration: add the columns a newer model has.
-            let existing = Set(try database.query("SELECT name FROM pragma_table_info('e_\(entity.name)')").compactMap { $0[0].string })
-            for attribute in entity.attributes where !existing.contains("a_\(attribute.name)") {
-                try database.execute("ALTER TABLE \(table) ADD COLUMN \"a_\(attribute.name)\" \(Self.sqlType(attribute.type))")
-            }
-            for relationship in entity.toOneRelationships where !existing.contains("r_\(relationship.name)") {
-                try database.execute("ALTER TABLE \(table) ADD COLUMN \"r_\(relationship.name)\" INTEGER")
-            }
-            for index in Self.indexes(entity) { try database.execute(index) }
-            try database.execute("INSERT OR IGNORE INTO z_primarykey(entity, max) VALUES (?, 0)", [entity.name])
-        }
-        if zonesByName { try migrateZoneKeys() }
-        try database.execute("INSERT OR REPLACE INTO z_metadata(key, value) VALUES ('schema', ?)",
-                             [StoreMigration.text(of: StoreMigration.schema(of: ordered))])
-        try database.execute("INSERT OR IGNORE INTO z_metadata(key, value) VALUES ('zoneKeys', '1')")
     }
 
     /// Stores written before zones were named by owner too kept `z_zone` as the zone name and

@@ -48,10 +48,9 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Opens the store of `configuration` without loading it (`addOpened` loads it), so that a
     /// start-up may open its stores at once, each on a thread of its own. For a coordinator
     /// whose stores are not loaded yet: a loaded store's URL is refused only at `addOpened`.
-    /// `mirrorTables`: a new store is made with the mirror's tables (a mirroring device's).
-    func openStore(configuration name: String, url: String, filePath: String?, mirrorTables: Bool = false) throws -> PersistentStore {
+    func openStore(configuration name: String, url: String, filePath: String?) throws -> PersistentStore {
         try PersistentStore(url: url, filePath: filePath, configuration: configuration(named: name), model: model, clock: clock,
-                            assetThreshold: assetThreshold, mirrorTables: mirrorTables)
+                            assetThreshold: assetThreshold)
     }
 
     /// Loads a store `openStore` opened, with `addStore`'s refusals.

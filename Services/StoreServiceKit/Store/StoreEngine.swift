@@ -33,10 +33,9 @@ package final class StoreEngine: Sendable {
 
     /// Opens both stores of `model` in `loadOrder`: files `<Model>-<Configuration>.sqlite` in
     /// `directory`, or in-memory stores with distinct URLs (two in-memory stores with one
-    /// identity would be one database). `mirrorTables`: new stores are made with the mirror's
-    /// tables (a mirroring device's).
-    static func openStores(model: ManagedObjectModel, persistence: ServiceConfiguration.Persistence, loadOrder: [StoreScope],
-                           assetThreshold: Int = StoreOptions.defaultAssetThreshold, mirrorTables: Bool = false) throws -> PersistentStoreCoordinator {
+    /// identity would be one database).
+    static func openStores(model: ManagedObjectModel, persistence: ServiceConfiguration.Persistence,
+                           loadOrder: [StoreScope], assetThreshold: Int = StoreOptions.defaultAssetThreshold) throws -> PersistentStoreCoordinator {
         let coordinator = PersistentStoreCoordinator(model: model, assetThreshold: assetThreshold)
         let memoryDirectory = "memory:///\(model.name)-InMemory-\(UUID().uuidString)"
         if case let .dataDirectory(directory) = persistence {
@@ -54,13 +53,9 @@ package final class StoreEngine: Sendable {
             }
         }
         // Each store is its own database: they are opened (schemas made, files migrated) at
-        // once, then loaded in load order, the first failure in that order reported. (In memory,
-        // stores of the same entities share one schema image: the second waits for the first's.)
+        // once, then loaded in load order, the first failure in that order reported.
         let opened = AllAtOnce.run(locations.map { location in
-            { @Sendable in
-                try coordinator.openStore(configuration: location.configuration, url: location.url, filePath: location.filePath,
-                                          mirrorTables: mirrorTables)
-            }
+            { @Sendable in try coordinator.openStore(configuration: location.configuration, url: location.url, filePath: location.filePath) }
         })
         for store in opened { try coordinator.addOpened(store.get()) }
         return coordinator
