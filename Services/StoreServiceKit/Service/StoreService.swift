@@ -49,7 +49,7 @@ public final class StoreService: ServiceDefinition {
     /// Opens both stores (before the socket binds) and runs the start-up orphan repair.
     public func start(events: EventHub) throws {
         let coordinator = try StoreEngine.openStores(model: model, persistence: configuration.persistence, loadOrder: options.loadOrder,
-                                                     assetThreshold: options.assetThreshold, mirrorTables: companion?.mirrors == true)
+                                                         assetThreshold: options.assetThreshold)
         let engine = StoreEngine(coordinator: coordinator, routing: options.routing, events: events)
         for store in coordinator.storeDescriptions {
             logger.info("store loaded", ["store": .string(store.name), "url": .string(store.url), "storeUUID": .string(store.storeUUID),
