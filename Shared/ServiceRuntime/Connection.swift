@@ -157,9 +157,14 @@ final class Connection {
 
     /// `{"id":…,"ok":true,"result":…}` with only the result going through JSONTextEncoder: the
     /// envelope is three fixed keys, and encoding it generically cost a fifth of a ping.
-    private func sendSuccess(id: RequestID, result: any Encodable) {
+    private func sendSuccess(id: RequestID, reply: OperationReply) {
+        let result: any Encodable
+        switch reply {
+        case let .encodable(value): result = value
+        case let .text(value): result = value
+        }
         do {
-            if let writable = result as? JSONTextWritable {
+            if case let .text(writable) = reply {
                 // The reply is written into one text, made as large as the last one up front,
                 // and framed from it: a large change page is written once, never regrown and copied.
                 var text = ""
@@ -247,8 +252,7 @@ final class Connection {
             }
         }
         do {
-            let result = try perform(op: op, id: id, request: request)
-            sendSuccess(id: id, result: result)
+            sendSuccess(id: id, reply: try perform(op: op, id: id, request: request))
         } catch let error as WireError {
             send(ErrorReply(id: id, error: error))
         } catch let error as ServiceError {
@@ -327,7 +331,7 @@ final class Connection {
         }
     }
 
-    private func perform(op: String, id: RequestID, request: IncomingRequest) throws -> any Encodable & Sendable {
+    private func perform(op: String, id: RequestID, request: IncomingRequest) throws -> OperationReply {
         guard op == "hello" || handle.helloDone else {
             throw WireError(.helloRequired, "Send hello first: {\"id\":1,\"op\":\"hello\",\"params\":{\"minVersion\":1,\"maxVersion\":1,\"client\":\"<your name>\"}}.",
                             details: ["op": .string(op)])

@@ -11,6 +11,13 @@ public enum OperationAccess: Sendable {
     case admin
 }
 
+/// A handler's result as the connection writes it: through its own text writer when its type
+/// has one (the registry's overloads know that at compile time), else through `Encodable`.
+enum OperationReply: Sendable {
+    case encodable(any Encodable & Sendable)
+    case text(any JSONTextWritable & Encodable & Sendable)
+}
+
 /// What a handler sees of the request it serves.
 public struct RequestContext: Sendable {
     public let requestID: RequestID
@@ -38,7 +45,7 @@ public struct OperationRegistry: Sendable {
         /// Reads params from their bytes, for params types that read themselves (`JSONReadable`):
         /// their one reader, whatever the envelope's form.
         let readParams: ParamsReader?
-        let run: @Sendable (any Sendable, RequestContext) throws -> any Encodable & Sendable
+        let run: @Sendable (any Sendable, RequestContext) throws -> OperationReply
     }
 
     private(set) var entries: [String: Entry] = [:]
@@ -47,16 +54,16 @@ public struct OperationRegistry: Sendable {
 
     /// Registers `name`. The handler runs on the connection's thread; it may block.
     ///
-    /// Params that read themselves from their bytes (`JSONReadable`) are registered through the
-    /// overload below, chosen at compile time: finding that out at run time is a dynamic cast,
-    /// which scans every protocol conformance record of the process for each params type.
+    /// Params that read themselves from their bytes (`JSONReadable`) and results that write
+    /// their own text (`JSONTextWritable`) are registered through the overloads below, chosen at
+    /// compile time: finding either out at run time is a dynamic cast, which scans every
+    /// protocol conformance record of the process the first time for each type.
     public mutating func register<Params: Decodable & Sendable, Result: Encodable & Sendable>(
         _ name: String, params: Params.Type, access: OperationAccess = .afterHello, summary: String = "",
         handler: @escaping @Sendable (Params, RequestContext) throws -> Result
     ) {
-        // Debug builds (the tests) catch a generic wrapper that lost a params type's reader.
-        assert(!(Params.self is any JSONReadable.Type), "\(name): \(Params.self) reads itself; register it through the JSONReadable overload")
-        add(name, params: params, access: access, summary: summary, readParams: nil, handler: handler)
+        Self.assertPlain(name, params: Params.self, result: Result.self)
+        add(name, params: params, access: access, summary: summary, readParams: nil) { .encodable(try handler($0, $1)) }
     }
 
     /// Registers `name` whose params read themselves from the request's bytes (`JSONReadable`).
@@ -64,12 +71,37 @@ public struct OperationRegistry: Sendable {
         _ name: String, params: Params.Type, access: OperationAccess = .afterHello, summary: String = "",
         handler: @escaping @Sendable (Params, RequestContext) throws -> Result
     ) {
-        add(name, params: params, access: access, summary: summary, readParams: Self.reader(Params.self), handler: handler)
+        Self.assertPlain(name, result: Result.self)
+        add(name, params: params, access: access, summary: summary, readParams: Self.reader(Params.self)) { .encodable(try handler($0, $1)) }
     }
 
-    private mutating func add<Params: Decodable & Sendable, Result: Encodable & Sendable>(
-        _ name: String, params: Params.Type, access: OperationAccess, summary: String, readParams: ParamsReader?,
+    /// Registers `name` whose result writes its own text (`JSONTextWritable`).
+    public mutating func register<Params: Decodable & Sendable, Result: Encodable & Sendable & JSONTextWritable>(
+        _ name: String, params: Params.Type, access: OperationAccess = .afterHello, summary: String = "",
         handler: @escaping @Sendable (Params, RequestContext) throws -> Result
+    ) {
+        Self.assertPlain(name, params: Params.self)
+        add(name, params: params, access: access, summary: summary, readParams: nil) { .text(try handler($0, $1)) }
+    }
+
+    /// Registers `name` whose params read themselves and whose result writes its own text.
+    public mutating func register<Params: Decodable & Sendable & JSONReadable, Result: Encodable & Sendable & JSONTextWritable>(
+        _ name: String, params: Params.Type, access: OperationAccess = .afterHello, summary: String = "",
+        handler: @escaping @Sendable (Params, RequestContext) throws -> Result
+    ) {
+        add(name, params: params, access: access, summary: summary, readParams: Self.reader(Params.self)) { .text(try handler($0, $1)) }
+    }
+
+    /// Debug builds (the tests) catch a generic wrapper that lost a params type's reader or a
+    /// result type's writer by registering it through a less specific overload.
+    private static func assertPlain(_ name: String, params: Any.Type = Never.self, result: Any.Type = Never.self) {
+        assert(!(params is any JSONReadable.Type), "\(name): \(params) reads itself; register it through a JSONReadable overload")
+        assert(!(result is any JSONTextWritable.Type), "\(name): \(result) writes its own text; register it through a JSONTextWritable overload")
+    }
+
+    private mutating func add<Params: Decodable & Sendable>(
+        _ name: String, params: Params.Type, access: OperationAccess, summary: String, readParams: ParamsReader?,
+        handler: @escaping @Sendable (Params, RequestContext) throws -> OperationReply
     ) {
         precondition(entries[name] == nil, "operation \(name) registered twice")
         entries[name] = Entry(

@@ -9,7 +9,7 @@ struct OperationRegistryTests {
     func registeredNames() async throws {
         let served = try ServedConnection()
         let core = ["hello", "health", "info", "ping", "subscribe", "unsubscribe"]
-        let own = ["test.admin", "test.echoName", "test.fail", "test.items", "test.optional", "test.origin", "test.scanned", "test.whoami"]
+        let own = ["test.admin", "test.echoName", "test.fail", "test.items", "test.optional", "test.origin", "test.scanned", "test.whoami", "test.written"]
         #expect(served.server.registry.names == (core + own).sorted())
         #expect(served.server.registry.entry("test.admin")?.access == .admin)
         #expect(served.server.registry.entry("nope") == nil)
@@ -36,6 +36,25 @@ struct OperationRegistryTests {
         #expect(refused?.description == "the message: expected an object")
         #expect(refused?.wireError(op: "test.scanned").message == "'test.scanned': params must be an object.")
         _ = await served.end()
+    }
+
+    @Test("a result that writes its own text is written by its writer, chosen when the op is registered")
+    func resultWriters() async throws {
+        let served = try ServedConnection()
+        try served.client.hello()
+        let written = try served.client.call(#"{"id":2,"op":"test.written"}"#)
+        #expect(written["result"] == ["via": "writer"])
+        let compact = try served.client.call(#"{"id":3,"op":"test.written","params":{}}"#)
+        #expect(compact["result"] == ["via": "writer"])
+        _ = await served.end()
+    }
+
+    @Test("a generic wrapper that hides a result's writer or a params reader stops a debug build at registration")
+    func hiddenConformances() async {
+        #if DEBUG
+        await #expect(processExitsWith: .failure) { registerHidingWriter() }
+        await #expect(processExitsWith: .failure) { registerHidingReader() }
+        #endif
     }
 
     @Test("decoding failures become missingField or invalidField with a JSON path, and types are named for people")

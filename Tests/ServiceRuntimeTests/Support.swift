@@ -39,6 +39,39 @@ struct ScannedParams: Decodable, Sendable, JSONReadable {
     }
 }
 
+/// A result that writes its own text, and says which way it went out: its `Encodable` form
+/// says "encoder", its writer "writer".
+struct WrittenResult: Encodable, Sendable, JSONTextWritable {
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(["via": "encoder"])
+    }
+
+    func writeJSON(to out: inout String) -> Bool {
+        out += #"{"via":"writer"}"#
+        return true
+    }
+}
+
+/// A generic wrapper that registers through the plain overload whatever its result is: it
+/// hides `WrittenResult`'s writer from the registry (the registry's debug assertion stops it).
+func registerHidingWriter() {
+    func wrapped<R: Encodable & Sendable>(_ result: R, in registry: inout OperationRegistry) {
+        registry.register("test.hidden", params: Empty.self) { _, _ in result }
+    }
+    var registry = OperationRegistry()
+    wrapped(WrittenResult(), in: &registry)
+}
+
+/// The same for params: `ScannedParams`'s reader hidden behind a generic wrapper.
+func registerHidingReader() {
+    func wrapped<P: Decodable & Sendable>(_ params: P.Type, in registry: inout OperationRegistry) {
+        registry.register("test.hidden", params: params) { _, _ in ["ok": true] }
+    }
+    var registry = OperationRegistry()
+    wrapped(ScannedParams.self, in: &registry)
+}
+
 /// A made-up error a handler throws that is neither a WireError nor a ServiceError.
 struct Unmapped: Error {}
 
@@ -80,6 +113,7 @@ struct TestService: ServiceDefinition {
         registry.register("test.scanned", params: ScannedParams.self) { params, _ in
             ["value": JSONValue.string(params.value), "viaReader": .bool(params.viaReader)]
         }
+        registry.register("test.written", params: Empty.self) { _, _ in WrittenResult() }
     }
 
     func authenticate(credential: String?, connection: ConnectionHandle) throws -> Principal? {

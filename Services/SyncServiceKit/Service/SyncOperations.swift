@@ -48,7 +48,10 @@ struct SyncOperations {
         registerTestControls(in: &registry)
     }
 
-    /// A user's op: authenticated, the account's status checked on every request.
+    /// A user's op: authenticated, the account's status checked on every request. Params that
+    /// read themselves (`JSONReadable`) and results that write their own text (`JSONTextWritable`)
+    /// take the overloads below, so the registry's matching overload is chosen here at compile
+    /// time (a generic wrapper would hide them: the registry asserts against that in debug builds).
     private func user<P: Decodable & Sendable, R: Encodable & Sendable>(
         _ registry: inout OperationRegistry, _ name: String, _ type: P.Type, _ summary: String,
         _ body: @escaping @Sendable (CloudEngine, String, P, RequestTrace) throws -> R
@@ -56,9 +59,21 @@ struct SyncOperations {
         registry.register(name, params: type, access: .authenticated, summary: summary, handler: userHandler(body))
     }
 
-    /// A user's op whose params read themselves from the request's bytes: the registry's
-    /// `JSONReadable` overload, chosen here at compile time.
     private func user<P: Decodable & Sendable & JSONReadable, R: Encodable & Sendable>(
+        _ registry: inout OperationRegistry, _ name: String, _ type: P.Type, _ summary: String,
+        _ body: @escaping @Sendable (CloudEngine, String, P, RequestTrace) throws -> R
+    ) {
+        registry.register(name, params: type, access: .authenticated, summary: summary, handler: userHandler(body))
+    }
+
+    private func user<P: Decodable & Sendable, R: Encodable & Sendable & JSONTextWritable>(
+        _ registry: inout OperationRegistry, _ name: String, _ type: P.Type, _ summary: String,
+        _ body: @escaping @Sendable (CloudEngine, String, P, RequestTrace) throws -> R
+    ) {
+        registry.register(name, params: type, access: .authenticated, summary: summary, handler: userHandler(body))
+    }
+
+    private func user<P: Decodable & Sendable & JSONReadable, R: Encodable & Sendable & JSONTextWritable>(
         _ registry: inout OperationRegistry, _ name: String, _ type: P.Type, _ summary: String,
         _ body: @escaping @Sendable (CloudEngine, String, P, RequestTrace) throws -> R
     ) {
@@ -73,7 +88,9 @@ struct SyncOperations {
         }
     }
 
-    /// An admin op, run against the connection's environment's engine.
+    /// An admin op, run against the connection's environment's engine. No admin op's params read
+    /// themselves nor does its result write its own text; the registry's debug assertion names
+    /// the first that would, which then needs overloads like `user`'s.
     private func admin<P: Decodable & Sendable, R: Encodable & Sendable>(
         _ registry: inout OperationRegistry, _ name: String, _ type: P.Type, _ summary: String,
         _ body: @escaping @Sendable (CloudEngine, P) throws -> R
