@@ -141,7 +141,7 @@ struct PackedHistoryTests {
     @Test("A run of updates is packed byte for byte as the same updates appended one by one, after other entries too")
     func runOfUpdatesMatchesSingleAppends() {
         let list = JSONWriter.text(strings: ["session"])
-        let rows: [(key: Int64, uuid: String)] = [(3, "U-3"), (9, "q\"uote"), (12, "0190ABCD-7000-8000-9000-0123456789AB")]
+        let rows: [(key: Int64, uuid: String)] = [(3, "U-3"), (9, "q\"uote"), (12, "0190ABCD-7000-8000-9000-0123456789AB"), (14, "caf\u{E9}/x")]
         for leading in [false, true] {
             var single = HistoryChanges(), run = HistoryChanges()
             if leading {
@@ -149,10 +149,14 @@ struct PackedHistoryTests {
                 run.append(kind: .insert, entity: "CareSession", primaryKey: 1, uuid: "S", changedJSON: nil)
             }
             for row in rows { single.append(kind: .update, entity: "CareEvent", primaryKey: row.key, uuid: row.uuid, changedJSON: list) }
-            run.appendUpdates(entity: "CareEvent", changedJSON: list, rows: rows)
+            // Handed over out of key order, as an UPDATE's scan returns them: written in key order.
+            var updated = UpdatedRows()
+            for row in [rows[2], rows[0], rows[3], rows[1]] { updated.append(key: row.key, uuid: row.uuid) }
+            run.appendUpdates(entity: "CareEvent", changedJSON: list, rows: updated)
             #expect(run.packed == single.packed)
             #expect(run.count == single.count)
-            #expect(HistoryChanges.entries(run.packed).suffix(3).map(\.uuid) == rows.map(\.uuid))
+            #expect(HistoryChanges.entries(run.packed).suffix(4).map(\.uuid) == rows.map(\.uuid))
+            #expect(updated.sortedKeys() == [3, 9, 12, 14])
         }
     }
 

@@ -71,14 +71,16 @@ struct OrphanRepair {
             // An object whose relationship waits for a record not fetched yet is no orphan.
             let orphan = "\(column) IS NULL AND " + (try PendingLinks.notWaiting(table: childTable, relationship: rule.relationship, in: store.database))
             // One pass: the UPDATE names the rows it changed, which history records in key order.
-            var attached: [(key: Int64, uuid: String)] = []
+            var attached = UpdatedRows()
             try store.database.cached("UPDATE \(childTable) SET \(column) = ?, z_version = z_version + 1 WHERE \(orphan) RETURNING z_pk, z_uuid")
-                .forEach([session]) { row in attached.append((row.int64(at: 0), row.string(at: 1) ?? "")) }
+                .forEach([session]) { (row: Statement) -> Void in
+                    let key = row.int64(at: 0)
+                    if row.withText(at: 1, { attached.append(key: key, uuid: $0) }) == nil { attached.append(key: key, uuid: "") }
+                }
             if !attached.isEmpty {
-                if !attached.indices.dropFirst().allSatisfy({ attached[$0 - 1].key < attached[$0].key }) { attached.sort { $0.key < $1.key } }
                 try changes.updated(entity: child.name, rows: attached, changedJSON: JSONWriter.text(strings: [rule.relationship]))
                 report.attached = attached.count
-                report.attachedObjectIDs = attached.prefix(Self.listLimit).map { store.objectID(child.name, $0.key).uri }
+                report.attachedObjectIDs = attached.sortedKeys().prefix(Self.listLimit).map { store.objectID(child.name, $0).uri }
                 report.truncated = report.attached > Self.listLimit
                 changes.announce(report.attachedObjectIDs)
             }

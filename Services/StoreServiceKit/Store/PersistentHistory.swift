@@ -117,11 +117,11 @@ package struct HistoryChanges {
         count += 1
     }
 
-    /// Adds one update per row, in order, all of `entity` with the same changed list: the
-    /// text before and after each row's key and uuid is made once (the orphan repair writes a
-    /// hundred thousand such entries, and writing the kind, entity and list of each was a tenth
-    /// of its time). The entries are the ones `append(kind:…)` writes, byte for byte.
-    mutating func appendUpdates(entity: String, changedJSON: String, rows: [(key: Int64, uuid: String)]) {
+    /// Adds one update per row, in the rows' key order, all of `entity` with the same changed
+    /// list: the text before and after each row's key and uuid is made once (the orphan repair
+    /// writes a hundred thousand such entries, and writing the kind, entity and list of each was
+    /// a tenth of its time). The entries are the ones `append(kind:…)` writes, byte for byte.
+    mutating func appendUpdates(entity: String, changedJSON: String, rows: UpdatedRows) {
         var head = JSONBytes()
         head.append("[")
         head.append(string: ChangeKind.update.rawValue)
@@ -133,12 +133,12 @@ package struct HistoryChanges {
         tail.append(raw: changedJSON)
         tail.append(",null]")
         text.bytes.reserveCapacity(text.bytes.count + rows.count * (head.bytes.count + tail.bytes.count + 60))
-        for row in rows {
+        for position in rows.keyOrder() {
             if count > 0 { text.append(",") }
             text.bytes.append(contentsOf: head.bytes)
-            text.append(integer: row.key)
+            text.append(integer: rows.keys[position])
             text.append(",")
-            text.append(string: row.uuid)
+            rows.withUUID(at: position) { text.append(utf8: $0) }
             text.bytes.append(contentsOf: tail.bytes)
             count += 1
         }
@@ -246,5 +246,42 @@ package struct HistoryChanges {
             try database.execute("UPDATE z_transaction SET changes = ? WHERE token = ?", [changes.packed, token])
         }
         try database.execute("DROP TABLE z_change")
+    }
+}
+
+/// The keys and uuids of rows one statement changed, the uuids' UTF-8 bytes kept in one buffer:
+/// the orphan repair's `UPDATE … RETURNING` hands back a hundred thousand, and making a String of
+/// each uuid cost more than writing its history entry.
+struct UpdatedRows {
+    private(set) var keys: [Int64] = []
+    private var uuidBytes: [UInt8] = []
+    private var uuidEnds: [Int] = []
+
+    var count: Int { keys.count }
+    var isEmpty: Bool { keys.isEmpty }
+
+    mutating func append(key: Int64, uuid: UnsafeBufferPointer<UInt8>) {
+        keys.append(key)
+        uuidBytes.append(contentsOf: uuid)
+        uuidEnds.append(uuidBytes.count)
+    }
+
+    mutating func append(key: Int64, uuid: String) {
+        var uuid = uuid
+        uuid.withUTF8 { append(key: key, uuid: $0) }
+    }
+
+    /// The rows' positions in key order (a statement returns rows in the order its scan met them).
+    func keyOrder() -> [Int] {
+        let inOrder = keys.indices.dropFirst().allSatisfy { keys[$0 - 1] < keys[$0] }
+        return inOrder ? Array(keys.indices) : keys.indices.sorted { keys[$0] < keys[$1] }
+    }
+
+    /// The keys in key order.
+    func sortedKeys() -> [Int64] { keyOrder().map { keys[$0] } }
+
+    func withUUID<R>(at position: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        let start = position == 0 ? 0 : uuidEnds[position - 1]
+        return uuidBytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[start..<uuidEnds[position]])) }
     }
 }

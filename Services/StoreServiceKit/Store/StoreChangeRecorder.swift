@@ -53,9 +53,9 @@ package struct StoreChangeRecorder {
         if announced { changedObjectIDs.append(store.objectID(entity, primaryKey).uri) }
     }
 
-    /// Changed rows of one entity with one changed list, in the order given, none named in the
-    /// notice (a bulk repair names the first few it reports through `announce`).
-    mutating func updated(entity: String, rows: [(key: Int64, uuid: String)], changedJSON: String) throws {
+    /// Changed rows of one entity with one changed list, in key order, none named in the notice
+    /// (a bulk repair names the first few it reports through `announce`).
+    mutating func updated(entity: String, rows: UpdatedRows, changedJSON: String) throws {
         guard !rows.isEmpty else { return }
         try begin()
         history.appendUpdates(entity: entity, changedJSON: changedJSON, rows: rows)
