@@ -152,11 +152,12 @@ struct PackedHistoryTests {
             // Handed over out of key order, as an UPDATE's scan returns them: written in key order.
             var updated = UpdatedRows()
             for row in [rows[2], rows[0], rows[3], rows[1]] { updated.append(key: row.key, uuid: row.uuid) }
+            updated.sortByKey()
             run.appendUpdates(entity: "CareEvent", changedJSON: list, rows: updated)
             #expect(run.packed == single.packed)
             #expect(run.count == single.count)
             #expect(HistoryChanges.entries(run.packed).suffix(4).map(\.uuid) == rows.map(\.uuid))
-            #expect(updated.sortedKeys() == [3, 9, 12, 14])
+            #expect(updated.keys == [3, 9, 12, 14])
         }
     }
 

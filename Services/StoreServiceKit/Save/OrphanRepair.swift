@@ -78,9 +78,10 @@ struct OrphanRepair {
                     if row.withText(at: 1, { attached.append(key: key, uuid: $0) }) == nil { attached.append(key: key, uuid: "") }
                 }
             if !attached.isEmpty {
+                attached.sortByKey()
                 try changes.updated(entity: child.name, rows: attached, changedJSON: JSONWriter.text(strings: [rule.relationship]))
                 report.attached = attached.count
-                report.attachedObjectIDs = attached.sortedKeys().prefix(Self.listLimit).map { store.objectID(child.name, $0).uri }
+                report.attachedObjectIDs = attached.keys.prefix(Self.listLimit).map { store.objectID(child.name, $0).uri }
                 report.truncated = report.attached > Self.listLimit
                 changes.announce(report.attachedObjectIDs)
             }

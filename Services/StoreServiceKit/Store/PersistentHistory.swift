@@ -117,10 +117,10 @@ package struct HistoryChanges {
         count += 1
     }
 
-    /// Adds one update per row, in the rows' key order, all of `entity` with the same changed
-    /// list: the text before and after each row's key and uuid is made once (the orphan repair
-    /// writes a hundred thousand such entries, and writing the kind, entity and list of each was
-    /// a tenth of its time). The entries are the ones `append(kind:…)` writes, byte for byte.
+    /// Adds one update per row, in the rows' order, all of `entity` with the same changed list:
+    /// the text before and after each row's key and uuid is made once (the orphan repair writes
+    /// a hundred thousand such entries, and writing the kind, entity and list of each was a
+    /// tenth of its time). The entries are the ones `append(kind:…)` writes, byte for byte.
     mutating func appendUpdates(entity: String, changedJSON: String, rows: UpdatedRows) {
         var head = JSONBytes()
         head.append("[")
@@ -133,7 +133,7 @@ package struct HistoryChanges {
         tail.append(raw: changedJSON)
         tail.append(",null]")
         text.bytes.reserveCapacity(text.bytes.count + rows.count * (head.bytes.count + tail.bytes.count + 60))
-        for position in rows.keyOrder() {
+        for position in 0..<rows.count {
             if count > 0 { text.append(",") }
             text.bytes.append(contentsOf: head.bytes)
             text.append(integer: rows.keys[position])
@@ -271,14 +271,18 @@ struct UpdatedRows {
         uuid.withUTF8 { append(key: key, uuid: $0) }
     }
 
-    /// The rows' positions in key order (a statement returns rows in the order its scan met them).
-    func keyOrder() -> [Int] {
-        let inOrder = keys.indices.dropFirst().allSatisfy { keys[$0 - 1] < keys[$0] }
-        return inOrder ? Array(keys.indices) : keys.indices.sorted { keys[$0] < keys[$1] }
+    /// Puts the rows in key order (a statement returns them in the order its scan met them).
+    mutating func sortByKey() {
+        guard !keys.indices.dropFirst().allSatisfy({ keys[$0 - 1] < keys[$0] }) else { return }
+        var sorted = UpdatedRows()
+        sorted.keys.reserveCapacity(count)
+        sorted.uuidBytes.reserveCapacity(uuidBytes.count)
+        sorted.uuidEnds.reserveCapacity(count)
+        for position in keys.indices.sorted(by: { keys[$0] < keys[$1] }) {
+            withUUID(at: position) { sorted.append(key: keys[position], uuid: $0) }
+        }
+        self = sorted
     }
-
-    /// The keys in key order.
-    func sortedKeys() -> [Int64] { keyOrder().map { keys[$0] } }
 
     func withUUID<R>(at position: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         let start = position == 0 ? 0 : uuidEnds[position - 1]

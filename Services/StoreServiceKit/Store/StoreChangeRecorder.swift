@@ -53,8 +53,8 @@ package struct StoreChangeRecorder {
         if announced { changedObjectIDs.append(store.objectID(entity, primaryKey).uri) }
     }
 
-    /// Changed rows of one entity with one changed list, in key order, none named in the notice
-    /// (a bulk repair names the first few it reports through `announce`).
+    /// Changed rows of one entity with one changed list, in the rows' order, none named in the
+    /// notice (a bulk repair names the first few it reports through `announce`).
     mutating func updated(entity: String, rows: UpdatedRows, changedJSON: String) throws {
         guard !rows.isEmpty else { return }
         try begin()

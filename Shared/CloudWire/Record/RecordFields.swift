@@ -151,7 +151,6 @@ public struct RecordFields: Sendable, Hashable {
             bytes.append(contentsOf: text.utf8)
         }
 
-
         private mutating func checkOrder(_ name: String) {
             #if DEBUG
             if let lastName { precondition(lastName < name, "fields out of order: \(name) after \(lastName)") }
