@@ -90,6 +90,48 @@ struct OrphanRepairTests {
     }
 }
 
+@Suite("Seed 000: a bulk orphan repair's history")
+struct BulkOrphanRepairTests {
+    /// Past 256 orphans a file store's repair reads the rows it changes on a second connection
+    /// beside its UPDATE; in memory (and below that count) the UPDATE returns them. Either way
+    /// history has one update per attached orphan, in key order, naming its uuid.
+    @Test("A bulk repair's history names every orphan it attached, in key order, with its uuid", arguments: [false, true])
+    func bulkRepairHistory(onDisk: Bool) async throws {
+        let store = try await StoreFixture.start(onDisk: onDisk, ["--no-orphan-repair"])
+        let client = try await store.client()
+        let context = try await client.openContext()
+        let session = try await client.insertSession(context, id: "kept")
+        var objects: [JSONValue] = []
+        for index in 0..<330 {
+            var values: [String: JSONValue] = ["id": .string("e\(index)"), "eventTypeRaw": "note",
+                                               "occurredAt": "2026-07-27T09:00:00Z", "updatedAt": "2026-07-27T09:00:00Z"]
+            // Every eleventh event has its session: not an orphan.
+            if index % 11 == 0 { values["session"] = .string(session) }
+            objects.append(["entity": "CareEvent", "uuid": .string("event-\(index)"), "values": .object(values)])
+        }
+        try await client.call("object.insert", ["context": .string(context), "objects": .array(objects)])
+        let saved = try await client.save(context)
+        let token = try #require(saved["transactions"]?[0]?["token"]?.intValue)
+
+        let report = try await client.call("repair.orphans")
+        #expect(report["attached"] == 300)
+        let history = try await client.call("history.fetch", ["store": "Private", "afterToken": .int(token)])
+        let transaction = try #require(history["transactions"]?[0])
+        #expect(transaction["contextName"] == "orphanRepair")
+        let updates = try #require(transaction["changes"]?.arrayValue).filter { $0["kind"] == "update" }
+        #expect(updates.count == 300)
+        #expect(updates.allSatisfy { $0["entity"] == "CareEvent" && $0["changedProperties"] == ["session"] })
+        let keys = updates.compactMap { $0["objectID"]?.stringValue?.split(separator: "/").last.flatMap { Int($0.dropFirst()) } }
+        #expect(keys.count == 300 && keys == keys.sorted())
+        let orphanUUIDs = (0..<330).filter { $0 % 11 != 0 }.map { "event-\($0)" }
+        #expect(updates.compactMap { $0["uuid"]?.stringValue } == orphanUUIDs)
+        let left = try await client.call("fetch.count", ["entity": "CareEvent", "predicate": "session == nil"])
+        #expect(left["count"] == 0)
+        client.close()
+        #expect(await store.stop() == 0)
+    }
+}
+
 extension JSONValue {
     subscript(index: Int) -> JSONValue? {
         guard case let .array(items) = self, items.indices.contains(index) else { return nil }

@@ -70,15 +70,8 @@ struct OrphanRepair {
             report.session = store.objectID(parent.name, session).uri
             // An object whose relationship waits for a record not fetched yet is no orphan.
             let orphan = "\(column) IS NULL AND " + (try PendingLinks.notWaiting(table: childTable, relationship: rule.relationship, in: store.database))
-            // One pass: the UPDATE names the rows it changed, which history records in key order.
-            var attached = UpdatedRows()
-            try store.database.cached("UPDATE \(childTable) SET \(column) = ?, z_version = z_version + 1 WHERE \(orphan) RETURNING z_pk, z_uuid")
-                .forEach([session]) { (row: Statement) -> Void in
-                    let key = row.int64(at: 0)
-                    if row.withText(at: 1, { attached.append(key: key, uuid: $0) }) == nil { attached.append(key: key, uuid: "") }
-                }
+            let attached = try attachOrphans(store: store, table: childTable, column: column, predicate: orphan, session: session)
             if !attached.isEmpty {
-                attached.sortByKey()
                 try changes.updated(entity: child.name, rows: attached, changedJSON: JSONWriter.text(strings: [rule.relationship]))
                 report.attached = attached.count
                 report.attachedObjectIDs = attached.keys.prefix(Self.listLimit).map { store.objectID(child.name, $0).uri }
@@ -95,6 +88,35 @@ struct OrphanRepair {
             }
         }
         return report
+    }
+
+    /// Points every orphan at `session` in one UPDATE and returns the rows it changed in key
+    /// order, for history. Many orphans in a file store are read beside the UPDATE on the
+    /// second core (`ChangingRowsReader`); otherwise, or should that read fail, the UPDATE
+    /// returns them itself.
+    private func attachOrphans(store: PersistentStore, table: String, column: String, predicate: String, session: Int64) throws -> UpdatedRows {
+        let update = "UPDATE \(table) SET \(column) = ?, z_version = z_version + 1 WHERE \(predicate)"
+        let database = store.database
+        if let path = store.filePath,
+           try database.scalar("SELECT 1 FROM \(table) WHERE \(predicate) LIMIT 1 OFFSET \(ChangingRowsReader.threshold - 1)") != nil,
+           let reading = ChangingRowsReader.start(path: path, table: table, predicate: predicate) {
+            try database.execute("SAVEPOINT orphan_update")
+            try database.execute(update, [session])
+            let changed = database.changes
+            if let rows = try? reading.rows(), rows.count == changed {
+                try database.execute("RELEASE orphan_update")
+                return rows
+            }
+            try database.execute("ROLLBACK TO orphan_update")
+            try database.execute("RELEASE orphan_update")
+        }
+        var rows = UpdatedRows()
+        try database.cached(update + " RETURNING z_pk, z_uuid").forEach([session]) { (row: Statement) -> Void in
+            let key = row.int64(at: 0)
+            if row.withText(at: 1, { rows.append(key: key, uuid: $0) }) == nil { rows.append(key: key, uuid: "") }
+        }
+        rows.sortByKey()
+        return rows
     }
 
     /// Repairs inside a context, as an app's own start-up code would: each orphan is fetched into
