@@ -153,7 +153,7 @@ struct PackedHistoryTests {
             var updated = UpdatedRows()
             for row in [rows[2], rows[0], rows[3], rows[1]] { updated.append(key: row.key, uuid: row.uuid) }
             updated.sortByKey()
-            run.appendUpdates(entity: "CareEvent", changedJSON: list, rows: updated)
+            run.append(HistoryChanges.UpdateRun(entity: "CareEvent", changedJSON: list, rows: updated))
             #expect(run.packed == single.packed)
             #expect(run.count == single.count)
             #expect(HistoryChanges.entries(run.packed).suffix(4).map(\.uuid) == rows.map(\.uuid))

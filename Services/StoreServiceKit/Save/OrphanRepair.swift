@@ -70,9 +70,12 @@ struct OrphanRepair {
             report.session = store.objectID(parent.name, session).uri
             // An object whose relationship waits for a record not fetched yet is no orphan.
             let orphan = "\(column) IS NULL AND " + (try PendingLinks.notWaiting(table: childTable, relationship: rule.relationship, in: store.database))
-            let attached = try attachOrphans(store: store, table: childTable, column: column, predicate: orphan, session: session)
+            let (childName, changed) = (child.name, JSONWriter.text(strings: [rule.relationship]))
+            let (attached, history) = try attachOrphans(store: store, table: childTable, column: column, predicate: orphan, session: session) { rows in
+                HistoryChanges.UpdateRun(entity: childName, changedJSON: changed, rows: rows)
+            }
             if !attached.isEmpty {
-                try changes.updated(entity: child.name, rows: attached, changedJSON: JSONWriter.text(strings: [rule.relationship]))
+                try changes.updated(history)
                 report.attached = attached.count
                 report.attachedObjectIDs = attached.keys.prefix(Self.listLimit).map { store.objectID(child.name, $0).uri }
                 report.truncated = report.attached > Self.listLimit
@@ -91,21 +94,23 @@ struct OrphanRepair {
     }
 
     /// Points every orphan at `session` in one UPDATE and returns the rows it changed in key
-    /// order, for history. Many orphans in a file store are read beside the UPDATE on the
-    /// second core (`ChangingRowsReader`); otherwise, or should that read fail, the UPDATE
-    /// returns them itself.
-    private func attachOrphans(store: PersistentStore, table: String, column: String, predicate: String, session: Int64) throws -> UpdatedRows {
+    /// order with their history. Many orphans in a file store are read, and their history
+    /// written, beside the UPDATE on the second core (`ChangingRowsReader`); otherwise, or
+    /// should that read fail, the UPDATE returns them itself.
+    private func attachOrphans(store: PersistentStore, table: String, column: String, predicate: String, session: Int64,
+                               history: @escaping @Sendable (UpdatedRows) -> HistoryChanges.UpdateRun) throws -> (UpdatedRows, HistoryChanges.UpdateRun) {
         let update = "UPDATE \(table) SET \(column) = ?, z_version = z_version + 1 WHERE \(predicate)"
         let database = store.database
+        typealias Reader = ChangingRowsReader<HistoryChanges.UpdateRun>
         if let path = store.filePath,
-           try database.scalar("SELECT 1 FROM \(table) WHERE \(predicate) LIMIT 1 OFFSET \(ChangingRowsReader.threshold - 1)") != nil,
-           let reading = ChangingRowsReader.start(path: path, table: table, predicate: predicate) {
+           try database.scalar("SELECT 1 FROM \(table) WHERE \(predicate) LIMIT 1 OFFSET \(Reader.threshold - 1)") != nil,
+           let reading = Reader.start(path: path, table: table, predicate: predicate, make: history) {
             try database.execute("SAVEPOINT orphan_update")
             try database.execute(update, [session])
             let changed = database.changes
-            if let rows = try? reading.rows(), rows.count == changed {
+            if let read = try? reading.value(), read.rows.count == changed {
                 try database.execute("RELEASE orphan_update")
-                return rows
+                return (read.rows, read.made)
             }
             try database.execute("ROLLBACK TO orphan_update")
             try database.execute("RELEASE orphan_update")
@@ -116,7 +121,7 @@ struct OrphanRepair {
             if row.withText(at: 1, { rows.append(key: key, uuid: $0) }) == nil { rows.append(key: key, uuid: "") }
         }
         rows.sortByKey()
-        return rows
+        return (rows, history(rows))
     }
 
     /// Repairs inside a context, as an app's own start-up code would: each orphan is fetched into

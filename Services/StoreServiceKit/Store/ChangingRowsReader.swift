@@ -9,20 +9,20 @@ import SQLiteKit
 /// does, so the reader's snapshot is the committed state the writer's statement starts from, and
 /// the rows it finds are the rows the statement changes (provided the transaction changed none
 /// of them before; the caller checks the counts agree).
-struct ChangingRowsReader {
+struct ChangingRowsReader<Made: Sendable> {
     /// Below this many rows the plain `RETURNING` costs less than a second connection.
-    static let threshold = 256
+    static var threshold: Int { 256 }
 
-    private static let thread = WorkerThread(name: "store-changing-rows")
+    private let result: WorkerResult<Result<(rows: UpdatedRows, made: Made), any Error>>
 
-    private let result: WorkerResult<Result<UpdatedRows, any Error>>
-
-    /// Starts `SELECT z_pk, z_uuid FROM table WHERE predicate` on the file at `path`, the rows
-    /// put in key order; nil when the thread is busy with another such read.
-    static func start(path: String, table: String, predicate: String) -> ChangingRowsReader? {
+    /// Starts `SELECT z_pk, z_uuid FROM table WHERE predicate` on the file at `path`; the rows,
+    /// put in key order, are handed to `make` on the same thread (what the writer will need
+    /// from them, made beside its statement too). Nil when the thread is busy with another read.
+    static func start(path: String, table: String, predicate: String,
+                      make: @escaping @Sendable (UpdatedRows) -> Made) -> ChangingRowsReader? {
         let sql = "SELECT z_pk, z_uuid FROM \(table) WHERE \(predicate)"
-        return thread.startIfIdle { () -> Result<UpdatedRows, any Error> in
-            Result { () throws -> UpdatedRows in
+        return changingRowsThread.startIfIdle { () -> Result<(rows: UpdatedRows, made: Made), any Error> in
+            Result { () throws -> (rows: UpdatedRows, made: Made) in
                 let database = try Database(path: path, readOnly: true)
                 var rows = UpdatedRows()
                 try database.readTransaction {
@@ -32,11 +32,14 @@ struct ChangingRowsReader {
                     }
                 }
                 rows.sortByKey()
-                return rows
+                return (rows, make(rows))
             }
         }.map(ChangingRowsReader.init(result:))
     }
 
-    /// The rows, once read.
-    func rows() throws -> UpdatedRows { try result.value().get() }
+    /// The rows and what `make` made of them, once read.
+    func value() throws -> (rows: UpdatedRows, made: Made) { try result.value().get() }
 }
+
+/// One thread for every such read (a generic type cannot hold a static stored property).
+private let changingRowsThread = WorkerThread(name: "store-changing-rows")

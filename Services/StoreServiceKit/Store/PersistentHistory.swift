@@ -117,30 +117,46 @@ package struct HistoryChanges {
         count += 1
     }
 
-    /// Adds one update per row, in the rows' order, all of `entity` with the same changed list:
-    /// the text before and after each row's key and uuid is made once (the orphan repair writes
-    /// a hundred thousand such entries, and writing the kind, entity and list of each was a
-    /// tenth of its time). The entries are the ones `append(kind:…)` writes, byte for byte.
-    mutating func appendUpdates(entity: String, changedJSON: String, rows: UpdatedRows) {
-        var head = JSONBytes()
-        head.append("[")
-        head.append(string: ChangeKind.update.rawValue)
-        head.append(",")
-        head.append(string: entity)
-        head.append(",")
-        var tail = JSONBytes()
-        tail.append(",")
-        tail.append(raw: changedJSON)
-        tail.append(",null]")
-        text.bytes.reserveCapacity(text.bytes.count + rows.count * (head.bytes.count + tail.bytes.count + 60))
-        for position in 0..<rows.count {
-            if count > 0 { text.append(",") }
-            text.bytes.append(contentsOf: head.bytes)
-            text.append(integer: rows.keys[position])
-            text.append(",")
-            rows.withUUID(at: position) { text.append(utf8: $0) }
-            text.bytes.append(contentsOf: tail.bytes)
-            count += 1
+    /// Adds a run of updates (`UpdateRun`): its text is spliced in as it was made.
+    mutating func append(_ run: UpdateRun) {
+        guard run.count > 0 else { return }
+        if count > 0 { text.append(",") }
+        text.bytes.append(contentsOf: run.bytes)
+        count += run.count
+    }
+
+    /// One update per row, in the rows' order, all of one entity with the same changed list, as
+    /// the packed text: the entries `append(kind:…)` writes, byte for byte. Made apart from the
+    /// transaction's text so a bulk UPDATE's history can be written on the thread that read its
+    /// rows (the orphan repair writes a hundred thousand such entries); the text before and
+    /// after each row's key and uuid is made once.
+    struct UpdateRun: Sendable {
+        let count: Int
+        fileprivate let bytes: [UInt8]
+
+        init(entity: String, changedJSON: String, rows: UpdatedRows) {
+            var head = JSONBytes()
+            head.append("[")
+            head.append(string: ChangeKind.update.rawValue)
+            head.append(",")
+            head.append(string: entity)
+            head.append(",")
+            var tail = JSONBytes()
+            tail.append(",")
+            tail.append(raw: changedJSON)
+            tail.append(",null]")
+            var text = JSONBytes()
+            text.bytes.reserveCapacity(rows.count * (head.bytes.count + tail.bytes.count + 60))
+            for position in 0..<rows.count {
+                if position > 0 { text.append(",") }
+                text.bytes.append(contentsOf: head.bytes)
+                text.append(integer: rows.keys[position])
+                text.append(",")
+                rows.withUUID(at: position) { text.append(utf8: $0) }
+                text.bytes.append(contentsOf: tail.bytes)
+            }
+            count = rows.count
+            bytes = text.bytes
         }
     }
 

@@ -53,12 +53,12 @@ package struct StoreChangeRecorder {
         if announced { changedObjectIDs.append(store.objectID(entity, primaryKey).uri) }
     }
 
-    /// Changed rows of one entity with one changed list, in the rows' order, none named in the
-    /// notice (a bulk repair names the first few it reports through `announce`).
-    mutating func updated(entity: String, rows: UpdatedRows, changedJSON: String) throws {
-        guard !rows.isEmpty else { return }
+    /// A run of updates already as history text, none named in the notice (a bulk repair names
+    /// the first few it reports through `announce`).
+    mutating func updated(_ run: HistoryChanges.UpdateRun) throws {
+        guard run.count > 0 else { return }
         try begin()
-        history.appendUpdates(entity: entity, changedJSON: changedJSON, rows: rows)
+        history.append(run)
     }
 
     /// A deleted row, with the tombstone history keeps of it.
