@@ -1,3 +1,6 @@
+import Dispatch
+import Synchronization
+
 /// Reads a message of known shape from its JSON bytes with a `JSONScanner`, keeping the path
 /// of the value it is at, and throws a `MessageReadError` naming that path at the first thing
 /// the message does not allow (as `saves[3].zoneID.zoneName: expected a string`). A message
@@ -22,7 +25,7 @@ public struct MessageReader {
     /// released it for every member of every message read.
     private var steps: [Step]
 
-    private enum Step {
+    private enum Step: Sendable {
         case given(MessagePath.Component)
         case key(at: Int)
         case index(Int)
@@ -31,6 +34,12 @@ public struct MessageReader {
     public init(_ bytes: UnsafeBufferPointer<UInt8>, path: [MessagePath.Component] = []) {
         scanner = JSONScanner(bytes)
         steps = path.map { .given($0) }
+    }
+
+    /// A reader of the same bytes at the same path (a half of a split array).
+    private init(_ bytes: UnsafeBufferPointer<UInt8>, steps: [Step]) {
+        scanner = JSONScanner(bytes)
+        self.steps = steps
     }
 
     /// Where the reader is: the keys and indices from the message's top.
@@ -89,6 +98,58 @@ public struct MessageReader {
         var items: [T] = []
         try array { (reader) throws(MessageReadError) in items.append(try element(&reader)) }
         return items
+    }
+
+    /// As `optionalArray`, with an array of at least `minimum` elements read in two halves at
+    /// once, each on its own core with its own copy of `state` (what `element` learns from the
+    /// elements before, e.g. the keys they sent). The result is what one pass reads; when
+    /// anything in the halves fails, the array is read again in one pass, so an error is the
+    /// one of the first element that has one, exactly as without the split.
+    public mutating func optionalArray<T: Sendable, State: Sendable>(
+        splittingFrom minimum: Int, state: State,
+        _ element: @Sendable (_ reader: inout MessageReader, _ state: inout State) throws(MessageReadError) -> T
+    ) throws(MessageReadError) -> [T]? {
+        if readNull() { return nil }
+        scanner.skipWhitespace()
+        if let elements = ArrayElements(scanner.bytes, at: scanner.index, minimum: minimum),
+           let items = readInHalves(elements, state: state, element) {
+            scanner.index = elements.end
+            return items
+        }
+        var state = state
+        var items: [T] = []
+        try array { (reader) throws(MessageReadError) in items.append(try element(&reader, &state)) }
+        return items
+    }
+
+    /// `elements` read by two readers at once, split where their bytes are halved; nil when an
+    /// element fails or does not end where `elements` says (then the array is not well formed).
+    private func readInHalves<T: Sendable, State: Sendable>(
+        _ elements: ArrayElements, state: State,
+        _ element: @Sendable (_ reader: inout MessageReader, _ state: inout State) throws(MessageReadError) -> T
+    ) -> [T]? {
+        let ranges = elements.ranges
+        let halves = [0..<elements.split, elements.split..<ranges.count]
+        let bytes = LentBytes(bytes: scanner.bytes), steps = steps
+        let results = Mutex<[[T]?]>([nil, nil])
+        DispatchQueue.concurrentPerform(iterations: 2) { half in
+            var reader = MessageReader(bytes.bytes, steps: steps)
+            var state = state
+            var items: [T] = []
+            items.reserveCapacity(halves[half].count)
+            for index in halves[half] {
+                reader.scanner.index = ranges[index].lowerBound
+                reader.steps.append(.index(index))
+                guard let item = try? element(&reader, &state), reader.scanner.index == ranges[index].upperBound else { return }
+                reader.steps.removeLast()
+                items.append(item)
+            }
+            results.withLock { $0[half] = items }
+        }
+        return results.withLock { results in
+            guard let first = results[0], let second = results[1] else { return nil }
+            return first + second
+        }
     }
 
     // MARK: Values
@@ -231,6 +292,90 @@ public struct MessageReader {
         if readNull() { return error(.null(kind)) }
         scanner.rewind(to: start)
         return scanner.skipValue() ? error(.expected(kind)) : error(.malformed)
+    }
+}
+
+/// A message's bytes handed to the readers of an array's two halves. The owner of the bytes
+/// waits for both readers and nothing writes the bytes meanwhile, so sharing them is safe.
+private struct LentBytes: @unchecked Sendable {
+    let bytes: UnsafeBufferPointer<UInt8>
+}
+
+/// Where the elements of an array start and end, found by a quick walk that only follows
+/// strings and nesting (no grammar check: each element's reader checks its own element, and
+/// one that does not end where this says sends the array back to a one-pass read). Between
+/// two elements there is nothing but whitespace and one comma, so the array is well formed
+/// when every element is.
+struct ArrayElements {
+    /// Each element's bytes, whitespace around it excluded.
+    var ranges: [Range<Int>] = []
+    /// Just past the array's `]`.
+    var end = 0
+    /// The first element of the second half: the one nearest the middle of the array's bytes.
+    var split = 0
+
+    /// The elements of the array opening at `start`; nil when there are fewer than `minimum`
+    /// (at least 2) or the walk meets something a well-formed array does not have.
+    init?(_ bytes: UnsafeBufferPointer<UInt8>, at start: Int, minimum: Int) {
+        let count = bytes.count
+        guard start < count, bytes[start] == UInt8(ascii: "["), count - start >= 2 * minimum else { return nil }
+        ranges.reserveCapacity(minimum)
+        var index = start + 1, depth = 0
+        // Where the element being walked starts (-1 before its first byte), and just past its last byte.
+        var elementStart = -1, elementEnd = 0
+        while index < count {
+            let byte = bytes[index]
+            switch byte {
+            case 0x20, 0x0A, 0x0D, 0x09:
+                index += 1
+                continue
+            case UInt8(ascii: "\""):
+                if elementStart < 0 { elementStart = index }
+                index += 1
+                while index < count, bytes[index] != UInt8(ascii: "\"") {
+                    index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
+                }
+                guard index < count else { return nil }
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                if elementStart < 0 { elementStart = index }
+                depth += 1
+            case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                if depth == 0 {
+                    guard byte == UInt8(ascii: "]") else { return nil }
+                    if elementStart >= 0 { ranges.append(elementStart..<elementEnd) } else if !ranges.isEmpty { return nil }
+                    guard ranges.count >= max(2, minimum) else { return nil }
+                    end = index + 1
+                    split = Self.middle(of: ranges)
+                    return
+                }
+                depth -= 1
+            case UInt8(ascii: ","):
+                if depth == 0 {
+                    guard elementStart >= 0 else { return nil }
+                    ranges.append(elementStart..<elementEnd)
+                    elementStart = -1
+                    index += 1
+                    continue
+                }
+            default:
+                if elementStart < 0 { elementStart = index }
+            }
+            index += 1
+            elementEnd = index
+        }
+        return nil
+    }
+
+    /// The first element starting at or past the middle of the bytes, so both halves have as
+    /// much to read (the first and last element excluded, so neither half is empty).
+    private static func middle(of ranges: [Range<Int>]) -> Int {
+        let middle = (ranges[0].lowerBound + ranges[ranges.count - 1].upperBound) / 2
+        var low = 1, high = ranges.count - 1
+        while low < high {
+            let probe = (low + high) / 2
+            if ranges[probe].lowerBound >= middle { high = probe } else { low = probe + 1 }
+        }
+        return low
     }
 }
 
