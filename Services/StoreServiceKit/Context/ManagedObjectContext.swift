@@ -171,6 +171,29 @@ package final class ManagedObjectContext {
         objects = table
     }
 
+    /// The table of registered objects as it will be once the save's new objects have their
+    /// permanent URIs (`renamed`), built without changing the context: a large save builds it
+    /// while its rows are still being stepped, and adopts it (`rename(_:table:)`) after it
+    /// commits. Nil when `renamed` is not every new object still inserted.
+    func table(renaming renamed: some Sequence<(object: ContextObject, uri: String)>) -> [String: ContextObject]? {
+        var table: [String: ContextObject] = [:]
+        table.reserveCapacity(objects.count)
+        for object in objects.values where !object.isInserted || object.isDeleted { table[object.uri] = object }
+        for (object, uri) in renamed { table[uri] = object }
+        return table.count == objects.count ? table : nil
+    }
+
+    /// Renames the save's new objects with `table` built for them before (`table(renaming:)`);
+    /// as `rename(_:)` when objects were registered since (the table would lack them).
+    func rename(_ renames: [(object: ContextObject, id: ObjectID, uri: String)], table: [String: ContextObject]) {
+        guard table.count == objects.count else { return rename(renames) }
+        for (object, id, uri) in renames {
+            object.id = id
+            object.uri = uri
+        }
+        objects = table
+    }
+
     /// Renames and points every registered relationship value at the new ID (used when a new
     /// object gets its permanent ID before the save).
     func renameRewritingReferences(_ object: ContextObject, to id: ObjectID) {
