@@ -100,20 +100,23 @@ public struct MessageReader {
         return items
     }
 
-    /// As `optionalArray`, with an array of at least `minimum` elements read in two halves at
-    /// once, each on its own core with its own copy of `state` (what `element` learns from the
-    /// elements before, e.g. the keys they sent). The result is what one pass reads; when
-    /// anything in the halves fails, the array is read again in one pass, so an error is the
-    /// one of the first element that has one, exactly as without the split.
+    /// As `optionalArray`, with a long array read in two parts at once, each on its own core
+    /// with its own copy of `state` (what `element` learns from the elements before, e.g. the
+    /// keys they sent). The second reader finds where its part starts (`ArraySplit`), tells
+    /// the first, which reads from the array's start until there, and reads on to the end.
+    /// The result is what one pass reads; when anything in either part fails, the array is
+    /// read again in one pass, so an error is the one of the first element that has one,
+    /// exactly as without the split. `minimum`: the second part starts after at least half
+    /// as many elements (an array of about `minimum` or more is split).
     public mutating func optionalArray<T: Sendable, State: Sendable>(
         splittingFrom minimum: Int, state: State,
         _ element: @Sendable (_ reader: inout MessageReader, _ state: inout State) throws(MessageReadError) -> T
     ) throws(MessageReadError) -> [T]? {
         if readNull() { return nil }
         scanner.skipWhitespace()
-        if let elements = ArrayElements(scanner.bytes, at: scanner.index, minimum: minimum),
-           let items = readInHalves(elements, state: state, element) {
-            scanner.index = elements.end
+        // An element takes at least two bytes and its comma; fewer bytes cannot hold enough.
+        if scanner.bytes.count - scanner.index >= 3 * minimum, let (items, end) = readInParts(minimum: minimum, state: state, element) {
+            scanner.index = end
             return items
         }
         var state = state
@@ -122,34 +125,84 @@ public struct MessageReader {
         return items
     }
 
-    /// `elements` read by two readers at once, split where their bytes are halved; nil when an
-    /// element fails or does not end where `elements` says (then the array is not well formed).
-    private func readInHalves<T: Sendable, State: Sendable>(
-        _ elements: ArrayElements, state: State,
+    /// The array here read in two parts at once; nil when it was not split or a part failed.
+    private func readInParts<T: Sendable, State: Sendable>(
+        minimum: Int, state: State,
         _ element: @Sendable (_ reader: inout MessageReader, _ state: inout State) throws(MessageReadError) -> T
-    ) -> [T]? {
-        let ranges = elements.ranges
-        let halves = [0..<elements.split, elements.split..<ranges.count]
-        let bytes = LentBytes(bytes: scanner.bytes), steps = steps
-        let results = Mutex<[[T]?]>([nil, nil])
-        DispatchQueue.concurrentPerform(iterations: 2) { half in
+    ) -> (items: [T], end: Int)? {
+        let bytes = LentBytes(bytes: scanner.bytes), steps = steps, start = scanner.index
+        // The second part's first element, once the second reader has found it (-1 before).
+        let split = Atomic<Int>(-1)
+        let parts = Mutex<(first: ArrayPart<T>?, second: ArrayPart<T>?)>((nil, nil))
+        DispatchQueue.concurrentPerform(iterations: 2) { part in
             var reader = MessageReader(bytes.bytes, steps: steps)
             var state = state
-            var items: [T] = []
-            items.reserveCapacity(halves[half].count)
-            for index in halves[half] {
-                reader.scanner.index = ranges[index].lowerBound
-                reader.steps.append(.index(index))
-                guard let item = try? element(&reader, &state), reader.scanner.index == ranges[index].upperBound else { return }
-                reader.steps.removeLast()
-                items.append(item)
+            if part == 0 {
+                let read = reader.readFirstPart(at: start, until: split, state: &state, element)
+                parts.withLock { $0.first = read }
+            } else {
+                guard let found = ArraySplit(bytes.bytes, array: start, minimumBefore: max(1, minimum / 2)) else { return }
+                split.store(found.index, ordering: .releasing)
+                let read = reader.readPart(found, state: &state, element)
+                parts.withLock { $0.second = read }
             }
-            results.withLock { $0[half] = items }
         }
-        return results.withLock { results in
-            guard let first = results[0], let second = results[1] else { return nil }
-            return first + second
+        return parts.withLock { parts -> (items: [T], end: Int)? in
+            guard let first = parts.first else { return nil }
+            // The first reader did not stop (the second was late, or found no split): it read all.
+            guard first.stoppedAt != nil else { return (first.items, first.end) }
+            guard let second = parts.second, second.startsAt == first.end else { return nil }
+            return (first.items + second.items, second.end)
         }
+    }
+
+    /// Reads the array at `start` from its first element until the element `split` names
+    /// (when it names one before this reader gets past it), or to its end.
+    private mutating func readFirstPart<T, State>(
+        at start: Int, until split: borrowing Atomic<Int>, state: inout State,
+        _ element: (_ reader: inout MessageReader, _ state: inout State) throws(MessageReadError) -> T
+    ) -> ArrayPart<T>? {
+        scanner.index = start
+        guard scanner.beginArray() else { return nil }
+        var items: [T] = []
+        var index = 0
+        while true {
+            if index > 0, split.load(ordering: .acquiring) == index {
+                // The second part starts after this one's comma: where the second reader began.
+                scanner.skipWhitespace()
+                guard scanner.index < scanner.bytes.count, scanner.bytes[scanner.index] == UInt8(ascii: ",") else { return nil }
+                scanner.index += 1
+                scanner.skipWhitespace()
+                return ArrayPart(items: items, end: scanner.index, stoppedAt: index)
+            }
+            guard scanner.nextElement() else { break }
+            steps.append(.index(index))
+            guard let item = try? element(&self, &state) else { return nil }
+            steps.removeLast()
+            items.append(item)
+            index += 1
+        }
+        guard scanner.finishedArray else { return nil }
+        return ArrayPart(items: items, end: scanner.index)
+    }
+
+    /// Reads the array's elements from the one `split` found to the array's end.
+    private mutating func readPart<T, State>(
+        _ split: ArraySplit, state: inout State,
+        _ element: (_ reader: inout MessageReader, _ state: inout State) throws(MessageReadError) -> T
+    ) -> ArrayPart<T>? {
+        scanner.resumeArray(at: split.start)
+        var items: [T] = []
+        var index = split.index
+        repeat {
+            steps.append(.index(index))
+            guard let item = try? element(&self, &state) else { return nil }
+            steps.removeLast()
+            items.append(item)
+            index += 1
+        } while scanner.nextElement()
+        guard scanner.finishedArray else { return nil }
+        return ArrayPart(items: items, end: scanner.index, startsAt: split.start)
     }
 
     // MARK: Values
@@ -295,87 +348,70 @@ public struct MessageReader {
     }
 }
 
-/// A message's bytes handed to the readers of an array's two halves. The owner of the bytes
+/// A message's bytes handed to the readers of an array's two parts. The owner of the bytes
 /// waits for both readers and nothing writes the bytes meanwhile, so sharing them is safe.
 private struct LentBytes: @unchecked Sendable {
     let bytes: UnsafeBufferPointer<UInt8>
 }
 
-/// Where the elements of an array start and end, found by a quick walk that only follows
-/// strings and nesting (no grammar check: each element's reader checks its own element, and
-/// one that does not end where this says sends the array back to a one-pass read). Between
-/// two elements there is nothing but whitespace and one comma, so the array is well formed
-/// when every element is.
-struct ArrayElements {
-    /// Each element's bytes, whitespace around it excluded.
-    var ranges: [Range<Int>] = []
-    /// Just past the array's `]`.
-    var end = 0
-    /// The first element of the second half: the one nearest the middle of the array's bytes.
-    var split = 0
+/// What one reader of a split array read: its elements, where it ended (past the array's `]`,
+/// or, for the first part when it stopped, at the second part's first element).
+private struct ArrayPart<T: Sendable>: Sendable {
+    var items: [T]
+    var end: Int
+    /// The first part: the element it stopped before. The second: where its first element starts.
+    var stoppedAt: Int?
+    var startsAt: Int?
 
-    /// The elements of the array opening at `start`; nil when there are fewer than `minimum`
-    /// (at least 2) or the walk meets something a well-formed array does not have.
-    init?(_ bytes: UnsafeBufferPointer<UInt8>, at start: Int, minimum: Int) {
+    init(items: [T], end: Int, stoppedAt: Int? = nil, startsAt: Int? = nil) {
+        (self.items, self.end, self.stoppedAt, self.startsAt) = (items, end, stoppedAt, startsAt)
+    }
+}
+
+/// Where the second part of a split array starts: the first element past 55% of the bytes
+/// after the array's `[` (the reader that finds it reads from there on, so it takes a little
+/// less than half), found by a quick walk that follows only strings and nesting. No grammar
+/// check: the readers check every element, and the first part checks that it ends where this
+/// says the second starts; otherwise the array is read again in one pass.
+struct ArraySplit {
+    /// The element's number in the array and where its first byte is.
+    var index: Int
+    var start: Int
+
+    /// Nil when the array ends before the point, or fewer than `minimumBefore` elements precede it.
+    init?(_ bytes: UnsafeBufferPointer<UInt8>, array: Int, minimumBefore: Int) {
         let count = bytes.count
-        guard start < count, bytes[start] == UInt8(ascii: "["), count - start >= 2 * minimum else { return nil }
-        ranges.reserveCapacity(minimum)
-        var index = start + 1, depth = 0
-        // Where the element being walked starts (-1 before its first byte), and just past its last byte.
-        var elementStart = -1, elementEnd = 0
+        guard array < count, bytes[array] == UInt8(ascii: "[") else { return nil }
+        let point = array + (count - array) / 100 * 55
+        var index = array + 1, depth = 0, commas = 0
         while index < count {
-            let byte = bytes[index]
-            switch byte {
-            case 0x20, 0x0A, 0x0D, 0x09:
-                index += 1
-                continue
+            switch bytes[index] {
             case UInt8(ascii: "\""):
-                if elementStart < 0 { elementStart = index }
                 index += 1
                 while index < count, bytes[index] != UInt8(ascii: "\"") {
                     index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
                 }
-                guard index < count else { return nil }
             case UInt8(ascii: "["), UInt8(ascii: "{"):
-                if elementStart < 0 { elementStart = index }
                 depth += 1
             case UInt8(ascii: "]"), UInt8(ascii: "}"):
-                if depth == 0 {
-                    guard byte == UInt8(ascii: "]") else { return nil }
-                    if elementStart >= 0 { ranges.append(elementStart..<elementEnd) } else if !ranges.isEmpty { return nil }
-                    guard ranges.count >= max(2, minimum) else { return nil }
-                    end = index + 1
-                    split = Self.middle(of: ranges)
+                if depth == 0 { return nil }
+                depth -= 1
+            case UInt8(ascii: ",") where depth == 0:
+                commas += 1
+                if index >= point {
+                    guard commas >= minimumBefore else { return nil }
+                    index += 1
+                    while index < count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 }
+                    guard index < count else { return nil }
+                    (self.index, start) = (commas, index)
                     return
                 }
-                depth -= 1
-            case UInt8(ascii: ","):
-                if depth == 0 {
-                    guard elementStart >= 0 else { return nil }
-                    ranges.append(elementStart..<elementEnd)
-                    elementStart = -1
-                    index += 1
-                    continue
-                }
             default:
-                if elementStart < 0 { elementStart = index }
+                break
             }
             index += 1
-            elementEnd = index
         }
         return nil
-    }
-
-    /// The first element starting at or past the middle of the bytes, so both halves have as
-    /// much to read (the first and last element excluded, so neither half is empty).
-    private static func middle(of ranges: [Range<Int>]) -> Int {
-        let middle = (ranges[0].lowerBound + ranges[ranges.count - 1].upperBound) / 2
-        var low = 1, high = ranges.count - 1
-        while low < high {
-            let probe = (low + high) / 2
-            if ranges[probe].lowerBound >= middle { high = probe } else { low = probe + 1 }
-        }
-        return low
     }
 }
 

@@ -5,8 +5,8 @@ import MeowWire
 /// only each object's `values` becomes a tree, as the context converts them by name. Unknown
 /// members are skipped and null reads as absent where a member is optional, as the decoder has them.
 extension InsertParams: JSONReadable {
-    /// A batch of this many objects or more is read on two cores (`MessageReader`): a few
-    /// hundred objects take far longer to read than handing half of them to another core.
+    /// A batch of about this many objects or more is read on two cores (`MessageReader`): a
+    /// few hundred objects take far longer to read than handing part of them to another core.
     static let splitFrom = 256
 
     public init(reading reader: inout MessageReader) throws(MessageReadError) {
