@@ -36,7 +36,7 @@ public struct MessageReader {
         steps = path.map { .given($0) }
     }
 
-    /// A reader of the same bytes at the same path (a half of a split array).
+    /// A reader of the same bytes at the same path (a part of a split array).
     private init(_ bytes: UnsafeBufferPointer<UInt8>, steps: [Step]) {
         scanner = JSONScanner(bytes)
         self.steps = steps
