@@ -107,6 +107,13 @@ public struct JSONScanner {
         return true
     }
 
+    /// Continues an array begun by another scanner of the same bytes at `index`, where an
+    /// element other than its first starts: the elements after it follow `nextElement`.
+    mutating func resumeArray(at index: Int) {
+        self.index = index
+        first = false
+    }
+
     /// Whether another element follows (its `,` consumed); false at the array's end (its `]`
     /// consumed: `finishedArray` true) or at anything else.
     public mutating func nextElement() -> Bool {

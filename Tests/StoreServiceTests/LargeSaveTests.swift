@@ -50,6 +50,13 @@ struct LargeSaveTests {
         #expect(refused.details["uuid"] == "DUP-1")
         #expect(try await client.count("CareEvent") == 1)
         #expect(try await Self.transactionCount(client) == transactions)
+        // The context is as before the save: its new objects still under their temporary IDs
+        // (the table under permanent IDs built during the save is not adopted).
+        for id in [ids[0], ids[150], ids[Self.count - 1]] {
+            let object = try await client.get(id, context: context)
+            #expect(object["objectID"] == .string(id))
+            #expect(object["isInserted"] == true)
+        }
 
         // The next large save is written whole (the refused one gave the second thread up).
         let next = try await client.openContext()

@@ -171,6 +171,29 @@ package final class ManagedObjectContext {
         objects = table
     }
 
+    /// The table of registered objects as it will be once the save's new objects have their
+    /// permanent URIs (`renamed`), built without changing the context: a large save builds it
+    /// while its rows are still being stepped, and adopts it (`rename(_:table:)`) after it
+    /// commits. Nil when `renamed` is not every new object still inserted.
+    func table(renaming renamed: some Sequence<(object: ContextObject, uri: String)>) -> [String: ContextObject]? {
+        var table: [String: ContextObject] = [:]
+        table.reserveCapacity(objects.count)
+        for object in objects.values where !object.isInserted || object.isDeleted { table[object.uri] = object }
+        for (object, uri) in renamed { table[uri] = object }
+        return table.count == objects.count ? table : nil
+    }
+
+    /// Renames the save's new objects with `table` built for them before (`table(renaming:)`);
+    /// as `rename(_:)` when objects were registered since (the table would lack them).
+    func rename(_ renames: [(object: ContextObject, id: ObjectID, uri: String)], table: [String: ContextObject]) {
+        guard table.count == objects.count else { return rename(renames) }
+        for (object, id, uri) in renames {
+            object.id = id
+            object.uri = uri
+        }
+        objects = table
+    }
+
     /// Renames and points every registered relationship value at the new ID (used when a new
     /// object gets its permanent ID before the save).
     func renameRewritingReferences(_ object: ContextObject, to id: ObjectID) {
@@ -237,21 +260,21 @@ package final class ManagedObjectContext {
     /// context as it was.
     package func insert(entity: EntityDescription, uuid: String?, zone: String?, values: some Sequence<(key: String, value: JSONValue)>,
                         model: ManagedObjectModel, stores: StoreSet?) throws -> ContextObject {
-        let defaults = defaultValues(entity)
-        var changes = [SQLValue?](repeating: nil, count: defaults.count)
-        var count = 0
-        let manyToMany = try convert(values, entity: entity, model: model) { position, value in
-            // As `setChange`: a value equal to the default is no edit.
-            let new: SQLValue? = value == defaults[position] ? nil : value
-            if changes[position] == nil, new != nil { count += 1 }
-            if changes[position] != nil, new == nil { count -= 1 }
-            changes[position] = new
-        }
-        let object = newObject(entity: entity, changes: (changes, count), uuid: uuid, zone: zone)
+        let prepared = PreparedValues(values, entity: entity, model: model, converter: &converter, defaults: defaults.of(entity))
+        return try insert(entity: entity, uuid: uuid, zone: zone, prepared: prepared, stores: stores)
+    }
+
+    /// Inserts a new object with values converted before (`PreparedValues`): the temporary IDs
+    /// they point at are checked here, then the conversion's failure, if any, is thrown; a
+    /// refused object leaves the context as it was.
+    func insert(entity: EntityDescription, uuid: String?, zone: String?, prepared: PreparedValues, stores: StoreSet?) throws -> ContextObject {
+        for target in prepared.temporaryTargets { try checkRegistered(target) }
+        if let failure = prepared.failure { throw failure }
+        let object = newObject(entity: entity, changes: (prepared.changes, prepared.count), uuid: uuid, zone: zone)
         register(object)
-        guard !manyToMany.isEmpty else { return object }
+        guard !prepared.manyToMany.isEmpty else { return object }
         do {
-            try setManyToMany(manyToMany, on: object, stores: stores)
+            try setManyToMany(prepared.manyToMany, on: object, stores: stores)
         } catch {
             forget(object.uri)
             throw error
@@ -263,28 +286,11 @@ package final class ManagedObjectContext {
         // One UUID serves as the temporary ID's token and the stable business id.
         let token = uuids.next()
         return ContextObject(id: .temporary(entity: entity.name, token: token), entity: entity, store: nil, isInserted: true, version: 0,
-                             snapshotValues: defaultValues(entity), changes: changes, uuid: uuid ?? token, zone: zone, sequence: takeSequence())
+                             snapshotValues: defaults.of(entity), changes: changes, uuid: uuid ?? token, zone: zone, sequence: takeSequence())
     }
 
-    private var defaultsByEntity: [String: [SQLValue]] = [:]
-    /// The last entity's defaults: a batch is usually of one entity.
-    private var lastDefaults: (entity: EntityDescription, values: [SQLValue])?
-
-    /// The model's default values of `entity` in storage form by position (checked when the model loaded).
-    private func defaultValues(_ entity: EntityDescription) -> [SQLValue] {
-        if let lastDefaults, lastDefaults.entity === entity { return lastDefaults.values }
-        if let cached = defaultsByEntity[entity.name] {
-            lastDefaults = (entity, cached)
-            return cached
-        }
-        var defaults = Array(repeating: SQLValue.null, count: entity.storedPropertyNames.count)
-        for (position, rule) in entity.attributeRules.enumerated() {
-            defaults[position] = rule.attribute.defaultValue.flatMap { try? AttributeCoding.storageValue($0, for: rule, entity: entity.name) } ?? .null
-        }
-        defaultsByEntity[entity.name] = defaults
-        lastDefaults = (entity, defaults)
-        return defaults
-    }
+    private var defaults = EntityDefaults()
+    private var converter = ValueConverter()
 
     /// The object for `uri`: registered here, or read from its store and registered.
     package func object(_ uri: String, stores: StoreSet) throws -> ContextObject {
@@ -338,12 +344,17 @@ package final class ManagedObjectContext {
         }
         var converted: [(Int, SQLValue)] = []
         converted.reserveCapacity(object.entity.storedPropertyNames.count)
-        let manyToMany = try convert(values, entity: object.entity, model: model) { converted.append(($0, $1)) }
+        let manyToMany = try converter.convert(values, entity: object.entity, model: model, temporaryTarget: checkRegistered) { converted.append(($0, $1)) }
         if !manyToMany.isEmpty { try setManyToMany(manyToMany, on: object, stores: stores) }
         for (position, value) in converted { object.setChange(value, at: position) }
     }
 
-    private func setManyToMany(_ values: [(String, JSONValue, ManyToManyEnd)], on object: ContextObject, stores: StoreSet?) throws {
+    private func checkRegistered(_ temporaryID: String) throws {
+        guard objects[temporaryID] == nil else { return }
+        throw StoreError.unknownObject(temporaryID, "this temporary ID was not inserted in this context.")
+    }
+
+    private func setManyToMany(_ values: [ManyToManyValue], on object: ContextObject, stores: StoreSet?) throws {
         guard let stores else {
             throw ServiceError(.invalidField, "\(object.entity.name).\(values[0].0) is many-to-many and cannot be set here.",
                                details: ["entity": .string(object.entity.name), "property": .string(values[0].0)])
@@ -351,75 +362,6 @@ package final class ManagedObjectContext {
         for (key, value, end) in values.sorted(by: { $0.0 < $1.0 }) {
             try setManyToMany(key, value, on: object, end: end, stores: stores)
         }
-    }
-
-    /// The keys of the last values converted and their positions (-1: not a stored property):
-    /// a batch's objects send the same keys in the same order, so each key is compared with the
-    /// one before it rather than hashed.
-    private var lastKeys: (entity: EntityDescription, keys: [String], positions: [Int])?
-
-    /// Checks and converts `values` for an object of `entity`, handing each stored property's
-    /// storage value to `apply` by position (in the order given; a later value of a position
-    /// replaces an earlier one); returns the many-to-many values, which the caller sets.
-    private func convert(_ values: some Sequence<(key: String, value: JSONValue)>, entity: EntityDescription, model: ManagedObjectModel,
-                         apply: (Int, SQLValue) -> Void) throws -> [(String, JSONValue, ManyToManyEnd)] {
-        var manyToMany: [(String, JSONValue, ManyToManyEnd)] = []
-        var keys: [String] = [], positions: [Int] = []
-        if let lastKeys, lastKeys.entity === entity { (keys, positions) = (lastKeys.keys, lastKeys.positions) }
-        lastKeys = nil
-        defer { lastKeys = (entity, keys, positions) }
-        let rules = entity.attributeRules
-        var index = 0
-        for (key, value) in values {
-            defer { index += 1 }
-            let known: Int
-            if index < keys.count, keys[index] == key {
-                known = positions[index]
-            } else {
-                known = entity.position(of: key) ?? -1
-                if index < keys.count { (keys[index], positions[index]) = (key, known) } else { keys.append(key); positions.append(known) }
-            }
-            guard known >= 0 else {
-                if let end = model.manyToMany(entity.name, key) {
-                    manyToMany.append((key, value, end))
-                    continue
-                }
-                if let relationship = entity.relationship(key), relationship.toMany {
-                    throw ServiceError(.invalidField, "\(entity.name).\(key) is to-many; set its inverse \(relationship.destination).\(relationship.inverse ?? "?") on each destination object instead.",
-                                       details: ["entity": .string(entity.name), "property": .string(key)])
-                }
-                throw StoreError.unknownProperty(key, entity: entity)
-            }
-            let position = known
-            if position < rules.count {
-                apply(position, try AttributeCoding.storageValue(value, for: rules[position], entity: entity.name))
-                continue
-            }
-            // The destination's name only: binding the whole description would copy it.
-            let destination = entity.toOneRelationships[position - rules.count].destination
-            if value == .null { apply(position, .null); continue }
-            guard let text = value.stringValue, let target = parsedTarget(text) else {
-                throw StoreError.invalidValue(entity: entity.name, property: key, "expected an object ID string or null, got \(AttributeCoding.describe(value)).")
-            }
-            guard target.entity == destination else {
-                throw StoreError.invalidValue(entity: entity.name, property: key, "expected a \(destination) object ID, got a \(target.entity).")
-            }
-            if target.isTemporary, objects[text] == nil {
-                throw StoreError.unknownObject(text, "this temporary ID was not inserted in this context.")
-            }
-            apply(position, .text(text))
-        }
-        return manyToMany
-    }
-
-    /// The last relationship target parsed: a batch of new events usually points at one session.
-    private var lastTarget: (uri: String, id: ObjectID)?
-
-    private func parsedTarget(_ uri: String) -> ObjectID? {
-        if let lastTarget, lastTarget.uri == uri { return lastTarget.id }
-        guard let id = ObjectID(uri: uri) else { return nil }
-        lastTarget = (uri, id)
-        return id
     }
 
     /// The wire form of an object as this context sees it (pending edits included).

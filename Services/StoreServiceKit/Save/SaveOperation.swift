@@ -89,6 +89,8 @@ package struct SaveOperation {
         fileprivate(set) var notices: [RemoteChangeNotice]
         fileprivate var finalStates: [FinalState] = []
         fileprivate var forgotten: [String] = []
+        /// The context's table of objects under their URIs after the save, when built before the commit.
+        fileprivate var table: [String: ContextObject]?
 
         /// Applies the save to its context (new objects get their permanent IDs and stores,
         /// saved values become snapshots, deleted ones are forgotten). Consuming: each object's
@@ -105,7 +107,7 @@ package struct SaveOperation {
                 object.clearChanges()
                 object.version = version
             }
-            context.rename(renames)
+            if let table { context.rename(renames, table: table) } else { context.rename(renames) }
             for uri in forgotten { context.forget(uri) }
             return (result, notices)
         }
@@ -132,11 +134,18 @@ package struct SaveOperation {
         let order = routes.stores.union((updated + deleted).map(storeIndex)).sorted()
         var writer = SaveWriter(operation: self, routes: routes, zones: zones)
         var notices: [RemoteChangeNotice] = []
+        var table: [String: ContextObject]?
         do {
             for index in order { try stores.list[index].database.beginImmediate() }
             try writer.allocatePermanentIDs(inserted)
             writer.beginInserts(count: inserted.count)
             for (position, object) in inserted.enumerated() { try writer.insert(object, position: position) }
+            // The saving thread is ahead of the row stepper here: the context's table under the
+            // new URIs is built now, off the save's critical path, and adopted after the commit
+            // (when the new objects are most of the context, as `rename` builds it anew then).
+            if writer.isPipelined, inserted.count * 2 >= context.objects.count {
+                table = context.table(renaming: writer.finalStates.lazy.compactMap { state in state.id.map { (state.object, $0.uri) } })
+            }
             try writer.waitForRows()
             writer.endInserts()
             for object in updated { try writer.update(object) }
@@ -163,7 +172,8 @@ package struct SaveOperation {
         let result = report.shape(writer.result, inserted: writer.insertedList, groups: writer.insertedGroups)
 
         // Committed: what the context update needs, worked out while the save's state is at hand.
-        let committed = Committed(result: result, notices: notices, finalStates: writer.finalStates, forgotten: writer.forgotten + discarded.map(\.uri))
+        let committed = Committed(result: result, notices: notices, finalStates: writer.finalStates, forgotten: writer.forgotten + discarded.map(\.uri),
+                                  table: table)
         if let stray = result.unexportable {
             logger.notice("new shared-store objects have no share zone and cannot be exported",
                           ["count": .int(stray.count), "first": .string(stray[0]),

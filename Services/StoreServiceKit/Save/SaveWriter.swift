@@ -221,6 +221,9 @@ struct SaveWriter {
         do { try rows.wait() } catch { throw refusal(error) }
     }
 
+    /// Whether another thread steps the new objects' rows (a large save).
+    var isPipelined: Bool { rows.isPipelined }
+
     /// Gives the row stepper up once its rows are stepped. Call before the save commits or rolls
     /// back, on every path: the stepper uses the store's connection until then.
     mutating func endInserts() {

@@ -139,6 +139,7 @@ extension StoreService {
             }
             items = [InsertItem(entity: entity, values: params.values, store: params.store, uuid: params.uuid, zone: params.zone, zoneOwner: params.zoneOwner)]
         }
+        let prepared = PreparedBatch(items, model: stores.model)
         var created: [ContextObject] = []
         created.reserveCapacity(items.count)
         context.reserve(items.count)
@@ -167,8 +168,9 @@ extension StoreService {
                         throw ServiceError(.invalidField, "uuid must be 1 to 255 ASCII characters, not starting with '_' (it is the object's cloud record name).",
                                            details: ["field": "params.uuid"])
                     }
-                    let object = try context.insert(entity: entity, uuid: item.uuid, zone: item.zoneKey, values: item.values?.members ?? [],
-                                                    model: stores.model, stores: stores)
+                    // Prepared whenever the model has the entity, as it has here.
+                    guard let values = prepared[index] else { throw StoreError.unknownEntity(item.entity, model: stores.model) }
+                    let object = try context.insert(entity: entity, uuid: item.uuid, zone: item.zoneKey, prepared: values, stores: stores)
                     created.append(object)
                     if let target {
                         object.store = target

@@ -5,6 +5,10 @@ import MeowWire
 /// only each object's `values` becomes a tree, as the context converts them by name. Unknown
 /// members are skipped and null reads as absent where a member is optional, as the decoder has them.
 extension InsertParams: JSONReadable {
+    /// A batch of about this many objects or more is read on two cores (`MessageReader`): a
+    /// few hundred objects take far longer to read than handing part of them to another core.
+    static let splitFrom = 256
+
     public init(reading reader: inout MessageReader) throws(MessageReadError) {
         var context: String?, entity: String?, values: AttributeValues?, store: String?, uuid: String?
         var zone: String?, zoneOwner: String?, objects: [InsertItem]?, returnObjectIDs: Bool?
@@ -18,8 +22,9 @@ extension InsertParams: JSONReadable {
             case "zone": zone = try reader.optionalString()
             case "zoneOwner": zoneOwner = try reader.optionalString()
             case "objects":
-                var keys = AttributeValues.KeysRead()
-                objects = try reader.optionalArray { (reader) throws(MessageReadError) in try InsertItem(reading: &reader, after: &keys) }
+                objects = try reader.optionalArray(splittingFrom: Self.splitFrom, state: AttributeValues.KeysRead()) { (reader, keys) throws(MessageReadError) in
+                    try InsertItem(reading: &reader, after: &keys)
+                }
             case "returnObjectIDs": returnObjectIDs = try reader.optionalBool()
             default: try reader.skip()
             }
