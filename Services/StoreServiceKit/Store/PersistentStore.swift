@@ -37,7 +37,7 @@ package final class PersistentStore: @unchecked Sendable {
     private(set) var migration: StoreMigration.Report?
     /// Opening found no tables (every in-memory store, a new file): until its first write the
     /// store holds its schema and nothing else.
-    private(set) var openedEmpty = false
+    package private(set) var openedEmpty = false
     /// The entities this store holds, by name.
     package let entities: [String: EntityDescription]
     /// Per entity, the statements that read one row by primary key and by uuid (their text is
