@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 @Suite("Seed 000: orphan repair over the socket")
 struct OrphanRepairTests {
@@ -148,6 +149,33 @@ struct OrphanRepairTests {
         #expect(try await reopened.get(sharedID)["values"]?["session"] == .null)
         reopened.close()
         #expect(await second.stop() == 0)
+    }
+
+    /// The model's `orphanRepair.defaultValues`: an object gives the default session its values;
+    /// anything else stops the start naming the field, as the dictionary's decoding always did.
+    @Test func theRulesDefaultValuesComeFromTheModelAndANonObjectIsRefused() async throws {
+        let directory = TemporaryDirectory()
+        let printed = try await MeowProcess.run("store-service", ["--print-model"], timeout: .seconds(20))
+        guard case var .object(model) = try JSONParser.parse(printed.stdout), case var .object(rule)? = model["orphanRepair"] else {
+            throw TestFailure("--print-model gave no orphanRepair rule: \(printed.stdout.prefix(200))")
+        }
+        rule["defaultValues"] = ["title": "Everyday"]
+        model["orphanRepair"] = .object(rule)
+        let store = try await StoreFixture.start(model: .object(model), directory: directory)
+        let client = try await store.client()
+        let sessions = try await client.call("fetch", ["entity": "CareSession", "predicate": "isDefault == YES"])
+        #expect(sessions["objects"]?[0]?["values"]?["title"] == "Everyday")
+        client.close()
+        #expect(await store.stop() == 0)
+
+        rule["defaultValues"] = 3
+        model["orphanRepair"] = .object(rule)
+        let path = directory.file("bad.json")
+        try JSONWriter.text(.object(model)).write(toFile: path, atomically: true, encoding: .utf8)
+        let refused = try await MeowProcess.run("store-service", ["--socket", directory.file("b.sock"), "--in-memory", "--model", path], timeout: .seconds(20))
+        #expect(refused.status == 78)
+        #expect(refused.stderr.contains("orphanRepair.defaultValues: Expected to decode Dictionary<String, JSONValue> but found a number instead."),
+                "\(refused.stderr)")
     }
 
     /// A device's answers made comparable with another device's: each store UUID (a device's
