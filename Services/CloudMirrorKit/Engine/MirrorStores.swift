@@ -13,8 +13,8 @@ protocol MirrorStores: Sendable {
     /// The device's clock (retry-after moments, stamps, `sync.status`).
     var clock: DeviceClock { get }
 
-    /// Makes the mirror's tables in every store now, unless opening found every store empty
-    /// (`PersistentStore.openedEmpty`: no bookkeeping to read, no older layout to upgrade); then
+    /// Makes the mirror's tables in every store now, unless opening found every store without
+    /// tables (in memory, a new file: no bookkeeping to read, no older layout to upgrade); then
     /// they are made by the first turn below. Returns whether they were made.
     func makeTablesUnlessNew() throws -> Bool
     /// Makes the mirror's tables now if they are not yet (a snapshot reads or writes them).
