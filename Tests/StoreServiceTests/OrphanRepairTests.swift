@@ -2,6 +2,7 @@ import Foundation
 import MeowWire
 import Testing
 import TestSupport
+import class MeowCareCluster.MeowProcess
 
 @Suite("Seed 000: orphan repair over the socket")
 struct OrphanRepairTests {
@@ -87,6 +88,114 @@ struct OrphanRepairTests {
         #expect(report["skipped"]?[0]?["reason"]?.stringValue?.hasPrefix("crossStore") == true)
         client.close()
         #expect(await second.stop() == 0)
+    }
+
+    /// The start-up repair on stores that opening found empty takes a shorter route; what it
+    /// leaves must be what the repair op leaves on the same empty stores: the default session
+    /// (same object ID, uuid and values), the same history transaction, the same report.
+    @Test(arguments: [false, true])
+    func startUpRepairOnNewStoresLeavesWhatTheRepairOpLeaves(onDisk: Bool) async throws {
+        let atStart = try await StoreFixture.start(onDisk: onDisk)
+        let byOp = try await StoreFixture.start(onDisk: onDisk, ["--no-orphan-repair"])
+        let startLine = try #require(await atStart.process.waitForLine(containing: "\"msg\":\"orphan repair\""))
+        let startClient = try await atStart.client()
+        let opClient = try await byOp.client()
+        #expect(try await opClient.call("fetch", ["entity": "CareSession"])["objects"] == [])
+        let report = try await opClient.call("repair.orphans")
+        // The two devices' stores have their own UUIDs, which object IDs hold: named by store instead.
+        let started = try await Self.comparable(startClient), repaired = try await Self.comparable(opClient)
+
+        let startFields = try JSONParser.parse(startLine)
+        #expect(startFields["sessionCreated"] == true && report["sessionCreated"] == true)
+        #expect(startFields["attached"] == 0 && report["attached"] == 0)
+        #expect(startFields["skipped"] == 0 && report["skippedCount"] == 0)
+        #expect(started(startFields["session"] ?? .null) == repaired(report["session"] ?? .null))
+        let sessions = try await startClient.call("fetch", ["entity": "CareSession"])
+        #expect(sessions["objects"]?.arrayValue?.count == 1)
+        #expect(sessions["objects"]?[0]?["objectID"] == startFields["session"])
+        #expect(started(sessions) == repaired(try await opClient.call("fetch", ["entity": "CareSession"])))
+        for store in ["Private", "Shared"] {
+            let history = try await startClient.call("history.fetch", ["store": .string(store)])
+            #expect(history["transactions"]?.arrayValue?.count == (store == "Private" ? 1 : 0))
+            #expect(started(history) == repaired(try await opClient.call("history.fetch", ["store": .string(store)])))
+        }
+        startClient.close()
+        opClient.close()
+        #expect(await atStart.stop() == 0)
+        #expect(await byOp.stop() == 0)
+    }
+
+    /// A new private store beside a shared store with an orphan in it: the start-up repair still
+    /// reports the shared orphan (the shorter route is for stores that are all new).
+    @Test func startUpRepairWithOnlyTheSharedStoreKeptReportsItsOrphan() async throws {
+        let directory = TemporaryDirectory()
+        let first = try await StoreFixture.start(onDisk: true, ["--no-orphan-repair"], directory: directory)
+        let client = try await first.client()
+        let context = try await client.openContext()
+        let sharedOrphan = try await client.insertEvent(context, id: "s-orphan", store: "Shared")
+        let sharedID = try StoreClient.permanentID(try await client.save(context), sharedOrphan)
+        client.close()
+        #expect(await first.stop() == 0)
+        let data = try #require(first.dataDirectory)
+        for name in try FileManager.default.contentsOfDirectory(atPath: data) where name.contains("-Private.sqlite") {
+            try FileManager.default.removeItem(atPath: "\(data)/\(name)")
+        }
+
+        let second = try await StoreFixture.start(onDisk: true, directory: directory)
+        let line = try JSONParser.parse(try #require(await second.process.waitForLine(containing: "\"msg\":\"orphan repair\"")))
+        #expect(line["sessionCreated"] == true)
+        #expect(line["skipped"] == 1)
+        let reopened = try await second.client()
+        #expect(try await reopened.get(sharedID)["values"]?["session"] == .null)
+        reopened.close()
+        #expect(await second.stop() == 0)
+    }
+
+    /// The model's `orphanRepair.defaultValues`: an object gives the default session its values;
+    /// anything else stops the start naming the field, as the dictionary's decoding always did.
+    @Test func theRulesDefaultValuesComeFromTheModelAndANonObjectIsRefused() async throws {
+        let directory = TemporaryDirectory()
+        let printed = try await MeowProcess.run("store-service", ["--print-model"], timeout: .seconds(20))
+        guard case var .object(model) = try JSONParser.parse(printed.stdout), case var .object(rule)? = model["orphanRepair"] else {
+            throw TestFailure("--print-model gave no orphanRepair rule: \(printed.stdout.prefix(200))")
+        }
+        rule["defaultValues"] = ["title": "Everyday"]
+        model["orphanRepair"] = .object(rule)
+        let store = try await StoreFixture.start(model: .object(model), directory: directory)
+        let client = try await store.client()
+        let sessions = try await client.call("fetch", ["entity": "CareSession", "predicate": "isDefault == YES"])
+        #expect(sessions["objects"]?[0]?["values"]?["title"] == "Everyday")
+        client.close()
+        #expect(await store.stop() == 0)
+
+        rule["defaultValues"] = 3
+        model["orphanRepair"] = .object(rule)
+        let path = directory.file("bad.json")
+        try JSONWriter.text(.object(model)).write(toFile: path, atomically: true, encoding: .utf8)
+        let refused = try await MeowProcess.run("store-service", ["--socket", directory.file("b.sock"), "--in-memory", "--model", path], timeout: .seconds(20))
+        #expect(refused.status == 78)
+        #expect(refused.stderr.contains("orphanRepair.defaultValues: Expected to decode Dictionary<String, JSONValue> but found a number instead."),
+                "\(refused.stderr)")
+    }
+
+    /// A device's answers made comparable with another device's: each store UUID (a device's
+    /// own, and part of its object IDs) replaced by its store's name, and no commit times.
+    private static func comparable(_ client: StoreClient) async throws -> @Sendable (JSONValue) -> JSONValue {
+        let stores = try await client.call("store.list")["stores"]?.arrayValue ?? []
+        let names = stores.compactMap { store -> (String, String)? in
+            guard let uuid = store["storeUUID"]?.stringValue, let name = store["name"]?.stringValue else { return nil }
+            return (uuid, "<\(name)>")
+        }
+        #expect(names.count == 2)
+        @Sendable func replace(_ value: JSONValue) -> JSONValue {
+            switch value {
+            case let .string(text): return .string(names.reduce(text) { $0.replacingOccurrences(of: $1.0, with: $1.1) })
+            case let .array(items): return .array(items.map(replace))
+            case let .object(fields): return .object(fields.filter { $0.key != "timestamp" }.mapValues(replace))
+            default: return value
+            }
+        }
+        return replace
     }
 }
 

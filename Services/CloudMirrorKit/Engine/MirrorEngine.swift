@@ -61,16 +61,11 @@ final class MirrorEngine: Sendable {
         self.options = options
         self.stores = stores
         self.mapping = mapping
-        try stores.withEveryStore { list in
-            // Each store's tables are in its own database: made at once, one thread per store.
-            let made = AllAtOnce.run(list.map { store in
-                let mine = OneStore(store: store)
-                return { @Sendable in try mine.store.write { try mine.store.bookkeeping.createTables() } }
-            })
-            for outcome in made { try outcome.get() }
-        }
+        // A device whose stores are new has no bookkeeping yet: its tables wait for the mirror's
+        // first turn (a sync step, status, a snapshot), which a device that never syncs skips.
+        let tablesMade = try stores.makeTablesUnlessNew()
         // A sign-out outlives restarts (iOS stays signed out until the user signs in again).
-        let signedOut = try stores.withStore(.private) { store in try store.bookkeeping.value(Self.signedOutKey) != nil } ?? false
+        let signedOut = try tablesMade && stores.withStore(.private) { store in try store.bookkeeping.value(Self.signedOutKey) != nil } ?? false
         credential = Mutex(signedOut ? nil : options.credential)
         progress = Mutex(Progress(batchSizing: BatchSizing(start: options.batchSize)))
     }
@@ -196,11 +191,4 @@ final class MirrorEngine: Sendable {
             _ = wake.wait(until: Date().addingTimeInterval(0.2))
         }
     }
-}
-
-/// A store handed to the thread that makes its tables at start-up. `@unchecked`: that thread
-/// alone uses the store (its own database) until it ends, while the start-up holds the stores'
-/// lock and waits for it.
-private struct OneStore: @unchecked Sendable {
-    let store: any MirrorStore
 }

@@ -13,6 +13,13 @@ protocol MirrorStores: Sendable {
     /// The device's clock (retry-after moments, stamps, `sync.status`).
     var clock: DeviceClock { get }
 
+    /// Makes the mirror's tables in every store now, unless opening found every store without
+    /// tables (in memory, a new file: no bookkeeping to read, no older layout to upgrade); then
+    /// they are made by the first turn below. Returns whether they were made.
+    func makeTablesUnlessNew() throws -> Bool
+    /// Makes the mirror's tables now if they are not yet (a snapshot reads or writes them).
+    func makeTables() throws
+
     /// `body` on the store of `scope` in one turn of the store lock; nil when none is loaded.
     @discardableResult
     func withStore<T>(_ scope: StoreScope, _ body: (any MirrorStore) throws -> T) throws -> T?

@@ -3,12 +3,14 @@ import ServiceRuntime
 import SQLiteKit
 import StoreServiceKit
 import StoreWire
+import Synchronization
 
 /// The engine's seam (`MirrorStores`) over the store-service's Core Data stack.
 struct CoreDataStores: MirrorStores {
     let engine: StoreEngine
     let identities: [StoreIdentity]
     var clock: DeviceClock { engine.coordinator.clock }
+    private let tables = TablesMade()
 
     init(engine: StoreEngine) throws {
         self.engine = engine
@@ -17,8 +19,34 @@ struct CoreDataStores: MirrorStores {
         }
     }
 
+    func makeTablesUnlessNew() throws -> Bool {
+        try engine.coordinator.withStores { stores in
+            guard !stores.list.allSatisfy(\.openedEmpty) else { return false }
+            try makeTables(stores)
+            return true
+        }
+    }
+
+    func makeTables() throws {
+        try engine.coordinator.withStores { stores in try makeTables(stores) }
+    }
+
+    /// Every turn of the mirror's begins here: the tables exist before anything reads or writes
+    /// them. Under the store lock, so made once.
+    private func makeTables(_ stores: StoreSet) throws {
+        guard !tables.made.load(ordering: .acquiring) else { return }
+        // Each store's tables are in its own database: made at once, one thread per store.
+        let made = AllAtOnce.run(stores.list.indices.map { index in
+            let mine = OneStore(store: CoreDataStore(engine: engine, stores: stores, index: index))
+            return { @Sendable in try mine.store.write { try mine.store.bookkeeping.createTables() } }
+        })
+        for outcome in made { try outcome.get() }
+        tables.made.store(true, ordering: .releasing)
+    }
+
     func withStore<T>(_ scope: StoreScope, _ body: (any MirrorStore) throws -> T) throws -> T? {
         try engine.coordinator.withStores { stores in
+            try makeTables(stores)
             guard let index = stores.list.firstIndex(where: { $0.scope == scope }) else { return nil }
             return try body(CoreDataStore(engine: engine, stores: stores, index: index))
         }
@@ -26,13 +54,15 @@ struct CoreDataStores: MirrorStores {
 
     func withStore<T>(named name: String, _ body: (any MirrorStore) throws -> T) throws -> T {
         try engine.coordinator.withStores { stores in
-            try body(CoreDataStore(engine: engine, stores: stores, index: try stores.index(named: name)))
+            try makeTables(stores)
+            return try body(CoreDataStore(engine: engine, stores: stores, index: try stores.index(named: name)))
         }
     }
 
     func withEveryStore<T>(_ body: ([any MirrorStore]) throws -> T) throws -> T {
         try engine.coordinator.withStores { stores in
-            try body(stores.list.indices.map { CoreDataStore(engine: engine, stores: stores, index: $0) })
+            try makeTables(stores)
+            return try body(stores.list.indices.map { CoreDataStore(engine: engine, stores: stores, index: $0) })
         }
     }
 
@@ -45,6 +75,17 @@ struct CoreDataStores: MirrorStores {
     }
 
     func drainNotices() { engine.announcer.drain() }
+}
+
+/// Whether the mirror's tables have been made in this process (`CoreDataStores.makeTables`).
+private final class TablesMade: Sendable {
+    let made = Atomic<Bool>(false)
+}
+
+/// A store handed to the thread that makes its tables. `@unchecked`: that thread alone uses the
+/// store (its own database) until it ends, while the caller holds the stores' lock and waits.
+private struct OneStore: @unchecked Sendable {
+    let store: CoreDataStore
 }
 
 /// One Core Data store in a turn of the store lock: what the engine sees of it, and what the

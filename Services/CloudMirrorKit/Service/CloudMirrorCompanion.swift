@@ -49,6 +49,8 @@ public final class CloudMirrorCompanion: StoreCompanion {
 
     package func pausing<T>(_ body: () throws -> T) throws -> T {
         guard let mirror = slot.withLock({ $0 }) else { return try body() }
+        // A snapshot carries and replaces the mirror's tables: they exist before it runs.
+        try mirror.stores.makeTables()
         return try mirror.pausingSync(body)
     }
 

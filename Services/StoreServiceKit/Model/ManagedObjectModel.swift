@@ -317,6 +317,22 @@ public struct OrphanRepairRule: Sendable, Codable {
     public var defaultFlag: String
     /// Values for a newly created default parent (the flag is set to true on top).
     public var defaultValues: [String: JSONValue]
+
+    /// `defaultValues` read as one JSON value: decoded as a Swift dictionary, its keys had the
+    /// runtime scan every conformance record of the process at each start (~0.2 ms).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        childEntity = try container.decode(String.self, forKey: .childEntity)
+        relationship = try container.decode(String.self, forKey: .relationship)
+        parentEntity = try container.decode(String.self, forKey: .parentEntity)
+        defaultFlag = try container.decode(String.self, forKey: .defaultFlag)
+        if case let .object(values) = try container.decode(JSONValue.self, forKey: .defaultValues) {
+            defaultValues = values
+        } else {
+            // Not an object: the dictionary's own decoding throws the error it always did.
+            defaultValues = try container.decode([String: JSONValue].self, forKey: .defaultValues)
+        }
+    }
 }
 
 /// A model file that cannot be used, with the place of the problem.

@@ -40,6 +40,36 @@ struct OrphanRepair {
         return values
     }
 
+    /// The start-up repair, run before anything else writes the stores. When opening found every
+    /// store empty there is no session and no orphan to look for: the default session is inserted
+    /// as `runInStores` would insert it (same row, history transaction and notice) without its
+    /// searches, which on a new store only prepare statements that find nothing.
+    func runAtStart(author: String, engine: StoreEngine) throws -> OrphanRepairReport {
+        guard stores.list.allSatisfy(\.openedEmpty), let privateIndex = stores.privateIndex else {
+            return try runInStores(author: author, engine: engine)
+        }
+        let store = stores.list[privateIndex]
+        let parent = model.entity(named: rule.parentEntity)!
+        let key = try engine.write(store, author: author, contextName: "orphanRepair") { changes in
+            try insertDefaultParent(parent, into: store, recording: &changes)
+        }
+        return OrphanRepairReport(session: store.objectID(parent.name, key).uri, sessionCreated: true, attached: 0, attachedObjectIDs: [],
+                                  assigned: [], skipped: [], skippedCount: 0, truncated: false)
+    }
+
+    /// Inserts the default parent into `store` with its history; returns its primary key.
+    private func insertDefaultParent(_ parent: EntityDescription, into store: PersistentStore,
+                                     recording changes: inout StoreChangeRecorder) throws -> Int64 {
+        let values = try defaultParentValues(parent)
+        let key = try store.allocatePrimaryKeys(parent.name, count: 1)
+        let uuid = OrphanRepair.defaultParentUUID(parent)
+        let row = PersistentStore.StoredRow(primaryKey: key, version: 1, uuid: uuid, zone: nil,
+                                            values: parent.storedPropertyNames.map { values[$0] ?? .null })
+        try store.insert(parent, row: row)
+        try changes.inserted(parent, primaryKey: key, uuid: uuid, setProperties: row.values.map { $0 != .null })
+        return key
+    }
+
     /// Repairs directly in the stores, in one write (`StoreEngine.write`: the start-up repair; fast
     /// for many orphans: one UPDATE plus one packed history row). `announcingExcept`: the
     /// connection that asked, not told of the repair it made.
@@ -56,14 +86,7 @@ struct OrphanRepair {
         try engine.write(store, author: author, contextName: "orphanRepair", announcingExcept: connection) { changes in
             var sessionKey = try store.database.scalar("SELECT z_pk FROM \(parentTable) WHERE \"a_\(rule.defaultFlag)\" = 1 ORDER BY z_pk LIMIT 1")?.int64
             if sessionKey == nil {
-                let values = try defaultParentValues(parent)
-                let key = try store.allocatePrimaryKeys(parent.name, count: 1)
-                let uuid = OrphanRepair.defaultParentUUID(parent)
-                let row = PersistentStore.StoredRow(primaryKey: key, version: 1, uuid: uuid, zone: nil,
-                                                    values: parent.storedPropertyNames.map { values[$0] ?? .null })
-                try store.insert(parent, row: row)
-                try changes.inserted(parent, primaryKey: key, uuid: uuid, setProperties: row.values.map { $0 != .null })
-                sessionKey = key
+                sessionKey = try insertDefaultParent(parent, into: store, recording: &changes)
                 report.sessionCreated = true
             }
             let session = sessionKey!

@@ -60,7 +60,7 @@ public final class StoreService: ServiceDefinition {
             logger.notice("store migrated", report.fields.merging(["model": .string(model.name)]) { first, _ in first })
         }
         if options.orphanRepairAtStart, let rule = model.orphanRepair {
-            let report = try coordinator.withStores { stores in try OrphanRepair(rule: rule, stores: stores).runInStores(author: "app", engine: engine) }
+            let report = try coordinator.withStores { stores in try OrphanRepair(rule: rule, stores: stores).runAtStart(author: "app", engine: engine) }
             logger.info("orphan repair", ["session": .string(report.session), "sessionCreated": .bool(report.sessionCreated),
                                           "attached": .int(report.attached), "skipped": .int(report.skippedCount)])
         }

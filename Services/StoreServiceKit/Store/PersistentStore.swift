@@ -35,6 +35,9 @@ package final class PersistentStore: @unchecked Sendable {
     package private(set) var uuid: String = ""
     /// What opening this store migrated (nil for a new store).
     private(set) var migration: StoreMigration.Report?
+    /// Opening found no tables (every in-memory store, a new file): until its first write the
+    /// store holds its schema and nothing else.
+    package private(set) var openedEmpty = false
     /// The entities this store holds, by name.
     package let entities: [String: EntityDescription]
     /// Per entity, the statements that read one row by primary key and by uuid (their text is
@@ -124,6 +127,7 @@ package final class PersistentStore: @unchecked Sendable {
             // A database without tables (every in-memory store, a new file) has no older layout
             // to upgrade: the probes for one are skipped (a tenth of a new store's opening).
             let fresh = try database.scalar("SELECT 1 FROM sqlite_master LIMIT 1") == nil
+            openedEmpty = fresh
             try database.execute("""
                 CREATE TABLE IF NOT EXISTS z_metadata(key TEXT PRIMARY KEY, value TEXT NOT NULL);
                 CREATE TABLE IF NOT EXISTS z_primarykey(entity TEXT PRIMARY KEY, max INTEGER NOT NULL);
