@@ -115,6 +115,19 @@ public final class Statement {
         try next().get()
     }
 
+    /// Binds `values` from the first parameter on as `run` does and `text` to parameter `index`
+    /// without copying it (a history row can be megabytes), runs the statement to completion,
+    /// resets it and clears its bindings before the bytes can go away.
+    public func run(lendingText text: UnsafeBufferPointer<UInt8>, at index: Int32, _ values: [any SQLBindable]) throws(SQLiteError) {
+        defer { sqlite3_clear_bindings(handle) }
+        try bind(values)
+        let code = text.isEmpty || text.count > Int(Int32.max)
+            ? bindText(bytes: text, at: index)
+            : sqlite3_bind_text(handle, index, UnsafeRawPointer(text.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(text.count), nil)
+        guard code == SQLITE_OK else { throw SQLiteError(resultCode: code, message: database.lastMessage, sql: sql) }
+        try runBound()
+    }
+
     /// A destructor of nil is `SQLITE_STATIC`: SQLite reads the bytes where they are.
     private func lent(_ code: Int32, then next: () -> Result<Void, SQLiteError>) -> Result<Void, SQLiteError> {
         guard code == SQLITE_OK else { return .failure(SQLiteError(resultCode: code, message: database.lastMessage, sql: sql)) }

@@ -156,7 +156,13 @@ struct PackedHistoryTests {
             run.append(HistoryChanges.UpdateRun(entity: "CareEvent", changedJSON: list, rows: updated))
             #expect(run.packed == single.packed)
             #expect(run.count == single.count)
-            #expect(HistoryChanges.entries(run.packed).suffix(4).map(\.uuid) == rows.map(\.uuid))
+            // What is appended after a run follows it in the same array.
+            single.append(kind: .delete, entity: "CareEvent", primaryKey: 20, uuid: "D", changedJSON: nil, tombstone: ["id": "d"])
+            run.append(kind: .delete, entity: "CareEvent", primaryKey: 20, uuid: "D", changedJSON: nil, tombstone: ["id": "d"])
+            #expect(run.packed == single.packed)
+            #expect(run.withPackedBytes { String(decoding: $0, as: UTF8.self) } == single.packed)
+            #expect(HistoryChanges.entries(run.packed).last?.uuid == "D")
+            #expect(HistoryChanges.entries(run.packed).dropLast().suffix(4).map(\.uuid) == rows.map(\.uuid))
             #expect(updated.keys == [3, 9, 12, 14])
         }
     }

@@ -90,8 +90,9 @@ package struct HistoryChanges {
     }
 
     /// The packed text so far, as UTF-8 bytes (a String appended piece by piece cost a
-    /// thousand-object save more than the bytes do).
-    private var text = JSONBytes(bytes: [UInt8(ascii: "[")])
+    /// thousand-object save more than the bytes do), always closed: each append goes before
+    /// the closing bracket, so the column is written from these bytes as they are.
+    private var text = JSONBytes(bytes: Array("[]".utf8))
     private(set) var count = 0
     var isEmpty: Bool { count == 0 }
 
@@ -101,6 +102,7 @@ package struct HistoryChanges {
     /// (`JSONWriter.text(strings:)`), since a batch repeats the same few lists.
     mutating func append(kind: ChangeKind, entity: String, primaryKey: Int64, uuid: String,
                          changedJSON: String?, tombstone: [String: JSONValue]? = nil) {
+        text.bytes.removeLast()
         text.append(count == 0 ? "[" : ",[")
         text.append(string: kind.rawValue)
         text.append(",")
@@ -113,20 +115,26 @@ package struct HistoryChanges {
         text.append(raw: changedJSON ?? "null")
         text.append(",")
         if let tombstone { text.append(raw: JSONWriter.text(.object(tombstone))) } else { text.append("null") }
-        text.append("]")
+        text.append("]]")
         count += 1
     }
 
-    /// Adds a run of updates (`UpdateRun`): its text is spliced in as it was made.
+    /// Adds a run of updates (`UpdateRun`): into an empty history its text is taken as it is
+    /// (a bulk repair's is megabytes), otherwise spliced in before the closing bracket.
     mutating func append(_ run: UpdateRun) {
         guard run.count > 0 else { return }
-        if count > 0 { text.append(",") }
-        text.bytes.append(contentsOf: run.bytes)
+        if count == 0 {
+            text.bytes = run.bytes
+        } else {
+            text.bytes.removeLast()
+            text.append(",")
+            text.bytes.append(contentsOf: run.bytes.dropFirst())
+        }
         count += run.count
     }
 
     /// One update per row, in the rows' order, all of one entity with the same changed list, as
-    /// the packed text: the entries `append(kind:…)` writes, byte for byte. Made apart from the
+    /// a packed array of its own: the entries `append(kind:…)` writes, byte for byte. Made apart from the
     /// transaction's text so a bulk UPDATE's history can be written on the thread that read its
     /// rows (the orphan repair writes a hundred thousand such entries); the text before and
     /// after each row's key and uuid is made once.
@@ -146,7 +154,8 @@ package struct HistoryChanges {
             tail.append(raw: changedJSON)
             tail.append(",null]")
             var text = JSONBytes()
-            text.bytes.reserveCapacity(rows.count * (head.bytes.count + tail.bytes.count + 60))
+            text.bytes.reserveCapacity(rows.count * (head.bytes.count + tail.bytes.count + 60) + 2)
+            text.append("[")
             for position in 0..<rows.count {
                 if position > 0 { text.append(",") }
                 text.bytes.append(contentsOf: head.bytes)
@@ -155,6 +164,7 @@ package struct HistoryChanges {
                 rows.withUUID(at: position) { text.append(utf8: $0) }
                 text.bytes.append(contentsOf: tail.bytes)
             }
+            text.append("]")
             count = rows.count
             bytes = text.bytes
         }
@@ -165,16 +175,12 @@ package struct HistoryChanges {
                changedJSON: entry.changed.map { JSONWriter.text(strings: $0) }, tombstone: entry.tombstone)
     }
 
-    /// The text with its closing bracket, copied once into the String (a bulk repair's history
-    /// is megabytes: a copy of the bytes first would be one more).
-    var packed: String {
-        text.bytes.withUnsafeBufferPointer { bytes in
-            String(unsafeUninitializedCapacity: bytes.count + 1) { out in
-                _ = out.initialize(from: bytes)
-                out[bytes.count] = UInt8(ascii: "]")
-                return bytes.count + 1
-            }
-        }
+    /// The packed text as a String.
+    var packed: String { String(decoding: text.bytes, as: UTF8.self) }
+
+    /// The packed text's bytes, lent to `body` (the history row is written from them in place).
+    func withPackedBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try text.bytes.withUnsafeBufferPointer(body)
     }
 
     /// Reads a packed column back, without a JSON tree (the mirror reads every saved change, a

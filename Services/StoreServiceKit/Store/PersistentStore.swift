@@ -337,7 +337,9 @@ package final class PersistentStore: @unchecked Sendable {
     /// history rows than for its objects).
     func writeHistory(token: Int64, _ changes: HistoryChanges) throws {
         guard !changes.isEmpty else { return }
-        try database.cached("UPDATE z_transaction SET changes = ? WHERE token = ?").run([changes.packed, token])
+        try changes.withPackedBytes { bytes in
+            try database.cached("UPDATE z_transaction SET changes = ?2 WHERE token = ?1").run(lendingText: bytes, at: 2, [token])
+        }
     }
 
 
