@@ -50,31 +50,6 @@ struct MessageReaderTests {
         }
     }
 
-    /// A batch of 128 saves or more is read in two parts at once (`ModifyParams.splitFrom`):
-    /// nothing of that may show.
-    @Test("records.modify saves read in two parts are each save read alone, in order; the first bad save is the one named", arguments: [127, 128, 400])
-    func modifySavesInParts(count: Int) throws {
-        func record(_ index: Int, bad: Bool = false) -> String {
-            // Every third save's fields are sent out of order: kept as their sorted text.
-            let fields = index % 3 == 0 ? #"{"CD_b":{"type":"string","value":"é\"\#(index)"},"CD_a":{"type":"int64","value":\#(index)}}"#
-                : #"{"CD_a":{"type":"int64","value":\#(index)},"CD_b":{"type":"string","value":"é\"\#(index)"}}"#
-            let zone = bad ? #"{"zoneName":7}"# : #"{"zoneName":"Z"}"#
-            return #"{"recordName":"E\#(index)","zoneID":\#(zone),"recordType":"CD_CareEvent","fields":\#(fields)}"#
-        }
-        func params(_ saves: [String]) -> String { #"{"database":"private","saves":[\#(saves.joined(separator: ","))]}"# }
-        let all = try ModifyParams.read(params((0..<count).map { record($0) }))
-        #expect(all.saves?.map(\.recordName) == (0..<count).map { "E\($0)" })
-        for index in [0, count / 2, count - 1] {
-            let alone = try ModifyParams.read(params([record(index)]))
-            #expect(all.saves?[index].fieldsText == alone.saves?[0].fieldsText, "saves[\(index)]")
-            #expect(all.typeSignatures?[index] == alone.typeSignatures?[0], "saves[\(index)]")
-        }
-        for bad in [[0], [count / 2], [count - 1], [count / 4, 3 * count / 4]] {
-            let text = params((0..<count).map { record($0, bad: bad.contains($0)) })
-            #expect(Self.refusal(ModifyParams.self, text) == "saves[\(bad[0])].zoneID.zoneName: expected a string")
-        }
-    }
-
     @Test("A page of zone changes: records, deletions, token; a bad member is named")
     func zoneChanges() throws {
         let page = try FetchZoneChangesResult.read(#"{"changed":[{"recordName":"E","zoneID":{"zoneName":"Z"},"recordType":"T","fields":{}}],"deleted":[{"recordName":"D"}],"token":"z1.2.0","moreComing":true}"#)

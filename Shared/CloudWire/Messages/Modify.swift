@@ -107,10 +107,6 @@ extension ModifyParams: JSONTextWritable {
 /// (`CloudRecord(reading:)`, `StoredFields.sortedStoredForm`), and the scan that finds their end
 /// notes their types (`typeSignatures`). Other members are skipped.
 extension ModifyParams: JSONReadable {
-    /// A batch of about this many saves or more is read on two cores (`MessageReader`): reading
-    /// a record takes far longer than handing part of a batch to another core.
-    static let splitFrom = 128
-
     public init(reading reader: inout MessageReader) throws(MessageReadError) {
         var database: DatabaseScope?, saves: [CloudRecord]?, signatures: [[UInt8]?]?, deletes: [DeleteItem]?
         var savePolicy: SavePolicy?, atomic: Bool?, returnFields: Bool?, reply: ModifyReply?
@@ -118,7 +114,8 @@ extension ModifyParams: JSONReadable {
             switch key {
             case "database": database = try reader.rawValue(DatabaseScope.self)
             case "saves":
-                let read = try reader.optionalArray(splittingFrom: Self.splitFrom, state: ()) { (reader, _) throws(MessageReadError) -> (CloudRecord, [UInt8]?) in
+                var found: [[UInt8]?] = []
+                saves = try reader.optionalArray { (reader) throws(MessageReadError) in
                     var signature: [UInt8]?, sorted: String?
                     var record = try CloudRecord(reading: &reader, storedFieldsEnd: { bytes, start in
                         guard let scan = StoredFields.sortedStoredForm(bytes, from: start) else { return nil }
@@ -127,10 +124,10 @@ extension ModifyParams: JSONReadable {
                     })
                     // Members sent in another order are kept as their sorted, stored-form text.
                     if let sorted { record.fieldsText = sorted }
-                    return (record, signature)
+                    found.append(signature)
+                    return record
                 }
-                saves = read?.map(\.0)
-                signatures = read?.map(\.1)
+                signatures = saves == nil ? nil : found
             case "deletes": deletes = try reader.optionalArray { (reader) throws(MessageReadError) in try DeleteItem(reading: &reader) }
             case "savePolicy": savePolicy = try reader.optionalRawValue(SavePolicy.self)
             case "atomic": atomic = try reader.optionalBool()
