@@ -1,6 +1,3 @@
-import Dispatch
-import Synchronization
-
 /// Reads a message of known shape from its JSON bytes with a `JSONScanner`, keeping the path
 /// of the value it is at, and throws a `MessageReadError` naming that path at the first thing
 /// the message does not allow (as `saves[3].zoneID.zoneName: expected a string`). A message
@@ -23,9 +20,9 @@ public struct MessageReader {
     /// The path as it is walked. A key is kept as where it starts in the bytes and made a
     /// String only when the path is read (for an error): keeping the key itself retained and
     /// released it for every member of every message read.
-    private var steps: [Step]
+    var steps: [Step]
 
-    private enum Step: Sendable {
+    enum Step: Sendable {
         case given(MessagePath.Component)
         case key(at: Int)
         case index(Int)
@@ -37,7 +34,7 @@ public struct MessageReader {
     }
 
     /// A reader of the same bytes at the same path (a part of a split array).
-    private init(_ bytes: UnsafeBufferPointer<UInt8>, steps: [Step]) {
+    init(_ bytes: UnsafeBufferPointer<UInt8>, steps: [Step]) {
         scanner = JSONScanner(bytes)
         self.steps = steps
     }
@@ -98,111 +95,6 @@ public struct MessageReader {
         var items: [T] = []
         try array { (reader) throws(MessageReadError) in items.append(try element(&reader)) }
         return items
-    }
-
-    /// As `optionalArray`, with a long array read in two parts at once, each on its own core
-    /// with its own copy of `state` (what `element` learns from the elements before, e.g. the
-    /// keys they sent). The second reader finds where its part starts (`ArraySplit`), tells
-    /// the first, which reads from the array's start until there, and reads on to the end.
-    /// The result is what one pass reads; when anything in either part fails, the array is
-    /// read again in one pass, so an error is the one of the first element that has one,
-    /// exactly as without the split. `minimum`: the second part starts after at least half
-    /// as many elements (an array of about `minimum` or more is split).
-    public mutating func optionalArray<T: Sendable, State: Sendable>(
-        splittingFrom minimum: Int, state: State,
-        _ element: @Sendable (_ reader: inout MessageReader, _ state: inout State) throws(MessageReadError) -> T
-    ) throws(MessageReadError) -> [T]? {
-        if readNull() { return nil }
-        scanner.skipWhitespace()
-        // An element takes at least two bytes and its comma; fewer bytes cannot hold enough.
-        if scanner.bytes.count - scanner.index >= 3 * minimum, let (items, end) = readInParts(minimum: minimum, state: state, element) {
-            scanner.index = end
-            return items
-        }
-        var state = state
-        var items: [T] = []
-        try array { (reader) throws(MessageReadError) in items.append(try element(&reader, &state)) }
-        return items
-    }
-
-    /// The array here read in two parts at once; nil when it was not split or a part failed.
-    private func readInParts<T: Sendable, State: Sendable>(
-        minimum: Int, state: State,
-        _ element: @Sendable (_ reader: inout MessageReader, _ state: inout State) throws(MessageReadError) -> T
-    ) -> (items: [T], end: Int)? {
-        let bytes = LentBytes(bytes: scanner.bytes), steps = steps, start = scanner.index
-        // The second part's first element, once the second reader has found it (-1 before).
-        let split = Atomic<Int>(-1)
-        let parts = Mutex<(first: ArrayPart<T>?, second: ArrayPart<T>?)>((nil, nil))
-        DispatchQueue.concurrentPerform(iterations: 2) { part in
-            var reader = MessageReader(bytes.bytes, steps: steps)
-            var state = state
-            if part == 0 {
-                let read = reader.readFirstPart(at: start, until: split, state: &state, element)
-                parts.withLock { $0.first = read }
-            } else {
-                guard let found = ArraySplit(bytes.bytes, array: start, minimumBefore: max(1, minimum / 2)) else { return }
-                split.store(found.index, ordering: .releasing)
-                let read = reader.readPart(found, state: &state, element)
-                parts.withLock { $0.second = read }
-            }
-        }
-        return parts.withLock { parts -> (items: [T], end: Int)? in
-            guard let first = parts.first else { return nil }
-            // The first reader did not stop (the second was late, or found no split): it read all.
-            guard first.stoppedAt != nil else { return (first.items, first.end) }
-            guard let second = parts.second, second.startsAt == first.end else { return nil }
-            return (first.items + second.items, second.end)
-        }
-    }
-
-    /// Reads the array at `start` from its first element until the element `split` names
-    /// (when it names one before this reader gets past it), or to its end.
-    private mutating func readFirstPart<T, State>(
-        at start: Int, until split: borrowing Atomic<Int>, state: inout State,
-        _ element: (_ reader: inout MessageReader, _ state: inout State) throws(MessageReadError) -> T
-    ) -> ArrayPart<T>? {
-        scanner.index = start
-        guard scanner.beginArray() else { return nil }
-        var items: [T] = []
-        var index = 0
-        while true {
-            if index > 0, split.load(ordering: .acquiring) == index {
-                // The second part starts after this one's comma: where the second reader began.
-                scanner.skipWhitespace()
-                guard scanner.index < scanner.bytes.count, scanner.bytes[scanner.index] == UInt8(ascii: ",") else { return nil }
-                scanner.index += 1
-                scanner.skipWhitespace()
-                return ArrayPart(items: items, end: scanner.index, stoppedAt: index)
-            }
-            guard scanner.nextElement() else { break }
-            steps.append(.index(index))
-            guard let item = try? element(&self, &state) else { return nil }
-            steps.removeLast()
-            items.append(item)
-            index += 1
-        }
-        guard scanner.finishedArray else { return nil }
-        return ArrayPart(items: items, end: scanner.index)
-    }
-
-    /// Reads the array's elements from the one `split` found to the array's end.
-    private mutating func readPart<T, State>(
-        _ split: ArraySplit, state: inout State,
-        _ element: (_ reader: inout MessageReader, _ state: inout State) throws(MessageReadError) -> T
-    ) -> ArrayPart<T>? {
-        scanner.resumeArray(at: split.start)
-        var items: [T] = []
-        var index = split.index
-        repeat {
-            steps.append(.index(index))
-            guard let item = try? element(&self, &state) else { return nil }
-            steps.removeLast()
-            items.append(item)
-            index += 1
-        } while scanner.nextElement()
-        guard scanner.finishedArray else { return nil }
-        return ArrayPart(items: items, end: scanner.index, startsAt: split.start)
     }
 
     // MARK: Values
@@ -345,73 +237,6 @@ public struct MessageReader {
         if readNull() { return error(.null(kind)) }
         scanner.rewind(to: start)
         return scanner.skipValue() ? error(.expected(kind)) : error(.malformed)
-    }
-}
-
-/// A message's bytes handed to the readers of an array's two parts. The owner of the bytes
-/// waits for both readers and nothing writes the bytes meanwhile, so sharing them is safe.
-private struct LentBytes: @unchecked Sendable {
-    let bytes: UnsafeBufferPointer<UInt8>
-}
-
-/// What one reader of a split array read: its elements, where it ended (past the array's `]`,
-/// or, for the first part when it stopped, at the second part's first element).
-private struct ArrayPart<T: Sendable>: Sendable {
-    var items: [T]
-    var end: Int
-    /// The first part: the element it stopped before. The second: where its first element starts.
-    var stoppedAt: Int?
-    var startsAt: Int?
-
-    init(items: [T], end: Int, stoppedAt: Int? = nil, startsAt: Int? = nil) {
-        (self.items, self.end, self.stoppedAt, self.startsAt) = (items, end, stoppedAt, startsAt)
-    }
-}
-
-/// Where the second part of a split array starts: the first element past 55% of the bytes
-/// after the array's `[` (the reader that finds it reads from there on, so it takes a little
-/// less than half), found by a quick walk that follows only strings and nesting. No grammar
-/// check: the readers check every element, and the first part checks that it ends where this
-/// says the second starts; otherwise the array is read again in one pass.
-struct ArraySplit {
-    /// The element's number in the array and where its first byte is.
-    var index: Int
-    var start: Int
-
-    /// Nil when the array ends before the point, or fewer than `minimumBefore` elements precede it.
-    init?(_ bytes: UnsafeBufferPointer<UInt8>, array: Int, minimumBefore: Int) {
-        let count = bytes.count
-        guard array < count, bytes[array] == UInt8(ascii: "[") else { return nil }
-        let point = array + (count - array) / 100 * 55
-        var index = array + 1, depth = 0, commas = 0
-        while index < count {
-            switch bytes[index] {
-            case UInt8(ascii: "\""):
-                index += 1
-                while index < count, bytes[index] != UInt8(ascii: "\"") {
-                    index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
-                }
-            case UInt8(ascii: "["), UInt8(ascii: "{"):
-                depth += 1
-            case UInt8(ascii: "]"), UInt8(ascii: "}"):
-                if depth == 0 { return nil }
-                depth -= 1
-            case UInt8(ascii: ",") where depth == 0:
-                commas += 1
-                if index >= point {
-                    guard commas >= minimumBefore else { return nil }
-                    index += 1
-                    while index < count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 }
-                    guard index < count else { return nil }
-                    (self.index, start) = (commas, index)
-                    return
-                }
-            default:
-                break
-            }
-            index += 1
-        }
-        return nil
     }
 }
 

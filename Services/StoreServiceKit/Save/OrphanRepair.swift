@@ -139,10 +139,7 @@ struct OrphanRepair {
             try database.execute("RELEASE orphan_update")
         }
         var rows = UpdatedRows()
-        try database.cached(update + " RETURNING z_pk, z_uuid").forEach([session]) { (row: Statement) -> Void in
-            let key = row.int64(at: 0)
-            if row.withText(at: 1, { rows.append(key: key, uuid: $0) }) == nil { rows.append(key: key, uuid: "") }
-        }
+        try database.cached(update + " RETURNING z_pk, z_uuid").forEach([session]) { (row: Statement) -> Void in rows.append(row: row) }
         rows.sortByKey()
         return (rows, history(rows))
     }

@@ -26,10 +26,7 @@ struct ChangingRowsReader<Made: Sendable> {
                 let database = try Database(path: path, readOnly: true)
                 var rows = UpdatedRows()
                 try database.readTransaction {
-                    try database.prepare(sql).forEach { (row: Statement) -> Void in
-                        let key = row.int64(at: 0)
-                        if row.withText(at: 1, { rows.append(key: key, uuid: $0) }) == nil { rows.append(key: key, uuid: "") }
-                    }
+                    try database.prepare(sql).forEach { (row: Statement) -> Void in rows.append(row: row) }
                 }
                 rows.sortByKey()
                 return (rows, make(rows))

@@ -288,6 +288,12 @@ struct UpdatedRows {
         uuidEnds.append(uuidBytes.count)
     }
 
+    /// The key and uuid of a statement's row whose first two columns are `z_pk, z_uuid`.
+    mutating func append(row: Statement) {
+        let key = row.int64(at: 0)
+        if row.withText(at: 1, { append(key: key, uuid: $0) }) == nil { append(key: key, uuid: "") }
+    }
+
     mutating func append(key: Int64, uuid: String) {
         var uuid = uuid
         uuid.withUTF8 { append(key: key, uuid: $0) }
