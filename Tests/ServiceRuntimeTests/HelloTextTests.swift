@@ -115,7 +115,7 @@ struct HelloTextTests {
         let hello = try served.client.call(#"{"id":2,"op":"hello","params":{"minVersion":1,"maxVersion":1,"client":"t"}}"#)
         #expect(hello["result"]?["protocol"] == "meowcare-wire")
         #expect(hello["result"]?["user"] == nil)
-        let health = try served.client.call(#"{"id":3,"op":"health"}"#)
+        let health = try served.client.call(#"{"id":4,"op":"health","params":{}}"#)
         #expect(health["result"]?["ready"] == true)
         let firstCheck: JSONValue? = if case let .array(checks)? = health["result"]?["checks"] { checks.first } else { nil }
         #expect(firstCheck?["name"] == "listener")
