@@ -311,15 +311,51 @@ public final class MeowProcess: @unchecked Sendable {
 
     /// Waits for the exit, then (up to a second) for the output pipes to drain: grandchildren
     /// that inherited them may hold them open, and the exit is what counts. nil: still running.
+    /// Suspends rather than blocking a thread of its own: a cluster's stop waits for each of its
+    /// services at once, and a thread started per wait was most of what the stop cost this process.
     @discardableResult
     public func waitForExit(timeout: Duration = .seconds(20)) async -> Int32? {
-        let deadline = Date().addingTimeInterval(Self.seconds(timeout))
-        return await Self.offThread { [self] in
-            condition.lock(); defer { condition.unlock() }
-            while status == nil { if !condition.wait(until: deadline) { break } }
-            let drained = Date().addingTimeInterval(1)
-            while status != nil && openPipes > 0 { if !condition.wait(until: drained) { break } }
-            return status
+        let deadline = ContinuousClock.now + timeout
+        var drained: ContinuousClock.Instant?
+        while true {
+            let (status, pipes) = exitState
+            let now = ContinuousClock.now
+            if let status {
+                let until = drained ?? now + .seconds(1)
+                drained = until
+                if pipes == 0 || now >= until { return status }
+                await awaitChange(within: until - now) { $0.openPipes == 0 }
+            } else {
+                if now >= deadline { return nil }
+                await awaitChange(within: deadline - now) { $0.status != nil }
+            }
+        }
+    }
+
+    /// The exit status (nil while running) and how many output pipes are still open.
+    private var exitState: (status: Int32?, pipes: Int) {
+        condition.lock(); defer { condition.unlock() }
+        return (status, openPipes)
+    }
+
+    /// Returns once `done` holds (checked with `condition` held), or after the next stderr line,
+    /// pipe end or exit, or once `limit` has passed: the caller checks again.
+    private func awaitChange(within limit: Duration, done: (MeowProcess) -> Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            condition.lock()
+            if done(self) {
+                condition.unlock()
+                continuation.resume()
+                return
+            }
+            let id = nextLineWaiter
+            nextLineWaiter += 1
+            lineWaiters[id] = continuation
+            condition.unlock()
+            Task { [self] in
+                try? await Task.sleep(for: limit)
+                resumeLineWaiter(id)
+            }
         }
     }
 
