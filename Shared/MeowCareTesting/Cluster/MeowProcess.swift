@@ -9,9 +9,9 @@ import Foundation
 /// A child process: a cluster's service, or any executable a test starts itself (a service
 /// with arguments of its own, `meowctl`, a script). Its stderr is kept as lines and its stdout
 /// as text, both also appended to `logPath` when there is one (what a failing test attaches).
-/// Spawned with posix_spawn, so children never inherit a blocked signal mask. One thread per
-/// process, blocked in poll on both pipes and a pidfd of the child, reads the output and reaps
-/// the exit the moment it happens: a cluster's start pays one thread per service, not three.
+/// Spawned with posix_spawn, so children never inherit a blocked signal mask. One thread for
+/// every process (`ProcessWatcher`), blocked in poll on their pipes and pidfds, reads the output
+/// and reaps each exit the moment it happens: a cluster's start pays no thread per service.
 ///
 /// A process lives until it exits, referenced or not (its watching thread holds it): a
 /// cluster stops its own at `stop()`, and every child gets `MEOW_EXIT_WITH_PID=<this process>`,
@@ -91,10 +91,7 @@ public final class MeowProcess: @unchecked Sendable {
             reaper.name = "meowcare-reaper-\(name)"
             reaper.start()
         }
-        let errorRead = errPipe[0], outputRead = outPipe[0]
-        let watcher = Thread { [self] in watch(error: errorRead, output: outputRead, exit: exitDescriptor, log: logFile) }
-        watcher.name = "meowcare-\(name)"
-        watcher.start()
+        ProcessWatcher.shared.watch(self, error: errPipe[0], output: outPipe[0], exit: exitDescriptor, log: logFile)
     }
 
     /// This process's environment with `overrides` set, as posix_spawn takes it: read from
@@ -116,7 +113,7 @@ public final class MeowProcess: @unchecked Sendable {
     }
 
     /// Records the exit `status` (as waitpid gives it) and wakes everyone waiting for it.
-    private func exited(_ status: Int32) {
+    func exited(_ status: Int32) {
         // Exited → its code; killed by a signal → 128 + the signal, as shells report it.
         let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         if (status & 0x7F) != 0, let logPath { Self.noteKilled(name, signal: status & 0x7F, in: logPath) }
@@ -359,50 +356,14 @@ public final class MeowProcess: @unchecked Sendable {
         }
     }
 
-    /// Reads stderr (as lines) and stdout until both end, and reaps the exit when `exitDescriptor`
-    /// (a pidfd, or -1) becomes readable. Output ready in the same wake-up is read first, so lines
-    /// written before the exit are there when the exit is seen.
-    private func watch(error: Int32, output: Int32, exit exitDescriptor: Int32, log: LogFile) {
-        // poll skips negative descriptors: an entry is set to -1 once its end is seen.
-        var entries = [error, output, exitDescriptor].map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-        var pending: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while entries.contains(where: { $0.fd >= 0 }) {
-            let ready = poll(&entries, nfds_t(entries.count), -1)
-            // EINTR and ENOMEM pass; the others (EFAULT, EINVAL) cannot happen with these three entries.
-            if ready < 0 && (errno == EINTR || errno == ENOMEM) { continue }
-            guard ready > 0 else { break }
-            for index in 0..<2 where entries[index].fd >= 0 && entries[index].revents != 0 {
-                let descriptor = entries[index].fd
-                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                if count > 0 {
-                    log.append(buffer[0..<count])
-                    if index == 0 { received(lines: buffer[0..<count], pending: &pending) } else { received(output: buffer[0..<count]) }
-                    continue
-                }
-                close(descriptor)
-                entries[index].fd = -1
-                ended(pipe: index == 0 ? pending : [], log: log)
-            }
-            if entries[2].fd >= 0 && entries[2].revents != 0 {
-                var status: Int32 = 0
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-                close(entries[2].fd)
-                entries[2].fd = -1
-                exited(status)
-            }
-        }
-    }
-
     /// Stdout's bytes, kept as text.
-    private func received(output bytes: ArraySlice<UInt8>) {
+    func received(output bytes: ArraySlice<UInt8>) {
         condition.lock(); outputText += String(decoding: bytes, as: UTF8.self); condition.broadcast(); condition.unlock()
     }
 
     /// Stderr's bytes: each complete line is kept and wakes those waiting for one; the rest
     /// stays in `pending`.
-    private func received(lines bytes: ArraySlice<UInt8>, pending: inout [UInt8]) {
+    func received(lines bytes: ArraySlice<UInt8>, pending: inout [UInt8]) {
         pending += bytes
         var waiting: [CheckedContinuation<Void, Never>] = []
         while let newline = pending.firstIndex(of: 0x0A) {
@@ -415,7 +376,7 @@ public final class MeowProcess: @unchecked Sendable {
 
     /// One pipe has ended (`unfinished`: a last stderr line without its newline); the log is
     /// closed after the second.
-    private func ended(pipe unfinished: [UInt8], log: LogFile) {
+    func ended(pipe unfinished: [UInt8], log: LogFile) {
         condition.lock()
         if !unfinished.isEmpty { errorLines.append(String(decoding: unfinished, as: UTF8.self)) }
         openPipes -= 1
@@ -451,7 +412,7 @@ public final class MeowProcess: @unchecked Sendable {
 }
 
 /// A process's log file, written with both of its pipes' output.
-private final class LogFile: @unchecked Sendable {
+final class LogFile: @unchecked Sendable {
     // @unchecked: `descriptor` is guarded by `lock`.
     private let lock = NSLock()
     private var descriptor: Int32
