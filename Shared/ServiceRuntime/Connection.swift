@@ -178,7 +178,7 @@ final class Connection {
                 if writable.writeJSON(to: &text) {
                     text += "}"
                     guard text.utf8.count <= configuration.maxFrameBytes else { return sendTooLarge(id: id, bytes: text.utf8.count) }
-                    FrameEncoder.appendFrame(text.utf8, to: &outbound)
+                    Self.appendFrame(text.utf8, to: &outbound)
                     replyCapacity = min(max(text.utf8.count, 1024), 4 << 20)
                     return
                 }
@@ -196,7 +196,7 @@ final class Connection {
             body.append(contentsOf: resultJSON)
             body.append(UInt8(ascii: "}"))
             guard body.count <= configuration.maxFrameBytes else { return sendTooLarge(id: id, bytes: body.count) }
-            FrameEncoder.appendFrame(body, to: &outbound)
+            Self.appendFrame(body, to: &outbound)
         } catch {
             logger.error("could not encode a reply", ["error": .string("\(error)")])
             send(ErrorReply(id: id, error: WireError(.internalError, "The reply could not be encoded: \(error)")))
@@ -215,10 +215,33 @@ final class Connection {
     private func send<T: Encodable>(_ message: T) {
         do {
             let body = try encoder.bytes(message)
-            FrameEncoder.appendFrame(body, to: &outbound)
+            Self.appendFrame(body, to: &outbound)
         } catch {
             logger.error("could not encode a reply", ["error": .string("\(error)")])
         }
+    }
+
+    /// `FrameEncoder.appendFrame` for the two bodies a reply has, with their types known here:
+    /// called generically across modules, its `append(contentsOf:)` looked up the body's
+    /// iterator type at run time, which the first reply of a process paid for by scanning
+    /// every conformance record (about half a million instructions, callgrind).
+    private static func appendFrame(_ body: String.UTF8View, to out: inout [UInt8]) {
+        appendLength(body.count, to: &out)
+        out.append(contentsOf: body)
+    }
+
+    private static func appendFrame(_ body: [UInt8], to out: inout [UInt8]) {
+        appendLength(body.count, to: &out)
+        out.append(contentsOf: body)
+    }
+
+    /// The frame's 4-byte big-endian length, as `FrameEncoder` writes it.
+    private static func appendLength(_ count: Int, to out: inout [UInt8]) {
+        let n = UInt32(count)
+        out.append(UInt8(truncatingIfNeeded: n >> 24))
+        out.append(UInt8(truncatingIfNeeded: n >> 16))
+        out.append(UInt8(truncatingIfNeeded: n >> 8))
+        out.append(UInt8(truncatingIfNeeded: n))
     }
 
     // MARK: Requests

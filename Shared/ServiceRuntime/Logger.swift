@@ -76,7 +76,7 @@ final class LogSink: Sendable {
         entry["level"] = .string(level.name)
         entry["label"] = .string(label)
         entry["msg"] = .string(message)
-        guard let text = try? JSONTextEncoder(options: .sortedKeys).text(entry) else { return }
+        guard let text = LogLineText.text(entry) else { return }
         writeLine(text)
     }
 

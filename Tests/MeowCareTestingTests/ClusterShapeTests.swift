@@ -87,6 +87,35 @@ import Testing
         #expect(await process.waitForLine(containing: "never written", timeout: .seconds(30)) == nil)
     }
 
+    /// A wait for the exit that runs out answers nil while the process runs, and a later wait
+    /// still gets its status; waits side by side get it too.
+    @Test func aWaitForTheExitRunsOutWhileTheProcessRuns() async throws {
+        let process = try MeowProcess("/bin/sh", ["-c", "echo started >&2; exec sleep 60"])
+        #expect(await process.waitForLine(containing: "started") != nil)
+        #expect(await process.waitForExit(timeout: .milliseconds(20)) == nil)
+        #expect(process.isRunning)
+        async let first = process.waitForExit()
+        async let second = process.waitForExit()
+        process.signal(SIGKILL)
+        #expect(await [first, second] == [137, 137])
+    }
+
+    /// One thread watches every process: one started while it waits on another, quiet one is
+    /// seen at once (its lines, its exit), and processes side by side each keep their own.
+    @Test func oneWatcherSeesEveryProcessStartedWhileItWaits() async throws {
+        let quiet = try MeowProcess("/bin/sh", ["-c", "echo started >&2; exec sleep 60"])
+        #expect(await quiet.waitForLine(containing: "started") != nil)
+        let others = try (0..<4).map { try MeowProcess("/bin/sh", ["-c", "echo line-\($0) >&2; echo out-\($0); exit \(10 + $0)"]) }
+        for (index, process) in others.enumerated() {
+            #expect(await process.waitForExit(timeout: .seconds(10)) == Int32(10 + index))
+            #expect(process.lines == ["line-\(index)"])
+            #expect(process.standardOutput == "out-\(index)\n")
+        }
+        #expect(quiet.isRunning)
+        quiet.kill()
+        #expect(quiet.exitStatus == 137)
+    }
+
     /// A child gets this process's environment with the caller's variables over it, and
     /// `MEOW_EXIT_WITH_PID` naming this process unless the caller sets it.
     @Test func aProcessGetsTheEnvironmentWithTheCallersVariablesOverIt() async throws {

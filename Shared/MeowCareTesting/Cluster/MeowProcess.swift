@@ -9,9 +9,9 @@ import Foundation
 /// A child process: a cluster's service, or any executable a test starts itself (a service
 /// with arguments of its own, `meowctl`, a script). Its stderr is kept as lines and its stdout
 /// as text, both also appended to `logPath` when there is one (what a failing test attaches).
-/// Spawned with posix_spawn, so children never inherit a blocked signal mask. One thread per
-/// process, blocked in poll on both pipes and a pidfd of the child, reads the output and reaps
-/// the exit the moment it happens: a cluster's start pays one thread per service, not three.
+/// Spawned with posix_spawn, so children never inherit a blocked signal mask. One thread for
+/// every process (`ProcessWatcher`), blocked in poll on their pipes and pidfds, reads the output
+/// and reaps each exit the moment it happens: a cluster's start pays no thread per service.
 ///
 /// A process lives until it exits, referenced or not (its watching thread holds it): a
 /// cluster stops its own at `stop()`, and every child gets `MEOW_EXIT_WITH_PID=<this process>`,
@@ -91,10 +91,7 @@ public final class MeowProcess: @unchecked Sendable {
             reaper.name = "meowcare-reaper-\(name)"
             reaper.start()
         }
-        let errorRead = errPipe[0], outputRead = outPipe[0]
-        let watcher = Thread { [self] in watch(error: errorRead, output: outputRead, exit: exitDescriptor, log: logFile) }
-        watcher.name = "meowcare-\(name)"
-        watcher.start()
+        ProcessWatcher.shared.watch(self, error: errPipe[0], output: outPipe[0], exit: exitDescriptor, log: logFile)
     }
 
     /// This process's environment with `overrides` set, as posix_spawn takes it: read from
@@ -116,7 +113,7 @@ public final class MeowProcess: @unchecked Sendable {
     }
 
     /// Records the exit `status` (as waitpid gives it) and wakes everyone waiting for it.
-    private func exited(_ status: Int32) {
+    func exited(_ status: Int32) {
         // Exited → its code; killed by a signal → 128 + the signal, as shells report it.
         let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         if (status & 0x7F) != 0, let logPath { Self.noteKilled(name, signal: status & 0x7F, in: logPath) }
@@ -311,62 +308,62 @@ public final class MeowProcess: @unchecked Sendable {
 
     /// Waits for the exit, then (up to a second) for the output pipes to drain: grandchildren
     /// that inherited them may hold them open, and the exit is what counts. nil: still running.
+    /// Suspends rather than blocking a thread of its own: a cluster's stop waits for each of its
+    /// services at once, and a thread started per wait was most of what the stop cost this process.
     @discardableResult
     public func waitForExit(timeout: Duration = .seconds(20)) async -> Int32? {
-        let deadline = Date().addingTimeInterval(Self.seconds(timeout))
-        return await Self.offThread { [self] in
-            condition.lock(); defer { condition.unlock() }
-            while status == nil { if !condition.wait(until: deadline) { break } }
-            let drained = Date().addingTimeInterval(1)
-            while status != nil && openPipes > 0 { if !condition.wait(until: drained) { break } }
-            return status
+        let deadline = ContinuousClock.now + timeout
+        var drained: ContinuousClock.Instant?
+        while true {
+            let (status, pipes) = exitState
+            let now = ContinuousClock.now
+            if let status {
+                let until = drained ?? now + .seconds(1)
+                drained = until
+                if pipes == 0 || now >= until { return status }
+                await awaitChange(within: until - now) { $0.openPipes == 0 }
+            } else {
+                if now >= deadline { return nil }
+                await awaitChange(within: deadline - now) { $0.status != nil }
+            }
         }
     }
 
-    /// Reads stderr (as lines) and stdout until both end, and reaps the exit when `exitDescriptor`
-    /// (a pidfd, or -1) becomes readable. Output ready in the same wake-up is read first, so lines
-    /// written before the exit are there when the exit is seen.
-    private func watch(error: Int32, output: Int32, exit exitDescriptor: Int32, log: LogFile) {
-        // poll skips negative descriptors: an entry is set to -1 once its end is seen.
-        var entries = [error, output, exitDescriptor].map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-        var pending: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while entries.contains(where: { $0.fd >= 0 }) {
-            let ready = poll(&entries, nfds_t(entries.count), -1)
-            // EINTR and ENOMEM pass; the others (EFAULT, EINVAL) cannot happen with these three entries.
-            if ready < 0 && (errno == EINTR || errno == ENOMEM) { continue }
-            guard ready > 0 else { break }
-            for index in 0..<2 where entries[index].fd >= 0 && entries[index].revents != 0 {
-                let descriptor = entries[index].fd
-                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                if count > 0 {
-                    log.append(buffer[0..<count])
-                    if index == 0 { received(lines: buffer[0..<count], pending: &pending) } else { received(output: buffer[0..<count]) }
-                    continue
-                }
-                close(descriptor)
-                entries[index].fd = -1
-                ended(pipe: index == 0 ? pending : [], log: log)
+    /// The exit status (nil while running) and how many output pipes are still open.
+    private var exitState: (status: Int32?, pipes: Int) {
+        condition.lock(); defer { condition.unlock() }
+        return (status, openPipes)
+    }
+
+    /// Returns once `done` holds (checked with `condition` held), or after the next stderr line,
+    /// pipe end or exit, or once `limit` has passed: the caller checks again.
+    private func awaitChange(within limit: Duration, done: (MeowProcess) -> Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            condition.lock()
+            if done(self) {
+                condition.unlock()
+                continuation.resume()
+                return
             }
-            if entries[2].fd >= 0 && entries[2].revents != 0 {
-                var status: Int32 = 0
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-                close(entries[2].fd)
-                entries[2].fd = -1
-                exited(status)
+            let id = nextLineWaiter
+            nextLineWaiter += 1
+            lineWaiters[id] = continuation
+            condition.unlock()
+            Task { [self] in
+                try? await Task.sleep(for: limit)
+                resumeLineWaiter(id)
             }
         }
     }
 
     /// Stdout's bytes, kept as text.
-    private func received(output bytes: ArraySlice<UInt8>) {
+    func received(output bytes: ArraySlice<UInt8>) {
         condition.lock(); outputText += String(decoding: bytes, as: UTF8.self); condition.broadcast(); condition.unlock()
     }
 
     /// Stderr's bytes: each complete line is kept and wakes those waiting for one; the rest
     /// stays in `pending`.
-    private func received(lines bytes: ArraySlice<UInt8>, pending: inout [UInt8]) {
+    func received(lines bytes: ArraySlice<UInt8>, pending: inout [UInt8]) {
         pending += bytes
         var waiting: [CheckedContinuation<Void, Never>] = []
         while let newline = pending.firstIndex(of: 0x0A) {
@@ -379,7 +376,7 @@ public final class MeowProcess: @unchecked Sendable {
 
     /// One pipe has ended (`unfinished`: a last stderr line without its newline); the log is
     /// closed after the second.
-    private func ended(pipe unfinished: [UInt8], log: LogFile) {
+    func ended(pipe unfinished: [UInt8], log: LogFile) {
         condition.lock()
         if !unfinished.isEmpty { errorLines.append(String(decoding: unfinished, as: UTF8.self)) }
         openPipes -= 1
@@ -415,7 +412,7 @@ public final class MeowProcess: @unchecked Sendable {
 }
 
 /// A process's log file, written with both of its pipes' output.
-private final class LogFile: @unchecked Sendable {
+final class LogFile: @unchecked Sendable {
     // @unchecked: `descriptor` is guarded by `lock`.
     private let lock = NSLock()
     private var descriptor: Int32
