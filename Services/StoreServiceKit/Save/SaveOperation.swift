@@ -189,7 +189,8 @@ struct ChangedPropertyNames {
     private var last: (entity: EntityDescription, set: [Bool], text: String)?
 
     mutating func json(_ entity: EntityDescription, _ set: [Bool]) -> String {
-        if let last, last.entity === entity, last.set == set { return last.text }
+        // Compared in place: binding `last` copied the tuple (two retains and releases) per object.
+        if last?.entity === entity, last?.set == set, let text = last?.text { return text }
         let text = named(entity, set)
         last = (entity, set, text)
         return text

@@ -299,17 +299,19 @@ public struct UserSummary: Codable, Sendable, Hashable {
 /// clock and environment, and the notices it collects to publish once it commits.
 /// @unchecked Sendable: CloudEngine only reaches it inside `locked`, one thread at a time.
 final class CloudTransaction: @unchecked Sendable {
+    // Its stored properties skip the runtime's exclusivity checks: a records.modify reads and
+    // writes them for every record, and only the request holding the lock touches them.
     let db: Database
-    var seq: Int64
-    var limits: CloudLimits
-    var now: Double = 0
+    @exclusivity(unchecked) var seq: Int64
+    @exclusivity(unchecked) var limits: CloudLimits
+    @exclusivity(unchecked) var now: Double = 0
     /// The environment of the request running now (set by `CloudEngine.read`/`write`).
-    var environment: CloudEnvironment = .development
-    var notices: [ChangeNotice] = []
+    @exclusivity(unchecked) var environment: CloudEnvironment = .development
+    @exclusivity(unchecked) var notices: [ChangeNotice] = []
     /// The request's record changes not yet matched against subscriptions (`touchZone` matches them).
-    var recordChanges: [RecordChange] = []
+    @exclusivity(unchecked) var recordChanges: [RecordChange] = []
     /// Subscription notifications of the request, published after it commits.
-    var subscriptionNotices: [SubscriptionNotice] = []
+    @exclusivity(unchecked) var subscriptionNotices: [SubscriptionNotice] = []
     let encoder = JSONTextEncoder(options: .sortedKeys)
     let decoder = JSONValueDecoder()
 
@@ -325,7 +327,7 @@ final class CloudTransaction: @unchecked Sendable {
     }
 
     /// Makes the writer's change tags (`ChangeTags`); only the writer's state uses it.
-    private var tags = ChangeTags()
+    @exclusivity(unchecked) private var tags = ChangeTags()
 
     /// A new change tag: opaque and unguessable (`ChangeTags`), never the write sequence.
     func newTag() -> String { tags.make() }

@@ -4,28 +4,30 @@ import MeowWire
 /// What one request touched and every permission decision taken for it, with its reason:
 /// the request log's raw material. Used on one thread (the request's).
 public final class RequestTrace {
-    public var database: String?
-    public var zones: [String] = []
-    public var decisions: [JSONValue] = []
+    // Its stored properties skip the runtime's exclusivity checks: a records.modify appends
+    // to them for every record, on the request's one thread.
+    @exclusivity(unchecked) public var database: String?
+    @exclusivity(unchecked) public var zones: [String] = []
+    @exclusivity(unchecked) public var decisions: [JSONValue] = []
     /// Shares this request created, changed or ended: the request log's `shares`.
-    public var shares: [JSONValue] = []
+    @exclusivity(unchecked) public var shares: [JSONValue] = []
     /// Records this request saved or deleted, with the fields each save changed: the request
     /// log's `writes` (a report's per-record view).
-    public var writes: [JSONValue] = []
+    @exclusivity(unchecked) public var writes: [JSONValue] = []
     /// How many writes `writes` keeps (nil: all). Without a request-log file only the first
     /// ones are ever read, and a 400-record batch need not work out what each save changed.
-    var writesKept: Int?
+    @exclusivity(unchecked) var writesKept: Int?
     /// Writes past `writesKept`, counted.
-    public private(set) var writesOmitted = 0
+    @exclusivity(unchecked) public private(set) var writesOmitted = 0
     /// How many decisions `decisions` keeps before it keeps only denied ones (nil: all). Without
     /// a request-log file the in-memory copy keeps no allowed decision past the first ones
     /// (`RequestLog.retained`), and a 400-record batch need not build 380 only to drop them.
-    var decisionsKept: Int?
+    @exclusivity(unchecked) var decisionsKept: Int?
     /// Allowed decisions past `decisionsKept`, counted.
-    public private(set) var decisionsOmitted = 0
+    @exclusivity(unchecked) public private(set) var decisionsOmitted = 0
     /// Set by a `holdBeforeCommit` fault: a records.modify calls it once it has decided, before
     /// it takes the writer (a test makes its move between a decision and its commit).
-    var pauseBeforeCommit: (() -> Void)?
+    @exclusivity(unchecked) var pauseBeforeCommit: (() -> Void)?
 
     public init() {}
 

@@ -80,24 +80,23 @@ extension ModifyParams: JSONTextWritable {
     public func writeJSON(to out: inout String) -> Bool {
         // (A share record's `shareInfo` goes through the encoder; nothing written before.)
         guard CloudRecord.writable(saves ?? []) else { return false }
-        out += #"{"database":"#; JSONWriter.appendString(database.rawValue, to: &out)
+        var bytes = JSONBytes(capacity: (saves?.count ?? 0) * 512 + 256)
+        bytes.append(#"{"database":"#); bytes.append(string: database.rawValue)
         if let saves {
-            out += #","saves":"#
-            CloudRecord.writeArray(saves, to: &out) { record, out in record.writeJSON(to: &out) }
+            bytes.append(#","saves":"#)
+            var repeated = CloudRecord.RepeatedText()
+            CloudRecord.writeArray(saves, to: &bytes) { record, out in record.writeJSON(to: &out, repeated: &repeated) }
         }
         if let deletes {
-            out += #","deletes":"#
-            CloudRecord.writeArray(deletes, to: &out) { item, out in
-                out += #"{"recordName":"#; JSONWriter.appendString(item.recordName, to: &out)
-                out += #","zoneID":"#; item.zoneID.writeJSON(to: &out)
-                out += "}"
-            }
+            bytes.append(#","deletes":"#)
+            CloudRecord.writeArray(deletes, to: &bytes) { item, out in RecordID(recordName: item.recordName, zoneID: item.zoneID).writeJSON(to: &out) }
         }
-        if let savePolicy { out += #","savePolicy":"#; JSONWriter.appendString(savePolicy.rawValue, to: &out) }
-        if let atomic { out += atomic ? #","atomic":true"# : #","atomic":false"# }
-        if let returnFields { out += returnFields ? #","returnFields":true"# : #","returnFields":false"# }
-        if let reply { out += #","reply":"#; JSONWriter.appendString(reply.rawValue, to: &out) }
-        out += "}"
+        if let savePolicy { bytes.append(#","savePolicy":"#); bytes.append(string: savePolicy.rawValue) }
+        if let atomic { bytes.append(atomic ? #","atomic":true"# : #","atomic":false"#) }
+        if let returnFields { bytes.append(returnFields ? #","returnFields":true"# : #","returnFields":false"#) }
+        if let reply { bytes.append(#","reply":"#); bytes.append(string: reply.rawValue) }
+        bytes.append("}")
+        bytes.append(to: &out)
         return true
     }
 }
@@ -182,12 +181,10 @@ extension ModifyResult: JSONTextWritable {
             out += text
             return true
         }
-        guard CloudRecord.writeRecords("saved", saved, deleted: deleted, to: &out, { item, out in
-            out += #"{"recordName":"#; JSONWriter.appendString(item.recordName, to: &out)
-            out += #","zoneID":"#; item.zoneID.writeJSON(to: &out)
-            out += "}"
-        }) else { return false }
-        out += "}"
+        var bytes = JSONBytes(capacity: saved.count * 384 + deleted.count * 128 + 64)
+        guard CloudRecord.writeRecords("saved", saved, deleted: deleted, to: &bytes, { item, out in item.writeJSON(to: &out) }) else { return false }
+        bytes.append("}")
+        bytes.append(to: &out)
         return true
     }
 

@@ -59,13 +59,15 @@ public struct FetchZoneChangesResult: Codable, Sendable {
 /// `CloudRecord.writeRecords`.
 extension FetchZoneChangesResult: JSONTextWritable {
     public func writeJSON(to out: inout String) -> Bool {
-        guard CloudRecord.writeRecords("changed", changed, deleted: deleted, to: &out, { item, out in
-            out += #"{"recordName":"#; JSONWriter.appendString(item.recordName, to: &out)
-            out += #","recordType":"#; JSONWriter.appendString(item.recordType, to: &out)
-            out += "}"
+        var bytes = JSONBytes(capacity: changed.count * 512 + deleted.count * 96 + 128)
+        guard CloudRecord.writeRecords("changed", changed, deleted: deleted, to: &bytes, { item, out in
+            out.append(#"{"recordName":"#); out.append(string: item.recordName)
+            out.append(#","recordType":"#); out.append(string: item.recordType)
+            out.append("}")
         }) else { return false }
-        out += #","token":"#; JSONWriter.appendString(token.text, to: &out)
-        out += moreComing ? #","moreComing":true}"# : #","moreComing":false}"#
+        bytes.append(#","token":"#); bytes.append(string: token.text)
+        bytes.append(moreComing ? #","moreComing":true}"# : #","moreComing":false}"#)
+        bytes.append(to: &out)
         return true
     }
 }

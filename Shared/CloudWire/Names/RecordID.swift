@@ -9,6 +9,13 @@ public struct RecordID: Codable, Sendable, Hashable {
         self.recordName = recordName
         self.zoneID = zoneID
     }
+
+    /// `{"recordName":…,"zoneID":{…}}`.
+    public func writeJSON(to out: inout JSONBytes) {
+        out.append(#"{"recordName":"#); out.append(string: recordName)
+        out.append(#","zoneID":"#); zoneID.writeJSON(to: &out)
+        out.append("}")
+    }
 }
 
 /// A reference to another record of the same zone (`parent`, `share`, reference fields).
@@ -39,9 +46,16 @@ public struct RecordReference: Codable, Sendable, Hashable {
 
     /// `{"recordName":…}`, with `"action"` when it has one.
     public func writeJSON(to out: inout String) {
-        out += #"{"recordName":"#; JSONWriter.appendString(recordName, to: &out)
-        if let action { out += #","action":"#; JSONWriter.appendString(action, to: &out) }
-        out += "}"
+        var bytes = JSONBytes(capacity: 64)
+        writeJSON(to: &bytes)
+        bytes.append(to: &out)
+    }
+
+    /// The same, as bytes.
+    public func writeJSON(to out: inout JSONBytes) {
+        out.append(#"{"recordName":"#); out.append(string: recordName)
+        if let action { out.append(#","action":"#); out.append(string: action) }
+        out.append("}")
     }
 }
 

@@ -37,9 +37,16 @@ public struct ZoneID: Codable, Sendable, Hashable {
 
     /// `{"zoneName":…,"ownerName":…}`.
     public func writeJSON(to out: inout String) {
-        out += #"{"zoneName":"#; JSONWriter.appendString(zoneName, to: &out)
-        out += #","ownerName":"#; JSONWriter.appendString(ownerName, to: &out)
-        out += "}"
+        var bytes = JSONBytes(capacity: 96)
+        writeJSON(to: &bytes)
+        bytes.append(to: &out)
+    }
+
+    /// The same, as bytes.
+    public func writeJSON(to out: inout JSONBytes) {
+        out.append(#"{"zoneName":"#); out.append(string: zoneName)
+        out.append(#","ownerName":"#); out.append(string: ownerName)
+        out.append("}")
     }
 }
 

@@ -38,52 +38,66 @@ extension CloudRecord {
 
     /// `writeJSON(to:)` reusing the texts of the records written before it (`RepeatedText`).
     package func writeJSON(to out: inout String, repeated: inout RepeatedText) {
-        out += #"{"recordName":"#; JSONWriter.appendString(recordName, to: &out)
+        var bytes = JSONBytes(capacity: 512)
+        writeJSON(to: &bytes, repeated: &repeated)
+        bytes.append(to: &out)
+    }
+
+    /// The record's text as bytes: a batch's records are written into one array, each piece an
+    /// append to it (as `String` appends, the pieces were an eighth of a `records.modify`).
+    package func writeJSON(to out: inout JSONBytes, repeated: inout RepeatedText) {
+        out.append(#"{"recordName":"#); out.append(string: recordName)
         if tagOnly {
-            if let recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(recordChangeTag, to: &out) }
-            out += "}"
+            if let recordChangeTag { out.append(#","recordChangeTag":"#); out.append(string: recordChangeTag) }
+            out.append("}")
             return
         }
-        out += #","zoneID":"#; out += repeated.zoneText(zoneID)
-        out += #","recordType":"#; JSONWriter.appendString(recordType, to: &out)
+        out.append(#","zoneID":"#); out.append(raw: repeated.zoneText(zoneID))
+        out.append(#","recordType":"#); out.append(string: recordType)
         if !omitsFields {
-            out += #","fields":"#
-            if let fieldsText { out += fieldsText } else { RecordFields.write(fields, keepingNulls: true, to: &out) }
+            out.append(#","fields":"#)
+            if let fieldsText {
+                out.append(raw: fieldsText)
+            } else {
+                var text = ""
+                RecordFields.write(fields, keepingNulls: true, to: &text)
+                out.append(raw: text)
+            }
         }
-        if let recordChangeTag { out += #","recordChangeTag":"#; JSONWriter.appendString(recordChangeTag, to: &out) }
-        if let creationDate { out += #","creationDate":"#; out += repeated.dateText(creationDate) }
-        if let modificationDate { out += #","modificationDate":"#; out += repeated.dateText(modificationDate) }
-        if let creatorUserRecordName { out += #","creatorUserRecordName":"#; JSONWriter.appendString(creatorUserRecordName, to: &out) }
+        if let recordChangeTag { out.append(#","recordChangeTag":"#); out.append(string: recordChangeTag) }
+        if let creationDate { out.append(#","creationDate":"#); out.append(raw: repeated.dateText(creationDate)) }
+        if let modificationDate { out.append(#","modificationDate":"#); out.append(raw: repeated.dateText(modificationDate)) }
+        if let creatorUserRecordName { out.append(#","creatorUserRecordName":"#); out.append(string: creatorUserRecordName) }
         if let lastModifiedUserRecordName {
-            out += #","lastModifiedUserRecordName":"#; JSONWriter.appendString(lastModifiedUserRecordName, to: &out)
+            out.append(#","lastModifiedUserRecordName":"#); out.append(string: lastModifiedUserRecordName)
         }
-        if let parent { out += #","parent":"#; parent.writeJSON(to: &out) }
-        if let share { out += #","share":"#; share.writeJSON(to: &out) }
-        out += "}"
+        if let parent { out.append(#","parent":"#); parent.writeJSON(to: &out) }
+        if let share { out.append(#","share":"#); share.writeJSON(to: &out) }
+        out.append("}")
     }
 
     /// `[item, …]` with each item written by `write`.
-    package static func writeArray<T>(_ items: [T], to out: inout String, _ write: (T, inout String) -> Void) {
-        out += "["
+    package static func writeArray<T>(_ items: [T], to out: inout JSONBytes, _ write: (T, inout JSONBytes) -> Void) {
+        out.append("[")
         for (index, item) in items.enumerated() {
-            if index > 0 { out += "," }
+            if index > 0 { out.append(",") }
             write(item, &out)
         }
-        out += "]"
+        out.append("]")
     }
 
     /// `{"<key>":[records],"deleted":[items]` (the object left open for the reply's other
     /// members), both replies' shared opening; false, with nothing written, when a record
     /// cannot be written as text.
-    package static func writeRecords<D>(_ key: String, _ records: [CloudRecord], deleted: [D], to out: inout String,
-                                _ writeDeleted: (D, inout String) -> Void) -> Bool {
+    package static func writeRecords<D>(_ key: StaticString, _ records: [CloudRecord], deleted: [D], to out: inout JSONBytes,
+                                        _ writeDeleted: (D, inout JSONBytes) -> Void) -> Bool {
         guard writable(records) else { return false }
-        out += "{"
-        JSONWriter.appendString(key, to: &out)
-        out += ":"
+        out.append("{\"")
+        out.append(key)
+        out.append("\":")
         var repeated = RepeatedText()
         writeArray(records, to: &out) { record, out in record.writeJSON(to: &out, repeated: &repeated) }
-        out += #","deleted":"#
+        out.append(#","deleted":"#)
         writeArray(deleted, to: &out, writeDeleted)
         return true
     }
