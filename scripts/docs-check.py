@@ -153,7 +153,7 @@ external = re.compile(r"\b(SEMANTICS|SCENARIOS)\b")
 for page in pages:
     for number, line in enumerate(read(page).split("\n"), 1):
         scrubbed = re.sub(r"\b[a-zA-Z][\w+.-]*://\S+", "", line)  # URLs
-        for cited in re.findall(r"(?<![\w./-])[\w./-]*\w\.(?:md|swift|py|sh)\b", scrubbed):
+        for cited in re.findall(r"(?<![\w./+-])[\w./+-]*\w\.(?:md|swift|py|sh)\b", scrubbed):
             if external.search(cited):
                 continue  # reported by check 4
             if os.path.basename(cited) not in basenames and cited not in allowed:
