@@ -12,7 +12,9 @@ extension ManagedObjectModel {
     static func load(bytes json: [UInt8]) throws(ModelError) -> ManagedObjectModel {
         let model: ManagedObjectModel
         do {
-            model = try JSONValueDecoder().decode(ManagedObjectModel.self, from: json)
+            // Read without Codable when the reader takes the text; the Decodable forms decide
+            // (and word the refusal) where it gives up.
+            model = try ModelReading.read(json) ?? JSONValueDecoder().decode(ManagedObjectModel.self, from: json)
         } catch let error as DecodingError {
             throw ModelError("The model file is not a valid model: \(Self.describe(error, in: json)).")
         } catch {

@@ -171,7 +171,7 @@ package final class PersistentStore: @unchecked Sendable {
             }
             if zonesByName { try migrateZoneKeys() }
             try database.execute("INSERT OR REPLACE INTO z_metadata(key, value) VALUES ('schema', ?)",
-                                 [StoreMigration.text(of: StoreMigration.schema(of: ordered))])
+                                 [StoreMigration.text(of: ordered)])
             try database.execute("INSERT OR IGNORE INTO z_metadata(key, value) VALUES ('zoneKeys', '1')")
             if let stored = try database.scalar("SELECT value FROM z_metadata WHERE key = 'storeUUID'")?.string {
                 uuid = stored

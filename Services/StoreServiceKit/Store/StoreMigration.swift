@@ -39,6 +39,44 @@ struct StoreMigration {
         }))
     }
 
+    /// `text(of: schema(of: entities))`, written from the entities without the schema's
+    /// dictionaries and sets or a JSON tree (a store writes it at every open, a new one too;
+    /// building the tree was most of a new in-memory store's own work beside its DDL): entities,
+    /// attributes and relationship names sorted as the tree's writer sorts keys.
+    static func text(of entities: [EntityDescription]) -> String {
+        var out = "{"
+        for (index, entity) in entities.sorted(by: { $0.name < $1.name }).enumerated() {
+            if index > 0 { out += "," }
+            JSONWriter.appendString(entity.name, to: &out)
+            out += #":{"attributes":{"#
+            for (index, attribute) in entity.attributes.sorted(by: { $0.name < $1.name }).enumerated() {
+                if index > 0 { out += "," }
+                JSONWriter.appendString(attribute.name, to: &out)
+                out += ":"
+                JSONWriter.appendString(attribute.type.rawValue, to: &out)
+            }
+            out += #"},"toMany":"#
+            appendNames(entity.relationships.filter(\.toMany), to: &out)
+            out += #","toOne":"#
+            appendNames(entity.relationships.filter { !$0.toMany }, to: &out)
+            out += "}"
+        }
+        out += "}"
+        return out
+    }
+
+    /// Relationship names as a sorted array of distinct strings (as the schema's sets give them).
+    private static func appendNames(_ relationships: [RelationshipDescription], to out: inout String) {
+        out += "["
+        var previous: String?
+        for name in relationships.map(\.name).sorted() where name != previous {
+            if previous != nil { out += "," }
+            JSONWriter.appendString(name, to: &out)
+            previous = name
+        }
+        out += "]"
+    }
+
     /// The schema the store was written with; nil for a new store.
     func storedSchema() throws -> [String: EntitySchema]? {
         if let text = try database.scalar("SELECT value FROM z_metadata WHERE key = 'schema'")?.string,
