@@ -29,9 +29,9 @@ extension HelloParams: JSONReadable {
             return MessageReader(bytes, path: path + [.key(key)])
         }
         var field = try member(minimum, "minVersion")
-        let minVersion = try Self.integer(&field)
+        let minVersion = try field.integerAsDecoded()
         field = try member(maximum, "maxVersion")
-        let maxVersion = try Self.integer(&field)
+        let maxVersion = try field.integerAsDecoded()
         field = try member(client, "client")
         let name = try field.string()
         var credentialText: String?, environmentText: String?
@@ -44,19 +44,6 @@ extension HelloParams: JSONReadable {
             environmentText = try field.optionalString()
         }
         self.init(minVersion: minVersion, maxVersion: maxVersion, client: name, credential: credentialText, environment: environmentText)
-    }
-
-    /// An `Int` as `JSONValueDecoder` takes one: a whole number, or a double that is exactly one
-    /// (`1.0`), refused in its words otherwise.
-    private static func integer(_ reader: inout MessageReader) throws(MessageReadError) -> Int {
-        if reader.readNull() { throw reader.error(.null(.integer)) }
-        switch try reader.value() {
-        case let .int(number): return number
-        case let .double(number):
-            guard let whole = Int(exactly: number) else { throw reader.invalid("Number \(number) is not representable as Int.") }
-            return whole
-        default: throw reader.error(.expected(.integer))
-        }
     }
 }
 

@@ -238,22 +238,7 @@ public final class MeowProcess: @unchecked Sendable {
     /// `limit` has passed: a wait for a service's readiness wakes at each line it logs (its
     /// `ready` line among them) rather than at the next tick of a clock.
     func awaitLine(after seen: Int, within limit: Duration) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            condition.lock()
-            if errorLines.count > seen || status != nil || openPipes == 0 {
-                condition.unlock()
-                continuation.resume()
-                return
-            }
-            let id = nextLineWaiter
-            nextLineWaiter += 1
-            lineWaiters[id] = continuation
-            condition.unlock()
-            Task { [self] in
-                try? await Task.sleep(for: limit)
-                resumeLineWaiter(id)
-            }
-        }
+        await awaitChange(within: limit) { $0.errorLines.count > seen || $0.status != nil || $0.openPipes == 0 }
     }
 
     /// Resumes the line waiter `id` if no line or end has resumed it yet.

@@ -26,8 +26,8 @@ extension FetchRequest: JSONReadable {
         if var reader = field(.predicate) { predicate = try reader.optionalString() }
         if var reader = field(.arguments) { arguments = try reader.optionalArray { (element) throws(MessageReadError) in try element.value() } }
         if var reader = field(.sortDescriptors) { sortDescriptors = try reader.optionalArray { (element) throws(MessageReadError) in try SortDescriptor(reading: &element) } }
-        if var reader = field(.limit) { limit = try Self.optionalInteger(&reader) }
-        if var reader = field(.offset) { offset = try Self.optionalInteger(&reader) }
+        if var reader = field(.limit) { limit = try reader.optionalIntegerAsDecoded() }
+        if var reader = field(.offset) { offset = try reader.optionalIntegerAsDecoded() }
         if var reader = field(.stores) { stores = try reader.optionalArray { (element) throws(MessageReadError) in try element.string() } }
         if var reader = field(.context) { context = try reader.optionalString() }
         if var reader = field(.resultFormat) { resultFormat = try reader.optionalRawValue(FetchResultFormat.self) }
@@ -66,19 +66,6 @@ extension FetchRequest: JSONReadable {
             case .context: "context"
             case .resultFormat: "resultFormat"
             }
-        }
-    }
-
-    /// An `Int?` as `JSONValueDecoder` takes one: null is nil; a whole number, or a double that is
-    /// exactly one (`1.0`), refused in its words otherwise.
-    static func optionalInteger(_ reader: inout MessageReader) throws(MessageReadError) -> Int? {
-        if reader.readNull() { return nil }
-        switch try reader.value() {
-        case let .int(number): return number
-        case let .double(number):
-            guard let whole = Int(exactly: number) else { throw reader.invalid("Number \(number) is not representable as Int.") }
-            return whole
-        default: throw reader.error(.expected(.integer))
         }
     }
 }
